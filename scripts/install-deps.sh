@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages evident needs, and only those that are missing.
+#   scripts/install-deps.sh build   # compiler, CMake, libraries: enough to build and run
+#   scripts/install-deps.sh test    # build + what the test run needs (clang/libFuzzer, clang-tidy)
+#   scripts/install-deps.sh bench   # build + the peers the benchmarks compare against
+# Runs apt-get as root, or through sudo when not root.
+set -euo pipefail
+
+want=${1:-build}
+packages=(build-essential cmake ninja-build pkg-config git
+  libsimdjson-dev libre2-dev libsqlite3-dev sqlite3 libyaml-cpp-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev)
+case "$want" in
+  build) ;;
+  test) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 python3) ;;
+  bench) packages+=(libvalijson-dev nodejs npm) ;;
+  *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# nodejs may come from another Debian-format source that already provides npm.
+if [[ " ${missing[*]} " == *" npm "* ]] && command -v npm >/dev/null 2>&1; then
+  missing=("${missing[@]/npm}")
+fi
+read -r -a missing <<<"${missing[*]}"
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

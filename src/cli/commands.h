@@ -1,0 +1,25 @@
+// cli/commands.h — how each `evident` subcommand plugs into the command line.
+//
+// Every subcommand lives in its own cmd_<name>.cc and exposes one Add*Command function. It adds a
+// CLI11 subcommand to `app` and, when that subcommand is chosen, stores in `run` the function
+// that does the work and returns the process exit code. Exit codes across the tool: 0 success,
+// 1 a negative answer about the input (rejected, invalid, incompatible, denied), 2 usage or I/O.
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace evident::cli {
+
+using Runner = std::function<int()>;
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitNegative = 1;
+inline constexpr int kExitUsage = 2;
+
+
+
+}  // namespace evident::cli

@@ -1,0 +1,168 @@
+#include "json/writer.h"
+
+#include <cassert>
+#include <cmath>
+#include <cstdio>
+
+namespace evident::json {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  size_t n = 0;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  }
+  const unsigned char c1 = byte(i + 1);
+  if (c == 0xE0 && c1 < 0xA0) return 0;  // overlong
+  if (c == 0xED && c1 > 0x9F) return 0;  // surrogate
+  if (c == 0xF0 && c1 < 0x90) return 0;  // overlong
+  if (c == 0xF4 && c1 > 0x8F) return 0;  // above U+10FFFF
+  return n;
+}
+
+}  // namespace
+
+void AppendQuoted(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      const size_t n = Utf8SequenceLength(text, i);
+      if (n == 0) {
+        out += "\xEF\xBF\xBD";
+        ++i;
+      } else {
+        out.append(text.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out.push_back(kHex[c >> 4]);
+          out.push_back(kHex[c & 0xF]);
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+    ++i;
+  }
+  out.push_back('"');
+}
+
+void Writer::Separate() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!has_member_.empty()) {
+    if (has_member_.back()) out_.push_back(',');
+    has_member_.back() = true;
+  }
+}
+
+Writer& Writer::BeginObject() {
+  Separate();
+  out_.push_back('{');
+  has_member_.push_back(false);
+  return *this;
+}
+
+Writer& Writer::EndObject() {
+  assert(!has_member_.empty() && !after_key_);
+  has_member_.pop_back();
+  out_.push_back('}');
+  return *this;
+}
+
+Writer& Writer::BeginArray() {
+  Separate();
+  out_.push_back('[');
+  has_member_.push_back(false);
+  return *this;
+}
+
+Writer& Writer::EndArray() {
+  assert(!has_member_.empty() && !after_key_);
+  has_member_.pop_back();
+  out_.push_back(']');
+  return *this;
+}
+
+Writer& Writer::Key(std::string_view key) {
+  assert(!after_key_);
+  Separate();
+  AppendQuoted(out_, key);
+  out_.push_back(':');
+  after_key_ = true;
+  return *this;
+}
+
+Writer& Writer::String(std::string_view value) {
+  Separate();
+  AppendQuoted(out_, value);
+  return *this;
+}
+
+Writer& Writer::Int(int64_t value) {
+  Separate();
+  out_ += std::to_string(value);
+  return *this;
+}
+
+Writer& Writer::Uint(uint64_t value) {
+  Separate();
+  out_ += std::to_string(value);
+  return *this;
+}
+
+Writer& Writer::Double(double value) {
+  Separate();
+  if (!std::isfinite(value)) {
+    out_ += "null";
+    return *this;
+  }
+  char buffer[32];
+  const int n = std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  out_.append(buffer, static_cast<size_t>(n));
+  return *this;
+}
+
+Writer& Writer::Bool(bool value) {
+  Separate();
+  out_ += value ? "true" : "false";
+  return *this;
+}
+
+Writer& Writer::Null() {
+  Separate();
+  out_ += "null";
+  return *this;
+}
+
+Writer& Writer::Raw(std::string_view json_text) {
+  Separate();
+  out_.append(json_text);
+  return *this;
+}
+
+}  // namespace evident::json

@@ -1,0 +1,52 @@
+// json/writer.h — a small appending JSON writer for evident's NDJSON output.
+//
+// Hand-written because the chosen JSON library (simdjson) only parses; its string_builder is not
+// in Debian's 3.0 release. The writer escapes per RFC 8259 and never allocates beyond the output
+// string. It does not validate nesting: callers pair Begin/End (checked by assertions in debug).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace evident::json {
+
+// Appends `text` as a JSON string literal (with quotes) to `out`. Invalid UTF-8 bytes are
+// replaced by U+FFFD so that the output is always valid JSON.
+void AppendQuoted(std::string& out, std::string_view text);
+
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+
+  Writer& BeginObject();
+  Writer& EndObject();
+  Writer& BeginArray();
+  Writer& EndArray();
+  Writer& Key(std::string_view key);
+  Writer& String(std::string_view value);
+  Writer& Int(int64_t value);
+  Writer& Uint(uint64_t value);
+  Writer& Double(double value);
+  Writer& Bool(bool value);
+  Writer& Null();
+  // Appends already-serialized JSON text as one value.
+  Writer& Raw(std::string_view json_text);
+
+  // Convenience: Key(k).String(v) etc.
+  Writer& Field(std::string_view key, std::string_view value) { return Key(key).String(value); }
+  Writer& Field(std::string_view key, const char* value) { return Key(key).String(value); }
+  Writer& Field(std::string_view key, int64_t value) { return Key(key).Int(value); }
+  Writer& Field(std::string_view key, bool value) { return Key(key).Bool(value); }
+
+ private:
+  void Separate();
+
+  std::string& out_;
+  // One entry per open container: true once the container holds a member.
+  std::vector<bool> has_member_;
+  bool after_key_ = false;
+};
+
+}  // namespace evident::json
