@@ -1,0 +1,157 @@
+// evident/envelope.h — the CloudEvents 1.0 envelope: parse, validate, keep the original bytes.
+//
+// An EnvelopeParser turns the bytes of one event (structured-mode JSON, or another layout read
+// through an envelope Profile) into an EventView, or into a Rejection with a stable kebab-case
+// reason code. Checks run in a fixed order and stop at the first failure:
+//
+//   size -> well-formed I-JSON -> required attributes -> specversion -> attribute types
+//        -> source inside the boundary -> schemaversion present (when required)
+//
+// The parser never copies or alters the input: EventView::raw is the caller's bytes, untouched,
+// which is what quarantine and replay store.
+//
+// Thread-safety: an EnvelopeParser is not thread-safe (it owns a simdjson parser); use one per
+// thread. An EventView borrows from the parser and from the input bytes and is valid until the
+// next Parse() on the same parser or until the bytes are freed.
+#pragma once
+
+#include <simdjson.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "evident/profile.h"
+#include "evident/status.h"
+
+namespace evident {
+
+// Why an envelope was rejected. The kebab-case names (ReasonCode) are a stable interface.
+enum class EnvelopeReason : uint8_t {
+  kEnvelopeTooLarge,        // envelope-too-large
+  kMalformedJson,           // malformed-json
+  kInvalidUtf8,             // invalid-utf8
+  kLoneSurrogate,           // lone-surrogate
+  kDuplicateMember,         // duplicate-member
+  kNestingTooDeep,          // nesting-too-deep
+  kNotAnObject,             // not-an-object
+  kMissingSpecversion,      // missing-specversion
+  kMissingId,               // missing-id
+  kMissingSource,           // missing-source
+  kMissingType,             // missing-type
+  kUnsupportedSpecversion,  // unsupported-specversion
+  kInvalidSource,           // invalid-source: not a URI-reference
+  kInvalidSubject,          // invalid-subject: present but not a non-empty string
+  kInvalidTime,             // invalid-time: not an RFC 3339 timestamp
+  kInvalidDatacontenttype,  // invalid-datacontenttype: not an RFC 2046 media type
+  kInvalidDataschema,       // invalid-dataschema: not an absolute URI
+  kDataAndDataBase64,       // data-and-data-base64: both members present
+  kInvalidDataBase64,       // invalid-data-base64: not a base64 string
+  kInvalidAttributeName,    // invalid-attribute-name: extension name not [a-z0-9]+
+  kInvalidExtensionValue,   // invalid-extension-value: object, array, fraction or bad type
+  kInvalidSchemaVersion,    // invalid-schema-version: schemaversion not a non-negative integer
+  kInvalidSubjectVersion,   // invalid-subject-version: subjectversion not a non-negative integer
+  kInvalidTraceparent,      // invalid-traceparent: not a W3C Trace Context traceparent
+  kSourceOutsideBoundary,   // source-outside-boundary
+  kMissingSchemaVersion,    // missing-schema-version
+};
+inline constexpr int kEnvelopeReasonCount = 26;
+
+// The stable kebab-case code, e.g. "missing-id".
+std::string_view ReasonCode(EnvelopeReason reason);
+// All reasons, in declaration order (for documentation and tests).
+std::vector<EnvelopeReason> AllEnvelopeReasons();
+
+struct Rejection {
+  EnvelopeReason reason;
+  std::string message;  // for a person; may change between releases
+  std::string id;       // the event's id when it could be read, else empty
+  std::string source;   // the event's source when it could be read, else empty
+};
+
+// One validated event, in the canonical CloudEvents vocabulary, whatever the input layout.
+struct EventView {
+  std::string_view raw;  // the original bytes of this event, untouched
+  std::string_view specversion, id, source, type;  // always non-empty
+  std::optional<std::string_view> subject, time, datacontenttype, dataschema;
+  std::optional<int64_t> schemaversion, subjectversion;
+  std::optional<std::string_view> traceparent, correlationid, causationid;
+  std::optional<simdjson::dom::element> data;  // the payload (`data`, or the profile's)
+  std::optional<std::string_view> data_base64;
+  simdjson::dom::element root;  // the whole parsed input document
+  const Profile* profile = nullptr;
+
+  // Evaluates a JSON Pointer written against the canonical envelope ("/data/orderVersion",
+  // "/subject") on the original document, translated through the profile.
+  simdjson::simdjson_result<simdjson::dom::element> At(std::string_view pointer) const;
+};
+
+struct EnvelopeOptions {
+  // Largest accepted event, in bytes. CloudEvents requires accepting at least 64 KiB.
+  size_t event_bytes_max = size_t{1} << 20;
+  // Deepest accepted nesting of arrays and objects in one event.
+  size_t nesting_depth_max = 64;
+  // Allowed source prefixes; empty accepts any source. A prefix that does not end in '/', ':',
+  // '#' or '?' matches only at a segment end: "https://a.test/orders" accepts
+  // "https://a.test/orders" and "https://a.test/orders/eu" but not "https://a.test/orders-x".
+  std::vector<std::string> source_boundary;
+  // Reject an event without a schemaversion (after the profile's mapping) as
+  // missing-schema-version.
+  bool require_schema_version = false;
+  // How to read the input layout; the default is canonical CloudEvents JSON.
+  Profile profile = Profile::CloudEvents();
+};
+inline constexpr size_t kCloudEventsBytesMin = size_t{64} << 10;
+
+// True when `source` lies inside one of the `boundary` prefixes (see EnvelopeOptions).
+bool SourceInsideBoundary(std::string_view source, const std::vector<std::string>& boundary);
+
+class EnvelopeParser {
+ public:
+  // Fails with kInvalidArgument when the options are inconsistent (e.g. event_bytes_max below
+  // the 64 KiB that CloudEvents requires, or a malformed pointer in the profile).
+  static Result<std::unique_ptr<EnvelopeParser>> Create(EnvelopeOptions options);
+
+  struct Outcome {
+    std::optional<Rejection> rejection;  // set when the event was rejected
+    EventView event;                     // meaningful only when !rejection
+    bool ok() const { return !rejection.has_value(); }
+  };
+  // Parses and validates one event. `bytes` must stay alive while the EventView is used.
+  Outcome Parse(std::string_view bytes);
+
+  const EnvelopeOptions& options() const { return options_; }
+
+ private:
+  explicit EnvelopeParser(EnvelopeOptions options);
+
+  EnvelopeOptions options_;
+  simdjson::dom::parser parser_;
+  std::string traceparent_scratch_;  // a traceparent composed from trace_id and span_id
+};
+
+// How an input holding several events is laid out.
+enum class InputLayout { kSingle, kBatch, kNdjson };
+
+// One event's bytes within a larger input, with its position.
+struct InputSlice {
+  std::string_view bytes;
+  size_t index;  // batch: position in the array; NDJSON: 0-based line number
+};
+
+struct SplitInput {
+  InputLayout layout;
+  std::vector<InputSlice> slices;
+};
+
+// Splits an input into events: one JSON object (kSingle), an application/cloudevents-batch+json
+// array (kBatch), or NDJSON (kNdjson, blank lines skipped). An input that is none of these is one
+// slice holding all of it, which the parser then rejects as malformed-json. Slices point into
+// `input`.
+SplitInput SplitEvents(std::string_view input, size_t nesting_depth_max = 64);
+
+}  // namespace evident

@@ -1,0 +1,325 @@
+#include "evident/envelope.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace evident {
+namespace {
+
+constexpr std::string_view kValid = R"({"specversion":"1.0","id":"evt-1",)"
+    R"("source":"https://example.test/order-service","type":"com.example.training.order.paid",)"
+    R"("subject":"order-417","time":"2026-07-31T12:00:00Z","schemaversion":1,)"
+    R"("subjectversion":2,"datacontenttype":"application/json",)"
+    R"("data":{"orderId":"order-417","orderVersion":2}})";
+
+std::unique_ptr<EnvelopeParser> MakeParser(EnvelopeOptions options = {}) {
+  auto parser = EnvelopeParser::Create(std::move(options));
+  EXPECT_TRUE(parser.ok()) << parser.status().ToString();
+  return std::move(parser).value();
+}
+
+// Replaces `from` (which must occur) in kValid with `to`.
+std::string Mutate(std::string_view from, std::string_view to) {
+  std::string text(kValid);
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+  return text;
+}
+
+TEST(Envelope, AcceptsAValidEventAndReadsEveryAttribute) {
+  auto parser = MakeParser();
+  const auto outcome = parser->Parse(kValid);
+  ASSERT_TRUE(outcome.ok()) << outcome.rejection->message;
+  const EventView& e = outcome.event;
+  EXPECT_EQ(e.id, "evt-1");
+  EXPECT_EQ(e.source, "https://example.test/order-service");
+  EXPECT_EQ(e.type, "com.example.training.order.paid");
+  EXPECT_EQ(e.subject.value(), "order-417");
+  EXPECT_EQ(e.time.value(), "2026-07-31T12:00:00Z");
+  EXPECT_EQ(e.schemaversion.value(), 1);
+  EXPECT_EQ(e.subjectversion.value(), 2);
+  ASSERT_TRUE(e.data.has_value());
+  int64_t order_version = 0;
+  ASSERT_EQ(e.At("/data/orderVersion").get(order_version), simdjson::SUCCESS);
+  EXPECT_EQ(order_version, 2);
+}
+
+TEST(Envelope, OriginalBytesSurviveUnchanged) {
+  // Odd spacing, escapes and key order must come back byte for byte.
+  const std::string input =
+      "{ \"type\" :\"t\", \"id\":\"a\\u00e9\",\"specversion\":\"1.0\",\n\"source\":\"s\","
+      "\"data\":{\"x\":1.50,\"y\":\"\\ud83d\\ude00\"} }";
+  const std::string copy = input;
+  auto parser = MakeParser();
+  const auto outcome = parser->Parse(input);
+  ASSERT_TRUE(outcome.ok()) << outcome.rejection->message;
+  EXPECT_EQ(outcome.event.raw, copy);
+  EXPECT_EQ(outcome.event.raw.data(), input.data());  // a view of the caller's bytes, no copy
+  EXPECT_EQ(input, copy);
+}
+
+struct ReasonCase {
+  const char* name;
+  std::string input;
+  EnvelopeReason reason;
+  EnvelopeOptions options = {};
+};
+
+std::vector<ReasonCase> ReasonCases() {
+  std::vector<ReasonCase> cases;
+  EnvelopeOptions boundary;
+  boundary.source_boundary = {"https://example.test/billing"};
+  EnvelopeOptions require_version;
+  require_version.require_schema_version = true;
+  cases.push_back({"too_large", std::string(kValid).insert(1, std::string(70000, ' ')),
+                   EnvelopeReason::kEnvelopeTooLarge, {.event_bytes_max = 65536}});
+  cases.push_back({"malformed", "{\"id\":", EnvelopeReason::kMalformedJson});
+  cases.push_back({"not_json", "hello, world", EnvelopeReason::kMalformedJson});
+  cases.push_back({"trailing_comma", Mutate("}}", "},}"), EnvelopeReason::kMalformedJson});
+  cases.push_back({"invalid_utf8", Mutate("order-417\"", "order-\xff\""),
+                   EnvelopeReason::kInvalidUtf8});
+  cases.push_back({"overlong_utf8", Mutate("order-417\"", "order-\xc0\xaf\""),
+                   EnvelopeReason::kInvalidUtf8});
+  cases.push_back({"lone_high_surrogate", Mutate("order-417\"", "order-\\ud800\""),
+                   EnvelopeReason::kLoneSurrogate});
+  cases.push_back({"lone_low_surrogate", Mutate("order-417\"", "order-\\udc00x\""),
+                   EnvelopeReason::kLoneSurrogate});
+  cases.push_back({"duplicate_top", Mutate("\"id\":\"evt-1\"", "\"id\":\"evt-1\",\"id\":\"evt-2\""),
+                   EnvelopeReason::kDuplicateMember});
+  cases.push_back({"duplicate_nested", Mutate("\"orderVersion\":2", "\"orderVersion\":2,\"orderId\":1"),
+                   EnvelopeReason::kDuplicateMember});
+  cases.push_back({"too_deep", Mutate("\"orderVersion\":2", "\"deep\":" + std::string(80, '[') +
+                                                                std::string(80, ']')),
+                   EnvelopeReason::kNestingTooDeep});
+  cases.push_back({"array_element", "[1,2]", EnvelopeReason::kNotAnObject});
+  cases.push_back({"scalar", "42", EnvelopeReason::kNotAnObject});
+  cases.push_back({"missing_specversion", Mutate("\"specversion\":\"1.0\",", ""),
+                   EnvelopeReason::kMissingSpecversion});
+  cases.push_back({"missing_id", Mutate("\"id\":\"evt-1\",", ""), EnvelopeReason::kMissingId});
+  cases.push_back({"empty_id", Mutate("\"id\":\"evt-1\"", "\"id\":\"\""), EnvelopeReason::kMissingId});
+  cases.push_back({"numeric_id", Mutate("\"id\":\"evt-1\"", "\"id\":17"), EnvelopeReason::kMissingId});
+  cases.push_back({"null_id", Mutate("\"id\":\"evt-1\"", "\"id\":null"), EnvelopeReason::kMissingId});
+  cases.push_back({"missing_source", Mutate("\"source\":\"https://example.test/order-service\",", ""),
+                   EnvelopeReason::kMissingSource});
+  cases.push_back({"missing_type", Mutate("\"type\":\"com.example.training.order.paid\",", ""),
+                   EnvelopeReason::kMissingType});
+  cases.push_back({"specversion_03", Mutate("\"1.0\"", "\"0.3\""),
+                   EnvelopeReason::kUnsupportedSpecversion});
+  cases.push_back({"source_space", Mutate("order-service\"", "order service\""),
+                   EnvelopeReason::kInvalidSource});
+  cases.push_back({"subject_empty", Mutate("\"subject\":\"order-417\"", "\"subject\":\"\""),
+                   EnvelopeReason::kInvalidSubject});
+  cases.push_back({"subject_number", Mutate("\"subject\":\"order-417\"", "\"subject\":417"),
+                   EnvelopeReason::kInvalidSubject});
+  cases.push_back({"time_no_zone", Mutate("12:00:00Z", "12:00:00"), EnvelopeReason::kInvalidTime});
+  cases.push_back({"time_feb_30", Mutate("2026-07-31", "2026-02-30"), EnvelopeReason::kInvalidTime});
+  cases.push_back({"datacontenttype", Mutate("application/json", "json"),
+                   EnvelopeReason::kInvalidDatacontenttype});
+  cases.push_back({"dataschema_relative",
+                   Mutate("\"subject\"", "\"dataschema\":\"schemas/paid.json\",\"subject\""),
+                   EnvelopeReason::kInvalidDataschema});
+  cases.push_back({"data_and_base64", Mutate("\"data\":", "\"data_base64\":\"AAAA\",\"data\":"),
+                   EnvelopeReason::kDataAndDataBase64});
+  cases.push_back({"bad_base64",
+                   Mutate(",\"data\":{\"orderId\":\"order-417\",\"orderVersion\":2}", ",\"data_base64\":\"A$==\""),
+                   EnvelopeReason::kInvalidDataBase64});
+  cases.push_back({"extension_uppercase", Mutate("\"subject\"", "\"tenantId\":\"t1\",\"subject\""),
+                   EnvelopeReason::kInvalidAttributeName});
+  cases.push_back({"extension_underscore", Mutate("\"subject\"", "\"tenant_id\":\"t1\",\"subject\""),
+                   EnvelopeReason::kInvalidAttributeName});
+  cases.push_back({"extension_object", Mutate("\"subject\"", "\"tenant\":{\"a\":1},\"subject\""),
+                   EnvelopeReason::kInvalidExtensionValue});
+  cases.push_back({"extension_fraction", Mutate("\"subject\"", "\"ratio\":0.5,\"subject\""),
+                   EnvelopeReason::kInvalidExtensionValue});
+  cases.push_back({"correlationid_number", Mutate("\"subject\"", "\"correlationid\":5,\"subject\""),
+                   EnvelopeReason::kInvalidExtensionValue});
+  cases.push_back({"schemaversion_string", Mutate("\"schemaversion\":1", "\"schemaversion\":\"1\""),
+                   EnvelopeReason::kInvalidSchemaVersion});
+  cases.push_back({"schemaversion_negative", Mutate("\"schemaversion\":1", "\"schemaversion\":-1"),
+                   EnvelopeReason::kInvalidSchemaVersion});
+  cases.push_back({"schemaversion_fraction", Mutate("\"schemaversion\":1", "\"schemaversion\":1.5"),
+                   EnvelopeReason::kInvalidSchemaVersion});
+  cases.push_back({"subjectversion_bool", Mutate("\"subjectversion\":2", "\"subjectversion\":true"),
+                   EnvelopeReason::kInvalidSubjectVersion});
+  cases.push_back({"traceparent", Mutate("\"subject\"", "\"traceparent\":\"00-abc\",\"subject\""),
+                   EnvelopeReason::kInvalidTraceparent});
+  cases.push_back({"outside_boundary", std::string(kValid), EnvelopeReason::kSourceOutsideBoundary,
+                   boundary});
+  cases.push_back({"missing_schema_version", Mutate("\"schemaversion\":1,", ""),
+                   EnvelopeReason::kMissingSchemaVersion, require_version});
+  return cases;
+}
+
+TEST(Envelope, EveryReasonCodeHasACaseAndIsReported) {
+  std::set<EnvelopeReason> seen;
+  for (ReasonCase& c : ReasonCases()) {
+    auto parser = MakeParser(c.options);
+    const auto outcome = parser->Parse(c.input);
+    ASSERT_FALSE(outcome.ok()) << c.name;
+    EXPECT_EQ(ReasonCode(outcome.rejection->reason), ReasonCode(c.reason))
+        << c.name << ": " << outcome.rejection->message;
+    EXPECT_FALSE(outcome.rejection->message.empty()) << c.name;
+    EXPECT_EQ(outcome.event.raw, c.input) << c.name;
+    seen.insert(c.reason);
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kEnvelopeReasonCount)) << "a reason code has no test";
+}
+
+TEST(Envelope, ReasonCodesAreStableKebabCase) {
+  std::set<std::string_view> codes;
+  for (EnvelopeReason reason : AllEnvelopeReasons()) {
+    const std::string_view code = ReasonCode(reason);
+    EXPECT_TRUE(codes.insert(code).second) << code;
+    for (char c : code) EXPECT_TRUE((c >= 'a' && c <= 'z') || c == '-' || (c >= '0' && c <= '9'));
+  }
+  EXPECT_EQ(ReasonCode(EnvelopeReason::kMissingId), "missing-id");
+  EXPECT_EQ(ReasonCode(EnvelopeReason::kSourceOutsideBoundary), "source-outside-boundary");
+}
+
+TEST(Envelope, ChecksRunInTheDocumentedOrder) {
+  auto parser = MakeParser({.source_boundary = {"https://elsewhere.test"},
+                            .require_schema_version = true});
+  // Missing id and outside the boundary: the required-attribute check comes first.
+  auto outcome = parser->Parse(Mutate("\"id\":\"evt-1\",", ""));
+  EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kMissingId);
+  // Bad specversion and bad time: specversion first.
+  outcome = parser->Parse(R"({"specversion":"2.0","id":"a","source":"s","type":"t","time":"x"})");
+  EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kUnsupportedSpecversion);
+  // Bad time and outside the boundary: attribute types first.
+  outcome = parser->Parse(R"({"specversion":"1.0","id":"a","source":"s","type":"t","time":"x"})");
+  EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kInvalidTime);
+  // Outside the boundary and no schema version: boundary first.
+  outcome = parser->Parse(R"({"specversion":"1.0","id":"a","source":"s","type":"t"})");
+  EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kSourceOutsideBoundary);
+  EXPECT_EQ(outcome.rejection->id, "a");
+  EXPECT_EQ(outcome.rejection->source, "s");
+}
+
+TEST(Envelope, AcceptsWhatCloudEventsAllows) {
+  auto parser = MakeParser();
+  for (const std::string& input : {
+           Mutate("\"subject\"", "\"tenant\":\"t1\",\"count\":3,\"flag\":true,\"subject\""),
+           Mutate("\"subject\":\"order-417\"", "\"subject\":null"),
+           Mutate(",\"data\":{\"orderId\":\"order-417\",\"orderVersion\":2}", ",\"data_base64\":\"\""),
+           Mutate(",\"data\":{\"orderId\":\"order-417\",\"orderVersion\":2}", ",\"data\":\"text\""),
+           Mutate("12:00:00Z", "12:00:00.123456+03:00"),
+           Mutate("https://example.test/order-service", "/relative/source"),
+           Mutate("https://example.test/order-service", "urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66"),
+           Mutate("\"subject\"", "\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\",\"subject\""),
+       }) {
+    const auto outcome = parser->Parse(input);
+    EXPECT_TRUE(outcome.ok()) << input << " -> " << outcome.rejection->message;
+  }
+}
+
+TEST(Envelope, SchemaVersionFromADataPointer) {
+  // Seed 000 keeps the schema version in data.schemaVersion.
+  EnvelopeOptions options{.require_schema_version = true,
+                          .profile = Profile::CloudEvents().WithSchemaVersionAt("/data/schemaVersion")};
+  auto parser = MakeParser(options);
+  const std::string seed000 = R"({"specversion":"1.0","id":"evt-104","source":"training://orders/checkout",)"
+                              R"("type":"order.status.changed","subject":"order-104",)"
+                              R"("data":{"schemaVersion":2,"orderId":"order-104","status":"paid"}})";
+  auto outcome = parser->Parse(seed000);
+  ASSERT_TRUE(outcome.ok()) << outcome.rejection->message;
+  EXPECT_EQ(outcome.event.schemaversion.value(), 2);
+  std::string no_version = seed000;
+  no_version.erase(no_version.find("\"schemaVersion\":2,"), 18);
+  outcome = parser->Parse(no_version);
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kMissingSchemaVersion);
+  EXPECT_NE(outcome.rejection->message.find("/data/schemaVersion"), std::string::npos);
+}
+
+constexpr std::string_view kFlat = R"({"timestamp":"2026-07-24T12:34:56.123Z","event.id":"evt-example-1",)"
+    R"("event.name":"order.approved","event.schema_version":2,"producer.id":"orders-api",)"
+    R"("trace_id":"0123456789abcdef0123456789abcdef","span_id":"0123456789abcdef",)"
+    R"("correlation_id":"corr-example-1","aggregate.version":7,)"
+    R"("payload":{"order_id":"ord-example","approved_at":"2026-07-24T12:34:56.123Z","approval_channel":"operator"}})";
+
+TEST(Envelope, FlatProfileReadsSeed001) {
+  auto parser = MakeParser({.require_schema_version = true, .profile = Profile::Flat()});
+  const auto outcome = parser->Parse(kFlat);
+  ASSERT_TRUE(outcome.ok()) << outcome.rejection->message;
+  const EventView& e = outcome.event;
+  EXPECT_EQ(e.specversion, "1.0");
+  EXPECT_EQ(e.id, "evt-example-1");
+  EXPECT_EQ(e.type, "order.approved");
+  EXPECT_EQ(e.source, "orders-api");
+  EXPECT_EQ(e.schemaversion.value(), 2);
+  EXPECT_EQ(e.subjectversion.value(), 7);
+  EXPECT_EQ(e.time.value(), "2026-07-24T12:34:56.123Z");
+  EXPECT_EQ(e.correlationid.value(), "corr-example-1");
+  EXPECT_EQ(e.traceparent.value(), "00-0123456789abcdef0123456789abcdef-0123456789abcdef-01");
+  std::string_view order_id;
+  ASSERT_EQ(e.At("/data/order_id").get(order_id), simdjson::SUCCESS);
+  EXPECT_EQ(order_id, "ord-example");
+  EXPECT_EQ(e.raw, kFlat);
+}
+
+TEST(Envelope, FlatProfileRejectsWithTheSameCodes) {
+  auto parser = MakeParser({.require_schema_version = true, .profile = Profile::Flat()});
+  std::string no_id(kFlat);
+  no_id.replace(no_id.find("\"event.id\":\"evt-example-1\","), 27, "");
+  auto outcome = parser->Parse(no_id);
+  ASSERT_FALSE(outcome.ok());
+  EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kMissingId);
+  std::string no_version(kFlat);
+  no_version.replace(no_version.find("\"event.schema_version\":2,"), 25, "");
+  outcome = parser->Parse(no_version);
+  EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kMissingSchemaVersion);
+  std::string bad_trace(kFlat);
+  bad_trace.replace(bad_trace.find("0123456789abcdef0123456789abcdef"), 32, "xyz");
+  outcome = parser->Parse(bad_trace);
+  EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kInvalidTraceparent);
+  // A flat event is not a CloudEvent: read with the default profile it has no specversion.
+  auto cloudevents = MakeParser();
+  EXPECT_EQ(cloudevents->Parse(kFlat).rejection->reason, EnvelopeReason::kMissingSpecversion);
+}
+
+TEST(Envelope, ProfileFromJson) {
+  auto profile = Profile::FromJson(
+      R"({"name":"legacy","attributes":{"id":"/meta/id","source":"/meta/from","type":"/meta/kind",)"
+      R"("schemaversion":"/body/v"},"constants":{"specversion":"1.0"},"data":"/body"})");
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  auto parser = MakeParser({.profile = profile.value()});
+  const auto outcome = parser->Parse(
+      R"({"meta":{"id":"x1","from":"svc://a","kind":"k"},"body":{"v":3,"n":1},"other":{"A":1}})");
+  ASSERT_TRUE(outcome.ok()) << outcome.rejection->message;
+  EXPECT_EQ(outcome.event.id, "x1");
+  EXPECT_EQ(outcome.event.schemaversion.value(), 3);
+  EXPECT_FALSE(Profile::FromJson(R"({"name":"x","attributes":{"id":"no-slash"}})").ok());
+  EXPECT_FALSE(Profile::FromJson(R"({"attributes":{}})").ok());
+  EXPECT_FALSE(Profile::FromJson("[]").ok());
+  EXPECT_FALSE(Profile::Named("avro").ok());
+}
+
+TEST(Envelope, OptionsAreChecked) {
+  EXPECT_FALSE(EnvelopeParser::Create({.event_bytes_max = 1000}).ok());
+  EXPECT_FALSE(EnvelopeParser::Create({.nesting_depth_max = 0}).ok());
+  Profile bad = Profile::CloudEvents();
+  bad.attribute_pointers.emplace_back("nonsense", "/x");
+  EXPECT_FALSE(EnvelopeParser::Create({.profile = bad}).ok());
+}
+
+TEST(Envelope, AcceptsEventsOf64KiB) {
+  std::string big = Mutate("\"orderVersion\":2", "\"orderVersion\":2,\"pad\":\"" +
+                                                     std::string(64 * 1024, 'x') + "\"");
+  auto parser = MakeParser();
+  EXPECT_TRUE(parser->Parse(big).ok());
+}
+
+TEST(Boundary, MatchesAtSegmentEnds) {
+  const std::vector<std::string> boundary = {"https://example.test/order-service", "training://orders/"};
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/eu", boundary));
+  EXPECT_FALSE(SourceInsideBoundary("https://example.test/order-service-evil", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("training://orders/checkout", boundary));
+  EXPECT_FALSE(SourceInsideBoundary("training://payments/x", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("anything", {}));
+}
+
+}  // namespace
+}  // namespace evident

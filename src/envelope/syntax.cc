@@ -1,0 +1,165 @@
+#include "envelope/syntax.h"
+
+#include <cstdint>
+
+namespace evident::syntax {
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool IsLowerHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f'); }
+
+// Reads exactly `n` digits at text[pos..] into `value`.
+bool ReadDigits(std::string_view text, size_t pos, size_t n, int& value) {
+  if (pos + n > text.size()) return false;
+  value = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const char c = text[pos + i];
+    if (!IsDigit(c)) return false;
+    value = value * 10 + (c - '0');
+  }
+  return true;
+}
+
+int DaysInMonth(int year, int month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
+// RFC 3986 unreserved / sub-delims / ':' '@' '/' '?' plus '#' and '%' (escapes checked apart).
+bool IsUriChar(char c) {
+  if (IsAlpha(c) || IsDigit(c)) return true;
+  switch (c) {
+    case '-': case '.': case '_': case '~':                      // unreserved
+    case '!': case '$': case '&': case '\'': case '(': case ')':  // sub-delims
+    case '*': case '+': case ',': case ';': case '=':
+    case ':': case '@': case '/': case '?': case '#': case '[': case ']':
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsTokenChar(char c) {
+  if (IsAlpha(c) || IsDigit(c)) return true;
+  switch (c) {
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
+    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool IsRfc3339Timestamp(std::string_view t) {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!ReadDigits(t, 0, 4, year) || t.size() < 20 || t[4] != '-' ||
+      !ReadDigits(t, 5, 2, month) || t[7] != '-' || !ReadDigits(t, 8, 2, day)) {
+    return false;
+  }
+  if (t[10] != 'T' && t[10] != 't') return false;
+  if (!ReadDigits(t, 11, 2, hour) || t[13] != ':' || !ReadDigits(t, 14, 2, minute) ||
+      t[16] != ':' || !ReadDigits(t, 17, 2, second)) {
+    return false;
+  }
+  if (month < 1 || month > 12 || day < 1 || day > DaysInMonth(year, month) || hour > 23 ||
+      minute > 59 || second > 60) {
+    return false;
+  }
+  size_t pos = 19;
+  if (pos < t.size() && t[pos] == '.') {
+    const size_t start = ++pos;
+    while (pos < t.size() && IsDigit(t[pos])) ++pos;
+    if (pos == start) return false;
+  }
+  if (pos == t.size()) return false;
+  if (t[pos] == 'Z' || t[pos] == 'z') return pos + 1 == t.size();
+  if (t[pos] != '+' && t[pos] != '-') return false;
+  int offset_hour = 0, offset_minute = 0;
+  return pos + 6 == t.size() && ReadDigits(t, pos + 1, 2, offset_hour) && t[pos + 3] == ':' &&
+         ReadDigits(t, pos + 4, 2, offset_minute) && offset_hour <= 23 && offset_minute <= 59;
+}
+
+bool IsUriReference(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '%') {
+      if (i + 2 >= text.size() || !IsHex(text[i + 1]) || !IsHex(text[i + 2])) return false;
+      i += 2;
+    } else if (!IsUriChar(c)) {
+      return false;
+    }
+  }
+  // A ':' before any '/', '?' or '#' ends a scheme, which must be ALPHA *(ALPHA/DIGIT/+/-/.).
+  const size_t colon = text.find(':');
+  const size_t delimiter = text.find_first_of("/?#");
+  if (colon != std::string_view::npos && colon < delimiter) {
+    if (colon == 0 || !IsAlpha(text[0])) return false;
+    for (size_t i = 1; i < colon; ++i) {
+      const char c = text[i];
+      if (!IsAlpha(c) && !IsDigit(c) && c != '+' && c != '-' && c != '.') return false;
+    }
+  }
+  return true;
+}
+
+bool IsAbsoluteUri(std::string_view text) {
+  const size_t colon = text.find(':');
+  return colon != std::string_view::npos && colon > 0 && colon < text.find_first_of("/?#") &&
+         IsUriReference(text);
+}
+
+bool IsMediaType(std::string_view text) {
+  size_t pos = 0;
+  const auto token = [&] {
+    const size_t start = pos;
+    while (pos < text.size() && IsTokenChar(text[pos])) ++pos;
+    return pos > start;
+  };
+  if (!token() || pos >= text.size() || text[pos] != '/') return false;
+  ++pos;
+  if (!token()) return false;
+  while (pos < text.size() && text[pos] == ' ') ++pos;
+  return pos == text.size() || text[pos] == ';';
+}
+
+bool IsBase64(std::string_view text) {
+  if (text.size() % 4 != 0) return false;
+  size_t padding = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '=') {
+      if (i + 2 < text.size()) return false;  // '=' only in the last two places
+      ++padding;
+    } else if (padding > 0 || !(IsAlpha(c) || IsDigit(c) || c == '+' || c == '/')) {
+      return false;
+    }
+  }
+  return padding <= 2;
+}
+
+bool IsTraceparent(std::string_view t) {
+  if (t.size() != 55 || t[2] != '-' || t[35] != '-' || t[52] != '-') return false;
+  bool trace_nonzero = false, parent_nonzero = false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (i == 2 || i == 35 || i == 52) continue;
+    if (!IsLowerHex(t[i])) return false;
+    if (i >= 3 && i < 35 && t[i] != '0') trace_nonzero = true;
+    if (i >= 36 && i < 52 && t[i] != '0') parent_nonzero = true;
+  }
+  return t.substr(0, 2) != "ff" && trace_nonzero && parent_nonzero;
+}
+
+bool IsExtensionName(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (!((c >= 'a' && c <= 'z') || IsDigit(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace evident::syntax

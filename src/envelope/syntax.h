@@ -1,0 +1,30 @@
+// envelope/syntax.h — the small grammars CloudEvents attribute types need.
+//
+// Hand-written: each is a few dozen lines of a fixed RFC grammar, on the hot path of every
+// event, and none of the chosen libraries offers them (RE2 could match some, at a higher cost
+// and without the calendar checks RFC 3339 needs).
+#pragma once
+
+#include <string_view>
+
+namespace evident::syntax {
+
+// RFC 3339 date-time: 2026-07-31T12:00:00Z, with optional fraction and numeric offset;
+// calendar-checked (month lengths, leap years), leap second 60 accepted; 't'/'z' allowed.
+bool IsRfc3339Timestamp(std::string_view text);
+// RFC 3986 URI-reference (absolute URI or relative reference). Rejects spaces, control bytes,
+// non-ASCII, bad percent escapes and a malformed scheme.
+bool IsUriReference(std::string_view text);
+// RFC 3986 absolute URI: a URI-reference with a scheme.
+bool IsAbsoluteUri(std::string_view text);
+// RFC 2046 media type: token "/" token, optionally followed by "; parameters".
+bool IsMediaType(std::string_view text);
+// RFC 4648 base64 with padding (the empty string is valid).
+bool IsBase64(std::string_view text);
+// W3C Trace Context traceparent: 2 hex version (not ff), 32 hex trace-id (not all zero),
+// 16 hex parent-id (not all zero), 2 hex flags, lowercase, dash-separated.
+bool IsTraceparent(std::string_view text);
+// CloudEvents extension attribute name: one or more of [a-z0-9].
+bool IsExtensionName(std::string_view text);
+
+}  // namespace evident::syntax

@@ -1,0 +1,55 @@
+#include "envelope/syntax.h"
+
+#include <gtest/gtest.h>
+
+namespace evident::syntax {
+namespace {
+
+TEST(Syntax, Rfc3339) {
+  for (const char* ok : {"2026-07-31T12:00:00Z", "2024-02-29T00:00:00z", "2026-07-31t23:59:60.5Z",
+                         "2026-07-31T12:00:00.123456789+05:30", "1985-04-12T23:20:50.52-00:00"}) {
+    EXPECT_TRUE(IsRfc3339Timestamp(ok)) << ok;
+  }
+  for (const char* bad : {"", "2026-07-31", "2026-07-31T12:00:00", "2023-02-29T00:00:00Z",
+                          "2026-13-01T00:00:00Z", "2026-07-31T24:00:00Z", "2026-07-31T12:00:00.Z",
+                          "2026-07-31 12:00:00Z", "2026-07-31T12:00:00+0530", "26-07-31T12:00:00Z",
+                          "2026-07-31T12:00:00Zjunk", "2026-07-31T12:60:00Z"}) {
+    EXPECT_FALSE(IsRfc3339Timestamp(bad)) << bad;
+  }
+}
+
+TEST(Syntax, UriReference) {
+  for (const char* ok : {"https://example.test/order-service", "training://orders/checkout",
+                         "/relative", "orders-api", "urn:uuid:1234", "a%20b", "mailto:x@y.test"}) {
+    EXPECT_TRUE(IsUriReference(ok)) << ok;
+  }
+  for (const char* bad : {"has space", "a%2", "a%zz", "1http://x", "é", "tab\there", "a\"b"}) {
+    EXPECT_FALSE(IsUriReference(bad)) << bad;
+  }
+  EXPECT_TRUE(IsAbsoluteUri("https://x.test/s.json"));
+  EXPECT_FALSE(IsAbsoluteUri("schemas/s.json"));
+  EXPECT_FALSE(IsAbsoluteUri("/s.json"));
+}
+
+TEST(Syntax, MediaTypeBase64TraceparentExtensionName) {
+  EXPECT_TRUE(IsMediaType("application/json"));
+  EXPECT_TRUE(IsMediaType("application/cloudevents+json; charset=utf-8"));
+  EXPECT_FALSE(IsMediaType("json"));
+  EXPECT_FALSE(IsMediaType("application/"));
+  EXPECT_TRUE(IsBase64(""));
+  EXPECT_TRUE(IsBase64("ZXhhbXBsZQ=="));
+  EXPECT_FALSE(IsBase64("ZXhhbXBsZQ="));
+  EXPECT_FALSE(IsBase64("Z=hh"));
+  EXPECT_TRUE(IsTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+  EXPECT_FALSE(IsTraceparent("00-00000000000000000000000000000000-b7ad6b7169203331-01"));
+  EXPECT_FALSE(IsTraceparent("ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+  EXPECT_FALSE(IsTraceparent("00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01"));
+  EXPECT_TRUE(IsExtensionName("schemaversion"));
+  EXPECT_TRUE(IsExtensionName("abc123"));
+  EXPECT_FALSE(IsExtensionName("Abc"));
+  EXPECT_FALSE(IsExtensionName("a_b"));
+  EXPECT_FALSE(IsExtensionName(""));
+}
+
+}  // namespace
+}  // namespace evident::syntax

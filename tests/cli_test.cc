@@ -1,0 +1,103 @@
+// End-to-end tests of `evident validate`: the real binary, real files, real exit codes.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include "run_process.h"
+
+namespace evident::testing {
+namespace {
+
+struct Line {
+  std::string outcome, reason, id;
+  uint64_t index = 0;
+};
+
+std::vector<Line> ParseOutput(const std::string& out) {
+  std::vector<Line> parsed;
+  simdjson::dom::parser parser;
+  for (const std::string& text : Lines(out)) {
+    simdjson::dom::element e;
+    EXPECT_EQ(parser.parse(text).get(e), simdjson::SUCCESS) << text;
+    Line line;
+    line.outcome = std::string(e["outcome"].get_string().value());
+    line.index = e["index"].get_uint64().value();
+    std::string_view s;
+    if (e["reason"].get(s) == simdjson::SUCCESS) line.reason = std::string(s);
+    if (e["id"].get(s) == simdjson::SUCCESS) line.id = std::string(s);
+    parsed.push_back(line);
+  }
+  return parsed;
+}
+
+TEST(CliValidate, ExampleFileGivesOneLinePerEventAndExitOne) {
+  const auto r = RunEvident({"validate", SourcePath("examples/envelopes/orders.ndjson"),
+                             "--boundary", "https://example.test/order-service",
+                             "--require-schema-version"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto lines = ParseOutput(r.out);
+  ASSERT_EQ(lines.size(), 9u);
+  EXPECT_EQ(lines[0].outcome, "valid");
+  EXPECT_EQ(lines[0].id, "evt-order-417-paid-v2");
+  EXPECT_EQ(lines[2].reason, "missing-id");
+  EXPECT_EQ(lines[3].reason, "source-outside-boundary");
+  EXPECT_EQ(lines[4].reason, "unsupported-specversion");
+  EXPECT_EQ(lines[5].reason, "duplicate-member");
+  EXPECT_EQ(lines[6].reason, "invalid-time");
+  EXPECT_EQ(lines[7].reason, "missing-schema-version");
+  EXPECT_EQ(lines[8].reason, "malformed-json");
+  EXPECT_EQ(lines[8].index, 8u);
+}
+
+TEST(CliValidate, AllValidExitsZero) {
+  const std::string input =
+      R"({"specversion":"1.0","id":"a","source":"s","type":"t"})" "\n"
+      R"({"specversion":"1.0","id":"b","source":"s","type":"t"})" "\n";
+  const auto r = RunEvident({"validate", "-"}, input);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ParseOutput(r.out).size(), 2u);
+}
+
+TEST(CliValidate, BatchFromStdin) {
+  const auto r = RunEvident({"validate", "--schema-version-at", "/data/schemaVersion",
+                             "--require-schema-version", SourcePath("examples/envelopes/batch.json")});
+  EXPECT_EQ(r.exit_code, 1);
+  const auto lines = ParseOutput(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].outcome, "valid");
+  EXPECT_EQ(lines[1].reason, "missing-schema-version");
+}
+
+TEST(CliValidate, FlatProfile) {
+  const auto r = RunEvident({"validate", "--profile", "flat", "--require-schema-version",
+                             SourcePath("examples/envelopes/flat.ndjson")});
+  const auto lines = ParseOutput(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].outcome, "valid");
+  EXPECT_EQ(lines[1].reason, "missing-id");
+}
+
+TEST(CliValidate, NotJsonAtAllIsOneRejectedEvent) {
+  const auto r = RunEvident({"validate"}, "this is\nnot json\nat all\n");
+  EXPECT_EQ(r.exit_code, 1);
+  const auto lines = ParseOutput(r.out);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].reason, "malformed-json");
+}
+
+TEST(CliValidate, BinaryGarbageDoesNotCrash) {
+  std::string garbage;
+  for (int i = 0; i < 4096; ++i) garbage.push_back(static_cast<char>((i * 7919) % 256));
+  const auto r = RunEvident({"validate"}, garbage);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  for (const Line& line : ParseOutput(r.out)) EXPECT_EQ(line.outcome, "rejected");
+}
+
+TEST(CliValidate, UsageAndIoErrorsExitTwo) {
+  EXPECT_EQ(RunEvident({"validate", "/nonexistent/file.ndjson"}).exit_code, 2);
+  EXPECT_EQ(RunEvident({"validate", "--profile", "avro"}, "{}").exit_code, 2);
+  EXPECT_EQ(RunEvident({"validate", "--no-such-flag"}).exit_code, 2);
+  EXPECT_EQ(RunEvident({}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace evident::testing
