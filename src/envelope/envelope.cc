@@ -54,8 +54,9 @@ constexpr std::array<std::string_view, kAttrCount> kAttrNames = {
     "causationid", "traceid", "spanid"};
 
 int AttrIndex(std::string_view name) {
+  if (name.size() < 2 || name.size() > 15) return -1;  // fast exit for most extensions
   for (int i = 0; i < kAttrCount; ++i) {
-    if (kAttrNames[i] == name) return i;
+    if (kAttrNames[i].size() == name.size() && kAttrNames[i] == name) return i;
   }
   return -1;
 }
@@ -122,10 +123,14 @@ bool HasLoneSurrogateEscape(std::string_view bytes) {
 }
 
 // Finds the first object holding a member name twice (I-JSON, RFC 7493 section 2.3). simdjson
-// keeps duplicates as they come, so this walks the tree with an explicit, depth-bounded stack.
-bool FindDuplicateMember(element root, std::string& duplicate_name) {
-  std::vector<element> stack{root};
-  std::vector<std::string_view> keys;
+// keeps duplicates as they come, so this walks the tree with an explicit stack (depth is already
+// bounded by the parser). Small objects, the common case, are compared pairwise; larger ones are
+// sorted. `stack` and `keys` are the caller's scratch space, reused across events.
+bool FindDuplicateMember(element root, std::vector<element>& stack,
+                         std::vector<std::string_view>& keys, std::string& duplicate_name) {
+  constexpr size_t kPairwiseKeysMax = 16;
+  stack.clear();
+  stack.push_back(root);
   while (!stack.empty()) {
     const element node = stack.back();
     stack.pop_back();
@@ -141,7 +146,17 @@ bool FindDuplicateMember(element root, std::string& duplicate_name) {
       keys.push_back(field.key);
       if (field.value.is_array() || field.value.is_object()) stack.push_back(field.value);
     }
-    if (keys.size() < 2) continue;
+    if (keys.size() <= kPairwiseKeysMax) {
+      for (size_t i = 1; i < keys.size(); ++i) {
+        for (size_t j = 0; j < i; ++j) {
+          if (keys[i] == keys[j]) {
+            duplicate_name = std::string(keys[i]);
+            return true;
+          }
+        }
+      }
+      continue;
+    }
     std::sort(keys.begin(), keys.end());
     const auto it = std::adjacent_find(keys.begin(), keys.end());
     if (it != keys.end()) {
@@ -286,7 +301,7 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
   }
   event.root = root;
   std::string duplicate;
-  if (FindDuplicateMember(root, duplicate)) {
+  if (FindDuplicateMember(root, scratch_stack_, scratch_keys_, duplicate)) {
     return reject(EnvelopeReason::kDuplicateMember,
                   "member name '" + duplicate + "' appears twice in one object");
   }

@@ -51,7 +51,7 @@ TEST(Envelope, OriginalBytesSurviveUnchanged) {
   const std::string input =
       "{ \"type\" :\"t\", \"id\":\"a\\u00e9\",\"specversion\":\"1.0\",\n\"source\":\"s\","
       "\"data\":{\"x\":1.50,\"y\":\"\\ud83d\\ude00\"} }";
-  const std::string copy = input;
+  const std::string copy(input.data(), input.size());
   auto parser = MakeParser();
   const auto outcome = parser->Parse(input);
   ASSERT_TRUE(outcome.ok()) << outcome.rejection->message;

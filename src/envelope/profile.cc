@@ -17,16 +17,16 @@ bool IsValidJsonPointer(std::string_view pointer) {
 }
 
 std::string Profile::PointerFor(std::string_view attribute) const {
-  for (const auto& [name, pointer] : attribute_pointers) {
-    if (name == attribute) return pointer;
+  for (const auto& [mapped, pointer] : attribute_pointers) {
+    if (mapped == attribute) return pointer;
   }
   return {};
 }
 
 Profile Profile::WithSchemaVersionAt(std::string pointer) const {
   Profile copy = *this;
-  for (auto& [name, existing] : copy.attribute_pointers) {
-    if (name == "schemaversion") {
+  for (auto& [attribute, existing] : copy.attribute_pointers) {
+    if (attribute == "schemaversion") {
       existing = std::move(pointer);
       return copy;
     }
