@@ -132,6 +132,8 @@ class EnvelopeParser {
   EnvelopeOptions options_;
   simdjson::dom::parser parser_;
   std::string traceparent_scratch_;  // a traceparent composed from trace_id and span_id
+  std::vector<simdjson::dom::element> scratch_stack_;  // reused by the duplicate-member check
+  std::vector<std::string_view> scratch_keys_;  // a traceparent composed from trace_id and span_id
 };
 
 // How an input holding several events is laid out.

@@ -1,0 +1,89 @@
+// evident/contract.h — consumer contracts: what a consumer accepts, reads and produces.
+//
+// A consumer contract is data, reviewable in git: `id`, `resultversion`, the accepted
+// (type, schema version) pairs with the payload fields read for each type (JSON Pointers into
+// `data`), the source boundary, where the schema version lives, the outcome for an unknown
+// version, ordering (none, or by subject with the owner's version), and the gap policy.
+// The YAML format is documented in docs/contracts.md; the same format is used in a contracts
+// directory (`contracts/consumers/<id>.yaml`) and inside `evident.yaml` (`consumers:` entries).
+//
+// Value types: copy freely.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "evident/status.h"
+
+namespace evident {
+
+struct AcceptedType {
+  std::string type;
+  std::vector<int64_t> versions;   // accepted schema versions, ascending, no repeats
+  std::vector<std::string> reads;  // JSON Pointers into `data` the consumer reads
+};
+
+struct Ordering {
+  bool by_subject = false;
+  // Where the subject is: empty means the `subject` attribute; else a canonical JSON Pointer
+  // such as "/data/orderId".
+  std::string subject_at;
+  // Where the owner's version is: empty means the `subjectversion` attribute; else a canonical
+  // JSON Pointer such as "/data/orderVersion".
+  std::string version_at;
+};
+
+enum class GapRoute { kWait, kRequestReplay, kManual };
+std::string_view GapRouteName(GapRoute route);  // "wait", "request-replay", "manual"
+
+struct GapPolicy {
+  int64_t deadline_seconds = 300;  // how long a gap may stay open before it is overdue
+  GapRoute route = GapRoute::kWait;
+};
+
+// What happens to an event of a known type whose schema version the consumer does not accept.
+enum class UnknownVersionOutcome { kContractUpdateRequired, kManual };
+
+struct ConsumerContract {
+  std::string id;
+  int64_t result_version = 1;
+  std::vector<std::string> boundary;  // allowed source prefixes (see envelope.h); empty: any
+  // Canonical JSON Pointer of the schema version (e.g. "/data/schemaVersion"); empty means the
+  // `schemaversion` attribute.
+  std::string schema_version_at;
+  UnknownVersionOutcome unknown_version = UnknownVersionOutcome::kContractUpdateRequired;
+  std::vector<AcceptedType> accepts;
+  Ordering ordering;
+  GapPolicy gap;
+
+  // The entry for `type`, or nullptr when the consumer does not subscribe to it.
+  const AcceptedType* Find(std::string_view type) const;
+  // True when the consumer accepts `type` at schema `version`.
+  bool Accepts(std::string_view type, int64_t version) const;
+};
+
+// Parses one consumer contract from YAML text. `origin` names the file in messages.
+Result<ConsumerContract> ConsumerContractFromYaml(std::string_view yaml_text,
+                                                  std::string_view origin = "contract");
+
+// A contracts directory:
+//   <dir>/<type>/v<N>.schema.json      payload schema of <type> at schema version N
+//   <dir>/consumers/<id>.yaml          one consumer contract each
+struct ContractsDir {
+  std::string path;
+  // type -> schema version -> path of the schema file.
+  std::map<std::string, std::map<int64_t, std::string>> schemas;
+  std::vector<ConsumerContract> consumers;
+
+  // The schema file for (type, version), or empty when there is none.
+  std::string SchemaPath(std::string_view type, int64_t version) const;
+};
+
+// Loads a contracts directory. Fails on unreadable files and on malformed contracts; semantic
+// problems (a consumer accepting a version that has no schema) are lint findings, not errors.
+Result<ContractsDir> LoadContractsDir(const std::string& dir);
+
+}  // namespace evident

@@ -1,0 +1,261 @@
+#include "evident/contract.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "evident/profile.h"
+
+namespace evident {
+namespace {
+
+namespace fs = std::filesystem;
+
+// yaml-cpp reports errors by exception; they stop at this module's boundary.
+struct ContractError {
+  std::string message;
+};
+
+[[noreturn]] void Fail(std::string_view origin, const YAML::Node& node, const std::string& what) {
+  std::string where(origin);
+  if (node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
+  throw ContractError{where + ": " + what};
+}
+
+std::string String(std::string_view origin, const YAML::Node& node, const std::string& name) {
+  if (!node.IsScalar()) Fail(origin, node, "'" + name + "' must be a string");
+  return node.as<std::string>();
+}
+
+int64_t Integer(std::string_view origin, const YAML::Node& node, const std::string& name) {
+  int64_t value = 0;
+  if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value)) {
+    Fail(origin, node, "'" + name + "' must be an integer");
+  }
+  return value;
+}
+
+std::string Pointer(std::string_view origin, const YAML::Node& node, const std::string& name) {
+  std::string pointer = String(origin, node, name);
+  if (pointer.empty() || !IsValidJsonPointer(pointer)) {
+    Fail(origin, node, "'" + name + "' must be a JSON Pointer such as /data/orderId, got '" +
+                           pointer + "'");
+  }
+  return pointer;
+}
+
+std::vector<std::string> StringList(std::string_view origin, const YAML::Node& node,
+                                    const std::string& name, bool pointers) {
+  std::vector<std::string> out;
+  if (node.IsScalar()) {
+    out.push_back(pointers ? Pointer(origin, node, name) : String(origin, node, name));
+    return out;
+  }
+  if (!node.IsSequence()) Fail(origin, node, "'" + name + "' must be a list");
+  for (const YAML::Node& item : node) {
+    out.push_back(pointers ? Pointer(origin, item, name) : String(origin, item, name));
+  }
+  return out;
+}
+
+void CheckKeys(std::string_view origin, const YAML::Node& node,
+               std::initializer_list<std::string_view> allowed, const std::string& what) {
+  if (!node.IsMap()) Fail(origin, node, what + " must be a mapping");
+  for (const auto& entry : node) {
+    const std::string key = entry.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      Fail(origin, entry.first, "unknown key '" + key + "' in " + what);
+    }
+  }
+}
+
+AcceptedType ParseAccepted(std::string_view origin, const YAML::Node& node) {
+  CheckKeys(origin, node, {"type", "versions", "reads"}, "an accepts entry");
+  AcceptedType accepted;
+  if (!node["type"]) Fail(origin, node, "an accepts entry needs 'type'");
+  accepted.type = String(origin, node["type"], "type");
+  if (accepted.type.empty()) Fail(origin, node["type"], "'type' must not be empty");
+  const YAML::Node versions = node["versions"];
+  if (!versions) Fail(origin, node, "accepts entry '" + accepted.type + "' needs 'versions'");
+  if (versions.IsScalar()) {
+    accepted.versions.push_back(Integer(origin, versions, "versions"));
+  } else if (versions.IsSequence()) {
+    for (const YAML::Node& v : versions) accepted.versions.push_back(Integer(origin, v, "versions"));
+  } else {
+    Fail(origin, versions, "'versions' must be an integer or a list of integers");
+  }
+  if (accepted.versions.empty()) Fail(origin, versions, "'versions' must not be empty");
+  std::sort(accepted.versions.begin(), accepted.versions.end());
+  if (std::adjacent_find(accepted.versions.begin(), accepted.versions.end()) !=
+      accepted.versions.end()) {
+    Fail(origin, versions, "'versions' lists a version twice");
+  }
+  if (accepted.versions.front() < 1) Fail(origin, versions, "schema versions start at 1");
+  if (node["reads"]) accepted.reads = StringList(origin, node["reads"], "reads", true);
+  return accepted;
+}
+
+}  // namespace
+
+std::string_view GapRouteName(GapRoute route) {
+  switch (route) {
+    case GapRoute::kWait: return "wait";
+    case GapRoute::kRequestReplay: return "request-replay";
+    case GapRoute::kManual: return "manual";
+  }
+  return "wait";
+}
+
+const AcceptedType* ConsumerContract::Find(std::string_view type) const {
+  for (const AcceptedType& accepted : accepts) {
+    if (accepted.type == type) return &accepted;
+  }
+  return nullptr;
+}
+
+bool ConsumerContract::Accepts(std::string_view type, int64_t version) const {
+  const AcceptedType* accepted = Find(type);
+  return accepted != nullptr && std::binary_search(accepted->versions.begin(),
+                                                   accepted->versions.end(), version);
+}
+
+Result<ConsumerContract> ConsumerContractFromYaml(std::string_view yaml_text,
+                                                  std::string_view origin) {
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml_text));
+    // Keys a consumer entry in evident.yaml may carry besides the contract itself.
+    CheckKeys(origin, root,
+              {"id", "resultversion", "boundary", "schemaversion_at", "unknown_version",
+               "accepts", "ordering", "gap", "projection", "guards"},
+              "a consumer contract");
+    ConsumerContract contract;
+    if (!root["id"]) Fail(origin, root, "a consumer contract needs 'id'");
+    contract.id = String(origin, root["id"], "id");
+    if (contract.id.empty() || contract.id.find_first_of(": \t\n/") != std::string::npos) {
+      Fail(origin, root["id"], "'id' must be non-empty, without ':', '/' or spaces");
+    }
+    if (root["resultversion"]) {
+      contract.result_version = Integer(origin, root["resultversion"], "resultversion");
+      if (contract.result_version < 1) Fail(origin, root["resultversion"], "resultversion >= 1");
+    }
+    if (root["boundary"]) contract.boundary = StringList(origin, root["boundary"], "boundary", false);
+    if (root["schemaversion_at"]) {
+      contract.schema_version_at = Pointer(origin, root["schemaversion_at"], "schemaversion_at");
+    }
+    if (root["unknown_version"]) {
+      const std::string outcome = String(origin, root["unknown_version"], "unknown_version");
+      if (outcome == "contract-update-required") {
+        contract.unknown_version = UnknownVersionOutcome::kContractUpdateRequired;
+      } else if (outcome == "manual") {
+        contract.unknown_version = UnknownVersionOutcome::kManual;
+      } else {
+        Fail(origin, root["unknown_version"],
+             "'unknown_version' must be contract-update-required or manual");
+      }
+    }
+    if (!root["accepts"] || !root["accepts"].IsSequence() || root["accepts"].size() == 0) {
+      Fail(origin, root, "'accepts' must list at least one {type, versions, reads}");
+    }
+    std::set<std::string> types;
+    for (const YAML::Node& entry : root["accepts"]) {
+      contract.accepts.push_back(ParseAccepted(origin, entry));
+      if (!types.insert(contract.accepts.back().type).second) {
+        Fail(origin, entry, "type '" + contract.accepts.back().type + "' is listed twice");
+      }
+    }
+    if (const YAML::Node ordering = root["ordering"]) {
+      if (ordering.IsScalar() && ordering.as<std::string>() == "none") {
+        // unordered
+      } else {
+        CheckKeys(origin, ordering, {"by", "subject_at", "version_at"}, "'ordering'");
+        if (!ordering["by"] || ordering["by"].as<std::string>() != "subject") {
+          Fail(origin, ordering, "'ordering.by' must be 'subject' (or write ordering: none)");
+        }
+        contract.ordering.by_subject = true;
+        if (ordering["subject_at"]) {
+          contract.ordering.subject_at = Pointer(origin, ordering["subject_at"], "subject_at");
+        }
+        if (ordering["version_at"]) {
+          contract.ordering.version_at = Pointer(origin, ordering["version_at"], "version_at");
+        }
+      }
+    }
+    if (const YAML::Node gap = root["gap"]) {
+      CheckKeys(origin, gap, {"deadline_seconds", "route"}, "'gap'");
+      if (gap["deadline_seconds"]) {
+        contract.gap.deadline_seconds = Integer(origin, gap["deadline_seconds"], "deadline_seconds");
+        if (contract.gap.deadline_seconds < 0) Fail(origin, gap, "deadline_seconds >= 0");
+      }
+      if (gap["route"]) {
+        const std::string route = String(origin, gap["route"], "route");
+        if (route == "wait") contract.gap.route = GapRoute::kWait;
+        else if (route == "request-replay") contract.gap.route = GapRoute::kRequestReplay;
+        else if (route == "manual") contract.gap.route = GapRoute::kManual;
+        else Fail(origin, gap["route"], "'gap.route' must be wait, request-replay or manual");
+      }
+    }
+    return contract;
+  } catch (const ContractError& e) {
+    return Status::InvalidArgument(e.message);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string(origin) + ": " + e.what());
+  }
+}
+
+std::string ContractsDir::SchemaPath(std::string_view type, int64_t version) const {
+  const auto t = schemas.find(std::string(type));
+  if (t == schemas.end()) return {};
+  const auto v = t->second.find(version);
+  return v == t->second.end() ? std::string() : v->second;
+}
+
+Result<ContractsDir> LoadContractsDir(const std::string& dir) {
+  ContractsDir out;
+  out.path = dir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::NotFound("no contracts directory at " + dir);
+  std::vector<fs::path> entries;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) entries.push_back(entry.path());
+  if (ec) return Status::IoError("cannot list " + dir + ": " + ec.message());
+  std::sort(entries.begin(), entries.end());
+  for (const fs::path& sub : entries) {
+    if (!fs::is_directory(sub)) continue;
+    const std::string name = sub.filename().string();
+    std::vector<fs::path> files;
+    for (const auto& f : fs::directory_iterator(sub, ec)) files.push_back(f.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files) {
+      const std::string filename = file.filename().string();
+      if (name == "consumers") {
+        if (file.extension() != ".yaml" && file.extension() != ".yml") continue;
+        std::ifstream in(file);
+        std::stringstream text;
+        text << in.rdbuf();
+        if (!in) return Status::IoError("cannot read " + file.string());
+        EVIDENT_ASSIGN_OR_RETURN(ConsumerContract contract,
+                                 ConsumerContractFromYaml(text.str(), file.string()));
+        out.consumers.push_back(std::move(contract));
+        continue;
+      }
+      // v<N>.schema.json
+      constexpr std::string_view kSuffix = ".schema.json";
+      if (filename.size() <= 1 + kSuffix.size() || filename[0] != 'v' ||
+          filename.compare(filename.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+        continue;
+      }
+      const std::string digits = filename.substr(1, filename.size() - 1 - kSuffix.size());
+      if (digits.empty() || digits.size() > 9 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      out.schemas[name][std::stoll(digits)] = file.string();
+    }
+  }
+  return out;
+}
+
+}  // namespace evident

@@ -1,0 +1,112 @@
+#include "evident/contract.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace evident {
+namespace {
+
+constexpr std::string_view kOrdersProjection = R"(
+id: orders-projection
+resultversion: 1
+boundary: ["training://orders/"]
+schemaversion_at: /data/schemaVersion
+unknown_version: contract-update-required
+accepts:
+  - type: order.status.changed
+    versions: [2, 1]
+    reads: [/orderId, /status]
+ordering: none
+)";
+
+constexpr std::string_view kFulfillment = R"(
+id: fulfillment
+boundary: https://example.test/order-service
+accepts:
+  - {type: com.example.training.order.paid, versions: 1, reads: [/orderId, /orderVersion]}
+  - {type: com.example.training.order.cancelled, versions: [1], reads: [/orderId, /reason]}
+ordering: {by: subject, version_at: /data/orderVersion}
+gap: {deadline_seconds: 60, route: request-replay}
+)";
+
+TEST(Contract, ParsesTheOrdersProjection) {
+  auto c = ConsumerContractFromYaml(kOrdersProjection);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->id, "orders-projection");
+  EXPECT_EQ(c->result_version, 1);
+  EXPECT_EQ(c->boundary, std::vector<std::string>{"training://orders/"});
+  EXPECT_EQ(c->schema_version_at, "/data/schemaVersion");
+  ASSERT_EQ(c->accepts.size(), 1u);
+  EXPECT_EQ(c->accepts[0].versions, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(c->accepts[0].reads, (std::vector<std::string>{"/orderId", "/status"}));
+  EXPECT_TRUE(c->Accepts("order.status.changed", 2));
+  EXPECT_FALSE(c->Accepts("order.status.changed", 3));
+  EXPECT_FALSE(c->Accepts("order.created", 1));
+  EXPECT_FALSE(c->ordering.by_subject);
+}
+
+TEST(Contract, ParsesOrderingAndGap) {
+  auto c = ConsumerContractFromYaml(kFulfillment);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->ordering.by_subject);
+  EXPECT_EQ(c->ordering.version_at, "/data/orderVersion");
+  EXPECT_TRUE(c->ordering.subject_at.empty());
+  EXPECT_EQ(c->gap.deadline_seconds, 60);
+  EXPECT_EQ(c->gap.route, GapRoute::kRequestReplay);
+  EXPECT_EQ(GapRouteName(c->gap.route), "request-replay");
+  EXPECT_NE(c->Find("com.example.training.order.cancelled"), nullptr);
+}
+
+TEST(Contract, RejectsMalformedContractsWithWhereAndWhy) {
+  struct Case {
+    const char* yaml;
+    const char* expected;
+  };
+  for (const Case& c : {
+           Case{"accepts: []", "needs 'id'"},
+           Case{"id: a\n", "'accepts' must list"},
+           Case{"id: a\naccepts: [{type: t}]", "needs 'versions'"},
+           Case{"id: a\naccepts: [{type: t, versions: [x]}]", "must be an integer"},
+           Case{"id: a\naccepts: [{type: t, versions: [1, 1]}]", "twice"},
+           Case{"id: a\naccepts: [{type: t, versions: [0]}]", "start at 1"},
+           Case{"id: a\naccepts: [{type: t, versions: 1, reads: [orderId]}]", "JSON Pointer"},
+           Case{"id: a\naccepts: [{type: t, versions: 1}, {type: t, versions: 2}]", "listed twice"},
+           Case{"id: a\naccepts: [{type: t, versions: 1}]\nordering: {by: time}", "ordering.by"},
+           Case{"id: a\naccepts: [{type: t, versions: 1}]\ngap: {route: retry}", "gap.route"},
+           Case{"id: a\naccepts: [{type: t, versions: 1}]\ncolour: red", "unknown key 'colour'"},
+           Case{"id: 'a:b'\naccepts: [{type: t, versions: 1}]", "without ':'"},
+           Case{"id: a\naccepts: [{type: t, versions: 1}", "yaml"},
+       }) {
+    auto result = ConsumerContractFromYaml(c.yaml, "yaml");
+    ASSERT_FALSE(result.ok()) << c.yaml;
+    EXPECT_NE(result.status().message().find(c.expected), std::string::npos)
+        << c.yaml << " -> " << result.status().message();
+  }
+}
+
+TEST(Contract, LoadsADirectory) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("evident-contracts-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "order.status.changed");
+  fs::create_directories(dir / "consumers");
+  std::ofstream(dir / "order.status.changed" / "v1.schema.json") << "{}";
+  std::ofstream(dir / "order.status.changed" / "v2.schema.json") << "{}";
+  std::ofstream(dir / "order.status.changed" / "notes.txt") << "ignored";
+  std::ofstream(dir / "consumers" / "orders-projection.yaml") << kOrdersProjection;
+  auto loaded = LoadContractsDir(dir.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->schemas.at("order.status.changed").size(), 2u);
+  EXPECT_NE(loaded->SchemaPath("order.status.changed", 2), "");
+  EXPECT_EQ(loaded->SchemaPath("order.status.changed", 3), "");
+  ASSERT_EQ(loaded->consumers.size(), 1u);
+  std::ofstream(dir / "consumers" / "bad.yaml") << "id: x\n";
+  EXPECT_FALSE(LoadContractsDir(dir.string()).ok());
+  EXPECT_FALSE(LoadContractsDir((dir / "missing").string()).ok());
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace evident
