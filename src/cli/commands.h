@@ -20,6 +20,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitNegative = 1;
 inline constexpr int kExitUsage = 2;
 
+void AddSchemaCommand(CLI::App& app, Runner& run);
+
 
 
 }  // namespace evident::cli

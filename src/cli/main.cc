@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "evident 0.1.0");
   Runner run;
+  AddSchemaCommand(app, run);
 
   try {
     app.parse(argc, argv);

@@ -945,6 +945,9 @@ class Compiler {
       }
       AddItems(node, std::move(items));
     }
+    if (applicators && validation) {
+      EVIDENT_RETURN_IF_ERROR(CompileDependencies(location, object, node));
+    }
     EVIDENT_RETURN_IF_ERROR(CompileProperties(location, object, node, applicators, validation));
     if (info.vocab & kVocabUnevaluated) {
       if (object["unevaluatedItems"].error() == simdjson::SUCCESS) {
@@ -968,6 +971,35 @@ class Compiler {
     plan_->items.push_back(std::move(items));
     node.array_ops.push_back(
         Op{.kind = OpKind::kItems, .table = static_cast<uint32_t>(plan_->items.size() - 1)});
+  }
+
+  // Draft 7 "dependencies" (also honoured in 2020-12 for compatibility): an array value is
+  // dependentRequired, a schema value is dependentSchemas.
+  Status CompileDependencies(const Location& location, dom::object object, Node& node) {
+    dom::object dependencies;
+    if (object["dependencies"].get_object().get(dependencies) == simdjson::SUCCESS) {
+      std::vector<std::pair<std::string, std::vector<std::string>>> required;
+      std::vector<std::pair<std::string, uint32_t>> schemas;
+      for (auto [name, value] : dependencies) {
+        if (value.is_array()) {
+          std::vector<std::string> names;
+          EVIDENT_RETURN_IF_ERROR(StringList(node, "dependencies", value, names));
+          required.emplace_back(std::string(name), std::move(names));
+        } else {
+          EVIDENT_ASSIGN_OR_RETURN(uint32_t child, Child(location, "dependencies", name));
+          schemas.emplace_back(std::string(name), child);
+        }
+      }
+      AddDependentRequired(node, std::move(required), "dependencies");
+      if (!schemas.empty()) {
+        plan_->dependent_schemas.push_back(std::move(schemas));
+        node.object_ops.push_back(
+            Op{.kind = OpKind::kDependentSchemas,
+               .keyword = AddKeyword("dependencies"),
+               .table = static_cast<uint32_t>(plan_->dependent_schemas.size() - 1)});
+      }
+    }
+    return Status::Ok();
   }
 
   Status CompileDraft7(const Location& location, const SchemaInfo& info, dom::object object,
@@ -1001,29 +1033,7 @@ class Compiler {
       }
       AddItems(node, std::move(items));
     }
-    dom::object dependencies;
-    if (object["dependencies"].get_object().get(dependencies) == simdjson::SUCCESS) {
-      std::vector<std::pair<std::string, std::vector<std::string>>> required;
-      std::vector<std::pair<std::string, uint32_t>> schemas;
-      for (auto [name, value] : dependencies) {
-        if (value.is_array()) {
-          std::vector<std::string> names;
-          EVIDENT_RETURN_IF_ERROR(StringList(node, "dependencies", value, names));
-          required.emplace_back(std::string(name), std::move(names));
-        } else {
-          EVIDENT_ASSIGN_OR_RETURN(uint32_t child, Child(location, "dependencies", name));
-          schemas.emplace_back(std::string(name), child);
-        }
-      }
-      AddDependentRequired(node, std::move(required), "dependencies");
-      if (!schemas.empty()) {
-        plan_->dependent_schemas.push_back(std::move(schemas));
-        node.object_ops.push_back(
-            Op{.kind = OpKind::kDependentSchemas,
-               .keyword = AddKeyword("dependencies"),
-               .table = static_cast<uint32_t>(plan_->dependent_schemas.size() - 1)});
-      }
-    }
+    EVIDENT_RETURN_IF_ERROR(CompileDependencies(location, object, node));
     return CompileProperties(location, object, node, true, true);
   }
 
