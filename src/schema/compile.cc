@@ -357,9 +357,10 @@ class Compiler {
     };
     for (auto [key, value] : object) {
       const std::string child_pointer = pointer + "/" + EscapePointerToken(key);
+      const std::string_view name = key;  // clang 14 cannot capture structured bindings
       auto in = [&](auto& list) {
         for (std::string_view k : list) {
-          if (k == key) return true;
+          if (k == name) return true;
         }
         return false;
       };
