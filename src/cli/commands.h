@@ -21,6 +21,7 @@ inline constexpr int kExitNegative = 1;
 inline constexpr int kExitUsage = 2;
 
 void AddValidateCommand(CLI::App& app, Runner& run);
+void AddSchemaCommand(CLI::App& app, Runner& run);
 
 
 
