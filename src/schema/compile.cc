@@ -563,6 +563,8 @@ class Compiler {
       if (!boolean) {
         node.is_false = true;
         node.any_ops.push_back(Op{.kind = OpKind::kFalse, .keyword = AddKeyword("")});
+      } else {
+        node.shortcut = Shortcut::kAlwaysTrue;
       }
       plan_->nodes[index] = std::move(node);
       return Status::Ok();
@@ -578,6 +580,16 @@ class Compiler {
       EVIDENT_RETURN_IF_ERROR(Compile2020(location, info, object, node));
     }
     node.tracks_evaluated = !node.final_ops.empty();
+    const size_t op_count = node.any_ops.size() + node.number_ops.size() +
+                            node.string_ops.size() + node.array_ops.size() +
+                            node.object_ops.size() + node.final_ops.size();
+    if (op_count == 0) {
+      node.shortcut = Shortcut::kAlwaysTrue;
+    } else if (op_count == 1 && node.any_ops.size() == 1 &&
+               node.any_ops[0].kind == OpKind::kType) {
+      node.shortcut = Shortcut::kTypeOnly;
+      node.shortcut_type_mask = node.any_ops[0].type_mask;
+    }
     plan_->nodes[index] = std::move(node);
     return Status::Ok();
   }

@@ -417,7 +417,29 @@ bool IsLabelSeparator(uint32_t cp) {
 
 // Hostnames per RFC 1123, with A-labels ("xn--") decoded and checked as IDNA2008 U-labels.
 // `idn` accepts U-labels and the IDNA label separators too.
+// RFC 1123 host name made only of ASCII LDH labels without "--" in positions 3-4 (so no
+// A-labels): checked without allocating. Returns nullopt when the full check is needed.
+std::optional<bool> CheckPlainHostname(std::string_view s) {
+  if (s.empty() || s.size() > 253) return std::nullopt;
+  size_t label_start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i < s.size() && s[i] != '.') {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x80) return std::nullopt;
+      if (!std::isalnum(c) && c != '-') return false;
+      continue;
+    }
+    const size_t length = i - label_start;
+    if (length == 0 || length > 63) return false;
+    if (s[label_start] == '-' || s[i - 1] == '-') return false;
+    if (length >= 4 && s[label_start + 2] == '-' && s[label_start + 3] == '-') return std::nullopt;
+    label_start = i + 1;
+  }
+  return true;
+}
+
 bool CheckHostnameImpl(std::string_view s, bool idn) {
+  if (auto plain = CheckPlainHostname(s)) return *plain;
   std::vector<uint32_t> cps;
   if (!DecodeUtf8(s, cps) || cps.empty()) return false;
   std::vector<std::vector<uint32_t>> labels(1);

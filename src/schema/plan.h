@@ -93,8 +93,13 @@ struct Op {
   uint64_t count2 = UINT64_MAX;  // kContains: maximum
 };
 
+// A node whose whole meaning is one cheap check, answered without walking its op lists.
+enum class Shortcut : uint8_t { kNone, kAlwaysTrue, kTypeOnly };
+
 struct Node {
   uint32_t resource = 0;
+  Shortcut shortcut = Shortcut::kNone;
+  uint8_t shortcut_type_mask = 0;
   bool is_false = false;       // the boolean schema `false`
   bool tracks_evaluated = false;  // has unevaluated* ops: collects its own annotations
   std::string absolute;        // "uri#/json/pointer" of this subschema

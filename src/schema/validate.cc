@@ -165,6 +165,13 @@ class Evaluator {
 
   bool Eval(uint32_t index, dom::element inst, Marks* marks) {
     const Node& node = plan_.nodes[index];
+    if constexpr (!kCollect) {
+      // Most leaf subschemas of payload contracts are {"type": ...} or annotation-only.
+      if (node.shortcut == Shortcut::kAlwaysTrue) return true;
+      if (node.shortcut == Shortcut::kTypeOnly) {
+        return (InstanceTypeBits(inst) & node.shortcut_type_mask) != 0;
+      }
+    }
     if (depth_ >= plan_.options.validation_depth_max) {
       if constexpr (kCollect) {
         AddError(node, "", "validation depth exceeds validation_depth_max (" +
@@ -626,7 +633,6 @@ class Evaluator {
     const size_t size = array.size();
     if (size < 2) return true;
     const size_t depth_max = plan_.options.validation_depth_max;
-    std::vector<dom::element> items(array.begin(), array.end());
     auto duplicate = [&](size_t i, size_t j) {
       if constexpr (kCollect) {
         AddError(node, op, "items at indexes " + std::to_string(i) + " and " + std::to_string(j) +
@@ -635,13 +641,18 @@ class Evaluator {
       return false;
     };
     if (size <= 16) {
-      for (size_t i = 0; i < size; ++i) {
-        for (size_t j = i + 1; j < size; ++j) {
-          if (JsonEqual(items[i], items[j], depth_max)) return duplicate(i, j);
+      // Small arrays: pairwise, without allocating.
+      size_t i = 0;
+      for (auto a = array.begin(); a != array.end(); ++a, ++i) {
+        auto b = a;
+        size_t j = i + 1;
+        for (++b; b != array.end(); ++b, ++j) {
+          if (JsonEqual(*a, *b, depth_max)) return duplicate(i, j);
         }
       }
       return true;
     }
+    std::vector<dom::element> items(array.begin(), array.end());
     std::vector<std::pair<uint64_t, size_t>> hashes;
     hashes.reserve(size);
     for (size_t i = 0; i < size; ++i) hashes.emplace_back(HashValue(items[i], 8), i);
