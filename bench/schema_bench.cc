@@ -149,9 +149,15 @@ std::string StatusChanged(Random& random, size_t index, bool v2) {
   bool drop_status = false;
   if (!valid) {
     switch (random.Below(3)) {
-      case 0: version = "\"" + version + "\""; break;  // schemaVersion must be an integer
-      case 1: order_id = "1" + random.Digits(5); break;  // orderId must be a string
-      default: drop_status = true; break;                // status is required
+      case 0:
+        version = "\"" + version + "\"";
+        break;  // schemaVersion must be an integer
+      case 1:
+        order_id = "1" + random.Digits(5);
+        break;  // orderId must be a string
+      default:
+        drop_status = true;
+        break;  // status is required
     }
   }
   std::string out = "{\"schemaVersion\":" + version + ",\"orderId\":" + order_id;
@@ -184,8 +190,9 @@ std::string OrderPlaced(Random& random, size_t index) {
     const std::string quantity =
         mutation == 1 && i == 0 ? "0" : std::to_string(1 + random.Below(20));
     out += "{\"sku\":\"" + random.Upper(3) + "-" + random.Digits(4 + random.Below(5)) +
-           "\",\"quantity\":" + quantity + ",\"unitPrice\":{\"amount\":" +
-           std::to_string(random.Below(100000)) + ",\"currency\":\"" + currency + "\"}" +
+           "\",\"quantity\":" + quantity +
+           ",\"unitPrice\":{\"amount\":" + std::to_string(random.Below(100000)) +
+           ",\"currency\":\"" + currency + "\"}" +
            (random.Below(4) == 0 ? ",\"giftWrap\":true" : "") + "}";
   }
   out += "]";
@@ -214,7 +221,7 @@ std::string OrderPlaced(Random& random, size_t index) {
     out += ",\"discountCodes\":[\"" + random.Upper(6) + "\",\"" + random.Digits(8) + "\"]";
   }
   if (mutation == 3) out += ",\"unexpected\":true";  // additionalProperties: false
-  if (mutation == 4) out += ",\"notes\":42";          // notes must be a string
+  if (mutation == 4) out += ",\"notes\":42";         // notes must be a string
   out += "}";
   return out;
 }
@@ -275,7 +282,8 @@ void BM_IsValid(benchmark::State& state, size_t index, bool format_assertion) {
   size_t i = 0, valid = 0, total = 0;
   for (auto _ : state) {
     simdjson::dom::element instance;
-    if (parser.parse(inputs[i]).get(instance) == simdjson::SUCCESS && (*schema)->IsValid(instance)) {
+    if (parser.parse(inputs[i]).get(instance) == simdjson::SUCCESS &&
+        (*schema)->IsValid(instance)) {
       ++valid;
     }
     ++total;
@@ -328,8 +336,7 @@ int main(int argc, char** argv) {
   for (size_t w = 0; w < Workloads().size(); ++w) {
     const std::string& name = Workloads()[w].name;
     benchmark::RegisterBenchmark(("IsValid/" + name).c_str(), BM_IsValid, w, true);
-    benchmark::RegisterBenchmark(("IsValidFormatAnnotation/" + name).c_str(), BM_IsValid, w,
-                                 false);
+    benchmark::RegisterBenchmark(("IsValidFormatAnnotation/" + name).c_str(), BM_IsValid, w, false);
     benchmark::RegisterBenchmark(("Validate/" + name).c_str(), BM_Validate, w);
   }
   benchmark::RegisterBenchmark("Compile/order_placed", BM_Compile);

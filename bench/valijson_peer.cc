@@ -53,10 +53,11 @@ int main(int argc, char** argv) {
       count += lines.size();
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     } while (seconds < 3.0);
-    std::printf("{\"validator\":\"valijson\",\"workload\":\"%s\",\"instances_per_second\":%f,"
-                "\"valid_fraction\":%f}\n",
-                name.c_str(), static_cast<double>(count) / seconds,
-                static_cast<double>(valid) / static_cast<double>(count));
+    std::printf(
+        "{\"validator\":\"valijson\",\"workload\":\"%s\",\"instances_per_second\":%f,"
+        "\"valid_fraction\":%f}\n",
+        name.c_str(), static_cast<double>(count) / seconds,
+        static_cast<double>(valid) / static_cast<double>(count));
   }
   return 0;
 }
