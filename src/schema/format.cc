@@ -658,10 +658,10 @@ bool CheckUriTemplate(std::string_view s) {
     const char c = s[i];
     if (c == '}') return false;
     if (c != '{') {
-      // RFC 6570 literals: no controls, space, DEL or " ' < > \ ^ ` |.
+      // RFC 6570 literals: no controls, space, DEL or " < > \ ^ ` | (the apostrophe is allowed).
       const unsigned char u = static_cast<unsigned char>(c);
       if (u <= 0x20 || u == 0x7F ||
-          std::string_view("\"'<>\\^`|").find(c) != std::string_view::npos) {
+          std::string_view("\"<>\\^`|").find(c) != std::string_view::npos) {
         return false;
       }
       ++i;
