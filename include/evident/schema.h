@@ -69,16 +69,16 @@ class Registry {
 
 // One failed assertion in the JSON Schema "basic" output shape.
 struct Error {
-  std::string instance_location;           // JSON Pointer into the instance
-  std::string keyword_location;            // JSON Pointer of the keyword, through $ref
-  std::string absolute_keyword_location;   // absolute URI of the keyword
-  std::string error;                       // human-readable message
+  std::string instance_location;          // JSON Pointer into the instance
+  std::string keyword_location;           // JSON Pointer of the keyword, through $ref
+  std::string absolute_keyword_location;  // absolute URI of the keyword
+  std::string error;                      // human-readable message
 };
 
 struct Output {
   bool valid = true;
-  std::vector<Error> errors;       // empty when valid
-  bool errors_truncated = false;   // more errors existed than errors_max
+  std::vector<Error> errors;      // empty when valid
+  bool errors_truncated = false;  // more errors existed than errors_max
 };
 
 namespace internal {

@@ -4,9 +4,9 @@
 // JSON Schema "basic" output shape. Exit 0 when every instance is valid, 1 when any is invalid,
 // 2 when the schema does not compile or on usage/IO errors. A line that is not JSON is an
 // invalid instance with an error, never a crash. Blank lines are skipped and get no index.
-#include <CLI/CLI.hpp>
 #include <simdjson.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -122,8 +122,8 @@ int RunValidate(const ValidateArgs& args) {
     simdjson::dom::element instance;
     if (line.size() > kLineBytesMax) {
       output.valid = false;
-      output.errors.push_back({"", "", "", "line is longer than " +
-                                               std::to_string(kLineBytesMax) + " bytes"});
+      output.errors.push_back(
+          {"", "", "", "line is longer than " + std::to_string(kLineBytesMax) + " bytes"});
     } else if (auto error = parser.parse(line).get(instance); error) {
       output.valid = false;
       output.errors.push_back(

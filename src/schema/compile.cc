@@ -37,8 +37,8 @@ enum Vocab : uint32_t {
   kVocabContent = 128,
 };
 constexpr uint32_t kVocabDefault2020 = kVocabCore | kVocabApplicator | kVocabUnevaluated |
-                                       kVocabValidation | kVocabMetaData |
-                                       kVocabFormatAnnotation | kVocabContent;
+                                       kVocabValidation | kVocabMetaData | kVocabFormatAnnotation |
+                                       kVocabContent;
 // Draft 7 has no vocabularies; every keyword is on.
 constexpr uint32_t kVocabAllDraft7 = kVocabDefault2020;
 
@@ -85,8 +85,7 @@ bool GetCount(dom::element el, uint64_t& out) {
     out = u;
     return true;
   }
-  if (el.get_double().get(d) == simdjson::SUCCESS && d >= 0 && std::floor(d) == d &&
-      d < 1.8e19) {
+  if (el.get_double().get(d) == simdjson::SUCCESS && d >= 0 && std::floor(d) == d && d < 1.8e19) {
     out = static_cast<uint64_t>(d);
     return true;
   }
@@ -181,9 +180,9 @@ class Compiler {
 
   Result<std::unique_ptr<Plan>> Run(std::string_view json, std::string base_uri) {
     const std::string retrieval = base_uri.empty() ? "urn:evident:root" : base_uri;
-    const KnownDialect initial{options_.default_dialect, options_.default_dialect == Dialect::kDraft7
-                                                             ? kVocabAllDraft7
-                                                             : kVocabDefault2020};
+    const KnownDialect initial{
+        options_.default_dialect,
+        options_.default_dialect == Dialect::kDraft7 ? kVocabAllDraft7 : kVocabDefault2020};
     EVIDENT_ASSIGN_OR_RETURN(uint32_t doc, LoadDocument(std::string(json), retrieval, initial));
     const SchemaInfo& root_info = info_.at(LocationKey(doc, ""));
     plan_->dialect = root_info.dialect;
@@ -223,8 +222,8 @@ class Compiler {
     loaded_uris_[StripEmptyFragment(retrieval_uri)] = doc;
     EVIDENT_ASSIGN_OR_RETURN(KnownDialect dialect, DialectOf(root, inherited, 0));
     const uint32_t resource = AddResource(StripEmptyFragment(retrieval_uri), Location{doc, ""});
-    EVIDENT_RETURN_IF_ERROR(Index(doc, root, "", StripEmptyFragment(retrieval_uri), resource,
-                                  dialect, 0));
+    EVIDENT_RETURN_IF_ERROR(
+        Index(doc, root, "", StripEmptyFragment(retrieval_uri), resource, dialect, 0));
     return doc;
   }
 
@@ -303,8 +302,8 @@ class Compiler {
     }
     dom::object object;
     if (el.get_object().get(object) != simdjson::SUCCESS) {
-      info_.emplace(LocationKey(doc, pointer), SchemaInfo{base, resource, dialect.dialect,
-                                                          dialect.vocab});
+      info_.emplace(LocationKey(doc, pointer),
+                    SchemaInfo{base, resource, dialect.dialect, dialect.vocab});
       return Status::Ok();
     }
     const bool draft7 = dialect.dialect == Dialect::kDraft7;
@@ -335,22 +334,36 @@ class Compiler {
         resource_dynamic_anchors_[resource].emplace(std::string(anchor), Location{doc, pointer});
       }
     }
-    info_.emplace(LocationKey(doc, pointer), SchemaInfo{base, resource, dialect.dialect,
-                                                        dialect.vocab});
+    info_.emplace(LocationKey(doc, pointer),
+                  SchemaInfo{base, resource, dialect.dialect, dialect.vocab});
 
-    static constexpr std::string_view kSingle2020[] = {
-        "additionalProperties", "propertyNames", "items", "contains", "not", "if", "then",
-        "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema"};
+    static constexpr std::string_view kSingle2020[] = {"additionalProperties",
+                                                       "propertyNames",
+                                                       "items",
+                                                       "contains",
+                                                       "not",
+                                                       "if",
+                                                       "then",
+                                                       "else",
+                                                       "unevaluatedItems",
+                                                       "unevaluatedProperties",
+                                                       "contentSchema"};
     static constexpr std::string_view kArrays2020[] = {"allOf", "anyOf", "oneOf", "prefixItems"};
-    static constexpr std::string_view kMaps2020[] = {"$defs", "definitions", "properties",
-                                                     "patternProperties", "dependentSchemas",
-                                                     "dependencies"};
-    static constexpr std::string_view kSingle7[] = {"additionalProperties", "propertyNames",
-                                                    "additionalItems", "contains", "not", "if",
-                                                    "then", "else", "items"};
+    static constexpr std::string_view kMaps2020[] = {
+        "$defs",       "definitions", "properties", "patternProperties", "dependentSchemas",
+        "dependencies"};
+    static constexpr std::string_view kSingle7[] = {"additionalProperties",
+                                                    "propertyNames",
+                                                    "additionalItems",
+                                                    "contains",
+                                                    "not",
+                                                    "if",
+                                                    "then",
+                                                    "else",
+                                                    "items"};
     static constexpr std::string_view kArrays7[] = {"allOf", "anyOf", "oneOf", "items"};
-    static constexpr std::string_view kMaps7[] = {"definitions", "properties",
-                                                  "patternProperties", "dependencies"};
+    static constexpr std::string_view kMaps7[] = {"definitions", "properties", "patternProperties",
+                                                  "dependencies"};
     auto visit = [&](dom::element child, const std::string& child_pointer) -> Status {
       if (!child.is_object() && !child.is_bool()) return Status::Ok();
       return Index(doc, child, child_pointer, base, resource, dialect, depth + 1);
@@ -393,8 +406,7 @@ class Compiler {
     (void)doc_unused;
     auto resource = resources_by_uri_.find(uri);
     if (resource == resources_by_uri_.end()) {
-      return Status::NotFound("cannot resolve \"" + std::string(reference) + "\" (" + target +
-                              ")");
+      return Status::NotFound("cannot resolve \"" + std::string(reference) + "\" (" + target + ")");
     }
     const Location& root = resource_roots_[resource->second];
     if (fragment.empty()) return root;
@@ -563,6 +575,8 @@ class Compiler {
       if (!boolean) {
         node.is_false = true;
         node.any_ops.push_back(Op{.kind = OpKind::kFalse, .keyword = AddKeyword("")});
+      } else {
+        node.shortcut = Shortcut::kAlwaysTrue;
       }
       plan_->nodes[index] = std::move(node);
       return Status::Ok();
@@ -578,6 +592,14 @@ class Compiler {
       EVIDENT_RETURN_IF_ERROR(Compile2020(location, info, object, node));
     }
     node.tracks_evaluated = !node.final_ops.empty();
+    const size_t op_count = node.any_ops.size() + node.number_ops.size() + node.string_ops.size() +
+                            node.array_ops.size() + node.object_ops.size() + node.final_ops.size();
+    if (op_count == 0) {
+      node.shortcut = Shortcut::kAlwaysTrue;
+    } else if (op_count == 1 && node.any_ops.size() == 1 && node.any_ops[0].kind == OpKind::kType) {
+      node.shortcut = Shortcut::kTypeOnly;
+      node.shortcut_type_mask = node.any_ops[0].type_mask;
+    }
     plan_->nodes[index] = std::move(node);
     return Status::Ok();
   }
@@ -598,8 +620,7 @@ class Compiler {
   }
 
   // Keywords shared by both drafts, gated by vocabulary in 2020-12.
-  Status CompileValidation(const Location& location, dom::object object, Node& node,
-                           bool draft7) {
+  Status CompileValidation(const Location& location, dom::object object, Node& node, bool draft7) {
     dom::element value;
     if (object["type"].get(value) == simdjson::SUCCESS) {
       uint8_t mask = 0;
@@ -644,10 +665,11 @@ class Compiler {
       std::string_view name;
       OpKind kind;
     };
-    static constexpr NumberKeyword kNumbers[] = {
-        {"multipleOf", OpKind::kMultipleOf}, {"maximum", OpKind::kMaximum},
-        {"minimum", OpKind::kMinimum},       {"exclusiveMaximum", OpKind::kExclusiveMaximum},
-        {"exclusiveMinimum", OpKind::kExclusiveMinimum}};
+    static constexpr NumberKeyword kNumbers[] = {{"multipleOf", OpKind::kMultipleOf},
+                                                 {"maximum", OpKind::kMaximum},
+                                                 {"minimum", OpKind::kMinimum},
+                                                 {"exclusiveMaximum", OpKind::kExclusiveMaximum},
+                                                 {"exclusiveMinimum", OpKind::kExclusiveMinimum}};
     for (const NumberKeyword& keyword : kNumbers) {
       if (object[keyword.name].get(value) != simdjson::SUCCESS) continue;
       Op op{.kind = keyword.kind, .keyword = AddKeyword(std::string(keyword.name))};
@@ -828,8 +850,8 @@ class Compiler {
         stored.index.emplace(stored.entries[i].name, i);
       }
     }
-    node.object_ops.push_back(Op{.kind = OpKind::kProperties,
-                                 .table = static_cast<uint32_t>(plan_->objects.size() - 1)});
+    node.object_ops.push_back(
+        Op{.kind = OpKind::kProperties, .table = static_cast<uint32_t>(plan_->objects.size() - 1)});
     return Status::Ok();
   }
 
@@ -859,8 +881,8 @@ class Compiler {
     }
     if (object["propertyNames"].error() == simdjson::SUCCESS) {
       EVIDENT_ASSIGN_OR_RETURN(uint32_t child, Child(location, "propertyNames"));
-      node.object_ops.push_back(
-          Op{.kind = OpKind::kPropertyNames, .keyword = AddKeyword("propertyNames"), .node = child});
+      node.object_ops.push_back(Op{
+          .kind = OpKind::kPropertyNames, .keyword = AddKeyword("propertyNames"), .node = child});
     }
     return Status::Ok();
   }
@@ -1166,8 +1188,8 @@ Result<std::string> Registry::Load(const std::string& uri) const {
   for (const auto& [prefix, dir] : directories_) {
     if (!uri.starts_with(prefix)) continue;
     const std::string rest = uri.substr(prefix.size());
-    if (rest.empty() || rest.find("..") != std::string::npos || rest.find('?') != std::string::npos ||
-        rest[0] == '/') {
+    if (rest.empty() || rest.find("..") != std::string::npos ||
+        rest.find('?') != std::string::npos || rest[0] == '/') {
       return Status::InvalidArgument("refusing to map " + uri + " to a file");
     }
     return ReadFileToString(dir + "/" + rest, 16u << 20);

@@ -122,9 +122,8 @@ bool CheckIpv6(std::string_view s) {
   while (i < s.size()) {
     // An embedded IPv4 address may end the text.
     const size_t next_colon = s.find(':', i);
-    const std::string_view piece = s.substr(i, next_colon == std::string_view::npos
-                                                   ? std::string_view::npos
-                                                   : next_colon - i);
+    const std::string_view piece =
+        s.substr(i, next_colon == std::string_view::npos ? std::string_view::npos : next_colon - i);
     if (piece.find('.') != std::string_view::npos) {
       if (next_colon != std::string_view::npos || !CheckIpv4(piece)) return false;
       groups += 2;
@@ -202,8 +201,8 @@ void AppendUtf8(std::string& out, uint32_t cp) {
 }
 
 // RFC 3492 Punycode.
-constexpr uint32_t kBase = 36, kTMin = 1, kTMax = 26, kSkew = 38, kDamp = 700,
-                   kInitialBias = 72, kInitialN = 128;
+constexpr uint32_t kBase = 36, kTMin = 1, kTMax = 26, kSkew = 38, kDamp = 700, kInitialBias = 72,
+                   kInitialN = 128;
 
 uint32_t Adapt(uint32_t delta, uint32_t points, bool first) {
   delta = first ? delta / kDamp : delta / 2;
@@ -366,8 +365,8 @@ bool CheckULabel(const std::vector<uint32_t>& label) {
     // DISALLOWED exceptions and common disallowed code points (RFC 5892 section 2.6 and
     // the Hangul tone marks, Arabic tatweel, N'Ko lajanyalan, vertical kana repeat marks).
     if (cp == 0x0640 || cp == 0x07FA || cp == 0x302E || cp == 0x302F ||
-        (cp >= 0x3031 && cp <= 0x3035) || cp == 0x303B || (cp >= 0x2000 && cp <= 0x206F &&
-                                                           cp != 0x200C && cp != 0x200D) ||
+        (cp >= 0x3031 && cp <= 0x3035) || cp == 0x303B ||
+        (cp >= 0x2000 && cp <= 0x206F && cp != 0x200C && cp != 0x200D) ||
         (cp >= 0xFF00 && cp <= 0xFFEF) || cp == 0x3002 || cp == 0x212A || cp == 0x2126) {
       return false;
     }
@@ -417,7 +416,29 @@ bool IsLabelSeparator(uint32_t cp) {
 
 // Hostnames per RFC 1123, with A-labels ("xn--") decoded and checked as IDNA2008 U-labels.
 // `idn` accepts U-labels and the IDNA label separators too.
+// RFC 1123 host name made only of ASCII LDH labels without "--" in positions 3-4 (so no
+// A-labels): checked without allocating. Returns nullopt when the full check is needed.
+std::optional<bool> CheckPlainHostname(std::string_view s) {
+  if (s.empty() || s.size() > 253) return std::nullopt;
+  size_t label_start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i < s.size() && s[i] != '.') {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x80) return std::nullopt;
+      if (!std::isalnum(c) && c != '-') return false;
+      continue;
+    }
+    const size_t length = i - label_start;
+    if (length == 0 || length > 63) return false;
+    if (s[label_start] == '-' || s[i - 1] == '-') return false;
+    if (length >= 4 && s[label_start + 2] == '-' && s[label_start + 3] == '-') return std::nullopt;
+    label_start = i + 1;
+  }
+  return true;
+}
+
 bool CheckHostnameImpl(std::string_view s, bool idn) {
+  if (auto plain = CheckPlainHostname(s)) return *plain;
   std::vector<uint32_t> cps;
   if (!DecodeUtf8(s, cps) || cps.empty()) return false;
   std::vector<std::vector<uint32_t>> labels(1);
@@ -637,6 +658,12 @@ bool CheckUriTemplate(std::string_view s) {
     const char c = s[i];
     if (c == '}') return false;
     if (c != '{') {
+      // RFC 6570 literals: no controls, space, DEL or " < > \ ^ ` | (the apostrophe is allowed).
+      const unsigned char u = static_cast<unsigned char>(c);
+      if (u <= 0x20 || u == 0x7F ||
+          std::string_view("\"<>\\^`|").find(c) != std::string_view::npos) {
+        return false;
+      }
       ++i;
       continue;
     }
@@ -664,7 +691,10 @@ bool CheckUriTemplate(std::string_view s) {
         }
         spec = spec.substr(0, prefix);
       }
-      if (spec.empty()) return false;
+      if (spec.empty() || spec.front() == '.' || spec.back() == '.' ||
+          spec.find("..") != std::string_view::npos) {
+        return false;
+      }
       for (char v : spec) {
         if (!std::isalnum(static_cast<unsigned char>(v)) && v != '_' && v != '.' && v != '%') {
           return false;
@@ -748,34 +778,56 @@ std::optional<FormatKind> ParseFormatName(std::string_view name) {
 
 std::string_view FormatName(FormatKind kind) {
   static constexpr std::string_view kNames[] = {
-      "date-time", "date",         "time", "duration",     "email",         "idn-email",
-      "hostname",  "idn-hostname", "ipv4", "ipv6",         "uri",           "uri-reference",
-      "iri",       "iri-reference", "uri-template", "uuid", "json-pointer",
-      "relative-json-pointer", "regex"};
+      "date-time", "date",          "time",
+      "duration",  "email",         "idn-email",
+      "hostname",  "idn-hostname",  "ipv4",
+      "ipv6",      "uri",           "uri-reference",
+      "iri",       "iri-reference", "uri-template",
+      "uuid",      "json-pointer",  "relative-json-pointer",
+      "regex"};
   return kNames[static_cast<size_t>(kind)];
 }
 
 bool CheckFormat(FormatKind kind, std::string_view text) {
   switch (kind) {
-    case FormatKind::kDateTime: return CheckDateTime(text);
-    case FormatKind::kDate: return CheckDate(text);
-    case FormatKind::kTime: return CheckTime(text);
-    case FormatKind::kDuration: return CheckDuration(text);
-    case FormatKind::kEmail: return CheckEmailImpl(text, false);
-    case FormatKind::kIdnEmail: return CheckEmailImpl(text, true);
-    case FormatKind::kHostname: return CheckHostnameImpl(text, false);
-    case FormatKind::kIdnHostname: return CheckHostnameImpl(text, true);
-    case FormatKind::kIpv4: return CheckIpv4(text);
-    case FormatKind::kIpv6: return CheckIpv6(text);
-    case FormatKind::kUri: return CheckUriImpl(text, false, false);
-    case FormatKind::kUriReference: return CheckUriImpl(text, false, true);
-    case FormatKind::kIri: return CheckUriImpl(text, true, false);
-    case FormatKind::kIriReference: return CheckUriImpl(text, true, true);
-    case FormatKind::kUriTemplate: return CheckUriTemplate(text);
-    case FormatKind::kUuid: return CheckUuid(text);
-    case FormatKind::kJsonPointer: return CheckJsonPointer(text);
-    case FormatKind::kRelativeJsonPointer: return CheckRelativeJsonPointer(text);
-    case FormatKind::kRegex: return CheckRegex(text);
+    case FormatKind::kDateTime:
+      return CheckDateTime(text);
+    case FormatKind::kDate:
+      return CheckDate(text);
+    case FormatKind::kTime:
+      return CheckTime(text);
+    case FormatKind::kDuration:
+      return CheckDuration(text);
+    case FormatKind::kEmail:
+      return CheckEmailImpl(text, false);
+    case FormatKind::kIdnEmail:
+      return CheckEmailImpl(text, true);
+    case FormatKind::kHostname:
+      return CheckHostnameImpl(text, false);
+    case FormatKind::kIdnHostname:
+      return CheckHostnameImpl(text, true);
+    case FormatKind::kIpv4:
+      return CheckIpv4(text);
+    case FormatKind::kIpv6:
+      return CheckIpv6(text);
+    case FormatKind::kUri:
+      return CheckUriImpl(text, false, false);
+    case FormatKind::kUriReference:
+      return CheckUriImpl(text, false, true);
+    case FormatKind::kIri:
+      return CheckUriImpl(text, true, false);
+    case FormatKind::kIriReference:
+      return CheckUriImpl(text, true, true);
+    case FormatKind::kUriTemplate:
+      return CheckUriTemplate(text);
+    case FormatKind::kUuid:
+      return CheckUuid(text);
+    case FormatKind::kJsonPointer:
+      return CheckJsonPointer(text);
+    case FormatKind::kRelativeJsonPointer:
+      return CheckRelativeJsonPointer(text);
+    case FormatKind::kRegex:
+      return CheckRegex(text);
   }
   return true;
 }

@@ -80,24 +80,29 @@ enum class OpKind : uint8_t {
 
 struct Op {
   OpKind kind;
-  uint8_t type_mask = 0;     // kType
+  uint8_t type_mask = 0;  // kType
   bool limit_is_integer = false;
-  uint32_t keyword = 0;      // index into Plan::keywords
-  uint32_t node = kNoNode;   // child (kRef, kNot, kContains, kPropertyNames, if-node, ...)
-  uint32_t node2 = kNoNode;  // then
-  uint32_t node3 = kNoNode;  // else
-  uint32_t table = 0;        // index into a side table chosen by `kind`
-  double number = 0;         // numeric limit
-  int64_t integer = 0;       // the same limit when it is an integer
-  uint64_t count = 0;        // length/count limit; kContains: minimum
+  uint32_t keyword = 0;          // index into Plan::keywords
+  uint32_t node = kNoNode;       // child (kRef, kNot, kContains, kPropertyNames, if-node, ...)
+  uint32_t node2 = kNoNode;      // then
+  uint32_t node3 = kNoNode;      // else
+  uint32_t table = 0;            // index into a side table chosen by `kind`
+  double number = 0;             // numeric limit
+  int64_t integer = 0;           // the same limit when it is an integer
+  uint64_t count = 0;            // length/count limit; kContains: minimum
   uint64_t count2 = UINT64_MAX;  // kContains: maximum
 };
 
+// A node whose whole meaning is one cheap check, answered without walking its op lists.
+enum class Shortcut : uint8_t { kNone, kAlwaysTrue, kTypeOnly };
+
 struct Node {
   uint32_t resource = 0;
-  bool is_false = false;       // the boolean schema `false`
+  Shortcut shortcut = Shortcut::kNone;
+  uint8_t shortcut_type_mask = 0;
+  bool is_false = false;          // the boolean schema `false`
   bool tracks_evaluated = false;  // has unevaluated* ops: collects its own annotations
-  std::string absolute;        // "uri#/json/pointer" of this subschema
+  std::string absolute;           // "uri#/json/pointer" of this subschema
   std::vector<Op> any_ops, number_ops, string_ops, array_ops, object_ops, final_ops;
 };
 
@@ -107,8 +112,8 @@ struct Keyword {
 
 struct PropertyEntry {
   std::string name;
-  uint32_t node = kNoNode;       // kNoNode: only listed in "required"
-  int32_t required_index = -1;   // position in ObjectPlan::required, or -1
+  uint32_t node = kNoNode;      // kNoNode: only listed in "required"
+  int32_t required_index = -1;  // position in ObjectPlan::required, or -1
 };
 
 struct PatternEntry {

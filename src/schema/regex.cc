@@ -39,14 +39,30 @@ std::string_view GeneralCategory(std::string_view name) {
     std::string_view ecma, re2;
   };
   static constexpr Alias kAliases[] = {
-      {"Letter", "L"},           {"Lowercase_Letter", "Ll"}, {"Uppercase_Letter", "Lu"},
-      {"Titlecase_Letter", "Lt"}, {"Modifier_Letter", "Lm"},  {"Other_Letter", "Lo"},
-      {"Mark", "M"},             {"Number", "N"},            {"Decimal_Number", "Nd"},
-      {"digit", "Nd"},           {"Letter_Number", "Nl"},    {"Other_Number", "No"},
-      {"Punctuation", "P"},      {"punct", "P"},             {"Symbol", "S"},
-      {"Separator", "Z"},        {"Space_Separator", "Zs"},  {"Other", "C"},
-      {"Control", "Cc"},         {"cntrl", "Cc"},            {"Format", "Cf"},
-      {"Private_Use", "Co"},     {"Surrogate", "Cs"},        {"Math_Symbol", "Sm"},
+      {"Letter", "L"},
+      {"Lowercase_Letter", "Ll"},
+      {"Uppercase_Letter", "Lu"},
+      {"Titlecase_Letter", "Lt"},
+      {"Modifier_Letter", "Lm"},
+      {"Other_Letter", "Lo"},
+      {"Mark", "M"},
+      {"Number", "N"},
+      {"Decimal_Number", "Nd"},
+      {"digit", "Nd"},
+      {"Letter_Number", "Nl"},
+      {"Other_Number", "No"},
+      {"Punctuation", "P"},
+      {"punct", "P"},
+      {"Symbol", "S"},
+      {"Separator", "Z"},
+      {"Space_Separator", "Zs"},
+      {"Other", "C"},
+      {"Control", "Cc"},
+      {"cntrl", "Cc"},
+      {"Format", "Cf"},
+      {"Private_Use", "Co"},
+      {"Surrogate", "Cs"},
+      {"Math_Symbol", "Sm"},
       {"Currency_Symbol", "Sc"},
   };
   for (const Alias& alias : kAliases) {
@@ -144,7 +160,10 @@ class Translator {
     const char c = p_[i_ + 1];
     i_ += 2;
     switch (c) {
-      case 'd': case 'D': case 'w': case 'W':
+      case 'd':
+      case 'D':
+      case 'w':
+      case 'W':
         out_ += '\\';
         out_ += c;
         return Status::Ok();
@@ -170,11 +189,21 @@ class Translator {
         if (in_class) return Invalid("\\B inside a class");
         out_ += "\\B";
         return Status::Ok();
-      case 't': out_ += "\\t"; return Status::Ok();
-      case 'n': out_ += "\\n"; return Status::Ok();
-      case 'r': out_ += "\\r"; return Status::Ok();
-      case 'f': out_ += "\\f"; return Status::Ok();
-      case 'v': out_ += "\\x{0B}"; return Status::Ok();
+      case 't':
+        out_ += "\\t";
+        return Status::Ok();
+      case 'n':
+        out_ += "\\n";
+        return Status::Ok();
+      case 'r':
+        out_ += "\\r";
+        return Status::Ok();
+      case 'f':
+        out_ += "\\f";
+        return Status::Ok();
+      case 'v':
+        out_ += "\\x{0B}";
+        return Status::Ok();
       case '0':
         if (i_ < p_.size() && std::isdigit(static_cast<unsigned char>(p_[i_]))) {
           return Invalid("octal escape");
@@ -202,7 +231,8 @@ class Translator {
         out_ += CodePoint(cp);
         return Status::Ok();
       }
-      case 'p': case 'P': {
+      case 'p':
+      case 'P': {
         if (i_ >= p_.size() || p_[i_] != '{') return Invalid("bad \\p escape");
         const size_t close = p_.find('}', i_);
         if (close == std::string_view::npos) return Invalid("bad \\p escape");

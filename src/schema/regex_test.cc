@@ -17,7 +17,7 @@ TEST(EcmaRegex, ClassEscapesFollowEcmaSemantics) {
   EXPECT_TRUE(Search("^\\d+$", "0123"));
   EXPECT_FALSE(Search("^\\d$", "\u0661"));  // ARABIC-INDIC DIGIT ONE is not \d in ECMA-262
   EXPECT_FALSE(Search("^\\w$", "\u00e9"));
-  EXPECT_TRUE(Search("^\\s$", "\u00a0"));   // NO-BREAK SPACE is \s in ECMA-262, not in RE2
+  EXPECT_TRUE(Search("^\\s$", "\u00a0"));  // NO-BREAK SPACE is \s in ECMA-262, not in RE2
   EXPECT_TRUE(Search("^\\s$", "\ufeff"));
   EXPECT_FALSE(Search("^\\S$", "\u2003"));
   EXPECT_TRUE(Search("^[\\s]$", "\u3000"));
@@ -41,8 +41,8 @@ TEST(EcmaRegex, UnicodeEscapesAndProperties) {
 }
 
 TEST(EcmaRegex, UnsupportedConstructsAreReported) {
-  for (std::string_view pattern : {"(?=a)", "(?!a)", "(?<=a)b", "(?<!a)b", "(a)\\1",
-                                   "(?<n>a)\\k<n>"}) {
+  for (std::string_view pattern :
+       {"(?=a)", "(?!a)", "(?<=a)b", "(?<!a)b", "(a)\\1", "(?<n>a)\\k<n>"}) {
     bool unsupported = false;
     auto result = TranslateEcmaRegex(pattern, &unsupported);
     EXPECT_FALSE(result.ok()) << pattern;

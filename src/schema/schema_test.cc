@@ -41,9 +41,12 @@ constexpr std::string_view kOrderV1 = R"({
 TEST(Schema, ValidAndInvalidOrders) {
   auto schema = MustCompile(kOrderV1);
   dom::parser parser;
-  EXPECT_TRUE(schema->IsValid(parser.parse(R"({"schemaVersion":1,"orderId":"o-1","status":"paid"})"_padded)));
-  EXPECT_FALSE(schema->IsValid(parser.parse(R"({"schemaVersion":1.5,"orderId":"o-1","status":"paid"})"_padded)));
-  const Output ok = schema->Validate(parser.parse(R"({"schemaVersion":1,"orderId":"x","status":"paid"})"_padded));
+  EXPECT_TRUE(schema->IsValid(
+      parser.parse(R"({"schemaVersion":1,"orderId":"o-1","status":"paid"})"_padded)));
+  EXPECT_FALSE(schema->IsValid(
+      parser.parse(R"({"schemaVersion":1.5,"orderId":"o-1","status":"paid"})"_padded)));
+  const Output ok =
+      schema->Validate(parser.parse(R"({"schemaVersion":1,"orderId":"x","status":"paid"})"_padded));
   EXPECT_TRUE(ok.valid);
   EXPECT_TRUE(ok.errors.empty());
 }
@@ -51,7 +54,8 @@ TEST(Schema, ValidAndInvalidOrders) {
 TEST(Schema, ErrorsHaveBasicOutputLocationsThroughRef) {
   auto schema = MustCompile(kOrderV1);
   dom::parser parser;
-  const Output out = schema->Validate(parser.parse(R"({"schemaVersion":1,"status":"lost"})"_padded));
+  const Output out =
+      schema->Validate(parser.parse(R"({"schemaVersion":1,"status":"lost"})"_padded));
   ASSERT_FALSE(out.valid);
   ASSERT_EQ(out.errors.size(), 2u);
   EXPECT_EQ(out.errors[0].instance_location, "/status");
@@ -67,12 +71,14 @@ TEST(Schema, DialectFromOptionAndDraft7RefOverridesSiblings) {
   CompileOptions options;
   options.default_dialect = Dialect::kDraft7;
   auto schema = MustCompile(R"({"definitions":{"s":{"type":"string"}},
-                                "$ref":"#/definitions/s","maxLength":2})", options);
+                                "$ref":"#/definitions/s","maxLength":2})",
+                            options);
   EXPECT_EQ(schema->dialect(), Dialect::kDraft7);
   dom::parser parser;
   // maxLength is ignored next to $ref in draft 7.
   EXPECT_TRUE(schema->IsValid(parser.parse(R"("long string")"_padded)));
-  auto schema2020 = MustCompile(R"({"$defs":{"s":{"type":"string"}},"$ref":"#/$defs/s","maxLength":2})");
+  auto schema2020 =
+      MustCompile(R"({"$defs":{"s":{"type":"string"}},"$ref":"#/$defs/s","maxLength":2})");
   EXPECT_FALSE(schema2020->IsValid(parser.parse(R"("long string")"_padded)));
 }
 
@@ -83,18 +89,21 @@ TEST(Schema, FormatIsAnnotationUnlessAsserted) {
   CompileOptions options;
   options.format_assertion = true;
   EXPECT_FALSE(MustCompile(R"({"format":"date"})", options)->IsValid(parser.parse(instance)));
-  EXPECT_TRUE(MustCompile(R"({"format":"date"})", options)->IsValid(parser.parse(R"("2024-02-29")"_padded)));
+  EXPECT_TRUE(MustCompile(R"({"format":"date"})", options)
+                  ->IsValid(parser.parse(R"("2024-02-29")"_padded)));
 }
 
 TEST(Schema, RegistryServesReferencesAndNeverFetches) {
   Registry registry;
-  ASSERT_TRUE(registry.Add("https://example.com/money.json",
-                           R"({"type":"object","required":["amount"]})").ok());
+  ASSERT_TRUE(
+      registry.Add("https://example.com/money.json", R"({"type":"object","required":["amount"]})")
+          .ok());
   auto schema = Schema::Compile(R"({"$ref":"https://example.com/money.json"})", registry, {});
   ASSERT_TRUE(schema.ok()) << schema.status().ToString();
   dom::parser parser;
   EXPECT_FALSE((*schema)->IsValid(parser.parse(R"({})"_padded)));
-  auto missing = Schema::Compile(R"({"$ref":"https://json-schema.org/unknown.json"})", registry, {});
+  auto missing =
+      Schema::Compile(R"({"$ref":"https://json-schema.org/unknown.json"})", registry, {});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("never fetched"), std::string::npos);
 }
@@ -131,7 +140,8 @@ TEST(Schema, ValidateIsThreadSafe) {
   auto work = [&] {
     dom::parser parser;
     for (int i = 0; i < 2000; ++i) {
-      EXPECT_TRUE(schema->IsValid(parser.parse(R"({"schemaVersion":1,"orderId":"o","status":"paid"})"_padded)));
+      EXPECT_TRUE(schema->IsValid(
+          parser.parse(R"({"schemaVersion":1,"orderId":"o","status":"paid"})"_padded)));
       EXPECT_EQ(schema->Validate(parser.parse(R"({"orderId":"o"})"_padded)).errors.size(), 2u);
     }
   };
@@ -173,15 +183,13 @@ TEST(Hostile, SelfReferencingRefIsACompileError) {
   }
   CompileOptions draft7;
   draft7.default_dialect = Dialect::kDraft7;
-  EXPECT_FALSE(CompileStatus(R"({"definitions":{"a":{"$ref":"#"}},"$ref":"#/definitions/a"})",
-                             draft7).ok());
+  EXPECT_FALSE(
+      CompileStatus(R"({"definitions":{"a":{"$ref":"#"}},"$ref":"#/definitions/a"})", draft7).ok());
   // Recursion that consumes the instance is fine.
   EXPECT_TRUE(CompileStatus(R"({"properties":{"next":{"$ref":"#"}}})").ok());
 }
 
-std::string Nested(size_t depth) {
-  return std::string(depth, '[') + std::string(depth, ']');
-}
+std::string Nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
 TEST(Hostile, TenThousandDeepInstanceIsRejectedWithoutStackOverflow) {
   auto schema = MustCompile(R"({"items":{"$ref":"#"},"enum":[[[[[]]]]],"type":"array"})");
@@ -228,9 +236,9 @@ TEST(Hostile, HugeErrorListsAreBounded) {
 }
 
 TEST(Hostile, UnsupportedPatternsAreCompileErrors) {
-  for (std::string_view json : {R"j({"pattern":"a(?=b)"})j", R"j({"pattern":"(?<!x)y"})j",
-                                R"j({"pattern":"(a)\\1"})j",
-                                R"j({"patternProperties":{"(?!x)":true}})j"}) {
+  for (std::string_view json :
+       {R"j({"pattern":"a(?=b)"})j", R"j({"pattern":"(?<!x)y"})j", R"j({"pattern":"(a)\\1"})j",
+        R"j({"patternProperties":{"(?!x)":true}})j"}) {
     const Status status = CompileStatus(json);
     EXPECT_EQ(status.code(), Code::kInvalidArgument) << json;
     EXPECT_NE(status.message().find("not supported"), std::string::npos) << status.message();

@@ -44,8 +44,8 @@ std::vector<fs::path> JsonFiles(const fs::path& dir) {
   return files;
 }
 
-void RunFile(const std::string& draft, const fs::path& file, Dialect dialect,
-             bool format_assertion, Counts& counts) {
+void RunFile(const std::string& draft, const fs::path& file, Dialect dialect, bool format_assertion,
+             Counts& counts) {
   Registry registry;
   ASSERT_TRUE(registry.AddDirectory("http://localhost:1234/", kSuite + "/remotes").ok());
   CompileOptions options;
@@ -59,8 +59,8 @@ void RunFile(const std::string& draft, const fs::path& file, Dialect dialect,
   if (auto error = parser.parse(*text).get(root); error) {
     // simdjson rejects some numbers (integers beyond 64 bits) in a few optional files.
     counts.failed += 1;
-    counts.failures.push_back(draft + "|" + name + "|<file does not parse: " +
-                              simdjson::error_message(error) + ">");
+    counts.failures.push_back(draft + "|" + name +
+                              "|<file does not parse: " + simdjson::error_message(error) + ">");
     return;
   }
   for (simdjson::dom::element test_case : root.get_array()) {
@@ -70,8 +70,8 @@ void RunFile(const std::string& draft, const fs::path& file, Dialect dialect,
     for (simdjson::dom::element test : test_case["tests"].get_array()) {
       std::string_view test_description = test["description"].get_string().value();
       const bool expected = test["valid"].get_bool().value();
-      const std::string id = draft + "|" + name + "|" + std::string(description) + "|" +
-                             std::string(test_description);
+      const std::string id =
+          draft + "|" + name + "|" + std::string(description) + "|" + std::string(test_description);
       bool ok = false;
       std::string detail;
       if (!schema.ok()) {
@@ -108,9 +108,9 @@ Counts RunDirectory(const std::string& draft, const fs::path& dir, Dialect diale
 
 void Report(const std::string& label, const Counts& counts) {
   const size_t total = counts.passed + counts.failed;
-  std::printf("[suite] %-32s %5zu / %5zu passed (%.1f%%)\n", label.c_str(), counts.passed, total,
-              total == 0 ? 100.0 : 100.0 * static_cast<double>(counts.passed) /
-                                       static_cast<double>(total));
+  std::printf(
+      "[suite] %-32s %5zu / %5zu passed (%.1f%%)\n", label.c_str(), counts.passed, total,
+      total == 0 ? 100.0 : 100.0 * static_cast<double>(counts.passed) / static_cast<double>(total));
   for (const std::string& failure : counts.failures) {
     std::printf("[suite]   FAIL %s\n", failure.c_str());
   }

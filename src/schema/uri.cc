@@ -69,7 +69,8 @@ UriParts SplitUri(std::string_view uri) {
   }
   // A scheme is ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) followed by ":".
   size_t colon = uri.find(':');
-  if (colon != std::string_view::npos && colon > 0 && std::isalpha(static_cast<unsigned char>(uri[0]))) {
+  if (colon != std::string_view::npos && colon > 0 &&
+      std::isalpha(static_cast<unsigned char>(uri[0]))) {
     bool scheme_ok = true;
     for (size_t i = 0; i < colon; ++i) {
       const char c = uri[i];

@@ -31,9 +31,7 @@ class Marks {
     if (i / 64 >= bits_.size()) bits_.resize(i / 64 + 1, 0);
     bits_[i / 64] |= uint64_t{1} << (i % 64);
   }
-  bool Get(size_t i) const {
-    return i / 64 < bits_.size() && (bits_[i / 64] >> (i % 64)) & 1;
-  }
+  bool Get(size_t i) const { return i / 64 < bits_.size() && (bits_[i / 64] >> (i % 64)) & 1; }
   void Merge(const Marks& other) {
     if (other.bits_.size() > bits_.size()) bits_.resize(other.bits_.size(), 0);
     for (size_t i = 0; i < other.bits_.size(); ++i) bits_[i] |= other.bits_[i];
@@ -76,8 +74,8 @@ uint8_t InstanceTypeBits(dom::element inst) {
 
 std::string TypeNames(uint8_t mask) {
   static constexpr std::pair<uint8_t, std::string_view> kNames[] = {
-      {kTypeNull, "null"},     {kTypeBoolean, "boolean"}, {kTypeObject, "object"},
-      {kTypeArray, "array"},   {kTypeNumber, "number"},   {kTypeString, "string"},
+      {kTypeNull, "null"},      {kTypeBoolean, "boolean"}, {kTypeObject, "object"},
+      {kTypeArray, "array"},    {kTypeNumber, "number"},   {kTypeString, "string"},
       {kTypeInteger, "integer"}};
   std::string out;
   for (const auto& [bit, name] : kNames) {
@@ -150,7 +148,7 @@ uint64_t HashValue(dom::element value, size_t depth) {
       if (depth == 0) return h;
       for (auto [key, member] : dom::object(value.get_object().value_unsafe())) {
         // Order-independent: members are summed.
-        h += std::hash<std::string_view>{}(key) * kMul + HashValue(member, depth - 1);
+        h += std::hash<std::string_view>{}(key)*kMul + HashValue(member, depth - 1);
       }
       return h;
     }
@@ -165,10 +163,18 @@ class Evaluator {
 
   bool Eval(uint32_t index, dom::element inst, Marks* marks) {
     const Node& node = plan_.nodes[index];
+    if constexpr (!kCollect) {
+      // Most leaf subschemas of payload contracts are {"type": ...} or annotation-only.
+      if (node.shortcut == Shortcut::kAlwaysTrue) return true;
+      if (node.shortcut == Shortcut::kTypeOnly) {
+        return (InstanceTypeBits(inst) & node.shortcut_type_mask) != 0;
+      }
+    }
     if (depth_ >= plan_.options.validation_depth_max) {
       if constexpr (kCollect) {
-        AddError(node, "", "validation depth exceeds validation_depth_max (" +
-                               std::to_string(plan_.options.validation_depth_max) + ")");
+        AddError(node, "",
+                 "validation depth exceeds validation_depth_max (" +
+                     std::to_string(plan_.options.validation_depth_max) + ")");
       }
       return false;
     }
@@ -257,8 +263,7 @@ class Evaluator {
   };
   Checkpoint Save() {
     if constexpr (kCollect) {
-      return Checkpoint{c_->errors.size(), c_->truncated, c_->keyword.size(),
-                        c_->instance.size()};
+      return Checkpoint{c_->errors.size(), c_->truncated, c_->keyword.size(), c_->instance.size()};
     }
     return Checkpoint{};
   }
@@ -347,8 +352,7 @@ class Evaluator {
       case OpKind::kRef:
         return InPlace(op.node, inst, marks, KeywordPath(op));
       case OpKind::kDynamicRef:
-        return InPlace(DynamicTarget(plan_.dynamic_refs[op.table]), inst, marks,
-                       KeywordPath(op));
+        return InPlace(DynamicTarget(plan_.dynamic_refs[op.table]), inst, marks, KeywordPath(op));
       case OpKind::kAllOf:
         return AllOf(op, inst, marks);
       case OpKind::kAnyOf:
@@ -577,8 +581,9 @@ class Evaluator {
     if constexpr (kCollect) {
       char limit[64];
       std::snprintf(limit, sizeof limit, "%.17g", op.number);
-      AddError(node, op, std::string("value must be ") + relation + " " +
-                             (op.limit_is_integer ? std::to_string(op.integer) : limit));
+      AddError(node, op,
+               std::string("value must be ") + relation + " " +
+                   (op.limit_is_integer ? std::to_string(op.integer) : limit));
     }
     return false;
   }
@@ -587,21 +592,23 @@ class Evaluator {
     switch (op.kind) {
       case OpKind::kMinLength: {
         // Byte length bounds the code point count from above: skip counting when it decides.
-        if (text.size() >= op.count * 4 || (text.size() >= op.count &&
-                                             CodePointCount(text) >= op.count)) {
+        if (text.size() >= op.count * 4 ||
+            (text.size() >= op.count && CodePointCount(text) >= op.count)) {
           return true;
         }
         if constexpr (kCollect) {
-          AddError(node, op, "expected at least " + std::to_string(op.count) +
-                                 " characters, got " + std::to_string(CodePointCount(text)));
+          AddError(node, op,
+                   "expected at least " + std::to_string(op.count) + " characters, got " +
+                       std::to_string(CodePointCount(text)));
         }
         return false;
       }
       case OpKind::kMaxLength:
         if (text.size() <= op.count || CodePointCount(text) <= op.count) return true;
         if constexpr (kCollect) {
-          AddError(node, op, "expected at most " + std::to_string(op.count) +
-                                 " characters, got " + std::to_string(CodePointCount(text)));
+          AddError(node, op,
+                   "expected at most " + std::to_string(op.count) + " characters, got " +
+                       std::to_string(CodePointCount(text)));
         }
         return false;
       case OpKind::kPattern:
@@ -613,8 +620,9 @@ class Evaluator {
       case OpKind::kFormat:
         if (CheckFormat(static_cast<FormatKind>(op.table), text)) return true;
         if constexpr (kCollect) {
-          AddError(node, op, "string is not a valid " +
-                                 std::string(FormatName(static_cast<FormatKind>(op.table))));
+          AddError(node, op,
+                   "string is not a valid " +
+                       std::string(FormatName(static_cast<FormatKind>(op.table))));
         }
         return false;
       default:
@@ -626,22 +634,27 @@ class Evaluator {
     const size_t size = array.size();
     if (size < 2) return true;
     const size_t depth_max = plan_.options.validation_depth_max;
-    std::vector<dom::element> items(array.begin(), array.end());
     auto duplicate = [&](size_t i, size_t j) {
       if constexpr (kCollect) {
-        AddError(node, op, "items at indexes " + std::to_string(i) + " and " + std::to_string(j) +
-                               " are equal");
+        AddError(
+            node, op,
+            "items at indexes " + std::to_string(i) + " and " + std::to_string(j) + " are equal");
       }
       return false;
     };
     if (size <= 16) {
-      for (size_t i = 0; i < size; ++i) {
-        for (size_t j = i + 1; j < size; ++j) {
-          if (JsonEqual(items[i], items[j], depth_max)) return duplicate(i, j);
+      // Small arrays: pairwise, without allocating.
+      size_t i = 0;
+      for (auto a = array.begin(); a != array.end(); ++a, ++i) {
+        auto b = a;
+        size_t j = i + 1;
+        for (++b; b != array.end(); ++b, ++j) {
+          if (JsonEqual(*a, *b, depth_max)) return duplicate(i, j);
         }
       }
       return true;
     }
+    std::vector<dom::element> items(array.begin(), array.end());
     std::vector<std::pair<uint64_t, size_t>> hashes;
     hashes.reserve(size);
     for (size_t i = 0; i < size; ++i) hashes.emplace_back(HashValue(items[i], 8), i);
@@ -715,11 +728,13 @@ class Evaluator {
     if (matches >= op.count && matches <= op.count2) return true;
     if constexpr (kCollect) {
       if (matches < op.count) {
-        AddError(node, op, "expected at least " + std::to_string(op.count) +
-                               " items valid against contains, got " + std::to_string(matches));
+        AddError(node, op,
+                 "expected at least " + std::to_string(op.count) +
+                     " items valid against contains, got " + std::to_string(matches));
       } else {
-        AddError(node, op, "expected at most " + std::to_string(op.count2) +
-                               " items valid against contains, got " + std::to_string(matches));
+        AddError(node, op,
+                 "expected at most " + std::to_string(op.count2) +
+                     " items valid against contains, got " + std::to_string(matches));
       }
     }
     return false;
@@ -830,8 +845,8 @@ class Evaluator {
         if (object[other].error() == simdjson::SUCCESS) continue;
         valid = false;
         if constexpr (!kCollect) return false;
-        AddError(node, op, "property \"" + other + "\" is required when \"" + name +
-                               "\" is present");
+        AddError(node, op,
+                 "property \"" + other + "\" is required when \"" + name + "\" is present");
       }
     }
     return valid;
@@ -886,8 +901,10 @@ class Evaluator {
           if constexpr (kCollect) {
             const Checkpoint checkpoint = Save();
             PushInstance(key);
-            AddError(node, op, "property \"" + std::string(key) + "\" is not evaluated and "
-                               "unevaluatedProperties forbids it");
+            AddError(node, op,
+                     "property \"" + std::string(key) +
+                         "\" is not evaluated and "
+                         "unevaluatedProperties forbids it");
             Restore(checkpoint);
           }
         } else {
