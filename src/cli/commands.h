@@ -22,6 +22,8 @@ inline constexpr int kExitUsage = 2;
 
 void AddValidateCommand(CLI::App& app, Runner& run);
 void AddSchemaCommand(CLI::App& app, Runner& run);
+void AddConsumeCommand(CLI::App& app, Runner& run);
+void AddEvidenceCommands(CLI::App& app, Runner& run);  // evidence, gaps, guard
 
 
 

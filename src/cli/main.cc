@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   Runner run;
   AddValidateCommand(app, run);
   AddSchemaCommand(app, run);
+  AddConsumeCommand(app, run);
+  AddEvidenceCommands(app, run);
 
   try {
     app.parse(argc, argv);

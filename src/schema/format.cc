@@ -127,7 +127,6 @@ bool CheckIpv6(std::string_view s) {
     if (piece.find('.') != std::string_view::npos) {
       if (next_colon != std::string_view::npos || !CheckIpv4(piece)) return false;
       groups += 2;
-      i = s.size();
       break;
     }
     if (piece.empty() || piece.size() > 4) return false;
