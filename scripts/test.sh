@@ -11,7 +11,7 @@ jobs=$(nproc)
 # 1. libFuzzer targets, built with clang under ASan+UBSan in their own tree.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++-14 -DEVIDENT_FUZZ=ON -DEVIDENT_TESTS=OFF -DEVIDENT_BENCH=OFF >/dev/null
-cmake --build build-fuzz -j "$jobs"
+cmake --build build-fuzz -j "$jobs" --target fuzzers
 
 # 2. The project itself, in Release, with the tests that drive the fuzz binaries above.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \

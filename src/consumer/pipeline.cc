@@ -124,11 +124,11 @@ std::string Pipeline::Impl::SubjectOf(const ConsumerContract& contract,
 
 Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const EventView& event,
                              Projection& projection, int64_t now_ms) {
-  const ConsumerConfig& config = *consumer.config;
-  const auto step_it = config.projection.find(std::string(event.type));
+  const ConsumerConfig& consumer_config = *consumer.config;
+  const auto step_it = consumer_config.projection.find(std::string(event.type));
   projection.owner_source = std::string(event.source);
   projection.updated_at_ms = now_ms;
-  if (step_it == config.projection.end()) return Status::Ok();
+  if (step_it == consumer_config.projection.end()) return Status::Ok();
   const ProjectionStep& step = step_it->second;
   if (!step.state.empty()) projection.state = step.state;
   if (!step.state_from.empty()) {
@@ -159,7 +159,7 @@ Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const 
     w.EndObject();
   }
   for (const std::string& name : step.evidence) {
-    EVIDENT_RETURN_IF_ERROR(store.PutEvidence({config.contract.id, projection.subject, name,
+    EVIDENT_RETURN_IF_ERROR(store.PutEvidence({consumer_config.contract.id, projection.subject, name,
                                                std::string(event.source), std::string(event.id),
                                                projection.version, now_ms}));
   }
