@@ -23,5 +23,7 @@ inline constexpr int kExitUsage = 2;
 void AddValidateCommand(CLI::App& app, Runner& run);
 
 
+// `schema check`, `contracts lint`, `contracts impact` (cmd_schema_check.cc).
+void AddContractEvolutionCommands(CLI::App& app, Runner& run);
 
 }  // namespace evident::cli

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "evident 0.1.0");
   Runner run;
   AddValidateCommand(app, run);
+  AddContractEvolutionCommands(app, run);
 
   try {
     app.parse(argc, argv);
