@@ -263,18 +263,18 @@ void Differ::CompareBoolean(const Node& old_node, const Node& new_node, const st
   if (old_node.IsFalse() && new_node.IsFalse()) return;
   const bool narrowed = new_node.IsFalse();
   ChangeCode code = narrowed ? ChangeCode::kTypeNarrowed : ChangeCode::kTypeWidened;
-  std::string what = "the schema at " + DataText(data);
+  std::string what = DataText(data);
   if (slot == Slot::kAdditionalProperties) {
     code = narrowed ? ChangeCode::kAdditionalPropertiesNarrowed
                     : ChangeCode::kAdditionalPropertiesWidened;
-    what = "properties beyond the declared ones";
+    what = "a property beyond the declared ones at " + DataText(data);
   } else if (slot == Slot::kItems) {
     code = ChangeCode::kItemsChanged;
-    what = "array items at " + DataText(data);
+    what = "an array item at " + DataText(data);
   }
   Add(code, data, narrowed ? new_node.pointer : old_node.pointer, !narrowed, narrowed,
-      narrowed ? what + " are no longer allowed (false)" : what + " were not allowed (false) and "
-                                                                  "now are");
+      narrowed ? what + " is no longer allowed (schema false)"
+               : what + " was not allowed (schema false) and now is");
 }
 
 void Differ::CompareMeaning(const Side& s) {
@@ -727,6 +727,9 @@ Result<bool> Differ::Equivalent(const JsonValue* old_value, const std::string& o
   std::vector<Change> scratch;
   Differ probe(old_doc_, new_doc_, options_, comparisons_, scratch);
   probe.StopAtFirstChange();
+  // Pairs under comparison further up count as equal inside the probe (the coinductive reading
+  // of a recursive schema); without this a self-referencing anyOf would probe forever.
+  probe.in_progress_ = in_progress_;
   EVIDENT_RETURN_IF_ERROR(
       probe.Compare(old_value, old_pointer, new_value, new_pointer, "", Slot::kGeneral, depth));
   return scratch.empty();
