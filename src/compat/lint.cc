@@ -32,8 +32,6 @@ class Linter {
   }
   void LintConsumersDir(const fs::path& consumers_dir);
   void LintTypeDir(const fs::path& type_dir);
-  void LintRefs(const SchemaDocument& doc, const JsonValue& value, const std::string& pointer,
-                const std::string& file);
   void LintConsumer(const ConsumerContract& consumer, const std::string& file);
   // 1 when the schema of (type, version) defines `data_pointer`, 0 when it does not, -1 when
   // there is no usable schema to ask.
@@ -149,7 +147,11 @@ void Linter::LintTypeDir(const fs::path& type_dir) {
       const std::string& message = doc.status().message();
       const bool not_json = message.find("not valid JSON") != std::string::npos;
       const bool unsupported = message.find("unsupported $schema") != std::string::npos;
-      Add(not_json ? "SCHEMA_NOT_JSON" : unsupported ? "SCHEMA_UNSUPPORTED" : "SCHEMA_NOT_OBJECT",
+      const bool bad_ref = message.find("$ref") != std::string::npos;
+      Add(not_json      ? "SCHEMA_NOT_JSON"
+          : unsupported ? "SCHEMA_UNSUPPORTED"
+          : bad_ref     ? "SCHEMA_UNRESOLVED_REF"
+                        : "SCHEMA_NOT_OBJECT",
           name, message);
       continue;
     }
@@ -157,7 +159,6 @@ void Linter::LintTypeDir(const fs::path& type_dir) {
       Add("SCHEMA_NOT_OBJECT", name, "a payload schema must be a JSON object, not a boolean");
       continue;
     }
-    LintRefs(**doc, (*doc)->root(), "", name);
     // The version marker must carry the file's version.
     const std::string marker = options_.version_at.empty() ? "/schemaVersion" : options_.version_at;
     if (Result<compat::FieldLookup> field = compat::LookupField(**doc, marker);
@@ -183,26 +184,6 @@ void Linter::LintTypeDir(const fs::path& type_dir) {
               std::to_string(version) + ")");
     }
     expected = version + 1;
-  }
-}
-
-void Linter::LintRefs(const SchemaDocument& doc, const JsonValue& value,
-                      const std::string& pointer, const std::string& file) {
-  if (value.IsArray()) {
-    for (size_t i = 0; i < value.array.size(); ++i) {
-      LintRefs(doc, value.array[i], compat::AppendToken(pointer, std::to_string(i)), file);
-    }
-    return;
-  }
-  if (!value.IsObject()) return;
-  if (value.Get("$ref") != nullptr) {
-    if (Result<compat::Node> node = doc.View(&value, pointer); !node.ok()) {
-      Add("SCHEMA_UNRESOLVED_REF", file, node.status().message());
-    }
-  }
-  for (const auto& [name, member] : value.object) {
-    if (name == "const" || name == "enum" || name == "default" || name == "examples") continue;
-    LintRefs(doc, member, compat::AppendToken(pointer, name), file);
   }
 }
 

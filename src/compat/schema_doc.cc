@@ -105,6 +105,7 @@ Result<std::unique_ptr<SchemaDocument>> SchemaDocument::Parse(std::string_view t
     doc->base_id_ = WithoutFragment(old_id->string);
   }
   doc->Index(root, "", 0);
+  EVIDENT_RETURN_IF_ERROR(doc->CheckRefs(root, ""));
   return doc;
 }
 
@@ -127,6 +128,25 @@ void SchemaDocument::Index(const JsonValue& value, const std::string& pointer, i
     if (HoldsData(name)) continue;
     Index(member, AppendToken(pointer, name), depth + 1);
   }
+}
+
+Status SchemaDocument::CheckRefs(const JsonValue& value, const std::string& pointer) const {
+  if (value.IsArray()) {
+    for (size_t i = 0; i < value.array.size(); ++i) {
+      EVIDENT_RETURN_IF_ERROR(CheckRefs(value.array[i], AppendToken(pointer, std::to_string(i))));
+    }
+    return Status::Ok();
+  }
+  if (!value.IsObject()) return Status::Ok();
+  if (const JsonValue* ref = value.Get("$ref"); ref != nullptr && ref->IsString()) {
+    EVIDENT_ASSIGN_OR_RETURN(const Node node, View(&value, pointer));
+    (void)node;
+  }
+  for (const auto& [name, member] : value.object) {
+    if (HoldsData(name)) continue;
+    EVIDENT_RETURN_IF_ERROR(CheckRefs(member, AppendToken(pointer, name)));
+  }
+  return Status::Ok();
 }
 
 Result<SchemaDocument::Target> SchemaDocument::ResolveRef(std::string_view ref) const {

@@ -43,7 +43,8 @@ struct Node {
 
 class SchemaDocument {
  public:
-  // Parses and indexes `text`. `origin` names the document in messages.
+  // Parses and indexes `text`; fails when it is not JSON, not a schema, names an unsupported
+  // `$schema`, or holds a local `$ref` that does not resolve. `origin` names it in messages.
   static Result<std::unique_ptr<SchemaDocument>> Parse(std::string_view text,
                                                        std::string_view origin,
                                                        const DiffOptions& options);
@@ -65,6 +66,8 @@ class SchemaDocument {
   // Resolves `ref`: a target, an empty target for an external reference, or an error.
   Result<Target> ResolveRef(std::string_view ref) const;
   void Index(const JsonValue& value, const std::string& pointer, int64_t depth);
+  // Fails on the first local `$ref` (in document order) that does not resolve.
+  Status CheckRefs(const JsonValue& value, const std::string& pointer) const;
 
   std::unique_ptr<JsonValue> root_;
   Dialect dialect_ = Dialect::kDraft2020;
