@@ -23,9 +23,10 @@ Status Convert(simdjson::dom::element element, JsonValue& out, int64_t depth,
       simdjson::dom::object object;
       if (element.get(object) != simdjson::SUCCESS) return Status::Internal("not an object");
       for (const auto field : object) {
-        out.object.emplace_back(std::string(field.key), JsonValue{});
+        out.object.emplace_back();
+        out.object.back().name = std::string(field.key);
         EVIDENT_RETURN_IF_ERROR(
-            Convert(field.value, out.object.back().second, depth + 1, nesting_depth_max));
+            Convert(field.value, out.object.back().value, depth + 1, nesting_depth_max));
       }
       return Status::Ok();
     }
@@ -95,17 +96,17 @@ void AppendCanonical(const JsonValue& value, std::string& out) {
       out += ']';
       return;
     case JsonValue::Kind::kObject: {
-      std::vector<const std::pair<std::string, JsonValue>*> members;
+      std::vector<const JsonMember*> members;
       members.reserve(value.object.size());
       for (const auto& member : value.object) members.push_back(&member);
       std::sort(members.begin(), members.end(),
-                [](const auto* a, const auto* b) { return a->first < b->first; });
+                [](const auto* a, const auto* b) { return a->name < b->name; });
       out += '{';
       for (size_t i = 0; i < members.size(); ++i) {
         if (i > 0) out += ',';
-        json::AppendQuoted(out, members[i]->first);
+        json::AppendQuoted(out, members[i]->name);
         out += ':';
-        AppendCanonical(members[i]->second, out);
+        AppendCanonical(members[i]->value, out);
       }
       out += '}';
       return;

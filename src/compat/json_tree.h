@@ -16,6 +16,8 @@
 
 namespace evident::compat {
 
+struct JsonMember;
+
 struct JsonValue {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
   Kind kind = Kind::kNull;
@@ -25,7 +27,7 @@ struct JsonValue {
   int64_t integer = 0;
   std::string string;
   std::vector<JsonValue> array;
-  std::vector<std::pair<std::string, JsonValue>> object;  // in document order
+  std::vector<JsonMember> object;  // in document order
 
   bool IsObject() const { return kind == Kind::kObject; }
   bool IsArray() const { return kind == Kind::kArray; }
@@ -34,6 +36,12 @@ struct JsonValue {
   bool IsNumber() const { return kind == Kind::kNumber; }
   // The member named `key` of an object, or nullptr.
   const JsonValue* Get(std::string_view key) const;
+};
+
+// One member of an object. (Not std::pair: a pair may not hold the still incomplete JsonValue.)
+struct JsonMember {
+  std::string name;
+  JsonValue value;
 };
 
 // Parses `text`; fails on malformed JSON or nesting deeper than `nesting_depth_max`.
