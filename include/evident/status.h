@@ -86,7 +86,8 @@ class [[nodiscard]] Result {
     assert(ok());
     return std::get<0>(data_);
   }
-  T&& value() && {
+  // By value: `for (auto& x : MakeResult().value())` must not dangle.
+  T value() && {
     assert(ok());
     return std::get<0>(std::move(data_));
   }

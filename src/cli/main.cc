@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "evident 0.1.0");
   Runner run;
   AddValidateCommand(app, run);
+  AddSchemaCommand(app, run);
+  AddConsumeCommand(app, run);
+  AddEvidenceCommands(app, run);
   AddContractEvolutionCommands(app, run);
 
   try {

@@ -1,0 +1,134 @@
+// evident/consumer.h — the consumer pipeline: every input event, for every consumer that
+// subscribes to its type, ends in exactly one outcome, decided in this order:
+//
+//   envelope (size, I-JSON, required attributes, specversion, types)      -> rejected
+//   per consumer: source boundary, schema version present                 -> rejected
+//   (type, schemaversion) accepted by the consumer contract               -> contract-update-required
+//   payload valid under its schema version                                -> payload-invalid
+//   ledger already holds consumerId:source:id                             -> duplicate
+//   ordering by subject: below the projection version                     -> stale
+//                        equal to an applied or deferred version          -> same-version-conflict
+//                        beyond the next version                          -> deferred
+//   the projection step                                                   -> applied
+//   (and `unrouted` when no consumer subscribes to the type)
+//
+// Every decision is written to the store inside the caller's open transaction: receipts and
+// ledger, projection, deferred events, kept inputs (original bytes and reason), journal. Nothing
+// is dropped. Outcomes are values; a Status reports only a failing store.
+//
+// Thread-safety: a Pipeline is used by one thread at a time (it owns parsers).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "evident/config.h"
+#include "evident/status.h"
+#include "evident/store.h"
+
+namespace evident {
+
+enum class Outcome : uint8_t {
+  kRejected,
+  kContractUpdateRequired,
+  kPayloadInvalid,
+  kDuplicate,
+  kStale,
+  kSameVersionConflict,
+  kDeferred,
+  kApplied,
+  kUnrouted,
+};
+inline constexpr int kOutcomeCount = 9;
+std::string_view OutcomeName(Outcome outcome);  // "same-version-conflict", ...
+
+// One (event, consumer) decision, as `evident consume --outcomes` prints it.
+struct Decision {
+  int64_t index = 0;     // the input line (NDJSON) or batch position of the event
+  std::string consumer;  // empty (printed null) when rejected before a consumer was chosen
+  Outcome outcome = Outcome::kRejected;
+  std::string reason;    // stable code, empty (null) for applied / deferred / duplicate
+  std::string message;   // for people
+  std::string key;       // consumerId:source:id, empty when unknown
+  std::string subject;
+  std::optional<int64_t> subject_version;
+  std::optional<int64_t> projection_version;  // after the decision
+  std::optional<int64_t> expected_version;    // for deferred
+  bool drained = false;  // applied from the deferred set when a gap closed
+  std::vector<std::string> errors;  // payload-invalid: "instanceLocation: error" lines
+};
+
+// Appends the decision as one JSON object (no newline).
+void AppendDecisionJson(const Decision& decision, std::string& out);
+
+class Pipeline {
+ public:
+  // Compiles every accepted payload schema and prepares the parsers. Fails on a schema that
+  // does not compile.
+  static Result<std::unique_ptr<Pipeline>> Create(const Config& config);
+  ~Pipeline();
+
+  // Decides one input event for every subscribed consumer; appends one Decision per consumer
+  // (plus one per drained successor). Writes go to `store`, whose transaction the caller owns.
+  Status Process(Store& store, std::string_view bytes, int64_t index, int64_t now_ms,
+                 std::vector<Decision>& decisions);
+
+  const Config& config() const;
+
+ private:
+  struct Impl;
+  explicit Pipeline(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The answer of a guard: "may `action` be done to `subject` now?"
+struct GuardDecision {
+  bool allowed = false;
+  std::vector<std::string> reasons;  // every reason for a refusal; empty when allowed
+};
+
+// Evaluates the guard named `action` of `consumer` against the store. Allowed only when the
+// projection exists, is in sync with the owner (when the guard asks: projection version equals
+// the highest owner version seen, deferred included, and no gap is open), its state is allowed,
+// and every required evidence is recorded. Fails (kNotFound) for an unknown action.
+Result<GuardDecision> EvaluateGuard(Store& store, const ConsumerConfig& consumer,
+                                    std::string_view subject, std::string_view action);
+
+}  // namespace evident
+
+namespace evident {
+
+struct ConsumeOptions {
+  std::string input = "-";  // NDJSON file, or "-" for standard input
+  // Skip the input lines that an earlier run already committed (the input's checkpoint).
+  bool resume = false;
+  // Where each decision goes as one NDJSON line, written after its batch commits; may be null.
+  std::FILE* outcomes = nullptr;
+  // Progress lines (events, rate, outcomes so far), redrawn in place; null for none.
+  std::FILE* progress = nullptr;
+  // Fault injection for tests: stop (as a crash would: no commit) after this many events.
+  int64_t crash_after_events = -1;
+};
+
+struct ConsumeSummary {
+  int64_t events = 0;   // input events read this run (resumed lines not counted)
+  int64_t skipped = 0;  // lines skipped by --resume
+  int64_t batches = 0;  // transactions committed
+  double seconds = 0;
+  // consumer ("" for decisions without one) -> count per Outcome.
+  std::map<std::string, std::array<int64_t, kOutcomeCount>> counts;
+};
+
+// Reads NDJSON events and runs them through the pipeline in batches: one store transaction per
+// batch of at most config.batch_count_max events, closed early when input pauses for
+// config.linger_ms. The checkpoint advances and the outcomes are written only after the commit.
+Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOptions& options);
+
+}  // namespace evident

@@ -1,0 +1,135 @@
+// `evident consume`: run the consumers of a config file over NDJSON input against a store.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "evident/consumer.h"
+
+namespace evident::cli {
+namespace {
+
+struct ConsumeFlags {
+  std::string config;
+  std::string store;
+  std::string input = "-";
+  std::string profile;
+  std::string outcomes;
+  bool resume = false;
+  int64_t batch_count_max = 0;
+  int64_t linger_ms = -1;
+  std::string synchronous = "FULL";
+  int64_t crash_after_events = -1;
+};
+
+void PrintSummary(std::FILE* out, const ConsumeSummary& summary) {
+  std::fprintf(out, "%lld events in %.2f s (%.0f events/s), %lld transactions",
+               static_cast<long long>(summary.events), summary.seconds,
+               summary.seconds > 0 ? static_cast<double>(summary.events) / summary.seconds : 0.0,
+               static_cast<long long>(summary.batches));
+  if (summary.skipped > 0) {
+    std::fprintf(out, ", %lld lines skipped (already committed)",
+                 static_cast<long long>(summary.skipped));
+  }
+  std::fprintf(out, "\n\n%-20s", "consumer");
+  for (int i = 0; i < kOutcomeCount; ++i) {
+    const std::string_view name = OutcomeName(static_cast<Outcome>(i));
+    std::fprintf(out, " %*.*s", static_cast<int>(std::max<size_t>(name.size(), 7)),
+                 static_cast<int>(name.size()), name.data());
+  }
+  std::fputc('\n', out);
+  for (const auto& [consumer, counts] : summary.counts) {
+    std::fprintf(out, "%-20s", consumer.empty() ? "(none)" : consumer.c_str());
+    for (int i = 0; i < kOutcomeCount; ++i) {
+      const size_t width = std::max<size_t>(OutcomeName(static_cast<Outcome>(i)).size(), 7);
+      std::fprintf(out, " %*lld", static_cast<int>(width), static_cast<long long>(counts[i]));
+    }
+    std::fputc('\n', out);
+  }
+}
+
+int RunConsume(const ConsumeFlags& flags) {
+  auto config = LoadConfig(flags.config);
+  if (!config.ok()) {
+    std::cerr << "evident consume: " << config.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  if (!flags.profile.empty()) {
+    auto profile = Profile::Named(flags.profile);
+    if (!profile.ok()) {
+      std::cerr << "evident consume: " << profile.status().ToString() << "\n";
+      return kExitUsage;
+    }
+    config->profile = std::move(profile).value();
+  }
+  if (flags.batch_count_max > 0) config->batch_count_max = static_cast<size_t>(flags.batch_count_max);
+  if (flags.linger_ms >= 0) config->linger_ms = flags.linger_ms;
+  auto pipeline = Pipeline::Create(*config);
+  if (!pipeline.ok()) {
+    std::cerr << "evident consume: " << pipeline.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (flags.store.rfind(kSqlite, 0) != 0 || flags.store.size() == kSqlite.size()) {
+    std::cerr << "evident consume: --store must be sqlite:PATH\n";
+    return kExitUsage;
+  }
+  auto store = OpenSqliteStore(flags.store.substr(kSqlite.size()), {.synchronous = flags.synchronous});
+  if (!store.ok()) {
+    std::cerr << "evident consume: " << store.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  std::FILE* outcomes = nullptr;
+  if (flags.outcomes == "-") {
+    outcomes = stdout;
+  } else if (!flags.outcomes.empty()) {
+    outcomes = std::fopen(flags.outcomes.c_str(), "w");
+    if (outcomes == nullptr) {
+      std::cerr << "evident consume: cannot write " << flags.outcomes << "\n";
+      return kExitUsage;
+    }
+  }
+  ConsumeOptions options{.input = flags.input,
+                         .resume = flags.resume,
+                         .outcomes = outcomes,
+                         .progress = isatty(2) ? stderr : nullptr,
+                         .crash_after_events = flags.crash_after_events};
+  auto summary = Consume(**pipeline, **store, options);
+  if (outcomes != nullptr && outcomes != stdout) std::fclose(outcomes);
+  if (!summary.ok()) {
+    std::cerr << "evident consume: " << summary.status().ToString()
+              << "\n(the open batch was rolled back; its lines are not acknowledged)\n";
+    return kExitUsage;
+  }
+  PrintSummary(outcomes == stdout ? stderr : stdout, *summary);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddConsumeCommand(CLI::App& app, Runner& run) {
+  auto flags = std::make_shared<ConsumeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "consume",
+      "Run the consumers of a config file over NDJSON events against a store. Each batch is one "
+      "transaction; outcomes are written (and the input checkpoint advanced) after it commits.");
+  cmd->add_option("--config", flags->config, "evident.yaml")->required();
+  cmd->add_option("--store", flags->store, "sqlite:PATH")->required();
+  cmd->add_option("--input", flags->input, "NDJSON input file, or - for standard input")
+      ->capture_default_str();
+  cmd->add_option("--profile", flags->profile, "Envelope profile (overrides the config)");
+  cmd->add_option("--outcomes", flags->outcomes, "Write one NDJSON line per decision (FILE or -)");
+  cmd->add_flag("--resume", flags->resume, "Skip input lines an earlier run already committed");
+  cmd->add_option("--batch-count-max", flags->batch_count_max, "Events per transaction");
+  cmd->add_option("--linger-ms", flags->linger_ms, "Commit a partial batch after this pause");
+  cmd->add_option("--synchronous", flags->synchronous, "SQLite synchronous: FULL, NORMAL or OFF")
+      ->capture_default_str();
+  cmd->add_option("--crash-after-events", flags->crash_after_events,
+                  "Testing only: exit abruptly, without committing, after N events")
+      ->group("");
+  cmd->callback([flags, &run] { run = [flags] { return RunConsume(*flags); }; });
+}
+
+}  // namespace evident::cli

@@ -1,0 +1,410 @@
+// `evident evidence`, `evident gaps`, `evident guard`: reading decisions back from the store.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <set>
+
+#include "cli/commands.h"
+#include "evident/consumer.h"
+#include "json/writer.h"
+
+namespace evident::cli {
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string FormatTime(int64_t ms) {
+  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buffer;
+}
+
+Result<std::unique_ptr<Store>> OpenStoreFlag(const std::string& uri) {
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (uri.rfind(kSqlite, 0) != 0 || uri.size() == kSqlite.size()) {
+    return Status::InvalidArgument("--store must be sqlite:PATH");
+  }
+  return OpenSqliteStore(uri.substr(kSqlite.size()));
+}
+
+// Everything the store knows about one consumer's view of one subject.
+struct ConsumerEvidence {
+  std::string consumer;
+  std::optional<Projection> projection;
+  std::vector<LedgerEntry> ledger;
+  std::vector<DeferredEvent> deferred;
+  std::vector<JournalEntry> journal;
+  std::vector<KeptInput> kept;
+  std::vector<EvidenceRecord> evidence;
+};
+
+struct EvidenceFlags {
+  std::string subject;
+  std::string store;
+  std::string consumer;
+  std::string format = "text";
+};
+
+void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvidence>& all,
+                       const std::vector<KeptInput>& unassigned, int64_t now_ms) {
+  std::string out;
+  json::Writer w(out);
+  const auto optional_int = [&](std::string_view key, const std::optional<int64_t>& v) {
+    w.Key(key);
+    v ? w.Int(*v) : w.Null();
+  };
+  const auto kept_json = [&](const KeptInput& k) {
+    w.BeginObject().Field("outcome", k.outcome).Field("reason", k.reason).Field("message", k.message);
+    w.Field("source", k.source).Field("id", k.event_id).Field("type", k.type);
+    optional_int("subject_version", k.subject_version);
+    w.Field("received_at", FormatTime(k.received_at_ms)).Key("input_index").Int(k.input_index);
+    w.Field("original_bytes", k.raw).EndObject();
+  };
+  w.BeginObject().Field("subject", subject).Key("consumers").BeginArray();
+  for (const ConsumerEvidence& c : all) {
+    w.BeginObject().Field("consumer", c.consumer);
+    if (c.projection) {
+      w.Field("owner_source", c.projection->owner_source);
+      w.Key("projection_version").Int(c.projection->version);
+      w.Key("owner_version_seen").Int(c.projection->owner_version_seen);
+      w.Field("state", c.projection->state).Key("fields").Raw(c.projection->fields_json);
+      w.Field("in_sync", c.projection->version == c.projection->owner_version_seen &&
+                             c.deferred.empty());
+    } else {
+      w.Key("owner_source").Null().Key("projection_version").Null();
+      w.Key("owner_version_seen").Null().Key("state").Null();
+    }
+    w.Key("applied").BeginArray();
+    for (const LedgerEntry& e : c.ledger) {
+      if (e.state != "applied") continue;
+      w.BeginObject().Field("source", e.source).Field("id", e.event_id).Field("type", e.type);
+      optional_int("subject_version", e.subject_version);
+      w.Key("input_schema_version").Int(e.input_schema_version);
+      w.Key("result_version").Int(e.result_version);
+      optional_int("projection_version", e.projection_version);
+      w.Field("committed_at", FormatTime(e.committed_at_ms));
+      w.Field("key", c.consumer + ":" + e.source + ":" + e.event_id);
+      w.Key("duplicates").Int(e.duplicates).EndObject();
+    }
+    w.EndArray().Key("deferred").BeginArray();
+    for (const DeferredEvent& d : c.deferred) {
+      w.BeginObject().Field("source", d.source).Field("id", d.event_id).Field("type", d.type);
+      w.Key("subject_version").Int(d.subject_version);
+      w.Key("expected_version").Int(d.expected_version);
+      w.Field("received_at", FormatTime(d.received_at_ms));
+      w.Key("age_seconds").Int((now_ms - d.received_at_ms) / 1000);
+      w.Field("deadline_at", FormatTime(d.deadline_at_ms));
+      w.Field("overdue", now_ms > d.deadline_at_ms).Field("route", d.route).EndObject();
+    }
+    int64_t duplicate_count = 0;
+    for (const JournalEntry& j : c.journal) duplicate_count += j.outcome == "duplicate";
+    w.EndArray().Key("duplicates").BeginObject().Key("count").Int(duplicate_count);
+    w.Key("deliveries").BeginArray();
+    for (const JournalEntry& j : c.journal) {
+      if (j.outcome != "duplicate") continue;
+      w.BeginObject().Field("source", j.source).Field("id", j.event_id);
+      w.Field("at", FormatTime(j.at_ms)).EndObject();
+    }
+    w.EndArray().EndObject().Key("conflicts").BeginArray();
+    for (const KeptInput& k : c.kept) {
+      if (k.outcome == "same-version-conflict") kept_json(k);
+    }
+    w.EndArray().Key("kept").BeginArray();
+    for (const KeptInput& k : c.kept) kept_json(k);
+    w.EndArray().Key("evidence").BeginArray();
+    for (const EvidenceRecord& r : c.evidence) {
+      w.BeginObject().Field("name", r.name).Field("source", r.source).Field("id", r.event_id);
+      optional_int("subject_version", r.subject_version);
+      w.Field("recorded_at", FormatTime(r.recorded_at_ms)).EndObject();
+    }
+    w.EndArray().EndObject();
+  }
+  w.EndArray().Key("kept").BeginArray();  // inputs kept before any consumer was chosen
+  for (const KeptInput& k : unassigned) kept_json(k);
+  w.EndArray().EndObject();
+  out.push_back('\n');
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvidence>& all,
+                       const std::vector<KeptInput>& unassigned, int64_t now_ms) {
+  std::printf("evidence for %s\n", subject.c_str());
+  for (const ConsumerEvidence& c : all) {
+    std::printf("\n== consumer %s\n", c.consumer.c_str());
+    if (c.projection) {
+      const Projection& p = *c.projection;
+      const bool in_sync = p.version == p.owner_version_seen && c.deferred.empty();
+      std::printf("  owner            %s\n", p.owner_source.c_str());
+      std::printf("  owner version    %lld (highest seen, deferred included)\n",
+                  static_cast<long long>(p.owner_version_seen));
+      std::printf("  projection       version %lld, state '%s', %s\n",
+                  static_cast<long long>(p.version), p.state.c_str(),
+                  in_sync ? "in sync" : "NOT in sync");
+      std::printf("  fields           %s\n", p.fields_json.c_str());
+    } else {
+      std::printf("  no projection\n");
+    }
+    for (const LedgerEntry& e : c.ledger) {
+      if (e.state != "applied") continue;
+      std::printf("  applied   v%-4s %s:%s (%s) schema v%lld -> result v%lld, projection v%s, %s%s\n",
+                  e.subject_version ? std::to_string(*e.subject_version).c_str() : "-",
+                  e.source.c_str(), e.event_id.c_str(), e.type.c_str(),
+                  static_cast<long long>(e.input_schema_version),
+                  static_cast<long long>(e.result_version),
+                  e.projection_version ? std::to_string(*e.projection_version).c_str() : "-",
+                  FormatTime(e.committed_at_ms).c_str(),
+                  e.duplicates > 0 ? (", " + std::to_string(e.duplicates) + " duplicate(s) suppressed").c_str() : "");
+    }
+    for (const DeferredEvent& d : c.deferred) {
+      std::printf("  deferred  v%-4lld %s:%s waits for v%lld, age %llds, deadline %s%s, route %s\n",
+                  static_cast<long long>(d.subject_version), d.source.c_str(), d.event_id.c_str(),
+                  static_cast<long long>(d.expected_version),
+                  static_cast<long long>((now_ms - d.received_at_ms) / 1000),
+                  FormatTime(d.deadline_at_ms).c_str(), now_ms > d.deadline_at_ms ? " (OVERDUE)" : "",
+                  d.route.c_str());
+    }
+    for (const JournalEntry& j : c.journal) {
+      if (j.outcome != "duplicate") continue;
+      std::printf("  duplicate       %s:%s delivered again at %s, no effect\n", j.source.c_str(),
+                  j.event_id.c_str(), FormatTime(j.at_ms).c_str());
+    }
+    for (const KeptInput& k : c.kept) {
+      std::printf("  kept      %-22s %s:%s reason %s: %s\n", k.outcome.c_str(), k.source.c_str(),
+                  k.event_id.c_str(), k.reason.c_str(), k.message.c_str());
+    }
+    for (const EvidenceRecord& r : c.evidence) {
+      std::printf("  evidence  %-10s from %s:%s (v%s)\n", r.name.c_str(), r.source.c_str(),
+                  r.event_id.c_str(),
+                  r.subject_version ? std::to_string(*r.subject_version).c_str() : "-");
+    }
+  }
+  for (const KeptInput& k : unassigned) {
+    std::printf("\n  kept (no consumer) %s %s:%s reason %s: %s\n", k.outcome.c_str(),
+                k.source.c_str(), k.event_id.c_str(), k.reason.c_str(), k.message.c_str());
+  }
+}
+
+int RunEvidence(const EvidenceFlags& flags) {
+  auto store = OpenStoreFlag(flags.store);
+  if (!store.ok()) {
+    std::cerr << "evident evidence: " << store.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  Store& s = **store;
+  auto projections = s.ProjectionsOf(flags.subject);
+  auto kept = s.KeptOf(flags.subject);
+  if (!projections.ok() || !kept.ok()) {
+    std::cerr << "evident evidence: "
+              << (projections.ok() ? kept.status() : projections.status()).ToString() << "\n";
+    return kExitUsage;
+  }
+  std::set<std::string> consumers;
+  for (const Projection& p : *projections) consumers.insert(p.consumer);
+  std::vector<KeptInput> unassigned;
+  for (const KeptInput& k : *kept) {
+    if (k.consumer.empty()) unassigned.push_back(k);
+    else consumers.insert(k.consumer);
+  }
+  if (!flags.consumer.empty()) {
+    consumers = {flags.consumer};
+    unassigned.clear();
+  }
+  std::vector<ConsumerEvidence> all;
+  for (const std::string& consumer : consumers) {
+    ConsumerEvidence c;
+    c.consumer = consumer;
+    auto projection = s.FindProjection(consumer, flags.subject);
+    auto ledger = s.LedgerOf(consumer, flags.subject);
+    auto deferred = s.DeferredOf(consumer, flags.subject);
+    auto journal = s.JournalOf(consumer, flags.subject);
+    auto evidence = s.EvidenceOf(consumer, flags.subject);
+    for (const Status& status : {projection.status(), ledger.status(), deferred.status(),
+                                 journal.status(), evidence.status()}) {
+      if (!status.ok()) {
+        std::cerr << "evident evidence: " << status.ToString() << "\n";
+        return kExitUsage;
+      }
+    }
+    c.projection = *projection;
+    c.ledger = std::move(ledger).value();
+    c.deferred = std::move(deferred).value();
+    c.journal = std::move(journal).value();
+    c.evidence = std::move(evidence).value();
+    for (const KeptInput& k : *kept) {
+      if (k.consumer == consumer) c.kept.push_back(k);
+    }
+    all.push_back(std::move(c));
+  }
+  const int64_t now = NowMs();
+  if (flags.format == "json") {
+    WriteEvidenceJson(flags.subject, all, unassigned, now);
+  } else {
+    WriteEvidenceText(flags.subject, all, unassigned, now);
+  }
+  return all.empty() && unassigned.empty() ? kExitNegative : kExitOk;
+}
+
+struct GapsFlags {
+  std::string store;
+  int64_t within_seconds = 60;
+  bool all = false;
+  std::string format = "text";
+};
+
+int RunGaps(const GapsFlags& flags) {
+  auto store = OpenStoreFlag(flags.store);
+  if (!store.ok()) {
+    std::cerr << "evident gaps: " << store.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  auto deferred = (*store)->AllDeferred();
+  if (!deferred.ok()) {
+    std::cerr << "evident gaps: " << deferred.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  // One gap per (consumer, subject): the earliest deadline and every waiting version.
+  struct Gap {
+    std::string consumer, subject, route;
+    int64_t expected = 0, deadline_ms = 0, oldest_ms = 0;
+    std::vector<int64_t> waiting;
+  };
+  std::map<std::pair<std::string, std::string>, Gap> gaps;
+  for (const DeferredEvent& d : *deferred) {
+    Gap& g = gaps[{d.consumer, d.subject}];
+    if (g.waiting.empty()) {
+      g = Gap{d.consumer, d.subject, d.route, d.expected_version, d.deadline_at_ms, d.received_at_ms, {}};
+    }
+    g.deadline_ms = std::min(g.deadline_ms, d.deadline_at_ms);
+    g.oldest_ms = std::min(g.oldest_ms, d.received_at_ms);
+    g.waiting.push_back(d.subject_version);
+  }
+  const int64_t now = NowMs();
+  std::string out;
+  json::Writer w(out);
+  w.BeginArray();
+  int shown = 0;
+  for (const auto& [key, g] : gaps) {
+    const int64_t left_ms = g.deadline_ms - now;
+    if (!flags.all && left_ms > flags.within_seconds * 1000) continue;
+    ++shown;
+    std::string versions;
+    for (int64_t v : g.waiting) versions += (versions.empty() ? "" : ",") + std::to_string(v);
+    if (flags.format == "json") {
+      w.BeginObject().Field("consumer", g.consumer).Field("subject", g.subject);
+      w.Key("expected_version").Int(g.expected).Key("waiting_versions").BeginArray();
+      for (int64_t v : g.waiting) w.Int(v);
+      w.EndArray().Field("oldest_received_at", FormatTime(g.oldest_ms));
+      w.Field("deadline_at", FormatTime(g.deadline_ms)).Field("overdue", left_ms < 0);
+      w.Key("seconds_left").Int(left_ms / 1000).Field("route", g.route).EndObject();
+    } else {
+      std::printf("%-20s %-20s expects v%lld, waiting v%s, deadline %s (%s), route %s\n",
+                  g.consumer.c_str(), g.subject.c_str(), static_cast<long long>(g.expected),
+                  versions.c_str(), FormatTime(g.deadline_ms).c_str(),
+                  left_ms < 0 ? ("overdue by " + std::to_string(-left_ms / 1000) + "s").c_str()
+                              : (std::to_string(left_ms / 1000) + "s left").c_str(),
+                  g.route.c_str());
+    }
+  }
+  w.EndArray();
+  if (flags.format == "json") {
+    std::printf("%s\n", out.c_str());
+  } else if (shown == 0) {
+    std::printf("no open gaps%s\n", flags.all ? "" : " past or near their deadline");
+  }
+  return kExitOk;
+}
+
+struct GuardFlags {
+  std::string config, store, consumer, subject, action;
+  std::string format = "text";
+};
+
+int RunGuard(const GuardFlags& flags) {
+  auto config = LoadConfig(flags.config);
+  if (!config.ok()) {
+    std::cerr << "evident guard: " << config.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  const ConsumerConfig* consumer = config->Find(flags.consumer);
+  if (consumer == nullptr) {
+    std::cerr << "evident guard: no consumer '" << flags.consumer << "' in " << flags.config << "\n";
+    return kExitUsage;
+  }
+  auto store = OpenStoreFlag(flags.store);
+  if (!store.ok()) {
+    std::cerr << "evident guard: " << store.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  auto decision = EvaluateGuard(**store, *consumer, flags.subject, flags.action);
+  if (!decision.ok()) {
+    std::cerr << "evident guard: " << decision.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  if (flags.format == "json") {
+    std::string out;
+    json::Writer w(out);
+    w.BeginObject().Field("consumer", flags.consumer).Field("subject", flags.subject);
+    w.Field("action", flags.action).Field("decision", decision->allowed ? "allowed" : "denied");
+    w.Key("reasons").BeginArray();
+    for (const std::string& r : decision->reasons) w.String(r);
+    w.EndArray().EndObject();
+    std::printf("%s\n", out.c_str());
+  } else {
+    std::printf("%s %s %s: %s\n", flags.consumer.c_str(), flags.action.c_str(),
+                flags.subject.c_str(), decision->allowed ? "allowed" : "denied");
+    for (const std::string& r : decision->reasons) std::printf("  - %s\n", r.c_str());
+  }
+  return decision->allowed ? kExitOk : kExitNegative;
+}
+
+}  // namespace
+
+void AddEvidenceCommands(CLI::App& app, Runner& run) {
+  auto evidence = std::make_shared<EvidenceFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "evidence", "Everything the store knows about one subject, per consumer: the evidence packet.");
+  cmd->add_option("subject", evidence->subject, "The subject, e.g. order-417")->required();
+  cmd->add_option("--store", evidence->store, "sqlite:PATH")->required();
+  cmd->add_option("--consumer", evidence->consumer, "Only this consumer");
+  cmd->add_option("--format", evidence->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  cmd->callback([evidence, &run] { run = [evidence] { return RunEvidence(*evidence); }; });
+
+  auto gaps = std::make_shared<GapsFlags>();
+  cmd = app.add_subcommand("gaps", "Open version gaps past or near their deadline.");
+  cmd->add_option("--store", gaps->store, "sqlite:PATH")->required();
+  cmd->add_option("--within", gaps->within_seconds,
+                  "Show gaps whose deadline is at most this many seconds away (or past)")
+      ->capture_default_str();
+  cmd->add_flag("--all", gaps->all, "Show every open gap");
+  cmd->add_option("--format", gaps->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  cmd->callback([gaps, &run] { run = [gaps] { return RunGaps(*gaps); }; });
+
+  auto guard = std::make_shared<GuardFlags>();
+  cmd = app.add_subcommand(
+      "guard", "May ACTION be done to SUBJECT now? Prints allowed or denied with every reason; "
+               "exit 0 allowed, 1 denied.");
+  cmd->add_option("--config", guard->config, "evident.yaml")->required();
+  cmd->add_option("--store", guard->store, "sqlite:PATH")->required();
+  cmd->add_option("--consumer", guard->consumer, "Consumer whose projection decides")->required();
+  cmd->add_option("--subject", guard->subject, "Subject, e.g. order-417")->required();
+  cmd->add_option("--action", guard->action, "Guarded action, e.g. ship")->required();
+  cmd->add_option("--format", guard->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  cmd->callback([guard, &run] { run = [guard] { return RunGuard(*guard); }; });
+}
+
+}  // namespace evident::cli

@@ -1,0 +1,171 @@
+// cli/cmd_schema.cc — `evident schema validate`: validate NDJSON instances against a schema.
+//
+// One output line per input instance: {"index":N,"valid":bool,"errors":[...]} with errors in the
+// JSON Schema "basic" output shape. Exit 0 when every instance is valid, 1 when any is invalid,
+// 2 when the schema does not compile or on usage/IO errors. A line that is not JSON is an
+// invalid instance with an error, never a crash. Blank lines are skipped and get no index.
+#include <simdjson.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "evident/schema.h"
+#include "json/files.h"
+#include "json/writer.h"
+
+namespace evident::cli {
+namespace {
+
+constexpr size_t kSchemaBytesMax = 16u << 20;
+constexpr size_t kLineBytesMax = 64u << 20;
+
+struct ValidateArgs {
+  std::string schema_path;
+  std::string draft = "2020-12";
+  std::vector<std::string> remotes;
+  bool format_assertion = false;
+  size_t errors_max = 16;
+  std::string instances_path = "-";
+};
+
+// "schema" is shared with sibling sub-subcommands (e.g. `schema check`) added elsewhere.
+CLI::App* SchemaCommand(CLI::App& app) {
+  auto found = app.get_subcommands([](CLI::App* sub) { return sub->get_name() == "schema"; });
+  if (!found.empty()) return found.front();
+  CLI::App* schema = app.add_subcommand("schema", "Payload schemas: validate, check, ...");
+  schema->require_subcommand(1);
+  return schema;
+}
+
+void WriteResult(std::string& out, size_t index, const schema::Output& output) {
+  json::Writer writer(out);
+  writer.BeginObject().Key("index").Uint(index).Field("valid", output.valid);
+  writer.Key("errors").BeginArray();
+  for (const schema::Error& error : output.errors) {
+    writer.BeginObject()
+        .Field("instanceLocation", error.instance_location)
+        .Field("keywordLocation", error.keyword_location)
+        .Field("absoluteKeywordLocation", error.absolute_keyword_location)
+        .Field("error", error.error)
+        .EndObject();
+  }
+  writer.EndArray();
+  if (output.errors_truncated) writer.Field("errorsTruncated", true);
+  writer.EndObject();
+  out.push_back('\n');
+}
+
+int RunValidate(const ValidateArgs& args) {
+  auto dialect = schema::ParseDialect(args.draft);
+  if (!dialect.ok()) {
+    std::cerr << "evident schema validate: " << dialect.status().message() << "\n";
+    return kExitUsage;
+  }
+  schema::Registry registry;
+  for (const std::string& remote : args.remotes) {
+    const size_t equals = remote.find('=');
+    if (equals == std::string::npos) {
+      std::cerr << "evident schema validate: --remote expects PREFIX=DIR, got " << remote << "\n";
+      return kExitUsage;
+    }
+    if (Status status = registry.AddDirectory(remote.substr(0, equals), remote.substr(equals + 1));
+        !status.ok()) {
+      std::cerr << "evident schema validate: " << status.message() << "\n";
+      return kExitUsage;
+    }
+  }
+  auto schema_text = ReadFileToString(args.schema_path, kSchemaBytesMax);
+  if (!schema_text.ok()) {
+    std::cerr << "evident schema validate: " << schema_text.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  // The schema's own directory serves relative references to sibling schema files.
+  std::error_code ignored;
+  const std::filesystem::path absolute = std::filesystem::absolute(args.schema_path, ignored);
+  const std::string base_uri = "file://" + absolute.generic_string();
+  (void)registry.AddDirectory("file://" + absolute.parent_path().generic_string() + "/",
+                              absolute.parent_path().string());
+  schema::CompileOptions options;
+  options.default_dialect = *dialect;
+  options.format_assertion = args.format_assertion;
+  auto compiled = schema::Schema::Compile(*schema_text, registry, options, base_uri);
+  if (!compiled.ok()) {
+    std::cerr << "evident schema validate: schema does not compile: "
+              << compiled.status().ToString() << "\n";
+    return kExitUsage;
+  }
+
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (args.instances_path != "-") {
+    file.open(args.instances_path, std::ios::binary);
+    if (!file) {
+      std::cerr << "evident schema validate: cannot open " << args.instances_path << "\n";
+      return kExitUsage;
+    }
+    in = &file;
+  }
+  simdjson::dom::parser parser;
+  std::string line, out;
+  size_t index = 0;
+  bool all_valid = true;
+  while (std::getline(*in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    schema::Output output;
+    simdjson::dom::element instance;
+    if (line.size() > kLineBytesMax) {
+      output.valid = false;
+      output.errors.push_back(
+          {"", "", "", "line is longer than " + std::to_string(kLineBytesMax) + " bytes"});
+    } else if (auto error = parser.parse(line).get(instance); error) {
+      output.valid = false;
+      output.errors.push_back(
+          {"", "", "", std::string("not JSON: ") + simdjson::error_message(error)});
+    } else {
+      output = (*compiled)->Validate(instance, args.errors_max);
+    }
+    all_valid &= output.valid;
+    WriteResult(out, index++, output);
+    if (out.size() > (1u << 16)) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      out.clear();
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (in->bad()) {
+    std::cerr << "evident schema validate: error reading " << args.instances_path << "\n";
+    return kExitUsage;
+  }
+  return all_valid ? kExitOk : kExitNegative;
+}
+
+}  // namespace
+
+void AddSchemaCommand(CLI::App& app, Runner& run) {
+  CLI::App* schema = SchemaCommand(app);
+  auto args = std::make_shared<ValidateArgs>();
+  CLI::App* validate =
+      schema->add_subcommand("validate", "Validate NDJSON instances against a JSON Schema");
+  validate->add_option("--schema", args->schema_path, "Schema file (JSON)")->required();
+  validate->add_option("--draft", args->draft, "Dialect when the schema has no $schema")
+      ->check(CLI::IsMember({"2020-12", "7"}))
+      ->capture_default_str();
+  validate->add_option("--remote", args->remotes,
+                       "PREFIX=DIR: serve $ref URIs under PREFIX from files in DIR (repeatable)");
+  validate->add_flag("--format-assertion", args->format_assertion,
+                     "Treat \"format\" as an assertion, not an annotation");
+  validate->add_option("--errors-max", args->errors_max, "Errors reported per instance")
+      ->capture_default_str();
+  validate->add_option("instances", args->instances_path, "NDJSON file, or - for stdin")
+      ->capture_default_str();
+  validate->callback([&run, args] { run = [args] { return RunValidate(*args); }; });
+}
+
+}  // namespace evident::cli

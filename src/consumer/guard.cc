@@ -1,0 +1,60 @@
+#include <algorithm>
+
+#include "evident/consumer.h"
+
+namespace evident {
+
+Result<GuardDecision> EvaluateGuard(Store& store, const ConsumerConfig& consumer,
+                                    std::string_view subject, std::string_view action) {
+  const auto guard_it = consumer.guards.find(std::string(action));
+  if (guard_it == consumer.guards.end()) {
+    std::string known;
+    for (const auto& [name, guard] : consumer.guards) known += (known.empty() ? "" : ", ") + name;
+    return Status::NotFound("consumer '" + consumer.contract.id + "' has no guard '" +
+                            std::string(action) + "' (guards: " + (known.empty() ? "none" : known) +
+                            ")");
+  }
+  const Guard& guard = guard_it->second;
+  const std::string& id = consumer.contract.id;
+  GuardDecision decision;
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> projection, store.FindProjection(id, subject));
+  if (!projection || projection->version == 0) {
+    decision.reasons.push_back("no projection of " + std::string(subject) + " in " + id +
+                               ": nothing from its owner has been applied");
+    return decision;
+  }
+  if (guard.in_sync) {
+    if (projection->version != projection->owner_version_seen) {
+      decision.reasons.push_back("not in sync: projection version " +
+                                 std::to_string(projection->version) +
+                                 " is behind the owner version seen " +
+                                 std::to_string(projection->owner_version_seen));
+    }
+    EVIDENT_ASSIGN_OR_RETURN(std::vector<DeferredEvent> deferred, store.DeferredOf(id, subject));
+    if (!deferred.empty()) {
+      decision.reasons.push_back("gap open: version " +
+                                 std::to_string(deferred.front().expected_version) +
+                                 " expected, " + std::to_string(deferred.size()) +
+                                 " event(s) deferred, route " + deferred.front().route);
+    }
+  }
+  if (!guard.states.empty() &&
+      std::find(guard.states.begin(), guard.states.end(), projection->state) == guard.states.end()) {
+    std::string allowed;
+    for (const std::string& s : guard.states) allowed += (allowed.empty() ? "" : ", ") + s;
+    decision.reasons.push_back("state '" + projection->state + "' (version " +
+                               std::to_string(projection->version) + ") is not one of: " + allowed);
+  }
+  if (!guard.evidence.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(std::vector<EvidenceRecord> recorded, store.EvidenceOf(id, subject));
+    for (const std::string& name : guard.evidence) {
+      const bool present = std::any_of(recorded.begin(), recorded.end(),
+                                       [&](const EvidenceRecord& r) { return r.name == name; });
+      if (!present) decision.reasons.push_back("evidence '" + name + "' is not recorded");
+    }
+  }
+  decision.allowed = decision.reasons.empty();
+  return decision;
+}
+
+}  // namespace evident

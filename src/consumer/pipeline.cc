@@ -1,0 +1,523 @@
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "evident/consumer.h"
+#include "evident/envelope.h"
+#include "evident/schema.h"
+#include "json/writer.h"
+
+namespace evident {
+namespace {
+
+constexpr std::array<std::string_view, kOutcomeCount> kOutcomeNames = {
+    "rejected", "contract-update-required", "payload-invalid", "duplicate", "stale",
+    "same-version-conflict", "deferred", "applied", "unrouted"};
+
+// Payload errors kept per decision; the first few explain the failure, more would bloat the
+// store and the output.
+constexpr size_t kPayloadErrorsMax = 8;
+
+// Reads a non-negative integer version from a JSON value.
+bool ReadVersion(simdjson::dom::element value, int64_t& out) {
+  int64_t v = 0;
+  if (value.get_int64().get(v) == simdjson::SUCCESS && v >= 0) {
+    out = v;
+    return true;
+  }
+  double d = 0;
+  if (value.type() == simdjson::dom::element_type::DOUBLE && value.get_double().get(d) == 0 &&
+      d >= 0 && d <= 9.0e15 && static_cast<double>(static_cast<int64_t>(d)) == d) {
+    out = static_cast<int64_t>(d);
+    return true;
+  }
+  return false;
+}
+
+// Prefixes a pointer into `data` with "/data" so that it reads through the envelope profile.
+std::string DataPointer(std::string_view pointer_into_data) {
+  return "/data" + std::string(pointer_into_data);
+}
+
+// The last token of a JSON Pointer, unescaped: "/customer/id" -> "id".
+std::string LastToken(std::string_view pointer) {
+  std::string token(pointer.substr(pointer.rfind('/') + 1));
+  for (size_t at = token.find("~1"); at != std::string::npos; at = token.find("~1", at + 1)) {
+    token.replace(at, 2, "/");
+  }
+  for (size_t at = token.find("~0"); at != std::string::npos; at = token.find("~0", at + 1)) {
+    token.replace(at, 2, "~");
+  }
+  return token;
+}
+
+struct ConsumerState {
+  const ConsumerConfig* config;
+  // (type, version) -> compiled payload schema.
+  std::map<std::pair<std::string, int64_t>, std::shared_ptr<const schema::Schema>> schemas;
+};
+
+}  // namespace
+
+std::string_view OutcomeName(Outcome outcome) {
+  return kOutcomeNames[static_cast<size_t>(outcome)];
+}
+
+void AppendDecisionJson(const Decision& d, std::string& out) {
+  json::Writer w(out);
+  w.BeginObject().Key("index").Int(d.index).Key("consumer");
+  d.consumer.empty() ? w.Null() : w.String(d.consumer);
+  w.Field("outcome", OutcomeName(d.outcome)).Key("reason");
+  d.reason.empty() ? w.Null() : w.String(d.reason);
+  if (!d.message.empty()) w.Field("message", d.message);
+  w.Key("key");
+  d.key.empty() ? w.Null() : w.String(d.key);
+  w.Key("subject");
+  d.subject.empty() ? w.Null() : w.String(d.subject);
+  const auto optional_int = [&](std::string_view name, const std::optional<int64_t>& v) {
+    w.Key(name);
+    v ? w.Int(*v) : w.Null();
+  };
+  optional_int("subject_version", d.subject_version);
+  optional_int("projection_version", d.projection_version);
+  optional_int("expected_version", d.expected_version);
+  w.Field("drained", d.drained);
+  if (!d.errors.empty()) {
+    w.Key("errors").BeginArray();
+    for (const std::string& e : d.errors) w.String(e);
+    w.EndArray();
+  }
+  w.EndObject();
+}
+
+struct Pipeline::Impl {
+  Config config;
+  std::unique_ptr<EnvelopeParser> parser;        // the input event
+  std::unique_ptr<EnvelopeParser> drain_parser;  // deferred successors, re-read from the store
+  std::vector<ConsumerState> consumers;
+  simdjson::dom::parser fields_parser;  // projection fields, merged on apply
+
+  Status ProcessForConsumer(Store& store, ConsumerState& consumer, const EventView& event,
+                            int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
+  Status Apply(Store& store, const ConsumerState& consumer, const EventView& event,
+               Projection& projection, int64_t now_ms);
+  Status Drain(Store& store, ConsumerState& consumer, Projection& projection, int64_t now_ms,
+               std::vector<Decision>& decisions);
+  std::string SubjectOf(const ConsumerContract& contract, const EventView& event) const;
+};
+
+std::string Pipeline::Impl::SubjectOf(const ConsumerContract& contract,
+                                      const EventView& event) const {
+  if (contract.ordering.subject_at.empty()) {
+    return event.subject ? std::string(*event.subject) : std::string();
+  }
+  std::string_view subject;
+  if (event.At(contract.ordering.subject_at).get(subject) == simdjson::SUCCESS) {
+    return std::string(subject);
+  }
+  return {};
+}
+
+Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const EventView& event,
+                             Projection& projection, int64_t now_ms) {
+  const ConsumerConfig& config = *consumer.config;
+  const auto step_it = config.projection.find(std::string(event.type));
+  projection.owner_source = std::string(event.source);
+  projection.updated_at_ms = now_ms;
+  if (step_it == config.projection.end()) return Status::Ok();
+  const ProjectionStep& step = step_it->second;
+  if (!step.state.empty()) projection.state = step.state;
+  if (!step.state_from.empty()) {
+    simdjson::dom::element value;
+    if (event.At(DataPointer(step.state_from)).get(value) == simdjson::SUCCESS) {
+      std::string_view text;
+      projection.state = value.get(text) == simdjson::SUCCESS ? std::string(text)
+                                                              : simdjson::to_string(value);
+    }
+  }
+  if (!step.copy.empty()) {
+    // Merge: copied fields replace fields of the same name, others stay.
+    std::map<std::string, std::string> fields;
+    simdjson::dom::object existing;
+    if (fields_parser.parse(projection.fields_json).get(existing) == simdjson::SUCCESS) {
+      for (auto field : existing) fields[std::string(field.key)] = simdjson::to_string(field.value);
+    }
+    for (const std::string& pointer : step.copy) {
+      simdjson::dom::element value;
+      if (event.At(DataPointer(pointer)).get(value) == simdjson::SUCCESS) {
+        fields[LastToken(pointer)] = simdjson::to_string(value);
+      }
+    }
+    projection.fields_json.clear();
+    json::Writer w(projection.fields_json);
+    w.BeginObject();
+    for (const auto& [name, value] : fields) w.Key(name).Raw(value);
+    w.EndObject();
+  }
+  for (const std::string& name : step.evidence) {
+    EVIDENT_RETURN_IF_ERROR(store.PutEvidence({config.contract.id, projection.subject, name,
+                                               std::string(event.source), std::string(event.id),
+                                               projection.version, now_ms}));
+  }
+  return Status::Ok();
+}
+
+Status Pipeline::Impl::Drain(Store& store, ConsumerState& consumer, Projection& projection,
+                             int64_t now_ms, std::vector<Decision>& decisions) {
+  const ConsumerContract& contract = consumer.config->contract;
+  // Bounded by the number of deferred rows of this subject: each pass removes one.
+  while (true) {
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<DeferredEvent> next,
+                             store.FindDeferred(contract.id, projection.subject,
+                                                projection.version + 1));
+    if (!next) return Status::Ok();
+    const EnvelopeParser::Outcome reread = drain_parser->Parse(next->raw);
+    if (!reread.ok()) {
+      return Status::Corruption("deferred event " + next->source + ":" + next->event_id +
+                                " no longer parses: " + reread.rejection->message);
+    }
+    projection.version = next->subject_version;
+    EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, reread.event, projection, now_ms));
+    EVIDENT_RETURN_IF_ERROR(store.MarkApplied(contract.id, next->source, next->event_id,
+                                              projection.version, now_ms));
+    EVIDENT_RETURN_IF_ERROR(
+        store.DeleteDeferred(contract.id, projection.subject, next->subject_version));
+    Decision d;
+    d.index = next->input_index;
+    d.consumer = contract.id;
+    d.outcome = Outcome::kApplied;
+    d.key = contract.id + ":" + next->source + ":" + next->event_id;
+    d.subject = projection.subject;
+    d.subject_version = next->subject_version;
+    d.projection_version = projection.version;
+    d.drained = true;
+    decisions.push_back(std::move(d));
+  }
+}
+
+Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
+                                          const EventView& event, int64_t index, int64_t now_ms,
+                                          std::vector<Decision>& decisions) {
+  const ConsumerContract& contract = consumer.config->contract;
+  Decision d;
+  d.index = index;
+  d.consumer = contract.id;
+  d.key = contract.id + ":" + std::string(event.source) + ":" + std::string(event.id);
+  d.subject = SubjectOf(contract, event);
+
+  std::optional<int64_t> subject_version;
+  if (contract.ordering.version_at.empty()) {
+    subject_version = event.subjectversion;
+  } else {
+    simdjson::dom::element value;
+    int64_t v = 0;
+    if (event.At(contract.ordering.version_at).get(value) == simdjson::SUCCESS &&
+        ReadVersion(value, v)) {
+      subject_version = v;
+    }
+  }
+  if (contract.ordering.by_subject) d.subject_version = subject_version;
+
+  // Everything not applied is kept with its reason and original bytes.
+  const auto keep = [&](Outcome outcome, std::string reason, std::string message) -> Status {
+    d.outcome = outcome;
+    d.reason = std::move(reason);
+    d.message = std::move(message);
+    KeptInput kept;
+    kept.consumer = contract.id;
+    kept.outcome = std::string(OutcomeName(outcome));
+    kept.reason = d.reason;
+    kept.message = d.message;
+    for (const std::string& e : d.errors) kept.message += "\n" + e;
+    kept.source = std::string(event.source);
+    kept.event_id = std::string(event.id);
+    kept.type = std::string(event.type);
+    kept.subject = d.subject;
+    kept.subject_version = subject_version;
+    kept.raw = std::string(event.raw);
+    kept.received_at_ms = now_ms;
+    kept.input_index = index;
+    EVIDENT_RETURN_IF_ERROR(store.Keep(kept));
+    decisions.push_back(std::move(d));
+    return Status::Ok();
+  };
+
+  // 1. Boundary, then the schema version this consumer reads.
+  if (!SourceInsideBoundary(event.source, contract.boundary)) {
+    return keep(Outcome::kRejected, "source-outside-boundary",
+                "source '" + std::string(event.source) + "' is outside the boundary of " +
+                    contract.id);
+  }
+  int64_t schema_version = 0;
+  if (contract.schema_version_at.empty()) {
+    if (!event.schemaversion) {
+      return keep(Outcome::kRejected, "missing-schema-version", "no schemaversion attribute");
+    }
+    schema_version = *event.schemaversion;
+  } else {
+    simdjson::dom::element value;
+    if (event.At(contract.schema_version_at).get(value) != simdjson::SUCCESS) {
+      return keep(Outcome::kRejected, "missing-schema-version",
+                  "no schema version at " + contract.schema_version_at);
+    }
+    if (!ReadVersion(value, schema_version)) {
+      return keep(Outcome::kRejected, "invalid-schema-version",
+                  "the schema version at " + contract.schema_version_at +
+                      " is not a non-negative integer");
+    }
+  }
+
+  // 2. Contract choice.
+  const auto schema_it = consumer.schemas.find({std::string(event.type), schema_version});
+  if (schema_it == consumer.schemas.end()) {
+    std::string accepted;
+    for (int64_t v : contract.Find(event.type)->versions) {
+      accepted += (accepted.empty() ? "" : ", ") + std::to_string(v);
+    }
+    return keep(Outcome::kContractUpdateRequired,
+                contract.unknown_version == UnknownVersionOutcome::kManual ? "manual-review"
+                                                                           : "unaccepted-schema-version",
+                contract.id + "@" + std::to_string(contract.result_version) + " accepts " +
+                    std::string(event.type) + " versions [" + accepted + "], not " +
+                    std::to_string(schema_version));
+  }
+
+  // 3. Payload.
+  if (event.data_base64) {
+    return keep(Outcome::kPayloadInvalid, "binary-payload",
+                "data_base64 cannot be checked against a JSON Schema");
+  }
+  simdjson::dom::element payload;
+  if (event.data) payload = *event.data;
+  const bool has_payload = event.data.has_value();
+  if (!has_payload || !schema_it->second->IsValid(payload)) {
+    if (!has_payload) {
+      d.errors.push_back(": the event has no data");
+    } else {
+      const schema::Output output = schema_it->second->Validate(payload, kPayloadErrorsMax);
+      for (const schema::Error& e : output.errors) {
+        d.errors.push_back((e.instance_location.empty() ? "/" : e.instance_location) + ": " +
+                           e.error + " (" + e.keyword_location + ")");
+      }
+    }
+    return keep(Outcome::kPayloadInvalid, "schema-violation",
+                std::string(event.type) + " v" + std::to_string(schema_version) +
+                    " payload does not match its schema");
+  }
+
+  // 4. Ledger.
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
+                           store.FindLedger(contract.id, event.source, event.id));
+  if (seen) {
+    EVIDENT_RETURN_IF_ERROR(store.CountDuplicate(contract.id, event.source, event.id, now_ms));
+    EVIDENT_RETURN_IF_ERROR(store.Journal({0, contract.id, "duplicate", std::string(event.source),
+                                           std::string(event.id), d.subject, subject_version,
+                                           now_ms}));
+    d.outcome = Outcome::kDuplicate;
+    d.projection_version = seen->projection_version;
+    d.message = seen->state == "deferred" ? "already deferred" : "already applied";
+    decisions.push_back(std::move(d));
+    return Status::Ok();
+  }
+
+  LedgerEntry receipt;
+  receipt.consumer = contract.id;
+  receipt.source = std::string(event.source);
+  receipt.event_id = std::string(event.id);
+  receipt.state = "applied";
+  receipt.type = std::string(event.type);
+  receipt.subject = d.subject;
+  receipt.subject_version = subject_version;
+  receipt.input_schema_version = schema_version;
+  receipt.result_version = contract.result_version;
+  receipt.committed_at_ms = now_ms;
+
+  // 5. Ordering.
+  if (contract.ordering.by_subject) {
+    if (d.subject.empty()) {
+      return keep(Outcome::kRejected, "missing-subject",
+                  contract.ordering.subject_at.empty()
+                      ? "ordered consumer needs the subject attribute"
+                      : "ordered consumer needs a subject at " + contract.ordering.subject_at);
+    }
+    if (!subject_version) {
+      return keep(Outcome::kRejected, "missing-subject-version",
+                  contract.ordering.version_at.empty()
+                      ? "ordered consumer needs the subjectversion attribute"
+                      : "ordered consumer needs a version at " + contract.ordering.version_at);
+    }
+    const int64_t version = *subject_version;
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> found,
+                             store.FindProjection(contract.id, d.subject));
+    Projection projection = found.value_or(Projection{contract.id, d.subject});
+    const bool owner_advanced = version > projection.owner_version_seen;
+    projection.owner_version_seen = std::max(projection.owner_version_seen, version);
+    d.projection_version = projection.version;
+    if (version < projection.version) {
+      return keep(Outcome::kStale, "stale-version",
+                  "version " + std::to_string(version) + " is below the projection version " +
+                      std::to_string(projection.version));
+    }
+    if (version == projection.version) {
+      return keep(Outcome::kSameVersionConflict, "version-already-applied",
+                  "another event already applied version " + std::to_string(version) +
+                      "; routed to the owner " + projection.owner_source);
+    }
+    if (version > projection.version + 1) {
+      EVIDENT_ASSIGN_OR_RETURN(std::optional<DeferredEvent> occupied,
+                               store.FindDeferred(contract.id, d.subject, version));
+      if (occupied) {
+        return keep(Outcome::kSameVersionConflict, "version-already-deferred",
+                    "event " + occupied->source + ":" + occupied->event_id +
+                        " already waits with version " + std::to_string(version));
+      }
+      DeferredEvent deferred{contract.id, d.subject, version, receipt.source, receipt.event_id,
+                             receipt.type, schema_version, projection.version + 1,
+                             std::string(event.raw), now_ms,
+                             now_ms + contract.gap.deadline_seconds * 1000,
+                             std::string(GapRouteName(contract.gap.route)), index};
+      EVIDENT_RETURN_IF_ERROR(store.InsertDeferred(deferred));
+      receipt.state = "deferred";
+      EVIDENT_RETURN_IF_ERROR(store.InsertLedger(receipt));
+      if (owner_advanced || !found) EVIDENT_RETURN_IF_ERROR(store.PutProjection(projection));
+      EVIDENT_RETURN_IF_ERROR(store.Journal({0, contract.id, "deferred", receipt.source,
+                                             receipt.event_id, d.subject, version, now_ms}));
+      d.outcome = Outcome::kDeferred;
+      d.expected_version = projection.version + 1;
+      decisions.push_back(std::move(d));
+      return Status::Ok();
+    }
+    // Exactly the next version: apply, then drain the deferred successors in order.
+    projection.version = version;
+    EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, event, projection, now_ms));
+    receipt.projection_version = projection.version;
+    EVIDENT_RETURN_IF_ERROR(store.InsertLedger(receipt));
+    d.outcome = Outcome::kApplied;
+    d.projection_version = projection.version;
+    decisions.push_back(std::move(d));
+    EVIDENT_RETURN_IF_ERROR(Drain(store, consumer, projection, now_ms, decisions));
+    return store.PutProjection(projection);
+  }
+
+  // 6. Unordered: every applied event advances the subject's projection by one.
+  if (!d.subject.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> found,
+                             store.FindProjection(contract.id, d.subject));
+    Projection projection = found.value_or(Projection{contract.id, d.subject});
+    projection.version += 1;
+    projection.owner_version_seen = std::max(projection.owner_version_seen,
+                                             subject_version.value_or(projection.version));
+    EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, event, projection, now_ms));
+    EVIDENT_RETURN_IF_ERROR(store.PutProjection(projection));
+    receipt.projection_version = projection.version;
+    d.projection_version = projection.version;
+  }
+  EVIDENT_RETURN_IF_ERROR(store.InsertLedger(receipt));
+  d.outcome = Outcome::kApplied;
+  decisions.push_back(std::move(d));
+  return Status::Ok();
+}
+
+Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Pipeline::~Pipeline() = default;
+
+const Config& Pipeline::config() const { return impl_->config; }
+
+Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  EnvelopeOptions options{.event_bytes_max = config.event_bytes_max, .profile = config.profile};
+  EVIDENT_ASSIGN_OR_RETURN(impl->parser, EnvelopeParser::Create(options));
+  EVIDENT_ASSIGN_OR_RETURN(impl->drain_parser, EnvelopeParser::Create(options));
+
+  // Payload schemas may $ref each other by relative path inside the contracts directory.
+  namespace fs = std::filesystem;
+  const std::string root = fs::absolute(config.contracts_dir).lexically_normal().string();
+  schema::Registry registry;
+  EVIDENT_RETURN_IF_ERROR(registry.AddDirectory("file://" + root + "/", root));
+  std::map<std::string, std::shared_ptr<const schema::Schema>> compiled;  // by path
+  for (const ConsumerConfig& consumer : impl->config.consumers) {
+    ConsumerState state{&consumer, {}};
+    for (const AcceptedType& accepted : consumer.contract.accepts) {
+      for (int64_t version : accepted.versions) {
+        const std::string path = config.contracts.SchemaPath(accepted.type, version);
+        auto& schema = compiled[path];
+        if (!schema) {
+          std::ifstream in(path, std::ios::binary);
+          std::stringstream text;
+          text << in.rdbuf();
+          if (!in) return Status::IoError("cannot read " + path);
+          const std::string uri = "file://" + fs::absolute(path).lexically_normal().string();
+          auto result = schema::Schema::Compile(text.str(), registry, {}, uri);
+          if (!result.ok()) return result.status().Annotate(path);
+          schema = std::move(result).value();
+        }
+        state.schemas[{accepted.type, version}] = schema;
+      }
+    }
+    impl->consumers.push_back(std::move(state));
+  }
+  return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+Status Pipeline::Process(Store& store, std::string_view bytes, int64_t index, int64_t now_ms,
+                         std::vector<Decision>& decisions) {
+  Impl& impl = *impl_;
+  const EnvelopeParser::Outcome parsed = impl.parser->Parse(bytes);
+  if (!parsed.ok()) {
+    const Rejection& r = *parsed.rejection;
+    Decision d;
+    d.index = index;
+    d.outcome = Outcome::kRejected;
+    d.reason = std::string(ReasonCode(r.reason));
+    d.message = r.message;
+    if (!r.id.empty() && !r.source.empty()) d.key = r.source + ":" + r.id;
+    KeptInput kept;
+    kept.outcome = "rejected";
+    kept.reason = d.reason;
+    kept.message = d.message;
+    kept.source = r.source;
+    kept.event_id = r.id;
+    kept.raw = std::string(bytes);
+    kept.received_at_ms = now_ms;
+    kept.input_index = index;
+    EVIDENT_RETURN_IF_ERROR(store.Keep(kept));
+    decisions.push_back(std::move(d));
+    return Status::Ok();
+  }
+  const EventView& event = parsed.event;
+  bool routed = false;
+  for (ConsumerState& consumer : impl.consumers) {
+    if (consumer.config->contract.Find(event.type) == nullptr) continue;
+    routed = true;
+    EVIDENT_RETURN_IF_ERROR(impl.ProcessForConsumer(store, consumer, event, index, now_ms, decisions));
+  }
+  if (!routed) {
+    Decision d;
+    d.index = index;
+    d.outcome = Outcome::kUnrouted;
+    d.reason = "no-subscriber";
+    d.message = "no consumer subscribes to type " + std::string(event.type);
+    d.subject = event.subject ? std::string(*event.subject) : std::string();
+    KeptInput kept;
+    kept.outcome = "unrouted";
+    kept.reason = d.reason;
+    kept.message = d.message;
+    kept.source = std::string(event.source);
+    kept.event_id = std::string(event.id);
+    kept.type = std::string(event.type);
+    kept.subject = d.subject;
+    kept.raw = std::string(bytes);
+    kept.received_at_ms = now_ms;
+    kept.input_index = index;
+    EVIDENT_RETURN_IF_ERROR(store.Keep(kept));
+    decisions.push_back(std::move(d));
+  }
+  return Status::Ok();
+}
+
+}  // namespace evident

@@ -1,0 +1,308 @@
+// The consumer pipeline against a real SQLite store, scenario by scenario.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "evident/consumer.h"
+
+namespace evident {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kNow = 1'785'000'000'000;
+
+std::string OrderEvent(std::string_view id, std::string_view type, int order_version,
+                       std::string_view extra_data = "", int schema_version = 1) {
+  return std::string(R"({"specversion":"1.0","id":")") + std::string(id) +
+         R"(","source":"https://example.test/order-service","type":")" + std::string(type) +
+         R"(","subject":"order-417","schemaversion":)" + std::to_string(schema_version) +
+         R"(,"data":{"orderId":"order-417","orderVersion":)" + std::to_string(order_version) +
+         std::string(extra_data) + "}}";
+}
+std::string Paid(std::string_view id, int v) {
+  return OrderEvent(id, "com.example.training.order.paid", v);
+}
+std::string Cancelled(std::string_view id, int v) {
+  return OrderEvent(id, "com.example.training.order.cancelled", v,
+                    R"(,"reason":"reservation-rejected")");
+}
+std::string StatusChanged(std::string_view id, int schema_version, std::string_view status,
+                          std::string_view source = "training://orders/checkout") {
+  return std::string(R"({"specversion":"1.0","id":")") + std::string(id) + R"(","source":")" +
+         std::string(source) +
+         R"(","type":"order.status.changed","subject":"order-104","data":{"schemaVersion":)" +
+         std::to_string(schema_version) + R"(,"orderId":"order-104","status":")" +
+         std::string(status) + R"("}})";
+}
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("evident-pipeline-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    auto config = LoadConfig(std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/evident.yaml");
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    config_ = std::move(config).value();
+    auto pipeline = Pipeline::Create(config_);
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status().ToString();
+    pipeline_ = std::move(pipeline).value();
+    auto store = OpenSqliteStore((dir_ / "store.db").string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // Runs one event in its own transaction; returns its decisions.
+  std::vector<Decision> Run(const std::string& event) {
+    std::vector<Decision> decisions;
+    EXPECT_TRUE(store_->Begin().ok());
+    const Status s = pipeline_->Process(*store_, event, index_++, kNow, decisions);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(store_->Commit().ok());
+    return decisions;
+  }
+  Decision RunOne(const std::string& event) {
+    auto d = Run(event);
+    EXPECT_EQ(d.size(), 1u) << event;
+    return d.empty() ? Decision{} : d[0];
+  }
+  int64_t Count(const std::string& table) {
+    for (const auto& [name, n] : store_->Counts().value()) {
+      if (name == table) return n;
+    }
+    return -1;
+  }
+  Projection FulfillmentProjection() {
+    return store_->FindProjection("fulfillment", "order-417").value().value();
+  }
+  GuardDecision Ship() {
+    return EvaluateGuard(*store_, *config_.Find("fulfillment"), "order-417", "ship").value();
+  }
+
+  fs::path dir_;
+  Config config_;
+  std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<Store> store_;
+  int64_t index_ = 0;
+};
+
+// Seed 000: first delivery records one result, a repeat of the same source:id records none,
+// schema version 3 gives contract-update-required with no effect.
+TEST_F(PipelineTest, Seed000FirstDeliveryRepeatAndUnknownVersion) {
+  Decision d = RunOne(StatusChanged("evt-104", 1, "paid"));
+  EXPECT_EQ(d.outcome, Outcome::kApplied);
+  EXPECT_EQ(d.consumer, "orders-projection");
+  EXPECT_EQ(d.key, "orders-projection:training://orders/checkout:evt-104");
+  EXPECT_EQ(Count("ledger"), 1);
+  auto receipt = store_->FindLedger("orders-projection", "training://orders/checkout", "evt-104")
+                     .value()
+                     .value();
+  EXPECT_EQ(receipt.input_schema_version, 1);
+  EXPECT_EQ(receipt.result_version, 1);
+  EXPECT_EQ(receipt.projection_version, 1);
+
+  d = RunOne(StatusChanged("evt-104", 1, "paid"));
+  EXPECT_EQ(d.outcome, Outcome::kDuplicate);
+  EXPECT_EQ(Count("ledger"), 1);
+  auto projection = store_->FindProjection("orders-projection", "order-104").value().value();
+  EXPECT_EQ(projection.version, 1);
+  EXPECT_EQ(projection.state, "paid");
+  EXPECT_EQ(store_->FindLedger("orders-projection", "training://orders/checkout", "evt-104")
+                .value()->duplicates, 1);
+
+  d = RunOne(StatusChanged("evt-105", 3, "shipped"));
+  EXPECT_EQ(d.outcome, Outcome::kContractUpdateRequired);
+  EXPECT_EQ(d.reason, "unaccepted-schema-version");
+  EXPECT_EQ(Count("ledger"), 1);
+  projection = store_->FindProjection("orders-projection", "order-104").value().value();
+  EXPECT_EQ(projection.state, "paid");  // no effect
+  auto kept = store_->KeptOf("order-104").value();
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].outcome, "contract-update-required");
+  EXPECT_EQ(kept[0].raw, StatusChanged("evt-105", 3, "shipped"));  // original bytes
+}
+
+TEST_F(PipelineTest, Seed000SchemaVersionTwoAndBoundaryAndPayload) {
+  // v2 with the optional paymentReference applies; the field is copied.
+  std::string v2 = StatusChanged("evt-201", 2, "paid");
+  v2.insert(v2.rfind('}') - 1 + 1 - 1, R"(,"paymentReference":"pay-9")");
+  Decision d = RunOne(v2);
+  EXPECT_EQ(d.outcome, Outcome::kApplied) << d.message;
+  auto projection = store_->FindProjection("orders-projection", "order-104").value().value();
+  EXPECT_NE(projection.fields_json.find("\"paymentReference\":\"pay-9\""), std::string::npos)
+      << projection.fields_json;
+  // A source outside the boundary is rejected for this consumer, kept, no effect.
+  d = RunOne(StatusChanged("evt-202", 1, "paid", "training://payments/x"));
+  EXPECT_EQ(d.outcome, Outcome::kRejected);
+  EXPECT_EQ(d.reason, "source-outside-boundary");
+  // A v1 payload without status is payload-invalid with the schema error path.
+  d = RunOne(R"({"specversion":"1.0","id":"evt-203","source":"training://orders/checkout","type":"order.status.changed","subject":"order-104","data":{"schemaVersion":1,"orderId":"order-104"}})");
+  EXPECT_EQ(d.outcome, Outcome::kPayloadInvalid);
+  ASSERT_FALSE(d.errors.empty());
+  EXPECT_NE(d.errors[0].find("status"), std::string::npos) << d.errors[0];
+  // The schema version missing entirely.
+  d = RunOne(R"({"specversion":"1.0","id":"evt-204","source":"training://orders/checkout","type":"order.status.changed","data":{"orderId":"o"}})");
+  EXPECT_EQ(d.reason, "missing-schema-version");
+  EXPECT_EQ(store_->FindProjection("orders-projection", "order-104").value()->version, 1);
+}
+
+// Seed 002: v3 before v2 is deferred with expected version 2 and the projection stays at 1; v2
+// applies and drains v3; repeats are duplicates; another id claiming 3 is a conflict; ship is
+// denied while the gap is open and once the owner cancelled.
+TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
+  EXPECT_FALSE(Ship().allowed);  // nothing applied yet
+  Decision d = RunOne(Paid("evt-order-417-v1", 1));
+  EXPECT_EQ(d.outcome, Outcome::kApplied);
+  EXPECT_EQ(d.projection_version, 1);
+  EXPECT_TRUE(Ship().allowed) << Ship().reasons[0];
+
+  d = RunOne(Cancelled("evt-order-417-cancelled-v3", 3));
+  EXPECT_EQ(d.outcome, Outcome::kDeferred);
+  EXPECT_EQ(d.expected_version, 2);
+  EXPECT_EQ(d.projection_version, 1);
+  EXPECT_EQ(FulfillmentProjection().version, 1);
+  EXPECT_EQ(FulfillmentProjection().state, "awaiting-reservation");
+  EXPECT_EQ(FulfillmentProjection().owner_version_seen, 3);
+  GuardDecision guard = Ship();
+  EXPECT_FALSE(guard.allowed);  // gap open, not in sync
+  ASSERT_EQ(guard.reasons.size(), 2u);
+  EXPECT_NE(guard.reasons[0].find("behind the owner version seen 3"), std::string::npos);
+  EXPECT_NE(guard.reasons[1].find("gap open: version 2 expected"), std::string::npos);
+
+  // A repeat of the deferred v3 is a duplicate, not a second deferral.
+  EXPECT_EQ(RunOne(Cancelled("evt-order-417-cancelled-v3", 3)).outcome, Outcome::kDuplicate);
+
+  // v2 applies and drains v3 in the same transaction.
+  auto decisions = Run(Paid("evt-order-417-paid-v2", 2));
+  ASSERT_EQ(decisions.size(), 2u);
+  EXPECT_EQ(decisions[0].outcome, Outcome::kApplied);
+  EXPECT_EQ(decisions[0].projection_version, 2);
+  EXPECT_FALSE(decisions[0].drained);
+  EXPECT_EQ(decisions[1].outcome, Outcome::kApplied);
+  EXPECT_TRUE(decisions[1].drained);
+  EXPECT_EQ(decisions[1].subject_version, 3);
+  EXPECT_EQ(decisions[1].index, 1);  // the input position of the deferred event
+  EXPECT_EQ(FulfillmentProjection().version, 3);
+  EXPECT_EQ(FulfillmentProjection().state, "cancelled");
+  EXPECT_EQ(Count("deferred"), 0);
+  auto drained = store_->FindLedger("fulfillment", "https://example.test/order-service",
+                                    "evt-order-417-cancelled-v3").value().value();
+  EXPECT_EQ(drained.state, "applied");
+  EXPECT_EQ(drained.projection_version, 3);
+
+  // Repeats of v2 or v3 are duplicates.
+  EXPECT_EQ(RunOne(Paid("evt-order-417-paid-v2", 2)).outcome, Outcome::kDuplicate);
+  EXPECT_EQ(RunOne(Cancelled("evt-order-417-cancelled-v3", 3)).outcome, Outcome::kDuplicate);
+  // Another event id claiming version 3 is a conflict; version 2 from another id is stale.
+  d = RunOne(Cancelled("evt-impostor-v3", 3));
+  EXPECT_EQ(d.outcome, Outcome::kSameVersionConflict);
+  EXPECT_EQ(RunOne(Paid("evt-late-v2", 2)).outcome, Outcome::kStale);
+  EXPECT_EQ(FulfillmentProjection().state, "cancelled");
+
+  // The owner cancelled: ship is denied, with the state as the reason.
+  guard = Ship();
+  EXPECT_FALSE(guard.allowed);
+  ASSERT_EQ(guard.reasons.size(), 1u);
+  EXPECT_NE(guard.reasons[0].find("state 'cancelled'"), std::string::npos) << guard.reasons[0];
+  EXPECT_EQ(Count("ledger"), 3);
+  EXPECT_EQ(Count("kept"), 2);  // conflict + stale, with their bytes
+}
+
+TEST_F(PipelineTest, ConflictWithADeferredVersion) {
+  RunOne(Paid("a1", 1));
+  EXPECT_EQ(RunOne(Cancelled("a3", 3)).outcome, Outcome::kDeferred);
+  Decision d = RunOne(Cancelled("b3", 3));
+  EXPECT_EQ(d.outcome, Outcome::kSameVersionConflict);
+  EXPECT_EQ(d.reason, "version-already-deferred");
+}
+
+TEST_F(PipelineTest, RejectedUnroutedAndMissingOrderingData) {
+  Decision d = RunOne("{not json");
+  EXPECT_EQ(d.outcome, Outcome::kRejected);
+  EXPECT_EQ(d.reason, "malformed-json");
+  EXPECT_TRUE(d.consumer.empty());
+  d = RunOne(R"({"specversion":"1.0","id":"u1","source":"s","type":"invoice.created","data":{}})");
+  EXPECT_EQ(d.outcome, Outcome::kUnrouted);
+  d = RunOne(R"({"specversion":"1.0","id":"m1","source":"https://example.test/order-service","type":"com.example.training.order.paid","schemaversion":1,"data":{"orderId":"o","orderVersion":1}})");
+  EXPECT_EQ(d.outcome, Outcome::kRejected);
+  EXPECT_EQ(d.reason, "missing-subject");
+  EXPECT_EQ(Count("kept"), 3);
+  EXPECT_EQ(Count("ledger"), 0);
+}
+
+// Seed 001 with the flat profile: a v1 consumer ignores approval_channel, and aggregate version
+// 7 after 8 is stale.
+TEST(PipelineFlat, Seed001FlatProfileStale) {
+  const fs::path dir = fs::temp_directory_path() / ("evident-flat-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "contracts" / "order.approved");
+  {
+    std::ofstream(dir / "contracts" / "order.approved" / "v1.schema.json")
+        << R"({"type":"object","required":["order_id","approved_at"],"properties":{"order_id":{"type":"string"},"approved_at":{"type":"string","format":"date-time"}}})";
+    std::ofstream(dir / "contracts" / "order.approved" / "v2.schema.json")
+        << R"({"type":"object","required":["order_id","approved_at"],"properties":{"order_id":{"type":"string"},"approved_at":{"type":"string"},"approval_channel":{"type":"string"}}})";
+  }
+  auto config = ConfigFromYaml(R"(
+contracts: contracts
+profile: flat
+consumers:
+  - id: approvals
+    resultversion: 1
+    boundary: [orders-api]
+    accepts: [{type: order.approved, versions: [1, 2], reads: [/order_id, /approved_at]}]
+    ordering: {by: subject, subject_at: /data/order_id}
+    projection:
+      order.approved: {state: approved, copy: [/order_id]}
+)", dir.string());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto pipeline = Pipeline::Create(*config).value();
+  auto store = OpenSqliteStore((dir / "s.db").string()).value();
+  const auto flat = [](std::string_view id, int version) {
+    return std::string(R"({"timestamp":"2026-07-24T12:34:56.123Z","event.id":")") +
+           std::string(id) + R"(","event.name":"order.approved","event.schema_version":2,)"
+           R"("producer.id":"orders-api","trace_id":"0123456789abcdef0123456789abcdef",)"
+           R"("span_id":"0123456789abcdef","correlation_id":"corr-1","aggregate.version":)" +
+           std::to_string(version) +
+           R"(,"payload":{"order_id":"ord-example","approved_at":"2026-07-24T12:34:56.123Z","approval_channel":"operator"}})";
+  };
+  std::vector<Decision> decisions;
+  ASSERT_TRUE(store->Begin().ok());
+  for (int v = 1; v <= 8; ++v) {
+    ASSERT_TRUE(pipeline->Process(*store, flat("evt-" + std::to_string(v), v), v, kNow, decisions).ok());
+  }
+  ASSERT_TRUE(pipeline->Process(*store, flat("evt-late-7", 7), 9, kNow, decisions).ok());
+  ASSERT_TRUE(store->Commit().ok());
+  ASSERT_EQ(decisions.size(), 9u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(decisions[i].outcome, Outcome::kApplied) << decisions[i].message;
+  EXPECT_EQ(decisions[8].outcome, Outcome::kStale);
+  EXPECT_EQ(decisions[8].subject, "ord-example");
+  auto projection = store->FindProjection("approvals", "ord-example").value().value();
+  EXPECT_EQ(projection.version, 8);
+  EXPECT_EQ(projection.fields_json, R"({"order_id":"ord-example"})");  // approval_channel ignored
+  store.reset();
+  fs::remove_all(dir);
+}
+
+TEST(PipelineConfig, RejectsAConsumerAcceptingAVersionWithoutSchema) {
+  auto config = ConfigFromYaml(R"(
+contracts: contracts
+consumers:
+  - id: x
+    accepts: [{type: order.status.changed, versions: [1, 2, 3]}]
+)", std::string(EVIDENT_SOURCE_DIR) + "/examples/orders");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("v3.schema.json does not exist"), std::string::npos)
+      << config.status().message();
+}
+
+}  // namespace
+}  // namespace evident

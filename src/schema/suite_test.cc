@@ -1,0 +1,142 @@
+// Runs the official JSON-Schema-Test-Suite (third_party/json-schema-test-suite) for draft
+// 2020-12 and draft 7, prints pass counts per draft and category, and fails when a required
+// test fails (unless listed in kExceptions, which docs/json-schema.md explains) or when the
+// optional format tests pass below 95% with format assertion on.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "evident/schema.h"
+#include "json/files.h"
+
+namespace evident::schema {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSuite = std::string(EVIDENT_SOURCE_DIR) + "/third_party/json-schema-test-suite";
+
+// Required tests allowed to fail: "draft|file|case|test". Each one is explained in
+// docs/json-schema.md. The goal is none.
+const std::set<std::string> kExceptions = {};
+
+struct Counts {
+  size_t passed = 0;
+  size_t failed = 0;
+  std::vector<std::string> failures;
+};
+
+std::vector<fs::path> JsonFiles(const fs::path& dir) {
+  std::vector<fs::path> files;
+  if (!fs::exists(dir)) return files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") {
+      files.push_back(entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+void RunFile(const std::string& draft, const fs::path& file, Dialect dialect, bool format_assertion,
+             Counts& counts) {
+  Registry registry;
+  ASSERT_TRUE(registry.AddDirectory("http://localhost:1234/", kSuite + "/remotes").ok());
+  CompileOptions options;
+  options.default_dialect = dialect;
+  options.format_assertion = format_assertion;
+  auto text = ReadFileToString(file.string(), 64u << 20);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  const std::string name = file.filename().string();
+  if (auto error = parser.parse(*text).get(root); error) {
+    // simdjson rejects some numbers (integers beyond 64 bits) in a few optional files.
+    counts.failed += 1;
+    counts.failures.push_back(draft + "|" + name +
+                              "|<file does not parse: " + simdjson::error_message(error) + ">");
+    return;
+  }
+  for (simdjson::dom::element test_case : root.get_array()) {
+    std::string_view description = test_case["description"].get_string().value();
+    const std::string schema_json = simdjson::minify(test_case["schema"].value());
+    auto schema = Schema::Compile(schema_json, registry, options);
+    for (simdjson::dom::element test : test_case["tests"].get_array()) {
+      std::string_view test_description = test["description"].get_string().value();
+      const bool expected = test["valid"].get_bool().value();
+      const std::string id =
+          draft + "|" + name + "|" + std::string(description) + "|" + std::string(test_description);
+      bool ok = false;
+      std::string detail;
+      if (!schema.ok()) {
+        detail = "compile: " + schema.status().ToString();
+      } else {
+        const bool fast = (*schema)->IsValid(test["data"].value());
+        const Output output = (*schema)->Validate(test["data"].value());
+        ok = fast == expected && output.valid == expected &&
+             (output.valid || !output.errors.empty());
+        if (!ok) {
+          detail = std::string("expected ") + (expected ? "valid" : "invalid") + ", IsValid " +
+                   (fast ? "valid" : "invalid") + ", Validate " +
+                   (output.valid ? "valid" : "invalid");
+        }
+      }
+      if (ok) {
+        ++counts.passed;
+      } else {
+        ++counts.failed;
+        counts.failures.push_back(id + "  (" + detail + ")");
+      }
+    }
+  }
+}
+
+Counts RunDirectory(const std::string& draft, const fs::path& dir, Dialect dialect,
+                    bool format_assertion) {
+  Counts counts;
+  for (const fs::path& file : JsonFiles(dir)) {
+    RunFile(draft, file, dialect, format_assertion, counts);
+  }
+  return counts;
+}
+
+void Report(const std::string& label, const Counts& counts) {
+  const size_t total = counts.passed + counts.failed;
+  std::printf(
+      "[suite] %-32s %5zu / %5zu passed (%.1f%%)\n", label.c_str(), counts.passed, total,
+      total == 0 ? 100.0 : 100.0 * static_cast<double>(counts.passed) / static_cast<double>(total));
+  for (const std::string& failure : counts.failures) {
+    std::printf("[suite]   FAIL %s\n", failure.c_str());
+  }
+}
+
+void RunDraft(const std::string& draft, Dialect dialect) {
+  const fs::path tests = fs::path(kSuite) / "tests" / draft;
+  ASSERT_TRUE(fs::exists(tests)) << tests;
+  const Counts required = RunDirectory(draft, tests, dialect, false);
+  const Counts optional = RunDirectory(draft, tests / "optional", dialect, false);
+  const Counts format = RunDirectory(draft, tests / "optional" / "format", dialect, true);
+  Report(draft + " required", required);
+  Report(draft + " optional (not format)", optional);
+  Report(draft + " optional/format (asserting)", format);
+  for (const std::string& failure : required.failures) {
+    const std::string id = failure.substr(0, failure.find("  ("));
+    EXPECT_TRUE(kExceptions.contains(id)) << "required test failed: " << failure;
+  }
+  const size_t format_total = format.passed + format.failed;
+  ASSERT_GT(format_total, 0u);
+  EXPECT_GE(static_cast<double>(format.passed) / static_cast<double>(format_total), 0.95)
+      << format.passed << " of " << format_total << " format tests passed";
+}
+
+TEST(JsonSchemaTestSuite, Draft2020_12) { RunDraft("draft2020-12", Dialect::kDraft2020_12); }
+TEST(JsonSchemaTestSuite, Draft7) { RunDraft("draft7", Dialect::kDraft7); }
+
+}  // namespace
+}  // namespace evident::schema

@@ -1,0 +1,511 @@
+// SQLite backend of the consumer store: one file, WAL, durable commits, every statement
+// prepared once and bound (never string-built).
+#include <sqlite3.h>
+
+#include <cassert>
+#include <unordered_map>
+
+#include "evident/store.h"
+
+namespace evident {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS ledger(
+  consumer TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL,
+  state TEXT NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,
+  subject_version INTEGER, input_schema_version INTEGER NOT NULL,
+  result_version INTEGER NOT NULL, projection_version INTEGER,
+  committed_at_ms INTEGER NOT NULL, duplicates INTEGER NOT NULL DEFAULT 0,
+  last_duplicate_at_ms INTEGER,
+  PRIMARY KEY(consumer, source, event_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ledger_by_subject ON ledger(consumer, subject);
+CREATE TABLE IF NOT EXISTS projection(
+  consumer TEXT NOT NULL, subject TEXT NOT NULL, version INTEGER NOT NULL,
+  state TEXT NOT NULL, fields_json TEXT NOT NULL, owner_source TEXT NOT NULL,
+  owner_version_seen INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL,
+  PRIMARY KEY(consumer, subject)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS projection_by_subject ON projection(subject);
+CREATE TABLE IF NOT EXISTS deferred(
+  consumer TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER NOT NULL,
+  source TEXT NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,
+  schema_version INTEGER NOT NULL, expected_version INTEGER NOT NULL, raw BLOB NOT NULL,
+  received_at_ms INTEGER NOT NULL, deadline_at_ms INTEGER NOT NULL, route TEXT NOT NULL,
+  input_index INTEGER NOT NULL,
+  PRIMARY KEY(consumer, subject, subject_version)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kept(
+  seq INTEGER PRIMARY KEY, consumer TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
+  message TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,
+  subject TEXT NOT NULL, subject_version INTEGER, raw BLOB NOT NULL,
+  received_at_ms INTEGER NOT NULL, input_index INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS kept_by_subject ON kept(subject);
+CREATE TABLE IF NOT EXISTS journal(
+  seq INTEGER PRIMARY KEY, consumer TEXT NOT NULL, outcome TEXT NOT NULL, source TEXT NOT NULL,
+  event_id TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,
+  at_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS journal_by_subject ON journal(consumer, subject);
+CREATE TABLE IF NOT EXISTS evidence(
+  consumer TEXT NOT NULL, subject TEXT NOT NULL, name TEXT NOT NULL, source TEXT NOT NULL,
+  event_id TEXT NOT NULL, subject_version INTEGER, recorded_at_ms INTEGER NOT NULL,
+  PRIMARY KEY(consumer, subject, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checkpoint(
+  input TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
+)sql";
+
+// A prepared statement, reset after each use. Binds are 1-based, in call order.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    const int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
+    prepare_error_ = rc == SQLITE_OK ? "" : sqlite3_errmsg(db);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  const std::string& prepare_error() const { return prepare_error_; }
+
+  Statement& Bind(std::string_view text) {
+    sqlite3_bind_text(stmt_, ++index_, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+    return *this;
+  }
+  Statement& BindBlob(std::string_view bytes) {
+    sqlite3_bind_blob(stmt_, ++index_, bytes.data(), static_cast<int>(bytes.size()), SQLITE_STATIC);
+    return *this;
+  }
+  Statement& Bind(int64_t value) {
+    sqlite3_bind_int64(stmt_, ++index_, value);
+    return *this;
+  }
+  Statement& Bind(const std::optional<int64_t>& value) {
+    if (value) return Bind(*value);
+    sqlite3_bind_null(stmt_, ++index_);
+    return *this;
+  }
+
+  // Runs a statement that returns no rows.
+  Status Run() {
+    const int rc = sqlite3_step(stmt_);
+    Reset();
+    if (rc == SQLITE_DONE) return Status::Ok();
+    return Error(rc);
+  }
+  // Steps once: true with a row, false when done; errors in `status`.
+  bool Step(Status& status) {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) status = Error(rc);
+    return false;
+  }
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    index_ = 0;
+  }
+
+  std::string Text(int column) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+    return p == nullptr ? std::string() : std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+  }
+  std::string Blob(int column) const {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, column));
+    return p == nullptr ? std::string() : std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+  }
+  int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+  std::optional<int64_t> OptionalInt(int column) const {
+    if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::nullopt;
+    return Int(column);
+  }
+
+ private:
+  Status Error(int rc) const {
+    const std::string message = std::string("sqlite: ") + sqlite3_errmsg(db_);
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return Status::Unavailable(message);
+    if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) return Status::Corruption(message);
+    if (rc == SQLITE_CONSTRAINT) return Status::AlreadyExists(message);
+    return Status::IoError(message);
+  }
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int index_ = 0;
+  std::string prepare_error_;
+};
+
+constexpr const char* kLedgerColumns =
+    "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
+    "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms";
+constexpr const char* kDeferredColumns =
+    "consumer, subject, subject_version, source, event_id, type, schema_version, "
+    "expected_version, raw, received_at_ms, deadline_at_ms, route, input_index";
+constexpr const char* kProjectionColumns =
+    "consumer, subject, version, state, fields_json, owner_source, owner_version_seen, "
+    "updated_at_ms";
+
+LedgerEntry ReadLedger(const Statement& s) {
+  LedgerEntry e;
+  e.consumer = s.Text(0);
+  e.source = s.Text(1);
+  e.event_id = s.Text(2);
+  e.state = s.Text(3);
+  e.type = s.Text(4);
+  e.subject = s.Text(5);
+  e.subject_version = s.OptionalInt(6);
+  e.input_schema_version = s.Int(7);
+  e.result_version = s.Int(8);
+  e.projection_version = s.OptionalInt(9);
+  e.committed_at_ms = s.Int(10);
+  e.duplicates = s.Int(11);
+  e.last_duplicate_at_ms = s.OptionalInt(12);
+  return e;
+}
+
+DeferredEvent ReadDeferred(const Statement& s) {
+  DeferredEvent d;
+  d.consumer = s.Text(0);
+  d.subject = s.Text(1);
+  d.subject_version = s.Int(2);
+  d.source = s.Text(3);
+  d.event_id = s.Text(4);
+  d.type = s.Text(5);
+  d.schema_version = s.Int(6);
+  d.expected_version = s.Int(7);
+  d.raw = s.Blob(8);
+  d.received_at_ms = s.Int(9);
+  d.deadline_at_ms = s.Int(10);
+  d.route = s.Text(11);
+  d.input_index = s.Int(12);
+  return d;
+}
+
+Projection ReadProjection(const Statement& s) {
+  Projection p;
+  p.consumer = s.Text(0);
+  p.subject = s.Text(1);
+  p.version = s.Int(2);
+  p.state = s.Text(3);
+  p.fields_json = s.Text(4);
+  p.owner_source = s.Text(5);
+  p.owner_version_seen = s.Int(6);
+  p.updated_at_ms = s.Int(7);
+  return p;
+}
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  ~SqliteStore() override {
+    statements_.clear();
+    sqlite3_close_v2(db_);
+  }
+
+  Status Exec(const std::string& sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+      std::string message = error != nullptr ? error : "unknown";
+      sqlite3_free(error);
+      return Status::IoError("sqlite: " + message);
+    }
+    return Status::Ok();
+  }
+
+  Status Begin() override { return Exec("BEGIN IMMEDIATE"); }
+  Status Commit() override { return Exec("COMMIT"); }
+  Status Rollback() override { return Exec("ROLLBACK"); }
+
+  Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
+                                                std::string_view event_id) override {
+    Statement& s = Prepared(std::string("SELECT ") + kLedgerColumns +
+                            " FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3");
+    s.Bind(consumer).Bind(source).Bind(event_id);
+    Status status;
+    std::optional<LedgerEntry> out;
+    if (s.Step(status)) out = ReadLedger(s);
+    s.Reset();
+    if (!status.ok()) return status;
+    return out;
+  }
+
+  Status InsertLedger(const LedgerEntry& e) override {
+    Statement& s = Prepared(std::string("INSERT INTO ledger(") + kLedgerColumns +
+                            ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
+    return s.Bind(e.consumer).Bind(e.source).Bind(e.event_id).Bind(e.state).Bind(e.type)
+        .Bind(e.subject).Bind(e.subject_version).Bind(e.input_schema_version)
+        .Bind(e.result_version).Bind(e.projection_version).Bind(e.committed_at_ms)
+        .Bind(e.duplicates).Bind(e.last_duplicate_at_ms).Run();
+  }
+
+  Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
+                     int64_t projection_version, int64_t committed_at_ms) override {
+    Statement& s = Prepared(
+        "UPDATE ledger SET state='applied', projection_version=?4, committed_at_ms=?5 "
+        "WHERE consumer=?1 AND source=?2 AND event_id=?3 AND state='deferred'");
+    EVIDENT_RETURN_IF_ERROR(s.Bind(consumer).Bind(source).Bind(event_id).Bind(projection_version)
+                                .Bind(committed_at_ms).Run());
+    if (sqlite3_changes(db_) != 1) return Status::Internal("no deferred ledger row to apply");
+    return Status::Ok();
+  }
+
+  Status CountDuplicate(std::string_view consumer, std::string_view source,
+                        std::string_view event_id, int64_t at_ms) override {
+    Statement& s = Prepared(
+        "UPDATE ledger SET duplicates=duplicates+1, last_duplicate_at_ms=?4 "
+        "WHERE consumer=?1 AND source=?2 AND event_id=?3");
+    return s.Bind(consumer).Bind(source).Bind(event_id).Bind(at_ms).Run();
+  }
+
+  Result<std::optional<Projection>> FindProjection(std::string_view consumer,
+                                                   std::string_view subject) override {
+    Statement& s = Prepared(std::string("SELECT ") + kProjectionColumns +
+                            " FROM projection WHERE consumer=?1 AND subject=?2");
+    s.Bind(consumer).Bind(subject);
+    Status status;
+    std::optional<Projection> out;
+    if (s.Step(status)) out = ReadProjection(s);
+    s.Reset();
+    if (!status.ok()) return status;
+    return out;
+  }
+
+  Status PutProjection(const Projection& p) override {
+    Statement& s = Prepared(std::string("INSERT OR REPLACE INTO projection(") + kProjectionColumns +
+                            ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
+    return s.Bind(p.consumer).Bind(p.subject).Bind(p.version).Bind(p.state).Bind(p.fields_json)
+        .Bind(p.owner_source).Bind(p.owner_version_seen).Bind(p.updated_at_ms).Run();
+  }
+
+  Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
+                                                    std::string_view subject,
+                                                    int64_t subject_version) override {
+    Statement& s = Prepared(std::string("SELECT ") + kDeferredColumns +
+                            " FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3");
+    s.Bind(consumer).Bind(subject).Bind(subject_version);
+    Status status;
+    std::optional<DeferredEvent> out;
+    if (s.Step(status)) out = ReadDeferred(s);
+    s.Reset();
+    if (!status.ok()) return status;
+    return out;
+  }
+
+  Status InsertDeferred(const DeferredEvent& d) override {
+    Statement& s = Prepared(std::string("INSERT INTO deferred(") + kDeferredColumns +
+                            ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
+    return s.Bind(d.consumer).Bind(d.subject).Bind(d.subject_version).Bind(d.source)
+        .Bind(d.event_id).Bind(d.type).Bind(d.schema_version).Bind(d.expected_version)
+        .BindBlob(d.raw).Bind(d.received_at_ms).Bind(d.deadline_at_ms).Bind(d.route)
+        .Bind(d.input_index).Run();
+  }
+
+  Status DeleteDeferred(std::string_view consumer, std::string_view subject,
+                        int64_t subject_version) override {
+    Statement& s = Prepared(
+        "DELETE FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3");
+    return s.Bind(consumer).Bind(subject).Bind(subject_version).Run();
+  }
+
+  Status Keep(const KeptInput& k) override {
+    Statement& s = Prepared(
+        "INSERT INTO kept(consumer, outcome, reason, message, source, event_id, type, subject, "
+        "subject_version, raw, received_at_ms, input_index) "
+        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
+    return s.Bind(k.consumer).Bind(k.outcome).Bind(k.reason).Bind(k.message).Bind(k.source)
+        .Bind(k.event_id).Bind(k.type).Bind(k.subject).Bind(k.subject_version).BindBlob(k.raw)
+        .Bind(k.received_at_ms).Bind(k.input_index).Run();
+  }
+
+  Status Journal(const JournalEntry& j) override {
+    Statement& s = Prepared(
+        "INSERT INTO journal(consumer, outcome, source, event_id, subject, subject_version, "
+        "at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)");
+    return s.Bind(j.consumer).Bind(j.outcome).Bind(j.source).Bind(j.event_id).Bind(j.subject)
+        .Bind(j.subject_version).Bind(j.at_ms).Run();
+  }
+
+  Status PutEvidence(const EvidenceRecord& r) override {
+    Statement& s = Prepared(
+        "INSERT OR REPLACE INTO evidence(consumer, subject, name, source, event_id, "
+        "subject_version, recorded_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)");
+    return s.Bind(r.consumer).Bind(r.subject).Bind(r.name).Bind(r.source).Bind(r.event_id)
+        .Bind(r.subject_version).Bind(r.recorded_at_ms).Run();
+  }
+
+  Status SetCheckpoint(std::string_view input, int64_t position) override {
+    Statement& s = Prepared("INSERT OR REPLACE INTO checkpoint(input, position) VALUES(?1,?2)");
+    return s.Bind(input).Bind(position).Run();
+  }
+
+  Result<int64_t> GetCheckpoint(std::string_view input) override {
+    Statement& s = Prepared("SELECT position FROM checkpoint WHERE input=?1");
+    s.Bind(input);
+    Status status;
+    int64_t position = 0;
+    if (s.Step(status)) position = s.Int(0);
+    s.Reset();
+    if (!status.ok()) return status;
+    return position;
+  }
+
+  Result<std::vector<Projection>> ProjectionsOf(std::string_view subject) override {
+    return Rows<Projection>(std::string("SELECT ") + kProjectionColumns +
+                                " FROM projection WHERE subject=?1 ORDER BY consumer",
+                            {subject}, ReadProjection);
+  }
+  Result<std::vector<LedgerEntry>> LedgerOf(std::string_view consumer,
+                                            std::string_view subject) override {
+    return Rows<LedgerEntry>(std::string("SELECT ") + kLedgerColumns +
+                                 " FROM ledger WHERE consumer=?1 AND subject=?2 "
+                                 "ORDER BY subject_version, committed_at_ms",
+                             {consumer, subject}, ReadLedger);
+  }
+  Result<std::vector<DeferredEvent>> DeferredOf(std::string_view consumer,
+                                                std::string_view subject) override {
+    return Rows<DeferredEvent>(std::string("SELECT ") + kDeferredColumns +
+                                   " FROM deferred WHERE consumer=?1 AND subject=?2 "
+                                   "ORDER BY subject_version",
+                               {consumer, subject}, ReadDeferred);
+  }
+  Result<std::vector<DeferredEvent>> AllDeferred() override {
+    return Rows<DeferredEvent>(std::string("SELECT ") + kDeferredColumns +
+                                   " FROM deferred ORDER BY deadline_at_ms, consumer, subject",
+                               {}, ReadDeferred);
+  }
+  Result<std::vector<KeptInput>> KeptOf(std::string_view subject) override {
+    return Rows<KeptInput>(
+        "SELECT seq, consumer, outcome, reason, message, source, event_id, type, subject, "
+        "subject_version, raw, received_at_ms, input_index FROM kept WHERE subject=?1 ORDER BY seq",
+        {subject}, [](const Statement& s) {
+          KeptInput k;
+          k.seq = s.Int(0);
+          k.consumer = s.Text(1);
+          k.outcome = s.Text(2);
+          k.reason = s.Text(3);
+          k.message = s.Text(4);
+          k.source = s.Text(5);
+          k.event_id = s.Text(6);
+          k.type = s.Text(7);
+          k.subject = s.Text(8);
+          k.subject_version = s.OptionalInt(9);
+          k.raw = s.Blob(10);
+          k.received_at_ms = s.Int(11);
+          k.input_index = s.Int(12);
+          return k;
+        });
+  }
+  Result<std::vector<JournalEntry>> JournalOf(std::string_view consumer,
+                                              std::string_view subject) override {
+    return Rows<JournalEntry>(
+        "SELECT seq, consumer, outcome, source, event_id, subject, subject_version, at_ms "
+        "FROM journal WHERE consumer=?1 AND subject=?2 ORDER BY seq",
+        {consumer, subject}, [](const Statement& s) {
+          JournalEntry j;
+          j.seq = s.Int(0);
+          j.consumer = s.Text(1);
+          j.outcome = s.Text(2);
+          j.source = s.Text(3);
+          j.event_id = s.Text(4);
+          j.subject = s.Text(5);
+          j.subject_version = s.OptionalInt(6);
+          j.at_ms = s.Int(7);
+          return j;
+        });
+  }
+  Result<std::vector<EvidenceRecord>> EvidenceOf(std::string_view consumer,
+                                                 std::string_view subject) override {
+    return Rows<EvidenceRecord>(
+        "SELECT consumer, subject, name, source, event_id, subject_version, recorded_at_ms "
+        "FROM evidence WHERE consumer=?1 AND subject=?2 ORDER BY name",
+        {consumer, subject}, [](const Statement& s) {
+          EvidenceRecord r;
+          r.consumer = s.Text(0);
+          r.subject = s.Text(1);
+          r.name = s.Text(2);
+          r.source = s.Text(3);
+          r.event_id = s.Text(4);
+          r.subject_version = s.OptionalInt(5);
+          r.recorded_at_ms = s.Int(6);
+          return r;
+        });
+  }
+
+  Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const char* table : {"ledger", "projection", "deferred", "kept", "journal", "evidence"}) {
+      auto rows = Rows<int64_t>(std::string("SELECT count(*) FROM ") + table, {},
+                                [](const Statement& s) { return s.Int(0); });
+      if (!rows.ok()) return rows.status();
+      out.emplace_back(table, rows->at(0));
+    }
+    return out;
+  }
+
+  Status Prepare() {
+    for (const auto& [sql, statement] : statements_) {
+      if (!statement->prepare_error().empty()) return Status::Internal(statement->prepare_error());
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Statement& Prepared(const std::string& sql) {
+    auto it = statements_.find(sql);
+    if (it == statements_.end()) {
+      it = statements_.emplace(sql, std::make_unique<Statement>(db_, sql.c_str())).first;
+      assert(it->second->prepare_error().empty() && "a built-in statement failed to prepare");
+    }
+    return *it->second;
+  }
+
+  template <typename T, typename Reader>
+  Result<std::vector<T>> Rows(const std::string& sql, std::initializer_list<std::string_view> args,
+                              Reader read) {
+    Statement& s = Prepared(sql);
+    for (std::string_view a : args) s.Bind(a);
+    std::vector<T> out;
+    Status status;
+    while (s.Step(status)) out.push_back(read(s));
+    s.Reset();
+    if (!status.ok()) return status;
+    return out;
+  }
+
+  sqlite3* db_;
+  std::unordered_map<std::string, std::unique_ptr<Statement>> statements_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, const SqliteOptions& options) {
+  if (options.synchronous != "FULL" && options.synchronous != "NORMAL" &&
+      options.synchronous != "OFF") {
+    return Status::InvalidArgument("synchronous must be FULL, NORMAL or OFF");
+  }
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close_v2(db);
+    return Status::IoError("cannot open sqlite store " + path + ": " + message);
+  }
+  auto store = std::make_unique<SqliteStore>(db);
+  sqlite3_busy_timeout(db, static_cast<int>(options.busy_timeout_ms));
+  EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=" + options.synchronous));
+  EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA cache_size=-" + std::to_string(options.cache_kib)));
+  EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
+  EVIDENT_RETURN_IF_ERROR(store->Exec(kSchema));
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+Result<std::unique_ptr<Store>> OpenStore(std::string_view uri) {
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (uri.substr(0, kSqlite.size()) == kSqlite && uri.size() > kSqlite.size()) {
+    return OpenSqliteStore(std::string(uri.substr(kSqlite.size())));
+  }
+  return Status::InvalidArgument("unknown store '" + std::string(uri) +
+                                 "' (expected sqlite:PATH)");
+}
+
+}  // namespace evident
