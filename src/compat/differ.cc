@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+#include <unordered_map>
 
 namespace evident::compat {
 namespace {
@@ -58,7 +60,15 @@ std::string TypeText(const JsonValue* type) {
 
 // ---- helpers --------------------------------------------------------------------------------
 
-std::string Quote(std::string_view name) { return "'" + std::string(name) + "'"; }
+std::string Quote(std::string_view name) {
+  // Appended piecewise: GCC 12 warns falsely (-Wrestrict) about "'" + std::string + "'".
+  std::string out;
+  out.reserve(name.size() + 2);
+  out += '\'';
+  out += name;
+  out += '\'';
+  return out;
+}
 
 std::string DataText(const std::string& data_pointer) {
   return data_pointer.empty() ? std::string("the payload") : data_pointer;
@@ -71,17 +81,34 @@ std::string NumberText(double value) {
   return Canonical(v);
 }
 
-std::vector<std::string> RequiredNames(const JsonValue* required) {
-  std::vector<std::string> names;
+// Sets and maps rather than linear searches: a hostile schema may list 100000 properties, and
+// the comparison must stay near-linear in them.
+std::set<std::string> RequiredNames(const JsonValue* required) {
+  std::set<std::string> names;
   if (required == nullptr || !required->IsArray()) return names;
   for (const JsonValue& v : required->array) {
-    if (v.IsString()) names.push_back(v.string);
+    if (v.IsString()) names.insert(v.string);
   }
   return names;
 }
 
-bool Contains(const std::vector<std::string>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
+bool Contains(const std::set<std::string>& names, const std::string& name) {
+  return names.count(name) != 0;
+}
+
+// The members of an object by name (the first one when a name repeats, as JsonValue::Get).
+std::unordered_map<std::string_view, const JsonValue*> MembersByName(const JsonValue* object) {
+  std::unordered_map<std::string_view, const JsonValue*> members;
+  if (object == nullptr || !object->IsObject()) return members;
+  members.reserve(object->object.size());
+  for (const JsonMember& member : object->object) members.emplace(member.name, &member.value);
+  return members;
+}
+
+const JsonValue* Lookup(const std::unordered_map<std::string_view, const JsonValue*>& members,
+                        std::string_view name) {
+  const auto found = members.find(name);
+  return found == members.end() ? nullptr : found->second;
 }
 
 // An object admits no property beyond those it names.
@@ -486,9 +513,11 @@ Status Differ::CompareObjects(const Side& s) {
     }();
     const JsonValue& olds = old_patterns != nullptr && old_patterns->IsObject() ? *old_patterns : kEmpty;
     const JsonValue& news = new_patterns != nullptr && new_patterns->IsObject() ? *new_patterns : kEmpty;
+    const auto old_by_pattern = MembersByName(&olds);
+    const auto new_by_pattern = MembersByName(&news);
     for (const auto& [pattern, schema] : news.object) {
       const std::string new_at = AppendToken(s.new_node.KeywordPointer("patternProperties"), pattern);
-      if (const JsonValue* old_schema = olds.Get(pattern)) {
+      if (const JsonValue* old_schema = Lookup(old_by_pattern, pattern)) {
         EVIDENT_RETURN_IF_ERROR(
             Compare(old_schema, AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern),
                     &schema, new_at, AppendToken(s.data, "*"), Slot::kGeneral, s.depth + 1));
@@ -499,7 +528,7 @@ Status Differ::CompareObjects(const Side& s) {
       }
     }
     for (const auto& [pattern, schema] : olds.object) {
-      if (news.Get(pattern) != nullptr) continue;
+      if (Lookup(new_by_pattern, pattern) != nullptr) continue;
       Add(ChangeCode::kPatternPropertyRemoved, s.data,
           AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern), true, false,
           "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
@@ -550,8 +579,10 @@ Status Differ::CompareProperties(const Side& s) {
   const JsonValue* new_properties = s.new_node.Keyword("properties");
   if (old_properties != nullptr && !old_properties->IsObject()) old_properties = nullptr;
   if (new_properties != nullptr && !new_properties->IsObject()) new_properties = nullptr;
-  const std::vector<std::string> old_required = RequiredNames(s.old_node.Keyword("required"));
-  const std::vector<std::string> new_required = RequiredNames(s.new_node.Keyword("required"));
+  const std::set<std::string> old_required = RequiredNames(s.old_node.Keyword("required"));
+  const std::set<std::string> new_required = RequiredNames(s.new_node.Keyword("required"));
+  const auto old_by_name = MembersByName(old_properties);
+  const auto new_by_name = MembersByName(new_properties);
   const bool old_closed = IsClosed(s.old_node);
   const bool new_closed = IsClosed(s.new_node);
   const bool lenient = options_.strictness == Strictness::kLenient;
@@ -568,7 +599,7 @@ Status Differ::CompareProperties(const Side& s) {
   if (new_properties != nullptr) {
     for (size_t i = 0; i < new_properties->object.size(); ++i) {
       const auto& [name, schema] = new_properties->object[i];
-      const JsonValue* old_schema = old_properties != nullptr ? old_properties->Get(name) : nullptr;
+      const JsonValue* old_schema = Lookup(old_by_name, name);
       if (old_schema == nullptr) {
         added.push_back({name, &schema, i});
         continue;
@@ -581,7 +612,7 @@ Status Differ::CompareProperties(const Side& s) {
   if (old_properties != nullptr) {
     for (size_t i = 0; i < old_properties->object.size(); ++i) {
       const auto& [name, schema] = old_properties->object[i];
-      if (new_properties == nullptr || new_properties->Get(name) == nullptr) {
+      if (Lookup(new_by_name, name) == nullptr) {
         removed.push_back({name, &schema, i});
       }
     }
@@ -596,25 +627,32 @@ Status Differ::CompareProperties(const Side& s) {
     const JsonValue* type = node->Keyword("type");
     return type != nullptr ? "type:" + Canonical(*type) : "schema:" + Canonical(*node->value);
   };
+  // Buckets of unused added properties by type signature, and by (signature, position).
   std::vector<bool> added_used(added.size(), false);
+  std::map<std::string, std::set<size_t>> unused_by_signature;
+  std::map<std::pair<std::string, size_t>, size_t> by_signature_position;
+  for (size_t j = 0; j < added.size(); ++j) {
+    std::string signature = type_signature(new_doc_, added[j], new_at);
+    unused_by_signature[signature].insert(j);
+    by_signature_position.emplace(std::make_pair(std::move(signature), added[j].position), j);
+  }
   std::vector<Entry> removed_left;
   for (const Entry& gone : removed) {
     const std::string signature = type_signature(old_doc_, gone, old_at);
-    std::vector<size_t> candidates;
-    for (size_t j = 0; j < added.size(); ++j) {
-      if (!added_used[j] && type_signature(new_doc_, added[j], new_at) == signature) {
-        candidates.push_back(j);
-      }
-    }
+    std::set<size_t>& candidates = unused_by_signature[signature];
     size_t chosen = added.size();
-    for (const size_t j : candidates) {
-      if (added[j].position == gone.position) chosen = j;
+    const auto same_position = by_signature_position.find({signature, gone.position});
+    if (same_position != by_signature_position.end() &&
+        candidates.count(same_position->second) != 0) {
+      chosen = same_position->second;
+    } else if (candidates.size() == 1) {
+      chosen = *candidates.begin();
     }
-    if (chosen == added.size() && candidates.size() == 1) chosen = candidates[0];
     if (chosen == added.size()) {
       removed_left.push_back(gone);
       continue;
     }
+    candidates.erase(chosen);
     added_used[chosen] = true;
     const Entry& replacement = added[chosen];
     Add(ChangeCode::kLikelyRename, AppendToken(s.data, gone.name),
@@ -660,8 +698,8 @@ Status Differ::CompareProperties(const Side& s) {
 
   // Requiredness of properties that exist on both sides (or are only listed in `required`).
   const auto defined_on_one_side_only = [&](const std::string& name) {
-    const bool in_old = old_properties != nullptr && old_properties->Get(name) != nullptr;
-    const bool in_new = new_properties != nullptr && new_properties->Get(name) != nullptr;
+    const bool in_old = Lookup(old_by_name, name) != nullptr;
+    const bool in_new = Lookup(new_by_name, name) != nullptr;
     return in_old != in_new;
   };
   for (const std::string& name : new_required) {
