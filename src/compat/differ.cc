@@ -274,6 +274,20 @@ Status Differ::CompareNodes(const Node& old_node, const Node& new_node, const st
     CompareBoolean(old_node, new_node, data, slot);
     return Status::Ok();
   }
+  // Dynamic references resolve at validation time through the dynamic scope; evident compares
+  // their text only.
+  for (const char* keyword : {"$dynamicRef", "$recursiveRef"}) {
+    const JsonValue* old_ref = old_node.Keyword(keyword);
+    const JsonValue* new_ref = new_node.Keyword(keyword);
+    const std::string old_text = old_ref != nullptr ? Canonical(*old_ref) : "(none)";
+    const std::string new_text = new_ref != nullptr ? Canonical(*new_ref) : "(none)";
+    if (old_text == new_text) continue;
+    Add(ChangeCode::kUnresolvedRefChanged, data,
+        new_ref != nullptr ? new_node.KeywordPointer(keyword) : old_node.KeywordPointer(keyword),
+        false, false,
+        std::string(keyword) + " of " + DataText(data) + " changed from " + old_text + " to " +
+            new_text + "; evident does not follow dynamic references");
+  }
   const Side s{old_node, new_node, data, depth};
   CompareMeaning(s);
   CompareTypes(s);
