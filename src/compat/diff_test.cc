@@ -584,10 +584,10 @@ TEST_P(DiffTable, ReportsTheExpectedChange) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, DiffTable, ::testing::ValuesIn(AllParams()),
-                         [](const ::testing::TestParamInfo<Param>& info) {
-                           return std::string(info.param.dialect == Dialect::kDraft7 ? "d7_"
+                         [](const ::testing::TestParamInfo<Param>& param_info) {
+                           return std::string(param_info.param.dialect == Dialect::kDraft7 ? "d7_"
                                                                                      : "d2020_") +
-                                  info.param.c.name;
+                                  param_info.param.c.name;
                          });
 
 TEST(DiffTableCoverage, EveryChangeCodeHasARow) {
