@@ -23,8 +23,8 @@ class Scratch {
  public:
   Scratch() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() / ("evident_cli_" + std::string(info->name()) + "_" +
-                                         std::to_string(::getpid()));
+    path_ = fs::temp_directory_path() /
+            ("evident_cli_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -65,8 +65,9 @@ simdjson::dom::element Parse(simdjson::dom::parser& parser, const std::string& t
 }
 
 TEST(CliSchemaCheck, SeedV1ToV2IsCompatibleText) {
-  const auto r = RunEvident({"schema", "check", SourcePath(kOrders + "/" + kType + "/v1.schema.json"),
-                             SourcePath(kOrders + "/" + kType + "/v2.schema.json")});
+  const auto r =
+      RunEvident({"schema", "check", SourcePath(kOrders + "/" + kType + "/v1.schema.json"),
+                  SourcePath(kOrders + "/" + kType + "/v2.schema.json")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("compatible (backward, lenient)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL  /paymentReference"),
@@ -75,9 +76,10 @@ TEST(CliSchemaCheck, SeedV1ToV2IsCompatibleText) {
 }
 
 TEST(CliSchemaCheck, StrictMakesTheSameAdditionIncompatibleJson) {
-  const auto r = RunEvident({"schema", "check", SourcePath(kOrders + "/" + kType + "/v1.schema.json"),
-                             SourcePath(kOrders + "/" + kType + "/v2.schema.json"),
-                             "--strictness", "strict", "--format", "json"});
+  const auto r =
+      RunEvident({"schema", "check", SourcePath(kOrders + "/" + kType + "/v1.schema.json"),
+                  SourcePath(kOrders + "/" + kType + "/v2.schema.json"), "--strictness", "strict",
+                  "--format", "json"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   simdjson::dom::parser parser;
   const auto root = Parse(parser, r.out);
@@ -98,9 +100,9 @@ TEST(CliSchemaCheck, StrictMakesTheSameAdditionIncompatibleJson) {
 TEST(CliSchemaCheck, RenameIsIncompatibleWithExitOne) {
   Scratch scratch;
   const std::string v3 = scratch.Write("v3.schema.json", kV3Renamed);
-  const auto r = RunEvident({"schema", "check",
-                             SourcePath(kOrders + "/" + kType + "/v2.schema.json"), v3, "--format",
-                             "json", "--mode", "full"});
+  const auto r =
+      RunEvident({"schema", "check", SourcePath(kOrders + "/" + kType + "/v2.schema.json"), v3,
+                  "--format", "json", "--mode", "full"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   simdjson::dom::parser parser;
   const auto root = Parse(parser, r.out);
@@ -126,8 +128,8 @@ TEST(CliSchemaCheck, ModeNoneAcceptsTheRenameButNotAMeaningChange) {
 }
 
 TEST(CliSchemaCheck, ContractsDirectoryEveryVersion) {
-  const auto r = RunEvident({"schema", "check", "--contracts", SourcePath(kOrders), "--type", kType,
-                             "--format", "json"});
+  const auto r = RunEvident(
+      {"schema", "check", "--contracts", SourcePath(kOrders), "--type", kType, "--format", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   simdjson::dom::parser parser;
   const auto root = Parse(parser, r.out);
@@ -157,8 +159,8 @@ TEST(CliSchemaCheck, UsageAndInputErrorsExitTwo) {
   const std::string good = scratch.Write("good.json", R"({"type":"object"})");
   const std::string bad = scratch.Write("bad.json", R"({"type": )");
   EXPECT_EQ(RunEvident({"schema", "check", good}).exit_code, 2);
-  EXPECT_EQ(RunEvident({"schema", "check", good, good, "--contracts", "x", "--type", "t"}).exit_code,
-            2);
+  EXPECT_EQ(
+      RunEvident({"schema", "check", good, good, "--contracts", "x", "--type", "t"}).exit_code, 2);
   EXPECT_EQ(RunEvident({"schema", "check", good, good, "--mode", "sideways"}).exit_code, 2);
   EXPECT_EQ(RunEvident({"schema", "check", good, good, "--strictness", "loose"}).exit_code, 2);
   EXPECT_EQ(RunEvident({"schema", "check", good, good, "--format", "xml"}).exit_code, 2);
@@ -225,21 +227,20 @@ TEST(CliContracts, LintUsageErrors) {
 }
 
 TEST(CliContracts, ImpactSafeForTheSeedV2) {
-  const auto r = RunEvident({"contracts", "impact", "--contracts", SourcePath(kOrders), "--type",
-                             kType, "--schema", SourcePath(kOrders + "/" + kType + "/v2.schema.json"),
-                             "--format", "json"});
+  const auto r = RunEvident(
+      {"contracts", "impact", "--contracts", SourcePath(kOrders), "--type", kType, "--schema",
+       SourcePath(kOrders + "/" + kType + "/v2.schema.json"), "--format", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out,
-            R"({"type":"order.status.changed","consumers":[{"consumer":"orders-projection",)"
-            R"("verdict":"safe","reasons":[]}]})"
-            "\n");
+  EXPECT_EQ(r.out, R"({"type":"order.status.changed","consumers":[{"consumer":"orders-projection",)"
+                   R"("verdict":"safe","reasons":[]}]})"
+                   "\n");
 }
 
 TEST(CliContracts, ImpactOfTheRename) {
   Scratch scratch;
   const std::string v3 = scratch.Write("v3.schema.json", kV3Renamed);
-  const auto r = RunEvident({"contracts", "impact", "--contracts", SourcePath(kOrders), "--type",
-                             kType, "--schema", v3});
+  const auto r = RunEvident(
+      {"contracts", "impact", "--contracts", SourcePath(kOrders), "--type", kType, "--schema", v3});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("orders-projection: contract-update-required"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("/status  LIKELY_RENAME"), std::string::npos) << r.out;
@@ -248,12 +249,10 @@ TEST(CliContracts, ImpactOfTheRename) {
   simdjson::dom::parser parser;
   const auto root = Parse(parser, json.out);
   const auto consumer = root["consumers"].at(0);
-  EXPECT_EQ(std::string_view(consumer["verdict"].get_string().value()),
-            "contract-update-required");
+  EXPECT_EQ(std::string_view(consumer["verdict"].get_string().value()), "contract-update-required");
   // Accepted versions 1 and 2 both had /status.
   EXPECT_EQ(consumer["reasons"].get_array().size(), 2u);
-  EXPECT_EQ(std::string_view(consumer["reasons"].at(0)["pointer"].get_string().value()),
-            "/status");
+  EXPECT_EQ(std::string_view(consumer["reasons"].at(0)["pointer"].get_string().value()), "/status");
 }
 
 TEST(CliContracts, ImpactUsageErrors) {

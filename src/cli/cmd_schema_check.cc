@@ -3,7 +3,6 @@
 // The `schema` and `contracts` subcommands are shared with other commands (`schema validate`):
 // each Add* function takes the existing subcommand when there is one and creates it otherwise.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <memory>

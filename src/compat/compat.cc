@@ -35,8 +35,8 @@ Result<std::vector<Change>> DiffDocuments(const SchemaDocument& old_doc,
   std::vector<Change> changes;
   int64_t comparisons = 0;
   Differ differ(old_doc, new_doc, options, comparisons, changes);
-  EVIDENT_RETURN_IF_ERROR(differ.Compare(&old_doc.root(), "", &new_doc.root(), "", "",
-                                         Differ::Slot::kGeneral, 0));
+  EVIDENT_RETURN_IF_ERROR(
+      differ.Compare(&old_doc.root(), "", &new_doc.root(), "", "", Differ::Slot::kGeneral, 0));
   return changes;
 }
 
@@ -96,76 +96,146 @@ Result<Strictness> ParseStrictness(std::string_view name) {
 
 std::string_view ChangeCodeName(ChangeCode code) {
   switch (code) {
-    case ChangeCode::kTypeNarrowed: return "TYPE_NARROWED";
-    case ChangeCode::kTypeWidened: return "TYPE_WIDENED";
-    case ChangeCode::kTypeChanged: return "TYPE_CHANGED";
-    case ChangeCode::kRequiredPropertyAdded: return "REQUIRED_PROPERTY_ADDED";
-    case ChangeCode::kRequiredPropertyRemoved: return "REQUIRED_PROPERTY_REMOVED";
-    case ChangeCode::kPropertyRemoved: return "PROPERTY_REMOVED";
-    case ChangeCode::kOptionalPropertyAddedToOpenContentModel: return "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL";
-    case ChangeCode::kOptionalPropertyAddedToClosedContentModel: return "OPTIONAL_PROPERTY_ADDED_TO_CLOSED_CONTENT_MODEL";
-    case ChangeCode::kLikelyRename: return "LIKELY_RENAME";
-    case ChangeCode::kAdditionalPropertiesNarrowed: return "ADDITIONAL_PROPERTIES_NARROWED";
-    case ChangeCode::kAdditionalPropertiesWidened: return "ADDITIONAL_PROPERTIES_WIDENED";
-    case ChangeCode::kPatternPropertyAdded: return "PATTERN_PROPERTY_ADDED";
-    case ChangeCode::kPatternPropertyRemoved: return "PATTERN_PROPERTY_REMOVED";
-    case ChangeCode::kDependencyAdded: return "DEPENDENCY_ADDED";
-    case ChangeCode::kDependencyRemoved: return "DEPENDENCY_REMOVED";
-    case ChangeCode::kDependencyChanged: return "DEPENDENCY_CHANGED";
-    case ChangeCode::kEnumNarrowed: return "ENUM_NARROWED";
-    case ChangeCode::kEnumWidened: return "ENUM_WIDENED";
-    case ChangeCode::kEnumChanged: return "ENUM_CHANGED";
-    case ChangeCode::kConstAdded: return "CONST_ADDED";
-    case ChangeCode::kConstRemoved: return "CONST_REMOVED";
-    case ChangeCode::kConstChanged: return "CONST_CHANGED";
-    case ChangeCode::kVersionMarkerChanged: return "VERSION_MARKER_CHANGED";
-    case ChangeCode::kMaxLengthDecreased: return "MAX_LENGTH_DECREASED";
-    case ChangeCode::kMaxLengthIncreased: return "MAX_LENGTH_INCREASED";
-    case ChangeCode::kMinLengthIncreased: return "MIN_LENGTH_INCREASED";
-    case ChangeCode::kMinLengthDecreased: return "MIN_LENGTH_DECREASED";
-    case ChangeCode::kMaximumDecreased: return "MAXIMUM_DECREASED";
-    case ChangeCode::kMaximumIncreased: return "MAXIMUM_INCREASED";
-    case ChangeCode::kMinimumIncreased: return "MINIMUM_INCREASED";
-    case ChangeCode::kMinimumDecreased: return "MINIMUM_DECREASED";
-    case ChangeCode::kExclusiveMaximumDecreased: return "EXCLUSIVE_MAXIMUM_DECREASED";
-    case ChangeCode::kExclusiveMaximumIncreased: return "EXCLUSIVE_MAXIMUM_INCREASED";
-    case ChangeCode::kExclusiveMinimumIncreased: return "EXCLUSIVE_MINIMUM_INCREASED";
-    case ChangeCode::kExclusiveMinimumDecreased: return "EXCLUSIVE_MINIMUM_DECREASED";
-    case ChangeCode::kMultipleOfChanged: return "MULTIPLE_OF_CHANGED";
-    case ChangeCode::kMaxItemsDecreased: return "MAX_ITEMS_DECREASED";
-    case ChangeCode::kMaxItemsIncreased: return "MAX_ITEMS_INCREASED";
-    case ChangeCode::kMinItemsIncreased: return "MIN_ITEMS_INCREASED";
-    case ChangeCode::kMinItemsDecreased: return "MIN_ITEMS_DECREASED";
-    case ChangeCode::kMaxPropertiesDecreased: return "MAX_PROPERTIES_DECREASED";
-    case ChangeCode::kMaxPropertiesIncreased: return "MAX_PROPERTIES_INCREASED";
-    case ChangeCode::kMinPropertiesIncreased: return "MIN_PROPERTIES_INCREASED";
-    case ChangeCode::kMinPropertiesDecreased: return "MIN_PROPERTIES_DECREASED";
-    case ChangeCode::kMaxContainsDecreased: return "MAX_CONTAINS_DECREASED";
-    case ChangeCode::kMaxContainsIncreased: return "MAX_CONTAINS_INCREASED";
-    case ChangeCode::kMinContainsIncreased: return "MIN_CONTAINS_INCREASED";
-    case ChangeCode::kMinContainsDecreased: return "MIN_CONTAINS_DECREASED";
-    case ChangeCode::kUniqueItemsAdded: return "UNIQUE_ITEMS_ADDED";
-    case ChangeCode::kUniqueItemsRemoved: return "UNIQUE_ITEMS_REMOVED";
-    case ChangeCode::kPatternAdded: return "PATTERN_ADDED";
-    case ChangeCode::kPatternRemoved: return "PATTERN_REMOVED";
-    case ChangeCode::kPatternChanged: return "PATTERN_CHANGED";
-    case ChangeCode::kFormatAdded: return "FORMAT_ADDED";
-    case ChangeCode::kFormatRemoved: return "FORMAT_REMOVED";
-    case ChangeCode::kFormatChanged: return "FORMAT_CHANGED";
-    case ChangeCode::kItemsChanged: return "ITEMS_CHANGED";
-    case ChangeCode::kContainsAdded: return "CONTAINS_ADDED";
-    case ChangeCode::kContainsRemoved: return "CONTAINS_REMOVED";
-    case ChangeCode::kAllOfSchemaAdded: return "ALL_OF_SCHEMA_ADDED";
-    case ChangeCode::kAllOfSchemaRemoved: return "ALL_OF_SCHEMA_REMOVED";
-    case ChangeCode::kAnyOfBranchAdded: return "ANY_OF_BRANCH_ADDED";
-    case ChangeCode::kAnyOfBranchRemoved: return "ANY_OF_BRANCH_REMOVED";
-    case ChangeCode::kOneOfBranchAdded: return "ONE_OF_BRANCH_ADDED";
-    case ChangeCode::kOneOfBranchRemoved: return "ONE_OF_BRANCH_REMOVED";
-    case ChangeCode::kCompositionChanged: return "COMPOSITION_CHANGED";
-    case ChangeCode::kNotChanged: return "NOT_CHANGED";
-    case ChangeCode::kConditionalChanged: return "CONDITIONAL_CHANGED";
-    case ChangeCode::kUnresolvedRefChanged: return "UNRESOLVED_REF_CHANGED";
-    case ChangeCode::kMeaningChanged: return "MEANING_CHANGED";
+    case ChangeCode::kTypeNarrowed:
+      return "TYPE_NARROWED";
+    case ChangeCode::kTypeWidened:
+      return "TYPE_WIDENED";
+    case ChangeCode::kTypeChanged:
+      return "TYPE_CHANGED";
+    case ChangeCode::kRequiredPropertyAdded:
+      return "REQUIRED_PROPERTY_ADDED";
+    case ChangeCode::kRequiredPropertyRemoved:
+      return "REQUIRED_PROPERTY_REMOVED";
+    case ChangeCode::kPropertyRemoved:
+      return "PROPERTY_REMOVED";
+    case ChangeCode::kOptionalPropertyAddedToOpenContentModel:
+      return "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL";
+    case ChangeCode::kOptionalPropertyAddedToClosedContentModel:
+      return "OPTIONAL_PROPERTY_ADDED_TO_CLOSED_CONTENT_MODEL";
+    case ChangeCode::kLikelyRename:
+      return "LIKELY_RENAME";
+    case ChangeCode::kAdditionalPropertiesNarrowed:
+      return "ADDITIONAL_PROPERTIES_NARROWED";
+    case ChangeCode::kAdditionalPropertiesWidened:
+      return "ADDITIONAL_PROPERTIES_WIDENED";
+    case ChangeCode::kPatternPropertyAdded:
+      return "PATTERN_PROPERTY_ADDED";
+    case ChangeCode::kPatternPropertyRemoved:
+      return "PATTERN_PROPERTY_REMOVED";
+    case ChangeCode::kDependencyAdded:
+      return "DEPENDENCY_ADDED";
+    case ChangeCode::kDependencyRemoved:
+      return "DEPENDENCY_REMOVED";
+    case ChangeCode::kDependencyChanged:
+      return "DEPENDENCY_CHANGED";
+    case ChangeCode::kEnumNarrowed:
+      return "ENUM_NARROWED";
+    case ChangeCode::kEnumWidened:
+      return "ENUM_WIDENED";
+    case ChangeCode::kEnumChanged:
+      return "ENUM_CHANGED";
+    case ChangeCode::kConstAdded:
+      return "CONST_ADDED";
+    case ChangeCode::kConstRemoved:
+      return "CONST_REMOVED";
+    case ChangeCode::kConstChanged:
+      return "CONST_CHANGED";
+    case ChangeCode::kVersionMarkerChanged:
+      return "VERSION_MARKER_CHANGED";
+    case ChangeCode::kMaxLengthDecreased:
+      return "MAX_LENGTH_DECREASED";
+    case ChangeCode::kMaxLengthIncreased:
+      return "MAX_LENGTH_INCREASED";
+    case ChangeCode::kMinLengthIncreased:
+      return "MIN_LENGTH_INCREASED";
+    case ChangeCode::kMinLengthDecreased:
+      return "MIN_LENGTH_DECREASED";
+    case ChangeCode::kMaximumDecreased:
+      return "MAXIMUM_DECREASED";
+    case ChangeCode::kMaximumIncreased:
+      return "MAXIMUM_INCREASED";
+    case ChangeCode::kMinimumIncreased:
+      return "MINIMUM_INCREASED";
+    case ChangeCode::kMinimumDecreased:
+      return "MINIMUM_DECREASED";
+    case ChangeCode::kExclusiveMaximumDecreased:
+      return "EXCLUSIVE_MAXIMUM_DECREASED";
+    case ChangeCode::kExclusiveMaximumIncreased:
+      return "EXCLUSIVE_MAXIMUM_INCREASED";
+    case ChangeCode::kExclusiveMinimumIncreased:
+      return "EXCLUSIVE_MINIMUM_INCREASED";
+    case ChangeCode::kExclusiveMinimumDecreased:
+      return "EXCLUSIVE_MINIMUM_DECREASED";
+    case ChangeCode::kMultipleOfChanged:
+      return "MULTIPLE_OF_CHANGED";
+    case ChangeCode::kMaxItemsDecreased:
+      return "MAX_ITEMS_DECREASED";
+    case ChangeCode::kMaxItemsIncreased:
+      return "MAX_ITEMS_INCREASED";
+    case ChangeCode::kMinItemsIncreased:
+      return "MIN_ITEMS_INCREASED";
+    case ChangeCode::kMinItemsDecreased:
+      return "MIN_ITEMS_DECREASED";
+    case ChangeCode::kMaxPropertiesDecreased:
+      return "MAX_PROPERTIES_DECREASED";
+    case ChangeCode::kMaxPropertiesIncreased:
+      return "MAX_PROPERTIES_INCREASED";
+    case ChangeCode::kMinPropertiesIncreased:
+      return "MIN_PROPERTIES_INCREASED";
+    case ChangeCode::kMinPropertiesDecreased:
+      return "MIN_PROPERTIES_DECREASED";
+    case ChangeCode::kMaxContainsDecreased:
+      return "MAX_CONTAINS_DECREASED";
+    case ChangeCode::kMaxContainsIncreased:
+      return "MAX_CONTAINS_INCREASED";
+    case ChangeCode::kMinContainsIncreased:
+      return "MIN_CONTAINS_INCREASED";
+    case ChangeCode::kMinContainsDecreased:
+      return "MIN_CONTAINS_DECREASED";
+    case ChangeCode::kUniqueItemsAdded:
+      return "UNIQUE_ITEMS_ADDED";
+    case ChangeCode::kUniqueItemsRemoved:
+      return "UNIQUE_ITEMS_REMOVED";
+    case ChangeCode::kPatternAdded:
+      return "PATTERN_ADDED";
+    case ChangeCode::kPatternRemoved:
+      return "PATTERN_REMOVED";
+    case ChangeCode::kPatternChanged:
+      return "PATTERN_CHANGED";
+    case ChangeCode::kFormatAdded:
+      return "FORMAT_ADDED";
+    case ChangeCode::kFormatRemoved:
+      return "FORMAT_REMOVED";
+    case ChangeCode::kFormatChanged:
+      return "FORMAT_CHANGED";
+    case ChangeCode::kItemsChanged:
+      return "ITEMS_CHANGED";
+    case ChangeCode::kContainsAdded:
+      return "CONTAINS_ADDED";
+    case ChangeCode::kContainsRemoved:
+      return "CONTAINS_REMOVED";
+    case ChangeCode::kAllOfSchemaAdded:
+      return "ALL_OF_SCHEMA_ADDED";
+    case ChangeCode::kAllOfSchemaRemoved:
+      return "ALL_OF_SCHEMA_REMOVED";
+    case ChangeCode::kAnyOfBranchAdded:
+      return "ANY_OF_BRANCH_ADDED";
+    case ChangeCode::kAnyOfBranchRemoved:
+      return "ANY_OF_BRANCH_REMOVED";
+    case ChangeCode::kOneOfBranchAdded:
+      return "ONE_OF_BRANCH_ADDED";
+    case ChangeCode::kOneOfBranchRemoved:
+      return "ONE_OF_BRANCH_REMOVED";
+    case ChangeCode::kCompositionChanged:
+      return "COMPOSITION_CHANGED";
+    case ChangeCode::kNotChanged:
+      return "NOT_CHANGED";
+    case ChangeCode::kConditionalChanged:
+      return "CONDITIONAL_CHANGED";
+    case ChangeCode::kUnresolvedRefChanged:
+      return "UNRESOLVED_REF_CHANGED";
+    case ChangeCode::kMeaningChanged:
+      return "MEANING_CHANGED";
   }
   return "UNKNOWN";
 }
@@ -207,8 +277,7 @@ Result<SchemaDiff> DiffSchemas(std::string_view old_schema_json, std::string_vie
                            SchemaDocument::Parse(old_schema_json, "old schema", options));
   EVIDENT_ASSIGN_OR_RETURN(auto new_doc,
                            SchemaDocument::Parse(new_schema_json, "new schema", options));
-  EVIDENT_ASSIGN_OR_RETURN(std::vector<Change> changes,
-                           DiffDocuments(*old_doc, *new_doc, options));
+  EVIDENT_ASSIGN_OR_RETURN(std::vector<Change> changes, DiffDocuments(*old_doc, *new_doc, options));
   return SchemaDiff{std::move(changes)};
 }
 
@@ -246,9 +315,8 @@ namespace {
 // The reasons why a consumer reading `read` under `old_doc` would not handle data written under
 // `new_doc`.
 Status FieldReasons(const SchemaDocument& old_doc, const SchemaDocument& new_doc,
-                    const std::vector<Change>& whole_diff, const std::string& read,
-                    int64_t version, const DiffOptions& options,
-                    std::vector<ImpactReason>& reasons) {
+                    const std::vector<Change>& whole_diff, const std::string& read, int64_t version,
+                    const DiffOptions& options, std::vector<ImpactReason>& reasons) {
   EVIDENT_ASSIGN_OR_RETURN(const compat::FieldLookup old_field, LookupField(old_doc, read));
   if (!old_field.defined) return Status::Ok();  // a lint finding, not an impact of NEW
   EVIDENT_ASSIGN_OR_RETURN(const compat::FieldLookup new_field, LookupField(new_doc, read));
@@ -286,8 +354,7 @@ Status FieldReasons(const SchemaDocument& old_doc, const SchemaDocument& new_doc
 }  // namespace
 
 Result<ImpactReport> AnalyzeImpact(const ContractsDir& dir, std::string_view type,
-                                   std::string_view new_schema_json,
-                                   const DiffOptions& options) {
+                                   std::string_view new_schema_json, const DiffOptions& options) {
   const DiffOptions effective = WithVersionMarker(dir, options);
   EVIDENT_ASSIGN_OR_RETURN(auto new_doc,
                            SchemaDocument::Parse(new_schema_json, "new schema", effective));
@@ -308,8 +375,7 @@ Result<ImpactReport> AnalyzeImpact(const ContractsDir& dir, std::string_view typ
       const std::string path = dir.SchemaPath(type, version);
       if (path.empty()) {
         impact.reasons.push_back({"", "SCHEMA_MISSING", version,
-                                  "the consumer accepts schema version " +
-                                      std::to_string(version) +
+                                  "the consumer accepts schema version " + std::to_string(version) +
                                       ", which has no schema file to compare with"});
         continue;
       }

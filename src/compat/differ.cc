@@ -122,8 +122,8 @@ bool IsClosed(const Node& node) {
 
 struct Bound {
   const char* keyword;
-  bool upper;                // a maximum: a smaller value narrows
-  double absent;             // the value an absent keyword stands for
+  bool upper;     // a maximum: a smaller value narrows
+  double absent;  // the value an absent keyword stands for
   ChangeCode tighter;
   ChangeCode looser;
 };
@@ -146,8 +146,7 @@ constexpr Bound kBounds[] = {
      ChangeCode::kMinPropertiesDecreased},
     {"maxContains", true, kInfinity, ChangeCode::kMaxContainsDecreased,
      ChangeCode::kMaxContainsIncreased},
-    {"minContains", false, 1, ChangeCode::kMinContainsIncreased,
-     ChangeCode::kMinContainsDecreased},
+    {"minContains", false, 1, ChangeCode::kMinContainsIncreased, ChangeCode::kMinContainsDecreased},
 };
 
 double BoundValue(const JsonValue* value, double absent) {
@@ -204,7 +203,8 @@ ArrayForm ArrayFormOf(const Node& node) {
     form.rest_pointer = node.KeywordPointer("additionalItems");
     return form;
   }
-  if (const JsonValue* prefix = node.Keyword("prefixItems"); prefix != nullptr && prefix->IsArray()) {
+  if (const JsonValue* prefix = node.Keyword("prefixItems");
+      prefix != nullptr && prefix->IsArray()) {
     form.prefix = prefix;
     form.prefix_pointer = node.KeywordPointer("prefixItems");
   }
@@ -224,8 +224,8 @@ void Differ::Add(ChangeCode code, const std::string& data_pointer, std::string s
     std::swap(backward, forward);
     message += " (inside 'not', so the direction is reversed)";
   }
-  out_.push_back(Change{code, data_pointer, std::move(schema_pointer), backward, forward,
-                        std::move(message)});
+  out_.push_back(
+      Change{code, data_pointer, std::move(schema_pointer), backward, forward, std::move(message)});
 }
 
 bool Differ::IsVersionMarker(const std::string& data_pointer) const {
@@ -245,9 +245,9 @@ Status Differ::Compare(const JsonValue* old_value, const std::string& old_pointe
         "or raise the limit");
   }
   if (depth > options_.depth_max) {
-    return Status::LimitExceeded("the schemas nest deeper than depth_max=" +
-                                 std::to_string(options_.depth_max) + " levels at " +
-                                 DataText(data_pointer));
+    return Status::LimitExceeded(
+        "the schemas nest deeper than depth_max=" + std::to_string(options_.depth_max) +
+        " levels at " + DataText(data_pointer));
   }
   EVIDENT_ASSIGN_OR_RETURN(Node old_node, old_doc_.View(old_value, old_pointer));
   EVIDENT_ASSIGN_OR_RETURN(Node new_node, new_doc_.View(new_value, new_pointer));
@@ -265,8 +265,8 @@ Status Differ::CompareNodes(const Node& old_node, const Node& new_node, const st
   if (!old_node.unresolved_ref.empty() || !new_node.unresolved_ref.empty()) {
     if (old_node.unresolved_ref != new_node.unresolved_ref) {
       Add(ChangeCode::kUnresolvedRefChanged, data, new_node.pointer, false, false,
-          "the reference to another document changed from '" + old_node.unresolved_ref +
-              "' to '" + new_node.unresolved_ref + "'; evident does not fetch it to compare");
+          "the reference to another document changed from '" + old_node.unresolved_ref + "' to '" +
+              new_node.unresolved_ref + "'; evident does not fetch it to compare");
     }
     return Status::Ok();
   }
@@ -331,8 +331,9 @@ void Differ::CompareMeaning(const Side& s) {
                              : s.old_node.KeywordPointer(keyword),
         false, false,
         std::string(keyword) + " of " + DataText(s.data) + " changed from " + old_text + " to " +
-            new_text + ": the same JSON now means something else; publish a new contract "
-                       "version or an adapter, never reinterpret silently");
+            new_text +
+            ": the same JSON now means something else; publish a new contract "
+            "version or an adapter, never reinterpret silently");
   }
 }
 
@@ -346,8 +347,8 @@ void Differ::CompareTypes(const Side& s) {
   if (widened && narrowed) return;
   const std::string text = "type of " + DataText(s.data) + " changed from " + TypeText(old_type) +
                            " to " + TypeText(new_type);
-  const std::string where = new_type != nullptr ? s.new_node.KeywordPointer("type")
-                                                : s.old_node.KeywordPointer("type");
+  const std::string where =
+      new_type != nullptr ? s.new_node.KeywordPointer("type") : s.old_node.KeywordPointer("type");
   if (widened) {
     Add(ChangeCode::kTypeWidened, s.data, where, true, false,
         text + ": old readers do not expect the new types");
@@ -394,8 +395,9 @@ void Differ::CompareValues(const Side& s) {
   const ValueSet new_values = ValuesOf(s.new_node);
   if (old_values.universal && new_values.universal) return;
   const std::string where = new_enum ? s.new_node.KeywordPointer("enum")
-                            : new_const != nullptr ? const_at
-                            : s.old_node.KeywordPointer(old_enum ? "enum" : "const");
+                            : new_const != nullptr
+                                ? const_at
+                                : s.old_node.KeywordPointer(old_enum ? "enum" : "const");
   if (old_values.universal) {
     Add(ChangeCode::kEnumNarrowed, s.data, where, false, true,
         DataText(s.data) + " is now limited to " + ListText(new_values.values));
@@ -409,12 +411,10 @@ void Differ::CompareValues(const Side& s) {
   if (old_values.values == new_values.values) return;
   std::vector<std::string> added;
   std::vector<std::string> removed;
-  std::set_difference(new_values.values.begin(), new_values.values.end(),
-                      old_values.values.begin(), old_values.values.end(),
-                      std::back_inserter(added));
-  std::set_difference(old_values.values.begin(), old_values.values.end(),
-                      new_values.values.begin(), new_values.values.end(),
-                      std::back_inserter(removed));
+  std::set_difference(new_values.values.begin(), new_values.values.end(), old_values.values.begin(),
+                      old_values.values.end(), std::back_inserter(added));
+  std::set_difference(old_values.values.begin(), old_values.values.end(), new_values.values.begin(),
+                      new_values.values.end(), std::back_inserter(removed));
   std::string text = "allowed values of " + DataText(s.data) + ":";
   if (!added.empty()) text += " added " + ListText(added);
   if (!removed.empty()) text += " removed " + ListText(removed);
@@ -448,8 +448,10 @@ void Differ::CompareBounds(const Side& s) {
   }
   const JsonValue* old_multiple = s.old_node.Keyword("multipleOf");
   const JsonValue* new_multiple = s.new_node.Keyword("multipleOf");
-  const double old_step = old_multiple != nullptr && old_multiple->IsNumber() ? old_multiple->number : 0;
-  const double new_step = new_multiple != nullptr && new_multiple->IsNumber() ? new_multiple->number : 0;
+  const double old_step =
+      old_multiple != nullptr && old_multiple->IsNumber() ? old_multiple->number : 0;
+  const double new_step =
+      new_multiple != nullptr && new_multiple->IsNumber() ? new_multiple->number : 0;
   if (old_step == new_step) return;
   // Every multiple of a multiple of k is a multiple of k: new = n * old narrows.
   const auto divides = [](double step, double value) {
@@ -474,11 +476,10 @@ void Differ::CompareStrings(const Side& s) {
     const char* name;
     ChangeCode added, removed, changed;
   };
-  for (const Keyword& k :
-       {Keyword{"pattern", ChangeCode::kPatternAdded, ChangeCode::kPatternRemoved,
-                ChangeCode::kPatternChanged},
-        Keyword{"format", ChangeCode::kFormatAdded, ChangeCode::kFormatRemoved,
-                ChangeCode::kFormatChanged}}) {
+  for (const Keyword& k : {Keyword{"pattern", ChangeCode::kPatternAdded,
+                                   ChangeCode::kPatternRemoved, ChangeCode::kPatternChanged},
+                           Keyword{"format", ChangeCode::kFormatAdded, ChangeCode::kFormatRemoved,
+                                   ChangeCode::kFormatChanged}}) {
     const JsonValue* old_value = s.old_node.Keyword(k.name);
     const JsonValue* new_value = s.new_node.Keyword(k.name);
     if (old_value == nullptr && new_value == nullptr) continue;
@@ -525,16 +526,19 @@ Status Differ::CompareObjects(const Side& s) {
       v.kind = JsonValue::Kind::kObject;
       return v;
     }();
-    const JsonValue& olds = old_patterns != nullptr && old_patterns->IsObject() ? *old_patterns : kEmpty;
-    const JsonValue& news = new_patterns != nullptr && new_patterns->IsObject() ? *new_patterns : kEmpty;
+    const JsonValue& olds =
+        old_patterns != nullptr && old_patterns->IsObject() ? *old_patterns : kEmpty;
+    const JsonValue& news =
+        new_patterns != nullptr && new_patterns->IsObject() ? *new_patterns : kEmpty;
     const auto old_by_pattern = MembersByName(&olds);
     const auto new_by_pattern = MembersByName(&news);
     for (const auto& [pattern, schema] : news.object) {
-      const std::string new_at = AppendToken(s.new_node.KeywordPointer("patternProperties"), pattern);
+      const std::string new_at =
+          AppendToken(s.new_node.KeywordPointer("patternProperties"), pattern);
       if (const JsonValue* old_schema = Lookup(old_by_pattern, pattern)) {
-        EVIDENT_RETURN_IF_ERROR(
-            Compare(old_schema, AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern),
-                    &schema, new_at, AppendToken(s.data, "*"), Slot::kGeneral, s.depth + 1));
+        EVIDENT_RETURN_IF_ERROR(Compare(
+            old_schema, AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern),
+            &schema, new_at, AppendToken(s.data, "*"), Slot::kGeneral, s.depth + 1));
       } else {
         Add(ChangeCode::kPatternPropertyAdded, s.data, new_at, false, true,
             "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
@@ -549,11 +553,10 @@ Status Differ::CompareObjects(const Side& s) {
               " are no longer constrained");
     }
   }
-  EVIDENT_RETURN_IF_ERROR(Compare(s.old_node.Keyword("propertyNames"),
-                                  s.old_node.KeywordPointer("propertyNames"),
-                                  s.new_node.Keyword("propertyNames"),
-                                  s.new_node.KeywordPointer("propertyNames"), s.data,
-                                  Slot::kGeneral, s.depth + 1));
+  EVIDENT_RETURN_IF_ERROR(
+      Compare(s.old_node.Keyword("propertyNames"), s.old_node.KeywordPointer("propertyNames"),
+              s.new_node.Keyword("propertyNames"), s.new_node.KeywordPointer("propertyNames"),
+              s.data, Slot::kGeneral, s.depth + 1));
   // Dependencies: dependentRequired / dependentSchemas (2020-12), dependencies (draft 7).
   for (const char* keyword : {"dependentRequired", "dependentSchemas", "dependencies"}) {
     const JsonValue* olds = s.old_node.Keyword(keyword);
@@ -568,10 +571,9 @@ Status Differ::CompareObjects(const Side& s) {
     }
     for (const auto& [name, texts] : by_name) {
       if (texts.first == texts.second) continue;
-      const std::string where =
-          AppendToken(news != nullptr ? s.new_node.KeywordPointer(keyword)
-                                      : s.old_node.KeywordPointer(keyword),
-                      name);
+      const std::string where = AppendToken(
+          news != nullptr ? s.new_node.KeywordPointer(keyword) : s.old_node.KeywordPointer(keyword),
+          name);
       if (texts.first.empty()) {
         Add(ChangeCode::kDependencyAdded, s.data, where, false, true,
             std::string(keyword) + " for " + Quote(name) + " added to " + DataText(s.data));
@@ -695,8 +697,9 @@ Status Differ::CompareProperties(const Side& s) {
     } else {
       Add(ChangeCode::kOptionalPropertyAddedToOpenContentModel, data, where, lenient, true,
           "optional property " + Quote(e.name) + " added to " + DataText(s.data) +
-              (lenient ? "" : "; strict: the old, open schema allowed any value under that name, "
-                              "so old data may violate the new property's schema"));
+              (lenient ? ""
+                       : "; strict: the old, open schema allowed any value under that name, "
+                         "so old data may violate the new property's schema"));
     }
   }
   for (const Entry& e : removed_left) {
@@ -705,8 +708,7 @@ Status Differ::CompareProperties(const Side& s) {
     Add(ChangeCode::kPropertyRemoved, AppendToken(s.data, e.name), AppendToken(old_at, e.name),
         !new_closed, forward,
         std::string(was_required ? "required" : "optional") + " property " + Quote(e.name) +
-            " removed from " + DataText(s.data) +
-            (was_required ? ": old readers require it" : "") +
+            " removed from " + DataText(s.data) + (was_required ? ": old readers require it" : "") +
             (new_closed ? "; the new schema is closed and rejects old data holding it" : ""));
   }
 
@@ -742,21 +744,20 @@ Status Differ::CompareArrays(const Side& s) {
   for (size_t i = 0; i < std::max(old_count, new_count); ++i) {
     const std::string index = std::to_string(i);
     const JsonValue* old_value = i < old_count ? &olds.prefix->array[i] : olds.rest;
-    const std::string old_at = i < old_count ? AppendToken(olds.prefix_pointer, index)
-                                             : olds.rest_pointer;
+    const std::string old_at =
+        i < old_count ? AppendToken(olds.prefix_pointer, index) : olds.rest_pointer;
     const JsonValue* new_value = i < new_count ? &news.prefix->array[i] : news.rest;
-    const std::string new_at = i < new_count ? AppendToken(news.prefix_pointer, index)
-                                             : news.rest_pointer;
+    const std::string new_at =
+        i < new_count ? AppendToken(news.prefix_pointer, index) : news.rest_pointer;
     EVIDENT_RETURN_IF_ERROR(Compare(old_value, old_at, new_value, new_at,
                                     AppendToken(s.data, index), Slot::kItems, s.depth + 1));
   }
   EVIDENT_RETURN_IF_ERROR(Compare(olds.rest, olds.rest_pointer, news.rest, news.rest_pointer,
                                   AppendToken(s.data, "*"), Slot::kItems, s.depth + 1));
-  EVIDENT_RETURN_IF_ERROR(Compare(s.old_node.Keyword("unevaluatedItems"),
-                                  s.old_node.KeywordPointer("unevaluatedItems"),
-                                  s.new_node.Keyword("unevaluatedItems"),
-                                  s.new_node.KeywordPointer("unevaluatedItems"),
-                                  AppendToken(s.data, "*"), Slot::kItems, s.depth + 1));
+  EVIDENT_RETURN_IF_ERROR(
+      Compare(s.old_node.Keyword("unevaluatedItems"), s.old_node.KeywordPointer("unevaluatedItems"),
+              s.new_node.Keyword("unevaluatedItems"), s.new_node.KeywordPointer("unevaluatedItems"),
+              AppendToken(s.data, "*"), Slot::kItems, s.depth + 1));
   const JsonValue* old_contains = s.old_node.Keyword("contains");
   const JsonValue* new_contains = s.new_node.Keyword("contains");
   if (old_contains == nullptr && new_contains != nullptr) {
@@ -807,9 +808,9 @@ Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_
     for (size_t step = 0; step < old_count; ++step) {
       const size_t i = (j + step) % old_count;
       if (old_match[i] != new_count) continue;
-      EVIDENT_ASSIGN_OR_RETURN(const bool same, Equivalent(&olds->array[i], old_item(i),
-                                                           &news->array[j], new_item(j),
-                                                           s.depth + 1));
+      EVIDENT_ASSIGN_OR_RETURN(
+          const bool same,
+          Equivalent(&olds->array[i], old_item(i), &news->array[j], new_item(j), s.depth + 1));
       if (same) {
         old_match[i] = j;
         new_matched[j] = true;
@@ -862,9 +863,9 @@ Status Differ::CompareComposition(const Side& s) {
     const bool any = std::string_view(keyword) == "anyOf";
     // An added alternative admits more data. (For oneOf an added branch that overlaps an old one
     // can also reject data; the code says so in docs/contracts.md.)
-    EVIDENT_RETURN_IF_ERROR(CompareList(
-        s, keyword, any ? ChangeCode::kAnyOfBranchAdded : ChangeCode::kOneOfBranchAdded,
-        any ? ChangeCode::kAnyOfBranchRemoved : ChangeCode::kOneOfBranchRemoved, true));
+    EVIDENT_RETURN_IF_ERROR(
+        CompareList(s, keyword, any ? ChangeCode::kAnyOfBranchAdded : ChangeCode::kOneOfBranchAdded,
+                    any ? ChangeCode::kAnyOfBranchRemoved : ChangeCode::kOneOfBranchRemoved, true));
   }
   const JsonValue* old_not = s.old_node.Keyword("not");
   const JsonValue* new_not = s.new_node.Keyword("not");
@@ -875,9 +876,9 @@ Status Differ::CompareComposition(const Side& s) {
         std::string("'not' ") + (added ? "added to " : "removed from ") + DataText(s.data));
   } else if (old_not != nullptr) {
     negated_ = !negated_;
-    const Status status = Compare(old_not, s.old_node.KeywordPointer("not"), new_not,
-                                  s.new_node.KeywordPointer("not"), s.data, Slot::kGeneral,
-                                  s.depth + 1);
+    const Status status =
+        Compare(old_not, s.old_node.KeywordPointer("not"), new_not,
+                s.new_node.KeywordPointer("not"), s.data, Slot::kGeneral, s.depth + 1);
     negated_ = !negated_;
     EVIDENT_RETURN_IF_ERROR(status);
   }

@@ -26,7 +26,10 @@ class Differ {
 
   Differ(const SchemaDocument& old_doc, const SchemaDocument& new_doc, const DiffOptions& options,
          int64_t& comparisons, std::vector<Change>& out)
-      : old_doc_(old_doc), new_doc_(new_doc), options_(options), comparisons_(comparisons),
+      : old_doc_(old_doc),
+        new_doc_(new_doc),
+        options_(options),
+        comparisons_(comparisons),
         out_(out) {}
 
   // Compares `old_value` (at old schema pointer `old_pointer`) with `new_value`. A null value is

@@ -24,9 +24,8 @@ class TempDir {
  public:
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("evident_compat_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-             std::to_string(::getpid()));
+    path_ = fs::temp_directory_path() / ("evident_compat_" + std::string(info->test_suite_name()) +
+                                         "_" + info->name() + "_" + std::to_string(::getpid()));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -210,8 +209,9 @@ TEST(Hostile, DocumentNestingHitsNestingDepthMax) {
 
 TEST(Hostile, CyclicRefsTerminate) {
   // A pure cycle of references never reaches a schema: an error, not a loop.
-  auto pure = DiffSchemas(Schema(R"("$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a")"),
-                          Schema(R"("type":"string")"));
+  auto pure = DiffSchemas(
+      Schema(R"("$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a")"),
+      Schema(R"("type":"string")"));
   EXPECT_EQ(pure.status().code(), Code::kInvalidArgument);
   EXPECT_NE(pure.status().message().find("cycle"), std::string::npos);
   // A recursive schema compares to itself with no change.
@@ -258,8 +258,9 @@ TEST(Hostile, ManyPropertiesStayNearLinear) {
     required += comma + "\"old" + std::to_string(i) + "\"";
   }
   const auto start = std::chrono::steady_clock::now();
-  auto diff = DiffSchemas(Schema(R"("properties":{)" + old_properties + "},\"required\":[" + required + "]"),
-                          Schema(R"("properties":{)" + new_properties + "}"));
+  auto diff = DiffSchemas(
+      Schema(R"("properties":{)" + old_properties + "},\"required\":[" + required + "]"),
+      Schema(R"("properties":{)" + new_properties + "}"));
   ASSERT_TRUE(diff.ok()) << diff.status().ToString();
   EXPECT_EQ(diff->changes.size(), 20000u);
   EXPECT_EQ(diff->changes.front().code, ChangeCode::kLikelyRename);
@@ -284,8 +285,8 @@ TEST(Seeds, PaymentReferenceAddedIsCompatibleAndTheProjectionIsSafe) {
   // Strict: the same addition is backward incompatible.
   DiffOptions strict;
   strict.strictness = Strictness::kStrict;
-  EXPECT_FALSE(CheckEvolution(*dir, "order.status.changed", CompatMode::kBackward, strict)
-                   ->compatible);
+  EXPECT_FALSE(
+      CheckEvolution(*dir, "order.status.changed", CompatMode::kBackward, strict)->compatible);
 
   std::ifstream in(SourcePath("examples/orders/contracts/order.status.changed/v2.schema.json"));
   const std::string v2((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -409,9 +410,11 @@ TEST(Evolution, TransitiveModeCatchesWhatPairwiseMisses) {
   TempDir dir;
   // v1 has an optional string x; v2 drops it; v3 brings x back as an integer. Each step is
   // backward compatible (lenient), v3 against v1 is not.
-  dir.Write("t/v1.schema.json", Schema(R"("properties":{"id":{"type":"string"},"x":{"type":"string"}})"));
+  dir.Write("t/v1.schema.json",
+            Schema(R"("properties":{"id":{"type":"string"},"x":{"type":"string"}})"));
   dir.Write("t/v2.schema.json", Schema(R"("properties":{"id":{"type":"string"}})"));
-  dir.Write("t/v3.schema.json", Schema(R"("properties":{"id":{"type":"string"},"x":{"type":"integer"}})"));
+  dir.Write("t/v3.schema.json",
+            Schema(R"("properties":{"id":{"type":"string"},"x":{"type":"integer"}})"));
   auto contracts = LoadContractsDir(dir.path());
   ASSERT_TRUE(contracts.ok());
   auto pairwise = CheckEvolution(*contracts, "t", CompatMode::kBackward);
@@ -463,8 +466,7 @@ class Impact : public ::testing::Test {
     dir_.Write("consumers/reader.yaml",
                "id: reader\naccepts:\n  - type: t\n    versions: [1]\n"
                "    reads: [/id, /amount, /lines/0/sku, /note]\n");
-    dir_.Write("consumers/other.yaml",
-               "id: other\naccepts:\n  - type: u\n    versions: [1]\n");
+    dir_.Write("consumers/other.yaml", "id: other\naccepts:\n  - type: u\n    versions: [1]\n");
   }
   ConsumerImpact Run(const std::string& new_schema) {
     auto contracts = LoadContractsDir(dir_.path());
@@ -474,26 +476,29 @@ class Impact : public ::testing::Test {
     EXPECT_EQ(report->consumers.size(), 1u);  // `other` does not subscribe to t
     return report->consumers.at(0);
   }
-  static std::string V2(const std::string& properties, const std::string& required = "\"id\",\"amount\"") {
+  static std::string V2(const std::string& properties,
+                        const std::string& required = "\"id\",\"amount\"") {
     return Schema(R"("required":[)" + required + R"(],"properties":{)" + properties +
                   R"(},"$defs":{"money":{"type":"integer","x-unit":"cents"}})");
   }
   const std::string kId = R"("id":{"type":"string"})";
   const std::string kAmount = R"("amount":{"$ref":"#/$defs/money"})";
-  const std::string kLines = R"("lines":{"type":"array","items":{"properties":{"sku":{"type":"string"}}}})";
+  const std::string kLines =
+      R"("lines":{"type":"array","items":{"properties":{"sku":{"type":"string"}}}})";
   const std::string kNote = R"("note":{"type":["string","null"]})";
   TempDir dir_;
 };
 
 TEST_F(Impact, UnchangedFieldsAreSafe) {
-  const ConsumerImpact impact = Run(V2(kId + "," + kAmount + "," + kLines + "," + kNote +
-                                       R"(,"extra":{"type":"boolean"})"));
+  const ConsumerImpact impact =
+      Run(V2(kId + "," + kAmount + "," + kLines + "," + kNote + R"(,"extra":{"type":"boolean"})"));
   EXPECT_TRUE(impact.safe);
   EXPECT_TRUE(impact.reasons.empty());
 }
 
 TEST_F(Impact, TypeChangeOfAReadFieldNeedsAnUpdate) {
-  const ConsumerImpact impact = Run(V2(R"("id":{"type":"integer"},)" + kAmount + "," + kLines + "," + kNote));
+  const ConsumerImpact impact =
+      Run(V2(R"("id":{"type":"integer"},)" + kAmount + "," + kLines + "," + kNote));
   EXPECT_FALSE(impact.safe);
   ASSERT_EQ(impact.reasons.size(), 1u);
   EXPECT_EQ(impact.reasons[0].pointer, "/id");
@@ -508,7 +513,8 @@ TEST_F(Impact, NarrowingAReadFieldIsSafeForTheReader) {
 }
 
 TEST_F(Impact, ARequiredFieldBecomingOptionalNeedsAnUpdate) {
-  const ConsumerImpact impact = Run(V2(kId + "," + kAmount + "," + kLines + "," + kNote, R"("id")"));
+  const ConsumerImpact impact =
+      Run(V2(kId + "," + kAmount + "," + kLines + "," + kNote, R"("id")"));
   EXPECT_FALSE(impact.safe);
   ASSERT_EQ(impact.reasons.size(), 1u);
   EXPECT_EQ(impact.reasons[0].pointer, "/amount");
@@ -526,8 +532,10 @@ TEST_F(Impact, MeaningChangeThroughARefNeedsAnUpdate) {
 }
 
 TEST_F(Impact, ChangesInsideArraysReachTheReadPointer) {
-  const ConsumerImpact impact = Run(V2(kId + "," + kAmount +
-                                       R"(,"lines":{"type":"array","items":{"properties":{"sku":{"type":["string","integer"]}}}},)" + kNote));
+  const ConsumerImpact impact = Run(V2(
+      kId + "," + kAmount +
+      R"(,"lines":{"type":"array","items":{"properties":{"sku":{"type":["string","integer"]}}}},)" +
+      kNote));
   EXPECT_FALSE(impact.safe);
   ASSERT_EQ(impact.reasons.size(), 1u);
   EXPECT_EQ(impact.reasons[0].pointer, "/lines/0/sku");
@@ -580,8 +588,10 @@ TEST(Lint, TheOrdersExampleIsClean) {
 
 TEST(Lint, ReportsEveryProblem) {
   TempDir dir;
-  dir.Write("a/v1.schema.json", Schema(R"("properties":{"schemaVersion":{"const":1},"x":{"type":"string"}})"));
-  dir.Write("a/v3.schema.json", Schema(R"("properties":{"schemaVersion":{"const":2},"y":{"type":"string"}})"));
+  dir.Write("a/v1.schema.json",
+            Schema(R"("properties":{"schemaVersion":{"const":1},"x":{"type":"string"}})"));
+  dir.Write("a/v3.schema.json",
+            Schema(R"("properties":{"schemaVersion":{"const":2},"y":{"type":"string"}})"));
   dir.Write("a/notes.txt", "hello");
   dir.Write("b/v1.schema.json", "{ not json");
   dir.Write("c/v1.schema.json", "[1, 2]");
@@ -621,8 +631,9 @@ TEST(Lint, ReportsEveryProblem) {
 TEST(Lint, DuplicateConsumerIdsAndEnvelopePointers) {
   TempDir dir;
   dir.Write("t/v1.schema.json", Schema(R"("properties":{"id":{"type":"string"}})"));
-  dir.Write("consumers/x.yaml",
-            "id: x\nschemaversion_at: /data/schemaVersion\naccepts:\n  - type: t\n    versions: [1]\n");
+  dir.Write(
+      "consumers/x.yaml",
+      "id: x\nschemaversion_at: /data/schemaVersion\naccepts:\n  - type: t\n    versions: [1]\n");
   dir.Write("consumers/y.yaml", "id: x\naccepts:\n  - type: t\n    versions: [1]\n");
   auto findings = LintContractsDir(dir.path());
   ASSERT_TRUE(findings.ok());

@@ -71,8 +71,12 @@ Status Convert(simdjson::dom::element element, JsonValue& out, int64_t depth,
 
 void AppendCanonical(const JsonValue& value, std::string& out) {
   switch (value.kind) {
-    case JsonValue::Kind::kNull: out += "null"; return;
-    case JsonValue::Kind::kBool: out += value.boolean ? "true" : "false"; return;
+    case JsonValue::Kind::kNull:
+      out += "null";
+      return;
+    case JsonValue::Kind::kBool:
+      out += value.boolean ? "true" : "false";
+      return;
     case JsonValue::Kind::kNumber: {
       if (value.is_integer) {
         out += std::to_string(value.integer);
@@ -86,7 +90,9 @@ void AppendCanonical(const JsonValue& value, std::string& out) {
       }
       return;
     }
-    case JsonValue::Kind::kString: json::AppendQuoted(out, value.string); return;
+    case JsonValue::Kind::kString:
+      json::AppendQuoted(out, value.string);
+      return;
     case JsonValue::Kind::kArray:
       out += '[';
       for (size_t i = 0; i < value.array.size(); ++i) {
@@ -124,8 +130,7 @@ const JsonValue* JsonValue::Get(std::string_view key) const {
   return nullptr;
 }
 
-Result<std::unique_ptr<JsonValue>> ParseJsonTree(std::string_view text,
-                                                 int64_t nesting_depth_max) {
+Result<std::unique_ptr<JsonValue>> ParseJsonTree(std::string_view text, int64_t nesting_depth_max) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   const simdjson::padded_string padded(text);

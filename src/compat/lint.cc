@@ -132,12 +132,13 @@ void Linter::LintTypeDir(const fs::path& type_dir) {
       continue;
     }
     if (versions.count(version) != 0) {
-      Add("DUPLICATE_VERSION", name, "another file already holds version " +
-                                         std::to_string(version) + " of " + type);
+      Add("DUPLICATE_VERSION", name,
+          "another file already holds version " + std::to_string(version) + " of " + type);
       continue;
     }
     std::unique_ptr<SchemaDocument>& slot = versions[version];
-    Result<std::string> text = ReadFileToString(name, static_cast<size_t>(options_.schema_bytes_max));
+    Result<std::string> text =
+        ReadFileToString(name, static_cast<size_t>(options_.schema_bytes_max));
     if (!text.ok()) {
       Add("SCHEMA_UNREADABLE", name, text.status().ToString());
       continue;
@@ -232,7 +233,8 @@ void Linter::LintConsumer(const ConsumerContract& consumer, const std::string& f
       }
       if (usable == 0 || missing.empty()) continue;
       std::string versions;
-      for (const int64_t v : missing) versions += (versions.empty() ? "" : ", ") + std::to_string(v);
+      for (const int64_t v : missing)
+        versions += (versions.empty() ? "" : ", ") + std::to_string(v);
       const std::string what = is_read ? "reads " : "takes its schema version or ordering from ";
       if (static_cast<int>(missing.size()) == usable) {
         Add(is_read ? "READ_POINTER_UNDEFINED" : "ENVELOPE_POINTER_UNDEFINED", file,

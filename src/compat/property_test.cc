@@ -48,7 +48,8 @@ class Generator {
   std::string Subschema(int depth) {
     const int kind = Pick(10);
     if (kind == 0) return Pick(4) == 0 ? "false" : "true";
-    if (kind == 1) return std::string(R"({"$ref":"#/)") + defs_ + "/d" + std::to_string(Pick(3)) + "\"}";
+    if (kind == 1)
+      return std::string(R"({"$ref":"#/)") + defs_ + "/d" + std::to_string(Pick(3)) + "\"}";
     std::string out = "{";
     out += Body(depth);
     out += "}";
@@ -56,8 +57,13 @@ class Generator {
   }
 
   std::string Body(int depth) {
-    static const char* kTypes[] = {"\"string\"", "\"integer\"", "\"number\"", "\"object\"",
-                                   "\"null\"", "[\"string\",\"null\"]", "[\"integer\",\"string\"]"};
+    static const char* kTypes[] = {"\"string\"",
+                                   "\"integer\"",
+                                   "\"number\"",
+                                   "\"object\"",
+                                   "\"null\"",
+                                   "[\"string\",\"null\"]",
+                                   "[\"integer\",\"string\"]"};
     static const char* kNames[] = {"a", "b", "c", "d"};
     std::vector<std::string> members;
     if (Pick(3) != 0) members.push_back(std::string("\"type\":") + kTypes[Pick(7)]);
@@ -83,23 +89,28 @@ class Generator {
       }
       members.push_back(required + "]");
     }
-    if (Pick(4) == 0) members.push_back(Pick(2) == 0 ? "\"additionalProperties\":false"
-                                                     : "\"additionalProperties\":" + Subschema(0));
+    if (Pick(4) == 0)
+      members.push_back(Pick(2) == 0 ? "\"additionalProperties\":false"
+                                     : "\"additionalProperties\":" + Subschema(0));
     if (Pick(4) == 0) {
       static const char* kEnums[] = {"[1,2]", "[1,2,3]", "[\"x\"]", "[\"x\",\"y\"]", "[1,\"x\"]"};
       members.push_back(std::string("\"enum\":") + kEnums[Pick(5)]);
     }
     if (Pick(8) == 0) members.push_back("\"const\":" + std::to_string(Pick(3)));
-    static const char* kBounds[] = {"maxLength", "minLength", "maximum", "minimum", "maxItems",
-                                    "minItems", "multipleOf", "exclusiveMaximum"};
+    static const char* kBounds[] = {"maxLength", "minLength", "maximum",    "minimum",
+                                    "maxItems",  "minItems",  "multipleOf", "exclusiveMaximum"};
     for (int i = 0; i < 2; ++i) {
       if (Pick(3) == 0) {
-        members.push_back(std::string("\"") + kBounds[Pick(8)] + "\":" + std::to_string(1 + Pick(4)));
+        members.push_back(std::string("\"") + kBounds[Pick(8)] +
+                          "\":" + std::to_string(1 + Pick(4)));
       }
     }
-    if (Pick(6) == 0) members.push_back(std::string("\"pattern\":\"") + (Pick(2) ? "^a" : "^b") + "\"");
-    if (Pick(6) == 0) members.push_back(std::string("\"format\":\"") + (Pick(2) ? "date" : "uuid") + "\"");
-    if (Pick(5) == 0) members.push_back(std::string("\"x-unit\":\"") + (Pick(2) ? "cents" : "euros") + "\"");
+    if (Pick(6) == 0)
+      members.push_back(std::string("\"pattern\":\"") + (Pick(2) ? "^a" : "^b") + "\"");
+    if (Pick(6) == 0)
+      members.push_back(std::string("\"format\":\"") + (Pick(2) ? "date" : "uuid") + "\"");
+    if (Pick(5) == 0)
+      members.push_back(std::string("\"x-unit\":\"") + (Pick(2) ? "cents" : "euros") + "\"");
     if (depth > 0 && Pick(4) == 0) members.push_back("\"items\":" + Subschema(depth - 1));
     if (depth > 0 && Pick(5) == 0) {
       static const char* kCompositions[] = {"anyOf", "oneOf", "allOf"};

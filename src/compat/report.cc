@@ -142,8 +142,8 @@ std::string ImpactToText(const ImpactReport& report) {
     out += consumer.consumer + ": " + (consumer.safe ? "safe" : "contract-update-required") + "\n";
     for (const ImpactReason& reason : consumer.reasons) {
       out += "  " + (reason.pointer.empty() ? std::string("(contract)") : reason.pointer) + "  " +
-             reason.code + "  (vs accepted v" + std::to_string(reason.accepted_version) + ")\n      " +
-             reason.message + "\n";
+             reason.code + "  (vs accepted v" + std::to_string(reason.accepted_version) +
+             ")\n      " + reason.message + "\n";
     }
   }
   return out;

@@ -12,8 +12,8 @@ constexpr int kRefHopsMax = 64;
 constexpr int kLookupCompositionDepthMax = 16;
 
 bool IsAnnotationKeyword(std::string_view name) {
-  return name.starts_with("x-") || name == "title" || name == "description" ||
-         name == "default" || name == "examples" || name == "$comment" || name == "deprecated";
+  return name.starts_with("x-") || name == "title" || name == "description" || name == "default" ||
+         name == "examples" || name == "$comment" || name == "deprecated";
 }
 
 // Keywords whose values are data, not schemas: the indexer does not look for anchors there.
@@ -234,8 +234,8 @@ Status FindChild(const SchemaDocument& doc, const Node& node, std::string_view t
     }
   }
   if (IsIndexToken(token)) {
-    const JsonValue* prefix = node.Keyword(node.dialect == Dialect::kDraft7 ? "items"
-                                                                            : "prefixItems");
+    const JsonValue* prefix =
+        node.Keyword(node.dialect == Dialect::kDraft7 ? "items" : "prefixItems");
     if (prefix == nullptr || !prefix->IsArray()) prefix = nullptr;
     if (prefix == nullptr) {
       if (const JsonValue* items = node.Keyword("items"); items != nullptr && items->IsArray()) {
@@ -246,13 +246,13 @@ Status FindChild(const SchemaDocument& doc, const Node& node, std::string_view t
     const size_t index = numeric ? std::stoul(std::string(token)) : 0;
     if (prefix != nullptr && numeric && index < prefix->array.size()) {
       out = {true, false, &prefix->array[index],
-             AppendToken(AppendToken(node.pointer, prefix == node.Keyword("items") ? "items"
-                                                                                   : "prefixItems"),
+             AppendToken(AppendToken(node.pointer,
+                                     prefix == node.Keyword("items") ? "items" : "prefixItems"),
                          std::string(token))};
       return Status::Ok();
     }
-    const char* rest_name = prefix != nullptr && prefix == node.Keyword("items") ? "additionalItems"
-                                                                                 : "items";
+    const char* rest_name =
+        prefix != nullptr && prefix == node.Keyword("items") ? "additionalItems" : "items";
     if (const JsonValue* rest = node.Keyword(rest_name); rest != nullptr && !rest->IsArray()) {
       out = {true, false, rest, node.KeywordPointer(rest_name)};
       return Status::Ok();

@@ -72,14 +72,14 @@ class SchemaDocument {
   std::unique_ptr<JsonValue> root_;
   Dialect dialect_ = Dialect::kDraft2020;
   std::string origin_;
-  std::string base_id_;                          // root $id without its fragment
+  std::string base_id_;                         // root $id without its fragment
   std::map<std::string, std::string> anchors_;  // "#name" or embedded $id -> schema pointer
 };
 
 // Where a data pointer leads in a schema (AnalyzeImpact and lint).
 struct FieldLookup {
   bool defined = false;
-  bool required = false;  // every step from the root is required
+  bool required = false;             // every step from the root is required
   const JsonValue* value = nullptr;  // the field's subschema (before `$ref`)
   std::string pointer;               // its schema pointer
 };
