@@ -182,8 +182,16 @@ TEST(CliSchemaCheck, CombinatorialSchemaIsCutOffWithAClearError) {
     std::string next_other = next;
     for (int i = 0; i < 6; ++i) {
       const std::string bound = R"(,{"maxLength":)" + std::to_string(i) + "}]}";
-      next += (i > 0 ? "," : "") + std::string(R"({"allOf":[)") + schema + bound;
-      next_other += (i > 0 ? "," : "") + std::string(R"({"allOf":[)") + other + bound;
+      if (i > 0) {
+        next += ",";
+        next_other += ",";
+      }
+      next += R"({"allOf":[)";
+      next += schema;
+      next += bound;
+      next_other += R"({"allOf":[)";
+      next_other += other;
+      next_other += bound;
     }
     schema = next + "]}";
     other = next_other + "]}";

@@ -103,9 +103,14 @@ std::string EvolutionToText(const EvolutionReport& report, Strictness strictness
                     " (" + Heading(report.mode, strictness) + ")\n";
   if (report.checks.empty()) out += "  only one version: nothing to compare\n";
   for (const VersionCheck& check : report.checks) {
-    out += "v" + std::to_string(check.old_version) + " -> v" + std::to_string(check.new_version) +
-           ": " + (check.compatible ? "compatible" : "INCOMPATIBLE") + ", " +
-           std::to_string(check.diff.changes.size()) + " change(s)\n";
+    // Appended piecewise: GCC 12 warns falsely (-Wrestrict) about "v" + std::to_string(...).
+    out += 'v';
+    out += std::to_string(check.old_version);
+    out += " -> v";
+    out += std::to_string(check.new_version);
+    out += check.compatible ? ": compatible, " : ": INCOMPATIBLE, ";
+    out += std::to_string(check.diff.changes.size());
+    out += " change(s)\n";
     for (const Change& change : check.diff.changes) AppendChangeText(out, change, report.mode);
   }
   return out;
