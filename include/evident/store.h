@@ -148,8 +148,8 @@ struct SqliteOptions {
   // PRAGMA synchronous: "FULL" (default: a commit survives power loss), "NORMAL" (survives a
   // process crash, not power loss), "OFF" (benchmarks only).
   std::string synchronous = "FULL";
-  // Page cache, in KiB.
-  int64_t cache_kib = 64 * 1024;
+  // Page cache, in KiB. Bounds the store's memory whatever the size of the database.
+  int64_t cache_kib = 16 * 1024;
   // How long to wait for a lock held by another process, in milliseconds.
   int64_t busy_timeout_ms = 5000;
 };

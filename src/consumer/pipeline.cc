@@ -399,7 +399,11 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     d.outcome = Outcome::kApplied;
     d.projection_version = projection.version;
     decisions.push_back(std::move(d));
-    EVIDENT_RETURN_IF_ERROR(Drain(store, consumer, projection, now_ms, decisions));
+    // Every deferred event raised owner_version_seen; when it does not exceed the projection,
+    // nothing waits and the store need not be asked.
+    if (projection.owner_version_seen > projection.version) {
+      EVIDENT_RETURN_IF_ERROR(Drain(store, consumer, projection, now_ms, decisions));
+    }
     return store.PutProjection(projection);
   }
 

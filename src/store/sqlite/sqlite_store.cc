@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <cassert>
+#include <map>
 #include <unordered_map>
 
 #include "evident/store.h"
@@ -19,13 +20,12 @@ CREATE TABLE IF NOT EXISTS ledger(
   committed_at_ms INTEGER NOT NULL, duplicates INTEGER NOT NULL DEFAULT 0,
   last_duplicate_at_ms INTEGER,
   PRIMARY KEY(consumer, source, event_id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS ledger_by_subject ON ledger(consumer, subject);
+CREATE INDEX IF NOT EXISTS ledger_by_subject ON ledger(subject, consumer);
 CREATE TABLE IF NOT EXISTS projection(
   consumer TEXT NOT NULL, subject TEXT NOT NULL, version INTEGER NOT NULL,
   state TEXT NOT NULL, fields_json TEXT NOT NULL, owner_source TEXT NOT NULL,
   owner_version_seen INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL,
   PRIMARY KEY(consumer, subject)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS projection_by_subject ON projection(subject);
 CREATE TABLE IF NOT EXISTS deferred(
   consumer TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER NOT NULL,
   source TEXT NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,
@@ -209,14 +209,30 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
-  Status Begin() override { return Exec("BEGIN IMMEDIATE"); }
-  Status Commit() override { return Exec("COMMIT"); }
-  Status Rollback() override { return Exec("ROLLBACK"); }
+  Status Begin() override {
+    EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    in_transaction_ = true;
+    projections_.clear();
+    return Status::Ok();
+  }
+  Status Commit() override {
+    EVIDENT_RETURN_IF_ERROR(FlushProjections());
+    EVIDENT_RETURN_IF_ERROR(Exec("COMMIT"));
+    in_transaction_ = false;
+    projections_.clear();
+    return Status::Ok();
+  }
+  Status Rollback() override {
+    in_transaction_ = false;
+    projections_.clear();
+    return Exec("ROLLBACK");
+  }
 
   Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
                                                 std::string_view event_id) override {
-    Statement& s = Prepared(std::string("SELECT ") + kLedgerColumns +
-                            " FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3");
+    static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
+                            " FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3";
+    Statement& s = Prepared(kSql);
     s.Bind(consumer).Bind(source).Bind(event_id);
     Status status;
     std::optional<LedgerEntry> out;
@@ -227,8 +243,9 @@ class SqliteStore final : public Store {
   }
 
   Status InsertLedger(const LedgerEntry& e) override {
-    Statement& s = Prepared(std::string("INSERT INTO ledger(") + kLedgerColumns +
-                            ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
+    static const std::string kSql = std::string("INSERT INTO ledger(") + kLedgerColumns +
+                            ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
+    Statement& s = Prepared(kSql);
     return s.Bind(e.consumer).Bind(e.source).Bind(e.event_id).Bind(e.state).Bind(e.type)
         .Bind(e.subject).Bind(e.subject_version).Bind(e.input_schema_version)
         .Bind(e.result_version).Bind(e.projection_version).Bind(e.committed_at_ms)
@@ -237,9 +254,9 @@ class SqliteStore final : public Store {
 
   Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
                      int64_t projection_version, int64_t committed_at_ms) override {
-    Statement& s = Prepared(
-        "UPDATE ledger SET state='applied', projection_version=?4, committed_at_ms=?5 "
-        "WHERE consumer=?1 AND source=?2 AND event_id=?3 AND state='deferred'");
+    static const std::string kSql = "UPDATE ledger SET state='applied', projection_version=?4, committed_at_ms=?5 "
+        "WHERE consumer=?1 AND source=?2 AND event_id=?3 AND state='deferred'";
+    Statement& s = Prepared(kSql);
     EVIDENT_RETURN_IF_ERROR(s.Bind(consumer).Bind(source).Bind(event_id).Bind(projection_version)
                                 .Bind(committed_at_ms).Run());
     if (sqlite3_changes(db_) != 1) return Status::Internal("no deferred ledger row to apply");
@@ -248,37 +265,64 @@ class SqliteStore final : public Store {
 
   Status CountDuplicate(std::string_view consumer, std::string_view source,
                         std::string_view event_id, int64_t at_ms) override {
-    Statement& s = Prepared(
-        "UPDATE ledger SET duplicates=duplicates+1, last_duplicate_at_ms=?4 "
-        "WHERE consumer=?1 AND source=?2 AND event_id=?3");
+    static const std::string kSql = "UPDATE ledger SET duplicates=duplicates+1, last_duplicate_at_ms=?4 "
+        "WHERE consumer=?1 AND source=?2 AND event_id=?3";
+    Statement& s = Prepared(kSql);
     return s.Bind(consumer).Bind(source).Bind(event_id).Bind(at_ms).Run();
   }
 
+  // Inside a transaction, projections are read once and written once per batch: consecutive
+  // events of one subject (v1, v2, v3 of an order) then cost one read and one write in all.
   Result<std::optional<Projection>> FindProjection(std::string_view consumer,
                                                    std::string_view subject) override {
-    Statement& s = Prepared(std::string("SELECT ") + kProjectionColumns +
-                            " FROM projection WHERE consumer=?1 AND subject=?2");
+    if (in_transaction_) {
+      const auto it = projections_.find({std::string(consumer), std::string(subject)});
+      if (it != projections_.end()) return it->second.value;
+    }
+    static const std::string kSql = std::string("SELECT ") + kProjectionColumns +
+                                    " FROM projection WHERE consumer=?1 AND subject=?2";
+    Statement& s = Prepared(kSql);
     s.Bind(consumer).Bind(subject);
     Status status;
     std::optional<Projection> out;
     if (s.Step(status)) out = ReadProjection(s);
     s.Reset();
     if (!status.ok()) return status;
+    if (in_transaction_) projections_[{std::string(consumer), std::string(subject)}] = {out, false};
     return out;
   }
 
   Status PutProjection(const Projection& p) override {
-    Statement& s = Prepared(std::string("INSERT OR REPLACE INTO projection(") + kProjectionColumns +
-                            ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
+    if (in_transaction_) {
+      projections_[{p.consumer, p.subject}] = {p, true};
+      return Status::Ok();
+    }
+    return WriteProjection(p);
+  }
+
+  Status WriteProjection(const Projection& p) {
+    static const std::string kSql = std::string("INSERT OR REPLACE INTO projection(") +
+                                    kProjectionColumns + ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8)";
+    Statement& s = Prepared(kSql);
     return s.Bind(p.consumer).Bind(p.subject).Bind(p.version).Bind(p.state).Bind(p.fields_json)
         .Bind(p.owner_source).Bind(p.owner_version_seen).Bind(p.updated_at_ms).Run();
+  }
+
+  Status FlushProjections() {
+    for (auto& [key, cached] : projections_) {
+      if (!cached.dirty) continue;
+      EVIDENT_RETURN_IF_ERROR(WriteProjection(*cached.value));
+      cached.dirty = false;
+    }
+    return Status::Ok();
   }
 
   Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
                                                     std::string_view subject,
                                                     int64_t subject_version) override {
-    Statement& s = Prepared(std::string("SELECT ") + kDeferredColumns +
-                            " FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3");
+    static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
+                            " FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3";
+    Statement& s = Prepared(kSql);
     s.Bind(consumer).Bind(subject).Bind(subject_version);
     Status status;
     std::optional<DeferredEvent> out;
@@ -289,8 +333,9 @@ class SqliteStore final : public Store {
   }
 
   Status InsertDeferred(const DeferredEvent& d) override {
-    Statement& s = Prepared(std::string("INSERT INTO deferred(") + kDeferredColumns +
-                            ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
+    static const std::string kSql = std::string("INSERT INTO deferred(") + kDeferredColumns +
+                            ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
+    Statement& s = Prepared(kSql);
     return s.Bind(d.consumer).Bind(d.subject).Bind(d.subject_version).Bind(d.source)
         .Bind(d.event_id).Bind(d.type).Bind(d.schema_version).Bind(d.expected_version)
         .BindBlob(d.raw).Bind(d.received_at_ms).Bind(d.deadline_at_ms).Bind(d.route)
@@ -299,44 +344,46 @@ class SqliteStore final : public Store {
 
   Status DeleteDeferred(std::string_view consumer, std::string_view subject,
                         int64_t subject_version) override {
-    Statement& s = Prepared(
-        "DELETE FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3");
+    static const std::string kSql = "DELETE FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3";
+    Statement& s = Prepared(kSql);
     return s.Bind(consumer).Bind(subject).Bind(subject_version).Run();
   }
 
   Status Keep(const KeptInput& k) override {
-    Statement& s = Prepared(
-        "INSERT INTO kept(consumer, outcome, reason, message, source, event_id, type, subject, "
+    static const std::string kSql = "INSERT INTO kept(consumer, outcome, reason, message, source, event_id, type, subject, "
         "subject_version, raw, received_at_ms, input_index) "
-        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
+        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)";
+    Statement& s = Prepared(kSql);
     return s.Bind(k.consumer).Bind(k.outcome).Bind(k.reason).Bind(k.message).Bind(k.source)
         .Bind(k.event_id).Bind(k.type).Bind(k.subject).Bind(k.subject_version).BindBlob(k.raw)
         .Bind(k.received_at_ms).Bind(k.input_index).Run();
   }
 
   Status Journal(const JournalEntry& j) override {
-    Statement& s = Prepared(
-        "INSERT INTO journal(consumer, outcome, source, event_id, subject, subject_version, "
-        "at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)");
+    static const std::string kSql = "INSERT INTO journal(consumer, outcome, source, event_id, subject, subject_version, "
+        "at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)";
+    Statement& s = Prepared(kSql);
     return s.Bind(j.consumer).Bind(j.outcome).Bind(j.source).Bind(j.event_id).Bind(j.subject)
         .Bind(j.subject_version).Bind(j.at_ms).Run();
   }
 
   Status PutEvidence(const EvidenceRecord& r) override {
-    Statement& s = Prepared(
-        "INSERT OR REPLACE INTO evidence(consumer, subject, name, source, event_id, "
-        "subject_version, recorded_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)");
+    static const std::string kSql = "INSERT OR REPLACE INTO evidence(consumer, subject, name, source, event_id, "
+        "subject_version, recorded_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)";
+    Statement& s = Prepared(kSql);
     return s.Bind(r.consumer).Bind(r.subject).Bind(r.name).Bind(r.source).Bind(r.event_id)
         .Bind(r.subject_version).Bind(r.recorded_at_ms).Run();
   }
 
   Status SetCheckpoint(std::string_view input, int64_t position) override {
-    Statement& s = Prepared("INSERT OR REPLACE INTO checkpoint(input, position) VALUES(?1,?2)");
+    static const std::string kSql = "INSERT OR REPLACE INTO checkpoint(input, position) VALUES(?1,?2)";
+    Statement& s = Prepared(kSql);
     return s.Bind(input).Bind(position).Run();
   }
 
   Result<int64_t> GetCheckpoint(std::string_view input) override {
-    Statement& s = Prepared("SELECT position FROM checkpoint WHERE input=?1");
+    static const std::string kSql = "SELECT position FROM checkpoint WHERE input=?1";
+    Statement& s = Prepared(kSql);
     s.Bind(input);
     Status status;
     int64_t position = 0;
@@ -347,33 +394,42 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<Projection>> ProjectionsOf(std::string_view subject) override {
-    return Rows<Projection>(std::string("SELECT ") + kProjectionColumns +
-                                " FROM projection WHERE subject=?1 ORDER BY consumer",
+    EVIDENT_RETURN_IF_ERROR(FlushProjections());
+    // Through the ledger's subject index: projection has no index of its own on subject, which
+    // keeps every projection write to one B-tree.
+    static const std::string kSql =
+        std::string("SELECT ") + kProjectionColumns +
+        " FROM projection WHERE subject=?1 AND consumer IN "
+        "(SELECT DISTINCT consumer FROM ledger WHERE subject=?1) ORDER BY consumer";
+    return Rows<Projection>(kSql,
                             {subject}, ReadProjection);
   }
   Result<std::vector<LedgerEntry>> LedgerOf(std::string_view consumer,
                                             std::string_view subject) override {
-    return Rows<LedgerEntry>(std::string("SELECT ") + kLedgerColumns +
+    static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
                                  " FROM ledger WHERE consumer=?1 AND subject=?2 "
-                                 "ORDER BY subject_version, committed_at_ms",
+                                 "ORDER BY subject_version, committed_at_ms";
+    return Rows<LedgerEntry>(kSql,
                              {consumer, subject}, ReadLedger);
   }
   Result<std::vector<DeferredEvent>> DeferredOf(std::string_view consumer,
                                                 std::string_view subject) override {
-    return Rows<DeferredEvent>(std::string("SELECT ") + kDeferredColumns +
+    static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
                                    " FROM deferred WHERE consumer=?1 AND subject=?2 "
-                                   "ORDER BY subject_version",
+                                   "ORDER BY subject_version";
+    return Rows<DeferredEvent>(kSql,
                                {consumer, subject}, ReadDeferred);
   }
   Result<std::vector<DeferredEvent>> AllDeferred() override {
-    return Rows<DeferredEvent>(std::string("SELECT ") + kDeferredColumns +
-                                   " FROM deferred ORDER BY deadline_at_ms, consumer, subject",
+    static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
+                                   " FROM deferred ORDER BY deadline_at_ms, consumer, subject";
+    return Rows<DeferredEvent>(kSql,
                                {}, ReadDeferred);
   }
   Result<std::vector<KeptInput>> KeptOf(std::string_view subject) override {
-    return Rows<KeptInput>(
-        "SELECT seq, consumer, outcome, reason, message, source, event_id, type, subject, "
-        "subject_version, raw, received_at_ms, input_index FROM kept WHERE subject=?1 ORDER BY seq",
+    static const std::string kSql = "SELECT seq, consumer, outcome, reason, message, source, event_id, type, subject, "
+        "subject_version, raw, received_at_ms, input_index FROM kept WHERE subject=?1 ORDER BY seq";
+    return Rows<KeptInput>(kSql,
         {subject}, [](const Statement& s) {
           KeptInput k;
           k.seq = s.Int(0);
@@ -394,9 +450,9 @@ class SqliteStore final : public Store {
   }
   Result<std::vector<JournalEntry>> JournalOf(std::string_view consumer,
                                               std::string_view subject) override {
-    return Rows<JournalEntry>(
-        "SELECT seq, consumer, outcome, source, event_id, subject, subject_version, at_ms "
-        "FROM journal WHERE consumer=?1 AND subject=?2 ORDER BY seq",
+    static const std::string kSql = "SELECT seq, consumer, outcome, source, event_id, subject, subject_version, at_ms "
+        "FROM journal WHERE consumer=?1 AND subject=?2 ORDER BY seq";
+    return Rows<JournalEntry>(kSql,
         {consumer, subject}, [](const Statement& s) {
           JournalEntry j;
           j.seq = s.Int(0);
@@ -412,9 +468,9 @@ class SqliteStore final : public Store {
   }
   Result<std::vector<EvidenceRecord>> EvidenceOf(std::string_view consumer,
                                                  std::string_view subject) override {
-    return Rows<EvidenceRecord>(
-        "SELECT consumer, subject, name, source, event_id, subject_version, recorded_at_ms "
-        "FROM evidence WHERE consumer=?1 AND subject=?2 ORDER BY name",
+    static const std::string kSql = "SELECT consumer, subject, name, source, event_id, subject_version, recorded_at_ms "
+        "FROM evidence WHERE consumer=?1 AND subject=?2 ORDER BY name";
+    return Rows<EvidenceRecord>(kSql,
         {consumer, subject}, [](const Statement& s) {
           EvidenceRecord r;
           r.consumer = s.Text(0);
@@ -429,12 +485,18 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
+    EVIDENT_RETURN_IF_ERROR(FlushProjections());
     std::vector<std::pair<std::string, int64_t>> out;
-    for (const char* table : {"ledger", "projection", "deferred", "kept", "journal", "evidence"}) {
-      auto rows = Rows<int64_t>(std::string("SELECT count(*) FROM ") + table, {},
-                                [](const Statement& s) { return s.Int(0); });
+    static const std::string kTables[] = {"ledger", "projection", "deferred",
+                                          "kept",   "journal",    "evidence"};
+    static const std::string kSql[] = {
+        "SELECT count(*) FROM ledger",   "SELECT count(*) FROM projection",
+        "SELECT count(*) FROM deferred", "SELECT count(*) FROM kept",
+        "SELECT count(*) FROM journal",  "SELECT count(*) FROM evidence"};
+    for (size_t i = 0; i < std::size(kTables); ++i) {
+      auto rows = Rows<int64_t>(kSql[i], {}, [](const Statement& s) { return s.Int(0); });
       if (!rows.ok()) return rows.status();
-      out.emplace_back(table, rows->at(0));
+      out.emplace_back(kTables[i], rows->at(0));
     }
     return out;
   }
@@ -447,10 +509,12 @@ class SqliteStore final : public Store {
   }
 
  private:
+  // `sql` must have static storage: statements are cached by its address, so the hot path
+  // neither hashes nor compares SQL text.
   Statement& Prepared(const std::string& sql) {
-    auto it = statements_.find(sql);
+    auto it = statements_.find(&sql);
     if (it == statements_.end()) {
-      it = statements_.emplace(sql, std::make_unique<Statement>(db_, sql.c_str())).first;
+      it = statements_.emplace(&sql, std::make_unique<Statement>(db_, sql.c_str())).first;
       assert(it->second->prepare_error().empty() && "a built-in statement failed to prepare");
     }
     return *it->second;
@@ -459,7 +523,7 @@ class SqliteStore final : public Store {
   template <typename T, typename Reader>
   Result<std::vector<T>> Rows(const std::string& sql, std::initializer_list<std::string_view> args,
                               Reader read) {
-    Statement& s = Prepared(sql);
+    Statement& s = Prepared(sql);  // sql has static storage (see Prepared)
     for (std::string_view a : args) s.Bind(a);
     std::vector<T> out;
     Status status;
@@ -470,7 +534,14 @@ class SqliteStore final : public Store {
   }
 
   sqlite3* db_;
-  std::unordered_map<std::string, std::unique_ptr<Statement>> statements_;
+  std::unordered_map<const std::string*, std::unique_ptr<Statement>> statements_;
+  struct CachedProjection {
+    std::optional<Projection> value;
+    bool dirty = false;
+  };
+  bool in_transaction_ = false;
+  // This transaction's projections, by (consumer, subject); bounded by the batch size.
+  std::map<std::pair<std::string, std::string>, CachedProjection> projections_;
 };
 
 }  // namespace

@@ -1,0 +1,173 @@
+// `evident consume` throughput on SQLite (synchronous=FULL), against two figures measured in
+// the same run on the same machine:
+//   (a) the practical ceiling: the same number of ledger rows inserted with the sqlite3 library
+//       into the same table, in transactions of the same batch size;
+//   (b) evident with one transaction per event (what a naive inbox table does).
+// Peak memory (ru_maxrss) of the real `evident consume` process at 100k and at N events shows
+// whether memory stays flat as the input grows.
+//
+//   build/bench/consume_bench [N=1000000]      (see docs/BENCHMARKS.md)
+#include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "evident/store.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kBatchCountMax = 1000;
+
+// Orders paid v1, v2, cancelled v3 for the ordered consumer (every third order arrives v2 before
+// v1, so deferral and draining are part of the load) and a status change for the unordered one.
+void WriteEvents(const fs::path& path, int64_t count) {
+  std::ofstream out(path);
+  int64_t written = 0;
+  for (int64_t order = 0; written < count; ++order) {
+    const std::string o = std::to_string(order);
+    std::string lines[4];
+    for (int v = 1; v <= 3; ++v) {
+      const std::string type = v == 3 ? "cancelled" : "paid";
+      lines[v - 1] = R"({"specversion":"1.0","id":"evt-)" + o + "-" + std::to_string(v) +
+                     R"(","source":"https://example.test/order-service","type":"com.example.training.order.)" +
+                     type + R"(","subject":"order-)" + o +
+                     R"(","time":"2026-07-31T12:00:00Z","schemaversion":1,"data":{"orderId":"order-)" + o +
+                     R"(","orderVersion":)" + std::to_string(v) +
+                     (v == 3 ? R"(,"reason":"customer-request")" : "") + "}}";
+    }
+    lines[3] = R"({"specversion":"1.0","id":"st-)" + o +
+               R"(","source":"training://orders/checkout","type":"order.status.changed","subject":"order-)" +
+               o + R"(","data":{"schemaVersion":2,"orderId":"order-)" + o +
+               R"(","status":"paid","paymentReference":"pay-)" + o + R"("}})";
+    if (order % 3 == 0) std::swap(lines[0], lines[1]);
+    for (const std::string& line : lines) {
+      if (written++ >= count) break;
+      out << line << '\n';
+    }
+  }
+}
+
+struct RunResult {
+  double seconds = 0;
+  long max_rss_kib = 0;
+};
+
+RunResult RunEvident(const std::string& evident, const std::string& config, const fs::path& input,
+                     const fs::path& store, int batch) {
+  fs::remove(store);
+  const std::string batch_text = std::to_string(batch);
+  const std::string store_uri = "sqlite:" + store.string();
+  std::fflush(stdout);
+  const auto start = Clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    freopen("/dev/null", "w", stdout);
+    execl(evident.c_str(), evident.c_str(), "consume", "--config", config.c_str(), "--store",
+          store_uri.c_str(), "--input", input.c_str(), "--batch-count-max", batch_text.c_str(),
+          "--synchronous", "FULL", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  RunResult r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.max_rss_kib = usage.ru_maxrss;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "evident consume failed (status %d)\n", status);
+    std::exit(1);
+  }
+  return r;
+}
+
+// (a): ledger rows straight into the store's own ledger table, same batch size, same pragmas.
+double InsertLedgerRows(const fs::path& store, int64_t count) {
+  fs::remove(store);
+  {
+    auto opened = evident::OpenSqliteStore(store.string());  // creates the same schema
+    if (!opened.ok()) std::exit(1);
+  }
+  sqlite3* db = nullptr;
+  sqlite3_open(store.c_str(), &db);
+  sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA cache_size=-65536",
+               nullptr, nullptr, nullptr);
+  sqlite3_stmt* insert = nullptr;
+  sqlite3_prepare_v2(db,
+                     "INSERT INTO ledger(consumer, source, event_id, state, type, subject, "
+                     "subject_version, input_schema_version, result_version, projection_version, "
+                     "committed_at_ms) VALUES(?1,?2,?3,'applied',?4,?5,?6,1,1,?6,?7)",
+                     -1, &insert, nullptr);
+  const auto start = Clock::now();
+  for (int64_t i = 0; i < count; ++i) {
+    if (i % kBatchCountMax == 0) sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+    const std::string id = "evt-" + std::to_string(i / 4) + "-" + std::to_string(i % 4 + 1);
+    const std::string subject = "order-" + std::to_string(i / 4);
+    sqlite3_bind_text(insert, 1, "fulfillment", -1, SQLITE_STATIC);
+    sqlite3_bind_text(insert, 2, "https://example.test/order-service", -1, SQLITE_STATIC);
+    sqlite3_bind_text(insert, 3, id.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(insert, 4, "com.example.training.order.paid", -1, SQLITE_STATIC);
+    sqlite3_bind_text(insert, 5, subject.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(insert, 6, i % 4 + 1);
+    sqlite3_bind_int64(insert, 7, 1785000000000 + i);
+    if (sqlite3_step(insert) != SQLITE_DONE) {
+      std::fprintf(stderr, "insert failed: %s\n", sqlite3_errmsg(db));
+      std::exit(1);
+    }
+    sqlite3_reset(insert);
+    if (i % kBatchCountMax == kBatchCountMax - 1 || i == count - 1) {
+      sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  sqlite3_finalize(insert);
+  sqlite3_close(db);
+  return seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t count = argc > 1 ? std::stoll(argv[1]) : 1'000'000;
+  const int64_t small = std::min<int64_t>(100'000, count);
+  const int64_t per_event_count = std::min<int64_t>(3'000, count);
+  const std::string evident = EVIDENT_BINARY;
+  const std::string config = std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/evident.yaml";
+  const fs::path dir = fs::temp_directory_path() / ("evident-bench-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  WriteEvents(dir / "small.ndjson", small);
+  WriteEvents(dir / "large.ndjson", count);
+  WriteEvents(dir / "per-event.ndjson", per_event_count);
+
+  std::printf("consume benchmark: %lld events, batches of %d, synchronous=FULL, WAL\n",
+              static_cast<long long>(count), kBatchCountMax);
+  const double ceiling_s = InsertLedgerRows(dir / "ceiling.db", count);
+  const RunResult large = RunEvident(evident, config, dir / "large.ndjson", dir / "large.db", kBatchCountMax);
+  const RunResult small_run = RunEvident(evident, config, dir / "small.ndjson", dir / "small.db", kBatchCountMax);
+  const RunResult per_event = RunEvident(evident, config, dir / "per-event.ndjson", dir / "per-event.db", 1);
+
+  const double evident_rate = static_cast<double>(count) / large.seconds;
+  const double ceiling_rate = static_cast<double>(count) / ceiling_s;
+  const double per_event_rate = static_cast<double>(per_event_count) / per_event.seconds;
+  std::printf("(a) sqlite3 ledger inserts, same batches : %10.0f rows/s   (%.2f s)\n", ceiling_rate, ceiling_s);
+  std::printf("    evident consume                       : %10.0f events/s (%.2f s, process start and schema compile included)\n",
+              evident_rate, large.seconds);
+  std::printf("(b) evident, one transaction per event    : %10.0f events/s (%lld events, %.2f s)\n",
+              per_event_rate, static_cast<long long>(per_event_count), per_event.seconds);
+  std::printf("ratio evident / (a) ceiling               : %.3f   (goal >= 0.5)\n", evident_rate / ceiling_rate);
+  std::printf("ratio evident / (b) per-event             : %.1fx  (goal >= 50x)\n", evident_rate / per_event_rate);
+  std::printf("peak RSS: %lld events %ld KiB, %lld events %ld KiB, ratio %.2f (flat = 1.0)\n",
+              static_cast<long long>(small), small_run.max_rss_kib, static_cast<long long>(count),
+              large.max_rss_kib, static_cast<double>(large.max_rss_kib) / static_cast<double>(small_run.max_rss_kib));
+  fs::remove_all(dir);
+  return 0;
+}
