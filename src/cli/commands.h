@@ -24,7 +24,7 @@ void AddValidateCommand(CLI::App& app, Runner& run);
 void AddSchemaCommand(CLI::App& app, Runner& run);
 void AddConsumeCommand(CLI::App& app, Runner& run);
 void AddEvidenceCommands(CLI::App& app, Runner& run);  // evidence, gaps, guard
-
-
+// `schema check`, `contracts lint`, `contracts impact` (cmd_schema_check.cc).
+void AddContractEvolutionCommands(CLI::App& app, Runner& run);
 
 }  // namespace evident::cli

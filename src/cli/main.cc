@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   AddSchemaCommand(app, run);
   AddConsumeCommand(app, run);
   AddEvidenceCommands(app, run);
+  AddContractEvolutionCommands(app, run);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,903 @@
+#include "compat/differ.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace evident::compat {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// ---- type sets ------------------------------------------------------------------------------
+
+enum TypeBit : unsigned {
+  kNull = 1,
+  kBoolean = 2,
+  kObject = 4,
+  kArray = 8,
+  kNumber = 16,  // includes integer
+  kInteger = 32,
+  kString = 64,
+  kAnyType = 127,
+};
+
+unsigned TypeBitOf(std::string_view name) {
+  if (name == "null") return kNull;
+  if (name == "boolean") return kBoolean;
+  if (name == "object") return kObject;
+  if (name == "array") return kArray;
+  if (name == "number") return kNumber;
+  if (name == "integer") return kInteger;
+  if (name == "string") return kString;
+  return 0;
+}
+
+unsigned TypeSet(const JsonValue* type) {
+  if (type == nullptr) return kAnyType;
+  if (type->IsString()) return TypeBitOf(type->string);
+  unsigned set = 0;
+  if (type->IsArray()) {
+    for (const JsonValue& item : type->array) {
+      if (item.IsString()) set |= TypeBitOf(item.string);
+    }
+  }
+  return set;
+}
+
+// Every instance type `inner` admits is admitted by `outer` (integer is a number).
+bool TypesWithin(unsigned inner, unsigned outer) {
+  if ((outer & kNumber) != 0) outer |= kInteger;
+  return (inner & ~outer) == 0;
+}
+
+std::string TypeText(const JsonValue* type) {
+  return type == nullptr ? std::string("any type") : Canonical(*type);
+}
+
+// ---- helpers --------------------------------------------------------------------------------
+
+std::string Quote(std::string_view name) {
+  // Appended piecewise: GCC 12 warns falsely (-Wrestrict) about "'" + std::string + "'".
+  std::string out;
+  out.reserve(name.size() + 2);
+  out += '\'';
+  out += name;
+  out += '\'';
+  return out;
+}
+
+std::string DataText(const std::string& data_pointer) {
+  return data_pointer.empty() ? std::string("the payload") : data_pointer;
+}
+
+std::string NumberText(double value) {
+  JsonValue v;
+  v.kind = JsonValue::Kind::kNumber;
+  v.number = value;
+  return Canonical(v);
+}
+
+// Sets and maps rather than linear searches: a hostile schema may list 100000 properties, and
+// the comparison must stay near-linear in them.
+std::set<std::string> RequiredNames(const JsonValue* required) {
+  std::set<std::string> names;
+  if (required == nullptr || !required->IsArray()) return names;
+  for (const JsonValue& v : required->array) {
+    if (v.IsString()) names.insert(v.string);
+  }
+  return names;
+}
+
+bool Contains(const std::set<std::string>& names, const std::string& name) {
+  return names.count(name) != 0;
+}
+
+// The members of an object by name (the first one when a name repeats, as JsonValue::Get).
+std::unordered_map<std::string_view, const JsonValue*> MembersByName(const JsonValue* object) {
+  std::unordered_map<std::string_view, const JsonValue*> members;
+  if (object == nullptr || !object->IsObject()) return members;
+  members.reserve(object->object.size());
+  for (const JsonMember& member : object->object) members.emplace(member.name, &member.value);
+  return members;
+}
+
+const JsonValue* Lookup(const std::unordered_map<std::string_view, const JsonValue*>& members,
+                        std::string_view name) {
+  const auto found = members.find(name);
+  return found == members.end() ? nullptr : found->second;
+}
+
+// An object admits no property beyond those it names.
+bool IsClosed(const Node& node) {
+  for (const char* keyword : {"additionalProperties", "unevaluatedProperties"}) {
+    const JsonValue* value = node.Keyword(keyword);
+    if (value != nullptr && value->IsBool() && !value->boolean) return true;
+  }
+  return false;
+}
+
+struct Bound {
+  const char* keyword;
+  bool upper;     // a maximum: a smaller value narrows
+  double absent;  // the value an absent keyword stands for
+  ChangeCode tighter;
+  ChangeCode looser;
+};
+
+constexpr Bound kBounds[] = {
+    {"maximum", true, kInfinity, ChangeCode::kMaximumDecreased, ChangeCode::kMaximumIncreased},
+    {"exclusiveMaximum", true, kInfinity, ChangeCode::kExclusiveMaximumDecreased,
+     ChangeCode::kExclusiveMaximumIncreased},
+    {"minimum", false, -kInfinity, ChangeCode::kMinimumIncreased, ChangeCode::kMinimumDecreased},
+    {"exclusiveMinimum", false, -kInfinity, ChangeCode::kExclusiveMinimumIncreased,
+     ChangeCode::kExclusiveMinimumDecreased},
+    {"maxLength", true, kInfinity, ChangeCode::kMaxLengthDecreased,
+     ChangeCode::kMaxLengthIncreased},
+    {"minLength", false, 0, ChangeCode::kMinLengthIncreased, ChangeCode::kMinLengthDecreased},
+    {"maxItems", true, kInfinity, ChangeCode::kMaxItemsDecreased, ChangeCode::kMaxItemsIncreased},
+    {"minItems", false, 0, ChangeCode::kMinItemsIncreased, ChangeCode::kMinItemsDecreased},
+    {"maxProperties", true, kInfinity, ChangeCode::kMaxPropertiesDecreased,
+     ChangeCode::kMaxPropertiesIncreased},
+    {"minProperties", false, 0, ChangeCode::kMinPropertiesIncreased,
+     ChangeCode::kMinPropertiesDecreased},
+    {"maxContains", true, kInfinity, ChangeCode::kMaxContainsDecreased,
+     ChangeCode::kMaxContainsIncreased},
+    {"minContains", false, 1, ChangeCode::kMinContainsIncreased, ChangeCode::kMinContainsDecreased},
+};
+
+double BoundValue(const JsonValue* value, double absent) {
+  // Draft 4's boolean exclusiveMaximum modifies maximum; it is compared as its own keyword.
+  return value != nullptr && value->IsNumber() ? value->number : absent;
+}
+
+// The values `enum`/`const` admit, canonical; `universal` when neither is present.
+struct ValueSet {
+  bool universal = true;
+  std::vector<std::string> values;  // sorted, unique
+};
+
+ValueSet ValuesOf(const Node& node) {
+  ValueSet set;
+  if (const JsonValue* c = node.Keyword("const")) {
+    set.universal = false;
+    set.values.push_back(Canonical(*c));
+  } else if (const JsonValue* e = node.Keyword("enum"); e != nullptr && e->IsArray()) {
+    set.universal = false;
+    for (const JsonValue& v : e->array) set.values.push_back(Canonical(v));
+  }
+  std::sort(set.values.begin(), set.values.end());
+  set.values.erase(std::unique(set.values.begin(), set.values.end()), set.values.end());
+  return set;
+}
+
+std::string ListText(const std::vector<std::string>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ",";
+    out += values[i];
+  }
+  return out + "]";
+}
+
+// The array form of a node: tuple positions (prefixItems, or draft 7's items array) and the
+// schema for the rest.
+struct ArrayForm {
+  const JsonValue* prefix = nullptr;  // an array, or null
+  std::string prefix_pointer;
+  const JsonValue* rest = nullptr;
+  std::string rest_pointer;
+};
+
+ArrayForm ArrayFormOf(const Node& node) {
+  ArrayForm form;
+  const JsonValue* items = node.Keyword("items");
+  if (items != nullptr && items->IsArray()) {
+    // Draft 7 tuple (also accepted in a 2020-12 document, where it was the pre-2020 spelling).
+    form.prefix = items;
+    form.prefix_pointer = node.KeywordPointer("items");
+    form.rest = node.Keyword("additionalItems");
+    form.rest_pointer = node.KeywordPointer("additionalItems");
+    return form;
+  }
+  if (const JsonValue* prefix = node.Keyword("prefixItems");
+      prefix != nullptr && prefix->IsArray()) {
+    form.prefix = prefix;
+    form.prefix_pointer = node.KeywordPointer("prefixItems");
+  }
+  form.rest = items;
+  form.rest_pointer = node.KeywordPointer("items");
+  return form;
+}
+
+}  // namespace
+
+// ---- Differ ---------------------------------------------------------------------------------
+
+void Differ::Add(ChangeCode code, const std::string& data_pointer, std::string schema_pointer,
+                 bool backward, bool forward, std::string message) {
+  if (Done()) return;
+  if (negated_ && code != ChangeCode::kMeaningChanged) {
+    std::swap(backward, forward);
+    message += " (inside 'not', so the direction is reversed)";
+  }
+  out_.push_back(
+      Change{code, data_pointer, std::move(schema_pointer), backward, forward, std::move(message)});
+}
+
+bool Differ::IsVersionMarker(const std::string& data_pointer) const {
+  if (!options_.version_at.empty()) return data_pointer == options_.version_at;
+  return data_pointer == "/schemaVersion" || data_pointer == "/schema_version" ||
+         data_pointer == "/schemaversion";
+}
+
+Status Differ::Compare(const JsonValue* old_value, const std::string& old_pointer,
+                       const JsonValue* new_value, const std::string& new_pointer,
+                       const std::string& data_pointer, Slot slot, int64_t depth) {
+  if (Done() || (old_value == nullptr && new_value == nullptr)) return Status::Ok();
+  if (++comparisons_ > options_.comparisons_max) {
+    return Status::LimitExceeded(
+        "the diff needs more than comparisons_max=" + std::to_string(options_.comparisons_max) +
+        " subschema comparisons (deep or wide anyOf/oneOf/allOf nesting); simplify the schema "
+        "or raise the limit");
+  }
+  if (depth > options_.depth_max) {
+    return Status::LimitExceeded(
+        "the schemas nest deeper than depth_max=" + std::to_string(options_.depth_max) +
+        " levels at " + DataText(data_pointer));
+  }
+  EVIDENT_ASSIGN_OR_RETURN(Node old_node, old_doc_.View(old_value, old_pointer));
+  EVIDENT_ASSIGN_OR_RETURN(Node new_node, new_doc_.View(new_value, new_pointer));
+  const auto key = std::make_pair(old_node.value, new_node.value);
+  // The same pair already being compared further up: a cycle through `$ref`. Its differences
+  // are reported where the cycle was entered.
+  if (!in_progress_.insert(key).second) return Status::Ok();
+  const Status status = CompareNodes(old_node, new_node, data_pointer, slot, depth);
+  in_progress_.erase(key);
+  return status;
+}
+
+Status Differ::CompareNodes(const Node& old_node, const Node& new_node, const std::string& data,
+                            Slot slot, int64_t depth) {
+  if (!old_node.unresolved_ref.empty() || !new_node.unresolved_ref.empty()) {
+    if (old_node.unresolved_ref != new_node.unresolved_ref) {
+      Add(ChangeCode::kUnresolvedRefChanged, data, new_node.pointer, false, false,
+          "the reference to another document changed from '" + old_node.unresolved_ref + "' to '" +
+              new_node.unresolved_ref + "'; evident does not fetch it to compare");
+    }
+    return Status::Ok();
+  }
+  if (old_node.IsFalse() || new_node.IsFalse()) {
+    CompareBoolean(old_node, new_node, data, slot);
+    return Status::Ok();
+  }
+  // Dynamic references resolve at validation time through the dynamic scope; evident compares
+  // their text only.
+  for (const char* keyword : {"$dynamicRef", "$recursiveRef"}) {
+    const JsonValue* old_ref = old_node.Keyword(keyword);
+    const JsonValue* new_ref = new_node.Keyword(keyword);
+    const std::string old_text = old_ref != nullptr ? Canonical(*old_ref) : "(none)";
+    const std::string new_text = new_ref != nullptr ? Canonical(*new_ref) : "(none)";
+    if (old_text == new_text) continue;
+    Add(ChangeCode::kUnresolvedRefChanged, data,
+        new_ref != nullptr ? new_node.KeywordPointer(keyword) : old_node.KeywordPointer(keyword),
+        false, false,
+        std::string(keyword) + " of " + DataText(data) + " changed from " + old_text + " to " +
+            new_text + "; evident does not follow dynamic references");
+  }
+  const Side s{old_node, new_node, data, depth};
+  CompareMeaning(s);
+  CompareTypes(s);
+  CompareValues(s);
+  CompareBounds(s);
+  CompareStrings(s);
+  EVIDENT_RETURN_IF_ERROR(CompareObjects(s));
+  EVIDENT_RETURN_IF_ERROR(CompareArrays(s));
+  return CompareComposition(s);
+}
+
+void Differ::CompareBoolean(const Node& old_node, const Node& new_node, const std::string& data,
+                            Slot slot) {
+  if (old_node.IsFalse() && new_node.IsFalse()) return;
+  const bool narrowed = new_node.IsFalse();
+  ChangeCode code = narrowed ? ChangeCode::kTypeNarrowed : ChangeCode::kTypeWidened;
+  std::string what = DataText(data);
+  if (slot == Slot::kAdditionalProperties) {
+    code = narrowed ? ChangeCode::kAdditionalPropertiesNarrowed
+                    : ChangeCode::kAdditionalPropertiesWidened;
+    what = "a property beyond the declared ones at " + DataText(data);
+  } else if (slot == Slot::kItems) {
+    code = ChangeCode::kItemsChanged;
+    what = "an array item at " + DataText(data);
+  }
+  Add(code, data, narrowed ? new_node.pointer : old_node.pointer, !narrowed, narrowed,
+      narrowed ? what + " is no longer allowed (schema false)"
+               : what + " was not allowed (schema false) and now is");
+}
+
+void Differ::CompareMeaning(const Side& s) {
+  for (const char* keyword : {"x-unit", "x-currency", "x-rounding", "x-meaning"}) {
+    const JsonValue* old_value = s.old_node.Keyword(keyword);
+    const JsonValue* new_value = s.new_node.Keyword(keyword);
+    if (old_value == nullptr && new_value == nullptr) continue;
+    const std::string old_text = old_value == nullptr ? "(none)" : Canonical(*old_value);
+    const std::string new_text = new_value == nullptr ? "(none)" : Canonical(*new_value);
+    if (old_text == new_text) continue;
+    Add(ChangeCode::kMeaningChanged, s.data,
+        new_value != nullptr ? s.new_node.KeywordPointer(keyword)
+                             : s.old_node.KeywordPointer(keyword),
+        false, false,
+        std::string(keyword) + " of " + DataText(s.data) + " changed from " + old_text + " to " +
+            new_text +
+            ": the same JSON now means something else; publish a new contract "
+            "version or an adapter, never reinterpret silently");
+  }
+}
+
+void Differ::CompareTypes(const Side& s) {
+  const JsonValue* old_type = s.old_node.Keyword("type");
+  const JsonValue* new_type = s.new_node.Keyword("type");
+  const unsigned old_set = TypeSet(old_type);
+  const unsigned new_set = TypeSet(new_type);
+  const bool widened = TypesWithin(old_set, new_set);
+  const bool narrowed = TypesWithin(new_set, old_set);
+  if (widened && narrowed) return;
+  const std::string text = "type of " + DataText(s.data) + " changed from " + TypeText(old_type) +
+                           " to " + TypeText(new_type);
+  const std::string where =
+      new_type != nullptr ? s.new_node.KeywordPointer("type") : s.old_node.KeywordPointer("type");
+  if (widened) {
+    Add(ChangeCode::kTypeWidened, s.data, where, true, false,
+        text + ": old readers do not expect the new types");
+  } else if (narrowed) {
+    Add(ChangeCode::kTypeNarrowed, s.data, where, false, true,
+        text + ": data written under the old schema may have a type the new one rejects");
+  } else {
+    Add(ChangeCode::kTypeChanged, s.data, where, false, false, text);
+  }
+}
+
+void Differ::CompareValues(const Side& s) {
+  const JsonValue* old_const = s.old_node.Keyword("const");
+  const JsonValue* new_const = s.new_node.Keyword("const");
+  const bool old_enum = s.old_node.Keyword("enum") != nullptr;
+  const bool new_enum = s.new_node.Keyword("enum") != nullptr;
+  const std::string const_at = new_const != nullptr ? s.new_node.KeywordPointer("const")
+                                                    : s.old_node.KeywordPointer("const");
+  if (old_const != nullptr && new_const != nullptr) {
+    const std::string old_text = Canonical(*old_const);
+    const std::string new_text = Canonical(*new_const);
+    if (old_text == new_text) return;
+    if (IsVersionMarker(s.data) && old_const->IsNumber() && new_const->IsNumber()) {
+      Add(ChangeCode::kVersionMarkerChanged, s.data, const_at, true, true,
+          "the version marker " + s.data + " changed from " + old_text + " to " + new_text +
+              "; a consumer picks the schema by it, so it differs between versions by design");
+      return;
+    }
+    Add(ChangeCode::kConstChanged, s.data, const_at, false, false,
+        "const of " + DataText(s.data) + " changed from " + old_text + " to " + new_text);
+    return;
+  }
+  if (new_const != nullptr && old_const == nullptr && !old_enum) {
+    Add(ChangeCode::kConstAdded, s.data, const_at, false, true,
+        DataText(s.data) + " must now equal " + Canonical(*new_const));
+    return;
+  }
+  if (old_const != nullptr && new_const == nullptr && !new_enum) {
+    Add(ChangeCode::kConstRemoved, s.data, const_at, true, false,
+        DataText(s.data) + " no longer has to equal " + Canonical(*old_const));
+    return;
+  }
+  const ValueSet old_values = ValuesOf(s.old_node);
+  const ValueSet new_values = ValuesOf(s.new_node);
+  if (old_values.universal && new_values.universal) return;
+  const std::string where = new_enum ? s.new_node.KeywordPointer("enum")
+                            : new_const != nullptr
+                                ? const_at
+                                : s.old_node.KeywordPointer(old_enum ? "enum" : "const");
+  if (old_values.universal) {
+    Add(ChangeCode::kEnumNarrowed, s.data, where, false, true,
+        DataText(s.data) + " is now limited to " + ListText(new_values.values));
+    return;
+  }
+  if (new_values.universal) {
+    Add(ChangeCode::kEnumWidened, s.data, where, true, false,
+        DataText(s.data) + " is no longer limited to " + ListText(old_values.values));
+    return;
+  }
+  if (old_values.values == new_values.values) return;
+  std::vector<std::string> added;
+  std::vector<std::string> removed;
+  std::set_difference(new_values.values.begin(), new_values.values.end(), old_values.values.begin(),
+                      old_values.values.end(), std::back_inserter(added));
+  std::set_difference(old_values.values.begin(), old_values.values.end(), new_values.values.begin(),
+                      new_values.values.end(), std::back_inserter(removed));
+  std::string text = "allowed values of " + DataText(s.data) + ":";
+  if (!added.empty()) text += " added " + ListText(added);
+  if (!removed.empty()) text += " removed " + ListText(removed);
+  if (removed.empty()) {
+    Add(ChangeCode::kEnumWidened, s.data, where, true, false,
+        text + "; old readers do not know the new values");
+  } else if (added.empty()) {
+    Add(ChangeCode::kEnumNarrowed, s.data, where, false, true,
+        text + "; data written under the old schema may hold a removed value");
+  } else {
+    Add(ChangeCode::kEnumChanged, s.data, where, false, false, text);
+  }
+}
+
+void Differ::CompareBounds(const Side& s) {
+  for (const Bound& bound : kBounds) {
+    const JsonValue* old_value = s.old_node.Keyword(bound.keyword);
+    const JsonValue* new_value = s.new_node.Keyword(bound.keyword);
+    const double old_bound = BoundValue(old_value, bound.absent);
+    const double new_bound = BoundValue(new_value, bound.absent);
+    if (old_bound == new_bound) continue;
+    const bool tighter = bound.upper ? new_bound < old_bound : new_bound > old_bound;
+    const std::string old_text = std::isinf(old_bound) ? "(none)" : NumberText(old_bound);
+    const std::string new_text = std::isinf(new_bound) ? "(none)" : NumberText(new_bound);
+    Add(tighter ? bound.tighter : bound.looser, s.data,
+        new_value != nullptr ? s.new_node.KeywordPointer(bound.keyword)
+                             : s.old_node.KeywordPointer(bound.keyword),
+        !tighter, tighter,
+        std::string(bound.keyword) + " of " + DataText(s.data) + " changed from " + old_text +
+            " to " + new_text);
+  }
+  const JsonValue* old_multiple = s.old_node.Keyword("multipleOf");
+  const JsonValue* new_multiple = s.new_node.Keyword("multipleOf");
+  const double old_step =
+      old_multiple != nullptr && old_multiple->IsNumber() ? old_multiple->number : 0;
+  const double new_step =
+      new_multiple != nullptr && new_multiple->IsNumber() ? new_multiple->number : 0;
+  if (old_step == new_step) return;
+  // Every multiple of a multiple of k is a multiple of k: new = n * old narrows.
+  const auto divides = [](double step, double value) {
+    if (step == 0) return value == 0;
+    if (value == 0) return false;
+    const double ratio = value / step;
+    return std::fabs(ratio - std::round(ratio)) < 1e-9;
+  };
+  const bool narrowed = old_step == 0 || divides(old_step, new_step);
+  const bool widened = new_step == 0 || divides(new_step, old_step);
+  Add(ChangeCode::kMultipleOfChanged, s.data,
+      new_multiple != nullptr ? s.new_node.KeywordPointer("multipleOf")
+                              : s.old_node.KeywordPointer("multipleOf"),
+      widened && !narrowed, narrowed && !widened,
+      "multipleOf of " + DataText(s.data) + " changed from " +
+          (old_step == 0 ? std::string("(none)") : NumberText(old_step)) + " to " +
+          (new_step == 0 ? std::string("(none)") : NumberText(new_step)));
+}
+
+void Differ::CompareStrings(const Side& s) {
+  struct Keyword {
+    const char* name;
+    ChangeCode added, removed, changed;
+  };
+  for (const Keyword& k : {Keyword{"pattern", ChangeCode::kPatternAdded,
+                                   ChangeCode::kPatternRemoved, ChangeCode::kPatternChanged},
+                           Keyword{"format", ChangeCode::kFormatAdded, ChangeCode::kFormatRemoved,
+                                   ChangeCode::kFormatChanged}}) {
+    const JsonValue* old_value = s.old_node.Keyword(k.name);
+    const JsonValue* new_value = s.new_node.Keyword(k.name);
+    if (old_value == nullptr && new_value == nullptr) continue;
+    if (old_value == nullptr) {
+      Add(k.added, s.data, s.new_node.KeywordPointer(k.name), false, true,
+          std::string(k.name) + " " + Canonical(*new_value) + " added to " + DataText(s.data));
+    } else if (new_value == nullptr) {
+      Add(k.removed, s.data, s.old_node.KeywordPointer(k.name), true, false,
+          std::string(k.name) + " " + Canonical(*old_value) + " removed from " + DataText(s.data));
+    } else if (Canonical(*old_value) != Canonical(*new_value)) {
+      // Whether one regular expression (or format) admits a subset of another is not decided.
+      Add(k.changed, s.data, s.new_node.KeywordPointer(k.name), false, false,
+          std::string(k.name) + " of " + DataText(s.data) + " changed from " +
+              Canonical(*old_value) + " to " + Canonical(*new_value));
+    }
+  }
+  const auto unique = [](const Node& node) {
+    const JsonValue* value = node.Keyword("uniqueItems");
+    return value != nullptr && value->IsBool() && value->boolean;
+  };
+  if (unique(s.old_node) != unique(s.new_node)) {
+    const bool added = unique(s.new_node);
+    Add(added ? ChangeCode::kUniqueItemsAdded : ChangeCode::kUniqueItemsRemoved, s.data,
+        added ? s.new_node.KeywordPointer("uniqueItems") : s.old_node.KeywordPointer("uniqueItems"),
+        !added, added,
+        std::string("uniqueItems ") + (added ? "added to " : "removed from ") + DataText(s.data));
+  }
+}
+
+Status Differ::CompareObjects(const Side& s) {
+  EVIDENT_RETURN_IF_ERROR(CompareProperties(s));
+  for (const char* keyword : {"additionalProperties", "unevaluatedProperties"}) {
+    EVIDENT_RETURN_IF_ERROR(Compare(s.old_node.Keyword(keyword), s.old_node.KeywordPointer(keyword),
+                                    s.new_node.Keyword(keyword), s.new_node.KeywordPointer(keyword),
+                                    AppendToken(s.data, "*"), Slot::kAdditionalProperties,
+                                    s.depth + 1));
+  }
+  // patternProperties: the same pattern is compared; an added one constrains more names.
+  const JsonValue* old_patterns = s.old_node.Keyword("patternProperties");
+  const JsonValue* new_patterns = s.new_node.Keyword("patternProperties");
+  if (old_patterns != nullptr || new_patterns != nullptr) {
+    static const JsonValue kEmpty = [] {
+      JsonValue v;
+      v.kind = JsonValue::Kind::kObject;
+      return v;
+    }();
+    const JsonValue& olds =
+        old_patterns != nullptr && old_patterns->IsObject() ? *old_patterns : kEmpty;
+    const JsonValue& news =
+        new_patterns != nullptr && new_patterns->IsObject() ? *new_patterns : kEmpty;
+    const auto old_by_pattern = MembersByName(&olds);
+    const auto new_by_pattern = MembersByName(&news);
+    for (const auto& [pattern, schema] : news.object) {
+      const std::string new_at =
+          AppendToken(s.new_node.KeywordPointer("patternProperties"), pattern);
+      if (const JsonValue* old_schema = Lookup(old_by_pattern, pattern)) {
+        EVIDENT_RETURN_IF_ERROR(Compare(
+            old_schema, AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern),
+            &schema, new_at, AppendToken(s.data, "*"), Slot::kGeneral, s.depth + 1));
+      } else {
+        Add(ChangeCode::kPatternPropertyAdded, s.data, new_at, false, true,
+            "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
+                " are now constrained");
+      }
+    }
+    for (const auto& [pattern, schema] : olds.object) {
+      if (Lookup(new_by_pattern, pattern) != nullptr) continue;
+      Add(ChangeCode::kPatternPropertyRemoved, s.data,
+          AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern), true, false,
+          "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
+              " are no longer constrained");
+    }
+  }
+  EVIDENT_RETURN_IF_ERROR(
+      Compare(s.old_node.Keyword("propertyNames"), s.old_node.KeywordPointer("propertyNames"),
+              s.new_node.Keyword("propertyNames"), s.new_node.KeywordPointer("propertyNames"),
+              s.data, Slot::kGeneral, s.depth + 1));
+  // Dependencies: dependentRequired / dependentSchemas (2020-12), dependencies (draft 7).
+  for (const char* keyword : {"dependentRequired", "dependentSchemas", "dependencies"}) {
+    const JsonValue* olds = s.old_node.Keyword(keyword);
+    const JsonValue* news = s.new_node.Keyword(keyword);
+    if (olds == nullptr && news == nullptr) continue;
+    std::map<std::string, std::pair<std::string, std::string>> by_name;  // old, new canonical
+    if (olds != nullptr && olds->IsObject()) {
+      for (const auto& [name, v] : olds->object) by_name[name].first = Canonical(v);
+    }
+    if (news != nullptr && news->IsObject()) {
+      for (const auto& [name, v] : news->object) by_name[name].second = Canonical(v);
+    }
+    for (const auto& [name, texts] : by_name) {
+      if (texts.first == texts.second) continue;
+      const std::string where = AppendToken(
+          news != nullptr ? s.new_node.KeywordPointer(keyword) : s.old_node.KeywordPointer(keyword),
+          name);
+      if (texts.first.empty()) {
+        Add(ChangeCode::kDependencyAdded, s.data, where, false, true,
+            std::string(keyword) + " for " + Quote(name) + " added to " + DataText(s.data));
+      } else if (texts.second.empty()) {
+        Add(ChangeCode::kDependencyRemoved, s.data, where, true, false,
+            std::string(keyword) + " for " + Quote(name) + " removed from " + DataText(s.data));
+      } else {
+        Add(ChangeCode::kDependencyChanged, s.data, where, false, false,
+            std::string(keyword) + " for " + Quote(name) + " of " + DataText(s.data) +
+                " changed from " + texts.first + " to " + texts.second);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status Differ::CompareProperties(const Side& s) {
+  const JsonValue* old_properties = s.old_node.Keyword("properties");
+  const JsonValue* new_properties = s.new_node.Keyword("properties");
+  if (old_properties != nullptr && !old_properties->IsObject()) old_properties = nullptr;
+  if (new_properties != nullptr && !new_properties->IsObject()) new_properties = nullptr;
+  const std::set<std::string> old_required = RequiredNames(s.old_node.Keyword("required"));
+  const std::set<std::string> new_required = RequiredNames(s.new_node.Keyword("required"));
+  const auto old_by_name = MembersByName(old_properties);
+  const auto new_by_name = MembersByName(new_properties);
+  const bool old_closed = IsClosed(s.old_node);
+  const bool new_closed = IsClosed(s.new_node);
+  const bool lenient = options_.strictness == Strictness::kLenient;
+  const std::string old_at = s.old_node.KeywordPointer("properties");
+  const std::string new_at = s.new_node.KeywordPointer("properties");
+
+  struct Entry {
+    std::string name;
+    const JsonValue* schema;
+    size_t position;
+  };
+  std::vector<Entry> added;
+  std::vector<Entry> removed;
+  if (new_properties != nullptr) {
+    for (size_t i = 0; i < new_properties->object.size(); ++i) {
+      const auto& [name, schema] = new_properties->object[i];
+      const JsonValue* old_schema = Lookup(old_by_name, name);
+      if (old_schema == nullptr) {
+        added.push_back({name, &schema, i});
+        continue;
+      }
+      EVIDENT_RETURN_IF_ERROR(Compare(old_schema, AppendToken(old_at, name), &schema,
+                                      AppendToken(new_at, name), AppendToken(s.data, name),
+                                      Slot::kGeneral, s.depth + 1));
+    }
+  }
+  if (old_properties != nullptr) {
+    for (size_t i = 0; i < old_properties->object.size(); ++i) {
+      const auto& [name, schema] = old_properties->object[i];
+      if (Lookup(new_by_name, name) == nullptr) {
+        removed.push_back({name, &schema, i});
+      }
+    }
+  }
+
+  // A removed property and an added one with the same type, at the same position (or the only
+  // such pair), is most likely a rename: the JSON still validates, the contract does not hold.
+  const auto type_signature = [](const SchemaDocument& doc, const Entry& e,
+                                 const std::string& at) -> std::string {
+    Result<Node> node = doc.View(e.schema, AppendToken(at, e.name));
+    if (!node.ok() || !node->unresolved_ref.empty()) return {};
+    const JsonValue* type = node->Keyword("type");
+    return type != nullptr ? "type:" + Canonical(*type) : "schema:" + Canonical(*node->value);
+  };
+  // Buckets of unused added properties by type signature, and by (signature, position).
+  std::vector<bool> added_used(added.size(), false);
+  std::map<std::string, std::set<size_t>> unused_by_signature;
+  std::map<std::pair<std::string, size_t>, size_t> by_signature_position;
+  for (size_t j = 0; j < added.size(); ++j) {
+    std::string signature = type_signature(new_doc_, added[j], new_at);
+    unused_by_signature[signature].insert(j);
+    by_signature_position.emplace(std::make_pair(std::move(signature), added[j].position), j);
+  }
+  std::vector<Entry> removed_left;
+  for (const Entry& gone : removed) {
+    const std::string signature = type_signature(old_doc_, gone, old_at);
+    std::set<size_t>& candidates = unused_by_signature[signature];
+    size_t chosen = added.size();
+    const auto same_position = by_signature_position.find({signature, gone.position});
+    if (same_position != by_signature_position.end() &&
+        candidates.count(same_position->second) != 0) {
+      chosen = same_position->second;
+    } else if (candidates.size() == 1) {
+      chosen = *candidates.begin();
+    }
+    if (chosen == added.size()) {
+      removed_left.push_back(gone);
+      continue;
+    }
+    candidates.erase(chosen);
+    added_used[chosen] = true;
+    const Entry& replacement = added[chosen];
+    Add(ChangeCode::kLikelyRename, AppendToken(s.data, gone.name),
+        AppendToken(new_at, replacement.name), false, false,
+        Quote(gone.name) + " was removed and " + Quote(replacement.name) +
+            " added with the same type" +
+            (replacement.position == gone.position ? " at the same position" : "") +
+            ": likely a rename of " + AppendToken(s.data, gone.name) + " to " +
+            AppendToken(s.data, replacement.name) +
+            "; a rename changes the contract: publish a new contract version or an adapter");
+  }
+
+  for (size_t j = 0; j < added.size(); ++j) {
+    if (added_used[j]) continue;
+    const Entry& e = added[j];
+    const std::string data = AppendToken(s.data, e.name);
+    const std::string where = AppendToken(new_at, e.name);
+    if (Contains(new_required, e.name)) {
+      Add(ChangeCode::kRequiredPropertyAdded, data, where, false, !old_closed,
+          "required property " + Quote(e.name) + " added to " + DataText(s.data) +
+              ": data written under the old schema lacks it");
+    } else if (old_closed) {
+      Add(ChangeCode::kOptionalPropertyAddedToClosedContentModel, data, where, true, false,
+          "optional property " + Quote(e.name) + " added to " + DataText(s.data) +
+              ", which the old schema closes (additionalProperties: false): old readers reject it");
+    } else {
+      Add(ChangeCode::kOptionalPropertyAddedToOpenContentModel, data, where, lenient, true,
+          "optional property " + Quote(e.name) + " added to " + DataText(s.data) +
+              (lenient ? ""
+                       : "; strict: the old, open schema allowed any value under that name, "
+                         "so old data may violate the new property's schema"));
+    }
+  }
+  for (const Entry& e : removed_left) {
+    const bool was_required = Contains(old_required, e.name);
+    const bool forward = !was_required && (new_closed || lenient);
+    Add(ChangeCode::kPropertyRemoved, AppendToken(s.data, e.name), AppendToken(old_at, e.name),
+        !new_closed, forward,
+        std::string(was_required ? "required" : "optional") + " property " + Quote(e.name) +
+            " removed from " + DataText(s.data) + (was_required ? ": old readers require it" : "") +
+            (new_closed ? "; the new schema is closed and rejects old data holding it" : ""));
+  }
+
+  // Requiredness of properties that exist on both sides (or are only listed in `required`).
+  const auto defined_on_one_side_only = [&](const std::string& name) {
+    const bool in_old = Lookup(old_by_name, name) != nullptr;
+    const bool in_new = Lookup(new_by_name, name) != nullptr;
+    return in_old != in_new;
+  };
+  for (const std::string& name : new_required) {
+    if (Contains(old_required, name) || defined_on_one_side_only(name)) continue;
+    Add(ChangeCode::kRequiredPropertyAdded, AppendToken(s.data, name),
+        s.new_node.KeywordPointer("required"), false, true,
+        "property " + Quote(name) + " of " + DataText(s.data) +
+            " is now required: data written under the old schema may lack it");
+  }
+  for (const std::string& name : old_required) {
+    if (Contains(new_required, name) || defined_on_one_side_only(name)) continue;
+    Add(ChangeCode::kRequiredPropertyRemoved, AppendToken(s.data, name),
+        s.old_node.KeywordPointer("required"), true, false,
+        "property " + Quote(name) + " of " + DataText(s.data) +
+            " is no longer required: old readers expect it to be present");
+  }
+  return Status::Ok();
+}
+
+Status Differ::CompareArrays(const Side& s) {
+  const ArrayForm olds = ArrayFormOf(s.old_node);
+  const ArrayForm news = ArrayFormOf(s.new_node);
+  const size_t old_count = olds.prefix != nullptr ? olds.prefix->array.size() : 0;
+  const size_t new_count = news.prefix != nullptr ? news.prefix->array.size() : 0;
+  // Position i is governed by the tuple entry i when there is one, else by the rest schema.
+  for (size_t i = 0; i < std::max(old_count, new_count); ++i) {
+    const std::string index = std::to_string(i);
+    const JsonValue* old_value = i < old_count ? &olds.prefix->array[i] : olds.rest;
+    const std::string old_at =
+        i < old_count ? AppendToken(olds.prefix_pointer, index) : olds.rest_pointer;
+    const JsonValue* new_value = i < new_count ? &news.prefix->array[i] : news.rest;
+    const std::string new_at =
+        i < new_count ? AppendToken(news.prefix_pointer, index) : news.rest_pointer;
+    EVIDENT_RETURN_IF_ERROR(Compare(old_value, old_at, new_value, new_at,
+                                    AppendToken(s.data, index), Slot::kItems, s.depth + 1));
+  }
+  EVIDENT_RETURN_IF_ERROR(Compare(olds.rest, olds.rest_pointer, news.rest, news.rest_pointer,
+                                  AppendToken(s.data, "*"), Slot::kItems, s.depth + 1));
+  EVIDENT_RETURN_IF_ERROR(
+      Compare(s.old_node.Keyword("unevaluatedItems"), s.old_node.KeywordPointer("unevaluatedItems"),
+              s.new_node.Keyword("unevaluatedItems"), s.new_node.KeywordPointer("unevaluatedItems"),
+              AppendToken(s.data, "*"), Slot::kItems, s.depth + 1));
+  const JsonValue* old_contains = s.old_node.Keyword("contains");
+  const JsonValue* new_contains = s.new_node.Keyword("contains");
+  if (old_contains == nullptr && new_contains != nullptr) {
+    Add(ChangeCode::kContainsAdded, s.data, s.new_node.KeywordPointer("contains"), false, true,
+        "the array at " + DataText(s.data) + " must now contain a matching item");
+  } else if (old_contains != nullptr && new_contains == nullptr) {
+    Add(ChangeCode::kContainsRemoved, s.data, s.old_node.KeywordPointer("contains"), true, false,
+        "the array at " + DataText(s.data) + " no longer has to contain a matching item");
+  } else if (old_contains != nullptr) {
+    EVIDENT_RETURN_IF_ERROR(Compare(old_contains, s.old_node.KeywordPointer("contains"),
+                                    new_contains, s.new_node.KeywordPointer("contains"),
+                                    AppendToken(s.data, "*"), Slot::kGeneral, s.depth + 1));
+  }
+  return Status::Ok();
+}
+
+Result<bool> Differ::Equivalent(const JsonValue* old_value, const std::string& old_pointer,
+                                const JsonValue* new_value, const std::string& new_pointer,
+                                int64_t depth) {
+  std::vector<Change> scratch;
+  Differ probe(old_doc_, new_doc_, options_, comparisons_, scratch);
+  probe.StopAtFirstChange();
+  // Pairs under comparison further up count as equal inside the probe (the coinductive reading
+  // of a recursive schema); without this a self-referencing anyOf would probe forever.
+  probe.in_progress_ = in_progress_;
+  EVIDENT_RETURN_IF_ERROR(
+      probe.Compare(old_value, old_pointer, new_value, new_pointer, "", Slot::kGeneral, depth));
+  return scratch.empty();
+}
+
+Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_code,
+                           ChangeCode removed_code, bool added_backward) {
+  const JsonValue* olds = s.old_node.Keyword(keyword);
+  const JsonValue* news = s.new_node.Keyword(keyword);
+  const size_t old_count = olds != nullptr && olds->IsArray() ? olds->array.size() : 0;
+  const size_t new_count = news != nullptr && news->IsArray() ? news->array.size() : 0;
+  if (old_count == 0 && new_count == 0) return Status::Ok();
+  const std::string old_at = s.old_node.KeywordPointer(keyword);
+  const std::string new_at = s.new_node.KeywordPointer(keyword);
+  const auto old_item = [&](size_t i) { return AppendToken(old_at, std::to_string(i)); };
+  const auto new_item = [&](size_t j) { return AppendToken(new_at, std::to_string(j)); };
+  // First pair the members that did not change (at the same index first), then pair what is
+  // left in order and report its differences, then report the rest as added or removed. The
+  // equivalence tests are what may grow combinatorially; comparisons_max bounds them.
+  std::vector<size_t> old_match(old_count, new_count);
+  std::vector<bool> new_matched(new_count, false);
+  for (size_t j = 0; j < new_count; ++j) {
+    for (size_t step = 0; step < old_count; ++step) {
+      const size_t i = (j + step) % old_count;
+      if (old_match[i] != new_count) continue;
+      EVIDENT_ASSIGN_OR_RETURN(
+          const bool same,
+          Equivalent(&olds->array[i], old_item(i), &news->array[j], new_item(j), s.depth + 1));
+      if (same) {
+        old_match[i] = j;
+        new_matched[j] = true;
+        break;
+      }
+    }
+  }
+  std::vector<size_t> old_left;
+  std::vector<size_t> new_left;
+  for (size_t i = 0; i < old_count; ++i) {
+    if (old_match[i] == new_count) old_left.push_back(i);
+  }
+  for (size_t j = 0; j < new_count; ++j) {
+    if (!new_matched[j]) new_left.push_back(j);
+  }
+  const size_t paired = std::min(old_left.size(), new_left.size());
+  for (size_t k = 0; k < paired; ++k) {
+    EVIDENT_RETURN_IF_ERROR(Compare(&olds->array[old_left[k]], old_item(old_left[k]),
+                                    &news->array[new_left[k]], new_item(new_left[k]), s.data,
+                                    Slot::kGeneral, s.depth + 1));
+  }
+  for (size_t k = paired; k < new_left.size(); ++k) {
+    Add(added_code, s.data, new_item(new_left[k]), added_backward, !added_backward,
+        std::string(keyword) + " of " + DataText(s.data) + " gained the member " +
+            Canonical(news->array[new_left[k]]));
+  }
+  for (size_t k = paired; k < old_left.size(); ++k) {
+    Add(removed_code, s.data, old_item(old_left[k]), !added_backward, added_backward,
+        std::string(keyword) + " of " + DataText(s.data) + " lost the member " +
+            Canonical(olds->array[old_left[k]]));
+  }
+  return Status::Ok();
+}
+
+Status Differ::CompareComposition(const Side& s) {
+  // allOf: every member constrains, so an added member narrows.
+  EVIDENT_RETURN_IF_ERROR(CompareList(s, "allOf", ChangeCode::kAllOfSchemaAdded,
+                                      ChangeCode::kAllOfSchemaRemoved, false));
+  for (const char* keyword : {"anyOf", "oneOf"}) {
+    const bool in_old = s.old_node.Keyword(keyword) != nullptr;
+    const bool in_new = s.new_node.Keyword(keyword) != nullptr;
+    if (in_old != in_new) {
+      Add(ChangeCode::kCompositionChanged, s.data,
+          in_new ? s.new_node.KeywordPointer(keyword) : s.old_node.KeywordPointer(keyword), false,
+          false,
+          std::string(keyword) + (in_new ? " added to " : " removed from ") + DataText(s.data) +
+              ": the alternatives are not compared with a schema that had none");
+      continue;
+    }
+    const bool any = std::string_view(keyword) == "anyOf";
+    // An added alternative admits more data. (For oneOf an added branch that overlaps an old one
+    // can also reject data; the code says so in docs/contracts.md.)
+    EVIDENT_RETURN_IF_ERROR(
+        CompareList(s, keyword, any ? ChangeCode::kAnyOfBranchAdded : ChangeCode::kOneOfBranchAdded,
+                    any ? ChangeCode::kAnyOfBranchRemoved : ChangeCode::kOneOfBranchRemoved, true));
+  }
+  const JsonValue* old_not = s.old_node.Keyword("not");
+  const JsonValue* new_not = s.new_node.Keyword("not");
+  if ((old_not == nullptr) != (new_not == nullptr)) {
+    const bool added = new_not != nullptr;
+    Add(ChangeCode::kNotChanged, s.data,
+        added ? s.new_node.KeywordPointer("not") : s.old_node.KeywordPointer("not"), !added, added,
+        std::string("'not' ") + (added ? "added to " : "removed from ") + DataText(s.data));
+  } else if (old_not != nullptr) {
+    negated_ = !negated_;
+    const Status status =
+        Compare(old_not, s.old_node.KeywordPointer("not"), new_not,
+                s.new_node.KeywordPointer("not"), s.data, Slot::kGeneral, s.depth + 1);
+    negated_ = !negated_;
+    EVIDENT_RETURN_IF_ERROR(status);
+  }
+  const JsonValue* old_if = s.old_node.Keyword("if");
+  const JsonValue* new_if = s.new_node.Keyword("if");
+  const std::string old_if_text = old_if != nullptr ? Canonical(*old_if) : "";
+  const std::string new_if_text = new_if != nullptr ? Canonical(*new_if) : "";
+  if (old_if_text != new_if_text) {
+    Add(ChangeCode::kConditionalChanged, s.data,
+        new_if != nullptr ? s.new_node.KeywordPointer("if") : s.old_node.KeywordPointer("if"),
+        false, false, "the condition ('if') of " + DataText(s.data) + " changed");
+  } else if (old_if != nullptr) {
+    for (const char* branch : {"then", "else"}) {
+      EVIDENT_RETURN_IF_ERROR(Compare(s.old_node.Keyword(branch), s.old_node.KeywordPointer(branch),
+                                      s.new_node.Keyword(branch), s.new_node.KeywordPointer(branch),
+                                      s.data, Slot::kGeneral, s.depth + 1));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace evident::compat
