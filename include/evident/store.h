@@ -122,6 +122,9 @@ class Store {
 
   virtual Status Keep(const KeptInput& input) = 0;
   virtual Status Journal(const JournalEntry& entry) = 0;
+  // Records named evidence for (consumer, subject); one record per name, the latest wins. The
+  // evidence belongs to that subject's projection: it is durable once that projection is put in
+  // the same transaction (the pipeline always does).
   virtual Status PutEvidence(const EvidenceRecord& record) = 0;
 
   // Input checkpoints: the number of input lines fully processed and committed.

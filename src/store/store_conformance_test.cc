@@ -159,7 +159,11 @@ TEST_P(StoreConformance, KeptJournalEvidenceReadBackInOrder) {
   }
   ASSERT_TRUE(store_->PutEvidence({"c", "order-1", "payment", "s", "e1", 1, 5}).ok());
   ASSERT_TRUE(store_->PutEvidence({"c", "order-1", "payment", "s", "e2", 2, 6}).ok());
+  ASSERT_TRUE(store_->PutEvidence({"c", "order-1", "cancellation", "s", "e3", 3, 7}).ok());
+  // Evidence belongs to the subject's projection, which the same transaction puts.
+  ASSERT_TRUE(store_->PutProjection({"c", "order-1", 3, "cancelled", "{}", "s", 3, 7}).ok());
   ASSERT_TRUE(store_->Commit().ok());
+  Reopen();
   auto kept = store_->KeptOf("order-1").value();
   ASSERT_EQ(kept.size(), 3u);
   EXPECT_EQ(kept[2].message, "m2");
@@ -168,8 +172,13 @@ TEST_P(StoreConformance, KeptJournalEvidenceReadBackInOrder) {
   ASSERT_EQ(journal.size(), 3u);
   EXPECT_EQ(journal[1].at_ms, 101);
   auto evidence = store_->EvidenceOf("c", "order-1").value();
-  ASSERT_EQ(evidence.size(), 1u);  // one record per name: the latest proof
-  EXPECT_EQ(evidence[0].event_id, "e2");
+  ASSERT_EQ(evidence.size(), 2u);  // one record per name: the latest proof
+  EXPECT_EQ(evidence[0].name, "cancellation");
+  EXPECT_EQ(evidence[1].name, "payment");
+  EXPECT_EQ(evidence[1].event_id, "e2");
+  EXPECT_EQ(evidence[1].subject_version, 2);
+  EXPECT_EQ(evidence[1].recorded_at_ms, 6);
+  EXPECT_TRUE(store_->EvidenceOf("c", "order-2").value().empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(

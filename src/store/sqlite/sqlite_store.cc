@@ -1,12 +1,16 @@
 // SQLite backend of the consumer store: one file, WAL, durable commits, every statement
 // prepared once and bound (never string-built).
+#include <simdjson.h>
 #include <sqlite3.h>
+
+#include <algorithm>
 
 #include <cassert>
 #include <map>
 #include <unordered_map>
 
 #include "evident/store.h"
+#include "json/writer.h"
 
 namespace evident {
 namespace {
@@ -25,6 +29,7 @@ CREATE TABLE IF NOT EXISTS projection(
   consumer TEXT NOT NULL, subject TEXT NOT NULL, version INTEGER NOT NULL,
   state TEXT NOT NULL, fields_json TEXT NOT NULL, owner_source TEXT NOT NULL,
   owner_version_seen INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL,
+  evidence_json TEXT NOT NULL DEFAULT '{}',
   PRIMARY KEY(consumer, subject)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS deferred(
   consumer TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER NOT NULL,
@@ -44,10 +49,6 @@ CREATE TABLE IF NOT EXISTS journal(
   event_id TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,
   at_ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS journal_by_subject ON journal(consumer, subject);
-CREATE TABLE IF NOT EXISTS evidence(
-  consumer TEXT NOT NULL, subject TEXT NOT NULL, name TEXT NOT NULL, source TEXT NOT NULL,
-  event_id TEXT NOT NULL, subject_version INTEGER, recorded_at_ms INTEGER NOT NULL,
-  PRIMARY KEY(consumer, subject, name)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS checkpoint(
   input TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
 )sql";
@@ -140,7 +141,7 @@ constexpr const char* kDeferredColumns =
     "expected_version, raw, received_at_ms, deadline_at_ms, route, input_index";
 constexpr const char* kProjectionColumns =
     "consumer, subject, version, state, fields_json, owner_source, owner_version_seen, "
-    "updated_at_ms";
+    "updated_at_ms, evidence_json";
 
 LedgerEntry ReadLedger(const Statement& s) {
   LedgerEntry e;
@@ -193,6 +194,13 @@ Projection ReadProjection(const Statement& s) {
 
 class SqliteStore final : public Store {
  public:
+  // Evidence lives in its projection's row (one B-tree write per subject and batch, not one
+  // per evidence record); the cache keeps it beside the Projection the pipeline reads and puts.
+  struct CachedProjection {
+    std::optional<Projection> value;
+    std::string evidence_json = "{}";
+    bool dirty = false;
+  };
   explicit SqliteStore(sqlite3* db) : db_(db) {}
   ~SqliteStore() override {
     statements_.clear();
@@ -275,44 +283,60 @@ class SqliteStore final : public Store {
   // events of one subject (v1, v2, v3 of an order) then cost one read and one write in all.
   Result<std::optional<Projection>> FindProjection(std::string_view consumer,
                                                    std::string_view subject) override {
+    EVIDENT_ASSIGN_OR_RETURN(CachedProjection* cached, Cached(consumer, subject));
+    return cached->value;
+  }
+
+  // The cache entry of (consumer, subject), read from the table on first use in a transaction.
+  // Outside a transaction the entry is a scratch copy, valid until the next call.
+  Result<CachedProjection*> Cached(std::string_view consumer, std::string_view subject) {
     if (in_transaction_) {
       const auto it = projections_.find({std::string(consumer), std::string(subject)});
-      if (it != projections_.end()) return it->second.value;
+      if (it != projections_.end()) return &it->second;
     }
     static const std::string kSql = std::string("SELECT ") + kProjectionColumns +
                                     " FROM projection WHERE consumer=?1 AND subject=?2";
     Statement& s = Prepared(kSql);
     s.Bind(consumer).Bind(subject);
     Status status;
-    std::optional<Projection> out;
-    if (s.Step(status)) out = ReadProjection(s);
+    CachedProjection entry;
+    if (s.Step(status)) {
+      entry.value = ReadProjection(s);
+      entry.evidence_json = s.Text(8);
+    }
     s.Reset();
     if (!status.ok()) return status;
-    if (in_transaction_) projections_[{std::string(consumer), std::string(subject)}] = {out, false};
-    return out;
+    if (!in_transaction_) {
+      scratch_ = std::move(entry);
+      return &scratch_;
+    }
+    return &(projections_[{std::string(consumer), std::string(subject)}] = std::move(entry));
   }
 
   Status PutProjection(const Projection& p) override {
-    if (in_transaction_) {
-      projections_[{p.consumer, p.subject}] = {p, true};
-      return Status::Ok();
-    }
-    return WriteProjection(p);
+    EVIDENT_ASSIGN_OR_RETURN(CachedProjection* cached, Cached(p.consumer, p.subject));
+    cached->value = p;
+    cached->dirty = true;
+    return in_transaction_ ? Status::Ok() : WriteProjection(*cached);
   }
 
-  Status WriteProjection(const Projection& p) {
+  Status WriteProjection(CachedProjection& cached) {
     static const std::string kSql = std::string("INSERT OR REPLACE INTO projection(") +
-                                    kProjectionColumns + ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8)";
+                                    kProjectionColumns + ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)";
     Statement& s = Prepared(kSql);
+    const Projection& p = *cached.value;
+    cached.dirty = false;
     return s.Bind(p.consumer).Bind(p.subject).Bind(p.version).Bind(p.state).Bind(p.fields_json)
-        .Bind(p.owner_source).Bind(p.owner_version_seen).Bind(p.updated_at_ms).Run();
+        .Bind(p.owner_source).Bind(p.owner_version_seen).Bind(p.updated_at_ms)
+        .Bind(cached.evidence_json).Run();
   }
 
   Status FlushProjections() {
     for (auto& [key, cached] : projections_) {
-      if (!cached.dirty) continue;
-      EVIDENT_RETURN_IF_ERROR(WriteProjection(*cached.value));
-      cached.dirty = false;
+      // Evidence without a projection row is not written: the pipeline records evidence only
+      // while it applies an event, and every apply puts its projection.
+      if (!cached.dirty || !cached.value) continue;
+      EVIDENT_RETURN_IF_ERROR(WriteProjection(cached));
     }
     return Status::Ok();
   }
@@ -368,11 +392,27 @@ class SqliteStore final : public Store {
   }
 
   Status PutEvidence(const EvidenceRecord& r) override {
-    static const std::string kSql = "INSERT OR REPLACE INTO evidence(consumer, subject, name, source, event_id, "
-        "subject_version, recorded_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)";
-    Statement& s = Prepared(kSql);
-    return s.Bind(r.consumer).Bind(r.subject).Bind(r.name).Bind(r.source).Bind(r.event_id)
-        .Bind(r.subject_version).Bind(r.recorded_at_ms).Run();
+    EVIDENT_ASSIGN_OR_RETURN(CachedProjection* cached, Cached(r.consumer, r.subject));
+    // One record per name: the latest proof replaces an earlier one.
+    std::map<std::string, std::string> records;
+    simdjson::dom::object existing;
+    if (json_parser_.parse(cached->evidence_json).get(existing) == simdjson::SUCCESS) {
+      for (auto field : existing) records[std::string(field.key)] = simdjson::to_string(field.value);
+    }
+    std::string record;
+    json::Writer w(record);
+    w.BeginObject().Field("source", r.source).Field("id", r.event_id).Key("subject_version");
+    r.subject_version ? w.Int(*r.subject_version) : w.Null();
+    w.Key("recorded_at_ms").Int(r.recorded_at_ms).EndObject();
+    records[r.name] = std::move(record);
+    cached->evidence_json.clear();
+    json::Writer out(cached->evidence_json);
+    out.BeginObject();
+    for (const auto& [name, value] : records) out.Key(name).Raw(value);
+    out.EndObject();
+    cached->dirty = true;
+    if (in_transaction_ || !cached->value) return Status::Ok();
+    return WriteProjection(*cached);
   }
 
   Status SetCheckpoint(std::string_view input, int64_t position) override {
@@ -468,31 +508,39 @@ class SqliteStore final : public Store {
   }
   Result<std::vector<EvidenceRecord>> EvidenceOf(std::string_view consumer,
                                                  std::string_view subject) override {
-    static const std::string kSql = "SELECT consumer, subject, name, source, event_id, subject_version, recorded_at_ms "
-        "FROM evidence WHERE consumer=?1 AND subject=?2 ORDER BY name";
-    return Rows<EvidenceRecord>(kSql,
-        {consumer, subject}, [](const Statement& s) {
-          EvidenceRecord r;
-          r.consumer = s.Text(0);
-          r.subject = s.Text(1);
-          r.name = s.Text(2);
-          r.source = s.Text(3);
-          r.event_id = s.Text(4);
-          r.subject_version = s.OptionalInt(5);
-          r.recorded_at_ms = s.Int(6);
-          return r;
-        });
+    EVIDENT_ASSIGN_OR_RETURN(CachedProjection* cached, Cached(consumer, subject));
+    std::vector<EvidenceRecord> out;
+    simdjson::dom::object records;
+    if (json_parser_.parse(cached->evidence_json).get(records) != simdjson::SUCCESS) {
+      return Status::Corruption("evidence of " + std::string(consumer) + "/" +
+                                std::string(subject) + " is not a JSON object");
+    }
+    for (auto field : records) {
+      EvidenceRecord r;
+      r.consumer = std::string(consumer);
+      r.subject = std::string(subject);
+      r.name = std::string(field.key);
+      std::string_view text;
+      int64_t number = 0;
+      if (field.value["source"].get(text) == simdjson::SUCCESS) r.source = std::string(text);
+      if (field.value["id"].get(text) == simdjson::SUCCESS) r.event_id = std::string(text);
+      if (field.value["subject_version"].get(number) == simdjson::SUCCESS) r.subject_version = number;
+      if (field.value["recorded_at_ms"].get(number) == simdjson::SUCCESS) r.recorded_at_ms = number;
+      out.push_back(std::move(r));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const EvidenceRecord& a, const EvidenceRecord& b) { return a.name < b.name; });
+    return out;
   }
 
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
     EVIDENT_RETURN_IF_ERROR(FlushProjections());
     std::vector<std::pair<std::string, int64_t>> out;
-    static const std::string kTables[] = {"ledger", "projection", "deferred",
-                                          "kept",   "journal",    "evidence"};
+    static const std::string kTables[] = {"ledger", "projection", "deferred", "kept", "journal"};
     static const std::string kSql[] = {
         "SELECT count(*) FROM ledger",   "SELECT count(*) FROM projection",
         "SELECT count(*) FROM deferred", "SELECT count(*) FROM kept",
-        "SELECT count(*) FROM journal",  "SELECT count(*) FROM evidence"};
+        "SELECT count(*) FROM journal"};
     for (size_t i = 0; i < std::size(kTables); ++i) {
       auto rows = Rows<int64_t>(kSql[i], {}, [](const Statement& s) { return s.Int(0); });
       if (!rows.ok()) return rows.status();
@@ -535,11 +583,9 @@ class SqliteStore final : public Store {
 
   sqlite3* db_;
   std::unordered_map<const std::string*, std::unique_ptr<Statement>> statements_;
-  struct CachedProjection {
-    std::optional<Projection> value;
-    bool dirty = false;
-  };
   bool in_transaction_ = false;
+  CachedProjection scratch_;             // Cached() outside a transaction
+  simdjson::dom::parser json_parser_;    // evidence records
   // This transaction's projections, by (consumer, subject); bounded by the batch size.
   std::map<std::pair<std::string, std::string>, CachedProjection> projections_;
 };
