@@ -55,6 +55,28 @@ std::string LastToken(std::string_view pointer) {
   return token;
 }
 
+// What the store keeps of an input that was not applied: the decision's reason and message (with
+// the payload errors), the event's coordinates and its original bytes.
+KeptInput KeptFrom(const Decision& d, std::string_view source, std::string_view event_id,
+                   std::string_view type, std::optional<int64_t> subject_version,
+                   std::string_view raw, int64_t now_ms) {
+  KeptInput kept;
+  kept.consumer = d.consumer;
+  kept.outcome = std::string(OutcomeName(d.outcome));
+  kept.reason = d.reason;
+  kept.message = d.message;
+  for (const std::string& e : d.errors) kept.message += "\n" + e;
+  kept.source = std::string(source);
+  kept.event_id = std::string(event_id);
+  kept.type = std::string(type);
+  kept.subject = d.subject;
+  kept.subject_version = subject_version;
+  kept.raw = std::string(raw);
+  kept.received_at_ms = now_ms;
+  kept.input_index = d.index;
+  return kept;
+}
+
 struct ConsumerState {
   const ConsumerConfig* config;
   // (type, version) -> compiled payload schema.
@@ -227,20 +249,8 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     d.outcome = outcome;
     d.reason = std::move(reason);
     d.message = std::move(message);
-    KeptInput kept;
-    kept.consumer = contract.id;
-    kept.outcome = std::string(OutcomeName(outcome));
-    kept.reason = d.reason;
-    kept.message = d.message;
-    for (const std::string& e : d.errors) kept.message += "\n" + e;
-    kept.source = std::string(event.source);
-    kept.event_id = std::string(event.id);
-    kept.type = std::string(event.type);
-    kept.subject = d.subject;
-    kept.subject_version = subject_version;
-    kept.raw = std::string(event.raw);
-    kept.received_at_ms = now_ms;
-    kept.input_index = index;
+    const KeptInput kept =
+        KeptFrom(d, event.source, event.id, event.type, subject_version, event.raw, now_ms);
     EVIDENT_RETURN_IF_ERROR(store.Keep(kept));
     decisions.push_back(std::move(d));
     return Status::Ok();
@@ -480,15 +490,7 @@ Status Pipeline::Process(Store& store, std::string_view bytes, int64_t index, in
     d.reason = std::string(ReasonCode(r.reason));
     d.message = r.message;
     if (!r.id.empty() && !r.source.empty()) d.key = r.source + ":" + r.id;
-    KeptInput kept;
-    kept.outcome = "rejected";
-    kept.reason = d.reason;
-    kept.message = d.message;
-    kept.source = r.source;
-    kept.event_id = r.id;
-    kept.raw = std::string(bytes);
-    kept.received_at_ms = now_ms;
-    kept.input_index = index;
+    const KeptInput kept = KeptFrom(d, r.source, r.id, "", std::nullopt, bytes, now_ms);
     EVIDENT_RETURN_IF_ERROR(store.Keep(kept));
     decisions.push_back(std::move(d));
     return Status::Ok();
@@ -507,17 +509,8 @@ Status Pipeline::Process(Store& store, std::string_view bytes, int64_t index, in
     d.reason = "no-subscriber";
     d.message = "no consumer subscribes to type " + std::string(event.type);
     d.subject = event.subject ? std::string(*event.subject) : std::string();
-    KeptInput kept;
-    kept.outcome = "unrouted";
-    kept.reason = d.reason;
-    kept.message = d.message;
-    kept.source = std::string(event.source);
-    kept.event_id = std::string(event.id);
-    kept.type = std::string(event.type);
-    kept.subject = d.subject;
-    kept.raw = std::string(bytes);
-    kept.received_at_ms = now_ms;
-    kept.input_index = index;
+    const KeptInput kept =
+        KeptFrom(d, event.source, event.id, event.type, std::nullopt, bytes, now_ms);
     EVIDENT_RETURN_IF_ERROR(store.Keep(kept));
     decisions.push_back(std::move(d));
   }
