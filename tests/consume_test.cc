@@ -2,6 +2,8 @@
 // the orders example, a real SQLite file.
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -235,6 +237,46 @@ TEST_F(ConsumeTest, OversizedLineIsRejectedAndTheRestGoesOn) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_NE(lines[0].find("envelope-too-large"), std::string::npos) << lines[0];
   EXPECT_NE(lines[1].find("\"outcome\":\"applied\""), std::string::npos) << lines[1];
+}
+
+// A pause in the input commits the open batch after linger_ms: the first event's outcome appears
+// while the input is still open, long before batch_count_max events arrived.
+TEST_F(ConsumeTest, LingerCommitsAPartialBatchWhenInputPauses) {
+  int in_pipe[2], out_pipe[2];
+  ASSERT_EQ(pipe(in_pipe), 0);
+  ASSERT_EQ(pipe(out_pipe), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    close(in_pipe[1]);
+    close(out_pipe[0]);
+    execl(EVIDENT_BINARY, EVIDENT_BINARY, "consume", "--config", config_.c_str(), "--store",
+          store_.c_str(), "--outcomes", "-", "--linger-ms", "20", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  const std::string line =
+      R"({"specversion":"1.0","id":"evt-1","source":"training://orders/checkout","type":"order.status.changed","subject":"order-1","data":{"schemaVersion":1,"orderId":"order-1","status":"paid"}})"
+      "\n";
+  ASSERT_EQ(write(in_pipe[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  // Wait (bounded: 10 s) for the outcome while stdin stays open.
+  pollfd pfd{out_pipe[0], POLLIN, 0};
+  const int ready = poll(&pfd, 1, 10000);
+  std::string out;
+  if (ready > 0) {
+    char buffer[4096];
+    const ssize_t n = read(out_pipe[0], buffer, sizeof buffer);
+    if (n > 0) out.assign(buffer, static_cast<size_t>(n));
+  }
+  close(in_pipe[1]);  // end of input: the consumer finishes
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(out_pipe[0]);
+  ASSERT_GT(ready, 0) << "no outcome while the input stayed open: the batch did not linger-commit";
+  EXPECT_NE(out.find("\"outcome\":\"applied\""), std::string::npos) << out;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 }  // namespace
