@@ -38,17 +38,19 @@ void WriteEvents(const fs::path& path, int64_t count) {
     std::string lines[4];
     for (int v = 1; v <= 3; ++v) {
       const std::string type = v == 3 ? "cancelled" : "paid";
-      lines[v - 1] = R"({"specversion":"1.0","id":"evt-)" + o + "-" + std::to_string(v) +
-                     R"(","source":"https://example.test/order-service","type":"com.example.training.order.)" +
-                     type + R"(","subject":"order-)" + o +
-                     R"(","time":"2026-07-31T12:00:00Z","schemaversion":1,"data":{"orderId":"order-)" + o +
-                     R"(","orderVersion":)" + std::to_string(v) +
-                     (v == 3 ? R"(,"reason":"customer-request")" : "") + "}}";
+      lines[v - 1] =
+          R"({"specversion":"1.0","id":"evt-)" + o + "-" + std::to_string(v) +
+          R"(","source":"https://example.test/order-service","type":"com.example.training.order.)" +
+          type + R"(","subject":"order-)" + o +
+          R"(","time":"2026-07-31T12:00:00Z","schemaversion":1,"data":{"orderId":"order-)" + o +
+          R"(","orderVersion":)" + std::to_string(v) +
+          (v == 3 ? R"(,"reason":"customer-request")" : "") + "}}";
     }
-    lines[3] = R"({"specversion":"1.0","id":"st-)" + o +
-               R"(","source":"training://orders/checkout","type":"order.status.changed","subject":"order-)" +
-               o + R"(","data":{"schemaVersion":2,"orderId":"order-)" + o +
-               R"(","status":"paid","paymentReference":"pay-)" + o + R"("}})";
+    lines[3] =
+        R"({"specversion":"1.0","id":"st-)" + o +
+        R"(","source":"training://orders/checkout","type":"order.status.changed","subject":"order-)" +
+        o + R"(","data":{"schemaVersion":2,"orderId":"order-)" + o +
+        R"(","status":"paid","paymentReference":"pay-)" + o + R"("}})";
     if (order % 3 == 0) std::swap(lines[0], lines[1]);
     for (const std::string& line : lines) {
       if (written++ >= count) break;
@@ -151,23 +153,32 @@ int main(int argc, char** argv) {
   std::printf("consume benchmark: %lld events, batches of %d, synchronous=FULL, WAL\n",
               static_cast<long long>(count), kBatchCountMax);
   const double ceiling_s = InsertLedgerRows(dir / "ceiling.db", count);
-  const RunResult large = RunEvident(evident, config, dir / "large.ndjson", dir / "large.db", kBatchCountMax);
-  const RunResult small_run = RunEvident(evident, config, dir / "small.ndjson", dir / "small.db", kBatchCountMax);
-  const RunResult per_event = RunEvident(evident, config, dir / "per-event.ndjson", dir / "per-event.db", 1);
+  const RunResult large =
+      RunEvident(evident, config, dir / "large.ndjson", dir / "large.db", kBatchCountMax);
+  const RunResult small_run =
+      RunEvident(evident, config, dir / "small.ndjson", dir / "small.db", kBatchCountMax);
+  const RunResult per_event =
+      RunEvident(evident, config, dir / "per-event.ndjson", dir / "per-event.db", 1);
 
   const double evident_rate = static_cast<double>(count) / large.seconds;
   const double ceiling_rate = static_cast<double>(count) / ceiling_s;
   const double per_event_rate = static_cast<double>(per_event_count) / per_event.seconds;
-  std::printf("(a) sqlite3 ledger inserts, same batches : %10.0f rows/s   (%.2f s)\n", ceiling_rate, ceiling_s);
-  std::printf("    evident consume                       : %10.0f events/s (%.2f s, process start and schema compile included)\n",
-              evident_rate, large.seconds);
+  std::printf("(a) sqlite3 ledger inserts, same batches : %10.0f rows/s   (%.2f s)\n", ceiling_rate,
+              ceiling_s);
+  std::printf(
+      "    evident consume                       : %10.0f events/s (%.2f s, process start and "
+      "schema compile included)\n",
+      evident_rate, large.seconds);
   std::printf("(b) evident, one transaction per event    : %10.0f events/s (%lld events, %.2f s)\n",
               per_event_rate, static_cast<long long>(per_event_count), per_event.seconds);
-  std::printf("ratio evident / (a) ceiling               : %.3f   (goal >= 0.5)\n", evident_rate / ceiling_rate);
-  std::printf("ratio evident / (b) per-event             : %.1fx  (goal >= 50x)\n", evident_rate / per_event_rate);
+  std::printf("ratio evident / (a) ceiling               : %.3f   (goal >= 0.5)\n",
+              evident_rate / ceiling_rate);
+  std::printf("ratio evident / (b) per-event             : %.1fx  (goal >= 50x)\n",
+              evident_rate / per_event_rate);
   std::printf("peak RSS: %lld events %ld KiB, %lld events %ld KiB, ratio %.2f (flat = 1.0)\n",
               static_cast<long long>(small), small_run.max_rss_kib, static_cast<long long>(count),
-              large.max_rss_kib, static_cast<double>(large.max_rss_kib) / static_cast<double>(small_run.max_rss_kib));
+              large.max_rss_kib,
+              static_cast<double>(large.max_rss_kib) / static_cast<double>(small_run.max_rss_kib));
   fs::remove_all(dir);
   return 0;
 }

@@ -37,10 +37,10 @@ void BM_BareSimdjsonParse(benchmark::State& state) {
 
 // evident: size, I-JSON (duplicate members), required attributes, types, boundary, version.
 void BM_EnvelopeParseValidate(benchmark::State& state) {
-  auto parser = evident::EnvelopeParser::Create(
-                    {.source_boundary = {"https://example.test/order-service"},
-                     .require_schema_version = true})
-                    .value();
+  auto parser =
+      evident::EnvelopeParser::Create({.source_boundary = {"https://example.test/order-service"},
+                                       .require_schema_version = true})
+          .value();
   size_t valid = 0;
   for (auto _ : state) {
     for (const std::string& e : Corpus()) {

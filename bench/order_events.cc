@@ -42,11 +42,10 @@ std::vector<std::string> MakeOrderEvents(size_t count, uint64_t seed) {
         "\"currency\":\"EUR\"}}}",
         static_cast<unsigned long long>(rng()), type, static_cast<unsigned long long>(order),
         static_cast<int>(rng() % 28) + 1, static_cast<int>(rng() % 24),
-        static_cast<int>(rng() % 60), static_cast<int>(rng() % 60),
-        static_cast<int>(rng() % 1000), 1 + static_cast<int>(rng() % 2), version,
-        static_cast<unsigned long long>(order), 1 + static_cast<int>(rng() % 2),
-        static_cast<unsigned long long>(order), version, kStatus[rng() % 5],
-        static_cast<unsigned long long>(rng() % 5000), lines.c_str(),
+        static_cast<int>(rng() % 60), static_cast<int>(rng() % 60), static_cast<int>(rng() % 1000),
+        1 + static_cast<int>(rng() % 2), version, static_cast<unsigned long long>(order),
+        1 + static_cast<int>(rng() % 2), static_cast<unsigned long long>(order), version,
+        kStatus[rng() % 5], static_cast<unsigned long long>(rng() % 5000), lines.c_str(),
         static_cast<int>(rng() % 2000), static_cast<int>(rng() % 100));
     events.emplace_back(buffer, static_cast<size_t>(n));
   }

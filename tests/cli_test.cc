@@ -30,9 +30,9 @@ std::vector<Line> ParseOutput(const std::string& out) {
 }
 
 TEST(CliValidate, ExampleFileGivesOneLinePerEventAndExitOne) {
-  const auto r = RunEvident({"validate", SourcePath("examples/envelopes/orders.ndjson"),
-                             "--boundary", "https://example.test/order-service",
-                             "--require-schema-version"});
+  const auto r =
+      RunEvident({"validate", SourcePath("examples/envelopes/orders.ndjson"), "--boundary",
+                  "https://example.test/order-service", "--require-schema-version"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto lines = ParseOutput(r.out);
   ASSERT_EQ(lines.size(), 9u);
@@ -49,17 +49,19 @@ TEST(CliValidate, ExampleFileGivesOneLinePerEventAndExitOne) {
 }
 
 TEST(CliValidate, AllValidExitsZero) {
-  const std::string input =
-      R"({"specversion":"1.0","id":"a","source":"s","type":"t"})" "\n"
-      R"({"specversion":"1.0","id":"b","source":"s","type":"t"})" "\n";
+  const std::string input = R"({"specversion":"1.0","id":"a","source":"s","type":"t"})"
+                            "\n"
+                            R"({"specversion":"1.0","id":"b","source":"s","type":"t"})"
+                            "\n";
   const auto r = RunEvident({"validate", "-"}, input);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ParseOutput(r.out).size(), 2u);
 }
 
 TEST(CliValidate, BatchFromStdin) {
-  const auto r = RunEvident({"validate", "--schema-version-at", "/data/schemaVersion",
-                             "--require-schema-version", SourcePath("examples/envelopes/batch.json")});
+  const auto r =
+      RunEvident({"validate", "--schema-version-at", "/data/schemaVersion",
+                  "--require-schema-version", SourcePath("examples/envelopes/batch.json")});
   EXPECT_EQ(r.exit_code, 1);
   const auto lines = ParseOutput(r.out);
   ASSERT_EQ(lines.size(), 2u);

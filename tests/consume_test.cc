@@ -1,8 +1,8 @@
 // End-to-end tests of `evident consume`, `evidence`, `gaps` and `guard`: the real binary on
 // the orders example, a real SQLite file.
 #include <gtest/gtest.h>
-#include <simdjson.h>
 #include <poll.h>
+#include <simdjson.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,8 +29,8 @@ class ConsumeTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   ProcessResult Consume(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"consume", "--config", config_, "--store", store_,
-                                     "--input", events_};
+    std::vector<std::string> args = {"consume", "--config", config_, "--store",
+                                     store_,    "--input",  events_};
     args.insert(args.end(), extra.begin(), extra.end());
     return RunEvident(args);
   }
@@ -60,7 +60,8 @@ TEST_F(ConsumeTest, EveryOutcomeInProcessingOrder) {
     if (e["consumer"].get(consumer) != simdjson::SUCCESS) consumer = "null";
     const bool drained = e["drained"].get_bool().value();
     seen.push_back(std::to_string(e["index"].get_int64().value()) + " " + std::string(consumer) +
-                   " " + std::string(e["outcome"].get_string().value()) + (drained ? " drained" : ""));
+                   " " + std::string(e["outcome"].get_string().value()) +
+                   (drained ? " drained" : ""));
   }
   const std::vector<std::string> expected = {
       "0 orders-projection applied",
@@ -127,7 +128,8 @@ TEST_F(ConsumeTest, EvidencePacketAnswersEveryQuestion) {
   EXPECT_EQ(std::string(e["subject"].get_string().value()), "order-417");
   simdjson::dom::element c = e["consumers"].at(0);
   EXPECT_EQ(std::string(c["consumer"].get_string().value()), "fulfillment");
-  EXPECT_EQ(std::string(c["owner_source"].get_string().value()), "https://example.test/order-service");
+  EXPECT_EQ(std::string(c["owner_source"].get_string().value()),
+            "https://example.test/order-service");
   EXPECT_EQ(c["projection_version"].get_int64().value(), 3);
   EXPECT_EQ(c["owner_version_seen"].get_int64().value(), 3);
   EXPECT_EQ(std::string(c["state"].get_string().value()), "cancelled");
@@ -169,8 +171,8 @@ TEST_F(ConsumeTest, EvidencePacketAnswersEveryQuestion) {
 TEST_F(ConsumeTest, GuardAndGaps) {
   ASSERT_EQ(Consume().exit_code, 0);
   const auto guard = [&](const std::string& subject) {
-    return RunEvident({"guard", "--config", config_, "--store", store_, "--consumer",
-                       "fulfillment", "--subject", subject, "--action", "ship"});
+    return RunEvident({"guard", "--config", config_, "--store", store_, "--consumer", "fulfillment",
+                       "--subject", subject, "--action", "ship"});
   };
   auto r = guard("order-417");
   EXPECT_EQ(r.exit_code, 1);
@@ -211,14 +213,17 @@ TEST_F(ConsumeTest, ResumeSkipsCommittedLines) {
 TEST_F(ConsumeTest, StdinInputAndBadUsage) {
   std::ifstream in(events_);
   const std::string text((std::istreambuf_iterator<char>(in)), {});
-  const auto r = RunEvident({"consume", "--config", config_, "--store", store_, "--outcomes", "-"}, text);
+  const auto r =
+      RunEvident({"consume", "--config", config_, "--store", store_, "--outcomes", "-"}, text);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(r.out).size(), 20u);
-  EXPECT_EQ(RunEvident({"consume", "--config", "/nonexistent.yaml", "--store", store_}).exit_code, 2);
-  EXPECT_EQ(RunEvident({"consume", "--config", config_, "--store", "postgres://x"}).exit_code, 2);
-  EXPECT_EQ(RunEvident({"consume", "--config", config_, "--store", store_, "--input", "/nonexistent"})
-                .exit_code,
+  EXPECT_EQ(RunEvident({"consume", "--config", "/nonexistent.yaml", "--store", store_}).exit_code,
             2);
+  EXPECT_EQ(RunEvident({"consume", "--config", config_, "--store", "postgres://x"}).exit_code, 2);
+  EXPECT_EQ(
+      RunEvident({"consume", "--config", config_, "--store", store_, "--input", "/nonexistent"})
+          .exit_code,
+      2);
 }
 
 TEST_F(ConsumeTest, OversizedLineIsRejectedAndTheRestGoesOn) {

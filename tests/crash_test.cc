@@ -56,7 +56,8 @@ std::vector<std::string> MakeInput(int orders, uint64_t seed) {
     events.push_back(Status(o, 0));
     events.push_back(Status(o, 1));
     if (rng() % 10 == 0) events.push_back(Paid(o, 2, "evt-conflict-" + std::to_string(o)));
-    if (rng() % 20 == 0) events.push_back("{\"specversion\":\"1.0\",\"id\":\"broken-" + std::to_string(o));
+    if (rng() % 20 == 0)
+      events.push_back("{\"specversion\":\"1.0\",\"id\":\"broken-" + std::to_string(o));
     std::shuffle(events.begin(), events.end(), rng);
     for (std::string& e : events) {
       lines.push_back(e);
@@ -77,7 +78,8 @@ std::vector<std::string> Dump(const std::string& path) {
            "ORDER BY 1,2,3",
            "SELECT consumer, subject, version, state, fields_json, owner_source, "
            "owner_version_seen, (SELECT group_concat(key || ':' || json_extract(value, '$.source') "
-           "|| ':' || json_extract(value, '$.id') || ':' || json_extract(value, '$.subject_version'))"
+           "|| ':' || json_extract(value, '$.id') || ':' || json_extract(value, "
+           "'$.subject_version'))"
            " FROM json_each(evidence_json)) FROM projection ORDER BY 1,2",
            "SELECT consumer, subject, subject_version, source, event_id, expected_version, "
            "hex(raw), route, input_index FROM deferred ORDER BY 1,2,3",
@@ -125,8 +127,8 @@ TEST(Crash, KillNineAtRandomPointsConvergesToTheUninterruptedStore) {
     for (const std::string& line : MakeInput(4000, 7)) out << line << '\n';
   }
   const std::string config = SourcePath("examples/orders/evident.yaml");
-  const std::vector<std::string> common = {"consume", "--config", config, "--input", input.string(),
-                                           "--batch-count-max", "50", "--resume"};
+  const std::vector<std::string> common = {"consume",      "--config",          config, "--input",
+                                           input.string(), "--batch-count-max", "50",   "--resume"};
 
   // The reference: one uninterrupted run.
   const std::string reference = (dir / "reference.db").string();
@@ -184,8 +186,10 @@ TEST(Crash, KillNineAtRandomPointsConvergesToTheUninterruptedStore) {
               << " rows, equal\n";
   }
   // No receipt exists twice (the primary key says so; the count proves the key holds).
-  EXPECT_EQ(Scalar(crashed, "SELECT count(*) FROM ledger"),
-            Scalar(crashed, "SELECT count(*) FROM (SELECT DISTINCT consumer, source, event_id FROM ledger)"));
+  EXPECT_EQ(
+      Scalar(crashed, "SELECT count(*) FROM ledger"),
+      Scalar(crashed,
+             "SELECT count(*) FROM (SELECT DISTINCT consumer, source, event_id FROM ledger)"));
   EXPECT_GT(Scalar(crashed, "SELECT count(*) FROM ledger WHERE state='applied'"), 15000);
   fs::remove_all(dir);
 }

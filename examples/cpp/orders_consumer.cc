@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
                         const std::string& extra) {
     return R"({"specversion":"1.0","id":")" + id +
            R"(","source":"https://example.test/order-service","type":"com.example.training.order.)" +
-           type + R"(","subject":"order-417","schemaversion":1,"data":{"orderId":"order-417","orderVersion":)" +
+           type +
+           R"(","subject":"order-417","schemaversion":1,"data":{"orderId":"order-417","orderVersion":)" +
            std::to_string(version) + extra + "}}";
   };
   const std::vector<std::string> events = {

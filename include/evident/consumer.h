@@ -3,10 +3,10 @@
 //
 //   envelope (size, I-JSON, required attributes, specversion, types)      -> rejected
 //   per consumer: source boundary, schema version present                 -> rejected
-//   (type, schemaversion) accepted by the consumer contract               -> contract-update-required
-//   payload valid under its schema version                                -> payload-invalid
-//   ledger already holds consumerId:source:id                             -> duplicate
-//   ordering by subject: below the projection version                     -> stale
+//   (type, schemaversion) accepted by the consumer contract               ->
+//   contract-update-required payload valid under its schema version -> payload-invalid ledger
+//   already holds consumerId:source:id                             -> duplicate ordering by
+//   subject: below the projection version                     -> stale
 //                        equal to an applied or deferred version          -> same-version-conflict
 //                        beyond the next version                          -> deferred
 //   the projection step                                                   -> applied
@@ -54,15 +54,15 @@ struct Decision {
   int64_t index = 0;     // the input line (NDJSON) or batch position of the event
   std::string consumer;  // empty (printed null) when rejected before a consumer was chosen
   Outcome outcome = Outcome::kRejected;
-  std::string reason;    // stable code, empty (null) for applied / deferred / duplicate
-  std::string message;   // for people
-  std::string key;       // consumerId:source:id, empty when unknown
+  std::string reason;   // stable code, empty (null) for applied / deferred / duplicate
+  std::string message;  // for people
+  std::string key;      // consumerId:source:id, empty when unknown
   std::string subject;
   std::optional<int64_t> subject_version;
   std::optional<int64_t> projection_version;  // after the decision
   std::optional<int64_t> expected_version;    // for deferred
-  bool drained = false;  // applied from the deferred set when a gap closed
-  std::vector<std::string> errors;  // payload-invalid: "instanceLocation: error" lines
+  bool drained = false;                       // applied from the deferred set when a gap closed
+  std::vector<std::string> errors;            // payload-invalid: "instanceLocation: error" lines
 };
 
 // Appends the decision as one JSON object (no newline).

@@ -75,7 +75,7 @@ struct Rejection {
 
 // One validated event, in the canonical CloudEvents vocabulary, whatever the input layout.
 struct EventView {
-  std::string_view raw;  // the original bytes of this event, untouched
+  std::string_view raw;                            // the original bytes of this event, untouched
   std::string_view specversion, id, source, type;  // always non-empty
   std::optional<std::string_view> subject, time, datacontenttype, dataschema;
   std::optional<int64_t> schemaversion, subjectversion;

@@ -68,7 +68,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : data_(std::in_place_index<0>, std::move(value)) {}  // NOLINT implicit
+  Result(T value) : data_(std::in_place_index<0>, std::move(value)) {}        // NOLINT implicit
   Result(Status status) : data_(std::in_place_index<1>, std::move(status)) {  // NOLINT implicit
     assert(!std::get<1>(data_).ok() && "Result constructed from an OK status");
   }
@@ -106,9 +106,9 @@ class [[nodiscard]] Result {
 #define EVIDENT_CONCAT_(a, b) EVIDENT_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function when `expr` is not OK.
-#define EVIDENT_RETURN_IF_ERROR(expr)            \
-  do {                                           \
-    ::evident::Status evident_status_ = (expr);  \
+#define EVIDENT_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::evident::Status evident_status_ = (expr);        \
     if (!evident_status_.ok()) return evident_status_; \
   } while (false)
 

@@ -56,16 +56,16 @@ struct DeferredEvent {
   std::string raw;  // original bytes
   int64_t received_at_ms = 0;
   int64_t deadline_at_ms = 0;
-  std::string route;  // wait | request-replay | manual
+  std::string route;        // wait | request-replay | manual
   int64_t input_index = 0;  // where the event stood in its input
 };
 
 // An input that was not applied, kept with its reason and original bytes.
 struct KeptInput {
-  int64_t seq = 0;        // assigned by the store
-  std::string consumer;   // empty when rejected before any consumer was chosen
-  std::string outcome;    // rejected, contract-update-required, payload-invalid, stale, ...
-  std::string reason;     // stable code
+  int64_t seq = 0;       // assigned by the store
+  std::string consumer;  // empty when rejected before any consumer was chosen
+  std::string outcome;   // rejected, contract-update-required, payload-invalid, stale, ...
+  std::string reason;    // stable code
   std::string message;
   std::string source, event_id, type, subject;
   std::optional<int64_t> subject_version;
@@ -158,7 +158,8 @@ struct SqliteOptions {
 };
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, const SqliteOptions& options = {});
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                               const SqliteOptions& options = {});
 
 // Opens a store from a URI: "sqlite:PATH".
 Result<std::unique_ptr<Store>> OpenStore(std::string_view uri);

@@ -1,7 +1,7 @@
 // `evident consume`: run the consumers of a config file over NDJSON input against a store.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 
@@ -64,7 +64,8 @@ int RunConsume(const ConsumeFlags& flags) {
     }
     config->profile = std::move(profile).value();
   }
-  if (flags.batch_count_max > 0) config->batch_count_max = static_cast<size_t>(flags.batch_count_max);
+  if (flags.batch_count_max > 0)
+    config->batch_count_max = static_cast<size_t>(flags.batch_count_max);
   if (flags.linger_ms >= 0) config->linger_ms = flags.linger_ms;
   auto pipeline = Pipeline::Create(*config);
   if (!pipeline.ok()) {
@@ -76,7 +77,8 @@ int RunConsume(const ConsumeFlags& flags) {
     std::cerr << "evident consume: --store must be sqlite:PATH\n";
     return kExitUsage;
   }
-  auto store = OpenSqliteStore(flags.store.substr(kSqlite.size()), {.synchronous = flags.synchronous});
+  auto store =
+      OpenSqliteStore(flags.store.substr(kSqlite.size()), {.synchronous = flags.synchronous});
   if (!store.ok()) {
     std::cerr << "evident consume: " << store.status().ToString() << "\n";
     return kExitUsage;

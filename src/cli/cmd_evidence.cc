@@ -1,6 +1,5 @@
 // `evident evidence`, `evident gaps`, `evident guard`: reading decisions back from the store.
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -66,7 +65,10 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
     v ? w.Int(*v) : w.Null();
   };
   const auto kept_json = [&](const KeptInput& k) {
-    w.BeginObject().Field("outcome", k.outcome).Field("reason", k.reason).Field("message", k.message);
+    w.BeginObject()
+        .Field("outcome", k.outcome)
+        .Field("reason", k.reason)
+        .Field("message", k.message);
     w.Field("source", k.source).Field("id", k.event_id).Field("type", k.type);
     optional_int("subject_version", k.subject_version);
     w.Field("received_at", FormatTime(k.received_at_ms)).Key("input_index").Int(k.input_index);
@@ -80,8 +82,8 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
       w.Key("projection_version").Int(c.projection->version);
       w.Key("owner_version_seen").Int(c.projection->owner_version_seen);
       w.Field("state", c.projection->state).Key("fields").Raw(c.projection->fields_json);
-      w.Field("in_sync", c.projection->version == c.projection->owner_version_seen &&
-                             c.deferred.empty());
+      w.Field("in_sync",
+              c.projection->version == c.projection->owner_version_seen && c.deferred.empty());
     } else {
       w.Key("owner_source").Null().Key("projection_version").Null();
       w.Key("owner_version_seen").Null().Key("state").Null();
@@ -158,22 +160,24 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
     }
     for (const LedgerEntry& e : c.ledger) {
       if (e.state != "applied") continue;
-      std::printf("  applied   v%-4s %s:%s (%s) schema v%lld -> result v%lld, projection v%s, %s%s\n",
-                  e.subject_version ? std::to_string(*e.subject_version).c_str() : "-",
-                  e.source.c_str(), e.event_id.c_str(), e.type.c_str(),
-                  static_cast<long long>(e.input_schema_version),
-                  static_cast<long long>(e.result_version),
-                  e.projection_version ? std::to_string(*e.projection_version).c_str() : "-",
-                  FormatTime(e.committed_at_ms).c_str(),
-                  e.duplicates > 0 ? (", " + std::to_string(e.duplicates) + " duplicate(s) suppressed").c_str() : "");
+      std::printf(
+          "  applied   v%-4s %s:%s (%s) schema v%lld -> result v%lld, projection v%s, %s%s\n",
+          e.subject_version ? std::to_string(*e.subject_version).c_str() : "-", e.source.c_str(),
+          e.event_id.c_str(), e.type.c_str(), static_cast<long long>(e.input_schema_version),
+          static_cast<long long>(e.result_version),
+          e.projection_version ? std::to_string(*e.projection_version).c_str() : "-",
+          FormatTime(e.committed_at_ms).c_str(),
+          e.duplicates > 0
+              ? (", " + std::to_string(e.duplicates) + " duplicate(s) suppressed").c_str()
+              : "");
     }
     for (const DeferredEvent& d : c.deferred) {
       std::printf("  deferred  v%-4lld %s:%s waits for v%lld, age %llds, deadline %s%s, route %s\n",
                   static_cast<long long>(d.subject_version), d.source.c_str(), d.event_id.c_str(),
                   static_cast<long long>(d.expected_version),
                   static_cast<long long>((now_ms - d.received_at_ms) / 1000),
-                  FormatTime(d.deadline_at_ms).c_str(), now_ms > d.deadline_at_ms ? " (OVERDUE)" : "",
-                  d.route.c_str());
+                  FormatTime(d.deadline_at_ms).c_str(),
+                  now_ms > d.deadline_at_ms ? " (OVERDUE)" : "", d.route.c_str());
     }
     for (const JournalEntry& j : c.journal) {
       if (j.outcome != "duplicate") continue;
@@ -214,8 +218,10 @@ int RunEvidence(const EvidenceFlags& flags) {
   for (const Projection& p : *projections) consumers.insert(p.consumer);
   std::vector<KeptInput> unassigned;
   for (const KeptInput& k : *kept) {
-    if (k.consumer.empty()) unassigned.push_back(k);
-    else consumers.insert(k.consumer);
+    if (k.consumer.empty())
+      unassigned.push_back(k);
+    else
+      consumers.insert(k.consumer);
   }
   if (!flags.consumer.empty()) {
     consumers = {flags.consumer};
@@ -284,7 +290,8 @@ int RunGaps(const GapsFlags& flags) {
   for (const DeferredEvent& d : *deferred) {
     Gap& g = gaps[{d.consumer, d.subject}];
     if (g.waiting.empty()) {
-      g = Gap{d.consumer, d.subject, d.route, d.expected_version, d.deadline_at_ms, d.received_at_ms, {}};
+      g = Gap{d.consumer,       d.subject,        d.route, d.expected_version,
+              d.deadline_at_ms, d.received_at_ms, {}};
     }
     g.deadline_ms = std::min(g.deadline_ms, d.deadline_at_ms);
     g.oldest_ms = std::min(g.oldest_ms, d.received_at_ms);
@@ -339,7 +346,8 @@ int RunGuard(const GuardFlags& flags) {
   }
   const ConsumerConfig* consumer = config->Find(flags.consumer);
   if (consumer == nullptr) {
-    std::cerr << "evident guard: no consumer '" << flags.consumer << "' in " << flags.config << "\n";
+    std::cerr << "evident guard: no consumer '" << flags.consumer << "' in " << flags.config
+              << "\n";
     return kExitUsage;
   }
   auto store = OpenStoreFlag(flags.store);
@@ -374,12 +382,14 @@ int RunGuard(const GuardFlags& flags) {
 void AddEvidenceCommands(CLI::App& app, Runner& run) {
   auto evidence = std::make_shared<EvidenceFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "evidence", "Everything the store knows about one subject, per consumer: the evidence packet.");
+      "evidence",
+      "Everything the store knows about one subject, per consumer: the evidence packet.");
   cmd->add_option("subject", evidence->subject, "The subject, e.g. order-417")->required();
   cmd->add_option("--store", evidence->store, "sqlite:PATH")->required();
   cmd->add_option("--consumer", evidence->consumer, "Only this consumer");
   cmd->add_option("--format", evidence->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   cmd->callback([evidence, &run] { run = [evidence] { return RunEvidence(*evidence); }; });
 
   auto gaps = std::make_shared<GapsFlags>();
@@ -390,20 +400,23 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
       ->capture_default_str();
   cmd->add_flag("--all", gaps->all, "Show every open gap");
   cmd->add_option("--format", gaps->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   cmd->callback([gaps, &run] { run = [gaps] { return RunGaps(*gaps); }; });
 
   auto guard = std::make_shared<GuardFlags>();
   cmd = app.add_subcommand(
-      "guard", "May ACTION be done to SUBJECT now? Prints allowed or denied with every reason; "
-               "exit 0 allowed, 1 denied.");
+      "guard",
+      "May ACTION be done to SUBJECT now? Prints allowed or denied with every reason; "
+      "exit 0 allowed, 1 denied.");
   cmd->add_option("--config", guard->config, "evident.yaml")->required();
   cmd->add_option("--store", guard->store, "sqlite:PATH")->required();
   cmd->add_option("--consumer", guard->consumer, "Consumer whose projection decides")->required();
   cmd->add_option("--subject", guard->subject, "Subject, e.g. order-417")->required();
   cmd->add_option("--action", guard->action, "Guarded action, e.g. ship")->required();
   cmd->add_option("--format", guard->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   cmd->callback([guard, &run] { run = [guard] { return RunGuard(*guard); }; });
 }
 

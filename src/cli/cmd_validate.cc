@@ -1,6 +1,5 @@
 // `evident validate`: envelope validation of events from a file or standard input.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 

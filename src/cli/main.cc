@@ -1,6 +1,5 @@
 // evident — the command-line tool. See README.md and docs/cli.md.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 

@@ -60,19 +60,25 @@ void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerCon
     for (const auto& item : projection) {
       const std::string type = item.first.as<std::string>();
       if (contract.Find(type) == nullptr) {
-        Fail(origin, item.first, "projection for type '" + type + "' that consumer '" +
-                                     contract.id + "' does not accept");
+        Fail(origin, item.first,
+             "projection for type '" + type + "' that consumer '" + contract.id +
+                 "' does not accept");
       }
       const YAML::Node step_node = item.second;
       if (!step_node.IsMap()) Fail(origin, step_node, "a projection step must be a mapping");
       ProjectionStep step;
       for (const auto& field : step_node) {
         const std::string key = field.first.as<std::string>();
-        if (key == "state") step.state = field.second.as<std::string>();
-        else if (key == "state_from") step.state_from = Pointers(origin, field.second, key)[0];
-        else if (key == "copy") step.copy = Pointers(origin, field.second, key);
-        else if (key == "evidence") step.evidence = Names(origin, field.second, key);
-        else Fail(origin, field.first, "unknown key '" + key + "' in a projection step");
+        if (key == "state")
+          step.state = field.second.as<std::string>();
+        else if (key == "state_from")
+          step.state_from = Pointers(origin, field.second, key)[0];
+        else if (key == "copy")
+          step.copy = Pointers(origin, field.second, key);
+        else if (key == "evidence")
+          step.evidence = Names(origin, field.second, key);
+        else
+          Fail(origin, field.first, "unknown key '" + key + "' in a projection step");
       }
       if (!step.state.empty() && !step.state_from.empty()) {
         Fail(origin, step_node, "a projection step has 'state' or 'state_from', not both");
@@ -88,10 +94,14 @@ void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerCon
       if (!item.second.IsMap()) Fail(origin, item.second, "a guard must be a mapping");
       for (const auto& field : item.second) {
         const std::string key = field.first.as<std::string>();
-        if (key == "in_sync") guard.in_sync = field.second.as<bool>();
-        else if (key == "states") guard.states = Names(origin, field.second, key);
-        else if (key == "evidence") guard.evidence = Names(origin, field.second, key);
-        else Fail(origin, field.first, "unknown key '" + key + "' in guard '" + guard.action + "'");
+        if (key == "in_sync")
+          guard.in_sync = field.second.as<bool>();
+        else if (key == "states")
+          guard.states = Names(origin, field.second, key);
+        else if (key == "evidence")
+          guard.evidence = Names(origin, field.second, key);
+        else
+          Fail(origin, field.first, "unknown key '" + key + "' in guard '" + guard.action + "'");
       }
       consumer.guards[guard.action] = std::move(guard);
     }
@@ -149,7 +159,8 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
     }
     if (root["linger_ms"]) {
       config.linger_ms = root["linger_ms"].as<int64_t>();
-      if (config.linger_ms < 0 || config.linger_ms > 60'000) Fail(origin, root["linger_ms"], "0..60000");
+      if (config.linger_ms < 0 || config.linger_ms > 60'000)
+        Fail(origin, root["linger_ms"], "0..60000");
     }
     if (root["event_bytes_max"]) {
       const int64_t n = root["event_bytes_max"].as<int64_t>();
@@ -189,15 +200,17 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
           if (c.id == id) found = &c;
         }
         if (found == nullptr) {
-          Fail(origin, entry, "consumer '" + id + "' has no 'accepts' here and no contract in " +
-                                  config.contracts_dir + "/consumers/");
+          Fail(origin, entry,
+               "consumer '" + id + "' has no 'accepts' here and no contract in " +
+                   config.contracts_dir + "/consumers/");
         }
         consumer.contract = *found;
         for (const auto& item : entry) {
           const std::string key = item.first.as<std::string>();
           if (key != "id" && key != "projection" && key != "guards") {
-            Fail(origin, item.first, "'" + key + "' belongs in the contract file of '" + id +
-                                         "' (or give the whole contract inline with 'accepts')");
+            Fail(origin, item.first,
+                 "'" + key + "' belongs in the contract file of '" + id +
+                     "' (or give the whole contract inline with 'accepts')");
           }
         }
       }
@@ -219,9 +232,9 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
       for (int64_t version : accepted.versions) {
         if (config.contracts.SchemaPath(accepted.type, version).empty()) {
           return Status::InvalidArgument(
-              origin + ": consumer '" + consumer.contract.id + "' accepts " + accepted.type +
-              " v" + std::to_string(version) + " but " + config.contracts_dir + "/" +
-              accepted.type + "/v" + std::to_string(version) + ".schema.json does not exist");
+              origin + ": consumer '" + consumer.contract.id + "' accepts " + accepted.type + " v" +
+              std::to_string(version) + " but " + config.contracts_dir + "/" + accepted.type +
+              "/v" + std::to_string(version) + ".schema.json does not exist");
         }
       }
     }

@@ -25,21 +25,19 @@ Result<GuardDecision> EvaluateGuard(Store& store, const ConsumerConfig& consumer
   }
   if (guard.in_sync) {
     if (projection->version != projection->owner_version_seen) {
-      decision.reasons.push_back("not in sync: projection version " +
-                                 std::to_string(projection->version) +
-                                 " is behind the owner version seen " +
-                                 std::to_string(projection->owner_version_seen));
+      decision.reasons.push_back(
+          "not in sync: projection version " + std::to_string(projection->version) +
+          " is behind the owner version seen " + std::to_string(projection->owner_version_seen));
     }
     EVIDENT_ASSIGN_OR_RETURN(std::vector<DeferredEvent> deferred, store.DeferredOf(id, subject));
     if (!deferred.empty()) {
-      decision.reasons.push_back("gap open: version " +
-                                 std::to_string(deferred.front().expected_version) +
-                                 " expected, " + std::to_string(deferred.size()) +
-                                 " event(s) deferred, route " + deferred.front().route);
+      decision.reasons.push_back(
+          "gap open: version " + std::to_string(deferred.front().expected_version) + " expected, " +
+          std::to_string(deferred.size()) + " event(s) deferred, route " + deferred.front().route);
     }
   }
-  if (!guard.states.empty() &&
-      std::find(guard.states.begin(), guard.states.end(), projection->state) == guard.states.end()) {
+  if (!guard.states.empty() && std::find(guard.states.begin(), guard.states.end(),
+                                         projection->state) == guard.states.end()) {
     std::string allowed;
     for (const std::string& s : guard.states) allowed += (allowed.empty() ? "" : ", ") + s;
     decision.reasons.push_back("state '" + projection->state + "' (version " +

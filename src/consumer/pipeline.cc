@@ -15,8 +15,9 @@ namespace evident {
 namespace {
 
 constexpr std::array<std::string_view, kOutcomeCount> kOutcomeNames = {
-    "rejected", "contract-update-required", "payload-invalid", "duplicate", "stale",
-    "same-version-conflict", "deferred", "applied", "unrouted"};
+    "rejected", "contract-update-required", "payload-invalid", "duplicate",
+    "stale",    "same-version-conflict",    "deferred",        "applied",
+    "unrouted"};
 
 // Payload errors kept per decision; the first few explain the failure, more would bloat the
 // store and the output.
@@ -157,8 +158,8 @@ Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const 
     simdjson::dom::element value;
     if (event.At(DataPointer(step.state_from)).get(value) == simdjson::SUCCESS) {
       std::string_view text;
-      projection.state = value.get(text) == simdjson::SUCCESS ? std::string(text)
-                                                              : simdjson::to_string(value);
+      projection.state =
+          value.get(text) == simdjson::SUCCESS ? std::string(text) : simdjson::to_string(value);
     }
   }
   if (!step.copy.empty()) {
@@ -181,9 +182,9 @@ Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const 
     w.EndObject();
   }
   for (const std::string& name : step.evidence) {
-    EVIDENT_RETURN_IF_ERROR(store.PutEvidence({consumer_config.contract.id, projection.subject, name,
-                                               std::string(event.source), std::string(event.id),
-                                               projection.version, now_ms}));
+    EVIDENT_RETURN_IF_ERROR(store.PutEvidence({consumer_config.contract.id, projection.subject,
+                                               name, std::string(event.source),
+                                               std::string(event.id), projection.version, now_ms}));
   }
   return Status::Ok();
 }
@@ -193,9 +194,9 @@ Status Pipeline::Impl::Drain(Store& store, ConsumerState& consumer, Projection& 
   const ConsumerContract& contract = consumer.config->contract;
   // Bounded by the number of deferred rows of this subject: each pass removes one.
   while (true) {
-    EVIDENT_ASSIGN_OR_RETURN(std::optional<DeferredEvent> next,
-                             store.FindDeferred(contract.id, projection.subject,
-                                                projection.version + 1));
+    EVIDENT_ASSIGN_OR_RETURN(
+        std::optional<DeferredEvent> next,
+        store.FindDeferred(contract.id, projection.subject, projection.version + 1));
     if (!next) return Status::Ok();
     const EnvelopeParser::Outcome reread = drain_parser->Parse(next->raw);
     if (!reread.ok()) {
@@ -204,8 +205,8 @@ Status Pipeline::Impl::Drain(Store& store, ConsumerState& consumer, Projection& 
     }
     projection.version = next->subject_version;
     EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, reread.event, projection, now_ms));
-    EVIDENT_RETURN_IF_ERROR(store.MarkApplied(contract.id, next->source, next->event_id,
-                                              projection.version, now_ms));
+    EVIDENT_RETURN_IF_ERROR(
+        store.MarkApplied(contract.id, next->source, next->event_id, projection.version, now_ms));
     EVIDENT_RETURN_IF_ERROR(
         store.DeleteDeferred(contract.id, projection.subject, next->subject_version));
     Decision d;
@@ -258,9 +259,9 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
 
   // 1. Boundary, then the schema version this consumer reads.
   if (!SourceInsideBoundary(event.source, contract.boundary)) {
-    return keep(Outcome::kRejected, "source-outside-boundary",
-                "source '" + std::string(event.source) + "' is outside the boundary of " +
-                    contract.id);
+    return keep(
+        Outcome::kRejected, "source-outside-boundary",
+        "source '" + std::string(event.source) + "' is outside the boundary of " + contract.id);
   }
   int64_t schema_version = 0;
   if (contract.schema_version_at.empty()) {
@@ -275,9 +276,9 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                   "no schema version at " + contract.schema_version_at);
     }
     if (!ReadVersion(value, schema_version)) {
-      return keep(Outcome::kRejected, "invalid-schema-version",
-                  "the schema version at " + contract.schema_version_at +
-                      " is not a non-negative integer");
+      return keep(
+          Outcome::kRejected, "invalid-schema-version",
+          "the schema version at " + contract.schema_version_at + " is not a non-negative integer");
     }
   }
 
@@ -289,8 +290,9 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
       accepted += (accepted.empty() ? "" : ", ") + std::to_string(v);
     }
     return keep(Outcome::kContractUpdateRequired,
-                contract.unknown_version == UnknownVersionOutcome::kManual ? "manual-review"
-                                                                           : "unaccepted-schema-version",
+                contract.unknown_version == UnknownVersionOutcome::kManual
+                    ? "manual-review"
+                    : "unaccepted-schema-version",
                 contract.id + "@" + std::to_string(contract.result_version) + " accepts " +
                     std::string(event.type) + " versions [" + accepted + "], not " +
                     std::to_string(schema_version));
@@ -324,9 +326,9 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                            store.FindLedger(contract.id, event.source, event.id));
   if (seen) {
     EVIDENT_RETURN_IF_ERROR(store.CountDuplicate(contract.id, event.source, event.id, now_ms));
-    EVIDENT_RETURN_IF_ERROR(store.Journal({0, contract.id, "duplicate", std::string(event.source),
-                                           std::string(event.id), d.subject, subject_version,
-                                           now_ms}));
+    EVIDENT_RETURN_IF_ERROR(
+        store.Journal({0, contract.id, "duplicate", std::string(event.source),
+                       std::string(event.id), d.subject, subject_version, now_ms}));
     d.outcome = Outcome::kDuplicate;
     d.projection_version = seen->projection_version;
     d.message = seen->state == "deferred" ? "already deferred" : "already applied";
@@ -385,11 +387,19 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                     "event " + occupied->source + ":" + occupied->event_id +
                         " already waits with version " + std::to_string(version));
       }
-      DeferredEvent deferred{contract.id, d.subject, version, receipt.source, receipt.event_id,
-                             receipt.type, schema_version, projection.version + 1,
-                             std::string(event.raw), now_ms,
+      DeferredEvent deferred{contract.id,
+                             d.subject,
+                             version,
+                             receipt.source,
+                             receipt.event_id,
+                             receipt.type,
+                             schema_version,
+                             projection.version + 1,
+                             std::string(event.raw),
+                             now_ms,
                              now_ms + contract.gap.deadline_seconds * 1000,
-                             std::string(GapRouteName(contract.gap.route)), index};
+                             std::string(GapRouteName(contract.gap.route)),
+                             index};
       EVIDENT_RETURN_IF_ERROR(store.InsertDeferred(deferred));
       receipt.state = "deferred";
       EVIDENT_RETURN_IF_ERROR(store.InsertLedger(receipt));
@@ -423,8 +433,8 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                              store.FindProjection(contract.id, d.subject));
     Projection projection = found.value_or(Projection{contract.id, d.subject});
     projection.version += 1;
-    projection.owner_version_seen = std::max(projection.owner_version_seen,
-                                             subject_version.value_or(projection.version));
+    projection.owner_version_seen =
+        std::max(projection.owner_version_seen, subject_version.value_or(projection.version));
     EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, event, projection, now_ms));
     EVIDENT_RETURN_IF_ERROR(store.PutProjection(projection));
     receipt.projection_version = projection.version;
@@ -500,7 +510,8 @@ Status Pipeline::Process(Store& store, std::string_view bytes, int64_t index, in
   for (ConsumerState& consumer : impl.consumers) {
     if (consumer.config->contract.Find(event.type) == nullptr) continue;
     routed = true;
-    EVIDENT_RETURN_IF_ERROR(impl.ProcessForConsumer(store, consumer, event, index, now_ms, decisions));
+    EVIDENT_RETURN_IF_ERROR(
+        impl.ProcessForConsumer(store, consumer, event, index, now_ms, decisions));
   }
   if (!routed) {
     Decision d;

@@ -117,7 +117,9 @@ TEST_F(PipelineTest, Seed000FirstDeliveryRepeatAndUnknownVersion) {
   EXPECT_EQ(projection.version, 1);
   EXPECT_EQ(projection.state, "paid");
   EXPECT_EQ(store_->FindLedger("orders-projection", "training://orders/checkout", "evt-104")
-                .value()->duplicates, 1);
+                .value()
+                ->duplicates,
+            1);
 
   d = RunOne(StatusChanged("evt-105", 3, "shipped"));
   EXPECT_EQ(d.outcome, Outcome::kContractUpdateRequired);
@@ -145,12 +147,14 @@ TEST_F(PipelineTest, Seed000SchemaVersionTwoAndBoundaryAndPayload) {
   EXPECT_EQ(d.outcome, Outcome::kRejected);
   EXPECT_EQ(d.reason, "source-outside-boundary");
   // A v1 payload without status is payload-invalid with the schema error path.
-  d = RunOne(R"({"specversion":"1.0","id":"evt-203","source":"training://orders/checkout","type":"order.status.changed","subject":"order-104","data":{"schemaVersion":1,"orderId":"order-104"}})");
+  d = RunOne(
+      R"({"specversion":"1.0","id":"evt-203","source":"training://orders/checkout","type":"order.status.changed","subject":"order-104","data":{"schemaVersion":1,"orderId":"order-104"}})");
   EXPECT_EQ(d.outcome, Outcome::kPayloadInvalid);
   ASSERT_FALSE(d.errors.empty());
   EXPECT_NE(d.errors[0].find("status"), std::string::npos) << d.errors[0];
   // The schema version missing entirely.
-  d = RunOne(R"({"specversion":"1.0","id":"evt-204","source":"training://orders/checkout","type":"order.status.changed","data":{"orderId":"o"}})");
+  d = RunOne(
+      R"({"specversion":"1.0","id":"evt-204","source":"training://orders/checkout","type":"order.status.changed","data":{"orderId":"o"}})");
   EXPECT_EQ(d.reason, "missing-schema-version");
   EXPECT_EQ(store_->FindProjection("orders-projection", "order-104").value()->version, 1);
 }
@@ -194,8 +198,11 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   EXPECT_EQ(FulfillmentProjection().version, 3);
   EXPECT_EQ(FulfillmentProjection().state, "cancelled");
   EXPECT_EQ(Count("deferred"), 0);
-  auto drained = store_->FindLedger("fulfillment", "https://example.test/order-service",
-                                    "evt-order-417-cancelled-v3").value().value();
+  auto drained = store_
+                     ->FindLedger("fulfillment", "https://example.test/order-service",
+                                  "evt-order-417-cancelled-v3")
+                     .value()
+                     .value();
   EXPECT_EQ(drained.state, "applied");
   EXPECT_EQ(drained.projection_version, 3);
 
@@ -232,7 +239,8 @@ TEST_F(PipelineTest, RejectedUnroutedAndMissingOrderingData) {
   EXPECT_TRUE(d.consumer.empty());
   d = RunOne(R"({"specversion":"1.0","id":"u1","source":"s","type":"invoice.created","data":{}})");
   EXPECT_EQ(d.outcome, Outcome::kUnrouted);
-  d = RunOne(R"({"specversion":"1.0","id":"m1","source":"https://example.test/order-service","type":"com.example.training.order.paid","schemaversion":1,"data":{"orderId":"o","orderVersion":1}})");
+  d = RunOne(
+      R"({"specversion":"1.0","id":"m1","source":"https://example.test/order-service","type":"com.example.training.order.paid","schemaversion":1,"data":{"orderId":"o","orderVersion":1}})");
   EXPECT_EQ(d.outcome, Outcome::kRejected);
   EXPECT_EQ(d.reason, "missing-subject");
   EXPECT_EQ(Count("kept"), 3);
@@ -262,13 +270,15 @@ consumers:
     ordering: {by: subject, subject_at: /data/order_id}
     projection:
       order.approved: {state: approved, copy: [/order_id]}
-)", dir.string());
+)",
+                               dir.string());
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   auto pipeline = Pipeline::Create(*config).value();
   auto store = OpenSqliteStore((dir / "s.db").string()).value();
   const auto flat = [](std::string_view id, int version) {
     return std::string(R"({"timestamp":"2026-07-24T12:34:56.123Z","event.id":")") +
-           std::string(id) + R"(","event.name":"order.approved","event.schema_version":2,)"
+           std::string(id) +
+           R"(","event.name":"order.approved","event.schema_version":2,)"
            R"("producer.id":"orders-api","trace_id":"0123456789abcdef0123456789abcdef",)"
            R"("span_id":"0123456789abcdef","correlation_id":"corr-1","aggregate.version":)" +
            std::to_string(version) +
@@ -277,12 +287,14 @@ consumers:
   std::vector<Decision> decisions;
   ASSERT_TRUE(store->Begin().ok());
   for (int v = 1; v <= 8; ++v) {
-    ASSERT_TRUE(pipeline->Process(*store, flat("evt-" + std::to_string(v), v), v, kNow, decisions).ok());
+    ASSERT_TRUE(
+        pipeline->Process(*store, flat("evt-" + std::to_string(v), v), v, kNow, decisions).ok());
   }
   ASSERT_TRUE(pipeline->Process(*store, flat("evt-late-7", 7), 9, kNow, decisions).ok());
   ASSERT_TRUE(store->Commit().ok());
   ASSERT_EQ(decisions.size(), 9u);
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(decisions[i].outcome, Outcome::kApplied) << decisions[i].message;
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(decisions[i].outcome, Outcome::kApplied) << decisions[i].message;
   EXPECT_EQ(decisions[8].outcome, Outcome::kStale);
   EXPECT_EQ(decisions[8].subject, "ord-example");
   auto projection = store->FindProjection("approvals", "ord-example").value().value();
@@ -298,7 +310,8 @@ contracts: contracts
 consumers:
   - id: x
     accepts: [{type: order.status.changed, versions: [1, 2, 3]}]
-)", std::string(EVIDENT_SOURCE_DIR) + "/examples/orders");
+)",
+                               std::string(EVIDENT_SOURCE_DIR) + "/examples/orders");
   ASSERT_FALSE(config.ok());
   EXPECT_NE(config.status().message().find("v3.schema.json does not exist"), std::string::npos)
       << config.status().message();

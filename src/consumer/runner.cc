@@ -68,7 +68,8 @@ class LineReader {
     if (!skipping_) {
       buffer_.append(data, n);
       // Cut an oversized line: keep line_bytes_max + 1 bytes, drop the rest up to its newline.
-      if (buffer_.find('\n', scan_from_) == std::string::npos && buffer_.size() > line_bytes_max_ + 1) {
+      if (buffer_.find('\n', scan_from_) == std::string::npos &&
+          buffer_.size() > line_bytes_max_ + 1) {
         buffer_.resize(line_bytes_max_ + 1);
         skipping_ = true;
       }
@@ -125,7 +126,8 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
   std::string input_name = "stdin";
   if (options.input != "-") {
     fd = open(options.input.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IoError("cannot open " + options.input + ": " + std::strerror(errno));
+    if (fd < 0)
+      return Status::IoError("cannot open " + options.input + ": " + std::strerror(errno));
     input_name = std::filesystem::absolute(options.input).lexically_normal().string();
   }
   struct Closer {

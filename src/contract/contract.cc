@@ -42,8 +42,8 @@ int64_t Integer(std::string_view origin, const YAML::Node& node, const std::stri
 std::string Pointer(std::string_view origin, const YAML::Node& node, const std::string& name) {
   std::string pointer = String(origin, node, name);
   if (pointer.empty() || !IsValidJsonPointer(pointer)) {
-    Fail(origin, node, "'" + name + "' must be a JSON Pointer such as /data/orderId, got '" +
-                           pointer + "'");
+    Fail(origin, node,
+         "'" + name + "' must be a JSON Pointer such as /data/orderId, got '" + pointer + "'");
   }
   return pointer;
 }
@@ -84,7 +84,8 @@ AcceptedType ParseAccepted(std::string_view origin, const YAML::Node& node) {
   if (versions.IsScalar()) {
     accepted.versions.push_back(Integer(origin, versions, "versions"));
   } else if (versions.IsSequence()) {
-    for (const YAML::Node& v : versions) accepted.versions.push_back(Integer(origin, v, "versions"));
+    for (const YAML::Node& v : versions)
+      accepted.versions.push_back(Integer(origin, v, "versions"));
   } else {
     Fail(origin, versions, "'versions' must be an integer or a list of integers");
   }
@@ -103,9 +104,12 @@ AcceptedType ParseAccepted(std::string_view origin, const YAML::Node& node) {
 
 std::string_view GapRouteName(GapRoute route) {
   switch (route) {
-    case GapRoute::kWait: return "wait";
-    case GapRoute::kRequestReplay: return "request-replay";
-    case GapRoute::kManual: return "manual";
+    case GapRoute::kWait:
+      return "wait";
+    case GapRoute::kRequestReplay:
+      return "request-replay";
+    case GapRoute::kManual:
+      return "manual";
   }
   return "wait";
 }
@@ -119,8 +123,8 @@ const AcceptedType* ConsumerContract::Find(std::string_view type) const {
 
 bool ConsumerContract::Accepts(std::string_view type, int64_t version) const {
   const AcceptedType* accepted = Find(type);
-  return accepted != nullptr && std::binary_search(accepted->versions.begin(),
-                                                   accepted->versions.end(), version);
+  return accepted != nullptr &&
+         std::binary_search(accepted->versions.begin(), accepted->versions.end(), version);
 }
 
 Result<ConsumerContract> ConsumerContractFromYaml(std::string_view yaml_text,
@@ -129,8 +133,8 @@ Result<ConsumerContract> ConsumerContractFromYaml(std::string_view yaml_text,
     const YAML::Node root = YAML::Load(std::string(yaml_text));
     // Keys a consumer entry in evident.yaml may carry besides the contract itself.
     CheckKeys(origin, root,
-              {"id", "resultversion", "boundary", "schemaversion_at", "unknown_version",
-               "accepts", "ordering", "gap", "projection", "guards"},
+              {"id", "resultversion", "boundary", "schemaversion_at", "unknown_version", "accepts",
+               "ordering", "gap", "projection", "guards"},
               "a consumer contract");
     ConsumerContract contract;
     if (!root["id"]) Fail(origin, root, "a consumer contract needs 'id'");
@@ -142,7 +146,8 @@ Result<ConsumerContract> ConsumerContractFromYaml(std::string_view yaml_text,
       contract.result_version = Integer(origin, root["resultversion"], "resultversion");
       if (contract.result_version < 1) Fail(origin, root["resultversion"], "resultversion >= 1");
     }
-    if (root["boundary"]) contract.boundary = StringList(origin, root["boundary"], "boundary", false);
+    if (root["boundary"])
+      contract.boundary = StringList(origin, root["boundary"], "boundary", false);
     if (root["schemaversion_at"]) {
       contract.schema_version_at = Pointer(origin, root["schemaversion_at"], "schemaversion_at");
     }
@@ -187,15 +192,20 @@ Result<ConsumerContract> ConsumerContractFromYaml(std::string_view yaml_text,
     if (const YAML::Node gap = root["gap"]) {
       CheckKeys(origin, gap, {"deadline_seconds", "route"}, "'gap'");
       if (gap["deadline_seconds"]) {
-        contract.gap.deadline_seconds = Integer(origin, gap["deadline_seconds"], "deadline_seconds");
+        contract.gap.deadline_seconds =
+            Integer(origin, gap["deadline_seconds"], "deadline_seconds");
         if (contract.gap.deadline_seconds < 0) Fail(origin, gap, "deadline_seconds >= 0");
       }
       if (gap["route"]) {
         const std::string route = String(origin, gap["route"], "route");
-        if (route == "wait") contract.gap.route = GapRoute::kWait;
-        else if (route == "request-replay") contract.gap.route = GapRoute::kRequestReplay;
-        else if (route == "manual") contract.gap.route = GapRoute::kManual;
-        else Fail(origin, gap["route"], "'gap.route' must be wait, request-replay or manual");
+        if (route == "wait")
+          contract.gap.route = GapRoute::kWait;
+        else if (route == "request-replay")
+          contract.gap.route = GapRoute::kRequestReplay;
+        else if (route == "manual")
+          contract.gap.route = GapRoute::kManual;
+        else
+          Fail(origin, gap["route"], "'gap.route' must be wait, request-replay or manual");
       }
     }
     return contract;

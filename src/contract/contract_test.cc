@@ -88,7 +88,8 @@ TEST(Contract, RejectsMalformedContractsWithWhereAndWhy) {
 
 TEST(Contract, LoadsADirectory) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("evident-contracts-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("evident-contracts-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "order.status.changed");
   fs::create_directories(dir / "consumers");

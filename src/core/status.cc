@@ -5,16 +5,26 @@ namespace evident {
 
 std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "ok";
-    case Code::kInvalidArgument: return "invalid-argument";
-    case Code::kNotFound: return "not-found";
-    case Code::kAlreadyExists: return "already-exists";
-    case Code::kFailedPrecondition: return "failed-precondition";
-    case Code::kLimitExceeded: return "limit-exceeded";
-    case Code::kIoError: return "io-error";
-    case Code::kCorruption: return "corruption";
-    case Code::kUnavailable: return "unavailable";
-    case Code::kInternal: return "internal";
+    case Code::kOk:
+      return "ok";
+    case Code::kInvalidArgument:
+      return "invalid-argument";
+    case Code::kNotFound:
+      return "not-found";
+    case Code::kAlreadyExists:
+      return "already-exists";
+    case Code::kFailedPrecondition:
+      return "failed-precondition";
+    case Code::kLimitExceeded:
+      return "limit-exceeded";
+    case Code::kIoError:
+      return "io-error";
+    case Code::kCorruption:
+      return "corruption";
+    case Code::kUnavailable:
+      return "unavailable";
+    case Code::kInternal:
+      return "internal";
   }
   return "unknown";
 }

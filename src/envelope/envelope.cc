@@ -44,14 +44,42 @@ static_assert(kReasonCodes.size() == kEnvelopeReasonCount);
 
 // The canonical attributes the parser knows. Index into Slots.
 enum Attr : uint8_t {
-  kSpecversion, kId, kSource, kType, kSubject, kTime, kDatacontenttype, kDataschema,
-  kData, kDataBase64, kSchemaversion, kSubjectversion, kTraceparent, kCorrelationid,
-  kCausationid, kTraceid, kSpanid, kAttrCount
+  kSpecversion,
+  kId,
+  kSource,
+  kType,
+  kSubject,
+  kTime,
+  kDatacontenttype,
+  kDataschema,
+  kData,
+  kDataBase64,
+  kSchemaversion,
+  kSubjectversion,
+  kTraceparent,
+  kCorrelationid,
+  kCausationid,
+  kTraceid,
+  kSpanid,
+  kAttrCount
 };
-constexpr std::array<std::string_view, kAttrCount> kAttrNames = {
-    "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "dataschema",
-    "data", "data_base64", "schemaversion", "subjectversion", "traceparent", "correlationid",
-    "causationid", "traceid", "spanid"};
+constexpr std::array<std::string_view, kAttrCount> kAttrNames = {"specversion",
+                                                                 "id",
+                                                                 "source",
+                                                                 "type",
+                                                                 "subject",
+                                                                 "time",
+                                                                 "datacontenttype",
+                                                                 "dataschema",
+                                                                 "data",
+                                                                 "data_base64",
+                                                                 "schemaversion",
+                                                                 "subjectversion",
+                                                                 "traceparent",
+                                                                 "correlationid",
+                                                                 "causationid",
+                                                                 "traceid",
+                                                                 "spanid"};
 
 int AttrIndex(std::string_view name) {
   if (name.size() < 2 || name.size() > 15) return -1;  // fast exit for most extensions
@@ -71,14 +99,20 @@ struct Slot {
 
 std::string_view TypeName(element_type type) {
   switch (type) {
-    case element_type::ARRAY: return "array";
-    case element_type::OBJECT: return "object";
+    case element_type::ARRAY:
+      return "array";
+    case element_type::OBJECT:
+      return "object";
     case element_type::INT64:
     case element_type::UINT64:
-    case element_type::DOUBLE: return "number";
-    case element_type::STRING: return "string";
-    case element_type::BOOL: return "boolean";
-    case element_type::NULL_VALUE: return "null";
+    case element_type::DOUBLE:
+      return "number";
+    case element_type::STRING:
+      return "string";
+    case element_type::BOOL:
+      return "boolean";
+    case element_type::NULL_VALUE:
+      return "null";
   }
   return "unknown";
 }
@@ -92,10 +126,14 @@ bool HasLoneSurrogateEscape(std::string_view bytes) {
     for (size_t i = at; i < at + 4; ++i) {
       const char c = bytes[i];
       out <<= 4;
-      if (c >= '0' && c <= '9') out |= static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') out |= static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') out |= static_cast<uint32_t>(c - 'A' + 10);
-      else return false;
+      if (c >= '0' && c <= '9')
+        out |= static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        out |= static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        out |= static_cast<uint32_t>(c - 'A' + 10);
+      else
+        return false;
     }
     return true;
   };
@@ -236,8 +274,9 @@ EnvelopeParser::EnvelopeParser(EnvelopeOptions options) : options_(std::move(opt
 
 Result<std::unique_ptr<EnvelopeParser>> EnvelopeParser::Create(EnvelopeOptions options) {
   if (options.event_bytes_max < kCloudEventsBytesMin) {
-    return Status::InvalidArgument("event_bytes_max must be at least 65536 (CloudEvents 1.0 "
-                                   "requires accepting events of 64 KiB)");
+    return Status::InvalidArgument(
+        "event_bytes_max must be at least 65536 (CloudEvents 1.0 "
+        "requires accepting events of 64 KiB)");
   }
   if (options.nesting_depth_max < 2 || options.nesting_depth_max > 1024) {
     return Status::InvalidArgument("nesting_depth_max must be between 2 and 1024");
@@ -267,23 +306,24 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
   event.raw = bytes;
   event.profile = &options_.profile;
   const auto reject = [&](EnvelopeReason reason, std::string message) {
-    outcome.rejection = Rejection{reason, std::move(message), std::string(event.id),
-                                  std::string(event.source)};
+    outcome.rejection =
+        Rejection{reason, std::move(message), std::string(event.id), std::string(event.source)};
     return outcome;
   };
 
   // 1. Size.
   if (bytes.size() > options_.event_bytes_max) {
-    return reject(EnvelopeReason::kEnvelopeTooLarge,
-                  "event is " + std::to_string(bytes.size()) + " bytes; the limit is " +
-                      std::to_string(options_.event_bytes_max));
+    return reject(EnvelopeReason::kEnvelopeTooLarge, "event is " + std::to_string(bytes.size()) +
+                                                         " bytes; the limit is " +
+                                                         std::to_string(options_.event_bytes_max));
   }
 
   // 2. Well-formed I-JSON.
   element root;
   const simdjson::error_code parse_error = parser_.parse(bytes.data(), bytes.size()).get(root);
   switch (parse_error) {
-    case simdjson::SUCCESS: break;
+    case simdjson::SUCCESS:
+      break;
     case simdjson::UTF8_ERROR:
       return reject(EnvelopeReason::kInvalidUtf8, "input is not valid UTF-8");
     case simdjson::DEPTH_ERROR:
@@ -396,10 +436,9 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
   if (!syntax::IsUriReference(event.source)) {
     return reject(EnvelopeReason::kInvalidSource, "source is not a URI-reference (RFC 3986)");
   }
-  const auto optional_string = [&](Attr attr, EnvelopeReason reason,
-                                   std::optional<std::string_view>& out,
-                                   bool (*valid)(std::string_view),
-                                   std::string_view expected) -> bool {
+  const auto optional_string =
+      [&](Attr attr, EnvelopeReason reason, std::optional<std::string_view>& out,
+          bool (*valid)(std::string_view), std::string_view expected) -> bool {
     if (!slots[attr].present) return true;
     std::string_view value;
     if (!string_of(attr, value) || value.empty() || (valid != nullptr && !valid(value))) {
@@ -411,8 +450,8 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
   };
   if (!optional_string(kSubject, EnvelopeReason::kInvalidSubject, event.subject, nullptr,
                        "a non-empty string") ||
-      !optional_string(kTime, EnvelopeReason::kInvalidTime, event.time,
-                       syntax::IsRfc3339Timestamp, "an RFC 3339 timestamp") ||
+      !optional_string(kTime, EnvelopeReason::kInvalidTime, event.time, syntax::IsRfc3339Timestamp,
+                       "an RFC 3339 timestamp") ||
       !optional_string(kDatacontenttype, EnvelopeReason::kInvalidDatacontenttype,
                        event.datacontenttype, syntax::IsMediaType,
                        "an RFC 2046 media type such as application/json") ||
@@ -452,15 +491,16 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
     }
     *target = version;
   }
-  if (!optional_string(kCorrelationid, EnvelopeReason::kInvalidExtensionValue,
-                       event.correlationid, nullptr, "a non-empty string") ||
+  if (!optional_string(kCorrelationid, EnvelopeReason::kInvalidExtensionValue, event.correlationid,
+                       nullptr, "a non-empty string") ||
       !optional_string(kCausationid, EnvelopeReason::kInvalidExtensionValue, event.causationid,
                        nullptr, "a non-empty string")) {
     return outcome;
   }
   if (slots[kTraceparent].present) {
     if (!optional_string(kTraceparent, EnvelopeReason::kInvalidTraceparent, event.traceparent,
-                         syntax::IsTraceparent, "a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)")) {
+                         syntax::IsTraceparent,
+                         "a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)")) {
       return outcome;
     }
   } else if (slots[kTraceid].present) {
@@ -489,9 +529,9 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
   // 7. Schema version present (when required).
   if (options_.require_schema_version && !event.schemaversion) {
     const std::string where = profile.PointerFor("schemaversion");
-    return reject(EnvelopeReason::kMissingSchemaVersion,
-                  "no schema version" + (where.empty() ? std::string(" attribute")
-                                                       : " at " + where));
+    return reject(
+        EnvelopeReason::kMissingSchemaVersion,
+        "no schema version" + (where.empty() ? std::string(" attribute") : " at " + where));
   }
   return outcome;
 }

@@ -7,7 +7,8 @@
 namespace evident {
 namespace {
 
-constexpr std::string_view kValid = R"({"specversion":"1.0","id":"evt-1",)"
+constexpr std::string_view kValid =
+    R"({"specversion":"1.0","id":"evt-1",)"
     R"("source":"https://example.test/order-service","type":"com.example.training.order.paid",)"
     R"("subject":"order-417","time":"2026-07-31T12:00:00Z","schemaversion":1,)"
     R"("subjectversion":2,"datacontenttype":"application/json",)"
@@ -73,40 +74,48 @@ std::vector<ReasonCase> ReasonCases() {
   boundary.source_boundary = {"https://example.test/billing"};
   EnvelopeOptions require_version;
   require_version.require_schema_version = true;
-  cases.push_back({"too_large", std::string(kValid).insert(1, std::string(70000, ' ')),
-                   EnvelopeReason::kEnvelopeTooLarge, {.event_bytes_max = 65536}});
+  cases.push_back({"too_large",
+                   std::string(kValid).insert(1, std::string(70000, ' ')),
+                   EnvelopeReason::kEnvelopeTooLarge,
+                   {.event_bytes_max = 65536}});
   cases.push_back({"malformed", "{\"id\":", EnvelopeReason::kMalformedJson});
   cases.push_back({"not_json", "hello, world", EnvelopeReason::kMalformedJson});
   cases.push_back({"trailing_comma", Mutate("}}", "},}"), EnvelopeReason::kMalformedJson});
-  cases.push_back({"invalid_utf8", Mutate("order-417\"", "order-\xff\""),
-                   EnvelopeReason::kInvalidUtf8});
-  cases.push_back({"overlong_utf8", Mutate("order-417\"", "order-\xc0\xaf\""),
-                   EnvelopeReason::kInvalidUtf8});
+  cases.push_back(
+      {"invalid_utf8", Mutate("order-417\"", "order-\xff\""), EnvelopeReason::kInvalidUtf8});
+  cases.push_back(
+      {"overlong_utf8", Mutate("order-417\"", "order-\xc0\xaf\""), EnvelopeReason::kInvalidUtf8});
   cases.push_back({"lone_high_surrogate", Mutate("order-417\"", "order-\\ud800\""),
                    EnvelopeReason::kLoneSurrogate});
   cases.push_back({"lone_low_surrogate", Mutate("order-417\"", "order-\\udc00x\""),
                    EnvelopeReason::kLoneSurrogate});
   cases.push_back({"duplicate_top", Mutate("\"id\":\"evt-1\"", "\"id\":\"evt-1\",\"id\":\"evt-2\""),
                    EnvelopeReason::kDuplicateMember});
-  cases.push_back({"duplicate_nested", Mutate("\"orderVersion\":2", "\"orderVersion\":2,\"orderId\":1"),
+  cases.push_back({"duplicate_nested",
+                   Mutate("\"orderVersion\":2", "\"orderVersion\":2,\"orderId\":1"),
                    EnvelopeReason::kDuplicateMember});
-  cases.push_back({"too_deep", Mutate("\"orderVersion\":2", "\"deep\":" + std::string(80, '[') +
-                                                                std::string(80, ']')),
-                   EnvelopeReason::kNestingTooDeep});
+  cases.push_back(
+      {"too_deep",
+       Mutate("\"orderVersion\":2", "\"deep\":" + std::string(80, '[') + std::string(80, ']')),
+       EnvelopeReason::kNestingTooDeep});
   cases.push_back({"array_element", "[1,2]", EnvelopeReason::kNotAnObject});
   cases.push_back({"scalar", "42", EnvelopeReason::kNotAnObject});
   cases.push_back({"missing_specversion", Mutate("\"specversion\":\"1.0\",", ""),
                    EnvelopeReason::kMissingSpecversion});
   cases.push_back({"missing_id", Mutate("\"id\":\"evt-1\",", ""), EnvelopeReason::kMissingId});
-  cases.push_back({"empty_id", Mutate("\"id\":\"evt-1\"", "\"id\":\"\""), EnvelopeReason::kMissingId});
-  cases.push_back({"numeric_id", Mutate("\"id\":\"evt-1\"", "\"id\":17"), EnvelopeReason::kMissingId});
-  cases.push_back({"null_id", Mutate("\"id\":\"evt-1\"", "\"id\":null"), EnvelopeReason::kMissingId});
-  cases.push_back({"missing_source", Mutate("\"source\":\"https://example.test/order-service\",", ""),
+  cases.push_back(
+      {"empty_id", Mutate("\"id\":\"evt-1\"", "\"id\":\"\""), EnvelopeReason::kMissingId});
+  cases.push_back(
+      {"numeric_id", Mutate("\"id\":\"evt-1\"", "\"id\":17"), EnvelopeReason::kMissingId});
+  cases.push_back(
+      {"null_id", Mutate("\"id\":\"evt-1\"", "\"id\":null"), EnvelopeReason::kMissingId});
+  cases.push_back({"missing_source",
+                   Mutate("\"source\":\"https://example.test/order-service\",", ""),
                    EnvelopeReason::kMissingSource});
   cases.push_back({"missing_type", Mutate("\"type\":\"com.example.training.order.paid\",", ""),
                    EnvelopeReason::kMissingType});
-  cases.push_back({"specversion_03", Mutate("\"1.0\"", "\"0.3\""),
-                   EnvelopeReason::kUnsupportedSpecversion});
+  cases.push_back(
+      {"specversion_03", Mutate("\"1.0\"", "\"0.3\""), EnvelopeReason::kUnsupportedSpecversion});
   cases.push_back({"source_space", Mutate("order-service\"", "order service\""),
                    EnvelopeReason::kInvalidSource});
   cases.push_back({"subject_empty", Mutate("\"subject\":\"order-417\"", "\"subject\":\"\""),
@@ -114,7 +123,8 @@ std::vector<ReasonCase> ReasonCases() {
   cases.push_back({"subject_number", Mutate("\"subject\":\"order-417\"", "\"subject\":417"),
                    EnvelopeReason::kInvalidSubject});
   cases.push_back({"time_no_zone", Mutate("12:00:00Z", "12:00:00"), EnvelopeReason::kInvalidTime});
-  cases.push_back({"time_feb_30", Mutate("2026-07-31", "2026-02-30"), EnvelopeReason::kInvalidTime});
+  cases.push_back(
+      {"time_feb_30", Mutate("2026-07-31", "2026-02-30"), EnvelopeReason::kInvalidTime});
   cases.push_back({"datacontenttype", Mutate("application/json", "json"),
                    EnvelopeReason::kInvalidDatacontenttype});
   cases.push_back({"dataschema_relative",
@@ -123,11 +133,13 @@ std::vector<ReasonCase> ReasonCases() {
   cases.push_back({"data_and_base64", Mutate("\"data\":", "\"data_base64\":\"AAAA\",\"data\":"),
                    EnvelopeReason::kDataAndDataBase64});
   cases.push_back({"bad_base64",
-                   Mutate(",\"data\":{\"orderId\":\"order-417\",\"orderVersion\":2}", ",\"data_base64\":\"A$==\""),
+                   Mutate(",\"data\":{\"orderId\":\"order-417\",\"orderVersion\":2}",
+                          ",\"data_base64\":\"A$==\""),
                    EnvelopeReason::kInvalidDataBase64});
   cases.push_back({"extension_uppercase", Mutate("\"subject\"", "\"tenantId\":\"t1\",\"subject\""),
                    EnvelopeReason::kInvalidAttributeName});
-  cases.push_back({"extension_underscore", Mutate("\"subject\"", "\"tenant_id\":\"t1\",\"subject\""),
+  cases.push_back({"extension_underscore",
+                   Mutate("\"subject\"", "\"tenant_id\":\"t1\",\"subject\""),
                    EnvelopeReason::kInvalidAttributeName});
   cases.push_back({"extension_object", Mutate("\"subject\"", "\"tenant\":{\"a\":1},\"subject\""),
                    EnvelopeReason::kInvalidExtensionValue});
@@ -145,8 +157,8 @@ std::vector<ReasonCase> ReasonCases() {
                    EnvelopeReason::kInvalidSubjectVersion});
   cases.push_back({"traceparent", Mutate("\"subject\"", "\"traceparent\":\"00-abc\",\"subject\""),
                    EnvelopeReason::kInvalidTraceparent});
-  cases.push_back({"outside_boundary", std::string(kValid), EnvelopeReason::kSourceOutsideBoundary,
-                   boundary});
+  cases.push_back(
+      {"outside_boundary", std::string(kValid), EnvelopeReason::kSourceOutsideBoundary, boundary});
   cases.push_back({"missing_schema_version", Mutate("\"schemaversion\":1,", ""),
                    EnvelopeReason::kMissingSchemaVersion, require_version});
   return cases;
@@ -179,8 +191,8 @@ TEST(Envelope, ReasonCodesAreStableKebabCase) {
 }
 
 TEST(Envelope, ChecksRunInTheDocumentedOrder) {
-  auto parser = MakeParser({.source_boundary = {"https://elsewhere.test"},
-                            .require_schema_version = true});
+  auto parser =
+      MakeParser({.source_boundary = {"https://elsewhere.test"}, .require_schema_version = true});
   // Missing id and outside the boundary: the required-attribute check comes first.
   auto outcome = parser->Parse(Mutate("\"id\":\"evt-1\",", ""));
   EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kMissingId);
@@ -202,12 +214,16 @@ TEST(Envelope, AcceptsWhatCloudEventsAllows) {
   for (const std::string& input : {
            Mutate("\"subject\"", "\"tenant\":\"t1\",\"count\":3,\"flag\":true,\"subject\""),
            Mutate("\"subject\":\"order-417\"", "\"subject\":null"),
-           Mutate(",\"data\":{\"orderId\":\"order-417\",\"orderVersion\":2}", ",\"data_base64\":\"\""),
+           Mutate(",\"data\":{\"orderId\":\"order-417\",\"orderVersion\":2}",
+                  ",\"data_base64\":\"\""),
            Mutate(",\"data\":{\"orderId\":\"order-417\",\"orderVersion\":2}", ",\"data\":\"text\""),
            Mutate("12:00:00Z", "12:00:00.123456+03:00"),
            Mutate("https://example.test/order-service", "/relative/source"),
-           Mutate("https://example.test/order-service", "urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66"),
-           Mutate("\"subject\"", "\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\",\"subject\""),
+           Mutate("https://example.test/order-service",
+                  "urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66"),
+           Mutate("\"subject\"",
+                  "\"traceparent\":\"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\","
+                  "\"subject\""),
        }) {
     const auto outcome = parser->Parse(input);
     EXPECT_TRUE(outcome.ok()) << input << " -> " << outcome.rejection->message;
@@ -216,12 +232,14 @@ TEST(Envelope, AcceptsWhatCloudEventsAllows) {
 
 TEST(Envelope, SchemaVersionFromADataPointer) {
   // Seed 000 keeps the schema version in data.schemaVersion.
-  EnvelopeOptions options{.require_schema_version = true,
-                          .profile = Profile::CloudEvents().WithSchemaVersionAt("/data/schemaVersion")};
+  EnvelopeOptions options{
+      .require_schema_version = true,
+      .profile = Profile::CloudEvents().WithSchemaVersionAt("/data/schemaVersion")};
   auto parser = MakeParser(options);
-  const std::string seed000 = R"({"specversion":"1.0","id":"evt-104","source":"training://orders/checkout",)"
-                              R"("type":"order.status.changed","subject":"order-104",)"
-                              R"("data":{"schemaVersion":2,"orderId":"order-104","status":"paid"}})";
+  const std::string seed000 =
+      R"({"specversion":"1.0","id":"evt-104","source":"training://orders/checkout",)"
+      R"("type":"order.status.changed","subject":"order-104",)"
+      R"("data":{"schemaVersion":2,"orderId":"order-104","status":"paid"}})";
   auto outcome = parser->Parse(seed000);
   ASSERT_TRUE(outcome.ok()) << outcome.rejection->message;
   EXPECT_EQ(outcome.event.schemaversion.value(), 2);
@@ -233,7 +251,8 @@ TEST(Envelope, SchemaVersionFromADataPointer) {
   EXPECT_NE(outcome.rejection->message.find("/data/schemaVersion"), std::string::npos);
 }
 
-constexpr std::string_view kFlat = R"({"timestamp":"2026-07-24T12:34:56.123Z","event.id":"evt-example-1",)"
+constexpr std::string_view kFlat =
+    R"({"timestamp":"2026-07-24T12:34:56.123Z","event.id":"evt-example-1",)"
     R"("event.name":"order.approved","event.schema_version":2,"producer.id":"orders-api",)"
     R"("trace_id":"0123456789abcdef0123456789abcdef","span_id":"0123456789abcdef",)"
     R"("correlation_id":"corr-example-1","aggregate.version":7,)"
@@ -305,14 +324,15 @@ TEST(Envelope, OptionsAreChecked) {
 }
 
 TEST(Envelope, AcceptsEventsOf64KiB) {
-  std::string big = Mutate("\"orderVersion\":2", "\"orderVersion\":2,\"pad\":\"" +
-                                                     std::string(64 * 1024, 'x') + "\"");
+  std::string big = Mutate("\"orderVersion\":2",
+                           "\"orderVersion\":2,\"pad\":\"" + std::string(64 * 1024, 'x') + "\"");
   auto parser = MakeParser();
   EXPECT_TRUE(parser->Parse(big).ok());
 }
 
 TEST(Boundary, MatchesAtSegmentEnds) {
-  const std::vector<std::string> boundary = {"https://example.test/order-service", "training://orders/"};
+  const std::vector<std::string> boundary = {"https://example.test/order-service",
+                                             "training://orders/"};
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service", boundary));
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/eu", boundary));
   EXPECT_FALSE(SourceInsideBoundary("https://example.test/order-service-evil", boundary));

@@ -23,21 +23,30 @@ size_t ValueEnd(std::string_view text, size_t pos) {
   for (; pos < text.size(); ++pos) {
     const char c = text[pos];
     if (in_string) {
-      if (c == '\\') ++pos;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++pos;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     switch (c) {
-      case '"': in_string = true; break;
-      case '{': case '[': ++depth; break;
-      case '}': case ']':
+      case '"':
+        in_string = true;
+        break;
+      case '{':
+      case '[':
+        ++depth;
+        break;
+      case '}':
+      case ']':
         if (depth == 0) return pos;
         --depth;
         break;
       case ',':
         if (depth == 0) return pos;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return pos;

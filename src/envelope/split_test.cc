@@ -19,7 +19,8 @@ TEST(Split, PrettyPrintedObjectIsOneEvent) {
 }
 
 TEST(Split, BatchKeepsEachElementsBytes) {
-  const std::string input = "[ {\"id\":\"a\",\"s\":\"x,]}\\\"\"} ,\n{\"id\":\"b\",\"n\":[1,{\"c\":2}]},3 ]";
+  const std::string input =
+      "[ {\"id\":\"a\",\"s\":\"x,]}\\\"\"} ,\n{\"id\":\"b\",\"n\":[1,{\"c\":2}]},3 ]";
   const SplitInput split = SplitEvents(input);
   ASSERT_EQ(split.layout, InputLayout::kBatch);
   ASSERT_EQ(split.slices.size(), 3u);

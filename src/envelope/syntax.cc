@@ -32,10 +32,28 @@ int DaysInMonth(int year, int month) {
 bool IsUriChar(char c) {
   if (IsAlpha(c) || IsDigit(c)) return true;
   switch (c) {
-    case '-': case '.': case '_': case '~':                      // unreserved
-    case '!': case '$': case '&': case '\'': case '(': case ')':  // sub-delims
-    case '*': case '+': case ',': case ';': case '=':
-    case ':': case '@': case '/': case '?': case '#': case '[': case ']':
+    case '-':
+    case '.':
+    case '_':
+    case '~':  // unreserved
+    case '!':
+    case '$':
+    case '&':
+    case '\'':
+    case '(':
+    case ')':  // sub-delims
+    case '*':
+    case '+':
+    case ',':
+    case ';':
+    case '=':
+    case ':':
+    case '@':
+    case '/':
+    case '?':
+    case '#':
+    case '[':
+    case ']':
       return true;
     default:
       return false;
@@ -45,8 +63,21 @@ bool IsUriChar(char c) {
 bool IsTokenChar(char c) {
   if (IsAlpha(c) || IsDigit(c)) return true;
   switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
       return true;
     default:
       return false;
@@ -57,8 +88,8 @@ bool IsTokenChar(char c) {
 
 bool IsRfc3339Timestamp(std::string_view t) {
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (!ReadDigits(t, 0, 4, year) || t.size() < 20 || t[4] != '-' ||
-      !ReadDigits(t, 5, 2, month) || t[7] != '-' || !ReadDigits(t, 8, 2, day)) {
+  if (!ReadDigits(t, 0, 4, year) || t.size() < 20 || t[4] != '-' || !ReadDigits(t, 5, 2, month) ||
+      t[7] != '-' || !ReadDigits(t, 8, 2, day)) {
     return false;
   }
   if (t[10] != 'T' && t[10] != 't') return false;

@@ -17,8 +17,8 @@ Result<std::string> ReadFileToString(const std::string& path, size_t bytes_max) 
   Status status;
   while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) {
     if (out.size() + n > bytes_max) {
-      status = Status::LimitExceeded(path + " is larger than " + std::to_string(bytes_max) +
-                                     " bytes");
+      status =
+          Status::LimitExceeded(path + " is larger than " + std::to_string(bytes_max) + " bytes");
       break;
     }
     out.append(buffer, n);

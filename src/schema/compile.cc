@@ -388,7 +388,8 @@ class Compiler {
       }
       if ((draft7 ? in(kMaps7) : in(kMaps2020)) && value.is_object()) {
         for (auto [member_name, sub] : dom::object(value.get_object().value_unsafe())) {
-          EVIDENT_RETURN_IF_ERROR(visit(sub, child_pointer + "/" + EscapePointerToken(member_name)));
+          EVIDENT_RETURN_IF_ERROR(
+              visit(sub, child_pointer + "/" + EscapePointerToken(member_name)));
         }
       }
     }

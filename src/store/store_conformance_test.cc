@@ -83,8 +83,10 @@ TEST_P(StoreConformance, RollbackLeavesNothing) {
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->InsertLedger(Receipt("e1")).ok());
   ASSERT_TRUE(store_->PutProjection({"c", "order-1", 1, "paid", "{}", "s", 1, 1}).ok());
-  ASSERT_TRUE(store_->Keep({0, "c", "stale", "stale-version", "m", "s", "e0", "t", "order-1",
-                            1, "raw", 1, 0}).ok());
+  ASSERT_TRUE(
+      store_
+          ->Keep({0, "c", "stale", "stale-version", "m", "s", "e0", "t", "order-1", 1, "raw", 1, 0})
+          .ok());
   ASSERT_TRUE(store_->SetCheckpoint("in", 3).ok());
   ASSERT_TRUE(store_->Rollback().ok());
   EXPECT_FALSE(store_->FindLedger("c", "s", "e1").value().has_value());
@@ -115,8 +117,8 @@ TEST_P(StoreConformance, LedgerKeyIsUniqueAndDuplicatesAreCounted) {
 
 TEST_P(StoreConformance, DeferredRowsAndMarkApplied) {
   ASSERT_TRUE(store_->Begin().ok());
-  DeferredEvent d{"c", "order-1", 3, "s", "e3", "t", 1, 2, std::string("raw\0bytes", 9), 10, 20,
-                  "wait", 5};
+  DeferredEvent d{"c", "order-1", 3,      "s", "e3", "t", 1, 2, std::string("raw\0bytes", 9),
+                  10,  20,        "wait", 5};
   ASSERT_TRUE(store_->InsertDeferred(d).ok());
   ASSERT_TRUE(store_->InsertLedger(Receipt("e3", "deferred")).ok());
   ASSERT_TRUE(store_->Commit().ok());
@@ -152,10 +154,13 @@ TEST_P(StoreConformance, ReadPathSeesWritesOfTheOpenTransaction) {
 TEST_P(StoreConformance, KeptJournalEvidenceReadBackInOrder) {
   ASSERT_TRUE(store_->Begin().ok());
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(store_->Keep({0, "c", "stale", "stale-version", "m" + std::to_string(i), "s",
-                              "e" + std::to_string(i), "t", "order-1", i, "raw", 1, i}).ok());
-    ASSERT_TRUE(store_->Journal({0, "c", "duplicate", "s", "e" + std::to_string(i), "order-1",
-                                 i, 100 + i}).ok());
+    ASSERT_TRUE(store_
+                    ->Keep({0, "c", "stale", "stale-version", "m" + std::to_string(i), "s",
+                            "e" + std::to_string(i), "t", "order-1", i, "raw", 1, i})
+                    .ok());
+    ASSERT_TRUE(
+        store_->Journal({0, "c", "duplicate", "s", "e" + std::to_string(i), "order-1", i, 100 + i})
+            .ok());
   }
   ASSERT_TRUE(store_->PutEvidence({"c", "order-1", "payment", "s", "e1", 1, 5}).ok());
   ASSERT_TRUE(store_->PutEvidence({"c", "order-1", "payment", "s", "e2", 2, 6}).ok());

@@ -4,7 +4,6 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-
 #include <cassert>
 #include <map>
 #include <unordered_map>
@@ -106,11 +105,13 @@ class Statement {
 
   std::string Text(int column) const {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
-    return p == nullptr ? std::string() : std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+    return p == nullptr ? std::string()
+                        : std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
   }
   std::string Blob(int column) const {
     const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, column));
-    return p == nullptr ? std::string() : std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+    return p == nullptr ? std::string()
+                        : std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
   }
   int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
   std::optional<int64_t> OptionalInt(int column) const {
@@ -239,7 +240,7 @@ class SqliteStore final : public Store {
   Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
                                                 std::string_view event_id) override {
     static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
-                            " FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3";
+                                    " FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3";
     Statement& s = Prepared(kSql);
     s.Bind(consumer).Bind(source).Bind(event_id);
     Status status;
@@ -252,28 +253,44 @@ class SqliteStore final : public Store {
 
   Status InsertLedger(const LedgerEntry& e) override {
     static const std::string kSql = std::string("INSERT INTO ledger(") + kLedgerColumns +
-                            ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
+                                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
     Statement& s = Prepared(kSql);
-    return s.Bind(e.consumer).Bind(e.source).Bind(e.event_id).Bind(e.state).Bind(e.type)
-        .Bind(e.subject).Bind(e.subject_version).Bind(e.input_schema_version)
-        .Bind(e.result_version).Bind(e.projection_version).Bind(e.committed_at_ms)
-        .Bind(e.duplicates).Bind(e.last_duplicate_at_ms).Run();
+    return s.Bind(e.consumer)
+        .Bind(e.source)
+        .Bind(e.event_id)
+        .Bind(e.state)
+        .Bind(e.type)
+        .Bind(e.subject)
+        .Bind(e.subject_version)
+        .Bind(e.input_schema_version)
+        .Bind(e.result_version)
+        .Bind(e.projection_version)
+        .Bind(e.committed_at_ms)
+        .Bind(e.duplicates)
+        .Bind(e.last_duplicate_at_ms)
+        .Run();
   }
 
   Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
                      int64_t projection_version, int64_t committed_at_ms) override {
-    static const std::string kSql = "UPDATE ledger SET state='applied', projection_version=?4, committed_at_ms=?5 "
+    static const std::string kSql =
+        "UPDATE ledger SET state='applied', projection_version=?4, committed_at_ms=?5 "
         "WHERE consumer=?1 AND source=?2 AND event_id=?3 AND state='deferred'";
     Statement& s = Prepared(kSql);
-    EVIDENT_RETURN_IF_ERROR(s.Bind(consumer).Bind(source).Bind(event_id).Bind(projection_version)
-                                .Bind(committed_at_ms).Run());
+    EVIDENT_RETURN_IF_ERROR(s.Bind(consumer)
+                                .Bind(source)
+                                .Bind(event_id)
+                                .Bind(projection_version)
+                                .Bind(committed_at_ms)
+                                .Run());
     if (sqlite3_changes(db_) != 1) return Status::Internal("no deferred ledger row to apply");
     return Status::Ok();
   }
 
   Status CountDuplicate(std::string_view consumer, std::string_view source,
                         std::string_view event_id, int64_t at_ms) override {
-    static const std::string kSql = "UPDATE ledger SET duplicates=duplicates+1, last_duplicate_at_ms=?4 "
+    static const std::string kSql =
+        "UPDATE ledger SET duplicates=duplicates+1, last_duplicate_at_ms=?4 "
         "WHERE consumer=?1 AND source=?2 AND event_id=?3";
     Statement& s = Prepared(kSql);
     return s.Bind(consumer).Bind(source).Bind(event_id).Bind(at_ms).Run();
@@ -283,7 +300,7 @@ class SqliteStore final : public Store {
   // events of one subject (v1, v2, v3 of an order) then cost one read and one write in all.
   Result<std::optional<Projection>> FindProjection(std::string_view consumer,
                                                    std::string_view subject) override {
-    EVIDENT_ASSIGN_OR_RETURN(CachedProjection* cached, Cached(consumer, subject));
+    EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
     return cached->value;
   }
 
@@ -314,7 +331,7 @@ class SqliteStore final : public Store {
   }
 
   Status PutProjection(const Projection& p) override {
-    EVIDENT_ASSIGN_OR_RETURN(CachedProjection* cached, Cached(p.consumer, p.subject));
+    EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(p.consumer, p.subject));
     cached->value = p;
     cached->dirty = true;
     return in_transaction_ ? Status::Ok() : WriteProjection(*cached);
@@ -326,9 +343,16 @@ class SqliteStore final : public Store {
     Statement& s = Prepared(kSql);
     const Projection& p = *cached.value;
     cached.dirty = false;
-    return s.Bind(p.consumer).Bind(p.subject).Bind(p.version).Bind(p.state).Bind(p.fields_json)
-        .Bind(p.owner_source).Bind(p.owner_version_seen).Bind(p.updated_at_ms)
-        .Bind(cached.evidence_json).Run();
+    return s.Bind(p.consumer)
+        .Bind(p.subject)
+        .Bind(p.version)
+        .Bind(p.state)
+        .Bind(p.fields_json)
+        .Bind(p.owner_source)
+        .Bind(p.owner_version_seen)
+        .Bind(p.updated_at_ms)
+        .Bind(cached.evidence_json)
+        .Run();
   }
 
   Status FlushProjections() {
@@ -344,8 +368,9 @@ class SqliteStore final : public Store {
   Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
                                                     std::string_view subject,
                                                     int64_t subject_version) override {
-    static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
-                            " FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3";
+    static const std::string kSql =
+        std::string("SELECT ") + kDeferredColumns +
+        " FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3";
     Statement& s = Prepared(kSql);
     s.Bind(consumer).Bind(subject).Bind(subject_version);
     Status status;
@@ -358,46 +383,76 @@ class SqliteStore final : public Store {
 
   Status InsertDeferred(const DeferredEvent& d) override {
     static const std::string kSql = std::string("INSERT INTO deferred(") + kDeferredColumns +
-                            ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
+                                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
     Statement& s = Prepared(kSql);
-    return s.Bind(d.consumer).Bind(d.subject).Bind(d.subject_version).Bind(d.source)
-        .Bind(d.event_id).Bind(d.type).Bind(d.schema_version).Bind(d.expected_version)
-        .BindBlob(d.raw).Bind(d.received_at_ms).Bind(d.deadline_at_ms).Bind(d.route)
-        .Bind(d.input_index).Run();
+    return s.Bind(d.consumer)
+        .Bind(d.subject)
+        .Bind(d.subject_version)
+        .Bind(d.source)
+        .Bind(d.event_id)
+        .Bind(d.type)
+        .Bind(d.schema_version)
+        .Bind(d.expected_version)
+        .BindBlob(d.raw)
+        .Bind(d.received_at_ms)
+        .Bind(d.deadline_at_ms)
+        .Bind(d.route)
+        .Bind(d.input_index)
+        .Run();
   }
 
   Status DeleteDeferred(std::string_view consumer, std::string_view subject,
                         int64_t subject_version) override {
-    static const std::string kSql = "DELETE FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3";
+    static const std::string kSql =
+        "DELETE FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3";
     Statement& s = Prepared(kSql);
     return s.Bind(consumer).Bind(subject).Bind(subject_version).Run();
   }
 
   Status Keep(const KeptInput& k) override {
-    static const std::string kSql = "INSERT INTO kept(consumer, outcome, reason, message, source, event_id, type, subject, "
+    static const std::string kSql =
+        "INSERT INTO kept(consumer, outcome, reason, message, source, event_id, type, subject, "
         "subject_version, raw, received_at_ms, input_index) "
         "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)";
     Statement& s = Prepared(kSql);
-    return s.Bind(k.consumer).Bind(k.outcome).Bind(k.reason).Bind(k.message).Bind(k.source)
-        .Bind(k.event_id).Bind(k.type).Bind(k.subject).Bind(k.subject_version).BindBlob(k.raw)
-        .Bind(k.received_at_ms).Bind(k.input_index).Run();
+    return s.Bind(k.consumer)
+        .Bind(k.outcome)
+        .Bind(k.reason)
+        .Bind(k.message)
+        .Bind(k.source)
+        .Bind(k.event_id)
+        .Bind(k.type)
+        .Bind(k.subject)
+        .Bind(k.subject_version)
+        .BindBlob(k.raw)
+        .Bind(k.received_at_ms)
+        .Bind(k.input_index)
+        .Run();
   }
 
   Status Journal(const JournalEntry& j) override {
-    static const std::string kSql = "INSERT INTO journal(consumer, outcome, source, event_id, subject, subject_version, "
+    static const std::string kSql =
+        "INSERT INTO journal(consumer, outcome, source, event_id, subject, subject_version, "
         "at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)";
     Statement& s = Prepared(kSql);
-    return s.Bind(j.consumer).Bind(j.outcome).Bind(j.source).Bind(j.event_id).Bind(j.subject)
-        .Bind(j.subject_version).Bind(j.at_ms).Run();
+    return s.Bind(j.consumer)
+        .Bind(j.outcome)
+        .Bind(j.source)
+        .Bind(j.event_id)
+        .Bind(j.subject)
+        .Bind(j.subject_version)
+        .Bind(j.at_ms)
+        .Run();
   }
 
   Status PutEvidence(const EvidenceRecord& r) override {
-    EVIDENT_ASSIGN_OR_RETURN(CachedProjection* cached, Cached(r.consumer, r.subject));
+    EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(r.consumer, r.subject));
     // One record per name: the latest proof replaces an earlier one.
     std::map<std::string, std::string> records;
     simdjson::dom::object existing;
     if (json_parser_.parse(cached->evidence_json).get(existing) == simdjson::SUCCESS) {
-      for (auto field : existing) records[std::string(field.key)] = simdjson::to_string(field.value);
+      for (auto field : existing)
+        records[std::string(field.key)] = simdjson::to_string(field.value);
     }
     std::string record;
     json::Writer w(record);
@@ -416,7 +471,8 @@ class SqliteStore final : public Store {
   }
 
   Status SetCheckpoint(std::string_view input, int64_t position) override {
-    static const std::string kSql = "INSERT OR REPLACE INTO checkpoint(input, position) VALUES(?1,?2)";
+    static const std::string kSql =
+        "INSERT OR REPLACE INTO checkpoint(input, position) VALUES(?1,?2)";
     Statement& s = Prepared(kSql);
     return s.Bind(input).Bind(position).Run();
   }
@@ -441,74 +497,70 @@ class SqliteStore final : public Store {
         std::string("SELECT ") + kProjectionColumns +
         " FROM projection WHERE subject=?1 AND consumer IN "
         "(SELECT DISTINCT consumer FROM ledger WHERE subject=?1) ORDER BY consumer";
-    return Rows<Projection>(kSql,
-                            {subject}, ReadProjection);
+    return Rows<Projection>(kSql, {subject}, ReadProjection);
   }
   Result<std::vector<LedgerEntry>> LedgerOf(std::string_view consumer,
                                             std::string_view subject) override {
     static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
-                                 " FROM ledger WHERE consumer=?1 AND subject=?2 "
-                                 "ORDER BY subject_version, committed_at_ms";
-    return Rows<LedgerEntry>(kSql,
-                             {consumer, subject}, ReadLedger);
+                                    " FROM ledger WHERE consumer=?1 AND subject=?2 "
+                                    "ORDER BY subject_version, committed_at_ms";
+    return Rows<LedgerEntry>(kSql, {consumer, subject}, ReadLedger);
   }
   Result<std::vector<DeferredEvent>> DeferredOf(std::string_view consumer,
                                                 std::string_view subject) override {
     static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
-                                   " FROM deferred WHERE consumer=?1 AND subject=?2 "
-                                   "ORDER BY subject_version";
-    return Rows<DeferredEvent>(kSql,
-                               {consumer, subject}, ReadDeferred);
+                                    " FROM deferred WHERE consumer=?1 AND subject=?2 "
+                                    "ORDER BY subject_version";
+    return Rows<DeferredEvent>(kSql, {consumer, subject}, ReadDeferred);
   }
   Result<std::vector<DeferredEvent>> AllDeferred() override {
     static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
-                                   " FROM deferred ORDER BY deadline_at_ms, consumer, subject";
-    return Rows<DeferredEvent>(kSql,
-                               {}, ReadDeferred);
+                                    " FROM deferred ORDER BY deadline_at_ms, consumer, subject";
+    return Rows<DeferredEvent>(kSql, {}, ReadDeferred);
   }
   Result<std::vector<KeptInput>> KeptOf(std::string_view subject) override {
-    static const std::string kSql = "SELECT seq, consumer, outcome, reason, message, source, event_id, type, subject, "
+    static const std::string kSql =
+        "SELECT seq, consumer, outcome, reason, message, source, event_id, type, subject, "
         "subject_version, raw, received_at_ms, input_index FROM kept WHERE subject=?1 ORDER BY seq";
-    return Rows<KeptInput>(kSql,
-        {subject}, [](const Statement& s) {
-          KeptInput k;
-          k.seq = s.Int(0);
-          k.consumer = s.Text(1);
-          k.outcome = s.Text(2);
-          k.reason = s.Text(3);
-          k.message = s.Text(4);
-          k.source = s.Text(5);
-          k.event_id = s.Text(6);
-          k.type = s.Text(7);
-          k.subject = s.Text(8);
-          k.subject_version = s.OptionalInt(9);
-          k.raw = s.Blob(10);
-          k.received_at_ms = s.Int(11);
-          k.input_index = s.Int(12);
-          return k;
-        });
+    return Rows<KeptInput>(kSql, {subject}, [](const Statement& s) {
+      KeptInput k;
+      k.seq = s.Int(0);
+      k.consumer = s.Text(1);
+      k.outcome = s.Text(2);
+      k.reason = s.Text(3);
+      k.message = s.Text(4);
+      k.source = s.Text(5);
+      k.event_id = s.Text(6);
+      k.type = s.Text(7);
+      k.subject = s.Text(8);
+      k.subject_version = s.OptionalInt(9);
+      k.raw = s.Blob(10);
+      k.received_at_ms = s.Int(11);
+      k.input_index = s.Int(12);
+      return k;
+    });
   }
   Result<std::vector<JournalEntry>> JournalOf(std::string_view consumer,
                                               std::string_view subject) override {
-    static const std::string kSql = "SELECT seq, consumer, outcome, source, event_id, subject, subject_version, at_ms "
+    static const std::string kSql =
+        "SELECT seq, consumer, outcome, source, event_id, subject, subject_version, at_ms "
         "FROM journal WHERE consumer=?1 AND subject=?2 ORDER BY seq";
-    return Rows<JournalEntry>(kSql,
-        {consumer, subject}, [](const Statement& s) {
-          JournalEntry j;
-          j.seq = s.Int(0);
-          j.consumer = s.Text(1);
-          j.outcome = s.Text(2);
-          j.source = s.Text(3);
-          j.event_id = s.Text(4);
-          j.subject = s.Text(5);
-          j.subject_version = s.OptionalInt(6);
-          j.at_ms = s.Int(7);
-          return j;
-        });
+    return Rows<JournalEntry>(kSql, {consumer, subject}, [](const Statement& s) {
+      JournalEntry j;
+      j.seq = s.Int(0);
+      j.consumer = s.Text(1);
+      j.outcome = s.Text(2);
+      j.source = s.Text(3);
+      j.event_id = s.Text(4);
+      j.subject = s.Text(5);
+      j.subject_version = s.OptionalInt(6);
+      j.at_ms = s.Int(7);
+      return j;
+    });
   }
   Result<std::vector<EvidenceRecord>> EvidenceOf(std::string_view consumer,
                                                  std::string_view subject) override {
-    EVIDENT_ASSIGN_OR_RETURN(CachedProjection* cached, Cached(consumer, subject));
+    EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
     std::vector<EvidenceRecord> out;
     simdjson::dom::object records;
     if (json_parser_.parse(cached->evidence_json).get(records) != simdjson::SUCCESS) {
@@ -524,7 +576,8 @@ class SqliteStore final : public Store {
       int64_t number = 0;
       if (field.value["source"].get(text) == simdjson::SUCCESS) r.source = std::string(text);
       if (field.value["id"].get(text) == simdjson::SUCCESS) r.event_id = std::string(text);
-      if (field.value["subject_version"].get(number) == simdjson::SUCCESS) r.subject_version = number;
+      if (field.value["subject_version"].get(number) == simdjson::SUCCESS)
+        r.subject_version = number;
       if (field.value["recorded_at_ms"].get(number) == simdjson::SUCCESS) r.recorded_at_ms = number;
       out.push_back(std::move(r));
     }
@@ -537,10 +590,10 @@ class SqliteStore final : public Store {
     EVIDENT_RETURN_IF_ERROR(FlushProjections());
     std::vector<std::pair<std::string, int64_t>> out;
     static const std::string kTables[] = {"ledger", "projection", "deferred", "kept", "journal"};
-    static const std::string kSql[] = {
-        "SELECT count(*) FROM ledger",   "SELECT count(*) FROM projection",
-        "SELECT count(*) FROM deferred", "SELECT count(*) FROM kept",
-        "SELECT count(*) FROM journal"};
+    static const std::string kSql[] = {"SELECT count(*) FROM ledger",
+                                       "SELECT count(*) FROM projection",
+                                       "SELECT count(*) FROM deferred", "SELECT count(*) FROM kept",
+                                       "SELECT count(*) FROM journal"};
     for (size_t i = 0; i < std::size(kTables); ++i) {
       auto rows = Rows<int64_t>(kSql[i], {}, [](const Statement& s) { return s.Int(0); });
       if (!rows.ok()) return rows.status();
@@ -584,23 +637,23 @@ class SqliteStore final : public Store {
   sqlite3* db_;
   std::unordered_map<const std::string*, std::unique_ptr<Statement>> statements_;
   bool in_transaction_ = false;
-  CachedProjection scratch_;             // Cached() outside a transaction
-  simdjson::dom::parser json_parser_;    // evidence records
+  CachedProjection scratch_;           // Cached() outside a transaction
+  simdjson::dom::parser json_parser_;  // evidence records
   // This transaction's projections, by (consumer, subject); bounded by the batch size.
   std::map<std::pair<std::string, std::string>, CachedProjection> projections_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, const SqliteOptions& options) {
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                               const SqliteOptions& options) {
   if (options.synchronous != "FULL" && options.synchronous != "NORMAL" &&
       options.synchronous != "OFF") {
     return Status::InvalidArgument("synchronous must be FULL, NORMAL or OFF");
   }
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                                 nullptr);
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close_v2(db);
@@ -621,8 +674,7 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view uri) {
   if (uri.substr(0, kSqlite.size()) == kSqlite && uri.size() > kSqlite.size()) {
     return OpenSqliteStore(std::string(uri.substr(kSqlite.size())));
   }
-  return Status::InvalidArgument("unknown store '" + std::string(uri) +
-                                 "' (expected sqlite:PATH)");
+  return Status::InvalidArgument("unknown store '" + std::string(uri) + "' (expected sqlite:PATH)");
 }
 
 }  // namespace evident
