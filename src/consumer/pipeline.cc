@@ -166,7 +166,8 @@ Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const 
     // Merge: copied fields replace fields of the same name, others stay.
     std::map<std::string, std::string> fields;
     simdjson::dom::object existing;
-    if (fields_parser.parse(projection.fields_json).get(existing) == simdjson::SUCCESS) {
+    if (projection.fields_json != "{}" &&
+        fields_parser.parse(projection.fields_json).get(existing) == simdjson::SUCCESS) {
       for (auto field : existing) fields[std::string(field.key)] = simdjson::to_string(field.value);
     }
     for (const std::string& pointer : step.copy) {
@@ -321,10 +322,13 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                     " payload does not match its schema");
   }
 
-  // 4. Ledger.
-  EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
-                           store.FindLedger(contract.id, event.source, event.id));
-  if (seen) {
+  // 4. Ledger. The receipt insert itself detects a duplicate (the ledger key is unique), so the
+  // common path asks the store once; only paths that end without an insert (stale, conflict)
+  // look the key up first, because a redelivery there must still read as a duplicate.
+  const auto duplicate = [&]() -> Status {
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
+                             store.FindLedger(contract.id, event.source, event.id));
+    if (!seen) return Status::Internal("ledger key conflicts but no row: " + d.key);
     EVIDENT_RETURN_IF_ERROR(store.CountDuplicate(contract.id, event.source, event.id, now_ms));
     EVIDENT_RETURN_IF_ERROR(
         store.Journal({0, contract.id, "duplicate", std::string(event.source),
@@ -334,7 +338,19 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     d.message = seen->state == "deferred" ? "already deferred" : "already applied";
     decisions.push_back(std::move(d));
     return Status::Ok();
-  }
+  };
+  const auto seen_before = [&]() -> Result<bool> {
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
+                             store.FindLedger(contract.id, event.source, event.id));
+    return seen.has_value();
+  };
+  // Inserts the receipt; false when the key was already there (nothing else was written yet).
+  const auto insert_receipt = [&](const LedgerEntry& receipt) -> Result<bool> {
+    const Status status = store.InsertLedger(receipt);
+    if (status.code() == Code::kAlreadyExists) return false;
+    EVIDENT_RETURN_IF_ERROR(status);
+    return true;
+  };
 
   LedgerEntry receipt;
   receipt.consumer = contract.id;
@@ -369,6 +385,10 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     const bool owner_advanced = version > projection.owner_version_seen;
     projection.owner_version_seen = std::max(projection.owner_version_seen, version);
     d.projection_version = projection.version;
+    if (version <= projection.version) {
+      EVIDENT_ASSIGN_OR_RETURN(const bool seen, seen_before());
+      if (seen) return duplicate();
+    }
     if (version < projection.version) {
       return keep(Outcome::kStale, "stale-version",
                   "version " + std::to_string(version) + " is below the projection version " +
@@ -383,6 +403,8 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
       EVIDENT_ASSIGN_OR_RETURN(std::optional<DeferredEvent> occupied,
                                store.FindDeferred(contract.id, d.subject, version));
       if (occupied) {
+        EVIDENT_ASSIGN_OR_RETURN(const bool seen, seen_before());
+        if (seen) return duplicate();
         return keep(Outcome::kSameVersionConflict, "version-already-deferred",
                     "event " + occupied->source + ":" + occupied->event_id +
                         " already waits with version " + std::to_string(version));
@@ -400,9 +422,10 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                              now_ms + contract.gap.deadline_seconds * 1000,
                              std::string(GapRouteName(contract.gap.route)),
                              index};
-      EVIDENT_RETURN_IF_ERROR(store.InsertDeferred(deferred));
       receipt.state = "deferred";
-      EVIDENT_RETURN_IF_ERROR(store.InsertLedger(receipt));
+      EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
+      if (!inserted) return duplicate();
+      EVIDENT_RETURN_IF_ERROR(store.InsertDeferred(deferred));
       if (owner_advanced || !found) EVIDENT_RETURN_IF_ERROR(store.PutProjection(projection));
       EVIDENT_RETURN_IF_ERROR(store.Journal({0, contract.id, "deferred", receipt.source,
                                              receipt.event_id, d.subject, version, now_ms}));
@@ -412,10 +435,11 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
       return Status::Ok();
     }
     // Exactly the next version: apply, then drain the deferred successors in order.
+    receipt.projection_version = version;
+    EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
+    if (!inserted) return duplicate();
     projection.version = version;
     EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, event, projection, now_ms));
-    receipt.projection_version = projection.version;
-    EVIDENT_RETURN_IF_ERROR(store.InsertLedger(receipt));
     d.outcome = Outcome::kApplied;
     d.projection_version = projection.version;
     decisions.push_back(std::move(d));
@@ -428,19 +452,23 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
   }
 
   // 6. Unordered: every applied event advances the subject's projection by one.
-  if (!d.subject.empty()) {
+  if (d.subject.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
+    if (!inserted) return duplicate();
+  } else {
     EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> found,
                              store.FindProjection(contract.id, d.subject));
     Projection projection = found.value_or(Projection{contract.id, d.subject});
+    receipt.projection_version = projection.version + 1;
+    EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
+    if (!inserted) return duplicate();
     projection.version += 1;
     projection.owner_version_seen =
         std::max(projection.owner_version_seen, subject_version.value_or(projection.version));
     EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, event, projection, now_ms));
     EVIDENT_RETURN_IF_ERROR(store.PutProjection(projection));
-    receipt.projection_version = projection.version;
     d.projection_version = projection.version;
   }
-  EVIDENT_RETURN_IF_ERROR(store.InsertLedger(receipt));
   d.outcome = Outcome::kApplied;
   decisions.push_back(std::move(d));
   return Status::Ok();

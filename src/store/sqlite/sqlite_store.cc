@@ -122,9 +122,13 @@ class Statement {
  private:
   Status Error(int rc) const {
     const std::string message = std::string("sqlite: ") + sqlite3_errmsg(db_);
-    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return Status::Unavailable(message);
-    if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) return Status::Corruption(message);
-    if (rc == SQLITE_CONSTRAINT) return Status::AlreadyExists(message);
+    const int primary = rc & 0xff;  // extended result codes are on
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return Status::Unavailable(message);
+    if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) return Status::Corruption(message);
+    // Only a unique key says "already there"; NOT NULL or CHECK failures are bugs.
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
+      return Status::AlreadyExists(message);
+    }
     return Status::IoError(message);
   }
 
@@ -450,7 +454,8 @@ class SqliteStore final : public Store {
     // One record per name: the latest proof replaces an earlier one.
     std::map<std::string, std::string> records;
     simdjson::dom::object existing;
-    if (json_parser_.parse(cached->evidence_json).get(existing) == simdjson::SUCCESS) {
+    if (cached->evidence_json != "{}" &&
+        json_parser_.parse(cached->evidence_json).get(existing) == simdjson::SUCCESS) {
       for (auto field : existing)
         records[std::string(field.key)] = simdjson::to_string(field.value);
     }
@@ -661,6 +666,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
   }
   auto store = std::make_unique<SqliteStore>(db);
   sqlite3_busy_timeout(db, static_cast<int>(options.busy_timeout_ms));
+  sqlite3_extended_result_codes(db, 1);  // tells a duplicate key from other constraint failures
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=" + options.synchronous));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA cache_size=-" + std::to_string(options.cache_kib)));
