@@ -381,18 +381,9 @@ class Evaluator {
       case OpKind::kFormat:
         return String(node, op, inst.get_string().value_unsafe());
       case OpKind::kMinItems:
-      case OpKind::kMaxItems: {
-        const size_t size = inst.get_array().value_unsafe().size();
-        const bool ok = op.kind == OpKind::kMinItems ? size >= op.count : size <= op.count;
-        if (ok) return true;
-        if constexpr (kCollect) {
-          AddError(node, op,
-                   std::string(op.kind == OpKind::kMinItems ? "expected at least "
-                                                            : "expected at most ") +
-                       std::to_string(op.count) + " items, got " + std::to_string(size));
-        }
-        return false;
-      }
+      case OpKind::kMaxItems:
+        return CountBound(node, op, op.kind == OpKind::kMinItems,
+                          inst.get_array().value_unsafe().size(), "items");
       case OpKind::kUniqueItems:
         return UniqueItems(node, op, inst.get_array().value_unsafe());
       case OpKind::kItems:
@@ -400,18 +391,9 @@ class Evaluator {
       case OpKind::kContains:
         return Contains(node, op, inst.get_array().value_unsafe(), marks);
       case OpKind::kMinProperties:
-      case OpKind::kMaxProperties: {
-        const size_t size = inst.get_object().value_unsafe().size();
-        const bool ok = op.kind == OpKind::kMinProperties ? size >= op.count : size <= op.count;
-        if (ok) return true;
-        if constexpr (kCollect) {
-          AddError(node, op,
-                   std::string(op.kind == OpKind::kMinProperties ? "expected at least "
-                                                                 : "expected at most ") +
-                       std::to_string(op.count) + " properties, got " + std::to_string(size));
-        }
-        return false;
-      }
+      case OpKind::kMaxProperties:
+        return CountBound(node, op, op.kind == OpKind::kMinProperties,
+                          inst.get_object().value_unsafe().size(), "properties");
       case OpKind::kProperties:
         return Properties(node, plan_.objects[op.table], inst.get_object().value_unsafe(), marks);
       case OpKind::kDependentRequired:
@@ -584,6 +566,19 @@ class Evaluator {
       AddError(node, op,
                std::string("value must be ") + relation + " " +
                    (op.limit_is_integer ? std::to_string(op.integer) : limit));
+    }
+    return false;
+  }
+
+  // minItems/maxItems and minProperties/maxProperties: `size` against op.count.
+  bool CountBound(const Node& node, const Op& op, bool is_minimum, size_t size,
+                  std::string_view what) {
+    if (is_minimum ? size >= op.count : size <= op.count) return true;
+    if constexpr (kCollect) {
+      AddError(node, op,
+               std::string(is_minimum ? "expected at least " : "expected at most ") +
+                   std::to_string(op.count) + " " + std::string(what) + ", got " +
+                   std::to_string(size));
     }
     return false;
   }
