@@ -193,8 +193,9 @@ Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const 
 Status Pipeline::Impl::Drain(Store& store, ConsumerState& consumer, Projection& projection,
                              int64_t now_ms, std::vector<Decision>& decisions) {
   const ConsumerContract& contract = consumer.config->contract;
-  // Bounded by the number of deferred rows of this subject: each pass removes one.
-  while (true) {
+  // Bounded by the number of deferred rows of this subject: each pass removes one. Every
+  // deferred event raised owner_version_seen, so once the projection reaches it nothing waits.
+  while (projection.owner_version_seen > projection.version) {
     EVIDENT_ASSIGN_OR_RETURN(
         std::optional<DeferredEvent> next,
         store.FindDeferred(contract.id, projection.subject, projection.version + 1));
@@ -221,6 +222,7 @@ Status Pipeline::Impl::Drain(Store& store, ConsumerState& consumer, Projection& 
     d.drained = true;
     decisions.push_back(std::move(d));
   }
+  return Status::Ok();
 }
 
 Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,

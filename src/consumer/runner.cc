@@ -39,7 +39,7 @@ class LineReader {
       }
       scan_from_ = buffer_.size();
       if (eof_) {
-        if (buffer_.empty()) return Next::kEnd;
+        if (start_ == buffer_.size()) return Next::kEnd;
         TakeLine(buffer_.size(), line);  // a last line without a newline
         skipping_ = false;
         return Next::kLine;
@@ -59,6 +59,7 @@ class LineReader {
         eof_ = true;
         continue;
       }
+      Compact();
       Append(chunk, static_cast<size_t>(n));
     }
   }
@@ -83,16 +84,25 @@ class LineReader {
     Append(data + after, n - after);
   }
 
+  // Lines are taken from `start_` on; the consumed prefix is dropped only before a read, so
+  // taking a line never moves the rest of the buffer (that was quadratic in lines per chunk).
   void TakeLine(size_t end, std::string& line) {
-    line.assign(buffer_, 0, end);
+    line.assign(buffer_, start_, end - start_);
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    buffer_.erase(0, std::min(end + 1, buffer_.size()));
-    scan_from_ = 0;
+    start_ = std::min(end + 1, buffer_.size());
+    scan_from_ = start_;
+  }
+
+  void Compact() {
+    buffer_.erase(0, start_);
+    scan_from_ -= start_;
+    start_ = 0;
   }
 
   int fd_;
   size_t line_bytes_max_;
   std::string buffer_;
+  size_t start_ = 0;  // where the next line begins
   size_t scan_from_ = 0;
   bool eof_ = false;
   bool skipping_ = false;

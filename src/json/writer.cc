@@ -1,6 +1,7 @@
 #include "json/writer.h"
 
 #include <cassert>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -39,6 +40,19 @@ void AppendQuoted(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
   for (size_t i = 0; i < text.size();) {
+    // Printable ASCII other than '"' and '\\' is copied as one run (most keys and values are
+    // nothing else).
+    size_t plain = i;
+    while (plain < text.size()) {
+      const unsigned char p = static_cast<unsigned char>(text[plain]);
+      if (p < 0x20 || p >= 0x80 || p == '"' || p == '\\') break;
+      ++plain;
+    }
+    if (plain > i) {
+      out.append(text.data() + i, plain - i);
+      i = plain;
+      continue;
+    }
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
       const size_t n = Utf8SequenceLength(text, i);
@@ -93,21 +107,20 @@ void Writer::Separate() {
     return;
   }
   if (!has_member_.empty()) {
-    if (has_member_.back()) out_.push_back(',');
-    has_member_.back() = true;
+    if (has_member_.mark()) out_.push_back(',');
   }
 }
 
 Writer& Writer::BeginObject() {
   Separate();
   out_.push_back('{');
-  has_member_.push_back(false);
+  has_member_.push();
   return *this;
 }
 
 Writer& Writer::EndObject() {
   assert(!has_member_.empty() && !after_key_);
-  has_member_.pop_back();
+  has_member_.pop();
   out_.push_back('}');
   return *this;
 }
@@ -115,13 +128,13 @@ Writer& Writer::EndObject() {
 Writer& Writer::BeginArray() {
   Separate();
   out_.push_back('[');
-  has_member_.push_back(false);
+  has_member_.push();
   return *this;
 }
 
 Writer& Writer::EndArray() {
   assert(!has_member_.empty() && !after_key_);
-  has_member_.pop_back();
+  has_member_.pop();
   out_.push_back(']');
   return *this;
 }
@@ -143,13 +156,17 @@ Writer& Writer::String(std::string_view value) {
 
 Writer& Writer::Int(int64_t value) {
   Separate();
-  out_ += std::to_string(value);
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out_.append(digits, static_cast<size_t>(end - digits));
   return *this;
 }
 
 Writer& Writer::Uint(uint64_t value) {
   Separate();
-  out_ += std::to_string(value);
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out_.append(digits, static_cast<size_t>(end - digits));
   return *this;
 }
 

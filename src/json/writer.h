@@ -44,8 +44,40 @@ class Writer {
   void Separate();
 
   std::string& out_;
-  // One entry per open container: true once the container holds a member.
-  std::vector<bool> has_member_;
+  // One flag per open container: true once the container holds a member. The first 64 levels
+  // live in a word, so a writer allocates nothing for ordinary documents.
+  class MemberFlags {
+   public:
+    bool empty() const { return depth_ == 0; }
+    void push() {
+      if (depth_ >= 64) deeper_.push_back(false);
+      else bits_ &= ~(uint64_t{1} << depth_);
+      ++depth_;
+    }
+    void pop() {
+      --depth_;
+      if (depth_ >= 64) deeper_.pop_back();
+    }
+    // Marks the innermost container as holding a member; returns whether it already did.
+    bool mark() {
+      const size_t top = depth_ - 1;
+      if (top >= 64) {
+        const bool had = deeper_.back();
+        deeper_.back() = true;
+        return had;
+      }
+      const uint64_t bit = uint64_t{1} << top;
+      const bool had = (bits_ & bit) != 0;
+      bits_ |= bit;
+      return had;
+    }
+
+   private:
+    uint64_t bits_ = 0;
+    size_t depth_ = 0;
+    std::vector<bool> deeper_;
+  };
+  MemberFlags has_member_;
   bool after_key_ = false;
 };
 

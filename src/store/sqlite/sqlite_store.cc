@@ -203,9 +203,46 @@ class SqliteStore final : public Store {
   // per evidence record); the cache keeps it beside the Projection the pipeline reads and puts.
   struct CachedProjection {
     std::optional<Projection> value;
-    std::string evidence_json = "{}";
+    // Evidence records, one per name, sorted by name; each value is the record's JSON object.
+    // Kept apart so that recording evidence neither parses nor re-serializes the others; the
+    // row's evidence_json is built when the row is written.
+    std::vector<std::pair<std::string, std::string>> evidence;
     bool dirty = false;
   };
+
+  // Builds the evidence_json column: {"name": record, ...}.
+  static std::string EvidenceJson(const CachedProjection& cached) {
+    std::string out;
+    json::Writer w(out);
+    w.BeginObject();
+    for (const auto& [name, record] : cached.evidence) w.Key(name).Raw(record);
+    w.EndObject();
+    return out;
+  }
+
+  // Reads an evidence_json column back into records.
+  Status LoadEvidence(std::string_view text, CachedProjection& cached) {
+    if (text == "{}") return Status::Ok();
+    simdjson::dom::object records;
+    if (json_parser_.parse(text.data(), text.size()).get(records) != simdjson::SUCCESS) {
+      return Status::Corruption("evidence of " + cached.value->consumer + "/" +
+                                cached.value->subject + " is not a JSON object");
+    }
+    for (auto field : records) {
+      cached.evidence.emplace_back(std::string(field.key), simdjson::to_string(field.value));
+    }
+    std::sort(cached.evidence.begin(), cached.evidence.end());
+    return Status::Ok();
+  }
+
+  // The transaction's projection cache: consumer, then subject. Heterogeneous lookup, so a
+  // cache hit allocates nothing.
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  using SubjectCache =
+      std::unordered_map<std::string, CachedProjection, StringHash, std::equal_to<>>;
   explicit SqliteStore(sqlite3* db) : db_(db) {}
   ~SqliteStore() override {
     statements_.clear();
@@ -311,9 +348,15 @@ class SqliteStore final : public Store {
   // The cache entry of (consumer, subject), read from the table on first use in a transaction.
   // Outside a transaction the entry is a scratch copy, valid until the next call.
   Result<CachedProjection*> Cached(std::string_view consumer, std::string_view subject) {
+    SubjectCache* subjects = nullptr;
     if (in_transaction_) {
-      const auto it = projections_.find({std::string(consumer), std::string(subject)});
-      if (it != projections_.end()) return &it->second;
+      auto consumer_it = projections_.find(consumer);
+      if (consumer_it == projections_.end()) {
+        consumer_it = projections_.emplace(std::string(consumer), SubjectCache{}).first;
+      }
+      subjects = &consumer_it->second;
+      const auto it = subjects->find(subject);
+      if (it != subjects->end()) return &it->second;
     }
     static const std::string kSql = std::string("SELECT ") + kProjectionColumns +
                                     " FROM projection WHERE consumer=?1 AND subject=?2";
@@ -321,17 +364,19 @@ class SqliteStore final : public Store {
     s.Bind(consumer).Bind(subject);
     Status status;
     CachedProjection entry;
+    std::string evidence_json;
     if (s.Step(status)) {
       entry.value = ReadProjection(s);
-      entry.evidence_json = s.Text(8);
+      evidence_json = s.Text(8);
     }
     s.Reset();
     if (!status.ok()) return status;
-    if (!in_transaction_) {
+    if (entry.value) EVIDENT_RETURN_IF_ERROR(LoadEvidence(evidence_json, entry));
+    if (subjects == nullptr) {
       scratch_ = std::move(entry);
       return &scratch_;
     }
-    return &(projections_[{std::string(consumer), std::string(subject)}] = std::move(entry));
+    return &subjects->emplace(std::string(subject), std::move(entry)).first->second;
   }
 
   Status PutProjection(const Projection& p) override {
@@ -347,6 +392,7 @@ class SqliteStore final : public Store {
     Statement& s = Prepared(kSql);
     const Projection& p = *cached.value;
     cached.dirty = false;
+    const std::string evidence_json = EvidenceJson(cached);
     return s.Bind(p.consumer)
         .Bind(p.subject)
         .Bind(p.version)
@@ -355,17 +401,25 @@ class SqliteStore final : public Store {
         .Bind(p.owner_source)
         .Bind(p.owner_version_seen)
         .Bind(p.updated_at_ms)
-        .Bind(cached.evidence_json)
+        .Bind(evidence_json)
         .Run();
   }
 
   Status FlushProjections() {
-    for (auto& [key, cached] : projections_) {
-      // Evidence without a projection row is not written: the pipeline records evidence only
-      // while it applies an event, and every apply puts its projection.
-      if (!cached.dirty || !cached.value) continue;
-      EVIDENT_RETURN_IF_ERROR(WriteProjection(cached));
+    // In key order, so that the B-tree is written front to back.
+    std::vector<std::pair<const std::string*, CachedProjection*>> dirty;
+    for (auto& [consumer, subjects] : projections_) {
+      for (auto& [subject, cached] : subjects) {
+        // Evidence without a projection row is not written: the pipeline records evidence only
+        // while it applies an event, and every apply puts its projection.
+        if (cached.dirty && cached.value) dirty.emplace_back(&consumer, &cached);
+      }
     }
+    std::sort(dirty.begin(), dirty.end(), [](const auto& a, const auto& b) {
+      if (*a.first != *b.first) return *a.first < *b.first;
+      return a.second->value->subject < b.second->value->subject;
+    });
+    for (auto& [consumer, cached] : dirty) EVIDENT_RETURN_IF_ERROR(WriteProjection(*cached));
     return Status::Ok();
   }
 
@@ -451,25 +505,23 @@ class SqliteStore final : public Store {
 
   Status PutEvidence(const EvidenceRecord& r) override {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(r.consumer, r.subject));
-    // One record per name: the latest proof replaces an earlier one.
-    std::map<std::string, std::string> records;
-    simdjson::dom::object existing;
-    if (cached->evidence_json != "{}" &&
-        json_parser_.parse(cached->evidence_json).get(existing) == simdjson::SUCCESS) {
-      for (auto field : existing)
-        records[std::string(field.key)] = simdjson::to_string(field.value);
-    }
     std::string record;
     json::Writer w(record);
     w.BeginObject().Field("source", r.source).Field("id", r.event_id).Key("subject_version");
     r.subject_version ? w.Int(*r.subject_version) : w.Null();
     w.Key("recorded_at_ms").Int(r.recorded_at_ms).EndObject();
-    records[r.name] = std::move(record);
-    cached->evidence_json.clear();
-    json::Writer out(cached->evidence_json);
-    out.BeginObject();
-    for (const auto& [name, value] : records) out.Key(name).Raw(value);
-    out.EndObject();
+    // One record per name: the latest proof replaces an earlier one.
+    auto& records = cached->evidence;
+    const auto it = std::lower_bound(
+        records.begin(), records.end(), r.name,
+        [](const std::pair<std::string, std::string>& a, const std::string& name) {
+          return a.first < name;
+        });
+    if (it != records.end() && it->first == r.name) {
+      it->second = std::move(record);
+    } else {
+      records.emplace(it, r.name, std::move(record));
+    }
     cached->dirty = true;
     if (in_transaction_ || !cached->value) return Status::Ok();
     return WriteProjection(*cached);
@@ -567,27 +619,24 @@ class SqliteStore final : public Store {
                                                  std::string_view subject) override {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
     std::vector<EvidenceRecord> out;
-    simdjson::dom::object records;
-    if (json_parser_.parse(cached->evidence_json).get(records) != simdjson::SUCCESS) {
-      return Status::Corruption("evidence of " + std::string(consumer) + "/" +
-                                std::string(subject) + " is not a JSON object");
-    }
-    for (auto field : records) {
+    for (const auto& [name, text] : cached->evidence) {  // sorted by name
+      simdjson::dom::object record;
+      if (json_parser_.parse(text).get(record) != simdjson::SUCCESS) {
+        return Status::Corruption("evidence " + name + " of " + std::string(consumer) + "/" +
+                                  std::string(subject) + " is not a JSON object");
+      }
       EvidenceRecord r;
       r.consumer = std::string(consumer);
       r.subject = std::string(subject);
-      r.name = std::string(field.key);
-      std::string_view text;
+      r.name = name;
+      std::string_view field;
       int64_t number = 0;
-      if (field.value["source"].get(text) == simdjson::SUCCESS) r.source = std::string(text);
-      if (field.value["id"].get(text) == simdjson::SUCCESS) r.event_id = std::string(text);
-      if (field.value["subject_version"].get(number) == simdjson::SUCCESS)
-        r.subject_version = number;
-      if (field.value["recorded_at_ms"].get(number) == simdjson::SUCCESS) r.recorded_at_ms = number;
+      if (record["source"].get(field) == simdjson::SUCCESS) r.source = std::string(field);
+      if (record["id"].get(field) == simdjson::SUCCESS) r.event_id = std::string(field);
+      if (record["subject_version"].get(number) == simdjson::SUCCESS) r.subject_version = number;
+      if (record["recorded_at_ms"].get(number) == simdjson::SUCCESS) r.recorded_at_ms = number;
       out.push_back(std::move(r));
     }
-    std::sort(out.begin(), out.end(),
-              [](const EvidenceRecord& a, const EvidenceRecord& b) { return a.name < b.name; });
     return out;
   }
 
@@ -645,7 +694,7 @@ class SqliteStore final : public Store {
   CachedProjection scratch_;           // Cached() outside a transaction
   simdjson::dom::parser json_parser_;  // evidence records
   // This transaction's projections, by (consumer, subject); bounded by the batch size.
-  std::map<std::pair<std::string, std::string>, CachedProjection> projections_;
+  std::unordered_map<std::string, SubjectCache, StringHash, std::equal_to<>> projections_;
 };
 
 }  // namespace
