@@ -50,8 +50,10 @@ class Writer {
    public:
     bool empty() const { return depth_ == 0; }
     void push() {
-      if (depth_ >= 64) deeper_.push_back(false);
-      else bits_ &= ~(uint64_t{1} << depth_);
+      if (depth_ >= 64)
+        deeper_.push_back(false);
+      else
+        bits_ &= ~(uint64_t{1} << depth_);
       ++depth_;
     }
     void pop() {

@@ -512,11 +512,9 @@ class SqliteStore final : public Store {
     w.Key("recorded_at_ms").Int(r.recorded_at_ms).EndObject();
     // One record per name: the latest proof replaces an earlier one.
     auto& records = cached->evidence;
-    const auto it = std::lower_bound(
-        records.begin(), records.end(), r.name,
-        [](const std::pair<std::string, std::string>& a, const std::string& name) {
-          return a.first < name;
-        });
+    const auto it = std::lower_bound(records.begin(), records.end(), r.name,
+                                     [](const std::pair<std::string, std::string>& a,
+                                        const std::string& name) { return a.first < name; });
     if (it != records.end() && it->first == r.name) {
       it->second = std::move(record);
     } else {
