@@ -116,6 +116,9 @@ class Store {
   virtual Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
                                                             std::string_view subject,
                                                             int64_t subject_version) = 0;
+  // One event per (consumer, subject, version) waits; the caller looks first (FindDeferred).
+  // A backend may hold the row until Commit, so a clash with a row from an earlier transaction
+  // can surface at Commit rather than here.
   virtual Status InsertDeferred(const DeferredEvent& event) = 0;
   virtual Status DeleteDeferred(std::string_view consumer, std::string_view subject,
                                 int64_t subject_version) = 0;

@@ -402,8 +402,12 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                       "; routed to the owner " + projection.owner_source);
     }
     if (version > projection.version + 1) {
-      EVIDENT_ASSIGN_OR_RETURN(std::optional<DeferredEvent> occupied,
-                               store.FindDeferred(contract.id, d.subject, version));
+      // Every deferred event raised owner_version_seen, so a version above it cannot be waiting
+      // already; only a version at or below it needs the look-up.
+      std::optional<DeferredEvent> occupied;
+      if (!owner_advanced) {
+        EVIDENT_ASSIGN_OR_RETURN(occupied, store.FindDeferred(contract.id, d.subject, version));
+      }
       if (occupied) {
         EVIDENT_ASSIGN_OR_RETURN(const bool seen, seen_before());
         if (seen) return duplicate();

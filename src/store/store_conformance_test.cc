@@ -138,6 +138,36 @@ TEST_P(StoreConformance, DeferredRowsAndMarkApplied) {
   EXPECT_TRUE(store_->DeferredOf("c", "order-1").value().empty());
 }
 
+// A gap that opens and closes inside one transaction: the deferred event is found, deleted and
+// never left behind; one that stays open is there after commit, and reads see it before commit.
+TEST_P(StoreConformance, DeferredInsideOneTransaction) {
+  DeferredEvent d{"c", "order-1", 3, "s", "e3", "t", 1, 2, "raw", 10, 20, "wait", 5};
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->InsertDeferred(d).ok());
+  auto found = store_->FindDeferred("c", "order-1", 3).value();
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->event_id, "e3");
+  EXPECT_FALSE(store_->InsertDeferred(d).ok());  // one event per version waits
+  ASSERT_TRUE(store_->DeleteDeferred("c", "order-1", 3).ok());
+  EXPECT_FALSE(store_->FindDeferred("c", "order-1", 3).value().has_value());
+  d.subject_version = 4;
+  d.event_id = "e4";
+  ASSERT_TRUE(store_->InsertDeferred(d).ok());
+  EXPECT_EQ(store_->DeferredOf("c", "order-1").value().size(), 1u);
+  ASSERT_TRUE(store_->Commit().ok());
+  Reopen();
+  EXPECT_FALSE(store_->FindDeferred("c", "order-1", 3).value().has_value());
+  auto left = store_->AllDeferred().value();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].event_id, "e4");
+  // Rolled back, a deferred event is gone.
+  ASSERT_TRUE(store_->Begin().ok());
+  d.subject_version = 5;
+  ASSERT_TRUE(store_->InsertDeferred(d).ok());
+  ASSERT_TRUE(store_->Rollback().ok());
+  EXPECT_FALSE(store_->FindDeferred("c", "order-1", 5).value().has_value());
+}
+
 TEST_P(StoreConformance, ReadPathSeesWritesOfTheOpenTransaction) {
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->InsertLedger(Receipt("e1")).ok());

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "evident/store.h"
@@ -263,10 +264,11 @@ class SqliteStore final : public Store {
     EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     in_transaction_ = true;
     projections_.clear();
+    pending_deferred_.clear();
     return Status::Ok();
   }
   Status Commit() override {
-    EVIDENT_RETURN_IF_ERROR(FlushProjections());
+    EVIDENT_RETURN_IF_ERROR(Flush());
     EVIDENT_RETURN_IF_ERROR(Exec("COMMIT"));
     in_transaction_ = false;
     projections_.clear();
@@ -275,6 +277,7 @@ class SqliteStore final : public Store {
   Status Rollback() override {
     in_transaction_ = false;
     projections_.clear();
+    pending_deferred_.clear();
     return Exec("ROLLBACK");
   }
 
@@ -405,6 +408,16 @@ class SqliteStore final : public Store {
         .Run();
   }
 
+  // Writes what the transaction holds back: dirty projections and deferred events still waiting.
+  Status Flush() {
+    EVIDENT_RETURN_IF_ERROR(FlushProjections());
+    for (const auto& [key, deferred] : pending_deferred_) {
+      EVIDENT_RETURN_IF_ERROR(WriteDeferred(deferred));
+    }
+    pending_deferred_.clear();
+    return Status::Ok();
+  }
+
   Status FlushProjections() {
     // In key order, so that the B-tree is written front to back.
     std::vector<std::pair<const std::string*, CachedProjection*>> dirty;
@@ -426,6 +439,10 @@ class SqliteStore final : public Store {
   Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
                                                     std::string_view subject,
                                                     int64_t subject_version) override {
+    if (const auto it = pending_deferred_.find(std::tuple(consumer, subject, subject_version));
+        it != pending_deferred_.end()) {
+      return std::optional<DeferredEvent>(it->second);
+    }
     static const std::string kSql =
         std::string("SELECT ") + kDeferredColumns +
         " FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3";
@@ -439,7 +456,17 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  // Inside a transaction a deferred event is held until commit: most gaps close within the
+  // batch that opened them (v2 arrives just before v1), and then the row is never written.
   Status InsertDeferred(const DeferredEvent& d) override {
+    if (!in_transaction_) return WriteDeferred(d);
+    const auto [it, inserted] = pending_deferred_.try_emplace(
+        std::tuple(d.consumer, d.subject, d.subject_version), d);
+    if (!inserted) return Status::AlreadyExists("deferred event already waits: " + d.subject);
+    return Status::Ok();
+  }
+
+  Status WriteDeferred(const DeferredEvent& d) {
     static const std::string kSql = std::string("INSERT INTO deferred(") + kDeferredColumns +
                                     ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
     Statement& s = Prepared(kSql);
@@ -461,6 +488,11 @@ class SqliteStore final : public Store {
 
   Status DeleteDeferred(std::string_view consumer, std::string_view subject,
                         int64_t subject_version) override {
+    if (const auto it = pending_deferred_.find(std::tuple(consumer, subject, subject_version));
+        it != pending_deferred_.end()) {
+      pending_deferred_.erase(it);
+      return Status::Ok();
+    }
     static const std::string kSql =
         "DELETE FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3";
     Statement& s = Prepared(kSql);
@@ -545,7 +577,7 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<Projection>> ProjectionsOf(std::string_view subject) override {
-    EVIDENT_RETURN_IF_ERROR(FlushProjections());
+    EVIDENT_RETURN_IF_ERROR(Flush());
     // Through the ledger's subject index: projection has no index of its own on subject, which
     // keeps every projection write to one B-tree.
     static const std::string kSql =
@@ -563,12 +595,14 @@ class SqliteStore final : public Store {
   }
   Result<std::vector<DeferredEvent>> DeferredOf(std::string_view consumer,
                                                 std::string_view subject) override {
+    EVIDENT_RETURN_IF_ERROR(Flush());
     static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
                                     " FROM deferred WHERE consumer=?1 AND subject=?2 "
                                     "ORDER BY subject_version";
     return Rows<DeferredEvent>(kSql, {consumer, subject}, ReadDeferred);
   }
   Result<std::vector<DeferredEvent>> AllDeferred() override {
+    EVIDENT_RETURN_IF_ERROR(Flush());
     static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
                                     " FROM deferred ORDER BY deadline_at_ms, consumer, subject";
     return Rows<DeferredEvent>(kSql, {}, ReadDeferred);
@@ -639,7 +673,7 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
-    EVIDENT_RETURN_IF_ERROR(FlushProjections());
+    EVIDENT_RETURN_IF_ERROR(Flush());
     std::vector<std::pair<std::string, int64_t>> out;
     static const std::string kTables[] = {"ledger", "projection", "deferred", "kept", "journal"};
     static const std::string kSql[] = {"SELECT count(*) FROM ledger",
@@ -693,6 +727,9 @@ class SqliteStore final : public Store {
   simdjson::dom::parser json_parser_;  // evidence records
   // This transaction's projections, by (consumer, subject); bounded by the batch size.
   std::unordered_map<std::string, SubjectCache, StringHash, std::equal_to<>> projections_;
+  // This transaction's deferred events not yet written, by (consumer, subject, version).
+  std::map<std::tuple<std::string, std::string, int64_t>, DeferredEvent, std::less<>>
+      pending_deferred_;
 };
 
 }  // namespace
