@@ -133,7 +133,10 @@ class EnvelopeParser {
   simdjson::dom::parser parser_;
   std::string traceparent_scratch_;  // a traceparent composed from trace_id and span_id
   std::vector<simdjson::dom::element> scratch_stack_;  // reused by the duplicate-member check
-  std::vector<std::string_view> scratch_keys_;  // a traceparent composed from trace_id and span_id
+  std::vector<std::string_view> scratch_keys_;  // member names, for the duplicate-member check
+  // The last source that passed the URI-reference check: a stream repeats a few sources, so
+  // the check runs once per change of source rather than once per event.
+  std::string last_valid_source_;
 };
 
 // How an input holding several events is laid out.

@@ -112,6 +112,16 @@ class Store {
   virtual Result<std::optional<Projection>> FindProjection(std::string_view consumer,
                                                            std::string_view subject) = 0;
   virtual Status PutProjection(const Projection& projection) = 0;
+  // The write path's projection of (consumer, subject), inside a transaction: the store's own
+  // copy, for the caller to change in place and hand back to PutProjection (neither step copies
+  // it). A subject with no projection yet gets a new one (version 0, `found` false), which is
+  // not stored unless put. The pointer is valid until Commit or Rollback.
+  struct ProjectionRef {
+    Projection* projection;
+    bool found;
+  };
+  virtual Result<ProjectionRef> EditProjection(std::string_view consumer,
+                                               std::string_view subject) = 0;
 
   virtual Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
                                                             std::string_view subject,

@@ -39,9 +39,32 @@ bool ReadVersion(simdjson::dom::element value, int64_t& out) {
   return false;
 }
 
-// Prefixes a pointer into `data` with "/data" so that it reads through the envelope profile.
-std::string DataPointer(std::string_view pointer_into_data) {
-  return "/data" + std::string(pointer_into_data);
+// Evaluates a JSON Pointer into the event's payload.
+simdjson::simdjson_result<simdjson::dom::element> DataAt(const EventView& event,
+                                                         std::string_view pointer) {
+  if (!event.data) return simdjson::NO_SUCH_FIELD;
+  if (pointer.empty()) return simdjson::dom::element(*event.data);
+  return event.data->at_pointer(pointer);
+}
+
+// Writes a JSON value taken from a parsed document. Scalars are written directly; only arrays,
+// objects and non-integral numbers go through simdjson's serializer.
+void WriteElement(json::Writer& w, simdjson::dom::element value) {
+  std::string_view text;
+  int64_t integer = 0;
+  bool flag = false;
+  if (value.get(text) == simdjson::SUCCESS) {
+    w.String(text);
+  } else if (value.type() == simdjson::dom::element_type::INT64 &&
+             value.get(integer) == simdjson::SUCCESS) {
+    w.Int(integer);
+  } else if (value.get(flag) == simdjson::SUCCESS) {
+    w.Bool(flag);
+  } else if (value.is_null()) {
+    w.Null();
+  } else {
+    w.Raw(simdjson::to_string(value));
+  }
 }
 
 // The last token of a JSON Pointer, unescaped: "/customer/id" -> "id".
@@ -78,10 +101,19 @@ KeptInput KeptFrom(const Decision& d, std::string_view source, std::string_view 
   return kept;
 }
 
+// A projection step with its copied fields' names worked out once.
+struct PreparedStep {
+  const ProjectionStep* step;
+  std::vector<std::pair<std::string, std::string>> copy;  // (pointer into data, field name)
+};
+
 struct ConsumerState {
   const ConsumerConfig* config;
-  // (type, version) -> compiled payload schema.
-  std::map<std::pair<std::string, int64_t>, std::shared_ptr<const schema::Schema>> schemas;
+  // type -> version -> compiled payload schema. Transparent comparison: looking a type up does
+  // not copy it.
+  std::map<std::string, std::map<int64_t, std::shared_ptr<const schema::Schema>>, std::less<>>
+      schemas;
+  std::map<std::string, PreparedStep, std::less<>> steps;  // by event type
 };
 
 }  // namespace
@@ -123,6 +155,10 @@ struct Pipeline::Impl {
   std::unique_ptr<EnvelopeParser> drain_parser;  // deferred successors, re-read from the store
   std::vector<ConsumerState> consumers;
   simdjson::dom::parser fields_parser;  // projection fields, merged on apply
+  // Scratch space reused across events, so that the hot path does not allocate per event.
+  std::vector<std::pair<std::string_view, simdjson::dom::element>> merged_fields;
+  std::string fields_out;
+  LedgerEntry receipt_scratch;
 
   Status ProcessForConsumer(Store& store, ConsumerState& consumer, const EventView& event,
                             int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
@@ -148,39 +184,61 @@ std::string Pipeline::Impl::SubjectOf(const ConsumerContract& contract,
 Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const EventView& event,
                              Projection& projection, int64_t now_ms) {
   const ConsumerConfig& consumer_config = *consumer.config;
-  const auto step_it = consumer_config.projection.find(std::string(event.type));
-  projection.owner_source = std::string(event.source);
+  projection.owner_source.assign(event.source);
   projection.updated_at_ms = now_ms;
-  if (step_it == consumer_config.projection.end()) return Status::Ok();
-  const ProjectionStep& step = step_it->second;
-  if (!step.state.empty()) projection.state = step.state;
+  const auto step_it = consumer.steps.find(event.type);
+  if (step_it == consumer.steps.end()) return Status::Ok();
+  const ProjectionStep& step = *step_it->second.step;
+  if (!step.state.empty()) projection.state.assign(step.state);
   if (!step.state_from.empty()) {
     simdjson::dom::element value;
-    if (event.At(DataPointer(step.state_from)).get(value) == simdjson::SUCCESS) {
+    if (DataAt(event, step.state_from).get(value) == simdjson::SUCCESS) {
       std::string_view text;
-      projection.state =
-          value.get(text) == simdjson::SUCCESS ? std::string(text) : simdjson::to_string(value);
+      if (value.get(text) == simdjson::SUCCESS) {
+        projection.state.assign(text);
+      } else {
+        projection.state = simdjson::to_string(value);
+      }
     }
   }
-  if (!step.copy.empty()) {
-    // Merge: copied fields replace fields of the same name, others stay.
-    std::map<std::string, std::string> fields;
+  if (!step_it->second.copy.empty()) {
+    // Merge: copied fields replace fields of the same name, others stay; names sorted. The
+    // existing fields are the writer's own output, so they are already one per name.
+    merged_fields.clear();
     simdjson::dom::object existing;
     if (projection.fields_json != "{}" &&
         fields_parser.parse(projection.fields_json).get(existing) == simdjson::SUCCESS) {
-      for (auto field : existing) fields[std::string(field.key)] = simdjson::to_string(field.value);
+      for (auto field : existing) merged_fields.emplace_back(field.key, field.value);
     }
-    for (const std::string& pointer : step.copy) {
+    const size_t existing_count = merged_fields.size();
+    for (const auto& [pointer, name] : step_it->second.copy) {
       simdjson::dom::element value;
-      if (event.At(DataPointer(pointer)).get(value) == simdjson::SUCCESS) {
-        fields[LastToken(pointer)] = simdjson::to_string(value);
+      if (DataAt(event, pointer).get(value) != simdjson::SUCCESS) continue;
+      bool replaced = false;
+      for (size_t i = 0; i < existing_count; ++i) {
+        if (merged_fields[i].first == name) {
+          merged_fields[i].second = value;
+          replaced = true;
+          break;
+        }
       }
+      if (!replaced) merged_fields.emplace_back(name, value);
     }
-    projection.fields_json.clear();
-    json::Writer w(projection.fields_json);
+    std::stable_sort(merged_fields.begin(), merged_fields.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    fields_out.clear();
+    json::Writer w(fields_out);
     w.BeginObject();
-    for (const auto& [name, value] : fields) w.Key(name).Raw(value);
+    for (size_t i = 0; i < merged_fields.size(); ++i) {
+      // Two copied pointers may end in the same name: the later one wins.
+      if (i + 1 < merged_fields.size() && merged_fields[i + 1].first == merged_fields[i].first) {
+        continue;
+      }
+      w.Key(merged_fields[i].first);
+      WriteElement(w, merged_fields[i].second);
+    }
     w.EndObject();
+    projection.fields_json.swap(fields_out);
   }
   for (const std::string& name : step.evidence) {
     EVIDENT_RETURN_IF_ERROR(store.PutEvidence({consumer_config.contract.id, projection.subject,
@@ -286,8 +344,12 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
   }
 
   // 2. Contract choice.
-  const auto schema_it = consumer.schemas.find({std::string(event.type), schema_version});
-  if (schema_it == consumer.schemas.end()) {
+  const schema::Schema* payload_schema = nullptr;
+  if (const auto type_it = consumer.schemas.find(event.type); type_it != consumer.schemas.end()) {
+    const auto version_it = type_it->second.find(schema_version);
+    if (version_it != type_it->second.end()) payload_schema = version_it->second.get();
+  }
+  if (payload_schema == nullptr) {
     std::string accepted;
     for (int64_t v : contract.Find(event.type)->versions) {
       accepted += (accepted.empty() ? "" : ", ") + std::to_string(v);
@@ -309,11 +371,11 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
   simdjson::dom::element payload;
   if (event.data) payload = *event.data;
   const bool has_payload = event.data.has_value();
-  if (!has_payload || !schema_it->second->IsValid(payload)) {
+  if (!has_payload || !payload_schema->IsValid(payload)) {
     if (!has_payload) {
       d.errors.push_back(": the event has no data");
     } else {
-      const schema::Output output = schema_it->second->Validate(payload, kPayloadErrorsMax);
+      const schema::Output output = payload_schema->Validate(payload, kPayloadErrorsMax);
       for (const schema::Error& e : output.errors) {
         d.errors.push_back((e.instance_location.empty() ? "/" : e.instance_location) + ": " +
                            e.error + " (" + e.keyword_location + ")");
@@ -354,17 +416,21 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     return true;
   };
 
-  LedgerEntry receipt;
-  receipt.consumer = contract.id;
-  receipt.source = std::string(event.source);
-  receipt.event_id = std::string(event.id);
-  receipt.state = "applied";
-  receipt.type = std::string(event.type);
-  receipt.subject = d.subject;
+  // Every field is assigned (the strings keep their capacity from the previous event).
+  LedgerEntry& receipt = receipt_scratch;
+  receipt.consumer.assign(contract.id);
+  receipt.source.assign(event.source);
+  receipt.event_id.assign(event.id);
+  receipt.state.assign("applied");
+  receipt.type.assign(event.type);
+  receipt.subject.assign(d.subject);
   receipt.subject_version = subject_version;
   receipt.input_schema_version = schema_version;
   receipt.result_version = contract.result_version;
+  receipt.projection_version.reset();
   receipt.committed_at_ms = now_ms;
+  receipt.duplicates = 0;
+  receipt.last_duplicate_at_ms.reset();
 
   // 5. Ordering.
   if (contract.ordering.by_subject) {
@@ -381,11 +447,12 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                       : "ordered consumer needs a version at " + contract.ordering.version_at);
     }
     const int64_t version = *subject_version;
-    EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> found,
-                             store.FindProjection(contract.id, d.subject));
-    Projection projection = found.value_or(Projection{contract.id, d.subject});
+    // The store's own copy, changed in place only on the paths that put it back.
+    EVIDENT_ASSIGN_OR_RETURN(const Store::ProjectionRef ref,
+                             store.EditProjection(contract.id, d.subject));
+    Projection& projection = *ref.projection;
     const bool owner_advanced = version > projection.owner_version_seen;
-    projection.owner_version_seen = std::max(projection.owner_version_seen, version);
+    const int64_t owner_version_seen = std::max(projection.owner_version_seen, version);
     d.projection_version = projection.version;
     if (version <= projection.version) {
       EVIDENT_ASSIGN_OR_RETURN(const bool seen, seen_before());
@@ -428,11 +495,12 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                              now_ms + contract.gap.deadline_seconds * 1000,
                              std::string(GapRouteName(contract.gap.route)),
                              index};
-      receipt.state = "deferred";
+      receipt.state.assign("deferred");
       EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
       if (!inserted) return duplicate();
       EVIDENT_RETURN_IF_ERROR(store.InsertDeferred(deferred));
-      if (owner_advanced || !found) EVIDENT_RETURN_IF_ERROR(store.PutProjection(projection));
+      projection.owner_version_seen = owner_version_seen;
+      if (owner_advanced || !ref.found) EVIDENT_RETURN_IF_ERROR(store.PutProjection(projection));
       EVIDENT_RETURN_IF_ERROR(store.Journal({0, contract.id, "deferred", receipt.source,
                                              receipt.event_id, d.subject, version, now_ms}));
       d.outcome = Outcome::kDeferred;
@@ -444,6 +512,7 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     receipt.projection_version = version;
     EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
     if (!inserted) return duplicate();
+    projection.owner_version_seen = owner_version_seen;
     projection.version = version;
     EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, event, projection, now_ms));
     d.outcome = Outcome::kApplied;
@@ -462,9 +531,9 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
     if (!inserted) return duplicate();
   } else {
-    EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> found,
-                             store.FindProjection(contract.id, d.subject));
-    Projection projection = found.value_or(Projection{contract.id, d.subject});
+    EVIDENT_ASSIGN_OR_RETURN(const Store::ProjectionRef ref,
+                             store.EditProjection(contract.id, d.subject));
+    Projection& projection = *ref.projection;
     receipt.projection_version = projection.version + 1;
     EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
     if (!inserted) return duplicate();
@@ -514,8 +583,14 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
           if (!result.ok()) return result.status().Annotate(path);
           schema = std::move(result).value();
         }
-        state.schemas[{accepted.type, version}] = schema;
+        state.schemas[accepted.type][version] = schema;
       }
+    }
+    for (const auto& [type, step] : consumer.projection) {
+      PreparedStep prepared{&step, {}};
+      for (const std::string& pointer : step.copy)
+        prepared.copy.emplace_back(pointer, LastToken(pointer));
+      state.steps.emplace(type, std::move(prepared));
     }
     impl->consumers.push_back(std::move(state));
   }

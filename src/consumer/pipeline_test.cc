@@ -317,5 +317,27 @@ consumers:
       << config.status().message();
 }
 
+// A deferred receipt has no projection version yet, even right after an applied event (whose
+// receipt has one) in the same batch; a repeat of it says so.
+TEST_F(PipelineTest, DeferredReceiptHasNoProjectionVersion) {
+  std::vector<Decision> decisions;
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(pipeline_->Process(*store_, Paid("evt-1", 1), 0, kNow, decisions).ok());
+  ASSERT_TRUE(pipeline_->Process(*store_, Cancelled("evt-3", 3), 1, kNow, decisions).ok());
+  ASSERT_TRUE(pipeline_->Process(*store_, Cancelled("evt-3", 3), 2, kNow, decisions).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  ASSERT_EQ(decisions.size(), 3u);
+  EXPECT_EQ(decisions[0].outcome, Outcome::kApplied);
+  EXPECT_EQ(decisions[1].outcome, Outcome::kDeferred);
+  EXPECT_EQ(decisions[2].outcome, Outcome::kDuplicate);
+  EXPECT_EQ(decisions[2].projection_version, std::nullopt);
+  const LedgerEntry deferred =
+      store_->FindLedger("fulfillment", "https://example.test/order-service", "evt-3")
+          .value()
+          .value();
+  EXPECT_EQ(deferred.state, "deferred");
+  EXPECT_EQ(deferred.projection_version, std::nullopt);
+}
+
 }  // namespace
 }  // namespace evident

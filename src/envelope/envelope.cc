@@ -256,6 +256,11 @@ simdjson::simdjson_result<element> EventView::At(std::string_view pointer) const
   const size_t end = pointer.find('/', 1);
   const std::string_view first = pointer.substr(1, end == std::string_view::npos ? end : end - 1);
   const std::string_view rest = end == std::string_view::npos ? "" : pointer.substr(end);
+  // The payload is already located: a pointer into it needs no translation.
+  if (first == "data" && data) {
+    return rest.empty() ? simdjson::simdjson_result<element>(element(*data))
+                        : data->at_pointer(rest);
+  }
   std::string mapped;
   if (first == "data") {
     mapped = profile->data_pointer;
@@ -433,8 +438,11 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
   }
 
   // 5. Attribute types.
-  if (!syntax::IsUriReference(event.source)) {
-    return reject(EnvelopeReason::kInvalidSource, "source is not a URI-reference (RFC 3986)");
+  if (event.source != last_valid_source_) {
+    if (!syntax::IsUriReference(event.source)) {
+      return reject(EnvelopeReason::kInvalidSource, "source is not a URI-reference (RFC 3986)");
+    }
+    last_valid_source_.assign(event.source);
   }
   const auto optional_string =
       [&](Attr attr, EnvelopeReason reason, std::optional<std::string_view>& out,

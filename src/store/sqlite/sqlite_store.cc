@@ -204,6 +204,7 @@ class SqliteStore final : public Store {
   // per evidence record); the cache keeps it beside the Projection the pipeline reads and puts.
   struct CachedProjection {
     std::optional<Projection> value;
+    bool exists = false;  // in the table, or put in this transaction
     // Evidence records, one per name, sorted by name; each value is the record's JSON object.
     // Kept apart so that recording evidence neither parses nor re-serializes the others; the
     // row's evidence_json is built when the row is written.
@@ -345,7 +346,20 @@ class SqliteStore final : public Store {
   Result<std::optional<Projection>> FindProjection(std::string_view consumer,
                                                    std::string_view subject) override {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
+    if (!cached->exists) return std::optional<Projection>();
     return cached->value;
+  }
+
+  Result<ProjectionRef> EditProjection(std::string_view consumer,
+                                       std::string_view subject) override {
+    if (!in_transaction_) return Status::FailedPrecondition("EditProjection needs a transaction");
+    EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
+    if (!cached->value) {
+      cached->value.emplace();
+      cached->value->consumer = std::string(consumer);
+      cached->value->subject = std::string(subject);
+    }
+    return ProjectionRef{&*cached->value, cached->exists};
   }
 
   // The cache entry of (consumer, subject), read from the table on first use in a transaction.
@@ -370,6 +384,7 @@ class SqliteStore final : public Store {
     std::string evidence_json;
     if (s.Step(status)) {
       entry.value = ReadProjection(s);
+      entry.exists = true;
       evidence_json = s.Text(8);
     }
     s.Reset();
@@ -384,7 +399,8 @@ class SqliteStore final : public Store {
 
   Status PutProjection(const Projection& p) override {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(p.consumer, p.subject));
-    cached->value = p;
+    if (!cached->value || &*cached->value != &p) cached->value = p;  // edited in place: no copy
+    cached->exists = true;
     cached->dirty = true;
     return in_transaction_ ? Status::Ok() : WriteProjection(*cached);
   }
@@ -425,7 +441,7 @@ class SqliteStore final : public Store {
       for (auto& [subject, cached] : subjects) {
         // Evidence without a projection row is not written: the pipeline records evidence only
         // while it applies an event, and every apply puts its projection.
-        if (cached.dirty && cached.value) dirty.emplace_back(&consumer, &cached);
+        if (cached.dirty && cached.exists) dirty.emplace_back(&consumer, &cached);
       }
     }
     std::sort(dirty.begin(), dirty.end(), [](const auto& a, const auto& b) {
@@ -460,8 +476,8 @@ class SqliteStore final : public Store {
   // batch that opened them (v2 arrives just before v1), and then the row is never written.
   Status InsertDeferred(const DeferredEvent& d) override {
     if (!in_transaction_) return WriteDeferred(d);
-    const auto [it, inserted] = pending_deferred_.try_emplace(
-        std::tuple(d.consumer, d.subject, d.subject_version), d);
+    const auto [it, inserted] =
+        pending_deferred_.try_emplace(std::tuple(d.consumer, d.subject, d.subject_version), d);
     if (!inserted) return Status::AlreadyExists("deferred event already waits: " + d.subject);
     return Status::Ok();
   }
@@ -553,7 +569,7 @@ class SqliteStore final : public Store {
       records.emplace(it, r.name, std::move(record));
     }
     cached->dirty = true;
-    if (in_transaction_ || !cached->value) return Status::Ok();
+    if (in_transaction_ || !cached->exists) return Status::Ok();
     return WriteProjection(*cached);
   }
 
