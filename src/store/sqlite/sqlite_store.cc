@@ -204,7 +204,8 @@ class SqliteStore final : public Store {
   // per evidence record); the cache keeps it beside the Projection the pipeline reads and puts.
   struct CachedProjection {
     std::optional<Projection> value;
-    bool exists = false;  // in the table, or put in this transaction
+    bool exists = false;    // in the table, or put in this transaction
+    bool in_table = false;  // in the table: a write updates the row rather than inserting one
     // Evidence records, one per name, sorted by name; each value is the record's JSON object.
     // Kept apart so that recording evidence neither parses nor re-serializes the others; the
     // row's evidence_json is built when the row is written.
@@ -385,6 +386,7 @@ class SqliteStore final : public Store {
     if (s.Step(status)) {
       entry.value = ReadProjection(s);
       entry.exists = true;
+      entry.in_table = true;
       evidence_json = s.Text(8);
     }
     s.Reset();
@@ -406,11 +408,16 @@ class SqliteStore final : public Store {
   }
 
   Status WriteProjection(CachedProjection& cached) {
-    static const std::string kSql = std::string("INSERT OR REPLACE INTO projection(") +
-                                    kProjectionColumns + ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)";
-    Statement& s = Prepared(kSql);
+    static const std::string kInsert = std::string("INSERT INTO projection(") + kProjectionColumns +
+                                       ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)";
+    static const std::string kUpdate =
+        "UPDATE projection SET version=?3, state=?4, fields_json=?5, owner_source=?6, "
+        "owner_version_seen=?7, updated_at_ms=?8, evidence_json=?9 WHERE consumer=?1 AND "
+        "subject=?2";
+    Statement& s = Prepared(cached.in_table ? kUpdate : kInsert);
     const Projection& p = *cached.value;
     cached.dirty = false;
+    cached.in_table = true;
     const std::string evidence_json = EvidenceJson(cached);
     return s.Bind(p.consumer)
         .Bind(p.subject)
