@@ -206,21 +206,25 @@ class SqliteStore final : public Store {
     std::optional<Projection> value;
     bool exists = false;    // in the table, or put in this transaction
     bool in_table = false;  // in the table: a write updates the row rather than inserting one
-    // Evidence records, one per name, sorted by name; each value is the record's JSON object.
-    // Kept apart so that recording evidence neither parses nor re-serializes the others; the
-    // row's evidence_json is built when the row is written.
-    std::vector<std::pair<std::string, std::string>> evidence;
+    // Evidence records, one per name, sorted by name. Kept as values so that recording evidence
+    // neither parses nor serializes; the row's evidence_json is built when the row is written.
+    std::vector<EvidenceRecord> evidence;
     bool dirty = false;
   };
 
-  // Builds the evidence_json column: {"name": record, ...}.
-  static std::string EvidenceJson(const CachedProjection& cached) {
-    std::string out;
+  // Builds the evidence_json column:
+  // {"name": {"source": ..., "id": ..., "subject_version": ..., "recorded_at_ms": ...}, ...}.
+  static void EvidenceJson(const CachedProjection& cached, std::string& out) {
+    out.clear();
     json::Writer w(out);
     w.BeginObject();
-    for (const auto& [name, record] : cached.evidence) w.Key(name).Raw(record);
+    for (const EvidenceRecord& r : cached.evidence) {
+      w.Key(r.name).BeginObject().Field("source", r.source).Field("id", r.event_id);
+      w.Key("subject_version");
+      r.subject_version ? w.Int(*r.subject_version) : w.Null();
+      w.Key("recorded_at_ms").Int(r.recorded_at_ms).EndObject();
+    }
     w.EndObject();
-    return out;
   }
 
   // Reads an evidence_json column back into records.
@@ -232,9 +236,24 @@ class SqliteStore final : public Store {
                                 cached.value->subject + " is not a JSON object");
     }
     for (auto field : records) {
-      cached.evidence.emplace_back(std::string(field.key), simdjson::to_string(field.value));
+      EvidenceRecord r;
+      r.consumer = cached.value->consumer;
+      r.subject = cached.value->subject;
+      r.name = std::string(field.key);
+      std::string_view value;
+      int64_t number = 0;
+      if (field.value["source"].get(value) == simdjson::SUCCESS) r.source = std::string(value);
+      if (field.value["id"].get(value) == simdjson::SUCCESS) r.event_id = std::string(value);
+      if (field.value["subject_version"].get(number) == simdjson::SUCCESS) {
+        r.subject_version = number;
+      }
+      if (field.value["recorded_at_ms"].get(number) == simdjson::SUCCESS) {
+        r.recorded_at_ms = number;
+      }
+      cached.evidence.push_back(std::move(r));
     }
-    std::sort(cached.evidence.begin(), cached.evidence.end());
+    std::sort(cached.evidence.begin(), cached.evidence.end(),
+              [](const EvidenceRecord& a, const EvidenceRecord& b) { return a.name < b.name; });
     return Status::Ok();
   }
 
@@ -418,7 +437,7 @@ class SqliteStore final : public Store {
     const Projection& p = *cached.value;
     cached.dirty = false;
     cached.in_table = true;
-    const std::string evidence_json = EvidenceJson(cached);
+    EvidenceJson(cached, evidence_json_);
     return s.Bind(p.consumer)
         .Bind(p.subject)
         .Bind(p.version)
@@ -427,7 +446,7 @@ class SqliteStore final : public Store {
         .Bind(p.owner_source)
         .Bind(p.owner_version_seen)
         .Bind(p.updated_at_ms)
-        .Bind(evidence_json)
+        .Bind(evidence_json_)
         .Run();
   }
 
@@ -560,20 +579,18 @@ class SqliteStore final : public Store {
 
   Status PutEvidence(const EvidenceRecord& r) override {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(r.consumer, r.subject));
-    std::string record;
-    json::Writer w(record);
-    w.BeginObject().Field("source", r.source).Field("id", r.event_id).Key("subject_version");
-    r.subject_version ? w.Int(*r.subject_version) : w.Null();
-    w.Key("recorded_at_ms").Int(r.recorded_at_ms).EndObject();
     // One record per name: the latest proof replaces an earlier one.
     auto& records = cached->evidence;
-    const auto it = std::lower_bound(records.begin(), records.end(), r.name,
-                                     [](const std::pair<std::string, std::string>& a,
-                                        const std::string& name) { return a.first < name; });
-    if (it != records.end() && it->first == r.name) {
-      it->second = std::move(record);
+    const auto it = std::lower_bound(
+        records.begin(), records.end(), r.name,
+        [](const EvidenceRecord& a, const std::string& name) { return a.name < name; });
+    if (it != records.end() && it->name == r.name) {
+      it->source.assign(r.source);
+      it->event_id.assign(r.event_id);
+      it->subject_version = r.subject_version;
+      it->recorded_at_ms = r.recorded_at_ms;
     } else {
-      records.emplace(it, r.name, std::move(record));
+      records.insert(it, r);
     }
     cached->dirty = true;
     if (in_transaction_ || !cached->exists) return Status::Ok();
@@ -673,26 +690,7 @@ class SqliteStore final : public Store {
   Result<std::vector<EvidenceRecord>> EvidenceOf(std::string_view consumer,
                                                  std::string_view subject) override {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
-    std::vector<EvidenceRecord> out;
-    for (const auto& [name, text] : cached->evidence) {  // sorted by name
-      simdjson::dom::object record;
-      if (json_parser_.parse(text).get(record) != simdjson::SUCCESS) {
-        return Status::Corruption("evidence " + name + " of " + std::string(consumer) + "/" +
-                                  std::string(subject) + " is not a JSON object");
-      }
-      EvidenceRecord r;
-      r.consumer = std::string(consumer);
-      r.subject = std::string(subject);
-      r.name = name;
-      std::string_view field;
-      int64_t number = 0;
-      if (record["source"].get(field) == simdjson::SUCCESS) r.source = std::string(field);
-      if (record["id"].get(field) == simdjson::SUCCESS) r.event_id = std::string(field);
-      if (record["subject_version"].get(number) == simdjson::SUCCESS) r.subject_version = number;
-      if (record["recorded_at_ms"].get(number) == simdjson::SUCCESS) r.recorded_at_ms = number;
-      out.push_back(std::move(r));
-    }
-    return out;
+    return cached->evidence;  // sorted by name
   }
 
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
@@ -748,6 +746,7 @@ class SqliteStore final : public Store {
   bool in_transaction_ = false;
   CachedProjection scratch_;           // Cached() outside a transaction
   simdjson::dom::parser json_parser_;  // evidence records
+  std::string evidence_json_;          // scratch: the evidence_json column being written
   // This transaction's projections, by (consumer, subject); bounded by the batch size.
   std::unordered_map<std::string, SubjectCache, StringHash, std::equal_to<>> projections_;
   // This transaction's deferred events not yet written, by (consumer, subject, version).
