@@ -142,6 +142,8 @@ double InsertLedgerRows(const fs::path& store, int64_t count, int64_t batch = kB
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The same process-wide SQLite settings as the evident binary, for the sqlite3 figures.
+  evident::ConfigureSqliteProcess();
   const int64_t count = argc > 1 ? std::stoll(argv[1]) : 1'000'000;
   // The machine is shared and noisy: (a) and evident run alternately, `rounds` times, and the
   // median of the per-round ratios is reported beside every round's figures.

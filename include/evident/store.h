@@ -174,6 +174,12 @@ struct SqliteOptions {
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
                                                const SqliteOptions& options = {});
 
+// Process-wide SQLite settings for a program that owns its process (the evident CLI does):
+// memory statistics off, which otherwise take a global mutex on every SQLite allocation. Call
+// before any store is opened; false when SQLite was already initialized (nothing changes then).
+// A library embedding evident in a larger program leaves this to that program.
+bool ConfigureSqliteProcess();
+
 // Opens a store from a URI: "sqlite:PATH".
 Result<std::unique_ptr<Store>> OpenStore(std::string_view uri);
 

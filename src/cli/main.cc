@@ -4,9 +4,11 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "evident/store.h"
 
 int main(int argc, char** argv) {
   using namespace evident::cli;
+  evident::ConfigureSqliteProcess();
   CLI::App app{"evident: event contracts with evidence", "evident"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "evident 0.1.0");
