@@ -489,7 +489,7 @@ class SqliteStore final : public Store {
   Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
                                                     std::string_view subject,
                                                     int64_t subject_version) override {
-    if (const auto it = pending_deferred_.find(std::tuple(consumer, subject, subject_version));
+    if (const auto it = pending_deferred_.find(DeferredView(consumer, subject, subject_version));
         it != pending_deferred_.end()) {
       return std::optional<DeferredEvent>(it->second);
     }
@@ -511,7 +511,7 @@ class SqliteStore final : public Store {
   Status InsertDeferred(const DeferredEvent& d) override {
     if (!in_transaction_) return WriteDeferred(d);
     const auto [it, inserted] =
-        pending_deferred_.try_emplace(std::tuple(d.consumer, d.subject, d.subject_version), d);
+        pending_deferred_.try_emplace(DeferredKey(d.consumer, d.subject, d.subject_version), d);
     if (!inserted) return Status::AlreadyExists("deferred event already waits: " + d.subject);
     return Status::Ok();
   }
@@ -538,7 +538,7 @@ class SqliteStore final : public Store {
 
   Status DeleteDeferred(std::string_view consumer, std::string_view subject,
                         int64_t subject_version) override {
-    if (const auto it = pending_deferred_.find(std::tuple(consumer, subject, subject_version));
+    if (const auto it = pending_deferred_.find(DeferredView(consumer, subject, subject_version));
         it != pending_deferred_.end()) {
       pending_deferred_.erase(it);
       return Status::Ok();
@@ -757,9 +757,22 @@ class SqliteStore final : public Store {
   std::string evidence_json_;          // scratch: the evidence_json column being written
   // This transaction's projections, by (consumer, subject); bounded by the batch size.
   std::unordered_map<std::string, SubjectCache, StringHash, std::equal_to<>> projections_;
-  // This transaction's deferred events not yet written, by (consumer, subject, version).
-  std::map<std::tuple<std::string, std::string, int64_t>, DeferredEvent, std::less<>>
-      pending_deferred_;
+  // This transaction's deferred events not yet written, by (consumer, subject, version); looked
+  // up by views, without building the key.
+  using DeferredKey = std::tuple<std::string, std::string, int64_t>;
+  using DeferredView = std::tuple<std::string_view, std::string_view, int64_t>;
+  struct DeferredKeyLess {
+    using is_transparent = void;
+    static DeferredView View(const DeferredKey& k) {
+      return {std::get<0>(k), std::get<1>(k), std::get<2>(k)};
+    }
+    static DeferredView View(const DeferredView& v) { return v; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return View(a) < View(b);
+    }
+  };
+  std::map<DeferredKey, DeferredEvent, DeferredKeyLess> pending_deferred_;
 };
 
 }  // namespace
