@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "json/pointer.h"
 #include "json/writer.h"
 
 namespace evident::compat {
@@ -153,45 +154,15 @@ std::string Canonical(const JsonValue& value) {
 std::string AppendToken(std::string_view pointer, std::string_view token) {
   std::string out(pointer);
   out += '/';
-  for (const char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
+  json::AppendPointerToken(out, token);
   return out;
 }
 
-std::vector<std::string> PointerTokens(std::string_view pointer) {
-  std::vector<std::string> tokens;
-  if (pointer.empty()) return tokens;
-  size_t start = 1;
-  while (true) {
-    const size_t end = pointer.find('/', start);
-    const std::string_view raw =
-        pointer.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    std::string token;
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '~' && i + 1 < raw.size()) {
-        token += raw[i + 1] == '1' ? '/' : '~';
-        ++i;
-      } else {
-        token += raw[i];
-      }
-    }
-    tokens.push_back(std::move(token));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return tokens;
-}
-
 const JsonValue* Resolve(const JsonValue& root, std::string_view pointer) {
+  std::vector<std::string> tokens;
+  if (!json::SplitPointer(pointer, tokens)) return nullptr;  // not a JSON Pointer
   const JsonValue* at = &root;
-  for (const std::string& token : PointerTokens(pointer)) {
+  for (const std::string& token : tokens) {
     if (at->IsObject()) {
       at = at->Get(token);
     } else if (at->IsArray()) {

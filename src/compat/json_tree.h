@@ -54,10 +54,7 @@ std::string Canonical(const JsonValue& value);
 // Appends one escaped reference token ("~0", "~1") to a JSON Pointer.
 std::string AppendToken(std::string_view pointer, std::string_view token);
 
-// Splits a JSON Pointer into unescaped tokens. "" yields no tokens.
-std::vector<std::string> PointerTokens(std::string_view pointer);
-
-// The value at `pointer` below `root`, or nullptr.
+// The value at `pointer` below `root`, or nullptr (also when `pointer` is not a JSON Pointer).
 const JsonValue* Resolve(const JsonValue& root, std::string_view pointer);
 
 }  // namespace evident::compat

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "json/pointer.h"
+
 namespace evident::compat {
 namespace {
 
@@ -280,8 +282,10 @@ Status FindChild(const SchemaDocument& doc, const Node& node, std::string_view t
 }  // namespace
 
 Result<FieldLookup> LookupField(const SchemaDocument& doc, std::string_view data_pointer) {
+  std::vector<std::string> tokens;
+  if (!json::SplitPointer(data_pointer, tokens)) return FieldLookup{};  // not a JSON Pointer
   FieldLookup at{true, true, &doc.root(), ""};
-  for (const std::string& token : PointerTokens(data_pointer)) {
+  for (const std::string& token : tokens) {
     EVIDENT_ASSIGN_OR_RETURN(Node node, doc.View(at.value, at.pointer));
     FieldLookup child;
     EVIDENT_RETURN_IF_ERROR(FindChild(doc, node, token, child, 0));

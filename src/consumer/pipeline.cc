@@ -9,6 +9,7 @@
 #include "evident/consumer.h"
 #include "evident/envelope.h"
 #include "evident/schema.h"
+#include "json/pointer.h"
 #include "json/writer.h"
 
 namespace evident {
@@ -67,16 +68,12 @@ void WriteElement(json::Writer& w, simdjson::dom::element value) {
   }
 }
 
-// The last token of a JSON Pointer, unescaped: "/customer/id" -> "id".
+// The last token of a JSON Pointer, unescaped: "/customer/id" -> "id". The pointers come from
+// a checked configuration.
 std::string LastToken(std::string_view pointer) {
-  std::string token(pointer.substr(pointer.rfind('/') + 1));
-  for (size_t at = token.find("~1"); at != std::string::npos; at = token.find("~1", at + 1)) {
-    token.replace(at, 2, "/");
-  }
-  for (size_t at = token.find("~0"); at != std::string::npos; at = token.find("~0", at + 1)) {
-    token.replace(at, 2, "~");
-  }
-  return token;
+  std::vector<std::string> tokens;
+  if (!json::SplitPointer(pointer, tokens) || tokens.empty()) return std::string();
+  return tokens.back();
 }
 
 // What the store keeps of an input that was not applied: the decision's reason and message (with

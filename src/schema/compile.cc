@@ -413,7 +413,7 @@ class Compiler {
     if (fragment.empty()) return root;
     if (fragment[0] == '/') {
       std::vector<std::string> tokens;
-      if (!ParsePointer(PercentDecode(fragment), tokens)) {
+      if (!json::SplitPointer(PercentDecode(fragment), tokens)) {
         return Status::InvalidArgument("bad JSON Pointer in \"" + std::string(reference) + "\"");
       }
       Location location = root;
@@ -453,7 +453,8 @@ class Compiler {
 
   Status Navigate(const Location& location, dom::element& out) {
     std::vector<std::string> tokens;
-    if (!ParsePointer(location.pointer, tokens)) return Status::Internal("bad stored pointer");
+    if (!json::SplitPointer(location.pointer, tokens))
+      return Status::Internal("bad stored pointer");
     dom::element el = document_roots_[location.doc];
     for (const std::string& token : tokens) {
       dom::element next;

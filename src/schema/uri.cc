@@ -175,49 +175,4 @@ std::string PercentDecode(std::string_view text) {
   return out;
 }
 
-std::string EscapePointerToken(std::string_view token) {
-  std::string out;
-  out.reserve(token.size());
-  for (char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-bool ParsePointer(std::string_view pointer, std::vector<std::string>& tokens) {
-  tokens.clear();
-  if (pointer.empty()) return true;
-  if (pointer[0] != '/') return false;
-  size_t i = 1;
-  std::string token;
-  for (;; ++i) {
-    if (i == pointer.size() || pointer[i] == '/') {
-      tokens.push_back(token);
-      token.clear();
-      if (i == pointer.size()) break;
-      continue;
-    }
-    if (pointer[i] == '~') {
-      if (i + 1 >= pointer.size()) return false;
-      if (pointer[i + 1] == '0') {
-        token.push_back('~');
-      } else if (pointer[i + 1] == '1') {
-        token.push_back('/');
-      } else {
-        return false;
-      }
-      ++i;
-    } else {
-      token.push_back(pointer[i]);
-    }
-  }
-  return true;
-}
-
 }  // namespace evident::schema::internal

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "json/pointer.h"
+
 namespace evident::schema::internal {
 
 struct UriParts {
@@ -31,9 +33,7 @@ void SplitFragment(std::string_view uri, std::string& without_fragment, std::str
 // Decodes %XX escapes; invalid escapes are kept verbatim.
 std::string PercentDecode(std::string_view text);
 
-// JSON Pointer (RFC 6901): one reference token escaped ("~" -> "~0", "/" -> "~1").
-std::string EscapePointerToken(std::string_view token);
-// Splits "/a/b~1c" into {"a", "b/c"}. Returns false when the text is not a JSON Pointer.
-bool ParsePointer(std::string_view pointer, std::vector<std::string>& tokens);
+// JSON Pointer tokens (json/pointer.h).
+using json::EscapePointerToken;
 
 }  // namespace evident::schema::internal
