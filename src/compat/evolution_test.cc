@@ -140,6 +140,13 @@ TEST(Errors, UnparseableSchemasAreInvalidArgument) {
   auto dangling = DiffSchemas(Schema(R"("properties":{"a":{"$ref":"#/$defs/missing"}})"), ok);
   EXPECT_EQ(dangling.status().code(), Code::kInvalidArgument);
   EXPECT_NE(dangling.status().message().find("#/$defs/missing"), std::string::npos);
+  // A fragment that is not a JSON Pointer ("~2" is no escape) resolves to nothing, not to a
+  // lenient reading of it (here "a~", which exists).
+  const std::string defs = R"("$defs":{"a~":{"type":"string"}},)";
+  auto not_a_pointer =
+      DiffSchemas(Schema(defs + R"("properties":{"a":{"$ref":"#/$defs/a~2"}})"), ok);
+  EXPECT_EQ(not_a_pointer.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(not_a_pointer.status().message().find("does not resolve"), std::string::npos);
 }
 
 TEST(Errors, BooleanRootSchemas) {
