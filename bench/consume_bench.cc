@@ -104,8 +104,12 @@ double InsertLedgerRows(const fs::path& store, int64_t count, int64_t batch = kB
   }
   sqlite3* db = nullptr;
   sqlite3_open(store.c_str(), &db);
-  sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA cache_size=-65536",
-               nullptr, nullptr, nullptr);
+  // The store's own pragmas: WAL, FULL, and its default page cache.
+  const std::string pragmas =
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+      "PRAGMA cache_size=-" +
+      std::to_string(evident::SqliteOptions{}.cache_kib);
+  sqlite3_exec(db, pragmas.c_str(), nullptr, nullptr, nullptr);
   sqlite3_stmt* insert = nullptr;
   sqlite3_prepare_v2(db,
                      "INSERT INTO ledger(consumer, source, event_id, state, type, subject, "
