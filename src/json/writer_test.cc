@@ -31,5 +31,22 @@ TEST(Writer, OutputAlwaysParses) {
   EXPECT_EQ(parser.parse(out).error(), simdjson::SUCCESS);
 }
 
+// Commas are right at every depth, including past the 64 levels whose flags live in one word.
+TEST(Writer, SeparatesMembersAtEveryDepth) {
+  constexpr int kDepth = 100;
+  std::string out;
+  Writer w(out);
+  std::string expected;
+  for (int i = 0; i < kDepth; ++i) {
+    w.BeginArray().Int(i);
+    expected.append("[").append(std::to_string(i)).append(",");
+  }
+  for (int i = kDepth - 1; i >= 0; --i) {
+    w.Int(i).EndArray();
+    expected.append(std::to_string(i)).append(i > 0 ? "]," : "]");
+  }
+  EXPECT_EQ(out, expected);
+}
+
 }  // namespace
 }  // namespace evident::json
