@@ -63,6 +63,10 @@ inline constexpr int kEnvelopeReasonCount = 26;
 
 // The stable kebab-case code, e.g. "missing-id".
 std::string_view ReasonCode(EnvelopeReason reason);
+
+// Reads a version (schemaversion, subjectversion, or one at a JSON Pointer): a non-negative
+// integer that fits int64, or a whole double up to 9e15 (3.0 is an integer to JSON Schema).
+bool ReadVersion(simdjson::dom::element value, int64_t& out);
 // All reasons, in declaration order (for documentation and tests).
 std::vector<EnvelopeReason> AllEnvelopeReasons();
 

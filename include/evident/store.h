@@ -180,7 +180,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
 // A library embedding evident in a larger program leaves this to that program.
 bool ConfigureSqliteProcess();
 
-// Opens a store from a URI: "sqlite:PATH".
-Result<std::unique_ptr<Store>> OpenStore(std::string_view uri);
+// Opens a store from a URI: "sqlite:PATH" (with `sqlite` options).
+Result<std::unique_ptr<Store>> OpenStore(std::string_view uri, const SqliteOptions& sqlite = {});
 
 }  // namespace evident

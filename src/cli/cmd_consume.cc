@@ -72,13 +72,7 @@ int RunConsume(const ConsumeFlags& flags) {
     std::cerr << "evident consume: " << pipeline.status().ToString() << "\n";
     return kExitUsage;
   }
-  constexpr std::string_view kSqlite = "sqlite:";
-  if (flags.store.rfind(kSqlite, 0) != 0 || flags.store.size() == kSqlite.size()) {
-    std::cerr << "evident consume: --store must be sqlite:PATH\n";
-    return kExitUsage;
-  }
-  auto store =
-      OpenSqliteStore(flags.store.substr(kSqlite.size()), {.synchronous = flags.synchronous});
+  auto store = OpenStore(flags.store, {.synchronous = flags.synchronous});
   if (!store.ok()) {
     std::cerr << "evident consume: " << store.status().ToString() << "\n";
     return kExitUsage;

@@ -30,14 +30,6 @@ std::string FormatTime(int64_t ms) {
   return buffer;
 }
 
-Result<std::unique_ptr<Store>> OpenStoreFlag(const std::string& uri) {
-  constexpr std::string_view kSqlite = "sqlite:";
-  if (uri.rfind(kSqlite, 0) != 0 || uri.size() == kSqlite.size()) {
-    return Status::InvalidArgument("--store must be sqlite:PATH");
-  }
-  return OpenSqliteStore(uri.substr(kSqlite.size()));
-}
-
 // Everything the store knows about one consumer's view of one subject.
 struct ConsumerEvidence {
   std::string consumer;
@@ -201,7 +193,7 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
 }
 
 int RunEvidence(const EvidenceFlags& flags) {
-  auto store = OpenStoreFlag(flags.store);
+  auto store = OpenStore(flags.store);
   if (!store.ok()) {
     std::cerr << "evident evidence: " << store.status().ToString() << "\n";
     return kExitUsage;
@@ -270,7 +262,7 @@ struct GapsFlags {
 };
 
 int RunGaps(const GapsFlags& flags) {
-  auto store = OpenStoreFlag(flags.store);
+  auto store = OpenStore(flags.store);
   if (!store.ok()) {
     std::cerr << "evident gaps: " << store.status().ToString() << "\n";
     return kExitUsage;
@@ -350,7 +342,7 @@ int RunGuard(const GuardFlags& flags) {
               << "\n";
     return kExitUsage;
   }
-  auto store = OpenStoreFlag(flags.store);
+  auto store = OpenStore(flags.store);
   if (!store.ok()) {
     std::cerr << "evident guard: " << store.status().ToString() << "\n";
     return kExitUsage;

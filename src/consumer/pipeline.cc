@@ -24,22 +24,6 @@ constexpr std::array<std::string_view, kOutcomeCount> kOutcomeNames = {
 // store and the output.
 constexpr size_t kPayloadErrorsMax = 8;
 
-// Reads a non-negative integer version from a JSON value.
-bool ReadVersion(simdjson::dom::element value, int64_t& out) {
-  int64_t v = 0;
-  if (value.get_int64().get(v) == simdjson::SUCCESS && v >= 0) {
-    out = v;
-    return true;
-  }
-  double d = 0;
-  if (value.type() == simdjson::dom::element_type::DOUBLE && value.get_double().get(d) == 0 &&
-      d >= 0 && d <= 9.0e15 && static_cast<double>(static_cast<int64_t>(d)) == d) {
-    out = static_cast<int64_t>(d);
-    return true;
-  }
-  return false;
-}
-
 // Evaluates a JSON Pointer into the event's payload.
 simdjson::simdjson_result<simdjson::dom::element> DataAt(const EventView& event,
                                                          std::string_view pointer) {

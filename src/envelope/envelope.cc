@@ -205,15 +205,17 @@ bool FindDuplicateMember(element root, std::vector<element>& stack,
   return false;
 }
 
+}  // namespace
+
 // Reads a non-negative integer that fits int64 (CloudEvents "Integer", widened: versions
 // outgrow 2^31 in long-lived aggregates).
-bool ReadVersion(element value, int64_t& out) {
-  if (value.type() == element_type::INT64) {
+bool ReadVersion(simdjson::dom::element value, int64_t& out) {
+  if (value.type() == simdjson::dom::element_type::INT64) {
     out = value.get_int64().value_unsafe();
     return out >= 0;
   }
-  if (value.type() == element_type::UINT64) return false;  // above int64
-  if (value.type() == element_type::DOUBLE) {
+  if (value.type() == simdjson::dom::element_type::UINT64) return false;  // above int64
+  if (value.type() == simdjson::dom::element_type::DOUBLE) {
     // 3.0 is an integer in JSON Schema's sense; accept it only when exact.
     const double d = value.get_double().value_unsafe();
     if (d >= 0 && d <= 9.0e15 && static_cast<double>(static_cast<int64_t>(d)) == d) {
@@ -223,8 +225,6 @@ bool ReadVersion(element value, int64_t& out) {
   }
   return false;
 }
-
-}  // namespace
 
 std::string_view ReasonCode(EnvelopeReason reason) {
   return kReasonCodes[static_cast<size_t>(reason)];

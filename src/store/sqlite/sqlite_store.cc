@@ -804,10 +804,10 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
 
 bool ConfigureSqliteProcess() { return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK; }
 
-Result<std::unique_ptr<Store>> OpenStore(std::string_view uri) {
+Result<std::unique_ptr<Store>> OpenStore(std::string_view uri, const SqliteOptions& sqlite) {
   constexpr std::string_view kSqlite = "sqlite:";
   if (uri.substr(0, kSqlite.size()) == kSqlite && uri.size() > kSqlite.size()) {
-    return OpenSqliteStore(std::string(uri.substr(kSqlite.size())));
+    return OpenSqliteStore(std::string(uri.substr(kSqlite.size())), sqlite);
   }
   return Status::InvalidArgument("unknown store '" + std::string(uri) + "' (expected sqlite:PATH)");
 }
