@@ -10,11 +10,17 @@ tidy=$(command -v clang-tidy-14 || command -v clang-tidy) || { echo "clang-tidy 
 [ -f "$build/compile_commands.json" ] || { echo "no $build/compile_commands.json" >&2; exit 1; }
 mapfile -t files < <(git ls-files 'src/*.cc' ':!:*_test.cc' 2>/dev/null || find src -name '*.cc' ! -name '*_test.cc')
 [ ${#files[@]} -gt 0 ] || { echo "no sources found" >&2; exit 1; }
-printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 4 "$tidy" -p "$build" --quiet 2>&1 \
-  | grep -v '^[0-9]* warnings\? generated\.$' | grep -v '^Suppressed' | grep -v 'Use -header-filter' \
-  | tee "$build/clang-tidy.log" || true
-if grep -qE '(warning|error):' "$build/clang-tidy.log"; then
-  echo "clang-tidy: findings above" >&2
+# clang-tidy exits non-zero on any finding (WarningsAsErrors) and on a crash; xargs passes that
+# on. The log is filtered for reading only: the verdict is the exit status, and any finding
+# left in the log fails the run too.
+status=0
+printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 4 "$tidy" -p "$build" --quiet \
+  >"$build/clang-tidy.raw" 2>&1 || status=$?
+grep -v '^[0-9]* warnings\? generated\.$' "$build/clang-tidy.raw" | grep -v '^Suppressed' \
+  | grep -v 'Use -header-filter' >"$build/clang-tidy.log" || true
+cat "$build/clang-tidy.log"
+if [ "$status" -ne 0 ] || grep -qE '(warning|error):' "$build/clang-tidy.log"; then
+  echo "clang-tidy: failed (exit status $status), findings above" >&2
   exit 1
 fi
 echo "clang-tidy: ${#files[@]} files, no findings"

@@ -14,5 +14,5 @@ log="$work/log"
   -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" "$seeds" >"$log" 2>&1 || {
   tail -50 "$log"; ls "$work/artifacts"; exit 1; }
 runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+[ "${runs:-0}" -gt 0 ] || { tail -50 "$log"; echo "$(basename "$binary"): ran no inputs" >&2; exit 1; }
 echo "$(basename "$binary"): $runs inputs in ${seconds}s, no crash"
-[ "${runs:-0}" -gt 0 ]

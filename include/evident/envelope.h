@@ -141,6 +141,9 @@ class EnvelopeParser {
   // The last source that passed the URI-reference check: a stream repeats a few sources, so
   // the check runs once per change of source rather than once per event.
   std::string last_valid_source_;
+  // The canonical attribute each profile pointer and each profile constant fills, resolved
+  // once by Create (in the profile's order).
+  std::vector<int> pointer_attrs_, constant_attrs_;
 };
 
 // How an input holding several events is laid out.

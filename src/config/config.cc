@@ -3,8 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "json/files.h"
 
 namespace evident {
 namespace {
@@ -41,6 +41,12 @@ std::vector<std::string> Pointers(const std::string& origin, const YAML::Node& n
   return out;
 }
 
+std::string OnePointer(const std::string& origin, const YAML::Node& node, const std::string& name) {
+  std::vector<std::string> pointers = Pointers(origin, node, name);
+  if (pointers.size() != 1) Fail(origin, node, "'" + name + "' takes one JSON Pointer");
+  return std::move(pointers[0]);
+}
+
 std::vector<std::string> Names(const std::string& origin, const YAML::Node& node,
                                const std::string& name) {
   std::vector<std::string> out;
@@ -72,7 +78,7 @@ void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerCon
         if (key == "state")
           step.state = field.second.as<std::string>();
         else if (key == "state_from")
-          step.state_from = Pointers(origin, field.second, key)[0];
+          step.state_from = OnePointer(origin, field.second, key);
         else if (key == "copy")
           step.copy = Pointers(origin, field.second, key);
         else if (key == "evidence")
@@ -106,17 +112,6 @@ void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerCon
       consumer.guards[guard.action] = std::move(guard);
     }
   }
-}
-
-std::string ReadText(const std::string& path, Status& status) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    status = Status::IoError("cannot open " + path);
-    return {};
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -243,9 +238,8 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
 }
 
 Result<Config> LoadConfig(const std::string& path) {
-  Status status;
-  const std::string text = ReadText(path, status);
-  if (!status.ok()) return status;
+  constexpr size_t kConfigBytesMax = 16u << 20;
+  EVIDENT_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path, kConfigBytesMax));
   const std::string base = fs::path(path).parent_path().string();
   return ConfigFromYaml(text, base.empty() ? "." : base, path);
 }

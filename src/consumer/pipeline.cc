@@ -2,13 +2,12 @@
 #include <array>
 #include <cassert>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "evident/consumer.h"
 #include "evident/envelope.h"
 #include "evident/schema.h"
+#include "json/files.h"
 #include "json/pointer.h"
 #include "json/writer.h"
 
@@ -555,12 +554,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
         const std::string path = config.contracts.SchemaPath(accepted.type, version);
         auto& schema = compiled[path];
         if (!schema) {
-          std::ifstream in(path, std::ios::binary);
-          std::stringstream text;
-          text << in.rdbuf();
-          if (!in) return Status::IoError("cannot read " + path);
+          EVIDENT_ASSIGN_OR_RETURN(
+              const std::string text,
+              ReadFileToString(path, schema::CompileOptions{}.schema_bytes_max));
           const std::string uri = "file://" + fs::absolute(path).lexically_normal().string();
-          auto result = schema::Schema::Compile(text.str(), registry, {}, uri);
+          auto result = schema::Schema::Compile(text, registry, {}, uri);
           if (!result.ok()) return result.status().Annotate(path);
           schema = std::move(result).value();
         }

@@ -317,6 +317,21 @@ consumers:
       << config.status().message();
 }
 
+TEST(PipelineConfig, StateFromTakesExactlyOnePointer) {
+  auto config = ConfigFromYaml(R"(
+contracts: contracts
+consumers:
+  - id: orders-projection
+    projection:
+      order.status.changed: {state_from: []}
+)",
+                               std::string(EVIDENT_SOURCE_DIR) + "/examples/orders");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("'state_from' takes one JSON Pointer"),
+            std::string::npos)
+      << config.status().message();
+}
+
 // A deferred receipt has no projection version yet, even right after an applied event (whose
 // receipt has one) in the same batch; a repeat of it says so.
 TEST_F(PipelineTest, DeferredReceiptHasNoProjectionVersion) {

@@ -297,7 +297,18 @@ Result<std::unique_ptr<EnvelopeParser>> EnvelopeParser::Create(EnvelopeOptions o
       return Status::InvalidArgument("profile maps unknown attribute '" + name + "'");
     }
   }
+  for (const auto& [name, value] : options.profile.constants) {
+    if (AttrIndex(name) < 0) {
+      return Status::InvalidArgument("profile sets unknown attribute '" + name + "'");
+    }
+  }
   auto parser = std::unique_ptr<EnvelopeParser>(new EnvelopeParser(std::move(options)));
+  for (const auto& [name, pointer] : parser->options_.profile.attribute_pointers) {
+    parser->pointer_attrs_.push_back(AttrIndex(name));
+  }
+  for (const auto& [name, value] : parser->options_.profile.constants) {
+    parser->constant_attrs_.push_back(AttrIndex(name));
+  }
   if (parser->parser_.allocate(parser->options_.event_bytes_max,
                                parser->options_.nesting_depth_max) != simdjson::SUCCESS) {
     return Status::Internal("cannot allocate the JSON parser");
@@ -379,8 +390,9 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
       }
     }
   }
-  for (const auto& [name, pointer] : profile.attribute_pointers) {
-    Slot& slot = slots[AttrIndex(name)];
+  for (size_t i = 0; i < profile.attribute_pointers.size(); ++i) {
+    const std::string& pointer = profile.attribute_pointers[i].second;
+    Slot& slot = slots[pointer_attrs_[i]];
     element value;
     slot = Slot{};
     if (root.at_pointer(pointer).get(value) == simdjson::SUCCESS && !value.is_null()) {
@@ -395,9 +407,9 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
       slots[kData] = Slot{true, false, data, {}};
     }
   }
-  for (const auto& [name, value] : profile.constants) {
-    Slot& slot = slots[AttrIndex(name)];
-    if (!slot.present) slot = Slot{true, true, {}, value};
+  for (size_t i = 0; i < profile.constants.size(); ++i) {
+    Slot& slot = slots[constant_attrs_[i]];
+    if (!slot.present) slot = Slot{true, true, {}, profile.constants[i].second};
   }
   const auto string_of = [&](Attr attr, std::string_view& out) {
     const Slot& slot = slots[attr];

@@ -321,6 +321,13 @@ TEST(Envelope, OptionsAreChecked) {
   Profile bad = Profile::CloudEvents();
   bad.attribute_pointers.emplace_back("nonsense", "/x");
   EXPECT_FALSE(EnvelopeParser::Create({.profile = bad}).ok());
+  // A constant for an attribute CloudEvents does not have is refused up front (it once indexed
+  // past the attribute table at parse time).
+  Profile bad_constant = Profile::Flat();
+  bad_constant.constants.emplace_back("foo", "x");
+  const auto refused = EnvelopeParser::Create({.profile = bad_constant});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("'foo'"), std::string::npos);
 }
 
 TEST(Envelope, AcceptsEventsOf64KiB) {
