@@ -113,8 +113,6 @@ struct ConsumeOptions {
   std::FILE* outcomes = nullptr;
   // Progress lines (events, rate, outcomes so far), redrawn in place; null for none.
   std::FILE* progress = nullptr;
-  // Fault injection for tests: stop (as a crash would: no commit) after this many events.
-  int64_t crash_after_events = -1;
 };
 
 struct ConsumeSummary {

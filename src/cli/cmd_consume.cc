@@ -21,7 +21,6 @@ struct ConsumeFlags {
   int64_t batch_count_max = 0;
   int64_t linger_ms = -1;
   std::string synchronous = "FULL";
-  int64_t crash_after_events = -1;
 };
 
 void PrintSummary(std::FILE* out, const ConsumeSummary& summary) {
@@ -90,8 +89,7 @@ int RunConsume(const ConsumeFlags& flags) {
   ConsumeOptions options{.input = flags.input,
                          .resume = flags.resume,
                          .outcomes = outcomes,
-                         .progress = isatty(2) ? stderr : nullptr,
-                         .crash_after_events = flags.crash_after_events};
+                         .progress = isatty(2) ? stderr : nullptr};
   auto summary = Consume(**pipeline, **store, options);
   if (outcomes != nullptr && outcomes != stdout) std::fclose(outcomes);
   if (!summary.ok()) {
@@ -122,9 +120,6 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--linger-ms", flags->linger_ms, "Commit a partial batch after this pause");
   cmd->add_option("--synchronous", flags->synchronous, "SQLite synchronous: FULL, NORMAL or OFF")
       ->capture_default_str();
-  cmd->add_option("--crash-after-events", flags->crash_after_events,
-                  "Testing only: exit abruptly, without committing, after N events")
-      ->group("");
   cmd->callback([flags, &run] { run = [flags] { return RunConsume(*flags); }; });
 }
 

@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <set>
 
 #include "compat/schema_doc.h"
 #include "evident/compat.h"

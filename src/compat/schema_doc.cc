@@ -1,7 +1,6 @@
 #include "compat/schema_doc.h"
 
 #include <algorithm>
-#include <set>
 
 #include "json/pointer.h"
 

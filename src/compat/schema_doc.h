@@ -50,8 +50,6 @@ class SchemaDocument {
                                                        const DiffOptions& options);
 
   const JsonValue& root() const { return *root_; }
-  Dialect dialect() const { return dialect_; }
-  const std::string& origin() const { return origin_; }
 
   // The view of `value` (found at schema pointer `pointer`) with its `$ref`s followed. A null
   // `value` stands for an absent keyword, i.e. the schema `true`. Fails when a local reference

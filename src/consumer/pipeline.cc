@@ -369,9 +369,11 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
   // 4. Ledger. The receipt insert itself detects a duplicate (the ledger key is unique), so the
   // common path asks the store once; only paths that end without an insert (stale, conflict)
   // look the key up first, because a redelivery there must still read as a duplicate.
-  const auto duplicate = [&]() -> Status {
-    EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
-                             store.FindLedger(contract.id, event.source, event.id));
+  // `seen` is the ledger row when the caller already read it; otherwise it is read here.
+  const auto duplicate = [&](std::optional<LedgerEntry> seen) -> Status {
+    if (!seen) {
+      EVIDENT_ASSIGN_OR_RETURN(seen, store.FindLedger(contract.id, event.source, event.id));
+    }
     if (!seen) return Status::Internal("ledger key conflicts but no row: " + d.key);
     EVIDENT_RETURN_IF_ERROR(store.CountDuplicate(contract.id, event.source, event.id, now_ms));
     EVIDENT_RETURN_IF_ERROR(
@@ -383,10 +385,8 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     decisions.push_back(std::move(d));
     return Status::Ok();
   };
-  const auto seen_before = [&]() -> Result<bool> {
-    EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
-                             store.FindLedger(contract.id, event.source, event.id));
-    return seen.has_value();
+  const auto seen_before = [&]() -> Result<std::optional<LedgerEntry>> {
+    return store.FindLedger(contract.id, event.source, event.id);
   };
   // Inserts the receipt; false when the key was already there (nothing else was written yet).
   const auto insert_receipt = [&](const LedgerEntry& receipt) -> Result<bool> {
@@ -435,8 +435,8 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     const int64_t owner_version_seen = std::max(projection.owner_version_seen, version);
     d.projection_version = projection.version;
     if (version <= projection.version) {
-      EVIDENT_ASSIGN_OR_RETURN(const bool seen, seen_before());
-      if (seen) return duplicate();
+      EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen, seen_before());
+      if (seen) return duplicate(std::move(seen));
     }
     if (version < projection.version) {
       return keep(Outcome::kStale, "stale-version",
@@ -456,12 +456,16 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
         EVIDENT_ASSIGN_OR_RETURN(occupied, store.FindDeferred(contract.id, d.subject, version));
       }
       if (occupied) {
-        EVIDENT_ASSIGN_OR_RETURN(const bool seen, seen_before());
-        if (seen) return duplicate();
+        EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen, seen_before());
+        if (seen) return duplicate(std::move(seen));
         return keep(Outcome::kSameVersionConflict, "version-already-deferred",
                     "event " + occupied->source + ":" + occupied->event_id +
                         " already waits with version " + std::to_string(version));
       }
+      receipt.state.assign("deferred");
+      EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
+      if (!inserted) return duplicate(std::nullopt);
+      // Built only now: a duplicate needs no copy of the bytes.
       DeferredEvent deferred{contract.id,
                              d.subject,
                              version,
@@ -475,9 +479,6 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                              now_ms + contract.gap.deadline_seconds * 1000,
                              std::string(GapRouteName(contract.gap.route)),
                              index};
-      receipt.state.assign("deferred");
-      EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
-      if (!inserted) return duplicate();
       EVIDENT_RETURN_IF_ERROR(store.InsertDeferred(deferred));
       projection.owner_version_seen = owner_version_seen;
       if (owner_advanced || !ref.found) EVIDENT_RETURN_IF_ERROR(store.PutProjection(projection));
@@ -491,7 +492,7 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     // Exactly the next version: apply, then drain the deferred successors in order.
     receipt.projection_version = version;
     EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
-    if (!inserted) return duplicate();
+    if (!inserted) return duplicate(std::nullopt);
     projection.owner_version_seen = owner_version_seen;
     projection.version = version;
     EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, event, projection, now_ms));
@@ -509,14 +510,14 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
   // 6. Unordered: every applied event advances the subject's projection by one.
   if (d.subject.empty()) {
     EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
-    if (!inserted) return duplicate();
+    if (!inserted) return duplicate(std::nullopt);
   } else {
     EVIDENT_ASSIGN_OR_RETURN(const Store::ProjectionRef ref,
                              store.EditProjection(contract.id, d.subject));
     Projection& projection = *ref.projection;
     receipt.projection_version = projection.version + 1;
     EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
-    if (!inserted) return duplicate();
+    if (!inserted) return duplicate(std::nullopt);
     projection.version += 1;
     projection.owner_version_seen =
         std::max(projection.owner_version_seen, subject_version.value_or(projection.version));

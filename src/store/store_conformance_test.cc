@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 
 struct Backend {
   std::string name;
-  // Opens a fresh, empty store; `reopen` opens the same one again (a restart).
+  // Opens the store kept in `dir`: fresh and empty the first time, the same one again after a
+  // restart (Reopen).
   std::function<std::unique_ptr<Store>(const fs::path& dir)> open;
 };
 
@@ -98,7 +99,9 @@ TEST_P(StoreConformance, RollbackLeavesNothing) {
 TEST_P(StoreConformance, LedgerKeyIsUniqueAndDuplicatesAreCounted) {
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->InsertLedger(Receipt("e1")).ok());
-  EXPECT_FALSE(store_->InsertLedger(Receipt("e1")).ok());  // a receipt never exists twice
+  // A receipt never exists twice, and the refusal says so: the pipeline reads AlreadyExists as
+  // "duplicate".
+  EXPECT_EQ(store_->InsertLedger(Receipt("e1")).code(), Code::kAlreadyExists);
   ASSERT_TRUE(store_->CountDuplicate("c", "s", "e1", 2000).ok());
   ASSERT_TRUE(store_->CountDuplicate("c", "s", "e1", 3000).ok());
   ASSERT_TRUE(store_->Commit().ok());

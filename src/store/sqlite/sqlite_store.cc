@@ -717,13 +717,6 @@ class SqliteStore final : public Store {
     return out;
   }
 
-  Status Prepare() {
-    for (const auto& [sql, statement] : statements_) {
-      if (!statement->prepare_error().empty()) return Status::Internal(statement->prepare_error());
-    }
-    return Status::Ok();
-  }
-
  private:
   // `sql` must have static storage: statements are cached by its address, so the hot path
   // neither hashes nor compares SQL text.
