@@ -836,17 +836,11 @@ class Compiler {
       }
     }
     if (!any) return Status::Ok();
-    // Small tables are scanned linearly (faster than hashing for a handful of short keys).
-    if (plan.entries.size() > 8) {
-      for (uint32_t i = 0; i < plan.entries.size(); ++i) {
-        plan.index.emplace(plan.entries[i].name, i);
-      }
-    }
     plan_->objects.push_back(std::move(plan));
-    // Keep the string_views in `index` valid: they point into the entries just moved, whose
-    // std::string buffers moved with them (short strings would not) — rebuild to be safe.
+    // The index is built on the stored plan: its string_views point into `entries`, whose
+    // elements stay where they are when the plan (and the vector holding it) moves again.
+    // Small tables are scanned linearly (faster than hashing for a handful of short keys).
     ObjectPlan& stored = plan_->objects.back();
-    stored.index.clear();
     if (stored.entries.size() > 8) {
       for (uint32_t i = 0; i < stored.entries.size(); ++i) {
         stored.index.emplace(stored.entries[i].name, i);

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "json/writer.h"
 #include "schema/format.h"
 #include "schema/plan.h"
 #include "schema/regex.h"
@@ -231,7 +232,8 @@ class Evaluator {
 
   // ---- error bookkeeping (all no-ops in the fast path) ---------------------------------------
 
-  void AddError(const Node& node, std::string_view keyword_path, std::string message) {
+  // `message` is a view, so that the fast path, which drops it, builds no string for it.
+  void AddError(const Node& node, std::string_view keyword_path, std::string_view message) {
     if constexpr (kCollect) {
       if (c_->errors.size() >= c_->errors_max) {
         c_->truncated = true;
@@ -247,12 +249,12 @@ class Evaluator {
         error.absolute_keyword_location += "/";
         error.absolute_keyword_location += keyword_path;
       }
-      error.error = std::move(message);
+      error.error = std::string(message);
       c_->errors.push_back(std::move(error));
     }
   }
-  void AddError(const Node& node, const Op& op, std::string message) {
-    AddError(node, plan_.keywords[op.keyword].path, std::move(message));
+  void AddError(const Node& node, const Op& op, std::string_view message) {
+    AddError(node, plan_.keywords[op.keyword].path, message);
   }
 
   struct Checkpoint {
@@ -403,7 +405,9 @@ class Evaluator {
         dom::object object = inst.get_object().value_unsafe();
         for (const auto& [name, child] : plan_.dependent_schemas[op.table]) {
           if (object[name].error() != simdjson::SUCCESS) continue;
-          if (!InPlace(child, inst, marks, KeywordPath(op), EscapePointerToken(name))) {
+          // The escaped name is part of an error location: only the collecting pass needs it.
+          if (!InPlace(child, inst, marks, KeywordPath(op),
+                       kCollect ? EscapePointerToken(name) : std::string())) {
             valid = false;
             if constexpr (!kCollect) return false;
           }
@@ -855,21 +859,7 @@ class Evaluator {
     std::string literal;
     for (auto [key, value] : object) {
       literal.clear();
-      literal.push_back('"');
-      for (char c : key) {
-        const unsigned char u = static_cast<unsigned char>(c);
-        if (c == '"' || c == '\\') {
-          literal.push_back('\\');
-          literal.push_back(c);
-        } else if (u < 0x20) {
-          char escape[8];
-          std::snprintf(escape, sizeof escape, "\\u%04x", u);
-          literal += escape;
-        } else {
-          literal.push_back(c);
-        }
-      }
-      literal.push_back('"');
+      json::AppendQuoted(literal, key);
       dom::element name;
       if (key_parser.parse(literal).get(name) != simdjson::SUCCESS) return false;
       const Checkpoint checkpoint = Save();
