@@ -23,22 +23,6 @@ bool HoldsData(std::string_view name) {
          IsMeaningKeyword(name);
 }
 
-std::string PercentDecode(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size()) {
-      const std::string hex(text.substr(i + 1, 2));
-      if (hex.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos) {
-        out += static_cast<char>(std::stoi(hex, nullptr, 16));
-        i += 2;
-        continue;
-      }
-    }
-    out += text[i];
-  }
-  return out;
-}
-
 std::string WithoutFragment(std::string_view uri) {
   const size_t hash = uri.find('#');
   return std::string(uri.substr(0, hash));
@@ -161,7 +145,7 @@ Result<SchemaDocument::Target> SchemaDocument::ResolveRef(std::string_view ref) 
     return Target{Resolve(*root_, anchor->second), anchor->second};
   }
   if (local.starts_with("#")) {
-    const std::string pointer = PercentDecode(std::string_view(local).substr(1));
+    const std::string pointer = json::PercentDecode(std::string_view(local).substr(1));
     if (!pointer.empty() && pointer[0] != '/') {
       return Status::InvalidArgument(origin_ + ": $ref '" + std::string(ref) +
                                      "' names an anchor the document does not define");

@@ -2,19 +2,11 @@
 
 #include <simdjson.h>
 
+#include "json/pointer.h"
+
 namespace evident {
 
-bool IsValidJsonPointer(std::string_view pointer) {
-  if (pointer.empty()) return true;
-  if (pointer[0] != '/') return false;
-  for (size_t i = 0; i < pointer.size(); ++i) {
-    if (pointer[i] == '~' &&
-        (i + 1 >= pointer.size() || (pointer[i + 1] != '0' && pointer[i + 1] != '1'))) {
-      return false;
-    }
-  }
-  return true;
-}
+bool IsValidJsonPointer(std::string_view pointer) { return json::IsPointer(pointer); }
 
 std::string Profile::PointerFor(std::string_view attribute) const {
   for (const auto& [mapped, pointer] : attribute_pointers) {

@@ -21,6 +21,37 @@ std::string EscapePointerToken(std::string_view token) {
   return out;
 }
 
+bool IsPointer(std::string_view text) {
+  if (text.empty()) return true;
+  if (text[0] != '/') return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '~' && (i + 1 >= text.size() || (text[i + 1] != '0' && text[i + 1] != '1'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string PercentDecode(std::string_view text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
+
 bool SplitPointer(std::string_view pointer, std::vector<std::string>& tokens) {
   tokens.clear();
   if (pointer.empty()) return true;

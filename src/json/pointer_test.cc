@@ -30,6 +30,25 @@ TEST(Pointer, RejectsWhatIsNotAPointer) {
   EXPECT_FALSE(SplitPointer("/a~2", tokens));
 }
 
+TEST(Pointer, TellsAPointerWithoutSplittingIt) {
+  for (const std::string_view text : {"", "/", "/a/b~1c", "/~0~1", "//"}) {
+    std::vector<std::string> tokens;
+    EXPECT_TRUE(IsPointer(text)) << text;
+    EXPECT_TRUE(SplitPointer(text, tokens)) << text;
+  }
+  for (const std::string_view text : {"a", "/a~", "/a~2", "~0"}) {
+    std::vector<std::string> tokens;
+    EXPECT_FALSE(IsPointer(text)) << text;
+    EXPECT_FALSE(SplitPointer(text, tokens)) << text;
+  }
+}
+
+TEST(Pointer, PercentDecodesFragments) {
+  EXPECT_EQ(PercentDecode("/a%20b/%7e0%2F"), "/a b/~0/");
+  EXPECT_EQ(PercentDecode("%zz%4"), "%zz%4");  // invalid or cut escapes stay as they are
+  EXPECT_EQ(PercentDecode(""), "");
+}
+
 TEST(Pointer, RoundTrips) {
   for (const std::string token : {"plain", "", "a/b", "~", "~0~1//~~", "ü/€"}) {
     std::string pointer = "/";

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "json/pointer.h"
 #include "schema/regex.h"
 
 namespace evident::schema::internal {
@@ -718,14 +719,7 @@ bool CheckUuid(std::string_view s) {
   return true;
 }
 
-bool CheckJsonPointer(std::string_view s) {
-  if (s.empty()) return true;
-  if (s[0] != '/') return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '~' && (i + 1 >= s.size() || (s[i + 1] != '0' && s[i + 1] != '1'))) return false;
-  }
-  return true;
-}
+bool CheckJsonPointer(std::string_view s) { return json::IsPointer(s); }
 
 bool CheckRelativeJsonPointer(std::string_view s) {
   size_t i = 0;

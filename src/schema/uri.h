@@ -30,10 +30,8 @@ std::string ResolveUri(std::string_view base, std::string_view reference);
 // Splits "abs#frag" into ("abs", "frag"); the fragment is returned still percent-encoded.
 void SplitFragment(std::string_view uri, std::string& without_fragment, std::string& fragment);
 
-// Decodes %XX escapes; invalid escapes are kept verbatim.
-std::string PercentDecode(std::string_view text);
-
-// JSON Pointer tokens (json/pointer.h).
+// JSON Pointer tokens and fragments (json/pointer.h).
 using json::EscapePointerToken;
+using json::PercentDecode;
 
 }  // namespace evident::schema::internal
