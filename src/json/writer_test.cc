@@ -31,6 +31,41 @@ TEST(Writer, OutputAlwaysParses) {
   EXPECT_EQ(parser.parse(out).error(), simdjson::SUCCESS);
 }
 
+// The plain-run scan reads eight bytes at a time: a byte that needs escaping (or is not ASCII)
+// must be found at every offset of a word, and a plain run must survive whole.
+TEST(Writer, EscapesSpecialBytesAtEveryOffsetOfALongString) {
+  const auto reference = [](std::string_view text) {
+    std::string out = "\"";
+    for (const char ch : text) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c == '"') {
+        out += "\\\"";
+      } else if (c == '\\') {
+        out += "\\\\";
+      } else if (c == '\n') {
+        out += "\\n";
+      } else if (c == 0x1f) {
+        out += "\\u001f";
+      } else {
+        out.push_back(ch);  // the test only uses plain ASCII and valid 2-byte UTF-8 otherwise
+      }
+    }
+    return out + "\"";
+  };
+  const std::string plain = "abcdefghijklmnopqrstuvwxyz0123456789 ~!#$%&'()*+,-./:;<=>?@[]^_`{|}";
+  for (const std::string special : {"\"", "\\", "\n", "\x1f", "\xc3\xa9"}) {
+    for (size_t at = 0; at <= 40; ++at) {
+      std::string text = plain.substr(0, at) + special + plain.substr(at, 40 - at);
+      std::string out;
+      AppendQuoted(out, text);
+      EXPECT_EQ(out, reference(text)) << "special byte at offset " << at;
+    }
+  }
+  std::string out;
+  AppendQuoted(out, plain);
+  EXPECT_EQ(out, "\"" + plain + "\"");
+}
+
 // Commas are right at every depth, including past the 64 levels whose flags live in one word.
 TEST(Writer, SeparatesMembersAtEveryDepth) {
   constexpr int kDepth = 100;

@@ -219,6 +219,34 @@ TEST_P(StoreConformance, KeptJournalEvidenceReadBackInOrder) {
   EXPECT_TRUE(store_->EvidenceOf("c", "order-2").value().empty());
 }
 
+// Each record keeps its own source, whether it is the projection's owner or another source, and
+// also after the owner changes.
+TEST_P(StoreConformance, EvidenceKeepsEachRecordsSource) {
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->PutEvidence({"c", "order-1", "payment", "owner-a", "e1", 1, 5}).ok());
+  ASSERT_TRUE(store_->PutEvidence({"c", "order-1", "refund", "other", "e2", 2, 6}).ok());
+  ASSERT_TRUE(store_->PutProjection({"c", "order-1", 2, "paid", "{}", "owner-a", 2, 6}).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  Reopen();
+  auto evidence = store_->EvidenceOf("c", "order-1").value();
+  ASSERT_EQ(evidence.size(), 2u);
+  EXPECT_EQ(evidence[0].source, "owner-a");
+  EXPECT_EQ(evidence[1].source, "other");
+
+  // The owner changes: the earlier record still names the source it came from.
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->PutEvidence({"c", "order-1", "refund", "owner-b", "e3", 3, 7}).ok());
+  ASSERT_TRUE(store_->PutProjection({"c", "order-1", 3, "refunded", "{}", "owner-b", 3, 7}).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  Reopen();
+  evidence = store_->EvidenceOf("c", "order-1").value();
+  ASSERT_EQ(evidence.size(), 2u);
+  EXPECT_EQ(evidence[0].name, "payment");
+  EXPECT_EQ(evidence[0].source, "owner-a");
+  EXPECT_EQ(evidence[1].source, "owner-b");
+  EXPECT_EQ(evidence[1].event_id, "e3");
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, StoreConformance,
     ::testing::Values(Backend{"sqlite",

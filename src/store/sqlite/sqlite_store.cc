@@ -15,6 +15,11 @@
 namespace evident {
 namespace {
 
+// Per-subject tables (projection, deferred, the journal's index) lead their keys with the
+// subject: keys then usually differ in their first column, which SQLite compares on a fast path
+// (a key led by the consumer id repeats it in every comparison), and one subject's rows for all
+// its consumers share a page. A store created with the earlier (consumer, subject) order keeps
+// it: every query here names both columns, so either order serves it.
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS ledger(
   consumer TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL,
@@ -30,14 +35,14 @@ CREATE TABLE IF NOT EXISTS projection(
   state TEXT NOT NULL, fields_json TEXT NOT NULL, owner_source TEXT NOT NULL,
   owner_version_seen INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL,
   evidence_json TEXT NOT NULL DEFAULT '{}',
-  PRIMARY KEY(consumer, subject)) WITHOUT ROWID;
+  PRIMARY KEY(subject, consumer)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS deferred(
   consumer TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER NOT NULL,
   source TEXT NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,
   schema_version INTEGER NOT NULL, expected_version INTEGER NOT NULL, raw BLOB NOT NULL,
   received_at_ms INTEGER NOT NULL, deadline_at_ms INTEGER NOT NULL, route TEXT NOT NULL,
   input_index INTEGER NOT NULL,
-  PRIMARY KEY(consumer, subject, subject_version)) WITHOUT ROWID;
+  PRIMARY KEY(subject, consumer, subject_version)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kept(
   seq INTEGER PRIMARY KEY, consumer TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
   message TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,
@@ -48,7 +53,7 @@ CREATE TABLE IF NOT EXISTS journal(
   seq INTEGER PRIMARY KEY, consumer TEXT NOT NULL, outcome TEXT NOT NULL, source TEXT NOT NULL,
   event_id TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,
   at_ms INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS journal_by_subject ON journal(consumer, subject);
+CREATE INDEX IF NOT EXISTS journal_by_subject ON journal(subject, consumer);
 CREATE TABLE IF NOT EXISTS checkpoint(
   input TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
 )sql";
@@ -222,12 +227,17 @@ class SqliteStore final : public Store {
 
   // Builds the evidence_json column:
   // {"name": {"source": ..., "id": ..., "subject_version": ..., "recorded_at_ms": ...}, ...}.
+  // "source" is left out when it is the row's owner_source (nearly always: an ordered
+  // consumer's events come from the owner), which keeps the row, and so each batch's writes,
+  // smaller; LoadEvidence reads a missing source as the owner's.
   static void EvidenceJson(const CachedProjection& cached, std::string& out) {
     out.clear();
     json::Writer w(out);
     w.BeginObject();
     for (const EvidenceRecord& r : cached.evidence) {
-      w.Key(r.name).BeginObject().Field("source", r.source).Field("id", r.event_id);
+      w.Key(r.name).BeginObject();
+      if (r.source != cached.value->owner_source) w.Field("source", r.source);
+      w.Field("id", r.event_id);
       w.Key("subject_version");
       r.subject_version ? w.Int(*r.subject_version) : w.Null();
       w.Key("recorded_at_ms").Int(r.recorded_at_ms).EndObject();
@@ -250,7 +260,8 @@ class SqliteStore final : public Store {
       r.name = std::string(field.key);
       std::string_view value;
       int64_t number = 0;
-      if (field.value["source"].get(value) == simdjson::SUCCESS) r.source = std::string(value);
+      r.source = field.value["source"].get(value) == simdjson::SUCCESS ? std::string(value)
+                                                                       : cached.value->owner_source;
       if (field.value["id"].get(value) == simdjson::SUCCESS) r.event_id = std::string(value);
       if (field.value["subject_version"].get(number) == simdjson::SUCCESS) {
         r.subject_version = number;
@@ -469,7 +480,7 @@ class SqliteStore final : public Store {
   }
 
   Status FlushProjections() {
-    // In key order, so that the B-tree is written front to back.
+    // In key order (subject, then consumer), so that the B-tree is written front to back.
     std::vector<std::pair<const std::string*, CachedProjection*>> dirty;
     for (auto& [consumer, subjects] : projections_) {
       for (auto& [subject, cached] : subjects) {
@@ -479,8 +490,10 @@ class SqliteStore final : public Store {
       }
     }
     std::sort(dirty.begin(), dirty.end(), [](const auto& a, const auto& b) {
-      if (*a.first != *b.first) return *a.first < *b.first;
-      return a.second->value->subject < b.second->value->subject;
+      const std::string& a_subject = a.second->value->subject;
+      const std::string& b_subject = b.second->value->subject;
+      if (a_subject != b_subject) return a_subject < b_subject;
+      return *a.first < *b.first;
     });
     for (auto& [consumer, cached] : dirty) EVIDENT_RETURN_IF_ERROR(WriteProjection(*cached));
     return Status::Ok();
