@@ -139,6 +139,7 @@ struct Pipeline::Impl {
   std::vector<std::pair<std::string_view, simdjson::dom::element>> merged_fields;
   std::string fields_out;
   LedgerEntry receipt_scratch;
+  EvidenceRecord evidence_scratch;
 
   Status ProcessForConsumer(Store& store, ConsumerState& consumer, const EventView& event,
                             int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
@@ -204,8 +205,12 @@ Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const 
       }
       if (!replaced) merged_fields.emplace_back(name, value);
     }
-    std::stable_sort(merged_fields.begin(), merged_fields.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    // Stable insertion sort: a handful of fields, and std::stable_sort would allocate a buffer.
+    for (size_t i = 1; i < merged_fields.size(); ++i) {
+      for (size_t j = i; j > 0 && merged_fields[j].first < merged_fields[j - 1].first; --j) {
+        std::swap(merged_fields[j], merged_fields[j - 1]);
+      }
+    }
     fields_out.clear();
     json::Writer w(fields_out);
     w.BeginObject();
@@ -220,10 +225,17 @@ Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const 
     w.EndObject();
     projection.fields_json.swap(fields_out);
   }
+  // One scratch record, assigned field by field: its strings keep their capacity across events.
+  EvidenceRecord& record = evidence_scratch;
   for (const std::string& name : step.evidence) {
-    EVIDENT_RETURN_IF_ERROR(store.PutEvidence({consumer_config.contract.id, projection.subject,
-                                               name, std::string(event.source),
-                                               std::string(event.id), projection.version, now_ms}));
+    record.consumer.assign(consumer_config.contract.id);
+    record.subject.assign(projection.subject);
+    record.name.assign(name);
+    record.source.assign(event.source);
+    record.event_id.assign(event.id);
+    record.subject_version = projection.version;
+    record.recorded_at_ms = now_ms;
+    EVIDENT_RETURN_IF_ERROR(store.PutEvidence(record));
   }
   return Status::Ok();
 }

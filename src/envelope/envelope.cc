@@ -450,11 +450,16 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
   }
 
   // 5. Attribute types.
-  if (event.source != last_valid_source_) {
+  if (const auto known = std::find(valid_sources_.begin(), valid_sources_.end(), event.source);
+      known == valid_sources_.end()) {
     if (!syntax::IsUriReference(event.source)) {
       return reject(EnvelopeReason::kInvalidSource, "source is not a URI-reference (RFC 3986)");
     }
-    last_valid_source_.assign(event.source);
+    if (valid_sources_.size() < kValidSourcesMax) valid_sources_.emplace_back();
+    std::rotate(valid_sources_.rbegin(), valid_sources_.rbegin() + 1, valid_sources_.rend());
+    valid_sources_.front().assign(event.source);
+  } else if (known != valid_sources_.begin()) {
+    std::rotate(valid_sources_.begin(), known, known + 1);  // most recent first
   }
   const auto optional_string =
       [&](Attr attr, EnvelopeReason reason, std::optional<std::string_view>& out,

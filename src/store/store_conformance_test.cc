@@ -219,6 +219,43 @@ TEST_P(StoreConformance, KeptJournalEvidenceReadBackInOrder) {
   EXPECT_TRUE(store_->EvidenceOf("c", "order-2").value().empty());
 }
 
+// Within one transaction, each consumer of one subject reads its own projection (present or
+// absent), and a projection put in the transaction is what the next read sees.
+TEST_P(StoreConformance, ProjectionsOfOneSubjectStaySeparatePerConsumer) {
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->PutProjection({"a", "order-1", 1, "paid", "{}", "s", 1, 5}).ok());
+  ASSERT_TRUE(store_->PutProjection({"b", "order-1", 4, "shipped", "{}", "s", 4, 5}).ok());
+  ASSERT_TRUE(store_->PutProjection({"a", "order-2", 2, "other", "{}", "s", 2, 5}).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  Reopen();
+  ASSERT_TRUE(store_->Begin().ok());
+  auto b = store_->EditProjection("b", "order-1");
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(b->found);
+  EXPECT_EQ(b->projection->state, "shipped");
+  b->projection->state = "delivered";
+  ASSERT_TRUE(store_->PutProjection(*b->projection).ok());
+  auto a = store_->EditProjection("a", "order-1");
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(a->found);
+  EXPECT_EQ(a->projection->version, 1);
+  EXPECT_EQ(a->projection->state, "paid");
+  auto c = store_->EditProjection("c", "order-1");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->found);
+  EXPECT_EQ(c->projection->version, 0);
+  auto again = store_->FindProjection("b", "order-1");
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(again->has_value());
+  EXPECT_EQ((*again)->state, "delivered");
+  EXPECT_FALSE(store_->FindProjection("b", "order-2")->has_value());
+  ASSERT_TRUE(store_->Commit().ok());
+  Reopen();
+  EXPECT_EQ(store_->FindProjection("b", "order-1")->value().state, "delivered");
+  EXPECT_EQ(store_->FindProjection("a", "order-1")->value().state, "paid");
+  EXPECT_FALSE(store_->FindProjection("c", "order-1")->has_value());
+}
+
 // Each record keeps its own source, whether it is the projection's owner or another source, and
 // also after the owner changes.
 TEST_P(StoreConformance, EvidenceKeepsEachRecordsSource) {

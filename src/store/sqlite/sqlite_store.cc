@@ -8,6 +8,7 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "evident/store.h"
 #include "json/writer.h"
@@ -290,6 +291,16 @@ class SqliteStore final : public Store {
     sqlite3_close_v2(db_);
   }
 
+  // Whether the projection table leads its key with the subject (see kSchema).
+  Status DetectLayout() {
+    static const std::string kSql =
+        "SELECT pk FROM pragma_table_info('projection') WHERE name='subject'";
+    auto rows = Rows<int64_t>(kSql, {}, [](const Statement& s) { return s.Int(0); });
+    if (!rows.ok()) return rows.status();
+    subject_first_ = rows->size() == 1 && rows->front() == 1;
+    return Status::Ok();
+  }
+
   Status Exec(const std::string& sql) {
     char* error = nullptr;
     if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
@@ -304,6 +315,7 @@ class SqliteStore final : public Store {
     EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     in_transaction_ = true;
     projections_.clear();
+    subjects_read_.clear();
     pending_deferred_.clear();
     return Status::Ok();
   }
@@ -312,11 +324,13 @@ class SqliteStore final : public Store {
     EVIDENT_RETURN_IF_ERROR(Exec("COMMIT"));
     in_transaction_ = false;
     projections_.clear();
+    subjects_read_.clear();
     return Status::Ok();
   }
   Status Rollback() override {
     in_transaction_ = false;
     projections_.clear();
+    subjects_read_.clear();
     pending_deferred_.clear();
     return Exec("ROLLBACK");
   }
@@ -413,6 +427,7 @@ class SqliteStore final : public Store {
       subjects = &consumer_it->second;
       const auto it = subjects->find(subject);
       if (it != subjects->end()) return &it->second;
+      if (subject_first_) return CachedBySubject(*subjects, subject);
     }
     static const std::string kSql = std::string("SELECT ") + kProjectionColumns +
                                     " FROM projection WHERE consumer=?1 AND subject=?2";
@@ -435,6 +450,39 @@ class SqliteStore final : public Store {
       return &scratch_;
     }
     return &subjects->emplace(std::string(subject), std::move(entry)).first->second;
+  }
+
+  // A transaction's first look-up of a subject reads every consumer's row of it at once (one
+  // B-tree seek where the key leads with the subject): consumers of one event, or of one
+  // subject's events, then find their projections cached. Rows already cached are not replaced.
+  Result<CachedProjection*> CachedBySubject(SubjectCache& subjects, std::string_view subject) {
+    if (subjects_read_.find(subject) == subjects_read_.end()) {
+      subjects_read_.emplace(subject);
+      static const std::string kSql =
+          std::string("SELECT ") + kProjectionColumns + " FROM projection WHERE subject=?1";
+      Statement& s = Prepared(kSql);
+      s.Bind(subject);
+      Status status;
+      while (s.Step(status)) {
+        CachedProjection entry;
+        entry.value = ReadProjection(s);
+        entry.exists = true;
+        entry.in_table = true;
+        if (Status loaded = LoadEvidence(s.Text(8), entry); !loaded.ok()) {
+          s.Reset();
+          return loaded;
+        }
+        auto consumer_it = projections_.find(entry.value->consumer);
+        if (consumer_it == projections_.end()) {
+          consumer_it = projections_.emplace(entry.value->consumer, SubjectCache{}).first;
+        }
+        consumer_it->second.try_emplace(entry.value->subject, std::move(entry));
+      }
+      s.Reset();
+      if (!status.ok()) return status;
+    }
+    // Absent from the table: a new, empty entry.
+    return &subjects.try_emplace(std::string(subject)).first->second;
   }
 
   Status PutProjection(const Projection& p) override {
@@ -758,6 +806,10 @@ class SqliteStore final : public Store {
   sqlite3* db_;
   std::unordered_map<const std::string*, std::unique_ptr<Statement>> statements_;
   bool in_transaction_ = false;
+  // The projection key leads with the subject (stores created since the key order changed).
+  bool subject_first_ = false;
+  // Subjects whose projection rows this transaction has read, for every consumer at once.
+  std::unordered_set<std::string, StringHash, std::equal_to<>> subjects_read_;
   CachedProjection scratch_;           // Cached() outside a transaction
   simdjson::dom::parser json_parser_;  // evidence records
   std::string evidence_json_;          // scratch: the evidence_json column being written
@@ -805,6 +857,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA cache_size=-" + std::to_string(options.cache_kib)));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
   EVIDENT_RETURN_IF_ERROR(store->Exec(kSchema));
+  EVIDENT_RETURN_IF_ERROR(store->DetectLayout());
   return std::unique_ptr<Store>(std::move(store));
 }
 

@@ -1,0 +1,66 @@
+// SQLite-specific behaviour of the store, beyond the conformance suite.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "evident/store.h"
+
+namespace evident {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A store created before projection keys led with the subject keeps its (consumer, subject)
+// key; the store opens it as it is and reads and writes it the same way.
+TEST(SqliteStore, OpensAStoreWithTheEarlierProjectionKeyOrder) {
+  const fs::path path =
+      fs::temp_directory_path() / ("evident-layout-" + std::to_string(getpid()) + ".db");
+  fs::remove(path);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    const char* kEarlier =
+        "CREATE TABLE projection(consumer TEXT NOT NULL, subject TEXT NOT NULL, "
+        "version INTEGER NOT NULL, state TEXT NOT NULL, fields_json TEXT NOT NULL, "
+        "owner_source TEXT NOT NULL, owner_version_seen INTEGER NOT NULL, "
+        "updated_at_ms INTEGER NOT NULL, evidence_json TEXT NOT NULL DEFAULT '{}', "
+        "PRIMARY KEY(consumer, subject)) WITHOUT ROWID;"
+        "INSERT INTO projection VALUES('a','order-1',3,'paid','{}','s',3,5,"
+        "'{\"payment\":{\"source\":\"s\",\"id\":\"e3\",\"subject_version\":3,"
+        "\"recorded_at_ms\":5}}');"
+        "INSERT INTO projection VALUES('b','order-1',1,'new','{}','s',1,5,'{}');";
+    ASSERT_EQ(sqlite3_exec(db, kEarlier, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  {
+    auto opened = OpenSqliteStore(path.string());
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    Store& store = **opened;
+    ASSERT_TRUE(store.Begin().ok());
+    auto a = store.EditProjection("a", "order-1");
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE(a->found);
+    EXPECT_EQ(a->projection->version, 3);
+    auto b = store.EditProjection("b", "order-1");
+    ASSERT_TRUE(b.ok());
+    ASSERT_TRUE(b->found);
+    b->projection->version = 2;
+    ASSERT_TRUE(store.PutProjection(*b->projection).ok());
+    ASSERT_TRUE(store.PutProjection({"c", "order-1", 1, "x", "{}", "s", 1, 6}).ok());
+    ASSERT_TRUE(store.Commit().ok());
+    EXPECT_EQ(store.FindProjection("b", "order-1")->value().version, 2);
+    EXPECT_EQ(store.FindProjection("c", "order-1")->value().state, "x");
+    const auto evidence = store.EvidenceOf("a", "order-1").value();  // the earlier format
+    ASSERT_EQ(evidence.size(), 1u);
+    EXPECT_EQ(evidence[0].source, "s");
+    EXPECT_EQ(evidence[0].event_id, "e3");
+  }
+  fs::remove(path);
+  fs::remove(path.string() + "-wal");
+  fs::remove(path.string() + "-shm");
+}
+
+}  // namespace
+}  // namespace evident
