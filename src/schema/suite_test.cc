@@ -26,6 +26,10 @@ const std::string kSuite = std::string(EVIDENT_SOURCE_DIR) + "/third_party/json-
 // docs/json-schema.md. The goal is none.
 const std::set<std::string> kExceptions = {};
 
+// The error Validate reports when its collecting pass found an instance invalid but recorded
+// no reason (src/schema/validate.cc); a test whose only error is this one fails.
+constexpr std::string_view kNoReason = "instance is invalid";
+
 struct Counts {
   size_t passed = 0;
   size_t failed = 0;
@@ -79,12 +83,16 @@ void RunFile(const std::string& draft, const fs::path& file, Dialect dialect, bo
       } else {
         const bool fast = (*schema)->IsValid(test["data"].value());
         const Output output = (*schema)->Validate(test["data"].value());
-        ok = fast == expected && output.valid == expected &&
-             (output.valid || !output.errors.empty());
+        // An invalid instance must come with a reason of its own: Validate's stand-in error
+        // ("instance is invalid", when the collecting pass recorded nothing) does not count.
+        const bool explained =
+            output.valid || std::any_of(output.errors.begin(), output.errors.end(),
+                                        [](const Error& e) { return e.error != kNoReason; });
+        ok = fast == expected && output.valid == expected && explained;
         if (!ok) {
           detail = std::string("expected ") + (expected ? "valid" : "invalid") + ", IsValid " +
                    (fast ? "valid" : "invalid") + ", Validate " +
-                   (output.valid ? "valid" : "invalid");
+                   (output.valid ? "valid" : "invalid") + (explained ? "" : " without a reason");
         }
       }
       if (ok) {
