@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,7 +25,7 @@ namespace evident::cli {
 namespace {
 
 constexpr size_t kSchemaBytesMax = 16u << 20;
-constexpr size_t kLineBytesMax = 64u << 20;
+constexpr size_t kLineBytesMaxDefault = 64u << 20;
 
 struct ValidateArgs {
   std::string schema_path;
@@ -32,8 +33,30 @@ struct ValidateArgs {
   std::vector<std::string> remotes;
   bool format_assertion = false;
   size_t errors_max = 16;
+  size_t line_bytes_max = kLineBytesMaxDefault;
   std::string instances_path = "-";
 };
+
+// Reads one line into `line`, keeping at most `bytes_max` + 1 of its bytes (enough to tell it
+// is too long) and skipping the rest, so that one huge line never sits in memory whole. False
+// at the end of the input. (std::getline has no bound.)
+bool ReadLineBounded(std::istream& in, std::string& line, size_t bytes_max) {
+  line.clear();
+  char chunk[1 << 16];
+  bool any = false;
+  while (true) {
+    in.getline(chunk, sizeof chunk);
+    const auto extracted = static_cast<size_t>(in.gcount());
+    // A chunk filled up before the line ended: failbit without eofbit, no newline taken.
+    const bool more = in.fail() && !in.eof() && extracted == sizeof chunk - 1;
+    const bool newline_taken = !in.fail() && !in.eof() && extracted > 0;
+    const size_t stored = newline_taken ? extracted - 1 : extracted;
+    any = any || extracted > 0;
+    if (line.size() <= bytes_max) line.append(chunk, std::min(stored, bytes_max + 1 - line.size()));
+    if (!more) return any;
+    in.clear();
+  }
+}
 
 // "schema" is shared with sibling sub-subcommands (e.g. `schema check`) added elsewhere.
 CLI::App* SchemaCommand(CLI::App& app) {
@@ -116,14 +139,14 @@ int RunValidate(const ValidateArgs& args) {
   std::string line, out;
   size_t index = 0;
   bool all_valid = true;
-  while (std::getline(*in, line)) {
+  while (ReadLineBounded(*in, line, args.line_bytes_max)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     schema::Output output;
     simdjson::dom::element instance;
-    if (line.size() > kLineBytesMax) {
+    if (line.size() > args.line_bytes_max) {
       output.valid = false;
       output.errors.push_back(
-          {"", "", "", "line is longer than " + std::to_string(kLineBytesMax) + " bytes"});
+          {"", "", "", "line is longer than " + std::to_string(args.line_bytes_max) + " bytes"});
     } else if (auto error = parser.parse(line).get(instance); error) {
       output.valid = false;
       output.errors.push_back(
@@ -162,6 +185,11 @@ void AddSchemaCommand(CLI::App& app, Runner& run) {
   validate->add_flag("--format-assertion", args->format_assertion,
                      "Treat \"format\" as an assertion, not an annotation");
   validate->add_option("--errors-max", args->errors_max, "Errors reported per instance")
+      ->capture_default_str();
+  validate
+      ->add_option("--line-bytes-max", args->line_bytes_max,
+                   "Longest instance line read; a longer one is an invalid instance")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   validate->add_option("instances", args->instances_path, "NDJSON file, or - for stdin")
       ->capture_default_str();
