@@ -62,5 +62,52 @@ TEST(SqliteStore, OpensAStoreWithTheEarlierProjectionKeyOrder) {
   fs::remove(path.string() + "-shm");
 }
 
+// Evidence written by the store reads back; a record that is neither form is reported as
+// corruption, not read as something else.
+TEST(SqliteStore, EvidenceRecordsOfEitherFormAndCorruptOnes) {
+  const fs::path path =
+      fs::temp_directory_path() / ("evident-evidence-" + std::to_string(getpid()) + ".db");
+  fs::remove(path);
+  {
+    auto opened = OpenSqliteStore(path.string());
+    ASSERT_TRUE(opened.ok());
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    const char* kRows =
+        "INSERT INTO projection VALUES('c','new-form',2,'s','{}','owner',2,5,"
+        "'{\"payment\":[\"e1\",1,5],\"refund\":[\"e2\",null,6,\"other\"]}');"
+        "INSERT INTO projection VALUES('c','earlier-form',1,'s','{}','owner',1,5,"
+        "'{\"payment\":{\"id\":\"e3\",\"subject_version\":1,\"recorded_at_ms\":7}}');"
+        "INSERT INTO projection VALUES('c','short',1,'s','{}','owner',1,5,"
+        "'{\"payment\":[\"e4\"]}');";
+    ASSERT_EQ(sqlite3_exec(db, kRows, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto opened = OpenSqliteStore(path.string());
+  ASSERT_TRUE(opened.ok());
+  Store& store = **opened;
+  const auto fresh = store.EvidenceOf("c", "new-form");
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  ASSERT_EQ(fresh->size(), 2u);
+  EXPECT_EQ((*fresh)[0].event_id, "e1");
+  EXPECT_EQ((*fresh)[0].source, "owner");
+  EXPECT_EQ((*fresh)[0].subject_version, 1);
+  EXPECT_EQ((*fresh)[1].source, "other");
+  EXPECT_FALSE((*fresh)[1].subject_version.has_value());
+  EXPECT_EQ((*fresh)[1].recorded_at_ms, 6);
+  const auto earlier = store.EvidenceOf("c", "earlier-form");
+  ASSERT_TRUE(earlier.ok());
+  ASSERT_EQ(earlier->size(), 1u);
+  EXPECT_EQ((*earlier)[0].source, "owner");  // no source member: the owner's
+  EXPECT_EQ((*earlier)[0].recorded_at_ms, 7);
+  const auto corrupt = store.EvidenceOf("c", "short");
+  EXPECT_EQ(corrupt.status().code(), Code::kCorruption) << corrupt.status().ToString();
+  fs::remove(path);
+  fs::remove(path.string() + "-wal");
+  fs::remove(path.string() + "-shm");
+}
+
 }  // namespace
 }  // namespace evident
