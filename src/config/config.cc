@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "contract/contract_yaml.h"
 #include "json/files.h"
 
 namespace evident {
@@ -127,8 +128,9 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
                               const std::string& origin) {
   Config config;
   config.path = origin;
+  YAML::Node root;  // loaded once: every error below cites a line of this very text
   try {
-    const YAML::Node root = YAML::Load(std::string(yaml_text));
+    root = YAML::Load(std::string(yaml_text));
     if (!root.IsMap()) Fail(origin, root, "the configuration must be a mapping");
     for (const auto& item : root) {
       const std::string key = item.first.as<std::string>();
@@ -171,7 +173,6 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
   EVIDENT_ASSIGN_OR_RETURN(config.contracts, LoadContractsDir(config.contracts_dir));
 
   try {
-    const YAML::Node root = YAML::Load(std::string(yaml_text));
     const YAML::Node consumers = root["consumers"];
     if (!consumers || !consumers.IsSequence() || consumers.size() == 0) {
       Fail(origin, root, "'consumers' must list at least one consumer");
@@ -181,12 +182,8 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
       ConsumerConfig consumer;
       const std::string id = entry["id"].as<std::string>();
       if (entry["accepts"]) {
-        YAML::Node contract_only = YAML::Clone(entry);
-        contract_only.remove("projection");
-        contract_only.remove("guards");
-        YAML::Emitter emitter;
-        emitter << contract_only;
-        auto contract = ConsumerContractFromYaml(emitter.c_str(), origin);
+        // The inline contract is read where it stands, so its errors cite evident.yaml's lines.
+        auto contract = ConsumerContractFromNode(entry, origin);
         if (!contract.ok()) return contract.status();
         consumer.contract = std::move(contract).value();
       } else {

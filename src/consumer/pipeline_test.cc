@@ -332,6 +332,38 @@ consumers:
       << config.status().message();
 }
 
+// An inline consumer contract is read where it stands: its errors cite the lines of
+// evident.yaml itself, and its projection and guards stay with the consumer.
+TEST(PipelineConfig, InlineContractErrorsCiteTheConfigFileLines) {
+  const std::string dir = std::string(EVIDENT_SOURCE_DIR) + "/examples/orders";
+  auto config = ConfigFromYaml(R"(contracts: contracts
+consumers:
+  - id: x
+    accepts: [{type: order.status.changed, versions: [1]}]
+    projection:
+      order.status.changed: {state_from: /status}
+    gap: {deadline_seconds: 60, route: somewhere}
+)",
+                               dir, "evident.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find("evident.yaml:7: 'gap.route' must be"),
+            std::string::npos)
+      << config.status().message();
+
+  auto valid = ConfigFromYaml(R"(contracts: contracts
+consumers:
+  - id: x
+    accepts: [{type: order.status.changed, versions: [1]}]
+    projection:
+      order.status.changed: {state_from: /status}
+)",
+                              dir, "evident.yaml");
+  ASSERT_TRUE(valid.ok()) << valid.status().ToString();
+  ASSERT_EQ(valid->consumers.size(), 1u);
+  EXPECT_EQ(valid->consumers[0].contract.id, "x");
+  EXPECT_EQ(valid->consumers[0].projection.at("order.status.changed").state_from, "/status");
+}
+
 // A deferred receipt has no projection version yet, even right after an applied event (whose
 // receipt has one) in the same batch; a repeat of it says so.
 TEST_F(PipelineTest, DeferredReceiptHasNoProjectionVersion) {

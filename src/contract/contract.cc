@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "contract/contract_yaml.h"
 #include "evident/profile.h"
 
 namespace evident {
@@ -130,7 +131,14 @@ bool ConsumerContract::Accepts(std::string_view type, int64_t version) const {
 Result<ConsumerContract> ConsumerContractFromYaml(std::string_view yaml_text,
                                                   std::string_view origin) {
   try {
-    const YAML::Node root = YAML::Load(std::string(yaml_text));
+    return ConsumerContractFromNode(YAML::Load(std::string(yaml_text)), origin);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string(origin) + ": " + e.what());
+  }
+}
+
+Result<ConsumerContract> ConsumerContractFromNode(const YAML::Node& root, std::string_view origin) {
+  try {
     // Keys a consumer entry in evident.yaml may carry besides the contract itself.
     CheckKeys(origin, root,
               {"id", "resultversion", "boundary", "schemaversion_at", "unknown_version", "accepts",
