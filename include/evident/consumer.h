@@ -68,6 +68,23 @@ struct Decision {
 // Appends the decision as one JSON object (no newline).
 void AppendDecisionJson(const Decision& decision, std::string& out);
 
+// An input event prepared for Pipeline::Decide: its bytes, parse and store-free checks. Each
+// holds its own parser, so events can be prepared on one thread while another decides earlier
+// ones. Made by Pipeline::NewPreparedEvent and reused for event after event.
+class PreparedEvent {
+ public:
+  ~PreparedEvent();
+  PreparedEvent(const PreparedEvent&) = delete;
+  PreparedEvent& operator=(const PreparedEvent&) = delete;
+  size_t size() const;  // bytes held for the event
+
+ private:
+  friend class Pipeline;
+  struct Impl;
+  explicit PreparedEvent(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class Pipeline {
  public:
   // Compiles every accepted payload schema and prepares the parsers. Fails on a schema that
@@ -79,6 +96,15 @@ class Pipeline {
   // (plus one per drained successor). Writes go to `store`, whose transaction the caller owns.
   Status Process(Store& store, std::string_view bytes, int64_t index, int64_t now_ms,
                  std::vector<Decision>& decisions);
+
+  // Process in two halves. Prepare copies `bytes` into `slot`, parses the envelope and runs every
+  // check that needs no store (boundary, schema version, contract, payload); it only reads the
+  // pipeline, so it may run on another thread than Decide, on another slot. Decide makes the
+  // decisions of a prepared event against the store, in input order, on one thread.
+  Result<std::unique_ptr<PreparedEvent>> NewPreparedEvent() const;
+  void Prepare(PreparedEvent& slot, std::string_view bytes) const;
+  Status Decide(Store& store, PreparedEvent& slot, int64_t index, int64_t now_ms,
+                std::vector<Decision>& decisions);
 
   const Config& config() const;
 

@@ -96,7 +96,38 @@ struct ConsumerState {
   std::map<std::string, PreparedStep, std::less<>> steps;  // by event type
 };
 
+// What one consumer's store-free checks (steps 1-3) made of an event: an early outcome to keep,
+// or the schema version to go on with.
+struct Verdict {
+  bool routed = false;  // the consumer subscribes to the event's type
+  bool keep = false;
+  Outcome outcome = Outcome::kRejected;
+  std::string reason, message;
+  std::vector<std::string> errors;  // payload-invalid: "instanceLocation: error (keyword)"
+  int64_t schema_version = 0;
+
+  void Keep(Outcome o, std::string r, std::string m) {
+    keep = true;
+    outcome = o;
+    reason = std::move(r);
+    message = std::move(m);
+  }
+};
+
 }  // namespace
+
+// An input event as Prepare leaves it: its bytes, its own parser and parse, and one verdict per
+// consumer.
+struct PreparedEvent::Impl {
+  std::string bytes;
+  std::unique_ptr<EnvelopeParser> parser;
+  EnvelopeParser::Outcome parsed;
+  std::vector<Verdict> verdicts;  // one per consumer, in configuration order
+};
+
+PreparedEvent::PreparedEvent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PreparedEvent::~PreparedEvent() = default;
+size_t PreparedEvent::size() const { return impl_->bytes.capacity(); }
 
 std::string_view OutcomeName(Outcome outcome) {
   return kOutcomeNames[static_cast<size_t>(outcome)];
@@ -131,7 +162,8 @@ void AppendDecisionJson(const Decision& d, std::string& out) {
 
 struct Pipeline::Impl {
   Config config;
-  std::unique_ptr<EnvelopeParser> parser;        // the input event
+  EnvelopeOptions envelope_options;
+  std::unique_ptr<PreparedEvent> own_slot;       // Process: prepared and decided in one call
   std::unique_ptr<EnvelopeParser> drain_parser;  // deferred successors, re-read from the store
   std::vector<ConsumerState> consumers;
   simdjson::dom::parser fields_parser;  // projection fields, merged on apply
@@ -141,8 +173,10 @@ struct Pipeline::Impl {
   LedgerEntry receipt_scratch;
   EvidenceRecord evidence_scratch;
 
-  Status ProcessForConsumer(Store& store, ConsumerState& consumer, const EventView& event,
-                            int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
+  void Check(const ConsumerState& consumer, const EventView& event, Verdict& v) const;
+  Status ProcessForConsumer(Store& store, ConsumerState& consumer, Verdict& verdict,
+                            const EventView& event, int64_t index, int64_t now_ms,
+                            std::vector<Decision>& decisions);
   Status Apply(Store& store, const ConsumerState& consumer, const EventView& event,
                Projection& projection, int64_t now_ms);
   Status Drain(Store& store, ConsumerState& consumer, Projection& projection, int64_t now_ms,
@@ -275,7 +309,84 @@ Status Pipeline::Impl::Drain(Store& store, ConsumerState& consumer, Projection& 
   return Status::Ok();
 }
 
-Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
+// Steps 1-3 of DESIGN.md's order, which need no store: boundary, schema version, contract
+// choice, payload. Const, and the compiled schemas are immutable: safe to run on one event while
+// another thread decides earlier ones.
+void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event,
+                           Verdict& v) const {
+  const ConsumerContract& contract = consumer.config->contract;
+  v = Verdict{};
+  v.routed = true;
+  // 1. Boundary, then the schema version this consumer reads.
+  if (!SourceInsideBoundary(event.source, contract.boundary)) {
+    return v.Keep(
+        Outcome::kRejected, "source-outside-boundary",
+        "source '" + std::string(event.source) + "' is outside the boundary of " + contract.id);
+  }
+  int64_t& schema_version = v.schema_version;
+  if (contract.schema_version_at.empty()) {
+    if (!event.schemaversion) {
+      return v.Keep(Outcome::kRejected, "missing-schema-version", "no schemaversion attribute");
+    }
+    schema_version = *event.schemaversion;
+  } else {
+    simdjson::dom::element value;
+    if (event.At(contract.schema_version_at).get(value) != simdjson::SUCCESS) {
+      return v.Keep(Outcome::kRejected, "missing-schema-version",
+                    "no schema version at " + contract.schema_version_at);
+    }
+    if (!ReadVersion(value, schema_version)) {
+      return v.Keep(
+          Outcome::kRejected, "invalid-schema-version",
+          "the schema version at " + contract.schema_version_at + " is not a non-negative integer");
+    }
+  }
+
+  // 2. Contract choice.
+  const schema::Schema* payload_schema = nullptr;
+  if (const auto type_it = consumer.schemas.find(event.type); type_it != consumer.schemas.end()) {
+    const auto version_it = type_it->second.find(schema_version);
+    if (version_it != type_it->second.end()) payload_schema = version_it->second.get();
+  }
+  if (payload_schema == nullptr) {
+    std::string accepted;
+    for (int64_t version : contract.Find(event.type)->versions) {
+      accepted += (accepted.empty() ? "" : ", ") + std::to_string(version);
+    }
+    return v.Keep(Outcome::kContractUpdateRequired,
+                  contract.unknown_version == UnknownVersionOutcome::kManual
+                      ? "manual-review"
+                      : "unaccepted-schema-version",
+                  contract.id + "@" + std::to_string(contract.result_version) + " accepts " +
+                      std::string(event.type) + " versions [" + accepted + "], not " +
+                      std::to_string(schema_version));
+  }
+
+  // 3. Payload.
+  if (event.data_base64) {
+    return v.Keep(Outcome::kPayloadInvalid, "binary-payload",
+                  "data_base64 cannot be checked against a JSON Schema");
+  }
+  simdjson::dom::element payload;
+  if (event.data) payload = *event.data;
+  const bool has_payload = event.data.has_value();
+  if (!has_payload || !payload_schema->IsValid(payload)) {
+    if (!has_payload) {
+      v.errors.push_back(": the event has no data");
+    } else {
+      const schema::Output output = payload_schema->Validate(payload, kPayloadErrorsMax);
+      for (const schema::Error& e : output.errors) {
+        v.errors.push_back((e.instance_location.empty() ? "/" : e.instance_location) + ": " +
+                           e.error + " (" + e.keyword_location + ")");
+      }
+    }
+    v.Keep(Outcome::kPayloadInvalid, "schema-violation",
+           std::string(event.type) + " v" + std::to_string(schema_version) +
+               " payload does not match its schema");
+  }
+}
+
+Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer, Verdict& verdict,
                                           const EventView& event, int64_t index, int64_t now_ms,
                                           std::vector<Decision>& decisions) {
   const ConsumerContract& contract = consumer.config->contract;
@@ -310,73 +421,12 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
     return Status::Ok();
   };
 
-  // 1. Boundary, then the schema version this consumer reads.
-  if (!SourceInsideBoundary(event.source, contract.boundary)) {
-    return keep(
-        Outcome::kRejected, "source-outside-boundary",
-        "source '" + std::string(event.source) + "' is outside the boundary of " + contract.id);
+  // Steps 1-3 ran in Check (Prepare): an early outcome is kept here, with its reason.
+  if (verdict.keep) {
+    d.errors = std::move(verdict.errors);
+    return keep(verdict.outcome, std::move(verdict.reason), std::move(verdict.message));
   }
-  int64_t schema_version = 0;
-  if (contract.schema_version_at.empty()) {
-    if (!event.schemaversion) {
-      return keep(Outcome::kRejected, "missing-schema-version", "no schemaversion attribute");
-    }
-    schema_version = *event.schemaversion;
-  } else {
-    simdjson::dom::element value;
-    if (event.At(contract.schema_version_at).get(value) != simdjson::SUCCESS) {
-      return keep(Outcome::kRejected, "missing-schema-version",
-                  "no schema version at " + contract.schema_version_at);
-    }
-    if (!ReadVersion(value, schema_version)) {
-      return keep(
-          Outcome::kRejected, "invalid-schema-version",
-          "the schema version at " + contract.schema_version_at + " is not a non-negative integer");
-    }
-  }
-
-  // 2. Contract choice.
-  const schema::Schema* payload_schema = nullptr;
-  if (const auto type_it = consumer.schemas.find(event.type); type_it != consumer.schemas.end()) {
-    const auto version_it = type_it->second.find(schema_version);
-    if (version_it != type_it->second.end()) payload_schema = version_it->second.get();
-  }
-  if (payload_schema == nullptr) {
-    std::string accepted;
-    for (int64_t v : contract.Find(event.type)->versions) {
-      accepted += (accepted.empty() ? "" : ", ") + std::to_string(v);
-    }
-    return keep(Outcome::kContractUpdateRequired,
-                contract.unknown_version == UnknownVersionOutcome::kManual
-                    ? "manual-review"
-                    : "unaccepted-schema-version",
-                contract.id + "@" + std::to_string(contract.result_version) + " accepts " +
-                    std::string(event.type) + " versions [" + accepted + "], not " +
-                    std::to_string(schema_version));
-  }
-
-  // 3. Payload.
-  if (event.data_base64) {
-    return keep(Outcome::kPayloadInvalid, "binary-payload",
-                "data_base64 cannot be checked against a JSON Schema");
-  }
-  simdjson::dom::element payload;
-  if (event.data) payload = *event.data;
-  const bool has_payload = event.data.has_value();
-  if (!has_payload || !payload_schema->IsValid(payload)) {
-    if (!has_payload) {
-      d.errors.push_back(": the event has no data");
-    } else {
-      const schema::Output output = payload_schema->Validate(payload, kPayloadErrorsMax);
-      for (const schema::Error& e : output.errors) {
-        d.errors.push_back((e.instance_location.empty() ? "/" : e.instance_location) + ": " +
-                           e.error + " (" + e.keyword_location + ")");
-      }
-    }
-    return keep(Outcome::kPayloadInvalid, "schema-violation",
-                std::string(event.type) + " v" + std::to_string(schema_version) +
-                    " payload does not match its schema");
-  }
+  const int64_t schema_version = verdict.schema_version;
 
   // 4. Ledger. The receipt insert itself detects a duplicate (the ledger key is unique), so the
   // common path asks the store once; only paths that end without an insert (stale, conflict)
@@ -551,7 +601,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   EnvelopeOptions options{.event_bytes_max = config.event_bytes_max, .profile = config.profile};
-  EVIDENT_ASSIGN_OR_RETURN(impl->parser, EnvelopeParser::Create(options));
+  impl->envelope_options = options;
   EVIDENT_ASSIGN_OR_RETURN(impl->drain_parser, EnvelopeParser::Create(options));
 
   // Payload schemas may $ref each other by relative path inside the contracts directory.
@@ -589,10 +639,43 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
 
+Result<std::unique_ptr<PreparedEvent>> Pipeline::NewPreparedEvent() const {
+  auto impl = std::make_unique<PreparedEvent::Impl>();
+  EVIDENT_ASSIGN_OR_RETURN(impl->parser, EnvelopeParser::Create(impl_->envelope_options));
+  impl->verdicts.resize(impl_->consumers.size());
+  return std::unique_ptr<PreparedEvent>(new PreparedEvent(std::move(impl)));
+}
+
+void Pipeline::Prepare(PreparedEvent& slot, std::string_view bytes) const {
+  PreparedEvent::Impl& p = *slot.impl_;
+  p.bytes.assign(bytes);
+  p.parsed = p.parser->Parse(p.bytes);
+  if (!p.parsed.ok()) return;
+  for (size_t i = 0; i < impl_->consumers.size(); ++i) {
+    const ConsumerState& consumer = impl_->consumers[i];
+    if (consumer.config->contract.Find(p.parsed.event.type) == nullptr) {
+      p.verdicts[i].routed = false;
+      continue;
+    }
+    impl_->Check(consumer, p.parsed.event, p.verdicts[i]);
+  }
+}
+
 Status Pipeline::Process(Store& store, std::string_view bytes, int64_t index, int64_t now_ms,
                          std::vector<Decision>& decisions) {
+  if (!impl_->own_slot) {
+    EVIDENT_ASSIGN_OR_RETURN(impl_->own_slot, NewPreparedEvent());
+  }
+  Prepare(*impl_->own_slot, bytes);
+  return Decide(store, *impl_->own_slot, index, now_ms, decisions);
+}
+
+Status Pipeline::Decide(Store& store, PreparedEvent& slot, int64_t index, int64_t now_ms,
+                        std::vector<Decision>& decisions) {
   Impl& impl = *impl_;
-  const EnvelopeParser::Outcome parsed = impl.parser->Parse(bytes);
+  PreparedEvent::Impl& p = *slot.impl_;
+  const std::string_view bytes = p.bytes;
+  const EnvelopeParser::Outcome& parsed = p.parsed;
   if (!parsed.ok()) {
     const Rejection& r = *parsed.rejection;
     Decision d;
@@ -608,11 +691,11 @@ Status Pipeline::Process(Store& store, std::string_view bytes, int64_t index, in
   }
   const EventView& event = parsed.event;
   bool routed = false;
-  for (ConsumerState& consumer : impl.consumers) {
-    if (consumer.config->contract.Find(event.type) == nullptr) continue;
+  for (size_t i = 0; i < impl.consumers.size(); ++i) {
+    if (!p.verdicts[i].routed) continue;
     routed = true;
-    EVIDENT_RETURN_IF_ERROR(
-        impl.ProcessForConsumer(store, consumer, event, index, now_ms, decisions));
+    EVIDENT_RETURN_IF_ERROR(impl.ProcessForConsumer(store, impl.consumers[i], p.verdicts[i], event,
+                                                    index, now_ms, decisions));
   }
   if (!routed) {
     Decision d;

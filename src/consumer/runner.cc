@@ -3,10 +3,16 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "evident/consumer.h"
 
@@ -112,6 +118,180 @@ bool IsBlank(std::string_view line) {
   return line.find_first_not_of(" \t\r") == std::string_view::npos;
 }
 
+// Reads and prepares events (Pipeline::Prepare: parse, payload checks) on a thread of its own,
+// ahead of the thread that decides them against the store: while that thread works in SQLite or
+// waits for a commit to reach the disk, this one parses the next events.
+//
+// The two threads hand events over in runs of up to kHandOffCount under one lock, so neither
+// takes a lock or wakes the other per event. Bounded: at most `slots` events and about
+// `bytes_max` bytes of them are held at once, and a slot that held an event larger than
+// kSlotBytesKeep gives its memory back when it is released.
+class PrepareAhead {
+ public:
+  struct Item {
+    enum class Kind { kEvent, kEnd, kError } kind = Kind::kEvent;
+    PreparedEvent* event = nullptr;
+    int64_t index = 0;  // the input line
+    Status status;      // kError
+  };
+
+  PrepareAhead(Pipeline& pipeline, int fd, size_t line_bytes_max, int64_t resume_from,
+               std::vector<std::unique_ptr<PreparedEvent>> slots, size_t bytes_max)
+      : pipeline_(pipeline),
+        reader_(fd, line_bytes_max),
+        resume_from_(resume_from),
+        slots_(std::move(slots)),
+        hand_off_count_(std::clamp<size_t>(slots_.size() / 4, 1, kHandOffCount)),
+        bytes_max_(bytes_max) {
+    for (auto& slot : slots_) free_.push_back(slot.get());
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~PrepareAhead() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    free_cv_.notify_all();
+    thread_.join();
+  }
+  PrepareAhead(const PrepareAhead&) = delete;
+  PrepareAhead& operator=(const PrepareAhead&) = delete;
+
+  // The next item in input order; nullopt when none arrives within `wait_ms` (-1: no limit).
+  std::optional<Item> Next(int wait_ms) {
+    if (taken_.empty()) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      GiveBack();  // the slots decided since the last hand-off
+      if (ready_.empty()) {
+        consumer_waiting_ = true;
+        const auto has_item = [this] { return !ready_.empty(); };
+        if (wait_ms < 0) {
+          ready_cv_.wait(lock, has_item);
+        } else {
+          ready_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), has_item);
+        }
+        consumer_waiting_ = false;
+        if (ready_.empty()) return std::nullopt;
+      }
+      taken_.swap(ready_);
+    }
+    Item item = std::move(taken_.front());
+    taken_.pop_front();
+    return item;
+  }
+
+  // Gives a decided event's slot back (handed to the reading thread with the next Next).
+  void Release(PreparedEvent* event) { released_.push_back(event); }
+
+  int64_t skipped() const { return skipped_; }  // read after kEnd
+
+ private:
+  static constexpr size_t kHandOffCount = 64;
+  static constexpr size_t kSlotBytesKeep = size_t{64} << 10;
+
+  // Under mutex_: returns the released slots to the free list.
+  void GiveBack() {
+    for (PreparedEvent* event : released_) {
+      bytes_held_ -= std::min(bytes_held_, event->size());
+      if (event->size() > kSlotBytesKeep) {
+        for (auto& slot : slots_) {
+          if (slot.get() != event) continue;
+          auto fresh = pipeline_.NewPreparedEvent();
+          if (fresh.ok()) slot = std::move(fresh).value();  // else keep the large one
+          event = slot.get();
+          break;
+        }
+      }
+      free_.push_back(event);
+    }
+    released_.clear();
+    if (producer_waiting_ && !free_.empty()) free_cv_.notify_one();
+  }
+
+  void Run() {
+    std::string line;
+    int64_t line_index = 0;
+    std::vector<PreparedEvent*> mine;  // free slots taken, not yet filled
+    std::deque<Item> done;             // prepared, not yet handed over
+    const auto hand_over = [&] {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (Item& item : done) {
+        if (item.event != nullptr) bytes_held_ += item.event->size();
+        ready_.push_back(std::move(item));
+      }
+      done.clear();
+      if (consumer_waiting_ && !ready_.empty()) ready_cv_.notify_one();
+    };
+    while (true) {
+      if (done.size() >= hand_off_count_) hand_over();
+      if (mine.empty()) {
+        if (!done.empty()) hand_over();
+        std::unique_lock<std::mutex> lock(mutex_);
+        producer_waiting_ = true;
+        free_cv_.wait(lock,
+                      [this] { return stop_ || (!free_.empty() && bytes_held_ < bytes_max_); });
+        producer_waiting_ = false;
+        if (stop_) return;
+        while (!free_.empty() && mine.size() < hand_off_count_) {
+          mine.push_back(free_.back());
+          free_.pop_back();
+        }
+      }
+      // Events in hand are handed over before the reader may block on a silent input.
+      Result<LineReader::Next> next = reader_.Read(line, done.empty() ? 200 : 0);
+      if (next.ok() && *next == LineReader::Next::kWouldWait) {
+        if (!done.empty()) {
+          hand_over();
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stop_) return;
+        continue;
+      }
+      if (!next.ok() || *next == LineReader::Next::kEnd) {
+        Item last;
+        last.kind = next.ok() ? Item::Kind::kEnd : Item::Kind::kError;
+        if (!next.ok()) last.status = next.status();
+        done.push_back(std::move(last));
+        hand_over();
+        return;
+      }
+      const int64_t index = line_index++;
+      if (index < resume_from_) {
+        ++skipped_;
+        continue;
+      }
+      if (IsBlank(line)) continue;
+      PreparedEvent* slot = mine.back();
+      mine.pop_back();
+      pipeline_.Prepare(*slot, line);
+      Item item;
+      item.event = slot;
+      item.index = index;
+      done.push_back(std::move(item));
+    }
+  }
+
+  Pipeline& pipeline_;
+  LineReader reader_;  // the reading thread's alone
+  const int64_t resume_from_;
+  int64_t skipped_ = 0;  // the reading thread's until it hands over kEnd
+
+  std::deque<Item> taken_;                // the deciding thread's: handed over, not yet decided
+  std::vector<PreparedEvent*> released_;  // the deciding thread's: decided, not yet given back
+
+  std::mutex mutex_;  // guards everything below
+  std::condition_variable ready_cv_, free_cv_;
+  std::vector<std::unique_ptr<PreparedEvent>> slots_;
+  const size_t hand_off_count_;
+  std::vector<PreparedEvent*> free_;
+  std::deque<Item> ready_;
+  const size_t bytes_max_;
+  size_t bytes_held_ = 0;
+  bool consumer_waiting_ = false, producer_waiting_ = false, stop_ = false;
+  std::thread thread_;  // last: starts after every member above exists
+};
+
 void PrintProgress(std::FILE* out, const ConsumeSummary& s, double seconds) {
   std::array<int64_t, kOutcomeCount> totals{};
   for (const auto& [consumer, counts] : s.counts) {
@@ -154,11 +334,22 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
   }
   const auto start = std::chrono::steady_clock::now();
   auto last_progress = start;
-  LineReader reader(fd, config.event_bytes_max);
+  // Slots for events read ahead: enough to keep the deciding thread busy, few enough that an
+  // event is still in the CPU cache when it is decided.
+  constexpr size_t kSlotsMax = 128;
+  constexpr size_t kAheadBytesMax = size_t{32} << 20;
+  std::vector<std::unique_ptr<PreparedEvent>> slots;
+  const size_t slot_count =
+      std::clamp<size_t>(static_cast<size_t>(config.batch_count_max), 2, kSlotsMax);
+  for (size_t i = 0; i < slot_count; ++i) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedEvent> slot, pipeline.NewPreparedEvent());
+    slots.push_back(std::move(slot));
+  }
+  PrepareAhead ahead(pipeline, fd, config.event_bytes_max, resume_from, std::move(slots),
+                     kAheadBytesMax);
   std::vector<Decision> decisions;
   std::string outcome_text;
-  std::string line;
-  int64_t line_index = 0;
+  int64_t line_index = 0;  // input lines decided: the checkpoint
   size_t batch_events = 0;
   bool in_transaction = false;
 
@@ -192,26 +383,21 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
 
   while (true) {
     const int wait_ms = batch_events > 0 ? static_cast<int>(config.linger_ms) : -1;
-    Result<LineReader::Next> next = reader.Read(line, wait_ms);
-    if (!next.ok()) return fail(next.status());
-    if (*next == LineReader::Next::kWouldWait) {
+    std::optional<PrepareAhead::Item> item = ahead.Next(wait_ms);
+    if (!item) {  // the input paused for linger_ms: close the batch
       if (Status s = commit(); !s.ok()) return fail(s);
       continue;
     }
-    if (*next == LineReader::Next::kEnd) break;
-    const int64_t index = line_index++;
-    if (index < resume_from) {
-      ++summary.skipped;
-      continue;
-    }
-    if (IsBlank(line)) continue;
+    if (item->kind == PrepareAhead::Item::Kind::kError) return fail(item->status);
+    if (item->kind == PrepareAhead::Item::Kind::kEnd) break;
     if (!in_transaction) {
       if (Status s = store.Begin(); !s.ok()) return s;
       in_transaction = true;
     }
-    if (Status s = pipeline.Process(store, line, index, NowMs(), decisions); !s.ok()) {
-      return fail(s.Annotate("input line " + std::to_string(index)));
-    }
+    Status decided = pipeline.Decide(store, *item->event, item->index, NowMs(), decisions);
+    ahead.Release(item->event);
+    if (!decided.ok()) return fail(decided.Annotate("input line " + std::to_string(item->index)));
+    line_index = item->index + 1;
     ++summary.events;
     if (++batch_events >= config.batch_count_max) {
       if (Status s = commit(); !s.ok()) return fail(s);
@@ -225,6 +411,7 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
       }
     }
   }
+  summary.skipped = ahead.skipped();
   if (Status s = commit(); !s.ok()) return fail(s);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (options.progress != nullptr) {
