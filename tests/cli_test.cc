@@ -94,6 +94,65 @@ TEST(CliValidate, BinaryGarbageDoesNotCrash) {
   for (const Line& line : ParseOutput(r.out)) EXPECT_EQ(line.outcome, "rejected");
 }
 
+std::string Event(const std::string& id) {
+  return R"({"specversion":"1.0","id":")" + id + R"(","source":"s","type":"t"})";
+}
+
+// NDJSON streams: an input far larger than --input-bytes-max is validated line by line, with
+// the physical line numbers (blank lines counted) as indices.
+TEST(CliValidate, NdjsonStreamsPastTheWholeInputLimit) {
+  std::string input = "\n" + Event("a") + "\n\n";
+  for (int i = 0; i < 200; ++i) input += Event("e" + std::to_string(i)) + "\n";
+  const auto r = RunEvident({"validate", "--input-bytes-max", "100", "-"}, input);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = ParseOutput(r.out);
+  ASSERT_EQ(lines.size(), 201u) << r.err;
+  EXPECT_EQ(lines[0].index, 1u);
+  EXPECT_EQ(lines[0].id, "a");
+  EXPECT_EQ(lines[1].index, 3u);
+  EXPECT_EQ(lines[200].index, 202u);
+  EXPECT_EQ(lines[200].id, "e199");
+}
+
+// A line over --event-bytes-max is rejected as too large, and the lines after it are read.
+TEST(CliValidate, OversizedNdjsonLineIsRejectedAndTheRestIsRead) {
+  const std::string big = R"({"specversion":"1.0","id":"big","source":"s","type":"t","data":")" +
+                          std::string(200000, 'x') + R"("})";
+  const std::string input = Event("a") + "\n" + big + "\n" + Event("b") + "\n";
+  const auto r = RunEvident({"validate", "--event-bytes-max", "65536", "-"}, input);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto lines = ParseOutput(r.out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].outcome, "valid");
+  EXPECT_EQ(lines[1].outcome, "rejected");
+  EXPECT_EQ(lines[1].reason, "envelope-too-large");
+  EXPECT_EQ(lines[2].outcome, "valid");
+  EXPECT_EQ(lines[2].id, "b");
+}
+
+// Other layouts are read whole: a pretty-printed object is one event, and a batch array past
+// --input-bytes-max is refused as too large (exit 2), not cut.
+TEST(CliValidate, WholeInputLayoutsAndTheirLimit) {
+  const auto pretty =
+      RunEvident({"validate", "-"},
+                 "\n{\n  \"specversion\": \"1.0\",\n  \"id\": \"p\",\n  \"source\": \"s\",\n  "
+                 "\"type\": \"t\"\n}\n");
+  EXPECT_EQ(pretty.exit_code, 0) << pretty.err;
+  const auto one = ParseOutput(pretty.out);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].id, "p");
+  EXPECT_EQ(one[0].index, 0u);
+
+  const std::string batch = "[" + Event("x") + "," + Event("y") + "]";
+  const auto fits = RunEvident({"validate", "-"}, batch);
+  EXPECT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_EQ(ParseOutput(fits.out).size(), 2u);
+  const auto refused = RunEvident({"validate", "--input-bytes-max", "100", "-"}, batch);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("larger than 100 bytes"), std::string::npos) << refused.err;
+  EXPECT_TRUE(refused.out.empty());
+}
+
 TEST(CliValidate, UsageAndIoErrorsExitTwo) {
   EXPECT_EQ(RunEvident({"validate", "/nonexistent/file.ndjson"}).exit_code, 2);
   EXPECT_EQ(RunEvident({"validate", "--profile", "avro"}, "{}").exit_code, 2);

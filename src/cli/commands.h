@@ -6,7 +6,10 @@
 // 1 a negative answer about the input (rejected, invalid, incompatible, denied), 2 usage or I/O.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <iosfwd>
+#include <string>
 
 namespace CLI {
 class App;
@@ -19,6 +22,11 @@ using Runner = std::function<int()>;
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitNegative = 1;
 inline constexpr int kExitUsage = 2;
+
+// Reads one line (without its newline) into `line`, keeping at most `bytes_max` + 1 of its bytes
+// (enough to tell it is too long) and skipping the rest, so that one huge line never sits in
+// memory whole. False at the end of the input (cli/lines.cc).
+bool ReadLineBounded(std::istream& in, std::string& line, size_t bytes_max);
 
 void AddValidateCommand(CLI::App& app, Runner& run);
 void AddSchemaCommand(CLI::App& app, Runner& run);

@@ -1,0 +1,30 @@
+// cli/lines.cc — reading input line by line with a bound on the line kept.
+#include <algorithm>
+#include <istream>
+
+#include "cli/commands.h"
+
+namespace evident::cli {
+
+// Reads one line into `line`, keeping at most `bytes_max` + 1 of its bytes (enough to tell it
+// is too long) and skipping the rest, so that one huge line never sits in memory whole. False
+// at the end of the input. (std::getline has no bound.)
+bool ReadLineBounded(std::istream& in, std::string& line, size_t bytes_max) {
+  line.clear();
+  char chunk[1 << 16];
+  bool any = false;
+  while (true) {
+    in.getline(chunk, sizeof chunk);
+    const auto extracted = static_cast<size_t>(in.gcount());
+    // A chunk filled up before the line ended: failbit without eofbit, no newline taken.
+    const bool more = in.fail() && !in.eof() && extracted == sizeof chunk - 1;
+    const bool newline_taken = !in.fail() && !in.eof() && extracted > 0;
+    const size_t stored = newline_taken ? extracted - 1 : extracted;
+    any = any || extracted > 0;
+    if (line.size() <= bytes_max) line.append(chunk, std::min(stored, bytes_max + 1 - line.size()));
+    if (!more) return any;
+    in.clear();
+  }
+}
+
+}  // namespace evident::cli
