@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "core/rfc3339.h"
+
 namespace evident::syntax {
 namespace {
 
@@ -9,24 +11,6 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool IsLowerHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f'); }
-
-// Reads exactly `n` digits at text[pos..] into `value`.
-bool ReadDigits(std::string_view text, size_t pos, size_t n, int& value) {
-  if (pos + n > text.size()) return false;
-  value = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const char c = text[pos + i];
-    if (!IsDigit(c)) return false;
-    value = value * 10 + (c - '0');
-  }
-  return true;
-}
-
-int DaysInMonth(int year, int month) {
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  return month == 2 && leap ? 29 : kDays[month - 1];
-}
 
 // RFC 3986 unreserved / sub-delims / ':' '@' '/' '?' plus '#' and '%' (escapes checked apart).
 bool IsUriChar(char c) {
@@ -86,34 +70,7 @@ bool IsTokenChar(char c) {
 
 }  // namespace
 
-bool IsRfc3339Timestamp(std::string_view t) {
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (!ReadDigits(t, 0, 4, year) || t.size() < 20 || t[4] != '-' || !ReadDigits(t, 5, 2, month) ||
-      t[7] != '-' || !ReadDigits(t, 8, 2, day)) {
-    return false;
-  }
-  if (t[10] != 'T' && t[10] != 't') return false;
-  if (!ReadDigits(t, 11, 2, hour) || t[13] != ':' || !ReadDigits(t, 14, 2, minute) ||
-      t[16] != ':' || !ReadDigits(t, 17, 2, second)) {
-    return false;
-  }
-  if (month < 1 || month > 12 || day < 1 || day > DaysInMonth(year, month) || hour > 23 ||
-      minute > 59 || second > 60) {
-    return false;
-  }
-  size_t pos = 19;
-  if (pos < t.size() && t[pos] == '.') {
-    const size_t start = ++pos;
-    while (pos < t.size() && IsDigit(t[pos])) ++pos;
-    if (pos == start) return false;
-  }
-  if (pos == t.size()) return false;
-  if (t[pos] == 'Z' || t[pos] == 'z') return pos + 1 == t.size();
-  if (t[pos] != '+' && t[pos] != '-') return false;
-  int offset_hour = 0, offset_minute = 0;
-  return pos + 6 == t.size() && ReadDigits(t, pos + 1, 2, offset_hour) && t[pos + 3] == ':' &&
-         ReadDigits(t, pos + 4, 2, offset_minute) && offset_hour <= 23 && offset_minute <= 59;
-}
+bool IsRfc3339Timestamp(std::string_view t) { return rfc3339::IsDateTime(t); }
 
 bool IsUriReference(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {

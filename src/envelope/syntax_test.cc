@@ -18,6 +18,18 @@ TEST(Syntax, Rfc3339) {
   }
 }
 
+// A leap second exists only at 23:59:60 UTC: the same rule as the JSON Schema date-time format.
+TEST(Syntax, Rfc3339LeapSecondOnlyAtTheEndOfTheUtcDay) {
+  for (const char* ok : {"2016-12-31T23:59:60Z", "2016-12-31T15:59:60-08:00",
+                         "2017-01-01T00:59:60+01:00", "2016-12-31T23:59:60.25z"}) {
+    EXPECT_TRUE(IsRfc3339Timestamp(ok)) << ok;
+  }
+  for (const char* bad : {"2026-07-31T12:00:60Z", "2016-12-31T23:58:60Z", "2016-12-31T22:59:60Z",
+                          "2016-12-31T23:59:60+01:00"}) {
+    EXPECT_FALSE(IsRfc3339Timestamp(bad)) << bad;
+  }
+}
+
 TEST(Syntax, UriReference) {
   for (const char* ok : {"https://example.test/order-service", "training://orders/checkout",
                          "/relative", "orders-api", "urn:uuid:1234", "a%20b", "mailto:x@y.test"}) {
