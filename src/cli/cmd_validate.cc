@@ -129,7 +129,7 @@ int RunValidate(const ValidateFlags& flags) {
     while (ReadLineBounded(*in, line, streaming ? line_bytes_max : flags.input_bytes_max)) {
       const size_t index = line_index++;
       if (blank(line)) continue;  // whitespace: nothing to keep for the whole-input path
-      if (!streaming) {  // a second value: NDJSON
+      if (!streaming) {           // a second value: NDJSON
         streaming = true;
         text.clear();
         emit(first, first_index);
