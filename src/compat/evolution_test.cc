@@ -149,6 +149,20 @@ TEST(Errors, UnparseableSchemasAreInvalidArgument) {
   EXPECT_NE(not_a_pointer.status().message().find("does not resolve"), std::string::npos);
 }
 
+// A member name given twice in one object is refused: found by the compat fuzzer, which diffed
+// such a schema against itself and got changes (one look-up saw the first member, another both).
+TEST(Errors, RepeatedMemberNameIsInvalidArgument) {
+  const std::string ok = Schema(R"("type":"string")");
+  const std::string twice =
+      Schema(R"("properties":{"a":{"const":2},"b":{"type":"string"},"a":{"const":1}})");
+  for (const auto& diff :
+       {DiffSchemas(twice, twice), DiffSchemas(twice, ok), DiffSchemas(ok, twice)}) {
+    EXPECT_EQ(diff.status().code(), Code::kInvalidArgument) << diff.status().ToString();
+    EXPECT_NE(diff.status().message().find("member name 'a' appears twice"), std::string::npos)
+        << diff.status().message();
+  }
+}
+
 TEST(Errors, BooleanRootSchemas) {
   auto diff = DiffSchemas("true", "false");
   ASSERT_TRUE(diff.ok()) << diff.status().ToString();

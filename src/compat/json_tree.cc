@@ -29,6 +29,16 @@ Status Convert(simdjson::dom::element element, JsonValue& out, int64_t depth,
         EVIDENT_RETURN_IF_ERROR(
             Convert(field.value, out.object.back().value, depth + 1, nesting_depth_max));
       }
+      // simdjson keeps a repeated member name; a schema that says two things under one name is
+      // ambiguous (I-JSON forbids it), and look-ups by name would see only the first.
+      std::vector<std::string_view> names;
+      names.reserve(out.object.size());
+      for (const JsonMember& member : out.object) names.push_back(member.name);
+      std::sort(names.begin(), names.end());
+      if (const auto twice = std::adjacent_find(names.begin(), names.end()); twice != names.end()) {
+        return Status::InvalidArgument("member name '" + std::string(*twice) +
+                                       "' appears twice in one object");
+      }
       return Status::Ok();
     }
     case simdjson::dom::element_type::ARRAY: {
