@@ -99,10 +99,14 @@ class Generator {
     if (Pick(8) == 0) members.push_back("\"const\":" + std::to_string(Pick(3)));
     static const char* kBounds[] = {"maxLength", "minLength", "maximum",    "minimum",
                                     "maxItems",  "minItems",  "multipleOf", "exclusiveMaximum"};
+    int bound_taken = -1;  // a keyword at most once: a repeated member name is refused
     for (int i = 0; i < 2; ++i) {
       if (Pick(3) == 0) {
-        members.push_back(std::string("\"") + kBounds[Pick(8)] +
-                          "\":" + std::to_string(1 + Pick(4)));
+        const int bound = Pick(8);
+        const std::string value = std::to_string(1 + Pick(4));
+        if (bound == bound_taken) continue;
+        bound_taken = bound;
+        members.push_back(std::string("\"") + kBounds[bound] + "\":" + value);
       }
     }
     if (Pick(6) == 0)
