@@ -105,14 +105,10 @@ int RunValidate(const ValidateArgs& args) {
   }
 
   std::ifstream file;
-  std::istream* in = &std::cin;
-  if (args.instances_path != "-") {
-    file.open(args.instances_path, std::ios::binary);
-    if (!file) {
-      std::cerr << "evident schema validate: cannot open " << args.instances_path << "\n";
-      return kExitUsage;
-    }
-    in = &file;
+  std::istream* in = OpenInput(args.instances_path, file);
+  if (in == nullptr) {
+    std::cerr << "evident schema validate: cannot open " << args.instances_path << "\n";
+    return kExitUsage;
   }
   simdjson::dom::parser parser;
   std::string line, out;

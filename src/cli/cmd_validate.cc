@@ -55,14 +55,10 @@ int RunValidate(const ValidateFlags& flags) {
     return kExitUsage;
   }
   std::ifstream file;
-  std::istream* in = &std::cin;
-  if (flags.input != "-") {
-    file.open(flags.input, std::ios::binary);
-    if (!file) {
-      std::cerr << "evident validate: cannot open " << flags.input << "\n";
-      return kExitUsage;
-    }
-    in = &file;
+  std::istream* in = OpenInput(flags.input, file);
+  if (in == nullptr) {
+    std::cerr << "evident validate: cannot open " << flags.input << "\n";
+    return kExitUsage;
   }
   bool any_rejected = false;
   std::string out;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <fstream>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -27,6 +28,9 @@ inline constexpr int kExitUsage = 2;
 // (enough to tell it is too long) and skipping the rest, so that one huge line never sits in
 // memory whole. False at the end of the input (cli/lines.cc).
 bool ReadLineBounded(std::istream& in, std::string& line, size_t bytes_max);
+// The input named `path`: standard input for "-", else `file` opened on it; null when it cannot
+// be opened (cli/lines.cc).
+std::istream* OpenInput(const std::string& path, std::ifstream& file);
 
 void AddValidateCommand(CLI::App& app, Runner& run);
 void AddSchemaCommand(CLI::App& app, Runner& run);

@@ -1,5 +1,7 @@
 // cli/lines.cc — reading input line by line with a bound on the line kept.
 #include <algorithm>
+#include <fstream>
+#include <iostream>
 #include <istream>
 
 #include "cli/commands.h"
@@ -25,6 +27,12 @@ bool ReadLineBounded(std::istream& in, std::string& line, size_t bytes_max) {
     if (!more) return any;
     in.clear();
   }
+}
+
+std::istream* OpenInput(const std::string& path, std::ifstream& file) {
+  if (path == "-") return &std::cin;
+  file.open(path, std::ios::binary);
+  return file ? &file : nullptr;
 }
 
 }  // namespace evident::cli

@@ -12,30 +12,44 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A store created before projection keys led with the subject keeps its (consumer, subject)
-// key; the store opens it as it is and reads and writes it the same way.
-TEST(SqliteStore, OpensAStoreWithTheEarlierProjectionKeyOrder) {
-  const fs::path path =
-      fs::temp_directory_path() / ("evident-layout-" + std::to_string(getpid()) + ".db");
-  fs::remove(path);
-  {
+// A store file of its own per test, written with raw SQL first where a test needs rows in a
+// given form, and removed afterwards.
+class SqliteStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = fs::temp_directory_path() /
+            ("evident-sqlite-" + std::to_string(getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
+    fs::remove(path_);
+  }
+  void TearDown() override {
+    for (const std::string suffix : {"", "-wal", "-shm"}) fs::remove(path_.string() + suffix);
+  }
+  void ExecSql(const char* sql) {
     sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    const char* kEarlier =
-        "CREATE TABLE projection(consumer TEXT NOT NULL, subject TEXT NOT NULL, "
-        "version INTEGER NOT NULL, state TEXT NOT NULL, fields_json TEXT NOT NULL, "
-        "owner_source TEXT NOT NULL, owner_version_seen INTEGER NOT NULL, "
-        "updated_at_ms INTEGER NOT NULL, evidence_json TEXT NOT NULL DEFAULT '{}', "
-        "PRIMARY KEY(consumer, subject)) WITHOUT ROWID;"
-        "INSERT INTO projection VALUES('a','order-1',3,'paid','{}','s',3,5,"
-        "'{\"payment\":{\"source\":\"s\",\"id\":\"e3\",\"subject_version\":3,"
-        "\"recorded_at_ms\":5}}');"
-        "INSERT INTO projection VALUES('b','order-1',1,'new','{}','s',1,5,'{}');";
-    ASSERT_EQ(sqlite3_exec(db, kEarlier, nullptr, nullptr, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
     sqlite3_close(db);
   }
+  fs::path path_;
+};
+
+// A store created before projection keys led with the subject keeps its (consumer, subject)
+// key; the store opens it as it is and reads and writes it the same way.
+TEST_F(SqliteStore, OpensAStoreWithTheEarlierProjectionKeyOrder) {
+  const char* kEarlier =
+      "CREATE TABLE projection(consumer TEXT NOT NULL, subject TEXT NOT NULL, "
+      "version INTEGER NOT NULL, state TEXT NOT NULL, fields_json TEXT NOT NULL, "
+      "owner_source TEXT NOT NULL, owner_version_seen INTEGER NOT NULL, "
+      "updated_at_ms INTEGER NOT NULL, evidence_json TEXT NOT NULL DEFAULT '{}', "
+      "PRIMARY KEY(consumer, subject)) WITHOUT ROWID;"
+      "INSERT INTO projection VALUES('a','order-1',3,'paid','{}','s',3,5,"
+      "'{\"payment\":{\"source\":\"s\",\"id\":\"e3\",\"subject_version\":3,"
+      "\"recorded_at_ms\":5}}');"
+      "INSERT INTO projection VALUES('b','order-1',1,'new','{}','s',1,5,'{}');";
+  ExecSql(kEarlier);
   {
-    auto opened = OpenSqliteStore(path.string());
+    auto opened = OpenSqliteStore(path_.string());
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     Store& store = **opened;
     ASSERT_TRUE(store.Begin().ok());
@@ -57,35 +71,24 @@ TEST(SqliteStore, OpensAStoreWithTheEarlierProjectionKeyOrder) {
     EXPECT_EQ(evidence[0].source, "s");
     EXPECT_EQ(evidence[0].event_id, "e3");
   }
-  fs::remove(path);
-  fs::remove(path.string() + "-wal");
-  fs::remove(path.string() + "-shm");
 }
 
 // Evidence written by the store reads back; a record that is neither form is reported as
 // corruption, not read as something else.
-TEST(SqliteStore, EvidenceRecordsOfEitherFormAndCorruptOnes) {
-  const fs::path path =
-      fs::temp_directory_path() / ("evident-evidence-" + std::to_string(getpid()) + ".db");
-  fs::remove(path);
+TEST_F(SqliteStore, EvidenceRecordsOfEitherFormAndCorruptOnes) {
   {
-    auto opened = OpenSqliteStore(path.string());
+    auto opened = OpenSqliteStore(path_.string());
     ASSERT_TRUE(opened.ok());
   }
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    const char* kRows =
-        "INSERT INTO projection VALUES('c','new-form',2,'s','{}','owner',2,5,"
-        "'{\"payment\":[\"e1\",1,5],\"refund\":[\"e2\",null,6,\"other\"]}');"
-        "INSERT INTO projection VALUES('c','earlier-form',1,'s','{}','owner',1,5,"
-        "'{\"payment\":{\"id\":\"e3\",\"subject_version\":1,\"recorded_at_ms\":7}}');"
-        "INSERT INTO projection VALUES('c','short',1,'s','{}','owner',1,5,"
-        "'{\"payment\":[\"e4\"]}');";
-    ASSERT_EQ(sqlite3_exec(db, kRows, nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
-  }
-  auto opened = OpenSqliteStore(path.string());
+  const char* kRows =
+      "INSERT INTO projection VALUES('c','new-form',2,'s','{}','owner',2,5,"
+      "'{\"payment\":[\"e1\",1,5],\"refund\":[\"e2\",null,6,\"other\"]}');"
+      "INSERT INTO projection VALUES('c','earlier-form',1,'s','{}','owner',1,5,"
+      "'{\"payment\":{\"id\":\"e3\",\"subject_version\":1,\"recorded_at_ms\":7}}');"
+      "INSERT INTO projection VALUES('c','short',1,'s','{}','owner',1,5,"
+      "'{\"payment\":[\"e4\"]}');";
+  ExecSql(kRows);
+  auto opened = OpenSqliteStore(path_.string());
   ASSERT_TRUE(opened.ok());
   Store& store = **opened;
   const auto fresh = store.EvidenceOf("c", "new-form");
@@ -104,9 +107,6 @@ TEST(SqliteStore, EvidenceRecordsOfEitherFormAndCorruptOnes) {
   EXPECT_EQ((*earlier)[0].recorded_at_ms, 7);
   const auto corrupt = store.EvidenceOf("c", "short");
   EXPECT_EQ(corrupt.status().code(), Code::kCorruption) << corrupt.status().ToString();
-  fs::remove(path);
-  fs::remove(path.string() + "-wal");
-  fs::remove(path.string() + "-shm");
 }
 
 }  // namespace
