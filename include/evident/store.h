@@ -168,6 +168,16 @@ struct SqliteOptions {
   int64_t cache_kib = 16 * 1024;
   // How long to wait for a lock held by another process, in milliseconds.
   int64_t busy_timeout_ms = 5000;
+  // A checkpoint (copying the WAL into the database file, then that file's fsync) runs each
+  // time commits have added this many pages to the WAL (SQLite's own automatic threshold).
+  int64_t checkpoint_wal_pages = 1000;
+  // Checkpoints run on a thread and connection of their own, so commits do not wait for them.
+  // false: the committing connection checkpoints itself, as SQLite does by default.
+  bool checkpoint_thread = true;
+  // With the checkpoint thread, a commit that leaves this many pages in the WAL (4 KiB each)
+  // checkpoints on the committing connection itself: this bounds the WAL file and lets it
+  // restart from its beginning, which it cannot do while commits keep coming.
+  int64_t wal_pages_max = 8000;
 };
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.

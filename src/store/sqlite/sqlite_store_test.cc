@@ -3,7 +3,9 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "evident/store.h"
 
@@ -107,6 +109,75 @@ TEST_F(SqliteStore, EvidenceRecordsOfEitherFormAndCorruptOnes) {
   EXPECT_EQ((*earlier)[0].recorded_at_ms, 7);
   const auto corrupt = store.EvidenceOf("c", "short");
   EXPECT_EQ(corrupt.status().code(), Code::kCorruption) << corrupt.status().ToString();
+}
+
+// Commits `count` transactions of one ledger row each (about 3-4 WAL pages per commit).
+void CommitRows(Store& store, int first, int count) {
+  for (int i = first; i < first + count; ++i) {
+    ASSERT_TRUE(store.Begin().ok());
+    LedgerEntry e;
+    e.consumer = "c";
+    e.source = "s";
+    e.event_id = "evt-" + std::to_string(i);
+    e.state = "applied";
+    e.type = "t";
+    e.subject = "order-" + std::to_string(i);
+    e.input_schema_version = e.result_version = 1;
+    ASSERT_TRUE(store.InsertLedger(e).ok());
+    ASSERT_TRUE(store.Commit().ok());
+  }
+}
+
+int64_t FileBytes(const fs::path& path) {
+  std::error_code error;
+  const auto size = fs::file_size(path, error);
+  return error ? 0 : static_cast<int64_t>(size);
+}
+
+// In WAL mode the database file grows only when a checkpoint copies pages into it. With the
+// committing connection's own checkpoint pushed out of reach (wal_pages_max), only the
+// checkpoint thread can make it grow.
+TEST_F(SqliteStore, TheCheckpointThreadCopiesTheWalIntoTheDatabaseFile) {
+  auto opened =
+      OpenSqliteStore(path_.string(), {.checkpoint_wal_pages = 16, .wal_pages_max = 1'000'000'000});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Store& store = **opened;
+  const int64_t initial = FileBytes(path_);
+  CommitRows(store, 0, 200);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (FileBytes(path_) <= initial && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(FileBytes(path_), initial) << "no checkpoint ran while the store was open";
+  EXPECT_EQ(store.Counts()->at(0).second, 200);
+}
+
+// Whatever runs the checkpoints, the WAL stays within its bound: `wal_pages_max` pages (plus the
+// last commit's) with the thread, `checkpoint_wal_pages` without it. And nothing is lost.
+TEST_F(SqliteStore, TheWalStaysBoundedWithAndWithoutTheCheckpointThread) {
+  constexpr int64_t kFrameBytes = 4096 + 24;  // a page and its WAL frame header
+  for (const bool thread : {true, false}) {
+    SCOPED_TRACE(thread ? "checkpoint thread" : "no checkpoint thread");
+    TearDown();
+    auto opened = OpenSqliteStore(
+        path_.string(),
+        {.checkpoint_wal_pages = 16, .checkpoint_thread = thread, .wal_pages_max = 64});
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    Store& store = **opened;
+    const int64_t bound_pages = thread ? 64 : 16;
+    int64_t largest = 0;
+    for (int round = 0; round < 40; ++round) {
+      CommitRows(store, round * 20, 20);
+      largest = std::max(largest, FileBytes(path_.string() + "-wal"));
+    }
+    EXPECT_GT(largest, 0);
+    EXPECT_LE(largest, 32 + (bound_pages + 16) * kFrameBytes);
+    EXPECT_EQ(store.Counts()->at(0).second, 800);
+    opened->reset();
+    auto reopened = OpenSqliteStore(path_.string());
+    ASSERT_TRUE(reopened.ok());
+    EXPECT_EQ((*reopened)->Counts()->at(0).second, 800);
+  }
 }
 
 }  // namespace
