@@ -168,16 +168,19 @@ struct SqliteOptions {
   int64_t cache_kib = 16 * 1024;
   // How long to wait for a lock held by another process, in milliseconds.
   int64_t busy_timeout_ms = 5000;
-  // A checkpoint (copying the WAL into the database file, then that file's fsync) runs each
-  // time commits have added this many pages to the WAL (SQLite's own automatic threshold).
+  // A checkpoint (copying the WAL into the database file, then that file's fsync) runs after a
+  // commit that leaves at least this many pages in the WAL (SQLite's own automatic threshold).
   int64_t checkpoint_wal_pages = 1000;
-  // Checkpoints run on a thread and connection of their own, so commits do not wait for them.
-  // false: the committing connection checkpoints itself, as SQLite does by default.
+  // After a commit of at least `checkpoint_thread_commit_pages` pages (4 KiB each), the
+  // checkpoint runs on a thread and connection of its own, and the next commit does not wait for
+  // it; after a smaller commit, on the committing connection, as SQLite does by default.
+  // false: always on the committing connection.
   bool checkpoint_thread = true;
-  // With the checkpoint thread, a commit that leaves this many pages in the WAL (4 KiB each)
-  // checkpoints on the committing connection itself: this bounds the WAL file and lets it
-  // restart from its beginning, which it cannot do while commits keep coming.
-  int64_t wal_pages_max = 8000;
+  int64_t checkpoint_thread_commit_pages = 64;
+  // With the thread, a commit that leaves this many pages in the WAL checkpoints on the
+  // committing connection: this bounds the WAL file and lets it restart from its beginning,
+  // which it cannot do while commits keep coming.
+  int64_t wal_pages_max = 16000;
 };
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.

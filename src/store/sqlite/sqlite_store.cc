@@ -394,29 +394,31 @@ class SqliteStore final : public Store {
   void ConfigureCheckpoints(const std::string& path, const SqliteOptions& options) {
     checkpoint_wal_pages_ = std::max<int64_t>(options.checkpoint_wal_pages, 1);
     wal_pages_max_ = std::max(options.wal_pages_max, checkpoint_wal_pages_);
+    checkpoint_thread_commit_pages_ = options.checkpoint_thread_commit_pages;
     if (options.checkpoint_thread) {
       checkpointer_ = std::make_unique<Checkpointer>(path, options.synchronous);
     }
     sqlite3_wal_hook(db_, &SqliteStore::OnWalCommit, this);
   }
-  // One background checkpoint per `checkpoint_wal_pages` pages committed, as often as SQLite's
-  // own automatic checkpoint runs: asking after every commit would keep the thread syncing the
-  // database file without pause, and each commit's own fsync would queue behind it. While
-  // commits keep coming the WAL cannot restart (it restarts only when a transaction begins with
-  // every page copied); the checkpoint at `wal_pages_max` on this connection copies the rest
-  // and lets it restart.
+  // Once the WAL holds `checkpoint_wal_pages`, a large commit (`checkpoint_thread_commit_pages`
+  // or more) asks the thread for a checkpoint, and a small one checkpoints on this connection as
+  // SQLite would. A stream of large commits is bound by CPU, which the thread frees; a stream
+  // of small ones by its commits' fsync latency, which a concurrent fsync of the database file
+  // lengthens (measured in docs/BENCHMARKS.md). While commits keep coming the WAL cannot
+  // restart (it does only when a transaction begins with every page copied); a commit that
+  // leaves `wal_pages_max` pages checkpoints here, which copies the rest and lets it restart.
   static int OnWalCommit(void* self_pointer, sqlite3* db, const char* schema, int wal_pages) {
     auto* self = static_cast<SqliteStore*>(self_pointer);
-    if (wal_pages < self->wal_pages_last_) self->next_checkpoint_pages_ = 0;  // restarted
+    const int64_t added = wal_pages >= self->wal_pages_last_ ? wal_pages - self->wal_pages_last_
+                                                             : wal_pages;  // restarted
     self->wal_pages_last_ = wal_pages;
-    const int64_t inline_pages =
-        self->checkpointer_ ? self->wal_pages_max_ : self->checkpoint_wal_pages_;
-    if (wal_pages >= inline_pages) {
-      sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-    } else if (self->checkpointer_ &&
-               wal_pages >= std::max(self->checkpoint_wal_pages_, self->next_checkpoint_pages_)) {
+    if (wal_pages < self->checkpoint_wal_pages_) return SQLITE_OK;
+    if (self->checkpointer_ && added >= self->checkpoint_thread_commit_pages_ &&
+        wal_pages < self->wal_pages_max_) {
       self->checkpointer_->Request();
-      self->next_checkpoint_pages_ = wal_pages + self->checkpoint_wal_pages_;
+    } else {
+      // SQLITE_BUSY while the thread checkpoints: the next commit tries again.
+      sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
     }
     return SQLITE_OK;
   }
@@ -937,8 +939,8 @@ class SqliteStore final : public Store {
   std::unique_ptr<Checkpointer> checkpointer_;
   int64_t checkpoint_wal_pages_ = 1000;
   int64_t wal_pages_max_ = 1000;
-  int64_t next_checkpoint_pages_ = 0;  // the WAL size at which to ask for the next checkpoint
-  int64_t wal_pages_last_ = 0;         // after the previous commit
+  int64_t checkpoint_thread_commit_pages_ = 64;
+  int64_t wal_pages_last_ = 0;  // after the previous commit
   std::unordered_map<const std::string*, std::unique_ptr<Statement>> statements_;
   bool in_transaction_ = false;
   // The projection key leads with the subject (stores created since the key order changed).

@@ -134,12 +134,13 @@ int64_t FileBytes(const fs::path& path) {
   return error ? 0 : static_cast<int64_t>(size);
 }
 
-// In WAL mode the database file grows only when a checkpoint copies pages into it. With the
-// committing connection's own checkpoint pushed out of reach (wal_pages_max), only the
-// checkpoint thread can make it grow.
+// In WAL mode the database file grows only when a checkpoint copies pages into it. With every
+// commit counted large and the committing connection's own checkpoint out of reach
+// (wal_pages_max), only the checkpoint thread can make it grow.
 TEST_F(SqliteStore, TheCheckpointThreadCopiesTheWalIntoTheDatabaseFile) {
-  auto opened =
-      OpenSqliteStore(path_.string(), {.checkpoint_wal_pages = 16, .wal_pages_max = 1'000'000'000});
+  auto opened = OpenSqliteStore(path_.string(), {.checkpoint_wal_pages = 16,
+                                                 .checkpoint_thread_commit_pages = 1,
+                                                 .wal_pages_max = 1'000'000'000});
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   Store& store = **opened;
   const int64_t initial = FileBytes(path_);
@@ -152,26 +153,41 @@ TEST_F(SqliteStore, TheCheckpointThreadCopiesTheWalIntoTheDatabaseFile) {
   EXPECT_EQ(store.Counts()->at(0).second, 200);
 }
 
-// Whatever runs the checkpoints, the WAL stays within its bound: `wal_pages_max` pages (plus the
-// last commit's) with the thread, `checkpoint_wal_pages` without it. And nothing is lost.
+// Whatever runs the checkpoints, the WAL stays within its bound, and nothing is lost:
+// - large commits on the thread: `wal_pages_max` pages (plus the last commit's);
+// - small commits with the thread, or no thread: `checkpoint_wal_pages`, checkpointed on the
+//   committing connection (the thread alone could not restart the WAL while commits go on).
 TEST_F(SqliteStore, TheWalStaysBoundedWithAndWithoutTheCheckpointThread) {
   constexpr int64_t kFrameBytes = 4096 + 24;  // a page and its WAL frame header
-  for (const bool thread : {true, false}) {
-    SCOPED_TRACE(thread ? "checkpoint thread" : "no checkpoint thread");
+  struct Case {
+    const char* name;
+    SqliteOptions options;
+    int64_t bound_pages;
+  };
+  const Case cases[] = {
+      {"large commits, thread",
+       {.checkpoint_wal_pages = 16, .checkpoint_thread_commit_pages = 1, .wal_pages_max = 64},
+       64},
+      {"small commits, thread",
+       {.checkpoint_wal_pages = 16,
+        .checkpoint_thread_commit_pages = 64,
+        .wal_pages_max = 1'000'000'000},
+       16},
+      {"no thread", {.checkpoint_wal_pages = 16, .checkpoint_thread = false}, 16},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
     TearDown();
-    auto opened = OpenSqliteStore(
-        path_.string(),
-        {.checkpoint_wal_pages = 16, .checkpoint_thread = thread, .wal_pages_max = 64});
+    auto opened = OpenSqliteStore(path_.string(), c.options);
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     Store& store = **opened;
-    const int64_t bound_pages = thread ? 64 : 16;
     int64_t largest = 0;
     for (int round = 0; round < 40; ++round) {
       CommitRows(store, round * 20, 20);
       largest = std::max(largest, FileBytes(path_.string() + "-wal"));
     }
     EXPECT_GT(largest, 0);
-    EXPECT_LE(largest, 32 + (bound_pages + 16) * kFrameBytes);
+    EXPECT_LE(largest, 32 + (c.bound_pages + 16) * kFrameBytes);
     EXPECT_EQ(store.Counts()->at(0).second, 800);
     opened->reset();
     auto reopened = OpenSqliteStore(path_.string());
