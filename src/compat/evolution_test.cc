@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "compat/report.h"
@@ -647,6 +648,34 @@ TEST(Lint, ReportsEveryProblem) {
       EXPECT_NE(f.message.find("version 2"), std::string::npos);
     }
   }
+}
+
+// Each refused schema file gets the code of its kind of problem, whatever its message says:
+// a member name given twice or nesting past the limit is not (I-)JSON, a `$schema` that is not
+// a string is unsupported, and a file named like another problem's message changes nothing.
+TEST(Lint, SchemaProblemsAreClassifiedByKindNotByMessage) {
+  TempDir dir;
+  dir.Write("twice/v1.schema.json", R"({"type":"object","type":"string"})");
+  dir.Write("deep/v1.schema.json", std::string(300, '[') + std::string(300, ']'));
+  dir.Write("number-dialect/v1.schema.json", R"({"$schema":7})");
+  dir.Write("not valid JSON $ref/v1.schema.json", "[1, 2]");
+  dir.Write("unsupported $schema/v1.schema.json",
+            Schema(R"("properties":{"x":{"$ref":"#/nope"}})"));
+  auto findings = LintContractsDir(dir.path());
+  ASSERT_TRUE(findings.ok()) << findings.status().ToString();
+  std::map<std::string, std::string> code_of_type;
+  for (const LintFinding& f : *findings) {
+    if (f.code.starts_with("SCHEMA_")) {
+      code_of_type[fs::path(f.file).parent_path().filename().string()] = f.code;
+    }
+  }
+  EXPECT_EQ(code_of_type["twice"], "SCHEMA_NOT_JSON") << compat::LintToText(*findings);
+  EXPECT_EQ(code_of_type["deep"], "SCHEMA_NOT_JSON") << compat::LintToText(*findings);
+  EXPECT_EQ(code_of_type["number-dialect"], "SCHEMA_UNSUPPORTED") << compat::LintToText(*findings);
+  EXPECT_EQ(code_of_type["not valid JSON $ref"], "SCHEMA_NOT_OBJECT")
+      << compat::LintToText(*findings);
+  EXPECT_EQ(code_of_type["unsupported $schema"], "SCHEMA_UNRESOLVED_REF")
+      << compat::LintToText(*findings);
 }
 
 TEST(Lint, DuplicateConsumerIdsAndEnvelopePointers) {

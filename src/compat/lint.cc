@@ -15,8 +15,28 @@ namespace {
 namespace fs = std::filesystem;
 using compat::JsonValue;
 using compat::SchemaDocument;
+using compat::SchemaProblem;
 
 constexpr size_t kContractBytesMax = size_t{1} << 20;
+
+// The lint code of a schema file SchemaDocument::Parse refused, by the kind of refusal (never by
+// its message, which names the file and may say anything).
+const char* LintCodeOf(SchemaProblem problem) {
+  switch (problem) {
+    case SchemaProblem::kTooLarge:
+      return "SCHEMA_UNREADABLE";
+    case SchemaProblem::kNotJson:
+      return "SCHEMA_NOT_JSON";
+    case SchemaProblem::kUnsupported:
+      return "SCHEMA_UNSUPPORTED";
+    case SchemaProblem::kUnresolvedRef:
+      return "SCHEMA_UNRESOLVED_REF";
+    case SchemaProblem::kNotSchema:
+    case SchemaProblem::kNone:
+      break;
+  }
+  return "SCHEMA_NOT_OBJECT";
+}
 
 class Linter {
  public:
@@ -142,17 +162,11 @@ void Linter::LintTypeDir(const fs::path& type_dir) {
       Add("SCHEMA_UNREADABLE", name, text.status().ToString());
       continue;
     }
-    Result<std::unique_ptr<SchemaDocument>> doc = SchemaDocument::Parse(*text, name, options_);
+    SchemaProblem problem = SchemaProblem::kNone;
+    Result<std::unique_ptr<SchemaDocument>> doc =
+        SchemaDocument::Parse(*text, name, options_, &problem);
     if (!doc.ok()) {
-      const std::string& message = doc.status().message();
-      const bool not_json = message.find("not valid JSON") != std::string::npos;
-      const bool unsupported = message.find("unsupported $schema") != std::string::npos;
-      const bool bad_ref = message.find("$ref") != std::string::npos;
-      Add(not_json      ? "SCHEMA_NOT_JSON"
-          : unsupported ? "SCHEMA_UNSUPPORTED"
-          : bad_ref     ? "SCHEMA_UNRESOLVED_REF"
-                        : "SCHEMA_NOT_OBJECT",
-          name, message);
+      Add(LintCodeOf(problem), name, doc.status().message());
       continue;
     }
     if (!(*doc)->root().IsObject()) {

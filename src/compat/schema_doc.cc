@@ -53,24 +53,34 @@ std::string Node::KeywordPointer(std::string_view name) const {
 
 Result<std::unique_ptr<SchemaDocument>> SchemaDocument::Parse(std::string_view text,
                                                               std::string_view origin,
-                                                              const DiffOptions& options) {
+                                                              const DiffOptions& options,
+                                                              SchemaProblem* problem) {
+  SchemaProblem ignored;
+  SchemaProblem& kind = problem != nullptr ? *problem : ignored;
+  kind = SchemaProblem::kNone;
   if (static_cast<int64_t>(text.size()) > options.schema_bytes_max) {
+    kind = SchemaProblem::kTooLarge;
     return Status::LimitExceeded(std::string(origin) + ": larger than schema_bytes_max=" +
                                  std::to_string(options.schema_bytes_max) + " bytes");
   }
   auto tree = ParseJsonTree(text, options.nesting_depth_max);
-  if (!tree.ok()) return tree.status().Annotate(origin);
+  if (!tree.ok()) {
+    kind = SchemaProblem::kNotJson;
+    return tree.status().Annotate(origin);
+  }
   auto doc = std::unique_ptr<SchemaDocument>(new SchemaDocument());
   doc->root_ = std::move(tree).value();
   doc->origin_ = std::string(origin);
   const JsonValue& root = *doc->root_;
   if (!root.IsObject() && !root.IsBool()) {
+    kind = SchemaProblem::kNotSchema;
     return Status::InvalidArgument(std::string(origin) +
                                    ": a schema must be a JSON object or a boolean");
   }
   if (const JsonValue* schema = root.Get("$schema")) {
     const std::string& uri = schema->string;
     if (!schema->IsString()) {
+      kind = SchemaProblem::kUnsupported;
       return Status::InvalidArgument(std::string(origin) + ": $schema must be a string");
     }
     if (uri.find("draft-07") != std::string::npos || uri.find("draft-06") != std::string::npos ||
@@ -80,6 +90,7 @@ Result<std::unique_ptr<SchemaDocument>> SchemaDocument::Parse(std::string_view t
                uri.find("draft/2019-09") != std::string::npos) {
       doc->dialect_ = Dialect::kDraft2020;
     } else {
+      kind = SchemaProblem::kUnsupported;
       return Status::InvalidArgument(std::string(origin) + ": unsupported $schema '" + uri +
                                      "' (supported: draft 2020-12, 2019-09, draft 7, 6, 4)");
     }
@@ -90,7 +101,10 @@ Result<std::unique_ptr<SchemaDocument>> SchemaDocument::Parse(std::string_view t
     doc->base_id_ = WithoutFragment(old_id->string);
   }
   doc->Index(root, "", 0);
-  EVIDENT_RETURN_IF_ERROR(doc->CheckRefs(root, ""));
+  if (Status refs = doc->CheckRefs(root, ""); !refs.ok()) {
+    kind = SchemaProblem::kUnresolvedRef;
+    return refs;
+  }
   return doc;
 }
 

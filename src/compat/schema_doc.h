@@ -41,13 +41,25 @@ struct Node {
   std::vector<std::string> site_pointers;  // parallel to `sites`
 };
 
+// Why SchemaDocument::Parse refused a document, for callers that report it by kind (lint).
+enum class SchemaProblem {
+  kNone,
+  kTooLarge,       // over schema_bytes_max
+  kNotJson,        // not JSON, not I-JSON (a member name twice), or nested too deep
+  kNotSchema,      // JSON, but neither an object nor a boolean
+  kUnsupported,    // a `$schema` that is not a string or names an unsupported dialect
+  kUnresolvedRef,  // a local `$ref` that does not resolve
+};
+
 class SchemaDocument {
  public:
   // Parses and indexes `text`; fails when it is not JSON, not a schema, names an unsupported
-  // `$schema`, or holds a local `$ref` that does not resolve. `origin` names it in messages.
+  // `$schema`, or holds a local `$ref` that does not resolve. `origin` names it in messages;
+  // `problem`, when given, receives the kind of failure (kNone on success).
   static Result<std::unique_ptr<SchemaDocument>> Parse(std::string_view text,
                                                        std::string_view origin,
-                                                       const DiffOptions& options);
+                                                       const DiffOptions& options,
+                                                       SchemaProblem* problem = nullptr);
 
   const JsonValue& root() const { return *root_; }
 
