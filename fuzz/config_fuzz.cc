@@ -4,12 +4,16 @@
 //
 // Invariants checked: no crash, no sanitizer report, no exception escapes; a failure is always
 // InvalidArgument (bad input, with its message), never another code; an accepted contract or
-// configuration is complete (ids, at least one accepted type, every accepted version positive,
-// every projection step for an accepted type).
+// configuration is complete and within its limits (ids, at least one accepted type, accepted
+// versions positive, consumer ids unique, a schema file for every accepted version, every
+// projection step for an accepted type, batch and linger limits). Inputs over 16 KiB are
+// skipped: configuration files are small, and yaml-cpp (not instrumented) is not under test.
 #include <yaml-cpp/yaml.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -43,8 +47,20 @@ bool NamesTheExampleContracts(const std::string& text) {
 
 }  // namespace
 
+// The example's contracts directory must load, or every configuration input would fail for a
+// reason that is not the input's.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  const auto contracts = evident::LoadContractsDir(EVIDENT_EXAMPLE_DIR "/contracts");
+  if (!contracts.ok()) {
+    std::fprintf(stderr, "config_fuzz: %s\n", contracts.status().ToString().c_str());
+    std::exit(1);
+  }
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace evident;
+  if (size > 16 * 1024) return 0;
   const std::string text(reinterpret_cast<const char*>(data), size);
 
   const auto contract = ConsumerContractFromYaml(text, "fuzz.yaml");
@@ -60,9 +76,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (config.status().code() != Code::kInvalidArgument) __builtin_trap();
     return 0;
   }
-  if (config->consumers.empty() || config->batch_count_max < 1) __builtin_trap();
+  if (config->consumers.empty() || config->batch_count_max < 1 ||
+      config->batch_count_max > 1'000'000 || config->linger_ms < 0 || config->linger_ms > 60'000 ||
+      config->event_bytes_max < 65536) {
+    __builtin_trap();
+  }
   for (const ConsumerConfig& consumer : config->consumers) {
     CheckContract(consumer.contract);
+    if (config->Find(consumer.contract.id) != &consumer) __builtin_trap();  // ids unique
+    for (const AcceptedType& accepted : consumer.contract.accepts) {
+      for (const int64_t version : accepted.versions) {
+        if (config->contracts.SchemaPath(accepted.type, version).empty()) __builtin_trap();
+      }
+    }
     for (const auto& [type, step] : consumer.projection) {
       if (consumer.contract.Find(type) == nullptr) __builtin_trap();
     }

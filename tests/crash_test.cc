@@ -117,8 +117,16 @@ int64_t Scalar(const std::string& path, const char* sql) {
   return value;
 }
 
-TEST(Crash, KillNineAtRandomPointsConvergesToTheUninterruptedStore) {
-  const fs::path dir = fs::temp_directory_path() / ("evident-crash-" + std::to_string(getpid()));
+// Batches of 50 events commit about 13 WAL pages each, so the committing connection runs every
+// checkpoint itself; batches of 500 commit over 64 pages each, so checkpoints run on the store's
+// checkpoint thread while the next batch is decided, and kills land during them too.
+class Crash : public ::testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(BatchCountMax, Crash, ::testing::Values(50, 500));
+
+TEST_P(Crash, KillNineAtRandomPointsConvergesToTheUninterruptedStore) {
+  const std::string batch = std::to_string(GetParam());
+  const fs::path dir =
+      fs::temp_directory_path() / ("evident-crash-" + std::to_string(getpid()) + "-" + batch);
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path input = dir / "events.ndjson";
@@ -128,7 +136,7 @@ TEST(Crash, KillNineAtRandomPointsConvergesToTheUninterruptedStore) {
   }
   const std::string config = SourcePath("examples/orders/evident.yaml");
   const std::vector<std::string> common = {"consume",      "--config",          config, "--input",
-                                           input.string(), "--batch-count-max", "50",   "--resume"};
+                                           input.string(), "--batch-count-max", batch,  "--resume"};
 
   // The reference: one uninterrupted run.
   const std::string reference = (dir / "reference.db").string();

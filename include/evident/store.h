@@ -168,18 +168,21 @@ struct SqliteOptions {
   int64_t cache_kib = 16 * 1024;
   // How long to wait for a lock held by another process, in milliseconds.
   int64_t busy_timeout_ms = 5000;
-  // A checkpoint (copying the WAL into the database file, then that file's fsync) runs after a
-  // commit that leaves at least this many pages in the WAL (SQLite's own automatic threshold).
+  // WAL checkpoints (copying the WAL into the database file, then that file's fsync), in pages
+  // of the database (4 KiB unless the file says otherwise). After each commit that leaves at
+  // least `checkpoint_wal_pages` in the WAL (SQLite's own automatic threshold; pages already
+  // copied count until the WAL restarts), a checkpoint runs: on a thread and connection of
+  // their own when the commit wrote at least `checkpoint_thread_commit_pages`, and the next
+  // commit does not wait for it; otherwise on the committing connection, as SQLite does.
+  // `checkpoint_thread` false: always on the committing connection.
   int64_t checkpoint_wal_pages = 1000;
-  // After a commit of at least `checkpoint_thread_commit_pages` pages (4 KiB each), the
-  // checkpoint runs on a thread and connection of its own, and the next commit does not wait for
-  // it; after a smaller commit, on the committing connection, as SQLite does by default.
-  // false: always on the committing connection.
   bool checkpoint_thread = true;
   int64_t checkpoint_thread_commit_pages = 64;
-  // With the thread, a commit that leaves this many pages in the WAL checkpoints on the
-  // committing connection: this bounds the WAL file and lets it restart from its beginning,
-  // which it cannot do while commits keep coming.
+  // With the thread, a commit that leaves this many pages in the WAL waits for the thread's
+  // checkpoint and checkpoints on its own connection, which lets the WAL restart from its
+  // beginning (it cannot while commits keep coming). The WAL then holds at most this many pages
+  // plus one commit's, unless a reader elsewhere holds an old snapshot (no checkpoint may copy
+  // past it). The WAL file keeps its largest size until the store is closed.
   int64_t wal_pages_max = 16000;
 };
 

@@ -1,6 +1,7 @@
 // LintContractsDir: every problem in a contracts directory, as findings rather than errors, so
 // that one run reports all of them.
 #include <algorithm>
+#include <cassert>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -32,7 +33,9 @@ const char* LintCodeOf(SchemaProblem problem) {
     case SchemaProblem::kUnresolvedRef:
       return "SCHEMA_UNRESOLVED_REF";
     case SchemaProblem::kNotSchema:
+      break;
     case SchemaProblem::kNone:
+      assert(false && "a refused schema without a kind of problem");
       break;
   }
   return "SCHEMA_NOT_OBJECT";

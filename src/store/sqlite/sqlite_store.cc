@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -71,8 +72,27 @@ CREATE TABLE IF NOT EXISTS checkpoint(
 // `synchronous` setting, so it syncs the WAL before copying and the database file after.
 class Checkpointer {
  public:
-  Checkpointer(std::string path, std::string synchronous)
-      : path_(std::move(path)), synchronous_(std::move(synchronous)) {}
+  // Opens the checkpointing connection to the database file at `path` (on the caller's thread;
+  // the checkpoint thread starts on the first request and is the only one to use it after).
+  static Result<std::unique_ptr<Checkpointer>> Open(const std::string& path,
+                                                    const std::string& synchronous) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
+      std::string message = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+      sqlite3_close_v2(db);
+      return Status::IoError("cannot open the checkpoint connection to " + path + ": " + message);
+    }
+    auto checkpointer = std::unique_ptr<Checkpointer>(new Checkpointer(db));
+    // The page cache is bypassed by checkpoint copies: a small one is enough.
+    for (const std::string& pragma :
+         {"PRAGMA synchronous=" + synchronous, std::string("PRAGMA cache_size=16")}) {
+      if (sqlite3_exec(db, pragma.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+        return Status::IoError("checkpoint connection: " + pragma + ": " + sqlite3_errmsg(db));
+      }
+    }
+    return checkpointer;
+  }
   ~Checkpointer() {
     {
       std::lock_guard lock(mutex_);
@@ -80,52 +100,64 @@ class Checkpointer {
     }
     wake_.notify_one();
     if (thread_.joinable()) thread_.join();
+    sqlite3_close_v2(db_);
   }
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  // Asks for a checkpoint; returns at once. The thread starts on the first request.
-  void Request() {
+  // Asks for a checkpoint and returns at once; false when the thread cannot be started (the
+  // caller then checkpoints itself). Called from SQLite's WAL hook: nothing may throw.
+  bool Request() noexcept {
     {
       std::lock_guard lock(mutex_);
-      if (requested_) return;
+      if (!thread_.joinable()) {
+        try {
+          thread_ = std::thread([this] { Run(); });
+        } catch (const std::system_error&) {
+          return false;
+        }
+      }
+      if (requested_) return true;
       requested_ = true;
-      if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
     }
     wake_.notify_one();
+    return true;
+  }
+
+  // Drops a request not yet started and waits for a running checkpoint to end, so that the
+  // caller's own checkpoint is not refused as busy.
+  void WaitIdle() noexcept {
+    std::unique_lock lock(mutex_);
+    requested_ = false;
+    idle_.wait(lock, [this] { return !running_; });
   }
 
  private:
+  explicit Checkpointer(sqlite3* db) : db_(db) {}
+
   void Run() {
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-        SQLITE_OK) {
-      // The committing connection's wal_pages_max fallback still bounds the WAL.
-      sqlite3_close_v2(db);
-      return;
-    }
-    sqlite3_exec(db, ("PRAGMA synchronous=" + synchronous_).c_str(), nullptr, nullptr, nullptr);
-    sqlite3_exec(db, "PRAGMA cache_size=16", nullptr, nullptr, nullptr);  // copies bypass it
     std::unique_lock lock(mutex_);
     while (true) {
       wake_.wait(lock, [this] { return stop_ || requested_; });
       if (stop_) break;
       requested_ = false;
+      running_ = true;
       lock.unlock();
       // SQLITE_BUSY (another checkpoint is running) and I/O errors are left as SQLite's own
       // automatic checkpoint leaves them: the frames stay in the WAL, the next request retries.
-      sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
       lock.lock();
+      running_ = false;
+      idle_.notify_all();
     }
-    lock.unlock();
-    sqlite3_close_v2(db);
   }
 
-  const std::string path_;
-  const std::string synchronous_;
+  sqlite3* const db_;
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable idle_;
   bool requested_ = false;
+  bool running_ = false;
   bool stop_ = false;
   std::thread thread_;
 };
@@ -388,38 +420,42 @@ class SqliteStore final : public Store {
     sqlite3_close_v2(db_);
   }
 
-  // Checkpoints after commits: on the checkpoint thread from `checkpoint_wal_pages` on, on this
-  // connection from `wal_pages_max` on (or from `checkpoint_wal_pages` when there is no thread).
-  // Replaces SQLite's automatic checkpoint, which is itself a WAL hook.
-  void ConfigureCheckpoints(const std::string& path, const SqliteOptions& options) {
-    checkpoint_wal_pages_ = std::max<int64_t>(options.checkpoint_wal_pages, 1);
-    wal_pages_max_ = std::max(options.wal_pages_max, checkpoint_wal_pages_);
+  // Replaces SQLite's automatic checkpoint (itself a WAL hook; a later PRAGMA
+  // wal_autocheckpoint on this connection would replace this one in turn).
+  Status ConfigureCheckpoints(const SqliteOptions& options) {
+    checkpoint_wal_pages_ = options.checkpoint_wal_pages;
     checkpoint_thread_commit_pages_ = options.checkpoint_thread_commit_pages;
-    if (options.checkpoint_thread) {
-      checkpointer_ = std::make_unique<Checkpointer>(path, options.synchronous);
+    wal_pages_max_ = options.wal_pages_max;
+    // The file SQLite resolved at open (empty for an in-memory database, which has no WAL).
+    const char* file = sqlite3_db_filename(db_, "main");
+    if (options.checkpoint_thread && file != nullptr && file[0] != '\0') {
+      EVIDENT_ASSIGN_OR_RETURN(checkpointer_, Checkpointer::Open(file, options.synchronous));
     }
     sqlite3_wal_hook(db_, &SqliteStore::OnWalCommit, this);
+    return Status::Ok();
   }
-  // Once the WAL holds `checkpoint_wal_pages`, a large commit (`checkpoint_thread_commit_pages`
-  // or more) asks the thread for a checkpoint, and a small one checkpoints on this connection as
-  // SQLite would. A stream of large commits is bound by CPU, which the thread frees; a stream
-  // of small ones by its commits' fsync latency, which a concurrent fsync of the database file
-  // lengthens (measured in docs/BENCHMARKS.md). While commits keep coming the WAL cannot
-  // restart (it does only when a transaction begins with every page copied); a commit that
-  // leaves `wal_pages_max` pages checkpoints here, which copies the rest and lets it restart.
+
+  // After each commit, once the WAL holds `checkpoint_wal_pages` (pages already copied count:
+  // while commits keep coming the WAL cannot restart, since it restarts only when a transaction
+  // begins with every page copied), a checkpoint runs: on the thread after a commit that wrote
+  // `checkpoint_thread_commit_pages` or more, which is bound by CPU the thread frees; on this
+  // connection after a smaller one, as SQLite would, since a stream of small commits is bound
+  // by each commit's own fsync, which a concurrent fsync of the database file lengthens
+  // (measured in docs/BENCHMARKS.md). From `wal_pages_max` on, this connection waits for the
+  // thread's checkpoint to end and copies the rest itself, which lets the WAL restart.
   static int OnWalCommit(void* self_pointer, sqlite3* db, const char* schema, int wal_pages) {
     auto* self = static_cast<SqliteStore*>(self_pointer);
-    const int64_t added = wal_pages >= self->wal_pages_last_ ? wal_pages - self->wal_pages_last_
-                                                             : wal_pages;  // restarted
-    self->wal_pages_last_ = wal_pages;
+    int written = 0;  // pages this commit wrote to the WAL (the counter is reset here)
+    int unused = 0;
+    sqlite3_db_status(db, SQLITE_DBSTATUS_CACHE_WRITE, &written, &unused, 1);
     if (wal_pages < self->checkpoint_wal_pages_) return SQLITE_OK;
-    if (self->checkpointer_ && added >= self->checkpoint_thread_commit_pages_ &&
-        wal_pages < self->wal_pages_max_) {
-      self->checkpointer_->Request();
-    } else {
-      // SQLITE_BUSY while the thread checkpoints: the next commit tries again.
-      sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    Checkpointer* thread = self->checkpointer_.get();
+    if (thread != nullptr && wal_pages < self->wal_pages_max_ &&
+        written >= self->checkpoint_thread_commit_pages_ && thread->Request()) {
+      return SQLITE_OK;
     }
+    if (thread != nullptr && wal_pages >= self->wal_pages_max_) thread->WaitIdle();
+    sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
     return SQLITE_OK;
   }
 
@@ -937,10 +973,9 @@ class SqliteStore final : public Store {
 
   sqlite3* db_;
   std::unique_ptr<Checkpointer> checkpointer_;
-  int64_t checkpoint_wal_pages_ = 1000;
-  int64_t wal_pages_max_ = 1000;
-  int64_t checkpoint_thread_commit_pages_ = 64;
-  int64_t wal_pages_last_ = 0;  // after the previous commit
+  int64_t checkpoint_wal_pages_ = SqliteOptions{}.checkpoint_wal_pages;
+  int64_t checkpoint_thread_commit_pages_ = SqliteOptions{}.checkpoint_thread_commit_pages;
+  int64_t wal_pages_max_ = SqliteOptions{}.wal_pages_max;
   std::unordered_map<const std::string*, std::unique_ptr<Statement>> statements_;
   bool in_transaction_ = false;
   // The projection key leads with the subject (stores created since the key order changed).
@@ -978,6 +1013,12 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
       options.synchronous != "OFF") {
     return Status::InvalidArgument("synchronous must be FULL, NORMAL or OFF");
   }
+  if (options.checkpoint_wal_pages < 1 || options.checkpoint_thread_commit_pages < 1 ||
+      options.wal_pages_max < options.checkpoint_wal_pages) {
+    return Status::InvalidArgument(
+        "checkpoint_wal_pages and checkpoint_thread_commit_pages must be at least 1, and "
+        "wal_pages_max at least checkpoint_wal_pages");
+  }
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(
       path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -995,7 +1036,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
   EVIDENT_RETURN_IF_ERROR(store->Exec(kSchema));
   EVIDENT_RETURN_IF_ERROR(store->DetectLayout());
-  store->ConfigureCheckpoints(path, options);
+  EVIDENT_RETURN_IF_ERROR(store->ConfigureCheckpoints(options));
   return std::unique_ptr<Store>(std::move(store));
 }
 

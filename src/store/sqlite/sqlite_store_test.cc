@@ -154,11 +154,14 @@ TEST_F(SqliteStore, TheCheckpointThreadCopiesTheWalIntoTheDatabaseFile) {
 }
 
 // Whatever runs the checkpoints, the WAL stays within its bound, and nothing is lost:
-// - large commits on the thread: `wal_pages_max` pages (plus the last commit's);
-// - small commits with the thread, or no thread: `checkpoint_wal_pages`, checkpointed on the
-//   committing connection (the thread alone could not restart the WAL while commits go on).
+// - large commits on the thread: `wal_pages_max` pages plus one commit's (at the bound the
+//   committing connection waits for the thread's checkpoint and copies the rest itself);
+// - small commits with the thread, or no thread: `checkpoint_wal_pages` plus one commit's,
+//   checkpointed on the committing connection (the thread alone could not restart the WAL
+//   while commits go on).
 TEST_F(SqliteStore, TheWalStaysBoundedWithAndWithoutTheCheckpointThread) {
   constexpr int64_t kFrameBytes = 4096 + 24;  // a page and its WAL frame header
+  constexpr int64_t kCommitPagesMax = 16;     // one commit here writes 3-4 pages
   struct Case {
     const char* name;
     SqliteOptions options;
@@ -166,14 +169,20 @@ TEST_F(SqliteStore, TheWalStaysBoundedWithAndWithoutTheCheckpointThread) {
   };
   const Case cases[] = {
       {"large commits, thread",
-       {.checkpoint_wal_pages = 16, .checkpoint_thread_commit_pages = 1, .wal_pages_max = 64},
+       {.synchronous = "NORMAL",
+        .checkpoint_wal_pages = 16,
+        .checkpoint_thread_commit_pages = 1,
+        .wal_pages_max = 64},
        64},
       {"small commits, thread",
-       {.checkpoint_wal_pages = 16,
+       {.synchronous = "NORMAL",
+        .checkpoint_wal_pages = 16,
         .checkpoint_thread_commit_pages = 64,
         .wal_pages_max = 1'000'000'000},
        16},
-      {"no thread", {.checkpoint_wal_pages = 16, .checkpoint_thread = false}, 16},
+      {"no thread",
+       {.synchronous = "NORMAL", .checkpoint_wal_pages = 16, .checkpoint_thread = false},
+       16},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -186,14 +195,33 @@ TEST_F(SqliteStore, TheWalStaysBoundedWithAndWithoutTheCheckpointThread) {
       CommitRows(store, round * 20, 20);
       largest = std::max(largest, FileBytes(path_.string() + "-wal"));
     }
-    EXPECT_GT(largest, 0);
-    EXPECT_LE(largest, 32 + (c.bound_pages + 16) * kFrameBytes);
+    // 800 commits wrote far more than the bound: the WAL restarted, and reached the threshold.
+    EXPECT_GE(largest, 32 + c.options.checkpoint_wal_pages * kFrameBytes);
+    EXPECT_LE(largest, 32 + (c.bound_pages + kCommitPagesMax) * kFrameBytes);
     EXPECT_EQ(store.Counts()->at(0).second, 800);
     opened->reset();
     auto reopened = OpenSqliteStore(path_.string());
     ASSERT_TRUE(reopened.ok());
     EXPECT_EQ((*reopened)->Counts()->at(0).second, 800);
   }
+}
+
+TEST_F(SqliteStore, RefusesCheckpointLimitsThatCannotHold) {
+  for (const SqliteOptions& options :
+       {SqliteOptions{.checkpoint_wal_pages = 0},
+        SqliteOptions{.checkpoint_thread_commit_pages = 0},
+        SqliteOptions{.checkpoint_wal_pages = 1000, .wal_pages_max = 999}}) {
+    const auto opened = OpenSqliteStore(path_.string(), options);
+    EXPECT_EQ(opened.status().code(), Code::kInvalidArgument) << opened.status().ToString();
+  }
+}
+
+// An in-memory store has no WAL and no file for a checkpoint connection; it works as before.
+TEST_F(SqliteStore, AnInMemoryStoreNeedsNoCheckpoints) {
+  auto opened = OpenSqliteStore(":memory:");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  CommitRows(**opened, 0, 50);
+  EXPECT_EQ((*opened)->Counts()->at(0).second, 50);
 }
 
 }  // namespace
