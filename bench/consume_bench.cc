@@ -6,7 +6,7 @@
 // Peak memory (ru_maxrss) of the real `evident consume` process at 100k and at N events shows
 // whether memory stays flat as the input grows.
 //
-//   build/bench/consume_bench [N=1000000] [ROUNDS=3]      (see docs/BENCHMARKS.md)
+//   build/bench/consume_bench [N=1000000] [ROUNDS=5]      (see docs/BENCHMARKS.md)
 #include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   const int64_t count = argc > 1 ? std::stoll(argv[1]) : 1'000'000;
   // The machine is shared and noisy: (a) and evident run alternately, `rounds` times, and the
   // median of the per-round ratios is reported beside every round's figures.
-  const int rounds = argc > 2 ? std::max(1, std::stoi(argv[2])) : 3;
+  const int rounds = argc > 2 ? std::max(1, std::stoi(argv[2])) : 5;
   const int64_t small = std::min<int64_t>(100'000, count);
   const int64_t per_event_count = std::min<int64_t>(3'000, count);
   const std::string evident = EVIDENT_BINARY;
