@@ -201,6 +201,12 @@ int main(int argc, char** argv) {
               median(ratios_b));
   std::printf("median (a)/(c), the most any (b) ratio can reach on this disk: %.1fx\n",
               median(bounds_b));
+  std::vector<double> share_of_bound;
+  for (size_t i = 0; i < ratios_b.size(); ++i) {
+    share_of_bound.push_back(ratios_b[i] / bounds_b[i]);
+  }
+  std::printf("median evident/(b) as a share of that bound, per round: %.2f\n",
+              median(share_of_bound));
   std::printf("peak RSS: %lld events %ld KiB, %lld events %ld KiB, ratio %.2f (flat = 1.0)\n",
               static_cast<long long>(small), small_run.max_rss_kib, static_cast<long long>(count),
               large_rss_kib,
