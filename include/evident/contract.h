@@ -10,6 +10,7 @@
 // Value types: copy freely.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -82,8 +83,16 @@ struct ContractsDir {
   std::string SchemaPath(std::string_view type, int64_t version) const;
 };
 
-// Loads a contracts directory. Fails on unreadable files and on malformed contracts; semantic
-// problems (a consumer accepting a version that has no schema) are lint findings, not errors.
+// Loads a contracts directory. Fails on unreadable files, on consumer contracts over
+// `kContractBytesMax` and on malformed contracts; semantic problems (a consumer accepting a
+// version that has no schema) are lint findings, not errors.
 Result<ContractsDir> LoadContractsDir(const std::string& dir);
+
+// The largest consumer contract file read, in bytes.
+inline constexpr size_t kContractBytesMax = size_t{1} << 20;
+
+// The schema version a file name in a type folder stands for ("v12.schema.json" -> 12), or -1
+// when the name is not one (at most 9 digits). The loader and the linter both read names so.
+int64_t SchemaVersionOfFileName(std::string_view file_name);
 
 }  // namespace evident

@@ -18,8 +18,6 @@ using compat::JsonValue;
 using compat::SchemaDocument;
 using compat::SchemaProblem;
 
-constexpr size_t kContractBytesMax = size_t{1} << 20;
-
 // The lint code of a schema file SchemaDocument::Parse refused, by the kind of refusal (never by
 // its message, which names the file and may say anything).
 const char* LintCodeOf(SchemaProblem problem) {
@@ -72,21 +70,6 @@ std::vector<fs::path> SortedEntries(const fs::path& dir, std::error_code& ec) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) entries.push_back(entry.path());
   std::sort(entries.begin(), entries.end());
   return entries;
-}
-
-// "v12.schema.json" -> 12; -1 when the name is not a schema file name.
-int64_t SchemaVersionOf(const std::string& filename) {
-  constexpr std::string_view kSuffix = ".schema.json";
-  if (filename.size() <= 1 + kSuffix.size() || filename[0] != 'v' ||
-      !std::string_view(filename).ends_with(kSuffix)) {
-    return -1;
-  }
-  const std::string digits = filename.substr(1, filename.size() - 1 - kSuffix.size());
-  if (digits.empty() || digits.size() > 9 ||
-      digits.find_first_not_of("0123456789") != std::string::npos) {
-    return -1;
-  }
-  return std::stoll(digits);
 }
 
 Status Linter::Run() {
@@ -144,7 +127,7 @@ void Linter::LintTypeDir(const fs::path& type_dir) {
   auto& versions = schemas_[type];
   for (const fs::path& file : SortedEntries(type_dir, ec)) {
     const std::string name = file.string();
-    const int64_t version = SchemaVersionOf(file.filename().string());
+    const int64_t version = SchemaVersionOfFileName(file.filename().string());
     if (version < 0) {
       Add("UNRECOGNIZED_FILE", name, "not a schema file (v<N>.schema.json)");
       continue;

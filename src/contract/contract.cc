@@ -4,12 +4,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "contract/contract_yaml.h"
 #include "evident/profile.h"
+#include "json/files.h"
 
 namespace evident {
 namespace {
@@ -250,30 +249,33 @@ Result<ContractsDir> LoadContractsDir(const std::string& dir) {
       const std::string filename = file.filename().string();
       if (name == "consumers") {
         if (file.extension() != ".yaml" && file.extension() != ".yml") continue;
-        std::ifstream in(file);
-        std::stringstream text;
-        text << in.rdbuf();
-        if (!in) return Status::IoError("cannot read " + file.string());
+        EVIDENT_ASSIGN_OR_RETURN(const std::string text,
+                                 ReadFileToString(file.string(), kContractBytesMax));
         EVIDENT_ASSIGN_OR_RETURN(ConsumerContract contract,
-                                 ConsumerContractFromYaml(text.str(), file.string()));
+                                 ConsumerContractFromYaml(text, file.string()));
         out.consumers.push_back(std::move(contract));
         continue;
       }
-      // v<N>.schema.json
-      constexpr std::string_view kSuffix = ".schema.json";
-      if (filename.size() <= 1 + kSuffix.size() || filename[0] != 'v' ||
-          filename.compare(filename.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
-        continue;
-      }
-      const std::string digits = filename.substr(1, filename.size() - 1 - kSuffix.size());
-      if (digits.empty() || digits.size() > 9 ||
-          digits.find_first_not_of("0123456789") != std::string::npos) {
-        continue;
-      }
-      out.schemas[name][std::stoll(digits)] = file.string();
+      const int64_t version = SchemaVersionOfFileName(filename);
+      if (version >= 0) out.schemas[name][version] = file.string();
     }
   }
   return out;
+}
+
+int64_t SchemaVersionOfFileName(std::string_view file_name) {
+  constexpr std::string_view kSuffix = ".schema.json";
+  if (file_name.size() <= 1 + kSuffix.size() || file_name[0] != 'v' ||
+      !file_name.ends_with(kSuffix)) {
+    return -1;
+  }
+  const std::string_view digits = file_name.substr(1, file_name.size() - 1 - kSuffix.size());
+  if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return -1;
+  }
+  int64_t version = 0;
+  for (const char c : digits) version = version * 10 + (c - '0');
+  return version;
 }
 
 }  // namespace evident

@@ -109,5 +109,33 @@ TEST(Contract, LoadsADirectory) {
   fs::remove_all(dir);
 }
 
+TEST(Contract, SchemaFileNames) {
+  EXPECT_EQ(SchemaVersionOfFileName("v1.schema.json"), 1);
+  EXPECT_EQ(SchemaVersionOfFileName("v012.schema.json"), 12);
+  EXPECT_EQ(SchemaVersionOfFileName("v0.schema.json"), 0);  // a lint finding, not a skip
+  EXPECT_EQ(SchemaVersionOfFileName("v999999999.schema.json"), 999999999);
+  for (const char* name :
+       {"v1234567890.schema.json", "v.schema.json", "v1.json", "V1.schema.json", "1.schema.json",
+        "v1a.schema.json", "v-1.schema.json", "v1.schema.jsonx", ".schema.json", ""}) {
+    EXPECT_EQ(SchemaVersionOfFileName(name), -1) << name;
+  }
+}
+
+// A consumer contract file over kContractBytesMax is refused, not read whole.
+TEST(Contract, RefusesAnOversizedContractFile) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("evident-contracts-big-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "consumers");
+  {
+    std::ofstream out(dir / "consumers" / "big.yaml");
+    out << kOrdersProjection << "\n# " << std::string(kContractBytesMax, 'x') << "\n";
+  }
+  const auto loaded = LoadContractsDir(dir.string());
+  EXPECT_EQ(loaded.status().code(), Code::kLimitExceeded) << loaded.status().ToString();
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace evident
