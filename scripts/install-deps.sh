@@ -13,7 +13,7 @@ packages=(build-essential cmake ninja-build pkg-config git
 case "$want" in
   build) ;;
   test) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 clang-format-14) ;;
-  bench) packages+=(libvalijson-dev nodejs npm python3) ;;
+  bench) packages+=(libvalijson-dev rapidjson-dev nodejs npm python3) ;;
   *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
 esac
 

@@ -51,6 +51,12 @@ struct ConsumerConfig {
   std::map<std::string, Guard> guards;               // by action
 };
 
+// The ranges of the batch settings, in the file and on the command line alike.
+inline constexpr int64_t kBatchCountMaxLimit = 1'000'000;  // batch_count_max: 1 ..
+inline constexpr int64_t kLingerMsLimit = 60'000;          // linger_ms: 0 ..
+inline constexpr int64_t kEventBytesFloor = 65'536;        // event_bytes_max: CloudEvents' minimum
+inline constexpr int64_t kEventBytesLimit = int64_t{64} << 20;  // .. to 64 MiB
+
 struct Config {
   std::string path;           // the file it was read from
   std::string contracts_dir;  // resolved against the file's directory

@@ -114,6 +114,14 @@ class Pipeline {
   std::unique_ptr<Impl> impl_;
 };
 
+// The version a subject's ordered projection waits for next: one past the projection's version
+// (1 when there is no projection yet). A gap's missing versions start here; the version stored
+// with a deferred event is the one expected when it was deferred, which later applies may
+// have passed, so readers use this instead.
+inline int64_t ExpectedVersion(const std::optional<Projection>& projection) {
+  return (projection ? projection->version : 0) + 1;
+}
+
 // The answer of a guard: "may `action` be done to `subject` now?"
 struct GuardDecision {
   bool allowed = false;

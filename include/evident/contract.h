@@ -90,6 +90,9 @@ Result<ContractsDir> LoadContractsDir(const std::string& dir);
 
 // The largest consumer contract file read, in bytes.
 inline constexpr size_t kContractBytesMax = size_t{1} << 20;
+// The longest gap deadline a contract may set: 100 years. A deadline is added to a time in
+// milliseconds, so an unbounded one would overflow into the past (an instant "overdue").
+inline constexpr int64_t kGapDeadlineSecondsMax = int64_t{100} * 366 * 24 * 3600;
 
 // The schema version a file name in a type folder stands for ("v12.schema.json" -> 12), or -1
 // when the name is not one (at most 9 digits). The loader and the linter both read names so.

@@ -89,6 +89,18 @@ struct EvidenceRecord {
   int64_t recorded_at_ms = 0;
 };
 
+// How far a run got through one input, and what that input was: the lines decided and
+// committed, and the size and a hash of exactly those bytes (lines ending in a newline; a last
+// line without one counts as if it had it). A resumed run skips `lines` only when the input
+// starts with the same `bytes` bytes of the same hash.
+struct InputCheckpoint {
+  int64_t lines = 0;
+  int64_t bytes = 0;
+  uint64_t prefix_hash = 0;  // 64-bit FNV-1a of those bytes
+  // False for a checkpoint written before inputs were identified (only `lines` is known).
+  bool identified = true;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -140,9 +152,9 @@ class Store {
   // the same transaction (the pipeline always does).
   virtual Status PutEvidence(const EvidenceRecord& record) = 0;
 
-  // Input checkpoints: the number of input lines fully processed and committed.
-  virtual Status SetCheckpoint(std::string_view input, int64_t position) = 0;
-  virtual Result<int64_t> GetCheckpoint(std::string_view input) = 0;
+  // Input checkpoints, by input name: how far the run got (written in the batch's transaction).
+  virtual Status SetCheckpoint(std::string_view input, const InputCheckpoint& checkpoint) = 0;
+  virtual Result<std::optional<InputCheckpoint>> GetCheckpoint(std::string_view input) = 0;
 
   // --- the read path (evidence, gaps, guards) ---
   virtual Result<std::vector<Projection>> ProjectionsOf(std::string_view subject) = 0;
@@ -166,8 +178,13 @@ struct SqliteOptions {
   std::string synchronous = "FULL";
   // Page cache, in KiB. Bounds the store's memory whatever the size of the database.
   int64_t cache_kib = 16 * 1024;
-  // How long to wait for a lock held by another process, in milliseconds.
+  // How long to wait for a lock held by another process, in milliseconds. A writer that finds
+  // the store locked past this is refused (kUnavailable) with the holding process named.
   int64_t busy_timeout_ms = 5000;
+  // Open an existing store for reading only: never create the file, never change it (no WAL
+  // switch, no tables, no checkpoints). A missing file, or a file that is not an evident store,
+  // is refused (kNotFound, kFailedPrecondition). For evidence, gaps and guards.
+  bool read_only = false;
   // WAL checkpoints (copying the WAL into the database file, then that file's fsync), in pages
   // of the database (4 KiB unless the file says otherwise). After each commit that leaves at
   // least `checkpoint_wal_pages` in the WAL (SQLite's own automatic threshold; pages already

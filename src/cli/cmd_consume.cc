@@ -1,8 +1,12 @@
 // `evident consume`: run the consumers of a config file over NDJSON input against a store.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -21,6 +25,9 @@ struct ConsumeFlags {
   int64_t batch_count_max = 0;
   int64_t linger_ms = -1;
   std::string synchronous = "FULL";
+  // Another consume may hold the store's write lock for a whole batch, up to its linger_ms (at
+  // most 60 s) and the time to decide it: by default wait that long before giving up.
+  int64_t busy_timeout_ms = 75'000;
 };
 
 void PrintSummary(std::FILE* out, const ConsumeSummary& summary) {
@@ -49,7 +56,46 @@ void PrintSummary(std::FILE* out, const ConsumeSummary& summary) {
   }
 }
 
+// True when `a` and `b` name one file: the same inode when both exist, else the same absolute
+// path once normalised.
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) {
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  }
+  namespace fs = std::filesystem;
+  return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
+}
+
+// Opening --outcomes truncates it, so it must not name a file this run reads or writes: the
+// store (with its -wal and -shm), the input or the config. Empty when the path is safe.
+std::string OutcomesClash(const ConsumeFlags& flags) {
+  std::vector<std::pair<std::string, std::string>> taken = {{flags.config, "the config"}};
+  if (flags.input != "-") taken.emplace_back(flags.input, "the input");
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (flags.store.rfind(kSqlite, 0) == 0) {
+    const std::string path = flags.store.substr(kSqlite.size());
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+      taken.emplace_back(path + suffix, "the store");
+    }
+  }
+  for (const auto& [path, what] : taken) {
+    if (SameFile(flags.outcomes, path)) {
+      return "--outcomes " + flags.outcomes + " is " + what + " (" + path +
+             "); writing outcomes there would destroy it";
+    }
+  }
+  return "";
+}
+
 int RunConsume(const ConsumeFlags& flags) {
+  if (!flags.outcomes.empty() && flags.outcomes != "-") {
+    if (const std::string clash = OutcomesClash(flags); !clash.empty()) {
+      std::cerr << "evident consume: " << clash << "\n";
+      return kExitUsage;
+    }
+  }
   auto config = LoadConfig(flags.config);
   if (!config.ok()) {
     std::cerr << "evident consume: " << config.status().ToString() << "\n";
@@ -71,7 +117,8 @@ int RunConsume(const ConsumeFlags& flags) {
     std::cerr << "evident consume: " << pipeline.status().ToString() << "\n";
     return kExitUsage;
   }
-  auto store = OpenStore(flags.store, {.synchronous = flags.synchronous});
+  auto store = OpenStore(
+      flags.store, {.synchronous = flags.synchronous, .busy_timeout_ms = flags.busy_timeout_ms});
   if (!store.ok()) {
     std::cerr << "evident consume: " << store.status().ToString() << "\n";
     return kExitUsage;
@@ -80,7 +127,8 @@ int RunConsume(const ConsumeFlags& flags) {
   if (flags.outcomes == "-") {
     outcomes = stdout;
   } else if (!flags.outcomes.empty()) {
-    outcomes = std::fopen(flags.outcomes.c_str(), "w");
+    // A resumed run adds to the outcomes of the runs before it.
+    outcomes = std::fopen(flags.outcomes.c_str(), flags.resume ? "a" : "w");
     if (outcomes == nullptr) {
       std::cerr << "evident consume: cannot write " << flags.outcomes << "\n";
       return kExitUsage;
@@ -91,10 +139,13 @@ int RunConsume(const ConsumeFlags& flags) {
                          .outcomes = outcomes,
                          .progress = isatty(2) ? stderr : nullptr};
   auto summary = Consume(**pipeline, **store, options);
-  if (outcomes != nullptr && outcomes != stdout) std::fclose(outcomes);
+  if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && summary.ok()) {
+    std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
+              << " (the decisions are committed)\n";
+    return kExitUsage;
+  }
   if (!summary.ok()) {
-    std::cerr << "evident consume: " << summary.status().ToString()
-              << "\n(the open batch was rolled back; its lines are not acknowledged)\n";
+    std::cerr << "evident consume: " << summary.status().ToString() << "\n";
     return kExitUsage;
   }
   PrintSummary(outcomes == stdout ? stderr : stdout, *summary);
@@ -116,8 +167,16 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--profile", flags->profile, "Envelope profile (overrides the config)");
   cmd->add_option("--outcomes", flags->outcomes, "Write one NDJSON line per decision (FILE or -)");
   cmd->add_flag("--resume", flags->resume, "Skip input lines an earlier run already committed");
-  cmd->add_option("--batch-count-max", flags->batch_count_max, "Events per transaction");
-  cmd->add_option("--linger-ms", flags->linger_ms, "Commit a partial batch after this pause");
+  cmd->add_option("--batch-count-max", flags->batch_count_max,
+                  "Events per transaction (overrides the config)")
+      ->check(IntegerFrom(1, kBatchCountMaxLimit));
+  cmd->add_option("--linger-ms", flags->linger_ms,
+                  "Commit a partial batch after this pause (overrides the config)")
+      ->check(IntegerFrom(0, kLingerMsLimit));
+  cmd->add_option("--busy-timeout-ms", flags->busy_timeout_ms,
+                  "How long to wait for a store another process is writing")
+      ->check(IntegerFrom(0, 3'600'000))
+      ->capture_default_str();
   cmd->add_option("--synchronous", flags->synchronous, "SQLite synchronous: FULL, NORMAL or OFF")
       ->capture_default_str();
   cmd->callback([flags, &run] { run = [flags] { return RunConsume(*flags); }; });

@@ -1,5 +1,6 @@
 // `evident evidence`, `evident gaps`, `evident guard`: reading decisions back from the store.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -7,6 +8,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/text.h"
 #include "evident/consumer.h"
 #include "json/writer.h"
 
@@ -18,6 +20,8 @@ int64_t NowMs() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+std::string P(std::string_view text) { return Printable(text); }
 
 std::string FormatTime(int64_t ms) {
   const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
@@ -96,7 +100,7 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
     for (const DeferredEvent& d : c.deferred) {
       w.BeginObject().Field("source", d.source).Field("id", d.event_id).Field("type", d.type);
       w.Key("subject_version").Int(d.subject_version);
-      w.Key("expected_version").Int(d.expected_version);
+      w.Key("expected_version").Int(ExpectedVersion(c.projection));
       w.Field("received_at", FormatTime(d.received_at_ms));
       w.Key("age_seconds").Int((now_ms - d.received_at_ms) / 1000);
       w.Field("deadline_at", FormatTime(d.deadline_at_ms));
@@ -134,19 +138,19 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
 
 void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvidence>& all,
                        const std::vector<KeptInput>& unassigned, int64_t now_ms) {
-  std::printf("evidence for %s\n", subject.c_str());
+  std::printf("evidence for %s\n", P(subject).c_str());
   for (const ConsumerEvidence& c : all) {
-    std::printf("\n== consumer %s\n", c.consumer.c_str());
+    std::printf("\n== consumer %s\n", P(c.consumer).c_str());
     if (c.projection) {
       const Projection& p = *c.projection;
       const bool in_sync = p.version == p.owner_version_seen && c.deferred.empty();
-      std::printf("  owner            %s\n", p.owner_source.c_str());
+      std::printf("  owner            %s\n", P(p.owner_source).c_str());
       std::printf("  owner version    %lld (highest seen, deferred included)\n",
                   static_cast<long long>(p.owner_version_seen));
       std::printf("  projection       version %lld, state '%s', %s\n",
-                  static_cast<long long>(p.version), p.state.c_str(),
+                  static_cast<long long>(p.version), P(p.state).c_str(),
                   in_sync ? "in sync" : "NOT in sync");
-      std::printf("  fields           %s\n", p.fields_json.c_str());
+      std::printf("  fields           %s\n", PrintableJson(p.fields_json).c_str());
     } else {
       std::printf("  no projection\n");
     }
@@ -154,8 +158,8 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
       if (e.state != "applied") continue;
       std::printf(
           "  applied   v%-4s %s:%s (%s) schema v%lld -> result v%lld, projection v%s, %s%s\n",
-          e.subject_version ? std::to_string(*e.subject_version).c_str() : "-", e.source.c_str(),
-          e.event_id.c_str(), e.type.c_str(), static_cast<long long>(e.input_schema_version),
+          e.subject_version ? std::to_string(*e.subject_version).c_str() : "-", P(e.source).c_str(),
+          P(e.event_id).c_str(), P(e.type).c_str(), static_cast<long long>(e.input_schema_version),
           static_cast<long long>(e.result_version),
           e.projection_version ? std::to_string(*e.projection_version).c_str() : "-",
           FormatTime(e.committed_at_ms).c_str(),
@@ -165,35 +169,37 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
     }
     for (const DeferredEvent& d : c.deferred) {
       std::printf("  deferred  v%-4lld %s:%s waits for v%lld, age %llds, deadline %s%s, route %s\n",
-                  static_cast<long long>(d.subject_version), d.source.c_str(), d.event_id.c_str(),
-                  static_cast<long long>(d.expected_version),
+                  static_cast<long long>(d.subject_version), P(d.source).c_str(),
+                  P(d.event_id).c_str(), static_cast<long long>(ExpectedVersion(c.projection)),
                   static_cast<long long>((now_ms - d.received_at_ms) / 1000),
                   FormatTime(d.deadline_at_ms).c_str(),
-                  now_ms > d.deadline_at_ms ? " (OVERDUE)" : "", d.route.c_str());
+                  now_ms > d.deadline_at_ms ? " (OVERDUE)" : "", P(d.route).c_str());
     }
     for (const JournalEntry& j : c.journal) {
       if (j.outcome != "duplicate") continue;
-      std::printf("  duplicate       %s:%s delivered again at %s, no effect\n", j.source.c_str(),
-                  j.event_id.c_str(), FormatTime(j.at_ms).c_str());
+      std::printf("  duplicate       %s:%s delivered again at %s, no effect\n", P(j.source).c_str(),
+                  P(j.event_id).c_str(), FormatTime(j.at_ms).c_str());
     }
     for (const KeptInput& k : c.kept) {
-      std::printf("  kept      %-22s %s:%s reason %s: %s\n", k.outcome.c_str(), k.source.c_str(),
-                  k.event_id.c_str(), k.reason.c_str(), k.message.c_str());
+      std::printf("  kept      %-22s %s:%s reason %s: %s\n", P(k.outcome).c_str(),
+                  P(k.source).c_str(), P(k.event_id).c_str(), P(k.reason).c_str(),
+                  P(k.message).c_str());
     }
     for (const EvidenceRecord& r : c.evidence) {
-      std::printf("  evidence  %-10s from %s:%s (v%s)\n", r.name.c_str(), r.source.c_str(),
-                  r.event_id.c_str(),
+      std::printf("  evidence  %-10s from %s:%s (v%s)\n", P(r.name).c_str(), P(r.source).c_str(),
+                  P(r.event_id).c_str(),
                   r.subject_version ? std::to_string(*r.subject_version).c_str() : "-");
     }
   }
   for (const KeptInput& k : unassigned) {
-    std::printf("\n  kept (no consumer) %s %s:%s reason %s: %s\n", k.outcome.c_str(),
-                k.source.c_str(), k.event_id.c_str(), k.reason.c_str(), k.message.c_str());
+    std::printf("\n  kept (no consumer) %s %s:%s reason %s: %s\n", P(k.outcome).c_str(),
+                P(k.source).c_str(), P(k.event_id).c_str(), P(k.reason).c_str(),
+                P(k.message).c_str());
   }
 }
 
 int RunEvidence(const EvidenceFlags& flags) {
-  auto store = OpenStore(flags.store);
+  auto store = OpenStore(flags.store, {.read_only = true});
   if (!store.ok()) {
     std::cerr << "evident evidence: " << store.status().ToString() << "\n";
     return kExitUsage;
@@ -251,7 +257,12 @@ int RunEvidence(const EvidenceFlags& flags) {
   } else {
     WriteEvidenceText(flags.subject, all, unassigned, now);
   }
-  return all.empty() && unassigned.empty() ? kExitNegative : kExitOk;
+  const auto knows = [](const ConsumerEvidence& c) {
+    return c.projection || !c.ledger.empty() || !c.deferred.empty() || !c.journal.empty() ||
+           !c.kept.empty() || !c.evidence.empty();
+  };
+  const bool known = !unassigned.empty() || std::any_of(all.begin(), all.end(), knows);
+  return known ? kExitOk : kExitNegative;  // 1: the store knows nothing of the subject
 }
 
 struct GapsFlags {
@@ -262,7 +273,7 @@ struct GapsFlags {
 };
 
 int RunGaps(const GapsFlags& flags) {
-  auto store = OpenStore(flags.store);
+  auto store = OpenStore(flags.store, {.read_only = true});
   if (!store.ok()) {
     std::cerr << "evident gaps: " << store.status().ToString() << "\n";
     return kExitUsage;
@@ -289,6 +300,14 @@ int RunGaps(const GapsFlags& flags) {
     g.oldest_ms = std::min(g.oldest_ms, d.received_at_ms);
     g.waiting.push_back(d.subject_version);
   }
+  for (auto& [key, g] : gaps) {  // what is missing now, not when the first event was deferred
+    auto projection = (*store)->FindProjection(g.consumer, g.subject);
+    if (!projection.ok()) {
+      std::cerr << "evident gaps: " << projection.status().ToString() << "\n";
+      return kExitUsage;
+    }
+    g.expected = ExpectedVersion(*projection);
+  }
   const int64_t now = NowMs();
   std::string out;
   json::Writer w(out);
@@ -309,11 +328,11 @@ int RunGaps(const GapsFlags& flags) {
       w.Key("seconds_left").Int(left_ms / 1000).Field("route", g.route).EndObject();
     } else {
       std::printf("%-20s %-20s expects v%lld, waiting v%s, deadline %s (%s), route %s\n",
-                  g.consumer.c_str(), g.subject.c_str(), static_cast<long long>(g.expected),
+                  P(g.consumer).c_str(), P(g.subject).c_str(), static_cast<long long>(g.expected),
                   versions.c_str(), FormatTime(g.deadline_ms).c_str(),
                   left_ms < 0 ? ("overdue by " + std::to_string(-left_ms / 1000) + "s").c_str()
                               : (std::to_string(left_ms / 1000) + "s left").c_str(),
-                  g.route.c_str());
+                  P(g.route).c_str());
     }
   }
   w.EndArray();
@@ -342,7 +361,7 @@ int RunGuard(const GuardFlags& flags) {
               << "\n";
     return kExitUsage;
   }
-  auto store = OpenStore(flags.store);
+  auto store = OpenStore(flags.store, {.read_only = true});
   if (!store.ok()) {
     std::cerr << "evident guard: " << store.status().ToString() << "\n";
     return kExitUsage;
@@ -362,9 +381,9 @@ int RunGuard(const GuardFlags& flags) {
     w.EndArray().EndObject();
     std::printf("%s\n", out.c_str());
   } else {
-    std::printf("%s %s %s: %s\n", flags.consumer.c_str(), flags.action.c_str(),
-                flags.subject.c_str(), decision->allowed ? "allowed" : "denied");
-    for (const std::string& r : decision->reasons) std::printf("  - %s\n", r.c_str());
+    std::printf("%s %s %s: %s\n", P(flags.consumer).c_str(), P(flags.action).c_str(),
+                P(flags.subject).c_str(), decision->allowed ? "allowed" : "denied");
+    for (const std::string& r : decision->reasons) std::printf("  - %s\n", P(r).c_str());
   }
   return decision->allowed ? kExitOk : kExitNegative;
 }
@@ -389,6 +408,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
   cmd->add_option("--store", gaps->store, "sqlite:PATH")->required();
   cmd->add_option("--within", gaps->within_seconds,
                   "Show gaps whose deadline is at most this many seconds away (or past)")
+      ->check(IntegerFrom(0, kGapDeadlineSecondsMax))
       ->capture_default_str();
   cmd->add_flag("--all", gaps->all, "Show every open gap");
   cmd->add_option("--format", gaps->format, "text or json")

@@ -132,11 +132,11 @@ int RunValidate(const ValidateArgs& args) {
     all_valid &= output.valid;
     WriteResult(out, index++, output);
     if (out.size() > (1u << 16)) {
-      std::fwrite(out.data(), 1, out.size(), stdout);
+      if (!WriteStdout(out)) return kExitUsage;  // main() names the error
       out.clear();
     }
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!WriteStdout(out)) return kExitUsage;
   if (in->bad()) {
     std::cerr << "evident schema validate: error reading " << args.instances_path << "\n";
     return kExitUsage;
@@ -160,11 +160,12 @@ void AddSchemaCommand(CLI::App& app, Runner& run) {
   validate->add_flag("--format-assertion", args->format_assertion,
                      "Treat \"format\" as an assertion, not an annotation");
   validate->add_option("--errors-max", args->errors_max, "Errors reported per instance")
+      ->check(IntegerFrom(1, 1'000'000))
       ->capture_default_str();
   validate
       ->add_option("--line-bytes-max", args->line_bytes_max,
                    "Longest instance line read; a longer one is an invalid instance")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerFrom(1, int64_t{1} << 40))
       ->capture_default_str();
   validate->add_option("instances", args->instances_path, "NDJSON file, or - for stdin")
       ->capture_default_str();

@@ -55,7 +55,7 @@ int Fail(std::string_view command, const Status& status) {
   return kExitUsage;
 }
 
-void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+void Print(const std::string& text) { (void)WriteStdout(text); }  // main() checks stdout
 
 int RunCheck(const CheckFlags& flags) {
   constexpr std::string_view kName = "schema check";

@@ -7,14 +7,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <fstream>
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace evident::cli {
 
@@ -31,6 +34,15 @@ bool ReadLineBounded(std::istream& in, std::string& line, size_t bytes_max);
 // The input named `path`: standard input for "-", else `file` opened on it; null when it cannot
 // be opened (cli/lines.cc).
 std::istream* OpenInput(const std::string& path, std::ifstream& file);
+
+// Writes `text` to standard output whole; false (with errno set) when it could not, so a long
+// stream stops at the first failed write instead of running on to a misleading exit 0
+// (cli/lines.cc). main() checks the final flush and close as well.
+bool WriteStdout(std::string_view text);
+
+// A CLI11 check that an option is a whole number from `min` to `max`, with a message that says
+// so in those words (CLI11's own range check prints doubles: "0.000000 to 1.797e308").
+CLI::Validator IntegerFrom(int64_t min, int64_t max);
 
 void AddValidateCommand(CLI::App& app, Runner& run);
 void AddSchemaCommand(CLI::App& app, Runner& run);

@@ -1,5 +1,8 @@
 // cli/lines.cc — reading input line by line with a bound on the line kept.
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <istream>
@@ -27,6 +30,26 @@ bool ReadLineBounded(std::istream& in, std::string& line, size_t bytes_max) {
     if (!more) return any;
     in.clear();
   }
+}
+
+bool WriteStdout(std::string_view text) {
+  return std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+}
+
+CLI::Validator IntegerFrom(int64_t min, int64_t max) {
+  const std::string range =
+      "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        int64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, error] = std::from_chars(text.data(), end, value);
+        if (error != std::errc() || ptr != end || value < min || value > max) {
+          return "must be " + range + ", not '" + text + "'";
+        }
+        return "";
+      },
+      "INT in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
 }
 
 std::istream* OpenInput(const std::string& path, std::ifstream& file) {

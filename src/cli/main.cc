@@ -1,6 +1,8 @@
 // evident — the command-line tool. See README.md and docs/cli.md.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -30,6 +32,18 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   const int exit_code = run();
-  std::fflush(stdout);
+  // Exit 0 means everything was written: a full disk or a closed pipe on standard output is an
+  // I/O error, even when the command itself succeeded. fclose reports what fflush cannot (an
+  // error surfacing at close, as on NFS).
+  std::cout.flush();
+  errno = 0;
+  const bool written = std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout);
+  const int flush_errno = errno;
+  if (std::fclose(stdout) != 0 || !written) {
+    const int error = flush_errno != 0 ? flush_errno : errno;
+    std::fprintf(stderr, "evident: cannot write standard output: %s\n",
+                 error != 0 ? std::strerror(error) : "write error (a full disk, a closed pipe?)");
+    return kExitUsage;
+  }
   return exit_code;
 }

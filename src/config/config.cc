@@ -151,17 +151,26 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
     }
     if (root["batch_count_max"]) {
       const int64_t n = root["batch_count_max"].as<int64_t>();
-      if (n < 1 || n > 1'000'000) Fail(origin, root["batch_count_max"], "1..1000000");
+      if (n < 1 || n > kBatchCountMaxLimit) {
+        Fail(origin, root["batch_count_max"],
+             "batch_count_max must be from 1 to " + std::to_string(kBatchCountMaxLimit));
+      }
       config.batch_count_max = static_cast<size_t>(n);
     }
     if (root["linger_ms"]) {
       config.linger_ms = root["linger_ms"].as<int64_t>();
-      if (config.linger_ms < 0 || config.linger_ms > 60'000)
-        Fail(origin, root["linger_ms"], "0..60000");
+      if (config.linger_ms < 0 || config.linger_ms > kLingerMsLimit) {
+        Fail(origin, root["linger_ms"],
+             "linger_ms must be from 0 to " + std::to_string(kLingerMsLimit));
+      }
     }
     if (root["event_bytes_max"]) {
       const int64_t n = root["event_bytes_max"].as<int64_t>();
-      if (n < 65536) Fail(origin, root["event_bytes_max"], "at least 65536 (CloudEvents)");
+      if (n < kEventBytesFloor || n > kEventBytesLimit) {
+        Fail(origin, root["event_bytes_max"],
+             "event_bytes_max must be from " + std::to_string(kEventBytesFloor) +
+                 " (the CloudEvents minimum) to " + std::to_string(kEventBytesLimit));
+      }
       config.event_bytes_max = static_cast<size_t>(n);
     }
   } catch (const ConfigError& e) {

@@ -32,7 +32,7 @@ Result<GuardDecision> EvaluateGuard(Store& store, const ConsumerConfig& consumer
     EVIDENT_ASSIGN_OR_RETURN(std::vector<DeferredEvent> deferred, store.DeferredOf(id, subject));
     if (!deferred.empty()) {
       decision.reasons.push_back(
-          "gap open: version " + std::to_string(deferred.front().expected_version) + " expected, " +
+          "gap open: version " + std::to_string(ExpectedVersion(projection)) + " expected, " +
           std::to_string(deferred.size()) + " event(s) deferred, route " + deferred.front().route);
     }
   }

@@ -497,6 +497,11 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
                       : "ordered consumer needs a version at " + contract.ordering.version_at);
     }
     const int64_t version = *subject_version;
+    if (version < 1) {  // 0 would read as "already applied" against a subject never seen
+      return keep(
+          Outcome::kRejected, "invalid-subject-version",
+          "subject versions start at 1; this event carries version " + std::to_string(version));
+    }
     // The store's own copy, changed in place only on the paths that put it back.
     EVIDENT_ASSIGN_OR_RETURN(const Store::ProjectionRef ref,
                              store.EditProjection(contract.id, d.subject));

@@ -386,5 +386,48 @@ TEST_F(PipelineTest, DeferredReceiptHasNoProjectionVersion) {
   EXPECT_EQ(deferred.projection_version, std::nullopt);
 }
 
+// Version 0 is no version at all: against a subject never seen (projection version 0) it used
+// to read as "another event already applied version 0; routed to the owner " with no owner.
+TEST_F(PipelineTest, SubjectVersionBelowOneIsRejected) {
+  for (ConsumerConfig& c : config_.consumers) c.contract.ordering.version_at.clear();
+  pipeline_ = Pipeline::Create(config_).value();
+  for (const int version : {0}) {  // a negative one is refused by the envelope already
+    std::string event = Paid("evt-v" + std::to_string(version), 1);
+    event.insert(event.find(R"("data")"), R"("subjectversion":)" + std::to_string(version) + ",");
+    const Decision d = RunOne(event);
+    EXPECT_EQ(d.consumer, "fulfillment");
+    EXPECT_EQ(d.outcome, Outcome::kRejected) << d.message;
+    EXPECT_EQ(d.reason, "invalid-subject-version");
+    EXPECT_NE(d.message.find("start at 1"), std::string::npos) << d.message;
+  }
+  EXPECT_FALSE(store_->FindProjection("fulfillment", "order-417").value().has_value());
+  EXPECT_EQ(RunOne([&] {
+              std::string e = Paid("evt-v1", 1);
+              e.insert(e.find(R"("data")"), R"("subjectversion":1,)");
+              return e;
+            }())
+                .outcome,
+            Outcome::kApplied);
+}
+
+// The version a gap waits for follows the projection: deferred v3 waits for v1, and once v1
+// applies, for v2 (the stored expected_version still says 1).
+TEST_F(PipelineTest, ExpectedVersionFollowsTheProjection) {
+  ASSERT_EQ(RunOne(Cancelled("evt-c3", 3)).outcome, Outcome::kDeferred);
+  EXPECT_EQ(ExpectedVersion(store_->FindProjection("fulfillment", "order-417").value()), 1);
+  ASSERT_EQ(RunOne(Paid("evt-p1", 1)).outcome, Outcome::kApplied);
+  EXPECT_EQ(ExpectedVersion(store_->FindProjection("fulfillment", "order-417").value()), 2);
+  const auto guard = EvaluateGuard(*store_, *config_.Find("fulfillment"), "order-417", "ship");
+  ASSERT_TRUE(guard.ok());
+  ASSERT_FALSE(guard->allowed);
+  bool gap_reason = false;
+  for (const std::string& r : guard->reasons) {
+    if (r.rfind("gap open", 0) != 0) continue;
+    gap_reason = true;
+    EXPECT_NE(r.find("version 2 expected"), std::string::npos) << r;
+  }
+  EXPECT_TRUE(gap_reason);
+}
+
 }  // namespace
 }  // namespace evident

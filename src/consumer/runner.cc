@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -25,6 +26,19 @@ int64_t NowMs() {
       .count();
 }
 
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
+
+// 64-bit FNV-1a, continued from `hash` over `data`: the identity of an input's consumed prefix
+// (InputCheckpoint). Streaming, so a prefix hashes alike however it was read in chunks; it
+// guards against resuming on a different input by mistake, not against an adversary.
+uint64_t Fnv1a(uint64_t hash, std::string_view data) {
+  for (const char c : data) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
 // Reads lines from a file descriptor. A line longer than `line_bytes_max` is cut to that many
 // bytes plus one (enough for the parser to reject it as too large) and the rest is skipped, so
 // one oversized line never holds the whole input in memory.
@@ -33,6 +47,9 @@ class LineReader {
   LineReader(int fd, size_t line_bytes_max) : fd_(fd), line_bytes_max_(line_bytes_max) {}
 
   enum class Next { kLine, kEnd, kWouldWait };
+
+  // The lines taken so far and the size and hash of their bytes (each counted with a newline).
+  const InputCheckpoint& consumed() const { return consumed_; }
 
   // Produces the next complete line into `line`. With `wait_ms` >= 0, returns kWouldWait when no
   // complete line arrives within that time.
@@ -77,22 +94,37 @@ class LineReader {
       // Cut an oversized line: keep line_bytes_max + 1 bytes, drop the rest up to its newline.
       if (buffer_.find('\n', scan_from_) == std::string::npos &&
           buffer_.size() > line_bytes_max_ + 1) {
+        // The line's bytes are hashed as they go by: the kept ones now, the skipped ones next.
+        Consume(std::string_view(buffer_).substr(start_));
         buffer_.resize(line_bytes_max_ + 1);
         skipping_ = true;
+        hashed_ = true;
       }
       return;
     }
     const void* nl = std::memchr(data, '\n', n);
+    const size_t skipped =
+        nl == nullptr ? n : static_cast<size_t>(static_cast<const char*>(nl) - data);
+    Consume(std::string_view(data, skipped));
     if (nl == nullptr) return;
     skipping_ = false;
     buffer_.push_back('\n');
-    const size_t after = static_cast<size_t>(static_cast<const char*>(nl) - data) + 1;
+    const size_t after = skipped + 1;
     Append(data + after, n - after);
+  }
+
+  void Consume(std::string_view bytes) {
+    consumed_.bytes += static_cast<int64_t>(bytes.size());
+    consumed_.prefix_hash = Fnv1a(consumed_.prefix_hash, bytes);
   }
 
   // Lines are taken from `start_` on; the consumed prefix is dropped only before a read, so
   // taking a line never moves the rest of the buffer (that was quadratic in lines per chunk).
   void TakeLine(size_t end, std::string& line) {
+    if (!hashed_) Consume(std::string_view(buffer_).substr(start_, end - start_));
+    Consume("\n");  // also for a last line without one: appending to the input keeps the prefix
+    hashed_ = false;
+    ++consumed_.lines;
     line.assign(buffer_, start_, end - start_);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     start_ = std::min(end + 1, buffer_.size());
@@ -112,6 +144,8 @@ class LineReader {
   size_t scan_from_ = 0;
   bool eof_ = false;
   bool skipping_ = false;
+  bool hashed_ = false;  // the current (cut) line's bytes are already in consumed_
+  InputCheckpoint consumed_{.prefix_hash = kFnvOffset};
 };
 
 bool IsBlank(std::string_view line) {
@@ -131,15 +165,19 @@ class PrepareAhead {
   struct Item {
     enum class Kind { kEvent, kEnd, kError } kind = Kind::kEvent;
     PreparedEvent* event = nullptr;
-    int64_t index = 0;  // the input line
-    Status status;      // kError
+    int64_t index = 0;          // the input line
+    InputCheckpoint read_thru;  // the input up to and including this line
+    Status status;              // kError
   };
 
-  PrepareAhead(Pipeline& pipeline, int fd, size_t line_bytes_max, int64_t resume_from,
+  // With `resume`, its lines are skipped once the input is shown to begin with the same bytes;
+  // an input that does not ends the run (kError) before anything is decided.
+  PrepareAhead(Pipeline& pipeline, int fd, size_t line_bytes_max,
+               std::optional<InputCheckpoint> resume,
                std::vector<std::unique_ptr<PreparedEvent>> slots, size_t bytes_max)
       : pipeline_(pipeline),
         reader_(fd, line_bytes_max),
-        resume_from_(resume_from),
+        resume_(resume),
         slots_(std::move(slots)),
         hand_off_count_(std::clamp<size_t>(slots_.size() / 4, 1, kHandOffCount)),
         bytes_max_(bytes_max) {
@@ -248,17 +286,26 @@ class PrepareAhead {
         if (stop_) return;
         continue;
       }
-      if (!next.ok() || *next == LineReader::Next::kEnd) {
+      const bool ended = next.ok() && *next == LineReader::Next::kEnd;
+      Status resumed = ended ? CheckResume() : Status::Ok();
+      if (!next.ok() || !resumed.ok() || ended) {
         Item last;
-        last.kind = next.ok() ? Item::Kind::kEnd : Item::Kind::kError;
-        if (!next.ok()) last.status = next.status();
+        last.kind = next.ok() && resumed.ok() ? Item::Kind::kEnd : Item::Kind::kError;
+        last.status = next.ok() ? resumed : next.status();
         done.push_back(std::move(last));
         hand_over();
         return;
       }
       const int64_t index = line_index++;
-      if (index < resume_from_) {
+      if (resume_ && index < resume_->lines) {
         ++skipped_;
+        if (index + 1 < resume_->lines) continue;
+        if (Status same = CheckResume(); !same.ok()) {
+          Item last{.kind = Item::Kind::kError, .status = same};
+          done.push_back(std::move(last));
+          hand_over();
+          return;
+        }
         continue;
       }
       if (IsBlank(line)) continue;
@@ -268,14 +315,46 @@ class PrepareAhead {
       Item item;
       item.event = slot;
       item.index = index;
+      item.read_thru = reader_.consumed();
       done.push_back(std::move(item));
     }
   }
 
+  // Once the resumed lines are read (or the input ended first): are they the checkpoint's?
+  // Checked once; afterwards (or without a checkpoint) there is nothing to check.
+  Status CheckResume() {
+    if (!resume_ || resume_checked_) return Status::Ok();
+    resume_checked_ = true;
+    const InputCheckpoint& was = *resume_;
+    const InputCheckpoint& is = reader_.consumed();
+    if (is.lines < was.lines) {
+      return Status::FailedPrecondition(
+          "cannot resume: the checkpoint covers " + std::to_string(was.lines) +
+          " lines but the input has only " + std::to_string(is.lines) + " lines" +
+          "; it is not the input the checkpoint was taken from (nothing was decided; run "
+          "without --resume to decide it all, the ledger absorbs what was applied before)");
+    }
+    if (!was.identified) {
+      return Status::FailedPrecondition(
+          "cannot resume: the checkpoint was written by an earlier evident and does not identify "
+          "its input (nothing was decided; run without --resume once, the ledger absorbs what "
+          "was applied before)");
+    }
+    if (is.bytes != was.bytes || is.prefix_hash != was.prefix_hash) {
+      return Status::FailedPrecondition(
+          "cannot resume: the first " + std::to_string(was.lines) + " lines of the input (" +
+          std::to_string(is.bytes) + " bytes) differ from the " + std::to_string(was.bytes) +
+          " bytes the checkpoint was taken from; it is a different input (nothing was decided; "
+          "run without --resume to decide it all, the ledger absorbs what was applied before)");
+    }
+    return Status::Ok();
+  }
+
   Pipeline& pipeline_;
   LineReader reader_;  // the reading thread's alone
-  const int64_t resume_from_;
-  int64_t skipped_ = 0;  // the reading thread's until it hands over kEnd
+  const std::optional<InputCheckpoint> resume_;
+  bool resume_checked_ = false;  // the reading thread's
+  int64_t skipped_ = 0;          // the reading thread's until it hands over kEnd
 
   std::deque<Item> taken_;                // the deciding thread's: handed over, not yet decided
   std::vector<PreparedEvent*> released_;  // the deciding thread's: decided, not yet given back
@@ -328,9 +407,9 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
   } closer{fd};
 
   ConsumeSummary summary;
-  int64_t resume_from = 0;
+  std::optional<InputCheckpoint> resume;
   if (options.resume) {
-    EVIDENT_ASSIGN_OR_RETURN(resume_from, store.GetCheckpoint(input_name));
+    EVIDENT_ASSIGN_OR_RETURN(resume, store.GetCheckpoint(input_name));
   }
   const auto start = std::chrono::steady_clock::now();
   auto last_progress = start;
@@ -345,17 +424,17 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedEvent> slot, pipeline.NewPreparedEvent());
     slots.push_back(std::move(slot));
   }
-  PrepareAhead ahead(pipeline, fd, config.event_bytes_max, resume_from, std::move(slots),
+  PrepareAhead ahead(pipeline, fd, config.event_bytes_max, resume, std::move(slots),
                      kAheadBytesMax);
   std::vector<Decision> decisions;
   std::string outcome_text;
-  int64_t line_index = 0;  // input lines decided: the checkpoint
+  InputCheckpoint decided_thru;  // the input up to the last line decided: the checkpoint
   size_t batch_events = 0;
   bool in_transaction = false;
 
   const auto commit = [&]() -> Status {
     if (!in_transaction) return Status::Ok();
-    EVIDENT_RETURN_IF_ERROR(store.SetCheckpoint(input_name, line_index));
+    EVIDENT_RETURN_IF_ERROR(store.SetCheckpoint(input_name, decided_thru));
     EVIDENT_RETURN_IF_ERROR(store.Commit());
     in_transaction = false;
     ++summary.batches;
@@ -371,14 +450,21 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
     }
     decisions.clear();
     if (options.outcomes != nullptr && !outcome_text.empty()) {
-      std::fwrite(outcome_text.data(), 1, outcome_text.size(), options.outcomes);
-      std::fflush(options.outcomes);
+      const size_t written =
+          std::fwrite(outcome_text.data(), 1, outcome_text.size(), options.outcomes);
+      if (written != outcome_text.size() || std::fflush(options.outcomes) != 0) {
+        return Status::IoError(std::string("cannot write the outcomes: ") + std::strerror(errno) +
+                               " (the decisions are committed; `evident evidence` shows them)");
+      }
     }
     return Status::Ok();
   };
   const auto fail = [&](const Status& status) -> Status {
-    if (in_transaction) (void)store.Rollback();
-    return status;
+    if (!in_transaction) return status;
+    (void)store.Rollback();
+    return Status(status.code(), status.message() +
+                                     " (the open batch was rolled back; its lines are not "
+                                     "acknowledged and a --resume run decides them again)");
   };
 
   while (true) {
@@ -397,7 +483,8 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
     Status decided = pipeline.Decide(store, *item->event, item->index, NowMs(), decisions);
     ahead.Release(item->event);
     if (!decided.ok()) return fail(decided.Annotate("input line " + std::to_string(item->index)));
-    line_index = item->index + 1;
+    assert(item->read_thru.lines == item->index + 1);
+    decided_thru = item->read_thru;
     ++summary.events;
     if (++batch_events >= config.batch_count_max) {
       if (Status s = commit(); !s.ok()) return fail(s);

@@ -201,7 +201,12 @@ Result<ConsumerContract> ConsumerContractFromNode(const YAML::Node& root, std::s
       if (gap["deadline_seconds"]) {
         contract.gap.deadline_seconds =
             Integer(origin, gap["deadline_seconds"], "deadline_seconds");
-        if (contract.gap.deadline_seconds < 0) Fail(origin, gap, "deadline_seconds >= 0");
+        if (contract.gap.deadline_seconds < 0 ||
+            contract.gap.deadline_seconds > kGapDeadlineSecondsMax) {
+          Fail(origin, gap,
+               "deadline_seconds from 0 to " + std::to_string(kGapDeadlineSecondsMax) +
+                   " (100 years)");
+        }
       }
       if (gap["route"]) {
         const std::string route = String(origin, gap["route"], "route");

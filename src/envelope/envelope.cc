@@ -236,8 +236,43 @@ std::vector<EnvelopeReason> AllEnvelopeReasons() {
   return all;
 }
 
+namespace {
+
+// True when a segment of the source's path (before any '?' or '#') is "." or "..", also when
+// percent-encoded ("%2e%2E"). Such a source may name a place outside the prefix it starts with
+// ("https://example.test/order-service/../payment-service"), so a boundary refuses it rather
+// than guess how its reader resolves it. '\' counts as a separator: some URL parsers treat it
+// as '/'.
+bool HasDotSegment(std::string_view source) {
+  source = source.substr(0, source.find_first_of("?#"));
+  size_t start = 0;
+  while (start <= source.size()) {
+    size_t end = source.find_first_of("/\\", start);
+    if (end == std::string_view::npos) end = source.size();
+    std::string_view segment = source.substr(start, end - start);
+    size_t dots = 0;
+    while (!segment.empty()) {
+      if (segment[0] == '.') {
+        segment.remove_prefix(1);
+      } else if (segment.size() >= 3 && segment[0] == '%' && segment[1] == '2' &&
+                 (segment[2] == 'e' || segment[2] == 'E')) {
+        segment.remove_prefix(3);
+      } else {
+        break;
+      }
+      ++dots;
+    }
+    if (segment.empty() && (dots == 1 || dots == 2)) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool SourceInsideBoundary(std::string_view source, const std::vector<std::string>& boundary) {
   if (boundary.empty()) return true;
+  if (HasDotSegment(source)) return false;
   for (const std::string& prefix : boundary) {
     if (prefix.empty() || source.substr(0, prefix.size()) != prefix) continue;
     if (source.size() == prefix.size()) return true;
@@ -548,7 +583,10 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
   // 6. Source inside the boundary.
   if (!SourceInsideBoundary(event.source, options_.source_boundary)) {
     return reject(EnvelopeReason::kSourceOutsideBoundary,
-                  "source '" + std::string(event.source) + "' is outside the boundary");
+                  "source '" + std::string(event.source) + "' is outside the boundary" +
+                      (HasDotSegment(event.source)
+                           ? " (a '.' or '..' segment in a source is never inside one)"
+                           : ""));
   }
 
   // 7. Schema version present (when required).

@@ -348,5 +348,26 @@ TEST(Boundary, MatchesAtSegmentEnds) {
   EXPECT_TRUE(SourceInsideBoundary("anything", {}));
 }
 
+// A dot segment can lead out of the prefix a source starts with; it is never inside a boundary.
+TEST(Boundary, DotSegmentsAreNeverInside) {
+  const std::vector<std::string> boundary = {"https://example.test/order-service",
+                                             "training://orders/"};
+  for (const char* source : {
+           "https://example.test/order-service/../payment-service",
+           "https://example.test/order-service/..",
+           "https://example.test/order-service/./x",
+           "https://example.test/order-service/%2e%2E/payment-service",
+           "https://example.test/order-service/.%2e/payment-service",
+           "https://example.test/order-service\\..\\payment-service",
+           "training://orders/../payments/x",
+       }) {
+    EXPECT_FALSE(SourceInsideBoundary(source, boundary)) << source;
+  }
+  // Dots that are not whole segments, and dots after '?' or '#', are ordinary characters.
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/v1.2/...x", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a?next=/../b", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/.well-known", boundary));
+}
+
 }  // namespace
 }  // namespace evident

@@ -243,8 +243,12 @@ class Compiler {
   Result<KnownDialect> DialectOf(dom::element el, KnownDialect inherited, size_t chain) {
     dom::object object;
     if (el.get_object().get(object) != simdjson::SUCCESS) return inherited;
+    dom::element schema_member;
+    if (object["$schema"].get(schema_member) != simdjson::SUCCESS) return inherited;
     std::string_view schema_uri;
-    if (object["$schema"].get_string().get(schema_uri) != simdjson::SUCCESS) return inherited;
+    if (schema_member.get_string().get(schema_uri) != simdjson::SUCCESS) {
+      return Status::InvalidArgument("\"$schema\" must be a string (a meta-schema URI)");
+    }
     const std::string uri = StripEmptyFragment(ResolveUri("", schema_uri));
     if (auto known = KnownMetaschema(uri)) return *known;
     if (chain >= kMetaschemaChainMax) {
@@ -768,10 +772,13 @@ class Compiler {
   }
 
   Status CompileFormat(dom::object object, Node& node, bool assert_format) {
+    dom::element member;
+    if (object["format"].get(member) != simdjson::SUCCESS) return Status::Ok();
     std::string_view name;
-    if (!assert_format || object["format"].get_string().get(name) != simdjson::SUCCESS) {
-      return Status::Ok();
+    if (member.get_string().get(name) != simdjson::SUCCESS) {
+      return Status::InvalidArgument("\"format\" must be a string");
     }
+    if (!assert_format) return Status::Ok();
     auto kind = ParseFormatName(name);
     if (!kind) return Status::Ok();  // unknown formats are annotations
     node.string_ops.push_back(Op{.kind = OpKind::kFormat,

@@ -671,14 +671,55 @@ bool CheckRelativeJsonPointer(std::string_view s) {
   return rest == "#" || CheckJsonPointer(rest);
 }
 
+// True when `pattern` has a bounded quantifier {m,n} with m > n, which ECMA-262 refuses and
+// RE2 reports with the same code as a count over its 1000 (ErrorRepeatSize).
+bool HasReversedBound(std::string_view pattern) {
+  const auto number = [&](size_t& i) {
+    const size_t start = i;
+    while (i < pattern.size() && pattern[i] >= '0' && pattern[i] <= '9') ++i;
+    std::string_view digits = pattern.substr(start, i - start);
+    while (digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
+    return digits;
+  };
+  const auto greater = [](std::string_view a, std::string_view b) {
+    return a.size() != b.size() ? a.size() > b.size() : a > b;
+  };
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\') {
+      ++i;
+    } else if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '{') {
+      size_t j = i + 1;
+      const std::string_view low = number(j);
+      if (low.empty() || j >= pattern.size() || pattern[j] != ',') continue;
+      ++j;
+      const std::string_view high = number(j);
+      if (!high.empty() && j < pattern.size() && pattern[j] == '}' && greater(low, high)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool CheckRegex(std::string_view s) {
   bool unsupported = false;
   auto translated = TranslateEcmaRegex(s, &unsupported);
   if (!translated.ok()) return unsupported;  // valid ECMA-262 that RE2 cannot run is still valid
   RE2::Options options;
   options.set_log_errors(false);
+  // Only the syntax is in question: a pattern RE2 parses but will not build (a repetition
+  // count over its 1000, a program over max_mem) is valid ECMA-262 all the same. A small
+  // max_mem keeps checking one instance cheap, however long its pattern.
+  options.set_max_mem(int64_t{1} << 20);
   const re2::RE2 regex(*translated, options);
-  return regex.ok();
+  return regex.ok() || regex.error_code() == RE2::ErrorPatternTooLarge ||
+         (regex.error_code() == RE2::ErrorRepeatSize && !HasReversedBound(s));
 }
 
 }  // namespace

@@ -15,6 +15,18 @@ TEST(Format, DateTimeAndLeapSeconds) {
   EXPECT_FALSE(CheckFormat(FormatKind::kTime, "12:00:00"));  // offset required
 }
 
+// A pattern is valid when it is valid ECMA-262; RE2's own limits (repetition counts over 1000,
+// a program over its memory) do not make it invalid.
+TEST(Format, LongAndLargeRegexesAreValid) {
+  EXPECT_TRUE(CheckFormat(FormatKind::kRegex, "^a{2000}$"));
+  EXPECT_TRUE(CheckFormat(FormatKind::kRegex, "((a{100}){100}){100}"));
+  std::string alternation = "^(";
+  for (int i = 0; i < 20000; ++i) alternation += (i ? "|w" : "w") + std::to_string(i);
+  EXPECT_TRUE(CheckFormat(FormatKind::kRegex, alternation + ")$"));
+  EXPECT_FALSE(CheckFormat(FormatKind::kRegex, "(unclosed"));
+  EXPECT_FALSE(CheckFormat(FormatKind::kRegex, "a{2,1}"));
+}
+
 TEST(Format, NetworkNames) {
   EXPECT_TRUE(CheckFormat(FormatKind::kIpv4, "192.168.0.1"));
   EXPECT_FALSE(CheckFormat(FormatKind::kIpv4, "192.168.0.01"));

@@ -272,5 +272,18 @@ TEST(Hostile, WideUniqueItemsIsNotQuadratic) {
   EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count(), 2000);
 }
 
+// "$schema" and "format" have string values only; another type is a broken schema, refused at
+// compile time rather than ignored.
+TEST(Schema, NonStringSchemaAndFormatAreRefused) {
+  for (const char* json : {R"({"$schema":5,"type":"object"})",
+                           R"({"properties":{"a":{"format":5}}})", R"({"format":["date"]})"}) {
+    for (const bool assert_format : {false, true}) {
+      const Status status = CompileStatus(json, {.format_assertion = assert_format});
+      EXPECT_EQ(status.code(), Code::kInvalidArgument) << json << " " << status.ToString();
+    }
+  }
+  EXPECT_TRUE(CompileStatus(R"({"format":"date"})").ok());
+}
+
 }  // namespace
 }  // namespace evident::schema

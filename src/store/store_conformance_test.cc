@@ -65,7 +65,8 @@ TEST_P(StoreConformance, CommittedWritesSurviveARestart) {
   ASSERT_TRUE(store_->InsertLedger(Receipt("e1")).ok());
   Projection p{"c", "order-1", 1, "paid", R"({"orderId":"order-1"})", "s", 1, 1000};
   ASSERT_TRUE(store_->PutProjection(p).ok());
-  ASSERT_TRUE(store_->SetCheckpoint("input.ndjson", 7).ok());
+  const InputCheckpoint checkpoint{.lines = 7, .bytes = 700, .prefix_hash = 0xfedcba9876543210ULL};
+  ASSERT_TRUE(store_->SetCheckpoint("input.ndjson", checkpoint).ok());
   ASSERT_TRUE(store_->Commit().ok());
   Reopen();
   auto entry = store_->FindLedger("c", "s", "e1");
@@ -76,8 +77,13 @@ TEST_P(StoreConformance, CommittedWritesSurviveARestart) {
   ASSERT_TRUE(projection.ok() && projection->has_value());
   EXPECT_EQ((*projection)->state, "paid");
   EXPECT_EQ((*projection)->fields_json, R"({"orderId":"order-1"})");
-  EXPECT_EQ(store_->GetCheckpoint("input.ndjson").value(), 7);
-  EXPECT_EQ(store_->GetCheckpoint("other").value(), 0);
+  const std::optional<InputCheckpoint> read = store_->GetCheckpoint("input.ndjson").value();
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->lines, 7);
+  EXPECT_EQ(read->bytes, 700);
+  EXPECT_EQ(read->prefix_hash, 0xfedcba9876543210ULL);  // all 64 bits, the top one too
+  EXPECT_TRUE(read->identified);
+  EXPECT_FALSE(store_->GetCheckpoint("other").value().has_value());
 }
 
 TEST_P(StoreConformance, RollbackLeavesNothing) {
@@ -88,12 +94,12 @@ TEST_P(StoreConformance, RollbackLeavesNothing) {
       store_
           ->Keep({0, "c", "stale", "stale-version", "m", "s", "e0", "t", "order-1", 1, "raw", 1, 0})
           .ok());
-  ASSERT_TRUE(store_->SetCheckpoint("in", 3).ok());
+  ASSERT_TRUE(store_->SetCheckpoint("in", {.lines = 3, .bytes = 30, .prefix_hash = 1}).ok());
   ASSERT_TRUE(store_->Rollback().ok());
   EXPECT_FALSE(store_->FindLedger("c", "s", "e1").value().has_value());
   EXPECT_FALSE(store_->FindProjection("c", "order-1").value().has_value());
   EXPECT_TRUE(store_->KeptOf("order-1").value().empty());
-  EXPECT_EQ(store_->GetCheckpoint("in").value(), 0);
+  EXPECT_FALSE(store_->GetCheckpoint("in").value().has_value());
 }
 
 TEST_P(StoreConformance, LedgerKeyIsUniqueAndDuplicatesAreCounted) {

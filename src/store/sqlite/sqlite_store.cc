@@ -1,11 +1,16 @@
 // SQLite backend of the consumer store: one file, WAL, durable commits, every statement
 // prepared once and bound (never string-built).
+#include <fcntl.h>
 #include <simdjson.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
 #include <condition_variable>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -60,7 +65,8 @@ CREATE TABLE IF NOT EXISTS journal(
   at_ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS journal_by_subject ON journal(subject, consumer);
 CREATE TABLE IF NOT EXISTS checkpoint(
-  input TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
+  input TEXT PRIMARY KEY, position INTEGER NOT NULL, bytes INTEGER, prefix_hash INTEGER)
+  WITHOUT ROWID;
 )sql";
 
 // Runs WAL checkpoints on a thread with a connection of its own, the pattern SQLite documents
@@ -315,6 +321,38 @@ Projection ReadProjection(const Statement& s) {
   return p;
 }
 
+// Who holds the write lock of the WAL database at `path`: SQLite (unix VFS) takes it as a POSIX
+// lock on byte 120 of the -shm file (the first of its eight lock bytes), and fcntl(F_GETLK)
+// names the process holding a lock that conflicts. Empty when no process is found.
+std::string WriteLockHolder(const std::string& path) {
+  const int fd = open((path + "-shm").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = 120;
+  lock.l_len = 1;
+  const bool found = fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
+  close(fd);
+  if (!found) return "";
+  std::string holder = "process " + std::to_string(lock.l_pid);
+  std::ifstream cmdline("/proc/" + std::to_string(lock.l_pid) + "/cmdline", std::ios::binary);
+  std::string command;
+  char c = 0;
+  while (command.size() < 200 && cmdline.get(c)) command.push_back(c == '\0' ? ' ' : c);
+  while (!command.empty() && command.back() == ' ') command.pop_back();
+  if (!command.empty()) holder += " (" + command + ")";
+  return holder;
+}
+
+std::string LockedMessage(const char* path) {
+  const std::string file = path != nullptr ? path : "";
+  const std::string holder = file.empty() ? "" : WriteLockHolder(file);
+  return "the store " + file + " is locked by another writer" +
+         (holder.empty() ? "" : ": " + holder) +
+         ", which holds a transaction open for longer than this process waits (busy_timeout_ms)";
+}
+
 class SqliteStore final : public Store {
  public:
   // Evidence lives in its projection's row (one B-tree write per subject and batch, not one
@@ -469,6 +507,35 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
+  // Stores created before checkpoints identified their input get the two columns; their
+  // existing checkpoints stay unidentified (NULL), and a resume from one is refused.
+  Status AddCheckpointIdentity() {
+    EVIDENT_ASSIGN_OR_RETURN(
+        const int64_t present,
+        Count("SELECT count(*) FROM pragma_table_info('checkpoint') WHERE name='bytes'"));
+    if (present != 0) return Status::Ok();
+    return Exec(
+        "ALTER TABLE checkpoint ADD COLUMN bytes INTEGER;"
+        "ALTER TABLE checkpoint ADD COLUMN prefix_hash INTEGER;");
+  }
+
+  // The single integer a query answers (a count). Prepared here, not cached: on a file that is
+  // not a database even preparing fails, and that is an answer, not a programmer error.
+  Result<int64_t> Count(const char* sql) {
+    sqlite3_stmt* statement = nullptr;
+    int rc = sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr);
+    int64_t count = 0;
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_step(statement);
+      if (rc == SQLITE_ROW) count = sqlite3_column_int64(statement, 0);
+    }
+    sqlite3_finalize(statement);
+    if (rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) {
+      return Status::IoError(std::string("sqlite: ") + sqlite3_errmsg(db_));
+    }
+    return count;
+  }
+
   Status Exec(const std::string& sql) {
     char* error = nullptr;
     if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
@@ -480,7 +547,10 @@ class SqliteStore final : public Store {
   }
 
   Status Begin() override {
-    EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    if (Status begun = Exec("BEGIN IMMEDIATE"); !begun.ok()) {
+      if ((sqlite3_extended_errcode(db_) & 0xFF) != SQLITE_BUSY) return begun;
+      return Status::Unavailable(LockedMessage(sqlite3_db_filename(db_, "main")));
+    }
     in_transaction_ = true;
     projections_.clear();
     subjects_read_.clear();
@@ -834,23 +904,35 @@ class SqliteStore final : public Store {
     return WriteProjection(*cached);
   }
 
-  Status SetCheckpoint(std::string_view input, int64_t position) override {
+  Status SetCheckpoint(std::string_view input, const InputCheckpoint& checkpoint) override {
+    assert(checkpoint.identified && checkpoint.lines >= 0 && checkpoint.bytes >= checkpoint.lines);
     static const std::string kSql =
-        "INSERT OR REPLACE INTO checkpoint(input, position) VALUES(?1,?2)";
+        "INSERT OR REPLACE INTO checkpoint(input, position, bytes, prefix_hash) "
+        "VALUES(?1,?2,?3,?4)";
     Statement& s = Prepared(kSql);
-    return s.Bind(input).Bind(position).Run();
+    return s.Bind(input)
+        .Bind(checkpoint.lines)
+        .Bind(checkpoint.bytes)
+        .Bind(static_cast<int64_t>(checkpoint.prefix_hash))  // the same 64 bits
+        .Run();
   }
 
-  Result<int64_t> GetCheckpoint(std::string_view input) override {
-    static const std::string kSql = "SELECT position FROM checkpoint WHERE input=?1";
+  Result<std::optional<InputCheckpoint>> GetCheckpoint(std::string_view input) override {
+    static const std::string kSql =
+        "SELECT position, bytes, prefix_hash FROM checkpoint WHERE input=?1";
     Statement& s = Prepared(kSql);
     s.Bind(input);
     Status status;
-    int64_t position = 0;
-    if (s.Step(status)) position = s.Int(0);
+    std::optional<InputCheckpoint> checkpoint;
+    if (s.Step(status)) {
+      checkpoint = InputCheckpoint{.lines = s.Int(0),
+                                   .bytes = s.Int(1),
+                                   .prefix_hash = static_cast<uint64_t>(s.Int(2)),
+                                   .identified = s.OptionalInt(1).has_value()};
+    }
     s.Reset();
     if (!status.ok()) return status;
-    return position;
+    return checkpoint;
   }
 
   Result<std::vector<Projection>> ProjectionsOf(std::string_view subject) override {
@@ -1005,6 +1087,64 @@ class SqliteStore final : public Store {
   std::map<DeferredKey, DeferredEvent, DeferredKeyLess> pending_deferred_;
 };
 
+// Every table an evident store has; a database without them is not one.
+constexpr const char* kStoreTablesSql =
+    "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
+    "('ledger','projection','deferred','kept','journal','checkpoint')";
+constexpr int64_t kStoreTableCount = 6;
+
+// Opens `path` with SQLITE_OPEN_READONLY: nothing is created or changed. A WAL store whose
+// directory cannot hold the -shm file (a read-only mount) is opened immutable instead, which is
+// exact when no other process writes it (none can, on such a mount).
+Result<std::unique_ptr<Store>> OpenSqliteStoreForReading(const std::string& path,
+                                                         const SqliteOptions& options) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    return Status::NotFound("no evident store at " + path + " (nothing is created on reading)");
+  }
+  Status last;
+  for (const bool immutable : {false, true}) {
+    std::string uri = "file:";
+    for (const char c : path) {  // a URI: '?', '#' and '%' in the path are escaped
+      if (c == '?' || c == '#' || c == '%') {
+        char escaped[4];
+        std::snprintf(escaped, sizeof escaped, "%%%02X", static_cast<unsigned char>(c));
+        uri += escaped;
+      } else {
+        uri.push_back(c);
+      }
+    }
+    uri += immutable ? "?mode=ro&immutable=1" : "?mode=ro";
+    sqlite3* db = nullptr;
+    const int rc = sqlite3_open_v2(
+        uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+    auto store = std::make_unique<SqliteStore>(db);  // closes db on every path below
+    if (rc != SQLITE_OK) {
+      last = Status::IoError("cannot open sqlite store " + path + ": " + sqlite3_errmsg(db));
+      continue;
+    }
+    sqlite3_busy_timeout(db, static_cast<int>(options.busy_timeout_ms));
+    sqlite3_extended_result_codes(db, 1);
+    auto tables = store->Count(kStoreTablesSql);
+    if (!tables.ok()) {
+      const int code = sqlite3_extended_errcode(db) & 0xFF;
+      if (code == SQLITE_NOTADB) {
+        return Status::FailedPrecondition(path + " is not an evident store (not a SQLite file)");
+      }
+      last = tables.status();
+      if (code == SQLITE_CANTOPEN || code == SQLITE_READONLY) continue;  // try immutable
+      return last;
+    }
+    if (*tables != kStoreTableCount) {
+      return Status::FailedPrecondition(path +
+                                        " is not an evident store (it lacks evident's tables)");
+    }
+    EVIDENT_RETURN_IF_ERROR(store->DetectLayout());
+    return std::unique_ptr<Store>(std::move(store));
+  }
+  return last.Annotate("opening " + path + " for reading");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
@@ -1019,6 +1159,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
         "checkpoint_wal_pages and checkpoint_thread_commit_pages must be at least 1, and "
         "wal_pages_max at least checkpoint_wal_pages");
   }
+  if (options.read_only) return OpenSqliteStoreForReading(path, options);
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(
       path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -1035,6 +1176,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA cache_size=-" + std::to_string(options.cache_kib)));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
   EVIDENT_RETURN_IF_ERROR(store->Exec(kSchema));
+  EVIDENT_RETURN_IF_ERROR(store->AddCheckpointIdentity());
   EVIDENT_RETURN_IF_ERROR(store->DetectLayout());
   EVIDENT_RETURN_IF_ERROR(store->ConfigureCheckpoints(options));
   return std::unique_ptr<Store>(std::move(store));
