@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/fault_point.h"
 #include "evident/consumer.h"
 
 namespace evident {
@@ -355,7 +356,9 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
 
   const auto commit = [&]() -> Status {
     if (!in_transaction) return Status::Ok();
+    FaultPoint("before-checkpoint");
     EVIDENT_RETURN_IF_ERROR(store.SetCheckpoint(input_name, line_index));
+    FaultPoint("after-checkpoint");
     EVIDENT_RETURN_IF_ERROR(store.Commit());
     in_transaction = false;
     ++summary.batches;
@@ -370,10 +373,12 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
       }
     }
     decisions.clear();
+    FaultPoint("before-ack");
     if (options.outcomes != nullptr && !outcome_text.empty()) {
       std::fwrite(outcome_text.data(), 1, outcome_text.size(), options.outcomes);
       std::fflush(options.outcomes);
     }
+    FaultPoint("after-ack");
     return Status::Ok();
   };
   const auto fail = [&](const Status& status) -> Status {

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/fault_point.h"
 #include "evident/store.h"
 #include "json/writer.h"
 
@@ -145,7 +146,9 @@ class Checkpointer {
       lock.unlock();
       // SQLITE_BUSY (another checkpoint is running) and I/O errors are left as SQLite's own
       // automatic checkpoint leaves them: the frames stay in the WAL, the next request retries.
+      FaultPoint("before-wal-checkpoint");
       sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      FaultPoint("after-wal-checkpoint");
       lock.lock();
       running_ = false;
       idle_.notify_all();
@@ -455,7 +458,9 @@ class SqliteStore final : public Store {
       return SQLITE_OK;
     }
     if (thread != nullptr && wal_pages >= self->wal_pages_max_) thread->WaitIdle();
+    FaultPoint("before-wal-checkpoint");
     sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    FaultPoint("after-wal-checkpoint");
     return SQLITE_OK;
   }
 
@@ -489,7 +494,9 @@ class SqliteStore final : public Store {
   }
   Status Commit() override {
     EVIDENT_RETURN_IF_ERROR(Flush());
+    FaultPoint("before-commit");
     EVIDENT_RETURN_IF_ERROR(Exec("COMMIT"));
+    FaultPoint("after-commit");
     in_transaction_ = false;
     projections_.clear();
     subjects_read_.clear();
