@@ -872,9 +872,13 @@ class SqliteStore final : public Store {
   }
   Result<std::vector<LedgerEntry>> LedgerOf(std::string_view consumer,
                                             std::string_view subject) override {
+    // INDEXED BY: without it SQLite chose the primary key's consumer prefix and read every
+    // receipt of the consumer for each subject (the kill -9 test's reads of a 24,000-receipt
+    // store took about 25 s; now under half a second).
     static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
-                                    " FROM ledger WHERE consumer=?1 AND subject=?2 "
-                                    "ORDER BY subject_version, committed_at_ms";
+                                    " FROM ledger INDEXED BY ledger_by_subject"
+                                    " WHERE consumer=?1 AND subject=?2"
+                                    " ORDER BY subject_version, committed_at_ms";
     return Rows<LedgerEntry>(kSql, {consumer, subject}, ReadLedger);
   }
   Result<std::vector<DeferredEvent>> DeferredOf(std::string_view consumer,
