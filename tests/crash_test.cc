@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -263,6 +264,10 @@ int RunChild(const std::vector<std::string>& argv, const std::string& fault,
   std::vector<char*> cargv;
   for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  // The child would write out a copy of this process's unflushed output when it reopens its
+  // standard streams (ctest reads them through a pipe, so they are fully buffered).
+  std::cout.flush();
+  std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
     freopen("/dev/null", "w", stdout);
