@@ -382,7 +382,9 @@ TEST_P(Crash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedStor
     }
   }
   ASSERT_GE(kills, 5) << "the random kills did not land while the consumer was working";
-  if (!finished) ASSERT_TRUE(Finished(runs.Run("", -1)));
+  if (!finished) {
+    ASSERT_TRUE(Finished(runs.Run("", -1)));
+  }
   std::cout << "killed at " << std::size(kFaultPoints) * 2 << " fault points and " << kills
             << " random times, then ran to the end\n";
 
