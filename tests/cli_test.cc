@@ -91,7 +91,13 @@ TEST(CliValidate, BinaryGarbageDoesNotCrash) {
   for (int i = 0; i < 4096; ++i) garbage.push_back(static_cast<char>((i * 7919) % 256));
   const auto r = RunEvident({"validate"}, garbage);
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  for (const Line& line : ParseOutput(r.out)) EXPECT_EQ(line.outcome, "rejected");
+  // No line of it parses as JSON on its own, so the input is one (malformed) document: exactly
+  // one rejected event.
+  const std::vector<Line> lines = ParseOutput(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0].outcome, "rejected");
+  EXPECT_EQ(lines[0].reason, "malformed-json");
+  EXPECT_EQ(lines[0].index, 0u);
 }
 
 std::string Event(const std::string& id) {

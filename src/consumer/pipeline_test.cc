@@ -84,6 +84,18 @@ class PipelineTest : public ::testing::Test {
   Projection FulfillmentProjection() {
     return store_->FindProjection("fulfillment", "order-417").value().value();
   }
+  // fulfillment's evidence records of order-417, one "name source id vVERSION" string each, by
+  // name: what a guard and `evident evidence` read back.
+  std::vector<std::string> Evidence() {
+    std::vector<std::string> out;
+    for (const EvidenceRecord& r : store_->EvidenceOf("fulfillment", "order-417").value()) {
+      EXPECT_EQ(r.consumer, "fulfillment");
+      EXPECT_EQ(r.subject, "order-417");
+      out.push_back(r.name + " " + r.source + " " + r.event_id + " v" +
+                    (r.subject_version ? std::to_string(*r.subject_version) : "null"));
+    }
+    return out;
+  }
   GuardDecision Ship() {
     return EvaluateGuard(*store_, *config_.Find("fulfillment"), "order-417", "ship").value();
   }
@@ -120,6 +132,12 @@ TEST_F(PipelineTest, Seed000FirstDeliveryRepeatAndUnknownVersion) {
                 .value()
                 ->duplicates,
             1);
+  // Every further delivery counts.
+  EXPECT_EQ(RunOne(StatusChanged("evt-104", 1, "paid")).outcome, Outcome::kDuplicate);
+  EXPECT_EQ(store_->FindLedger("orders-projection", "training://orders/checkout", "evt-104")
+                .value()
+                ->duplicates,
+            2);
 
   d = RunOne(StatusChanged("evt-105", 3, "shipped"));
   EXPECT_EQ(d.outcome, Outcome::kContractUpdateRequired);
@@ -168,6 +186,8 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   EXPECT_EQ(d.outcome, Outcome::kApplied);
   EXPECT_EQ(d.projection_version, 1);
   EXPECT_TRUE(Ship().allowed) << Ship().reasons[0];
+  const std::string owner = "https://example.test/order-service";
+  EXPECT_EQ(Evidence(), std::vector<std::string>{"payment " + owner + " evt-order-417-v1 v1"});
 
   d = RunOne(Cancelled("evt-order-417-cancelled-v3", 3));
   EXPECT_EQ(d.outcome, Outcome::kDeferred);
@@ -184,6 +204,8 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
 
   // A repeat of the deferred v3 is a duplicate, not a second deferral.
   EXPECT_EQ(RunOne(Cancelled("evt-order-417-cancelled-v3", 3)).outcome, Outcome::kDuplicate);
+  // Nothing deferred records evidence.
+  EXPECT_EQ(Evidence(), std::vector<std::string>{"payment " + owner + " evt-order-417-v1 v1"});
 
   // v2 applies and drains v3 in the same transaction.
   auto decisions = Run(Paid("evt-order-417-paid-v2", 2));
@@ -205,6 +227,11 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
                      .value();
   EXPECT_EQ(drained.state, "applied");
   EXPECT_EQ(drained.projection_version, 3);
+  // v2 replaced the payment evidence; the drained v3 recorded the cancellation.
+  const std::vector<std::string> evidence = {
+      "cancellation " + owner + " evt-order-417-cancelled-v3 v3",
+      "payment " + owner + " evt-order-417-paid-v2 v2"};
+  EXPECT_EQ(Evidence(), evidence);
 
   // Repeats of v2 or v3 are duplicates.
   EXPECT_EQ(RunOne(Paid("evt-order-417-paid-v2", 2)).outcome, Outcome::kDuplicate);
@@ -222,6 +249,69 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   EXPECT_NE(guard.reasons[0].find("state 'cancelled'"), std::string::npos) << guard.reasons[0];
   EXPECT_EQ(Count("ledger"), 3);
   EXPECT_EQ(Count("kept"), 2);  // conflict + stale, with their bytes
+  const std::vector<KeptInput> kept = store_->KeptOf("order-417").value();
+  ASSERT_EQ(kept.size(), 2u);
+  const struct {
+    std::string outcome, reason, message, id, type, raw;
+    int64_t version, index;
+  } want[] = {
+      {"same-version-conflict", "version-already-applied",
+       "another event already applied version 3; routed to the owner " + owner, "evt-impostor-v3",
+       "com.example.training.order.cancelled", Cancelled("evt-impostor-v3", 3), 3, 6},
+      {"stale", "stale-version", "version 2 is below the projection version 3", "evt-late-v2",
+       "com.example.training.order.paid", Paid("evt-late-v2", 2), 2, 7}};
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(kept[i].consumer, "fulfillment");
+    EXPECT_EQ(kept[i].outcome, want[i].outcome);
+    EXPECT_EQ(kept[i].reason, want[i].reason);
+    EXPECT_EQ(kept[i].message, want[i].message);
+    EXPECT_EQ(kept[i].source, owner);
+    EXPECT_EQ(kept[i].event_id, want[i].id);
+    EXPECT_EQ(kept[i].type, want[i].type);
+    EXPECT_EQ(kept[i].subject, "order-417");
+    EXPECT_EQ(kept[i].subject_version, want[i].version);
+    EXPECT_EQ(kept[i].raw, want[i].raw);
+    EXPECT_EQ(kept[i].received_at_ms, kNow);
+    EXPECT_EQ(kept[i].input_index, want[i].index);
+  }
+  // Neither recorded evidence; and the records read the same from a reopened store (decoded
+  // from the stored form, not from this store's cache).
+  EXPECT_EQ(Evidence(), evidence);
+  store_.reset();
+  store_ = OpenSqliteStore((dir_ / "store.db").string()).value();
+  EXPECT_EQ(Evidence(), evidence);
+}
+
+// Two successors wait; the version that closes the gap drains both, in version order, each
+// with its own input index, and each records its evidence.
+TEST_F(PipelineTest, DrainAppliesEveryWaitingSuccessorInVersionOrder) {
+  EXPECT_EQ(RunOne(Paid("a1", 1)).outcome, Outcome::kApplied);
+  EXPECT_EQ(RunOne(Cancelled("c4", 4)).outcome, Outcome::kDeferred);
+  Decision d = RunOne(Paid("p3", 3));
+  EXPECT_EQ(d.outcome, Outcome::kDeferred);
+  EXPECT_EQ(d.expected_version, 2);
+  EXPECT_EQ(Count("deferred"), 2);
+  const std::vector<Decision> decisions = Run(Paid("p2", 2));
+  ASSERT_EQ(decisions.size(), 3u);
+  EXPECT_EQ(decisions[0].outcome, Outcome::kApplied);
+  EXPECT_FALSE(decisions[0].drained);
+  EXPECT_EQ(decisions[0].index, 3);
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(decisions[i].outcome, Outcome::kApplied);
+    EXPECT_TRUE(decisions[i].drained);
+    EXPECT_EQ(decisions[i].subject_version, static_cast<int64_t>(i + 2));
+    EXPECT_EQ(decisions[i].projection_version, static_cast<int64_t>(i + 2));
+    EXPECT_EQ(decisions[i].index, static_cast<int64_t>(3 - i));  // where it stood in the input
+  }
+  EXPECT_EQ(decisions[1].key, "fulfillment:https://example.test/order-service:p3");
+  EXPECT_EQ(decisions[2].key, "fulfillment:https://example.test/order-service:c4");
+  EXPECT_EQ(FulfillmentProjection().version, 4);
+  EXPECT_EQ(FulfillmentProjection().state, "cancelled");
+  EXPECT_EQ(Count("deferred"), 0);
+  const std::string owner = "https://example.test/order-service";
+  const std::vector<std::string> evidence = {"cancellation " + owner + " c4 v4",
+                                             "payment " + owner + " p3 v3"};
+  EXPECT_EQ(Evidence(), evidence);
 }
 
 TEST_F(PipelineTest, ConflictWithADeferredVersion) {

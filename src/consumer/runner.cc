@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/fault_point.h"
 #include "evident/consumer.h"
 
 namespace evident {
@@ -434,7 +435,9 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
 
   const auto commit = [&]() -> Status {
     if (!in_transaction) return Status::Ok();
+    FaultPoint("before-checkpoint");
     EVIDENT_RETURN_IF_ERROR(store.SetCheckpoint(input_name, decided_thru));
+    FaultPoint("after-checkpoint");
     EVIDENT_RETURN_IF_ERROR(store.Commit());
     in_transaction = false;
     ++summary.batches;
@@ -449,6 +452,7 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
       }
     }
     decisions.clear();
+    FaultPoint("before-ack");
     if (options.outcomes != nullptr && !outcome_text.empty()) {
       const size_t written =
           std::fwrite(outcome_text.data(), 1, outcome_text.size(), options.outcomes);
@@ -457,6 +461,7 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOp
                                " (the decisions are committed; `evident evidence` shows them)");
       }
     }
+    FaultPoint("after-ack");
     return Status::Ok();
   };
   const auto fail = [&](const Status& status) -> Status {

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/fault_point.h"
 #include "evident/store.h"
 #include "json/writer.h"
 
@@ -151,7 +152,9 @@ class Checkpointer {
       lock.unlock();
       // SQLITE_BUSY (another checkpoint is running) and I/O errors are left as SQLite's own
       // automatic checkpoint leaves them: the frames stay in the WAL, the next request retries.
+      FaultPoint("before-wal-checkpoint");
       sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      FaultPoint("after-wal-checkpoint");
       lock.lock();
       running_ = false;
       idle_.notify_all();
@@ -493,7 +496,9 @@ class SqliteStore final : public Store {
       return SQLITE_OK;
     }
     if (thread != nullptr && wal_pages >= self->wal_pages_max_) thread->WaitIdle();
+    FaultPoint("before-wal-checkpoint");
     sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    FaultPoint("after-wal-checkpoint");
     return SQLITE_OK;
   }
 
@@ -559,7 +564,9 @@ class SqliteStore final : public Store {
   }
   Status Commit() override {
     EVIDENT_RETURN_IF_ERROR(Flush());
+    FaultPoint("before-commit");
     EVIDENT_RETURN_IF_ERROR(Exec("COMMIT"));
+    FaultPoint("after-commit");
     in_transaction_ = false;
     projections_.clear();
     subjects_read_.clear();
@@ -947,9 +954,13 @@ class SqliteStore final : public Store {
   }
   Result<std::vector<LedgerEntry>> LedgerOf(std::string_view consumer,
                                             std::string_view subject) override {
+    // INDEXED BY: without it SQLite chose the primary key's consumer prefix and read every
+    // receipt of the consumer for each subject (the kill -9 test's reads of a 24,000-receipt
+    // store took about 25 s; now under half a second).
     static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
-                                    " FROM ledger WHERE consumer=?1 AND subject=?2 "
-                                    "ORDER BY subject_version, committed_at_ms";
+                                    " FROM ledger INDEXED BY ledger_by_subject"
+                                    " WHERE consumer=?1 AND subject=?2"
+                                    " ORDER BY subject_version, committed_at_ms";
     return Rows<LedgerEntry>(kSql, {consumer, subject}, ReadLedger);
   }
   Result<std::vector<DeferredEvent>> DeferredOf(std::string_view consumer,
