@@ -73,6 +73,19 @@ TEST(CliSchemaValidate, AllValidExitsZero) {
   EXPECT_EQ(ParseOutput(r.out).size(), 2u);
 }
 
+// An instance that needs more than --validation-steps-max is invalid and says why.
+TEST(CliSchemaValidate, StepBudgetRefusalIsReported) {
+  const std::string instance = R"({"schemaVersion":1,"orderId":"a","status":"b"})";
+  ProcessResult r = RunEvident(
+      {"schema", "validate", "--schema", kSchema, "--validation-steps-max", "3", "-"}, instance);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find(R"("budgetExceeded":true)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("validation_steps_max (3 steps)"), std::string::npos) << r.out;
+  r = RunEvident({"schema", "validate", "--schema", kSchema, "-"}, instance);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("budgetExceeded"), std::string::npos) << r.out;
+}
+
 // A line over the limit is one invalid instance; the lines after it are read as before.
 TEST(CliSchemaValidate, OverlongLineIsAnInvalidInstanceAndReadingGoesOn) {
   const std::string valid = R"({"schemaVersion":1,"orderId":"a","status":"b"})";

@@ -14,6 +14,7 @@
 #include <simdjson.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +39,14 @@ struct CompileOptions {
   // Nested schema evaluations allowed while validating one instance; deeper instances (or
   // dynamic recursion) are reported invalid instead of exhausting the stack. Default: 512.
   size_t validation_depth_max = 512;
+  // Work one instance may cost, in steps: one subschema evaluated against one value, one object
+  // member or array item scanned by a keyword, one enum value compared, or 64 bytes of string
+  // matched. Beyond it the instance is invalid with Output::budget_exceeded set (fail closed),
+  // so no schema/instance pair can take unbounded time. Results of subschemas reached more than
+  // once are memoized per instance location, so ordinary schemas stay far below it: the budget
+  // stops what memoization cannot shorten (and $dynamicRef schemas, which are not memoized).
+  // Default: 10,000,000 (about a second of work in the worst case).
+  uint64_t validation_steps_max = 10'000'000;
   // Compiled subschemas in one plan. Default: 200,000.
   size_t schema_nodes_max = 200'000;
   // Documents (the root plus referenced registry documents) one compilation may load. Default: 256.
@@ -79,6 +88,12 @@ struct Output {
   bool valid = true;
   std::vector<Error> errors;      // empty when valid
   bool errors_truncated = false;  // more errors existed than errors_max
+  // Validation stopped after CompileOptions::validation_steps_max steps: `valid` is false because
+  // the instance could not be checked within the budget, not because it was found invalid.
+  bool budget_exceeded = false;
+  // Work the validation took, in the units of validation_steps_max (both passes when the
+  // instance is invalid).
+  uint64_t steps = 0;
 };
 
 namespace internal {
@@ -94,7 +109,9 @@ class Schema {
                                                        std::string base_uri = "");
 
   // Fast path: stops at the first failure, collects nothing, does not allocate unless the
-  // schema uses unevaluated*, uniqueItems, propertyNames or $dynamicRef.
+  // schema uses unevaluated*, uniqueItems, propertyNames or $dynamicRef, or the instance takes
+  // enough steps for memoization to start. False when the step budget runs out (Validate tells
+  // that case apart with Output::budget_exceeded).
   bool IsValid(simdjson::dom::element instance) const;
 
   // Full result with up to `errors_max` errors (errors_truncated tells whether more existed).

@@ -34,6 +34,7 @@ struct ValidateArgs {
   bool format_assertion = false;
   size_t errors_max = 16;
   size_t line_bytes_max = kLineBytesMaxDefault;
+  uint64_t validation_steps_max = schema::CompileOptions{}.validation_steps_max;
   std::string instances_path = "-";
 };
 
@@ -60,6 +61,7 @@ void WriteResult(std::string& out, size_t index, const schema::Output& output) {
   }
   writer.EndArray();
   if (output.errors_truncated) writer.Field("errorsTruncated", true);
+  if (output.budget_exceeded) writer.Field("budgetExceeded", true);
   writer.EndObject();
   out.push_back('\n');
 }
@@ -97,6 +99,7 @@ int RunValidate(const ValidateArgs& args) {
   schema::CompileOptions options;
   options.default_dialect = *dialect;
   options.format_assertion = args.format_assertion;
+  options.validation_steps_max = args.validation_steps_max;
   auto compiled = schema::Schema::Compile(*schema_text, registry, options, base_uri);
   if (!compiled.ok()) {
     std::cerr << "evident schema validate: schema does not compile: "
@@ -166,6 +169,12 @@ void AddSchemaCommand(CLI::App& app, Runner& run) {
       ->add_option("--line-bytes-max", args->line_bytes_max,
                    "Longest instance line read; a longer one is an invalid instance")
       ->check(IntegerFrom(1, int64_t{1} << 40))
+      ->capture_default_str();
+  validate
+      ->add_option("--validation-steps-max", args->validation_steps_max,
+                   "Work one instance may cost (docs/json-schema.md); beyond it the instance is "
+                   "invalid with \"budgetExceeded\":true")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   validate->add_option("instances", args->instances_path, "NDJSON file, or - for stdin")
       ->capture_default_str();

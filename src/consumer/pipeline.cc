@@ -375,23 +375,31 @@ void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event
     return v.Keep(Outcome::kPayloadInvalid, "binary-payload",
                   "data_base64 cannot be checked against a JSON Schema");
   }
-  simdjson::dom::element payload;
-  if (event.data) payload = *event.data;
-  const bool has_payload = event.data.has_value();
-  if (!has_payload || !payload_schema->IsValid(payload)) {
-    if (!has_payload) {
-      v.errors.push_back(": the event has no data");
-    } else {
-      const schema::Output output = payload_schema->Validate(payload, kPayloadErrorsMax);
-      for (const schema::Error& e : output.errors) {
-        v.errors.push_back((e.instance_location.empty() ? "/" : e.instance_location) + ": " +
-                           e.error + " (" + e.keyword_location + ")");
-      }
-    }
+  if (!event.data) {
+    v.errors.push_back(": the event has no data");
     v.Keep(Outcome::kPayloadInvalid, "schema-violation",
            std::string(event.type) + " v" + std::to_string(schema_version) +
                " payload does not match its schema");
+    return;
   }
+  // Validate runs the fast pass first and collects errors only for an invalid payload.
+  const schema::Output output = payload_schema->Validate(*event.data, kPayloadErrorsMax);
+  if (output.valid) return;
+  for (const schema::Error& e : output.errors) {
+    v.errors.push_back((e.instance_location.empty() ? "/" : e.instance_location) + ": " + e.error +
+                       " (" + e.keyword_location + ")");
+  }
+  if (output.budget_exceeded) {
+    // Not known to be invalid: it could not be checked within the schema's step budget.
+    v.Keep(Outcome::kPayloadInvalid, "validation-budget-exceeded",
+           std::string(event.type) + " v" + std::to_string(schema_version) +
+               " payload could not be validated within validation_steps_max (" +
+               std::to_string(output.steps) + " steps used)");
+    return;
+  }
+  v.Keep(Outcome::kPayloadInvalid, "schema-violation",
+         std::string(event.type) + " v" + std::to_string(schema_version) +
+             " payload does not match its schema");
 }
 
 Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer, Verdict& verdict,

@@ -394,6 +394,58 @@ consumers:
   fs::remove_all(dir);
 }
 
+// A payload whose schema needs more than validation_steps_max steps is payload-invalid with
+// its own reason (validation-budget-exceeded), not a schema violation, and the pipeline goes on.
+TEST(PipelineBudget, PayloadBeyondTheStepBudgetHasItsOwnReason) {
+  const fs::path dir = fs::temp_directory_path() / ("evident-budget-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "contracts" / "order.nested");
+  {
+    // 40 $defs, each an allOf of two $refs to the next, under unevaluatedProperties: 2^40 paths
+    // that memoization cannot share (each path's annotations count).
+    std::string schema = R"({"$ref":"#/$defs/d0","unevaluatedProperties":false,"$defs":{)";
+    for (int i = 0; i < 40; ++i) {
+      const std::string next = "\"#/$defs/d" + std::to_string(i + 1) + "\"";
+      schema += "\"d" + std::to_string(i) + R"(":{"allOf":[{"$ref":)" + next + R"(},{"$ref":)" +
+                next + "}]},";
+    }
+    schema += R"("d40":{"type":"object"}}})";
+    std::ofstream(dir / "contracts" / "order.nested" / "v1.schema.json") << schema;
+  }
+  auto config = ConfigFromYaml(R"(
+contracts: contracts
+consumers:
+  - id: nested
+    resultversion: 1
+    boundary: [orders-api]
+    accepts: [{type: order.nested, versions: [1], reads: []}]
+    projection:
+      order.nested: {state: seen}
+)",
+                               dir.string());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto pipeline = Pipeline::Create(*config);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().ToString();
+  auto store = OpenSqliteStore((dir / "s.db").string()).value();
+  std::vector<Decision> decisions;
+  ASSERT_TRUE(store->Begin().ok());
+  ASSERT_TRUE((*pipeline)
+                  ->Process(*store,
+                            R"({"specversion":"1.0","id":"e1","source":"orders-api",)"
+                            R"("type":"order.nested","schemaversion":1,"data":{}})",
+                            1, kNow, decisions)
+                  .ok());
+  ASSERT_TRUE(store->Commit().ok());
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].outcome, Outcome::kPayloadInvalid);
+  EXPECT_EQ(decisions[0].reason, "validation-budget-exceeded") << decisions[0].message;
+  ASSERT_FALSE(decisions[0].errors.empty());
+  EXPECT_NE(decisions[0].errors[0].find("validation_steps_max"), std::string::npos)
+      << decisions[0].errors[0];
+  store.reset();
+  fs::remove_all(dir);
+}
+
 TEST(PipelineConfig, RejectsAConsumerAcceptingAVersionWithoutSchema) {
   auto config = ConfigFromYaml(R"(
 contracts: contracts

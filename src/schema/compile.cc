@@ -58,6 +58,9 @@ struct SchemaInfo {
   uint32_t resource = 0;
   Dialect dialect = Dialect::kDraft2020_12;
   uint32_t vocab = kVocabDefault2020;
+  // The subschema itself: finding it again from its pointer would scan every member of every
+  // object on the way (simdjson looks members up linearly), which is quadratic for wide schemas.
+  dom::element element;
 };
 
 std::string LocationKey(uint32_t doc, std::string_view pointer) {
@@ -194,6 +197,7 @@ class Compiler {
       EVIDENT_RETURN_IF_ERROR(CompileNode(node));
     }
     EVIDENT_RETURN_IF_ERROR(CheckCycles());
+    MarkSharedNodes();
     return std::move(plan_);
   }
 
@@ -307,7 +311,7 @@ class Compiler {
     dom::object object;
     if (el.get_object().get(object) != simdjson::SUCCESS) {
       info_.emplace(LocationKey(doc, pointer),
-                    SchemaInfo{base, resource, dialect.dialect, dialect.vocab});
+                    SchemaInfo{base, resource, dialect.dialect, dialect.vocab, el});
       return Status::Ok();
     }
     const bool draft7 = dialect.dialect == Dialect::kDraft7;
@@ -339,7 +343,7 @@ class Compiler {
       }
     }
     info_.emplace(LocationKey(doc, pointer),
-                  SchemaInfo{base, resource, dialect.dialect, dialect.vocab});
+                  SchemaInfo{base, resource, dialect.dialect, dialect.vocab, el});
 
     static constexpr std::string_view kSingle2020[] = {"additionalProperties",
                                                        "propertyNames",
@@ -421,8 +425,12 @@ class Compiler {
         return Status::InvalidArgument("bad JSON Pointer in \"" + std::string(reference) + "\"");
       }
       Location location = root;
+      for (const std::string& token : tokens) location.pointer += "/" + EscapePointerToken(token);
+      // Most references point at indexed subschemas ($defs members): no walk needed.
+      if (info_.contains(LocationKey(location.doc, location.pointer))) return location;
+      location.pointer = root.pointer;
       dom::element el;
-      EVIDENT_RETURN_IF_ERROR(Navigate(root, el));
+      EVIDENT_RETURN_IF_ERROR(ElementAt(root, el));
       for (const std::string& token : tokens) {
         dom::element next;
         if (el.is_object()) {
@@ -453,6 +461,14 @@ class Compiler {
       return Status::NotFound("cannot resolve anchor in \"" + std::string(reference) + "\"");
     }
     return anchor->second;
+  }
+
+  // The subschema at `location`: remembered when indexed, else found by walking its pointer.
+  Status ElementAt(const Location& location, dom::element& out) {
+    auto it = info_.find(LocationKey(location.doc, location.pointer));
+    if (it == info_.end()) return Navigate(location, out);
+    out = it->second.element;
+    return Status::Ok();
   }
 
   Status Navigate(const Location& location, dom::element& out) {
@@ -569,7 +585,7 @@ class Compiler {
     const Location location = node_locations_[index];
     const SchemaInfo info = InfoFor(location);
     dom::element el;
-    EVIDENT_RETURN_IF_ERROR(Navigate(location, el));
+    EVIDENT_RETURN_IF_ERROR(ElementAt(location, el));
     Node node;
     {
       const Node& stored = plan_->nodes[index];
@@ -791,6 +807,9 @@ class Compiler {
   Status CompileProperties(const Location& location, dom::object object, Node& node,
                            bool applicators, bool validation) {
     ObjectPlan plan;
+    // Entry by name while building: "required" is matched against "properties" through it, not
+    // by a scan per name (quadratic when both are long).
+    std::unordered_map<std::string, size_t> entry_by_name;
     plan.properties_keyword = AddKeyword("properties");
     plan.patterns_keyword = AddKeyword("patternProperties");
     plan.additional_keyword = AddKeyword("additionalProperties");
@@ -804,6 +823,7 @@ class Compiler {
       }
       for (auto [name, sub] : map) {
         EVIDENT_ASSIGN_OR_RETURN(uint32_t child, Child(location, "properties", name));
+        entry_by_name.emplace(name, plan.entries.size());
         plan.entries.push_back(PropertyEntry{std::string(name), child, -1});
         any = true;
       }
@@ -829,15 +849,11 @@ class Compiler {
       std::vector<std::string> names;
       EVIDENT_RETURN_IF_ERROR(StringList(node, "required", value, names));
       for (std::string& name : names) {
-        auto entry = std::find_if(plan.entries.begin(), plan.entries.end(),
-                                  [&](const PropertyEntry& e) { return e.name == name; });
-        if (entry != plan.entries.end() && entry->required_index >= 0) continue;  // duplicate
-        const int32_t required_index = static_cast<int32_t>(plan.required.size());
-        if (entry == plan.entries.end()) {
-          plan.entries.push_back(PropertyEntry{name, kNoNode, required_index});
-        } else {
-          entry->required_index = required_index;
-        }
+        const auto [found, added] = entry_by_name.emplace(name, plan.entries.size());
+        if (added) plan.entries.push_back(PropertyEntry{name, kNoNode, -1});
+        PropertyEntry& entry = plan.entries[found->second];
+        if (entry.required_index >= 0) continue;  // duplicate
+        entry.required_index = static_cast<int32_t>(plan.required.size());
         plan.required.push_back(std::move(name));
         any = true;
       }
@@ -925,7 +941,7 @@ class Compiler {
       if (hash != std::string_view::npos) {
         const std::string name = PercentDecode(reference.substr(hash + 1));
         dom::element target_el;
-        EVIDENT_RETURN_IF_ERROR(Navigate(*target, target_el));
+        EVIDENT_RETURN_IF_ERROR(ElementAt(*target, target_el));
         std::string_view declared;
         if (!name.empty() && name[0] != '/' && target_el.is_object() &&
             target_el.get_object().value_unsafe()["$dynamicAnchor"].get_string().get(declared) ==
@@ -1061,6 +1077,64 @@ class Compiler {
     }
     EVIDENT_RETURN_IF_ERROR(CompileDependencies(location, object, node));
     return CompileProperties(location, object, node, true, true);
+  }
+
+  // ---- shared nodes (memoized at validation, see plan.h) ------------------------------------
+
+  // Calls `visit` for every child node an op evaluates, through any keyword.
+  template <typename Visit>
+  void ForEachChild(const Op& op, Visit&& visit) const {
+    for (uint32_t child : {op.node, op.node2, op.node3}) {
+      if (child != kNoNode) visit(child);
+    }
+    switch (op.kind) {
+      case OpKind::kDynamicRef:
+        visit(plan_->dynamic_refs[op.table].target);
+        break;
+      case OpKind::kAllOf:
+      case OpKind::kAnyOf:
+      case OpKind::kOneOf:
+        for (uint32_t child : plan_->node_lists[op.table]) visit(child);
+        break;
+      case OpKind::kItems:
+        for (uint32_t child : plan_->items[op.table].prefix) visit(child);
+        if (plan_->items[op.table].rest != kNoNode) visit(plan_->items[op.table].rest);
+        break;
+      case OpKind::kProperties: {
+        const ObjectPlan& object = plan_->objects[op.table];
+        for (const PropertyEntry& entry : object.entries) {
+          if (entry.node != kNoNode) visit(entry.node);
+        }
+        for (const PatternEntry& pattern : object.patterns) visit(pattern.node);
+        if (object.additional != kNoNode) visit(object.additional);
+        break;
+      }
+      case OpKind::kDependentSchemas:
+        for (const auto& [name, child] : plan_->dependent_schemas[op.table]) visit(child);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // A node with one way in is evaluated at most once per evaluation of its parent at one
+  // location, so only nodes with two or more ways in can repeat (node, location) pairs.
+  void MarkSharedNodes() {
+    std::vector<uint8_t> incoming(plan_->nodes.size(), 0);  // saturates at 2
+    auto count = [&](uint32_t child) {
+      if (incoming[child] < 2) ++incoming[child];
+    };
+    count(plan_->root);
+    for (const Node& node : plan_->nodes) {
+      for (const auto* ops : {&node.any_ops, &node.number_ops, &node.string_ops, &node.array_ops,
+                              &node.object_ops, &node.final_ops}) {
+        for (const Op& op : *ops) ForEachChild(op, count);
+      }
+    }
+    for (const Resource& resource : plan_->resources) {
+      for (const auto& [name, anchor] : resource.dynamic_anchors) count(anchor);
+    }
+    for (size_t i = 0; i < plan_->nodes.size(); ++i) plan_->nodes[i].shared = incoming[i] >= 2;
   }
 
   // ---- cycles --------------------------------------------------------------------------------
@@ -1200,12 +1274,20 @@ Result<std::string> Registry::Load(const std::string& uri) const {
   return Status::NotFound(uri + " is not registered");
 }
 
+namespace internal {
+Result<std::unique_ptr<Plan>> CompilePlan(std::string_view schema_json, const Registry& registry,
+                                          const CompileOptions& options, std::string base_uri) {
+  Compiler compiler(registry, options);
+  return compiler.Run(schema_json, std::move(base_uri));
+}
+}  // namespace internal
+
 Result<std::shared_ptr<const Schema>> Schema::Compile(std::string_view schema_json,
                                                       const Registry& registry,
                                                       const CompileOptions& options,
                                                       std::string base_uri) {
-  internal::Compiler compiler(registry, options);
-  EVIDENT_ASSIGN_OR_RETURN(auto plan, compiler.Run(schema_json, std::move(base_uri)));
+  EVIDENT_ASSIGN_OR_RETURN(
+      auto plan, internal::CompilePlan(schema_json, registry, options, std::move(base_uri)));
   return std::shared_ptr<const Schema>(std::make_shared<Schema>(std::move(plan)));
 }
 

@@ -102,7 +102,10 @@ struct Node {
   uint8_t shortcut_type_mask = 0;
   bool is_false = false;          // the boolean schema `false`
   bool tracks_evaluated = false;  // has unevaluated* ops: collects its own annotations
-  std::string absolute;           // "uri#/json/pointer" of this subschema
+  // Reached through more than one edge (two $refs, or a $ref and its parent's keyword): the only
+  // nodes that can be evaluated twice at one instance location, so the only ones memoized.
+  bool shared = false;
+  std::string absolute;  // "uri#/json/pointer" of this subschema
   std::vector<Op> any_ops, number_ops, string_ops, array_ops, object_ops, final_ops;
 };
 
@@ -150,8 +153,13 @@ struct Resource {
 
 enum class FormatKind : uint8_t;
 
+// Memoization starts once an instance has taken this many steps, so that small instances never
+// pay for hashing; at most this much work is repeated before it starts.
+inline constexpr uint64_t kMemoStepsMinDefault = 1024;
+
 struct Plan {
   CompileOptions options;
+  uint64_t memo_steps_min = kMemoStepsMinDefault;  // tests set 0 to memoize from the first step
   Dialect dialect = Dialect::kDraft2020_12;
   uint32_t root = 0;
   bool uses_dynamic_scope = false;
@@ -171,6 +179,10 @@ struct Plan {
   // Keeps every schema document alive: enum/const elements point into them.
   std::vector<std::unique_ptr<simdjson::dom::parser>> documents;
 };
+
+// Compiles a schema into a Plan (compile.cc; Schema::Compile wraps it).
+Result<std::unique_ptr<Plan>> CompilePlan(std::string_view schema_json, const Registry& registry,
+                                          const CompileOptions& options, std::string base_uri);
 
 // Validation entry points (validate.cc).
 bool PlanIsValid(const Plan& plan, simdjson::dom::element instance);

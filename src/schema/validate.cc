@@ -8,12 +8,22 @@
 // Annotations for unevaluatedProperties/unevaluatedItems are kept as a bit set over the
 // members (or items) of the instance being evaluated ("Marks"). Only nodes that contain an
 // unevaluated* keyword, and the in-place applicators below them, ever touch one.
+//
+// Work is bounded twice. Every evaluation is charged to a step budget (validation_steps_max);
+// when it runs out the instance is invalid and the caller is told why. And results of shared
+// nodes (plan.h) are memoized per instance location, so a oneOf whose branches both recurse
+// through $ref evaluates each (node, location) once instead of once per path to it.
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <unordered_map>
 
 #include "json/writer.h"
 #include "schema/format.h"
@@ -48,6 +58,56 @@ struct Collector {
   bool truncated = false;
   std::string instance;  // JSON Pointer of the current instance
   std::string keyword;   // keyword location of the current node
+};
+
+// Memoized results kept per instance (about 40 bytes each); later results are not stored.
+constexpr size_t kMemoEntriesMax = size_t{1} << 16;
+
+// Results of shared nodes by (node, instance value), for one instance (both passes).
+//
+// A dom::element is a reference into the parsed document (a document pointer and a tape index)
+// and simdjson exposes no identity for it, so its two words are the key: equal words are the
+// same value at the same location. The static_assert stops a simdjson upgrade that changes it.
+class Memo {
+ public:
+  std::optional<bool> Find(uint32_t node, dom::element inst) const {
+    if (results_ == nullptr) return std::nullopt;
+    auto it = results_->find(KeyOf(node, inst));
+    if (it == results_->end()) return std::nullopt;
+    return it->second;
+  }
+  void Store(uint32_t node, dom::element inst, bool valid) {
+    if (results_ == nullptr) results_ = std::make_unique<Table>();
+    if (results_->size() < kMemoEntriesMax) results_->emplace(KeyOf(node, inst), valid);
+  }
+
+ private:
+  struct Words {
+    uint64_t first = 0, second = 0;
+  };
+  static_assert(sizeof(dom::element) == sizeof(Words) && std::is_trivially_copyable_v<dom::element>,
+                "dom::element is no longer (document, tape index): revisit Memo's key");
+  struct Key {
+    uint32_t node = 0;
+    Words instance;
+    bool operator==(const Key& other) const {
+      return node == other.node && instance.first == other.instance.first &&
+             instance.second == other.instance.second;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& key) const {
+      const uint64_t kMul = 0x9E3779B97F4A7C15ull;
+      return static_cast<size_t>(((key.instance.first * kMul) ^ key.instance.second) * kMul +
+                                 key.node);
+    }
+  };
+  static Key KeyOf(uint32_t node, dom::element inst) {
+    return Key{node, std::bit_cast<Words>(inst)};
+  }
+
+  using Table = std::unordered_map<Key, bool, KeyHash>;
+  std::unique_ptr<Table> results_;  // created by the first Store: most instances never need it
 };
 
 uint8_t InstanceTypeBits(dom::element inst) {
@@ -160,10 +220,16 @@ uint64_t HashValue(dom::element value, size_t depth) {
 template <bool kCollect>
 class Evaluator {
  public:
-  Evaluator(const Plan& plan, Collector* collector) : plan_(plan), c_(collector) {}
+  Evaluator(const Plan& plan, Collector* collector, Memo* memo)
+      : plan_(plan),
+        c_(collector),
+        memo_(plan.uses_dynamic_scope ? nullptr : memo),
+        steps_max_(plan.options.validation_steps_max) {}
 
   bool Eval(uint32_t index, dom::element inst, Marks* marks) {
     const Node& node = plan_.nodes[index];
+    Charge(1);
+    if (OutOfSteps()) return false;
     if constexpr (!kCollect) {
       // Most leaf subschemas of payload contracts are {"type": ...} or annotation-only.
       if (node.shortcut == Shortcut::kAlwaysTrue) return true;
@@ -172,6 +238,7 @@ class Evaluator {
       }
     }
     if (depth_ >= plan_.options.validation_depth_max) {
+      ++depth_failures_;
       if constexpr (kCollect) {
         AddError(node, "",
                  "validation depth exceeds validation_depth_max (" +
@@ -179,6 +246,14 @@ class Evaluator {
       }
       return false;
     }
+    // Annotations (marks) are not memoized, so only evaluations that produce none are.
+    const bool memoize = Memoizable(node, marks);
+    if (memoize) {
+      if (const std::optional<bool> known = memo_->Find(index, inst)) {
+        if (*known || ErrorsAreFull()) return *known;
+      }
+    }
+    const size_t depth_failures = depth_failures_;
     ++depth_;
     bool pushed_scope = false;
     if (plan_.uses_dynamic_scope && (scope_.empty() || scope_.back() != node.resource)) {
@@ -191,10 +266,33 @@ class Evaluator {
     if (node.tracks_evaluated && marks != nullptr && valid) marks->Merge(local);
     if (pushed_scope) scope_.pop_back();
     --depth_;
+    // A result cut short by the depth limit or the budget depends on the path to it: not kept.
+    if (memoize && depth_failures == depth_failures_ && !OutOfSteps()) {
+      memo_->Store(index, inst, valid);
+    }
     return valid;
   }
 
+  bool OutOfSteps() const { return steps_ > steps_max_; }
+  uint64_t steps() const { return steps_; }
+
  private:
+  void Charge(uint64_t steps) { steps_ += steps; }
+
+  bool Memoizable(const Node& node, const Marks* marks) const {
+    // $dynamicRef targets depend on the path (the dynamic scope); property names are evaluated
+    // in a scratch document whose tape positions repeat from name to name.
+    return node.shared && marks == nullptr && memo_ != nullptr && steps_ > plan_.memo_steps_min &&
+           property_name_depth_ == 0;
+  }
+
+  // A valid evaluation leaves no errors behind, so a known valid result can always be reused. An
+  // invalid one can only once the error list is full: re-running it would record nothing more.
+  bool ErrorsAreFull() const {
+    if constexpr (kCollect) return c_->truncated && c_->errors.size() >= c_->errors_max;
+    return true;
+  }
+
   bool EvalOps(const Node& node, dom::element inst, Marks* marks) {
     bool valid = true;
     auto run = [&](const std::vector<Op>& ops) {
@@ -346,6 +444,7 @@ class Evaluator {
         AddError(node, op, "value is not equal to the const value");
         return false;
       case OpKind::kEnum:
+        Charge(plan_.enums[op.table].size());
         for (dom::element value : plan_.enums[op.table]) {
           if (JsonEqual(inst, value, plan_.options.validation_depth_max)) return true;
         }
@@ -403,6 +502,8 @@ class Evaluator {
       case OpKind::kDependentSchemas: {
         bool valid = true;
         dom::object object = inst.get_object().value_unsafe();
+        // Each lookup below scans the members.
+        Charge(plan_.dependent_schemas[op.table].size() * object.size());
         for (const auto& [name, child] : plan_.dependent_schemas[op.table]) {
           if (object[name].error() != simdjson::SUCCESS) continue;
           // The escaped name is part of an error location: only the collecting pass needs it.
@@ -588,6 +689,7 @@ class Evaluator {
   }
 
   bool String(const Node& node, const Op& op, std::string_view text) {
+    Charge(text.size() / 64);  // every string keyword reads the whole string
     switch (op.kind) {
       case OpKind::kMinLength: {
         // Byte length bounds the code point count from above: skip counting when it decides.
@@ -632,6 +734,7 @@ class Evaluator {
   bool UniqueItems(const Node& node, const Op& op, dom::array array) {
     const size_t size = array.size();
     if (size < 2) return true;
+    Charge(size);
     const size_t depth_max = plan_.options.validation_depth_max;
     auto duplicate = [&](size_t i, size_t j) {
       if constexpr (kCollect) {
@@ -751,6 +854,8 @@ class Evaluator {
   }
 
   bool Properties(const Node& node, const ObjectPlan& plan, dom::object object, Marks* marks) {
+    // Every member is looked up and matched against every pattern.
+    Charge(object.size() * (1 + plan.patterns.size()));
     bool valid = true;
     const size_t required_count = plan.required.size();
     uint64_t seen_small = 0;
@@ -837,6 +942,7 @@ class Evaluator {
   }
 
   bool DependentRequired(const Node& node, const Op& op, dom::object object) {
+    Charge(plan_.dependent_required[op.table].size() * object.size());  // lookups scan members
     bool valid = true;
     for (const auto& [name, required] : plan_.dependent_required[op.table]) {
       if (object[name].error() != simdjson::SUCCESS) continue;
@@ -863,7 +969,9 @@ class Evaluator {
       dom::element name;
       if (key_parser.parse(literal).get(name) != simdjson::SUCCESS) return false;
       const Checkpoint checkpoint = Save();
+      ++property_name_depth_;
       const bool ok = InPlace(op.node, name, nullptr, KeywordPath(op));
+      --property_name_depth_;
       DropErrors(checkpoint);
       if (!ok) {
         valid = false;
@@ -876,6 +984,7 @@ class Evaluator {
 
   bool UnevaluatedProperties(const Node& node, const Op& op, dom::object object, Marks* marks) {
     assert(marks != nullptr);
+    Charge(object.size());
     bool valid = true;
     size_t i = 0;
     for (auto [key, value] : object) {
@@ -930,7 +1039,12 @@ class Evaluator {
 
   const Plan& plan_;
   Collector* c_;
+  Memo* memo_;  // null when the plan resolves $dynamicRef through the dynamic scope
+  const uint64_t steps_max_;
   size_t depth_ = 0;
+  uint64_t steps_ = 0;
+  size_t depth_failures_ = 0;       // times the depth limit cut an evaluation short
+  size_t property_name_depth_ = 0;  // > 0 while evaluating propertyNames
   std::vector<uint32_t> scope_;
 };
 
@@ -978,20 +1092,60 @@ bool JsonEqual(dom::element a, dom::element b, size_t depth_max) {
 }
 
 bool PlanIsValid(const Plan& plan, dom::element instance) {
-  Evaluator<false> evaluator(plan, nullptr);
+  Memo memo;
+  Evaluator<false> evaluator(plan, nullptr, &memo);
   return evaluator.Eval(plan.root, instance, nullptr);
 }
 
+namespace {
+
+// The only error of an output whose errors could not be listed: `what` says why.
+void SetSingleError(const Plan& plan, Output& output, size_t errors_max, std::string what) {
+  output.errors.clear();
+  output.errors_truncated = errors_max == 0;
+  if (errors_max > 0) {
+    output.errors.push_back(Error{"", "", plan.nodes[plan.root].absolute, std::move(what)});
+  }
+}
+
+std::string StepsMax(const Plan& plan) {
+  return "validation_steps_max (" + std::to_string(plan.options.validation_steps_max) + " steps)";
+}
+
+}  // namespace
+
 Output PlanValidate(const Plan& plan, dom::element instance, size_t errors_max) {
   Output output;
-  if (PlanIsValid(plan, instance)) return output;
+  // Both passes share the memo: results the fast pass found need not be found again.
+  Memo memo;
+  Evaluator<false> fast(plan, nullptr, &memo);
+  const bool fast_valid = fast.Eval(plan.root, instance, nullptr);
+  output.steps = fast.steps();
+  if (fast_valid) return output;
+  output.valid = false;
+  if (fast.OutOfSteps()) {
+    // Fail closed: the instance is not known to be valid. Errors of a pass cut short would be
+    // arbitrary, so none are collected.
+    output.budget_exceeded = true;
+    SetSingleError(plan, output, errors_max,
+                   "validation stopped: it needs more than " + StepsMax(plan));
+    return output;
+  }
   Collector collector;
   collector.errors_max = errors_max;
-  Evaluator<true> evaluator(plan, &collector);
-  const bool valid = evaluator.Eval(plan.root, instance, nullptr);
+  Evaluator<true> collecting(plan, &collector, &memo);
+  const bool valid = collecting.Eval(plan.root, instance, nullptr);
+  output.steps += collecting.steps();
+  if (collecting.OutOfSteps()) {
+    // The instance is invalid (the fast pass finished), but listing why costs more than the
+    // budget; errors recorded before the cut may belong to branches that did not decide.
+    SetSingleError(plan, output, errors_max,
+                   "instance is invalid; its errors cannot be listed within " + StepsMax(plan));
+    output.errors_truncated = true;
+    return output;
+  }
   assert(!valid && "the collecting pass must agree with the fast pass");
   (void)valid;
-  output.valid = false;
   output.errors = std::move(collector.errors);
   output.errors_truncated = collector.truncated;
   if (output.errors.empty() && !output.errors_truncated && errors_max > 0) {
