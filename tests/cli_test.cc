@@ -78,12 +78,17 @@ TEST(CliValidate, FlatProfile) {
   EXPECT_EQ(lines[1].reason, "missing-id");
 }
 
-TEST(CliValidate, NotJsonAtAllIsOneRejectedEvent) {
+// Every line is decided on its own: text that is not JSON gives one rejection per line (it
+// used to collapse into one result for the whole input).
+TEST(CliValidate, NotJsonAtAllIsOneRejectionPerLine) {
   const auto r = RunEvident({"validate"}, "this is\nnot json\nat all\n");
   EXPECT_EQ(r.exit_code, 1);
   const auto lines = ParseOutput(r.out);
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0].reason, "malformed-json");
+  ASSERT_EQ(lines.size(), 3u);
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(lines[i].reason, "malformed-json");
+    EXPECT_EQ(lines[i].index, i);
+  }
 }
 
 TEST(CliValidate, BinaryGarbageDoesNotCrash) {
@@ -120,7 +125,8 @@ TEST(CliValidate, NdjsonStreamsPastTheWholeInputLimit) {
   EXPECT_EQ(lines[200].id, "e199");
 }
 
-// A line over --event-bytes-max is rejected as too large, and the lines after it are read.
+// A line over --event-bytes-max is rejected as too large, with its real size, and the lines
+// after it are read.
 TEST(CliValidate, OversizedNdjsonLineIsRejectedAndTheRestIsRead) {
   const std::string big = R"({"specversion":"1.0","id":"big","source":"s","type":"t","data":")" +
                           std::string(200000, 'x') + R"("})";
@@ -132,13 +138,53 @@ TEST(CliValidate, OversizedNdjsonLineIsRejectedAndTheRestIsRead) {
   EXPECT_EQ(lines[0].outcome, "valid");
   EXPECT_EQ(lines[1].outcome, "rejected");
   EXPECT_EQ(lines[1].reason, "envelope-too-large");
+  EXPECT_NE(r.out.find("event of " + std::to_string(big.size()) +
+                       " bytes exceeds the limit of 65536 bytes"),
+            std::string::npos)
+      << r.out.substr(0, 400);
   EXPECT_EQ(lines[2].outcome, "valid");
   EXPECT_EQ(lines[2].id, "b");
 }
 
-// Other layouts are read whole: a pretty-printed object is one event, and a batch array past
-// --input-bytes-max is refused as too large (exit 2), not cut.
-TEST(CliValidate, WholeInputLayoutsAndTheirLimit) {
+// A broken first line does not turn the input into one document read whole: the lines after
+// it stream as NDJSON, past --input-bytes-max (which used to refuse the input with exit 2).
+TEST(CliValidate, BrokenFirstLineStillStreams) {
+  std::string input = R"({"specversion":"1.0","id":)"
+                      "\n";
+  for (int i = 0; i < 50; ++i) input += Event("e" + std::to_string(i)) + "\n";
+  const auto r = RunEvident({"validate", "--input-bytes-max", "100", "-"}, input);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto lines = ParseOutput(r.out);
+  ASSERT_EQ(lines.size(), 51u) << r.err;
+  EXPECT_EQ(lines[0].reason, "malformed-json");
+  EXPECT_EQ(lines[1].outcome, "valid");
+  EXPECT_EQ(lines[50].index, 50u);
+  EXPECT_EQ(lines[50].id, "e49");
+}
+
+// One malformed element of a batch gets its own malformed-json result; the others get theirs
+// (the whole batch used to be one malformed-json result).
+TEST(CliValidate, MalformedBatchElementDoesNotHideTheOthers) {
+  const std::string batch = "[\n  " + Event("x") +
+                            ",\n  {\"specversion\": \"1.0\", \"id\": },\n  " + Event("y") +
+                            ",\n  {\"specversion\":\"1.0\",\"id\":\"z\"}\n]\n";
+  const auto r = RunEvident({"validate", "-"}, batch);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto lines = ParseOutput(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines[0].id, "x");
+  EXPECT_EQ(lines[1].reason, "malformed-json");
+  EXPECT_EQ(lines[1].index, 1u);
+  EXPECT_EQ(lines[2].id, "y");
+  EXPECT_EQ(lines[2].outcome, "valid");
+  EXPECT_EQ(lines[3].reason, "missing-source");
+  EXPECT_EQ(lines[3].index, 3u);
+}
+
+// A pretty-printed object is one event, indexed by the line it starts on. A batch array past
+// --input-bytes-max stops with exit 2; the elements that ended within the limit have their
+// results already (results stream, so they cannot be held back), the rest are not validated.
+TEST(CliValidate, PrettyPrintedObjectAndTheBatchLimit) {
   const auto pretty =
       RunEvident({"validate", "-"},
                  "\n{\n  \"specversion\": \"1.0\",\n  \"id\": \"p\",\n  \"source\": \"s\",\n  "
@@ -147,7 +193,7 @@ TEST(CliValidate, WholeInputLayoutsAndTheirLimit) {
   const auto one = ParseOutput(pretty.out);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].id, "p");
-  EXPECT_EQ(one[0].index, 0u);
+  EXPECT_EQ(one[0].index, 1u);
 
   const std::string batch = "[" + Event("x") + "," + Event("y") + "]";
   const auto fits = RunEvident({"validate", "-"}, batch);
@@ -155,8 +201,19 @@ TEST(CliValidate, WholeInputLayoutsAndTheirLimit) {
   EXPECT_EQ(ParseOutput(fits.out).size(), 2u);
   const auto refused = RunEvident({"validate", "--input-bytes-max", "100", "-"}, batch);
   EXPECT_EQ(refused.exit_code, 2);
-  EXPECT_NE(refused.err.find("larger than 100 bytes"), std::string::npos) << refused.err;
-  EXPECT_TRUE(refused.out.empty());
+  EXPECT_NE(refused.err.find("batch array larger than 100 bytes"), std::string::npos)
+      << refused.err;
+  const auto partial = ParseOutput(refused.out);
+  ASSERT_EQ(partial.size(), 1u);
+  EXPECT_EQ(partial[0].id, "x");
+}
+
+// A result that cannot be written is an I/O error (exit 2), not a silent success.
+TEST(CliValidate, WriteFailureExitsTwo) {
+  const std::string script = std::string(EVIDENT_BINARY) + " validate - > /dev/full";
+  const auto r = RunProcess({"/bin/sh", "-c", script}, Event("a") + "\n" + Event("b") + "\n");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot write to standard output"), std::string::npos) << r.err;
 }
 
 TEST(CliValidate, UsageAndIoErrorsExitTwo) {

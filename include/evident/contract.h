@@ -66,9 +66,19 @@ struct ConsumerContract {
   bool Accepts(std::string_view type, int64_t version) const;
 };
 
-// Parses one consumer contract from YAML text. `origin` names the file in messages.
+// Why a consumer contract's text was refused, for callers that report kinds (lint codes); the
+// message of the Status says the rest.
+enum class ContractProblem {
+  kNone,
+  kDuplicateKey,  // a mapping holds one key twice (YAML would silently keep the first)
+  kInvalid,       // any other refusal: YAML syntax, an unknown key, a bad value
+};
+
+// Parses one consumer contract from YAML text. `origin` names the file in messages. Fails with
+// InvalidArgument; when `problem` is given it is set to the kind of refusal (kNone on success).
 Result<ConsumerContract> ConsumerContractFromYaml(std::string_view yaml_text,
-                                                  std::string_view origin = "contract");
+                                                  std::string_view origin = "contract",
+                                                  ContractProblem* problem = nullptr);
 
 // A contracts directory:
 //   <dir>/<type>/v<N>.schema.json      payload schema of <type> at schema version N

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -151,10 +152,67 @@ class EnvelopeParser {
 // How an input holding several events is laid out.
 enum class InputLayout { kSingle, kBatch, kNdjson };
 
+// One event's bytes as an EventSplitter found them, with its position.
+struct SplitEvent {
+  std::string_view bytes;  // without surrounding whitespace; at most event_bytes_max + 1 bytes
+  size_t index;            // batch: position in the array; otherwise: 0-based line it starts on
+  uint64_t offset;         // of its first byte in the input
+  // Set when the splitter already decided the event: larger than event_bytes_max
+  // (envelope-too-large), an empty batch element, a batch array the input ends inside, or
+  // content after the batch array (malformed-json). Otherwise the bytes go to
+  // EnvelopeParser::Parse.
+  std::optional<Rejection> rejection;
+};
+
+// Splits a stream of bytes into the events it holds, as they arrive, without parsing them: it
+// tracks strings (with escapes) and bracket depth, nothing more, so memory is bounded by the
+// largest event held (event_bytes_max + 1 bytes), not by the input. The layout rule
+// (docs/envelope.md):
+//
+//   - first non-whitespace byte '[': a batch array. Elements end at a ',' or ']' outside strings
+//     and brackets; each is one event, indexed by its position. Content after the closing ']',
+//     an empty element, and an input that ends inside the array are rejected as malformed-json.
+//   - anything else: a sequence of values, each starting on its own line. A value continues onto
+//     the next line only while its brackets are open, except that a line starting with '{' in
+//     column 0 always starts a new value; a string never spans a line. So NDJSON is one event
+//     per line (a broken line is one malformed event and the next line is read on its own), and
+//     a pretty-printed object is one event. Blank lines are skipped.
+//
+// An event longer than event_bytes_max keeps its first event_bytes_max + 1 bytes, is scanned to
+// its end and is rejected as envelope-too-large.
+//
+// Lifecycle: Feed() any number of chunks (of any size; an event may span chunks), then Finish()
+// once. The SplitEvent handed to the sink borrows from the splitter and is valid during the
+// call. Not thread-safe.
+class EventSplitter {
+ public:
+  // Receives each event in input order; a non-OK status stops the splitting and is returned by
+  // Feed() or Finish().
+  using Sink = std::function<Status(const SplitEvent&)>;
+
+  explicit EventSplitter(size_t event_bytes_max = size_t{1} << 20);
+  ~EventSplitter();
+  EventSplitter(EventSplitter&&) noexcept;
+  EventSplitter& operator=(EventSplitter&&) noexcept;
+
+  Status Feed(std::string_view chunk, const Sink& sink);
+  // Ends the input: hands over the event it ends inside, if any.
+  Status Finish(const Sink& sink);
+
+  // kBatch or kNdjson (a sequence of values) once the first non-whitespace byte was fed;
+  // nullopt before.
+  std::optional<InputLayout> layout() const;
+
+ private:
+  class Impl;  // the scanner's state (split.cc)
+  std::unique_ptr<Impl> impl_;
+};
+
 // One event's bytes within a larger input, with its position.
 struct InputSlice {
   std::string_view bytes;
-  size_t index;  // batch: position in the array; NDJSON: 0-based line number
+  size_t index;  // batch: position in the array; otherwise: 0-based line it starts on
+  std::optional<Rejection> rejection;  // as SplitEvent::rejection
 };
 
 struct SplitInput {
@@ -162,10 +220,9 @@ struct SplitInput {
   std::vector<InputSlice> slices;
 };
 
-// Splits an input into events: one JSON object (kSingle), an application/cloudevents-batch+json
-// array (kBatch), or NDJSON (kNdjson, blank lines skipped). An input that is none of these is one
-// slice holding all of it, which the parser then rejects as malformed-json. Slices point into
-// `input`.
-SplitInput SplitEvents(std::string_view input, size_t nesting_depth_max = 64);
+// Splits an input held whole by EventSplitter's rule, with no size limit: kBatch for an array,
+// kSingle for a sequence of one value, kNdjson for any other sequence (also an empty one).
+// Slices point into `input`.
+SplitInput SplitEvents(std::string_view input);
 
 }  // namespace evident

@@ -1,9 +1,11 @@
 // `evident validate`: envelope validation of events from a file or standard input.
-#include <simdjson.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -40,6 +42,61 @@ Result<Profile> ChooseProfile(const ValidateFlags& flags) {
   return profile->WithSchemaVersionAt(flags.schema_version_at);
 }
 
+// One result line: the event's fields when it is valid, the reason and message when not.
+void FormatResult(size_t index, const Rejection* rejection, const EventView& event,
+                  std::string& out) {
+  out.clear();
+  json::Writer w(out);
+  w.BeginObject().Key("index").Uint(index);
+  if (rejection == nullptr) {
+    w.Field("id", event.id).Field("source", event.source);
+    w.Field("type", event.type);
+    if (event.schemaversion) w.Key("schemaversion").Int(*event.schemaversion);
+    w.Field("outcome", "valid");
+  } else {
+    if (!rejection->id.empty()) w.Field("id", rejection->id);
+    if (!rejection->source.empty()) w.Field("source", rejection->source);
+    w.Field("outcome", "rejected").Field("reason", ReasonCode(rejection->reason));
+    w.Field("message", rejection->message);
+  }
+  w.EndObject();
+  out.push_back('\n');
+}
+
+// Reads the input into the splitter as it arrives: read(2) returns what is there, so a live
+// stream (`tail -f events | evident validate`) is validated event by event, not in 64 KiB steps,
+// and the results of each read are flushed. A batch array larger than `batch_bytes_max` stops
+// it with LimitExceeded (the results of the elements that ended before the limit are out
+// already); a sequence of values has no total limit.
+Status FeedInput(int fd, const std::string& name, size_t batch_bytes_max, EventSplitter& splitter,
+                 const EventSplitter::Sink& sink) {
+  constexpr size_t kChunkBytes = size_t{1} << 16;
+  std::vector<char> buffer(kChunkBytes);
+  uint64_t total = 0;
+  while (true) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Status::IoError("error reading " + name + ": " + std::strerror(errno));
+    if (got == 0) break;
+    std::string_view chunk(buffer.data(), static_cast<size_t>(got));
+    if (splitter.layout() != InputLayout::kNdjson && total + chunk.size() > batch_bytes_max) {
+      const size_t allowed = total < batch_bytes_max ? batch_bytes_max - total : 0;
+      EVIDENT_RETURN_IF_ERROR(splitter.Feed(chunk.substr(0, allowed), sink));
+      if (splitter.layout() == InputLayout::kBatch) {
+        return Status::LimitExceeded(name + " is a batch array larger than " +
+                                     std::to_string(batch_bytes_max) +
+                                     " bytes (--input-bytes-max)");
+      }
+      total += allowed;
+      chunk.remove_prefix(allowed);
+    }
+    total += chunk.size();
+    EVIDENT_RETURN_IF_ERROR(splitter.Feed(chunk, sink));
+    if (std::fflush(stdout) != 0) return Status::IoError("cannot write to standard output");
+  }
+  return splitter.Finish(sink);
+}
+
 int RunValidate(const ValidateFlags& flags) {
   Result<Profile> profile = ChooseProfile(flags);
   if (!profile.ok()) {
@@ -54,107 +111,41 @@ int RunValidate(const ValidateFlags& flags) {
     std::cerr << "evident validate: " << parser.status().ToString() << "\n";
     return kExitUsage;
   }
-  std::ifstream file;
-  std::istream* in = OpenInput(flags.input, file);
-  if (in == nullptr) {
-    std::cerr << "evident validate: cannot open " << flags.input << "\n";
+  const int fd =
+      flags.input == "-" ? STDIN_FILENO : ::open(flags.input.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    std::cerr << "evident validate: cannot open " << flags.input << ": " << std::strerror(errno)
+              << "\n";
     return kExitUsage;
   }
+  // Each event is validated and its result written as soon as the splitter hands it over:
+  // memory is bounded by the largest event, whatever the input's size or layout.
   bool any_rejected = false;
   std::string out;
-  const auto emit = [&](std::string_view bytes, size_t index) {
-    const EnvelopeParser::Outcome outcome = (*parser)->Parse(bytes);
-    out.clear();
-    json::Writer w(out);
-    w.BeginObject().Key("index").Uint(index);
-    if (outcome.ok()) {
-      w.Field("id", outcome.event.id).Field("source", outcome.event.source);
-      w.Field("type", outcome.event.type);
-      if (outcome.event.schemaversion) w.Key("schemaversion").Int(*outcome.event.schemaversion);
-      w.Field("outcome", "valid");
-    } else {
-      any_rejected = true;
-      const Rejection& r = *outcome.rejection;
-      if (!r.id.empty()) w.Field("id", r.id);
-      if (!r.source.empty()) w.Field("source", r.source);
-      w.Field("outcome", "rejected").Field("reason", ReasonCode(r.reason));
-      w.Field("message", r.message);
+  const EventSplitter::Sink emit = [&](const SplitEvent& split) {
+    const Rejection* rejection = split.rejection ? &*split.rejection : nullptr;
+    EnvelopeParser::Outcome outcome;
+    if (rejection == nullptr) {
+      outcome = (*parser)->Parse(split.bytes);
+      if (outcome.rejection) rejection = &*outcome.rejection;
     }
-    w.EndObject();
-    out.push_back('\n');
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    any_rejected = any_rejected || rejection != nullptr;
+    FormatResult(split.index, rejection, outcome.event, out);
+    if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size()) {
+      return Status::IoError("cannot write to standard output");
+    }
+    return Status::Ok();
   };
-  const auto blank = [](std::string_view line) {
-    return line.find_first_not_of(" \t\r") == std::string_view::npos;
-  };
-
-  // NDJSON is validated as it streams: memory stays bounded by the longest line, not by the
-  // input. The layout is NDJSON when the first non-blank line is a whole JSON value and another
-  // non-blank line follows (the rule of SplitEvents). Any other input (one document, a batch
-  // array, text whose first line is not whole) is read whole, up to --input-bytes-max, and split
-  // by SplitEvents.
-  std::string text;  // what was read, kept for the whole-input path
-  std::string first, line;
-  size_t line_index = 0, first_index = 0;
-  const auto too_large = [&] {
-    std::cerr << "evident validate: " << flags.input << " is larger than " << flags.input_bytes_max
-              << " bytes\n";
-    return kExitUsage;
-  };
-  bool have_first = false;
-  while (ReadLineBounded(*in, first, flags.input_bytes_max)) {
-    if (first.size() > flags.input_bytes_max) return too_large();
-    first_index = line_index++;
-    if (!blank(first)) {
-      have_first = true;
-      break;
-    }
-    text += first + "\n";
+  EventSplitter splitter(flags.event_bytes_max);
+  Status status = FeedInput(fd, flags.input, flags.input_bytes_max, splitter, emit);
+  if (fd != STDIN_FILENO) ::close(fd);
+  if (std::fflush(stdout) != 0 && status.ok()) {
+    status = Status::IoError("cannot write to standard output");
   }
-  bool first_whole = false;
-  if (have_first) {
-    simdjson::dom::parser probe;
-    simdjson::dom::element ignored;
-    first_whole = probe.allocate(first.size(), (*parser)->options().nesting_depth_max + 1) ==
-                      simdjson::SUCCESS &&
-                  probe.parse(first).get(ignored) == simdjson::SUCCESS;
-  }
-  const size_t line_bytes_max = flags.event_bytes_max + 1;  // the parser rejects longer ones
-  if (first_whole) {
-    bool streaming = false;
-    while (ReadLineBounded(*in, line, streaming ? line_bytes_max : flags.input_bytes_max)) {
-      const size_t index = line_index++;
-      if (blank(line)) continue;  // whitespace: nothing to keep for the whole-input path
-      if (!streaming) {           // a second value: NDJSON
-        streaming = true;
-        text.clear();
-        emit(first, first_index);
-        first.clear();
-        first.shrink_to_fit();
-      }
-      emit(line, index);
-    }
-    if (streaming) {
-      if (in->bad()) {
-        std::cerr << "evident validate: error reading " << flags.input << "\n";
-        return kExitUsage;
-      }
-      return any_rejected ? kExitNegative : kExitOk;
-    }
-  }
-  // The whole input, in memory.
-  if (have_first) text += first + "\n";
-  while (ReadLineBounded(*in, line, flags.input_bytes_max)) {
-    if (text.size() + line.size() + 1 > flags.input_bytes_max) return too_large();
-    text += line + "\n";
-  }
-  if (in->bad()) {
-    std::cerr << "evident validate: error reading " << flags.input << "\n";
+  if (!status.ok()) {
+    std::cerr << "evident validate: " << status.message() << "\n";
     return kExitUsage;
   }
-  if (text.size() > flags.input_bytes_max) return too_large();
-  const SplitInput split = SplitEvents(text, (*parser)->options().nesting_depth_max);
-  for (const InputSlice& slice : split.slices) emit(slice.bytes, slice.index);
   return any_rejected ? kExitNegative : kExitOk;
 }
 
@@ -164,9 +155,9 @@ void AddValidateCommand(CLI::App& app, Runner& run) {
   auto flags = std::make_shared<ValidateFlags>();
   CLI::App* cmd = app.add_subcommand(
       "validate",
-      "Validate CloudEvents envelopes: NDJSON (one event per line), one JSON object, or a "
-      "batch array. One NDJSON result line per event; exit 0 all valid, 1 any rejected, "
-      "2 usage or I/O error.");
+      "Validate CloudEvents envelopes: NDJSON (one event per line), pretty-printed objects, or "
+      "a batch array, streamed. One NDJSON result line per event; exit 0 all valid, 1 any "
+      "rejected, 2 usage or I/O error.");
   cmd->add_option("input", flags->input, "Input file, or - for standard input")
       ->capture_default_str();
   cmd->add_option("--profile", flags->profile, "Envelope profile: cloudevents or flat")
@@ -179,8 +170,9 @@ void AddValidateCommand(CLI::App& app, Runner& run) {
                 "Reject events without a schema version");
   cmd->add_option("--event-bytes-max", flags->event_bytes_max, "Largest accepted event in bytes")
       ->capture_default_str();
-  cmd->add_option("--input-bytes-max", flags->input_bytes_max,
-                  "Largest input read whole (one document or a batch array); NDJSON streams")
+  cmd->add_option(
+         "--input-bytes-max", flags->input_bytes_max,
+         "Largest batch array in bytes (exit 2 past it); other layouts have no total limit")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->callback([flags, &run] { run = [flags] { return RunValidate(*flags); }; });

@@ -692,6 +692,22 @@ TEST(Lint, DuplicateConsumerIdsAndEnvelopePointers) {
   EXPECT_EQ(codes.count("ENVELOPE_POINTER_UNDEFINED"), 1u);
 }
 
+// A consumer contract with a key given twice is a finding of its own kind, not a clean file.
+TEST(Lint, DuplicateYamlKeyIsAFinding) {
+  TempDir dir;
+  dir.Write("t/v1.schema.json", Schema(R"("properties":{"id":{"type":"string"}})"));
+  dir.Write("consumers/x.yaml",
+            "id: x\nboundary: []\naccepts:\n  - type: t\n    versions: [1]\n"
+            "boundary: [\"training://orders/\"]\n");
+  auto findings = LintContractsDir(dir.path());
+  ASSERT_TRUE(findings.ok()) << findings.status().ToString();
+  ASSERT_EQ(findings->size(), 1u) << compat::LintToText(*findings);
+  EXPECT_EQ((*findings)[0].code, "CONSUMER_DUPLICATE_KEY");
+  EXPECT_NE((*findings)[0].message.find("duplicate key 'boundary' at line 6 (first at line 2)"),
+            std::string::npos)
+      << (*findings)[0].message;
+}
+
 TEST(Lint, MissingDirectoryIsAnError) {
   EXPECT_EQ(LintContractsDir("/nonexistent/evident/contracts").status().code(), Code::kNotFound);
 }

@@ -103,9 +103,11 @@ void Linter::LintConsumersDir(const fs::path& consumers_dir) {
       Add("CONSUMER_UNREADABLE", name, text.status().ToString());
       continue;
     }
-    Result<ConsumerContract> contract = ConsumerContractFromYaml(*text, name);
+    ContractProblem problem = ContractProblem::kNone;
+    Result<ConsumerContract> contract = ConsumerContractFromYaml(*text, name, &problem);
     if (!contract.ok()) {
-      Add("CONSUMER_INVALID", name, contract.status().message());
+      Add(problem == ContractProblem::kDuplicateKey ? "CONSUMER_DUPLICATE_KEY" : "CONSUMER_INVALID",
+          name, contract.status().message());
       continue;
     }
     if (file.stem().string() != contract->id) {

@@ -128,9 +128,9 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
                               const std::string& origin) {
   Config config;
   config.path = origin;
-  YAML::Node root;  // loaded once: every error below cites a line of this very text
+  // Loaded once, repeated keys refused: every error below cites a line of this very text.
+  EVIDENT_ASSIGN_OR_RETURN(const YAML::Node root, LoadYaml(yaml_text, origin));
   try {
-    root = YAML::Load(std::string(yaml_text));
     if (!root.IsMap()) Fail(origin, root, "the configuration must be a mapping");
     for (const auto& item : root) {
       const std::string key = item.first.as<std::string>();

@@ -506,6 +506,36 @@ consumers:
   EXPECT_EQ(valid->consumers[0].projection.at("order.status.changed").state_from, "/status");
 }
 
+// A key given twice in evident.yaml is refused with both lines, at the top level and inside an
+// inline consumer contract: the first `boundary: []` would otherwise win and accept any source.
+TEST(PipelineConfig, RefusesADuplicateKeyWithBothLines) {
+  const std::string dir = std::string(EVIDENT_SOURCE_DIR) + "/examples/orders";
+  auto inline_twice = ConfigFromYaml(R"(contracts: contracts
+consumers:
+  - id: x
+    boundary: []
+    accepts: [{type: order.status.changed, versions: [1]}]
+    boundary: ["training://orders/"]
+)",
+                                     dir, "evident.yaml");
+  ASSERT_FALSE(inline_twice.ok());
+  EXPECT_EQ(inline_twice.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(inline_twice.status().message(),
+            "evident.yaml:6: duplicate key 'boundary' at line 6 (first at line 4)");
+
+  auto top_twice = ConfigFromYaml(R"(contracts: contracts
+linger_ms: 5
+consumers:
+  - id: x
+    accepts: [{type: order.status.changed, versions: [1]}]
+linger_ms: 50
+)",
+                                  dir, "evident.yaml");
+  ASSERT_FALSE(top_twice.ok());
+  EXPECT_EQ(top_twice.status().message(),
+            "evident.yaml:6: duplicate key 'linger_ms' at line 6 (first at line 2)");
+}
+
 // A deferred receipt has no projection version yet, even right after an applied event (whose
 // receipt has one) in the same batch; a repeat of it says so.
 TEST_F(PipelineTest, DeferredReceiptHasNoProjectionVersion) {

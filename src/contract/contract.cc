@@ -128,12 +128,12 @@ bool ConsumerContract::Accepts(std::string_view type, int64_t version) const {
 }
 
 Result<ConsumerContract> ConsumerContractFromYaml(std::string_view yaml_text,
-                                                  std::string_view origin) {
-  try {
-    return ConsumerContractFromNode(YAML::Load(std::string(yaml_text)), origin);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(std::string(origin) + ": " + e.what());
-  }
+                                                  std::string_view origin,
+                                                  ContractProblem* problem) {
+  EVIDENT_ASSIGN_OR_RETURN(const YAML::Node root, LoadYaml(yaml_text, origin, problem));
+  Result<ConsumerContract> contract = ConsumerContractFromNode(root, origin);
+  if (problem != nullptr && !contract.ok()) *problem = ContractProblem::kInvalid;
+  return contract;
 }
 
 Result<ConsumerContract> ConsumerContractFromNode(const YAML::Node& root, std::string_view origin) {

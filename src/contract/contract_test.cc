@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "contract/contract_yaml.h"
+
 namespace evident {
 namespace {
 
@@ -84,6 +86,56 @@ TEST(Contract, RejectsMalformedContractsWithWhereAndWhy) {
     EXPECT_NE(result.status().message().find(c.expected), std::string::npos)
         << c.yaml << " -> " << result.status().message();
   }
+}
+
+// YAML keeps both pairs of a repeated key and lookups return the first: an empty boundary
+// followed by a real one would let any source through. A repeated key is refused, at any depth,
+// with both lines; an alias still reads as the node it names.
+TEST(Contract, RefusesADuplicateKeyWithBothLines) {
+  ContractProblem problem = ContractProblem::kNone;
+  auto twice = ConsumerContractFromYaml(
+      "id: a\nboundary: []\naccepts: [{type: t, versions: 1}]\nboundary: "
+      "[\"training://orders/\"]\n",
+      "c.yaml", &problem);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(twice.status().message(),
+            "c.yaml:4: duplicate key 'boundary' at line 4 (first at line 2)");
+  EXPECT_EQ(problem, ContractProblem::kDuplicateKey);
+
+  auto nested = ConsumerContractFromYaml(
+      "id: a\naccepts:\n  - type: t\n    versions: [1]\n    \"versions\": [2]\n", "c.yaml",
+      &problem);
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.status().message(),
+            "c.yaml:5: duplicate key 'versions' at line 5 (first at line 4)");
+
+  auto other = ConsumerContractFromYaml("id: a\n", "c.yaml", &problem);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(problem, ContractProblem::kInvalid);
+
+  auto aliased = ConsumerContractFromYaml(
+      "id: a\naccepts:\n  - &entry {type: t, versions: [1]}\nordering: none\n"
+      "gap: {deadline_seconds: 60}\nboundary: [&b \"training://orders/\", *b]\n",
+      "c.yaml", &problem);
+  ASSERT_TRUE(aliased.ok()) << aliased.status().ToString();
+  EXPECT_EQ(problem, ContractProblem::kNone);
+  EXPECT_EQ(aliased->boundary.size(), 2u);
+}
+
+// Aliases are walked once: a "billion laughs" document is checked in linear time, and a
+// mapping reached through many aliases is still checked (its duplicate found once).
+TEST(Contract, DuplicateKeyCheckIsLinearInAliasedDocuments) {
+  std::string yaml = "a0: &a0 [x, x]\n";
+  for (int i = 1; i < 40; ++i) {
+    const std::string prev = "*a" + std::to_string(i - 1);
+    yaml +=
+        "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev + ", " + prev + "]\n";
+  }
+  EXPECT_TRUE(CheckUniqueKeys(YAML::Load(yaml), "laughs.yaml").ok());
+  const Status found =
+      CheckUniqueKeys(YAML::Load("m: &m {k: 1, k: 2}\nuse: [*m, *m, *m]\n"), "m.yaml");
+  EXPECT_EQ(found.message(), "m.yaml:1: duplicate key 'k' at line 1 (first at line 1)");
 }
 
 TEST(Contract, LoadsADirectory) {

@@ -1,5 +1,7 @@
-// Splitting an input into the byte ranges of its events.
-#include <simdjson.h>
+// Splitting an input into the byte ranges of its events, as it streams (EventSplitter), and the
+// same for an input held whole (SplitEvents).
+#include <algorithm>
+#include <cassert>
 
 #include "evident/envelope.h"
 
@@ -8,117 +10,336 @@ namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
+bool IsStringStop(char c) { return c == '"' || c == '\\' || c == '\n'; }
 
-// Returns the end of the JSON value starting at text[pos]. Only called on text simdjson has
-// already accepted, so it needs to track strings and bracket depth, nothing more. simdjson's DOM
-// keeps no source offsets, which is why the byte ranges of batch elements are found here.
-size_t ValueEnd(std::string_view text, size_t pos) {
-  int depth = 0;
-  bool in_string = false;
-  for (; pos < text.size(); ++pos) {
-    const char c = text[pos];
-    if (in_string) {
-      if (c == '\\')
-        ++pos;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    switch (c) {
-      case '"':
-        in_string = true;
-        break;
-      case '{':
-      case '[':
-        ++depth;
-        break;
-      case '}':
-      case ']':
-        if (depth == 0) return pos;
-        --depth;
-        break;
-      case ',':
-        if (depth == 0) return pos;
-        break;
-      default:
-        break;
-    }
-  }
-  return pos;
-}
-
-std::vector<InputSlice> SplitArray(std::string_view text) {
-  std::vector<InputSlice> slices;
-  size_t pos = text.find('[') + 1;
-  size_t index = 0;
-  while (pos < text.size()) {
-    while (pos < text.size() && IsSpace(text[pos])) ++pos;
-    if (pos >= text.size() || text[pos] == ']') break;
-    const size_t end = ValueEnd(text, pos);
-    slices.push_back({Trim(text.substr(pos, end - pos)), index++});
-    pos = end + 1;  // past ',' (or ']', which ends the loop next)
-    if (end < text.size() && text[end] == ']') break;
-  }
-  return slices;
-}
-
-bool ParsesAlone(simdjson::dom::parser& parser, std::string_view text) {
-  simdjson::dom::element ignored;
-  return parser.parse(text.data(), text.size()).get(ignored) == simdjson::SUCCESS;
-}
-
-std::vector<InputSlice> SplitLines(std::string_view input) {
-  std::vector<InputSlice> slices;
-  size_t line = 0;
-  size_t start = 0;
-  while (start <= input.size()) {
-    size_t end = input.find('\n', start);
-    if (end == std::string_view::npos) end = input.size();
-    const std::string_view text = Trim(input.substr(start, end - start));
-    if (!text.empty()) slices.push_back({text, line});
-    ++line;
-    start = end + 1;
-  }
-  return slices;
+Rejection Malformed(std::string message) {
+  return Rejection{EnvelopeReason::kMalformedJson, std::move(message), {}, {}};
 }
 
 }  // namespace
 
-SplitInput SplitEvents(std::string_view input, size_t nesting_depth_max) {
-  const std::string_view trimmed = Trim(input);
-  if (trimmed.empty()) return {InputLayout::kNdjson, {}};
-  simdjson::dom::parser parser;
-  if (parser.allocate(trimmed.size(), nesting_depth_max + 1) != simdjson::SUCCESS) {
-    return {InputLayout::kSingle, {{trimmed, 0}}};
-  }
+// The scanner behind EventSplitter: a state per byte, the event being split, and the strings
+// and brackets it is inside.
+class EventSplitter::Impl {
+ public:
+  using Sink = EventSplitter::Sink;
+  explicit Impl(size_t event_bytes_max) : event_bytes_max_(event_bytes_max) {}
 
-  // NDJSON when the first line is a whole JSON value and more follows it. This avoids parsing a
-  // large NDJSON stream as one document first.
-  const size_t newline = trimmed.find('\n');
-  if (newline != std::string_view::npos) {
-    const std::string_view first = Trim(trimmed.substr(0, newline));
-    if (!first.empty() && ParsesAlone(parser, first)) {
-      return {InputLayout::kNdjson, SplitLines(input)};
+  Status Feed(std::string_view chunk, const Sink& sink);
+  Status Finish(const Sink& sink);
+  std::optional<InputLayout> layout() const { return layout_; }
+
+ private:
+  enum class State : uint8_t {
+    kStart,           // before the first non-whitespace byte
+    kBatchGap,        // inside the array, between elements
+    kBatchElement,    // inside an element
+    kAfterBatch,      // after the closing ']'
+    kTrailing,        // content after the closing ']', held as one rejected event
+    kLineGap,         // between values, outside any
+    kValue,           // inside a value
+    kValueLineStart,  // at column 0 inside a value whose brackets are open
+  };
+
+  Status Step(std::string_view chunk, size_t at, const Sink& sink);
+  Status StepStart(std::string_view chunk, size_t at, const Sink& sink);
+  Status StepBatchGap(std::string_view chunk, size_t at, const Sink& sink);
+  Status StepBatchElement(std::string_view chunk, size_t at, const Sink& sink);
+  Status StepValue(std::string_view chunk, size_t at, const Sink& sink);
+  Status StepValueLineStart(std::string_view chunk, size_t at, const Sink& sink);
+  void Begin(size_t at, size_t index);
+  size_t SkipStringBytes(std::string_view chunk, size_t at);
+  void Track(char c, uint64_t offset);
+  Status End(std::string_view chunk, size_t at, const Sink& sink,
+             std::optional<Rejection> rejection = std::nullopt);
+  Status EmitEmpty(uint64_t offset, std::string message, const Sink& sink);
+  bool InEvent() const;
+
+  size_t event_bytes_max_;
+  State state_ = State::kStart;
+  std::optional<InputLayout> layout_;
+  uint64_t consumed_ = 0;     // bytes fed before the current chunk
+  size_t line_ = 0;           // 0-based line of the byte being scanned
+  size_t next_index_ = 0;     // batch: the index of the next element
+  bool after_comma_ = false;  // batch: an element must follow (a ',' was the last separator)
+  // The event being split.
+  std::string held_;      // its first bytes, at most event_bytes_max + 1
+  size_t run_start_ = 0;  // where its bytes not yet held begin in the current chunk
+  size_t event_index_ = 0;
+  uint64_t event_offset_ = 0;
+  uint64_t last_solid_ = 0;  // offset of its last non-whitespace byte
+  uint64_t depth_ = 0;       // open brackets (a closer at depth 0 is left to the parser)
+  bool in_string_ = false, escaped_ = false;
+};
+
+EventSplitter::EventSplitter(size_t event_bytes_max)
+    : impl_(std::make_unique<Impl>(event_bytes_max)) {}
+EventSplitter::~EventSplitter() = default;
+EventSplitter::EventSplitter(EventSplitter&&) noexcept = default;
+EventSplitter& EventSplitter::operator=(EventSplitter&&) noexcept = default;
+
+Status EventSplitter::Feed(std::string_view chunk, const Sink& sink) {
+  return impl_->Feed(chunk, sink);
+}
+Status EventSplitter::Finish(const Sink& sink) { return impl_->Finish(sink); }
+std::optional<InputLayout> EventSplitter::layout() const { return impl_->layout(); }
+
+bool EventSplitter::Impl::InEvent() const {
+  return state_ == State::kBatchElement || state_ == State::kTrailing || state_ == State::kValue ||
+         state_ == State::kValueLineStart;
+}
+
+Status EventSplitter::Impl::Feed(std::string_view chunk, const Sink& sink) {
+  for (size_t at = 0; at < chunk.size(); ++at) {
+    if (in_string_ && !escaped_) {  // most of an event is strings: cross their plain bytes fast
+      at = SkipStringBytes(chunk, at);
+      if (at == chunk.size()) break;
+    }
+    EVIDENT_RETURN_IF_ERROR(Step(chunk, at, sink));
+    if (chunk[at] == '\n') ++line_;
+  }
+  if (InEvent()) {  // the event goes on in the next chunk: hold what this one has of it
+    const size_t room = event_bytes_max_ + 1 - std::min(held_.size(), event_bytes_max_ + 1);
+    held_.append(chunk.substr(run_start_, std::min(room, chunk.size() - run_start_)));
+  }
+  run_start_ = 0;  // an event open now goes on from the start of the next chunk
+  consumed_ += chunk.size();
+  return Status::Ok();
+}
+
+Status EventSplitter::Impl::Finish(const Sink& sink) {
+  const std::string_view none;
+  const State state = state_;
+  state_ = State::kAfterBatch;  // nothing more is split, whatever is fed
+  switch (state) {
+    case State::kBatchGap:
+      return EmitEmpty(consumed_, "the input ended inside the batch array (no closing ']')", sink);
+    case State::kBatchElement:
+      return End(none, 0, sink, Malformed("the input ended inside the batch array"));
+    case State::kTrailing:
+      return End(none, 0, sink, Malformed("content after the batch array's closing ']'"));
+    case State::kValue:
+    case State::kValueLineStart:
+      return End(none, 0, sink);
+    default:
+      return Status::Ok();
+  }
+}
+
+Status EventSplitter::Impl::Step(std::string_view chunk, size_t at, const Sink& sink) {
+  const char c = chunk[at];
+  switch (state_) {
+    case State::kStart:
+      return StepStart(chunk, at, sink);
+    case State::kBatchGap:
+      return StepBatchGap(chunk, at, sink);
+    case State::kBatchElement:
+      return StepBatchElement(chunk, at, sink);
+    case State::kAfterBatch:
+      if (!IsSpace(c)) {
+        Begin(at, next_index_);
+        state_ = State::kTrailing;
+        Track(c, consumed_ + at);
+      }
+      return Status::Ok();
+    case State::kTrailing:
+      Track(c, consumed_ + at);
+      return Status::Ok();
+    case State::kLineGap:
+      if (IsSpace(c)) return Status::Ok();
+      Begin(at, line_);
+      state_ = State::kValue;
+      return StepValue(chunk, at, sink);
+    case State::kValue:
+      return StepValue(chunk, at, sink);
+    case State::kValueLineStart:
+      return StepValueLineStart(chunk, at, sink);
+  }
+  return Status::Ok();
+}
+
+Status EventSplitter::Impl::StepStart(std::string_view chunk, size_t at, const Sink& sink) {
+  const char c = chunk[at];
+  if (IsSpace(c)) return Status::Ok();
+  if (c == '[') {
+    layout_ = InputLayout::kBatch;
+    state_ = State::kBatchGap;
+    return Status::Ok();
+  }
+  layout_ = InputLayout::kNdjson;
+  state_ = State::kLineGap;
+  return Step(chunk, at, sink);
+}
+
+Status EventSplitter::Impl::StepBatchGap(std::string_view chunk, size_t at, const Sink& sink) {
+  const char c = chunk[at];
+  if (IsSpace(c)) return Status::Ok();
+  if (c == ']') {
+    state_ = State::kAfterBatch;
+    if (!after_comma_) return Status::Ok();
+    return EmitEmpty(consumed_ + at, "an empty batch element before ']'", sink);
+  }
+  if (c == ',') {  // "[,": an element is missing; the one after the ',' still follows
+    after_comma_ = true;
+    return EmitEmpty(consumed_ + at, "an empty batch element before ','", sink);
+  }
+  after_comma_ = false;
+  Begin(at, next_index_++);
+  state_ = State::kBatchElement;
+  Track(c, consumed_ + at);
+  return Status::Ok();
+}
+
+Status EventSplitter::Impl::StepBatchElement(std::string_view chunk, size_t at, const Sink& sink) {
+  const char c = chunk[at];
+  if (!in_string_ && depth_ == 0 && (c == ',' || c == ']')) {
+    after_comma_ = c == ',';
+    EVIDENT_RETURN_IF_ERROR(End(chunk, at, sink));
+    state_ = c == ',' ? State::kBatchGap : State::kAfterBatch;
+    return Status::Ok();
+  }
+  Track(c, consumed_ + at);
+  return Status::Ok();
+}
+
+Status EventSplitter::Impl::StepValue(std::string_view chunk, size_t at, const Sink& sink) {
+  const char c = chunk[at];
+  if (c != '\n') {
+    Track(c, consumed_ + at);
+    return Status::Ok();
+  }
+  // A line ends. The value ends with it when its brackets are closed, or inside a string (a raw
+  // newline is not JSON, so the value is malformed; the next line is decided on its own).
+  if (depth_ == 0 || in_string_) {
+    state_ = State::kLineGap;
+    return End(chunk, at, sink);
+  }
+  state_ = State::kValueLineStart;
+  return Status::Ok();
+}
+
+Status EventSplitter::Impl::StepValueLineStart(std::string_view chunk, size_t at,
+                                               const Sink& sink) {
+  // Pretty-printers indent nested objects, so '{' in column 0 is a new value: the open one was
+  // cut short (a truncated NDJSON line) and is handed over as it is.
+  if (chunk[at] == '{') {
+    EVIDENT_RETURN_IF_ERROR(End(chunk, at, sink));
+    Begin(at, line_);
+  }
+  state_ = State::kValue;
+  return StepValue(chunk, at, sink);
+}
+
+void EventSplitter::Impl::Begin(size_t at, size_t index) {
+  assert(held_.empty());
+  run_start_ = at;
+  event_index_ = index;
+  event_offset_ = consumed_ + at;
+  last_solid_ = event_offset_;
+  depth_ = 0;
+  in_string_ = false;
+  escaped_ = false;
+}
+
+// Returns the position of the first byte at or after `at` that a string's state depends on ('"',
+// '\\', a newline), or the chunk's end, keeping last_solid_ as Track would have over the bytes
+// skipped (the same result, without a call per byte).
+size_t EventSplitter::Impl::SkipStringBytes(std::string_view chunk, size_t at) {
+  size_t end = at;
+  while (end < chunk.size() && !IsStringStop(chunk[end])) ++end;
+  for (size_t solid = end; solid > at; --solid) {
+    if (!IsSpace(chunk[solid - 1])) {
+      last_solid_ = consumed_ + solid - 1;
+      break;
     }
   }
-  simdjson::dom::element root;
-  if (parser.parse(trimmed.data(), trimmed.size()).get(root) == simdjson::SUCCESS) {
-    if (root.is_array()) return {InputLayout::kBatch, SplitArray(trimmed)};
-    return {InputLayout::kSingle, {{trimmed, 0}}};
-  }
-  // Not one document. NDJSON whose first line is broken still has lines that parse alone.
-  if (newline != std::string_view::npos) {
-    std::vector<InputSlice> lines = SplitLines(input);
-    for (const InputSlice& slice : lines) {
-      if (ParsesAlone(parser, slice.bytes)) return {InputLayout::kNdjson, std::move(lines)};
+  return end;
+}
+
+// Follows strings and brackets over one byte of an event; nothing else of JSON matters to where
+// events end.
+void EventSplitter::Impl::Track(char c, uint64_t offset) {
+  if (!IsSpace(c)) last_solid_ = offset;
+  if (in_string_) {
+    if (c == '\n') {  // a string never spans a line: a batch element resumes after it
+      in_string_ = false;
+      escaped_ = false;
+    } else if (escaped_) {
+      escaped_ = false;
+    } else if (c == '\\') {
+      escaped_ = true;
+    } else if (c == '"') {
+      in_string_ = false;
     }
+    return;
   }
-  return {InputLayout::kSingle, {{trimmed, 0}}};
+  switch (c) {
+    case '"':
+      in_string_ = true;
+      break;
+    case '{':
+    case '[':
+      ++depth_;
+      break;
+    case '}':
+    case ']':
+      if (depth_ > 0) --depth_;
+      break;
+    default:
+      break;
+  }
+}
+
+// Hands over the event whose bytes end before chunk[at] (a separator, a newline, or the end of
+// the input when `chunk` is empty).
+Status EventSplitter::Impl::End(std::string_view chunk, size_t at, const Sink& sink,
+                                std::optional<Rejection> rejection) {
+  const size_t room = event_bytes_max_ + 1 - std::min(held_.size(), event_bytes_max_ + 1);
+  held_.append(chunk.substr(run_start_, std::min(room, at - std::min(at, run_start_))));
+  const uint64_t length = last_solid_ + 1 - event_offset_;  // without trailing whitespace
+  SplitEvent event{std::string_view(held_), event_index_, event_offset_, std::move(rejection)};
+  if (length > event_bytes_max_) {
+    event.rejection =
+        Rejection{EnvelopeReason::kEnvelopeTooLarge,
+                  "event of " + std::to_string(length) + " bytes exceeds the limit of " +
+                      std::to_string(event_bytes_max_) + " bytes",
+                  {},
+                  {}};
+  } else {
+    event.bytes = event.bytes.substr(0, length);
+  }
+  const Status status = sink(event);
+  held_.clear();  // the capacity stays: bounded by event_bytes_max + 1
+  in_string_ = false;
+  escaped_ = false;
+  depth_ = 0;
+  return status;
+}
+
+Status EventSplitter::Impl::EmitEmpty(uint64_t offset, std::string message, const Sink& sink) {
+  const SplitEvent event{{}, next_index_++, offset, Malformed(std::move(message))};
+  return sink(event);
+}
+
+SplitInput SplitEvents(std::string_view input) {
+  SplitInput split{InputLayout::kNdjson, {}};
+  const EventSplitter::Sink keep = [&](const SplitEvent& event) {
+    split.slices.push_back(
+        {input.substr(event.offset, event.bytes.size()), event.index, event.rejection});
+    return Status::Ok();
+  };
+  EventSplitter splitter(input.size());  // no event is larger than the input
+  const Status fed = splitter.Feed(input, keep);
+  const Status finished = splitter.Finish(keep);
+  assert(fed.ok() && finished.ok());  // `keep` never fails
+  (void)fed;
+  (void)finished;
+  if (splitter.layout() == InputLayout::kBatch) {
+    split.layout = InputLayout::kBatch;
+  } else if (split.slices.size() == 1) {
+    split.layout = InputLayout::kSingle;
+  }
+  return split;
 }
 
 }  // namespace evident
