@@ -339,11 +339,12 @@ TEST_F(HardeningTest, ALockedStoreNamesTheProcessHoldingIt) {
     execlp("sqlite3", "sqlite3", db_.c_str(), "BEGIN IMMEDIATE;", ".shell sleep 5", nullptr);
     _exit(127);
   }
-  // Wait until the lock is taken: a zero-wait consume is refused.
+  // Until the lock is taken, a consume succeeds; then it is refused.
   ProcessResult r;
   for (int i = 0; i < 100; ++i) {
     r = Consume(events_, {"--busy-timeout-ms", "200"});
     if (r.exit_code != 0) break;
+    usleep(20'000);
   }
   kill(holder, SIGKILL);
   waitpid(holder, nullptr, 0);

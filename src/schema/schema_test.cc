@@ -283,6 +283,7 @@ TEST(Schema, NonStringSchemaAndFormatAreRefused) {
     }
   }
   EXPECT_TRUE(CompileStatus(R"({"format":"date"})").ok());
+}
 
 // ---- bounded work (validation_steps_max, memoization, linear compilation) -------------------
 

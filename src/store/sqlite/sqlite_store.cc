@@ -546,16 +546,16 @@ class SqliteStore final : public Store {
     if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
       std::string message = error != nullptr ? error : "unknown";
       sqlite3_free(error);
+      if ((sqlite3_extended_errcode(db_) & 0xFF) == SQLITE_BUSY) {
+        return Status::Unavailable(LockedMessage(sqlite3_db_filename(db_, "main")));
+      }
       return Status::IoError("sqlite: " + message);
     }
     return Status::Ok();
   }
 
   Status Begin() override {
-    if (Status begun = Exec("BEGIN IMMEDIATE"); !begun.ok()) {
-      if ((sqlite3_extended_errcode(db_) & 0xFF) != SQLITE_BUSY) return begun;
-      return Status::Unavailable(LockedMessage(sqlite3_db_filename(db_, "main")));
-    }
+    EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));  // busy: names the lock's holder
     in_transaction_ = true;
     projections_.clear();
     subjects_read_.clear();
