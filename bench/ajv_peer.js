@@ -13,6 +13,9 @@ for (const name of workloads) {
   const ajv = new Ajv({ strict: false });
   addFormats(ajv);
   const validate = ajv.compile(schema);
+  // Per-instance verdicts, one line each ('1' valid, '0' invalid), for the agreement check.
+  fs.writeFileSync(path.join(dir, name + '.ajv.verdicts'),
+                   lines.map((line) => (validate(JSON.parse(line)) ? '1' : '0')).join('\n') + '\n');
   let valid = 0;
   for (let round = 0; round < 5; ++round) for (const line of lines) validate(JSON.parse(line));
   let count = 0;

@@ -39,6 +39,16 @@ done
 NODE_PATH="$tmp/node_modules" taskset -c "$cpu" node bench/ajv_peer.js "$tmp" $workloads >>"$results"
 taskset -c "$cpu" "$tmp/valijson_peer" "$tmp" $workloads >>"$results"
 
+# Per-instance verdicts of evident, through the CLI with format assertion (as in the bench), to
+# compare with the peers' instance by instance: a matching valid fraction is no proof of
+# agreement, one verdict per instance is.
+for name in $workloads; do
+  "$build/src/cli/evident" schema validate --schema "$tmp/$name.schema.json" --draft 7 \
+    --format-assertion "$tmp/$name.ndjson" |
+    python3 -c 'import json,sys; [print("1" if json.loads(l)["valid"] else "0") for l in sys.stdin]' \
+      >"$tmp/$name.evident.verdicts" || true
+done
+
 python3 - "$results" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
@@ -50,4 +60,25 @@ for w in ["orders_v1", "orders_v2", "order_placed"]:
           f"{v['instances_per_second']:>14,.0f}{e['instances_per_second']/a['instances_per_second']:>9.2f}x"
           f"{e['instances_per_second']/v['instances_per_second']:>12.1f}x  "
           f"{e['valid_fraction']:.3f}/{a['valid_fraction']:.3f}/{v['valid_fraction']:.3f}")
+PY
+
+# Agreement, instance by instance. evident and ajv both assert formats: any difference fails the
+# run. valijson asserts date/time formats only, so its differences are listed, not failed.
+python3 - "$tmp" $workloads <<'PY'
+import sys
+tmp, workloads = sys.argv[1], sys.argv[2:]
+failed = False
+for w in workloads:
+    read = lambda peer: open(f"{tmp}/{w}.{peer}.verdicts").read().split()
+    e, a, v = read("evident"), read("ajv"), read("valijson")
+    if not (len(e) == len(a) == len(v)):
+        print(f"{w}: verdict counts differ: evident {len(e)}, ajv {len(a)}, valijson {len(v)}")
+        failed = True
+        continue
+    ea = [i for i in range(len(e)) if e[i] != a[i]]
+    ev = [i for i in range(len(e)) if e[i] != v[i]]
+    print(f"{w}: {len(e)} instances; evident/ajv disagree on {len(ea)}, evident/valijson on {len(ev)}"
+          + (f" (first: {ev[:5]})" if ev else ""))
+    failed = failed or bool(ea)
+sys.exit(1 if failed else 0)
 PY

@@ -43,6 +43,16 @@ int main(int argc, char** argv) {
         if (validator.validate(schema, adapter, nullptr)) ++valid;
       }
     };
+    // Per-instance verdicts, one line each ('1' valid, '0' invalid), for the agreement check.
+    std::ofstream verdicts(dir + "/" + name + ".valijson.verdicts");
+    for (const std::string& line : lines) {
+      rapidjson::Document doc;
+      doc.Parse(line.c_str());
+      valijson::adapters::RapidJsonAdapter adapter(doc);
+      verdicts << (validator.validate(schema, adapter, nullptr) ? "1\n" : "0\n");
+    }
+    verdicts.close();
+    if (!verdicts) return 2;
     size_t warm = 0;
     run(warm);
     size_t valid = 0, count = 0;

@@ -48,9 +48,10 @@ void AppendFormat(std::string& out, const char* format, uint32_t value) {
   out.append(buffer, static_cast<size_t>(n));
 }
 
-}  // namespace
-
-std::string Printable(std::string_view text) {
+// Escapes what a terminal would act on. For plain text (`json` false) also the backslash and the
+// common whitespace controls, as \\ \t \n \r, and code points as \u{NNNN}; inside JSON text
+// as \uNNNN, which keeps the JSON valid.
+std::string Escape(std::string_view text, bool json) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
@@ -61,18 +62,16 @@ std::string Printable(std::string_view text) {
       ++i;
       continue;
     }
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x80 && IsControl(c)) {
-      AppendFormat(out, "\\x%02X", c);
+    if (json) {
+      if (IsControl(c)) {
+        AppendFormat(out, "\\u%04X", c);
+      } else {
+        out.append(text.substr(i, length));
+      }
+    } else if (c == '\\' || c == '\t' || c == '\n' || c == '\r') {
+      out += c == '\\' ? "\\\\" : c == '\t' ? "\\t" : c == '\n' ? "\\n" : "\\r";
     } else if (IsControl(c)) {
-      AppendFormat(out, "\\u{%04X}", c);
+      AppendFormat(out, c < 0x80 ? "\\x%02X" : "\\u{%04X}", c);
     } else {
       out.append(text.substr(i, length));
     }
@@ -81,24 +80,10 @@ std::string Printable(std::string_view text) {
   return out;
 }
 
-std::string PrintableJson(std::string_view json) {
-  std::string out;
-  out.reserve(json.size());
-  for (size_t i = 0; i < json.size();) {
-    uint32_t c = 0;
-    const size_t length = DecodeUtf8(json, i, c);
-    if (length == 0) {
-      AppendFormat(out, "\\x%02X", static_cast<uint8_t>(json[i]));  // not JSON text anyway
-      ++i;
-    } else if (IsControl(c)) {
-      AppendFormat(out, "\\u%04X", c);
-      i += length;
-    } else {
-      out.append(json.substr(i, length));
-      i += length;
-    }
-  }
-  return out;
-}
+}  // namespace
+
+std::string Printable(std::string_view text) { return Escape(text, false); }
+
+std::string PrintableJson(std::string_view json) { return Escape(json, true); }
 
 }  // namespace evident::cli
