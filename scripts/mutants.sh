@@ -129,10 +129,22 @@ first_failing_test() {
 }
 
 mkdir -p "$scratch" "$logs"
-# A fresh copy of the tracked files (the scratch build directory is kept: incremental builds).
-rm -rf "$tree"
-mkdir -p "$tree"
-git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$tree"
+# The tracked files, copied over the previous run's copy: a file whose content changed is written
+# anew and so gets the current time, which the kept scratch build then rebuilds (restoring the
+# work tree's times instead could leave it older than an object built from an earlier content,
+# and ninja would link the stale object). Unchanged files keep their times: builds stay
+# incremental.
+rm -rf "$tree.new"
+mkdir -p "$tree" "$tree.new"
+git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$tree.new"
+while IFS= read -r -d '' file; do
+  if ! cmp -s "$tree.new/$file" "$tree/$file"; then
+    mkdir -p "$(dirname "$tree/$file")"
+    cat "$tree.new/$file" >"$tree/$file.copy" && mv "$tree/$file.copy" "$tree/$file"
+    chmod --reference="$tree.new/$file" "$tree/$file"
+  fi
+done < <(git ls-files -z)
+rm -rf "$tree.new"
 # Files with uncommitted changes are copied as they are in the work tree (tar did that above).
 cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEVIDENT_ASSERTIONS=ON \
   -DEVIDENT_BENCH=OFF >"$logs/configure.log" 2>&1 || { cat "$logs/configure.log"; exit 2; }
