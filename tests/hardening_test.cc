@@ -138,6 +138,22 @@ TEST_F(HardeningTest, ResumeRefusesADifferentInputAtTheSamePath) {
   EXPECT_EQ(AppliedOf("order-90"), 1);
 }
 
+// Same lines, same bytes, one character changed: only the hash tells the inputs apart.
+TEST_F(HardeningTest, ResumeRefusesAnInputOfTheSameSizeWithOtherBytes) {
+  const std::string all = Read(events_);
+  const std::string input = Write("in.ndjson", all);
+  ASSERT_EQ(Consume(input).exit_code, 0);
+  std::string edited = all;
+  const size_t at = edited.find("evt-104");
+  ASSERT_NE(at, std::string::npos);
+  edited.replace(at, 7, "evt-999");
+  ASSERT_EQ(edited.size(), all.size());
+  Write("in.ndjson", edited);
+  const auto r = Consume(input, {"--resume"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("different input"), std::string::npos) << r.err;
+}
+
 TEST_F(HardeningTest, ResumeContinuesAnInputThatGrew) {
   const std::vector<std::string> lines = Lines(Read(events_));
   std::string first;
