@@ -35,20 +35,6 @@
 
 namespace evident {
 
-enum class Outcome : uint8_t {
-  kRejected,
-  kContractUpdateRequired,
-  kPayloadInvalid,
-  kDuplicate,
-  kStale,
-  kSameVersionConflict,
-  kDeferred,
-  kApplied,
-  kUnrouted,
-};
-inline constexpr int kOutcomeCount = 9;
-std::string_view OutcomeName(Outcome outcome);  // "same-version-conflict", ...
-
 // One (event, consumer) decision, as `evident consume --outcomes` prints it.
 struct Decision {
   int64_t index = 0;     // the input line (NDJSON) or batch position of the event

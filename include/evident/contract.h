@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "evident/outcome.h"
 #include "evident/status.h"
 
 namespace evident {
@@ -36,9 +37,6 @@ struct Ordering {
   // JSON Pointer such as "/data/orderVersion".
   std::string version_at;
 };
-
-enum class GapRoute { kWait, kRequestReplay, kManual };
-std::string_view GapRouteName(GapRoute route);  // "wait", "request-replay", "manual"
 
 struct GapPolicy {
   int64_t deadline_seconds = 300;  // how long a gap may stay open before it is overdue

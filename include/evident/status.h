@@ -25,6 +25,7 @@ enum class Code {
   kIoError,             // the operating system or a file failed
   kCorruption,          // stored data is not what it must be
   kUnavailable,         // a dependency (server) is transiently unreachable; retry may help
+  kAborted,             // a concurrent writer changed what a transaction read; retry the transaction
   kInternal,            // a bug: an invariant did not hold
 };
 
@@ -48,6 +49,7 @@ class [[nodiscard]] Status {
   static Status IoError(std::string m) { return {Code::kIoError, std::move(m)}; }
   static Status Corruption(std::string m) { return {Code::kCorruption, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
+  static Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }

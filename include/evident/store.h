@@ -1,12 +1,24 @@
 // evident/store.h — the consumer store: ledger with receipts, projections, deferred events,
-// kept inputs, journal, evidence and input checkpoints, behind one narrow interface.
+// kept inputs, journal, evidence and source positions, behind one narrow interface.
 //
-// The consumer pipeline runs every write of a batch inside one transaction (Begin ... Commit):
-// receipts + ledger + projection + deferred + kept + journal + checkpoint commit together or not
-// at all. Backends: SQLite (embedded default, src/store/sqlite). A conformance suite runs against
-// every backend.
+// Writes happen through a Transaction (Store::Begin): the pipeline puts every write of a batch
+// in one — receipts + ledger + projection + deferred + kept + journal + source position commit
+// together or not at all — and a caller's own writes can join it (an outbox row, a business
+// table) through the backend's native handle (store_sqlite.h). Reads for evidence, gaps and
+// guards go through a Snapshot (Store::Read): one consistent view, every list bounded.
 //
-// Thread-safety: a Store is used by one thread at a time.
+// Outcomes of the write path are values: an insert that finds its key reports kAlreadyThere and
+// the transaction stays usable on every database; a projection put whose expected version no
+// longer holds fails with Code::kAborted (another writer got there first: roll back and retry the
+// batch). Everything else that fails is the store failing.
+//
+// Backends: SQLite (embedded default, store_sqlite.h), memory (store_memory.h). OpenStore(uri)
+// dispatches on the URI's scheme. One conformance suite (src/store/store_conformance_test.cc)
+// runs against every backend.
+//
+// Thread-safety: a Store, its Transaction and its Snapshot are used by one thread at a time; a
+// process with several workers opens one Store per worker. A Store has at most one open
+// Transaction or Snapshot at a time (Begin or Read while one is open: kFailedPrecondition).
 // Times are milliseconds since the Unix epoch (UTC).
 #pragma once
 
@@ -15,17 +27,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "evident/outcome.h"
 #include "evident/status.h"
 
 namespace evident {
 
-// A ledger row: the consumer saw this input and decided. `state` is "applied" (a receipt) or
-// "deferred" (waiting for a gap to close; it becomes "applied" when drained).
+// A ledger row: the consumer saw this input and decided.
 struct LedgerEntry {
   std::string consumer, source, event_id;
-  std::string state;  // "applied" | "deferred"
+  LedgerState state = LedgerState::kApplied;
   std::string type;
   std::string subject;  // empty when the event names none
   std::optional<int64_t> subject_version;
@@ -56,7 +69,7 @@ struct DeferredEvent {
   std::string raw;  // original bytes
   int64_t received_at_ms = 0;
   int64_t deadline_at_ms = 0;
-  std::string route;        // wait | request-replay | manual
+  GapRoute route = GapRoute::kWait;
   int64_t input_index = 0;  // where the event stood in its input
 };
 
@@ -64,8 +77,8 @@ struct DeferredEvent {
 struct KeptInput {
   int64_t seq = 0;       // assigned by the store
   std::string consumer;  // empty when rejected before any consumer was chosen
-  std::string outcome;   // rejected, contract-update-required, payload-invalid, stale, ...
-  std::string reason;    // stable code
+  Outcome outcome = Outcome::kRejected;  // never kApplied, kDeferred or kDuplicate
+  std::string reason;                    // stable code
   std::string message;
   std::string source, event_id, type, subject;
   std::optional<int64_t> subject_version;
@@ -75,10 +88,12 @@ struct KeptInput {
 };
 
 // One delivery decision that has no ledger row of its own (an applied delivery's ledger row is
-// its journal entry).
+// its journal entry): duplicates and deferrals.
 struct JournalEntry {
   int64_t seq = 0;
-  std::string consumer, outcome, source, event_id, subject;
+  std::string consumer;
+  Outcome outcome = Outcome::kDuplicate;
+  std::string source, event_id, subject;
   std::optional<int64_t> subject_version;
   int64_t at_ms = 0;
 };
@@ -89,31 +104,55 @@ struct EvidenceRecord {
   int64_t recorded_at_ms = 0;
 };
 
-// How far a run got through one input, and what that input was: the lines decided and
-// committed, and the size and a hash of exactly those bytes (lines ending in a newline; a last
-// line without one counts as if it had it). A resumed run skips `lines` only when the input
-// starts with the same `bytes` bytes of the same hash.
-struct InputCheckpoint {
-  int64_t lines = 0;
-  int64_t bytes = 0;
-  uint64_t prefix_hash = 0;  // 64-bit FNV-1a of those bytes
-  // False for a checkpoint written before inputs were identified (only `lines` is known).
-  bool identified = true;
+// Keys of everything one batch of events touches, and the rows the store holds for them: a
+// networked store answers a batch in a fixed number of round trips instead of one per event.
+struct LedgerKey {
+  std::string consumer, source, event_id;
+};
+struct SubjectKey {
+  std::string consumer, subject;
+};
+struct BatchKeys {
+  std::vector<LedgerKey> ledger;
+  std::vector<SubjectKey> subjects;
+};
+struct BatchRows {
+  std::vector<LedgerEntry> ledger;            // the rows of the keys that exist, any order
+  std::vector<Projection> projections;        // the projections of the subjects that exist
+  std::vector<DeferredEvent> deferred;        // every deferred event of those subjects
 };
 
-class Store {
- public:
-  virtual ~Store() = default;
+// What an insert found: the key was free and the row is written, or a row holds the key already
+// (nothing written; the transaction goes on).
+enum class Insert : uint8_t { kInserted, kAlreadyThere };
 
-  virtual Status Begin() = 0;
+// A bounded list: at most the `rows_max` asked for, and whether more rows exist.
+template <typename T>
+struct Rows {
+  std::vector<T> rows;
+  bool truncated = false;
+};
+
+// Rows returned by one Snapshot list call unless the caller asks otherwise.
+inline constexpr int64_t kReadRowsMaxDefault = 10000;
+
+// One open write transaction. Destroying it without Commit rolls it back.
+class Transaction {
+ public:
+  virtual ~Transaction() = default;
+
+  // Makes every write durable (per the backend's durability setting) or none of them. After
+  // Commit or Rollback the transaction is finished; any further call is a programmer error.
   virtual Status Commit() = 0;
   virtual Status Rollback() = 0;
 
-  // --- the write path, inside a transaction ---
+  // Everything a batch needs, read in one call.
+  virtual Result<BatchRows> Load(const BatchKeys& keys) = 0;
+
   virtual Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer,
                                                         std::string_view source,
                                                         std::string_view event_id) = 0;
-  virtual Status InsertLedger(const LedgerEntry& entry) = 0;
+  virtual Result<Insert> InsertLedger(const LedgerEntry& entry) = 0;
   // Marks a deferred ledger row applied, with its receipt fields.
   virtual Status MarkApplied(std::string_view consumer, std::string_view source,
                              std::string_view event_id, int64_t projection_version,
@@ -121,27 +160,23 @@ class Store {
   virtual Status CountDuplicate(std::string_view consumer, std::string_view source,
                                 std::string_view event_id, int64_t at_ms) = 0;
 
-  virtual Result<std::optional<Projection>> FindProjection(std::string_view consumer,
-                                                           std::string_view subject) = 0;
-  virtual Status PutProjection(const Projection& projection) = 0;
-  // The write path's projection of (consumer, subject), inside a transaction: the store's own
-  // copy, for the caller to change in place and hand back to PutProjection (neither step copies
-  // it). A subject with no projection yet gets a new one (version 0, `found` false), which is
-  // not stored unless put. The pointer is valid until Commit or Rollback.
-  struct ProjectionRef {
-    Projection* projection;
-    bool found;
-  };
-  virtual Result<ProjectionRef> EditProjection(std::string_view consumer,
-                                               std::string_view subject) = 0;
+  // Reads the projection of (consumer, subject) into `out`, assigning every field (strings keep
+  // their capacity: the hot path allocates nothing). False, with `out` a fresh projection of
+  // version 0 for that key, when none is stored.
+  virtual Result<bool> ReadProjection(std::string_view consumer, std::string_view subject,
+                                      Projection& out) = 0;
+  // Writes a projection, expecting the stored one (as seen by this transaction) to have
+  // `expected_version`, or to be absent when nullopt. A mismatch fails with kAborted and writes
+  // nothing: another writer changed the projection since it was read. owner_version_seen never
+  // goes down: the stored value is the larger of the two.
+  virtual Status PutProjection(const Projection& projection,
+                               std::optional<int64_t> expected_version) = 0;
 
   virtual Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
                                                             std::string_view subject,
                                                             int64_t subject_version) = 0;
-  // One event per (consumer, subject, version) waits; the caller looks first (FindDeferred).
-  // A backend may hold the row until Commit, so a clash with a row from an earlier transaction
-  // can surface at Commit rather than here.
-  virtual Status InsertDeferred(const DeferredEvent& event) = 0;
+  // One event per (consumer, subject, version) waits.
+  virtual Result<Insert> InsertDeferred(const DeferredEvent& event) = 0;
   virtual Status DeleteDeferred(std::string_view consumer, std::string_view subject,
                                 int64_t subject_version) = 0;
 
@@ -152,68 +187,67 @@ class Store {
   // the same transaction (the pipeline always does).
   virtual Status PutEvidence(const EvidenceRecord& record) = 0;
 
-  // Input checkpoints, by input name: how far the run got (written in the batch's transaction).
-  virtual Status SetCheckpoint(std::string_view input, const InputCheckpoint& checkpoint) = 0;
-  virtual Result<std::optional<InputCheckpoint>> GetCheckpoint(std::string_view input) = 0;
+  // How far a source has been consumed: an opaque position that only the source reads (a line
+  // count and hash for a file, a stream sequence for a broker), written in the batch's
+  // transaction so it commits with the decisions it covers.
+  virtual Status SetPosition(std::string_view source, std::string_view position) = 0;
+  virtual Result<std::optional<std::string>> GetPosition(std::string_view source) = 0;
+};
 
-  // --- the read path (evidence, gaps, guards) ---
-  virtual Result<std::vector<Projection>> ProjectionsOf(std::string_view subject) = 0;
-  virtual Result<std::vector<LedgerEntry>> LedgerOf(std::string_view consumer,
-                                                    std::string_view subject) = 0;
-  virtual Result<std::vector<DeferredEvent>> DeferredOf(std::string_view consumer,
-                                                        std::string_view subject) = 0;
-  virtual Result<std::vector<DeferredEvent>> AllDeferred() = 0;
-  virtual Result<std::vector<KeptInput>> KeptOf(std::string_view subject) = 0;
-  virtual Result<std::vector<JournalEntry>> JournalOf(std::string_view consumer,
-                                                      std::string_view subject) = 0;
-  virtual Result<std::vector<EvidenceRecord>> EvidenceOf(std::string_view consumer,
-                                                         std::string_view subject) = 0;
-  // Counts per table, for tests and summaries: ledger, projection, deferred, kept, journal.
+// One consistent read view: every call sees the same committed state. Destroy it to release
+// the view (on SQLite it holds the WAL from being checkpointed past it).
+class Snapshot {
+ public:
+  virtual ~Snapshot() = default;
+
+  virtual Result<std::optional<Projection>> FindProjection(std::string_view consumer,
+                                                           std::string_view subject) = 0;
+  // Lists, each ordered as documented and cut at `rows_max`.
+  virtual Result<Rows<Projection>> ProjectionsOf(std::string_view subject,  // by consumer
+                                                 int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<Rows<LedgerEntry>> LedgerOf(  // by subject version, then commit time
+      std::string_view consumer, std::string_view subject,
+      int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<Rows<DeferredEvent>> DeferredOf(  // by subject version
+      std::string_view consumer, std::string_view subject,
+      int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<Rows<DeferredEvent>> AllDeferred(  // by consumer, subject, subject version
+      int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<Rows<KeptInput>> KeptOf(std::string_view subject,  // by seq
+                                         int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<Rows<JournalEntry>> JournalOf(  // by seq
+      std::string_view consumer, std::string_view subject,
+      int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<Rows<EvidenceRecord>> EvidenceOf(  // by name
+      std::string_view consumer, std::string_view subject,
+      int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<std::optional<std::string>> GetPosition(std::string_view source) = 0;
+  // Rows per table, for tests and summaries: ledger, projection, deferred, kept, journal.
   virtual Result<std::vector<std::pair<std::string, int64_t>>> Counts() = 0;
 };
 
-struct SqliteOptions {
-  // PRAGMA synchronous: "FULL" (default: a commit survives power loss), "NORMAL" (survives a
-  // process crash, not power loss), "OFF" (benchmarks only).
-  std::string synchronous = "FULL";
-  // Page cache, in KiB. Bounds the store's memory whatever the size of the database.
-  int64_t cache_kib = 16 * 1024;
-  // How long to wait for a lock held by another process, in milliseconds. A writer that finds
-  // the store locked past this is refused (kUnavailable) with the holding process named.
-  int64_t busy_timeout_ms = 5000;
-  // Open an existing store for reading only: never create the file, never change it (no WAL
-  // switch, no tables, no checkpoints). A missing file, or a file that is not an evident store,
-  // is refused (kNotFound, kFailedPrecondition). For evidence, gaps and guards.
-  bool read_only = false;
-  // WAL checkpoints (copying the WAL into the database file, then that file's fsync), in pages
-  // of the database (4 KiB unless the file says otherwise). After each commit that leaves at
-  // least `checkpoint_wal_pages` in the WAL (SQLite's own automatic threshold; pages already
-  // copied count until the WAL restarts), a checkpoint runs: on a thread and connection of
-  // their own when the commit wrote at least `checkpoint_thread_commit_pages`, and the next
-  // commit does not wait for it; otherwise on the committing connection, as SQLite does.
-  // `checkpoint_thread` false: always on the committing connection.
-  int64_t checkpoint_wal_pages = 1000;
-  bool checkpoint_thread = true;
-  int64_t checkpoint_thread_commit_pages = 64;
-  // With the thread, a commit that leaves this many pages in the WAL waits for the thread's
-  // checkpoint and checkpoints on its own connection, which lets the WAL restart from its
-  // beginning (it cannot while commits keep coming). The WAL then holds at most this many pages
-  // plus one commit's, unless a reader elsewhere holds an old snapshot (no checkpoint may copy
-  // past it). The WAL file keeps its largest size until the store is closed.
-  int64_t wal_pages_max = 16000;
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  virtual Result<std::unique_ptr<Transaction>> Begin() = 0;
+  virtual Result<std::unique_ptr<Snapshot>> Read() = 0;
 };
 
-// Opens (creating when absent) a SQLite store at `path` in WAL mode.
-Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
-                                               const SqliteOptions& options = {});
+// Options every backend understands; a backend's own header adds its own.
+struct StoreOptions {
+  // How long to wait for a lock held by another process or connection, in milliseconds. A
+  // writer that finds the store locked past this is refused (kUnavailable, naming the holder
+  // when the backend can).
+  int64_t busy_timeout_ms = 5000;
+  // Open an existing store for reading only: never create it, never change it. A missing
+  // store, or one that is not an evident store, is refused (kNotFound, kFailedPrecondition).
+  bool read_only = false;
+};
 
-// Process-wide SQLite settings for a program that owns its process (the evident CLI does):
-// memory statistics off, which otherwise take a global mutex on every SQLite allocation. Call
-// before any store is opened; false when SQLite was already initialized (nothing changes then).
-// A library embedding evident in a larger program leaves this to that program.
-bool ConfigureSqliteProcess();
-
-// Opens a store from a URI: "sqlite:PATH" (with `sqlite` options).
-Result<std::unique_ptr<Store>> OpenStore(std::string_view uri, const SqliteOptions& sqlite = {});
+// Opens a store from a URI, dispatching on its scheme: "sqlite:PATH" (store_sqlite.h),
+// "memory:NAME" (store_memory.h; one process-wide store per name). kInvalidArgument for a URI
+// of no known scheme.
+Result<std::unique_ptr<Store>> OpenStore(std::string_view uri, const StoreOptions& options = {});
 
 }  // namespace evident

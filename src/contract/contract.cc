@@ -102,18 +102,6 @@ AcceptedType ParseAccepted(std::string_view origin, const YAML::Node& node) {
 
 }  // namespace
 
-std::string_view GapRouteName(GapRoute route) {
-  switch (route) {
-    case GapRoute::kWait:
-      return "wait";
-    case GapRoute::kRequestReplay:
-      return "request-replay";
-    case GapRoute::kManual:
-      return "manual";
-  }
-  return "wait";
-}
-
 const AcceptedType* ConsumerContract::Find(std::string_view type) const {
   for (const AcceptedType& accepted : accepts) {
     if (accepted.type == type) return &accepted;

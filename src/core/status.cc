@@ -23,6 +23,8 @@ std::string_view CodeName(Code code) {
       return "corruption";
     case Code::kUnavailable:
       return "unavailable";
+    case Code::kAborted:
+      return "aborted";
     case Code::kInternal:
       return "internal";
   }

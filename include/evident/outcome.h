@@ -1,0 +1,40 @@
+// evident/outcome.h — the small closed vocabularies that the pipeline decides and the store
+// keeps: outcomes, ledger states, gap routes. Enums in memory; their names (stable, kebab-case)
+// are what stores write and tools print. Parsing a name that is not in the vocabulary yields
+// nullopt: a store that reads one reports corruption.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace evident {
+
+// Every (event, consumer) decision ends in exactly one of these (DESIGN.md's order).
+enum class Outcome : uint8_t {
+  kRejected,
+  kContractUpdateRequired,
+  kPayloadInvalid,
+  kDuplicate,
+  kStale,
+  kSameVersionConflict,
+  kDeferred,
+  kApplied,
+  kUnrouted,
+};
+inline constexpr int kOutcomeCount = 9;
+std::string_view OutcomeName(Outcome outcome);  // "same-version-conflict", ...
+std::optional<Outcome> ParseOutcome(std::string_view name);
+
+// A ledger row's state: a receipt ("applied"), or an event waiting for a gap to close
+// ("deferred"; it becomes applied when drained).
+enum class LedgerState : uint8_t { kApplied, kDeferred };
+std::string_view LedgerStateName(LedgerState state);  // "applied", "deferred"
+std::optional<LedgerState> ParseLedgerState(std::string_view name);
+
+// What happens to a gap that stays open past its deadline.
+enum class GapRoute : uint8_t { kWait, kRequestReplay, kManual };
+std::string_view GapRouteName(GapRoute route);  // "wait", "request-replay", "manual"
+std::optional<GapRoute> ParseGapRoute(std::string_view name);
+
+}  // namespace evident

@@ -1,0 +1,84 @@
+// evident/store_memory.h — the in-memory backend of evident/store.h, and a fault-injecting
+// wrapper around any backend. For tests and the deterministic simulation; nothing here touches
+// a disk.
+//
+// A memory store keeps its committed state in a MemoryDatabase; stores opened on the same
+// database see the same state (as processes sharing a database file do), so "restarting" a
+// consumer is opening a new store on the old database. A transaction's writes are private to it
+// until Commit; a crash (the transaction or store destroyed without Commit) drops them.
+// One writer per database, like SQLite: Begin while another store's transaction is open on the
+// same database is refused at once with kUnavailable (the caller retries with backoff).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "evident/store.h"
+
+namespace evident {
+
+class MemoryDatabase;  // committed state; shared by the stores opened on it
+
+std::shared_ptr<MemoryDatabase> NewMemoryDatabase();
+Result<std::unique_ptr<Store>> OpenMemoryStore(std::shared_ptr<MemoryDatabase> database);
+
+// Which Store/Transaction call a fault applies to.
+enum class StoreCall : uint8_t {
+  kBegin,
+  kRead,
+  kCommit,
+  kLoad,
+  kFindLedger,
+  kInsertLedger,
+  kMarkApplied,
+  kCountDuplicate,
+  kReadProjection,
+  kPutProjection,
+  kFindDeferred,
+  kInsertDeferred,
+  kDeleteDeferred,
+  kKeep,
+  kJournal,
+  kPutEvidence,
+  kSetPosition,
+  kGetPosition,
+};
+inline constexpr int kStoreCallCount = 18;
+std::string_view StoreCallName(StoreCall call);
+
+// A fault-injecting store around any backend: fails or delays a chosen call. A failed Commit
+// drops the transaction's work (the wrapped transaction is rolled back), as a crash before the
+// commit record would.
+struct StoreFault {
+  StoreCall call = StoreCall::kCommit;
+  int64_t nth = 1;                 // the nth call of that kind (counted from 1 over the store's life)
+  Code code = Code::kUnavailable;  // the error returned (kOk: no error, only the delay)
+  int64_t delay_ms = 0;            // slept (through the sleep function) before the call runs
+};
+
+class FaultStore final : public Store {
+ public:
+  // `sleep_ms` does the delays (a manual clock's advance in simulations); null: no delays.
+  explicit FaultStore(std::unique_ptr<Store> inner,
+                      std::function<void(int64_t)> sleep_ms = nullptr);
+  ~FaultStore() override;
+
+  void Add(const StoreFault& fault);
+  void Clear();
+  int64_t calls(StoreCall call) const;  // calls of that kind so far
+  int64_t faults_fired() const;
+
+  Result<std::unique_ptr<Transaction>> Begin() override;
+  Result<std::unique_ptr<Snapshot>> Read() override;
+
+  struct State;  // shared with the wrapped transactions
+
+ private:
+  std::unique_ptr<Store> inner_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace evident

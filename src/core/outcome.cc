@@ -1,0 +1,46 @@
+// The names of the closed vocabularies in evident/outcome.h.
+#include "evident/outcome.h"
+
+#include <array>
+#include <cstddef>
+
+namespace evident {
+namespace {
+
+constexpr std::array<std::string_view, kOutcomeCount> kOutcomeNames = {
+    "rejected", "contract-update-required", "payload-invalid", "duplicate",
+    "stale",    "same-version-conflict",    "deferred",        "applied",
+    "unrouted"};
+constexpr std::array<std::string_view, 2> kLedgerStateNames = {"applied", "deferred"};
+constexpr std::array<std::string_view, 3> kGapRouteNames = {"wait", "request-replay", "manual"};
+
+template <typename Enum, size_t N>
+std::optional<Enum> Parse(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<Enum>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view OutcomeName(Outcome outcome) {
+  return kOutcomeNames[static_cast<size_t>(outcome)];
+}
+std::optional<Outcome> ParseOutcome(std::string_view name) {
+  return Parse<Outcome>(kOutcomeNames, name);
+}
+
+std::string_view LedgerStateName(LedgerState state) {
+  return kLedgerStateNames[static_cast<size_t>(state)];
+}
+std::optional<LedgerState> ParseLedgerState(std::string_view name) {
+  return Parse<LedgerState>(kLedgerStateNames, name);
+}
+
+std::string_view GapRouteName(GapRoute route) { return kGapRouteNames[static_cast<size_t>(route)]; }
+std::optional<GapRoute> ParseGapRoute(std::string_view name) {
+  return Parse<GapRoute>(kGapRouteNames, name);
+}
+
+}  // namespace evident
