@@ -20,6 +20,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -30,7 +31,10 @@
 #include <vector>
 
 #include "evident/config.h"
+#include "evident/evidence.h"
+#include "evident/outcome.h"
 #include "evident/status.h"
+#include "evident/source.h"
 #include "evident/store.h"
 
 namespace evident {
@@ -80,7 +84,7 @@ class Pipeline {
 
   // Decides one input event for every subscribed consumer; appends one Decision per consumer
   // (plus one per drained successor). Writes go to `store`, whose transaction the caller owns.
-  Status Process(Store& store, std::string_view bytes, int64_t index, int64_t now_ms,
+  Status Process(Transaction& store, std::string_view bytes, int64_t index, int64_t now_ms,
                  std::vector<Decision>& decisions);
 
   // Process in two halves. Prepare copies `bytes` into `slot`, parses the envelope and runs every
@@ -89,7 +93,7 @@ class Pipeline {
   // decisions of a prepared event against the store, in input order, on one thread.
   Result<std::unique_ptr<PreparedEvent>> NewPreparedEvent() const;
   void Prepare(PreparedEvent& slot, std::string_view bytes) const;
-  Status Decide(Store& store, PreparedEvent& slot, int64_t index, int64_t now_ms,
+  Status Decide(Transaction& store, PreparedEvent& slot, int64_t index, int64_t now_ms,
                 std::vector<Decision>& decisions);
 
   const Config& config() const;
@@ -100,39 +104,21 @@ class Pipeline {
   std::unique_ptr<Impl> impl_;
 };
 
-// The version a subject's ordered projection waits for next: one past the projection's version
-// (1 when there is no projection yet). A gap's missing versions start here; the version stored
-// with a deferred event is the one expected when it was deferred, which later applies may
-// have passed, so readers use this instead.
-inline int64_t ExpectedVersion(const std::optional<Projection>& projection) {
-  return (projection ? projection->version : 0) + 1;
-}
-
-// The answer of a guard: "may `action` be done to `subject` now?"
-struct GuardDecision {
-  bool allowed = false;
-  std::vector<std::string> reasons;  // every reason for a refusal; empty when allowed
-};
-
-// Evaluates the guard named `action` of `consumer` against the store. Allowed only when the
-// projection exists, is in sync with the owner (when the guard asks: projection version equals
-// the highest owner version seen, deferred included, and no gap is open), its state is allowed,
-// and every required evidence is recorded. Fails (kNotFound) for an unknown action.
-Result<GuardDecision> EvaluateGuard(Store& store, const ConsumerConfig& consumer,
-                                    std::string_view subject, std::string_view action);
-
 }  // namespace evident
 
 namespace evident {
 
 struct ConsumeOptions {
-  std::string input = "-";  // NDJSON file, or "-" for standard input
+  std::string input = "-";  // NDJSON file, or "-" for standard input (the overload without a Source)
   // Skip the input lines that an earlier run already committed (the input's checkpoint).
   bool resume = false;
   // Where each decision goes as one NDJSON line, written after its batch commits; may be null.
   std::FILE* outcomes = nullptr;
   // Progress lines (events, rate, outcomes so far), redrawn in place; null for none.
   std::FILE* progress = nullptr;
+  // Set (from any thread, or a signal handler: it is lock-free) to end the run cleanly: the
+  // source stops, the open batch commits, and Consume returns with `stopped` set.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct ConsumeSummary {
@@ -140,13 +126,19 @@ struct ConsumeSummary {
   int64_t skipped = 0;  // lines skipped by --resume
   int64_t batches = 0;  // transactions committed
   double seconds = 0;
+  bool stopped = false;  // ended by ConsumeOptions::stop, not by the end of the source
   // consumer ("" for decisions without one) -> count per Outcome.
   std::map<std::string, std::array<int64_t, kOutcomeCount>> counts;
 };
 
-// Reads NDJSON events and runs them through the pipeline in batches: one store transaction per
-// batch of at most config.batch_count_max events, closed early when input pauses for
-// config.linger_ms. The checkpoint advances and the outcomes are written only after the commit.
+// Runs a source's events through the pipeline in batches: one store transaction per batch of at
+// most config.batch_count_max events, closed early when the source pauses for config.linger_ms.
+// The source's position is written in each batch's transaction; the batch is acknowledged to
+// the source and its outcomes written only after the commit. With options.resume, the source
+// starts from its stored position.
+Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, Source& source,
+                               const ConsumeOptions& options);
+// The same over the NDJSON file (or standard input) named by options.input.
 Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOptions& options);
 
 }  // namespace evident

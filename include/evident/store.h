@@ -202,6 +202,9 @@ class Snapshot {
 
   virtual Result<std::optional<Projection>> FindProjection(std::string_view consumer,
                                                            std::string_view subject) = 0;
+  virtual Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer,
+                                                        std::string_view source,
+                                                        std::string_view event_id) = 0;
   // Lists, each ordered as documented and cut at `rows_max`.
   virtual Result<Rows<Projection>> ProjectionsOf(std::string_view subject,  // by consumer
                                                  int64_t rows_max = kReadRowsMaxDefault) = 0;
@@ -211,7 +214,7 @@ class Snapshot {
   virtual Result<Rows<DeferredEvent>> DeferredOf(  // by subject version
       std::string_view consumer, std::string_view subject,
       int64_t rows_max = kReadRowsMaxDefault) = 0;
-  virtual Result<Rows<DeferredEvent>> AllDeferred(  // by consumer, subject, subject version
+  virtual Result<Rows<DeferredEvent>> AllDeferred(  // by deadline, consumer, subject, version
       int64_t rows_max = kReadRowsMaxDefault) = 0;
   virtual Result<Rows<KeptInput>> KeptOf(std::string_view subject,  // by seq
                                          int64_t rows_max = kReadRowsMaxDefault) = 0;

@@ -1,8 +1,10 @@
 // `evident consume`: run the consumers of a config file over NDJSON input against a store.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "evident/consumer.h"
+#include "evident/store_sqlite.h"
 
 namespace evident::cli {
 namespace {
@@ -89,6 +92,45 @@ std::string OutcomesClash(const ConsumeFlags& flags) {
   return "";
 }
 
+// SIGTERM and SIGINT end the run cleanly: the loop sees the flag, stops reading, commits its
+// open batch and returns. A second signal gets the default action (the process ends at once;
+// the open batch is rolled back by the store, nothing committed is lost).
+std::atomic<bool>& StopRequested() {
+  static std::atomic<bool> stop{false};
+  static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+  return stop;
+}
+std::atomic<int> g_stop_signal{0};
+
+void OnStopSignal(int signo) {
+  g_stop_signal.store(signo);
+  StopRequested().store(true);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGTERM, &dfl, nullptr);
+  sigaction(SIGINT, &dfl, nullptr);
+}
+
+void InstallStopSignals() {
+  struct sigaction on_stop {};
+  on_stop.sa_handler = &OnStopSignal;
+  sigemptyset(&on_stop.sa_mask);
+  sigaction(SIGTERM, &on_stop, nullptr);
+  sigaction(SIGINT, &on_stop, nullptr);
+}
+
+// sqlite:PATH gets the SQLite options the flags carry; any other URI goes to OpenStore.
+Result<std::unique_ptr<Store>> OpenConsumeStore(const ConsumeFlags& flags) {
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (flags.store.rfind(kSqlite, 0) == 0 && flags.store.size() > kSqlite.size()) {
+    return OpenSqliteStore(flags.store.substr(kSqlite.size()),
+                           {.synchronous = flags.synchronous,
+                            .busy_timeout_ms = flags.busy_timeout_ms});
+  }
+  return OpenStore(flags.store, {.busy_timeout_ms = flags.busy_timeout_ms});
+}
+
 int RunConsume(const ConsumeFlags& flags) {
   if (!flags.outcomes.empty() && flags.outcomes != "-") {
     if (const std::string clash = OutcomesClash(flags); !clash.empty()) {
@@ -117,8 +159,7 @@ int RunConsume(const ConsumeFlags& flags) {
     std::cerr << "evident consume: " << pipeline.status().ToString() << "\n";
     return kExitUsage;
   }
-  auto store = OpenStore(
-      flags.store, {.synchronous = flags.synchronous, .busy_timeout_ms = flags.busy_timeout_ms});
+  auto store = OpenConsumeStore(flags);
   if (!store.ok()) {
     std::cerr << "evident consume: " << store.status().ToString() << "\n";
     return kExitUsage;
@@ -138,6 +179,8 @@ int RunConsume(const ConsumeFlags& flags) {
                          .resume = flags.resume,
                          .outcomes = outcomes,
                          .progress = isatty(2) ? stderr : nullptr};
+  options.stop = &StopRequested();
+  InstallStopSignals();
   auto summary = Consume(**pipeline, **store, options);
   if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && summary.ok()) {
     std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
@@ -149,6 +192,13 @@ int RunConsume(const ConsumeFlags& flags) {
     return kExitUsage;
   }
   PrintSummary(outcomes == stdout ? stderr : stdout, *summary);
+  if (summary->stopped) {
+    const int signo = g_stop_signal.load();
+    std::cerr << "evident consume: stopped by " << (signo == SIGINT ? "SIGINT" : "SIGTERM")
+              << " after its last commit; every decision above is committed, and --resume "
+                 "continues from there\n";
+    return 128 + signo;
+  }
   return kExitOk;
 }
 

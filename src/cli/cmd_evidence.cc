@@ -10,6 +10,8 @@
 #include "cli/commands.h"
 #include "cli/text.h"
 #include "evident/consumer.h"
+#include "evident/evidence.h"
+#include "evident/store_sqlite.h"
 #include "json/writer.h"
 
 namespace evident::cli {
@@ -34,17 +36,6 @@ std::string FormatTime(int64_t ms) {
   return buffer;
 }
 
-// Everything the store knows about one consumer's view of one subject.
-struct ConsumerEvidence {
-  std::string consumer;
-  std::optional<Projection> projection;
-  std::vector<LedgerEntry> ledger;
-  std::vector<DeferredEvent> deferred;
-  std::vector<JournalEntry> journal;
-  std::vector<KeptInput> kept;
-  std::vector<EvidenceRecord> evidence;
-};
-
 struct EvidenceFlags {
   std::string subject;
   std::string store;
@@ -62,7 +53,7 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
   };
   const auto kept_json = [&](const KeptInput& k) {
     w.BeginObject()
-        .Field("outcome", k.outcome)
+        .Field("outcome", OutcomeName(k.outcome))
         .Field("reason", k.reason)
         .Field("message", k.message);
     w.Field("source", k.source).Field("id", k.event_id).Field("type", k.type);
@@ -78,15 +69,14 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
       w.Key("projection_version").Int(c.projection->version);
       w.Key("owner_version_seen").Int(c.projection->owner_version_seen);
       w.Field("state", c.projection->state).Key("fields").Raw(c.projection->fields_json);
-      w.Field("in_sync",
-              c.projection->version == c.projection->owner_version_seen && c.deferred.empty());
+      w.Field("in_sync", c.in_sync());
     } else {
       w.Key("owner_source").Null().Key("projection_version").Null();
       w.Key("owner_version_seen").Null().Key("state").Null();
     }
     w.Key("applied").BeginArray();
     for (const LedgerEntry& e : c.ledger) {
-      if (e.state != "applied") continue;
+      if (e.state != LedgerState::kApplied) continue;
       w.BeginObject().Field("source", e.source).Field("id", e.event_id).Field("type", e.type);
       optional_int("subject_version", e.subject_version);
       w.Key("input_schema_version").Int(e.input_schema_version);
@@ -104,20 +94,20 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
       w.Field("received_at", FormatTime(d.received_at_ms));
       w.Key("age_seconds").Int((now_ms - d.received_at_ms) / 1000);
       w.Field("deadline_at", FormatTime(d.deadline_at_ms));
-      w.Field("overdue", now_ms > d.deadline_at_ms).Field("route", d.route).EndObject();
+      w.Field("overdue", now_ms > d.deadline_at_ms)
+          .Field("route", GapRouteName(d.route))
+          .EndObject();
     }
-    int64_t duplicate_count = 0;
-    for (const JournalEntry& j : c.journal) duplicate_count += j.outcome == "duplicate";
-    w.EndArray().Key("duplicates").BeginObject().Key("count").Int(duplicate_count);
+    w.EndArray().Key("duplicates").BeginObject().Key("count").Int(c.duplicate_count());
     w.Key("deliveries").BeginArray();
     for (const JournalEntry& j : c.journal) {
-      if (j.outcome != "duplicate") continue;
+      if (j.outcome != Outcome::kDuplicate) continue;
       w.BeginObject().Field("source", j.source).Field("id", j.event_id);
       w.Field("at", FormatTime(j.at_ms)).EndObject();
     }
     w.EndArray().EndObject().Key("conflicts").BeginArray();
     for (const KeptInput& k : c.kept) {
-      if (k.outcome == "same-version-conflict") kept_json(k);
+      if (k.outcome == Outcome::kSameVersionConflict) kept_json(k);
     }
     w.EndArray().Key("kept").BeginArray();
     for (const KeptInput& k : c.kept) kept_json(k);
@@ -143,7 +133,7 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
     std::printf("\n== consumer %s\n", P(c.consumer).c_str());
     if (c.projection) {
       const Projection& p = *c.projection;
-      const bool in_sync = p.version == p.owner_version_seen && c.deferred.empty();
+      const bool in_sync = c.in_sync();
       std::printf("  owner            %s\n", P(p.owner_source).c_str());
       std::printf("  owner version    %lld (highest seen, deferred included)\n",
                   static_cast<long long>(p.owner_version_seen));
@@ -155,7 +145,7 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
       std::printf("  no projection\n");
     }
     for (const LedgerEntry& e : c.ledger) {
-      if (e.state != "applied") continue;
+      if (e.state != LedgerState::kApplied) continue;
       std::printf(
           "  applied   v%-4s %s:%s (%s) schema v%lld -> result v%lld, projection v%s, %s%s\n",
           e.subject_version ? std::to_string(*e.subject_version).c_str() : "-", P(e.source).c_str(),
@@ -173,15 +163,17 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
                   P(d.event_id).c_str(), static_cast<long long>(ExpectedVersion(c.projection)),
                   static_cast<long long>((now_ms - d.received_at_ms) / 1000),
                   FormatTime(d.deadline_at_ms).c_str(),
-                  now_ms > d.deadline_at_ms ? " (OVERDUE)" : "", P(d.route).c_str());
+                  now_ms > d.deadline_at_ms ? " (OVERDUE)" : "",
+                  std::string(GapRouteName(d.route)).c_str());
     }
     for (const JournalEntry& j : c.journal) {
-      if (j.outcome != "duplicate") continue;
+      if (j.outcome != Outcome::kDuplicate) continue;
       std::printf("  duplicate       %s:%s delivered again at %s, no effect\n", P(j.source).c_str(),
                   P(j.event_id).c_str(), FormatTime(j.at_ms).c_str());
     }
     for (const KeptInput& k : c.kept) {
-      std::printf("  kept      %-22s %s:%s reason %s: %s\n", P(k.outcome).c_str(),
+      std::printf("  kept      %-22s %s:%s reason %s: %s\n",
+                  std::string(OutcomeName(k.outcome)).c_str(),
                   P(k.source).c_str(), P(k.event_id).c_str(), P(k.reason).c_str(),
                   P(k.message).c_str());
     }
@@ -192,7 +184,8 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
     }
   }
   for (const KeptInput& k : unassigned) {
-    std::printf("\n  kept (no consumer) %s %s:%s reason %s: %s\n", P(k.outcome).c_str(),
+    std::printf("\n  kept (no consumer) %s %s:%s reason %s: %s\n",
+                std::string(OutcomeName(k.outcome)).c_str(),
                 P(k.source).c_str(), P(k.event_id).c_str(), P(k.reason).c_str(),
                 P(k.message).c_str());
   }
@@ -204,65 +197,27 @@ int RunEvidence(const EvidenceFlags& flags) {
     std::cerr << "evident evidence: " << store.status().ToString() << "\n";
     return kExitUsage;
   }
-  Store& s = **store;
-  auto projections = s.ProjectionsOf(flags.subject);
-  auto kept = s.KeptOf(flags.subject);
-  if (!projections.ok() || !kept.ok()) {
-    std::cerr << "evident evidence: "
-              << (projections.ok() ? kept.status() : projections.status()).ToString() << "\n";
+  auto snapshot = (*store)->Read();
+  auto packet = snapshot.ok() ? ReadEvidence(**snapshot, flags.subject, flags.consumer)
+                              : Result<EvidencePacket>(snapshot.status());
+  if (!packet.ok()) {
+    std::cerr << "evident evidence: " << packet.status().ToString() << "\n";
     return kExitUsage;
   }
-  std::set<std::string> consumers;
-  for (const Projection& p : *projections) consumers.insert(p.consumer);
-  std::vector<KeptInput> unassigned;
-  for (const KeptInput& k : *kept) {
-    if (k.consumer.empty())
-      unassigned.push_back(k);
-    else
-      consumers.insert(k.consumer);
+  if (packet->truncated) {
+    std::cerr << "evident evidence: the store holds more than " << kReadRowsMaxDefault
+              << " rows in some list of this subject; each list shows its first "
+              << kReadRowsMaxDefault << "\n";
   }
-  if (!flags.consumer.empty()) {
-    consumers = {flags.consumer};
-    unassigned.clear();
-  }
-  std::vector<ConsumerEvidence> all;
-  for (const std::string& consumer : consumers) {
-    ConsumerEvidence c;
-    c.consumer = consumer;
-    auto projection = s.FindProjection(consumer, flags.subject);
-    auto ledger = s.LedgerOf(consumer, flags.subject);
-    auto deferred = s.DeferredOf(consumer, flags.subject);
-    auto journal = s.JournalOf(consumer, flags.subject);
-    auto evidence = s.EvidenceOf(consumer, flags.subject);
-    for (const Status& status : {projection.status(), ledger.status(), deferred.status(),
-                                 journal.status(), evidence.status()}) {
-      if (!status.ok()) {
-        std::cerr << "evident evidence: " << status.ToString() << "\n";
-        return kExitUsage;
-      }
-    }
-    c.projection = *projection;
-    c.ledger = std::move(ledger).value();
-    c.deferred = std::move(deferred).value();
-    c.journal = std::move(journal).value();
-    c.evidence = std::move(evidence).value();
-    for (const KeptInput& k : *kept) {
-      if (k.consumer == consumer) c.kept.push_back(k);
-    }
-    all.push_back(std::move(c));
-  }
+  const std::vector<ConsumerEvidence>& all = packet->consumers;
+  const std::vector<KeptInput>& unassigned = packet->unassigned;
   const int64_t now = NowMs();
   if (flags.format == "json") {
     WriteEvidenceJson(flags.subject, all, unassigned, now);
   } else {
     WriteEvidenceText(flags.subject, all, unassigned, now);
   }
-  const auto knows = [](const ConsumerEvidence& c) {
-    return c.projection || !c.ledger.empty() || !c.deferred.empty() || !c.journal.empty() ||
-           !c.kept.empty() || !c.evidence.empty();
-  };
-  const bool known = !unassigned.empty() || std::any_of(all.begin(), all.end(), knows);
-  return known ? kExitOk : kExitNegative;  // 1: the store knows nothing of the subject
+  return packet->known() ? kExitOk : kExitNegative;  // 1: the store knows nothing of the subject  // 1: the store knows nothing of the subject
 }
 
 struct GapsFlags {
@@ -278,61 +233,43 @@ int RunGaps(const GapsFlags& flags) {
     std::cerr << "evident gaps: " << store.status().ToString() << "\n";
     return kExitUsage;
   }
-  auto deferred = (*store)->AllDeferred();
-  if (!deferred.ok()) {
-    std::cerr << "evident gaps: " << deferred.status().ToString() << "\n";
+  auto snapshot = (*store)->Read();
+  auto read = snapshot.ok() ? ReadGaps(**snapshot) : Result<Gaps>(snapshot.status());
+  if (!read.ok()) {
+    std::cerr << "evident gaps: " << read.status().ToString() << "\n";
     return kExitUsage;
   }
-  // One gap per (consumer, subject): the earliest deadline and every waiting version.
-  struct Gap {
-    std::string consumer, subject, route;
-    int64_t expected = 0, deadline_ms = 0, oldest_ms = 0;
-    std::vector<int64_t> waiting;
-  };
-  std::map<std::pair<std::string, std::string>, Gap> gaps;
-  for (const DeferredEvent& d : *deferred) {
-    Gap& g = gaps[{d.consumer, d.subject}];
-    if (g.waiting.empty()) {
-      g = Gap{d.consumer,       d.subject,        d.route, d.expected_version,
-              d.deadline_at_ms, d.received_at_ms, {}};
-    }
-    g.deadline_ms = std::min(g.deadline_ms, d.deadline_at_ms);
-    g.oldest_ms = std::min(g.oldest_ms, d.received_at_ms);
-    g.waiting.push_back(d.subject_version);
-  }
-  for (auto& [key, g] : gaps) {  // what is missing now, not when the first event was deferred
-    auto projection = (*store)->FindProjection(g.consumer, g.subject);
-    if (!projection.ok()) {
-      std::cerr << "evident gaps: " << projection.status().ToString() << "\n";
-      return kExitUsage;
-    }
-    g.expected = ExpectedVersion(*projection);
+  if (read->truncated) {
+    std::cerr << "evident gaps: more than " << kReadRowsMaxDefault
+              << " events are deferred; the gaps of the first " << kReadRowsMaxDefault
+              << " are shown\n";
   }
   const int64_t now = NowMs();
   std::string out;
   json::Writer w(out);
   w.BeginArray();
   int shown = 0;
-  for (const auto& [key, g] : gaps) {
-    const int64_t left_ms = g.deadline_ms - now;
+  for (const Gap& g : read->gaps) {
+    const int64_t left_ms = g.deadline_at_ms - now;
     if (!flags.all && left_ms > flags.within_seconds * 1000) continue;
     ++shown;
     std::string versions;
-    for (int64_t v : g.waiting) versions += (versions.empty() ? "" : ",") + std::to_string(v);
+    for (int64_t v : g.waiting_versions) versions += (versions.empty() ? "" : ",") + std::to_string(v);
     if (flags.format == "json") {
       w.BeginObject().Field("consumer", g.consumer).Field("subject", g.subject);
-      w.Key("expected_version").Int(g.expected).Key("waiting_versions").BeginArray();
-      for (int64_t v : g.waiting) w.Int(v);
-      w.EndArray().Field("oldest_received_at", FormatTime(g.oldest_ms));
-      w.Field("deadline_at", FormatTime(g.deadline_ms)).Field("overdue", left_ms < 0);
-      w.Key("seconds_left").Int(left_ms / 1000).Field("route", g.route).EndObject();
+      w.Key("expected_version").Int(g.expected_version).Key("waiting_versions").BeginArray();
+      for (int64_t v : g.waiting_versions) w.Int(v);
+      w.EndArray().Field("oldest_received_at", FormatTime(g.oldest_received_at_ms));
+      w.Field("deadline_at", FormatTime(g.deadline_at_ms)).Field("overdue", left_ms < 0);
+      w.Key("seconds_left").Int(left_ms / 1000).Field("route", GapRouteName(g.route)).EndObject();
     } else {
       std::printf("%-20s %-20s expects v%lld, waiting v%s, deadline %s (%s), route %s\n",
-                  P(g.consumer).c_str(), P(g.subject).c_str(), static_cast<long long>(g.expected),
-                  versions.c_str(), FormatTime(g.deadline_ms).c_str(),
+                  P(g.consumer).c_str(), P(g.subject).c_str(),
+                  static_cast<long long>(g.expected_version), versions.c_str(),
+                  FormatTime(g.deadline_at_ms).c_str(),
                   left_ms < 0 ? ("overdue by " + std::to_string(-left_ms / 1000) + "s").c_str()
                               : (std::to_string(left_ms / 1000) + "s left").c_str(),
-                  P(g.route).c_str());
+                  std::string(GapRouteName(g.route)).c_str());
     }
   }
   w.EndArray();
@@ -366,7 +303,9 @@ int RunGuard(const GuardFlags& flags) {
     std::cerr << "evident guard: " << store.status().ToString() << "\n";
     return kExitUsage;
   }
-  auto decision = EvaluateGuard(**store, *consumer, flags.subject, flags.action);
+  auto snapshot = (*store)->Read();
+  auto decision = snapshot.ok() ? EvaluateGuard(**snapshot, *consumer, flags.subject, flags.action)
+                                : Result<GuardDecision>(snapshot.status());
   if (!decision.ok()) {
     std::cerr << "evident guard: " << decision.status().ToString() << "\n";
     return kExitUsage;

@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "evident/store.h"
+#include "evident/store_sqlite.h"
 
 int main(int argc, char** argv) {
   using namespace evident::cli;

@@ -14,11 +14,6 @@
 namespace evident {
 namespace {
 
-constexpr std::array<std::string_view, kOutcomeCount> kOutcomeNames = {
-    "rejected", "contract-update-required", "payload-invalid", "duplicate",
-    "stale",    "same-version-conflict",    "deferred",        "applied",
-    "unrouted"};
-
 // Payload errors kept per decision; the first few explain the failure, more would bloat the
 // store and the output.
 constexpr size_t kPayloadErrorsMax = 8;
@@ -66,7 +61,7 @@ KeptInput KeptFrom(const Decision& d, std::string_view source, std::string_view 
                    std::string_view raw, int64_t now_ms) {
   KeptInput kept;
   kept.consumer = d.consumer;
-  kept.outcome = std::string(OutcomeName(d.outcome));
+  kept.outcome = d.outcome;
   kept.reason = d.reason;
   kept.message = d.message;
   for (const std::string& e : d.errors) kept.message += "\n" + e;
@@ -115,7 +110,7 @@ struct Verdict {
 };
 
 // `consumerId:source:id`, built in one allocation (operator+ would allocate for each part).
-std::string LedgerKey(std::string_view consumer, std::string_view source, std::string_view id) {
+std::string LedgerKeyText(std::string_view consumer, std::string_view source, std::string_view id) {
   std::string key;
   key.reserve(consumer.size() + source.size() + id.size() + 2);
   key.append(consumer).append(1, ':').append(source).append(1, ':').append(id);
@@ -136,10 +131,6 @@ struct PreparedEvent::Impl {
 PreparedEvent::PreparedEvent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PreparedEvent::~PreparedEvent() = default;
 size_t PreparedEvent::size() const { return impl_->bytes.capacity(); }
-
-std::string_view OutcomeName(Outcome outcome) {
-  return kOutcomeNames[static_cast<size_t>(outcome)];
-}
 
 void AppendDecisionJson(const Decision& d, std::string& out) {
   json::Writer w(out);
@@ -168,6 +159,23 @@ void AppendDecisionJson(const Decision& d, std::string& out) {
   w.EndObject();
 }
 
+namespace {
+
+// One (event, consumer) decision in the making: what the ordered, unordered, defer and duplicate
+// paths share.
+struct Delivery {
+  Transaction& tx;
+  ConsumerState& consumer;
+  const ConsumerContract& contract;
+  const EventView& event;
+  int64_t now_ms;
+  std::vector<Decision>& decisions;
+  Decision d;
+  std::optional<int64_t> subject_version;
+};
+
+}  // namespace
+
 struct Pipeline::Impl {
   Config config;
   EnvelopeOptions envelope_options;
@@ -180,14 +188,24 @@ struct Pipeline::Impl {
   std::string fields_out;
   LedgerEntry receipt_scratch;
   EvidenceRecord evidence_scratch;
+  Projection projection_scratch;
 
   void Check(const ConsumerState& consumer, const EventView& event, Verdict& v) const;
-  Status ProcessForConsumer(Store& store, ConsumerState& consumer, Verdict& verdict,
+  Status ProcessForConsumer(Transaction& tx, ConsumerState& consumer, Verdict& verdict,
                             const EventView& event, int64_t index, int64_t now_ms,
                             std::vector<Decision>& decisions);
-  Status Apply(Store& store, const ConsumerState& consumer, const EventView& event,
+  Status Keep(Delivery& delivery, Outcome outcome, std::string reason, std::string message);
+  Status Duplicate(Delivery& delivery, std::optional<LedgerEntry> seen);
+  Result<bool> InsertReceipt(Delivery& delivery);
+  Status Ordered(Delivery& delivery);
+  Status Defer(Delivery& delivery, Projection& projection, std::optional<int64_t> stored_version,
+               bool owner_advanced);
+  Status ApplyNext(Delivery& delivery, Projection& projection,
+                   std::optional<int64_t> stored_version);
+  Status Unordered(Delivery& delivery);
+  Status Apply(Transaction& tx, const ConsumerState& consumer, const EventView& event,
                Projection& projection, int64_t now_ms);
-  Status Drain(Store& store, ConsumerState& consumer, Projection& projection, int64_t now_ms,
+  Status Drain(Transaction& tx, ConsumerState& consumer, Projection& projection, int64_t now_ms,
                std::vector<Decision>& decisions);
   std::string SubjectOf(const ConsumerContract& contract, const EventView& event) const;
 };
@@ -204,7 +222,7 @@ std::string Pipeline::Impl::SubjectOf(const ConsumerContract& contract,
   return {};
 }
 
-Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const EventView& event,
+Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer, const EventView& event,
                              Projection& projection, int64_t now_ms) {
   const ConsumerConfig& consumer_config = *consumer.config;
   projection.owner_source.assign(event.source);
@@ -282,7 +300,7 @@ Status Pipeline::Impl::Apply(Store& store, const ConsumerState& consumer, const 
   return Status::Ok();
 }
 
-Status Pipeline::Impl::Drain(Store& store, ConsumerState& consumer, Projection& projection,
+Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projection& projection,
                              int64_t now_ms, std::vector<Decision>& decisions) {
   const ConsumerContract& contract = consumer.config->contract;
   // Bounded by the number of deferred rows of this subject: each pass removes one. Every
@@ -307,7 +325,7 @@ Status Pipeline::Impl::Drain(Store& store, ConsumerState& consumer, Projection& 
     d.index = next->input_index;
     d.consumer = contract.id;
     d.outcome = Outcome::kApplied;
-    d.key = LedgerKey(contract.id, next->source, next->event_id);
+    d.key = LedgerKeyText(contract.id, next->source, next->event_id);
     d.subject = projection.subject;
     d.subject_version = next->subject_version;
     d.projection_version = projection.version;
@@ -402,17 +420,18 @@ void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event
              " payload does not match its schema");
 }
 
-Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer, Verdict& verdict,
-                                          const EventView& event, int64_t index, int64_t now_ms,
-                                          std::vector<Decision>& decisions) {
+Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consumer,
+                                          Verdict& verdict, const EventView& event, int64_t index,
+                                          int64_t now_ms, std::vector<Decision>& decisions) {
   const ConsumerContract& contract = consumer.config->contract;
-  Decision d;
+  Delivery delivery{tx, consumer, contract, event, now_ms, decisions, Decision{}, std::nullopt};
+  Decision& d = delivery.d;
   d.index = index;
   d.consumer = contract.id;
-  d.key = LedgerKey(contract.id, event.source, event.id);
+  d.key = LedgerKeyText(contract.id, event.source, event.id);
   d.subject = SubjectOf(contract, event);
 
-  std::optional<int64_t> subject_version;
+  std::optional<int64_t>& subject_version = delivery.subject_version;
   if (contract.ordering.version_at.empty()) {
     subject_version = event.subjectversion;
   } else {
@@ -425,191 +444,238 @@ Status Pipeline::Impl::ProcessForConsumer(Store& store, ConsumerState& consumer,
   }
   if (contract.ordering.by_subject) d.subject_version = subject_version;
 
-  // Everything not applied is kept with its reason and original bytes.
-  const auto keep = [&](Outcome outcome, std::string reason, std::string message) -> Status {
-    d.outcome = outcome;
-    d.reason = std::move(reason);
-    d.message = std::move(message);
-    const KeptInput kept =
-        KeptFrom(d, event.source, event.id, event.type, subject_version, event.raw, now_ms);
-    EVIDENT_RETURN_IF_ERROR(store.Keep(kept));
-    decisions.push_back(std::move(d));
-    return Status::Ok();
-  };
-
   // Steps 1-3 ran in Check (Prepare): an early outcome is kept here, with its reason.
   if (verdict.keep) {
     d.errors = std::move(verdict.errors);
-    return keep(verdict.outcome, std::move(verdict.reason), std::move(verdict.message));
+    return Keep(delivery, verdict.outcome, std::move(verdict.reason), std::move(verdict.message));
   }
-  const int64_t schema_version = verdict.schema_version;
-
-  // 4. Ledger. The receipt insert itself detects a duplicate (the ledger key is unique), so the
-  // common path asks the store once; only paths that end without an insert (stale, conflict)
-  // look the key up first, because a redelivery there must still read as a duplicate.
-  // `seen` is the ledger row when the caller already read it; otherwise it is read here.
-  const auto duplicate = [&](std::optional<LedgerEntry> seen) -> Status {
-    if (!seen) {
-      EVIDENT_ASSIGN_OR_RETURN(seen, store.FindLedger(contract.id, event.source, event.id));
-    }
-    if (!seen) return Status::Internal("ledger key conflicts but no row: " + d.key);
-    EVIDENT_RETURN_IF_ERROR(store.CountDuplicate(contract.id, event.source, event.id, now_ms));
-    EVIDENT_RETURN_IF_ERROR(
-        store.Journal({0, contract.id, "duplicate", std::string(event.source),
-                       std::string(event.id), d.subject, subject_version, now_ms}));
-    d.outcome = Outcome::kDuplicate;
-    d.projection_version = seen->projection_version;
-    d.message = seen->state == "deferred" ? "already deferred" : "already applied";
-    decisions.push_back(std::move(d));
-    return Status::Ok();
-  };
-  const auto seen_before = [&]() -> Result<std::optional<LedgerEntry>> {
-    return store.FindLedger(contract.id, event.source, event.id);
-  };
-  // Inserts the receipt; false when the key was already there (nothing else was written yet).
-  const auto insert_receipt = [&](const LedgerEntry& receipt) -> Result<bool> {
-    const Status status = store.InsertLedger(receipt);
-    if (status.code() == Code::kAlreadyExists) return false;
-    EVIDENT_RETURN_IF_ERROR(status);
-    return true;
-  };
 
   // Every field is assigned (the strings keep their capacity from the previous event).
   LedgerEntry& receipt = receipt_scratch;
   receipt.consumer.assign(contract.id);
   receipt.source.assign(event.source);
   receipt.event_id.assign(event.id);
-  receipt.state.assign("applied");
+  receipt.state = LedgerState::kApplied;
   receipt.type.assign(event.type);
   receipt.subject.assign(d.subject);
   receipt.subject_version = subject_version;
-  receipt.input_schema_version = schema_version;
+  receipt.input_schema_version = verdict.schema_version;
   receipt.result_version = contract.result_version;
   receipt.projection_version.reset();
   receipt.committed_at_ms = now_ms;
   receipt.duplicates = 0;
   receipt.last_duplicate_at_ms.reset();
 
-  // 5. Ordering.
-  if (contract.ordering.by_subject) {
-    if (d.subject.empty()) {
-      return keep(Outcome::kRejected, "missing-subject",
-                  contract.ordering.subject_at.empty()
-                      ? "ordered consumer needs the subject attribute"
-                      : "ordered consumer needs a subject at " + contract.ordering.subject_at);
-    }
-    if (!subject_version) {
-      return keep(Outcome::kRejected, "missing-subject-version",
-                  contract.ordering.version_at.empty()
-                      ? "ordered consumer needs the subjectversion attribute"
-                      : "ordered consumer needs a version at " + contract.ordering.version_at);
-    }
-    const int64_t version = *subject_version;
-    if (version < 1) {  // 0 would read as "already applied" against a subject never seen
-      return keep(
-          Outcome::kRejected, "invalid-subject-version",
-          "subject versions start at 1; this event carries version " + std::to_string(version));
-    }
-    // The store's own copy, changed in place only on the paths that put it back.
-    EVIDENT_ASSIGN_OR_RETURN(const Store::ProjectionRef ref,
-                             store.EditProjection(contract.id, d.subject));
-    Projection& projection = *ref.projection;
-    const bool owner_advanced = version > projection.owner_version_seen;
-    const int64_t owner_version_seen = std::max(projection.owner_version_seen, version);
-    d.projection_version = projection.version;
-    if (version <= projection.version) {
-      EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen, seen_before());
-      if (seen) return duplicate(std::move(seen));
-    }
-    if (version < projection.version) {
-      return keep(Outcome::kStale, "stale-version",
-                  "version " + std::to_string(version) + " is below the projection version " +
-                      std::to_string(projection.version));
-    }
-    if (version == projection.version) {
-      return keep(Outcome::kSameVersionConflict, "version-already-applied",
-                  "another event already applied version " + std::to_string(version) +
-                      "; routed to the owner " + projection.owner_source);
-    }
-    if (version > projection.version + 1) {
-      // Every deferred event raised owner_version_seen, so a version above it cannot be waiting
-      // already; only a version at or below it needs the look-up.
-      std::optional<DeferredEvent> occupied;
-      if (!owner_advanced) {
-        EVIDENT_ASSIGN_OR_RETURN(occupied, store.FindDeferred(contract.id, d.subject, version));
-      }
-      if (occupied) {
-        EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen, seen_before());
-        if (seen) return duplicate(std::move(seen));
-        return keep(Outcome::kSameVersionConflict, "version-already-deferred",
-                    "event " + occupied->source + ":" + occupied->event_id +
-                        " already waits with version " + std::to_string(version));
-      }
-      receipt.state.assign("deferred");
-      EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
-      if (!inserted) return duplicate(std::nullopt);
-      // Built only now: a duplicate needs no copy of the bytes.
-      DeferredEvent deferred{contract.id,
-                             d.subject,
-                             version,
-                             receipt.source,
-                             receipt.event_id,
-                             receipt.type,
-                             schema_version,
-                             projection.version + 1,
-                             std::string(event.raw),
-                             now_ms,
-                             now_ms + contract.gap.deadline_seconds * 1000,
-                             std::string(GapRouteName(contract.gap.route)),
-                             index};
-      EVIDENT_RETURN_IF_ERROR(store.InsertDeferred(deferred));
-      projection.owner_version_seen = owner_version_seen;
-      if (owner_advanced || !ref.found) EVIDENT_RETURN_IF_ERROR(store.PutProjection(projection));
-      EVIDENT_RETURN_IF_ERROR(store.Journal({0, contract.id, "deferred", receipt.source,
-                                             receipt.event_id, d.subject, version, now_ms}));
-      d.outcome = Outcome::kDeferred;
-      d.expected_version = projection.version + 1;
-      decisions.push_back(std::move(d));
-      return Status::Ok();
-    }
-    // Exactly the next version: apply, then drain the deferred successors in order.
-    receipt.projection_version = version;
-    EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
-    if (!inserted) return duplicate(std::nullopt);
-    projection.owner_version_seen = owner_version_seen;
-    projection.version = version;
-    EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, event, projection, now_ms));
-    d.outcome = Outcome::kApplied;
-    d.projection_version = projection.version;
-    decisions.push_back(std::move(d));
-    // Every deferred event raised owner_version_seen; when it does not exceed the projection,
-    // nothing waits and the store need not be asked.
-    if (projection.owner_version_seen > projection.version) {
-      EVIDENT_RETURN_IF_ERROR(Drain(store, consumer, projection, now_ms, decisions));
-    }
-    return store.PutProjection(projection);
-  }
+  // 4. Ledger, 5. ordering, 6. the projection step.
+  return contract.ordering.by_subject ? Ordered(delivery) : Unordered(delivery);
+}
 
-  // 6. Unordered: every applied event advances the subject's projection by one.
+// Everything not applied is kept with its reason and original bytes.
+Status Pipeline::Impl::Keep(Delivery& delivery, Outcome outcome, std::string reason,
+                            std::string message) {
+  Decision& d = delivery.d;
+  d.outcome = outcome;
+  d.reason = std::move(reason);
+  d.message = std::move(message);
+  const EventView& event = delivery.event;
+  const KeptInput kept = KeptFrom(d, event.source, event.id, event.type, delivery.subject_version,
+                                  event.raw, delivery.now_ms);
+  EVIDENT_RETURN_IF_ERROR(delivery.tx.Keep(kept));
+  delivery.decisions.push_back(std::move(d));
+  return Status::Ok();
+}
+
+// 4. Ledger. The receipt insert itself detects a duplicate (the ledger key is unique), so the
+// common path asks the store once; only paths that end without an insert (stale, conflict) look
+// the key up first, because a redelivery there must still read as a duplicate. `seen` is the
+// ledger row when the caller already read it; otherwise it is read here.
+Status Pipeline::Impl::Duplicate(Delivery& delivery, std::optional<LedgerEntry> seen) {
+  Decision& d = delivery.d;
+  const EventView& event = delivery.event;
+  const std::string& consumer = delivery.contract.id;
+  if (!seen) {
+    EVIDENT_ASSIGN_OR_RETURN(seen, delivery.tx.FindLedger(consumer, event.source, event.id));
+  }
+  if (!seen) return Status::Internal("ledger key conflicts but no row: " + d.key);
+  EVIDENT_RETURN_IF_ERROR(
+      delivery.tx.CountDuplicate(consumer, event.source, event.id, delivery.now_ms));
+  EVIDENT_RETURN_IF_ERROR(delivery.tx.Journal(
+      {0, consumer, Outcome::kDuplicate, std::string(event.source), std::string(event.id),
+       d.subject, delivery.subject_version, delivery.now_ms}));
+  d.outcome = Outcome::kDuplicate;
+  d.projection_version = seen->projection_version;
+  d.message = seen->state == LedgerState::kDeferred ? "already deferred" : "already applied";
+  delivery.decisions.push_back(std::move(d));
+  return Status::Ok();
+}
+
+// Inserts the receipt; false when the key was already there (nothing else was written yet).
+Result<bool> Pipeline::Impl::InsertReceipt(Delivery& delivery) {
+  EVIDENT_ASSIGN_OR_RETURN(const Insert inserted, delivery.tx.InsertLedger(receipt_scratch));
+  return inserted == Insert::kInserted;
+}
+
+// 5. Ordering by subject: below the projection's version is stale, at it a conflict, past the
+// next version deferred, the next version applied (and its waiting successors drained).
+Status Pipeline::Impl::Ordered(Delivery& delivery) {
+  const ConsumerContract& contract = delivery.contract;
+  Decision& d = delivery.d;
   if (d.subject.empty()) {
-    EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
-    if (!inserted) return duplicate(std::nullopt);
+    return Keep(delivery, Outcome::kRejected, "missing-subject",
+                contract.ordering.subject_at.empty()
+                    ? "ordered consumer needs the subject attribute"
+                    : "ordered consumer needs a subject at " + contract.ordering.subject_at);
+  }
+  if (!delivery.subject_version) {
+    return Keep(delivery, Outcome::kRejected, "missing-subject-version",
+                contract.ordering.version_at.empty()
+                    ? "ordered consumer needs the subjectversion attribute"
+                    : "ordered consumer needs a version at " + contract.ordering.version_at);
+  }
+  const int64_t version = *delivery.subject_version;
+  if (version < 1) {  // 0 would read as "already applied" against a subject never seen
+    return Keep(
+        delivery, Outcome::kRejected, "invalid-subject-version",
+        "subject versions start at 1; this event carries version " + std::to_string(version));
+  }
+  Projection& projection = projection_scratch;
+  EVIDENT_ASSIGN_OR_RETURN(const bool found,
+                           delivery.tx.ReadProjection(contract.id, d.subject, projection));
+  const std::optional<int64_t> stored_version =
+      found ? std::optional<int64_t>(projection.version) : std::nullopt;
+  const bool owner_advanced = version > projection.owner_version_seen;
+  d.projection_version = projection.version;
+  if (version <= projection.version) {
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
+                             delivery.tx.FindLedger(contract.id, delivery.event.source,
+                                                    delivery.event.id));
+    if (seen) return Duplicate(delivery, std::move(seen));
+  }
+  if (version < projection.version) {
+    return Keep(delivery, Outcome::kStale, "stale-version",
+                "version " + std::to_string(version) + " is below the projection version " +
+                    std::to_string(projection.version));
+  }
+  if (version == projection.version) {
+    return Keep(delivery, Outcome::kSameVersionConflict, "version-already-applied",
+                "another event already applied version " + std::to_string(version) +
+                    "; routed to the owner " + projection.owner_source);
+  }
+  if (version > projection.version + 1) {
+    return Defer(delivery, projection, stored_version, owner_advanced);
+  }
+  return ApplyNext(delivery, projection, stored_version);
+}
+
+// A version past the next one waits for the gap to close: a deferred ledger row, the event's
+// bytes in the deferred set, and the owner's highest version seen raised.
+Status Pipeline::Impl::Defer(Delivery& delivery, Projection& projection,
+                             std::optional<int64_t> stored_version, bool owner_advanced) {
+  const ConsumerContract& contract = delivery.contract;
+  Decision& d = delivery.d;
+  const int64_t version = *delivery.subject_version;
+  assert(version > projection.version + 1);
+  // Every deferred event raised owner_version_seen, so a version above it cannot be waiting
+  // already; only a version at or below it needs the look-up.
+  std::optional<DeferredEvent> occupied;
+  if (!owner_advanced) {
+    EVIDENT_ASSIGN_OR_RETURN(occupied, delivery.tx.FindDeferred(contract.id, d.subject, version));
+  }
+  if (occupied) {
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
+                             delivery.tx.FindLedger(contract.id, delivery.event.source,
+                                                    delivery.event.id));
+    if (seen) return Duplicate(delivery, std::move(seen));
+    return Keep(delivery, Outcome::kSameVersionConflict, "version-already-deferred",
+                "event " + occupied->source + ":" + occupied->event_id +
+                    " already waits with version " + std::to_string(version));
+  }
+  LedgerEntry& receipt = receipt_scratch;
+  receipt.state = LedgerState::kDeferred;
+  EVIDENT_ASSIGN_OR_RETURN(const bool inserted, InsertReceipt(delivery));
+  if (!inserted) return Duplicate(delivery, std::nullopt);
+  // Built only now: a duplicate needs no copy of the bytes.
+  const int64_t now_ms = delivery.now_ms;
+  const DeferredEvent deferred{contract.id,
+                               d.subject,
+                               version,
+                               receipt.source,
+                               receipt.event_id,
+                               receipt.type,
+                               receipt.input_schema_version,
+                               projection.version + 1,
+                               std::string(delivery.event.raw),
+                               now_ms,
+                               now_ms + contract.gap.deadline_seconds * 1000,
+                               contract.gap.route,
+                               d.index};
+  EVIDENT_ASSIGN_OR_RETURN(const Insert waiting, delivery.tx.InsertDeferred(deferred));
+  if (waiting != Insert::kInserted) {
+    // The look-up above (or owner_version_seen) said the version was free.
+    return Status::Internal("deferred version taken after it was found free: " + d.key);
+  }
+  projection.owner_version_seen = std::max(projection.owner_version_seen, version);
+  if (owner_advanced || !stored_version) {
+    EVIDENT_RETURN_IF_ERROR(delivery.tx.PutProjection(projection, stored_version));
+  }
+  EVIDENT_RETURN_IF_ERROR(delivery.tx.Journal({0, contract.id, Outcome::kDeferred, receipt.source,
+                                               receipt.event_id, d.subject, version, now_ms}));
+  d.outcome = Outcome::kDeferred;
+  d.expected_version = projection.version + 1;
+  delivery.decisions.push_back(std::move(d));
+  return Status::Ok();
+}
+
+// Exactly the next version: apply, then drain the deferred successors in order.
+Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
+                                 std::optional<int64_t> stored_version) {
+  const int64_t version = *delivery.subject_version;
+  assert(version == projection.version + 1);
+  receipt_scratch.projection_version = version;
+  EVIDENT_ASSIGN_OR_RETURN(const bool inserted, InsertReceipt(delivery));
+  if (!inserted) return Duplicate(delivery, std::nullopt);
+  projection.owner_version_seen = std::max(projection.owner_version_seen, version);
+  projection.version = version;
+  EVIDENT_RETURN_IF_ERROR(
+      Apply(delivery.tx, delivery.consumer, delivery.event, projection, delivery.now_ms));
+  Decision& d = delivery.d;
+  d.outcome = Outcome::kApplied;
+  d.projection_version = projection.version;
+  delivery.decisions.push_back(std::move(d));
+  // Every deferred event raised owner_version_seen; when it does not exceed the projection,
+  // nothing waits and the store need not be asked.
+  if (projection.owner_version_seen > projection.version) {
+    EVIDENT_RETURN_IF_ERROR(Drain(delivery.tx, delivery.consumer, projection, delivery.now_ms,
+                                  delivery.decisions));
+  }
+  return delivery.tx.PutProjection(projection, stored_version);
+}
+
+// 6. Unordered: every applied event advances the subject's projection by one.
+Status Pipeline::Impl::Unordered(Delivery& delivery) {
+  Decision& d = delivery.d;
+  if (d.subject.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(const bool inserted, InsertReceipt(delivery));
+    if (!inserted) return Duplicate(delivery, std::nullopt);
   } else {
-    EVIDENT_ASSIGN_OR_RETURN(const Store::ProjectionRef ref,
-                             store.EditProjection(contract.id, d.subject));
-    Projection& projection = *ref.projection;
-    receipt.projection_version = projection.version + 1;
-    EVIDENT_ASSIGN_OR_RETURN(const bool inserted, insert_receipt(receipt));
-    if (!inserted) return duplicate(std::nullopt);
+    Projection& projection = projection_scratch;
+    EVIDENT_ASSIGN_OR_RETURN(const bool found, delivery.tx.ReadProjection(
+                                                   delivery.contract.id, d.subject, projection));
+    const std::optional<int64_t> stored_version =
+        found ? std::optional<int64_t>(projection.version) : std::nullopt;
+    receipt_scratch.projection_version = projection.version + 1;
+    EVIDENT_ASSIGN_OR_RETURN(const bool inserted, InsertReceipt(delivery));
+    if (!inserted) return Duplicate(delivery, std::nullopt);
     projection.version += 1;
-    projection.owner_version_seen =
-        std::max(projection.owner_version_seen, subject_version.value_or(projection.version));
-    EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, event, projection, now_ms));
-    EVIDENT_RETURN_IF_ERROR(store.PutProjection(projection));
+    projection.owner_version_seen = std::max(projection.owner_version_seen,
+                                             delivery.subject_version.value_or(projection.version));
+    EVIDENT_RETURN_IF_ERROR(
+        Apply(delivery.tx, delivery.consumer, delivery.event, projection, delivery.now_ms));
+    EVIDENT_RETURN_IF_ERROR(delivery.tx.PutProjection(projection, stored_version));
     d.projection_version = projection.version;
   }
   d.outcome = Outcome::kApplied;
-  decisions.push_back(std::move(d));
+  delivery.decisions.push_back(std::move(d));
   return Status::Ok();
 }
 
@@ -682,7 +748,7 @@ void Pipeline::Prepare(PreparedEvent& slot, std::string_view bytes) const {
   }
 }
 
-Status Pipeline::Process(Store& store, std::string_view bytes, int64_t index, int64_t now_ms,
+Status Pipeline::Process(Transaction& store, std::string_view bytes, int64_t index, int64_t now_ms,
                          std::vector<Decision>& decisions) {
   if (!impl_->own_slot) {
     EVIDENT_ASSIGN_OR_RETURN(impl_->own_slot, NewPreparedEvent());
@@ -691,7 +757,7 @@ Status Pipeline::Process(Store& store, std::string_view bytes, int64_t index, in
   return Decide(store, *impl_->own_slot, index, now_ms, decisions);
 }
 
-Status Pipeline::Decide(Store& store, PreparedEvent& slot, int64_t index, int64_t now_ms,
+Status Pipeline::Decide(Transaction& store, PreparedEvent& slot, int64_t index, int64_t now_ms,
                         std::vector<Decision>& decisions) {
   Impl& impl = *impl_;
   PreparedEvent::Impl& p = *slot.impl_;

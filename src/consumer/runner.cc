@@ -1,7 +1,5 @@
-// The consume loop: NDJSON in, batches through the pipeline, group commit, outcomes out.
-#include <fcntl.h>
-#include <poll.h>
-#include <unistd.h>
+// The consume loop: a Source in, batches through the pipeline, group commit, acknowledgement
+// and outcomes out.
 
 #include <algorithm>
 #include <cassert>
@@ -17,6 +15,7 @@
 
 #include "core/fault_point.h"
 #include "evident/consumer.h"
+#include "evident/source.h"
 
 namespace evident {
 namespace {
@@ -25,132 +24,6 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
-
-// 64-bit FNV-1a, continued from `hash` over `data`: the identity of an input's consumed prefix
-// (InputCheckpoint). Streaming, so a prefix hashes alike however it was read in chunks; it
-// guards against resuming on a different input by mistake, not against an adversary.
-uint64_t Fnv1a(uint64_t hash, std::string_view data) {
-  for (const char c : data) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
-// Reads lines from a file descriptor. A line longer than `line_bytes_max` is cut to that many
-// bytes plus one (enough for the parser to reject it as too large) and the rest is skipped, so
-// one oversized line never holds the whole input in memory.
-class LineReader {
- public:
-  LineReader(int fd, size_t line_bytes_max) : fd_(fd), line_bytes_max_(line_bytes_max) {}
-
-  enum class Next { kLine, kEnd, kWouldWait };
-
-  // The lines taken so far and the size and hash of their bytes (each counted with a newline).
-  const InputCheckpoint& consumed() const { return consumed_; }
-
-  // Produces the next complete line into `line`. With `wait_ms` >= 0, returns kWouldWait when no
-  // complete line arrives within that time.
-  Result<Next> Read(std::string& line, int wait_ms) {
-    while (true) {
-      const size_t newline = buffer_.find('\n', scan_from_);
-      if (newline != std::string::npos) {
-        TakeLine(newline, line);
-        return Next::kLine;
-      }
-      scan_from_ = buffer_.size();
-      if (eof_) {
-        if (start_ == buffer_.size()) return Next::kEnd;
-        TakeLine(buffer_.size(), line);  // a last line without a newline
-        skipping_ = false;
-        return Next::kLine;
-      }
-      if (wait_ms >= 0) {
-        pollfd pfd{fd_, POLLIN, 0};
-        const int ready = poll(&pfd, 1, wait_ms);
-        if (ready == 0) return Next::kWouldWait;
-      }
-      char chunk[1 << 16];
-      const ssize_t n = read(fd_, chunk, sizeof chunk);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::IoError(std::string("reading input: ") + std::strerror(errno));
-      }
-      if (n == 0) {
-        eof_ = true;
-        continue;
-      }
-      Compact();
-      Append(chunk, static_cast<size_t>(n));
-    }
-  }
-
- private:
-  void Append(const char* data, size_t n) {
-    if (!skipping_) {
-      buffer_.append(data, n);
-      // Cut an oversized line: keep line_bytes_max + 1 bytes, drop the rest up to its newline.
-      if (buffer_.find('\n', scan_from_) == std::string::npos &&
-          buffer_.size() > line_bytes_max_ + 1) {
-        // The line's bytes are hashed as they go by: the kept ones now, the skipped ones next.
-        Consume(std::string_view(buffer_).substr(start_));
-        buffer_.resize(line_bytes_max_ + 1);
-        skipping_ = true;
-        hashed_ = true;
-      }
-      return;
-    }
-    const void* nl = std::memchr(data, '\n', n);
-    const size_t skipped =
-        nl == nullptr ? n : static_cast<size_t>(static_cast<const char*>(nl) - data);
-    Consume(std::string_view(data, skipped));
-    if (nl == nullptr) return;
-    skipping_ = false;
-    buffer_.push_back('\n');
-    const size_t after = skipped + 1;
-    Append(data + after, n - after);
-  }
-
-  void Consume(std::string_view bytes) {
-    consumed_.bytes += static_cast<int64_t>(bytes.size());
-    consumed_.prefix_hash = Fnv1a(consumed_.prefix_hash, bytes);
-  }
-
-  // Lines are taken from `start_` on; the consumed prefix is dropped only before a read, so
-  // taking a line never moves the rest of the buffer (that was quadratic in lines per chunk).
-  void TakeLine(size_t end, std::string& line) {
-    if (!hashed_) Consume(std::string_view(buffer_).substr(start_, end - start_));
-    Consume("\n");  // also for a last line without one: appending to the input keeps the prefix
-    hashed_ = false;
-    ++consumed_.lines;
-    line.assign(buffer_, start_, end - start_);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    start_ = std::min(end + 1, buffer_.size());
-    scan_from_ = start_;
-  }
-
-  void Compact() {
-    buffer_.erase(0, start_);
-    scan_from_ -= start_;
-    start_ = 0;
-  }
-
-  int fd_;
-  size_t line_bytes_max_;
-  std::string buffer_;
-  size_t start_ = 0;  // where the next line begins
-  size_t scan_from_ = 0;
-  bool eof_ = false;
-  bool skipping_ = false;
-  bool hashed_ = false;  // the current (cut) line's bytes are already in consumed_
-  InputCheckpoint consumed_{.prefix_hash = kFnvOffset};
-};
-
-bool IsBlank(std::string_view line) {
-  return line.find_first_not_of(" \t\r") == std::string_view::npos;
 }
 
 // Reads and prepares events (Pipeline::Prepare: parse, payload checks) on a thread of its own,
@@ -166,19 +39,16 @@ class PrepareAhead {
   struct Item {
     enum class Kind { kEvent, kEnd, kError } kind = Kind::kEvent;
     PreparedEvent* event = nullptr;
-    int64_t index = 0;          // the input line
-    InputCheckpoint read_thru;  // the input up to and including this line
-    Status status;              // kError
+    int64_t index = 0;  // where the message stands in its source
+    Cursor cursor;      // the source's position just after it
+    Status status;      // kError
   };
 
-  // With `resume`, its lines are skipped once the input is shown to begin with the same bytes;
-  // an input that does not ends the run (kError) before anything is decided.
-  PrepareAhead(Pipeline& pipeline, int fd, size_t line_bytes_max,
-               std::optional<InputCheckpoint> resume,
+  // The source has been started: its Fetch skips what the start position covers.
+  PrepareAhead(Pipeline& pipeline, Source& source,
                std::vector<std::unique_ptr<PreparedEvent>> slots, size_t bytes_max)
       : pipeline_(pipeline),
-        reader_(fd, line_bytes_max),
-        resume_(resume),
+        source_(source),
         slots_(std::move(slots)),
         hand_off_count_(std::clamp<size_t>(slots_.size() / 4, 1, kHandOffCount)),
         bytes_max_(bytes_max) {
@@ -222,7 +92,6 @@ class PrepareAhead {
   // Gives a decided event's slot back (handed to the reading thread with the next Next).
   void Release(PreparedEvent* event) { released_.push_back(event); }
 
-  int64_t skipped() const { return skipped_; }  // read after kEnd
 
  private:
   static constexpr size_t kHandOffCount = 64;
@@ -248,8 +117,7 @@ class PrepareAhead {
   }
 
   void Run() {
-    std::string line;
-    int64_t line_index = 0;
+    Message message;
     std::vector<PreparedEvent*> mine;  // free slots taken, not yet filled
     std::deque<Item> done;             // prepared, not yet handed over
     const auto hand_over = [&] {
@@ -277,8 +145,8 @@ class PrepareAhead {
         }
       }
       // Events in hand are handed over before the reader may block on a silent input.
-      Result<LineReader::Next> next = reader_.Read(line, done.empty() ? 200 : 0);
-      if (next.ok() && *next == LineReader::Next::kWouldWait) {
+      Result<Source::Fetched> next = source_.Fetch(message, done.empty() ? 200 : 0);
+      if (next.ok() && *next == Source::Fetched::kWouldWait) {
         if (!done.empty()) {
           hand_over();
           continue;
@@ -287,75 +155,27 @@ class PrepareAhead {
         if (stop_) return;
         continue;
       }
-      const bool ended = next.ok() && *next == LineReader::Next::kEnd;
-      Status resumed = ended ? CheckResume() : Status::Ok();
-      if (!next.ok() || !resumed.ok() || ended) {
+      if (!next.ok() || *next == Source::Fetched::kEnd) {
         Item last;
-        last.kind = next.ok() && resumed.ok() ? Item::Kind::kEnd : Item::Kind::kError;
-        last.status = next.ok() ? resumed : next.status();
+        last.kind = next.ok() ? Item::Kind::kEnd : Item::Kind::kError;
+        last.status = next.status();
         done.push_back(std::move(last));
         hand_over();
         return;
       }
-      const int64_t index = line_index++;
-      if (resume_ && index < resume_->lines) {
-        ++skipped_;
-        if (index + 1 < resume_->lines) continue;
-        if (Status same = CheckResume(); !same.ok()) {
-          Item last{.kind = Item::Kind::kError, .status = same};
-          done.push_back(std::move(last));
-          hand_over();
-          return;
-        }
-        continue;
-      }
-      if (IsBlank(line)) continue;
       PreparedEvent* slot = mine.back();
       mine.pop_back();
-      pipeline_.Prepare(*slot, line);
+      pipeline_.Prepare(*slot, message.bytes);
       Item item;
       item.event = slot;
-      item.index = index;
-      item.read_thru = reader_.consumed();
+      item.index = message.index;
+      item.cursor = message.cursor;
       done.push_back(std::move(item));
     }
   }
 
-  // Once the resumed lines are read (or the input ended first): are they the checkpoint's?
-  // Checked once; afterwards (or without a checkpoint) there is nothing to check.
-  Status CheckResume() {
-    if (!resume_ || resume_checked_) return Status::Ok();
-    resume_checked_ = true;
-    const InputCheckpoint& was = *resume_;
-    const InputCheckpoint& is = reader_.consumed();
-    if (is.lines < was.lines) {
-      return Status::FailedPrecondition(
-          "cannot resume: the checkpoint covers " + std::to_string(was.lines) +
-          " lines but the input has only " + std::to_string(is.lines) + " lines" +
-          "; it is not the input the checkpoint was taken from (nothing was decided; run "
-          "without --resume to decide it all, the ledger absorbs what was applied before)");
-    }
-    if (!was.identified) {
-      return Status::FailedPrecondition(
-          "cannot resume: the checkpoint was written by an earlier evident and does not identify "
-          "its input (nothing was decided; run without --resume once, the ledger absorbs what "
-          "was applied before)");
-    }
-    if (is.bytes != was.bytes || is.prefix_hash != was.prefix_hash) {
-      return Status::FailedPrecondition(
-          "cannot resume: the first " + std::to_string(was.lines) + " lines of the input (" +
-          std::to_string(is.bytes) + " bytes) differ from the " + std::to_string(was.bytes) +
-          " bytes the checkpoint was taken from; it is a different input (nothing was decided; "
-          "run without --resume to decide it all, the ledger absorbs what was applied before)");
-    }
-    return Status::Ok();
-  }
-
   Pipeline& pipeline_;
-  LineReader reader_;  // the reading thread's alone
-  const std::optional<InputCheckpoint> resume_;
-  bool resume_checked_ = false;  // the reading thread's
-  int64_t skipped_ = 0;          // the reading thread's until it hands over kEnd
+  Source& source_;  // Fetch: the reading thread's alone
 
   std::deque<Item> taken_;                // the deciding thread's: handed over, not yet decided
   std::vector<PreparedEvent*> released_;  // the deciding thread's: decided, not yet given back
@@ -390,127 +210,176 @@ void PrintProgress(std::FILE* out, const ConsumeSummary& s, double seconds) {
 
 }  // namespace
 
-Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOptions& options) {
-  const Config& config = pipeline.config();
-  int fd = 0;
-  std::string input_name = "stdin";
-  if (options.input != "-") {
-    fd = open(options.input.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      return Status::IoError("cannot open " + options.input + ": " + std::strerror(errno));
-    input_name = std::filesystem::absolute(options.input).lexically_normal().string();
-  }
-  struct Closer {
-    int fd;
-    ~Closer() {
-      if (fd > 0) close(fd);
+namespace {
+
+// One run of the loop: batches of prepared events decided in one transaction each; the
+// source's position written in it; commit; then acknowledgement and outcomes.
+class ConsumeLoop {
+ public:
+  ConsumeLoop(Pipeline& pipeline, Store& store, Source& source, const ConsumeOptions& options)
+      : pipeline_(pipeline), store_(store), source_(source), options_(options) {}
+
+  Result<ConsumeSummary> Run() {
+    const Config& config = pipeline_.config();
+    start_ = std::chrono::steady_clock::now();
+    last_progress_ = start_;
+    // Slots for events read ahead: enough to keep the deciding thread busy, few enough that an
+    // event is still in the CPU cache when it is decided.
+    constexpr size_t kSlotsMax = 128;
+    constexpr size_t kAheadBytesMax = size_t{32} << 20;
+    std::vector<std::unique_ptr<PreparedEvent>> slots;
+    const size_t slot_count =
+        std::clamp<size_t>(static_cast<size_t>(config.batch_count_max), 2, kSlotsMax);
+    for (size_t i = 0; i < slot_count; ++i) {
+      EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedEvent> slot, pipeline_.NewPreparedEvent());
+      slots.push_back(std::move(slot));
     }
-  } closer{fd};
-
-  ConsumeSummary summary;
-  std::optional<InputCheckpoint> resume;
-  if (options.resume) {
-    EVIDENT_ASSIGN_OR_RETURN(resume, store.GetCheckpoint(input_name));
+    PrepareAhead ahead(pipeline_, source_, std::move(slots), kAheadBytesMax);
+    EVIDENT_RETURN_IF_ERROR(Loop(ahead));
+    summary_.skipped = source_.skipped();
+    if (Status s = Commit(); !s.ok()) return Fail(s);
+    summary_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (options_.progress != nullptr) {
+      PrintProgress(options_.progress, summary_, summary_.seconds);
+      std::fputc('\n', options_.progress);
+    }
+    return summary_;
   }
-  const auto start = std::chrono::steady_clock::now();
-  auto last_progress = start;
-  // Slots for events read ahead: enough to keep the deciding thread busy, few enough that an
-  // event is still in the CPU cache when it is decided.
-  constexpr size_t kSlotsMax = 128;
-  constexpr size_t kAheadBytesMax = size_t{32} << 20;
-  std::vector<std::unique_ptr<PreparedEvent>> slots;
-  const size_t slot_count =
-      std::clamp<size_t>(static_cast<size_t>(config.batch_count_max), 2, kSlotsMax);
-  for (size_t i = 0; i < slot_count; ++i) {
-    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedEvent> slot, pipeline.NewPreparedEvent());
-    slots.push_back(std::move(slot));
-  }
-  PrepareAhead ahead(pipeline, fd, config.event_bytes_max, resume, std::move(slots),
-                     kAheadBytesMax);
-  std::vector<Decision> decisions;
-  std::string outcome_text;
-  InputCheckpoint decided_thru;  // the input up to the last line decided: the checkpoint
-  size_t batch_events = 0;
-  bool in_transaction = false;
 
-  const auto commit = [&]() -> Status {
-    if (!in_transaction) return Status::Ok();
+ private:
+  bool StopRequested() const {
+    return options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed);
+  }
+
+  // Decides events until the source ends or a stop is asked for (then after the current batch's
+  // commit: a stop never leaves decided events uncommitted).
+  Status Loop(PrepareAhead& ahead) {
+    const Config& config = pipeline_.config();
+    while (true) {
+      if (StopRequested()) {
+        source_.Stop();
+        if (Status s = Commit(); !s.ok()) return Fail(s);
+        summary_.stopped = true;
+        return Status::Ok();
+      }
+      // With a stop to watch for, never wait long without looking at it.
+      const int linger_ms = static_cast<int>(config.linger_ms);
+      int wait_ms = batch_events_ > 0 ? linger_ms : -1;
+      if (options_.stop != nullptr) wait_ms = wait_ms < 0 ? kStopPollMs : std::min(wait_ms, kStopPollMs);
+      std::optional<PrepareAhead::Item> item = ahead.Next(wait_ms);
+      if (!item) {  // the input paused: close the batch once it lingered linger_ms
+        if (batch_events_ > 0 && wait_ms == linger_ms) {
+          if (Status s = Commit(); !s.ok()) return Fail(s);
+        }
+        continue;
+      }
+      if (item->kind == PrepareAhead::Item::Kind::kError) return Fail(item->status);
+      if (item->kind == PrepareAhead::Item::Kind::kEnd) return Status::Ok();
+      if (tx_ == nullptr) {
+        EVIDENT_ASSIGN_OR_RETURN(tx_, store_.Begin());
+      }
+      Status decided = pipeline_.Decide(*tx_, *item->event, item->index, NowMs(), decisions_);
+      ahead.Release(item->event);
+      if (!decided.ok()) return Fail(decided.Annotate("input line " + std::to_string(item->index)));
+      decided_thru_ = item->cursor;
+      ++summary_.events;
+      if (++batch_events_ >= static_cast<size_t>(config.batch_count_max)) {
+        if (Status s = Commit(); !s.ok()) return Fail(s);
+      }
+      MaybeProgress();
+    }
+  }
+
+  Status Commit() {
+    if (tx_ == nullptr) return Status::Ok();
     FaultPoint("before-checkpoint");
-    EVIDENT_RETURN_IF_ERROR(store.SetCheckpoint(input_name, decided_thru));
+    EVIDENT_RETURN_IF_ERROR(tx_->SetPosition(source_.name(), source_.EncodePosition(decided_thru_)));
     FaultPoint("after-checkpoint");
-    EVIDENT_RETURN_IF_ERROR(store.Commit());
-    in_transaction = false;
-    ++summary.batches;
-    batch_events = 0;
+    EVIDENT_RETURN_IF_ERROR(tx_->Commit());
+    tx_.reset();
+    ++summary_.batches;
+    batch_events_ = 0;
     // Acknowledge only now: the decisions are durable.
-    outcome_text.clear();
-    for (const Decision& d : decisions) {
-      summary.counts[d.consumer][static_cast<size_t>(d.outcome)] += 1;
-      if (options.outcomes != nullptr) {
-        AppendDecisionJson(d, outcome_text);
-        outcome_text.push_back('\n');
+    EVIDENT_RETURN_IF_ERROR(source_.Acknowledge(decided_thru_));
+    return WriteOutcomes();
+  }
+
+  Status WriteOutcomes() {
+    outcome_text_.clear();
+    for (const Decision& d : decisions_) {
+      summary_.counts[d.consumer][static_cast<size_t>(d.outcome)] += 1;
+      if (options_.outcomes != nullptr) {
+        AppendDecisionJson(d, outcome_text_);
+        outcome_text_.push_back('\n');
       }
     }
-    decisions.clear();
+    decisions_.clear();
     FaultPoint("before-ack");
-    if (options.outcomes != nullptr && !outcome_text.empty()) {
+    if (options_.outcomes != nullptr && !outcome_text_.empty()) {
       const size_t written =
-          std::fwrite(outcome_text.data(), 1, outcome_text.size(), options.outcomes);
-      if (written != outcome_text.size() || std::fflush(options.outcomes) != 0) {
+          std::fwrite(outcome_text_.data(), 1, outcome_text_.size(), options_.outcomes);
+      if (written != outcome_text_.size() || std::fflush(options_.outcomes) != 0) {
         return Status::IoError(std::string("cannot write the outcomes: ") + std::strerror(errno) +
                                " (the decisions are committed; `evident evidence` shows them)");
       }
     }
     FaultPoint("after-ack");
     return Status::Ok();
-  };
-  const auto fail = [&](const Status& status) -> Status {
-    if (!in_transaction) return status;
-    (void)store.Rollback();
+  }
+
+  Status Fail(const Status& status) {
+    if (tx_ == nullptr) return status;
+    (void)tx_->Rollback();
+    tx_.reset();
     return Status(status.code(), status.message() +
                                      " (the open batch was rolled back; its lines are not "
                                      "acknowledged and a --resume run decides them again)");
-  };
+  }
 
-  while (true) {
-    const int wait_ms = batch_events > 0 ? static_cast<int>(config.linger_ms) : -1;
-    std::optional<PrepareAhead::Item> item = ahead.Next(wait_ms);
-    if (!item) {  // the input paused for linger_ms: close the batch
-      if (Status s = commit(); !s.ok()) return fail(s);
-      continue;
-    }
-    if (item->kind == PrepareAhead::Item::Kind::kError) return fail(item->status);
-    if (item->kind == PrepareAhead::Item::Kind::kEnd) break;
-    if (!in_transaction) {
-      if (Status s = store.Begin(); !s.ok()) return s;
-      in_transaction = true;
-    }
-    Status decided = pipeline.Decide(store, *item->event, item->index, NowMs(), decisions);
-    ahead.Release(item->event);
-    if (!decided.ok()) return fail(decided.Annotate("input line " + std::to_string(item->index)));
-    assert(item->read_thru.lines == item->index + 1);
-    decided_thru = item->read_thru;
-    ++summary.events;
-    if (++batch_events >= config.batch_count_max) {
-      if (Status s = commit(); !s.ok()) return fail(s);
-    }
-    if (options.progress != nullptr) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now - last_progress > std::chrono::milliseconds(500)) {
-        last_progress = now;
-        PrintProgress(options.progress, summary,
-                      std::chrono::duration<double>(now - start).count());
-      }
-    }
+  void MaybeProgress() {
+    if (options_.progress == nullptr) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_progress_ <= std::chrono::milliseconds(500)) return;
+    last_progress_ = now;
+    PrintProgress(options_.progress, summary_, std::chrono::duration<double>(now - start_).count());
   }
-  summary.skipped = ahead.skipped();
-  if (Status s = commit(); !s.ok()) return fail(s);
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (options.progress != nullptr) {
-    PrintProgress(options.progress, summary, summary.seconds);
-    std::fputc('\n', options.progress);
+
+  static constexpr int kStopPollMs = 100;
+
+  Pipeline& pipeline_;
+  Store& store_;
+  Source& source_;
+  const ConsumeOptions& options_;
+  ConsumeSummary summary_;
+  std::unique_ptr<Transaction> tx_;  // the open batch's, when one is open
+  std::vector<Decision> decisions_;
+  std::string outcome_text_;
+  Cursor decided_thru_;  // the source up to the last event decided: the position to store
+  size_t batch_events_ = 0;
+  std::chrono::steady_clock::time_point start_, last_progress_;
+};
+
+}  // namespace
+
+Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, Source& source,
+                               const ConsumeOptions& options) {
+  std::optional<std::string> position;
+  if (options.resume) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+    EVIDENT_ASSIGN_OR_RETURN(position, snapshot->GetPosition(source.name()));
   }
-  return summary;
+  EVIDENT_RETURN_IF_ERROR(source.Start(position));
+  ConsumeLoop loop(pipeline, store, source, options);
+  return loop.Run();
+}
+
+Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOptions& options) {
+  EVIDENT_ASSIGN_OR_RETURN(
+      std::unique_ptr<Source> source,
+      OpenNdjsonSource(options.input,
+                       {.line_bytes_max = static_cast<size_t>(pipeline.config().event_bytes_max)}));
+  return Consume(pipeline, store, *source, options);
 }
 
 }  // namespace evident

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -20,7 +21,7 @@
 #include <unordered_set>
 
 #include "core/fault_point.h"
-#include "evident/store.h"
+#include "evident/store_sqlite.h"
 #include "json/writer.h"
 
 namespace evident {
@@ -65,10 +66,30 @@ CREATE TABLE IF NOT EXISTS journal(
   event_id TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,
   at_ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS journal_by_subject ON journal(subject, consumer);
-CREATE TABLE IF NOT EXISTS checkpoint(
-  input TEXT PRIMARY KEY, position INTEGER NOT NULL, bytes INTEGER, prefix_hash INTEGER)
-  WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS position(
+  source TEXT PRIMARY KEY, position BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS evident_schema(version INTEGER NOT NULL);
 )sql";
+
+// Layout 1 (before evident_schema existed) kept file checkpoints as columns of a `checkpoint`
+// table; layout 2 keeps every source's position as the source's own text. Layout 1's rows become
+// the NDJSON file source's positions ("lines=N bytes=B hash=H", hash as 16 hex digits; a
+// checkpoint written before inputs were identified keeps "lines=N" alone, from which that source
+// refuses to resume).
+constexpr const char* kMigrate1To2 = R"sql(
+CREATE TABLE position(source TEXT PRIMARY KEY, position BLOB NOT NULL) WITHOUT ROWID;
+INSERT INTO position(source, position) SELECT input, CASE WHEN bytes IS NULL
+  THEN 'lines=' || position
+  ELSE 'lines=' || position || ' bytes=' || bytes || ' hash=' || printf('%016llx', prefix_hash)
+  END FROM checkpoint;
+DROP TABLE checkpoint;
+CREATE TABLE evident_schema(version INTEGER NOT NULL);
+INSERT INTO evident_schema(version) VALUES(2);
+)sql";
+constexpr const char* kSchemaTableSql =
+    "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='evident_schema'";
+constexpr const char* kLedgerTableSql =
+    "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='ledger'";
 
 // Runs WAL checkpoints on a thread with a connection of its own, the pattern SQLite documents
 // for keeping checkpoints off the writer (https://sqlite.org/wal.html#ckpt): the committing
@@ -234,6 +255,7 @@ class Statement {
                         : std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
   }
   int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+  sqlite3_stmt* handle() const { return stmt_; }
   std::optional<int64_t> OptionalInt(int column) const {
     if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::nullopt;
     return Int(column);
@@ -275,12 +297,21 @@ constexpr const char* kProjectionColumns =
     "consumer, subject, version, state, fields_json, owner_source, owner_version_seen, "
     "updated_at_ms, evidence_json";
 
-LedgerEntry ReadLedger(const Statement& s) {
+// A stored name outside its vocabulary: the row was not written by evident, or was changed.
+Status UnknownName(std::string_view column, const std::string& name) {
+  return Status::Corruption("stored " + std::string(column) + " '" + name + "' is unknown");
+}
+
+LedgerEntry ReadLedger(const Statement& s, Status& error) {
   LedgerEntry e;
   e.consumer = s.Text(0);
   e.source = s.Text(1);
   e.event_id = s.Text(2);
-  e.state = s.Text(3);
+  if (const auto state = ParseLedgerState(s.Text(3))) {
+    e.state = *state;
+  } else {
+    error = UnknownName("ledger state", s.Text(3));
+  }
   e.type = s.Text(4);
   e.subject = s.Text(5);
   e.subject_version = s.OptionalInt(6);
@@ -293,7 +324,7 @@ LedgerEntry ReadLedger(const Statement& s) {
   return e;
 }
 
-DeferredEvent ReadDeferred(const Statement& s) {
+DeferredEvent ReadDeferred(const Statement& s, Status& error) {
   DeferredEvent d;
   d.consumer = s.Text(0);
   d.subject = s.Text(1);
@@ -306,12 +337,16 @@ DeferredEvent ReadDeferred(const Statement& s) {
   d.raw = s.Blob(8);
   d.received_at_ms = s.Int(9);
   d.deadline_at_ms = s.Int(10);
-  d.route = s.Text(11);
+  if (const auto route = ParseGapRoute(s.Text(11))) {
+    d.route = *route;
+  } else {
+    error = UnknownName("gap route", s.Text(11));
+  }
   d.input_index = s.Int(12);
   return d;
 }
 
-Projection ReadProjection(const Statement& s) {
+Projection ReadProjectionRow(const Statement& s, Status& /*error*/) {
   Projection p;
   p.consumer = s.Text(0);
   p.subject = s.Text(1);
@@ -356,7 +391,7 @@ std::string LockedMessage(const char* path) {
          ", which holds a transaction open for longer than this process waits (busy_timeout_ms)";
 }
 
-class SqliteStore final : public Store {
+class SqliteEngine {
  public:
   // Evidence lives in its projection's row (one B-tree write per subject and batch, not one
   // per evidence record); the cache keeps it beside the Projection the pipeline reads and puts.
@@ -454,8 +489,8 @@ class SqliteStore final : public Store {
   };
   using SubjectCache =
       std::unordered_map<std::string, CachedProjection, StringHash, std::equal_to<>>;
-  explicit SqliteStore(sqlite3* db) : db_(db) {}
-  ~SqliteStore() override {
+  explicit SqliteEngine(sqlite3* db) : db_(db) {}
+  ~SqliteEngine() {
     checkpointer_.reset();  // its connection closes first: this one then removes the WAL
     statements_.clear();
     sqlite3_close_v2(db_);
@@ -472,7 +507,7 @@ class SqliteStore final : public Store {
     if (options.checkpoint_thread && file != nullptr && file[0] != '\0') {
       EVIDENT_ASSIGN_OR_RETURN(checkpointer_, Checkpointer::Open(file, options.synchronous));
     }
-    sqlite3_wal_hook(db_, &SqliteStore::OnWalCommit, this);
+    sqlite3_wal_hook(db_, &SqliteEngine::OnWalCommit, this);
     return Status::Ok();
   }
 
@@ -485,7 +520,7 @@ class SqliteStore final : public Store {
   // (measured in docs/BENCHMARKS.md). From `wal_pages_max` on, this connection waits for the
   // thread's checkpoint to end and copies the rest itself, which lets the WAL restart.
   static int OnWalCommit(void* self_pointer, sqlite3* db, const char* schema, int wal_pages) {
-    auto* self = static_cast<SqliteStore*>(self_pointer);
+    auto* self = static_cast<SqliteEngine*>(self_pointer);
     int written = 0;  // pages this commit wrote to the WAL (the counter is reset here)
     int unused = 0;
     sqlite3_db_status(db, SQLITE_DBSTATUS_CACHE_WRITE, &written, &unused, 1);
@@ -506,14 +541,55 @@ class SqliteStore final : public Store {
   Status DetectLayout() {
     static const std::string kSql =
         "SELECT pk FROM pragma_table_info('projection') WHERE name='subject'";
-    auto rows = Rows<int64_t>(kSql, {}, [](const Statement& s) { return s.Int(0); });
+    auto rows = Query<int64_t>(kSql, {}, kAll, [](const Statement& s, Status&) { return s.Int(0); });
     if (!rows.ok()) return rows.status();
-    subject_first_ = rows->size() == 1 && rows->front() == 1;
+    subject_first_ = rows->rows.size() == 1 && rows->rows.front() == 1;
     return Status::Ok();
   }
 
-  // Stores created before checkpoints identified their input get the two columns; their
-  // existing checkpoints stay unidentified (NULL), and a resume from one is refused.
+  // Brings the store to kSqliteLayoutVersion: creates a new one; migrates layout 1 (every
+  // store written before the evident_schema table) in one transaction; refuses a newer layout.
+  Status Migrate() {
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t versioned, Count(kSchemaTableSql));
+    if (versioned == 0) {
+      EVIDENT_ASSIGN_OR_RETURN(const int64_t ledger, Count(kLedgerTableSql));
+      if (ledger == 0) {  // a new store
+        return Exec(std::string("BEGIN IMMEDIATE;") + kSchema +
+                    "INSERT INTO evident_schema(version) VALUES(2);COMMIT;");
+      }
+      EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+      Status migrated = AddCheckpointIdentity();
+      if (migrated.ok()) migrated = Exec(kMigrate1To2);
+      if (migrated.ok()) migrated = Exec(kSchema);  // tables or indexes layout 1 may lack
+      if (migrated.ok()) return Exec("COMMIT");
+      (void)Exec("ROLLBACK");
+      return migrated.Annotate("migrating the store from layout 1 to 2");
+    }
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t version, Count("SELECT max(version) FROM evident_schema"));
+    if (version > kSqliteLayoutVersion) {
+      return Status::FailedPrecondition(
+          "the store has layout " + std::to_string(version) + "; this build reads layouts up to " +
+          std::to_string(kSqliteLayoutVersion) + " (a newer evident wrote it)");
+    }
+    return Status::Ok();
+  }
+
+  // For a read-only open: which layout the file has (nothing is migrated).
+  Status ReadLayout() {
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t versioned, Count(kSchemaTableSql));
+    layout_ = 1;
+    if (versioned != 0) {
+      EVIDENT_ASSIGN_OR_RETURN(layout_, Count("SELECT max(version) FROM evident_schema"));
+    }
+    if (layout_ > kSqliteLayoutVersion) {
+      return Status::FailedPrecondition("the store has layout " + std::to_string(layout_) +
+                                        "; this build reads layouts up to " +
+                                        std::to_string(kSqliteLayoutVersion));
+    }
+    return Status::Ok();
+  }
+
+  // Layout-1 stores created before checkpoints identified their input lack two columns.
   Status AddCheckpointIdentity() {
     EVIDENT_ASSIGN_OR_RETURN(
         const int64_t present,
@@ -554,25 +630,55 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
-  Status Begin() override {
+  // The connection is in one of three states; the Store hands out one handle at a time.
+  enum class Open : uint8_t { kNone, kWrite, kRead };
+  Open open() const { return open_; }
+
+  Status BeginRead() {
+    assert(open_ == Open::kNone);
+    // DEFERRED: the snapshot is taken by the first read and held until the end.
+    EVIDENT_RETURN_IF_ERROR(Exec("BEGIN DEFERRED"));
+    open_ = Open::kRead;
+    return Status::Ok();
+  }
+  void EndRead() {
+    assert(open_ == Open::kRead);
+    open_ = Open::kNone;
+    if (!Exec("COMMIT").ok()) (void)Exec("ROLLBACK");  // a read-only transaction: nothing lost
+  }
+
+  Status Begin() {
+    assert(open_ == Open::kNone);
     EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));  // busy: names the lock's holder
+    open_ = Open::kWrite;
     in_transaction_ = true;
     projections_.clear();
     subjects_read_.clear();
     pending_deferred_.clear();
     return Status::Ok();
   }
-  Status Commit() override {
-    EVIDENT_RETURN_IF_ERROR(Flush());
-    FaultPoint("before-commit");
-    EVIDENT_RETURN_IF_ERROR(Exec("COMMIT"));
+  // A commit that fails rolls back: the transaction is over either way.
+  Status Commit() {
+    assert(open_ == Open::kWrite);
+    Status status = Flush();
+    if (status.ok()) {
+      FaultPoint("before-commit");
+      status = Exec("COMMIT");
+    }
+    if (!status.ok()) {
+      (void)Rollback();
+      return status;
+    }
     FaultPoint("after-commit");
+    open_ = Open::kNone;
     in_transaction_ = false;
     projections_.clear();
     subjects_read_.clear();
     return Status::Ok();
   }
-  Status Rollback() override {
+  Status Rollback() {
+    assert(open_ == Open::kWrite);
+    open_ = Open::kNone;
     in_transaction_ = false;
     projections_.clear();
     subjects_read_.clear();
@@ -581,27 +687,30 @@ class SqliteStore final : public Store {
   }
 
   Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
-                                                std::string_view event_id) override {
+                                                std::string_view event_id) {
     static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
                                     " FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3";
     Statement& s = Prepared(kSql);
     s.Bind(consumer).Bind(source).Bind(event_id);
     Status status;
     std::optional<LedgerEntry> out;
-    if (s.Step(status)) out = ReadLedger(s);
+    if (s.Step(status)) out = ReadLedger(s, status);
     s.Reset();
     if (!status.ok()) return status;
     return out;
   }
 
-  Status InsertLedger(const LedgerEntry& e) override {
+  // ON CONFLICT DO NOTHING: a key already there is an answer, and the transaction goes on (a
+  // failed statement would abort it on PostgreSQL).
+  Result<Insert> InsertLedger(const LedgerEntry& e) {
     static const std::string kSql = std::string("INSERT INTO ledger(") + kLedgerColumns +
-                                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)";
+                                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
+                                    " ON CONFLICT DO NOTHING";
     Statement& s = Prepared(kSql);
-    return s.Bind(e.consumer)
+    EVIDENT_RETURN_IF_ERROR(s.Bind(e.consumer)
         .Bind(e.source)
         .Bind(e.event_id)
-        .Bind(e.state)
+        .Bind(LedgerStateName(e.state))
         .Bind(e.type)
         .Bind(e.subject)
         .Bind(e.subject_version)
@@ -611,11 +720,12 @@ class SqliteStore final : public Store {
         .Bind(e.committed_at_ms)
         .Bind(e.duplicates)
         .Bind(e.last_duplicate_at_ms)
-        .Run();
+        .Run());
+    return sqlite3_changes(db_) == 1 ? Insert::kInserted : Insert::kAlreadyThere;
   }
 
   Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
-                     int64_t projection_version, int64_t committed_at_ms) override {
+                     int64_t projection_version, int64_t committed_at_ms) {
     static const std::string kSql =
         "UPDATE ledger SET state='applied', projection_version=?4, committed_at_ms=?5 "
         "WHERE consumer=?1 AND source=?2 AND event_id=?3 AND state='deferred'";
@@ -631,7 +741,7 @@ class SqliteStore final : public Store {
   }
 
   Status CountDuplicate(std::string_view consumer, std::string_view source,
-                        std::string_view event_id, int64_t at_ms) override {
+                        std::string_view event_id, int64_t at_ms) {
     static const std::string kSql =
         "UPDATE ledger SET duplicates=duplicates+1, last_duplicate_at_ms=?4 "
         "WHERE consumer=?1 AND source=?2 AND event_id=?3";
@@ -642,22 +752,35 @@ class SqliteStore final : public Store {
   // Inside a transaction, projections are read once and written once per batch: consecutive
   // events of one subject (v1, v2, v3 of an order) then cost one read and one write in all.
   Result<std::optional<Projection>> FindProjection(std::string_view consumer,
-                                                   std::string_view subject) override {
+                                                   std::string_view subject) {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
     if (!cached->exists) return std::optional<Projection>();
     return cached->value;
   }
 
-  Result<ProjectionRef> EditProjection(std::string_view consumer,
-                                       std::string_view subject) override {
-    if (!in_transaction_) return Status::FailedPrecondition("EditProjection needs a transaction");
+  // Assigned field by field: the caller's strings keep their capacity from the last event.
+  Result<bool> ReadProjection(std::string_view consumer, std::string_view subject,
+                              Projection& out) {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
-    if (!cached->value) {
-      cached->value.emplace();
-      cached->value->consumer = std::string(consumer);
-      cached->value->subject = std::string(subject);
+    if (!cached->exists) {
+      out = Projection{};
+      out.consumer.assign(consumer);
+      out.subject.assign(subject);
+      return false;
     }
-    return ProjectionRef{&*cached->value, cached->exists};
+    AssignProjection(*cached->value, out);
+    return true;
+  }
+
+  static void AssignProjection(const Projection& from, Projection& to) {
+    to.consumer.assign(from.consumer);
+    to.subject.assign(from.subject);
+    to.version = from.version;
+    to.state.assign(from.state);
+    to.fields_json.assign(from.fields_json);
+    to.owner_source.assign(from.owner_source);
+    to.owner_version_seen = from.owner_version_seen;
+    to.updated_at_ms = from.updated_at_ms;
   }
 
   // The cache entry of (consumer, subject), read from the table on first use in a transaction.
@@ -682,7 +805,7 @@ class SqliteStore final : public Store {
     CachedProjection entry;
     std::string evidence_json;
     if (s.Step(status)) {
-      entry.value = ReadProjection(s);
+      entry.value = ReadProjectionRow(s, status);
       entry.exists = true;
       entry.in_table = true;
       evidence_json = s.Text(8);
@@ -710,7 +833,7 @@ class SqliteStore final : public Store {
       Status status;
       while (s.Step(status)) {
         CachedProjection entry;
-        entry.value = ReadProjection(s);
+        entry.value = ReadProjectionRow(s, status);
         entry.exists = true;
         entry.in_table = true;
         if (Status loaded = LoadEvidence(s.Text(8), entry); !loaded.ok()) {
@@ -730,12 +853,25 @@ class SqliteStore final : public Store {
     return &subjects.try_emplace(std::string(subject)).first->second;
   }
 
-  Status PutProjection(const Projection& p) override {
+  Status PutProjection(const Projection& p, std::optional<int64_t> expected_version) {
+    assert(in_transaction_);
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(p.consumer, p.subject));
-    if (!cached->value || &*cached->value != &p) cached->value = p;  // edited in place: no copy
+    const std::optional<int64_t> stored =
+        cached->exists ? std::optional<int64_t>(cached->value->version) : std::nullopt;
+    if (stored != expected_version) {
+      return Status::Aborted("projection " + p.consumer + "/" + p.subject + " is at " +
+                             (stored ? "version " + std::to_string(*stored) : "no version") +
+                             ", not the one this write expected");
+    }
+    const int64_t owner_version_seen =
+        stored ? std::max(cached->value->owner_version_seen, p.owner_version_seen)
+               : p.owner_version_seen;
+    if (!cached->value) cached->value.emplace();
+    AssignProjection(p, *cached->value);
+    cached->value->owner_version_seen = owner_version_seen;
     cached->exists = true;
     cached->dirty = true;
-    return in_transaction_ ? Status::Ok() : WriteProjection(*cached);
+    return Status::Ok();
   }
 
   Status WriteProjection(CachedProjection& cached) {
@@ -794,7 +930,7 @@ class SqliteStore final : public Store {
 
   Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
                                                     std::string_view subject,
-                                                    int64_t subject_version) override {
+                                                    int64_t subject_version) {
     if (const auto it = pending_deferred_.find(DeferredView(consumer, subject, subject_version));
         it != pending_deferred_.end()) {
       return std::optional<DeferredEvent>(it->second);
@@ -806,20 +942,24 @@ class SqliteStore final : public Store {
     s.Bind(consumer).Bind(subject).Bind(subject_version);
     Status status;
     std::optional<DeferredEvent> out;
-    if (s.Step(status)) out = ReadDeferred(s);
+    if (s.Step(status)) out = ReadDeferred(s, status);
     s.Reset();
     if (!status.ok()) return status;
     return out;
   }
 
-  // Inside a transaction a deferred event is held until commit: most gaps close within the
-  // batch that opened them (v2 arrives just before v1), and then the row is never written.
-  Status InsertDeferred(const DeferredEvent& d) override {
-    if (!in_transaction_) return WriteDeferred(d);
-    const auto [it, inserted] =
-        pending_deferred_.try_emplace(DeferredKey(d.consumer, d.subject, d.subject_version), d);
-    if (!inserted) return Status::AlreadyExists("deferred event already waits: " + d.subject);
-    return Status::Ok();
+  // A deferred event is held until commit: most gaps close within the batch that opened them
+  // (v2 arrives just before v1), and then the row is never written. A key the table holds
+  // already is found first, so the clash is an answer here rather than a failed commit.
+  Result<Insert> InsertDeferred(const DeferredEvent& d) {
+    assert(in_transaction_);
+    const DeferredView key(d.consumer, d.subject, d.subject_version);
+    if (pending_deferred_.find(key) != pending_deferred_.end()) return Insert::kAlreadyThere;
+    EVIDENT_ASSIGN_OR_RETURN(const std::optional<DeferredEvent> stored,
+                             FindDeferred(d.consumer, d.subject, d.subject_version));
+    if (stored) return Insert::kAlreadyThere;
+    pending_deferred_.try_emplace(DeferredKey(d.consumer, d.subject, d.subject_version), d);
+    return Insert::kInserted;
   }
 
   Status WriteDeferred(const DeferredEvent& d) {
@@ -837,13 +977,13 @@ class SqliteStore final : public Store {
         .BindBlob(d.raw)
         .Bind(d.received_at_ms)
         .Bind(d.deadline_at_ms)
-        .Bind(d.route)
+        .Bind(GapRouteName(d.route))
         .Bind(d.input_index)
         .Run();
   }
 
   Status DeleteDeferred(std::string_view consumer, std::string_view subject,
-                        int64_t subject_version) override {
+                        int64_t subject_version) {
     if (const auto it = pending_deferred_.find(DeferredView(consumer, subject, subject_version));
         it != pending_deferred_.end()) {
       pending_deferred_.erase(it);
@@ -855,14 +995,14 @@ class SqliteStore final : public Store {
     return s.Bind(consumer).Bind(subject).Bind(subject_version).Run();
   }
 
-  Status Keep(const KeptInput& k) override {
+  Status Keep(const KeptInput& k) {
     static const std::string kSql =
         "INSERT INTO kept(consumer, outcome, reason, message, source, event_id, type, subject, "
         "subject_version, raw, received_at_ms, input_index) "
         "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)";
     Statement& s = Prepared(kSql);
     return s.Bind(k.consumer)
-        .Bind(k.outcome)
+        .Bind(OutcomeName(k.outcome))
         .Bind(k.reason)
         .Bind(k.message)
         .Bind(k.source)
@@ -876,13 +1016,13 @@ class SqliteStore final : public Store {
         .Run();
   }
 
-  Status Journal(const JournalEntry& j) override {
+  Status Journal(const JournalEntry& j) {
     static const std::string kSql =
         "INSERT INTO journal(consumer, outcome, source, event_id, subject, subject_version, "
         "at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7)";
     Statement& s = Prepared(kSql);
     return s.Bind(j.consumer)
-        .Bind(j.outcome)
+        .Bind(OutcomeName(j.outcome))
         .Bind(j.source)
         .Bind(j.event_id)
         .Bind(j.subject)
@@ -891,7 +1031,8 @@ class SqliteStore final : public Store {
         .Run();
   }
 
-  Status PutEvidence(const EvidenceRecord& r) override {
+  Status PutEvidence(const EvidenceRecord& r) {
+    assert(in_transaction_);
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(r.consumer, r.subject));
     // One record per name: the latest proof replaces an earlier one.
     auto& records = cached->evidence;
@@ -907,85 +1048,108 @@ class SqliteStore final : public Store {
       records.insert(it, r);
     }
     cached->dirty = true;
-    if (in_transaction_ || !cached->exists) return Status::Ok();
-    return WriteProjection(*cached);
+    return Status::Ok();
   }
 
-  Status SetCheckpoint(std::string_view input, const InputCheckpoint& checkpoint) override {
-    assert(checkpoint.identified && checkpoint.lines >= 0 && checkpoint.bytes >= checkpoint.lines);
+  Status SetPosition(std::string_view source, std::string_view position) {
     static const std::string kSql =
-        "INSERT OR REPLACE INTO checkpoint(input, position, bytes, prefix_hash) "
-        "VALUES(?1,?2,?3,?4)";
+        "INSERT INTO position(source, position) VALUES(?1,?2)"
+        " ON CONFLICT(source) DO UPDATE SET position=excluded.position";
     Statement& s = Prepared(kSql);
-    return s.Bind(input)
-        .Bind(checkpoint.lines)
-        .Bind(checkpoint.bytes)
-        .Bind(static_cast<int64_t>(checkpoint.prefix_hash))  // the same 64 bits
-        .Run();
+    return s.Bind(source).BindBlob(position).Run();
   }
 
-  Result<std::optional<InputCheckpoint>> GetCheckpoint(std::string_view input) override {
-    static const std::string kSql =
-        "SELECT position, bytes, prefix_hash FROM checkpoint WHERE input=?1";
-    Statement& s = Prepared(kSql);
-    s.Bind(input);
-    Status status;
-    std::optional<InputCheckpoint> checkpoint;
-    if (s.Step(status)) {
-      checkpoint = InputCheckpoint{.lines = s.Int(0),
-                                   .bytes = s.Int(1),
-                                   .prefix_hash = static_cast<uint64_t>(s.Int(2)),
-                                   .identified = s.OptionalInt(1).has_value()};
+  Result<std::optional<std::string>> GetPosition(std::string_view source) {
+    if (layout_ < 2) {
+      return Status::FailedPrecondition(
+          "the store has layout 1 (positions in an older table); open it for writing once to "
+          "migrate it");
     }
+    static const std::string kSql = "SELECT position FROM position WHERE source=?1";
+    Statement& s = Prepared(kSql);
+    s.Bind(source);
+    Status status;
+    std::optional<std::string> position;
+    if (s.Step(status)) position = s.Blob(0);
     s.Reset();
     if (!status.ok()) return status;
-    return checkpoint;
+    return position;
   }
 
-  Result<std::vector<Projection>> ProjectionsOf(std::string_view subject) override {
+  // Everything a batch reads, in one call: each ledger key, each subject's projection (cached
+  // for the transaction's writes) and deferred events. SQLite answers from one file in process,
+  // so this is the same look-ups the events would make one by one; a networked backend makes it
+  // a fixed number of round trips.
+  Result<BatchRows> Load(const BatchKeys& keys) {
+    BatchRows out;
+    for (const LedgerKey& k : keys.ledger) {
+      EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> row,
+                               FindLedger(k.consumer, k.source, k.event_id));
+      if (row) out.ledger.push_back(std::move(*row));
+    }
+    for (const SubjectKey& k : keys.subjects) {
+      EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> projection,
+                               FindProjection(k.consumer, k.subject));
+      if (projection) out.projections.push_back(std::move(*projection));
+      EVIDENT_ASSIGN_OR_RETURN(Rows<DeferredEvent> deferred,
+                               DeferredOf(k.consumer, k.subject, kAll));
+      for (DeferredEvent& d : deferred.rows) out.deferred.push_back(std::move(d));
+    }
+    return out;
+  }
+
+  // --- the read path: lists cut at rows_max (one more row is read to tell whether more exist)
+
+  Result<Rows<Projection>> ProjectionsOf(std::string_view subject, int64_t rows_max) {
     EVIDENT_RETURN_IF_ERROR(Flush());
     // Through the ledger's subject index: projection has no index of its own on subject, which
     // keeps every projection write to one B-tree.
     static const std::string kSql =
         std::string("SELECT ") + kProjectionColumns +
         " FROM projection WHERE subject=?1 AND consumer IN "
-        "(SELECT DISTINCT consumer FROM ledger WHERE subject=?1) ORDER BY consumer";
-    return Rows<Projection>(kSql, {subject}, ReadProjection);
+        "(SELECT DISTINCT consumer FROM ledger WHERE subject=?1) ORDER BY consumer LIMIT ?2";
+    return Query<Projection>(kSql, {subject}, rows_max, ReadProjectionRow);
   }
-  Result<std::vector<LedgerEntry>> LedgerOf(std::string_view consumer,
-                                            std::string_view subject) override {
+  Result<Rows<LedgerEntry>> LedgerOf(std::string_view consumer, std::string_view subject,
+                                     int64_t rows_max) {
     // INDEXED BY: without it SQLite chose the primary key's consumer prefix and read every
     // receipt of the consumer for each subject (the kill -9 test's reads of a 24,000-receipt
     // store took about 25 s; now under half a second).
     static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
                                     " FROM ledger INDEXED BY ledger_by_subject"
                                     " WHERE consumer=?1 AND subject=?2"
-                                    " ORDER BY subject_version, committed_at_ms";
-    return Rows<LedgerEntry>(kSql, {consumer, subject}, ReadLedger);
+                                    " ORDER BY subject_version, committed_at_ms LIMIT ?3";
+    return Query<LedgerEntry>(kSql, {consumer, subject}, rows_max, ReadLedger);
   }
-  Result<std::vector<DeferredEvent>> DeferredOf(std::string_view consumer,
-                                                std::string_view subject) override {
+  Result<Rows<DeferredEvent>> DeferredOf(std::string_view consumer, std::string_view subject,
+                                         int64_t rows_max) {
     EVIDENT_RETURN_IF_ERROR(Flush());
     static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
                                     " FROM deferred WHERE consumer=?1 AND subject=?2 "
-                                    "ORDER BY subject_version";
-    return Rows<DeferredEvent>(kSql, {consumer, subject}, ReadDeferred);
+                                    "ORDER BY subject_version LIMIT ?3";
+    return Query<DeferredEvent>(kSql, {consumer, subject}, rows_max, ReadDeferred);
   }
-  Result<std::vector<DeferredEvent>> AllDeferred() override {
+  Result<Rows<DeferredEvent>> AllDeferred(int64_t rows_max) {
     EVIDENT_RETURN_IF_ERROR(Flush());
     static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
-                                    " FROM deferred ORDER BY deadline_at_ms, consumer, subject";
-    return Rows<DeferredEvent>(kSql, {}, ReadDeferred);
+                                    " FROM deferred ORDER BY deadline_at_ms, consumer, subject,"
+                                    " subject_version LIMIT ?1";
+    return Query<DeferredEvent>(kSql, {}, rows_max, ReadDeferred);
   }
-  Result<std::vector<KeptInput>> KeptOf(std::string_view subject) override {
+  Result<Rows<KeptInput>> KeptOf(std::string_view subject, int64_t rows_max) {
     static const std::string kSql =
         "SELECT seq, consumer, outcome, reason, message, source, event_id, type, subject, "
-        "subject_version, raw, received_at_ms, input_index FROM kept WHERE subject=?1 ORDER BY seq";
-    return Rows<KeptInput>(kSql, {subject}, [](const Statement& s) {
+        "subject_version, raw, received_at_ms, input_index FROM kept WHERE subject=?1 "
+        "ORDER BY seq LIMIT ?2";
+    return Query<KeptInput>(kSql, {subject}, rows_max, [](const Statement& s, Status& error) {
       KeptInput k;
       k.seq = s.Int(0);
       k.consumer = s.Text(1);
-      k.outcome = s.Text(2);
+      if (const auto outcome = ParseOutcome(s.Text(2))) {
+        k.outcome = *outcome;
+      } else {
+        error = UnknownName("outcome", s.Text(2));
+      }
       k.reason = s.Text(3);
       k.message = s.Text(4);
       k.source = s.Text(5);
@@ -999,45 +1163,59 @@ class SqliteStore final : public Store {
       return k;
     });
   }
-  Result<std::vector<JournalEntry>> JournalOf(std::string_view consumer,
-                                              std::string_view subject) override {
+  Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
+                                       int64_t rows_max) {
     static const std::string kSql =
         "SELECT seq, consumer, outcome, source, event_id, subject, subject_version, at_ms "
-        "FROM journal WHERE consumer=?1 AND subject=?2 ORDER BY seq";
-    return Rows<JournalEntry>(kSql, {consumer, subject}, [](const Statement& s) {
-      JournalEntry j;
-      j.seq = s.Int(0);
-      j.consumer = s.Text(1);
-      j.outcome = s.Text(2);
-      j.source = s.Text(3);
-      j.event_id = s.Text(4);
-      j.subject = s.Text(5);
-      j.subject_version = s.OptionalInt(6);
-      j.at_ms = s.Int(7);
-      return j;
-    });
+        "FROM journal WHERE consumer=?1 AND subject=?2 ORDER BY seq LIMIT ?3";
+    return Query<JournalEntry>(kSql, {consumer, subject}, rows_max,
+                               [](const Statement& s, Status& error) {
+                                 JournalEntry j;
+                                 j.seq = s.Int(0);
+                                 j.consumer = s.Text(1);
+                                 if (const auto outcome = ParseOutcome(s.Text(2))) {
+                                   j.outcome = *outcome;
+                                 } else {
+                                   error = UnknownName("outcome", s.Text(2));
+                                 }
+                                 j.source = s.Text(3);
+                                 j.event_id = s.Text(4);
+                                 j.subject = s.Text(5);
+                                 j.subject_version = s.OptionalInt(6);
+                                 j.at_ms = s.Int(7);
+                                 return j;
+                               });
   }
-  Result<std::vector<EvidenceRecord>> EvidenceOf(std::string_view consumer,
-                                                 std::string_view subject) override {
+  Result<Rows<EvidenceRecord>> EvidenceOf(std::string_view consumer, std::string_view subject,
+                                          int64_t rows_max) {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
-    return cached->evidence;  // sorted by name
+    Rows<EvidenceRecord> out;
+    const auto& records = cached->evidence;  // sorted by name
+    const size_t count = std::min(records.size(), static_cast<size_t>(std::max<int64_t>(rows_max, 0)));
+    out.rows.assign(records.begin(), records.begin() + static_cast<ptrdiff_t>(count));
+    out.truncated = count < records.size();
+    return out;
   }
 
-  Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
+  Result<std::vector<std::pair<std::string, int64_t>>> Counts() {
     EVIDENT_RETURN_IF_ERROR(Flush());
     std::vector<std::pair<std::string, int64_t>> out;
-    static const std::string kTables[] = {"ledger", "projection", "deferred", "kept", "journal"};
-    static const std::string kSql[] = {"SELECT count(*) FROM ledger",
+    static const char* const kTables[] = {"ledger", "projection", "deferred", "kept", "journal"};
+    static const char* const kSql[] = {"SELECT count(*) FROM ledger",
                                        "SELECT count(*) FROM projection",
                                        "SELECT count(*) FROM deferred", "SELECT count(*) FROM kept",
                                        "SELECT count(*) FROM journal"};
     for (size_t i = 0; i < std::size(kTables); ++i) {
-      auto rows = Rows<int64_t>(kSql[i], {}, [](const Statement& s) { return s.Int(0); });
-      if (!rows.ok()) return rows.status();
-      out.emplace_back(kTables[i], rows->at(0));
+      EVIDENT_ASSIGN_OR_RETURN(const int64_t count, Count(kSql[i]));
+      out.emplace_back(kTables[i], count);
     }
     return out;
   }
+
+  sqlite3* db() const { return db_; }
+
+  // No row limit, for internal reads bounded by other means (one subject's rows in a batch).
+  static constexpr int64_t kAll = std::numeric_limits<int64_t>::max() - 1;
 
  private:
   // `sql` must have static storage: statements are cached by its address, so the hot path
@@ -1051,14 +1229,26 @@ class SqliteStore final : public Store {
     return *it->second;
   }
 
+  // Runs a list query whose last parameter is its LIMIT: rows_max + 1 rows are asked for, and
+  // the extra one only tells that the list was cut.
   template <typename T, typename Reader>
-  Result<std::vector<T>> Rows(const std::string& sql, std::initializer_list<std::string_view> args,
-                              Reader read) {
+  Result<Rows<T>> Query(const std::string& sql, std::initializer_list<std::string_view> args,
+                        int64_t rows_max, Reader read) {
+    assert(rows_max >= 0);
     Statement& s = Prepared(sql);  // sql has static storage (see Prepared)
     for (std::string_view a : args) s.Bind(a);
-    std::vector<T> out;
+    if (sqlite3_bind_parameter_count(s.handle()) > static_cast<int>(args.size())) {
+      s.Bind(rows_max + 1);
+    }
+    Rows<T> out;
     Status status;
-    while (s.Step(status)) out.push_back(read(s));
+    while (status.ok() && s.Step(status)) {
+      if (static_cast<int64_t>(out.rows.size()) == rows_max) {
+        out.truncated = true;
+        break;
+      }
+      out.rows.push_back(read(s, status));
+    }
     s.Reset();
     if (!status.ok()) return status;
     return out;
@@ -1071,6 +1261,8 @@ class SqliteStore final : public Store {
   int64_t wal_pages_max_ = SqliteOptions{}.wal_pages_max;
   std::unordered_map<const std::string*, std::unique_ptr<Statement>> statements_;
   bool in_transaction_ = false;
+  Open open_ = Open::kNone;
+  int64_t layout_ = kSqliteLayoutVersion;
   // The projection key leads with the subject (stores created since the key order changed).
   bool subject_first_ = false;
   // Subjects whose projection rows this transaction has read, for every consumer at once.
@@ -1098,11 +1290,157 @@ class SqliteStore final : public Store {
   std::map<DeferredKey, DeferredEvent, DeferredKeyLess> pending_deferred_;
 };
 
+// The Store handles over one engine (one connection). Each handle asserts it is still open: a
+// call after Commit or Rollback is a programmer error.
+class SqliteTransaction final : public Transaction {
+ public:
+  explicit SqliteTransaction(SqliteEngine& engine) : engine_(&engine) {}
+  ~SqliteTransaction() override {
+    if (engine_ != nullptr) (void)engine_->Rollback();
+  }
+
+  Status Commit() override { return Finish()->Commit(); }
+  Status Rollback() override { return Finish()->Rollback(); }
+
+  Result<BatchRows> Load(const BatchKeys& keys) override { return Open()->Load(keys); }
+  Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
+                                                std::string_view event_id) override {
+    return Open()->FindLedger(consumer, source, event_id);
+  }
+  Result<Insert> InsertLedger(const LedgerEntry& entry) override {
+    return Open()->InsertLedger(entry);
+  }
+  Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
+                     int64_t projection_version, int64_t committed_at_ms) override {
+    return Open()->MarkApplied(consumer, source, event_id, projection_version, committed_at_ms);
+  }
+  Status CountDuplicate(std::string_view consumer, std::string_view source,
+                        std::string_view event_id, int64_t at_ms) override {
+    return Open()->CountDuplicate(consumer, source, event_id, at_ms);
+  }
+  Result<bool> ReadProjection(std::string_view consumer, std::string_view subject,
+                              Projection& out) override {
+    return Open()->ReadProjection(consumer, subject, out);
+  }
+  Status PutProjection(const Projection& projection,
+                       std::optional<int64_t> expected_version) override {
+    return Open()->PutProjection(projection, expected_version);
+  }
+  Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
+                                                    std::string_view subject,
+                                                    int64_t subject_version) override {
+    return Open()->FindDeferred(consumer, subject, subject_version);
+  }
+  Result<Insert> InsertDeferred(const DeferredEvent& event) override {
+    return Open()->InsertDeferred(event);
+  }
+  Status DeleteDeferred(std::string_view consumer, std::string_view subject,
+                        int64_t subject_version) override {
+    return Open()->DeleteDeferred(consumer, subject, subject_version);
+  }
+  Status Keep(const KeptInput& input) override { return Open()->Keep(input); }
+  Status Journal(const JournalEntry& entry) override { return Open()->Journal(entry); }
+  Status PutEvidence(const EvidenceRecord& record) override { return Open()->PutEvidence(record); }
+  Status SetPosition(std::string_view source, std::string_view position) override {
+    return Open()->SetPosition(source, position);
+  }
+  Result<std::optional<std::string>> GetPosition(std::string_view source) override {
+    return Open()->GetPosition(source);
+  }
+
+  sqlite3* connection() const { return engine_ == nullptr ? nullptr : engine_->db(); }
+
+ private:
+  SqliteEngine* Open() const {
+    assert(engine_ != nullptr && "transaction used after Commit or Rollback");
+    return engine_;
+  }
+  SqliteEngine* Finish() { return std::exchange(engine_, nullptr); }
+
+  SqliteEngine* engine_;
+};
+
+class SqliteSnapshot final : public Snapshot {
+ public:
+  explicit SqliteSnapshot(SqliteEngine& engine) : engine_(engine) {}
+  ~SqliteSnapshot() override { engine_.EndRead(); }
+
+  Result<std::optional<Projection>> FindProjection(std::string_view consumer,
+                                                   std::string_view subject) override {
+    return engine_.FindProjection(consumer, subject);
+  }
+  Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
+                                                std::string_view event_id) override {
+    return engine_.FindLedger(consumer, source, event_id);
+  }
+  Result<Rows<Projection>> ProjectionsOf(std::string_view subject, int64_t rows_max) override {
+    return engine_.ProjectionsOf(subject, rows_max);
+  }
+  Result<Rows<LedgerEntry>> LedgerOf(std::string_view consumer, std::string_view subject,
+                                     int64_t rows_max) override {
+    return engine_.LedgerOf(consumer, subject, rows_max);
+  }
+  Result<Rows<DeferredEvent>> DeferredOf(std::string_view consumer, std::string_view subject,
+                                         int64_t rows_max) override {
+    return engine_.DeferredOf(consumer, subject, rows_max);
+  }
+  Result<Rows<DeferredEvent>> AllDeferred(int64_t rows_max) override {
+    return engine_.AllDeferred(rows_max);
+  }
+  Result<Rows<KeptInput>> KeptOf(std::string_view subject, int64_t rows_max) override {
+    return engine_.KeptOf(subject, rows_max);
+  }
+  Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
+                                       int64_t rows_max) override {
+    return engine_.JournalOf(consumer, subject, rows_max);
+  }
+  Result<Rows<EvidenceRecord>> EvidenceOf(std::string_view consumer, std::string_view subject,
+                                          int64_t rows_max) override {
+    return engine_.EvidenceOf(consumer, subject, rows_max);
+  }
+  Result<std::optional<std::string>> GetPosition(std::string_view source) override {
+    return engine_.GetPosition(source);
+  }
+  Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
+    return engine_.Counts();
+  }
+
+ private:
+  SqliteEngine& engine_;
+};
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(std::unique_ptr<SqliteEngine> engine) : engine_(std::move(engine)) {}
+
+  Result<std::unique_ptr<Transaction>> Begin() override {
+    EVIDENT_RETURN_IF_ERROR(Idle("Begin"));
+    EVIDENT_RETURN_IF_ERROR(engine_->Begin());
+    return std::unique_ptr<Transaction>(new SqliteTransaction(*engine_));
+  }
+  Result<std::unique_ptr<Snapshot>> Read() override {
+    EVIDENT_RETURN_IF_ERROR(Idle("Read"));
+    EVIDENT_RETURN_IF_ERROR(engine_->BeginRead());
+    return std::unique_ptr<Snapshot>(new SqliteSnapshot(*engine_));
+  }
+
+ private:
+  Status Idle(std::string_view call) const {
+    if (engine_->open() == SqliteEngine::Open::kNone) return Status::Ok();
+    return Status::FailedPrecondition(
+        std::string(call) + ": this store has a " +
+        (engine_->open() == SqliteEngine::Open::kWrite ? "transaction" : "snapshot") +
+        " open; one at a time per store");
+  }
+
+  std::unique_ptr<SqliteEngine> engine_;
+};
+
 // Every table an evident store has; a database without them is not one.
 constexpr const char* kStoreTablesSql =
     "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
-    "('ledger','projection','deferred','kept','journal','checkpoint')";
-constexpr int64_t kStoreTableCount = 6;
+    "('ledger','projection','deferred','kept','journal')";
+constexpr int64_t kStoreTableCount = 5;
 
 // Opens `path` with SQLITE_OPEN_READONLY: nothing is created or changed. A WAL store whose
 // directory cannot hold the -shm file (a read-only mount) is opened immutable instead, which is
@@ -1129,7 +1467,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStoreForReading(const std::string& path
     sqlite3* db = nullptr;
     const int rc = sqlite3_open_v2(
         uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
-    auto store = std::make_unique<SqliteStore>(db);  // closes db on every path below
+    auto store = std::make_unique<SqliteEngine>(db);  // closes db on every path below
     if (rc != SQLITE_OK) {
       last = Status::IoError("cannot open sqlite store " + path + ": " + sqlite3_errmsg(db));
       continue;
@@ -1150,8 +1488,9 @@ Result<std::unique_ptr<Store>> OpenSqliteStoreForReading(const std::string& path
       return Status::FailedPrecondition(path +
                                         " is not an evident store (it lacks evident's tables)");
     }
+    EVIDENT_RETURN_IF_ERROR(store->ReadLayout());
     EVIDENT_RETURN_IF_ERROR(store->DetectLayout());
-    return std::unique_ptr<Store>(std::move(store));
+    return std::unique_ptr<Store>(new SqliteStore(std::move(store)));
   }
   return last.Annotate("opening " + path + " for reading");
 }
@@ -1179,28 +1518,24 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
     sqlite3_close_v2(db);
     return Status::IoError("cannot open sqlite store " + path + ": " + message);
   }
-  auto store = std::make_unique<SqliteStore>(db);
+  auto store = std::make_unique<SqliteEngine>(db);
   sqlite3_busy_timeout(db, static_cast<int>(options.busy_timeout_ms));
   sqlite3_extended_result_codes(db, 1);  // tells a duplicate key from other constraint failures
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=" + options.synchronous));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA cache_size=-" + std::to_string(options.cache_kib)));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
-  EVIDENT_RETURN_IF_ERROR(store->Exec(kSchema));
-  EVIDENT_RETURN_IF_ERROR(store->AddCheckpointIdentity());
+  EVIDENT_RETURN_IF_ERROR(store->Migrate());
   EVIDENT_RETURN_IF_ERROR(store->DetectLayout());
   EVIDENT_RETURN_IF_ERROR(store->ConfigureCheckpoints(options));
-  return std::unique_ptr<Store>(std::move(store));
+  return std::unique_ptr<Store>(new SqliteStore(std::move(store)));
+}
+
+sqlite3* SqliteConnection(Transaction& transaction) {
+  auto* sqlite = dynamic_cast<SqliteTransaction*>(&transaction);
+  return sqlite == nullptr ? nullptr : sqlite->connection();
 }
 
 bool ConfigureSqliteProcess() { return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK; }
-
-Result<std::unique_ptr<Store>> OpenStore(std::string_view uri, const SqliteOptions& sqlite) {
-  constexpr std::string_view kSqlite = "sqlite:";
-  if (uri.substr(0, kSqlite.size()) == kSqlite && uri.size() > kSqlite.size()) {
-    return OpenSqliteStore(std::string(uri.substr(kSqlite.size())), sqlite);
-  }
-  return Status::InvalidArgument("unknown store '" + std::string(uri) + "' (expected sqlite:PATH)");
-}
 
 }  // namespace evident

@@ -1,10 +1,10 @@
 #include <algorithm>
 
-#include "evident/consumer.h"
+#include "evident/evidence.h"
 
 namespace evident {
 
-Result<GuardDecision> EvaluateGuard(Store& store, const ConsumerConfig& consumer,
+Result<GuardDecision> EvaluateGuard(Snapshot& store, const ConsumerConfig& consumer,
                                     std::string_view subject, std::string_view action) {
   const auto guard_it = consumer.guards.find(std::string(action));
   if (guard_it == consumer.guards.end()) {
@@ -24,16 +24,20 @@ Result<GuardDecision> EvaluateGuard(Store& store, const ConsumerConfig& consumer
     return decision;
   }
   if (guard.in_sync) {
-    if (projection->version != projection->owner_version_seen) {
+    EVIDENT_ASSIGN_OR_RETURN(const Rows<DeferredEvent> deferred, store.DeferredOf(id, subject));
+    if (!InSync(*projection, deferred.rows.size()) &&
+        projection->version != projection->owner_version_seen) {
       decision.reasons.push_back(
           "not in sync: projection version " + std::to_string(projection->version) +
           " is behind the owner version seen " + std::to_string(projection->owner_version_seen));
     }
-    EVIDENT_ASSIGN_OR_RETURN(std::vector<DeferredEvent> deferred, store.DeferredOf(id, subject));
-    if (!deferred.empty()) {
-      decision.reasons.push_back(
-          "gap open: version " + std::to_string(ExpectedVersion(projection)) + " expected, " +
-          std::to_string(deferred.size()) + " event(s) deferred, route " + deferred.front().route);
+    if (!deferred.rows.empty()) {
+      decision.reasons.push_back("gap open: version " +
+                                 std::to_string(ExpectedVersion(projection)) + " expected, " +
+                                 std::to_string(deferred.rows.size()) +
+                                 (deferred.truncated ? " or more" : "") +
+                                 " event(s) deferred, route " +
+                                 std::string(GapRouteName(deferred.rows.front().route)));
     }
   }
   if (!guard.states.empty() && std::find(guard.states.begin(), guard.states.end(),
@@ -44,7 +48,9 @@ Result<GuardDecision> EvaluateGuard(Store& store, const ConsumerConfig& consumer
                                std::to_string(projection->version) + ") is not one of: " + allowed);
   }
   if (!guard.evidence.empty()) {
-    EVIDENT_ASSIGN_OR_RETURN(std::vector<EvidenceRecord> recorded, store.EvidenceOf(id, subject));
+    // Evidence names are few (the contract lists them); a bound far above any contract's.
+    EVIDENT_ASSIGN_OR_RETURN(const Rows<EvidenceRecord> evidence, store.EvidenceOf(id, subject));
+    const std::vector<EvidenceRecord>& recorded = evidence.rows;
     for (const std::string& name : guard.evidence) {
       const bool present = std::any_of(recorded.begin(), recorded.end(),
                                        [&](const EvidenceRecord& r) { return r.name == name; });

@@ -1,0 +1,90 @@
+// evident/evidence.h — reading decisions back: the evidence packet of a subject, the open gaps,
+// and guards ("may this action be done to this subject now?"). Each reads one Snapshot, so
+// every part of an answer comes from the same committed state. The CLI and the daemon only
+// format what these return.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "evident/config.h"
+#include "evident/status.h"
+#include "evident/store.h"
+
+namespace evident {
+
+// The version a subject's ordered projection waits for next: one past the projection's version
+// (1 when there is no projection yet). A gap's missing versions start here; the version stored
+// with a deferred event is the one expected when it was deferred, which later applies may
+// have passed, so readers use this instead.
+inline int64_t ExpectedVersion(const std::optional<Projection>& projection) {
+  return (projection ? projection->version : 0) + 1;
+}
+
+// The "in sync" rule, the one place it is written: a projection is in sync with its owner when
+// it has applied the highest owner version seen (deferred events included) and nothing waits.
+bool InSync(const Projection& projection, size_t deferred_count);
+
+// Everything the store knows about one consumer's view of one subject.
+struct ConsumerEvidence {
+  std::string consumer;
+  std::optional<Projection> projection;
+  std::vector<LedgerEntry> ledger;  // applied and deferred receipts
+  std::vector<DeferredEvent> deferred;
+  std::vector<JournalEntry> journal;
+  std::vector<KeptInput> kept;
+  std::vector<EvidenceRecord> evidence;
+
+  bool in_sync() const { return projection && InSync(*projection, deferred.size()); }
+  int64_t duplicate_count() const;
+  bool empty() const;  // the store knows nothing of the subject for this consumer
+};
+
+struct EvidencePacket {
+  std::string subject;
+  std::vector<ConsumerEvidence> consumers;  // by consumer id
+  std::vector<KeptInput> unassigned;        // kept before any consumer was chosen
+  // Some list was cut at rows_max: the packet is a prefix of what the store holds.
+  bool truncated = false;
+
+  bool known() const;  // the store knows something of the subject
+};
+
+// The packet of `subject`: every consumer that has a projection of it or kept one of its
+// events, or only `consumer` when given (then no unassigned inputs). Each list holds at most
+// `rows_max` rows.
+Result<EvidencePacket> ReadEvidence(Snapshot& snapshot, std::string_view subject,
+                                    std::string_view consumer = {},
+                                    int64_t rows_max = kReadRowsMaxDefault);
+
+// One open gap per (consumer, subject): the version expected now, every waiting version, the
+// earliest deadline and the oldest wait.
+struct Gap {
+  std::string consumer, subject;
+  GapRoute route = GapRoute::kWait;
+  int64_t expected_version = 0;
+  int64_t deadline_at_ms = 0, oldest_received_at_ms = 0;
+  std::vector<int64_t> waiting_versions;
+};
+struct Gaps {
+  std::vector<Gap> gaps;  // by consumer, then subject
+  bool truncated = false;  // more than rows_max deferred events: the gaps of the first ones
+};
+Result<Gaps> ReadGaps(Snapshot& snapshot, int64_t rows_max = kReadRowsMaxDefault);
+
+// The answer of a guard: "may `action` be done to `subject` now?"
+struct GuardDecision {
+  bool allowed = false;
+  std::vector<std::string> reasons;  // every reason for a refusal; empty when allowed
+};
+
+// Evaluates the guard named `action` of `consumer` against one snapshot. Allowed only when the
+// projection exists, is in sync with the owner (when the guard asks), its state is allowed, and
+// every required evidence is recorded. Fails (kNotFound) for an unknown action.
+Result<GuardDecision> EvaluateGuard(Snapshot& snapshot, const ConsumerConfig& consumer,
+                                    std::string_view subject, std::string_view action);
+
+}  // namespace evident

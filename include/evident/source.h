@@ -1,0 +1,90 @@
+// evident/source.h — where the consume loop's events come from, and where a relay's go.
+//
+// A Source hands out messages one at a time, in its order. The loop decides a batch of them in
+// one store transaction, writes the source's position in that transaction, commits, and only
+// then acknowledges the batch to the source: a crash between commit and acknowledgement makes a
+// broker redeliver what is already decided, and the ledger absorbs it as duplicates. A batch
+// that is rolled back is negatively acknowledged (redelivered after a delay).
+//
+// Positions are opaque to everyone but their source. While reading, a message carries a Cursor
+// (three words the source fills as it likes: cheap to copy per event); the loop turns the cursor
+// of the last decided message into the stored text once per commit (EncodePosition). On the
+// next run, Start receives that text back.
+//
+// Implementations: NDJSON files and standard input (OpenNdjsonSource, below). Thread-safety:
+// Fetch, Start, Acknowledge and Reject are called from one thread (the loop's reading thread
+// calls Fetch; the deciding thread calls Acknowledge and Reject, never at the same time as each
+// other). Stop may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "evident/status.h"
+
+namespace evident {
+
+struct Cursor {
+  int64_t a = 0, b = 0;
+  uint64_t c = 0;
+};
+
+struct Message {
+  std::string bytes;  // one event, as received
+  int64_t index = 0;  // where it stands in the source (NDJSON: the 0-based line), for decisions
+  Cursor cursor;      // the source's position just after this message
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+
+  // The key of this source's position in the store ("/abs/path/events.ndjson", "stdin", a
+  // stream and consumer name).
+  virtual const std::string& name() const = 0;
+
+  // Called once, before the first Fetch: where to begin. nullopt: the beginning (or wherever
+  // the source itself remembers). A position this source cannot resume from is refused
+  // (kFailedPrecondition, saying why) before anything is fetched.
+  virtual Status Start(const std::optional<std::string>& position) = 0;
+
+  enum class Fetched : uint8_t { kMessage, kWouldWait, kEnd };
+  // The next message into `out` (its strings keep their capacity). Waits at most `wait_ms` for
+  // one (-1: until one arrives or the source ends); kWouldWait when none came in time. After
+  // Stop, kEnd.
+  virtual Result<Fetched> Fetch(Message& out, int wait_ms) = 0;
+
+  // The text to store for a cursor this source produced.
+  virtual std::string EncodePosition(const Cursor& cursor) const = 0;
+
+  // Every message through `cursor` is decided and committed.
+  virtual Status Acknowledge(const Cursor& cursor) = 0;
+  // The messages after the last acknowledged one through `cursor` were not committed: deliver
+  // them again after `delay_ms`. A file source cannot; it reports kFailedPrecondition and the
+  // run ends (a --resume run decides them again).
+  virtual Status Reject(const Cursor& cursor, int64_t delay_ms) = 0;
+
+  // Ends the source: a waiting Fetch returns soon, later ones return kEnd.
+  virtual void Stop() = 0;
+
+  // Messages skipped at Start's position (NDJSON --resume: lines already decided).
+  virtual int64_t skipped() const { return 0; }
+};
+
+struct NdjsonSourceOptions {
+  // A line longer than this is cut to line_bytes_max + 1 bytes (enough for the parser to
+  // reject it as too large) and the rest is skipped unread into memory.
+  size_t line_bytes_max = size_t{1} << 20;
+};
+
+// A newline-delimited JSON file, or standard input for "-". Blank lines are skipped. Its
+// position is the lines decided and the size and 64-bit FNV-1a hash of exactly those bytes
+// ("lines=N bytes=B hash=H"): a resumed run skips the lines only when the input starts with the
+// same bytes, so a different file of the same name is refused rather than half-skipped.
+Result<std::unique_ptr<Source>> OpenNdjsonSource(const std::string& path,
+                                                 const NdjsonSourceOptions& options = {});
+
+}  // namespace evident

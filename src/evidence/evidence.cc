@@ -1,0 +1,117 @@
+// The evidence packet and the open gaps, each read from one snapshot.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "evident/evidence.h"
+
+namespace evident {
+
+bool InSync(const Projection& projection, size_t deferred_count) {
+  return projection.version == projection.owner_version_seen && deferred_count == 0;
+}
+
+int64_t ConsumerEvidence::duplicate_count() const {
+  return std::count_if(journal.begin(), journal.end(),
+                       [](const JournalEntry& j) { return j.outcome == Outcome::kDuplicate; });
+}
+
+bool ConsumerEvidence::empty() const {
+  return !projection && ledger.empty() && deferred.empty() && journal.empty() && kept.empty() &&
+         evidence.empty();
+}
+
+bool EvidencePacket::known() const {
+  return !unassigned.empty() ||
+         std::any_of(consumers.begin(), consumers.end(),
+                     [](const ConsumerEvidence& c) { return !c.empty(); });
+}
+
+namespace {
+
+// Moves a bounded list's rows into `out`, noting a cut.
+template <typename T>
+void Take(Rows<T>&& rows, std::vector<T>& out, bool& truncated) {
+  out = std::move(rows.rows);
+  truncated = truncated || rows.truncated;
+}
+
+Status ReadConsumer(Snapshot& snapshot, std::string_view subject, int64_t rows_max,
+                    ConsumerEvidence& c, bool& truncated) {
+  EVIDENT_ASSIGN_OR_RETURN(c.projection, snapshot.FindProjection(c.consumer, subject));
+  EVIDENT_ASSIGN_OR_RETURN(Rows<LedgerEntry> ledger,
+                           snapshot.LedgerOf(c.consumer, subject, rows_max));
+  Take(std::move(ledger), c.ledger, truncated);
+  EVIDENT_ASSIGN_OR_RETURN(Rows<DeferredEvent> deferred,
+                           snapshot.DeferredOf(c.consumer, subject, rows_max));
+  Take(std::move(deferred), c.deferred, truncated);
+  EVIDENT_ASSIGN_OR_RETURN(Rows<JournalEntry> journal,
+                           snapshot.JournalOf(c.consumer, subject, rows_max));
+  Take(std::move(journal), c.journal, truncated);
+  EVIDENT_ASSIGN_OR_RETURN(Rows<EvidenceRecord> evidence,
+                           snapshot.EvidenceOf(c.consumer, subject, rows_max));
+  Take(std::move(evidence), c.evidence, truncated);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<EvidencePacket> ReadEvidence(Snapshot& snapshot, std::string_view subject,
+                                    std::string_view consumer, int64_t rows_max) {
+  EvidencePacket packet;
+  packet.subject = std::string(subject);
+  EVIDENT_ASSIGN_OR_RETURN(Rows<Projection> projections,
+                           snapshot.ProjectionsOf(subject, rows_max));
+  EVIDENT_ASSIGN_OR_RETURN(Rows<KeptInput> kept, snapshot.KeptOf(subject, rows_max));
+  packet.truncated = projections.truncated || kept.truncated;
+  std::set<std::string> consumers;
+  for (const Projection& p : projections.rows) consumers.insert(p.consumer);
+  for (const KeptInput& k : kept.rows) {
+    if (k.consumer.empty()) {
+      packet.unassigned.push_back(k);
+    } else {
+      consumers.insert(k.consumer);
+    }
+  }
+  if (!consumer.empty()) {
+    consumers = {std::string(consumer)};
+    packet.unassigned.clear();
+  }
+  for (const std::string& id : consumers) {
+    ConsumerEvidence c;
+    c.consumer = id;
+    EVIDENT_RETURN_IF_ERROR(ReadConsumer(snapshot, subject, rows_max, c, packet.truncated));
+    for (const KeptInput& k : kept.rows) {
+      if (k.consumer == id) c.kept.push_back(k);
+    }
+    packet.consumers.push_back(std::move(c));
+  }
+  return packet;
+}
+
+Result<Gaps> ReadGaps(Snapshot& snapshot, int64_t rows_max) {
+  EVIDENT_ASSIGN_OR_RETURN(Rows<DeferredEvent> deferred, snapshot.AllDeferred(rows_max));
+  std::map<std::pair<std::string, std::string>, Gap> by_key;
+  for (const DeferredEvent& d : deferred.rows) {
+    Gap& g = by_key[{d.consumer, d.subject}];
+    if (g.waiting_versions.empty()) {
+      g = Gap{d.consumer,       d.subject,        d.route, d.expected_version,
+              d.deadline_at_ms, d.received_at_ms, {}};
+    }
+    g.deadline_at_ms = std::min(g.deadline_at_ms, d.deadline_at_ms);
+    g.oldest_received_at_ms = std::min(g.oldest_received_at_ms, d.received_at_ms);
+    g.waiting_versions.push_back(d.subject_version);
+  }
+  Gaps out;
+  out.truncated = deferred.truncated;
+  for (auto& [key, g] : by_key) {  // what is missing now, not when the first event was deferred
+    EVIDENT_ASSIGN_OR_RETURN(const std::optional<Projection> projection,
+                             snapshot.FindProjection(g.consumer, g.subject));
+    g.expected_version = ExpectedVersion(projection);
+    std::sort(g.waiting_versions.begin(), g.waiting_versions.end());
+    out.gaps.push_back(std::move(g));
+  }
+  return out;
+}
+
+}  // namespace evident

@@ -1,0 +1,41 @@
+// OpenStore(uri): the scheme table. Adding a backend adds one row here (and its library to
+// src/store/CMakeLists.txt).
+#include <array>
+#include <functional>
+
+#include "evident/store.h"
+#include "evident/store_sqlite.h"
+
+namespace evident {
+namespace {
+
+struct Scheme {
+  std::string_view prefix;  // "sqlite:"
+  std::string_view usage;   // for the refusal message
+  Result<std::unique_ptr<Store>> (*open)(std::string_view rest, const StoreOptions& options);
+};
+
+Result<std::unique_ptr<Store>> OpenSqlite(std::string_view path, const StoreOptions& options) {
+  return OpenSqliteStore(std::string(path), SqliteOptions{.busy_timeout_ms = options.busy_timeout_ms,
+                                                          .read_only = options.read_only});
+}
+
+constexpr std::array<Scheme, 1> kSchemes = {{
+    {"sqlite:", "sqlite:PATH", &OpenSqlite},
+}};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenStore(std::string_view uri, const StoreOptions& options) {
+  std::string usage;
+  for (const Scheme& scheme : kSchemes) {
+    if (uri.substr(0, scheme.prefix.size()) == scheme.prefix && uri.size() > scheme.prefix.size()) {
+      return scheme.open(uri.substr(scheme.prefix.size()), options);
+    }
+    usage += (usage.empty() ? "" : ", ") + std::string(scheme.usage);
+  }
+  return Status::InvalidArgument("unknown store '" + std::string(uri) + "' (expected " + usage +
+                                 ")");
+}
+
+}  // namespace evident
