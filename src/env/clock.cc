@@ -1,0 +1,52 @@
+// Clocks: the system clock and the manual one.
+#include "evident/clock.h"
+
+#include <cassert>
+#include <chrono>
+#include <thread>
+
+namespace evident {
+namespace {
+
+class RealClock final : public Clock {
+ public:
+  int64_t NowMs() override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  void SleepMs(int64_t duration_ms) override {
+    if (duration_ms <= 0) return;
+    // sleep_for measures on the steady clock and resumes after a signal.
+    std::this_thread::sleep_for(std::chrono::milliseconds(duration_ms));
+  }
+};
+
+}  // namespace
+
+Clock::~Clock() = default;
+
+Clock& SystemClock() {
+  // Never freed: usable from the destructor of any static object.
+  static RealClock* const clock = new RealClock;
+  return *clock;
+}
+
+int64_t ManualClock::NowMs() { return now_ms_.load(); }
+
+void ManualClock::SleepMs(int64_t duration_ms) {
+  if (duration_ms <= 0) return;
+  slept_ms_.fetch_add(duration_ms);
+  now_ms_.fetch_add(duration_ms);
+}
+
+void ManualClock::Set(int64_t now_ms) { now_ms_.store(now_ms); }
+
+void ManualClock::Advance(int64_t duration_ms) {
+  assert(duration_ms >= 0 && "a clock advances forwards; Set() moves it back");
+  now_ms_.fetch_add(duration_ms);
+}
+
+int64_t ManualClock::slept_ms() const { return slept_ms_.load(); }
+
+}  // namespace evident
