@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "evident/store.h"
+#include "evident/store_sqlite.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include <random>
 #include <set>
 
-#include "evident/store.h"
+#include "evident/store_sqlite.h"
 #include "run_process.h"
 
 namespace evident::testing {
@@ -101,6 +101,15 @@ class Row {
   Row& operator()(std::string_view name, int64_t value) {
     return (*this)(name, std::to_string(value));
   }
+  Row& operator()(std::string_view name, Outcome value) {
+    return (*this)(name, OutcomeName(value));
+  }
+  Row& operator()(std::string_view name, LedgerState value) {
+    return (*this)(name, LedgerStateName(value));
+  }
+  Row& operator()(std::string_view name, GapRoute value) {
+    return (*this)(name, GapRouteName(value));
+  }
   Row& operator()(std::string_view name, const std::optional<int64_t>& value) {
     return (*this)(name, value ? std::to_string(*value) : std::string("null"));
   }
@@ -110,9 +119,9 @@ class Row {
   std::string text_;
 };
 
-void AddConsumerRows(Store& store, std::string_view consumer, const std::string& subject,
+void AddConsumerRows(Snapshot& store, std::string_view consumer, const std::string& subject,
                      std::vector<Table>& t) {
-  for (const LedgerEntry& e : store.LedgerOf(consumer, subject).value()) {
+  for (const LedgerEntry& e : store.LedgerOf(consumer, subject).value().rows) {
     t[0].rows.push_back(
         Row()("consumer", e.consumer)("source", e.source)("id", e.event_id)("state", e.state)(
             "type", e.type)("subject", e.subject)("subject_version", e.subject_version)(
@@ -121,13 +130,13 @@ void AddConsumerRows(Store& store, std::string_view consumer, const std::string&
             "last_duplicate_at", e.last_duplicate_at_ms ? "set" : "none")
             .text());
   }
-  for (const EvidenceRecord& r : store.EvidenceOf(consumer, subject).value()) {
+  for (const EvidenceRecord& r : store.EvidenceOf(consumer, subject).value().rows) {
     t[2].rows.push_back(
         Row()("consumer", r.consumer)("subject", r.subject)("name", r.name)("source", r.source)(
             "id", r.event_id)("subject_version", r.subject_version)
             .text());
   }
-  for (const DeferredEvent& d : store.DeferredOf(consumer, subject).value()) {
+  for (const DeferredEvent& d : store.DeferredOf(consumer, subject).value().rows) {
     t[3].rows.push_back(
         Row()("consumer", d.consumer)("subject", d.subject)("subject_version", d.subject_version)(
             "source", d.source)("id", d.event_id)("type", d.type)(
@@ -136,7 +145,7 @@ void AddConsumerRows(Store& store, std::string_view consumer, const std::string&
             "route", d.route)("input_index", d.input_index)
             .text());
   }
-  for (const JournalEntry& j : store.JournalOf(consumer, subject).value()) {
+  for (const JournalEntry& j : store.JournalOf(consumer, subject).value().rows) {
     t[5].rows.push_back(
         Row()("seq", j.seq)("consumer", j.consumer)("outcome", j.outcome)("source", j.source)(
             "id", j.event_id)("subject", j.subject)("subject_version", j.subject_version)
@@ -144,15 +153,15 @@ void AddConsumerRows(Store& store, std::string_view consumer, const std::string&
   }
 }
 
-void AddSubjectRows(Store& store, const std::string& subject, std::vector<Table>& t) {
-  for (const Projection& p : store.ProjectionsOf(subject).value()) {
+void AddSubjectRows(Snapshot& store, const std::string& subject, std::vector<Table>& t) {
+  for (const Projection& p : store.ProjectionsOf(subject).value().rows) {
     t[1].rows.push_back(
         Row()("consumer", p.consumer)("subject", p.subject)("version", p.version)("state", p.state)(
             "fields", p.fields_json)("owner_source", p.owner_source)("owner_version_seen",
                                                                      p.owner_version_seen)
             .text());
   }
-  for (const KeptInput& k : store.KeptOf(subject).value()) {
+  for (const KeptInput& k : store.KeptOf(subject).value().rows) {
     t[4].rows.push_back(
         Row()("seq", k.seq)("consumer", k.consumer)("outcome", k.outcome)("reason", k.reason)(
             "message", k.message)("source", k.source)("id", k.event_id)("type", k.type)(
@@ -172,18 +181,16 @@ std::vector<Table> ReadStore(const std::string& path, const std::string& input) 
   auto opened = OpenSqliteStore(path);
   EXPECT_TRUE(opened.ok()) << opened.status().ToString();
   if (!opened.ok()) return t;
-  Store& store = **opened;
+  auto snapshot = (*opened)->Read();
+  EXPECT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+  if (!snapshot.ok()) return t;
+  Snapshot& store = **snapshot;
   AddSubjectRows(store, "", t);
   for (int o = 0; o < kOrders; ++o) AddSubjectRows(store, "order-" + std::to_string(o), t);
   const std::string input_name = fs::absolute(input).lexically_normal().string();
-  const std::optional<InputCheckpoint> checkpoint = store.GetCheckpoint(input_name).value();
-  EXPECT_TRUE(checkpoint.has_value()) << path << ": no checkpoint of " << input_name;
-  if (checkpoint) {
-    t[6].rows.push_back(
-        Row()("input", input_name)("lines", checkpoint->lines)("bytes", checkpoint->bytes)(
-            "prefix_hash", static_cast<int64_t>(checkpoint->prefix_hash))
-            .text());
-  }
+  const std::optional<std::string> position = store.GetPosition(input_name).value();
+  EXPECT_TRUE(position.has_value()) << path << ": no position of " << input_name;
+  if (position) t[6].rows.push_back(Row()("input", input_name)("position", *position).text());
   // Sorted: the read API orders some rows by wall-clock time (receipts of an unordered consumer
   // by commit time), which may tie; the seq columns keep the order of kept and journal rows
   // in the comparison.
@@ -217,17 +224,20 @@ std::string FirstDifference(const std::vector<Table>& want, const std::vector<Ta
   return "";
 }
 
-// The input checkpoint of the store at `path`, read without changing the files a crash left:
-// the Store API would checkpoint the WAL into the database and remove it on close, so the next
-// restart would no longer meet the WAL the kill left behind.
+// The input position's line count ("lines=N bytes=B hash=H") of the store at `path`, read without
+// changing the files a crash left: the Store API would checkpoint the WAL into the database and
+// remove it on close, so the next restart would no longer meet the WAL the kill left behind.
 int64_t CheckpointPosition(const std::string& path) {
   sqlite3* db = nullptr;
   int64_t position = -1;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT max(position) FROM checkpoint", -1, &stmt, nullptr) ==
-            SQLITE_OK &&
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT max(CAST(substr(position, 7, instr(position, ' ') - 7) AS INTEGER)) "
+            "FROM position",
+            -1, &stmt, nullptr) == SQLITE_OK &&
         sqlite3_step(stmt) == SQLITE_ROW) {
       position = sqlite3_column_int64(stmt, 0);
     }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "evident/consumer.h"
+#include "evident/store_sqlite.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -72,9 +73,10 @@ int main(int argc, char** argv) {
   for (const std::string& bytes : events) {
     std::vector<Decision> decisions;
     // One transaction per call here; `Consume` batches many events per transaction.
-    if (!(*store)->Begin().ok()) return 2;
-    const Status status = (*pipeline)->Process(**store, bytes, index++, 1785000000000, decisions);
-    if (!status.ok() || !(*store)->Commit().ok()) {
+    Result<std::unique_ptr<Transaction>> tx = (*store)->Begin();
+    if (!tx.ok()) return 2;
+    const Status status = (*pipeline)->Process(**tx, bytes, index++, 1785000000000, decisions);
+    if (!status.ok() || !(*tx)->Commit().ok()) {
       std::fprintf(stderr, "store failed: %s\n", status.ToString().c_str());
       return 2;
     }
@@ -86,7 +88,9 @@ int main(int argc, char** argv) {
   }
 
   // 4. May we ship? The owner cancelled at v3: no.
-  Result<GuardDecision> ship = EvaluateGuard(**store, fulfillment, "order-417", "ship");
+  Result<std::unique_ptr<Snapshot>> snapshot = (*store)->Read();
+  if (!snapshot.ok()) return 2;
+  Result<GuardDecision> ship = EvaluateGuard(**snapshot, fulfillment, "order-417", "ship");
   if (!ship.ok()) return 2;
   std::printf("ship order-417: %s\n", ship->allowed ? "allowed" : "denied");
   for (const std::string& reason : ship->reasons) std::printf("  - %s\n", reason.c_str());

@@ -39,4 +39,8 @@ class CancelToken {
 // input must therefore wait with a timeout (poll) to notice the token.
 void InstallStopSignals(CancelToken& token);
 
+// The signal that last cancelled through InstallStopSignals (SIGTERM or SIGINT), 0 when none:
+// a program that stopped on request exits with 128 + it, as the shell reports a signal.
+int LastStopSignal();
+
 }  // namespace evident

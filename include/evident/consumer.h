@@ -30,11 +30,14 @@
 #include <string_view>
 #include <vector>
 
+#include "evident/cancel.h"
+#include "evident/clock.h"
 #include "evident/config.h"
 #include "evident/evidence.h"
 #include "evident/outcome.h"
-#include "evident/status.h"
+#include "evident/retry.h"
 #include "evident/source.h"
+#include "evident/status.h"
 #include "evident/store.h"
 
 namespace evident {
@@ -109,16 +112,22 @@ class Pipeline {
 namespace evident {
 
 struct ConsumeOptions {
-  std::string input = "-";  // NDJSON file, or "-" for standard input (the overload without a Source)
+  std::string input =
+      "-";  // NDJSON file, or "-" for standard input (the overload without a Source)
   // Skip the input lines that an earlier run already committed (the input's checkpoint).
   bool resume = false;
   // Where each decision goes as one NDJSON line, written after its batch commits; may be null.
   std::FILE* outcomes = nullptr;
   // Progress lines (events, rate, outcomes so far), redrawn in place; null for none.
   std::FILE* progress = nullptr;
-  // Set (from any thread, or a signal handler: it is lock-free) to end the run cleanly: the
-  // source stops, the open batch commits, and Consume returns with `stopped` set.
-  const std::atomic<bool>* stop = nullptr;
+  // Cancelled (from any thread, or a signal handler) to end the run cleanly: the source stops,
+  // the open batch commits, and Consume returns with `stopped` set. Null: runs to the end.
+  const CancelToken* cancel = nullptr;
+  // The time each decision is stamped with; null: the system clock.
+  Clock* clock = nullptr;
+  // A store that is busy when a batch begins (kUnavailable: another writer holds it past the
+  // store's own wait) is tried again with backoff before the run gives up.
+  RetryPolicy busy_retry;
 };
 
 struct ConsumeSummary {

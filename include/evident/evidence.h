@@ -70,7 +70,7 @@ struct Gap {
   std::vector<int64_t> waiting_versions;
 };
 struct Gaps {
-  std::vector<Gap> gaps;  // by consumer, then subject
+  std::vector<Gap> gaps;   // by consumer, then subject
   bool truncated = false;  // more than rows_max deferred events: the gaps of the first ones
 };
 Result<Gaps> ReadGaps(Snapshot& snapshot, int64_t rows_max = kReadRowsMaxDefault);

@@ -25,8 +25,8 @@ enum class Code {
   kIoError,             // the operating system or a file failed
   kCorruption,          // stored data is not what it must be
   kUnavailable,         // a dependency (server) is transiently unreachable; retry may help
-  kAborted,             // a concurrent writer changed what a transaction read; retry the transaction
-  kInternal,            // a bug: an invariant did not hold
+  kAborted,   // a concurrent writer changed what a transaction read; retry the transaction
+  kInternal,  // a bug: an invariant did not hold
 };
 
 std::string_view CodeName(Code code);

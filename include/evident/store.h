@@ -75,8 +75,8 @@ struct DeferredEvent {
 
 // An input that was not applied, kept with its reason and original bytes.
 struct KeptInput {
-  int64_t seq = 0;       // assigned by the store
-  std::string consumer;  // empty when rejected before any consumer was chosen
+  int64_t seq = 0;                       // assigned by the store
+  std::string consumer;                  // empty when rejected before any consumer was chosen
   Outcome outcome = Outcome::kRejected;  // never kApplied, kDeferred or kDuplicate
   std::string reason;                    // stable code
   std::string message;
@@ -117,9 +117,9 @@ struct BatchKeys {
   std::vector<SubjectKey> subjects;
 };
 struct BatchRows {
-  std::vector<LedgerEntry> ledger;            // the rows of the keys that exist, any order
-  std::vector<Projection> projections;        // the projections of the subjects that exist
-  std::vector<DeferredEvent> deferred;        // every deferred event of those subjects
+  std::vector<LedgerEntry> ledger;      // the rows of the keys that exist, any order
+  std::vector<Projection> projections;  // the projections of the subjects that exist
+  std::vector<DeferredEvent> deferred;  // every deferred event of those subjects
 };
 
 // What an insert found: the key was free and the row is written, or a row holds the key already
@@ -194,8 +194,9 @@ class Transaction {
   virtual Result<std::optional<std::string>> GetPosition(std::string_view source) = 0;
 };
 
-// One consistent read view: every call sees the same committed state. Destroy it to release
-// the view (on SQLite it holds the WAL from being checkpointed past it).
+// One consistent read view, taken when Read() returns: every call sees the same committed state.
+// Destroy it to release the view (on SQLite it holds the WAL from being checkpointed past it).
+// rows_max must be >= 0.
 class Snapshot {
  public:
   virtual ~Snapshot() = default;
@@ -206,7 +207,8 @@ class Snapshot {
                                                         std::string_view source,
                                                         std::string_view event_id) = 0;
   // Lists, each ordered as documented and cut at `rows_max`.
-  virtual Result<Rows<Projection>> ProjectionsOf(std::string_view subject,  // by consumer
+  // The projections of the consumers that hold a receipt of the subject, by consumer.
+  virtual Result<Rows<Projection>> ProjectionsOf(std::string_view subject,
                                                  int64_t rows_max = kReadRowsMaxDefault) = 0;
   virtual Result<Rows<LedgerEntry>> LedgerOf(  // by subject version, then commit time
       std::string_view consumer, std::string_view subject,

@@ -54,7 +54,7 @@ std::string_view StoreCallName(StoreCall call);
 // commit record would.
 struct StoreFault {
   StoreCall call = StoreCall::kCommit;
-  int64_t nth = 1;                 // the nth call of that kind (counted from 1 over the store's life)
+  int64_t nth = 1;  // the nth call of that kind (counted from 1 over the store's life)
   Code code = Code::kUnavailable;  // the error returned (kOk: no error, only the delay)
   int64_t delay_ms = 0;            // slept (through the sleep function) before the call runs
 };

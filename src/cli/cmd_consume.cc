@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "evident/cancel.h"
 #include "evident/consumer.h"
 #include "evident/store_sqlite.h"
 
@@ -92,41 +93,13 @@ std::string OutcomesClash(const ConsumeFlags& flags) {
   return "";
 }
 
-// SIGTERM and SIGINT end the run cleanly: the loop sees the flag, stops reading, commits its
-// open batch and returns. A second signal gets the default action (the process ends at once;
-// the open batch is rolled back by the store, nothing committed is lost).
-std::atomic<bool>& StopRequested() {
-  static std::atomic<bool> stop{false};
-  static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
-  return stop;
-}
-std::atomic<int> g_stop_signal{0};
-
-void OnStopSignal(int signo) {
-  g_stop_signal.store(signo);
-  StopRequested().store(true);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sigaction(SIGTERM, &dfl, nullptr);
-  sigaction(SIGINT, &dfl, nullptr);
-}
-
-void InstallStopSignals() {
-  struct sigaction on_stop {};
-  on_stop.sa_handler = &OnStopSignal;
-  sigemptyset(&on_stop.sa_mask);
-  sigaction(SIGTERM, &on_stop, nullptr);
-  sigaction(SIGINT, &on_stop, nullptr);
-}
-
 // sqlite:PATH gets the SQLite options the flags carry; any other URI goes to OpenStore.
 Result<std::unique_ptr<Store>> OpenConsumeStore(const ConsumeFlags& flags) {
   constexpr std::string_view kSqlite = "sqlite:";
   if (flags.store.rfind(kSqlite, 0) == 0 && flags.store.size() > kSqlite.size()) {
-    return OpenSqliteStore(flags.store.substr(kSqlite.size()),
-                           {.synchronous = flags.synchronous,
-                            .busy_timeout_ms = flags.busy_timeout_ms});
+    return OpenSqliteStore(
+        flags.store.substr(kSqlite.size()),
+        {.synchronous = flags.synchronous, .busy_timeout_ms = flags.busy_timeout_ms});
   }
   return OpenStore(flags.store, {.busy_timeout_ms = flags.busy_timeout_ms});
 }
@@ -179,8 +152,10 @@ int RunConsume(const ConsumeFlags& flags) {
                          .resume = flags.resume,
                          .outcomes = outcomes,
                          .progress = isatty(2) ? stderr : nullptr};
-  options.stop = &StopRequested();
-  InstallStopSignals();
+  // SIGTERM and SIGINT end the run cleanly after its current commit; a second one kills.
+  static CancelToken stop;
+  options.cancel = &stop;
+  InstallStopSignals(stop);
   auto summary = Consume(**pipeline, **store, options);
   if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && summary.ok()) {
     std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
@@ -193,7 +168,7 @@ int RunConsume(const ConsumeFlags& flags) {
   }
   PrintSummary(outcomes == stdout ? stderr : stdout, *summary);
   if (summary->stopped) {
-    const int signo = g_stop_signal.load();
+    const int signo = LastStopSignal() != 0 ? LastStopSignal() : SIGTERM;
     std::cerr << "evident consume: stopped by " << (signo == SIGINT ? "SIGINT" : "SIGTERM")
               << " after its last commit; every decision above is committed, and --resume "
                  "continues from there\n";

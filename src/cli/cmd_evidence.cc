@@ -173,9 +173,8 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
     }
     for (const KeptInput& k : c.kept) {
       std::printf("  kept      %-22s %s:%s reason %s: %s\n",
-                  std::string(OutcomeName(k.outcome)).c_str(),
-                  P(k.source).c_str(), P(k.event_id).c_str(), P(k.reason).c_str(),
-                  P(k.message).c_str());
+                  std::string(OutcomeName(k.outcome)).c_str(), P(k.source).c_str(),
+                  P(k.event_id).c_str(), P(k.reason).c_str(), P(k.message).c_str());
     }
     for (const EvidenceRecord& r : c.evidence) {
       std::printf("  evidence  %-10s from %s:%s (v%s)\n", P(r.name).c_str(), P(r.source).c_str(),
@@ -185,9 +184,8 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
   }
   for (const KeptInput& k : unassigned) {
     std::printf("\n  kept (no consumer) %s %s:%s reason %s: %s\n",
-                std::string(OutcomeName(k.outcome)).c_str(),
-                P(k.source).c_str(), P(k.event_id).c_str(), P(k.reason).c_str(),
-                P(k.message).c_str());
+                std::string(OutcomeName(k.outcome)).c_str(), P(k.source).c_str(),
+                P(k.event_id).c_str(), P(k.reason).c_str(), P(k.message).c_str());
   }
 }
 
@@ -217,7 +215,8 @@ int RunEvidence(const EvidenceFlags& flags) {
   } else {
     WriteEvidenceText(flags.subject, all, unassigned, now);
   }
-  return packet->known() ? kExitOk : kExitNegative;  // 1: the store knows nothing of the subject  // 1: the store knows nothing of the subject
+  return packet->known() ? kExitOk : kExitNegative;  // 1: the store knows nothing of the subject //
+                                                     // 1: the store knows nothing of the subject
 }
 
 struct GapsFlags {
@@ -254,7 +253,8 @@ int RunGaps(const GapsFlags& flags) {
     if (!flags.all && left_ms > flags.within_seconds * 1000) continue;
     ++shown;
     std::string versions;
-    for (int64_t v : g.waiting_versions) versions += (versions.empty() ? "" : ",") + std::to_string(v);
+    for (int64_t v : g.waiting_versions)
+      versions += (versions.empty() ? "" : ",") + std::to_string(v);
     if (flags.format == "json") {
       w.BeginObject().Field("consumer", g.consumer).Field("subject", g.subject);
       w.Key("expected_version").Int(g.expected_version).Key("waiting_versions").BeginArray();

@@ -222,8 +222,8 @@ std::string Pipeline::Impl::SubjectOf(const ConsumerContract& contract,
   return {};
 }
 
-Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer, const EventView& event,
-                             Projection& projection, int64_t now_ms) {
+Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
+                             const EventView& event, Projection& projection, int64_t now_ms) {
   const ConsumerConfig& consumer_config = *consumer.config;
   projection.owner_source.assign(event.source);
   projection.updated_at_ms = now_ms;
@@ -546,9 +546,9 @@ Status Pipeline::Impl::Ordered(Delivery& delivery) {
   const bool owner_advanced = version > projection.owner_version_seen;
   d.projection_version = projection.version;
   if (version <= projection.version) {
-    EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
-                             delivery.tx.FindLedger(contract.id, delivery.event.source,
-                                                    delivery.event.id));
+    EVIDENT_ASSIGN_OR_RETURN(
+        std::optional<LedgerEntry> seen,
+        delivery.tx.FindLedger(contract.id, delivery.event.source, delivery.event.id));
     if (seen) return Duplicate(delivery, std::move(seen));
   }
   if (version < projection.version) {
@@ -582,9 +582,9 @@ Status Pipeline::Impl::Defer(Delivery& delivery, Projection& projection,
     EVIDENT_ASSIGN_OR_RETURN(occupied, delivery.tx.FindDeferred(contract.id, d.subject, version));
   }
   if (occupied) {
-    EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
-                             delivery.tx.FindLedger(contract.id, delivery.event.source,
-                                                    delivery.event.id));
+    EVIDENT_ASSIGN_OR_RETURN(
+        std::optional<LedgerEntry> seen,
+        delivery.tx.FindLedger(contract.id, delivery.event.source, delivery.event.id));
     if (seen) return Duplicate(delivery, std::move(seen));
     return Keep(delivery, Outcome::kSameVersionConflict, "version-already-deferred",
                 "event " + occupied->source + ":" + occupied->event_id +
@@ -645,8 +645,8 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
   // Every deferred event raised owner_version_seen; when it does not exceed the projection,
   // nothing waits and the store need not be asked.
   if (projection.owner_version_seen > projection.version) {
-    EVIDENT_RETURN_IF_ERROR(Drain(delivery.tx, delivery.consumer, projection, delivery.now_ms,
-                                  delivery.decisions));
+    EVIDENT_RETURN_IF_ERROR(
+        Drain(delivery.tx, delivery.consumer, projection, delivery.now_ms, delivery.decisions));
   }
   return delivery.tx.PutProjection(projection, stored_version);
 }
@@ -659,8 +659,8 @@ Status Pipeline::Impl::Unordered(Delivery& delivery) {
     if (!inserted) return Duplicate(delivery, std::nullopt);
   } else {
     Projection& projection = projection_scratch;
-    EVIDENT_ASSIGN_OR_RETURN(const bool found, delivery.tx.ReadProjection(
-                                                   delivery.contract.id, d.subject, projection));
+    EVIDENT_ASSIGN_OR_RETURN(
+        const bool found, delivery.tx.ReadProjection(delivery.contract.id, d.subject, projection));
     const std::optional<int64_t> stored_version =
         found ? std::optional<int64_t>(projection.version) : std::nullopt;
     receipt_scratch.projection_version = projection.version + 1;

@@ -126,7 +126,8 @@ TEST_F(PipelineTest, Seed000FirstDeliveryRepeatAndUnknownVersion) {
   EXPECT_EQ(d.consumer, "orders-projection");
   EXPECT_EQ(d.key, "orders-projection:training://orders/checkout:evt-104");
   EXPECT_EQ(Count("ledger"), 1);
-  auto receipt = Read().FindLedger("orders-projection", "training://orders/checkout", "evt-104")
+  auto receipt = Read()
+                     .FindLedger("orders-projection", "training://orders/checkout", "evt-104")
                      .value()
                      .value();
   EXPECT_EQ(receipt.input_schema_version, 1);
@@ -139,13 +140,15 @@ TEST_F(PipelineTest, Seed000FirstDeliveryRepeatAndUnknownVersion) {
   auto projection = Read().FindProjection("orders-projection", "order-104").value().value();
   EXPECT_EQ(projection.version, 1);
   EXPECT_EQ(projection.state, "paid");
-  EXPECT_EQ(Read().FindLedger("orders-projection", "training://orders/checkout", "evt-104")
+  EXPECT_EQ(Read()
+                .FindLedger("orders-projection", "training://orders/checkout", "evt-104")
                 .value()
                 ->duplicates,
             1);
   // Every further delivery counts.
   EXPECT_EQ(RunOne(StatusChanged("evt-104", 1, "paid")).outcome, Outcome::kDuplicate);
-  EXPECT_EQ(Read().FindLedger("orders-projection", "training://orders/checkout", "evt-104")
+  EXPECT_EQ(Read()
+                .FindLedger("orders-projection", "training://orders/checkout", "evt-104")
                 .value()
                 ->duplicates,
             2);
@@ -233,7 +236,7 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   EXPECT_EQ(Count("deferred"), 0);
   auto drained = Read()
                      .FindLedger("fulfillment", "https://example.test/order-service",
-                                  "evt-order-417-cancelled-v3")
+                                 "evt-order-417-cancelled-v3")
                      .value()
                      .value();
   EXPECT_EQ(drained.state, LedgerState::kApplied);
@@ -399,7 +402,8 @@ consumers:
     EXPECT_EQ(decisions[i].outcome, Outcome::kApplied) << decisions[i].message;
   EXPECT_EQ(decisions[8].outcome, Outcome::kStale);
   EXPECT_EQ(decisions[8].subject, "ord-example");
-  auto projection = store->Read().value()->FindProjection("approvals", "ord-example").value().value();
+  auto projection =
+      store->Read().value()->FindProjection("approvals", "ord-example").value().value();
   EXPECT_EQ(projection.version, 8);
   EXPECT_EQ(projection.fields_json, R"({"order_id":"ord-example"})");  // approval_channel ignored
   store.reset();
@@ -563,7 +567,8 @@ TEST_F(PipelineTest, DeferredReceiptHasNoProjectionVersion) {
   EXPECT_EQ(decisions[2].outcome, Outcome::kDuplicate);
   EXPECT_EQ(decisions[2].projection_version, std::nullopt);
   const LedgerEntry deferred =
-      Read().FindLedger("fulfillment", "https://example.test/order-service", "evt-3")
+      Read()
+          .FindLedger("fulfillment", "https://example.test/order-service", "evt-3")
           .value()
           .value();
   EXPECT_EQ(deferred.state, LedgerState::kDeferred);

@@ -20,12 +20,6 @@
 namespace evident {
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Reads and prepares events (Pipeline::Prepare: parse, payload checks) on a thread of its own,
 // ahead of the thread that decides them against the store: while that thread works in SQLite or
 // waits for a commit to reach the disk, this one parses the next events.
@@ -91,7 +85,6 @@ class PrepareAhead {
 
   // Gives a decided event's slot back (handed to the reading thread with the next Next).
   void Release(PreparedEvent* event) { released_.push_back(event); }
-
 
  private:
   static constexpr size_t kHandOffCount = 64;
@@ -217,7 +210,11 @@ namespace {
 class ConsumeLoop {
  public:
   ConsumeLoop(Pipeline& pipeline, Store& store, Source& source, const ConsumeOptions& options)
-      : pipeline_(pipeline), store_(store), source_(source), options_(options) {}
+      : pipeline_(pipeline),
+        store_(store),
+        source_(source),
+        options_(options),
+        clock_(options.clock != nullptr ? *options.clock : SystemClock()) {}
 
   Result<ConsumeSummary> Run() {
     const Config& config = pipeline_.config();
@@ -248,9 +245,7 @@ class ConsumeLoop {
   }
 
  private:
-  bool StopRequested() const {
-    return options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed);
-  }
+  bool StopRequested() const { return options_.cancel != nullptr && options_.cancel->cancelled(); }
 
   // Decides events until the source ends or a stop is asked for (then after the current batch's
   // commit: a stop never leaves decided events uncommitted).
@@ -266,7 +261,9 @@ class ConsumeLoop {
       // With a stop to watch for, never wait long without looking at it.
       const int linger_ms = static_cast<int>(config.linger_ms);
       int wait_ms = batch_events_ > 0 ? linger_ms : -1;
-      if (options_.stop != nullptr) wait_ms = wait_ms < 0 ? kStopPollMs : std::min(wait_ms, kStopPollMs);
+      if (options_.cancel != nullptr) {
+        wait_ms = wait_ms < 0 ? kStopPollMs : std::min(wait_ms, kStopPollMs);
+      }
       std::optional<PrepareAhead::Item> item = ahead.Next(wait_ms);
       if (!item) {  // the input paused: close the batch once it lingered linger_ms
         if (batch_events_ > 0 && wait_ms == linger_ms) {
@@ -276,10 +273,9 @@ class ConsumeLoop {
       }
       if (item->kind == PrepareAhead::Item::Kind::kError) return Fail(item->status);
       if (item->kind == PrepareAhead::Item::Kind::kEnd) return Status::Ok();
-      if (tx_ == nullptr) {
-        EVIDENT_ASSIGN_OR_RETURN(tx_, store_.Begin());
-      }
-      Status decided = pipeline_.Decide(*tx_, *item->event, item->index, NowMs(), decisions_);
+      if (tx_ == nullptr) EVIDENT_RETURN_IF_ERROR(Begin());
+      Status decided =
+          pipeline_.Decide(*tx_, *item->event, item->index, clock_.NowMs(), decisions_);
       ahead.Release(item->event);
       if (!decided.ok()) return Fail(decided.Annotate("input line " + std::to_string(item->index)));
       decided_thru_ = item->cursor;
@@ -291,10 +287,21 @@ class ConsumeLoop {
     }
   }
 
+  // A busy store is tried again with backoff (RetryBusy) before the run gives up.
+  Status Begin() {
+    return RetryBusy(options_.busy_retry, clock_, options_.cancel, [this]() -> Status {
+      Result<std::unique_ptr<Transaction>> begun = store_.Begin();
+      if (!begun.ok()) return begun.status();
+      tx_ = std::move(begun).value();
+      return Status::Ok();
+    });
+  }
+
   Status Commit() {
     if (tx_ == nullptr) return Status::Ok();
     FaultPoint("before-checkpoint");
-    EVIDENT_RETURN_IF_ERROR(tx_->SetPosition(source_.name(), source_.EncodePosition(decided_thru_)));
+    EVIDENT_RETURN_IF_ERROR(
+        tx_->SetPosition(source_.name(), source_.EncodePosition(decided_thru_)));
     FaultPoint("after-checkpoint");
     EVIDENT_RETURN_IF_ERROR(tx_->Commit());
     tx_.reset();
@@ -351,6 +358,7 @@ class ConsumeLoop {
   Store& store_;
   Source& source_;
   const ConsumeOptions& options_;
+  Clock& clock_;
   ConsumeSummary summary_;
   std::unique_ptr<Transaction> tx_;  // the open batch's, when one is open
   std::vector<Decision> decisions_;

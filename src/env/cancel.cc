@@ -12,6 +12,8 @@ namespace {
 // The token the handler cancels. An atomic pointer, lock-free, so the handler may read it.
 std::atomic<CancelToken*> stop_token{nullptr};
 static_assert(std::atomic<CancelToken*>::is_always_lock_free);
+std::atomic<int> last_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 void SetDisposition(int signal_number, void (*handler)(int)) {
   struct sigaction action = {};
@@ -25,8 +27,9 @@ void SetDisposition(int signal_number, void (*handler)(int)) {
 
 // Only async-signal-safe calls: an atomic load and store, sigaction. errno is kept for the
 // interrupted code.
-void OnStopSignal(int /*signal_number*/) {
+void OnStopSignal(int signal_number) {
   const int saved_errno = errno;
+  last_stop_signal.store(signal_number);
   CancelToken* token = stop_token.load();
   if (token != nullptr) token->Cancel();
   SetDisposition(SIGTERM, SIG_DFL);
@@ -35,6 +38,8 @@ void OnStopSignal(int /*signal_number*/) {
 }
 
 }  // namespace
+
+int LastStopSignal() { return last_stop_signal.load(); }
 
 void InstallStopSignals(CancelToken& token) {
   stop_token.store(&token);

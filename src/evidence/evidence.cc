@@ -1,9 +1,9 @@
 // The evidence packet and the open gaps, each read from one snapshot.
+#include "evident/evidence.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include "evident/evidence.h"
 
 namespace evident {
 
@@ -22,9 +22,8 @@ bool ConsumerEvidence::empty() const {
 }
 
 bool EvidencePacket::known() const {
-  return !unassigned.empty() ||
-         std::any_of(consumers.begin(), consumers.end(),
-                     [](const ConsumerEvidence& c) { return !c.empty(); });
+  return !unassigned.empty() || std::any_of(consumers.begin(), consumers.end(),
+                                            [](const ConsumerEvidence& c) { return !c.empty(); });
 }
 
 namespace {
@@ -60,8 +59,7 @@ Result<EvidencePacket> ReadEvidence(Snapshot& snapshot, std::string_view subject
                                     std::string_view consumer, int64_t rows_max) {
   EvidencePacket packet;
   packet.subject = std::string(subject);
-  EVIDENT_ASSIGN_OR_RETURN(Rows<Projection> projections,
-                           snapshot.ProjectionsOf(subject, rows_max));
+  EVIDENT_ASSIGN_OR_RETURN(Rows<Projection> projections, snapshot.ProjectionsOf(subject, rows_max));
   EVIDENT_ASSIGN_OR_RETURN(Rows<KeptInput> kept, snapshot.KeptOf(subject, rows_max));
   packet.truncated = projections.truncated || kept.truncated;
   std::set<std::string> consumers;

@@ -32,12 +32,10 @@ Result<GuardDecision> EvaluateGuard(Snapshot& store, const ConsumerConfig& consu
           " is behind the owner version seen " + std::to_string(projection->owner_version_seen));
     }
     if (!deferred.rows.empty()) {
-      decision.reasons.push_back("gap open: version " +
-                                 std::to_string(ExpectedVersion(projection)) + " expected, " +
-                                 std::to_string(deferred.rows.size()) +
-                                 (deferred.truncated ? " or more" : "") +
-                                 " event(s) deferred, route " +
-                                 std::string(GapRouteName(deferred.rows.front().route)));
+      decision.reasons.push_back(
+          "gap open: version " + std::to_string(ExpectedVersion(projection)) + " expected, " +
+          std::to_string(deferred.rows.size()) + (deferred.truncated ? " or more" : "") +
+          " event(s) deferred, route " + std::string(GapRouteName(deferred.rows.front().route)));
     }
   }
   if (!guard.states.empty() && std::find(guard.states.begin(), guard.states.end(),

@@ -275,7 +275,8 @@ class NdjsonSource final : public Source {
 
 Result<std::unique_ptr<Source>> OpenNdjsonSource(const std::string& path,
                                                  const NdjsonSourceOptions& options) {
-  if (path == "-") return std::unique_ptr<Source>(new NdjsonSource(0, "stdin", options.line_bytes_max));
+  if (path == "-")
+    return std::unique_ptr<Source>(new NdjsonSource(0, "stdin", options.line_bytes_max));
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::IoError("cannot open " + path + ": " + std::strerror(errno));
   std::string name = std::filesystem::absolute(path).lexically_normal().string();

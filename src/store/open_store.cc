@@ -16,8 +16,9 @@ struct Scheme {
 };
 
 Result<std::unique_ptr<Store>> OpenSqlite(std::string_view path, const StoreOptions& options) {
-  return OpenSqliteStore(std::string(path), SqliteOptions{.busy_timeout_ms = options.busy_timeout_ms,
-                                                          .read_only = options.read_only});
+  return OpenSqliteStore(
+      std::string(path),
+      SqliteOptions{.busy_timeout_ms = options.busy_timeout_ms, .read_only = options.read_only});
 }
 
 constexpr std::array<Scheme, 1> kSchemes = {{

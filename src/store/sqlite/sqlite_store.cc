@@ -541,7 +541,8 @@ class SqliteEngine {
   Status DetectLayout() {
     static const std::string kSql =
         "SELECT pk FROM pragma_table_info('projection') WHERE name='subject'";
-    auto rows = Query<int64_t>(kSql, {}, kAll, [](const Statement& s, Status&) { return s.Int(0); });
+    auto rows =
+        Query<int64_t>(kSql, {}, kAll, [](const Statement& s, Status&) { return s.Int(0); });
     if (!rows.ok()) return rows.status();
     subject_first_ = rows->rows.size() == 1 && rows->rows.front() == 1;
     return Status::Ok();
@@ -565,7 +566,8 @@ class SqliteEngine {
       (void)Exec("ROLLBACK");
       return migrated.Annotate("migrating the store from layout 1 to 2");
     }
-    EVIDENT_ASSIGN_OR_RETURN(const int64_t version, Count("SELECT max(version) FROM evident_schema"));
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t version,
+                             Count("SELECT max(version) FROM evident_schema"));
     if (version > kSqliteLayoutVersion) {
       return Status::FailedPrecondition(
           "the store has layout " + std::to_string(version) + "; this build reads layouts up to " +
@@ -636,8 +638,13 @@ class SqliteEngine {
 
   Status BeginRead() {
     assert(open_ == Open::kNone);
-    // DEFERRED: the snapshot is taken by the first read and held until the end.
+    // A deferred transaction takes its snapshot at its first read: read now, so the view is the
+    // one committed when Read() returned.
     EVIDENT_RETURN_IF_ERROR(Exec("BEGIN DEFERRED"));
+    if (Status pinned = Count(kLedgerTableSql).status(); !pinned.ok()) {
+      (void)Exec("ROLLBACK");
+      return pinned;
+    }
     open_ = Open::kRead;
     return Status::Ok();
   }
@@ -708,19 +715,19 @@ class SqliteEngine {
                                     " ON CONFLICT DO NOTHING";
     Statement& s = Prepared(kSql);
     EVIDENT_RETURN_IF_ERROR(s.Bind(e.consumer)
-        .Bind(e.source)
-        .Bind(e.event_id)
-        .Bind(LedgerStateName(e.state))
-        .Bind(e.type)
-        .Bind(e.subject)
-        .Bind(e.subject_version)
-        .Bind(e.input_schema_version)
-        .Bind(e.result_version)
-        .Bind(e.projection_version)
-        .Bind(e.committed_at_ms)
-        .Bind(e.duplicates)
-        .Bind(e.last_duplicate_at_ms)
-        .Run());
+                                .Bind(e.source)
+                                .Bind(e.event_id)
+                                .Bind(LedgerStateName(e.state))
+                                .Bind(e.type)
+                                .Bind(e.subject)
+                                .Bind(e.subject_version)
+                                .Bind(e.input_schema_version)
+                                .Bind(e.result_version)
+                                .Bind(e.projection_version)
+                                .Bind(e.committed_at_ms)
+                                .Bind(e.duplicates)
+                                .Bind(e.last_duplicate_at_ms)
+                                .Run());
     return sqlite3_changes(db_) == 1 ? Insert::kInserted : Insert::kAlreadyThere;
   }
 
@@ -1191,7 +1198,8 @@ class SqliteEngine {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
     Rows<EvidenceRecord> out;
     const auto& records = cached->evidence;  // sorted by name
-    const size_t count = std::min(records.size(), static_cast<size_t>(std::max<int64_t>(rows_max, 0)));
+    const size_t count =
+        std::min(records.size(), static_cast<size_t>(std::max<int64_t>(rows_max, 0)));
     out.rows.assign(records.begin(), records.begin() + static_cast<ptrdiff_t>(count));
     out.truncated = count < records.size();
     return out;

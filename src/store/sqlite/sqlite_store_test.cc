@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "evident/store.h"
+#include "evident/store_sqlite.h"
 
 namespace evident {
 namespace {
@@ -54,21 +54,19 @@ TEST_F(SqliteStore, OpensAStoreWithTheEarlierProjectionKeyOrder) {
     auto opened = OpenSqliteStore(path_.string());
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     Store& store = **opened;
-    ASSERT_TRUE(store.Begin().ok());
-    auto a = store.EditProjection("a", "order-1");
-    ASSERT_TRUE(a.ok());
-    ASSERT_TRUE(a->found);
-    EXPECT_EQ(a->projection->version, 3);
-    auto b = store.EditProjection("b", "order-1");
-    ASSERT_TRUE(b.ok());
-    ASSERT_TRUE(b->found);
-    b->projection->version = 2;
-    ASSERT_TRUE(store.PutProjection(*b->projection).ok());
-    ASSERT_TRUE(store.PutProjection({"c", "order-1", 1, "x", "{}", "s", 1, 6}).ok());
-    ASSERT_TRUE(store.Commit().ok());
-    EXPECT_EQ(store.FindProjection("b", "order-1")->value().version, 2);
-    EXPECT_EQ(store.FindProjection("c", "order-1")->value().state, "x");
-    const auto evidence = store.EvidenceOf("a", "order-1").value();  // the earlier format
+    auto tx = store.Begin().value();
+    Projection a, b;
+    ASSERT_TRUE(tx->ReadProjection("a", "order-1", a).value());
+    EXPECT_EQ(a.version, 3);
+    ASSERT_TRUE(tx->ReadProjection("b", "order-1", b).value());
+    b.version = 2;
+    ASSERT_TRUE(tx->PutProjection(b, 1).ok());
+    ASSERT_TRUE(tx->PutProjection({"c", "order-1", 1, "x", "{}", "s", 1, 6}, std::nullopt).ok());
+    ASSERT_TRUE(tx->Commit().ok());
+    auto read = store.Read().value();
+    EXPECT_EQ(read->FindProjection("b", "order-1")->value().version, 2);
+    EXPECT_EQ(read->FindProjection("c", "order-1")->value().state, "x");
+    const auto evidence = read->EvidenceOf("a", "order-1").value().rows;  // the earlier format
     ASSERT_EQ(evidence.size(), 1u);
     EXPECT_EQ(evidence[0].source, "s");
     EXPECT_EQ(evidence[0].event_id, "e3");
@@ -92,21 +90,22 @@ TEST_F(SqliteStore, EvidenceRecordsOfEitherFormAndCorruptOnes) {
   ExecSql(kRows);
   auto opened = OpenSqliteStore(path_.string());
   ASSERT_TRUE(opened.ok());
-  Store& store = **opened;
+  auto read = (*opened)->Read().value();
+  Snapshot& store = *read;
   const auto fresh = store.EvidenceOf("c", "new-form");
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
-  ASSERT_EQ(fresh->size(), 2u);
-  EXPECT_EQ((*fresh)[0].event_id, "e1");
-  EXPECT_EQ((*fresh)[0].source, "owner");
-  EXPECT_EQ((*fresh)[0].subject_version, 1);
-  EXPECT_EQ((*fresh)[1].source, "other");
-  EXPECT_FALSE((*fresh)[1].subject_version.has_value());
-  EXPECT_EQ((*fresh)[1].recorded_at_ms, 6);
+  ASSERT_EQ(fresh->rows.size(), 2u);
+  EXPECT_EQ(fresh->rows[0].event_id, "e1");
+  EXPECT_EQ(fresh->rows[0].source, "owner");
+  EXPECT_EQ(fresh->rows[0].subject_version, 1);
+  EXPECT_EQ(fresh->rows[1].source, "other");
+  EXPECT_FALSE(fresh->rows[1].subject_version.has_value());
+  EXPECT_EQ(fresh->rows[1].recorded_at_ms, 6);
   const auto earlier = store.EvidenceOf("c", "earlier-form");
   ASSERT_TRUE(earlier.ok());
-  ASSERT_EQ(earlier->size(), 1u);
-  EXPECT_EQ((*earlier)[0].source, "owner");  // no source member: the owner's
-  EXPECT_EQ((*earlier)[0].recorded_at_ms, 7);
+  ASSERT_EQ(earlier->rows.size(), 1u);
+  EXPECT_EQ(earlier->rows[0].source, "owner");  // no source member: the owner's
+  EXPECT_EQ(earlier->rows[0].recorded_at_ms, 7);
   const auto corrupt = store.EvidenceOf("c", "short");
   EXPECT_EQ(corrupt.status().code(), Code::kCorruption) << corrupt.status().ToString();
 }
@@ -114,19 +113,22 @@ TEST_F(SqliteStore, EvidenceRecordsOfEitherFormAndCorruptOnes) {
 // Commits `count` transactions of one ledger row each (about 3-4 WAL pages per commit).
 void CommitRows(Store& store, int first, int count) {
   for (int i = first; i < first + count; ++i) {
-    ASSERT_TRUE(store.Begin().ok());
+    auto tx = store.Begin().value();
     LedgerEntry e;
     e.consumer = "c";
     e.source = "s";
     e.event_id = "evt-" + std::to_string(i);
-    e.state = "applied";
+    e.state = LedgerState::kApplied;
     e.type = "t";
     e.subject = "order-" + std::to_string(i);
     e.input_schema_version = e.result_version = 1;
-    ASSERT_TRUE(store.InsertLedger(e).ok());
-    ASSERT_TRUE(store.Commit().ok());
+    ASSERT_EQ(tx->InsertLedger(e).value(), Insert::kInserted);
+    ASSERT_TRUE(tx->Commit().ok());
   }
 }
+
+// Rows in the ledger, read through a snapshot.
+int64_t LedgerRows(Store& store) { return store.Read().value()->Counts()->at(0).second; }
 
 int64_t FileBytes(const fs::path& path) {
   std::error_code error;
@@ -150,7 +152,7 @@ TEST_F(SqliteStore, TheCheckpointThreadCopiesTheWalIntoTheDatabaseFile) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_GT(FileBytes(path_), initial) << "no checkpoint ran while the store was open";
-  EXPECT_EQ(store.Counts()->at(0).second, 200);
+  EXPECT_EQ(LedgerRows(store), 200);
 }
 
 // Whatever runs the checkpoints, the WAL stays within its bound, and nothing is lost:
@@ -198,11 +200,11 @@ TEST_F(SqliteStore, TheWalStaysBoundedWithAndWithoutTheCheckpointThread) {
     // 800 commits wrote far more than the bound: the WAL restarted, and reached the threshold.
     EXPECT_GE(largest, 32 + c.options.checkpoint_wal_pages * kFrameBytes);
     EXPECT_LE(largest, 32 + (c.bound_pages + kCommitPagesMax) * kFrameBytes);
-    EXPECT_EQ(store.Counts()->at(0).second, 800);
+    EXPECT_EQ(LedgerRows(store), 800);
     opened->reset();
     auto reopened = OpenSqliteStore(path_.string());
     ASSERT_TRUE(reopened.ok());
-    EXPECT_EQ((*reopened)->Counts()->at(0).second, 800);
+    EXPECT_EQ(LedgerRows(**reopened), 800);
   }
 }
 
@@ -221,7 +223,7 @@ TEST_F(SqliteStore, AnInMemoryStoreNeedsNoCheckpoints) {
   auto opened = OpenSqliteStore(":memory:");
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   CommitRows(**opened, 0, 50);
-  EXPECT_EQ((*opened)->Counts()->at(0).second, 50);
+  EXPECT_EQ(LedgerRows(**opened), 50);
 }
 
 }  // namespace
