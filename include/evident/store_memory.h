@@ -7,7 +7,11 @@
 // consumer is opening a new store on the old database. A transaction's writes are private to it
 // until Commit; a crash (the transaction or store destroyed without Commit) drops them.
 // One writer per database, like SQLite: Begin while another store's transaction is open on the
-// same database is refused at once with kUnavailable (the caller retries with backoff).
+// same database is refused at once with kUnavailable (the caller retries with backoff). A
+// Snapshot sees the state committed when Read() returned, whatever commits after it.
+//
+// Thread-safety: a MemoryDatabase may be shared by stores on any threads; each store, like any
+// Store, is used by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +29,12 @@ class MemoryDatabase;  // committed state; shared by the stores opened on it
 std::shared_ptr<MemoryDatabase> NewMemoryDatabase();
 Result<std::unique_ptr<Store>> OpenMemoryStore(std::shared_ptr<MemoryDatabase> database);
 
-// Which Store/Transaction call a fault applies to.
+// The process-wide database of that name, created empty on first use and kept for the life of
+// the process ("memory:NAME" opens a store on it). Thread-safe.
+std::shared_ptr<MemoryDatabase> NamedMemoryDatabase(std::string_view name);
+
+// Which Store, Transaction or Snapshot call a fault applies to. FindLedger and GetPosition count
+// the calls of both a Transaction and a Snapshot.
 enum class StoreCall : uint8_t {
   kBegin,
   kRead,
@@ -45,13 +54,25 @@ enum class StoreCall : uint8_t {
   kPutEvidence,
   kSetPosition,
   kGetPosition,
+  // Snapshot reads.
+  kFindProjection,
+  kProjectionsOf,
+  kLedgerOf,
+  kDeferredOf,
+  kAllDeferred,
+  kKeptOf,
+  kJournalOf,
+  kEvidenceOf,
+  kCounts,
 };
-inline constexpr int kStoreCallCount = 18;
-std::string_view StoreCallName(StoreCall call);
+inline constexpr int kStoreCallCount = 27;
+std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 
-// A fault-injecting store around any backend: fails or delays a chosen call. A failed Commit
-// drops the transaction's work (the wrapped transaction is rolled back), as a crash before the
-// commit record would.
+// A fault-injecting store around any backend: fails or delays a chosen call. A failed call does
+// not reach the wrapped store (nothing is written); a failed Commit also rolls the wrapped
+// transaction back, dropping its work as a crash before the commit record would, and ends the
+// transaction. Several faults may name the same call: their delays add up and the first error
+// listed wins.
 struct StoreFault {
   StoreCall call = StoreCall::kCommit;
   int64_t nth = 1;  // the nth call of that kind (counted from 1 over the store's life)
@@ -59,6 +80,9 @@ struct StoreFault {
   int64_t delay_ms = 0;            // slept (through the sleep function) before the call runs
 };
 
+// Lifecycle: transactions and snapshots handed out share the counters and faults with the store
+// and may outlive it (the wrapped store's own rules then apply). Thread-safety: like any Store,
+// one thread at a time, its transactions and snapshots included.
 class FaultStore final : public Store {
  public:
   // `sleep_ms` does the delays (a manual clock's advance in simulations); null: no delays.
@@ -66,8 +90,8 @@ class FaultStore final : public Store {
                       std::function<void(int64_t)> sleep_ms = nullptr);
   ~FaultStore() override;
 
-  void Add(const StoreFault& fault);
-  void Clear();
+  void Add(const StoreFault& fault);    // nth >= 1, delay_ms >= 0
+  void Clear();                         // drops every fault; the counts stay
   int64_t calls(StoreCall call) const;  // calls of that kind so far
   int64_t faults_fired() const;
 

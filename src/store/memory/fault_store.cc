@@ -1,0 +1,253 @@
+// FaultStore (store_memory.h): any Store, with chosen calls failed or delayed. Every call of the
+// Store, its Transactions and its Snapshots passes through FaultStore::State::Enter, which
+// counts it and fires the faults set for that count.
+#include <array>
+#include <cassert>
+#include <utility>
+#include <vector>
+
+#include "evident/store_memory.h"
+
+namespace evident {
+namespace {
+
+constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
+    "begin",           "read",           "commit",          "load",
+    "find-ledger",     "insert-ledger",  "mark-applied",    "count-duplicate",
+    "read-projection", "put-projection", "find-deferred",   "insert-deferred",
+    "delete-deferred", "keep",           "journal",         "put-evidence",
+    "set-position",    "get-position",   "find-projection", "projections-of",
+    "ledger-of",       "deferred-of",    "all-deferred",    "kept-of",
+    "journal-of",      "evidence-of",    "counts",
+};
+
+}  // namespace
+
+std::string_view StoreCallName(StoreCall call) {
+  return kStoreCallNames[static_cast<size_t>(call)];
+}
+
+struct FaultStore::State {
+  // Counts the call, sleeps the delays of the faults set for this count, and returns the first
+  // of their errors (OK when none fails it).
+  Status Enter(StoreCall call) {
+    const int64_t count = ++calls[static_cast<size_t>(call)];
+    Status failure;
+    for (const StoreFault& fault : faults) {
+      if (fault.call != call || fault.nth != count) continue;
+      ++fired;
+      if (fault.delay_ms > 0 && sleep_ms) sleep_ms(fault.delay_ms);
+      if (fault.code != Code::kOk && failure.ok()) {
+        failure = Status(fault.code, "injected fault: " + std::string(StoreCallName(call)) + " #" +
+                                         std::to_string(count));
+      }
+    }
+    return failure;
+  }
+
+  std::function<void(int64_t)> sleep_ms;
+  std::vector<StoreFault> faults;
+  std::array<int64_t, kStoreCallCount> calls{};
+  int64_t fired = 0;
+};
+
+namespace {
+
+using FaultState = FaultStore::State;
+
+// Counts the call and returns its injected failure, if any, from the calling method.
+#define EVIDENT_FAULT_ENTER(call) EVIDENT_RETURN_IF_ERROR(state_->Enter(call))
+
+class FaultTransaction final : public Transaction {
+ public:
+  FaultTransaction(std::unique_ptr<Transaction> inner, std::shared_ptr<FaultState> state)
+      : inner_(std::move(inner)), state_(std::move(state)) {}
+
+  // A failed commit drops the work, as a crash before the commit record would.
+  Status Commit() override {
+    assert(inner_ != nullptr && "transaction used after Commit or Rollback");
+    Status injected = state_->Enter(StoreCall::kCommit);
+    std::unique_ptr<Transaction> inner = std::move(inner_);
+    if (!injected.ok()) {
+      (void)inner->Rollback();  // the injected failure is the answer either way
+      return injected;
+    }
+    return inner->Commit();
+  }
+  Status Rollback() override {
+    assert(inner_ != nullptr && "transaction used after Commit or Rollback");
+    std::unique_ptr<Transaction> inner = std::move(inner_);
+    return inner->Rollback();
+  }
+
+  Result<BatchRows> Load(const BatchKeys& keys) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kLoad);
+    return inner_->Load(keys);
+  }
+  Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
+                                                std::string_view event_id) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kFindLedger);
+    return inner_->FindLedger(consumer, source, event_id);
+  }
+  Result<Insert> InsertLedger(const LedgerEntry& entry) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kInsertLedger);
+    return inner_->InsertLedger(entry);
+  }
+  Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
+                     int64_t projection_version, int64_t committed_at_ms) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kMarkApplied);
+    return inner_->MarkApplied(consumer, source, event_id, projection_version, committed_at_ms);
+  }
+  Status CountDuplicate(std::string_view consumer, std::string_view source,
+                        std::string_view event_id, int64_t at_ms) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kCountDuplicate);
+    return inner_->CountDuplicate(consumer, source, event_id, at_ms);
+  }
+  Result<bool> ReadProjection(std::string_view consumer, std::string_view subject,
+                              Projection& out) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kReadProjection);
+    return inner_->ReadProjection(consumer, subject, out);
+  }
+  Status PutProjection(const Projection& projection,
+                       std::optional<int64_t> expected_version) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kPutProjection);
+    return inner_->PutProjection(projection, expected_version);
+  }
+  Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
+                                                    std::string_view subject,
+                                                    int64_t subject_version) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kFindDeferred);
+    return inner_->FindDeferred(consumer, subject, subject_version);
+  }
+  Result<Insert> InsertDeferred(const DeferredEvent& event) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kInsertDeferred);
+    return inner_->InsertDeferred(event);
+  }
+  Status DeleteDeferred(std::string_view consumer, std::string_view subject,
+                        int64_t subject_version) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kDeleteDeferred);
+    return inner_->DeleteDeferred(consumer, subject, subject_version);
+  }
+  Status Keep(const KeptInput& input) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kKeep);
+    return inner_->Keep(input);
+  }
+  Status Journal(const JournalEntry& entry) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kJournal);
+    return inner_->Journal(entry);
+  }
+  Status PutEvidence(const EvidenceRecord& record) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kPutEvidence);
+    return inner_->PutEvidence(record);
+  }
+  Status SetPosition(std::string_view source, std::string_view position) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kSetPosition);
+    return inner_->SetPosition(source, position);
+  }
+  Result<std::optional<std::string>> GetPosition(std::string_view source) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kGetPosition);
+    return inner_->GetPosition(source);
+  }
+
+ private:
+  std::unique_ptr<Transaction> inner_;  // null once finished
+  std::shared_ptr<FaultState> state_;
+};
+
+class FaultSnapshot final : public Snapshot {
+ public:
+  FaultSnapshot(std::unique_ptr<Snapshot> inner, std::shared_ptr<FaultState> state)
+      : inner_(std::move(inner)), state_(std::move(state)) {}
+
+  Result<std::optional<Projection>> FindProjection(std::string_view consumer,
+                                                   std::string_view subject) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kFindProjection);
+    return inner_->FindProjection(consumer, subject);
+  }
+  Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
+                                                std::string_view event_id) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kFindLedger);
+    return inner_->FindLedger(consumer, source, event_id);
+  }
+  Result<Rows<Projection>> ProjectionsOf(std::string_view subject, int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kProjectionsOf);
+    return inner_->ProjectionsOf(subject, rows_max);
+  }
+  Result<Rows<LedgerEntry>> LedgerOf(std::string_view consumer, std::string_view subject,
+                                     int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kLedgerOf);
+    return inner_->LedgerOf(consumer, subject, rows_max);
+  }
+  Result<Rows<DeferredEvent>> DeferredOf(std::string_view consumer, std::string_view subject,
+                                         int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kDeferredOf);
+    return inner_->DeferredOf(consumer, subject, rows_max);
+  }
+  Result<Rows<DeferredEvent>> AllDeferred(int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kAllDeferred);
+    return inner_->AllDeferred(rows_max);
+  }
+  Result<Rows<KeptInput>> KeptOf(std::string_view subject, int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kKeptOf);
+    return inner_->KeptOf(subject, rows_max);
+  }
+  Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
+                                       int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kJournalOf);
+    return inner_->JournalOf(consumer, subject, rows_max);
+  }
+  Result<Rows<EvidenceRecord>> EvidenceOf(std::string_view consumer, std::string_view subject,
+                                          int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kEvidenceOf);
+    return inner_->EvidenceOf(consumer, subject, rows_max);
+  }
+  Result<std::optional<std::string>> GetPosition(std::string_view source) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kGetPosition);
+    return inner_->GetPosition(source);
+  }
+  Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
+    EVIDENT_FAULT_ENTER(StoreCall::kCounts);
+    return inner_->Counts();
+  }
+
+ private:
+  std::unique_ptr<Snapshot> inner_;
+  std::shared_ptr<FaultState> state_;
+};
+
+#undef EVIDENT_FAULT_ENTER
+
+}  // namespace
+
+FaultStore::FaultStore(std::unique_ptr<Store> inner, std::function<void(int64_t)> sleep_ms)
+    : inner_(std::move(inner)), state_(std::make_shared<State>()) {
+  assert(inner_ != nullptr);
+  state_->sleep_ms = std::move(sleep_ms);
+}
+
+FaultStore::~FaultStore() = default;
+
+void FaultStore::Add(const StoreFault& fault) {
+  assert(fault.nth >= 1 && fault.delay_ms >= 0);
+  state_->faults.push_back(fault);
+}
+
+void FaultStore::Clear() { state_->faults.clear(); }
+
+int64_t FaultStore::calls(StoreCall call) const { return state_->calls[static_cast<size_t>(call)]; }
+
+int64_t FaultStore::faults_fired() const { return state_->fired; }
+
+Result<std::unique_ptr<Transaction>> FaultStore::Begin() {
+  EVIDENT_RETURN_IF_ERROR(state_->Enter(StoreCall::kBegin));
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> inner, inner_->Begin());
+  return std::unique_ptr<Transaction>(new FaultTransaction(std::move(inner), state_));
+}
+
+Result<std::unique_ptr<Snapshot>> FaultStore::Read() {
+  EVIDENT_RETURN_IF_ERROR(state_->Enter(StoreCall::kRead));
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> inner, inner_->Read());
+  return std::unique_ptr<Snapshot>(new FaultSnapshot(std::move(inner), state_));
+}
+
+}  // namespace evident

@@ -1,0 +1,282 @@
+// FaultStore: each call's fault fires on exactly its nth call, a failed call or commit leaves
+// nothing behind, and delays go through the sleep function. (With no faults set, the wrapper
+// passes the Store conformance suite: src/store/store_backends.cc.)
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "evident/store_memory.h"
+
+namespace evident {
+namespace {
+
+constexpr StoreCall kEveryCall[] = {
+    StoreCall::kBegin,          StoreCall::kRead,           StoreCall::kCommit,
+    StoreCall::kLoad,           StoreCall::kFindLedger,     StoreCall::kInsertLedger,
+    StoreCall::kMarkApplied,    StoreCall::kCountDuplicate, StoreCall::kReadProjection,
+    StoreCall::kPutProjection,  StoreCall::kFindDeferred,   StoreCall::kInsertDeferred,
+    StoreCall::kDeleteDeferred, StoreCall::kKeep,           StoreCall::kJournal,
+    StoreCall::kPutEvidence,    StoreCall::kSetPosition,    StoreCall::kGetPosition,
+    StoreCall::kFindProjection, StoreCall::kProjectionsOf,  StoreCall::kLedgerOf,
+    StoreCall::kDeferredOf,     StoreCall::kAllDeferred,    StoreCall::kKeptOf,
+    StoreCall::kJournalOf,      StoreCall::kEvidenceOf,     StoreCall::kCounts,
+};
+static_assert(std::size(kEveryCall) == kStoreCallCount);
+
+LedgerEntry Receipt(std::string event_id, LedgerState state = LedgerState::kApplied) {
+  LedgerEntry e;
+  e.consumer = "c";
+  e.source = "s";
+  e.event_id = std::move(event_id);
+  e.state = state;
+  e.subject = "order-1";
+  e.subject_version = 1;
+  return e;
+}
+
+Projection MakeProjection() {
+  Projection p;
+  p.consumer = "c";
+  p.subject = "order-1";
+  p.version = 1;
+  return p;
+}
+
+// The status of one call of that kind, on a transaction or snapshot of its own (rolled back or
+// released after). Other calls it needs first are counted under their own kinds.
+Status Transact(Transaction& tx, StoreCall call) {
+  switch (call) {
+    case StoreCall::kLoad:
+      return tx.Load({.ledger = {{"c", "s", "e1"}}, .subjects = {{"c", "order-1"}}}).status();
+    case StoreCall::kFindLedger:
+      return tx.FindLedger("c", "s", "e1").status();
+    case StoreCall::kInsertLedger:
+      return tx.InsertLedger(Receipt("e1")).status();
+    case StoreCall::kMarkApplied: {
+      EVIDENT_RETURN_IF_ERROR(tx.InsertLedger(Receipt("e1", LedgerState::kDeferred)).status());
+      return tx.MarkApplied("c", "s", "e1", 1, 10);
+    }
+    case StoreCall::kCountDuplicate:
+      return tx.CountDuplicate("c", "s", "e1", 10);
+    case StoreCall::kReadProjection: {
+      Projection out;
+      return tx.ReadProjection("c", "order-1", out).status();
+    }
+    case StoreCall::kPutProjection:
+      return tx.PutProjection(MakeProjection(), std::nullopt);
+    case StoreCall::kFindDeferred:
+      return tx.FindDeferred("c", "order-1", 2).status();
+    case StoreCall::kInsertDeferred:
+      return tx.InsertDeferred(DeferredEvent{.consumer = "c", .subject = "order-1"}).status();
+    case StoreCall::kDeleteDeferred:
+      return tx.DeleteDeferred("c", "order-1", 2);
+    case StoreCall::kKeep:
+      return tx.Keep(KeptInput{.subject = "order-1"});
+    case StoreCall::kJournal:
+      return tx.Journal(JournalEntry{.subject = "order-1"});
+    case StoreCall::kPutEvidence:
+      return tx.PutEvidence(EvidenceRecord{.consumer = "c", .subject = "order-1", .name = "n"});
+    case StoreCall::kSetPosition:
+      return tx.SetPosition("in", "p");
+    case StoreCall::kGetPosition:
+      return tx.GetPosition("in").status();
+    default:
+      return Status::Internal("not a transaction call");
+  }
+}
+
+Status Look(Snapshot& snapshot, StoreCall call) {
+  switch (call) {
+    case StoreCall::kFindProjection:
+      return snapshot.FindProjection("c", "order-1").status();
+    case StoreCall::kProjectionsOf:
+      return snapshot.ProjectionsOf("order-1").status();
+    case StoreCall::kLedgerOf:
+      return snapshot.LedgerOf("c", "order-1").status();
+    case StoreCall::kDeferredOf:
+      return snapshot.DeferredOf("c", "order-1").status();
+    case StoreCall::kAllDeferred:
+      return snapshot.AllDeferred().status();
+    case StoreCall::kKeptOf:
+      return snapshot.KeptOf("order-1").status();
+    case StoreCall::kJournalOf:
+      return snapshot.JournalOf("c", "order-1").status();
+    case StoreCall::kEvidenceOf:
+      return snapshot.EvidenceOf("c", "order-1").status();
+    case StoreCall::kCounts:
+      return snapshot.Counts().status();
+    default:
+      return Status::Internal("not a snapshot call");
+  }
+}
+
+bool IsSnapshotCall(StoreCall call) {
+  return call >= StoreCall::kFindProjection || call == StoreCall::kRead;
+}
+
+Status CallOnce(Store& store, StoreCall call) {
+  if (IsSnapshotCall(call)) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+    return call == StoreCall::kRead ? Status::Ok() : Look(*snapshot, call);
+  }
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  if (call == StoreCall::kBegin) return tx->Rollback();
+  if (call == StoreCall::kCommit) return tx->Commit();
+  const Status status = Transact(*tx, call);
+  EVIDENT_RETURN_IF_ERROR(tx->Rollback());
+  return status;
+}
+
+std::unique_ptr<FaultStore> NewFaultStore(std::vector<int64_t>* slept = nullptr) {
+  auto inner = OpenMemoryStore(NewMemoryDatabase());
+  EXPECT_TRUE(inner.ok());
+  std::function<void(int64_t)> sleep;
+  if (slept != nullptr) sleep = [slept](int64_t ms) { slept->push_back(ms); };
+  return std::make_unique<FaultStore>(std::move(inner).value(), std::move(sleep));
+}
+
+TEST(StoreCallName, EveryCallHasItsOwnName) {
+  std::set<std::string_view> names;
+  for (StoreCall call : kEveryCall) names.insert(StoreCallName(call));
+  EXPECT_EQ(names.size(), static_cast<size_t>(kStoreCallCount));
+  EXPECT_EQ(StoreCallName(StoreCall::kInsertLedger), "insert-ledger");
+  EXPECT_EQ(StoreCallName(StoreCall::kCounts), "counts");
+}
+
+// Every kind of call: its fault fires on the 2nd call of that kind and on no other.
+TEST(FaultStore, EachFaultFiresOnExactlyItsNthCall) {
+  for (StoreCall call : kEveryCall) {
+    SCOPED_TRACE(std::string(StoreCallName(call)));
+    auto store = NewFaultStore();
+    store->Add({.call = call, .nth = 2, .code = Code::kIoError});
+    EXPECT_TRUE(CallOnce(*store, call).ok());
+    EXPECT_EQ(store->faults_fired(), 0);
+    const Status failed = CallOnce(*store, call);
+    EXPECT_EQ(failed.code(), Code::kIoError);
+    EXPECT_EQ(failed.message(), "injected fault: " + std::string(StoreCallName(call)) + " #2");
+    EXPECT_EQ(store->faults_fired(), 1);
+    EXPECT_TRUE(CallOnce(*store, call).ok());
+    EXPECT_EQ(store->calls(call), 3);
+    EXPECT_EQ(store->faults_fired(), 1);
+  }
+}
+
+// A failed call never reaches the wrapped store: nothing of it is written.
+TEST(FaultStore, AFailedWriteWritesNothing) {
+  auto store = NewFaultStore();
+  store->Add({.call = StoreCall::kInsertLedger, .nth = 1, .code = Code::kIoError});
+  store->Add({.call = StoreCall::kSetPosition, .nth = 1, .code = Code::kIoError});
+  auto tx = std::move(store->Begin()).value();
+  EXPECT_EQ(tx->InsertLedger(Receipt("e1")).status().code(), Code::kIoError);
+  EXPECT_EQ(tx->SetPosition("in", "p").code(), Code::kIoError);
+  EXPECT_EQ(tx->InsertLedger(Receipt("e2")).value(), Insert::kInserted);  // goes on
+  ASSERT_TRUE(tx->Commit().ok());
+  tx = std::move(store->Begin()).value();
+  EXPECT_FALSE(tx->FindLedger("c", "s", "e1").value().has_value());
+  EXPECT_TRUE(tx->FindLedger("c", "s", "e2").value().has_value());
+  EXPECT_FALSE(tx->GetPosition("in").value().has_value());
+}
+
+// A failed commit drops the transaction's work (as a crash before the commit record would) and
+// ends it: the store takes the next transaction, which sees none of it.
+TEST(FaultStore, AFailedCommitLeavesNothing) {
+  auto store = NewFaultStore();
+  store->Add({.call = StoreCall::kCommit, .nth = 1, .code = Code::kUnavailable});
+  auto tx = std::move(store->Begin()).value();
+  EXPECT_EQ(tx->InsertLedger(Receipt("e1")).value(), Insert::kInserted);
+  ASSERT_TRUE(tx->PutProjection(MakeProjection(), std::nullopt).ok());
+  ASSERT_TRUE(tx->Keep(KeptInput{.subject = "order-1"}).ok());
+  ASSERT_TRUE(tx->SetPosition("in", "p").ok());
+  const Status failed = tx->Commit();
+  EXPECT_EQ(failed.code(), Code::kUnavailable);
+  EXPECT_EQ(failed.message(), "injected fault: commit #1");
+  tx.reset();
+  auto snapshot = std::move(store->Read()).value();
+  const std::vector<std::pair<std::string, int64_t>> zero = {
+      {"ledger", 0}, {"projection", 0}, {"deferred", 0}, {"kept", 0}, {"journal", 0}};
+  EXPECT_EQ(snapshot->Counts().value(), zero);
+  EXPECT_FALSE(snapshot->GetPosition("in").value().has_value());
+  snapshot.reset();
+  // The next commit goes through.
+  tx = std::move(store->Begin()).value();
+  EXPECT_EQ(tx->InsertLedger(Receipt("e1")).value(), Insert::kInserted);
+  ASSERT_TRUE(tx->Commit().ok());
+  EXPECT_EQ(store->calls(StoreCall::kCommit), 2);
+}
+
+// Faults that fail Begin or Read hand out nothing: the store stays free.
+TEST(FaultStore, AFailedBeginOrReadOpensNothing) {
+  auto store = NewFaultStore();
+  store->Add({.call = StoreCall::kBegin, .nth = 1, .code = Code::kUnavailable});
+  store->Add({.call = StoreCall::kRead, .nth = 1, .code = Code::kIoError});
+  EXPECT_EQ(store->Begin().status().code(), Code::kUnavailable);
+  EXPECT_EQ(store->Read().status().code(), Code::kIoError);
+  EXPECT_TRUE(store->Begin().ok());  // destroyed at once: rolled back
+  EXPECT_TRUE(store->Read().ok());
+}
+
+TEST(FaultStore, DelaysGoThroughTheSleepFunction) {
+  std::vector<int64_t> slept;
+  auto store = NewFaultStore(&slept);
+  store->Add({.call = StoreCall::kFindLedger, .nth = 1, .code = Code::kOk, .delay_ms = 25});
+  store->Add({.call = StoreCall::kCommit, .nth = 1, .code = Code::kIoError, .delay_ms = 7});
+  auto tx = std::move(store->Begin()).value();
+  EXPECT_TRUE(tx->FindLedger("c", "s", "e1").ok());  // delayed, not failed
+  EXPECT_EQ(slept, (std::vector<int64_t>{25}));
+  EXPECT_TRUE(tx->FindLedger("c", "s", "e1").ok());  // the 2nd call: no delay
+  EXPECT_EQ(slept, (std::vector<int64_t>{25}));
+  EXPECT_EQ(tx->Commit().code(), Code::kIoError);  // delayed, then failed
+  EXPECT_EQ(slept, (std::vector<int64_t>{25, 7}));
+  EXPECT_EQ(store->faults_fired(), 2);
+}
+
+// Without a sleep function a delay is skipped; the fault still counts as fired.
+TEST(FaultStore, DelaysWithoutASleepFunctionAreSkipped) {
+  auto store = NewFaultStore();
+  store->Add({.call = StoreCall::kRead, .nth = 1, .code = Code::kOk, .delay_ms = 1000000});
+  EXPECT_TRUE(store->Read().ok());
+  EXPECT_EQ(store->faults_fired(), 1);
+}
+
+// Faults naming the same call: their delays add up, the first error listed wins.
+TEST(FaultStore, FaultsOnOneCallAddTheirDelaysAndTheFirstErrorWins) {
+  std::vector<int64_t> slept;
+  auto store = NewFaultStore(&slept);
+  store->Add({.call = StoreCall::kBegin, .nth = 1, .code = Code::kOk, .delay_ms = 5});
+  store->Add({.call = StoreCall::kBegin, .nth = 1, .code = Code::kIoError, .delay_ms = 3});
+  store->Add({.call = StoreCall::kBegin, .nth = 1, .code = Code::kUnavailable});
+  EXPECT_EQ(store->Begin().status().code(), Code::kIoError);
+  EXPECT_EQ(slept, (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(store->faults_fired(), 3);
+}
+
+// Calls are counted over the store's life, across transactions and snapshots; FindLedger and
+// GetPosition count both kinds of handle. Clear drops the faults and keeps the counts.
+TEST(FaultStore, CallsAreCountedOverTheStoresLife) {
+  auto store = NewFaultStore();
+  for (int i = 0; i < 2; ++i) {
+    auto tx = std::move(store->Begin()).value();
+    EXPECT_TRUE(tx->GetPosition("in").ok());
+    EXPECT_TRUE(tx->FindLedger("c", "s", "e1").ok());
+    EXPECT_TRUE(tx->Commit().ok());
+  }
+  {
+    auto snapshot = std::move(store->Read()).value();
+    EXPECT_TRUE(snapshot->GetPosition("in").ok());
+    EXPECT_TRUE(snapshot->FindLedger("c", "s", "e1").ok());
+  }
+  EXPECT_EQ(store->calls(StoreCall::kBegin), 2);
+  EXPECT_EQ(store->calls(StoreCall::kCommit), 2);
+  EXPECT_EQ(store->calls(StoreCall::kRead), 1);
+  EXPECT_EQ(store->calls(StoreCall::kGetPosition), 3);
+  EXPECT_EQ(store->calls(StoreCall::kFindLedger), 3);
+  EXPECT_EQ(store->calls(StoreCall::kLoad), 0);
+  store->Add({.call = StoreCall::kBegin, .nth = 3, .code = Code::kIoError});
+  store->Clear();
+  EXPECT_TRUE(store->Begin().ok());
+  EXPECT_EQ(store->calls(StoreCall::kBegin), 3);
+  EXPECT_EQ(store->faults_fired(), 0);
+}
+
+}  // namespace
+}  // namespace evident

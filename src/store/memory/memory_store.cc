@@ -1,0 +1,716 @@
+// The memory backend of evident/store.h (store_memory.h): committed state as versions that never
+// change once published, and each transaction's writes in a private overlay applied at Commit.
+//
+// A version (State) holds one shared_ptr per table. A Snapshot keeps the State it opened on; a
+// Commit publishes the next State. A table the commit changes is copied only while an older
+// State still holds it (a snapshot is open); otherwise it is changed in place, so that without
+// open snapshots a commit costs what it writes, not the size of the store. (A commit made while
+// a snapshot is open copies each table it changes: O(rows of the table).)
+//
+// Rules and orders are the SQLite backend's (src/store/sqlite/sqlite_store.cc); the conformance
+// suite (src/store/store_conformance_test.cc) holds both backends to them.
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include "evident/store_memory.h"
+
+namespace evident {
+namespace memory_store {
+
+// Table keys, in the order each table is listed by.
+using LedgerId = std::tuple<std::string, std::string, std::string>;  // consumer, source, event id
+using LedgerIdView = std::tuple<std::string_view, std::string_view, std::string_view>;
+// subject, consumer, source, event id: a subject's ledger rows, for LedgerOf and ProjectionsOf.
+using LedgerBySubject =
+    std::set<std::tuple<std::string, std::string, std::string, std::string>, std::less<>>;
+using ProjectionId = std::tuple<std::string, std::string>;         // subject, consumer
+using DeferredId = std::tuple<std::string, std::string, int64_t>;  // consumer, subject, version
+using KeptId = std::tuple<std::string, int64_t>;                   // subject, seq
+using JournalId = std::tuple<std::string, std::string, int64_t>;   // consumer, subject, seq
+
+constexpr int64_t kSeqMin = std::numeric_limits<int64_t>::min();
+
+template <typename Key, typename Row>
+using Table = std::map<Key, Row, std::less<>>;
+
+// A projection and the evidence that belongs to it. In a committed State `value` is always
+// set; in a transaction's overlay it is absent while only evidence was put (and evidence without
+// a projection is not committed, as on SQLite, where it lives in the projection's row).
+struct ProjectionRow {
+  std::optional<Projection> value;
+  std::vector<EvidenceRecord> evidence;  // one per name, sorted by name
+};
+
+// One committed version of the database.
+struct State {
+  std::shared_ptr<Table<LedgerId, LedgerEntry>> ledger;
+  std::shared_ptr<LedgerBySubject> ledger_by_subject;
+  std::shared_ptr<Table<ProjectionId, ProjectionRow>> projections;
+  std::shared_ptr<Table<DeferredId, DeferredEvent>> deferred;
+  std::shared_ptr<Table<KeptId, KeptInput>> kept;
+  std::shared_ptr<Table<JournalId, JournalEntry>> journal;
+  std::shared_ptr<Table<std::string, std::string>> positions;
+  int64_t kept_seq_last = 0;  // rows are never deleted: the next seq is the last plus one
+  int64_t journal_seq_last = 0;
+};
+
+State EmptyState() {
+  return State{
+      .ledger = std::make_shared<Table<LedgerId, LedgerEntry>>(),
+      .ledger_by_subject = std::make_shared<LedgerBySubject>(),
+      .projections = std::make_shared<Table<ProjectionId, ProjectionRow>>(),
+      .deferred = std::make_shared<Table<DeferredId, DeferredEvent>>(),
+      .kept = std::make_shared<Table<KeptId, KeptInput>>(),
+      .journal = std::make_shared<Table<JournalId, JournalEntry>>(),
+      .positions = std::make_shared<Table<std::string, std::string>>(),
+  };
+}
+
+// A transaction's writes, applied to the next State at Commit. Rows are whole: a changed ledger
+// row or projection is copied here from the base first, so applying never reads the base.
+struct Overlay {
+  Table<LedgerId, LedgerEntry> ledger;                       // inserted or changed
+  Table<ProjectionId, ProjectionRow> projections;            // put, or given evidence
+  Table<DeferredId, std::optional<DeferredEvent>> deferred;  // nullopt: deleted
+  std::vector<KeptInput> kept;                               // seq assigned
+  std::vector<JournalEntry> journal;                         // seq assigned
+  Table<std::string, std::string> positions;
+};
+
+// The table itself when no other State holds it, else a copy of it put in its place. Called
+// under the database's mutex, under which every State reference is also dropped (see
+// MemoryDatabase): a count of 1 read here means every earlier reader of the table is done.
+template <typename T>
+T& Writable(std::shared_ptr<T>& table) {
+  if (table.use_count() != 1) table = std::make_shared<T>(*table);
+  assert(table.use_count() == 1);
+  return *table;
+}
+
+void ApplyLedger(Overlay& overlay, State& state) {
+  if (overlay.ledger.empty()) return;
+  auto& ledger = Writable(state.ledger);
+  for (auto& [id, row] : overlay.ledger) {
+    const auto [it, inserted] = ledger.insert_or_assign(id, std::move(row));
+    if (inserted) {
+      const LedgerEntry& e = it->second;
+      Writable(state.ledger_by_subject).emplace(e.subject, e.consumer, e.source, e.event_id);
+    }
+  }
+}
+
+void ApplyRows(Overlay& overlay, State& state) {
+  if (!overlay.projections.empty()) {
+    auto& projections = Writable(state.projections);
+    for (auto& [id, row] : overlay.projections) {
+      if (row.value) projections.insert_or_assign(id, std::move(row));
+    }
+  }
+  if (!overlay.deferred.empty()) {
+    auto& deferred = Writable(state.deferred);
+    for (auto& [id, row] : overlay.deferred) {
+      if (row) {
+        deferred.insert_or_assign(id, std::move(*row));
+      } else {
+        deferred.erase(id);
+      }
+    }
+  }
+  for (KeptInput& k : overlay.kept) {
+    assert(k.seq == state.kept_seq_last + 1);
+    state.kept_seq_last = k.seq;
+    Writable(state.kept).emplace(KeptId(k.subject, k.seq), std::move(k));
+  }
+  for (JournalEntry& j : overlay.journal) {
+    assert(j.seq == state.journal_seq_last + 1);
+    state.journal_seq_last = j.seq;
+    Writable(state.journal).emplace(JournalId(j.consumer, j.subject, j.seq), std::move(j));
+  }
+  for (auto& [source, position] : overlay.positions) {
+    Writable(state.positions).insert_or_assign(source, std::move(position));
+  }
+}
+
+// Which handle a store has open (one at a time); shared with that handle, which may outlive
+// the store.
+struct Session {
+  enum class Open : uint8_t { kNone, kWrite, kRead };
+  Open open = Open::kNone;
+};
+
+}  // namespace memory_store
+
+using memory_store::State;
+
+// Committed state and the one-writer flag, guarded by a mutex: stores on several threads may
+// share a database. A State is never changed while anyone but the database holds it: handles
+// take their State (Current, BeginWrite) and drop it (Release, Commit, EndWrite) under the
+// mutex, so that Commit's reference counts are exact and its in-place writes come after every
+// read of a released State.
+class MemoryDatabase {
+ public:
+  MemoryDatabase() : committed_(std::make_shared<State>(memory_store::EmptyState())) {}
+
+  std::shared_ptr<const State> Current() {
+    std::lock_guard lock(mutex_);
+    return committed_;
+  }
+  void Release(std::shared_ptr<const State>& state) {
+    std::lock_guard lock(mutex_);
+    state.reset();
+  }
+
+  // Opens the database's one write transaction, whose base is the current state: no other
+  // commit can happen before this writer ends.
+  Result<std::shared_ptr<const State>> BeginWrite() {
+    std::lock_guard lock(mutex_);
+    if (writer_open_) {
+      return Status::Unavailable(
+          "the memory database has a transaction open in another store; one writer at a time");
+    }
+    writer_open_ = true;
+    return std::shared_ptr<const State>(committed_);
+  }
+
+  // Publishes the writer's overlay over its base (the current state) and ends the writer. With
+  // the base released, the current State and its tables are shared only with snapshots.
+  void Commit(std::shared_ptr<const State>& base, memory_store::Overlay&& overlay) {
+    std::lock_guard lock(mutex_);
+    assert(writer_open_ && base == committed_);
+    base.reset();
+    std::shared_ptr<State> next =
+        committed_.use_count() == 1 ? std::move(committed_) : std::make_shared<State>(*committed_);
+    memory_store::ApplyLedger(overlay, *next);
+    memory_store::ApplyRows(overlay, *next);
+    committed_ = std::move(next);
+    writer_open_ = false;
+  }
+
+  void EndWrite(std::shared_ptr<const State>& base) {
+    std::lock_guard lock(mutex_);
+    assert(writer_open_ && base == committed_);
+    base.reset();
+    writer_open_ = false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::shared_ptr<State> committed_;  // guarded by mutex_
+  bool writer_open_ = false;          // guarded by mutex_
+};
+
+namespace memory_store {
+namespace {
+
+// A list cut at `rows_max` rows; one row more marks it truncated.
+template <typename T>
+class RowsCut {
+ public:
+  explicit RowsCut(int64_t rows_max) : rows_max_(rows_max) { assert(rows_max >= 0); }
+  // False once the list is full: the row offered is left out and the list is truncated.
+  bool Add(const T& row) {
+    if (static_cast<int64_t>(out_.rows.size()) >= rows_max_) {
+      out_.truncated = true;
+      return false;
+    }
+    out_.rows.push_back(row);
+    return true;
+  }
+  Rows<T> Take() { return std::move(out_); }
+
+ private:
+  int64_t rows_max_;
+  Rows<T> out_;
+};
+
+// Calls `add(row)` for the rows of `table` from key `from` on while `in_range(key)` holds, until
+// `add` returns false.
+template <typename Map, typename From, typename InRange, typename Add>
+void ForRange(const Map& table, const From& from, InRange in_range, Add add) {
+  for (auto it = table.lower_bound(from); it != table.end() && in_range(it->first); ++it) {
+    if (!add(it->second)) return;
+  }
+}
+
+// Assigned field by field: the caller's strings keep their capacity.
+void AssignProjection(const Projection& from, Projection& to) {
+  to.consumer.assign(from.consumer);
+  to.subject.assign(from.subject);
+  to.version = from.version;
+  to.state.assign(from.state);
+  to.fields_json.assign(from.fields_json);
+  to.owner_source.assign(from.owner_source);
+  to.owner_version_seen = from.owner_version_seen;
+  to.updated_at_ms = from.updated_at_ms;
+}
+
+void FreshProjection(std::string_view consumer, std::string_view subject, Projection& out) {
+  AssignProjection(Projection{}, out);
+  out.consumer.assign(consumer);
+  out.subject.assign(subject);
+}
+
+// One record per name, sorted by name: the latest record of a name replaces the earlier one.
+void PutRecord(const EvidenceRecord& record, std::vector<EvidenceRecord>& records) {
+  const auto it = std::lower_bound(
+      records.begin(), records.end(), record.name,
+      [](const EvidenceRecord& a, const std::string& name) { return a.name < name; });
+  if (it != records.end() && it->name == record.name) {
+    *it = record;
+  } else {
+    records.insert(it, record);
+  }
+}
+
+class MemoryTransaction final : public Transaction {
+ public:
+  MemoryTransaction(std::shared_ptr<MemoryDatabase> database, std::shared_ptr<const State> base,
+                    std::shared_ptr<Session> session)
+      : database_(std::move(database)), base_(std::move(base)), session_(std::move(session)) {
+    assert(session_->open == Session::Open::kWrite);
+  }
+  ~MemoryTransaction() override {
+    if (base_ != nullptr) (void)Rollback();  // a crash: nothing of the overlay is kept
+  }
+
+  Status Commit() override {
+    assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    database_->Commit(base_, std::move(overlay_));
+    session_->open = Session::Open::kNone;
+    return Status::Ok();
+  }
+  Status Rollback() override {
+    assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    database_->EndWrite(base_);
+    overlay_ = Overlay{};
+    session_->open = Session::Open::kNone;
+    return Status::Ok();
+  }
+
+  Result<BatchRows> Load(const BatchKeys& keys) override;
+
+  Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
+                                                std::string_view event_id) override {
+    const LedgerEntry* row = LedgerRow(LedgerIdView(consumer, source, event_id));
+    return row == nullptr ? std::optional<LedgerEntry>() : std::optional<LedgerEntry>(*row);
+  }
+  Result<Insert> InsertLedger(const LedgerEntry& entry) override {
+    const LedgerIdView id(entry.consumer, entry.source, entry.event_id);
+    if (LedgerRow(id) != nullptr) return Insert::kAlreadyThere;
+    overlay_.ledger.emplace(LedgerId(id), entry);
+    return Insert::kInserted;
+  }
+  Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
+                     int64_t projection_version, int64_t committed_at_ms) override {
+    LedgerEntry* row = WritableLedgerRow(LedgerIdView(consumer, source, event_id));
+    if (row == nullptr || row->state != LedgerState::kDeferred) {
+      return Status::Internal("no deferred ledger row to apply");
+    }
+    row->state = LedgerState::kApplied;
+    row->projection_version = projection_version;
+    row->committed_at_ms = committed_at_ms;
+    return Status::Ok();
+  }
+  // A key with no row counts nothing (an UPDATE that matches no row, on SQLite).
+  Status CountDuplicate(std::string_view consumer, std::string_view source,
+                        std::string_view event_id, int64_t at_ms) override {
+    LedgerEntry* row = WritableLedgerRow(LedgerIdView(consumer, source, event_id));
+    if (row == nullptr) return Status::Ok();
+    row->duplicates += 1;
+    row->last_duplicate_at_ms = at_ms;
+    return Status::Ok();
+  }
+
+  Result<bool> ReadProjection(std::string_view consumer, std::string_view subject,
+                              Projection& out) override {
+    const ProjectionRow* row = ProjectionRowOf(consumer, subject);
+    if (row == nullptr || !row->value) {
+      FreshProjection(consumer, subject, out);
+      return false;
+    }
+    AssignProjection(*row->value, out);
+    return true;
+  }
+  Status PutProjection(const Projection& projection,
+                       std::optional<int64_t> expected_version) override;
+
+  Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
+                                                    std::string_view subject,
+                                                    int64_t subject_version) override {
+    const DeferredEvent* row = DeferredRow(consumer, subject, subject_version);
+    return row == nullptr ? std::optional<DeferredEvent>() : std::optional<DeferredEvent>(*row);
+  }
+  Result<Insert> InsertDeferred(const DeferredEvent& event) override {
+    if (DeferredRow(event.consumer, event.subject, event.subject_version) != nullptr) {
+      return Insert::kAlreadyThere;
+    }
+    overlay_.deferred.insert_or_assign(
+        DeferredId(event.consumer, event.subject, event.subject_version), event);
+    return Insert::kInserted;
+  }
+  // A key with no event deletes nothing.
+  Status DeleteDeferred(std::string_view consumer, std::string_view subject,
+                        int64_t subject_version) override {
+    if (DeferredRow(consumer, subject, subject_version) == nullptr) return Status::Ok();
+    overlay_.deferred.insert_or_assign(DeferredId(consumer, subject, subject_version),
+                                       std::nullopt);
+    return Status::Ok();
+  }
+
+  Status Keep(const KeptInput& input) override {
+    assert(input.outcome != Outcome::kApplied && input.outcome != Outcome::kDeferred &&
+           input.outcome != Outcome::kDuplicate);
+    KeptInput& kept = overlay_.kept.emplace_back(input);
+    kept.seq = base_->kept_seq_last + static_cast<int64_t>(overlay_.kept.size());
+    return Status::Ok();
+  }
+  Status Journal(const JournalEntry& entry) override {
+    JournalEntry& journal = overlay_.journal.emplace_back(entry);
+    journal.seq = base_->journal_seq_last + static_cast<int64_t>(overlay_.journal.size());
+    return Status::Ok();
+  }
+  Status PutEvidence(const EvidenceRecord& record) override {
+    PutRecord(record, DraftProjection(record.consumer, record.subject).evidence);
+    return Status::Ok();
+  }
+
+  Status SetPosition(std::string_view source, std::string_view position) override {
+    overlay_.positions.insert_or_assign(std::string(source), std::string(position));
+    return Status::Ok();
+  }
+  Result<std::optional<std::string>> GetPosition(std::string_view source) override {
+    if (const auto it = overlay_.positions.find(source); it != overlay_.positions.end()) {
+      return std::optional<std::string>(it->second);
+    }
+    const auto& positions = *base_->positions;
+    const auto it = positions.find(source);
+    return it == positions.end() ? std::optional<std::string>()
+                                 : std::optional<std::string>(it->second);
+  }
+
+ private:
+  // Rows as this transaction sees them: its own writes over the base.
+  const LedgerEntry* LedgerRow(const LedgerIdView& id) const {
+    assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    if (const auto it = overlay_.ledger.find(id); it != overlay_.ledger.end()) return &it->second;
+    const auto it = base_->ledger->find(id);
+    return it == base_->ledger->end() ? nullptr : &it->second;
+  }
+  LedgerEntry* WritableLedgerRow(const LedgerIdView& id) {
+    if (const auto it = overlay_.ledger.find(id); it != overlay_.ledger.end()) return &it->second;
+    const LedgerEntry* row = LedgerRow(id);
+    if (row == nullptr) return nullptr;
+    return &overlay_.ledger.emplace(LedgerId(id), *row).first->second;
+  }
+  const ProjectionRow* ProjectionRowOf(std::string_view consumer, std::string_view subject) const {
+    assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    const std::tuple<std::string_view, std::string_view> id(subject, consumer);
+    if (const auto it = overlay_.projections.find(id); it != overlay_.projections.end()) {
+      return &it->second;
+    }
+    const auto it = base_->projections->find(id);
+    return it == base_->projections->end() ? nullptr : &it->second;
+  }
+  // The overlay's row of (consumer, subject), a copy of the base's when first written.
+  ProjectionRow& DraftProjection(std::string_view consumer, std::string_view subject) {
+    const std::tuple<std::string_view, std::string_view> id(subject, consumer);
+    if (const auto it = overlay_.projections.find(id); it != overlay_.projections.end()) {
+      return it->second;
+    }
+    const ProjectionRow* base = ProjectionRowOf(consumer, subject);
+    return overlay_.projections.emplace(ProjectionId(id), base ? *base : ProjectionRow{})
+        .first->second;
+  }
+  const DeferredEvent* DeferredRow(std::string_view consumer, std::string_view subject,
+                                   int64_t subject_version) const {
+    assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    const std::tuple<std::string_view, std::string_view, int64_t> id(consumer, subject,
+                                                                     subject_version);
+    if (const auto it = overlay_.deferred.find(id); it != overlay_.deferred.end()) {
+      return it->second ? &*it->second : nullptr;
+    }
+    const auto it = base_->deferred->find(id);
+    return it == base_->deferred->end() ? nullptr : &it->second;
+  }
+  void AppendDeferredOf(std::string_view consumer, std::string_view subject,
+                        std::vector<DeferredEvent>& out) const;
+
+  std::shared_ptr<MemoryDatabase> database_;
+  std::shared_ptr<const State> base_;  // null once finished
+  std::shared_ptr<Session> session_;
+  Overlay overlay_;
+};
+
+Status MemoryTransaction::PutProjection(const Projection& projection,
+                                        std::optional<int64_t> expected_version) {
+  const ProjectionRow* row = ProjectionRowOf(projection.consumer, projection.subject);
+  const std::optional<int64_t> stored =
+      row != nullptr && row->value ? std::optional<int64_t>(row->value->version) : std::nullopt;
+  if (stored != expected_version) {
+    return Status::Aborted("projection " + projection.consumer + "/" + projection.subject +
+                           " is at " +
+                           (stored ? "version " + std::to_string(*stored) : "no version") +
+                           ", not the one this write expected");
+  }
+  const int64_t owner_version_seen =
+      stored ? std::max(row->value->owner_version_seen, projection.owner_version_seen)
+             : projection.owner_version_seen;
+  ProjectionRow& draft = DraftProjection(projection.consumer, projection.subject);
+  if (!draft.value) draft.value.emplace();
+  AssignProjection(projection, *draft.value);
+  draft.value->owner_version_seen = owner_version_seen;
+  return Status::Ok();
+}
+
+// Every deferred event of (consumer, subject) this transaction sees, by subject version.
+void MemoryTransaction::AppendDeferredOf(std::string_view consumer, std::string_view subject,
+                                         std::vector<DeferredEvent>& out) const {
+  std::map<int64_t, const DeferredEvent*> rows;
+  const std::tuple<std::string_view, std::string_view, int64_t> from(consumer, subject, kSeqMin);
+  const auto in_range = [&](const DeferredId& id) {
+    return std::get<0>(id) == consumer && std::get<1>(id) == subject;
+  };
+  ForRange(*base_->deferred, from, in_range, [&](const DeferredEvent& d) {
+    rows[d.subject_version] = &d;
+    return true;
+  });
+  for (auto it = overlay_.deferred.lower_bound(from);
+       it != overlay_.deferred.end() && in_range(it->first); ++it) {
+    if (it->second) {
+      rows[std::get<2>(it->first)] = &*it->second;
+    } else {
+      rows.erase(std::get<2>(it->first));
+    }
+  }
+  for (const auto& [version, row] : rows) out.push_back(*row);
+}
+
+// One answer per key, in the order of the keys (as the SQLite backend answers).
+Result<BatchRows> MemoryTransaction::Load(const BatchKeys& keys) {
+  BatchRows out;
+  for (const LedgerKey& k : keys.ledger) {
+    const LedgerEntry* row = LedgerRow(LedgerIdView(k.consumer, k.source, k.event_id));
+    if (row != nullptr) out.ledger.push_back(*row);
+  }
+  for (const SubjectKey& k : keys.subjects) {
+    const ProjectionRow* row = ProjectionRowOf(k.consumer, k.subject);
+    if (row != nullptr && row->value) out.projections.push_back(*row->value);
+    AppendDeferredOf(k.consumer, k.subject, out.deferred);
+  }
+  return out;
+}
+
+class MemorySnapshot final : public Snapshot {
+ public:
+  MemorySnapshot(std::shared_ptr<MemoryDatabase> database, std::shared_ptr<Session> session)
+      : database_(std::move(database)), state_(database_->Current()), session_(std::move(session)) {
+    assert(session_->open == Session::Open::kRead);
+  }
+  ~MemorySnapshot() override {
+    database_->Release(state_);
+    session_->open = Session::Open::kNone;
+  }
+
+  Result<std::optional<Projection>> FindProjection(std::string_view consumer,
+                                                   std::string_view subject) override {
+    const auto& projections = *state_->projections;
+    const auto it =
+        projections.find(std::tuple<std::string_view, std::string_view>(subject, consumer));
+    if (it == projections.end()) return std::optional<Projection>();
+    return it->second.value;
+  }
+  Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
+                                                std::string_view event_id) override {
+    const auto& ledger = *state_->ledger;
+    const auto it = ledger.find(LedgerIdView(consumer, source, event_id));
+    if (it == ledger.end()) return std::optional<LedgerEntry>();
+    return std::optional<LedgerEntry>(it->second);
+  }
+  Result<Rows<Projection>> ProjectionsOf(std::string_view subject, int64_t rows_max) override;
+  Result<Rows<LedgerEntry>> LedgerOf(std::string_view consumer, std::string_view subject,
+                                     int64_t rows_max) override;
+  Result<Rows<DeferredEvent>> DeferredOf(std::string_view consumer, std::string_view subject,
+                                         int64_t rows_max) override {
+    RowsCut<DeferredEvent> cut(rows_max);
+    ForRange(
+        *state_->deferred,
+        std::tuple<std::string_view, std::string_view, int64_t>(consumer, subject, kSeqMin),
+        [&](const DeferredId& id) {
+          return std::get<0>(id) == consumer && std::get<1>(id) == subject;
+        },
+        [&](const DeferredEvent& d) { return cut.Add(d); });
+    return cut.Take();
+  }
+  Result<Rows<DeferredEvent>> AllDeferred(int64_t rows_max) override;
+  Result<Rows<KeptInput>> KeptOf(std::string_view subject, int64_t rows_max) override {
+    RowsCut<KeptInput> cut(rows_max);
+    ForRange(
+        *state_->kept, std::tuple<std::string_view, int64_t>(subject, kSeqMin),
+        [&](const KeptId& id) { return std::get<0>(id) == subject; },
+        [&](const KeptInput& k) { return cut.Add(k); });
+    return cut.Take();
+  }
+  Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
+                                       int64_t rows_max) override {
+    RowsCut<JournalEntry> cut(rows_max);
+    ForRange(
+        *state_->journal,
+        std::tuple<std::string_view, std::string_view, int64_t>(consumer, subject, kSeqMin),
+        [&](const JournalId& id) {
+          return std::get<0>(id) == consumer && std::get<1>(id) == subject;
+        },
+        [&](const JournalEntry& j) { return cut.Add(j); });
+    return cut.Take();
+  }
+  Result<Rows<EvidenceRecord>> EvidenceOf(std::string_view consumer, std::string_view subject,
+                                          int64_t rows_max) override {
+    RowsCut<EvidenceRecord> cut(rows_max);
+    const auto& projections = *state_->projections;
+    const auto it =
+        projections.find(std::tuple<std::string_view, std::string_view>(subject, consumer));
+    if (it == projections.end()) return cut.Take();
+    for (const EvidenceRecord& r : it->second.evidence) {
+      if (!cut.Add(r)) break;
+    }
+    return cut.Take();
+  }
+  Result<std::optional<std::string>> GetPosition(std::string_view source) override {
+    const auto& positions = *state_->positions;
+    const auto it = positions.find(source);
+    return it == positions.end() ? std::optional<std::string>()
+                                 : std::optional<std::string>(it->second);
+  }
+  Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
+    const auto count = [](const auto& table) { return static_cast<int64_t>(table.size()); };
+    return std::vector<std::pair<std::string, int64_t>>{
+        {"ledger", count(*state_->ledger)},     {"projection", count(*state_->projections)},
+        {"deferred", count(*state_->deferred)}, {"kept", count(*state_->kept)},
+        {"journal", count(*state_->journal)},
+    };
+  }
+
+ private:
+  bool HasLedgerRows(std::string_view consumer, std::string_view subject) const {
+    const auto& index = *state_->ledger_by_subject;
+    const auto it = index.lower_bound(
+        std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>(
+            subject, consumer, std::string_view(), std::string_view()));
+    return it != index.end() && std::get<0>(*it) == subject && std::get<1>(*it) == consumer;
+  }
+
+  std::shared_ptr<MemoryDatabase> database_;
+  std::shared_ptr<const State> state_;  // released under the database's mutex
+  std::shared_ptr<Session> session_;
+};
+
+// The projections of consumers that have a ledger row of the subject, by consumer: the SQLite
+// backend reaches projections through the ledger's subject index and lists the same ones.
+Result<Rows<Projection>> MemorySnapshot::ProjectionsOf(std::string_view subject, int64_t rows_max) {
+  RowsCut<Projection> cut(rows_max);
+  ForRange(
+      *state_->projections, std::tuple<std::string_view, std::string_view>(subject, ""),
+      [&](const ProjectionId& id) { return std::get<0>(id) == subject; },
+      [&](const ProjectionRow& row) {
+        return !HasLedgerRows(row.value->consumer, subject) || cut.Add(*row.value);
+      });
+  return cut.Take();
+}
+
+// By subject version (a row without one first, as SQLite orders NULL), then commit time; rows
+// equal in both by source and event id.
+Result<Rows<LedgerEntry>> MemorySnapshot::LedgerOf(std::string_view consumer,
+                                                   std::string_view subject, int64_t rows_max) {
+  std::vector<const LedgerEntry*> rows;
+  const auto& ledger = *state_->ledger;
+  const auto& index = *state_->ledger_by_subject;
+  for (auto it = index.lower_bound(
+           std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>(
+               subject, consumer, std::string_view(), std::string_view()));
+       it != index.end() && std::get<0>(*it) == subject && std::get<1>(*it) == consumer; ++it) {
+    const auto row =
+        ledger.find(LedgerIdView(std::get<1>(*it), std::get<2>(*it), std::get<3>(*it)));
+    assert(row != ledger.end() && "the subject index names a ledger row that is not there");
+    rows.push_back(&row->second);
+  }
+  std::sort(rows.begin(), rows.end(), [](const LedgerEntry* a, const LedgerEntry* b) {
+    return std::tie(a->subject_version, a->committed_at_ms, a->source, a->event_id) <
+           std::tie(b->subject_version, b->committed_at_ms, b->source, b->event_id);
+  });
+  RowsCut<LedgerEntry> cut(rows_max);
+  for (const LedgerEntry* row : rows) {
+    if (!cut.Add(*row)) break;
+  }
+  return cut.Take();
+}
+
+// By deadline, then consumer, subject and subject version.
+Result<Rows<DeferredEvent>> MemorySnapshot::AllDeferred(int64_t rows_max) {
+  std::vector<const DeferredEvent*> rows;
+  rows.reserve(state_->deferred->size());
+  for (const auto& [id, row] : *state_->deferred) rows.push_back(&row);
+  std::stable_sort(rows.begin(), rows.end(), [](const DeferredEvent* a, const DeferredEvent* b) {
+    return a->deadline_at_ms < b->deadline_at_ms;  // ties stay in key order
+  });
+  RowsCut<DeferredEvent> cut(rows_max);
+  for (const DeferredEvent* row : rows) {
+    if (!cut.Add(*row)) break;
+  }
+  return cut.Take();
+}
+
+class MemoryStore final : public Store {
+ public:
+  explicit MemoryStore(std::shared_ptr<MemoryDatabase> database)
+      : database_(std::move(database)), session_(std::make_shared<Session>()) {}
+
+  Result<std::unique_ptr<Transaction>> Begin() override {
+    EVIDENT_RETURN_IF_ERROR(Idle("Begin"));
+    EVIDENT_ASSIGN_OR_RETURN(std::shared_ptr<const State> base, database_->BeginWrite());
+    session_->open = Session::Open::kWrite;
+    return std::unique_ptr<Transaction>(
+        new MemoryTransaction(database_, std::move(base), session_));
+  }
+  Result<std::unique_ptr<Snapshot>> Read() override {
+    EVIDENT_RETURN_IF_ERROR(Idle("Read"));
+    session_->open = Session::Open::kRead;
+    return std::unique_ptr<Snapshot>(new MemorySnapshot(database_, session_));
+  }
+
+ private:
+  Status Idle(std::string_view call) const {
+    if (session_->open == Session::Open::kNone) return Status::Ok();
+    return Status::FailedPrecondition(
+        std::string(call) + ": this store has a " +
+        (session_->open == Session::Open::kWrite ? "transaction" : "snapshot") +
+        " open; one at a time per store");
+  }
+
+  std::shared_ptr<MemoryDatabase> database_;
+  std::shared_ptr<Session> session_;
+};
+
+}  // namespace
+}  // namespace memory_store
+
+std::shared_ptr<MemoryDatabase> NewMemoryDatabase() { return std::make_shared<MemoryDatabase>(); }
+
+Result<std::unique_ptr<Store>> OpenMemoryStore(std::shared_ptr<MemoryDatabase> database) {
+  if (database == nullptr) return Status::InvalidArgument("OpenMemoryStore: no database");
+  return std::unique_ptr<Store>(new memory_store::MemoryStore(std::move(database)));
+}
+
+std::shared_ptr<MemoryDatabase> NamedMemoryDatabase(std::string_view name) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<MemoryDatabase>, std::less<>> databases;
+  std::lock_guard lock(mutex);
+  auto it = databases.find(name);
+  if (it == databases.end()) it = databases.emplace(std::string(name), NewMemoryDatabase()).first;
+  return it->second;
+}
+
+}  // namespace evident

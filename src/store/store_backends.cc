@@ -1,0 +1,60 @@
+// The conformance suite's backends: adding one is one entry in StoreBackends().
+#include "store/store_backends.h"
+
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "evident/store_memory.h"
+#include "evident/store_sqlite.h"
+
+namespace evident {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The memory database "kept in" `dir`: a file there names it, so that a directory the suite
+// empties starts a fresh database, and reopening the directory finds the same one.
+Result<std::shared_ptr<MemoryDatabase>> MemoryDatabaseIn(const fs::path& dir) {
+  static std::mutex mutex;
+  static int64_t databases_made = 0;
+  std::lock_guard lock(mutex);
+  const fs::path marker = dir / "memory-database";
+  std::string name;
+  std::getline(std::ifstream(marker), name);
+  if (name.empty()) {
+    name = "conformance-" + std::to_string(++databases_made);
+    std::ofstream out(marker);
+    out << name << "\n";
+    if (!out.flush()) return Status::IoError("cannot write " + marker.string());
+  }
+  return NamedMemoryDatabase(name);
+}
+
+Result<std::unique_ptr<Store>> OpenMemory(const fs::path& dir) {
+  EVIDENT_ASSIGN_OR_RETURN(std::shared_ptr<MemoryDatabase> database, MemoryDatabaseIn(dir));
+  return OpenMemoryStore(std::move(database));
+}
+
+// The fault wrapper with no faults set: it must change nothing.
+Result<std::unique_ptr<Store>> OpenFaultOverMemory(const fs::path& dir) {
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> inner, OpenMemory(dir));
+  return std::unique_ptr<Store>(new FaultStore(std::move(inner)));
+}
+
+// A short busy timeout: the suite's second writer is refused after it, not after the default 5 s.
+Result<std::unique_ptr<Store>> OpenSqlite(const fs::path& dir) {
+  return OpenSqliteStore((dir / "store.db").string(), {.busy_timeout_ms = 100});
+}
+
+}  // namespace
+
+std::vector<StoreBackend> StoreBackends() {
+  return {
+      {"memory", &OpenMemory},
+      {"fault_over_memory", &OpenFaultOverMemory},
+      {"sqlite", &OpenSqlite},
+  };
+}
+
+}  // namespace evident
