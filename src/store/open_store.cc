@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "evident/store.h"
+#include "evident/store_memory.h"
 #include "evident/store_sqlite.h"
 
 namespace evident {
@@ -21,8 +22,16 @@ Result<std::unique_ptr<Store>> OpenSqlite(std::string_view path, const StoreOpti
       SqliteOptions{.busy_timeout_ms = options.busy_timeout_ms, .read_only = options.read_only});
 }
 
-constexpr std::array<Scheme, 1> kSchemes = {{
+Result<std::unique_ptr<Store>> OpenMemory(std::string_view name, const StoreOptions& options) {
+  if (options.read_only) {
+    return Status::InvalidArgument("a memory store cannot be opened read-only");
+  }
+  return OpenMemoryStore(NamedMemoryDatabase(name));
+}
+
+constexpr std::array<Scheme, 2> kSchemes = {{
     {"sqlite:", "sqlite:PATH", &OpenSqlite},
+    {"memory:", "memory:NAME", &OpenMemory},
 }};
 
 }  // namespace
