@@ -132,6 +132,7 @@ class EnvelopeParser {
   const EnvelopeOptions& options() const { return options_; }
 
  private:
+  class ParseRun;  // one Parse call: its state and its checks, in order (envelope.cc)
   explicit EnvelopeParser(EnvelopeOptions options);
 
   EnvelopeOptions options_;

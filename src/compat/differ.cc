@@ -1,6 +1,7 @@
 #include "compat/differ.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -517,47 +518,56 @@ Status Differ::CompareObjects(const Side& s) {
                                     AppendToken(s.data, "*"), Slot::kAdditionalProperties,
                                     s.depth + 1));
   }
-  // patternProperties: the same pattern is compared; an added one constrains more names.
-  const JsonValue* old_patterns = s.old_node.Keyword("patternProperties");
-  const JsonValue* new_patterns = s.new_node.Keyword("patternProperties");
-  if (old_patterns != nullptr || new_patterns != nullptr) {
-    static const JsonValue kEmpty = [] {
-      JsonValue v;
-      v.kind = JsonValue::Kind::kObject;
-      return v;
-    }();
-    const JsonValue& olds =
-        old_patterns != nullptr && old_patterns->IsObject() ? *old_patterns : kEmpty;
-    const JsonValue& news =
-        new_patterns != nullptr && new_patterns->IsObject() ? *new_patterns : kEmpty;
-    const auto old_by_pattern = MembersByName(&olds);
-    const auto new_by_pattern = MembersByName(&news);
-    for (const auto& [pattern, schema] : news.object) {
-      const std::string new_at =
-          AppendToken(s.new_node.KeywordPointer("patternProperties"), pattern);
-      if (const JsonValue* old_schema = Lookup(old_by_pattern, pattern)) {
-        EVIDENT_RETURN_IF_ERROR(Compare(
-            old_schema, AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern),
-            &schema, new_at, AppendToken(s.data, "*"), Slot::kGeneral, s.depth + 1));
-      } else {
-        Add(ChangeCode::kPatternPropertyAdded, s.data, new_at, false, true,
-            "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
-                " are now constrained");
-      }
-    }
-    for (const auto& [pattern, schema] : olds.object) {
-      if (Lookup(new_by_pattern, pattern) != nullptr) continue;
-      Add(ChangeCode::kPatternPropertyRemoved, s.data,
-          AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern), true, false,
-          "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
-              " are no longer constrained");
-    }
-  }
+  EVIDENT_RETURN_IF_ERROR(ComparePatternProperties(s));
   EVIDENT_RETURN_IF_ERROR(
       Compare(s.old_node.Keyword("propertyNames"), s.old_node.KeywordPointer("propertyNames"),
               s.new_node.Keyword("propertyNames"), s.new_node.KeywordPointer("propertyNames"),
               s.data, Slot::kGeneral, s.depth + 1));
-  // Dependencies: dependentRequired / dependentSchemas (2020-12), dependencies (draft 7).
+  CompareDependencies(s);
+  return Status::Ok();
+}
+
+// patternProperties: the same pattern is compared; an added one constrains more names.
+Status Differ::ComparePatternProperties(const Side& s) {
+  const JsonValue* old_patterns = s.old_node.Keyword("patternProperties");
+  const JsonValue* new_patterns = s.new_node.Keyword("patternProperties");
+  if (old_patterns == nullptr && new_patterns == nullptr) return Status::Ok();
+  static const JsonValue kEmpty = [] {
+    JsonValue v;
+    v.kind = JsonValue::Kind::kObject;
+    return v;
+  }();
+  const JsonValue& olds =
+      old_patterns != nullptr && old_patterns->IsObject() ? *old_patterns : kEmpty;
+  const JsonValue& news =
+      new_patterns != nullptr && new_patterns->IsObject() ? *new_patterns : kEmpty;
+  const auto old_by_pattern = MembersByName(&olds);
+  const auto new_by_pattern = MembersByName(&news);
+  for (const auto& [pattern, schema] : news.object) {
+    const std::string new_at = AppendToken(s.new_node.KeywordPointer("patternProperties"), pattern);
+    if (const JsonValue* old_schema = Lookup(old_by_pattern, pattern)) {
+      EVIDENT_RETURN_IF_ERROR(
+          Compare(old_schema, AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern),
+                  &schema, new_at, AppendToken(s.data, "*"), Slot::kGeneral, s.depth + 1));
+    } else {
+      Add(ChangeCode::kPatternPropertyAdded, s.data, new_at, false, true,
+          "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
+              " are now constrained");
+    }
+  }
+  for (const auto& [pattern, schema] : olds.object) {
+    if (Lookup(new_by_pattern, pattern) != nullptr) continue;
+    Add(ChangeCode::kPatternPropertyRemoved, s.data,
+        AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern), true, false,
+        "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
+            " are no longer constrained");
+  }
+  return Status::Ok();
+}
+
+// Dependencies: dependentRequired / dependentSchemas (2020-12), dependencies (draft 7),
+// compared by their canonical text per member name.
+void Differ::CompareDependencies(const Side& s) {
   for (const char* keyword : {"dependentRequired", "dependentSchemas", "dependencies"}) {
     const JsonValue* olds = s.old_node.Keyword(keyword);
     const JsonValue* news = s.new_node.Keyword(keyword);
@@ -587,76 +597,112 @@ Status Differ::CompareObjects(const Side& s) {
       }
     }
   }
-  return Status::Ok();
 }
 
-Status Differ::CompareProperties(const Side& s) {
-  const JsonValue* old_properties = s.old_node.Keyword("properties");
-  const JsonValue* new_properties = s.new_node.Keyword("properties");
-  if (old_properties != nullptr && !old_properties->IsObject()) old_properties = nullptr;
-  if (new_properties != nullptr && !new_properties->IsObject()) new_properties = nullptr;
-  const std::set<std::string> old_required = RequiredNames(s.old_node.Keyword("required"));
-  const std::set<std::string> new_required = RequiredNames(s.new_node.Keyword("required"));
-  const auto old_by_name = MembersByName(old_properties);
-  const auto new_by_name = MembersByName(new_properties);
-  const bool old_closed = IsClosed(s.old_node);
-  const bool new_closed = IsClosed(s.new_node);
-  const bool lenient = options_.strictness == Strictness::kLenient;
-  const std::string old_at = s.old_node.KeywordPointer("properties");
-  const std::string new_at = s.new_node.KeywordPointer("properties");
-
+// The `properties` and `required` keywords of both sides of one object comparison, and what
+// CompareProperties found on the way. Sets and maps: see RequiredNames.
+struct Differ::PropertyDiff {
   struct Entry {
     std::string name;
     const JsonValue* schema;
-    size_t position;
+    size_t position;  // in its side's `properties`
   };
-  std::vector<Entry> added;
-  std::vector<Entry> removed;
-  if (new_properties != nullptr) {
-    for (size_t i = 0; i < new_properties->object.size(); ++i) {
-      const auto& [name, schema] = new_properties->object[i];
-      const JsonValue* old_schema = Lookup(old_by_name, name);
+
+  explicit PropertyDiff(const Side& s)
+      : old_properties(ObjectOrNull(s.old_node.Keyword("properties"))),
+        new_properties(ObjectOrNull(s.new_node.Keyword("properties"))),
+        old_required(RequiredNames(s.old_node.Keyword("required"))),
+        new_required(RequiredNames(s.new_node.Keyword("required"))),
+        old_by_name(MembersByName(old_properties)),
+        new_by_name(MembersByName(new_properties)),
+        old_closed(IsClosed(s.old_node)),
+        new_closed(IsClosed(s.new_node)),
+        old_at(s.old_node.KeywordPointer("properties")),
+        new_at(s.new_node.KeywordPointer("properties")) {}
+
+  static const JsonValue* ObjectOrNull(const JsonValue* value) {
+    return value != nullptr && value->IsObject() ? value : nullptr;
+  }
+
+  const JsonValue* old_properties;  // null when absent or not an object
+  const JsonValue* new_properties;
+  const std::set<std::string> old_required, new_required;
+  const std::unordered_map<std::string_view, const JsonValue*> old_by_name, new_by_name;
+  const bool old_closed, new_closed;  // additionalProperties or unevaluatedProperties false
+  const std::string old_at, new_at;   // the pointers of the two `properties` keywords
+  std::vector<Entry> added;           // only in the new `properties`, in its order
+  std::vector<Entry> removed;         // only in the old `properties`, in its order
+  std::vector<bool> added_used;       // added[j] was reported as half of a likely rename
+  std::vector<Entry> removed_left;    // removed and not half of a likely rename
+};
+
+namespace {
+
+// What decides whether a removed and an added property look like one renamed: its type, or
+// the whole schema when it names none. Empty when the schema cannot be read.
+std::string TypeSignature(const SchemaDocument& doc, const std::string& name,
+                          const JsonValue* schema, const std::string& properties_at) {
+  Result<Node> node = doc.View(schema, AppendToken(properties_at, name));
+  if (!node.ok() || !node->unresolved_ref.empty()) return {};
+  const JsonValue* type = node->Keyword("type");
+  return type != nullptr ? "type:" + Canonical(*type) : "schema:" + Canonical(*node->value);
+}
+
+}  // namespace
+
+Status Differ::CompareProperties(const Side& s) {
+  PropertyDiff p(s);
+  EVIDENT_RETURN_IF_ERROR(CompareCommonProperties(s, p));
+  ReportLikelyRenames(s, p);
+  ReportAddedProperties(s, p);
+  ReportRemovedProperties(s, p);
+  CompareRequiredness(s, p);
+  return Status::Ok();
+}
+
+// Compares the properties both sides define; lists those only one side defines.
+Status Differ::CompareCommonProperties(const Side& s, PropertyDiff& p) {
+  if (p.new_properties != nullptr) {
+    for (size_t i = 0; i < p.new_properties->object.size(); ++i) {
+      const auto& [name, schema] = p.new_properties->object[i];
+      const JsonValue* old_schema = Lookup(p.old_by_name, name);
       if (old_schema == nullptr) {
-        added.push_back({name, &schema, i});
+        p.added.push_back({name, &schema, i});
         continue;
       }
-      EVIDENT_RETURN_IF_ERROR(Compare(old_schema, AppendToken(old_at, name), &schema,
-                                      AppendToken(new_at, name), AppendToken(s.data, name),
+      EVIDENT_RETURN_IF_ERROR(Compare(old_schema, AppendToken(p.old_at, name), &schema,
+                                      AppendToken(p.new_at, name), AppendToken(s.data, name),
                                       Slot::kGeneral, s.depth + 1));
     }
   }
-  if (old_properties != nullptr) {
-    for (size_t i = 0; i < old_properties->object.size(); ++i) {
-      const auto& [name, schema] = old_properties->object[i];
-      if (Lookup(new_by_name, name) == nullptr) {
-        removed.push_back({name, &schema, i});
+  if (p.old_properties != nullptr) {
+    for (size_t i = 0; i < p.old_properties->object.size(); ++i) {
+      const auto& [name, schema] = p.old_properties->object[i];
+      if (Lookup(p.new_by_name, name) == nullptr) {
+        p.removed.push_back({name, &schema, i});
       }
     }
   }
+  return Status::Ok();
+}
 
-  // A removed property and an added one with the same type, at the same position (or the only
-  // such pair), is most likely a rename: the JSON still validates, the contract does not hold.
-  const auto type_signature = [](const SchemaDocument& doc, const Entry& e,
-                                 const std::string& at) -> std::string {
-    Result<Node> node = doc.View(e.schema, AppendToken(at, e.name));
-    if (!node.ok() || !node->unresolved_ref.empty()) return {};
-    const JsonValue* type = node->Keyword("type");
-    return type != nullptr ? "type:" + Canonical(*type) : "schema:" + Canonical(*node->value);
-  };
+// A removed property and an added one with the same type, at the same position (or the only
+// such pair), is most likely a rename: the JSON still validates, the contract does not hold.
+// Fills p.added_used and p.removed_left.
+void Differ::ReportLikelyRenames(const Side& s, PropertyDiff& p) {
   // Buckets of unused added properties by type signature, and by (signature, position).
-  std::vector<bool> added_used(added.size(), false);
+  p.added_used.assign(p.added.size(), false);
   std::map<std::string, std::set<size_t>> unused_by_signature;
   std::map<std::pair<std::string, size_t>, size_t> by_signature_position;
-  for (size_t j = 0; j < added.size(); ++j) {
-    std::string signature = type_signature(new_doc_, added[j], new_at);
+  for (size_t j = 0; j < p.added.size(); ++j) {
+    std::string signature = TypeSignature(new_doc_, p.added[j].name, p.added[j].schema, p.new_at);
     unused_by_signature[signature].insert(j);
-    by_signature_position.emplace(std::make_pair(std::move(signature), added[j].position), j);
+    by_signature_position.emplace(std::make_pair(std::move(signature), p.added[j].position), j);
   }
-  std::vector<Entry> removed_left;
-  for (const Entry& gone : removed) {
-    const std::string signature = type_signature(old_doc_, gone, old_at);
+  for (const PropertyDiff::Entry& gone : p.removed) {
+    const std::string signature = TypeSignature(old_doc_, gone.name, gone.schema, p.old_at);
     std::set<size_t>& candidates = unused_by_signature[signature];
-    size_t chosen = added.size();
+    size_t chosen = p.added.size();
     const auto same_position = by_signature_position.find({signature, gone.position});
     if (same_position != by_signature_position.end() &&
         candidates.count(same_position->second) != 0) {
@@ -664,15 +710,16 @@ Status Differ::CompareProperties(const Side& s) {
     } else if (candidates.size() == 1) {
       chosen = *candidates.begin();
     }
-    if (chosen == added.size()) {
-      removed_left.push_back(gone);
+    if (chosen == p.added.size()) {
+      p.removed_left.push_back(gone);
       continue;
     }
+    assert(chosen < p.added.size() && !p.added_used[chosen]);  // candidates hold unused ones
     candidates.erase(chosen);
-    added_used[chosen] = true;
-    const Entry& replacement = added[chosen];
+    p.added_used[chosen] = true;
+    const PropertyDiff::Entry& replacement = p.added[chosen];
     Add(ChangeCode::kLikelyRename, AppendToken(s.data, gone.name),
-        AppendToken(new_at, replacement.name), false, false,
+        AppendToken(p.new_at, replacement.name), false, false,
         Quote(gone.name) + " was removed and " + Quote(replacement.name) +
             " added with the same type" +
             (replacement.position == gone.position ? " at the same position" : "") +
@@ -680,17 +727,25 @@ Status Differ::CompareProperties(const Side& s) {
             AppendToken(s.data, replacement.name) +
             "; a rename changes the contract: publish a new contract version or an adapter");
   }
+  assert(p.removed_left.size() +
+             static_cast<size_t>(std::count(p.added_used.begin(), p.added_used.end(), true)) ==
+         p.removed.size());  // each removed property is a rename or left, never both
+}
 
-  for (size_t j = 0; j < added.size(); ++j) {
-    if (added_used[j]) continue;
-    const Entry& e = added[j];
+// Added properties that are not half of a rename: breaking as the content model says.
+void Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
+  assert(p.added_used.size() == p.added.size());  // ReportLikelyRenames ran
+  const bool lenient = options_.strictness == Strictness::kLenient;
+  for (size_t j = 0; j < p.added.size(); ++j) {
+    if (p.added_used[j]) continue;
+    const PropertyDiff::Entry& e = p.added[j];
     const std::string data = AppendToken(s.data, e.name);
-    const std::string where = AppendToken(new_at, e.name);
-    if (Contains(new_required, e.name)) {
-      Add(ChangeCode::kRequiredPropertyAdded, data, where, false, !old_closed,
+    const std::string where = AppendToken(p.new_at, e.name);
+    if (Contains(p.new_required, e.name)) {
+      Add(ChangeCode::kRequiredPropertyAdded, data, where, false, !p.old_closed,
           "required property " + Quote(e.name) + " added to " + DataText(s.data) +
               ": data written under the old schema lacks it");
-    } else if (old_closed) {
+    } else if (p.old_closed) {
       Add(ChangeCode::kOptionalPropertyAddedToClosedContentModel, data, where, true, false,
           "optional property " + Quote(e.name) + " added to " + DataText(s.data) +
               ", which the old schema closes (additionalProperties: false): old readers reject it");
@@ -702,37 +757,43 @@ Status Differ::CompareProperties(const Side& s) {
                          "so old data may violate the new property's schema"));
     }
   }
-  for (const Entry& e : removed_left) {
-    const bool was_required = Contains(old_required, e.name);
-    const bool forward = !was_required && (new_closed || lenient);
-    Add(ChangeCode::kPropertyRemoved, AppendToken(s.data, e.name), AppendToken(old_at, e.name),
-        !new_closed, forward,
+}
+
+// Removed properties that are not half of a rename.
+void Differ::ReportRemovedProperties(const Side& s, const PropertyDiff& p) {
+  const bool lenient = options_.strictness == Strictness::kLenient;
+  for (const PropertyDiff::Entry& e : p.removed_left) {
+    const bool was_required = Contains(p.old_required, e.name);
+    const bool forward = !was_required && (p.new_closed || lenient);
+    Add(ChangeCode::kPropertyRemoved, AppendToken(s.data, e.name), AppendToken(p.old_at, e.name),
+        !p.new_closed, forward,
         std::string(was_required ? "required" : "optional") + " property " + Quote(e.name) +
             " removed from " + DataText(s.data) + (was_required ? ": old readers require it" : "") +
-            (new_closed ? "; the new schema is closed and rejects old data holding it" : ""));
+            (p.new_closed ? "; the new schema is closed and rejects old data holding it" : ""));
   }
+}
 
-  // Requiredness of properties that exist on both sides (or are only listed in `required`).
+// Requiredness of properties that exist on both sides (or are only listed in `required`).
+void Differ::CompareRequiredness(const Side& s, const PropertyDiff& p) {
   const auto defined_on_one_side_only = [&](const std::string& name) {
-    const bool in_old = Lookup(old_by_name, name) != nullptr;
-    const bool in_new = Lookup(new_by_name, name) != nullptr;
+    const bool in_old = Lookup(p.old_by_name, name) != nullptr;
+    const bool in_new = Lookup(p.new_by_name, name) != nullptr;
     return in_old != in_new;
   };
-  for (const std::string& name : new_required) {
-    if (Contains(old_required, name) || defined_on_one_side_only(name)) continue;
+  for (const std::string& name : p.new_required) {
+    if (Contains(p.old_required, name) || defined_on_one_side_only(name)) continue;
     Add(ChangeCode::kRequiredPropertyAdded, AppendToken(s.data, name),
         s.new_node.KeywordPointer("required"), false, true,
         "property " + Quote(name) + " of " + DataText(s.data) +
             " is now required: data written under the old schema may lack it");
   }
-  for (const std::string& name : old_required) {
-    if (Contains(new_required, name) || defined_on_one_side_only(name)) continue;
+  for (const std::string& name : p.old_required) {
+    if (Contains(p.new_required, name) || defined_on_one_side_only(name)) continue;
     Add(ChangeCode::kRequiredPropertyRemoved, AppendToken(s.data, name),
         s.old_node.KeywordPointer("required"), true, false,
         "property " + Quote(name) + " of " + DataText(s.data) +
             " is no longer required: old readers expect it to be present");
   }
-  return Status::Ok();
 }
 
 Status Differ::CompareArrays(const Side& s) {

@@ -63,7 +63,15 @@ class Differ {
   void CompareBounds(const Side& s);
   void CompareStrings(const Side& s);
   Status CompareObjects(const Side& s);
+  Status ComparePatternProperties(const Side& s);
+  void CompareDependencies(const Side& s);
+  struct PropertyDiff;  // both sides' properties and required, and what was found (differ.cc)
   Status CompareProperties(const Side& s);
+  Status CompareCommonProperties(const Side& s, PropertyDiff& p);
+  void ReportLikelyRenames(const Side& s, PropertyDiff& p);
+  void ReportAddedProperties(const Side& s, const PropertyDiff& p);
+  void ReportRemovedProperties(const Side& s, const PropertyDiff& p);
+  void CompareRequiredness(const Side& s, const PropertyDiff& p);
   Status CompareArrays(const Side& s);
   Status CompareComposition(const Side& s);
   Status CompareList(const Side& s, const char* keyword, ChangeCode added, ChangeCode removed,

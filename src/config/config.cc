@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cassert>
 #include <filesystem>
 
 #include "contract/contract_yaml.h"
@@ -115,6 +116,138 @@ void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerCon
   }
 }
 
+// Runs `parse`, turning the exceptions of this file (Fail) and of yaml-cpp into the
+// InvalidArgument status they stand for: no exception leaves the module.
+template <typename Parse>
+Status CatchParseErrors(const std::string& origin, Parse&& parse) {
+  try {
+    return parse();
+  } catch (const ConfigError& e) {
+    return Status::InvalidArgument(e.message);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(origin + ": " + e.what());
+  }
+}
+
+// batch_count_max, linger_ms and event_bytes_max, each within its limits (config.h).
+void ParseLimits(const std::string& origin, const YAML::Node& root, Config& config) {
+  if (root["batch_count_max"]) {
+    const int64_t n = root["batch_count_max"].as<int64_t>();
+    if (n < 1 || n > kBatchCountMaxLimit) {
+      Fail(origin, root["batch_count_max"],
+           "batch_count_max must be from 1 to " + std::to_string(kBatchCountMaxLimit));
+    }
+    config.batch_count_max = static_cast<size_t>(n);
+  }
+  if (root["linger_ms"]) {
+    config.linger_ms = root["linger_ms"].as<int64_t>();
+    if (config.linger_ms < 0 || config.linger_ms > kLingerMsLimit) {
+      Fail(origin, root["linger_ms"],
+           "linger_ms must be from 0 to " + std::to_string(kLingerMsLimit));
+    }
+  }
+  if (root["event_bytes_max"]) {
+    const int64_t n = root["event_bytes_max"].as<int64_t>();
+    if (n < kEventBytesFloor || n > kEventBytesLimit) {
+      Fail(origin, root["event_bytes_max"],
+           "event_bytes_max must be from " + std::to_string(kEventBytesFloor) +
+               " (the CloudEvents minimum) to " + std::to_string(kEventBytesLimit));
+    }
+    config.event_bytes_max = static_cast<size_t>(n);
+  }
+  assert(config.batch_count_max >= 1 && config.linger_ms >= 0 &&
+         config.event_bytes_max >= static_cast<size_t>(kEventBytesFloor));
+}
+
+// Everything but the consumers: the known keys only, the contracts directory (resolved against
+// `base_dir`), the envelope profile and the limits.
+void ParseSettings(const std::string& origin, const YAML::Node& root, const std::string& base_dir,
+                   Config& config) {
+  if (!root.IsMap()) Fail(origin, root, "the configuration must be a mapping");
+  for (const auto& item : root) {
+    const std::string key = item.first.as<std::string>();
+    if (key != "contracts" && key != "profile" && key != "consumers" && key != "batch_count_max" &&
+        key != "linger_ms" && key != "event_bytes_max") {
+      Fail(origin, item.first, "unknown key '" + key + "'");
+    }
+  }
+  if (!root["contracts"]) Fail(origin, root, "'contracts' (the contracts directory) is required");
+  const fs::path contracts = root["contracts"].as<std::string>();
+  config.contracts_dir = (contracts.is_absolute() ? contracts : fs::path(base_dir) / contracts)
+                             .lexically_normal()
+                             .string();
+  if (root["profile"]) {
+    auto profile = Profile::Named(root["profile"].as<std::string>());
+    if (!profile.ok()) Fail(origin, root["profile"], profile.status().message());
+    config.profile = std::move(profile).value();
+  }
+  ParseLimits(origin, root, config);
+}
+
+// The contract of one consumers entry: given inline (it has 'accepts'; read where it stands,
+// so its errors cite evident.yaml's lines), or the one of the same id in the contracts
+// directory, next to which the entry may only add 'projection' and 'guards'.
+Result<ConsumerContract> EntryContract(const std::string& origin, const YAML::Node& entry,
+                                       const std::string& id, const Config& config) {
+  if (entry["accepts"]) return ConsumerContractFromNode(entry, origin);
+  const ConsumerContract* found = nullptr;
+  for (const ConsumerContract& c : config.contracts.consumers) {
+    if (c.id == id) found = &c;
+  }
+  if (found == nullptr) {
+    Fail(origin, entry,
+         "consumer '" + id + "' has no 'accepts' here and no contract in " + config.contracts_dir +
+             "/consumers/");
+  }
+  for (const auto& item : entry) {
+    const std::string key = item.first.as<std::string>();
+    if (key != "id" && key != "projection" && key != "guards") {
+      Fail(origin, item.first,
+           "'" + key + "' belongs in the contract file of '" + id +
+               "' (or give the whole contract inline with 'accepts')");
+    }
+  }
+  return *found;
+}
+
+// 'consumers': at least one, each id once, each with its contract and extras.
+Status ParseConsumers(const std::string& origin, const YAML::Node& root, Config& config) {
+  const YAML::Node consumers = root["consumers"];
+  if (!consumers || !consumers.IsSequence() || consumers.size() == 0) {
+    Fail(origin, root, "'consumers' must list at least one consumer");
+  }
+  for (const YAML::Node& entry : consumers) {
+    if (!entry.IsMap() || !entry["id"]) Fail(origin, entry, "a consumer needs an 'id'");
+    ConsumerConfig consumer;
+    const std::string id = entry["id"].as<std::string>();
+    EVIDENT_ASSIGN_OR_RETURN(consumer.contract, EntryContract(origin, entry, id, config));
+    if (config.Find(consumer.contract.id) != nullptr) {
+      Fail(origin, entry, "consumer '" + id + "' is listed twice");
+    }
+    ParseExtras(origin, entry, consumer);
+    config.consumers.push_back(std::move(consumer));
+  }
+  assert(!config.consumers.empty());
+  return Status::Ok();
+}
+
+// Every accepted (type, version) needs its payload schema in the contracts directory.
+Status CheckSchemasExist(const std::string& origin, const Config& config) {
+  for (const ConsumerConfig& consumer : config.consumers) {
+    for (const AcceptedType& accepted : consumer.contract.accepts) {
+      for (int64_t version : accepted.versions) {
+        if (config.contracts.SchemaPath(accepted.type, version).empty()) {
+          return Status::InvalidArgument(
+              origin + ": consumer '" + consumer.contract.id + "' accepts " + accepted.type + " v" +
+              std::to_string(version) + " but " + config.contracts_dir + "/" + accepted.type +
+              "/v" + std::to_string(version) + ".schema.json does not exist");
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const ConsumerConfig* Config::Find(std::string_view consumer_id) const {
@@ -130,116 +263,14 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
   config.path = origin;
   // Loaded once, repeated keys refused: every error below cites a line of this very text.
   EVIDENT_ASSIGN_OR_RETURN(const YAML::Node root, LoadYaml(yaml_text, origin));
-  try {
-    if (!root.IsMap()) Fail(origin, root, "the configuration must be a mapping");
-    for (const auto& item : root) {
-      const std::string key = item.first.as<std::string>();
-      if (key != "contracts" && key != "profile" && key != "consumers" &&
-          key != "batch_count_max" && key != "linger_ms" && key != "event_bytes_max") {
-        Fail(origin, item.first, "unknown key '" + key + "'");
-      }
-    }
-    if (!root["contracts"]) Fail(origin, root, "'contracts' (the contracts directory) is required");
-    const fs::path contracts = root["contracts"].as<std::string>();
-    config.contracts_dir = (contracts.is_absolute() ? contracts : fs::path(base_dir) / contracts)
-                               .lexically_normal()
-                               .string();
-    if (root["profile"]) {
-      auto profile = Profile::Named(root["profile"].as<std::string>());
-      if (!profile.ok()) Fail(origin, root["profile"], profile.status().message());
-      config.profile = std::move(profile).value();
-    }
-    if (root["batch_count_max"]) {
-      const int64_t n = root["batch_count_max"].as<int64_t>();
-      if (n < 1 || n > kBatchCountMaxLimit) {
-        Fail(origin, root["batch_count_max"],
-             "batch_count_max must be from 1 to " + std::to_string(kBatchCountMaxLimit));
-      }
-      config.batch_count_max = static_cast<size_t>(n);
-    }
-    if (root["linger_ms"]) {
-      config.linger_ms = root["linger_ms"].as<int64_t>();
-      if (config.linger_ms < 0 || config.linger_ms > kLingerMsLimit) {
-        Fail(origin, root["linger_ms"],
-             "linger_ms must be from 0 to " + std::to_string(kLingerMsLimit));
-      }
-    }
-    if (root["event_bytes_max"]) {
-      const int64_t n = root["event_bytes_max"].as<int64_t>();
-      if (n < kEventBytesFloor || n > kEventBytesLimit) {
-        Fail(origin, root["event_bytes_max"],
-             "event_bytes_max must be from " + std::to_string(kEventBytesFloor) +
-                 " (the CloudEvents minimum) to " + std::to_string(kEventBytesLimit));
-      }
-      config.event_bytes_max = static_cast<size_t>(n);
-    }
-  } catch (const ConfigError& e) {
-    return Status::InvalidArgument(e.message);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(origin + ": " + e.what());
-  }
-
+  EVIDENT_RETURN_IF_ERROR(CatchParseErrors(origin, [&] {
+    ParseSettings(origin, root, base_dir, config);
+    return Status::Ok();
+  }));
   EVIDENT_ASSIGN_OR_RETURN(config.contracts, LoadContractsDir(config.contracts_dir));
-
-  try {
-    const YAML::Node consumers = root["consumers"];
-    if (!consumers || !consumers.IsSequence() || consumers.size() == 0) {
-      Fail(origin, root, "'consumers' must list at least one consumer");
-    }
-    for (const YAML::Node& entry : consumers) {
-      if (!entry.IsMap() || !entry["id"]) Fail(origin, entry, "a consumer needs an 'id'");
-      ConsumerConfig consumer;
-      const std::string id = entry["id"].as<std::string>();
-      if (entry["accepts"]) {
-        // The inline contract is read where it stands, so its errors cite evident.yaml's lines.
-        auto contract = ConsumerContractFromNode(entry, origin);
-        if (!contract.ok()) return contract.status();
-        consumer.contract = std::move(contract).value();
-      } else {
-        const ConsumerContract* found = nullptr;
-        for (const ConsumerContract& c : config.contracts.consumers) {
-          if (c.id == id) found = &c;
-        }
-        if (found == nullptr) {
-          Fail(origin, entry,
-               "consumer '" + id + "' has no 'accepts' here and no contract in " +
-                   config.contracts_dir + "/consumers/");
-        }
-        consumer.contract = *found;
-        for (const auto& item : entry) {
-          const std::string key = item.first.as<std::string>();
-          if (key != "id" && key != "projection" && key != "guards") {
-            Fail(origin, item.first,
-                 "'" + key + "' belongs in the contract file of '" + id +
-                     "' (or give the whole contract inline with 'accepts')");
-          }
-        }
-      }
-      if (config.Find(consumer.contract.id) != nullptr) {
-        Fail(origin, entry, "consumer '" + id + "' is listed twice");
-      }
-      ParseExtras(origin, entry, consumer);
-      config.consumers.push_back(std::move(consumer));
-    }
-  } catch (const ConfigError& e) {
-    return Status::InvalidArgument(e.message);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(origin + ": " + e.what());
-  }
-
-  // Every accepted (type, version) needs its payload schema.
-  for (const ConsumerConfig& consumer : config.consumers) {
-    for (const AcceptedType& accepted : consumer.contract.accepts) {
-      for (int64_t version : accepted.versions) {
-        if (config.contracts.SchemaPath(accepted.type, version).empty()) {
-          return Status::InvalidArgument(
-              origin + ": consumer '" + consumer.contract.id + "' accepts " + accepted.type + " v" +
-              std::to_string(version) + " but " + config.contracts_dir + "/" + accepted.type +
-              "/v" + std::to_string(version) + ".schema.json does not exist");
-        }
-      }
-    }
-  }
+  EVIDENT_RETURN_IF_ERROR(
+      CatchParseErrors(origin, [&] { return ParseConsumers(origin, root, config); }));
+  EVIDENT_RETURN_IF_ERROR(CheckSchemasExist(origin, config));
   return config;
 }
 

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cassert>
 #include <filesystem>
 #include <set>
 
@@ -100,6 +101,99 @@ AcceptedType ParseAccepted(std::string_view origin, const YAML::Node& node) {
   return accepted;
 }
 
+// 'id' (required: it names the consumer in keys and paths) and 'resultversion'.
+void ParseIdentity(std::string_view origin, const YAML::Node& root, ConsumerContract& contract) {
+  if (!root["id"]) Fail(origin, root, "a consumer contract needs 'id'");
+  contract.id = String(origin, root["id"], "id");
+  if (contract.id.empty() || contract.id.find_first_of(": \t\n/") != std::string::npos) {
+    Fail(origin, root["id"], "'id' must be non-empty, without ':', '/' or spaces");
+  }
+  if (root["resultversion"]) {
+    contract.result_version = Integer(origin, root["resultversion"], "resultversion");
+    if (contract.result_version < 1) Fail(origin, root["resultversion"], "resultversion >= 1");
+  }
+}
+
+// What the contract asks of each envelope: 'boundary', 'schemaversion_at', 'unknown_version'.
+void ParseEnvelopeRules(std::string_view origin, const YAML::Node& root,
+                        ConsumerContract& contract) {
+  if (root["boundary"]) contract.boundary = StringList(origin, root["boundary"], "boundary", false);
+  if (root["schemaversion_at"]) {
+    contract.schema_version_at = Pointer(origin, root["schemaversion_at"], "schemaversion_at");
+  }
+  if (root["unknown_version"]) {
+    const std::string outcome = String(origin, root["unknown_version"], "unknown_version");
+    if (outcome == "contract-update-required") {
+      contract.unknown_version = UnknownVersionOutcome::kContractUpdateRequired;
+    } else if (outcome == "manual") {
+      contract.unknown_version = UnknownVersionOutcome::kManual;
+    } else {
+      Fail(origin, root["unknown_version"],
+           "'unknown_version' must be contract-update-required or manual");
+    }
+  }
+}
+
+// 'accepts': at least one entry, each type once.
+std::vector<AcceptedType> ParseAcceptsList(std::string_view origin, const YAML::Node& root) {
+  if (!root["accepts"] || !root["accepts"].IsSequence() || root["accepts"].size() == 0) {
+    Fail(origin, root, "'accepts' must list at least one {type, versions, reads}");
+  }
+  std::vector<AcceptedType> accepts;
+  std::set<std::string> types;
+  for (const YAML::Node& entry : root["accepts"]) {
+    accepts.push_back(ParseAccepted(origin, entry));
+    if (!types.insert(accepts.back().type).second) {
+      Fail(origin, entry, "type '" + accepts.back().type + "' is listed twice");
+    }
+  }
+  assert(!accepts.empty() && types.size() == accepts.size());
+  return accepts;
+}
+
+// 'ordering': none, or by subject with optional pointers to the subject and its version.
+Ordering ParseOrdering(std::string_view origin, const YAML::Node& ordering) {
+  Ordering out;
+  if (ordering.IsScalar() && ordering.as<std::string>() == "none") return out;  // unordered
+  CheckKeys(origin, ordering, {"by", "subject_at", "version_at"}, "'ordering'");
+  if (!ordering["by"] || ordering["by"].as<std::string>() != "subject") {
+    Fail(origin, ordering, "'ordering.by' must be 'subject' (or write ordering: none)");
+  }
+  out.by_subject = true;
+  if (ordering["subject_at"]) {
+    out.subject_at = Pointer(origin, ordering["subject_at"], "subject_at");
+  }
+  if (ordering["version_at"]) {
+    out.version_at = Pointer(origin, ordering["version_at"], "version_at");
+  }
+  return out;
+}
+
+// 'gap': how long a gap may stay open and where it goes then.
+GapPolicy ParseGap(std::string_view origin, const YAML::Node& gap) {
+  CheckKeys(origin, gap, {"deadline_seconds", "route"}, "'gap'");
+  GapPolicy out;
+  if (gap["deadline_seconds"]) {
+    out.deadline_seconds = Integer(origin, gap["deadline_seconds"], "deadline_seconds");
+    if (out.deadline_seconds < 0 || out.deadline_seconds > kGapDeadlineSecondsMax) {
+      Fail(origin, gap,
+           "deadline_seconds from 0 to " + std::to_string(kGapDeadlineSecondsMax) + " (100 years)");
+    }
+  }
+  if (gap["route"]) {
+    const std::string route = String(origin, gap["route"], "route");
+    if (route == "wait")
+      out.route = GapRoute::kWait;
+    else if (route == "request-replay")
+      out.route = GapRoute::kRequestReplay;
+    else if (route == "manual")
+      out.route = GapRoute::kManual;
+    else
+      Fail(origin, gap["route"], "'gap.route' must be wait, request-replay or manual");
+  }
+  return out;
+}
+
 }  // namespace
 
 const AcceptedType* ConsumerContract::Find(std::string_view type) const {
@@ -132,82 +226,14 @@ Result<ConsumerContract> ConsumerContractFromNode(const YAML::Node& root, std::s
                "ordering", "gap", "projection", "guards"},
               "a consumer contract");
     ConsumerContract contract;
-    if (!root["id"]) Fail(origin, root, "a consumer contract needs 'id'");
-    contract.id = String(origin, root["id"], "id");
-    if (contract.id.empty() || contract.id.find_first_of(": \t\n/") != std::string::npos) {
-      Fail(origin, root["id"], "'id' must be non-empty, without ':', '/' or spaces");
-    }
-    if (root["resultversion"]) {
-      contract.result_version = Integer(origin, root["resultversion"], "resultversion");
-      if (contract.result_version < 1) Fail(origin, root["resultversion"], "resultversion >= 1");
-    }
-    if (root["boundary"])
-      contract.boundary = StringList(origin, root["boundary"], "boundary", false);
-    if (root["schemaversion_at"]) {
-      contract.schema_version_at = Pointer(origin, root["schemaversion_at"], "schemaversion_at");
-    }
-    if (root["unknown_version"]) {
-      const std::string outcome = String(origin, root["unknown_version"], "unknown_version");
-      if (outcome == "contract-update-required") {
-        contract.unknown_version = UnknownVersionOutcome::kContractUpdateRequired;
-      } else if (outcome == "manual") {
-        contract.unknown_version = UnknownVersionOutcome::kManual;
-      } else {
-        Fail(origin, root["unknown_version"],
-             "'unknown_version' must be contract-update-required or manual");
-      }
-    }
-    if (!root["accepts"] || !root["accepts"].IsSequence() || root["accepts"].size() == 0) {
-      Fail(origin, root, "'accepts' must list at least one {type, versions, reads}");
-    }
-    std::set<std::string> types;
-    for (const YAML::Node& entry : root["accepts"]) {
-      contract.accepts.push_back(ParseAccepted(origin, entry));
-      if (!types.insert(contract.accepts.back().type).second) {
-        Fail(origin, entry, "type '" + contract.accepts.back().type + "' is listed twice");
-      }
-    }
+    ParseIdentity(origin, root, contract);
+    ParseEnvelopeRules(origin, root, contract);
+    contract.accepts = ParseAcceptsList(origin, root);
     if (const YAML::Node ordering = root["ordering"]) {
-      if (ordering.IsScalar() && ordering.as<std::string>() == "none") {
-        // unordered
-      } else {
-        CheckKeys(origin, ordering, {"by", "subject_at", "version_at"}, "'ordering'");
-        if (!ordering["by"] || ordering["by"].as<std::string>() != "subject") {
-          Fail(origin, ordering, "'ordering.by' must be 'subject' (or write ordering: none)");
-        }
-        contract.ordering.by_subject = true;
-        if (ordering["subject_at"]) {
-          contract.ordering.subject_at = Pointer(origin, ordering["subject_at"], "subject_at");
-        }
-        if (ordering["version_at"]) {
-          contract.ordering.version_at = Pointer(origin, ordering["version_at"], "version_at");
-        }
-      }
+      contract.ordering = ParseOrdering(origin, ordering);
     }
-    if (const YAML::Node gap = root["gap"]) {
-      CheckKeys(origin, gap, {"deadline_seconds", "route"}, "'gap'");
-      if (gap["deadline_seconds"]) {
-        contract.gap.deadline_seconds =
-            Integer(origin, gap["deadline_seconds"], "deadline_seconds");
-        if (contract.gap.deadline_seconds < 0 ||
-            contract.gap.deadline_seconds > kGapDeadlineSecondsMax) {
-          Fail(origin, gap,
-               "deadline_seconds from 0 to " + std::to_string(kGapDeadlineSecondsMax) +
-                   " (100 years)");
-        }
-      }
-      if (gap["route"]) {
-        const std::string route = String(origin, gap["route"], "route");
-        if (route == "wait")
-          contract.gap.route = GapRoute::kWait;
-        else if (route == "request-replay")
-          contract.gap.route = GapRoute::kRequestReplay;
-        else if (route == "manual")
-          contract.gap.route = GapRoute::kManual;
-        else
-          Fail(origin, gap["route"], "'gap.route' must be wait, request-replay or manual");
-      }
-    }
+    if (const YAML::Node gap = root["gap"]) contract.gap = ParseGap(origin, gap);
+    assert(!contract.id.empty() && !contract.accepts.empty());
     return contract;
   } catch (const ContractError& e) {
     return Status::InvalidArgument(e.message);

@@ -7,9 +7,11 @@
 // Nodes are compiled from a work list, not recursively, so deep schemas cannot exhaust the stack.
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 #include "evident/schema.h"
@@ -174,6 +176,57 @@ std::optional<uint32_t> VocabularyBit(std::string_view uri) {
   return std::nullopt;
 }
 
+// Where a subschema sits while indexing: the base URI, resource and dialect it inherits from
+// its parent unless its own "$id" (or "$schema") says otherwise.
+struct IndexScope {
+  std::string base;
+  uint32_t resource = 0;
+  KnownDialect dialect;
+
+  SchemaInfo InfoOf(dom::element el) const {
+    return SchemaInfo{base, resource, dialect.dialect, dialect.vocab, el};
+  }
+};
+
+// The keywords whose value is a subschema (single), an array of subschemas (arrays) or an
+// object of them (maps): the ones the indexer follows. A keyword may be in two lists (draft 7
+// "items" is a schema or an array of schemas).
+struct SubschemaKeywords {
+  std::span<const std::string_view> single, arrays, maps;
+};
+constexpr std::string_view kSingle2020[] = {"additionalProperties",
+                                            "propertyNames",
+                                            "items",
+                                            "contains",
+                                            "not",
+                                            "if",
+                                            "then",
+                                            "else",
+                                            "unevaluatedItems",
+                                            "unevaluatedProperties",
+                                            "contentSchema"};
+constexpr std::string_view kArrays2020[] = {"allOf", "anyOf", "oneOf", "prefixItems"};
+constexpr std::string_view kMaps2020[] = {
+    "$defs", "definitions", "properties", "patternProperties", "dependentSchemas", "dependencies"};
+constexpr std::string_view kSingle7[] = {"additionalProperties",
+                                         "propertyNames",
+                                         "additionalItems",
+                                         "contains",
+                                         "not",
+                                         "if",
+                                         "then",
+                                         "else",
+                                         "items"};
+constexpr std::string_view kArrays7[] = {"allOf", "anyOf", "oneOf", "items"};
+constexpr std::string_view kMaps7[] = {"definitions", "properties", "patternProperties",
+                                       "dependencies"};
+constexpr SubschemaKeywords kSubschemaKeywords2020{kSingle2020, kArrays2020, kMaps2020};
+constexpr SubschemaKeywords kSubschemaKeywords7{kSingle7, kArrays7, kMaps7};
+
+bool Lists(std::span<const std::string_view> list, std::string_view name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
 class Compiler {
  public:
   Compiler(const Registry& registry, const CompileOptions& options)
@@ -227,7 +280,7 @@ class Compiler {
     EVIDENT_ASSIGN_OR_RETURN(KnownDialect dialect, DialectOf(root, inherited, 0));
     const uint32_t resource = AddResource(StripEmptyFragment(retrieval_uri), Location{doc, ""});
     EVIDENT_RETURN_IF_ERROR(
-        Index(doc, root, "", StripEmptyFragment(retrieval_uri), resource, dialect, 0));
+        Index(doc, root, "", IndexScope{StripEmptyFragment(retrieval_uri), resource, dialect}, 0));
     return doc;
   }
 
@@ -303,98 +356,82 @@ class Compiler {
     return LoadDocument(std::move(text).value(), uri, inherited);
   }
 
-  Status Index(uint32_t doc, dom::element el, const std::string& pointer, std::string base,
-               uint32_t resource, KnownDialect dialect, size_t depth) {
+  // Records the subschema at (doc, pointer) and, through the keywords that hold subschemas,
+  // every subschema below it. `scope` is what the subschema inherits from its parent.
+  Status Index(uint32_t doc, dom::element el, const std::string& pointer, IndexScope scope,
+               size_t depth) {
     if (depth > kIndexDepthMax) {
       return Status::LimitExceeded("schema nesting deeper than " + std::to_string(kIndexDepthMax));
     }
     dom::object object;
     if (el.get_object().get(object) != simdjson::SUCCESS) {
-      info_.emplace(LocationKey(doc, pointer),
-                    SchemaInfo{base, resource, dialect.dialect, dialect.vocab, el});
+      info_.emplace(LocationKey(doc, pointer), scope.InfoOf(el));
       return Status::Ok();
     }
-    const bool draft7 = dialect.dialect == Dialect::kDraft7;
+    EVIDENT_RETURN_IF_ERROR(IndexIdentifiers(doc, pointer, el, object, scope));
+    info_.emplace(LocationKey(doc, pointer), scope.InfoOf(el));
+    return IndexChildren(doc, pointer, object, scope, depth);
+  }
+
+  // "$id" (a new resource and base URI, and maybe a new dialect; in draft 7 also an anchor),
+  // "$anchor" and "$dynamicAnchor" of one schema object. Updates `scope` for it and below.
+  Status IndexIdentifiers(uint32_t doc, const std::string& pointer, dom::element el,
+                          dom::object object, IndexScope& scope) {
+    const bool draft7 = scope.dialect.dialect == Dialect::kDraft7;
     std::string_view id;
     const bool has_ref = object["$ref"].error() == simdjson::SUCCESS;
     if (object["$id"].get_string().get(id) == simdjson::SUCCESS && !(draft7 && has_ref)) {
       if (draft7 && id.starts_with("#")) {
-        anchors_[base + std::string(id)] = Location{doc, pointer};
+        anchors_[scope.base + std::string(id)] = Location{doc, pointer};
       } else {
-        const std::string resolved = ResolveUri(base, id);
+        const std::string resolved = ResolveUri(scope.base, id);
         std::string without_fragment, fragment;
         SplitFragment(resolved, without_fragment, fragment);
         if (!pointer.empty()) {
-          EVIDENT_ASSIGN_OR_RETURN(dialect, DialectOf(el, dialect, 0));
+          EVIDENT_ASSIGN_OR_RETURN(scope.dialect, DialectOf(el, scope.dialect, 0));
         }
-        base = without_fragment;
-        resource = AddResource(base, Location{doc, pointer});
-        if (draft7 && !fragment.empty()) anchors_[base + "#" + fragment] = Location{doc, pointer};
+        scope.base = without_fragment;
+        scope.resource = AddResource(scope.base, Location{doc, pointer});
+        if (draft7 && !fragment.empty()) {
+          anchors_[scope.base + "#" + fragment] = Location{doc, pointer};
+        }
       }
     }
-    if (!draft7) {
-      std::string_view anchor;
-      if (object["$anchor"].get_string().get(anchor) == simdjson::SUCCESS) {
-        anchors_[base + "#" + std::string(anchor)] = Location{doc, pointer};
-      }
-      if (object["$dynamicAnchor"].get_string().get(anchor) == simdjson::SUCCESS) {
-        anchors_.emplace(base + "#" + std::string(anchor), Location{doc, pointer});
-        resource_dynamic_anchors_[resource].emplace(std::string(anchor), Location{doc, pointer});
-      }
+    if (draft7) return Status::Ok();
+    std::string_view anchor;
+    if (object["$anchor"].get_string().get(anchor) == simdjson::SUCCESS) {
+      anchors_[scope.base + "#" + std::string(anchor)] = Location{doc, pointer};
     }
-    info_.emplace(LocationKey(doc, pointer),
-                  SchemaInfo{base, resource, dialect.dialect, dialect.vocab, el});
+    if (object["$dynamicAnchor"].get_string().get(anchor) == simdjson::SUCCESS) {
+      anchors_.emplace(scope.base + "#" + std::string(anchor), Location{doc, pointer});
+      assert(scope.resource < resource_dynamic_anchors_.size());
+      resource_dynamic_anchors_[scope.resource].emplace(std::string(anchor),
+                                                        Location{doc, pointer});
+    }
+    return Status::Ok();
+  }
 
-    static constexpr std::string_view kSingle2020[] = {"additionalProperties",
-                                                       "propertyNames",
-                                                       "items",
-                                                       "contains",
-                                                       "not",
-                                                       "if",
-                                                       "then",
-                                                       "else",
-                                                       "unevaluatedItems",
-                                                       "unevaluatedProperties",
-                                                       "contentSchema"};
-    static constexpr std::string_view kArrays2020[] = {"allOf", "anyOf", "oneOf", "prefixItems"};
-    static constexpr std::string_view kMaps2020[] = {
-        "$defs",       "definitions", "properties", "patternProperties", "dependentSchemas",
-        "dependencies"};
-    static constexpr std::string_view kSingle7[] = {"additionalProperties",
-                                                    "propertyNames",
-                                                    "additionalItems",
-                                                    "contains",
-                                                    "not",
-                                                    "if",
-                                                    "then",
-                                                    "else",
-                                                    "items"};
-    static constexpr std::string_view kArrays7[] = {"allOf", "anyOf", "oneOf", "items"};
-    static constexpr std::string_view kMaps7[] = {"definitions", "properties", "patternProperties",
-                                                  "dependencies"};
+  // Indexes the subschemas under the keywords of `object` that hold them, in member order.
+  Status IndexChildren(uint32_t doc, const std::string& pointer, dom::object object,
+                       const IndexScope& scope, size_t depth) {
+    const SubschemaKeywords& keywords =
+        scope.dialect.dialect == Dialect::kDraft7 ? kSubschemaKeywords7 : kSubschemaKeywords2020;
     auto visit = [&](dom::element child, const std::string& child_pointer) -> Status {
       if (!child.is_object() && !child.is_bool()) return Status::Ok();
-      return Index(doc, child, child_pointer, base, resource, dialect, depth + 1);
+      return Index(doc, child, child_pointer, scope, depth + 1);
     };
     for (auto [key, value] : object) {
       const std::string child_pointer = pointer + "/" + EscapePointerToken(key);
-      const std::string_view name = key;  // clang 14 cannot capture structured bindings
-      auto in = [&](auto& list) {
-        for (std::string_view k : list) {
-          if (k == name) return true;
-        }
-        return false;
-      };
-      if (draft7 ? in(kSingle7) : in(kSingle2020)) {
+      if (Lists(keywords.single, key)) {
         EVIDENT_RETURN_IF_ERROR(visit(value, child_pointer));
       }
-      if ((draft7 ? in(kArrays7) : in(kArrays2020)) && value.is_array()) {
+      if (Lists(keywords.arrays, key) && value.is_array()) {
         size_t i = 0;
         for (dom::element item : dom::array(value.get_array().value_unsafe())) {
           EVIDENT_RETURN_IF_ERROR(visit(item, child_pointer + "/" + std::to_string(i++)));
         }
       }
-      if ((draft7 ? in(kMaps7) : in(kMaps2020)) && value.is_object()) {
+      if (Lists(keywords.maps, key) && value.is_object()) {
         for (auto [member_name, sub] : dom::object(value.get_object().value_unsafe())) {
           EVIDENT_RETURN_IF_ERROR(
               visit(sub, child_pointer + "/" + EscapePointerToken(member_name)));
@@ -582,6 +619,7 @@ class Compiler {
   }
 
   Status CompileNode(uint32_t index) {
+    assert(index < plan_->nodes.size() && node_locations_.size() == plan_->nodes.size());
     const Location location = node_locations_[index];
     const SchemaInfo info = InfoFor(location);
     dom::element el;
@@ -641,31 +679,54 @@ class Compiler {
     return Status::Ok();
   }
 
-  // Keywords shared by both drafts, gated by vocabulary in 2020-12.
+  // Keywords shared by both drafts, gated by vocabulary in 2020-12. The order of the steps is
+  // the order in which a schema with several bad keywords reports the first one.
   Status CompileValidation(const Location& location, dom::object object, Node& node, bool draft7) {
-    dom::element value;
-    if (object["type"].get(value) == simdjson::SUCCESS) {
-      uint8_t mask = 0;
-      std::string_view name;
-      auto add = [&](dom::element item) -> Status {
-        if (item.get_string().get(name) != simdjson::SUCCESS) {
-          return Error(node, "type", "must be a string or an array of strings");
-        }
-        auto bit = TypeBitFor(name);
-        if (!bit) return Error(node, "type", "unknown type \"" + std::string(name) + "\"");
-        mask |= *bit;
-        return Status::Ok();
-      };
-      if (value.is_array()) {
-        for (dom::element item : dom::array(value.get_array().value_unsafe())) {
-          EVIDENT_RETURN_IF_ERROR(add(item));
-        }
-      } else {
-        EVIDENT_RETURN_IF_ERROR(add(value));
-      }
-      node.any_ops.push_back(
-          Op{.kind = OpKind::kType, .type_mask = mask, .keyword = AddKeyword("type")});
+    EVIDENT_RETURN_IF_ERROR(CompileType(object, node));
+    EVIDENT_RETURN_IF_ERROR(CompileConstAndEnum(object, node));
+    EVIDENT_RETURN_IF_ERROR(CompileNumberLimits(object, node));
+    EVIDENT_RETURN_IF_ERROR(CompileCountLimits(object, node));
+    bool unique = false;
+    if (object["uniqueItems"].get_bool().get(unique) == simdjson::SUCCESS && unique) {
+      node.array_ops.push_back(
+          Op{.kind = OpKind::kUniqueItems, .keyword = AddKeyword("uniqueItems")});
     }
+    EVIDENT_RETURN_IF_ERROR(CompilePattern(object, node));
+    if (!draft7) EVIDENT_RETURN_IF_ERROR(CompileDependentRequired(object, node));
+    (void)location;
+    return Status::Ok();
+  }
+
+  // "type": a name or an array of names, one bit each.
+  Status CompileType(dom::object object, Node& node) {
+    dom::element value;
+    if (object["type"].get(value) != simdjson::SUCCESS) return Status::Ok();
+    uint8_t mask = 0;
+    std::string_view name;
+    auto add = [&](dom::element item) -> Status {
+      if (item.get_string().get(name) != simdjson::SUCCESS) {
+        return Error(node, "type", "must be a string or an array of strings");
+      }
+      auto bit = TypeBitFor(name);
+      if (!bit) return Error(node, "type", "unknown type \"" + std::string(name) + "\"");
+      mask |= *bit;
+      return Status::Ok();
+    };
+    if (value.is_array()) {
+      for (dom::element item : dom::array(value.get_array().value_unsafe())) {
+        EVIDENT_RETURN_IF_ERROR(add(item));
+      }
+    } else {
+      EVIDENT_RETURN_IF_ERROR(add(value));
+    }
+    node.any_ops.push_back(
+        Op{.kind = OpKind::kType, .type_mask = mask, .keyword = AddKeyword("type")});
+    return Status::Ok();
+  }
+
+  // "const" and "enum": the values stay in the schema document (plan.h keeps it alive).
+  Status CompileConstAndEnum(dom::object object, Node& node) {
+    dom::element value;
     if (object["const"].get(value) == simdjson::SUCCESS) {
       plan_->consts.push_back(value);
       node.any_ops.push_back(Op{.kind = OpKind::kConst,
@@ -683,6 +744,11 @@ class Compiler {
                                 .keyword = AddKeyword("enum"),
                                 .table = static_cast<uint32_t>(plan_->enums.size() - 1)});
     }
+    return Status::Ok();
+  }
+
+  // multipleOf, maximum, minimum, exclusiveMaximum, exclusiveMinimum (2020-12 numbers).
+  Status CompileNumberLimits(dom::object object, Node& node) {
     struct NumberKeyword {
       std::string_view name;
       OpKind kind;
@@ -692,6 +758,7 @@ class Compiler {
                                                  {"minimum", OpKind::kMinimum},
                                                  {"exclusiveMaximum", OpKind::kExclusiveMaximum},
                                                  {"exclusiveMinimum", OpKind::kExclusiveMinimum}};
+    dom::element value;
     for (const NumberKeyword& keyword : kNumbers) {
       if (object[keyword.name].get(value) != simdjson::SUCCESS) continue;
       Op op{.kind = keyword.kind, .keyword = AddKeyword(std::string(keyword.name))};
@@ -703,8 +770,14 @@ class Compiler {
       if (keyword.kind == OpKind::kMultipleOf && !(op.number > 0)) {
         return Error(node, keyword.name, "must be greater than 0");
       }
+      assert(!is_integer || static_cast<double>(op.integer) == op.number);
       node.number_ops.push_back(op);
     }
+    return Status::Ok();
+  }
+
+  // The length and count bounds of strings, arrays and objects, each into its type's ops.
+  Status CompileCountLimits(dom::object object, Node& node) {
     struct CountKeyword {
       std::string_view name;
       OpKind kind;
@@ -717,6 +790,7 @@ class Compiler {
         {"maxItems", OpKind::kMaxItems, &Node::array_ops},
         {"minProperties", OpKind::kMinProperties, &Node::object_ops},
         {"maxProperties", OpKind::kMaxProperties, &Node::object_ops}};
+    dom::element value;
     for (const CountKeyword& keyword : kCounts) {
       if (object[keyword.name].get(value) != simdjson::SUCCESS) continue;
       Op op{.kind = keyword.kind, .keyword = AddKeyword(std::string(keyword.name))};
@@ -725,38 +799,43 @@ class Compiler {
       }
       (node.*keyword.ops).push_back(op);
     }
-    bool unique = false;
-    if (object["uniqueItems"].get_bool().get(unique) == simdjson::SUCCESS && unique) {
-      node.array_ops.push_back(
-          Op{.kind = OpKind::kUniqueItems, .keyword = AddKeyword("uniqueItems")});
-    }
+    return Status::Ok();
+  }
+
+  // "pattern": an ECMA-262 regex, translated and compiled once per distinct source.
+  Status CompilePattern(dom::object object, Node& node) {
+    dom::element value;
+    if (object["pattern"].get(value) != simdjson::SUCCESS) return Status::Ok();
     std::string_view pattern;
-    if (object["pattern"].get(value) == simdjson::SUCCESS) {
-      if (value.get_string().get(pattern) != simdjson::SUCCESS) {
-        return Error(node, "pattern", "must be a string");
-      }
-      auto regex = Regex(pattern);
-      if (!regex.ok()) return Error(node, "pattern", regex.status().message());
-      plan_->regexes.push_back(*regex);
-      plan_->regex_sources.emplace_back(pattern);
-      node.string_ops.push_back(Op{.kind = OpKind::kPattern,
-                                   .keyword = AddKeyword("pattern"),
-                                   .table = static_cast<uint32_t>(plan_->regexes.size() - 1)});
+    if (value.get_string().get(pattern) != simdjson::SUCCESS) {
+      return Error(node, "pattern", "must be a string");
     }
-    if (!draft7 && object["dependentRequired"].get(value) == simdjson::SUCCESS) {
-      std::vector<std::pair<std::string, std::vector<std::string>>> table;
-      dom::object map;
-      if (value.get_object().get(map) != simdjson::SUCCESS) {
-        return Error(node, "dependentRequired", "must be an object");
-      }
-      for (auto [name, list] : map) {
-        std::vector<std::string> names;
-        EVIDENT_RETURN_IF_ERROR(StringList(node, "dependentRequired", list, names));
-        table.emplace_back(std::string(name), std::move(names));
-      }
-      AddDependentRequired(node, std::move(table), "dependentRequired");
+    auto regex = Regex(pattern);
+    if (!regex.ok()) return Error(node, "pattern", regex.status().message());
+    plan_->regexes.push_back(*regex);
+    plan_->regex_sources.emplace_back(pattern);
+    assert(plan_->regexes.size() == plan_->regex_sources.size());
+    node.string_ops.push_back(Op{.kind = OpKind::kPattern,
+                                 .keyword = AddKeyword("pattern"),
+                                 .table = static_cast<uint32_t>(plan_->regexes.size() - 1)});
+    return Status::Ok();
+  }
+
+  // 2020-12 "dependentRequired": member name -> names required with it.
+  Status CompileDependentRequired(dom::object object, Node& node) {
+    dom::element value;
+    if (object["dependentRequired"].get(value) != simdjson::SUCCESS) return Status::Ok();
+    std::vector<std::pair<std::string, std::vector<std::string>>> table;
+    dom::object map;
+    if (value.get_object().get(map) != simdjson::SUCCESS) {
+      return Error(node, "dependentRequired", "must be an object");
     }
-    (void)location;
+    for (auto [name, list] : map) {
+      std::vector<std::string> names;
+      EVIDENT_RETURN_IF_ERROR(StringList(node, "dependentRequired", list, names));
+      table.emplace_back(std::string(name), std::move(names));
+    }
+    AddDependentRequired(node, std::move(table), "dependentRequired");
     return Status::Ok();
   }
 
@@ -929,81 +1008,109 @@ class Compiler {
     const bool applicators = info.vocab & kVocabApplicator;
     const bool validation = info.vocab & kVocabValidation;
     EVIDENT_RETURN_IF_ERROR(CompileRef(location, info, object, node));
-    std::string_view reference;
-    if (object["$dynamicRef"].get_string().get(reference) == simdjson::SUCCESS) {
-      auto target = Resolve(info, reference);
-      if (!target.ok()) return Error(node, "$dynamicRef", target.status().message());
-      DynamicRefPlan dynamic;
-      EVIDENT_ASSIGN_OR_RETURN(dynamic.target, NodeFor(*target));
-      // Dynamic only when the fragment is a plain name and the static target declares that
-      // name as its $dynamicAnchor; otherwise $dynamicRef behaves exactly like $ref.
-      const size_t hash = reference.find('#');
-      if (hash != std::string_view::npos) {
-        const std::string name = PercentDecode(reference.substr(hash + 1));
-        dom::element target_el;
-        EVIDENT_RETURN_IF_ERROR(ElementAt(*target, target_el));
-        std::string_view declared;
-        if (!name.empty() && name[0] != '/' && target_el.is_object() &&
-            target_el.get_object().value_unsafe()["$dynamicAnchor"].get_string().get(declared) ==
-                simdjson::SUCCESS &&
-            declared == name) {
-          dynamic.anchor = name;
-          plan_->uses_dynamic_scope = true;
-        }
-      }
-      plan_->dynamic_refs.push_back(std::move(dynamic));
-      node.any_ops.push_back(Op{.kind = OpKind::kDynamicRef,
-                                .keyword = AddKeyword("$dynamicRef"),
-                                .table = static_cast<uint32_t>(plan_->dynamic_refs.size() - 1)});
-    }
+    EVIDENT_RETURN_IF_ERROR(CompileDynamicRef(info, object, node));
     if (validation) EVIDENT_RETURN_IF_ERROR(CompileValidation(location, object, node, false));
     EVIDENT_RETURN_IF_ERROR(CompileFormat(
         object, node, options_.format_assertion || (info.vocab & kVocabFormatAssertion)));
     if (applicators) {
       EVIDENT_RETURN_IF_ERROR(CompileInPlace(location, object, node));
       EVIDENT_RETURN_IF_ERROR(CompileContains(location, object, node, validation));
-      dom::object map;
-      if (object["dependentSchemas"].get_object().get(map) == simdjson::SUCCESS) {
-        std::vector<std::pair<std::string, uint32_t>> table;
-        for (auto [name, sub] : map) {
-          EVIDENT_ASSIGN_OR_RETURN(uint32_t child, Child(location, "dependentSchemas", name));
-          table.emplace_back(std::string(name), child);
-        }
-        plan_->dependent_schemas.push_back(std::move(table));
-        node.object_ops.push_back(
-            Op{.kind = OpKind::kDependentSchemas,
-               .keyword = AddKeyword("dependentSchemas"),
-               .table = static_cast<uint32_t>(plan_->dependent_schemas.size() - 1)});
-      }
-      ItemsPlan items;
-      items.prefix_keyword = AddKeyword("prefixItems");
-      items.rest_keyword = AddKeyword("items");
-      if (object["prefixItems"].error() == simdjson::SUCCESS) {
-        EVIDENT_ASSIGN_OR_RETURN(uint32_t list, SchemaList(location, node, object, "prefixItems"));
-        items.prefix = plan_->node_lists[list];
-      }
-      if (object["items"].error() == simdjson::SUCCESS) {
-        EVIDENT_ASSIGN_OR_RETURN(items.rest, Child(location, "items"));
-      }
-      AddItems(node, std::move(items));
+      EVIDENT_RETURN_IF_ERROR(CompileDependentSchemas(location, object, node));
+      EVIDENT_RETURN_IF_ERROR(CompileItems2020(location, object, node));
     }
     if (applicators && validation) {
       EVIDENT_RETURN_IF_ERROR(CompileDependencies(location, object, node));
     }
     EVIDENT_RETURN_IF_ERROR(CompileProperties(location, object, node, applicators, validation));
     if (info.vocab & kVocabUnevaluated) {
-      if (object["unevaluatedItems"].error() == simdjson::SUCCESS) {
-        EVIDENT_ASSIGN_OR_RETURN(uint32_t child, Child(location, "unevaluatedItems"));
-        node.final_ops.push_back(Op{.kind = OpKind::kUnevaluatedItems,
-                                    .keyword = AddKeyword("unevaluatedItems"),
-                                    .node = child});
+      EVIDENT_RETURN_IF_ERROR(CompileUnevaluated(location, object, node));
+    }
+    return Status::Ok();
+  }
+
+  // "$dynamicRef": resolved statically like "$ref", and marked dynamic when its target
+  // declares the fragment as its "$dynamicAnchor" (then the plan tracks the dynamic scope).
+  Status CompileDynamicRef(const SchemaInfo& info, dom::object object, Node& node) {
+    std::string_view reference;
+    if (object["$dynamicRef"].get_string().get(reference) != simdjson::SUCCESS) {
+      return Status::Ok();
+    }
+    auto target = Resolve(info, reference);
+    if (!target.ok()) return Error(node, "$dynamicRef", target.status().message());
+    DynamicRefPlan dynamic;
+    EVIDENT_ASSIGN_OR_RETURN(dynamic.target, NodeFor(*target));
+    // Dynamic only when the fragment is a plain name and the static target declares that
+    // name as its $dynamicAnchor; otherwise $dynamicRef behaves exactly like $ref.
+    const size_t hash = reference.find('#');
+    if (hash != std::string_view::npos) {
+      const std::string name = PercentDecode(reference.substr(hash + 1));
+      dom::element target_el;
+      EVIDENT_RETURN_IF_ERROR(ElementAt(*target, target_el));
+      std::string_view declared;
+      if (!name.empty() && name[0] != '/' && target_el.is_object() &&
+          target_el.get_object().value_unsafe()["$dynamicAnchor"].get_string().get(declared) ==
+              simdjson::SUCCESS &&
+          declared == name) {
+        dynamic.anchor = name;
+        plan_->uses_dynamic_scope = true;
       }
-      if (object["unevaluatedProperties"].error() == simdjson::SUCCESS) {
-        EVIDENT_ASSIGN_OR_RETURN(uint32_t child, Child(location, "unevaluatedProperties"));
-        node.final_ops.push_back(Op{.kind = OpKind::kUnevaluatedProperties,
-                                    .keyword = AddKeyword("unevaluatedProperties"),
-                                    .node = child});
-      }
+    }
+    plan_->dynamic_refs.push_back(std::move(dynamic));
+    node.any_ops.push_back(Op{.kind = OpKind::kDynamicRef,
+                              .keyword = AddKeyword("$dynamicRef"),
+                              .table = static_cast<uint32_t>(plan_->dynamic_refs.size() - 1)});
+    return Status::Ok();
+  }
+
+  // 2020-12 "dependentSchemas": member name -> schema applied when the member is present.
+  Status CompileDependentSchemas(const Location& location, dom::object object, Node& node) {
+    dom::object map;
+    if (object["dependentSchemas"].get_object().get(map) != simdjson::SUCCESS) {
+      return Status::Ok();
+    }
+    std::vector<std::pair<std::string, uint32_t>> table;
+    for (auto [name, sub] : map) {
+      EVIDENT_ASSIGN_OR_RETURN(uint32_t child, Child(location, "dependentSchemas", name));
+      table.emplace_back(std::string(name), child);
+    }
+    plan_->dependent_schemas.push_back(std::move(table));
+    node.object_ops.push_back(
+        Op{.kind = OpKind::kDependentSchemas,
+           .keyword = AddKeyword("dependentSchemas"),
+           .table = static_cast<uint32_t>(plan_->dependent_schemas.size() - 1)});
+    return Status::Ok();
+  }
+
+  // 2020-12 "prefixItems" (schemas by position) and "items" (the rest).
+  Status CompileItems2020(const Location& location, dom::object object, Node& node) {
+    ItemsPlan items;
+    items.prefix_keyword = AddKeyword("prefixItems");
+    items.rest_keyword = AddKeyword("items");
+    if (object["prefixItems"].error() == simdjson::SUCCESS) {
+      EVIDENT_ASSIGN_OR_RETURN(uint32_t list, SchemaList(location, node, object, "prefixItems"));
+      items.prefix = plan_->node_lists[list];
+    }
+    if (object["items"].error() == simdjson::SUCCESS) {
+      EVIDENT_ASSIGN_OR_RETURN(items.rest, Child(location, "items"));
+    }
+    AddItems(node, std::move(items));
+    return Status::Ok();
+  }
+
+  // "unevaluatedItems" and "unevaluatedProperties": final ops, after every other keyword of
+  // the node has left its annotations.
+  Status CompileUnevaluated(const Location& location, dom::object object, Node& node) {
+    if (object["unevaluatedItems"].error() == simdjson::SUCCESS) {
+      EVIDENT_ASSIGN_OR_RETURN(uint32_t child, Child(location, "unevaluatedItems"));
+      node.final_ops.push_back(Op{.kind = OpKind::kUnevaluatedItems,
+                                  .keyword = AddKeyword("unevaluatedItems"),
+                                  .node = child});
+    }
+    if (object["unevaluatedProperties"].error() == simdjson::SUCCESS) {
+      EVIDENT_ASSIGN_OR_RETURN(uint32_t child, Child(location, "unevaluatedProperties"));
+      node.final_ops.push_back(Op{.kind = OpKind::kUnevaluatedProperties,
+                                  .keyword = AddKeyword("unevaluatedProperties"),
+                                  .node = child});
     }
     return Status::Ok();
   }

@@ -2,6 +2,7 @@
 
 #include <re2/re2.h>
 
+#include <cassert>
 #include <cctype>
 #include <cstdio>
 
@@ -80,6 +81,7 @@ class Translator {
   Result<std::string> Run() {
     while (i_ < p_.size()) {
       const char c = p_[i_];
+      [[maybe_unused]] const size_t before = i_;
       if (c == '\\') {
         EVIDENT_RETURN_IF_ERROR(Escape(/*in_class=*/false));
       } else if (c == '[') {
@@ -93,6 +95,7 @@ class Translator {
         out_.push_back(c);
         ++i_;
       }
+      assert(i_ > before && i_ <= p_.size());  // each step consumes input, within the pattern
     }
     return out_;
   }
@@ -155,6 +158,8 @@ class Translator {
     return Status::Ok();
   }
 
+  // One escape sequence, from its backslash; inside a character class when `in_class`. Grouped
+  // as ECMA-262's grammar groups them.
   Status Escape(bool in_class) {
     if (i_ + 1 >= p_.size()) return Invalid("trailing backslash");
     const char c = p_[i_ + 1];
@@ -164,31 +169,107 @@ class Translator {
       case 'D':
       case 'w':
       case 'W':
-        out_ += '\\';
-        out_ += c;
-        return Status::Ok();
       case 's':
-        if (in_class) {
-          out_ += kEcmaSpaceClassBody;
-        } else {
-          out_ += "[" + std::string(kEcmaSpaceClassBody) + "]";
-        }
-        return Status::Ok();
       case 'S':
-        if (in_class) {
-          // A negated set inside a class has no RE2 spelling; fall back to RE2's ASCII \S.
-          out_ += "\\S";
-        } else {
-          out_ += "[^" + std::string(kEcmaSpaceClassBody) + "]";
-        }
+        CharacterClassEscape(c, in_class);
         return Status::Ok();
+      case 'p':
+      case 'P':
+        return PropertyEscape(c);
       case 'b':
-        out_ += in_class ? "\\x{8}" : "\\b";
-        return Status::Ok();
       case 'B':
-        if (in_class) return Invalid("\\B inside a class");
-        out_ += "\\B";
-        return Status::Ok();
+        return BoundaryEscape(c, in_class);
+      case 't':
+      case 'n':
+      case 'r':
+      case 'f':
+      case 'v':
+      case '0':
+      case 'c':
+      case 'x':
+      case 'u':
+        return CharacterEscape(c);
+      case 'k':
+        return Unsupported("a named backreference");
+      default:
+        break;
+    }
+    if (c >= '1' && c <= '9') return Unsupported("a backreference");
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      return Invalid(std::string("unknown escape \\") + c);
+    }
+    // Identity escape of a syntax character or other punctuation: RE2 accepts the same.
+    out_ += '\\';
+    out_ += c;
+    return Status::Ok();
+  }
+
+  // \d \D \w \W as RE2 has them; \s \S with ECMA-262's wider white space.
+  void CharacterClassEscape(char c, bool in_class) {
+    if (c == 's') {
+      if (in_class) {
+        out_ += kEcmaSpaceClassBody;
+      } else {
+        out_ += "[" + std::string(kEcmaSpaceClassBody) + "]";
+      }
+    } else if (c == 'S') {
+      if (in_class) {
+        // A negated set inside a class has no RE2 spelling; fall back to RE2's ASCII \S.
+        out_ += "\\S";
+      } else {
+        out_ += "[^" + std::string(kEcmaSpaceClassBody) + "]";
+      }
+    } else {
+      assert(c == 'd' || c == 'D' || c == 'w' || c == 'W');
+      out_ += '\\';
+      out_ += c;
+    }
+  }
+
+  // \p{...} and \P{...}: a General_Category (ECMA-262 long names mapped to RE2's short ones) or
+  // a Script; other Unicode properties are unsupported.
+  Status PropertyEscape(char c) {
+    assert(c == 'p' || c == 'P');
+    if (i_ >= p_.size() || p_[i_] != '{') return Invalid("bad \\p escape");
+    const size_t close = p_.find('}', i_);
+    if (close == std::string_view::npos) return Invalid("bad \\p escape");
+    std::string_view name = p_.substr(i_ + 1, close - i_ - 1);
+    const size_t equals = name.find('=');
+    if (equals != std::string_view::npos) {
+      std::string_view key = name.substr(0, equals);
+      name = name.substr(equals + 1);
+      if (key == "General_Category" || key == "gc") {
+        name = GeneralCategory(name);
+      } else if (key != "Script" && key != "sc") {
+        return Unsupported("the Unicode property \"" + std::string(key) + "\"");
+      }
+    } else {
+      name = GeneralCategory(name);
+    }
+    out_ += '\\';
+    out_ += c;
+    out_ += '{';
+    out_ += name;
+    out_ += '}';
+    i_ = close + 1;
+    return Status::Ok();
+  }
+
+  // \b and \B are word-boundary assertions outside a class; inside one \b is a backspace.
+  Status BoundaryEscape(char c, bool in_class) {
+    if (c == 'b') {
+      out_ += in_class ? "\\x{8}" : "\\b";
+      return Status::Ok();
+    }
+    assert(c == 'B');
+    if (in_class) return Invalid("\\B inside a class");
+    out_ += "\\B";
+    return Status::Ok();
+  }
+
+  // A single character: a control escape (\t \n \r \f \v), \0, \cX, \xHH or \u.
+  Status CharacterEscape(char c) {
+    switch (c) {
       case 't':
         out_ += "\\t";
         return Status::Ok();
@@ -210,14 +291,13 @@ class Translator {
         }
         out_ += "\\x{0}";
         return Status::Ok();
-      case 'c': {
+      case 'c':
         if (i_ >= p_.size() || !std::isalpha(static_cast<unsigned char>(p_[i_]))) {
           return Invalid("bad \\c escape");
         }
         out_ += CodePoint(static_cast<uint32_t>(p_[i_]) % 32);
         ++i_;
         return Status::Ok();
-      }
       case 'x': {
         uint32_t cp = 0;
         if (!ParseHex(p_.substr(i_), 2, cp)) return Invalid("bad \\x escape");
@@ -225,51 +305,15 @@ class Translator {
         out_ += CodePoint(cp);
         return Status::Ok();
       }
-      case 'u': {
+      default: {
+        assert(c == 'u');
         uint32_t cp = 0;
         EVIDENT_RETURN_IF_ERROR(UnicodeEscape(cp));
+        assert(cp <= 0x10FFFF);  // both forms of UnicodeEscape are bounded
         out_ += CodePoint(cp);
         return Status::Ok();
       }
-      case 'p':
-      case 'P': {
-        if (i_ >= p_.size() || p_[i_] != '{') return Invalid("bad \\p escape");
-        const size_t close = p_.find('}', i_);
-        if (close == std::string_view::npos) return Invalid("bad \\p escape");
-        std::string_view name = p_.substr(i_ + 1, close - i_ - 1);
-        const size_t equals = name.find('=');
-        if (equals != std::string_view::npos) {
-          std::string_view key = name.substr(0, equals);
-          name = name.substr(equals + 1);
-          if (key == "General_Category" || key == "gc") {
-            name = GeneralCategory(name);
-          } else if (key != "Script" && key != "sc") {
-            return Unsupported("the Unicode property \"" + std::string(key) + "\"");
-          }
-        } else {
-          name = GeneralCategory(name);
-        }
-        out_ += '\\';
-        out_ += c;
-        out_ += '{';
-        out_ += name;
-        out_ += '}';
-        i_ = close + 1;
-        return Status::Ok();
-      }
-      case 'k':
-        return Unsupported("a named backreference");
-      default:
-        break;
     }
-    if (c >= '1' && c <= '9') return Unsupported("a backreference");
-    if (std::isalnum(static_cast<unsigned char>(c))) {
-      return Invalid(std::string("unknown escape \\") + c);
-    }
-    // Identity escape of a syntax character or other punctuation: RE2 accepts the same.
-    out_ += '\\';
-    out_ += c;
-    return Status::Ok();
   }
 
   Status Class() {

@@ -163,6 +163,19 @@ bool IsNumber(dom::element_type t) {
          t == dom::element_type::DOUBLE;
 }
 
+// Whether an op of `kind` may meet `inst`: EvalOps runs the ops of a type group (number_ops,
+// string_ops, array_ops, object_ops) only on instances of that type. OpKind lists each group's
+// kinds together (plan.h).
+[[maybe_unused]] bool OpAppliesTo(OpKind kind, dom::element inst) {
+  if (kind >= OpKind::kMultipleOf && kind <= OpKind::kExclusiveMinimum) {
+    return IsNumber(inst.type());
+  }
+  if (kind >= OpKind::kMinLength && kind <= OpKind::kFormat) return inst.is_string();
+  if (kind >= OpKind::kMinItems && kind <= OpKind::kContains) return inst.is_array();
+  if (kind >= OpKind::kMinProperties && kind <= OpKind::kPropertyNames) return inst.is_object();
+  return true;
+}
+
 bool NumbersEqual(dom::element a, dom::element b) {
   const auto ta = a.type();
   const auto tb = b.type();
@@ -423,33 +436,20 @@ class Evaluator {
 
   // ---- keywords ------------------------------------------------------------------------------
 
+  // The dispatch on the op kind, the innermost step of validation: one case per kind, each a
+  // call or one line. It stays one switch on purpose (a jump table, no further indirection).
   bool Apply(const Node& node, const Op& op, dom::element inst, Marks* marks) {
+    assert(OpAppliesTo(op.kind, inst));  // makes the unchecked conversions below safe
     switch (op.kind) {
       case OpKind::kFalse:
         AddError(node, op, "no value is valid against the schema false");
         return false;
-      case OpKind::kType: {
-        const uint8_t bits = InstanceTypeBits(inst);
-        if (bits & op.type_mask) return true;
-        if constexpr (kCollect) {
-          AddError(node, op,
-                   "expected " + TypeNames(op.type_mask) + ", got " + ActualTypeName(bits));
-        }
-        return false;
-      }
+      case OpKind::kType:
+        return Type(node, op, inst);
       case OpKind::kConst:
-        if (JsonEqual(inst, plan_.consts[op.table], plan_.options.validation_depth_max)) {
-          return true;
-        }
-        AddError(node, op, "value is not equal to the const value");
-        return false;
+        return Const(node, op, inst);
       case OpKind::kEnum:
-        Charge(plan_.enums[op.table].size());
-        for (dom::element value : plan_.enums[op.table]) {
-          if (JsonEqual(inst, value, plan_.options.validation_depth_max)) return true;
-        }
-        AddError(node, op, "value is not one of the enum values");
-        return false;
+        return Enum(node, op, inst);
       case OpKind::kRef:
         return InPlace(op.node, inst, marks, KeywordPath(op));
       case OpKind::kDynamicRef:
@@ -460,14 +460,8 @@ class Evaluator {
         return AnyOf(node, op, inst, marks);
       case OpKind::kOneOf:
         return OneOf(node, op, inst, marks);
-      case OpKind::kNot: {
-        const Checkpoint checkpoint = Save();
-        const bool matched = InPlace(op.node, inst, nullptr, KeywordPath(op));
-        DropErrors(checkpoint);
-        if (!matched) return true;
-        AddError(node, op, "value must not be valid against the schema in not");
-        return false;
-      }
+      case OpKind::kNot:
+        return Not(node, op, inst);
       case OpKind::kIfThenElse:
         return IfThenElse(op, inst, marks);
       case OpKind::kMultipleOf:
@@ -499,25 +493,11 @@ class Evaluator {
         return Properties(node, plan_.objects[op.table], inst.get_object().value_unsafe(), marks);
       case OpKind::kDependentRequired:
         return DependentRequired(node, op, inst.get_object().value_unsafe());
-      case OpKind::kDependentSchemas: {
-        bool valid = true;
-        dom::object object = inst.get_object().value_unsafe();
-        // Each lookup below scans the members.
-        Charge(plan_.dependent_schemas[op.table].size() * object.size());
-        for (const auto& [name, child] : plan_.dependent_schemas[op.table]) {
-          if (object[name].error() != simdjson::SUCCESS) continue;
-          // The escaped name is part of an error location: only the collecting pass needs it.
-          if (!InPlace(child, inst, marks, KeywordPath(op),
-                       kCollect ? EscapePointerToken(name) : std::string())) {
-            valid = false;
-            if constexpr (!kCollect) return false;
-          }
-        }
-        return valid;
-      }
+      case OpKind::kDependentSchemas:
+        return DependentSchemas(op, inst, marks);
       case OpKind::kPropertyNames:
         return PropertyNames(node, op, inst.get_object().value_unsafe());
-      case OpKind::kUnevaluatedProperties:
+      case OpKind::kUnevaluatedProperties:  // final_ops: any instance type
         if (!inst.is_object()) return true;
         return UnevaluatedProperties(node, op, inst.get_object().value_unsafe(), marks);
       case OpKind::kUnevaluatedItems:
@@ -525,6 +505,41 @@ class Evaluator {
         return UnevaluatedItems(op, inst.get_array().value_unsafe(), marks);
     }
     return true;
+  }
+
+  bool Type(const Node& node, const Op& op, dom::element inst) {
+    const uint8_t bits = InstanceTypeBits(inst);
+    if (bits & op.type_mask) return true;
+    if constexpr (kCollect) {
+      AddError(node, op, "expected " + TypeNames(op.type_mask) + ", got " + ActualTypeName(bits));
+    }
+    return false;
+  }
+
+  bool Const(const Node& node, const Op& op, dom::element inst) {
+    assert(op.table < plan_.consts.size());
+    if (JsonEqual(inst, plan_.consts[op.table], plan_.options.validation_depth_max)) return true;
+    AddError(node, op, "value is not equal to the const value");
+    return false;
+  }
+
+  bool Enum(const Node& node, const Op& op, dom::element inst) {
+    assert(op.table < plan_.enums.size());
+    Charge(plan_.enums[op.table].size());
+    for (dom::element value : plan_.enums[op.table]) {
+      if (JsonEqual(inst, value, plan_.options.validation_depth_max)) return true;
+    }
+    AddError(node, op, "value is not one of the enum values");
+    return false;
+  }
+
+  bool Not(const Node& node, const Op& op, dom::element inst) {
+    const Checkpoint checkpoint = Save();
+    const bool matched = InPlace(op.node, inst, nullptr, KeywordPath(op));
+    DropErrors(checkpoint);
+    if (!matched) return true;
+    AddError(node, op, "value must not be valid against the schema in not");
+    return false;
   }
 
   uint32_t DynamicTarget(const DynamicRefPlan& dynamic) const {
@@ -952,6 +967,24 @@ class Evaluator {
         if constexpr (!kCollect) return false;
         AddError(node, op,
                  "property \"" + other + "\" is required when \"" + name + "\" is present");
+      }
+    }
+    return valid;
+  }
+
+  bool DependentSchemas(const Op& op, dom::element inst, Marks* marks) {
+    assert(op.table < plan_.dependent_schemas.size());
+    bool valid = true;
+    dom::object object = inst.get_object().value_unsafe();
+    // Each lookup below scans the members.
+    Charge(plan_.dependent_schemas[op.table].size() * object.size());
+    for (const auto& [name, child] : plan_.dependent_schemas[op.table]) {
+      if (object[name].error() != simdjson::SUCCESS) continue;
+      // The escaped name is part of an error location: only the collecting pass needs it.
+      if (!InPlace(child, inst, marks, KeywordPath(op),
+                   kCollect ? EscapePointerToken(name) : std::string())) {
+        valid = false;
+        if constexpr (!kCollect) return false;
       }
     }
     return valid;
