@@ -512,6 +512,12 @@ Status Pipeline::Impl::Duplicate(Delivery& delivery, std::optional<LedgerEntry> 
 // Inserts the receipt; false when the key was already there (nothing else was written yet).
 Result<bool> Pipeline::Impl::InsertReceipt(Delivery& delivery) {
   EVIDENT_ASSIGN_OR_RETURN(const Insert inserted, delivery.tx.InsertLedger(receipt_scratch));
+#ifdef EVIDENT_PLANTED_LEDGER_BUG
+  // Only in the test library evident_consumer_planted: the receipt's answer is ignored, as a
+  // broken idempotency check would. The deterministic simulation must catch it
+  // (src/consumer/simulation_test.cc).
+  if (delivery.contract.ordering.by_subject == false) return true;
+#endif
   return inserted == Insert::kInserted;
 }
 

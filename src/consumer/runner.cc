@@ -303,8 +303,9 @@ class ConsumeLoop {
     EVIDENT_RETURN_IF_ERROR(
         tx_->SetPosition(source_.name(), source_.EncodePosition(decided_thru_)));
     FaultPoint("after-checkpoint");
-    EVIDENT_RETURN_IF_ERROR(tx_->Commit());
-    tx_.reset();
+    const Status committed = tx_->Commit();
+    tx_.reset();  // finished either way: a commit that fails rolls back
+    if (!committed.ok()) return RolledBack(committed);
     ++summary_.batches;
     batch_events_ = 0;
     // Acknowledge only now: the decisions are durable.
@@ -339,6 +340,13 @@ class ConsumeLoop {
     if (tx_ == nullptr) return status;
     (void)tx_->Rollback();
     tx_.reset();
+    return RolledBack(status);
+  }
+
+  // The open batch is gone: a broker redelivers its messages; a file cannot (its Reject says
+  // so, and the run ends here either way: a --resume run decides them again).
+  Status RolledBack(const Status& status) {
+    (void)source_.Reject(decided_thru_, kRedeliverDelayMs);
     return Status(status.code(), status.message() +
                                      " (the open batch was rolled back; its lines are not "
                                      "acknowledged and a --resume run decides them again)");
@@ -353,6 +361,7 @@ class ConsumeLoop {
   }
 
   static constexpr int kStopPollMs = 100;
+  static constexpr int64_t kRedeliverDelayMs = 1000;
 
   Pipeline& pipeline_;
   Store& store_;

@@ -1307,8 +1307,14 @@ class SqliteTransaction final : public Transaction {
     if (engine_ != nullptr) (void)engine_->Rollback();
   }
 
-  Status Commit() override { return Finish()->Commit(); }
-  Status Rollback() override { return Finish()->Rollback(); }
+  Status Commit() override {
+    Open();
+    return Finish()->Commit();
+  }
+  Status Rollback() override {
+    Open();
+    return Finish()->Rollback();
+  }
 
   Result<BatchRows> Load(const BatchKeys& keys) override { return Open()->Load(keys); }
   Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
