@@ -163,17 +163,19 @@ bool IsNumber(dom::element_type t) {
          t == dom::element_type::DOUBLE;
 }
 
-// Whether an op of `kind` may meet `inst`: EvalOps runs the ops of a type group (number_ops,
-// string_ops, array_ops, object_ops) only on instances of that type. OpKind lists each group's
-// kinds together (plan.h).
-[[maybe_unused]] bool OpAppliesTo(OpKind kind, dom::element inst) {
-  if (kind >= OpKind::kMultipleOf && kind <= OpKind::kExclusiveMinimum) {
-    return IsNumber(inst.type());
-  }
-  if (kind >= OpKind::kMinLength && kind <= OpKind::kFormat) return inst.is_string();
-  if (kind >= OpKind::kMinItems && kind <= OpKind::kContains) return inst.is_array();
-  if (kind >= OpKind::kMinProperties && kind <= OpKind::kPropertyNames) return inst.is_object();
-  return true;
+// The unchecked conversions of the ops of a type group. EvalOps runs number_ops, string_ops,
+// array_ops and object_ops only on instances of that type, so the type is an invariant here.
+std::string_view StringOf(dom::element inst) {
+  assert(inst.is_string());
+  return inst.get_string().value_unsafe();
+}
+dom::array ArrayOf(dom::element inst) {
+  assert(inst.is_array());
+  return inst.get_array().value_unsafe();
+}
+dom::object ObjectOf(dom::element inst) {
+  assert(inst.is_object());
+  return inst.get_object().value_unsafe();
 }
 
 bool NumbersEqual(dom::element a, dom::element b) {
@@ -439,7 +441,6 @@ class Evaluator {
   // The dispatch on the op kind, the innermost step of validation: one case per kind, each a
   // call or one line. It stays one switch on purpose (a jump table, no further indirection).
   bool Apply(const Node& node, const Op& op, dom::element inst, Marks* marks) {
-    assert(OpAppliesTo(op.kind, inst));  // makes the unchecked conversions below safe
     switch (op.kind) {
       case OpKind::kFalse:
         AddError(node, op, "no value is valid against the schema false");
@@ -474,35 +475,34 @@ class Evaluator {
       case OpKind::kMaxLength:
       case OpKind::kPattern:
       case OpKind::kFormat:
-        return String(node, op, inst.get_string().value_unsafe());
+        return String(node, op, StringOf(inst));
       case OpKind::kMinItems:
       case OpKind::kMaxItems:
-        return CountBound(node, op, op.kind == OpKind::kMinItems,
-                          inst.get_array().value_unsafe().size(), "items");
+        return CountBound(node, op, op.kind == OpKind::kMinItems, ArrayOf(inst).size(), "items");
       case OpKind::kUniqueItems:
-        return UniqueItems(node, op, inst.get_array().value_unsafe());
+        return UniqueItems(node, op, ArrayOf(inst));
       case OpKind::kItems:
-        return Items(plan_.items[op.table], inst.get_array().value_unsafe(), marks);
+        return Items(plan_.items[op.table], ArrayOf(inst), marks);
       case OpKind::kContains:
-        return Contains(node, op, inst.get_array().value_unsafe(), marks);
+        return Contains(node, op, ArrayOf(inst), marks);
       case OpKind::kMinProperties:
       case OpKind::kMaxProperties:
-        return CountBound(node, op, op.kind == OpKind::kMinProperties,
-                          inst.get_object().value_unsafe().size(), "properties");
+        return CountBound(node, op, op.kind == OpKind::kMinProperties, ObjectOf(inst).size(),
+                          "properties");
       case OpKind::kProperties:
-        return Properties(node, plan_.objects[op.table], inst.get_object().value_unsafe(), marks);
+        return Properties(node, plan_.objects[op.table], ObjectOf(inst), marks);
       case OpKind::kDependentRequired:
-        return DependentRequired(node, op, inst.get_object().value_unsafe());
+        return DependentRequired(node, op, ObjectOf(inst));
       case OpKind::kDependentSchemas:
         return DependentSchemas(op, inst, marks);
       case OpKind::kPropertyNames:
-        return PropertyNames(node, op, inst.get_object().value_unsafe());
+        return PropertyNames(node, op, ObjectOf(inst));
       case OpKind::kUnevaluatedProperties:  // final_ops: any instance type
         if (!inst.is_object()) return true;
-        return UnevaluatedProperties(node, op, inst.get_object().value_unsafe(), marks);
+        return UnevaluatedProperties(node, op, ObjectOf(inst), marks);
       case OpKind::kUnevaluatedItems:
         if (!inst.is_array()) return true;
-        return UnevaluatedItems(op, inst.get_array().value_unsafe(), marks);
+        return UnevaluatedItems(op, ArrayOf(inst), marks);
     }
     return true;
   }
@@ -637,6 +637,7 @@ class Evaluator {
   }
 
   bool Number(const Node& node, const Op& op, dom::element inst) {
+    assert(IsNumber(inst.type()));  // number_ops only (EvalOps)
     const auto type = inst.type();
     const bool is_int = type == dom::element_type::INT64;
     const int64_t xi = is_int ? inst.get_int64().value_unsafe() : 0;
@@ -975,7 +976,7 @@ class Evaluator {
   bool DependentSchemas(const Op& op, dom::element inst, Marks* marks) {
     assert(op.table < plan_.dependent_schemas.size());
     bool valid = true;
-    dom::object object = inst.get_object().value_unsafe();
+    dom::object object = ObjectOf(inst);
     // Each lookup below scans the members.
     Charge(plan_.dependent_schemas[op.table].size() * object.size());
     for (const auto& [name, child] : plan_.dependent_schemas[op.table]) {
