@@ -11,10 +11,11 @@
 // of the last decided message into the stored text once per commit (EncodePosition). On the
 // next run, Start receives that text back.
 //
-// Implementations: NDJSON files and standard input (OpenNdjsonSource, below). Thread-safety:
-// Fetch, Start, Acknowledge and Reject are called from one thread (the loop's reading thread
-// calls Fetch; the deciding thread calls Acknowledge and Reject, never at the same time as each
-// other). Stop may be called from any thread.
+// Implementations: NDJSON files and standard input (OpenNdjsonSource), a list in memory
+// (NewMemorySource); a conformance suite (src/source/source_conformance_test.cc) runs each.
+// Thread-safety: Fetch, Start, Acknowledge and Reject are called from one thread (the loop's
+// reading thread calls Fetch; the deciding thread calls Acknowledge and Reject, never at the same
+// time as each other). Stop may be called from any thread.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "evident/status.h"
 
@@ -86,5 +88,9 @@ struct NdjsonSourceOptions {
 // same bytes, so a different file of the same name is refused rather than half-skipped.
 Result<std::unique_ptr<Source>> OpenNdjsonSource(const std::string& path,
                                                  const NdjsonSourceOptions& options = {});
+
+// A fixed list of messages, in order, named `name`; its position is "offset=N" (the messages
+// decided). For programs that embed evident and for tests.
+std::unique_ptr<Source> NewMemorySource(std::string name, std::vector<std::string> messages);
 
 }  // namespace evident

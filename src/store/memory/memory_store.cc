@@ -16,18 +16,46 @@
 #include <mutex>
 #include <set>
 #include <tuple>
+#include <type_traits>
 
 #include "evident/store_memory.h"
 
 namespace evident {
 namespace memory_store {
 
+// Orders tuple keys element by element, strings as views: a stored key of strings and a probe of
+// string_views compare without building a key. (std::less<> would compare tuple<string> with
+// tuple<string_view> through operator<=>, which clang 14 with libstdc++ 12 does not provide.)
+struct KeyLess {
+  using is_transparent = void;
+  template <typename T>
+  static auto View(const T& value) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      return std::string_view(value);
+    } else {
+      return value;
+    }
+  }
+  template <typename... Parts>
+  static auto Views(const std::tuple<Parts...>& key) {
+    return std::apply([](const auto&... parts) { return std::make_tuple(View(parts)...); }, key);
+  }
+  template <typename Single>
+  static auto Views(const Single& key) {
+    return View(key);
+  }
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return Views(a) < Views(b);
+  }
+};
+
 // Table keys, in the order each table is listed by.
 using LedgerId = std::tuple<std::string, std::string, std::string>;  // consumer, source, event id
 using LedgerIdView = std::tuple<std::string_view, std::string_view, std::string_view>;
 // subject, consumer, source, event id: a subject's ledger rows, for LedgerOf and ProjectionsOf.
 using LedgerBySubject =
-    std::set<std::tuple<std::string, std::string, std::string, std::string>, std::less<>>;
+    std::set<std::tuple<std::string, std::string, std::string, std::string>, KeyLess>;
 using ProjectionId = std::tuple<std::string, std::string>;         // subject, consumer
 using DeferredId = std::tuple<std::string, std::string, int64_t>;  // consumer, subject, version
 using KeptId = std::tuple<std::string, int64_t>;                   // subject, seq
@@ -36,7 +64,7 @@ using JournalId = std::tuple<std::string, std::string, int64_t>;   // consumer, 
 constexpr int64_t kSeqMin = std::numeric_limits<int64_t>::min();
 
 template <typename Key, typename Row>
-using Table = std::map<Key, Row, std::less<>>;
+using Table = std::map<Key, Row, KeyLess>;
 
 // A projection and the evidence that belongs to it. In a committed State `value` is always
 // set; in a transaction's overlay it is absent while only evidence was put (and evidence without

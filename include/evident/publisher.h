@@ -1,0 +1,48 @@
+// evident/publisher.h — where a relay sends what an outbox holds: a broker subject, a file.
+//
+// A relay reads committed outbox rows in order and hands them to a Publisher in batches. The
+// publisher reports how many of the batch the destination has durably accepted (a prefix: the
+// destination keeps order); the relay marks exactly those as sent, in a transaction of its own,
+// and offers the rest again. A crash between the destination's acceptance and that mark sends
+// a message twice, so every message carries an id the destination (or its consumers' ledger)
+// deduplicates by: JetStream's Nats-Msg-Id, the CloudEvents id.
+//
+// Implementations: an NDJSON file (OpenNdjsonPublisher, below); JetStream comes with the relay.
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "evident/env.h"
+#include "evident/status.h"
+
+namespace evident {
+
+struct OutgoingMessage {
+  std::string destination;  // a broker subject; ignored by a file
+  std::string id;           // the deduplication id (the event's CloudEvents id)
+  std::string bytes;        // the event, exactly as stored in the outbox
+};
+
+class Publisher {
+ public:
+  virtual ~Publisher() = default;
+
+  // Sends `batch` in order. Returns how many messages, from the first, the destination has
+  // durably accepted; fewer than the batch (with an error for the first refused one only when
+  // nothing was accepted) means the rest must be offered again.
+  virtual Result<size_t> Publish(std::span<const OutgoingMessage> batch) = 0;
+
+  // Releases the destination; reports what a close reports (a file's last error).
+  virtual Status Close() = 0;
+};
+
+// Appends each message's bytes and a newline to the file at `path` (created when absent) and
+// syncs before Publish returns: accepted means on disk. A message whose bytes hold a newline is
+// refused (kInvalidArgument): it would read back as two.
+Result<std::unique_ptr<Publisher>> OpenNdjsonPublisher(Env& env, const std::string& path);
+
+}  // namespace evident

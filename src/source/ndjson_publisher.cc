@@ -1,0 +1,60 @@
+// The NDJSON file publisher (evident/publisher.h): append, sync, then report the batch accepted.
+#include <filesystem>
+
+#include "evident/publisher.h"
+
+namespace evident {
+namespace {
+
+class NdjsonPublisher final : public Publisher {
+ public:
+  NdjsonPublisher(std::unique_ptr<WritableFile> file, std::string path)
+      : file_(std::move(file)), path_(std::move(path)) {}
+
+  // The whole batch is one append and one sync: either every message is on disk or the call
+  // fails and none counts as accepted (a torn tail is possible after a crash, as with any file;
+  // the messages carry ids, so offering them again is safe).
+  Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {
+    if (file_ == nullptr) return Status::FailedPrecondition("publisher of " + path_ + " is closed");
+    text_.clear();
+    for (const OutgoingMessage& m : batch) {
+      if (m.bytes.find('\n') != std::string::npos) {
+        return Status::InvalidArgument("message " + m.id + " holds a newline; " + path_ +
+                                       " is newline-delimited");
+      }
+      text_.append(m.bytes).push_back('\n');
+    }
+    if (batch.empty()) return size_t{0};
+    EVIDENT_RETURN_IF_ERROR(file_->Append(text_));
+    EVIDENT_RETURN_IF_ERROR(file_->Flush());
+    EVIDENT_RETURN_IF_ERROR(file_->Sync());
+    return batch.size();
+  }
+
+  Status Close() override {
+    if (file_ == nullptr) return Status::Ok();
+    Status closed = file_->Close();
+    file_.reset();
+    return closed;
+  }
+
+ private:
+  std::unique_ptr<WritableFile> file_;
+  std::string path_;
+  std::string text_;  // the batch being written
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Publisher>> OpenNdjsonPublisher(Env& env, const std::string& path) {
+  EVIDENT_ASSIGN_OR_RETURN(const bool existed, env.FileExists(path));
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env.NewAppendableFile(path));
+  if (!existed) {
+    // A new file's directory entry is durable only once its directory is synced.
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    EVIDENT_RETURN_IF_ERROR(env.SyncDir(dir.empty() ? "." : dir));
+  }
+  return std::unique_ptr<Publisher>(new NdjsonPublisher(std::move(file), path));
+}
+
+}  // namespace evident

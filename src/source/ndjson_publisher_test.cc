@@ -1,0 +1,68 @@
+// The NDJSON publisher over the memory, POSIX and fault-injecting Envs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "evident/publisher.h"
+
+namespace evident {
+namespace {
+
+std::vector<OutgoingMessage> Batch(std::initializer_list<const char*> ids) {
+  std::vector<OutgoingMessage> out;
+  for (const char* id : ids) out.push_back({"orders", id, std::string(R"({"id":")") + id + "\"}"});
+  return out;
+}
+
+TEST(NdjsonPublisher, AcceptsAWholeBatchOnceItIsOnDisk) {
+  auto env = NewMemoryEnv();
+  auto publisher = OpenNdjsonPublisher(*env, "/out/events.ndjson").value();
+  EXPECT_EQ(publisher->Publish(Batch({"a", "b"})).value(), 2u);
+  EXPECT_EQ(publisher->Publish(Batch({"c"})).value(), 1u);
+  EXPECT_EQ(publisher->Publish({}).value(), 0u);
+  ASSERT_TRUE(publisher->Close().ok());
+  EXPECT_EQ(ReadWholeFile(*env, "/out/events.ndjson", 1 << 20).value(),
+            "{\"id\":\"a\"}\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n");
+}
+
+TEST(NdjsonPublisher, AcceptedMeansSynced) {
+  FaultInjectionEnv env(NewMemoryEnv());
+  auto publisher = OpenNdjsonPublisher(env, "/out/events.ndjson").value();
+  ASSERT_EQ(publisher->Publish(Batch({"a"})).value(), 1u);
+  ASSERT_TRUE(env.SimulatePowerLoss().ok());
+  EXPECT_EQ(ReadWholeFile(env, "/out/events.ndjson", 1 << 20).value(), "{\"id\":\"a\"}\n");
+}
+
+TEST(NdjsonPublisher, AFailedSyncAcceptsNothing) {
+  FaultInjectionEnv env(NewMemoryEnv());
+  auto publisher = OpenNdjsonPublisher(env, "/out/events.ndjson").value();
+  env.FailNth(FileOperation::kSync, 1);
+  const Result<size_t> published = publisher->Publish(Batch({"a", "b"}));
+  EXPECT_FALSE(published.ok());
+  ASSERT_TRUE(env.DropUnsyncedData().ok());
+  EXPECT_EQ(ReadWholeFile(env, "/out/events.ndjson", 1 << 20).value(), "");
+}
+
+TEST(NdjsonPublisher, RefusesAMessageHoldingANewline) {
+  auto env = NewMemoryEnv();
+  auto publisher = OpenNdjsonPublisher(*env, "/events.ndjson").value();
+  std::vector<OutgoingMessage> batch = {{"orders", "x", "{\n}"}};
+  EXPECT_EQ(publisher->Publish(batch).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(ReadWholeFile(*env, "/events.ndjson", 1 << 20).value(), "");
+}
+
+TEST(NdjsonPublisher, AppendsToAnExistingFileOnDisk) {
+  const std::string path = ::testing::TempDir() + "evident-publisher-" + std::to_string(getpid());
+  std::filesystem::remove(path);
+  for (const char* id : {"a", "b"}) {
+    auto publisher = OpenNdjsonPublisher(PosixEnv(), path).value();
+    ASSERT_EQ(publisher->Publish(Batch({id})).value(), 1u);
+    ASSERT_TRUE(publisher->Close().ok());
+  }
+  EXPECT_EQ(ReadWholeFile(PosixEnv(), path, 1 << 20).value(), "{\"id\":\"a\"}\n{\"id\":\"b\"}\n");
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace evident
