@@ -156,6 +156,9 @@ int RunConsume(const ConsumeFlags& flags) {
   static CancelToken stop;
   options.cancel = &stop;
   InstallStopSignals(stop);
+  // SQLite's busy handler already waits for the lock, backing off, up to --busy-timeout-ms: the
+  // user's bound is the whole wait, so the loop does not multiply it with retries of its own.
+  if (flags.store.rfind("sqlite:", 0) == 0) options.busy_retry.attempts_max = 1;
   auto summary = Consume(**pipeline, **store, options);
   if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && summary.ok()) {
     std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
