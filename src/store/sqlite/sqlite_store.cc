@@ -962,11 +962,25 @@ class SqliteEngine {
     assert(in_transaction_);
     const DeferredView key(d.consumer, d.subject, d.subject_version);
     if (pending_deferred_.find(key) != pending_deferred_.end()) return Insert::kAlreadyThere;
-    EVIDENT_ASSIGN_OR_RETURN(const std::optional<DeferredEvent> stored,
-                             FindDeferred(d.consumer, d.subject, d.subject_version));
+    EVIDENT_ASSIGN_OR_RETURN(const bool stored,
+                             DeferredInTable(d.consumer, d.subject, d.subject_version));
     if (stored) return Insert::kAlreadyThere;
     pending_deferred_.try_emplace(DeferredKey(d.consumer, d.subject, d.subject_version), d);
     return Insert::kInserted;
+  }
+
+  // Whether the table holds the key: the primary key's page alone, not the row's bytes.
+  Result<bool> DeferredInTable(std::string_view consumer, std::string_view subject,
+                               int64_t subject_version) {
+    static const std::string kSql =
+        "SELECT 1 FROM deferred WHERE consumer=?1 AND subject=?2 AND subject_version=?3";
+    Statement& s = Prepared(kSql);
+    s.Bind(consumer).Bind(subject).Bind(subject_version);
+    Status status;
+    const bool found = s.Step(status);
+    s.Reset();
+    if (!status.ok()) return status;
+    return found;
   }
 
   Status WriteDeferred(const DeferredEvent& d) {
