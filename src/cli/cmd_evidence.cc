@@ -1,7 +1,6 @@
 // `evident evidence`, `evident gaps`, `evident guard`: reading decisions back from the store.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
@@ -9,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/text.h"
+#include "evident/clock.h"
 #include "evident/consumer.h"
 #include "evident/evidence.h"
 #include "evident/store_sqlite.h"
@@ -17,11 +17,7 @@
 namespace evident::cli {
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t NowMs() { return SystemClock().NowMs(); }
 
 std::string P(std::string_view text) { return Printable(text); }
 
