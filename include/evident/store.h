@@ -146,17 +146,19 @@ class Transaction {
   virtual Status Commit() = 0;
   virtual Status Rollback() = 0;
 
-  // Everything a batch needs, read in one call.
+  // Everything a batch needs, read in one call (a key listed twice yields its row twice).
   virtual Result<BatchRows> Load(const BatchKeys& keys) = 0;
 
   virtual Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer,
                                                         std::string_view source,
                                                         std::string_view event_id) = 0;
   virtual Result<Insert> InsertLedger(const LedgerEntry& entry) = 0;
-  // Marks a deferred ledger row applied, with its receipt fields.
+  // Marks a deferred ledger row applied, with its receipt fields. kInternal when the row is
+  // not there or not deferred (the pipeline drains only what it deferred).
   virtual Status MarkApplied(std::string_view consumer, std::string_view source,
                              std::string_view event_id, int64_t projection_version,
                              int64_t committed_at_ms) = 0;
+  // Counts one more delivery of a ledger row; nothing happens for a key with no row.
   virtual Status CountDuplicate(std::string_view consumer, std::string_view source,
                                 std::string_view event_id, int64_t at_ms) = 0;
 
@@ -177,14 +179,18 @@ class Transaction {
                                                             int64_t subject_version) = 0;
   // One event per (consumer, subject, version) waits.
   virtual Result<Insert> InsertDeferred(const DeferredEvent& event) = 0;
+  // Nothing happens for a key with no waiting event.
   virtual Status DeleteDeferred(std::string_view consumer, std::string_view subject,
                                 int64_t subject_version) = 0;
 
+  // `input.outcome` is never kApplied, kDeferred or kDuplicate (those have ledger or journal
+  // rows): a programmer error.
   virtual Status Keep(const KeptInput& input) = 0;
   virtual Status Journal(const JournalEntry& entry) = 0;
   // Records named evidence for (consumer, subject); one record per name, the latest wins. The
-  // evidence belongs to that subject's projection: it is durable once that projection is put in
-  // the same transaction (the pipeline always does).
+  // evidence belongs to that subject's projection: it commits when the projection exists (put
+  // in this transaction or committed before); evidence of a subject with no projection is
+  // dropped at commit. (The pipeline always puts the projection it records evidence for.)
   virtual Status PutEvidence(const EvidenceRecord& record) = 0;
 
   // How far a source has been consumed: an opaque position that only the source reads (a line

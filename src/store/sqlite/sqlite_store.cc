@@ -1017,6 +1017,8 @@ class SqliteEngine {
   }
 
   Status Keep(const KeptInput& k) {
+    assert(k.outcome != Outcome::kApplied && k.outcome != Outcome::kDeferred &&
+           k.outcome != Outcome::kDuplicate);
     static const std::string kSql =
         "INSERT INTO kept(consumer, outcome, reason, message, source, event_id, type, subject, "
         "subject_version, raw, received_at_ms, input_index) "
