@@ -71,15 +71,18 @@ struct OutboxStats {
 enum class OutboxDecisionOutcome : uint8_t {
   kAppended,
   kDuplicate,
-  kRejected,        // the envelope failed a check (reason: the envelope reason code)
-  kPayloadInvalid,  // the payload failed its schema, or its type or version has none
-  kConflict,        // (source, id) already holds other bytes
+  // The envelope failed a check (reason: its code in envelope.h, e.g. "missing-id"), or the
+  // contracts directory has no schema for its type ("unknown-type") or its schema version
+  // ("unaccepted-schema-version").
+  kRejected,
+  kPayloadInvalid,  // the payload fails its schema ("schema-violation", "binary-payload", ..)
+  kConflict,        // (source, id) already holds other bytes ("id-conflict")
 };
 std::string_view OutboxDecisionName(OutboxDecisionOutcome outcome);  // "appended", ...
 
 struct OutboxDecision {
   OutboxDecisionOutcome outcome = OutboxDecisionOutcome::kAppended;
-  std::optional<int64_t> seq;  // appended or duplicate: the row's seq
+  std::optional<int64_t> seq;  // appended, duplicate, conflict: the row's seq
   std::string reason;          // stable code; empty when appended
   std::string message;         // for a person
 };
