@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "evident/outbox.h"
 #include "evident/outcome.h"
 #include "evident/status.h"
 
@@ -198,6 +199,22 @@ class Transaction {
   // transaction so it commits with the decisions it covers.
   virtual Status SetPosition(std::string_view source, std::string_view position) = 0;
   virtual Result<std::optional<std::string>> GetPosition(std::string_view source) = 0;
+
+  // The outbox (outbox.h): rows appended in the caller's transaction commit with its other
+  // writes. `row.seq` is ignored (the store assigns it), and so are the delivery fields
+  // (attempts, last error and time, sent time, stream, stream sequence: a new row has none).
+  virtual Result<OutboxAppend> AppendOutbox(const OutboxRow& row) = 0;
+  // Unsent rows with a seq above `after_seq`, by seq. rows_max >= 0.
+  virtual Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) = 0;
+  // Records the broker's acknowledgement. A row already sent keeps its first acknowledgement;
+  // no row of that seq: kNotFound.
+  virtual Status MarkOutboxSent(int64_t seq, std::string_view stream, int64_t stream_sequence,
+                                int64_t at_ms) = 0;
+  // Counts a failed publish attempt. No row of that seq: kNotFound.
+  virtual Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) = 0;
+  // Deletes at most `rows_max` sent rows, oldest seq first, sent before `sent_before_ms`;
+  // returns how many. Called in bounded batches until it returns fewer than rows_max.
+  virtual Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) = 0;
 };
 
 // One consistent read view, taken when Read() returns: every call sees the same committed state.
@@ -235,6 +252,11 @@ class Snapshot {
   virtual Result<std::optional<std::string>> GetPosition(std::string_view source) = 0;
   // Rows per table, for tests and summaries: ledger, projection, deferred, kept, journal.
   virtual Result<std::vector<std::pair<std::string, int64_t>>> Counts() = 0;
+  // Outbox rows with a seq above `after_seq`, by seq; only the unsent ones when `pending_only`.
+  virtual Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
+                                             int64_t rows_max = kReadRowsMaxDefault) = 0;
+  // Counts over the whole outbox; ages are measured at `now_ms`.
+  virtual Result<OutboxStats> OutboxStatsNow(int64_t now_ms) = 0;
 };
 
 class Store {

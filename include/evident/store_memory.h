@@ -64,8 +64,16 @@ enum class StoreCall : uint8_t {
   kJournalOf,
   kEvidenceOf,
   kCounts,
+  // The outbox (transaction calls, then snapshot reads).
+  kAppendOutbox,
+  kPendingOutbox,
+  kMarkOutboxSent,
+  kRecordOutboxAttempt,
+  kDeleteSentOutbox,
+  kOutboxRows,
+  kOutboxStatsNow,
 };
-inline constexpr int kStoreCallCount = 27;
+inline constexpr int kStoreCallCount = 34;
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 
 // A fault-injecting store around any backend: fails or delays a chosen call. A failed call does

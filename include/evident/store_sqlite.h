@@ -47,7 +47,8 @@ struct SqliteOptions {
 // The layout version this build writes. A store of an older layout is migrated when opened for
 // writing (each step in its own transaction, recorded in the `evident_schema` table); a store of
 // a newer layout is refused (kFailedPrecondition) rather than misread.
-inline constexpr int64_t kSqliteLayoutVersion = 2;
+// Layout 3 added the outbox table.
+inline constexpr int64_t kSqliteLayoutVersion = 3;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

@@ -953,6 +953,211 @@ TEST_P(StoreConformance, ListsAreBoundedAndSayWhenTheyAreCut) {
   EXPECT_FALSE(none.truncated);
 }
 
+// --- the outbox ---
+
+OutboxRow OutboxEvent(std::string event_id, std::string bytes, int64_t created_at_ms = 100) {
+  return OutboxRow{.source = "s",
+                   .event_id = std::move(event_id),
+                   .type = "t",
+                   .subject = "order-1",
+                   .subject_version = 1,
+                   .partition = 3,
+                   .bytes = std::move(bytes),
+                   .created_at_ms = created_at_ms};
+}
+
+std::vector<int64_t> SeqsOf(const Rows<OutboxRow>& rows) {
+  std::vector<int64_t> out;
+  for (const OutboxRow& row : rows.rows) out.push_back(row.seq);
+  return out;
+}
+
+TEST_P(StoreConformance, OutboxAppendsAssignIncreasingSeqsAndKeepTheBytesExactly) {
+  const std::string bytes = std::string("{\"x\":\"caf\xc3\xa9\"}") + '\0' + "tail";
+  int64_t first = 0;
+  int64_t second = 0;
+  Write([&](Transaction& tx) {
+    const OutboxAppend a = Take(tx.AppendOutbox(OutboxEvent("e1", bytes)));
+    const OutboxAppend b = Take(tx.AppendOutbox(OutboxEvent("e2", "{}")));
+    EXPECT_EQ(a.outcome, OutboxOutcome::kAppended);
+    EXPECT_EQ(b.outcome, OutboxOutcome::kAppended);
+    EXPECT_LT(a.seq, b.seq);
+    first = a.seq;
+    second = b.seq;
+  });
+  Write([&](Transaction& tx) {
+    const OutboxAppend c = Take(tx.AppendOutbox(OutboxEvent("e3", "{}")));
+    EXPECT_GT(c.seq, second);
+  });
+  Reopen();
+  const Rows<OutboxRow> rows = Take(Read()->OutboxRows(false, 0));
+  ASSERT_EQ(rows.rows.size(), 3u);
+  const OutboxRow& row = rows.rows[0];
+  EXPECT_EQ(row.seq, first);
+  EXPECT_EQ(row.bytes, bytes);
+  EXPECT_EQ(row.bytes.size(), bytes.size());
+  EXPECT_EQ(row.source, "s");
+  EXPECT_EQ(row.event_id, "e1");
+  EXPECT_EQ(row.type, "t");
+  EXPECT_EQ(row.subject, "order-1");
+  EXPECT_EQ(row.subject_version, 1);
+  EXPECT_EQ(row.partition, 3);
+  EXPECT_EQ(row.created_at_ms, 100);
+  EXPECT_EQ(row.attempts, 0);
+  EXPECT_EQ(row.last_error, "");
+  EXPECT_FALSE(row.sent_at_ms);
+  EXPECT_FALSE(row.last_attempt_at_ms);
+  EXPECT_FALSE(row.stream_sequence);
+}
+
+TEST_P(StoreConformance, OutboxDuplicateAndConflictWriteNothing) {
+  int64_t seq = 0;
+  Write([&](Transaction& tx) { seq = Take(tx.AppendOutbox(OutboxEvent("e1", "{\"a\":1}"))).seq; });
+  Write([&](Transaction& tx) {
+    const OutboxAppend same = Take(tx.AppendOutbox(OutboxEvent("e1", "{\"a\":1}", 200)));
+    EXPECT_EQ(same.outcome, OutboxOutcome::kDuplicate);
+    EXPECT_EQ(same.seq, seq);
+    const OutboxAppend other = Take(tx.AppendOutbox(OutboxEvent("e1", "{\"a\":2}")));
+    EXPECT_EQ(other.outcome, OutboxOutcome::kConflict);
+    EXPECT_EQ(other.seq, seq);
+    // The same id from another source is another event.
+    OutboxRow elsewhere = OutboxEvent("e1", "{\"a\":2}");
+    elsewhere.source = "s2";
+    EXPECT_EQ(Take(tx.AppendOutbox(elsewhere)).outcome, OutboxOutcome::kAppended);
+  });
+  // Within one transaction too.
+  Write([&](Transaction& tx) {
+    const OutboxAppend fresh = Take(tx.AppendOutbox(OutboxEvent("e9", "x")));
+    const OutboxAppend again = Take(tx.AppendOutbox(OutboxEvent("e9", "x")));
+    EXPECT_EQ(again.outcome, OutboxOutcome::kDuplicate);
+    EXPECT_EQ(again.seq, fresh.seq);
+    EXPECT_EQ(Take(tx.AppendOutbox(OutboxEvent("e9", "y"))).outcome, OutboxOutcome::kConflict);
+  });
+  const Rows<OutboxRow> rows = Take(Read()->OutboxRows(false, 0));
+  ASSERT_EQ(rows.rows.size(), 3u);
+  EXPECT_EQ(rows.rows[0].bytes, "{\"a\":1}");
+  EXPECT_EQ(rows.rows[0].created_at_ms, 100);
+  EXPECT_EQ(rows.rows[2].bytes, "x");
+}
+
+TEST_P(StoreConformance, OutboxRollbackDropsAppendedRows) {
+  {
+    auto tx = Begin();
+    EXPECT_EQ(Take(tx->AppendOutbox(OutboxEvent("e1", "{}"))).outcome, OutboxOutcome::kAppended);
+    EXPECT_OK(tx->Rollback());
+  }
+  {
+    auto tx = Begin();
+    EXPECT_EQ(Take(tx->AppendOutbox(OutboxEvent("e2", "{}"))).outcome, OutboxOutcome::kAppended);
+  }  // destroyed without Commit: a crash
+  EXPECT_TRUE(Take(Read()->OutboxRows(false, 0)).rows.empty());
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.AppendOutbox(OutboxEvent("e1", "{\"b\":1}"))).outcome,
+              OutboxOutcome::kAppended);
+  });
+}
+
+TEST_P(StoreConformance, OutboxPendingListsUnsentRowsInSeqOrderAfterASeqBounded) {
+  std::vector<int64_t> seqs;
+  Write([&](Transaction& tx) {
+    for (int64_t i = 0; i < 5; ++i) {
+      seqs.push_back(Take(tx.AppendOutbox(OutboxEvent(Numbered("e", i), "{}"))).seq);
+    }
+  });
+  Write([&](Transaction& tx) {
+    EXPECT_OK(tx.MarkOutboxSent(seqs[1], "ORDERS", 41, 500));
+    // Pending within the transaction sees its own writes.
+    EXPECT_EQ(SeqsOf(Take(tx.PendingOutbox(0, 10))),
+              (std::vector<int64_t>{seqs[0], seqs[2], seqs[3], seqs[4]}));
+    const Rows<OutboxRow> cut = Take(tx.PendingOutbox(seqs[0], 2));
+    EXPECT_EQ(SeqsOf(cut), (std::vector<int64_t>{seqs[2], seqs[3]}));
+    EXPECT_TRUE(cut.truncated);
+    const Rows<OutboxRow> rest = Take(tx.PendingOutbox(seqs[3], 2));
+    EXPECT_EQ(SeqsOf(rest), (std::vector<int64_t>{seqs[4]}));
+    EXPECT_FALSE(rest.truncated);
+  });
+  auto snapshot = Read();
+  EXPECT_EQ(SeqsOf(Take(snapshot->OutboxRows(true, 0))),
+            (std::vector<int64_t>{seqs[0], seqs[2], seqs[3], seqs[4]}));
+  EXPECT_EQ(SeqsOf(Take(snapshot->OutboxRows(false, seqs[2]))),
+            (std::vector<int64_t>{seqs[3], seqs[4]}));
+  const Rows<OutboxRow> cut = Take(snapshot->OutboxRows(false, 0, 1));
+  EXPECT_EQ(SeqsOf(cut), (std::vector<int64_t>{seqs[0]}));
+  EXPECT_TRUE(cut.truncated);
+}
+
+TEST_P(StoreConformance, OutboxMarkSentAndAttemptsAreRecorded) {
+  int64_t seq = 0;
+  Write([&](Transaction& tx) { seq = Take(tx.AppendOutbox(OutboxEvent("e1", "{}"))).seq; });
+  Write([&](Transaction& tx) {
+    EXPECT_OK(tx.RecordOutboxAttempt(seq, "timeout", 150));
+    EXPECT_OK(tx.RecordOutboxAttempt(seq, "no responders", 160));
+    EXPECT_EQ(tx.RecordOutboxAttempt(seq + 100, "x", 1).code(), Code::kNotFound);
+    EXPECT_EQ(tx.MarkOutboxSent(seq + 100, "ORDERS", 1, 1).code(), Code::kNotFound);
+  });
+  OutboxRow row = Take(Read()->OutboxRows(true, 0)).rows.at(0);
+  EXPECT_EQ(row.attempts, 2);
+  EXPECT_EQ(row.last_error, "no responders");
+  EXPECT_EQ(row.last_attempt_at_ms, 160);
+  Write([&](Transaction& tx) {
+    EXPECT_OK(tx.MarkOutboxSent(seq, "ORDERS", 41, 170));
+    EXPECT_OK(tx.MarkOutboxSent(seq, "OTHER", 99, 180));  // the first acknowledgement stays
+  });
+  auto snapshot = Read();
+  EXPECT_TRUE(Take(snapshot->OutboxRows(true, 0)).rows.empty());
+  row = Take(snapshot->OutboxRows(false, 0)).rows.at(0);
+  EXPECT_EQ(row.sent_at_ms, 170);
+  EXPECT_EQ(row.stream, "ORDERS");
+  EXPECT_EQ(row.stream_sequence, 41);
+  EXPECT_EQ(row.attempts, 2);
+  EXPECT_EQ(row.bytes, "{}");
+}
+
+TEST_P(StoreConformance, OutboxDeleteSentDeletesOnlySentRowsBeforeTheCutoffBounded) {
+  std::vector<int64_t> seqs;
+  Write([&](Transaction& tx) {
+    for (int64_t i = 0; i < 6; ++i) {
+      seqs.push_back(Take(tx.AppendOutbox(OutboxEvent(Numbered("e", i), "{}"))).seq);
+    }
+    // Sent at 10, 20, 30, 40; e4 and e5 pending.
+    for (int64_t i = 0; i < 4; ++i) EXPECT_OK(tx.MarkOutboxSent(seqs[i], "S", i, 10 * (i + 1)));
+  });
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.DeleteSentOutbox(35, 2)), 2);  // e0, e1
+    EXPECT_EQ(Take(tx.DeleteSentOutbox(35, 2)), 1);  // e2; e3 was sent at 40
+    EXPECT_EQ(Take(tx.DeleteSentOutbox(35, 2)), 0);
+  });
+  EXPECT_EQ(SeqsOf(Take(Read()->OutboxRows(false, 0))),
+            (std::vector<int64_t>{seqs[3], seqs[4], seqs[5]}));
+  // A deleted row's (source, id) may be appended again, with a new seq.
+  Write([&](Transaction& tx) {
+    const OutboxAppend again = Take(tx.AppendOutbox(OutboxEvent("e0", "{\"new\":1}")));
+    EXPECT_EQ(again.outcome, OutboxOutcome::kAppended);
+    EXPECT_GT(again.seq, seqs[5]);
+  });
+}
+
+TEST_P(StoreConformance, OutboxStatsCountPendingAndSent) {
+  OutboxStats empty = Take(Read()->OutboxStatsNow(1000));
+  EXPECT_EQ(empty.pending, 0);
+  EXPECT_EQ(empty.sent, 0);
+  EXPECT_FALSE(empty.oldest_pending_age_ms);
+  EXPECT_EQ(empty.attempts_max, 0);
+  Write([&](Transaction& tx) {
+    const int64_t a = Take(tx.AppendOutbox(OutboxEvent("e1", "{}", 100))).seq;
+    const int64_t b = Take(tx.AppendOutbox(OutboxEvent("e2", "{}", 300))).seq;
+    Take(tx.AppendOutbox(OutboxEvent("e3", "{}", 400)));
+    EXPECT_OK(tx.MarkOutboxSent(a, "S", 1, 500));
+    EXPECT_OK(tx.RecordOutboxAttempt(b, "timeout", 600));
+    EXPECT_OK(tx.RecordOutboxAttempt(b, "timeout", 700));
+  });
+  const OutboxStats stats = Take(Read()->OutboxStatsNow(1000));
+  EXPECT_EQ(stats.pending, 2);
+  EXPECT_EQ(stats.sent, 1);
+  EXPECT_EQ(stats.oldest_pending_age_ms, 700);
+  EXPECT_EQ(stats.attempts_max, 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::ValuesIn(StoreBackends()),
                          [](const ::testing::TestParamInfo<StoreBackend>& param_info) {
                            return param_info.param.name;

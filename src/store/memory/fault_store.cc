@@ -12,13 +12,40 @@ namespace evident {
 namespace {
 
 constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
-    "begin",           "read",           "commit",          "load",
-    "find-ledger",     "insert-ledger",  "mark-applied",    "count-duplicate",
-    "read-projection", "put-projection", "find-deferred",   "insert-deferred",
-    "delete-deferred", "keep",           "journal",         "put-evidence",
-    "set-position",    "get-position",   "find-projection", "projections-of",
-    "ledger-of",       "deferred-of",    "all-deferred",    "kept-of",
-    "journal-of",      "evidence-of",    "counts",
+    "begin",
+    "read",
+    "commit",
+    "load",
+    "find-ledger",
+    "insert-ledger",
+    "mark-applied",
+    "count-duplicate",
+    "read-projection",
+    "put-projection",
+    "find-deferred",
+    "insert-deferred",
+    "delete-deferred",
+    "keep",
+    "journal",
+    "put-evidence",
+    "set-position",
+    "get-position",
+    "find-projection",
+    "projections-of",
+    "ledger-of",
+    "deferred-of",
+    "all-deferred",
+    "kept-of",
+    "journal-of",
+    "evidence-of",
+    "counts",
+    "append-outbox",
+    "pending-outbox",
+    "mark-outbox-sent",
+    "record-outbox-attempt",
+    "delete-sent-outbox",
+    "outbox-rows",
+    "outbox-stats-now",
 };
 
 }  // namespace
@@ -148,6 +175,27 @@ class FaultTransaction final : public Transaction {
     EVIDENT_FAULT_ENTER(StoreCall::kGetPosition);
     return inner_->GetPosition(source);
   }
+  Result<OutboxAppend> AppendOutbox(const OutboxRow& row) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kAppendOutbox);
+    return inner_->AppendOutbox(row);
+  }
+  Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kPendingOutbox);
+    return inner_->PendingOutbox(after_seq, rows_max);
+  }
+  Status MarkOutboxSent(int64_t seq, std::string_view stream, int64_t stream_sequence,
+                        int64_t at_ms) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kMarkOutboxSent);
+    return inner_->MarkOutboxSent(seq, stream, stream_sequence, at_ms);
+  }
+  Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kRecordOutboxAttempt);
+    return inner_->RecordOutboxAttempt(seq, error, at_ms);
+  }
+  Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kDeleteSentOutbox);
+    return inner_->DeleteSentOutbox(sent_before_ms, rows_max);
+  }
 
  private:
   std::unique_ptr<Transaction> inner_;  // null once finished
@@ -208,6 +256,15 @@ class FaultSnapshot final : public Snapshot {
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
     EVIDENT_FAULT_ENTER(StoreCall::kCounts);
     return inner_->Counts();
+  }
+  Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
+                                     int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kOutboxRows);
+    return inner_->OutboxRows(pending_only, after_seq, rows_max);
+  }
+  Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kOutboxStatsNow);
+    return inner_->OutboxStatsNow(now_ms);
   }
 
  private:

@@ -11,15 +11,40 @@ namespace evident {
 namespace {
 
 constexpr StoreCall kEveryCall[] = {
-    StoreCall::kBegin,          StoreCall::kRead,           StoreCall::kCommit,
-    StoreCall::kLoad,           StoreCall::kFindLedger,     StoreCall::kInsertLedger,
-    StoreCall::kMarkApplied,    StoreCall::kCountDuplicate, StoreCall::kReadProjection,
-    StoreCall::kPutProjection,  StoreCall::kFindDeferred,   StoreCall::kInsertDeferred,
-    StoreCall::kDeleteDeferred, StoreCall::kKeep,           StoreCall::kJournal,
-    StoreCall::kPutEvidence,    StoreCall::kSetPosition,    StoreCall::kGetPosition,
-    StoreCall::kFindProjection, StoreCall::kProjectionsOf,  StoreCall::kLedgerOf,
-    StoreCall::kDeferredOf,     StoreCall::kAllDeferred,    StoreCall::kKeptOf,
-    StoreCall::kJournalOf,      StoreCall::kEvidenceOf,     StoreCall::kCounts,
+    StoreCall::kBegin,
+    StoreCall::kRead,
+    StoreCall::kCommit,
+    StoreCall::kLoad,
+    StoreCall::kFindLedger,
+    StoreCall::kInsertLedger,
+    StoreCall::kMarkApplied,
+    StoreCall::kCountDuplicate,
+    StoreCall::kReadProjection,
+    StoreCall::kPutProjection,
+    StoreCall::kFindDeferred,
+    StoreCall::kInsertDeferred,
+    StoreCall::kDeleteDeferred,
+    StoreCall::kKeep,
+    StoreCall::kJournal,
+    StoreCall::kPutEvidence,
+    StoreCall::kSetPosition,
+    StoreCall::kGetPosition,
+    StoreCall::kFindProjection,
+    StoreCall::kProjectionsOf,
+    StoreCall::kLedgerOf,
+    StoreCall::kDeferredOf,
+    StoreCall::kAllDeferred,
+    StoreCall::kKeptOf,
+    StoreCall::kJournalOf,
+    StoreCall::kEvidenceOf,
+    StoreCall::kCounts,
+    StoreCall::kAppendOutbox,
+    StoreCall::kPendingOutbox,
+    StoreCall::kMarkOutboxSent,
+    StoreCall::kRecordOutboxAttempt,
+    StoreCall::kDeleteSentOutbox,
+    StoreCall::kOutboxRows,
+    StoreCall::kOutboxStatsNow,
 };
 static_assert(std::size(kEveryCall) == kStoreCallCount);
 
@@ -80,6 +105,22 @@ Status Transact(Transaction& tx, StoreCall call) {
       return tx.SetPosition("in", "p");
     case StoreCall::kGetPosition:
       return tx.GetPosition("in").status();
+    case StoreCall::kAppendOutbox:
+      return tx.AppendOutbox(OutboxRow{.source = "s", .event_id = "e1", .bytes = "{}"}).status();
+    case StoreCall::kPendingOutbox:
+      return tx.PendingOutbox(0, 10).status();
+    case StoreCall::kMarkOutboxSent: {
+      EVIDENT_ASSIGN_OR_RETURN(const OutboxAppend appended,
+                               tx.AppendOutbox(OutboxRow{.source = "s", .event_id = "e1"}));
+      return tx.MarkOutboxSent(appended.seq, "stream", 1, 10);
+    }
+    case StoreCall::kRecordOutboxAttempt: {
+      EVIDENT_ASSIGN_OR_RETURN(const OutboxAppend appended,
+                               tx.AppendOutbox(OutboxRow{.source = "s", .event_id = "e1"}));
+      return tx.RecordOutboxAttempt(appended.seq, "timeout", 10);
+    }
+    case StoreCall::kDeleteSentOutbox:
+      return tx.DeleteSentOutbox(10, 10).status();
     default:
       return Status::Internal("not a transaction call");
   }
@@ -105,13 +146,19 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.EvidenceOf("c", "order-1").status();
     case StoreCall::kCounts:
       return snapshot.Counts().status();
+    case StoreCall::kOutboxRows:
+      return snapshot.OutboxRows(false, 0).status();
+    case StoreCall::kOutboxStatsNow:
+      return snapshot.OutboxStatsNow(10).status();
     default:
       return Status::Internal("not a snapshot call");
   }
 }
 
 bool IsSnapshotCall(StoreCall call) {
-  return call >= StoreCall::kFindProjection || call == StoreCall::kRead;
+  return (call >= StoreCall::kFindProjection && call <= StoreCall::kCounts) ||
+         call == StoreCall::kOutboxRows || call == StoreCall::kOutboxStatsNow ||
+         call == StoreCall::kRead;
 }
 
 Status CallOnce(Store& store, StoreCall call) {

@@ -61,6 +61,8 @@ using DeferredId = std::tuple<std::string, std::string, int64_t>;  // consumer, 
 using KeptId = std::tuple<std::string, int64_t>;                   // subject, seq
 using JournalId = std::tuple<std::string, std::string, int64_t>;   // consumer, subject, seq
 
+using OutboxId = std::tuple<std::string, std::string>;  // source, event id
+
 constexpr int64_t kSeqMin = std::numeric_limits<int64_t>::min();
 
 template <typename Key, typename Row>
@@ -74,6 +76,12 @@ struct ProjectionRow {
   std::vector<EvidenceRecord> evidence;  // one per name, sorted by name
 };
 
+// The outbox: rows by seq, and the seq of each (source, id).
+struct OutboxTable {
+  Table<int64_t, OutboxRow> rows;
+  Table<OutboxId, int64_t> ids;
+};
+
 // One committed version of the database.
 struct State {
   std::shared_ptr<Table<LedgerId, LedgerEntry>> ledger;
@@ -85,6 +93,8 @@ struct State {
   std::shared_ptr<Table<std::string, std::string>> positions;
   int64_t kept_seq_last = 0;  // rows are never deleted: the next seq is the last plus one
   int64_t journal_seq_last = 0;
+  std::shared_ptr<OutboxTable> outbox;
+  int64_t outbox_seq_last = 0;  // seqs are never reused, though sent rows are deleted
 };
 
 State EmptyState() {
@@ -96,6 +106,7 @@ State EmptyState() {
       .kept = std::make_shared<Table<KeptId, KeptInput>>(),
       .journal = std::make_shared<Table<JournalId, JournalEntry>>(),
       .positions = std::make_shared<Table<std::string, std::string>>(),
+      .outbox = std::make_shared<OutboxTable>(),
   };
 }
 
@@ -108,6 +119,9 @@ struct Overlay {
   std::vector<KeptInput> kept;                               // seq assigned
   std::vector<JournalEntry> journal;                         // seq assigned
   Table<std::string, std::string> positions;
+  Table<int64_t, std::optional<OutboxRow>> outbox;     // appended or changed; nullopt: deleted
+  Table<OutboxId, std::optional<int64_t>> outbox_ids;  // nullopt: deleted
+  int64_t outbox_appended = 0;  // seqs base.outbox_seq_last + 1 .. + outbox_appended
 };
 
 // The table itself when no other State holds it, else a copy of it put in its place. Called
@@ -129,6 +143,26 @@ void ApplyLedger(Overlay& overlay, State& state) {
       const LedgerEntry& e = it->second;
       Writable(state.ledger_by_subject).emplace(e.subject, e.consumer, e.source, e.event_id);
     }
+  }
+}
+
+// In seq order: a row deleted and its (source, id) appended again in one transaction ends with
+// the new row's seq.
+void ApplyOutbox(Overlay& overlay, State& state) {
+  state.outbox_seq_last += overlay.outbox_appended;
+  if (overlay.outbox.empty()) return;
+  OutboxTable& outbox = Writable(state.outbox);
+  for (auto& [seq, row] : overlay.outbox) {
+    if (row) {
+      outbox.ids.insert_or_assign(OutboxId(row->source, row->event_id), seq);
+      outbox.rows.insert_or_assign(seq, std::move(*row));
+      continue;
+    }
+    const auto it = outbox.rows.find(seq);
+    if (it == outbox.rows.end()) continue;  // appended and deleted in the same transaction
+    const auto id = outbox.ids.find(OutboxId(it->second.source, it->second.event_id));
+    if (id != outbox.ids.end() && id->second == seq) outbox.ids.erase(id);
+    outbox.rows.erase(it);
   }
 }
 
@@ -162,6 +196,7 @@ void ApplyRows(Overlay& overlay, State& state) {
   for (auto& [source, position] : overlay.positions) {
     Writable(state.positions).insert_or_assign(source, std::move(position));
   }
+  ApplyOutbox(overlay, state);
 }
 
 // Which handle a store has open (one at a time); shared with that handle, which may outlive
@@ -421,7 +456,76 @@ class MemoryTransaction final : public Transaction {
                                  : std::optional<std::string>(it->second);
   }
 
+  Result<OutboxAppend> AppendOutbox(const OutboxRow& row) override;
+  Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) override {
+    RowsCut<OutboxRow> cut(rows_max);
+    ForEachOutbox(after_seq, [&](const OutboxRow& row) { return row.sent_at_ms || cut.Add(row); });
+    return cut.Take();
+  }
+  Status MarkOutboxSent(int64_t seq, std::string_view stream, int64_t stream_sequence,
+                        int64_t at_ms) override {
+    OutboxRow* row = DraftOutbox(seq);
+    if (row == nullptr) return Status::NotFound("no outbox row " + std::to_string(seq));
+    if (row->sent_at_ms) return Status::Ok();  // the first acknowledgement stays
+    row->sent_at_ms = at_ms;
+    row->stream.assign(stream);
+    row->stream_sequence = stream_sequence;
+    return Status::Ok();
+  }
+  Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) override {
+    OutboxRow* row = DraftOutbox(seq);
+    if (row == nullptr) return Status::NotFound("no outbox row " + std::to_string(seq));
+    ++row->attempts;
+    row->last_error.assign(error);
+    row->last_attempt_at_ms = at_ms;
+    return Status::Ok();
+  }
+  Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
+
  private:
+  // Outbox rows as this transaction sees them.
+  const OutboxRow* OutboxRowAt(int64_t seq) const {
+    if (const auto it = overlay_.outbox.find(seq); it != overlay_.outbox.end()) {
+      return it->second ? &*it->second : nullptr;
+    }
+    const auto it = base_->outbox->rows.find(seq);
+    return it == base_->outbox->rows.end() ? nullptr : &it->second;
+  }
+  std::optional<int64_t> OutboxSeqOf(std::string_view source, std::string_view event_id) const {
+    const std::tuple<std::string_view, std::string_view> id(source, event_id);
+    if (const auto it = overlay_.outbox_ids.find(id); it != overlay_.outbox_ids.end()) {
+      return it->second;
+    }
+    const auto it = base_->outbox->ids.find(id);
+    return it == base_->outbox->ids.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
+  OutboxRow* DraftOutbox(int64_t seq) {
+    if (const auto it = overlay_.outbox.find(seq); it != overlay_.outbox.end()) {
+      return it->second ? &*it->second : nullptr;
+    }
+    const OutboxRow* row = OutboxRowAt(seq);
+    if (row == nullptr) return nullptr;
+    return &*overlay_.outbox.emplace(seq, *row).first->second;
+  }
+  // Calls `visit(row)` for the rows above `after_seq`, by seq, until it returns false.
+  template <typename Visit>
+  void ForEachOutbox(int64_t after_seq, Visit visit) const {
+    const auto& base = base_->outbox->rows;
+    auto b = base.upper_bound(after_seq);
+    auto o = overlay_.outbox.upper_bound(after_seq);
+    while (b != base.end() || o != overlay_.outbox.end()) {
+      const bool from_overlay =
+          b == base.end() || (o != overlay_.outbox.end() && o->first <= b->first);
+      if (from_overlay) {
+        if (b != base.end() && b->first == o->first) ++b;  // the overlay's row replaces it
+        const auto& row = (o++)->second;
+        if (row && !visit(*row)) return;
+      } else if (!visit((b++)->second)) {
+        return;
+      }
+    }
+  }
+
   // Rows as this transaction sees them: its own writes over the base.
   const LedgerEntry* LedgerRow(const LedgerIdView& id) const {
     assert(base_ != nullptr && "transaction used after Commit or Rollback");
@@ -518,6 +622,48 @@ void MemoryTransaction::AppendDeferredOf(std::string_view consumer, std::string_
   for (const auto& [version, row] : rows) out.push_back(*row);
 }
 
+// A (source, id) already there answers duplicate or conflict by its bytes; nothing is written.
+Result<OutboxAppend> MemoryTransaction::AppendOutbox(const OutboxRow& row) {
+  assert(base_ != nullptr && "transaction used after Commit or Rollback");
+  if (const std::optional<int64_t> seq = OutboxSeqOf(row.source, row.event_id)) {
+    const OutboxRow* there = OutboxRowAt(*seq);
+    assert(there != nullptr);
+    return OutboxAppend{
+        .outcome = there->bytes == row.bytes ? OutboxOutcome::kDuplicate : OutboxOutcome::kConflict,
+        .seq = *seq};
+  }
+  const int64_t seq = base_->outbox_seq_last + ++overlay_.outbox_appended;
+  OutboxRow fresh{.seq = seq,
+                  .source = row.source,
+                  .event_id = row.event_id,
+                  .type = row.type,
+                  .subject = row.subject,
+                  .subject_version = row.subject_version,
+                  .partition = row.partition,
+                  .bytes = row.bytes,
+                  .created_at_ms = row.created_at_ms};
+  overlay_.outbox.insert_or_assign(seq, std::move(fresh));
+  overlay_.outbox_ids.insert_or_assign(OutboxId(row.source, row.event_id), seq);
+  return OutboxAppend{.outcome = OutboxOutcome::kAppended, .seq = seq};
+}
+
+Result<int64_t> MemoryTransaction::DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) {
+  assert(rows_max >= 0);
+  std::vector<std::pair<int64_t, OutboxId>> doomed;
+  ForEachOutbox(kSeqMin, [&](const OutboxRow& row) {
+    if (static_cast<int64_t>(doomed.size()) >= rows_max) return false;
+    if (row.sent_at_ms && *row.sent_at_ms < sent_before_ms) {
+      doomed.emplace_back(row.seq, OutboxId(row.source, row.event_id));
+    }
+    return true;
+  });
+  for (auto& [seq, id] : doomed) {
+    overlay_.outbox.insert_or_assign(seq, std::nullopt);
+    overlay_.outbox_ids.insert_or_assign(std::move(id), std::nullopt);
+  }
+  return static_cast<int64_t>(doomed.size());
+}
+
 // One answer per key, in the order of the keys (as the SQLite backend answers).
 Result<BatchRows> MemoryTransaction::Load(const BatchKeys& keys) {
   BatchRows out;
@@ -612,6 +758,30 @@ class MemorySnapshot final : public Snapshot {
     const auto it = positions.find(source);
     return it == positions.end() ? std::optional<std::string>()
                                  : std::optional<std::string>(it->second);
+  }
+  Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
+                                     int64_t rows_max) override {
+    RowsCut<OutboxRow> cut(rows_max);
+    const auto& rows = state_->outbox->rows;
+    for (auto it = rows.upper_bound(after_seq); it != rows.end(); ++it) {
+      if (pending_only && it->second.sent_at_ms) continue;
+      if (!cut.Add(it->second)) break;
+    }
+    return cut.Take();
+  }
+  Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override {
+    OutboxStats stats;
+    for (const auto& [seq, row] : state_->outbox->rows) {
+      if (row.sent_at_ms) {
+        ++stats.sent;
+        continue;
+      }
+      ++stats.pending;
+      stats.attempts_max = std::max(stats.attempts_max, row.attempts);
+      stats.oldest_pending_age_ms =
+          std::max(stats.oldest_pending_age_ms.value_or(0), now_ms - row.created_at_ms);
+    }
+    return stats;
   }
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
     const auto count = [](const auto& table) { return static_cast<int64_t>(table.size()); };

@@ -69,6 +69,35 @@ CREATE INDEX IF NOT EXISTS journal_by_subject ON journal(subject, consumer);
 CREATE TABLE IF NOT EXISTS position(
   source TEXT PRIMARY KEY, position BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS evident_schema(version INTEGER NOT NULL);
+)sql"
+                                // Layout 3: the outbox (also kMigrate2To3).
+                                R"sql(
+CREATE TABLE IF NOT EXISTS outbox(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT NOT NULL, event_id TEXT NOT NULL,
+  type TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,
+  event_partition INTEGER NOT NULL, bytes BLOB NOT NULL, created_at_ms INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '',
+  last_attempt_at_ms INTEGER, sent_at_ms INTEGER, stream TEXT NOT NULL DEFAULT '',
+  stream_sequence INTEGER);
+CREATE UNIQUE INDEX IF NOT EXISTS outbox_by_id ON outbox(source, event_id);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE sent_at_ms IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_sent ON outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;
+)sql";
+
+// Layout 3 adds the outbox (seq AUTOINCREMENT: a seq is never reused, though sent rows are
+// deleted). Nothing else changes.
+constexpr const char* kMigrate2To3 = R"sql(
+CREATE TABLE IF NOT EXISTS outbox(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT NOT NULL, event_id TEXT NOT NULL,
+  type TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,
+  event_partition INTEGER NOT NULL, bytes BLOB NOT NULL, created_at_ms INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '',
+  last_attempt_at_ms INTEGER, sent_at_ms INTEGER, stream TEXT NOT NULL DEFAULT '',
+  stream_sequence INTEGER);
+CREATE UNIQUE INDEX IF NOT EXISTS outbox_by_id ON outbox(source, event_id);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE sent_at_ms IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_sent ON outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;
+INSERT INTO evident_schema(version) VALUES(3);
 )sql";
 
 // Layout 1 (before evident_schema existed) kept file checkpoints as columns of a `checkpoint`
@@ -256,6 +285,7 @@ class Statement {
   }
   int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
   sqlite3_stmt* handle() const { return stmt_; }
+  int bound() const { return index_; }  // parameters bound so far
   std::optional<int64_t> OptionalInt(int column) const {
     if (sqlite3_column_type(stmt_, column) == SQLITE_NULL) return std::nullopt;
     return Int(column);
@@ -293,6 +323,10 @@ constexpr const char* kLedgerColumns =
 constexpr const char* kDeferredColumns =
     "consumer, subject, subject_version, source, event_id, type, schema_version, "
     "expected_version, raw, received_at_ms, deadline_at_ms, route, input_index";
+constexpr const char* kOutboxColumns =
+    "seq, source, event_id, type, subject, subject_version, event_partition, bytes, "
+    "created_at_ms, attempts, last_error, last_attempt_at_ms, sent_at_ms, stream, "
+    "stream_sequence";
 constexpr const char* kProjectionColumns =
     "consumer, subject, version, state, fields_json, owner_source, owner_version_seen, "
     "updated_at_ms, evidence_json";
@@ -362,6 +396,24 @@ Projection ReadProjectionRow(const Statement& s, Status& /*error*/) {
 // Who holds the write lock of the WAL database at `path`: SQLite (unix VFS) takes it as a POSIX
 // lock on byte 120 of the -shm file (the first of its eight lock bytes), and fcntl(F_GETLK)
 // names the process holding a lock that conflicts. Empty when no process is found.
+OutboxRow ReadOutbox(const Statement& s, Status& /*error*/) {
+  return OutboxRow{.seq = s.Int(0),
+                   .source = s.Text(1),
+                   .event_id = s.Text(2),
+                   .type = s.Text(3),
+                   .subject = s.Text(4),
+                   .subject_version = s.OptionalInt(5),
+                   .partition = s.Int(6),
+                   .bytes = s.Blob(7),
+                   .created_at_ms = s.Int(8),
+                   .attempts = s.Int(9),
+                   .last_error = s.Text(10),
+                   .last_attempt_at_ms = s.OptionalInt(11),
+                   .sent_at_ms = s.OptionalInt(12),
+                   .stream = s.Text(13),
+                   .stream_sequence = s.OptionalInt(14)};
+}
+
 std::string WriteLockHolder(const std::string& path) {
   const int fd = open((path + "-shm").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
@@ -549,22 +601,26 @@ class SqliteEngine {
   }
 
   // Brings the store to kSqliteLayoutVersion: creates a new one; migrates layout 1 (every
-  // store written before the evident_schema table) in one transaction; refuses a newer layout.
+  // store written before the evident_schema table) to 2, then 2 to 3, each step in one
+  // transaction; refuses a newer layout.
   Status Migrate() {
     EVIDENT_ASSIGN_OR_RETURN(const int64_t versioned, Count(kSchemaTableSql));
     if (versioned == 0) {
       EVIDENT_ASSIGN_OR_RETURN(const int64_t ledger, Count(kLedgerTableSql));
       if (ledger == 0) {  // a new store
         return Exec(std::string("BEGIN IMMEDIATE;") + kSchema +
-                    "INSERT INTO evident_schema(version) VALUES(2);COMMIT;");
+                    "INSERT INTO evident_schema(version) VALUES(" +
+                    std::to_string(kSqliteLayoutVersion) + ");COMMIT;");
       }
       EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
       Status migrated = AddCheckpointIdentity();
       if (migrated.ok()) migrated = Exec(kMigrate1To2);
       if (migrated.ok()) migrated = Exec(kSchema);  // tables or indexes layout 1 may lack
-      if (migrated.ok()) return Exec("COMMIT");
-      (void)Exec("ROLLBACK");
-      return migrated.Annotate("migrating the store from layout 1 to 2");
+      if (!migrated.ok()) {
+        (void)Exec("ROLLBACK");
+        return migrated.Annotate("migrating the store from layout 1 to 2");
+      }
+      EVIDENT_RETURN_IF_ERROR(Exec("COMMIT"));
     }
     EVIDENT_ASSIGN_OR_RETURN(const int64_t version,
                              Count("SELECT max(version) FROM evident_schema"));
@@ -573,6 +629,14 @@ class SqliteEngine {
           "the store has layout " + std::to_string(version) + "; this build reads layouts up to " +
           std::to_string(kSqliteLayoutVersion) + " (a newer evident wrote it)");
     }
+    if (version == 2) {
+      const Status migrated = Exec(std::string("BEGIN IMMEDIATE;") + kMigrate2To3 + "COMMIT;");
+      if (!migrated.ok()) {
+        (void)Exec("ROLLBACK");
+        return migrated.Annotate("migrating the store from layout 2 to 3");
+      }
+    }
+    layout_ = kSqliteLayoutVersion;
     return Status::Ok();
   }
 
@@ -1236,6 +1300,111 @@ class SqliteEngine {
     return out;
   }
 
+  // ON CONFLICT DO NOTHING, then a look-up on no change: a (source, id) already there is an
+  // answer, never a failed statement.
+  Result<OutboxAppend> AppendOutbox(const OutboxRow& r) {
+    assert(in_transaction_);
+    static const std::string kInsert =
+        "INSERT INTO outbox(source, event_id, type, subject, subject_version, event_partition, "
+        "bytes, created_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT DO NOTHING";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kInsert)
+                                .Bind(r.source)
+                                .Bind(r.event_id)
+                                .Bind(r.type)
+                                .Bind(r.subject)
+                                .Bind(r.subject_version)
+                                .Bind(r.partition)
+                                .BindBlob(r.bytes)
+                                .Bind(r.created_at_ms)
+                                .Run());
+    if (sqlite3_changes(db_) == 1) {
+      return OutboxAppend{.outcome = OutboxOutcome::kAppended,
+                          .seq = sqlite3_last_insert_rowid(db_)};
+    }
+    static const std::string kFind =
+        "SELECT seq, bytes FROM outbox WHERE source=?1 AND event_id=?2";
+    Statement& s = Prepared(kFind);
+    s.Bind(r.source).Bind(r.event_id);
+    Status status;
+    std::optional<OutboxAppend> out;
+    if (s.Step(status)) {
+      out = OutboxAppend{
+          .outcome = s.Blob(1) == r.bytes ? OutboxOutcome::kDuplicate : OutboxOutcome::kConflict,
+          .seq = s.Int(0)};
+    }
+    s.Reset();
+    if (!status.ok()) return status;
+    if (!out) return Status::Internal("outbox: an append changed nothing and found no row");
+    return *out;
+  }
+
+  Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq, int64_t rows_max) {
+    if (layout_ < 3) return Rows<OutboxRow>{};  // a read-only open of an older layout
+    static const std::string kAllSql = std::string("SELECT ") + kOutboxColumns +
+                                       " FROM outbox WHERE seq > ?1 ORDER BY seq LIMIT ?2";
+    static const std::string kPendingSql =
+        std::string("SELECT ") + kOutboxColumns +
+        " FROM outbox WHERE sent_at_ms IS NULL AND seq > ?1 ORDER BY seq LIMIT ?2";
+    return QueryBound<OutboxRow>(
+        pending_only ? kPendingSql : kAllSql, [&](Statement& s) { s.Bind(after_seq); }, rows_max,
+        ReadOutbox);
+  }
+
+  // A row already sent keeps its first acknowledgement.
+  Status MarkOutboxSent(int64_t seq, std::string_view stream, int64_t stream_sequence,
+                        int64_t at_ms) {
+    static const std::string kSql =
+        "UPDATE outbox SET sent_at_ms=?2, stream=?3, stream_sequence=?4 "
+        "WHERE seq=?1 AND sent_at_ms IS NULL";
+    EVIDENT_RETURN_IF_ERROR(
+        Prepared(kSql).Bind(seq).Bind(at_ms).Bind(stream).Bind(stream_sequence).Run());
+    if (sqlite3_changes(db_) == 1) return Status::Ok();
+    static const std::string kExists = "SELECT seq FROM outbox WHERE seq=?1";
+    EVIDENT_ASSIGN_OR_RETURN(const Rows<int64_t> found,
+                             QueryBound<int64_t>(
+                                 kExists, [&](Statement& s) { s.Bind(seq); }, 1,
+                                 [](const Statement& s, Status&) { return s.Int(0); }));
+    if (found.rows.empty()) return Status::NotFound("no outbox row " + std::to_string(seq));
+    return Status::Ok();
+  }
+
+  Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) {
+    static const std::string kSql =
+        "UPDATE outbox SET attempts=attempts+1, last_error=?2, last_attempt_at_ms=?3 WHERE seq=?1";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql).Bind(seq).Bind(error).Bind(at_ms).Run());
+    if (sqlite3_changes(db_) != 1) return Status::NotFound("no outbox row " + std::to_string(seq));
+    return Status::Ok();
+  }
+
+  Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) {
+    assert(rows_max >= 0);
+    static const std::string kSql =
+        "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at_ms IS NOT NULL "
+        "AND sent_at_ms < ?1 ORDER BY seq LIMIT ?2)";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql).Bind(sent_before_ms).Bind(rows_max).Run());
+    return static_cast<int64_t>(sqlite3_changes(db_));
+  }
+
+  Result<OutboxStats> OutboxStatsNow(int64_t now_ms) {
+    OutboxStats stats;
+    if (layout_ < 3) return stats;
+    static const std::string kSql =
+        "SELECT sum(sent_at_ms IS NULL), sum(sent_at_ms IS NOT NULL), "
+        "min(CASE WHEN sent_at_ms IS NULL THEN created_at_ms END), "
+        "max(CASE WHEN sent_at_ms IS NULL THEN attempts END) FROM outbox";
+    Statement& s = Prepared(kSql);
+    Status status;
+    if (s.Step(status)) {
+      stats.pending = s.OptionalInt(0).value_or(0);
+      stats.sent = s.OptionalInt(1).value_or(0);
+      if (const auto oldest = s.OptionalInt(2)) stats.oldest_pending_age_ms = now_ms - *oldest;
+      stats.attempts_max = s.OptionalInt(3).value_or(0);
+    }
+    s.Reset();
+    if (!status.ok()) return status;
+    return stats;
+  }
+
   sqlite3* db() const { return db_; }
 
   // No row limit, for internal reads bounded by other means (one subject's rows in a batch).
@@ -1258,12 +1427,20 @@ class SqliteEngine {
   template <typename T, typename Reader>
   Result<Rows<T>> Query(const std::string& sql, std::initializer_list<std::string_view> args,
                         int64_t rows_max, Reader read) {
+    return QueryBound<T>(
+        sql,
+        [&](Statement& s) {
+          for (std::string_view a : args) s.Bind(a);
+        },
+        rows_max, read);
+  }
+  // The same with the parameters before the LIMIT bound by `bind(statement)`.
+  template <typename T, typename Binder, typename Reader>
+  Result<Rows<T>> QueryBound(const std::string& sql, Binder bind, int64_t rows_max, Reader read) {
     assert(rows_max >= 0);
     Statement& s = Prepared(sql);  // sql has static storage (see Prepared)
-    for (std::string_view a : args) s.Bind(a);
-    if (sqlite3_bind_parameter_count(s.handle()) > static_cast<int>(args.size())) {
-      s.Bind(rows_max + 1);
-    }
+    bind(s);
+    if (sqlite3_bind_parameter_count(s.handle()) > s.bound()) s.Bind(rows_max + 1);
     Rows<T> out;
     Status status;
     while (status.ok() && s.Step(status)) {
@@ -1377,6 +1554,22 @@ class SqliteTransaction final : public Transaction {
   Result<std::optional<std::string>> GetPosition(std::string_view source) override {
     return Open()->GetPosition(source);
   }
+  Result<OutboxAppend> AppendOutbox(const OutboxRow& row) override {
+    return Open()->AppendOutbox(row);
+  }
+  Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) override {
+    return Open()->OutboxRows(true, after_seq, rows_max);
+  }
+  Status MarkOutboxSent(int64_t seq, std::string_view stream, int64_t stream_sequence,
+                        int64_t at_ms) override {
+    return Open()->MarkOutboxSent(seq, stream, stream_sequence, at_ms);
+  }
+  Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) override {
+    return Open()->RecordOutboxAttempt(seq, error, at_ms);
+  }
+  Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override {
+    return Open()->DeleteSentOutbox(sent_before_ms, rows_max);
+  }
 
   sqlite3* connection() const { return engine_ == nullptr ? nullptr : engine_->db(); }
 
@@ -1433,6 +1626,13 @@ class SqliteSnapshot final : public Snapshot {
   }
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
     return engine_.Counts();
+  }
+  Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
+                                     int64_t rows_max) override {
+    return engine_.OutboxRows(pending_only, after_seq, rows_max);
+  }
+  Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override {
+    return engine_.OutboxStatsNow(now_ms);
   }
 
  private:

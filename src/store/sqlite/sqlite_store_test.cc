@@ -33,8 +33,83 @@ class SqliteStore : public ::testing::Test {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
     sqlite3_close(db);
   }
+  int64_t QueryInt(const char* sql) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* statement = nullptr;
+    int64_t out = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK &&
+        sqlite3_step(statement) == SQLITE_ROW) {
+      out = sqlite3_column_int64(statement, 0);
+    }
+    sqlite3_finalize(statement);
+    sqlite3_close(db);
+    return out;
+  }
+  // Appends one outbox row through a store opened on the file.
+  void AppendOne(const std::string& event_id) {
+    auto opened = OpenSqliteStore(path_.string());
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    auto tx = (*opened)->Begin().value();
+    const auto appended =
+        tx->AppendOutbox(OutboxRow{.source = "s", .event_id = event_id, .bytes = "{}"});
+    ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+    EXPECT_EQ(appended->outcome, OutboxOutcome::kAppended);
+    ASSERT_TRUE(tx->Commit().ok());
+  }
   fs::path path_;
 };
+
+// Layout 2 (before the outbox) opens read-only as it is, with an empty outbox, and gains the
+// outbox table when opened for writing.
+TEST_F(SqliteStore, ALayout2StoreMigratesTo3) {
+  ASSERT_TRUE(OpenSqliteStore(path_.string()).ok());
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 3);
+  ExecSql("DROP TABLE outbox; UPDATE evident_schema SET version=2;");
+  {
+    auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
+    ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
+    auto snapshot = (*read_only)->Read().value();
+    EXPECT_TRUE(snapshot->OutboxRows(false, 0).value().rows.empty());
+    EXPECT_EQ(snapshot->OutboxStatsNow(10).value().pending, 0);
+  }
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM sqlite_master WHERE name='outbox'"), 0);
+  AppendOne("e1");
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 3);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM outbox"), 1);
+  AppendOne("e2");  // a second open does not migrate again
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM evident_schema WHERE version=3"), 1);
+  auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
+  ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
+  EXPECT_EQ((*read_only)->Read().value()->OutboxRows(false, 0).value().rows.size(), 2u);
+}
+
+// Layout 1 (before evident_schema) migrates through 2 to 3.
+TEST_F(SqliteStore, ALayout1StoreMigratesThrough2To3) {
+  ExecSql(
+      "CREATE TABLE ledger(consumer TEXT, source TEXT, event_id TEXT, subject TEXT);"
+      "CREATE TABLE checkpoint(input TEXT PRIMARY KEY, position INTEGER, bytes INTEGER,"
+      " prefix_hash INTEGER);"
+      "INSERT INTO checkpoint VALUES('in.ndjson', 7, 700, 255);");
+  AppendOne("e1");
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 3);
+  auto opened = OpenSqliteStore(path_.string());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto snapshot = (*opened)->Read().value();
+  EXPECT_EQ(snapshot->GetPosition("in.ndjson").value(), "lines=7 bytes=700 hash=00000000000000ff");
+  EXPECT_EQ(snapshot->OutboxRows(false, 0).value().rows.size(), 1u);
+}
+
+TEST_F(SqliteStore, ANewerLayoutIsRefused) {
+  ASSERT_TRUE(OpenSqliteStore(path_.string()).ok());
+  ExecSql("UPDATE evident_schema SET version=99;");
+  auto opened = OpenSqliteStore(path_.string());
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().code(), Code::kFailedPrecondition);
+  auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
+  ASSERT_FALSE(read_only.ok());
+  EXPECT_EQ(read_only.status().code(), Code::kFailedPrecondition);
+}
 
 // A store created before projection keys led with the subject keeps its (consumer, subject)
 // key; the store opens it as it is and reads and writes it the same way.

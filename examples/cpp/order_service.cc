@@ -1,0 +1,121 @@
+// The order service of seed 002, written with the outbox: it cancels an order and announces it
+// in ONE local transaction of the evident SQLite store, so the order row and the outbox row
+// commit together or not at all (no "updated but never announced", no "announced but never
+// updated").
+//
+//   build/examples/cpp/order_service CONTRACTS_DIR STORE_PATH
+//
+// Exit codes: 0 cancelled (or already announced: an idempotent repeat), 1 the order is no longer
+// at the version read (another writer got there first), 2 an error.
+//
+// For the crash test, EVIDENT_FAULT_POINT=between-business-and-outbox kills the process after
+// the order update and before the outbox append: neither may be found afterwards.
+#include <sqlite3.h>
+
+#include <cstdio>
+#include <string>
+
+#include "core/fault_point.h"
+#include "evident/outbox.h"
+#include "evident/store_sqlite.h"
+
+namespace {
+
+using namespace evident;
+
+constexpr const char* kOrderId = "order-417";
+constexpr int64_t kReadVersion = 2;  // the version the service read before deciding to cancel
+constexpr int64_t kNowMs = 1785000000000;
+
+// The service's own table, in the evident store's file; an order to cancel, at version 2.
+Status CreateOrders(Store& store) {
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  const int rc = sqlite3_exec(
+      SqliteConnection(*tx),
+      "CREATE TABLE IF NOT EXISTS orders(id TEXT PRIMARY KEY, status TEXT NOT NULL,"
+      " version INTEGER NOT NULL);"
+      "INSERT OR IGNORE INTO orders(id, status, version) VALUES('order-417', 'paid', 2);",
+      nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return Status::IoError(sqlite3_errmsg(SqliteConnection(*tx)));
+  return tx->Commit();
+}
+
+// UPDATE ... WHERE version = the version read: true when this writer changed the row.
+Result<bool> CancelOrder(Transaction& tx) {
+  sqlite3* db = SqliteConnection(tx);
+  sqlite3_stmt* statement = nullptr;
+  if (sqlite3_prepare_v2(db,
+                         "UPDATE orders SET status='cancelled', version = version + 1 "
+                         "WHERE id=?1 AND version=?2",
+                         -1, &statement, nullptr) != SQLITE_OK) {
+    return Status::IoError(sqlite3_errmsg(db));
+  }
+  sqlite3_bind_text(statement, 1, kOrderId, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(statement, 2, kReadVersion);
+  const int rc = sqlite3_step(statement);
+  sqlite3_finalize(statement);
+  if (rc != SQLITE_DONE) return Status::IoError(sqlite3_errmsg(db));
+  return sqlite3_changes(db) == 1;
+}
+
+std::string CancelledEvent() {
+  const std::string version = std::to_string(kReadVersion + 1);
+  return R"({"specversion":"1.0","id":"order-417-cancelled-v)" + version +
+         R"(","source":"https://example.test/order-service",)"
+         R"("type":"com.example.training.order.cancelled","subject":"order-417",)"
+         R"("schemaversion":1,"subjectversion":)" +
+         version + R"(,"data":{"orderId":"order-417","orderVersion":)" + version +
+         R"(,"reason":"customer-request"}})";
+}
+
+// One transaction: the conditional update, then the outbox row; commit.
+Result<int> CancelAndAnnounce(Store& store, Outbox& outbox) {
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  EVIDENT_ASSIGN_OR_RETURN(const bool changed, CancelOrder(*tx));
+  if (!changed) {
+    std::printf("%s is no longer at version %lld: nothing cancelled\n", kOrderId,
+                static_cast<long long>(kReadVersion));
+    EVIDENT_RETURN_IF_ERROR(tx->Rollback());
+    return 1;
+  }
+  FaultPoint("between-business-and-outbox");
+  EVIDENT_ASSIGN_OR_RETURN(const OutboxDecision decision,
+                           outbox.Append(*tx, CancelledEvent(), kNowMs));
+  if (decision.outcome != OutboxDecisionOutcome::kAppended) {
+    // Refused (or already there): the cancellation is not committed without its event.
+    std::printf("outbox: %s %s: %s\n", std::string(OutboxDecisionName(decision.outcome)).c_str(),
+                decision.reason.c_str(), decision.message.c_str());
+    EVIDENT_RETURN_IF_ERROR(tx->Rollback());
+    return 2;
+  }
+  EVIDENT_RETURN_IF_ERROR(tx->Commit());
+  std::printf("cancelled %s at version %lld; outbox seq %lld\n", kOrderId,
+              static_cast<long long>(kReadVersion + 1), static_cast<long long>(*decision.seq));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s CONTRACTS_DIR STORE_PATH\n", argv[0]);
+    return 2;
+  }
+  Result<std::unique_ptr<Outbox>> outbox = Outbox::Create({.contracts_dir = argv[1]});
+  Result<std::unique_ptr<Store>> store = OpenSqliteStore(argv[2]);
+  if (!outbox.ok() || !store.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 (outbox.ok() ? store.status() : outbox.status()).ToString().c_str());
+    return 2;
+  }
+  if (const Status created = CreateOrders(**store); !created.ok()) {
+    std::fprintf(stderr, "%s\n", created.ToString().c_str());
+    return 2;
+  }
+  const Result<int> code = CancelAndAnnounce(**store, **outbox);
+  if (!code.ok()) {
+    std::fprintf(stderr, "%s\n", code.status().ToString().c_str());
+    return 2;
+  }
+  return *code;
+}

@@ -1,0 +1,197 @@
+// The Outbox of evident/outbox.h: the checks of `evident validate` and of the consumer
+// pipeline's payload step, then an append to the store's outbox in the caller's transaction.
+#include "evident/outbox.h"
+
+#include <cassert>
+#include <filesystem>
+#include <map>
+
+#include "evident/contract.h"
+#include "evident/envelope.h"
+#include "evident/schema.h"
+#include "evident/store.h"
+#include "json/files.h"
+
+namespace evident {
+
+std::string_view OutboxDecisionName(OutboxDecisionOutcome outcome) {
+  switch (outcome) {
+    case OutboxDecisionOutcome::kAppended:
+      return "appended";
+    case OutboxDecisionOutcome::kDuplicate:
+      return "duplicate";
+    case OutboxDecisionOutcome::kRejected:
+      return "rejected";
+    case OutboxDecisionOutcome::kPayloadInvalid:
+      return "payload-invalid";
+    case OutboxDecisionOutcome::kConflict:
+      return "conflict";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using SchemaByVersion = std::map<int64_t, std::shared_ptr<const schema::Schema>>;
+using SchemaByType = std::map<std::string, SchemaByVersion, std::less<>>;
+
+// Compiles every payload schema of the contracts directory. Schemas may $ref each other by
+// relative path inside it (as the consumer pipeline loads them).
+Result<SchemaByType> CompileSchemas(const ContractsDir& contracts) {
+  namespace fs = std::filesystem;
+  const std::string root = fs::absolute(contracts.path).lexically_normal().string();
+  schema::Registry registry;
+  EVIDENT_RETURN_IF_ERROR(registry.AddDirectory("file://" + root + "/", root));
+  SchemaByType out;
+  for (const auto& [type, versions] : contracts.schemas) {
+    for (const auto& [version, path] : versions) {
+      EVIDENT_ASSIGN_OR_RETURN(const std::string text,
+                               ReadFileToString(path, schema::CompileOptions{}.schema_bytes_max));
+      const std::string uri = "file://" + fs::absolute(path).lexically_normal().string();
+      auto compiled = schema::Schema::Compile(text, registry, {}, uri);
+      if (!compiled.ok()) return compiled.status().Annotate(path);
+      out[type][version] = std::move(compiled).value();
+    }
+  }
+  return out;
+}
+
+OutboxDecision Refused(OutboxDecisionOutcome outcome, std::string reason, std::string message) {
+  return OutboxDecision{.outcome = outcome,
+                        .seq = std::nullopt,
+                        .reason = std::move(reason),
+                        .message = std::move(message)};
+}
+
+// The payload errors a refusal's message lists at most.
+constexpr size_t kPayloadErrorsMax = 4;
+
+}  // namespace
+
+struct Outbox::Impl {
+  OutboxOptions options;
+  std::unique_ptr<EnvelopeParser> parser;
+  SchemaByType schemas;
+
+  // The schema the event names, or the refusal when the contracts directory has none.
+  const schema::Schema* SchemaOf(const EventView& event, OutboxDecision& refusal) const {
+    const int64_t version = *event.schemaversion;  // the parser requires it
+    const auto type = schemas.find(event.type);
+    if (type == schemas.end()) {
+      refusal = Refused(
+          OutboxDecisionOutcome::kRejected, "unknown-type",
+          "the contracts directory has no schema for type '" + std::string(event.type) + "'");
+      return nullptr;
+    }
+    const auto it = type->second.find(version);
+    if (it != type->second.end()) return it->second.get();
+    std::string known;
+    for (const auto& [v, unused] : type->second) {
+      known += (known.empty() ? "" : ", ") + std::to_string(v);
+    }
+    refusal = Refused(OutboxDecisionOutcome::kRejected, "unaccepted-schema-version",
+                      std::string(event.type) + " has schema versions [" + known + "], not " +
+                          std::to_string(version));
+    return nullptr;
+  }
+
+  // The payload check of the consumer pipeline: nullopt when the payload matches its schema.
+  static std::optional<OutboxDecision> CheckPayload(const schema::Schema& payload_schema,
+                                                    const EventView& event) {
+    const std::string what = std::string(event.type) + " v" + std::to_string(*event.schemaversion);
+    if (event.data_base64) {
+      return Refused(OutboxDecisionOutcome::kPayloadInvalid, "binary-payload",
+                     "data_base64 cannot be checked against a JSON Schema");
+    }
+    if (!event.data) {
+      return Refused(OutboxDecisionOutcome::kPayloadInvalid, "schema-violation",
+                     what + " payload does not match its schema: the event has no data");
+    }
+    const schema::Output output = payload_schema.Validate(*event.data, kPayloadErrorsMax);
+    if (output.valid) return std::nullopt;
+    if (output.budget_exceeded) {
+      return Refused(OutboxDecisionOutcome::kPayloadInvalid, "validation-budget-exceeded",
+                     what + " payload could not be validated within validation_steps_max");
+    }
+    std::string message = what + " payload does not match its schema:";
+    for (const schema::Error& e : output.errors) {
+      message +=
+          " " + (e.instance_location.empty() ? "/" : e.instance_location) + ": " + e.error + ";";
+    }
+    return Refused(OutboxDecisionOutcome::kPayloadInvalid, "schema-violation", message);
+  }
+};
+
+Outbox::Outbox(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Outbox::~Outbox() = default;
+
+Result<std::unique_ptr<Outbox>> Outbox::Create(const OutboxOptions& options) {
+  if (options.partition_count < 1) {
+    return Status::InvalidArgument("partition_count must be at least 1");
+  }
+  if (options.event_bytes_max < 1) return Status::InvalidArgument("event_bytes_max must be >= 1");
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  EVIDENT_ASSIGN_OR_RETURN(
+      impl->parser,
+      EnvelopeParser::Create({.event_bytes_max = static_cast<size_t>(options.event_bytes_max),
+                              .require_schema_version = true,
+                              .profile = options.profile}));
+  EVIDENT_ASSIGN_OR_RETURN(const ContractsDir contracts, LoadContractsDir(options.contracts_dir));
+  EVIDENT_ASSIGN_OR_RETURN(impl->schemas, CompileSchemas(contracts));
+  return std::unique_ptr<Outbox>(new Outbox(std::move(impl)));
+}
+
+int64_t Outbox::PartitionOf(std::string_view subject) const {
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a 64: offset basis, then prime
+  for (const char c : subject) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  const auto count = static_cast<uint64_t>(impl_->options.partition_count);
+  return static_cast<int64_t>(hash % count);
+}
+
+Result<OutboxDecision> Outbox::Append(Transaction& transaction, std::string_view bytes,
+                                      int64_t now_ms) {
+  const EnvelopeParser::Outcome parsed = impl_->parser->Parse(bytes);
+  if (parsed.rejection) {
+    return Refused(OutboxDecisionOutcome::kRejected,
+                   std::string(ReasonCode(parsed.rejection->reason)), parsed.rejection->message);
+  }
+  const EventView& event = parsed.event;
+  assert(event.schemaversion.has_value());
+  OutboxDecision refusal;
+  const schema::Schema* payload_schema = impl_->SchemaOf(event, refusal);
+  if (payload_schema == nullptr) return refusal;
+  if (auto invalid = Impl::CheckPayload(*payload_schema, event)) return *std::move(invalid);
+
+  const std::string subject(event.subject.value_or(std::string_view()));
+  const OutboxRow row{.source = std::string(event.source),
+                      .event_id = std::string(event.id),
+                      .type = std::string(event.type),
+                      .subject = subject,
+                      .subject_version = event.subjectversion,
+                      .partition = PartitionOf(subject),
+                      .bytes = std::string(bytes),
+                      .created_at_ms = now_ms};
+  EVIDENT_ASSIGN_OR_RETURN(const OutboxAppend appended, transaction.AppendOutbox(row));
+  switch (appended.outcome) {
+    case OutboxOutcome::kAppended:
+      return OutboxDecision{.outcome = OutboxDecisionOutcome::kAppended, .seq = appended.seq};
+    case OutboxOutcome::kDuplicate:
+      return OutboxDecision{.outcome = OutboxDecisionOutcome::kDuplicate,
+                            .seq = appended.seq,
+                            .reason = "duplicate",
+                            .message = "the outbox holds this event already, with the same bytes"};
+    case OutboxOutcome::kConflict:
+      break;
+  }
+  return OutboxDecision{.outcome = OutboxDecisionOutcome::kConflict,
+                        .seq = appended.seq,
+                        .reason = "id-conflict",
+                        .message = "the outbox holds another event with source '" + row.source +
+                                   "' and id '" + row.event_id + "' (other bytes)"};
+}
+
+}  // namespace evident
