@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,9 @@
 namespace evident::testing {
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input) {
+  // A child that exits before reading its input (a usage error) closes the pipe: writing to it
+  // must fail with EPIPE, handled below, not kill the test with SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
     throw std::runtime_error("pipe failed");
