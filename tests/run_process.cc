@@ -21,6 +21,7 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
   }
   const pid_t pid = fork();
   if (pid == 0) {
+    signal(SIGPIPE, SIG_DFL);  // an ignored signal would stay ignored across exec
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
