@@ -27,20 +27,25 @@ struct ValidateFlags {
   size_t input_bytes_max = size_t{1} << 30;
 };
 
-Result<Profile> ChooseProfile(const ValidateFlags& flags) {
+}  // namespace
+
+Result<Profile> ChooseProfile(const std::string& name, const std::string& profile_file,
+                              const std::string& schema_version_at) {
   Result<Profile> profile = Status::Internal("unset");
-  if (!flags.profile_file.empty()) {
-    EVIDENT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(flags.profile_file, 1 << 20));
+  if (!profile_file.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(profile_file, 1 << 20));
     profile = Profile::FromJson(text);
   } else {
-    profile = Profile::Named(flags.profile);
+    profile = Profile::Named(name);
   }
-  if (!profile.ok() || flags.schema_version_at.empty()) return profile;
-  if (!IsValidJsonPointer(flags.schema_version_at)) {
+  if (!profile.ok() || schema_version_at.empty()) return profile;
+  if (!IsValidJsonPointer(schema_version_at)) {
     return Status::InvalidArgument("--schema-version-at must be a JSON Pointer");
   }
-  return profile->WithSchemaVersionAt(flags.schema_version_at);
+  return profile->WithSchemaVersionAt(schema_version_at);
 }
+
+namespace {
 
 // One result line: the event's fields when it is valid, the reason and message when not.
 void FormatResult(size_t index, const Rejection* rejection, const EventView& event,
@@ -98,7 +103,8 @@ Status FeedInput(int fd, const std::string& name, size_t batch_bytes_max, EventS
 }
 
 int RunValidate(const ValidateFlags& flags) {
-  Result<Profile> profile = ChooseProfile(flags);
+  Result<Profile> profile =
+      ChooseProfile(flags.profile, flags.profile_file, flags.schema_version_at);
   if (!profile.ok()) {
     std::cerr << "evident validate: " << profile.status().ToString() << "\n";
     return kExitUsage;

@@ -14,6 +14,9 @@
 #include <string>
 #include <string_view>
 
+#include "evident/profile.h"
+#include "evident/status.h"
+
 namespace CLI {
 class App;
 class Validator;
@@ -44,11 +47,18 @@ bool WriteStdout(std::string_view text);
 // so in those words (CLI11's own range check prints doubles: "0.000000 to 1.797e308").
 CLI::Validator IntegerFrom(int64_t min, int64_t max);
 
+// The envelope profile the flags name: a built-in `name` or a JSON `profile_file`, with the
+// schema version read at `schema_version_at` when given (cmd_validate.cc).
+Result<Profile> ChooseProfile(const std::string& name, const std::string& profile_file,
+                              const std::string& schema_version_at);
+
 void AddValidateCommand(CLI::App& app, Runner& run);
 void AddSchemaCommand(CLI::App& app, Runner& run);
 void AddConsumeCommand(CLI::App& app, Runner& run);
 void AddEvidenceCommands(CLI::App& app, Runner& run);  // evidence, gaps, guard
 // `schema check`, `contracts lint`, `contracts impact` (cmd_schema_check.cc).
 void AddContractEvolutionCommands(CLI::App& app, Runner& run);
+// `outbox append|stats|list` (cmd_outbox.cc).
+void AddOutboxCommands(CLI::App& app, Runner& run);
 
 }  // namespace evident::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   AddConsumeCommand(app, run);
   AddEvidenceCommands(app, run);
   AddContractEvolutionCommands(app, run);
+  AddOutboxCommands(app, run);
 
   try {
     app.parse(argc, argv);

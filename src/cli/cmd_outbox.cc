@@ -1,0 +1,264 @@
+// `evident outbox append|stats|list`: appending events to a store's outbox, and reading it back.
+// The checks and the store work are the library's (evident/outbox.h, store.h); this file parses
+// flags and formats.
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/text.h"
+#include "evident/clock.h"
+#include "evident/outbox.h"
+#include "evident/source.h"
+#include "evident/store.h"
+#include "evident/store_sqlite.h"
+#include "json/writer.h"
+
+namespace evident::cli {
+namespace {
+
+struct AppendFlags {
+  std::string store, contracts, input = "-";
+  std::string profile = "cloudevents", profile_file, schema_version_at;
+  int64_t partitions = 1;
+  int64_t batch_count_max = 1000;
+  int64_t event_bytes_max = int64_t{1} << 20;
+};
+
+struct ReadFlags {
+  std::string store;
+  std::string format = "text";
+  bool pending = false;
+  int64_t rows_max = kReadRowsMaxDefault;
+};
+
+void AppendResultJson(int64_t index, const OutboxDecision& d, std::string& out) {
+  json::Writer w(out);
+  w.BeginObject().Key("index").Int(index).Field("outcome", OutboxDecisionName(d.outcome));
+  w.Key("seq");
+  d.seq ? w.Int(*d.seq) : w.Null();
+  w.Key("reason");
+  d.reason.empty() ? w.Null() : w.String(d.reason);
+  if (!d.message.empty()) w.Field("message", d.message);
+  w.EndObject();
+  out.push_back('\n');
+}
+
+// Commits the open batch, then prints its results: a line printed is a row committed.
+Status CommitBatch(std::unique_ptr<Transaction>& tx, std::string& results) {
+  if (tx == nullptr) return Status::Ok();
+  const Status committed = tx->Commit();
+  tx.reset();
+  if (!committed.ok()) return committed;
+  if (!WriteStdout(results)) {
+    return Status::IoError(std::string("cannot write the results: ") + std::strerror(errno));
+  }
+  results.clear();
+  return Status::Ok();
+}
+
+// Appends every event of the source, in transactions of batch_count_max; true in `refused`
+// when any event was not appended (nor a duplicate).
+Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_count_max,
+                 bool& refused) {
+  std::unique_ptr<Transaction> tx;
+  std::string results;
+  Message message;
+  int64_t in_batch = 0;
+  while (true) {
+    EVIDENT_ASSIGN_OR_RETURN(const Source::Fetched fetched, source.Fetch(message, -1));
+    if (fetched != Source::Fetched::kMessage) break;
+    if (tx == nullptr) {
+      EVIDENT_ASSIGN_OR_RETURN(tx, store.Begin());
+    }
+    EVIDENT_ASSIGN_OR_RETURN(const OutboxDecision decision,
+                             outbox.Append(*tx, message.bytes, SystemClock().NowMs()));
+    refused = refused || (decision.outcome != OutboxDecisionOutcome::kAppended &&
+                          decision.outcome != OutboxDecisionOutcome::kDuplicate);
+    AppendResultJson(message.index, decision, results);
+    if (++in_batch >= batch_count_max) {
+      EVIDENT_RETURN_IF_ERROR(CommitBatch(tx, results));
+      in_batch = 0;
+    }
+  }
+  return CommitBatch(tx, results);
+}
+
+Result<std::unique_ptr<Store>> OpenForWriting(const std::string& uri) {
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (uri.rfind(kSqlite, 0) == 0 && uri.size() > kSqlite.size()) {
+    return OpenSqliteStore(uri.substr(kSqlite.size()));
+  }
+  return OpenStore(uri);
+}
+
+int RunAppend(const AppendFlags& flags) {
+  Result<Profile> profile =
+      ChooseProfile(flags.profile, flags.profile_file, flags.schema_version_at);
+  auto outbox = profile.ok() ? Outbox::Create({.contracts_dir = flags.contracts,
+                                               .profile = *profile,
+                                               .partition_count = flags.partitions,
+                                               .event_bytes_max = flags.event_bytes_max})
+                             : Result<std::unique_ptr<Outbox>>(profile.status());
+  auto store =
+      outbox.ok() ? OpenForWriting(flags.store) : Result<std::unique_ptr<Store>>(outbox.status());
+  auto source =
+      store.ok() ? OpenNdjsonSource(flags.input,
+                                    {.line_bytes_max = static_cast<size_t>(flags.event_bytes_max)})
+                 : Result<std::unique_ptr<Source>>(store.status());
+  if (!source.ok()) {
+    std::cerr << "evident outbox append: " << source.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  bool refused = false;
+  const Status appended = AppendAll(**outbox, **store, **source, flags.batch_count_max, refused);
+  if (!appended.ok()) {
+    std::cerr << "evident outbox append: " << appended.ToString()
+              << " (the open batch was rolled back; the result lines printed are committed)\n";
+    return kExitUsage;
+  }
+  return refused ? kExitNegative : kExitOk;
+}
+
+void PrintStatsText(const OutboxStats& s) {
+  std::printf("pending               %lld\n", static_cast<long long>(s.pending));
+  std::printf("sent                  %lld\n", static_cast<long long>(s.sent));
+  if (s.oldest_pending_age_ms) {
+    std::printf("oldest pending age    %lld ms\n",
+                static_cast<long long>(*s.oldest_pending_age_ms));
+  } else {
+    std::printf("oldest pending age    -\n");
+  }
+  std::printf("attempts max          %lld\n", static_cast<long long>(s.attempts_max));
+}
+
+int RunStats(const ReadFlags& flags) {
+  auto store = OpenStore(flags.store, {.read_only = true});
+  auto snapshot = store.ok() ? (*store)->Read() : Result<std::unique_ptr<Snapshot>>(store.status());
+  auto stats = snapshot.ok() ? (*snapshot)->OutboxStatsNow(SystemClock().NowMs())
+                             : Result<OutboxStats>(snapshot.status());
+  if (!stats.ok()) {
+    std::cerr << "evident outbox stats: " << stats.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  if (flags.format == "text") {
+    PrintStatsText(*stats);
+    return kExitOk;
+  }
+  std::string out;
+  json::Writer w(out);
+  w.BeginObject().Key("pending").Int(stats->pending).Key("sent").Int(stats->sent);
+  w.Key("oldest_pending_age_ms");
+  stats->oldest_pending_age_ms ? w.Int(*stats->oldest_pending_age_ms) : w.Null();
+  w.Key("attempts_max").Int(stats->attempts_max).EndObject();
+  out.push_back('\n');
+  return WriteStdout(out) ? kExitOk : kExitUsage;
+}
+
+void RowJson(const OutboxRow& r, std::string& out) {
+  json::Writer w(out);
+  const auto optional_int = [&](std::string_view key, const std::optional<int64_t>& v) {
+    w.Key(key);
+    v ? w.Int(*v) : w.Null();
+  };
+  w.BeginObject().Key("seq").Int(r.seq).Field("source", r.source).Field("id", r.event_id);
+  w.Field("type", r.type).Field("subject", r.subject);
+  optional_int("subject_version", r.subject_version);
+  w.Key("partition").Int(r.partition).Key("created_at_ms").Int(r.created_at_ms);
+  w.Key("attempts").Int(r.attempts).Field("last_error", r.last_error);
+  optional_int("last_attempt_at_ms", r.last_attempt_at_ms);
+  optional_int("sent_at_ms", r.sent_at_ms);
+  w.Field("stream", r.stream);
+  optional_int("stream_sequence", r.stream_sequence);
+  w.Field("bytes", r.bytes).EndObject();
+  out.push_back('\n');
+}
+
+void RowText(const OutboxRow& r, std::string& out) {
+  out +=
+      std::to_string(r.seq) + "  " + Printable(r.source) + ":" + Printable(r.event_id) + "  " +
+      Printable(r.type) + "  subject " + (r.subject.empty() ? "-" : Printable(r.subject)) +
+      "  partition " + std::to_string(r.partition) + "  " +
+      (r.sent_at_ms
+           ? "sent to " + Printable(r.stream) + " #" + std::to_string(r.stream_sequence.value_or(0))
+           : "pending, " + std::to_string(r.attempts) + " attempt(s)" +
+                 (r.last_error.empty() ? "" : ", last error: " + Printable(r.last_error))) +
+      "\n";
+}
+
+int RunList(const ReadFlags& flags) {
+  auto store = OpenStore(flags.store, {.read_only = true});
+  auto snapshot = store.ok() ? (*store)->Read() : Result<std::unique_ptr<Snapshot>>(store.status());
+  auto rows = snapshot.ok() ? (*snapshot)->OutboxRows(flags.pending, 0, flags.rows_max)
+                            : Result<Rows<OutboxRow>>(snapshot.status());
+  if (!rows.ok()) {
+    std::cerr << "evident outbox list: " << rows.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  std::string out;
+  for (const OutboxRow& r : rows->rows) flags.format == "json" ? RowJson(r, out) : RowText(r, out);
+  if (!WriteStdout(out)) return kExitUsage;
+  if (rows->truncated) {
+    std::cerr << "evident outbox list: more than " << flags.rows_max
+              << " rows; the first are shown (--limit)\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddOutboxCommands(CLI::App& app, Runner& run) {
+  CLI::App* outbox = app.add_subcommand("outbox", "The transactional outbox of a store.");
+  outbox->require_subcommand(1);
+
+  auto append = std::make_shared<AppendFlags>();
+  CLI::App* cmd = outbox->add_subcommand(
+      "append",
+      "Check NDJSON CloudEvents (envelope and payload schema) and append them to the outbox; one "
+      "result line per event. Exit 0 when every event was appended or a duplicate, 1 when any "
+      "was refused, 2 usage or I/O.");
+  cmd->add_option("--store", append->store, "sqlite:PATH")->required();
+  cmd->add_option("--contracts", append->contracts, "Contracts directory (payload schemas)")
+      ->required();
+  cmd->add_option("input", append->input, "NDJSON file, or - for standard input")
+      ->capture_default_str();
+  cmd->add_option("--profile", append->profile, "Envelope profile: cloudevents, flat, ...")
+      ->capture_default_str();
+  cmd->add_option("--profile-file", append->profile_file, "Envelope profile as JSON");
+  cmd->add_option("--schema-version-at", append->schema_version_at,
+                  "JSON Pointer of the schema version, e.g. /data/schemaVersion");
+  cmd->add_option("--partitions", append->partitions, "Partitions, by a hash of the subject")
+      ->check(IntegerFrom(1, 1 << 16))
+      ->capture_default_str();
+  cmd->add_option("--batch-count-max", append->batch_count_max, "Events per transaction")
+      ->check(IntegerFrom(1, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--event-bytes-max", append->event_bytes_max, "Largest event, in bytes")
+      ->check(IntegerFrom(1, int64_t{64} << 20))
+      ->capture_default_str();
+  cmd->callback([append, &run] { run = [append] { return RunAppend(*append); }; });
+
+  auto stats = std::make_shared<ReadFlags>();
+  cmd = outbox->add_subcommand("stats", "Pending and sent rows, the oldest pending age.");
+  cmd->add_option("--store", stats->store, "sqlite:PATH")->required();
+  cmd->add_option("--format", stats->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->callback([stats, &run] { run = [stats] { return RunStats(*stats); }; });
+
+  auto list = std::make_shared<ReadFlags>();
+  cmd = outbox->add_subcommand("list", "The outbox's rows in sequence order.");
+  cmd->add_option("--store", list->store, "sqlite:PATH")->required();
+  cmd->add_flag("--pending", list->pending, "Only rows not yet sent");
+  cmd->add_option("--limit", list->rows_max, "Rows shown at most")
+      ->check(IntegerFrom(1, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--format", list->format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->callback([list, &run] { run = [list] { return RunList(*list); }; });
+}
+
+}  // namespace evident::cli

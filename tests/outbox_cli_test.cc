@@ -1,0 +1,103 @@
+// `evident outbox append|stats|list` end to end, on the orders example's contracts.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "run_process.h"
+
+namespace evident::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Status(const std::string& id, int schema_version, const std::string& status) {
+  return R"({"specversion":"1.0","id":")" + id +
+         R"(","source":"training://orders/checkout","type":"order.status.changed",)"
+         R"("subject":"order-104","data":{"schemaVersion":)" +
+         std::to_string(schema_version) + R"(,"orderId":"order-104","status":")" + status +
+         R"("}})";
+}
+
+class OutboxCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("evident-outbox-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    store_ = "sqlite:" + (dir_ / "s.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ProcessResult Append(const std::string& input) {
+    return RunEvident({"outbox", "append", "--store", store_, "--contracts",
+                       SourcePath("examples/orders/contracts"), "--schema-version-at",
+                       "/data/schemaVersion", "-"},
+                      input);
+  }
+  // The "outcome" of each result line.
+  static std::vector<std::string> Outcomes(const std::string& out) {
+    std::vector<std::string> outcomes;
+    simdjson::dom::parser parser;
+    for (const std::string& line : Lines(out)) {
+      simdjson::dom::element e;
+      EXPECT_EQ(parser.parse(line).get(e), simdjson::SUCCESS) << line;
+      outcomes.emplace_back(e["outcome"].get_string().value());
+    }
+    return outcomes;
+  }
+
+  fs::path dir_;
+  std::string store_;
+};
+
+TEST_F(OutboxCliTest, EachEventGetsOneResultAndARefusalExitsOne) {
+  std::string conflicting = Status("e1", 1, "shipped");
+  const std::string input = Status("e1", 1, "paid") + "\n" + Status("e1", 1, "paid") + "\n" +
+                            conflicting + "\n" + Status("e2", 9, "paid") + "\n" +
+                            R"({"specversion":"1.0","id":"e3","source":"training://orders/)"
+                            R"(checkout","type":"order.status.changed","data":{"schemaVersion":1}})"
+                            "\n" +
+                            "not json\n";
+  const ProcessResult r = Append(input);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::vector<std::string> want = {"appended", "duplicate",       "conflict",
+                                         "rejected", "payload-invalid", "rejected"};
+  EXPECT_EQ(Outcomes(r.out), want) << r.out;
+  const ProcessResult stats =
+      RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
+  EXPECT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_NE(stats.out.find(R"("pending":1,"sent":0)"), std::string::npos) << stats.out;
+}
+
+TEST_F(OutboxCliTest, AppendingTheSameEventsAgainIsAllDuplicatesAndExitsZero) {
+  const std::string input = Status("e1", 1, "paid") + "\n" + Status("e2", 2, "paid") + "\n";
+  ASSERT_EQ(Append(input).exit_code, 0);
+  const ProcessResult again = Append(input);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(Outcomes(again.out), (std::vector<std::string>{"duplicate", "duplicate"}));
+  const ProcessResult list =
+      RunEvident({"outbox", "list", "--store", store_, "--pending", "--format", "json"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  ASSERT_EQ(Lines(list.out).size(), 2u) << list.out;
+  // The exact bytes are kept.
+  EXPECT_NE(list.out.find(R"("bytes":"{\"specversion\":\"1.0\",\"id\":\"e1\")"), std::string::npos)
+      << list.out;
+}
+
+TEST_F(OutboxCliTest, UsageAndStoreErrorsExitTwo) {
+  EXPECT_EQ(RunEvident({"outbox", "append", "--store", store_, "-"}, "").exit_code, 2);
+  const ProcessResult missing_contracts = RunEvident(
+      {"outbox", "append", "--store", store_, "--contracts", (dir_ / "none").string(), "-"}, "");
+  EXPECT_EQ(missing_contracts.exit_code, 2);
+  const ProcessResult no_store =
+      RunEvident({"outbox", "stats", "--store", "sqlite:" + (dir_ / "absent.db").string()});
+  EXPECT_EQ(no_store.exit_code, 2);
+  EXPECT_NE(no_store.err.find("no evident store"), std::string::npos) << no_store.err;
+}
+
+}  // namespace
+}  // namespace evident::testing
