@@ -12,7 +12,8 @@ packages=(build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev)
 case "$want" in
   build) ;;
-  test) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 clang-format-14) ;;
+  test) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 clang-format-14
+    nats-server) ;;
   bench) packages+=(libvalijson-dev rapidjson-dev nodejs npm python3) ;;
   *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
 esac

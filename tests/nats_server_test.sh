@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# scripts/nats.sh starts a JetStream server on loopback in a temporary directory and stops it.
+# Never skipped: a server that cannot start fails this test.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=$(mktemp -d)
+trap 'bash "$root/scripts/nats.sh" stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+
+started=$(date +%s)
+url=$(timeout 30 bash "$root/scripts/nats.sh" start "$dir")  # returns although the server runs on
+[[ "$url" =~ ^nats://127\.0\.0\.1:[0-9]+$ ]] || { echo "unexpected url '$url'"; exit 1; }
+[ $(( $(date +%s) - started )) -lt 25 ] || { echo "start took too long"; exit 1; }
+port=${url##*:}
+pid=$(cat "$dir/pid")
+kill -0 "$pid" || { echo "server $pid is not running"; exit 1; }
+
+# A client is greeted with INFO, JetStream on; the JetStream store is the directory given.
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+IFS= read -r -t 5 info <&3
+exec 3<&- 3>&-
+[[ "$info" == INFO*'"jetstream":true'* ]] || { echo "no JetStream in: $info"; exit 1; }
+grep -q "Starting JetStream" "$dir/server.log" || { echo "the log shows no JetStream"; exit 1; }
+grep -q "$dir/jetstream" "$dir/server.log" || { echo "JetStream does not store in $dir"; exit 1; }
+
+bash "$root/scripts/nats.sh" stop "$dir"
+if kill -0 "$pid" 2>/dev/null; then echo "server $pid still runs after stop"; exit 1; fi
+# Stopping again is harmless.
+bash "$root/scripts/nats.sh" stop "$dir"
+echo "nats-server started on $url with JetStream and stopped"
