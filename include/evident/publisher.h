@@ -7,14 +7,16 @@
 // a message twice, so every message carries an id the destination (or its consumers' ledger)
 // deduplicates by: JetStream's Nats-Msg-Id, the CloudEvents id.
 //
-// Implementations: an NDJSON file (OpenNdjsonPublisher, below); JetStream comes with the relay.
+// Implementations: an NDJSON file (OpenNdjsonPublisher, below); JetStream (evident/jetstream.h).
 // Thread-safety: one thread at a time.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "evident/env.h"
 #include "evident/status.h"
@@ -27,6 +29,13 @@ struct OutgoingMessage {
   std::string bytes;        // the event, exactly as stored in the outbox
 };
 
+// What a destination that numbers messages says about one it accepted (JetStream: the stream
+// sequence; duplicate when the id was already there and the sequence is the first copy's).
+struct PublishAck {
+  uint64_t sequence = 0;
+  bool duplicate = false;
+};
+
 class Publisher {
  public:
   virtual ~Publisher() = default;
@@ -35,6 +44,13 @@ class Publisher {
   // durably accepted; fewer than the batch (with an error for the first refused one only when
   // nothing was accepted) means the rest must be offered again.
   virtual Result<size_t> Publish(std::span<const OutgoingMessage> batch) = 0;
+
+  // The acks of the accepted prefix of the last Publish, in order, when the destination gives
+  // any (JetStream); empty otherwise (a file).
+  virtual const std::vector<PublishAck>& acks() const {
+    static const std::vector<PublishAck> kNone;
+    return kNone;
+  }
 
   // Releases the destination; reports what a close reports (a file's last error).
   virtual Status Close() = 0;

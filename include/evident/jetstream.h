@@ -1,0 +1,48 @@
+// evident/jetstream.h — NATS JetStream as a relay's destination (Publisher) and as a consume
+// loop's Source, over the NATS C client (libnats, Debian's libnats-dev).
+//
+// Publisher: every message goes to subject "<subject_prefix>.<destination>" of `stream` (created
+// when absent: file storage, subjects "<subject_prefix>.>", the duplicate window), its exact
+// bytes as the payload, its id as the Nats-Msg-Id header, so the server drops a copy offered
+// again within the window (the PubAck says duplicate and gives the first copy's sequence).
+// Publishes are asynchronous, at most in_flight_max unacknowledged at a time; Publish returns
+// the prefix of the batch whose PubAcks arrived within publish_timeout_ms.
+//
+// Source: a durable pull consumer `durable` of `stream` (explicit acks, filter_subject; "" for
+// every subject). Cursor.a is the message's stream sequence, Cursor.b the running count of
+// messages this Source handed out (Acknowledge and Reject act on every handed-out message up to
+// it, in delivery order, which after a redelivery need not be stream order). The durable
+// consumer remembers what was acknowledged, so Start ignores any stored position: the stream
+// and consumer are the position. EncodePosition writes "stream_seq=N" for the record.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "evident/publisher.h"
+#include "evident/source.h"
+#include "evident/status.h"
+
+namespace evident {
+
+struct JetStreamOptions {
+  std::string url;     // nats://host:port
+  std::string stream;  // the stream's name
+  std::string subject_prefix = "evident";
+  int64_t duplicate_window_ms = 120000;  // used when the publisher creates the stream
+  int64_t publish_timeout_ms = 5000;     // for the PubAcks of one Publish call
+  int64_t in_flight_max = 256;           // asynchronous publishes awaiting their PubAck
+  // The consumer: how long the server waits for an ack before redelivering, and how many
+  // messages one pull asks for.
+  int64_t ack_wait_ms = 30000;
+  int fetch_batch = 64;
+};
+
+Result<std::unique_ptr<Publisher>> OpenJetStreamPublisher(const JetStreamOptions& options);
+
+Result<std::unique_ptr<Source>> OpenJetStreamSource(const JetStreamOptions& options,
+                                                    std::string durable,
+                                                    std::string filter_subject);
+
+}  // namespace evident

@@ -1,0 +1,354 @@
+// JetStream publisher and source over libnats (evident/jetstream.h).
+#include "evident/jetstream.h"
+
+#include <nats/nats.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace evident {
+namespace {
+
+Status NatsError(const std::string& what, natsStatus s, jsErrCode jerr = static_cast<jsErrCode>(0)) {
+  std::string m = what + ": " + natsStatus_GetText(s);
+  if (jerr != 0) m += " (JetStream error " + std::to_string(static_cast<int>(jerr)) + ")";
+  if (s == NATS_TIMEOUT || s == NATS_NO_SERVER || s == NATS_CONNECTION_CLOSED ||
+      s == NATS_NO_RESPONDERS) {
+    return Status::Unavailable(std::move(m));
+  }
+  return Status::IoError(std::move(m));
+}
+
+// A connection and its JetStream context, destroyed in order.
+struct Conn {
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  ~Conn() {
+    if (js != nullptr) jsCtx_Destroy(js);
+    if (nc != nullptr) {
+      natsConnection_Close(nc);
+      natsConnection_Destroy(nc);
+    }
+  }
+};
+
+Status Connect(Conn& c, const std::string& url, jsOptions* jo) {
+  natsStatus s = natsConnection_ConnectTo(&c.nc, url.c_str());
+  if (s != NATS_OK) return NatsError("connect to " + url, s);
+  s = natsConnection_JetStream(&c.js, c.nc, jo);
+  if (s != NATS_OK) return NatsError("JetStream context on " + url, s);
+  return Status::Ok();
+}
+
+// Creates the stream when it does not exist.
+Status EnsureStream(jsCtx* js, const JetStreamOptions& o) {
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&si, js, o.stream.c_str(), nullptr, &jerr);
+  if (s == NATS_OK) {
+    jsStreamInfo_Destroy(si);
+    return Status::Ok();
+  }
+  if (s != NATS_NOT_FOUND) return NatsError("stream " + o.stream, s, jerr);
+  std::string subjects = o.subject_prefix + ".>";
+  const char* subject_list[1] = {subjects.c_str()};
+  jsStreamConfig cfg;
+  jsStreamConfig_Init(&cfg);
+  cfg.Name = o.stream.c_str();
+  cfg.Subjects = subject_list;
+  cfg.SubjectsLen = 1;
+  cfg.Storage = js_FileStorage;
+  cfg.Duplicates = o.duplicate_window_ms * 1000000;  // nanoseconds
+  jerr = static_cast<jsErrCode>(0);
+  s = js_AddStream(&si, js, &cfg, nullptr, &jerr);
+  if (s != NATS_OK) return NatsError("create stream " + o.stream, s, jerr);
+  jsStreamInfo_Destroy(si);
+  return Status::Ok();
+}
+
+class JetStreamPublisher final : public Publisher {
+ public:
+  explicit JetStreamPublisher(JetStreamOptions o) : o_(std::move(o)) {}
+
+  Status Open() {
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = o_.publish_timeout_ms;
+    jo.PublishAsync.MaxPending = o_.in_flight_max;
+    jo.PublishAsync.StallWait = o_.publish_timeout_ms;
+    jo.PublishAsync.AckHandler = &JetStreamPublisher::OnAck;
+    jo.PublishAsync.AckHandlerClosure = this;
+    EVIDENT_RETURN_IF_ERROR(Connect(c_, o_.url, &jo));
+    return EnsureStream(c_.js, o_);
+  }
+
+  Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {
+    acks_.clear();
+    if (c_.js == nullptr) return Status::FailedPrecondition("JetStream publisher is closed");
+    {
+      std::lock_guard lock(mu_);
+      results_.assign(batch.size(), Outcome{});
+      index_.clear();
+    }
+    Status first_error;
+    size_t sent = 0;
+    std::string subject;
+    for (const OutgoingMessage& m : batch) {
+      subject.assign(o_.subject_prefix).push_back('.');
+      subject.append(m.destination);
+      natsMsg* msg = nullptr;
+      natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, m.bytes.data(),
+                                    static_cast<int>(m.bytes.size()));
+      if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Nats-Msg-Id", m.id.c_str());
+      if (s == NATS_OK) {
+        {
+          std::lock_guard lock(mu_);
+          index_[msg] = sent;  // before publishing: the ack may come before the call returns
+        }
+        s = js_PublishMsgAsync(c_.js, &msg, nullptr);
+        if (s != NATS_OK) {
+          std::lock_guard lock(mu_);
+          index_.erase(msg);
+        }
+      }
+      if (s != NATS_OK) {
+        natsMsg_Destroy(msg);  // NULL when the library took it
+        first_error = NatsError("publish " + m.id + " on " + subject, s);
+        break;
+      }
+      ++sent;
+    }
+    // Wait for the PubAcks of what was sent.
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = o_.publish_timeout_ms;
+    natsStatus s = js_PublishAsyncComplete(c_.js, &po);
+    if (s != NATS_OK) {
+      // Forget what is still pending: it will be offered again (ids make that safe).
+      natsMsgList pending{};
+      if (js_PublishAsyncGetPendingList(&pending, c_.js) == NATS_OK) {
+        std::lock_guard lock(mu_);
+        for (int i = 0; i < pending.Count; ++i) index_.erase(pending.Msgs[i]);
+        natsMsgList_Destroy(&pending);
+      }
+    }
+    std::lock_guard lock(mu_);
+    size_t accepted = 0;
+    while (accepted < sent && results_[accepted].done && results_[accepted].error.ok()) {
+      acks_.push_back(results_[accepted].ack);
+      ++accepted;
+    }
+    if (accepted > 0) return accepted;
+    if (sent > 0 && results_[0].done) return results_[0].error;
+    if (sent > 0) return NatsError("PubAck for " + batch[0].id, s == NATS_OK ? NATS_TIMEOUT : s);
+    if (!first_error.ok()) return first_error;
+    return size_t{0};
+  }
+
+  const std::vector<PublishAck>& acks() const override { return acks_; }
+
+  Status Close() override {
+    if (c_.js != nullptr) {
+      jsPubOptions po;
+      jsPubOptions_Init(&po);
+      po.MaxWait = o_.publish_timeout_ms;
+      (void)js_PublishAsyncComplete(c_.js, &po);
+      jsCtx_Destroy(c_.js);
+      c_.js = nullptr;
+    }
+    if (c_.nc != nullptr) {
+      natsConnection_Close(c_.nc);
+      natsConnection_Destroy(c_.nc);
+      c_.nc = nullptr;
+    }
+    return Status::Ok();
+  }
+
+  ~JetStreamPublisher() override { (void)Close(); }
+
+ private:
+  struct Outcome {
+    bool done = false;
+    PublishAck ack;
+    Status error;
+  };
+
+  static void OnAck(jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure) {
+    auto* self = static_cast<JetStreamPublisher*>(closure);
+    {
+      std::lock_guard lock(self->mu_);
+      auto it = self->index_.find(msg);
+      if (it != self->index_.end()) {
+        Outcome& out = self->results_[it->second];
+        out.done = true;
+        if (pa != nullptr) {
+          out.ack = PublishAck{pa->Sequence, pa->Duplicate};
+        } else {
+          out.error = NatsError(std::string("PubAck: ") +
+                                    (pae != nullptr && pae->ErrText != nullptr ? pae->ErrText : "refused"),
+                                pae != nullptr ? pae->Err : NATS_ERR,
+                                pae != nullptr ? pae->ErrCode : static_cast<jsErrCode>(0));
+        }
+        self->index_.erase(it);
+      }
+    }
+    natsMsg_Destroy(msg);
+  }
+
+  JetStreamOptions o_;
+  Conn c_;
+  std::mutex mu_;  // results_ and index_: the ack handler runs on the library's thread
+  std::vector<Outcome> results_;
+  std::unordered_map<natsMsg*, size_t> index_;
+  std::vector<PublishAck> acks_;
+};
+
+class JetStreamSource final : public Source {
+ public:
+  JetStreamSource(JetStreamOptions o, std::string durable, std::string filter)
+      : o_(std::move(o)), durable_(std::move(durable)), filter_(std::move(filter)),
+        name_("jetstream:" + o_.stream + "/" + durable_) {}
+
+  ~JetStreamSource() override {
+    for (auto& p : pending_) natsMsg_Destroy(p.msg);
+    for (auto& p : buffered_) natsMsg_Destroy(p.msg);
+    if (sub_ != nullptr) natsSubscription_Destroy(sub_);  // keeps the durable consumer
+  }
+
+  Status Open() {
+    EVIDENT_RETURN_IF_ERROR(Connect(c_, o_.url, nullptr));
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = o_.stream.c_str();
+    so.Config.Durable = durable_.c_str();
+    so.Config.AckPolicy = js_AckExplicit;
+    so.Config.DeliverPolicy = js_DeliverAll;
+    so.Config.AckWait = o_.ack_wait_ms * 1000000;  // nanoseconds
+    std::string subject = filter_.empty() ? o_.subject_prefix + ".>" : filter_;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    natsStatus s = js_PullSubscribe(&sub_, c_.js, subject.c_str(), durable_.c_str(), nullptr, &so,
+                                    &jerr);
+    if (s != NATS_OK) return NatsError("pull consumer " + name_ + " on " + subject, s, jerr);
+    return Status::Ok();
+  }
+
+  const std::string& name() const override { return name_; }
+
+  // The durable consumer is the position: a stored one is not needed and is ignored.
+  Status Start(const std::optional<std::string>&) override { return Status::Ok(); }
+
+  Result<Fetched> Fetch(Message& out, int wait_ms) override {
+    while (buffered_.empty()) {
+      if (stopped_.load()) return Fetched::kEnd;
+      if (wait_ms == 0) wait_ms = 1;  // a pull needs some time; 1 ms is "do not wait"
+      int chunk = wait_ms < 0 || wait_ms > 200 ? 200 : wait_ms;  // to notice Stop
+      natsMsgList list{};
+      jsErrCode jerr = static_cast<jsErrCode>(0);
+      natsStatus s = natsSubscription_Fetch(&list, sub_, o_.fetch_batch, chunk, &jerr);
+      if (s == NATS_TIMEOUT) {
+        if (wait_ms > 0) {
+          wait_ms -= chunk;
+          if (wait_ms <= 0) return Fetched::kWouldWait;
+        }
+        continue;
+      }
+      if (s != NATS_OK) return NatsError("fetch from " + name_, s, jerr);
+      for (int i = 0; i < list.Count; ++i) {
+        natsMsg* m = list.Msgs[i];
+        list.Msgs[i] = nullptr;
+        jsMsgMetaData* meta = nullptr;
+        uint64_t seq = 0;
+        if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+          seq = meta->Sequence.Stream;
+          jsMsgMetaData_Destroy(meta);
+        }
+        buffered_.push_back(Held{m, seq, 0});
+      }
+      natsMsgList_Destroy(&list);
+    }
+    if (stopped_.load()) return Fetched::kEnd;
+    Held h = buffered_.front();
+    buffered_.pop_front();
+    h.count = ++handed_out_;
+    pending_.push_back(h);
+    out.bytes.assign(natsMsg_GetData(h.msg), static_cast<size_t>(natsMsg_GetDataLength(h.msg)));
+    out.index = static_cast<int64_t>(h.seq);
+    out.cursor = Cursor{static_cast<int64_t>(h.seq), h.count, 0};
+    return Fetched::kMessage;
+  }
+
+  std::string EncodePosition(const Cursor& cursor) const override {
+    return "stream_seq=" + std::to_string(cursor.a);
+  }
+
+  Status Acknowledge(const Cursor& cursor) override {
+    while (!pending_.empty() && pending_.front().count <= cursor.b) {
+      Held h = pending_.front();
+      natsStatus s = natsMsg_Ack(h.msg, nullptr);
+      if (s != NATS_OK) return NatsError("ack " + std::to_string(h.seq) + " of " + name_, s);
+      pending_.pop_front();
+      natsMsg_Destroy(h.msg);
+    }
+    return Status::Ok();
+  }
+
+  Status Reject(const Cursor& cursor, int64_t delay_ms) override {
+    while (!pending_.empty() && pending_.front().count <= cursor.b) {
+      Held h = pending_.front();
+      natsStatus s = natsMsg_NakWithDelay(h.msg, delay_ms, nullptr);
+      if (s != NATS_OK) return NatsError("nak " + std::to_string(h.seq) + " of " + name_, s);
+      pending_.pop_front();
+      natsMsg_Destroy(h.msg);
+    }
+    return Status::Ok();
+  }
+
+  void Stop() override { stopped_.store(true); }
+
+ private:
+  struct Held {
+    natsMsg* msg;
+    uint64_t seq;
+    int64_t count;
+  };
+
+  JetStreamOptions o_;
+  std::string durable_, filter_, name_;
+  Conn c_;
+  natsSubscription* sub_ = nullptr;
+  std::deque<Held> buffered_;  // fetched, not yet handed out
+  std::deque<Held> pending_;   // handed out, not yet acknowledged or rejected
+  int64_t handed_out_ = 0;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Publisher>> OpenJetStreamPublisher(const JetStreamOptions& options) {
+  if (options.url.empty() || options.stream.empty()) {
+    return Status::InvalidArgument("JetStream publisher needs a url and a stream");
+  }
+  auto p = std::make_unique<JetStreamPublisher>(options);
+  EVIDENT_RETURN_IF_ERROR(p->Open());
+  return std::unique_ptr<Publisher>(std::move(p));
+}
+
+Result<std::unique_ptr<Source>> OpenJetStreamSource(const JetStreamOptions& options,
+                                                    std::string durable,
+                                                    std::string filter_subject) {
+  if (options.url.empty() || options.stream.empty() || durable.empty()) {
+    return Status::InvalidArgument("JetStream source needs a url, a stream and a durable name");
+  }
+  auto s = std::make_unique<JetStreamSource>(options, std::move(durable),
+                                             std::move(filter_subject));
+  EVIDENT_RETURN_IF_ERROR(s->Open());
+  return std::unique_ptr<Source>(std::move(s));
+}
+
+}  // namespace evident

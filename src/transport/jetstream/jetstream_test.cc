@@ -1,0 +1,188 @@
+// JetStream publisher and source against a real nats-server (scripts/nats.sh). Never skipped:
+// a server that cannot start fails the test.
+#include "evident/jetstream.h"
+
+#include <gtest/gtest.h>
+#include <nats/nats.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace evident {
+namespace {
+
+std::string Shell(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) {
+    *rc = -1;
+    return out;
+  }
+  char buf[256];
+  while (fgets(buf, sizeof buf, f) != nullptr) out += buf;
+  *rc = pclose(f);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+class JetStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/evident-js-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    int rc = 0;
+    url_ = Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh start " + dir_, &rc);
+    ASSERT_EQ(rc, 0) << "nats-server did not start: " << url_;
+    ASSERT_EQ(url_.rfind("nats://", 0), 0u) << url_;
+    options_.url = url_;
+    options_.stream = "EVENTS";
+    options_.subject_prefix = "evident";
+    options_.ack_wait_ms = 1000;
+    options_.fetch_batch = 4;
+  }
+
+  void TearDown() override {
+    if (!dir_.empty()) {
+      int rc = 0;
+      Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh stop " + dir_, &rc);
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+  }
+
+  static std::vector<OutgoingMessage> Batch(int from, int n) {
+    std::vector<OutgoingMessage> v;
+    for (int i = from; i < from + n; ++i) {
+      v.push_back({"p0.order.status.changed", "id-" + std::to_string(i),
+                   R"({"id":"id-)" + std::to_string(i) + R"("})"});
+    }
+    return v;
+  }
+
+  uint64_t StreamMessages() {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    jsStreamInfo* si = nullptr;
+    uint64_t n = UINT64_MAX;
+    if (natsConnection_ConnectTo(&nc, url_.c_str()) == NATS_OK &&
+        natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
+        js_GetStreamInfo(&si, js, options_.stream.c_str(), nullptr, nullptr) == NATS_OK) {
+      n = si->State.Msgs;
+      jsStreamInfo_Destroy(si);
+    }
+    if (js != nullptr) jsCtx_Destroy(js);
+    if (nc != nullptr) natsConnection_Destroy(nc);
+    return n;
+  }
+
+  std::vector<Message> Drain(Source& s, int max, int wait_ms = 500) {
+    std::vector<Message> got;
+    for (int i = 0; i < max; ++i) {
+      Message m;
+      Result<Source::Fetched> f = s.Fetch(m, wait_ms);
+      EXPECT_TRUE(f.ok()) << f.status().ToString();
+      if (!f.ok() || f.value() != Source::Fetched::kMessage) break;
+      got.push_back(m);
+    }
+    return got;
+  }
+
+  std::string dir_, url_;
+  JetStreamOptions options_;
+};
+
+TEST_F(JetStreamTest, PublishesABatchWithIncreasingSequences) {
+  auto p = OpenJetStreamPublisher(options_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto batch = Batch(0, 10);
+  Result<size_t> n = p.value()->Publish(batch);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(n.value(), 10u);
+  const auto& acks = p.value()->acks();
+  ASSERT_EQ(acks.size(), 10u);
+  for (size_t i = 0; i < acks.size(); ++i) {
+    EXPECT_EQ(acks[i].sequence, i + 1);
+    EXPECT_FALSE(acks[i].duplicate);
+  }
+  EXPECT_EQ(StreamMessages(), 10u);
+  EXPECT_TRUE(p.value()->Close().ok());
+}
+
+TEST_F(JetStreamTest, SameIdsAgainAreAcceptedButStoredOnce) {
+  auto p = OpenJetStreamPublisher(options_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto batch = Batch(0, 5);
+  ASSERT_EQ(p.value()->Publish(batch).value(), 5u);
+  Result<size_t> again = p.value()->Publish(batch);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again.value(), 5u);
+  for (const PublishAck& a : p.value()->acks()) EXPECT_TRUE(a.duplicate);
+  EXPECT_EQ(StreamMessages(), 5u);
+}
+
+TEST_F(JetStreamTest, SourceDeliversInOrderAndAcknowledgedAreNotRedelivered) {
+  {
+    auto p = OpenJetStreamPublisher(options_);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    auto batch = Batch(0, 10);
+    ASSERT_EQ(p.value()->Publish(batch).value(), 10u);
+  }
+  {
+    auto s = OpenJetStreamSource(options_, "loop", "");
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s.value()->name(), "jetstream:EVENTS/loop");
+    ASSERT_TRUE(s.value()->Start(std::nullopt).ok());
+    std::vector<Message> got = Drain(*s.value(), 6);
+    ASSERT_EQ(got.size(), 6u);
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].cursor.a, static_cast<int64_t>(i + 1));
+      EXPECT_EQ(got[i].bytes, R"({"id":"id-)" + std::to_string(i) + R"("})");
+    }
+    ASSERT_TRUE(s.value()->Acknowledge(got[5].cursor).ok());
+  }
+  // A new source with the same durable continues after what was acknowledged; what was fetched
+  // but never acknowledged (7, 8: in the old batch) comes back after the ack wait.
+  auto s = OpenJetStreamSource(options_, "loop", "");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<Message> got = Drain(*s.value(), 10, 3000);
+  ASSERT_EQ(got.size(), 4u);
+  std::vector<int64_t> seqs;
+  for (const Message& m : got) seqs.push_back(m.cursor.a);
+  std::sort(seqs.begin(), seqs.end());
+  EXPECT_EQ(seqs, (std::vector<int64_t>{7, 8, 9, 10}));
+  ASSERT_TRUE(s.value()->Acknowledge(got.back().cursor).ok());
+}
+
+TEST_F(JetStreamTest, RejectedAreRedelivered) {
+  auto p = OpenJetStreamPublisher(options_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto batch = Batch(0, 3);
+  ASSERT_EQ(p.value()->Publish(batch).value(), 3u);
+  auto s = OpenJetStreamSource(options_, "loop", "evident.p0.>");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::vector<Message> got = Drain(*s.value(), 3);
+  ASSERT_EQ(got.size(), 3u);
+  ASSERT_TRUE(s.value()->Acknowledge(got[0].cursor).ok());
+  ASSERT_TRUE(s.value()->Reject(got[2].cursor, 100).ok());
+  std::vector<Message> again = Drain(*s.value(), 3, 2000);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].cursor.a, 2);
+  EXPECT_EQ(again[1].cursor.a, 3);
+  ASSERT_TRUE(s.value()->Acknowledge(again[1].cursor).ok());
+  Message m;
+  Result<Source::Fetched> f = s.value()->Fetch(m, 300);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f.value(), Source::Fetched::kWouldWait);
+  s.value()->Stop();
+  f = s.value()->Fetch(m, 300);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f.value(), Source::Fetched::kEnd);
+}
+
+}  // namespace
+}  // namespace evident
