@@ -149,13 +149,18 @@ TEST_F(JetStreamTest, SourceDeliversInOrderAndAcknowledgedAreNotRedelivered) {
   // but never acknowledged (7, 8: in the old batch) comes back after the ack wait.
   auto s = OpenJetStreamSource(options_, "loop", "");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  std::vector<Message> got = Drain(*s.value(), 10, 3000);
+  std::vector<Message> got = Drain(*s.value(), 4, 3000);
   ASSERT_EQ(got.size(), 4u);
   std::vector<int64_t> seqs;
   for (const Message& m : got) seqs.push_back(m.cursor.a);
   std::sort(seqs.begin(), seqs.end());
   EXPECT_EQ(seqs, (std::vector<int64_t>{7, 8, 9, 10}));
   ASSERT_TRUE(s.value()->Acknowledge(got.back().cursor).ok());
+  // Everything acknowledged: nothing comes back, even after the ack wait.
+  Message m;
+  Result<Source::Fetched> f = s.value()->Fetch(m, 1500);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f.value(), Source::Fetched::kWouldWait) << "redelivered " << m.cursor.a;
 }
 
 TEST_F(JetStreamTest, RejectedAreRedelivered) {
@@ -169,15 +174,15 @@ TEST_F(JetStreamTest, RejectedAreRedelivered) {
   ASSERT_EQ(got.size(), 3u);
   ASSERT_TRUE(s.value()->Acknowledge(got[0].cursor).ok());
   ASSERT_TRUE(s.value()->Reject(got[2].cursor, 100).ok());
-  std::vector<Message> again = Drain(*s.value(), 3, 2000);
+  std::vector<Message> again = Drain(*s.value(), 2, 2000);
   ASSERT_EQ(again.size(), 2u);
   EXPECT_EQ(again[0].cursor.a, 2);
   EXPECT_EQ(again[1].cursor.a, 3);
   ASSERT_TRUE(s.value()->Acknowledge(again[1].cursor).ok());
   Message m;
-  Result<Source::Fetched> f = s.value()->Fetch(m, 300);
+  Result<Source::Fetched> f = s.value()->Fetch(m, 1500);  // past the ack wait
   ASSERT_TRUE(f.ok());
-  EXPECT_EQ(f.value(), Source::Fetched::kWouldWait);
+  EXPECT_EQ(f.value(), Source::Fetched::kWouldWait) << "redelivered " << m.cursor.a;
   s.value()->Stop();
   f = s.value()->Fetch(m, 300);
   ASSERT_TRUE(f.ok());
