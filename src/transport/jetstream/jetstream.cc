@@ -32,6 +32,7 @@ struct Conn {
   ~Conn() {
     if (js != nullptr) jsCtx_Destroy(js);
     if (nc != nullptr) {
+      (void)natsConnection_FlushTimeout(nc, 1000);  // acks and naks still in the write buffer
       natsConnection_Close(nc);
       natsConnection_Destroy(nc);
     }
@@ -163,6 +164,7 @@ class JetStreamPublisher final : public Publisher {
       c_.js = nullptr;
     }
     if (c_.nc != nullptr) {
+      (void)natsConnection_FlushTimeout(c_.nc, 1000);
       natsConnection_Close(c_.nc);
       natsConnection_Destroy(c_.nc);
       c_.nc = nullptr;
@@ -240,8 +242,15 @@ class JetStreamSource final : public Source {
 
   const std::string& name() const override { return name_; }
 
-  // The durable consumer is the position: a stored one is not needed and is ignored.
-  Status Start(const std::optional<std::string>&) override { return Status::Ok(); }
+  // The durable consumer is the position: a stored one of ours ("stream_seq=N") is not needed
+  // and is ignored; one of another source's making is refused, as the Source contract says.
+  Status Start(const std::optional<std::string>& position) override {
+    if (position.has_value() && position->rfind("stream_seq=", 0) != 0) {
+      return Status::FailedPrecondition(name_ + " cannot resume from \"" + *position +
+                                        "\": not a JetStream position");
+    }
+    return Status::Ok();
+  }
 
   Result<Fetched> Fetch(Message& out, int wait_ms) override {
     while (buffered_.empty()) {

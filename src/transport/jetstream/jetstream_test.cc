@@ -137,6 +137,8 @@ TEST_F(JetStreamTest, SourceDeliversInOrderAndAcknowledgedAreNotRedelivered) {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     EXPECT_EQ(s.value()->name(), "jetstream:EVENTS/loop");
     ASSERT_TRUE(s.value()->Start(std::nullopt).ok());
+    EXPECT_EQ(s.value()->Start(std::string("lines=3 bytes=9 hash=1")).code(),
+              Code::kFailedPrecondition);
     std::vector<Message> got = Drain(*s.value(), 6);
     ASSERT_EQ(got.size(), 6u);
     for (size_t i = 0; i < got.size(); ++i) {
@@ -149,6 +151,7 @@ TEST_F(JetStreamTest, SourceDeliversInOrderAndAcknowledgedAreNotRedelivered) {
   // but never acknowledged (7, 8: in the old batch) comes back after the ack wait.
   auto s = OpenJetStreamSource(options_, "loop", "");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE(s.value()->Start(std::string("stream_seq=6")).ok());  // ignored: the consumer knows
   std::vector<Message> got = Drain(*s.value(), 4, 3000);
   ASSERT_EQ(got.size(), 4u);
   std::vector<int64_t> seqs;
