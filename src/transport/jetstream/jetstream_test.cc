@@ -125,6 +125,20 @@ TEST_F(JetStreamTest, SameIdsAgainAreAcceptedButStoredOnce) {
   EXPECT_EQ(StreamMessages(), 5u);
 }
 
+TEST_F(JetStreamTest, NothingAcceptedIsAnError) {
+  ASSERT_TRUE(OpenJetStreamPublisher(options_).ok());  // creates EVENTS on evident.>
+  JetStreamOptions other = options_;
+  other.subject_prefix = "elsewhere";  // EVENTS exists, so no stream takes elsewhere.>
+  other.publish_timeout_ms = 1000;
+  auto p = OpenJetStreamPublisher(other);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto batch = Batch(0, 3);
+  Result<size_t> n = p.value()->Publish(batch);
+  EXPECT_FALSE(n.ok()) << "accepted " << n.value();
+  EXPECT_TRUE(p.value()->acks().empty());
+  EXPECT_EQ(StreamMessages(), 0u);
+}
+
 TEST_F(JetStreamTest, SourceDeliversInOrderAndAcknowledgedAreNotRedelivered) {
   {
     auto p = OpenJetStreamPublisher(options_);
