@@ -4,7 +4,6 @@
 #include <nats/nats.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <string>
