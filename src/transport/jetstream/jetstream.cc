@@ -14,7 +14,8 @@
 namespace evident {
 namespace {
 
-Status NatsError(const std::string& what, natsStatus s, jsErrCode jerr = static_cast<jsErrCode>(0)) {
+Status NatsError(const std::string& what, natsStatus s,
+                 jsErrCode jerr = static_cast<jsErrCode>(0)) {
   std::string m = what + ": " + natsStatus_GetText(s);
   if (jerr != 0) m += " (JetStream error " + std::to_string(static_cast<int>(jerr)) + ")";
   if (s == NATS_TIMEOUT || s == NATS_NO_SERVER || s == NATS_CONNECTION_CLOSED ||
@@ -191,10 +192,11 @@ class JetStreamPublisher final : public Publisher {
         if (pa != nullptr) {
           out.ack = PublishAck{pa->Sequence, pa->Duplicate};
         } else {
-          out.error = NatsError(std::string("PubAck: ") +
-                                    (pae != nullptr && pae->ErrText != nullptr ? pae->ErrText : "refused"),
-                                pae != nullptr ? pae->Err : NATS_ERR,
-                                pae != nullptr ? pae->ErrCode : static_cast<jsErrCode>(0));
+          out.error =
+              NatsError(std::string("PubAck: ") +
+                            (pae != nullptr && pae->ErrText != nullptr ? pae->ErrText : "refused"),
+                        pae != nullptr ? pae->Err : NATS_ERR,
+                        pae != nullptr ? pae->ErrCode : static_cast<jsErrCode>(0));
         }
         self->index_.erase(it);
       }
@@ -213,7 +215,9 @@ class JetStreamPublisher final : public Publisher {
 class JetStreamSource final : public Source {
  public:
   JetStreamSource(JetStreamOptions o, std::string durable, std::string filter)
-      : o_(std::move(o)), durable_(std::move(durable)), filter_(std::move(filter)),
+      : o_(std::move(o)),
+        durable_(std::move(durable)),
+        filter_(std::move(filter)),
         name_("jetstream:" + o_.stream + "/" + durable_) {}
 
   ~JetStreamSource() override {
@@ -233,8 +237,8 @@ class JetStreamSource final : public Source {
     so.Config.AckWait = o_.ack_wait_ms * 1000000;  // nanoseconds
     std::string subject = filter_.empty() ? o_.subject_prefix + ".>" : filter_;
     jsErrCode jerr = static_cast<jsErrCode>(0);
-    natsStatus s = js_PullSubscribe(&sub_, c_.js, subject.c_str(), durable_.c_str(), nullptr, &so,
-                                    &jerr);
+    natsStatus s =
+        js_PullSubscribe(&sub_, c_.js, subject.c_str(), durable_.c_str(), nullptr, &so, &jerr);
     if (s != NATS_OK) return NatsError("pull consumer " + name_ + " on " + subject, s, jerr);
     return Status::Ok();
   }
@@ -353,8 +357,8 @@ Result<std::unique_ptr<Source>> OpenJetStreamSource(const JetStreamOptions& opti
   if (options.url.empty() || options.stream.empty() || durable.empty()) {
     return Status::InvalidArgument("JetStream source needs a url, a stream and a durable name");
   }
-  auto s = std::make_unique<JetStreamSource>(options, std::move(durable),
-                                             std::move(filter_subject));
+  auto s =
+      std::make_unique<JetStreamSource>(options, std::move(durable), std::move(filter_subject));
   EVIDENT_RETURN_IF_ERROR(s->Open());
   return std::unique_ptr<Source>(std::move(s));
 }
