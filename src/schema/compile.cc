@@ -8,6 +8,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -520,8 +521,15 @@ class Compiler {
           return Status::Internal("stored pointer does not resolve");
         }
       } else {
-        if (el.get_array().value_unsafe().at(std::stoul(token)).get(next) != simdjson::SUCCESS) {
-          return Status::Internal("stored pointer does not resolve");
+        // A token that is not an index (a $ref such as "#/items/x" into an array) resolves to
+        // nothing: the schema's error, not an exception.
+        size_t index = 0;
+        const char* end = token.data() + token.size();
+        const auto parsed = std::from_chars(token.data(), end, index);
+        if (token.empty() || parsed.ec != std::errc() || parsed.ptr != end ||
+            el.get_array().value_unsafe().at(index).get(next) != simdjson::SUCCESS) {
+          return Status::InvalidArgument("reference " + location.pointer +
+                                         " does not resolve to a schema");
         }
       }
       el = next;

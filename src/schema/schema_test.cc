@@ -448,3 +448,25 @@ TEST(Bounded, WideAnyOfAndManyRefsCompileInLinearTime) {
 
 }  // namespace
 }  // namespace evident::schema
+
+namespace evident::schema {
+namespace {
+
+// A $ref whose pointer names an array element by something that is not an index resolves to
+// nothing: a compile error, not an exception (found by fuzz_schema).
+TEST(Schema, ARefWithANonIndexTokenIntoAnArrayIsAnError) {
+  Registry registry;
+  for (const char* text :
+       {R"({"prefixItems":[true],"properties":{"a":{"$ref":"#/prefixItems/x"}}})",
+        R"({"prefixItems":[true],"properties":{"a":{"$ref":"#/prefixItems/-1"}}})",
+        R"({"prefixItems":[true],"properties":{"a":{"$ref":"#/prefixItems/"}}})"}) {
+    auto schema = Schema::Compile(text, registry, {});
+    EXPECT_FALSE(schema.ok()) << text;
+  }
+  auto fine = Schema::Compile(R"({"prefixItems":[{"type":"string"}],"$ref":"#/prefixItems/0"})",
+                              registry, {});
+  EXPECT_TRUE(fine.ok()) << fine.status().ToString();
+}
+
+}  // namespace
+}  // namespace evident::schema
