@@ -348,11 +348,14 @@ TEST_F(HardeningTest, OutOfRangeFlagsAreRefusedInPlainWords) {
 
 TEST_F(HardeningTest, ALockedStoreNamesTheProcessHoldingIt) {
   ASSERT_EQ(Consume(events_).exit_code, 0);
-  // sqlite3 takes the write lock and keeps it while it sleeps.
+  // sqlite3 takes the write lock and keeps it while it sleeps. It waits for the lock itself
+  // (.timeout): a consume of the loop below may hold it at that moment, and without the wait
+  // sqlite3 failed its BEGIN and slept holding nothing (the test then saw no refusal).
   const pid_t holder = fork();
   ASSERT_GE(holder, 0);
   if (holder == 0) {
-    execlp("sqlite3", "sqlite3", db_.c_str(), "BEGIN IMMEDIATE;", ".shell sleep 5", nullptr);
+    execlp("sqlite3", "sqlite3", db_.c_str(), ".timeout 10000", "BEGIN IMMEDIATE;",
+           ".shell sleep 5", nullptr);
     _exit(127);
   }
   // Until the lock is taken, a consume succeeds; then it is refused.

@@ -20,7 +20,6 @@
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -33,7 +32,7 @@
 #include "evident/cancel.h"
 #include "evident/clock.h"
 #include "evident/config.h"
-#include "evident/evidence.h"
+#include "evident/evidence.h"  // EvaluateGuard and ExpectedVersion, which lived here
 #include "evident/outcome.h"
 #include "evident/retry.h"
 #include "evident/source.h"
@@ -135,7 +134,7 @@ struct ConsumeSummary {
   int64_t skipped = 0;  // lines skipped by --resume
   int64_t batches = 0;  // transactions committed
   double seconds = 0;
-  bool stopped = false;  // ended by ConsumeOptions::stop, not by the end of the source
+  bool stopped = false;  // ended by ConsumeOptions::cancel, not by the end of the source
   // consumer ("" for decisions without one) -> count per Outcome.
   std::map<std::string, std::array<int64_t, kOutcomeCount>> counts;
 };

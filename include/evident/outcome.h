@@ -23,6 +23,8 @@ enum class Outcome : uint8_t {
   kUnrouted,
 };
 inline constexpr int kOutcomeCount = 9;
+static_assert(static_cast<int>(Outcome::kUnrouted) + 1 == kOutcomeCount,
+              "kOutcomeCount counts every Outcome");
 std::string_view OutcomeName(Outcome outcome);  // "same-version-conflict", ...
 std::optional<Outcome> ParseOutcome(std::string_view name);
 

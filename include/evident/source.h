@@ -13,9 +13,10 @@
 //
 // Implementations: NDJSON files and standard input (OpenNdjsonSource), a list in memory
 // (NewMemorySource); a conformance suite (src/source/source_conformance_test.cc) runs each.
-// Thread-safety: Fetch, Start, Acknowledge and Reject are called from one thread (the loop's
-// reading thread calls Fetch; the deciding thread calls Acknowledge and Reject, never at the same
-// time as each other). Stop may be called from any thread.
+// Thread-safety: Start is called before anything else. Then the loop's reading thread calls
+// Fetch while its deciding thread calls Acknowledge and Reject (never at the same time as each
+// other, but at the same time as a Fetch): an implementation guards what those share. Stop may
+// be called from any thread; skipped() is read once the reading thread has ended.
 #pragma once
 
 #include <cstdint>

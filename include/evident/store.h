@@ -19,6 +19,7 @@
 // Thread-safety: a Store, its Transaction and its Snapshot are used by one thread at a time; a
 // process with several workers opens one Store per worker. A Store has at most one open
 // Transaction or Snapshot at a time (Begin or Read while one is open: kFailedPrecondition).
+// A Transaction or Snapshot may outlive its Store: it still ends cleanly.
 // Times are milliseconds since the Unix epoch (UTC).
 #pragma once
 

@@ -74,6 +74,8 @@ enum class StoreCall : uint8_t {
   kOutboxStatsNow,
 };
 inline constexpr int kStoreCallCount = 34;
+static_assert(static_cast<int>(StoreCall::kOutboxStatsNow) + 1 == kStoreCallCount,
+              "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 
 // A fault-injecting store around any backend: fails or delays a chosen call. A failed call does

@@ -17,8 +17,6 @@
 namespace evident::cli {
 namespace {
 
-int64_t NowMs() { return SystemClock().NowMs(); }
-
 std::string P(std::string_view text) { return Printable(text); }
 
 std::string FormatTime(int64_t ms) {
@@ -205,7 +203,7 @@ int RunEvidence(const EvidenceFlags& flags) {
   }
   const std::vector<ConsumerEvidence>& all = packet->consumers;
   const std::vector<KeptInput>& unassigned = packet->unassigned;
-  const int64_t now = NowMs();
+  const int64_t now = SystemClock().NowMs();
   if (flags.format == "json") {
     WriteEvidenceJson(flags.subject, all, unassigned, now);
   } else {
@@ -239,7 +237,7 @@ int RunGaps(const GapsFlags& flags) {
               << " events are deferred; the gaps of the first " << kReadRowsMaxDefault
               << " are shown\n";
   }
-  const int64_t now = NowMs();
+  const int64_t now = SystemClock().NowMs();
   std::string out;
   json::Writer w(out);
   w.BeginArray();
@@ -333,9 +331,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
   cmd->add_option("subject", evidence->subject, "The subject, e.g. order-417")->required();
   cmd->add_option("--store", evidence->store, "sqlite:PATH")->required();
   cmd->add_option("--consumer", evidence->consumer, "Only this consumer");
-  cmd->add_option("--format", evidence->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  AddFormatOption(*cmd, evidence->format);
   cmd->callback([evidence, &run] { run = [evidence] { return RunEvidence(*evidence); }; });
 
   auto gaps = std::make_shared<GapsFlags>();
@@ -346,9 +342,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
       ->check(IntegerFrom(0, kGapDeadlineSecondsMax))
       ->capture_default_str();
   cmd->add_flag("--all", gaps->all, "Show every open gap");
-  cmd->add_option("--format", gaps->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  AddFormatOption(*cmd, gaps->format);
   cmd->callback([gaps, &run] { run = [gaps] { return RunGaps(*gaps); }; });
 
   auto guard = std::make_shared<GuardFlags>();
@@ -361,9 +355,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
   cmd->add_option("--consumer", guard->consumer, "Consumer whose projection decides")->required();
   cmd->add_option("--subject", guard->subject, "Subject, e.g. order-417")->required();
   cmd->add_option("--action", guard->action, "Guarded action, e.g. ship")->required();
-  cmd->add_option("--format", guard->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  AddFormatOption(*cmd, guard->format);
   cmd->callback([guard, &run] { run = [guard] { return RunGuard(*guard); }; });
 }
 

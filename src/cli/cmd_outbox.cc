@@ -13,7 +13,6 @@
 #include "evident/outbox.h"
 #include "evident/source.h"
 #include "evident/store.h"
-#include "evident/store_sqlite.h"
 #include "json/writer.h"
 
 namespace evident::cli {
@@ -47,13 +46,22 @@ void AppendResultJson(int64_t index, const OutboxDecision& d, std::string& out) 
 }
 
 // Commits the open batch, then prints its results: a line printed is a row committed.
+// What a failure with a batch open means for it.
+Status RolledBack(const Status& status) {
+  return Status(status.code(), status.message() +
+                                   " (the open batch was rolled back; the result lines printed "
+                                   "before it are committed)");
+}
+
 Status CommitBatch(std::unique_ptr<Transaction>& tx, std::string& results) {
   if (tx == nullptr) return Status::Ok();
   const Status committed = tx->Commit();
   tx.reset();
-  if (!committed.ok()) return committed;
-  if (!WriteStdout(results)) {
-    return Status::IoError(std::string("cannot write the results: ") + std::strerror(errno));
+  if (!committed.ok()) return RolledBack(committed);
+  // Flushed per batch, so a result that cannot be written is reported with its batch.
+  if (!WriteStdout(results) || std::fflush(stdout) != 0) {
+    return Status::IoError(std::string("cannot write the results: ") + std::strerror(errno) +
+                           " (the batch is committed; `evident outbox list` shows its rows)");
   }
   results.clear();
   return Status::Ok();
@@ -68,30 +76,24 @@ Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_cou
   Message message;
   int64_t in_batch = 0;
   while (true) {
-    EVIDENT_ASSIGN_OR_RETURN(const Source::Fetched fetched, source.Fetch(message, -1));
-    if (fetched != Source::Fetched::kMessage) break;
+    const Result<Source::Fetched> fetched = source.Fetch(message, -1);
+    if (!fetched.ok()) return tx == nullptr ? fetched.status() : RolledBack(fetched.status());
+    if (*fetched != Source::Fetched::kMessage) break;
     if (tx == nullptr) {
       EVIDENT_ASSIGN_OR_RETURN(tx, store.Begin());
     }
-    EVIDENT_ASSIGN_OR_RETURN(const OutboxDecision decision,
-                             outbox.Append(*tx, message.bytes, SystemClock().NowMs()));
-    refused = refused || (decision.outcome != OutboxDecisionOutcome::kAppended &&
-                          decision.outcome != OutboxDecisionOutcome::kDuplicate);
-    AppendResultJson(message.index, decision, results);
+    const Result<OutboxDecision> decision =
+        outbox.Append(*tx, message.bytes, SystemClock().NowMs());
+    if (!decision.ok()) return RolledBack(decision.status());
+    refused = refused || (decision->outcome != OutboxDecisionOutcome::kAppended &&
+                          decision->outcome != OutboxDecisionOutcome::kDuplicate);
+    AppendResultJson(message.index, *decision, results);
     if (++in_batch >= batch_count_max) {
       EVIDENT_RETURN_IF_ERROR(CommitBatch(tx, results));
       in_batch = 0;
     }
   }
   return CommitBatch(tx, results);
-}
-
-Result<std::unique_ptr<Store>> OpenForWriting(const std::string& uri) {
-  constexpr std::string_view kSqlite = "sqlite:";
-  if (uri.rfind(kSqlite, 0) == 0 && uri.size() > kSqlite.size()) {
-    return OpenSqliteStore(uri.substr(kSqlite.size()));
-  }
-  return OpenStore(uri);
 }
 
 int RunAppend(const AppendFlags& flags) {
@@ -103,7 +105,7 @@ int RunAppend(const AppendFlags& flags) {
                                                .event_bytes_max = flags.event_bytes_max})
                              : Result<std::unique_ptr<Outbox>>(profile.status());
   auto store =
-      outbox.ok() ? OpenForWriting(flags.store) : Result<std::unique_ptr<Store>>(outbox.status());
+      outbox.ok() ? OpenStore(flags.store) : Result<std::unique_ptr<Store>>(outbox.status());
   auto source =
       store.ok() ? OpenNdjsonSource(flags.input,
                                     {.line_bytes_max = static_cast<size_t>(flags.event_bytes_max)})
@@ -115,8 +117,7 @@ int RunAppend(const AppendFlags& flags) {
   bool refused = false;
   const Status appended = AppendAll(**outbox, **store, **source, flags.batch_count_max, refused);
   if (!appended.ok()) {
-    std::cerr << "evident outbox append: " << appended.ToString()
-              << " (the open batch was rolled back; the result lines printed are committed)\n";
+    std::cerr << "evident outbox append: " << appended.ToString() << "\n";
     return kExitUsage;
   }
   return refused ? kExitNegative : kExitOk;
@@ -243,9 +244,7 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
   auto stats = std::make_shared<ReadFlags>();
   cmd = outbox->add_subcommand("stats", "Pending and sent rows, the oldest pending age.");
   cmd->add_option("--store", stats->store, "sqlite:PATH")->required();
-  cmd->add_option("--format", stats->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  AddFormatOption(*cmd, stats->format);
   cmd->callback([stats, &run] { run = [stats] { return RunStats(*stats); }; });
 
   auto list = std::make_shared<ReadFlags>();
@@ -255,9 +254,7 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
   cmd->add_option("--limit", list->rows_max, "Rows shown at most")
       ->check(IntegerFrom(1, 1'000'000))
       ->capture_default_str();
-  cmd->add_option("--format", list->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  AddFormatOption(*cmd, list->format);
   cmd->callback([list, &run] { run = [list] { return RunList(*list); }; });
 }
 

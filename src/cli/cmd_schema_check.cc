@@ -134,9 +134,7 @@ void AddSchemaCheck(CLI::App& app, Runner& run) {
                   "full-transitive")
       ->capture_default_str();
   cmd->add_option("--strictness", flags->strictness, "lenient or strict")->capture_default_str();
-  cmd->add_option("--format", flags->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  AddFormatOption(*cmd, flags->format);
   cmd->add_option("--version-at", flags->version_at,
                   "Data JSON Pointer of the version marker (default: /schemaVersion)");
   cmd->add_option("--comparisons-max", flags->comparisons_max,
@@ -151,9 +149,7 @@ void AddContracts(CLI::App& app, Runner& run) {
   CLI::App* lint_cmd = contracts->add_subcommand(
       "lint", "Report every problem in a contracts directory. Exit 0 clean, 1 findings, 2 usage.");
   lint_cmd->add_option("dir", lint->dir, "The contracts directory")->required();
-  lint_cmd->add_option("--format", lint->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  AddFormatOption(*lint_cmd, lint->format);
   lint_cmd->callback([lint, &run] { run = [lint] { return RunLint(*lint); }; });
 
   auto impact = std::make_shared<ImpactFlags>();
@@ -164,9 +160,7 @@ void AddContracts(CLI::App& app, Runner& run) {
   impact_cmd->add_option("--contracts", impact->contracts, "The contracts directory")->required();
   impact_cmd->add_option("--type", impact->type, "The event type")->required();
   impact_cmd->add_option("--schema", impact->schema, "The new schema file")->required();
-  impact_cmd->add_option("--format", impact->format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  AddFormatOption(*impact_cmd, impact->format);
   impact_cmd->callback([impact, &run] { run = [impact] { return RunImpact(*impact); }; });
 }
 

@@ -47,6 +47,9 @@ bool WriteStdout(std::string_view text);
 // so in those words (CLI11's own range check prints doubles: "0.000000 to 1.797e308").
 CLI::Validator IntegerFrom(int64_t min, int64_t max);
 
+// Adds `--format text|json` (default: the value `format` holds) to `command` (cli/lines.cc).
+void AddFormatOption(CLI::App& command, std::string& format);
+
 // The envelope profile the flags name: a built-in `name` or a JSON `profile_file`, with the
 // schema version read at `schema_version_at` when given (cmd_validate.cc).
 Result<Profile> ChooseProfile(const std::string& name, const std::string& profile_file,

@@ -52,6 +52,12 @@ CLI::Validator IntegerFrom(int64_t min, int64_t max) {
       "INT in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
 }
 
+void AddFormatOption(CLI::App& command, std::string& format) {
+  command.add_option("--format", format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+}
+
 std::istream* OpenInput(const std::string& path, std::ifstream& file) {
   if (path == "-") return &std::cin;
   file.open(path, std::ios::binary);

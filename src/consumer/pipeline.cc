@@ -1,15 +1,14 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
-#include <filesystem>
 #include <map>
 
 #include "evident/consumer.h"
 #include "evident/envelope.h"
 #include "evident/schema.h"
-#include "json/files.h"
 #include "json/pointer.h"
 #include "json/writer.h"
+#include "payload/payload.h"
 
 namespace evident {
 namespace {
@@ -389,35 +388,10 @@ void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event
   }
 
   // 3. Payload.
-  if (event.data_base64) {
-    return v.Keep(Outcome::kPayloadInvalid, "binary-payload",
-                  "data_base64 cannot be checked against a JSON Schema");
-  }
-  if (!event.data) {
-    v.errors.push_back(": the event has no data");
-    v.Keep(Outcome::kPayloadInvalid, "schema-violation",
-           std::string(event.type) + " v" + std::to_string(schema_version) +
-               " payload does not match its schema");
-    return;
-  }
-  // Validate runs the fast pass first and collects errors only for an invalid payload.
-  const schema::Output output = payload_schema->Validate(*event.data, kPayloadErrorsMax);
-  if (output.valid) return;
-  for (const schema::Error& e : output.errors) {
-    v.errors.push_back((e.instance_location.empty() ? "/" : e.instance_location) + ": " + e.error +
-                       " (" + e.keyword_location + ")");
-  }
-  if (output.budget_exceeded) {
-    // Not known to be invalid: it could not be checked within the schema's step budget.
-    v.Keep(Outcome::kPayloadInvalid, "validation-budget-exceeded",
-           std::string(event.type) + " v" + std::to_string(schema_version) +
-               " payload could not be validated within validation_steps_max (" +
-               std::to_string(output.steps) + " steps used)");
-    return;
-  }
-  v.Keep(Outcome::kPayloadInvalid, "schema-violation",
-         std::string(event.type) + " v" + std::to_string(schema_version) +
-             " payload does not match its schema");
+  PayloadVerdict payload = CheckPayload(*payload_schema, event, schema_version, kPayloadErrorsMax);
+  if (payload.valid) return;
+  v.errors = std::move(payload.errors);
+  v.Keep(Outcome::kPayloadInvalid, std::move(payload.reason), std::move(payload.message));
 }
 
 Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consumer,
@@ -697,28 +671,13 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
   impl->envelope_options = options;
   EVIDENT_ASSIGN_OR_RETURN(impl->drain_parser, EnvelopeParser::Create(options));
 
-  // Payload schemas may $ref each other by relative path inside the contracts directory.
-  namespace fs = std::filesystem;
-  const std::string root = fs::absolute(config.contracts_dir).lexically_normal().string();
-  schema::Registry registry;
-  EVIDENT_RETURN_IF_ERROR(registry.AddDirectory("file://" + root + "/", root));
-  std::map<std::string, std::shared_ptr<const schema::Schema>> compiled;  // by path
+  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas, ContractSchemas::Open(config.contracts_dir));
   for (const ConsumerConfig& consumer : impl->config.consumers) {
     ConsumerState state{&consumer, {}};
     for (const AcceptedType& accepted : consumer.contract.accepts) {
       for (int64_t version : accepted.versions) {
-        const std::string path = config.contracts.SchemaPath(accepted.type, version);
-        auto& schema = compiled[path];
-        if (!schema) {
-          EVIDENT_ASSIGN_OR_RETURN(
-              const std::string text,
-              ReadFileToString(path, schema::CompileOptions{}.schema_bytes_max));
-          const std::string uri = "file://" + fs::absolute(path).lexically_normal().string();
-          auto result = schema::Schema::Compile(text, registry, {}, uri);
-          if (!result.ok()) return result.status().Annotate(path);
-          schema = std::move(result).value();
-        }
-        state.schemas[accepted.type][version] = schema;
+        EVIDENT_ASSIGN_OR_RETURN(state.schemas[accepted.type][version],
+                                 schemas.Get(config.contracts.SchemaPath(accepted.type, version)));
       }
     }
     for (const auto& [type, step] : consumer.projection) {

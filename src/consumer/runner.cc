@@ -2,20 +2,17 @@
 // and outcomes out.
 
 #include <algorithm>
-#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
 
 #include "core/fault_point.h"
 #include "evident/consumer.h"
-#include "evident/source.h"
 
 namespace evident {
 namespace {
@@ -201,10 +198,6 @@ void PrintProgress(std::FILE* out, const ConsumeSummary& s, double seconds) {
   std::fflush(out);
 }
 
-}  // namespace
-
-namespace {
-
 // One run of the loop: batches of prepared events decided in one transaction each; the
 // source's position written in it; commit; then acknowledgement and outcomes.
 class ConsumeLoop {
@@ -231,8 +224,10 @@ class ConsumeLoop {
       EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedEvent> slot, pipeline_.NewPreparedEvent());
       slots.push_back(std::move(slot));
     }
-    PrepareAhead ahead(pipeline_, source_, std::move(slots), kAheadBytesMax);
-    EVIDENT_RETURN_IF_ERROR(Loop(ahead));
+    {
+      PrepareAhead ahead(pipeline_, source_, std::move(slots), kAheadBytesMax);
+      EVIDENT_RETURN_IF_ERROR(Loop(ahead));
+    }  // the reading thread has ended: the source is this thread's alone
     summary_.skipped = source_.skipped();
     if (Status s = Commit(); !s.ok()) return Fail(s);
     summary_.seconds =
@@ -252,39 +247,62 @@ class ConsumeLoop {
   Status Loop(PrepareAhead& ahead) {
     const Config& config = pipeline_.config();
     while (true) {
-      if (StopRequested()) {
-        source_.Stop();
-        if (Status s = Commit(); !s.ok()) return Fail(s);
-        summary_.stopped = true;
-        return Status::Ok();
-      }
-      // With a stop to watch for, never wait long without looking at it.
-      const int linger_ms = static_cast<int>(config.linger_ms);
-      int wait_ms = batch_events_ > 0 ? linger_ms : -1;
-      if (options_.cancel != nullptr) {
-        wait_ms = wait_ms < 0 ? kStopPollMs : std::min(wait_ms, kStopPollMs);
-      }
-      std::optional<PrepareAhead::Item> item = ahead.Next(wait_ms);
+      if (StopRequested()) return Stop();
+      std::optional<PrepareAhead::Item> item = ahead.Next(WaitMs());
       if (!item) {  // the input paused: close the batch once it lingered linger_ms
-        if (batch_events_ > 0 && wait_ms == linger_ms) {
+        if (batch_events_ > 0 && IdleMs() >= config.linger_ms) {
           if (Status s = Commit(); !s.ok()) return Fail(s);
         }
         continue;
       }
       if (item->kind == PrepareAhead::Item::Kind::kError) return Fail(item->status);
       if (item->kind == PrepareAhead::Item::Kind::kEnd) return Status::Ok();
-      if (tx_ == nullptr) EVIDENT_RETURN_IF_ERROR(Begin());
+      taken_thru_ = item->cursor;
+      if (tx_ == nullptr) {
+        const Status begun = Begin();
+        if (!begun.ok() && StopRequested()) return Stop();  // the retry was cut short
+        EVIDENT_RETURN_IF_ERROR(begun);
+      }
       Status decided =
           pipeline_.Decide(*tx_, *item->event, item->index, clock_.NowMs(), decisions_);
       ahead.Release(item->event);
       if (!decided.ok()) return Fail(decided.Annotate("input line " + std::to_string(item->index)));
       decided_thru_ = item->cursor;
+      last_decided_ = std::chrono::steady_clock::now();
       ++summary_.events;
       if (++batch_events_ >= static_cast<size_t>(config.batch_count_max)) {
         if (Status s = Commit(); !s.ok()) return Fail(s);
       }
       MaybeProgress();
     }
+  }
+
+  // Ends the run on request, after committing what is decided.
+  Status Stop() {
+    source_.Stop();
+    if (Status s = Commit(); !s.ok()) return Fail(s);
+    summary_.stopped = true;
+    return Status::Ok();
+  }
+
+  // How long the input has been silent since the last decided event.
+  int64_t IdleMs() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 last_decided_)
+        .count();
+  }
+
+  // How long to wait for the next event: with a batch open, what is left of linger_ms; with a
+  // stop to watch for, never longer than kStopPollMs; else until one comes (-1).
+  int WaitMs() const {
+    int64_t wait_ms = -1;
+    if (batch_events_ > 0) {
+      wait_ms = std::max<int64_t>(0, pipeline_.config().linger_ms - IdleMs());
+    }
+    if (options_.cancel != nullptr) {
+      wait_ms = wait_ms < 0 ? kStopPollMs : std::min<int64_t>(wait_ms, kStopPollMs);
+    }
+    return static_cast<int>(wait_ms);
   }
 
   // A busy store is tried again with backoff (RetryBusy) before the run gives up.
@@ -308,9 +326,16 @@ class ConsumeLoop {
     if (!committed.ok()) return RolledBack(committed);
     ++summary_.batches;
     batch_events_ = 0;
-    // Acknowledge only now: the decisions are durable.
-    EVIDENT_RETURN_IF_ERROR(source_.Acknowledge(decided_thru_));
-    return WriteOutcomes();
+    // Only now are the outcomes written and the batch acknowledged: the decisions are durable.
+    // (Outcomes first: an acknowledgement that fails must not lose a committed batch's lines.)
+    EVIDENT_RETURN_IF_ERROR(WriteOutcomes());
+    const Status acknowledged = source_.Acknowledge(decided_thru_);
+    if (!acknowledged.ok()) {
+      return acknowledged.Annotate(
+          "acknowledging a committed batch (its decisions stand; the source delivers it again "
+          "and the ledger answers duplicate)");
+    }
+    return Status::Ok();
   }
 
   Status WriteOutcomes() {
@@ -346,7 +371,7 @@ class ConsumeLoop {
   // The open batch is gone: a broker redelivers its messages; a file cannot (its Reject says
   // so, and the run ends here either way: a --resume run decides them again).
   Status RolledBack(const Status& status) {
-    (void)source_.Reject(decided_thru_, kRedeliverDelayMs);
+    (void)source_.Reject(taken_thru_, kRedeliverDelayMs);
     return Status(status.code(), status.message() +
                                      " (the open batch was rolled back; its lines are not "
                                      "acknowledged and a --resume run decides them again)");
@@ -373,6 +398,8 @@ class ConsumeLoop {
   std::vector<Decision> decisions_;
   std::string outcome_text_;
   Cursor decided_thru_;  // the source up to the last event decided: the position to store
+  Cursor taken_thru_;    // .. up to the last event taken, decided or not: what a rollback rejects
+  std::chrono::steady_clock::time_point last_decided_;
   size_t batch_events_ = 0;
   std::chrono::steady_clock::time_point start_, last_progress_;
 };

@@ -28,29 +28,25 @@ bool EvidencePacket::known() const {
 
 namespace {
 
-// Moves a bounded list's rows into `out`, noting a cut.
+// Moves a bounded list's rows into `out`, noting a cut; or passes a read's failure on.
 template <typename T>
-void Take(Rows<T>&& rows, std::vector<T>& out, bool& truncated) {
-  out = std::move(rows.rows);
-  truncated = truncated || rows.truncated;
+Status Take(Result<Rows<T>> rows, std::vector<T>& out, bool& truncated) {
+  if (!rows.ok()) return rows.status();
+  out = std::move(rows->rows);
+  truncated = truncated || rows->truncated;
+  return Status::Ok();
 }
 
 Status ReadConsumer(Snapshot& snapshot, std::string_view subject, int64_t rows_max,
                     ConsumerEvidence& c, bool& truncated) {
   EVIDENT_ASSIGN_OR_RETURN(c.projection, snapshot.FindProjection(c.consumer, subject));
-  EVIDENT_ASSIGN_OR_RETURN(Rows<LedgerEntry> ledger,
-                           snapshot.LedgerOf(c.consumer, subject, rows_max));
-  Take(std::move(ledger), c.ledger, truncated);
-  EVIDENT_ASSIGN_OR_RETURN(Rows<DeferredEvent> deferred,
-                           snapshot.DeferredOf(c.consumer, subject, rows_max));
-  Take(std::move(deferred), c.deferred, truncated);
-  EVIDENT_ASSIGN_OR_RETURN(Rows<JournalEntry> journal,
-                           snapshot.JournalOf(c.consumer, subject, rows_max));
-  Take(std::move(journal), c.journal, truncated);
-  EVIDENT_ASSIGN_OR_RETURN(Rows<EvidenceRecord> evidence,
-                           snapshot.EvidenceOf(c.consumer, subject, rows_max));
-  Take(std::move(evidence), c.evidence, truncated);
-  return Status::Ok();
+  EVIDENT_RETURN_IF_ERROR(
+      Take(snapshot.LedgerOf(c.consumer, subject, rows_max), c.ledger, truncated));
+  EVIDENT_RETURN_IF_ERROR(
+      Take(snapshot.DeferredOf(c.consumer, subject, rows_max), c.deferred, truncated));
+  EVIDENT_RETURN_IF_ERROR(
+      Take(snapshot.JournalOf(c.consumer, subject, rows_max), c.journal, truncated));
+  return Take(snapshot.EvidenceOf(c.consumer, subject, rows_max), c.evidence, truncated);
 }
 
 }  // namespace
@@ -93,8 +89,8 @@ Result<Gaps> ReadGaps(Snapshot& snapshot, int64_t rows_max) {
   for (const DeferredEvent& d : deferred.rows) {
     Gap& g = by_key[{d.consumer, d.subject}];
     if (g.waiting_versions.empty()) {
-      g = Gap{d.consumer,       d.subject,        d.route, d.expected_version,
-              d.deadline_at_ms, d.received_at_ms, {}};
+      // expected_version is set below, from the projection as it is now.
+      g = Gap{d.consumer, d.subject, d.route, 0, d.deadline_at_ms, d.received_at_ms, {}};
     }
     g.deadline_at_ms = std::min(g.deadline_at_ms, d.deadline_at_ms);
     g.oldest_received_at_ms = std::min(g.oldest_received_at_ms, d.received_at_ms);

@@ -25,8 +25,8 @@ Result<GuardDecision> EvaluateGuard(Snapshot& store, const ConsumerConfig& consu
   }
   if (guard.in_sync) {
     EVIDENT_ASSIGN_OR_RETURN(const Rows<DeferredEvent> deferred, store.DeferredOf(id, subject));
-    if (!InSync(*projection, deferred.rows.size()) &&
-        projection->version != projection->owner_version_seen) {
+    // InSync's two parts, each with its own reason.
+    if (projection->version != projection->owner_version_seen) {
       decision.reasons.push_back(
           "not in sync: projection version " + std::to_string(projection->version) +
           " is behind the owner version seen " + std::to_string(projection->owner_version_seen));

@@ -3,14 +3,14 @@
 #include "evident/outbox.h"
 
 #include <cassert>
-#include <filesystem>
 #include <map>
 
+#include "core/fnv1a.h"
 #include "evident/contract.h"
 #include "evident/envelope.h"
 #include "evident/schema.h"
 #include "evident/store.h"
-#include "json/files.h"
+#include "payload/payload.h"
 
 namespace evident {
 
@@ -35,22 +35,13 @@ namespace {
 using SchemaByVersion = std::map<int64_t, std::shared_ptr<const schema::Schema>>;
 using SchemaByType = std::map<std::string, SchemaByVersion, std::less<>>;
 
-// Compiles every payload schema of the contracts directory. Schemas may $ref each other by
-// relative path inside it (as the consumer pipeline loads them).
+// Compiles every payload schema of the contracts directory.
 Result<SchemaByType> CompileSchemas(const ContractsDir& contracts) {
-  namespace fs = std::filesystem;
-  const std::string root = fs::absolute(contracts.path).lexically_normal().string();
-  schema::Registry registry;
-  EVIDENT_RETURN_IF_ERROR(registry.AddDirectory("file://" + root + "/", root));
+  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas, ContractSchemas::Open(contracts.path));
   SchemaByType out;
   for (const auto& [type, versions] : contracts.schemas) {
     for (const auto& [version, path] : versions) {
-      EVIDENT_ASSIGN_OR_RETURN(const std::string text,
-                               ReadFileToString(path, schema::CompileOptions{}.schema_bytes_max));
-      const std::string uri = "file://" + fs::absolute(path).lexically_normal().string();
-      auto compiled = schema::Schema::Compile(text, registry, {}, uri);
-      if (!compiled.ok()) return compiled.status().Annotate(path);
-      out[type][version] = std::move(compiled).value();
+      EVIDENT_ASSIGN_OR_RETURN(out[type][version], schemas.Get(path));
     }
   }
   return out;
@@ -95,30 +86,15 @@ struct Outbox::Impl {
     return nullptr;
   }
 
-  // The payload check of the consumer pipeline: nullopt when the payload matches its schema.
-  static std::optional<OutboxDecision> CheckPayload(const schema::Schema& payload_schema,
-                                                    const EventView& event) {
-    const std::string what = std::string(event.type) + " v" + std::to_string(*event.schemaversion);
-    if (event.data_base64) {
-      return Refused(OutboxDecisionOutcome::kPayloadInvalid, "binary-payload",
-                     "data_base64 cannot be checked against a JSON Schema");
-    }
-    if (!event.data) {
-      return Refused(OutboxDecisionOutcome::kPayloadInvalid, "schema-violation",
-                     what + " payload does not match its schema: the event has no data");
-    }
-    const schema::Output output = payload_schema.Validate(*event.data, kPayloadErrorsMax);
-    if (output.valid) return std::nullopt;
-    if (output.budget_exceeded) {
-      return Refused(OutboxDecisionOutcome::kPayloadInvalid, "validation-budget-exceeded",
-                     what + " payload could not be validated within validation_steps_max");
-    }
-    std::string message = what + " payload does not match its schema:";
-    for (const schema::Error& e : output.errors) {
-      message +=
-          " " + (e.instance_location.empty() ? "/" : e.instance_location) + ": " + e.error + ";";
-    }
-    return Refused(OutboxDecisionOutcome::kPayloadInvalid, "schema-violation", message);
+  // The payload step of the consumer pipeline: nullopt when the payload matches its schema.
+  static std::optional<OutboxDecision> Payload(const schema::Schema& payload_schema,
+                                               const EventView& event) {
+    PayloadVerdict verdict =
+        CheckPayload(payload_schema, event, *event.schemaversion, kPayloadErrorsMax);
+    if (verdict.valid) return std::nullopt;
+    for (const std::string& error : verdict.errors) verdict.message += "; " + error;
+    return Refused(OutboxDecisionOutcome::kPayloadInvalid, std::move(verdict.reason),
+                   std::move(verdict.message));
   }
 };
 
@@ -143,11 +119,7 @@ Result<std::unique_ptr<Outbox>> Outbox::Create(const OutboxOptions& options) {
 }
 
 int64_t Outbox::PartitionOf(std::string_view subject) const {
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a 64: offset basis, then prime
-  for (const char c : subject) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ull;
-  }
+  const uint64_t hash = Fnv1a(kFnv1aOffset, subject);
   const auto count = static_cast<uint64_t>(impl_->options.partition_count);
   return static_cast<int64_t>(hash % count);
 }
@@ -164,7 +136,7 @@ Result<OutboxDecision> Outbox::Append(Transaction& transaction, std::string_view
   OutboxDecision refusal;
   const schema::Schema* payload_schema = impl_->SchemaOf(event, refusal);
   if (payload_schema == nullptr) return refusal;
-  if (auto invalid = Impl::CheckPayload(*payload_schema, event)) return *std::move(invalid);
+  if (auto invalid = Impl::Payload(*payload_schema, event)) return *std::move(invalid);
 
   const std::string subject(event.subject.value_or(std::string_view()));
   const OutboxRow row{.source = std::string(event.source),

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <mutex>
 
 #include "evident/source.h"
 
@@ -28,12 +29,14 @@ class MemorySource final : public Source {
       return Status::FailedPrecondition("cannot resume: the position is past the source's " +
                                         std::to_string(messages_.size()) + " messages");
     }
+    std::lock_guard<std::mutex> lock(mutex_);
     next_ = offset;
     skipped_ = offset;
     return Status::Ok();
   }
 
   Result<Fetched> Fetch(Message& out, int /*wait_ms*/) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (stopped_.load() || next_ >= static_cast<int64_t>(messages_.size())) {
       return Fetched::kEnd;
     }
@@ -48,12 +51,13 @@ class MemorySource final : public Source {
     return "offset=" + std::to_string(cursor.a);
   }
   Status Acknowledge(const Cursor& cursor) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     acknowledged_ = std::max(acknowledged_, cursor.a);
     return Status::Ok();
   }
-  // Redelivery: the next Fetch starts again after the last acknowledged message. Only valid
-  // between runs (the loop has stopped fetching), which is when the loop rejects.
+  // Redelivery: the next Fetch starts again after the last acknowledged message.
   Status Reject(const Cursor& /*cursor*/, int64_t /*delay_ms*/) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     next_ = acknowledged_;
     return Status::Ok();
   }
@@ -63,6 +67,7 @@ class MemorySource final : public Source {
  private:
   std::string name_;
   std::vector<std::string> messages_;
+  std::mutex mutex_;  // next_ and acknowledged_: Fetch runs beside Acknowledge and Reject
   int64_t next_ = 0;
   int64_t acknowledged_ = 0;
   int64_t skipped_ = 0;

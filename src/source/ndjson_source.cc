@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/fnv1a.h"
 #include "evident/source.h"
 
 namespace evident {
@@ -26,19 +27,6 @@ struct Consumed {
   // False for a position written before inputs were identified (only `lines` is known).
   bool identified = true;
 };
-
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
-
-// 64-bit FNV-1a, continued from `hash` over `data`: the identity of an input's consumed prefix
-// (Consumed). Streaming, so a prefix hashes alike however it was read in chunks; it
-// guards against resuming on a different input by mistake, not against an adversary.
-uint64_t Fnv1a(uint64_t hash, std::string_view data) {
-  for (const char c : data) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
 
 // Reads lines from a file descriptor. A line longer than `line_bytes_max` is cut to that many
 // bytes plus one (enough for the parser to reject it as too large) and the rest is skipped, so
@@ -73,6 +61,12 @@ class LineReader {
         pollfd pfd{fd_, POLLIN, 0};
         const int ready = poll(&pfd, 1, wait_ms);
         if (ready == 0) return Next::kWouldWait;
+        if (ready < 0) {
+          // A signal (SIGTERM asking for a stop) interrupts poll even under SA_RESTART: wait
+          // again from the caller, which looks at the stop first; never fall into a read().
+          if (errno == EINTR) return Next::kWouldWait;
+          return Status::IoError(std::string("waiting for input: ") + std::strerror(errno));
+        }
       }
       char chunk[1 << 16];
       const ssize_t n = read(fd_, chunk, sizeof chunk);
@@ -147,7 +141,7 @@ class LineReader {
   bool eof_ = false;
   bool skipping_ = false;
   bool hashed_ = false;  // the current (cut) line's bytes are already in consumed_
-  Consumed consumed_{.prefix_hash = kFnvOffset};
+  Consumed consumed_{.prefix_hash = kFnv1aOffset};
 };
 
 bool IsBlank(std::string_view line) {

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "evident/store_memory.h"
+#include "store/projection_copy.h"
 
 namespace evident {
 namespace memory_store {
@@ -298,24 +299,6 @@ void ForRange(const Map& table, const From& from, InRange in_range, Add add) {
   for (auto it = table.lower_bound(from); it != table.end() && in_range(it->first); ++it) {
     if (!add(it->second)) return;
   }
-}
-
-// Assigned field by field: the caller's strings keep their capacity.
-void AssignProjection(const Projection& from, Projection& to) {
-  to.consumer.assign(from.consumer);
-  to.subject.assign(from.subject);
-  to.version = from.version;
-  to.state.assign(from.state);
-  to.fields_json.assign(from.fields_json);
-  to.owner_source.assign(from.owner_source);
-  to.owner_version_seen = from.owner_version_seen;
-  to.updated_at_ms = from.updated_at_ms;
-}
-
-void FreshProjection(std::string_view consumer, std::string_view subject, Projection& out) {
-  AssignProjection(Projection{}, out);
-  out.consumer.assign(consumer);
-  out.subject.assign(subject);
 }
 
 // One record per name, sorted by name: the latest record of a name replaces the earlier one.

@@ -23,6 +23,7 @@
 #include "core/fault_point.h"
 #include "evident/store_sqlite.h"
 #include "json/writer.h"
+#include "store/projection_copy.h"
 
 namespace evident {
 namespace {
@@ -32,7 +33,7 @@ namespace {
 // (a key led by the consumer id repeats it in every comparison), and one subject's rows for all
 // its consumers share a page. A store created with the earlier (consumer, subject) order keeps
 // it: every query here names both columns, so either order serves it.
-constexpr const char* kSchema = R"sql(
+constexpr const char* kCoreSchema = R"sql(
 CREATE TABLE IF NOT EXISTS ledger(
   consumer TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL,
   state TEXT NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,
@@ -69,9 +70,11 @@ CREATE INDEX IF NOT EXISTS journal_by_subject ON journal(subject, consumer);
 CREATE TABLE IF NOT EXISTS position(
   source TEXT PRIMARY KEY, position BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS evident_schema(version INTEGER NOT NULL);
-)sql"
-                                // Layout 3: the outbox (also kMigrate2To3).
-                                R"sql(
+)sql";
+
+// Layout 3 adds the outbox (seq AUTOINCREMENT: a seq is never reused, though sent rows are
+// deleted). Nothing else changes.
+constexpr const char* kOutboxSchema = R"sql(
 CREATE TABLE IF NOT EXISTS outbox(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT NOT NULL, event_id TEXT NOT NULL,
   type TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,
@@ -84,21 +87,11 @@ CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE sent_at_ms IS NUL
 CREATE INDEX IF NOT EXISTS outbox_sent ON outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;
 )sql";
 
-// Layout 3 adds the outbox (seq AUTOINCREMENT: a seq is never reused, though sent rows are
-// deleted). Nothing else changes.
-constexpr const char* kMigrate2To3 = R"sql(
-CREATE TABLE IF NOT EXISTS outbox(
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT NOT NULL, event_id TEXT NOT NULL,
-  type TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,
-  event_partition INTEGER NOT NULL, bytes BLOB NOT NULL, created_at_ms INTEGER NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '',
-  last_attempt_at_ms INTEGER, sent_at_ms INTEGER, stream TEXT NOT NULL DEFAULT '',
-  stream_sequence INTEGER);
-CREATE UNIQUE INDEX IF NOT EXISTS outbox_by_id ON outbox(source, event_id);
-CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE sent_at_ms IS NULL;
-CREATE INDEX IF NOT EXISTS outbox_sent ON outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;
-INSERT INTO evident_schema(version) VALUES(3);
-)sql";
+// Every table and index of the current layout (each IF NOT EXISTS).
+const std::string& Schema() {
+  static const std::string kSchema = std::string(kCoreSchema) + kOutboxSchema;
+  return kSchema;
+}
 
 // Layout 1 (before evident_schema existed) kept file checkpoints as columns of a `checkpoint`
 // table; layout 2 keeps every source's position as the source's own text. Layout 1's rows become
@@ -119,6 +112,11 @@ constexpr const char* kSchemaTableSql =
     "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='evident_schema'";
 constexpr const char* kLedgerTableSql =
     "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='ledger'";
+// Every table an evident store of any layout has; a database with only some is not one.
+constexpr const char* kStoreTablesSql =
+    "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
+    "('ledger','projection','deferred','kept','journal')";
+constexpr int64_t kStoreTableCount = 5;
 
 // Runs WAL checkpoints on a thread with a connection of its own, the pattern SQLite documents
 // for keeping checkpoints off the writer (https://sqlite.org/wal.html#ckpt): the committing
@@ -232,7 +230,14 @@ class Statement {
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
-  const std::string& prepare_error() const { return prepare_error_; }
+  // A built-in statement prepares on every evident store; on a file whose tables are not
+  // evident's (an application's own `ledger` table, a hand-edited store) it cannot, and every
+  // use answers that, rather than the process aborting.
+  bool prepared() const { return stmt_ != nullptr; }
+  Status PrepareFailure() const {
+    return Status::FailedPrecondition("this database's tables are not the ones evident writes (" +
+                                      prepare_error_ + ")");
+  }
 
   Statement& Bind(std::string_view text) {
     sqlite3_bind_text(stmt_, ++index_, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
@@ -254,6 +259,7 @@ class Statement {
 
   // Runs a statement that returns no rows.
   Status Run() {
+    if (stmt_ == nullptr) return PrepareFailure();
     NullUnbound();
     const int rc = sqlite3_step(stmt_);
     Reset();
@@ -262,6 +268,10 @@ class Statement {
   }
   // Steps once: true with a row, false when done; errors in `status`.
   bool Step(Status& status) {
+    if (stmt_ == nullptr) {
+      status = PrepareFailure();
+      return false;
+    }
     NullUnbound();
     const int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
@@ -331,9 +341,17 @@ constexpr const char* kProjectionColumns =
     "consumer, subject, version, state, fields_json, owner_source, owner_version_seen, "
     "updated_at_ms, evidence_json";
 
-// A stored name outside its vocabulary: the row was not written by evident, or was changed.
-Status UnknownName(std::string_view column, const std::string& name) {
-  return Status::Corruption("stored " + std::string(column) + " '" + name + "' is unknown");
+// Reads a stored name of a closed vocabulary (outcome.h) into `out`; a name outside it means
+// the row was not written by evident, or was changed: `error` says so.
+template <typename Enum>
+void ReadName(const Statement& s, int column, std::optional<Enum> (*parse)(std::string_view),
+              std::string_view what, Enum& out, Status& error) {
+  const std::string name = s.Text(column);
+  if (const std::optional<Enum> value = parse(name)) {
+    out = *value;
+  } else {
+    error = Status::Corruption("stored " + std::string(what) + " '" + name + "' is unknown");
+  }
 }
 
 LedgerEntry ReadLedger(const Statement& s, Status& error) {
@@ -341,11 +359,7 @@ LedgerEntry ReadLedger(const Statement& s, Status& error) {
   e.consumer = s.Text(0);
   e.source = s.Text(1);
   e.event_id = s.Text(2);
-  if (const auto state = ParseLedgerState(s.Text(3))) {
-    e.state = *state;
-  } else {
-    error = UnknownName("ledger state", s.Text(3));
-  }
+  ReadName(s, 3, &ParseLedgerState, "ledger state", e.state, error);
   e.type = s.Text(4);
   e.subject = s.Text(5);
   e.subject_version = s.OptionalInt(6);
@@ -371,11 +385,7 @@ DeferredEvent ReadDeferred(const Statement& s, Status& error) {
   d.raw = s.Blob(8);
   d.received_at_ms = s.Int(9);
   d.deadline_at_ms = s.Int(10);
-  if (const auto route = ParseGapRoute(s.Text(11))) {
-    d.route = *route;
-  } else {
-    error = UnknownName("gap route", s.Text(11));
-  }
+  ReadName(s, 11, &ParseGapRoute, "gap route", d.route, error);
   d.input_index = s.Int(12);
   return d;
 }
@@ -600,63 +610,84 @@ class SqliteEngine {
     return Status::Ok();
   }
 
-  // Brings the store to kSqliteLayoutVersion: creates a new one; migrates layout 1 (every
-  // store written before the evident_schema table) to 2, then 2 to 3, each step in one
-  // transaction; refuses a newer layout.
-  Status Migrate() {
+  // The layout of the open database: 0 when it has no ledger table (a new store), 1 for a store
+  // written before the evident_schema table, else the version recorded there (a version no
+  // evident wrote is refused rather than misread).
+  Result<int64_t> LayoutOf() {
     EVIDENT_ASSIGN_OR_RETURN(const int64_t versioned, Count(kSchemaTableSql));
     if (versioned == 0) {
+      // Tables this layout lacks are created as a new store's; a database whose tables are not
+      // evident's is refused when a statement cannot prepare on it (Statement::PrepareFailure).
       EVIDENT_ASSIGN_OR_RETURN(const int64_t ledger, Count(kLedgerTableSql));
-      if (ledger == 0) {  // a new store
-        return Exec(std::string("BEGIN IMMEDIATE;") + kSchema +
-                    "INSERT INTO evident_schema(version) VALUES(" +
-                    std::to_string(kSqliteLayoutVersion) + ");COMMIT;");
-      }
-      EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-      Status migrated = AddCheckpointIdentity();
-      if (migrated.ok()) migrated = Exec(kMigrate1To2);
-      if (migrated.ok()) migrated = Exec(kSchema);  // tables or indexes layout 1 may lack
-      if (!migrated.ok()) {
-        (void)Exec("ROLLBACK");
-        return migrated.Annotate("migrating the store from layout 1 to 2");
-      }
-      EVIDENT_RETURN_IF_ERROR(Exec("COMMIT"));
+      return int64_t{ledger == 0 ? 0 : 1};
     }
     EVIDENT_ASSIGN_OR_RETURN(const int64_t version,
-                             Count("SELECT max(version) FROM evident_schema"));
+                             Count("SELECT coalesce(max(version), 0) FROM evident_schema"));
+    if (version < 2) {
+      return Status::FailedPrecondition("not an evident store: its evident_schema table says " +
+                                        std::string(version == 0 ? "nothing" : "layout 1") +
+                                        ", which no evident wrote");
+    }
     if (version > kSqliteLayoutVersion) {
       return Status::FailedPrecondition(
           "the store has layout " + std::to_string(version) + "; this build reads layouts up to " +
           std::to_string(kSqliteLayoutVersion) + " (a newer evident wrote it)");
     }
-    if (version == 2) {
-      const Status migrated = Exec(std::string("BEGIN IMMEDIATE;") + kMigrate2To3 + "COMMIT;");
-      if (!migrated.ok()) {
-        (void)Exec("ROLLBACK");
-        return migrated.Annotate("migrating the store from layout 2 to 3");
-      }
+    return version;
+  }
+
+  // Brings the store to kSqliteLayoutVersion: creates a new one, or migrates an older one step
+  // by step (layout 1: every store written before the evident_schema table) in one
+  // transaction; refuses a newer layout. The layout is read again under the write lock, so two
+  // processes opening one old store migrate it once.
+  Status Migrate() {
+    EVIDENT_ASSIGN_OR_RETURN(int64_t layout, LayoutOf());
+    if (layout == kSqliteLayoutVersion) {
+      layout_ = layout;
+      return Status::Ok();
+    }
+    EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    Status migrated = MigrateLocked();
+    if (migrated.ok()) migrated = Exec("COMMIT");
+    if (!migrated.ok()) {
+      (void)Exec("ROLLBACK");
+      return migrated.Annotate("creating or migrating the store");
     }
     layout_ = kSqliteLayoutVersion;
     return Status::Ok();
   }
 
-  // For a read-only open: which layout the file has (nothing is migrated).
-  Status ReadLayout() {
-    EVIDENT_ASSIGN_OR_RETURN(const int64_t versioned, Count(kSchemaTableSql));
-    layout_ = 1;
-    if (versioned != 0) {
-      EVIDENT_ASSIGN_OR_RETURN(layout_, Count("SELECT max(version) FROM evident_schema"));
+  // Inside the write lock: each step from the layout found to the current one.
+  Status MigrateLocked() {
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t layout, LayoutOf());
+    if (layout == 0) {
+      return Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(" +
+                  std::to_string(kSqliteLayoutVersion) + ");");
     }
-    if (layout_ > kSqliteLayoutVersion) {
-      return Status::FailedPrecondition("the store has layout " + std::to_string(layout_) +
-                                        "; this build reads layouts up to " +
-                                        std::to_string(kSqliteLayoutVersion));
+    if (layout == 1) {
+      EVIDENT_RETURN_IF_ERROR(AddCheckpointIdentity());
+      EVIDENT_RETURN_IF_ERROR(Exec(kMigrate1To2));
+    }
+    if (layout <= 2) {
+      // Tables and indexes an older layout lacks, the outbox among them; then the version.
+      EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(3);"));
     }
     return Status::Ok();
   }
 
-  // Layout-1 stores created before checkpoints identified their input lack two columns.
+  // For a read-only open: which layout the file has (nothing is migrated).
+  Status ReadLayout() {
+    EVIDENT_ASSIGN_OR_RETURN(layout_, LayoutOf());
+    if (layout_ == 0) return Status::FailedPrecondition("not an evident store (no evident tables)");
+    return Status::Ok();
+  }
+
+  // Layout-1 stores created before checkpoints identified their input lack two columns (and
+  // the earliest lack the table).
   Status AddCheckpointIdentity() {
+    EVIDENT_RETURN_IF_ERROR(
+        Exec("CREATE TABLE IF NOT EXISTS checkpoint(input TEXT PRIMARY KEY, position INTEGER NOT "
+             "NULL, bytes INTEGER, prefix_hash INTEGER) WITHOUT ROWID"));
     EVIDENT_ASSIGN_OR_RETURN(
         const int64_t present,
         Count("SELECT count(*) FROM pragma_table_info('checkpoint') WHERE name='bytes'"));
@@ -834,24 +865,11 @@ class SqliteEngine {
                               Projection& out) {
     EVIDENT_ASSIGN_OR_RETURN(CachedProjection * cached, Cached(consumer, subject));
     if (!cached->exists) {
-      out = Projection{};
-      out.consumer.assign(consumer);
-      out.subject.assign(subject);
+      FreshProjection(consumer, subject, out);
       return false;
     }
     AssignProjection(*cached->value, out);
     return true;
-  }
-
-  static void AssignProjection(const Projection& from, Projection& to) {
-    to.consumer.assign(from.consumer);
-    to.subject.assign(from.subject);
-    to.version = from.version;
-    to.state.assign(from.state);
-    to.fields_json.assign(from.fields_json);
-    to.owner_source.assign(from.owner_source);
-    to.owner_version_seen = from.owner_version_seen;
-    to.updated_at_ms = from.updated_at_ms;
   }
 
   // The cache entry of (consumer, subject), read from the table on first use in a transaction.
@@ -954,19 +972,20 @@ class SqliteEngine {
         "subject=?2";
     Statement& s = Prepared(cached.in_table ? kUpdate : kInsert);
     const Projection& p = *cached.value;
-    cached.dirty = false;
-    cached.in_table = true;
     EvidenceJson(cached, evidence_json_);
-    return s.Bind(p.consumer)
-        .Bind(p.subject)
-        .Bind(p.version)
-        .Bind(p.state)
-        .Bind(p.fields_json)
-        .Bind(p.owner_source)
-        .Bind(p.owner_version_seen)
-        .Bind(p.updated_at_ms)
-        .Bind(evidence_json_)
-        .Run();
+    EVIDENT_RETURN_IF_ERROR(s.Bind(p.consumer)
+                                .Bind(p.subject)
+                                .Bind(p.version)
+                                .Bind(p.state)
+                                .Bind(p.fields_json)
+                                .Bind(p.owner_source)
+                                .Bind(p.owner_version_seen)
+                                .Bind(p.updated_at_ms)
+                                .Bind(evidence_json_)
+                                .Run());
+    cached.dirty = false;  // only once written: a failed write is still owed at commit
+    cached.in_table = true;
+    return Status::Ok();
   }
 
   // Writes what the transaction holds back: dirty projections and deferred events still waiting.
@@ -1168,6 +1187,8 @@ class SqliteEngine {
   // so this is the same look-ups the events would make one by one; a networked backend makes it
   // a fixed number of round trips.
   Result<BatchRows> Load(const BatchKeys& keys) {
+    // The rows this transaction holds back are written first, once, so the reads see them.
+    EVIDENT_RETURN_IF_ERROR(Flush());
     BatchRows out;
     for (const LedgerKey& k : keys.ledger) {
       EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> row,
@@ -1185,10 +1206,10 @@ class SqliteEngine {
     return out;
   }
 
-  // --- the read path: lists cut at rows_max (one more row is read to tell whether more exist)
+  // --- the read path (a Snapshot, which holds nothing back): lists cut at rows_max (one more
+  // row is read to tell whether more exist)
 
   Result<Rows<Projection>> ProjectionsOf(std::string_view subject, int64_t rows_max) {
-    EVIDENT_RETURN_IF_ERROR(Flush());
     // Through the ledger's subject index: projection has no index of its own on subject, which
     // keeps every projection write to one B-tree.
     static const std::string kSql =
@@ -1210,14 +1231,12 @@ class SqliteEngine {
   }
   Result<Rows<DeferredEvent>> DeferredOf(std::string_view consumer, std::string_view subject,
                                          int64_t rows_max) {
-    EVIDENT_RETURN_IF_ERROR(Flush());
     static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
                                     " FROM deferred WHERE consumer=?1 AND subject=?2 "
                                     "ORDER BY subject_version LIMIT ?3";
     return Query<DeferredEvent>(kSql, {consumer, subject}, rows_max, ReadDeferred);
   }
   Result<Rows<DeferredEvent>> AllDeferred(int64_t rows_max) {
-    EVIDENT_RETURN_IF_ERROR(Flush());
     static const std::string kSql = std::string("SELECT ") + kDeferredColumns +
                                     " FROM deferred ORDER BY deadline_at_ms, consumer, subject,"
                                     " subject_version LIMIT ?1";
@@ -1232,11 +1251,7 @@ class SqliteEngine {
       KeptInput k;
       k.seq = s.Int(0);
       k.consumer = s.Text(1);
-      if (const auto outcome = ParseOutcome(s.Text(2))) {
-        k.outcome = *outcome;
-      } else {
-        error = UnknownName("outcome", s.Text(2));
-      }
+      ReadName(s, 2, &ParseOutcome, "outcome", k.outcome, error);
       k.reason = s.Text(3);
       k.message = s.Text(4);
       k.source = s.Text(5);
@@ -1260,11 +1275,7 @@ class SqliteEngine {
                                  JournalEntry j;
                                  j.seq = s.Int(0);
                                  j.consumer = s.Text(1);
-                                 if (const auto outcome = ParseOutcome(s.Text(2))) {
-                                   j.outcome = *outcome;
-                                 } else {
-                                   error = UnknownName("outcome", s.Text(2));
-                                 }
+                                 ReadName(s, 2, &ParseOutcome, "outcome", j.outcome, error);
                                  j.source = s.Text(3);
                                  j.event_id = s.Text(4);
                                  j.subject = s.Text(5);
@@ -1286,7 +1297,6 @@ class SqliteEngine {
   }
 
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() {
-    EVIDENT_RETURN_IF_ERROR(Flush());
     std::vector<std::pair<std::string, int64_t>> out;
     static const char* const kTables[] = {"ledger", "projection", "deferred", "kept", "journal"};
     static const char* const kSql[] = {"SELECT count(*) FROM ledger",
@@ -1381,7 +1391,8 @@ class SqliteEngine {
     static const std::string kSql =
         "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at_ms IS NOT NULL "
         "AND sent_at_ms < ?1 ORDER BY seq LIMIT ?2)";
-    EVIDENT_RETURN_IF_ERROR(Prepared(kSql).Bind(sent_before_ms).Bind(rows_max).Run());
+    EVIDENT_RETURN_IF_ERROR(
+        Prepared(kSql).Bind(sent_before_ms).Bind(std::max<int64_t>(rows_max, 0)).Run());
     return static_cast<int64_t>(sqlite3_changes(db_));
   }
 
@@ -1415,9 +1426,8 @@ class SqliteEngine {
   // neither hashes nor compares SQL text.
   Statement& Prepared(const std::string& sql) {
     auto it = statements_.find(&sql);
-    if (it == statements_.end()) {
-      it = statements_.emplace(&sql, std::make_unique<Statement>(db_, sql.c_str())).first;
-      assert(it->second->prepare_error().empty() && "a built-in statement failed to prepare");
+    if (it == statements_.end() || !it->second->prepared()) {  // a failure is tried again
+      it = statements_.insert_or_assign(&sql, std::make_unique<Statement>(db_, sql.c_str())).first;
     }
     return *it->second;
   }
@@ -1438,6 +1448,9 @@ class SqliteEngine {
   template <typename T, typename Binder, typename Reader>
   Result<Rows<T>> QueryBound(const std::string& sql, Binder bind, int64_t rows_max, Reader read) {
     assert(rows_max >= 0);
+    // Even where assertions are off, a list stays bounded (SQLite reads a negative LIMIT as
+    // none) and rows_max + 1 cannot overflow.
+    rows_max = std::clamp<int64_t>(rows_max, 0, kAll);
     Statement& s = Prepared(sql);  // sql has static storage (see Prepared)
     bind(s);
     if (sqlite3_bind_parameter_count(s.handle()) > s.bound()) s.Bind(rows_max + 1);
@@ -1491,22 +1504,23 @@ class SqliteEngine {
   std::map<DeferredKey, DeferredEvent, DeferredKeyLess> pending_deferred_;
 };
 
-// The Store handles over one engine (one connection). Each handle asserts it is still open: a
-// call after Commit or Rollback is a programmer error.
+// The Store handles over one engine (one connection). Each handle shares the engine, so a
+// handle that outlives its Store still ends cleanly (the connection closes with the last of
+// them). Each asserts it is still open: a call after Commit or Rollback is a programmer error.
 class SqliteTransaction final : public Transaction {
  public:
-  explicit SqliteTransaction(SqliteEngine& engine) : engine_(&engine) {}
+  explicit SqliteTransaction(std::shared_ptr<SqliteEngine> engine) : engine_(std::move(engine)) {}
   ~SqliteTransaction() override {
     if (engine_ != nullptr) (void)engine_->Rollback();
   }
 
   Status Commit() override {
     Open();
-    return Finish()->Commit();
+    return std::exchange(engine_, nullptr)->Commit();
   }
   Status Rollback() override {
     Open();
-    return Finish()->Rollback();
+    return std::exchange(engine_, nullptr)->Rollback();
   }
 
   Result<BatchRows> Load(const BatchKeys& keys) override { return Open()->Load(keys); }
@@ -1576,16 +1590,16 @@ class SqliteTransaction final : public Transaction {
  private:
   SqliteEngine* Open() const {
     assert(engine_ != nullptr && "transaction used after Commit or Rollback");
-    return engine_;
+    return engine_.get();
   }
-  SqliteEngine* Finish() { return std::exchange(engine_, nullptr); }
 
-  SqliteEngine* engine_;
+  std::shared_ptr<SqliteEngine> engine_;  // null once committed or rolled back
 };
 
 class SqliteSnapshot final : public Snapshot {
  public:
-  explicit SqliteSnapshot(SqliteEngine& engine) : engine_(engine) {}
+  explicit SqliteSnapshot(std::shared_ptr<SqliteEngine> engine)
+      : owner_(std::move(engine)), engine_(*owner_) {}
   ~SqliteSnapshot() override { engine_.EndRead(); }
 
   Result<std::optional<Projection>> FindProjection(std::string_view consumer,
@@ -1636,22 +1650,23 @@ class SqliteSnapshot final : public Snapshot {
   }
 
  private:
+  std::shared_ptr<SqliteEngine> owner_;
   SqliteEngine& engine_;
 };
 
 class SqliteStore final : public Store {
  public:
-  explicit SqliteStore(std::unique_ptr<SqliteEngine> engine) : engine_(std::move(engine)) {}
+  explicit SqliteStore(std::shared_ptr<SqliteEngine> engine) : engine_(std::move(engine)) {}
 
   Result<std::unique_ptr<Transaction>> Begin() override {
     EVIDENT_RETURN_IF_ERROR(Idle("Begin"));
     EVIDENT_RETURN_IF_ERROR(engine_->Begin());
-    return std::unique_ptr<Transaction>(new SqliteTransaction(*engine_));
+    return std::unique_ptr<Transaction>(new SqliteTransaction(engine_));
   }
   Result<std::unique_ptr<Snapshot>> Read() override {
     EVIDENT_RETURN_IF_ERROR(Idle("Read"));
     EVIDENT_RETURN_IF_ERROR(engine_->BeginRead());
-    return std::unique_ptr<Snapshot>(new SqliteSnapshot(*engine_));
+    return std::unique_ptr<Snapshot>(new SqliteSnapshot(engine_));
   }
 
  private:
@@ -1663,14 +1678,8 @@ class SqliteStore final : public Store {
         " open; one at a time per store");
   }
 
-  std::unique_ptr<SqliteEngine> engine_;
+  std::shared_ptr<SqliteEngine> engine_;
 };
-
-// Every table an evident store has; a database without them is not one.
-constexpr const char* kStoreTablesSql =
-    "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
-    "('ledger','projection','deferred','kept','journal')";
-constexpr int64_t kStoreTableCount = 5;
 
 // Opens `path` with SQLITE_OPEN_READONLY: nothing is created or changed. A WAL store whose
 // directory cannot hold the -shm file (a read-only mount) is opened immutable instead, which is

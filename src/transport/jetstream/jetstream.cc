@@ -258,7 +258,9 @@ class JetStreamSource final : public Source {
   Result<Fetched> Fetch(Message& out, int wait_ms) override {
     while (buffered_.empty()) {
       if (stopped_.load()) return Fetched::kEnd;
-      if (wait_ms == 0) wait_ms = 1;  // a pull needs some time; 1 ms is "do not wait"
+      // A caller that will not wait has other work in hand: a pull (a server round trip) now
+      // would only delay it.
+      if (wait_ms == 0) return Fetched::kWouldWait;
       int chunk = wait_ms < 0 || wait_ms > 200 ? 200 : wait_ms;  // to notice Stop
       natsMsgList list{};
       jsErrCode jerr = static_cast<jsErrCode>(0);
@@ -288,7 +290,10 @@ class JetStreamSource final : public Source {
     Held h = buffered_.front();
     buffered_.pop_front();
     h.count = ++handed_out_;
-    pending_.push_back(h);
+    {
+      std::lock_guard<std::mutex> lock(pending_mutex_);
+      pending_.push_back(h);
+    }
     out.bytes.assign(natsMsg_GetData(h.msg), static_cast<size_t>(natsMsg_GetDataLength(h.msg)));
     out.index = static_cast<int64_t>(h.seq);
     out.cursor = Cursor{static_cast<int64_t>(h.seq), h.count, 0};
@@ -300,6 +305,7 @@ class JetStreamSource final : public Source {
   }
 
   Status Acknowledge(const Cursor& cursor) override {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
     while (!pending_.empty() && pending_.front().count <= cursor.b) {
       Held h = pending_.front();
       natsStatus s = natsMsg_Ack(h.msg, nullptr);
@@ -311,6 +317,7 @@ class JetStreamSource final : public Source {
   }
 
   Status Reject(const Cursor& cursor, int64_t delay_ms) override {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
     while (!pending_.empty() && pending_.front().count <= cursor.b) {
       Held h = pending_.front();
       natsStatus s = natsMsg_NakWithDelay(h.msg, delay_ms, nullptr);
@@ -335,7 +342,10 @@ class JetStreamSource final : public Source {
   Conn c_;
   natsSubscription* sub_ = nullptr;
   std::deque<Held> buffered_;  // fetched, not yet handed out
-  std::deque<Held> pending_;   // handed out, not yet acknowledged or rejected
+  // Handed out, not yet acknowledged or rejected: Fetch (the loop's reading thread) adds, while
+  // Acknowledge and Reject (its deciding thread) take.
+  std::mutex pending_mutex_;
+  std::deque<Held> pending_;
   int64_t handed_out_ = 0;
   std::atomic<bool> stopped_{false};
 };
