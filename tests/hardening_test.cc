@@ -23,6 +23,14 @@ std::string Paid(const std::string& id, const std::string& subject, int version)
          std::to_string(version) + "}}";
 }
 
+// An event of the orders example's contracts for `evident outbox append`.
+std::string StatusChanged(const std::string& id, const std::string& status) {
+  return R"({"specversion":"1.0","id":")" + id +
+         R"(","source":"training://orders/checkout","type":"order.status.changed",)"
+         R"("subject":"order-104","data":{"schemaVersion":1,"orderId":"order-104","status":")" +
+         status + R"("}})";
+}
+
 class HardeningTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -90,7 +98,30 @@ TEST_F(HardeningTest, CommandsWritingToAFullStdoutExit2) {
       SourcePath("examples/orders/contracts/com.example.training.order.paid/v1.schema.json");
   const std::string instances = Write("instances.ndjson", R"({"orderId":"a","orderVersion":1})"
                                                           "\n");
+  const std::string outbox_input = Write(
+      "outbox.ndjson", StatusChanged("o1", "paid") + "\n" + StatusChanged("o2", "packed") + "\n");
+  const std::vector<std::string> append = {"outbox",
+                                           "append",
+                                           "--contracts",
+                                           SourcePath("examples/orders/contracts"),
+                                           "--schema-version-at",
+                                           "/data/schemaVersion",
+                                           outbox_input,
+                                           "--store"};
+  const std::string outbox_store = "sqlite:" + (dir_ / "outbox.db").string();
+  std::vector<std::string> append_args = append;
+  append_args.push_back(outbox_store);
+  const ProcessResult appended = RunEvident(append_args);
+  ASSERT_EQ(appended.exit_code, 0) << appended.err;
+  ASSERT_EQ(Lines(appended.out).size(), 2u) << appended.out;
+  std::vector<std::string> append_to_full = append;
+  append_to_full.push_back("sqlite:" + (dir_ / "outbox-b.db").string());
   const std::vector<std::vector<std::string>> commands = {
+      {"outbox", "list", "--store", outbox_store},
+      {"outbox", "list", "--store", outbox_store, "--format", "json"},
+      {"outbox", "stats", "--store", outbox_store},
+      {"outbox", "stats", "--store", outbox_store, "--format", "json"},
+      append_to_full,
       {"evidence", "order-417", "--store", store_},
       {"evidence", "order-417", "--store", store_, "--format", "json"},
       {"gaps", "--store", store_, "--all"},
@@ -103,7 +134,9 @@ TEST_F(HardeningTest, CommandsWritingToAFullStdoutExit2) {
   };
   for (const auto& args : commands) {
     const auto r = RunToFullDisk(args);
-    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[1] << ": " << r.err;
+    std::string command;
+    for (const std::string& a : args) command += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
     EXPECT_FALSE(r.err.empty()) << args[0];
   }
 }

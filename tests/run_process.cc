@@ -6,10 +6,53 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <stdexcept>
 
+extern char** environ;
+
 namespace evident::testing {
+
+pid_t StartProcess(const std::vector<std::string>& argv, ChildFds fds,
+                   const std::vector<int>& close_in_child,
+                   const std::vector<std::pair<std::string, std::optional<std::string>>>& env) {
+  // Everything the child needs is built before fork: between fork and exec only
+  // async-signal-safe calls.
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& [n, v] : env) replaced = replaced || n == name;
+    if (!replaced) environment.push_back(entry);
+  }
+  for (const auto& [name, value] : env) {
+    if (value) environment.push_back(name + "=" + *value);
+  }
+  std::vector<char*> envp;
+  for (std::string& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::cout.flush();
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  signal(SIGPIPE, SIG_DFL);
+  const int targets[3] = {fds.in, fds.out, fds.err};
+  for (int i = 0; i < 3; ++i) {
+    if (targets[i] >= 0 && targets[i] != i) dup2(targets[i], i);
+  }
+  for (int fd : targets) {
+    if (fd > 2) close(fd);
+  }
+  for (int fd : close_in_child) close(fd);
+  execve(args[0], args.data(), envp.data());
+  _exit(127);
+}
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input) {
   // A child that exits before reading its input (a usage error) closes the pipe: writing to it
@@ -19,21 +62,9 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
   if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
     throw std::runtime_error("pipe failed");
   }
-  const pid_t pid = fork();
-  if (pid == 0) {
-    signal(SIGPIPE, SIG_DFL);  // an ignored signal would stay ignored across exec
-    dup2(in_pipe[0], 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
-      close(fd);
-    }
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  const pid_t pid = StartProcess(argv, {in_pipe[0], out_pipe[1], err_pipe[1]},
+                                 {in_pipe[1], out_pipe[0], err_pipe[0]});
+  if (pid < 0) throw std::runtime_error("fork failed");
   close(in_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);

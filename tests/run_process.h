@@ -1,7 +1,11 @@
 // tests/run_process.h — runs a child process with given standard input, captures its output.
 #pragma once
 
+#include <sys/types.h>
+
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace evident::testing {
@@ -11,6 +15,21 @@ struct ProcessResult {
   std::string out;
   std::string err;
 };
+
+// The descriptors a child gets as its standard input, output and error; -1: this process's.
+struct ChildFds {
+  int in = -1, out = -1, err = -1;
+};
+
+// Starts `argv` (argv[0] is the program path) in a child process and returns its pid (-1 when
+// fork fails). The child has SIGPIPE at its default action (RunProcess ignores it in this
+// process, and an ignored signal stays ignored across exec), `fds` on 0, 1 and 2, every
+// descriptor of `close_in_child` closed, and this process's environment changed by `env`
+// (name, value; nullopt removes the name). Unflushed output of this process is flushed first,
+// so that the child does not write a copy of it.
+pid_t StartProcess(const std::vector<std::string>& argv, ChildFds fds,
+                   const std::vector<int>& close_in_child = {},
+                   const std::vector<std::pair<std::string, std::optional<std::string>>>& env = {});
 
 // Runs `argv` (argv[0] is the program path) with `input` on standard input.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input = "");

@@ -1,6 +1,7 @@
 // `evident consume` stops cleanly on SIGTERM and SIGINT: what it decided is committed, it says
 // so, and it exits 128 + the signal. Standard input stays open (a producer still connected), so
 // only the signal can end the run.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -27,22 +28,28 @@ struct Child {
 Child Spawn(const std::vector<std::string>& argv, const std::string& err_path) {
   int fds[2];
   if (pipe(fds) != 0) return {};
-  std::vector<char*> cargv;
-  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[0], 0);
-    close(fds[0]);
-    close(fds[1]);
-    freopen("/dev/null", "w", stdout);
-    freopen(err_path.c_str(), "w", stderr);
-    execv(cargv[0], cargv.data());
-    _exit(127);
+  const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  const int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const pid_t pid = StartProcess(argv, {fds[0], null_fd, err_fd}, {fds[1]});
+  for (int fd : {fds[0], null_fd, err_fd}) {
+    if (fd >= 0) close(fd);
   }
-  close(fds[0]);
   return {pid, fds[1]};
+}
+
+// Waits for `pid` to end, up to `timeout`; true with its wait status in `status`. When it does
+// not end in time, kills it with SIGKILL (so that nothing is left running) and returns false.
+bool WaitFor(pid_t pid, int& status, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const pid_t waited = waitpid(pid, &status, WNOHANG);
+    if (waited == pid) return true;
+    if (waited < 0) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return false;
 }
 
 std::string ReadFile(const fs::path& path) {
@@ -85,8 +92,12 @@ TEST_P(StopTest, ASignalEndsTheRunAfterItsCommitWithEverythingDecidedKept) {
   ASSERT_TRUE(WaitForLines(outcomes, 3)) << ReadFile(dir / "err.txt");
   kill(child.pid, signal_number);
   int status = 0;
-  ASSERT_EQ(waitpid(child.pid, &status, 0), child.pid);
+  const bool ended = WaitFor(child.pid, status, std::chrono::seconds(15));
   close(child.stdin_fd);
+  if (!ended) {
+    FAIL() << "the child did not end within 15 s of signal " << signal_number
+           << " (killed with SIGKILL): " << ReadFile(dir / "err.txt");
+  }
   ASSERT_TRUE(WIFEXITED(status)) << "killed by the signal instead of stopping cleanly";
   EXPECT_EQ(WEXITSTATUS(status), 128 + signal_number);
   const std::string err = ReadFile(dir / "err.txt");

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace evident::schema {
 namespace {
@@ -456,12 +457,23 @@ namespace {
 // nothing: a compile error, not an exception (found by fuzz_schema).
 TEST(Schema, ARefWithANonIndexTokenIntoAnArrayIsAnError) {
   Registry registry;
-  for (const char* text :
-       {R"({"prefixItems":[true],"properties":{"a":{"$ref":"#/prefixItems/x"}}})",
-        R"({"prefixItems":[true],"properties":{"a":{"$ref":"#/prefixItems/-1"}}})",
-        R"({"prefixItems":[true],"properties":{"a":{"$ref":"#/prefixItems/"}}})"}) {
+  // The array under prefixItems, and the last token of a $ref into it.
+  const std::pair<const char*, const char*> cases[] = {
+      {"[true]", "x"},
+      {"[true]", "-1"},
+      {"[true]", ""},
+      // A number with a tail: std::stoul read "1x" as 1, an element that exists.
+      {"[true,true]", "1x"},
+      // Past size_t.
+      {"[true]", "99999999999999999999"},
+  };
+  for (const auto& [items, token] : cases) {
+    const std::string text = std::string(R"({"prefixItems":)") + items +
+                             R"(,"properties":{"a":{"$ref":"#/prefixItems/)" + token + R"("}}})";
     auto schema = Schema::Compile(text, registry, {});
     EXPECT_FALSE(schema.ok()) << text;
+    EXPECT_EQ(schema.status().code(), Code::kInvalidArgument)
+        << text << ": " << schema.status().ToString();
   }
   auto fine = Schema::Compile(R"({"prefixItems":[{"type":"string"}],"$ref":"#/prefixItems/0"})",
                               registry, {});

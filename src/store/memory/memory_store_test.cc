@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "evident/store_memory.h"
@@ -93,30 +94,49 @@ TEST(MemoryStore, SnapshotsOfEveryVersionStayExact) {
 }
 
 // Readers on other threads open snapshots while one thread commits: each view is one version
-// (as many receipts as kept inputs, never fewer receipts than an earlier view).
+// (as many receipts as kept inputs, never fewer receipts than an earlier view). Halfway, the
+// writer waits until each reader has seen a version between the first and the last, so the
+// readers are known to have overlapped the commits (however the threads are scheduled) and the
+// checks above were made on views taken while the store was changing.
 TEST(MemoryStore, ReadersOnOtherThreadsSeeWholeVersions) {
   auto database = NewMemoryDatabase();
   constexpr int kCommits = 2000;
+  constexpr int kReaders = 2;
   std::atomic<bool> done = false;
   std::atomic<int64_t> views_wrong = 0;
+  std::atomic<int64_t> views_between = 0;  // views with 0 < ledger < kCommits
+  std::atomic<int> readers_between = 0;    // readers that took at least one such view
   std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < kReaders; ++r) {
     readers.emplace_back([&] {
       auto store = Open(database);
       int64_t last = 0;
+      bool seen_between = false;
       while (!done.load()) {
         auto snapshot = std::move(store->Read()).value();
         const int64_t ledger = Count(*snapshot, "ledger");
         if (ledger != Count(*snapshot, "kept") || ledger < last) views_wrong.fetch_add(1);
+        if (ledger > 0 && ledger < kCommits) {
+          views_between.fetch_add(1);
+          if (!seen_between) readers_between.fetch_add(1);
+          seen_between = true;
+        }
         last = ledger;
       }
     });
   }
   auto writer = Open(database);
-  for (int i = 0; i < kCommits; ++i) CommitOne(*writer, i);
+  for (int i = 0; i < kCommits / 2; ++i) CommitOne(*writer, i);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (readers_between.load() < kReaders && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(readers_between.load(), kReaders) << "a reader saw no version while the writer paused";
+  for (int i = kCommits / 2; i < kCommits; ++i) CommitOne(*writer, i);
   done.store(true);
   for (std::thread& t : readers) t.join();
   EXPECT_EQ(views_wrong.load(), 0);
+  EXPECT_GT(views_between.load(), 0);
   EXPECT_EQ(Count(*std::move(writer->Read()).value(), "ledger"), kCommits);
 }
 
