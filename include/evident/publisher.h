@@ -58,7 +58,10 @@ class Publisher {
 
 // Appends each message's bytes and a newline to the file at `path` (created when absent) and
 // syncs before Publish returns: accepted means on disk. A message whose bytes hold a newline is
-// refused (kInvalidArgument): it would read back as two.
+// refused (kInvalidArgument): it would read back as two. After a failed append, flush or sync
+// every further batch is refused (kFailedPrecondition): the failed batch's bytes may still be in
+// the file, and a later sync would make them durable. Open a new publisher to go on; the
+// refused messages may then appear before their second copy.
 Result<std::unique_ptr<Publisher>> OpenNdjsonPublisher(Env& env, const std::string& path);
 
 }  // namespace evident

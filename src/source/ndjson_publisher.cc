@@ -25,9 +25,13 @@ class NdjsonPublisher final : public Publisher {
       text_.append(m.bytes).push_back('\n');
     }
     if (batch.empty()) return size_t{0};
-    EVIDENT_RETURN_IF_ERROR(file_->Append(text_));
-    EVIDENT_RETURN_IF_ERROR(file_->Flush());
-    EVIDENT_RETURN_IF_ERROR(file_->Sync());
+    if (!broken_.ok()) {
+      return Status::FailedPrecondition("publisher of " + path_ +
+                                        " refuses batches after a failed write (" +
+                                        broken_.ToString() + "); reopen it");
+    }
+    broken_ = Write();
+    if (!broken_.ok()) return broken_;
     return batch.size();
   }
 
@@ -39,9 +43,21 @@ class NdjsonPublisher final : public Publisher {
   }
 
  private:
+  Status Write() {
+    EVIDENT_RETURN_IF_ERROR(file_->Append(text_));
+    EVIDENT_RETURN_IF_ERROR(file_->Flush());
+    return file_->Sync();
+  }
+
   std::unique_ptr<WritableFile> file_;
   std::string path_;
   std::string text_;  // the batch being written
+  // The first failed append, flush or sync. After it the refused batch's bytes may still sit in
+  // the file (a failed fsync says nothing about what reached the disk), and the next batch's
+  // sync would make them durable behind the caller's back; so this publisher takes no more.
+  // A caller that opens a new one accepts that the refused lines may appear: it offers them
+  // again, and their ids make the copy a duplicate the ledger recognises.
+  Status broken_ = Status::Ok();
 };
 
 }  // namespace
