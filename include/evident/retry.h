@@ -47,4 +47,8 @@ int64_t RetryBackoffMs(const RetryPolicy& policy, int attempt);
 Status RetryBusy(const RetryPolicy& policy, Clock& clock, const CancelToken* cancel,
                  const std::function<Status()>& op);
 
+// Waits `duration_ms` through `clock` in short slices; false when `cancel` (may be null) was set
+// before the wait ended, which cuts the wait short.
+bool SleepUnlessCancelled(Clock& clock, int64_t duration_ms, const CancelToken* cancel);
+
 }  // namespace evident

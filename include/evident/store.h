@@ -207,10 +207,11 @@ class Transaction {
   virtual Result<OutboxAppend> AppendOutbox(const OutboxRow& row) = 0;
   // Unsent rows with a seq above `after_seq`, by seq. rows_max >= 0.
   virtual Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) = 0;
-  // Records the broker's acknowledgement. A row already sent keeps its first acknowledgement;
+  // Records the broker's acknowledgement: the stream (or file) and the sequence it gave, nullopt
+  // for a destination that numbers nothing. A row already sent keeps its first acknowledgement;
   // no row of that seq: kNotFound.
-  virtual Status MarkOutboxSent(int64_t seq, std::string_view stream, int64_t stream_sequence,
-                                int64_t at_ms) = 0;
+  virtual Status MarkOutboxSent(int64_t seq, std::string_view stream,
+                                std::optional<int64_t> stream_sequence, int64_t at_ms) = 0;
   // Counts a failed publish attempt. No row of that seq: kNotFound.
   virtual Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) = 0;
   // Deletes at most `rows_max` sent rows, oldest seq first, sent before `sent_before_ms`;

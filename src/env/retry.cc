@@ -18,7 +18,8 @@ bool Retryable(const RetryPolicy& policy, Code code) {
 
 bool Cancelled(const CancelToken* cancel) { return cancel != nullptr && cancel->cancelled(); }
 
-// Waits `duration_ms` in slices; false when the token was set before the wait ended.
+}  // namespace
+
 bool SleepUnlessCancelled(Clock& clock, int64_t duration_ms, const CancelToken* cancel) {
   int64_t left_ms = duration_ms;
   while (left_ms > 0) {
@@ -29,6 +30,8 @@ bool SleepUnlessCancelled(Clock& clock, int64_t duration_ms, const CancelToken* 
   }
   return !Cancelled(cancel);
 }
+
+namespace {
 
 // A first attempt's error reads as it would without the retry loop around it.
 Status WithAttempts(const Status& status, int attempts, bool cancelled) {

@@ -183,8 +183,8 @@ class FaultTransaction final : public Transaction {
     EVIDENT_FAULT_ENTER(StoreCall::kPendingOutbox);
     return inner_->PendingOutbox(after_seq, rows_max);
   }
-  Status MarkOutboxSent(int64_t seq, std::string_view stream, int64_t stream_sequence,
-                        int64_t at_ms) override {
+  Status MarkOutboxSent(int64_t seq, std::string_view stream,
+                        std::optional<int64_t> stream_sequence, int64_t at_ms) override {
     EVIDENT_FAULT_ENTER(StoreCall::kMarkOutboxSent);
     return inner_->MarkOutboxSent(seq, stream, stream_sequence, at_ms);
   }

@@ -445,8 +445,8 @@ class MemoryTransaction final : public Transaction {
     ForEachOutbox(after_seq, [&](const OutboxRow& row) { return row.sent_at_ms || cut.Add(row); });
     return cut.Take();
   }
-  Status MarkOutboxSent(int64_t seq, std::string_view stream, int64_t stream_sequence,
-                        int64_t at_ms) override {
+  Status MarkOutboxSent(int64_t seq, std::string_view stream,
+                        std::optional<int64_t> stream_sequence, int64_t at_ms) override {
     OutboxRow* row = DraftOutbox(seq);
     if (row == nullptr) return Status::NotFound("no outbox row " + std::to_string(seq));
     if (row->sent_at_ms) return Status::Ok();  // the first acknowledgement stays

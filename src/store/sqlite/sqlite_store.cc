@@ -1361,8 +1361,8 @@ class SqliteEngine {
   }
 
   // A row already sent keeps its first acknowledgement.
-  Status MarkOutboxSent(int64_t seq, std::string_view stream, int64_t stream_sequence,
-                        int64_t at_ms) {
+  Status MarkOutboxSent(int64_t seq, std::string_view stream,
+                        std::optional<int64_t> stream_sequence, int64_t at_ms) {
     static const std::string kSql =
         "UPDATE outbox SET sent_at_ms=?2, stream=?3, stream_sequence=?4 "
         "WHERE seq=?1 AND sent_at_ms IS NULL";
@@ -1574,8 +1574,8 @@ class SqliteTransaction final : public Transaction {
   Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) override {
     return Open()->OutboxRows(true, after_seq, rows_max);
   }
-  Status MarkOutboxSent(int64_t seq, std::string_view stream, int64_t stream_sequence,
-                        int64_t at_ms) override {
+  Status MarkOutboxSent(int64_t seq, std::string_view stream,
+                        std::optional<int64_t> stream_sequence, int64_t at_ms) override {
     return Open()->MarkOutboxSent(seq, stream, stream_sequence, at_ms);
   }
   Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) override {

@@ -1,0 +1,99 @@
+// evident/relay.h — the relay: publishes the outbox's committed rows, in seq order, with their
+// exact bytes, and marks a row sent only once the destination durably accepted it.
+//
+// One round: read the oldest pending rows (a read snapshot, no write lock), hand them to the
+// Publisher as one batch, then in one transaction mark the accepted prefix sent (with the
+// destination's sequence) and count an attempt, with the error, on every row offered and not
+// accepted. Those rows are offered again, same bytes and same id, after a backoff that doubles
+// from backoff_initial_ms up to backoff_max_ms with jitter; while the destination is down the
+// relay sleeps, it does not spin. A publisher that fails is closed and opened again.
+//
+// A crash between the destination's acceptance and the mark sends a row twice: the message id
+// (RelayMessageId) lets JetStream drop the copy inside its duplicate window, and a consumer's
+// ledger recognises it after that. Rows go out in seq order; a row the destination keeps
+// refusing holds back the rows behind it (its attempts and last error show in `outbox stats`
+// and `outbox list`): order is kept, nothing is skipped.
+//
+// Subjects: a message goes to "<partition token>.<type tokens>" under the publisher's prefix,
+// e.g. evident.p3.order.cancelled (RelayDestination). A consumer that owns partition 3 filters
+// on "evident.p3.>".
+//
+// Sent rows are deleted once older than keep_sent_ms, in transactions of at most
+// delete_count_max rows, at most once per retention_interval_ms and at the end of a --once run.
+//
+// Thread-safety: RunRelay is one thread's; one relay per SQLite store at a time (a second one
+// would publish rows twice, which deduplication absorbs but which wastes the broker's work).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "evident/cancel.h"
+#include "evident/clock.h"
+#include "evident/publisher.h"
+#include "evident/status.h"
+#include "evident/store.h"
+
+namespace evident {
+
+struct RelayOptions {
+  // Recorded with every sent row as its `stream`: the JetStream stream's name, "file:PATH", or
+  // "stdout".
+  std::string destination_name;
+  // Partitions to spread subjects over (FNV-1a 64 of the event's subject, as outbox.h). nullopt:
+  // the partition stored with the row at append.
+  std::optional<int64_t> partition_count;
+  // Rows per publish batch (and per marking transaction).
+  int64_t batch_count_max = 256;
+  // How long an idle relay waits before it looks for new rows again.
+  int64_t poll_ms = 50;
+  // The wait after a failed round doubles from the first to the last, each wait drawn between
+  // half and all of it (jitter, so relays restarting together do not retry in step).
+  int64_t backoff_initial_ms = 100;
+  int64_t backoff_max_ms = 10'000;
+  // Sent rows older than this are deleted.
+  int64_t keep_sent_ms = int64_t{7} * 24 * 3600 * 1000;
+  int64_t delete_count_max = 1000;
+  int64_t retention_interval_ms = 60'000;
+  // Publish what is pending, then return (after the retention pass). A --once run gives up after
+  // once_failures_max failed rounds in a row, returning the last error.
+  bool once = false;
+  int once_failures_max = 8;
+  // Set to end a run cleanly: the round in hand finishes (its marks commit), then RunRelay
+  // returns with `stopped`.
+  const CancelToken* cancel = nullptr;
+  Clock* clock = nullptr;  // null: the system clock
+};
+
+struct RelaySummary {
+  int64_t sent = 0;        // rows marked sent this run
+  int64_t duplicates = 0;  // of them, ones the destination already held (JetStream's duplicate)
+  int64_t failed_rounds = 0;
+  int64_t deleted = 0;  // sent rows deleted by retention
+  double seconds = 0;
+  bool stopped = false;    // ended by the cancel token
+  std::string last_error;  // of the last failed round; empty when none failed
+};
+
+// Opens (again) the destination; called at the start and after a publisher failed.
+using PublisherFactory = std::function<Result<std::unique_ptr<Publisher>>()>;
+
+// Runs the relay until the token is cancelled (or, with options.once, until nothing is pending).
+// Errors: the store failing for a reason other than being busy; a --once run that gave up.
+Result<RelaySummary> RunRelay(Store& store, const PublisherFactory& open_publisher,
+                              const RelayOptions& options);
+
+// "p<partition>.<type>", each dot-separated token of the type kept when it is made of
+// [A-Za-z0-9_-] and otherwise with every other byte replaced by '_' (an empty token becomes
+// "_"), so the subject is always valid and never a wildcard.
+std::string RelayDestination(int64_t partition, std::string_view type);
+
+// "<source> <id>", each with the bytes outside '!'..'~' and '%' written as %XX: printable, fit
+// for a header, and one (source, id) pair never shares it with another.
+std::string RelayMessageId(std::string_view source, std::string_view id);
+
+}  // namespace evident

@@ -1,0 +1,269 @@
+// The relay (evident/relay.h): outbox rows to a Publisher, marked sent on acceptance.
+#include "evident/relay.h"
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "core/fnv1a.h"
+#include "evident/retry.h"
+
+namespace evident {
+namespace {
+
+bool SubjectTokenByte(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+void AppendEscaped(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (const char c : text) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= '!' && b <= '~' && b != '%') {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[b >> 4]);
+      out.push_back(kHex[b & 0xF]);
+    }
+  }
+}
+
+// A store too busy to answer now is worth another round; anything else ends the run.
+bool Busy(const Status& s) { return s.code() == Code::kUnavailable || s.code() == Code::kAborted; }
+
+class Relay {
+ public:
+  Relay(Store& store, const PublisherFactory& open, const RelayOptions& options)
+      : store_(store),
+        open_(open),
+        options_(options),
+        clock_(options.clock != nullptr ? *options.clock : SystemClock()),
+        jitter_(std::random_device{}()) {
+    assert(options.batch_count_max >= 1 && options.delete_count_max >= 1);
+    assert(options.backoff_initial_ms >= 1 && options.backoff_max_ms >= options.backoff_initial_ms);
+  }
+
+  Result<RelaySummary> Run() {
+    const auto start = std::chrono::steady_clock::now();
+    last_retention_ms_ = clock_.NowMs();
+    Status ended = Loop();
+    if (publisher_ != nullptr) {
+      const Status closed = publisher_->Close();
+      if (ended.ok() && !closed.ok()) ended = closed.Annotate("closing the destination");
+    }
+    if (ended.ok() && options_.once) ended = Retain(true);
+    EVIDENT_RETURN_IF_ERROR(ended);
+    summary_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return summary_;
+  }
+
+ private:
+  enum class Round : uint8_t { kProgress, kIdle, kFailed };
+
+  bool Cancelled() const { return options_.cancel != nullptr && options_.cancel->cancelled(); }
+
+  Status Loop() {
+    int failures = 0;
+    while (true) {
+      if (Cancelled()) {
+        summary_.stopped = true;
+        return Status::Ok();
+      }
+      EVIDENT_ASSIGN_OR_RETURN(const Round round, Step());
+      if (round == Round::kProgress) {
+        failures = 0;
+        continue;
+      }
+      if (round == Round::kIdle) {
+        failures = 0;
+        if (options_.once) return Status::Ok();
+        EVIDENT_RETURN_IF_ERROR(Retain(false));
+        SleepUnlessCancelled(clock_, options_.poll_ms, options_.cancel);
+        continue;
+      }
+      ++failures;
+      ++summary_.failed_rounds;
+      if (options_.once && failures >= options_.once_failures_max) {
+        return Status(Code::kUnavailable,
+                      "gave up after " + std::to_string(failures) +
+                          " failed rounds in a row; last: " + summary_.last_error);
+      }
+      SleepUnlessCancelled(clock_, BackoffMs(failures), options_.cancel);
+    }
+  }
+
+  // One round: read the oldest pending rows, publish them, record what became of each.
+  Result<Round> Step() {
+    if (publisher_ == nullptr) {
+      Result<std::unique_ptr<Publisher>> opened = open_();
+      if (!opened.ok()) return Failed(opened.status().ToString());
+      publisher_ = std::move(opened).value();
+    }
+    Result<Rows<OutboxRow>> rows = ReadPending();
+    if (!rows.ok()) {
+      if (Busy(rows.status())) return Failed(rows.status().ToString());
+      return rows.status();
+    }
+    if (rows->rows.empty()) return Round::kIdle;
+    BuildMessages(rows->rows);
+    const Result<size_t> published = publisher_->Publish(messages_);
+    const size_t accepted = published.ok() ? *published : 0;
+    assert(accepted <= messages_.size());
+    std::string error;
+    if (!published.ok()) {
+      error = published.status().ToString();
+    } else if (accepted < messages_.size()) {
+      error = "not acknowledged (the destination accepted " + std::to_string(accepted) + " of " +
+              std::to_string(messages_.size()) + ")";
+    }
+    const Status marked = Mark(rows->rows, accepted, error);
+    if (!marked.ok() && !Busy(marked)) return marked.Annotate("marking published rows");
+    if (accepted < messages_.size()) {
+      // A destination that refused may be broken (a closed connection): open it again.
+      (void)publisher_->Close();
+      publisher_.reset();
+    }
+    if (!marked.ok()) return Failed(marked.ToString());  // published, re-offered: ids dedupe
+    if (accepted == 0) return Failed(error);
+    return Round::kProgress;
+  }
+
+  Result<Rows<OutboxRow>> ReadPending() {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store_.Read());
+    return snapshot->OutboxRows(/*pending_only=*/true, /*after_seq=*/0, options_.batch_count_max);
+  }
+
+  void BuildMessages(const std::vector<OutboxRow>& rows) {
+    messages_.resize(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const OutboxRow& row = rows[i];
+      const int64_t partition =
+          options_.partition_count.has_value()
+              ? static_cast<int64_t>(Fnv1a(kFnv1aOffset, row.subject) %
+                                     static_cast<uint64_t>(*options_.partition_count))
+              : row.partition;
+      messages_[i].destination = RelayDestination(partition, row.type);
+      messages_[i].id = RelayMessageId(row.source, row.event_id);
+      messages_[i].bytes = row.bytes;
+    }
+  }
+
+  // In one transaction: the accepted prefix marked sent, an attempt counted on the rest.
+  Status Mark(const std::vector<OutboxRow>& rows, size_t accepted, const std::string& error) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
+    const int64_t now_ms = clock_.NowMs();
+    const std::vector<PublishAck>& acks = publisher_->acks();
+    int64_t duplicates = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (i < accepted) {
+        std::optional<int64_t> sequence;
+        if (i < acks.size()) {
+          sequence = static_cast<int64_t>(acks[i].sequence);
+          duplicates += acks[i].duplicate ? 1 : 0;
+        }
+        EVIDENT_RETURN_IF_ERROR(
+            tx->MarkOutboxSent(rows[i].seq, options_.destination_name, sequence, now_ms));
+      } else {
+        EVIDENT_RETURN_IF_ERROR(tx->RecordOutboxAttempt(rows[i].seq, error, now_ms));
+      }
+    }
+    EVIDENT_RETURN_IF_ERROR(tx->Commit());
+    summary_.sent += static_cast<int64_t>(accepted);
+    summary_.duplicates += duplicates;
+    return Status::Ok();
+  }
+
+  Result<Round> Failed(std::string error) {
+    summary_.last_error = std::move(error);
+    return Round::kFailed;
+  }
+
+  // Deletes sent rows past keep_sent_ms, in bounded transactions; at most once per
+  // retention_interval_ms unless `now`.
+  Status Retain(bool now) {
+    const int64_t now_ms = clock_.NowMs();
+    if (!now && now_ms - last_retention_ms_ < options_.retention_interval_ms) return Status::Ok();
+    last_retention_ms_ = now_ms;
+    while (!Cancelled()) {
+      Result<int64_t> deleted = DeleteOnce(now_ms - options_.keep_sent_ms);
+      if (!deleted.ok()) return Busy(deleted.status()) ? Status::Ok() : deleted.status();
+      summary_.deleted += *deleted;
+      if (*deleted < options_.delete_count_max) break;
+    }
+    return Status::Ok();
+  }
+
+  Result<int64_t> DeleteOnce(int64_t sent_before_ms) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t deleted,
+                             tx->DeleteSentOutbox(sent_before_ms, options_.delete_count_max));
+    EVIDENT_RETURN_IF_ERROR(tx->Commit());
+    return deleted;
+  }
+
+  // The wait after the nth failed round in a row: doubling, capped, drawn from [half, all].
+  int64_t BackoffMs(int failures) {
+    int64_t ms = options_.backoff_initial_ms;
+    for (int i = 1; i < failures && ms < options_.backoff_max_ms; ++i) ms *= 2;
+    ms = std::min(ms, options_.backoff_max_ms);
+    std::uniform_int_distribution<int64_t> pick(ms / 2, ms);
+    return pick(jitter_);
+  }
+
+  Store& store_;
+  const PublisherFactory& open_;
+  const RelayOptions& options_;
+  Clock& clock_;
+  std::mt19937_64 jitter_;
+  std::unique_ptr<Publisher> publisher_;
+  std::vector<OutgoingMessage> messages_;  // the round's batch, reused
+  RelaySummary summary_;
+  int64_t last_retention_ms_ = 0;
+};
+
+}  // namespace
+
+Result<RelaySummary> RunRelay(Store& store, const PublisherFactory& open_publisher,
+                              const RelayOptions& options) {
+  if (options.batch_count_max < 1 || options.delete_count_max < 1 || options.poll_ms < 0 ||
+      options.backoff_initial_ms < 1 || options.backoff_max_ms < options.backoff_initial_ms ||
+      options.keep_sent_ms < 0 || options.once_failures_max < 1 ||
+      (options.partition_count.has_value() && *options.partition_count < 1)) {
+    return Status::InvalidArgument(
+        "relay options out of range: batch_count_max, delete_count_max, backoff_initial_ms and "
+        "once_failures_max must be >= 1, partition_count >= 1, backoff_max_ms >= "
+        "backoff_initial_ms, poll_ms and keep_sent_ms >= 0");
+  }
+  return Relay(store, open_publisher, options).Run();
+}
+
+std::string RelayDestination(int64_t partition, std::string_view type) {
+  std::string out = "p" + std::to_string(partition);
+  size_t begin = 0;
+  while (true) {
+    const size_t end = std::min(type.find('.', begin), type.size());
+    const std::string_view token = type.substr(begin, end - begin);
+    out.push_back('.');
+    if (token.empty()) out.push_back('_');
+    for (const char c : token) out.push_back(SubjectTokenByte(c) ? c : '_');
+    if (end == type.size()) break;
+    begin = end + 1;
+  }
+  return out;
+}
+
+std::string RelayMessageId(std::string_view source, std::string_view id) {
+  std::string out;
+  out.reserve(source.size() + id.size() + 1);
+  AppendEscaped(out, source);
+  out.push_back(' ');
+  AppendEscaped(out, id);
+  return out;
+}
+
+}  // namespace evident
