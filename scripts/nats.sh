@@ -2,8 +2,10 @@
 # Starts and stops a NATS server with JetStream for tests and demos: loopback only, a port the
 # kernel picks, its JetStream store and log in a directory of the caller's (a temporary one).
 #
-#   scripts/nats.sh start DIR   # prints nats://127.0.0.1:PORT once the server accepts clients
-#                               # with JetStream on; exit 1 (with the server's log) when it cannot
+#   scripts/nats.sh start DIR [PORT]  # prints nats://127.0.0.1:PORT once the server accepts
+#                               # clients with JetStream on; exit 1 (with the server's log) when
+#                               # it cannot. PORT: that port (a restart on the same DIR and PORT
+#                               # keeps the streams), else one the kernel picks
 #   scripts/nats.sh stop DIR    # SIGTERM, then SIGKILL after 10 s; exit 0 when it is gone
 #
 # The server comes from Debian's nats-server package (scripts/install-deps.sh test).
@@ -11,7 +13,8 @@ set -euo pipefail
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+port=${3:--1}
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start DIR [PORT] | stop DIR" >&2; exit 2; }
 server=$(command -v nats-server || echo /usr/sbin/nats-server)
 
 start() {
@@ -19,7 +22,8 @@ start() {
   mkdir -p "$dir/jetstream" "$dir/ports"
   # Its output goes to the log: a caller reading this script's output through a pipe must not
   # wait for the server to close it.
-  "$server" -a 127.0.0.1 -p -1 -js -sd "$dir/jetstream" \
+  rm -f "$dir"/ports/*.ports
+  "$server" -a 127.0.0.1 -p "$port" -js -sd "$dir/jetstream" \
     --ports_file_dir "$dir/ports" -l "$dir/server.log" -P "$dir/pid" </dev/null >/dev/null 2>&1 &
   local pid=$! url=""
   for _ in $(seq 1 200); do  # up to 20 s
@@ -65,5 +69,5 @@ stop() {
 case "$cmd" in
   start) start ;;
   stop) stop ;;
-  *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 start DIR [PORT] | stop DIR" >&2; exit 2 ;;
 esac

@@ -124,6 +124,9 @@ struct ConsumeOptions {
   const CancelToken* cancel = nullptr;
   // The time each decision is stamped with; null: the system clock.
   Clock* clock = nullptr;
+  // End the run, as at the end of the source, once nothing arrived for this long (ms); -1:
+  // never. A stream that never ends (JetStream, a pipe kept open) needs it to finish a run.
+  int64_t until_idle_ms = -1;
   // A store that is busy when a batch begins (kUnavailable: another writer holds it past the
   // store's own wait) is tried again with backoff before the run gives up.
   RetryPolicy busy_retry;

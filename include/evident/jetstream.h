@@ -14,6 +14,12 @@
 // it, in delivery order, which after a redelivery need not be stream order). The durable
 // consumer remembers what was acknowledged, so Start ignores any stored position: the stream
 // and consumer are the position. EncodePosition writes "stream_seq=N" for the record.
+//
+// A server that goes away under a running publisher or source: the connection reconnects for
+// as long as it lives (every 250 ms). The source's Fetch waits meanwhile (kWouldWait, no error);
+// an ack or nak it cannot send is lost, which only means a redelivery after ack_wait (the ledger
+// answers duplicate). The publisher's Publish fails after publish_timeout_ms; the relay opens a
+// new one with backoff. The first connect does not wait for a server that is not there.
 #pragma once
 
 #include <cstdint>

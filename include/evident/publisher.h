@@ -64,4 +64,9 @@ class Publisher {
 // refused messages may then appear before their second copy.
 Result<std::unique_ptr<Publisher>> OpenNdjsonPublisher(Env& env, const std::string& path);
 
+// The same onto an open descriptor the caller keeps (standard output: `evident relay --to -`).
+// Accepted means written (every byte, through short writes); a regular file is synced as well,
+// a pipe cannot be. A failed write refuses every later batch, as above.
+Result<std::unique_ptr<Publisher>> OpenFdPublisher(int fd, std::string name);
+
 }  // namespace evident

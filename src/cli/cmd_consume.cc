@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "evident/cancel.h"
 #include "evident/consumer.h"
+#include "evident/jetstream.h"
 #include "evident/store_sqlite.h"
 
 namespace evident::cli {
@@ -23,6 +24,9 @@ struct ConsumeFlags {
   std::string config;
   std::string store;
   std::string input = "-";
+  std::string from, stream = "EVENTS", durable = "evident", filter, until_idle;
+  int64_t ack_wait_ms = 30'000;
+  std::string clash;  // flags that do not fit together: the run only reports it
   std::string profile;
   std::string outcomes;
   bool resume = false;
@@ -76,7 +80,7 @@ bool SameFile(const std::string& a, const std::string& b) {
 // store (with its -wal and -shm), the input or the config. Empty when the path is safe.
 std::string OutcomesClash(const ConsumeFlags& flags) {
   std::vector<std::pair<std::string, std::string>> taken = {{flags.config, "the config"}};
-  if (flags.input != "-") taken.emplace_back(flags.input, "the input");
+  if (flags.from.empty() && flags.input != "-") taken.emplace_back(flags.input, "the input");
   constexpr std::string_view kSqlite = "sqlite:";
   if (flags.store.rfind(kSqlite, 0) == 0) {
     const std::string path = flags.store.substr(kSqlite.size());
@@ -104,12 +108,33 @@ Result<std::unique_ptr<Store>> OpenConsumeStore(const ConsumeFlags& flags) {
   return OpenStore(flags.store, {.busy_timeout_ms = flags.busy_timeout_ms});
 }
 
-int RunConsume(const ConsumeFlags& flags) {
-  if (!flags.outcomes.empty() && flags.outcomes != "-") {
-    if (const std::string clash = OutcomesClash(flags); !clash.empty()) {
-      std::cerr << "evident consume: " << clash << "\n";
-      return kExitUsage;
+// --from nats://...: a durable pull consumer of the stream; null without --from.
+Result<std::unique_ptr<Source>> OpenConsumeSource(const ConsumeFlags& flags) {
+  if (flags.from.empty()) return std::unique_ptr<Source>();
+  if (flags.from.rfind("nats://", 0) != 0) {
+    return Status::InvalidArgument("--from " + flags.from + ": expected nats://HOST:PORT");
+  }
+  JetStreamOptions js{.url = flags.from, .stream = flags.stream, .ack_wait_ms = flags.ack_wait_ms};
+  return OpenJetStreamSource(js, flags.durable, flags.filter);
+}
+
+// Checks the flags that depend on each other; empty when they fit.
+std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
+  if (!flags.from.empty() && cmd.count("--input") > 0)
+    return "--from and --input exclude each other";
+  if (flags.from.empty()) {
+    for (const char* only : {"--stream", "--durable", "--filter", "--ack-wait-ms"}) {
+      if (cmd.count(only) > 0) return std::string(only) + " needs --from";
     }
+  }
+  if (!flags.outcomes.empty() && flags.outcomes != "-") return OutcomesClash(flags);
+  return "";
+}
+
+int RunConsume(const ConsumeFlags& flags) {
+  if (!flags.clash.empty()) {
+    std::cerr << "evident consume: " << flags.clash << "\n";
+    return kExitUsage;
   }
   auto config = LoadConfig(flags.config);
   if (!config.ok()) {
@@ -148,6 +173,11 @@ int RunConsume(const ConsumeFlags& flags) {
       return kExitUsage;
     }
   }
+  Result<std::unique_ptr<Source>> source = OpenConsumeSource(flags);
+  if (!source.ok()) {
+    std::cerr << "evident consume: " << source.status().ToString() << "\n";
+    return kExitUsage;
+  }
   ConsumeOptions options{.input = flags.input,
                          .resume = flags.resume,
                          .outcomes = outcomes,
@@ -159,7 +189,9 @@ int RunConsume(const ConsumeFlags& flags) {
   // SQLite's busy handler already waits for the lock, backing off, up to --busy-timeout-ms: the
   // user's bound is the whole wait, so the loop does not multiply it with retries of its own.
   if (flags.store.rfind("sqlite:", 0) == 0) options.busy_retry.attempts_max = 1;
-  auto summary = Consume(**pipeline, **store, options);
+  if (!flags.until_idle.empty()) options.until_idle_ms = *ParseDurationMs(flags.until_idle);
+  auto summary = *source != nullptr ? Consume(**pipeline, **store, **source, options)
+                                    : Consume(**pipeline, **store, options);
   if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && summary.ok()) {
     std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
               << " (the decisions are committed)\n";
@@ -192,6 +224,23 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--store", flags->store, "sqlite:PATH")->required();
   cmd->add_option("--input", flags->input, "NDJSON input file, or - for standard input")
       ->capture_default_str();
+  cmd->add_option("--from", flags->from,
+                  "nats://HOST:PORT: consume a JetStream stream instead of --input");
+  cmd->add_option("--stream", flags->stream, "JetStream stream (with --from)")
+      ->capture_default_str();
+  cmd->add_option("--durable", flags->durable, "Durable consumer name (with --from)")
+      ->capture_default_str();
+  cmd->add_option("--filter", flags->filter, "Subject filter, e.g. evident.p3.> (with --from)");
+  cmd->add_option("--ack-wait-ms", flags->ack_wait_ms,
+                  "Redelivery after this long unacknowledged (with --from; a new durable only)")
+      ->check(IntegerFrom(1000, 3'600'000))
+      ->capture_default_str();
+  cmd->add_option("--until-idle", flags->until_idle,
+                  "End the run (exit 0) once nothing arrived for this long: 10 (seconds), 500ms")
+      ->check([](const std::string& v) {
+        const Result<int64_t> ms = ParseDurationMs(v);
+        return ms.ok() ? std::string() : ms.status().message();
+      });
   cmd->add_option("--profile", flags->profile, "Envelope profile (overrides the config)");
   cmd->add_option("--outcomes", flags->outcomes, "Write one NDJSON line per decision (FILE or -)");
   cmd->add_flag("--resume", flags->resume, "Skip input lines an earlier run already committed");
@@ -207,7 +256,10 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
       ->capture_default_str();
   cmd->add_option("--synchronous", flags->synchronous, "SQLite synchronous: FULL, NORMAL or OFF")
       ->capture_default_str();
-  cmd->callback([flags, &run] { run = [flags] { return RunConsume(*flags); }; });
+  cmd->callback([flags, cmd, &run] {
+    flags->clash = FlagsClash(*flags, *cmd);
+    run = [flags] { return RunConsume(*flags); };
+  });
 }
 
 }  // namespace evident::cli

@@ -50,6 +50,10 @@ CLI::Validator IntegerFrom(int64_t min, int64_t max);
 // Adds `--format text|json` (default: the value `format` holds) to `command` (cli/lines.cc).
 void AddFormatOption(CLI::App& command, std::string& format);
 
+// A duration such as "500ms", "30s", "2m", "12h" or "7d" (a bare number is seconds), in ms.
+// At most 10 years; anything else is kInvalidArgument.
+Result<int64_t> ParseDurationMs(const std::string& text);
+
 // The envelope profile the flags name: a built-in `name` or a JSON `profile_file`, with the
 // schema version read at `schema_version_at` when given (cmd_validate.cc).
 Result<Profile> ChooseProfile(const std::string& name, const std::string& profile_file,
@@ -63,5 +67,6 @@ void AddEvidenceCommands(CLI::App& app, Runner& run);  // evidence, gaps, guard
 void AddContractEvolutionCommands(CLI::App& app, Runner& run);
 // `outbox append|stats|list` (cmd_outbox.cc).
 void AddOutboxCommands(CLI::App& app, Runner& run);
+void AddRelayCommand(CLI::App& app, Runner& run);
 
 }  // namespace evident::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   AddEvidenceCommands(app, run);
   AddContractEvolutionCommands(app, run);
   AddOutboxCommands(app, run);
+  AddRelayCommand(app, run);
 
   try {
     app.parse(argc, argv);

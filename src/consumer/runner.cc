@@ -213,6 +213,7 @@ class ConsumeLoop {
     const Config& config = pipeline_.config();
     start_ = std::chrono::steady_clock::now();
     last_progress_ = start_;
+    last_decided_ = start_;  // --until-idle counts from the start until the first event
     // Slots for events read ahead: enough to keep the deciding thread busy, few enough that an
     // event is still in the CPU cache when it is decided.
     constexpr size_t kSlotsMax = 128;
@@ -252,6 +253,10 @@ class ConsumeLoop {
       if (!item) {  // the input paused: close the batch once it lingered linger_ms
         if (batch_events_ > 0 && IdleMs() >= config.linger_ms) {
           if (Status s = Commit(); !s.ok()) return Fail(s);
+        }
+        if (options_.until_idle_ms >= 0 && IdleMs() >= options_.until_idle_ms) {
+          source_.Stop();  // idle long enough: ends as the source's end would
+          return Status::Ok();
         }
         continue;
       }
@@ -301,6 +306,10 @@ class ConsumeLoop {
     }
     if (options_.cancel != nullptr) {
       wait_ms = wait_ms < 0 ? kStopPollMs : std::min<int64_t>(wait_ms, kStopPollMs);
+    }
+    if (options_.until_idle_ms >= 0) {
+      const int64_t left_ms = std::max<int64_t>(0, options_.until_idle_ms - IdleMs());
+      wait_ms = wait_ms < 0 ? left_ms : std::min(wait_ms, left_ms);
     }
     return static_cast<int>(wait_ms);
   }

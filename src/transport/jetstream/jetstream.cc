@@ -4,9 +4,11 @@
 #include <nats/nats.h>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -25,6 +27,12 @@ Status NatsError(const std::string& what, natsStatus s,
   return Status::IoError(std::move(m));
 }
 
+// What a connection that is reconnecting answers: worth waiting out, not an error.
+bool Transient(natsStatus s) {
+  return s == NATS_TIMEOUT || s == NATS_CONNECTION_DISCONNECTED || s == NATS_NO_RESPONDERS ||
+         s == NATS_NOT_YET_CONNECTED;
+}
+
 // A connection and its JetStream context, destroyed in order.
 struct Conn {
   natsConnection* nc = nullptr;
@@ -39,8 +47,19 @@ struct Conn {
   }
 };
 
+// A connection that, once made, reconnects for as long as it lives: a server restarted under a
+// running relay or consumer is found again (publishes and acks made meanwhile wait in the
+// client's reconnect buffer, up to its 8 MiB). The first connect does not wait: a caller that
+// cannot reach the server retries with its own backoff.
 Status Connect(Conn& c, const std::string& url, jsOptions* jo) {
-  natsStatus s = natsConnection_ConnectTo(&c.nc, url.c_str());
+  natsOptions* opts = nullptr;
+  natsStatus s = natsOptions_Create(&opts);
+  if (s == NATS_OK) s = natsOptions_SetURL(opts, url.c_str());
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
+  if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 2000);
+  if (s == NATS_OK) s = natsConnection_Connect(&c.nc, opts);
+  natsOptions_Destroy(opts);
   if (s != NATS_OK) return NatsError("connect to " + url, s);
   s = natsConnection_JetStream(&c.js, c.nc, jo);
   if (s != NATS_OK) return NatsError("JetStream context on " + url, s);
@@ -265,6 +284,11 @@ class JetStreamSource final : public Source {
       natsMsgList list{};
       jsErrCode jerr = static_cast<jsErrCode>(0);
       natsStatus s = natsSubscription_Fetch(&list, sub_, o_.fetch_batch, chunk, &jerr);
+      if (s != NATS_TIMEOUT && Transient(s)) {
+        // The connection is down and reconnecting: wait out the chunk rather than spin.
+        std::this_thread::sleep_for(std::chrono::milliseconds(chunk));
+        s = NATS_TIMEOUT;
+      }
       if (s == NATS_TIMEOUT) {
         if (wait_ms > 0) {
           wait_ms -= chunk;
@@ -309,7 +333,11 @@ class JetStreamSource final : public Source {
     while (!pending_.empty() && pending_.front().count <= cursor.b) {
       Held h = pending_.front();
       natsStatus s = natsMsg_Ack(h.msg, nullptr);
-      if (s != NATS_OK) return NatsError("ack " + std::to_string(h.seq) + " of " + name_, s);
+      // An ack the connection cannot carry now is lost, not failed: the server redelivers the
+      // message after ack_wait and the ledger answers duplicate.
+      if (s != NATS_OK && !Transient(s)) {
+        return NatsError("ack " + std::to_string(h.seq) + " of " + name_, s);
+      }
       pending_.pop_front();
       natsMsg_Destroy(h.msg);
     }
@@ -321,7 +349,9 @@ class JetStreamSource final : public Source {
     while (!pending_.empty() && pending_.front().count <= cursor.b) {
       Held h = pending_.front();
       natsStatus s = natsMsg_NakWithDelay(h.msg, delay_ms, nullptr);
-      if (s != NATS_OK) return NatsError("nak " + std::to_string(h.seq) + " of " + name_, s);
+      if (s != NATS_OK && !Transient(s)) {  // a lost nak: redelivered after ack_wait anyway
+        return NatsError("nak " + std::to_string(h.seq) + " of " + name_, s);
+      }
       pending_.pop_front();
       natsMsg_Destroy(h.msg);
     }

@@ -1,0 +1,162 @@
+// `evident relay`: publishes a store's outbox to JetStream, a file or standard output. The loop,
+// the marking and the backoff are the library's (evident/relay.h); this file parses flags,
+// chooses the destination and formats the summary.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "evident/cancel.h"
+#include "evident/env.h"
+#include "evident/jetstream.h"
+#include "evident/relay.h"
+#include "evident/store.h"
+
+namespace evident::cli {
+namespace {
+
+struct RelayFlags {
+  std::string store, to;
+  std::string stream = "EVENTS";
+  std::string subject_prefix = "evident";
+  int64_t partitions = 0;  // 0: the partition stored with each row
+  bool once = false;
+  std::string keep_sent = "7d";
+  std::string duplicate_window = "2m";
+  int64_t batch_count_max = 256;
+  int64_t poll_ms = 50;
+  int64_t in_flight_max = 256;
+  int64_t publish_timeout_ms = 5000;
+  int64_t backoff_max_ms = 10'000;
+  int once_failures_max = 8;
+};
+
+// The destination a --to names, and how to open it (again).
+struct Destination {
+  std::string name;
+  PublisherFactory open;
+};
+
+Result<Destination> ChooseDestination(const RelayFlags& flags) {
+  const std::string& to = flags.to;
+  if (to == "-") {
+    return Destination{"stdout", [] { return OpenFdPublisher(STDOUT_FILENO, "standard output"); }};
+  }
+  if (to.rfind("file:", 0) == 0 && to.size() > 5) {
+    std::string path = to.substr(5);
+    return Destination{to, [path] { return OpenNdjsonPublisher(PosixEnv(), path); }};
+  }
+  if (to.rfind("nats://", 0) == 0) {
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t window_ms, ParseDurationMs(flags.duplicate_window));
+    if (window_ms < 120'000) {
+      return Status::InvalidArgument("--duplicate-window " + flags.duplicate_window +
+                                     " is shorter than two minutes");
+    }
+    JetStreamOptions js{.url = to,
+                        .stream = flags.stream,
+                        .subject_prefix = flags.subject_prefix,
+                        .duplicate_window_ms = window_ms,
+                        .publish_timeout_ms = flags.publish_timeout_ms,
+                        .in_flight_max = flags.in_flight_max};
+    return Destination{flags.stream, [js] { return OpenJetStreamPublisher(js); }};
+  }
+  return Status::InvalidArgument("--to " + to + ": expected nats://HOST:PORT, file:PATH or -");
+}
+
+void PrintSummary(const RelaySummary& s, const std::string& destination) {
+  std::fprintf(stderr,
+               "evident relay: %lld sent to %s (%lld the destination already held) in %.2f s; "
+               "%lld failed rounds; %lld sent rows deleted\n",
+               static_cast<long long>(s.sent), destination.c_str(),
+               static_cast<long long>(s.duplicates), s.seconds,
+               static_cast<long long>(s.failed_rounds), static_cast<long long>(s.deleted));
+  if (!s.last_error.empty()) std::fprintf(stderr, "  last error: %s\n", s.last_error.c_str());
+}
+
+int RunRelayCommand(const RelayFlags& flags) {
+  Result<Destination> destination = ChooseDestination(flags);
+  Result<int64_t> keep_sent_ms = ParseDurationMs(flags.keep_sent);
+  if (!destination.ok() || !keep_sent_ms.ok()) {
+    std::cerr << "evident relay: "
+              << (!destination.ok() ? destination.status() : keep_sent_ms.status()).ToString()
+              << "\n";
+    return kExitUsage;
+  }
+  auto store = OpenStore(flags.store);
+  if (!store.ok()) {
+    std::cerr << "evident relay: " << store.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  static CancelToken stop;
+  RelayOptions options{.destination_name = destination->name,
+                       .batch_count_max = flags.batch_count_max,
+                       .poll_ms = flags.poll_ms,
+                       .backoff_max_ms = flags.backoff_max_ms,
+                       .keep_sent_ms = *keep_sent_ms,
+                       .once = flags.once,
+                       .once_failures_max = flags.once_failures_max,
+                       .cancel = &stop};
+  if (flags.partitions > 0) options.partition_count = flags.partitions;
+  InstallStopSignals(stop);
+  Result<RelaySummary> summary = RunRelay(**store, destination->open, options);
+  if (!summary.ok()) {
+    std::cerr << "evident relay: " << summary.status().ToString() << "\n";
+    return summary.status().code() == Code::kUnavailable ? kExitNegative : kExitUsage;
+  }
+  PrintSummary(*summary, destination->name);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddRelayCommand(CLI::App& app, Runner& run) {
+  auto flags = std::make_shared<RelayFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "relay",
+      "Publish the outbox's pending rows, in order and with their exact bytes, to JetStream "
+      "(nats://HOST:PORT), a file (file:PATH) or standard output (-); a row is marked sent once "
+      "the destination durably accepted it. Runs until SIGTERM or SIGINT (then exit 0), or with "
+      "--once until nothing is pending (exit 1 when the destination kept failing).");
+  cmd->add_option("--store", flags->store, "sqlite:PATH")->required();
+  cmd->add_option("--to", flags->to, "nats://HOST:PORT, file:PATH or -")->required();
+  cmd->add_option("--stream", flags->stream, "JetStream stream (created when absent)")
+      ->capture_default_str();
+  cmd->add_option("--subject-prefix", flags->subject_prefix,
+                  "Subjects are PREFIX.p<partition>.<type>")
+      ->capture_default_str();
+  cmd->add_option("--partitions", flags->partitions,
+                  "Spread subjects over N partitions (default: the partition of each row)")
+      ->check(IntegerFrom(1, 1 << 16));
+  cmd->add_flag("--once", flags->once, "Publish what is pending, then exit");
+  cmd->add_option("--keep-sent", flags->keep_sent, "Delete sent rows older than this (7d, 12h)")
+      ->capture_default_str();
+  cmd->add_option("--duplicate-window", flags->duplicate_window,
+                  "JetStream duplicate window of a stream the relay creates (at least 2m)")
+      ->capture_default_str();
+  cmd->add_option("--batch-count-max", flags->batch_count_max, "Rows per publish batch")
+      ->check(IntegerFrom(1, 100'000))
+      ->capture_default_str();
+  cmd->add_option("--poll-ms", flags->poll_ms, "How often an idle relay looks for new rows")
+      ->check(IntegerFrom(1, 60'000))
+      ->capture_default_str();
+  cmd->add_option("--in-flight-max", flags->in_flight_max, "Publishes awaiting their PubAck")
+      ->check(IntegerFrom(1, 65'536))
+      ->capture_default_str();
+  cmd->add_option("--publish-timeout-ms", flags->publish_timeout_ms,
+                  "How long a batch waits for its PubAcks")
+      ->check(IntegerFrom(1, 600'000))
+      ->capture_default_str();
+  cmd->add_option("--backoff-max-ms", flags->backoff_max_ms, "Longest wait between failed rounds")
+      ->check(IntegerFrom(100, 3'600'000))
+      ->capture_default_str();
+  cmd->add_option("--once-failures-max", flags->once_failures_max,
+                  "Failed rounds in a row after which --once gives up")
+      ->check(IntegerFrom(1, 1'000'000))
+      ->capture_default_str();
+  cmd->callback([flags, &run] { run = [flags] { return RunRelayCommand(*flags); }; });
+}
+
+}  // namespace evident::cli
