@@ -1,0 +1,318 @@
+// `evident relay --to nats://` against a real nats-server (scripts/nats.sh), never skipped: a
+// server that cannot start fails the test.
+//
+//   - the relay killed -9 at random times, over and over, then a --once run: the stream holds
+//     every outbox row exactly once, with its exact bytes, and every row is marked sent;
+//   - the server killed -9 and restarted on the same port and store while the relay works:
+//     nothing lost, nothing twice;
+//   - the server down for 10 s: the relay waits (its CPU time stays near zero), then finishes.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <nats/nats.h>
+#include <signal.h>
+#include <simdjson.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "run_process.h"
+
+namespace evident::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string StatusEvent(int n) {
+  return R"({"specversion":"1.0","id":"evt-)" + std::to_string(n) +
+         R"(","source":"training://orders/checkout","type":"order.status.changed","subject":"order-)" +
+         std::to_string(n % 97) + R"(","data":{"schemaVersion":1,"orderId":"order-)" +
+         std::to_string(n % 97) + R"(","status":"s)" + std::to_string(n) + R"("}})";
+}
+
+std::string Shell(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) {
+    *rc = -1;
+    return out;
+  }
+  char buf[256];
+  while (fgets(buf, sizeof buf, f) != nullptr) out += buf;
+  *rc = pclose(f);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// CPU time (user + system) a process has used so far, in ms; -1 when it cannot be read.
+int64_t CpuMs(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  int64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return (utime + stime) * 1000 / sysconf(_SC_CLK_TCK);
+}
+
+class RelayNats : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/evident-relay-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    store_ = "sqlite:" + (fs::path(dir_) / "outbox.db").string();
+    StartServer("");
+  }
+
+  void TearDown() override {
+    int rc = 0;
+    Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh stop " + NatsDir(), &rc);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string NatsDir() const { return (fs::path(dir_) / "nats").string(); }
+
+  // Starts the server; on `port` when given (a restart keeps its streams).
+  void StartServer(const std::string& port) {
+    int rc = 0;
+    url_ =
+        Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh start " + NatsDir() + " " + port, &rc);
+    ASSERT_EQ(rc, 0) << "nats-server did not start: " << url_;
+    ASSERT_EQ(url_.rfind("nats://", 0), 0u) << url_;
+  }
+  std::string Port() const { return url_.substr(url_.rfind(':') + 1); }
+  void KillServer() {
+    std::ifstream in(fs::path(NatsDir()) / "pid");
+    pid_t pid = 0;
+    in >> pid;
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int rc = 0;
+    Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh stop " + NatsDir(), &rc);  // reaps
+  }
+
+  // Appends events [from, from + n) to the outbox; returns their bytes by id.
+  void Append(int from, int n) {
+    std::string input;
+    for (int i = from; i < from + n; ++i) {
+      const std::string e = StatusEvent(i);
+      input += e + "\n";
+      bytes_by_id_["training://orders/checkout evt-" + std::to_string(i)] = e;
+    }
+    const ProcessResult r =
+        RunEvident({"outbox", "append", "--store", store_, "--contracts",
+                    SourcePath("examples/orders/contracts"), "--schema-version-at",
+                    "/data/schemaVersion", "--partitions", "4", "-"},
+                   input);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  int64_t SentRows() {
+    const ProcessResult stats =
+        RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
+    EXPECT_EQ(stats.exit_code, 0) << stats.err;
+    simdjson::dom::parser parser;
+    simdjson::dom::element e;
+    if (parser.parse(stats.out).get(e) != simdjson::SUCCESS) return -1;
+    return e["sent"].get_int64().value();
+  }
+
+  std::vector<std::string> RelayArgs(bool once) const {
+    std::vector<std::string> argv = {
+        EVIDENT_BINARY, "relay",  "--store",           store_, "--to", url_,
+        "--stream",     "ORDERS", "--batch-count-max", "100"};
+    if (once) argv.push_back("--once");
+    return argv;
+  }
+
+  // Every message of the stream: its Nats-Msg-Id and body, by stream sequence.
+  std::map<uint64_t, std::pair<std::string, std::string>> StreamMessages() {
+    std::map<uint64_t, std::pair<std::string, std::string>> got;
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    jsStreamInfo* si = nullptr;
+    EXPECT_EQ(natsConnection_ConnectTo(&nc, url_.c_str()), NATS_OK);
+    EXPECT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+    EXPECT_EQ(js_GetStreamInfo(&si, js, "ORDERS", nullptr, nullptr), NATS_OK);
+    const uint64_t last = si != nullptr ? si->State.LastSeq : 0;
+    EXPECT_EQ(si != nullptr ? si->State.Msgs : 0, last) << "the stream has holes";
+    if (si != nullptr) jsStreamInfo_Destroy(si);
+    for (uint64_t seq = 1; seq <= last; ++seq) {
+      natsMsg* m = nullptr;
+      if (js_GetMsg(&m, js, "ORDERS", seq, nullptr, nullptr) != NATS_OK) {
+        ADD_FAILURE() << "cannot read stream message " << seq;
+        continue;
+      }
+      const char* id = nullptr;
+      natsMsgHeader_Get(m, "Nats-Msg-Id", &id);
+      got[seq] = {id != nullptr ? id : "",
+                  std::string(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)))};
+      natsMsg_Destroy(m);
+    }
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+    return got;
+  }
+
+  // The stream holds every appended event exactly once, with its bytes; every row is sent and
+  // names its message.
+  void ExpectEveryRowOnceAndSent() {
+    const auto messages = StreamMessages();
+    std::map<std::string, uint64_t> seq_by_id;
+    for (const auto& [seq, m] : messages) {
+      EXPECT_TRUE(seq_by_id.emplace(m.first, seq).second) << m.first << " is in the stream twice";
+      const auto want = bytes_by_id_.find(m.first);
+      if (want == bytes_by_id_.end()) {
+        ADD_FAILURE() << "message " << seq << " has an unknown id " << m.first;
+        continue;
+      }
+      EXPECT_EQ(m.second, want->second) << "message " << seq << " changed bytes";
+    }
+    EXPECT_EQ(messages.size(), bytes_by_id_.size());
+    const ProcessResult list =
+        RunEvident({"outbox", "list", "--store", store_, "--format", "json", "--limit", "1000000"});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    simdjson::dom::parser parser;
+    size_t rows = 0;
+    for (const std::string& line : Lines(list.out)) {
+      simdjson::dom::element row = parser.parse(line).value();
+      ++rows;
+      const std::string id =
+          "training://orders/checkout " + std::string(row["id"].get_string().value());
+      EXPECT_FALSE(row["sent_at_ms"].is_null()) << id << " is not marked sent";
+      if (row["stream_sequence"].is_null()) continue;
+      EXPECT_EQ(static_cast<uint64_t>(row["stream_sequence"].get_int64().value()), seq_by_id[id])
+          << id;
+      EXPECT_EQ(std::string(row["stream"].get_string().value()), "ORDERS");
+    }
+    EXPECT_EQ(rows, bytes_by_id_.size());
+  }
+
+  std::string dir_, store_, url_;
+  std::map<std::string, std::string> bytes_by_id_;
+};
+
+// Each run finds 400 new rows and is killed 2 to 40 ms after it starts: some runs die before
+// they publish, most while rows are going out (between a publish and its mark, too).
+TEST_F(RelayNats, KilledNineAtRandomTimesThenOnceEveryRowIsInTheStreamExactlyOnce) {
+  std::mt19937_64 rng(20261201);
+  const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  int killed = 0, mid_work = 0;
+  int64_t sent_before = 0;
+  for (int run = 0; run < 24; ++run) {
+    Append(run * 400, 400);
+    // Without --once: the relay would go on polling, so every run ends by the kill.
+    const pid_t pid = StartProcess(RelayArgs(false), {.out = null_fd, .err = null_fd});
+    ASSERT_GT(pid, 0);
+    usleep(static_cast<useconds_t>(2'000 + rng() % 38'000));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    killed += WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? 1 : 0;
+    const int64_t sent = SentRows();
+    if (sent > sent_before && sent < (run + 1) * 400) ++mid_work;
+    sent_before = sent;
+  }
+  close(null_fd);
+  std::printf("%d kills, %d of them after some rows of the run were marked and before all\n",
+              killed, mid_work);
+  EXPECT_GE(killed, 20);
+  EXPECT_GE(mid_work, 3) << "the kills did not land while rows were going out";
+  const ProcessResult last = RunProcess(RelayArgs(true));
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  ExpectEveryRowOnceAndSent();
+}
+
+TEST_F(RelayNats, TheServerKilledNineAndRestartedLosesNothing) {
+  Append(0, 2000);
+  const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  std::vector<std::string> argv = RelayArgs(false);
+  argv.insert(argv.end(), {"--backoff-max-ms", "500"});
+  const pid_t relay = StartProcess(argv, {.out = null_fd, .err = null_fd});
+  ASSERT_GT(relay, 0);
+  // Rows keep arriving while the server dies and comes back.
+  std::thread producer([this] {
+    for (int i = 0; i < 10; ++i) {
+      Append(2000 + i * 200, 200);
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const std::string port = Port();
+  KillServer();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  StartServer(port);
+  producer.join();
+  // Wait until nothing is pending, then stop the relay as a supervisor would.
+  bool drained = false;
+  for (int i = 0; i < 300 && !drained; ++i) {
+    const ProcessResult stats =
+        RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
+    drained = stats.exit_code == 0 && stats.out.find("\"pending\":0") != std::string::npos;
+    if (!drained) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(relay, SIGTERM);
+  int status = 0;
+  waitpid(relay, &status, 0);
+  close(null_fd);
+  EXPECT_TRUE(drained) << "rows still pending 30 s after the server came back";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "relay status " << status;
+  ExpectEveryRowOnceAndSent();
+}
+
+TEST_F(RelayNats, WhileTheServerIsDownTheRelayWaitsWithoutSpinningThenFinishes) {
+  Append(0, 500);
+  const std::string port = Port();
+  int rc = 0;
+  Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh stop " + NatsDir(), &rc);
+  ASSERT_EQ(rc, 0);
+  const int err_fd =
+      open((fs::path(dir_) / "relay.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::vector<std::string> argv = RelayArgs(false);
+  argv.insert(argv.end(), {"--backoff-max-ms", "2000"});
+  const pid_t relay = StartProcess(argv, {.err = err_fd});
+  ASSERT_GT(relay, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const int64_t cpu_before = CpuMs(relay);
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  const int64_t cpu_after = CpuMs(relay);
+  ASSERT_GE(cpu_before, 0);
+  // 10 s of a server that refuses connections: a relay that backs off spends a few ms of CPU.
+  EXPECT_LT(cpu_after - cpu_before, 200) << "CPU ms over 10 s while the server was down";
+  StartServer(port);
+  bool drained = false;
+  for (int i = 0; i < 100 && !drained; ++i) {
+    const ProcessResult stats =
+        RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
+    drained = stats.exit_code == 0 && stats.out.find("\"pending\":0") != std::string::npos;
+    if (!drained) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(relay, SIGTERM);
+  int status = 0;
+  waitpid(relay, &status, 0);
+  close(err_fd);
+  EXPECT_TRUE(drained) << "rows still pending 10 s after the server came back";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "relay status " << status;
+  std::ifstream err(fs::path(dir_) / "relay.err");
+  const std::string summary((std::istreambuf_iterator<char>(err)), {});
+  EXPECT_NE(summary.find("500 sent to ORDERS"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("last error"), std::string::npos) << summary;  // the refused connects
+  ExpectEveryRowOnceAndSent();
+}
+
+}  // namespace
+}  // namespace evident::testing
