@@ -3,6 +3,7 @@
 #   scripts/install-deps.sh build   # compiler, CMake, libraries: enough to build and run
 #   scripts/install-deps.sh test    # build + what the test run needs (clang/libFuzzer, clang-tidy)
 #   scripts/install-deps.sh bench   # build + the peers the benchmarks compare against
+#   scripts/install-deps.sh jetstream  # build + the NATS server (scripts/demo-jetstream.sh)
 # Runs apt-get as root, or through sudo when not root.
 set -euo pipefail
 
@@ -14,8 +15,9 @@ case "$want" in
   build) ;;
   test) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 clang-format-14
     nats-server) ;;
-  bench) packages+=(libvalijson-dev rapidjson-dev nodejs npm python3) ;;
-  *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+  bench) packages+=(libvalijson-dev rapidjson-dev nodejs npm python3 nats-server) ;;
+  jetstream) packages+=(nats-server) ;;
+  *) echo "usage: $0 build|test|bench|jetstream" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "run_process.h"
 
@@ -97,6 +98,77 @@ TEST_F(OutboxCliTest, UsageAndStoreErrorsExitTwo) {
       RunEvident({"outbox", "stats", "--store", "sqlite:" + (dir_ / "absent.db").string()});
   EXPECT_EQ(no_store.exit_code, 2);
   EXPECT_NE(no_store.err.find("no evident store"), std::string::npos) << no_store.err;
+}
+
+// `evident relay` without a broker: standard output and a file get the exact bytes in order,
+// every row is marked sent with its destination, a second run sends nothing.
+TEST_F(OutboxCliTest, RelayToStandardOutputAndToAFileSendsTheExactBytesOnce) {
+  const std::string a = Status("r-1", 1, "paid"), b = Status("r-2", 1, "packed");
+  ASSERT_EQ(Append(a + "\n" + b + "\n").exit_code, 0);
+  const ProcessResult first = RunEvident({"relay", "--store", store_, "--to", "-", "--once"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, a + "\n" + b + "\n");
+  EXPECT_NE(first.err.find("2 sent to stdout"), std::string::npos) << first.err;
+  const ProcessResult again = RunEvident({"relay", "--store", store_, "--to", "-", "--once"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, "");
+  const ProcessResult list = RunEvident({"outbox", "list", "--store", store_, "--format", "json"});
+  simdjson::dom::parser parser;
+  for (const std::string& line : Lines(list.out)) {
+    simdjson::dom::element row = parser.parse(line).value();
+    EXPECT_FALSE(row["sent_at_ms"].is_null()) << line;
+    EXPECT_EQ(std::string(row["stream"].get_string().value()), "stdout") << line;
+    EXPECT_TRUE(row["stream_sequence"].is_null()) << line;
+  }
+  const std::string c = Status("r-3", 3, "shipped");
+  ASSERT_EQ(RunEvident({"outbox", "append", "--store", store_, "--contracts",
+                        SourcePath("examples/orders/contracts"), "--schema-version-at",
+                        "/data/schemaVersion", "-"},
+                       c + "\n")
+                .exit_code,
+            1);  // no schema version 3: refused, never relayed
+  const std::string d = Status("r-4", 1, "shipped");
+  ASSERT_EQ(Append(d + "\n").exit_code, 0);
+  const fs::path file = dir_ / "out.ndjson";
+  const ProcessResult to_file =
+      RunEvident({"relay", "--store", store_, "--to", "file:" + file.string(), "--once"});
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+  std::ifstream in(file);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), {}), d + "\n");
+}
+
+TEST_F(OutboxCliTest, RelayExitCodes) {
+  ASSERT_EQ(Append(Status("x-1", 1, "paid") + "\n").exit_code, 0);
+  const ProcessResult bad_to = RunEvident({"relay", "--store", store_, "--to", "kafka://x"});
+  EXPECT_EQ(bad_to.exit_code, 2);
+  EXPECT_NE(bad_to.err.find("expected nats://HOST:PORT, file:PATH or -"), std::string::npos)
+      << bad_to.err;
+  const ProcessResult bad_keep =
+      RunEvident({"relay", "--store", store_, "--to", "-", "--keep-sent", "soon"});
+  EXPECT_EQ(bad_keep.exit_code, 2);
+  const ProcessResult short_window = RunEvident(
+      {"relay", "--store", store_, "--to", "nats://127.0.0.1:1", "--duplicate-window", "1m"});
+  EXPECT_EQ(short_window.exit_code, 2);
+  EXPECT_NE(short_window.err.find("shorter than two minutes"), std::string::npos)
+      << short_window.err;
+  // Nothing listens on port 1: --once gives up after its failed rounds, exit 1, nothing marked.
+  const ProcessResult down = RunEvident({"relay", "--store", store_, "--to", "nats://127.0.0.1:1",
+                                         "--once", "--once-failures-max", "2"});
+  EXPECT_EQ(down.exit_code, 1);
+  EXPECT_NE(down.err.find("gave up after 2 failed rounds"), std::string::npos) << down.err;
+  const ProcessResult stats =
+      RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
+  EXPECT_NE(stats.out.find("\"pending\":1,"), std::string::npos) << stats.out;
+  // Into a directory: the file cannot be opened, --once gives up, the row stays pending.
+  const ProcessResult dir = RunEvident({"relay", "--store", store_, "--to", "file:" + dir_.string(),
+                                        "--once", "--once-failures-max", "1"});
+  EXPECT_EQ(dir.exit_code, 1) << dir.err;
+  const ProcessResult no_store =
+      RunEvident({"relay", "--store", "sqlite:" + (dir_ / "absent.db").string(), "--to", "-",
+                  "--once"});  // (--once: a regression that creates the store still ends)
+  EXPECT_EQ(no_store.exit_code, 2);
+  EXPECT_NE(no_store.err.find("no evident store"), std::string::npos) << no_store.err;
+  EXPECT_FALSE(fs::exists(dir_ / "absent.db"));
 }
 
 }  // namespace

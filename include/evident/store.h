@@ -278,6 +278,10 @@ struct StoreOptions {
   // Open an existing store for reading only: never create it, never change it. A missing
   // store, or one that is not an evident store, is refused (kNotFound, kFailedPrecondition).
   bool read_only = false;
+  // Create the store when it is absent. false: a missing store is refused (kNotFound), for a
+  // program that only works on a store others made (a relay: a mistyped path must not become
+  // an empty store it then watches forever).
+  bool create = true;
 };
 
 // Opens a store from a URI, dispatching on its scheme: "sqlite:PATH" (store_sqlite.h),

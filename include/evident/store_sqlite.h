@@ -26,6 +26,8 @@ struct SqliteOptions {
   // switch, no tables, no migrations, no checkpoints). A missing file, or a file that is not an
   // evident store, is refused (kNotFound, kFailedPrecondition). For evidence, gaps and guards.
   bool read_only = false;
+  // Create the file when absent (a writable open). false: a missing file is kNotFound.
+  bool create = true;
   // WAL checkpoints (copying the WAL into the database file, then that file's fsync), in pages
   // of the database (4 KiB unless the file says otherwise). After each commit that leaves at
   // least `checkpoint_wal_pages` in the WAL (SQLite's own automatic threshold; pages already

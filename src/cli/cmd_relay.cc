@@ -85,7 +85,7 @@ int RunRelayCommand(const RelayFlags& flags) {
               << "\n";
     return kExitUsage;
   }
-  auto store = OpenStore(flags.store);
+  auto store = OpenStore(flags.store, {.create = false});
   if (!store.ok()) {
     std::cerr << "evident relay: " << store.status().ToString() << "\n";
     return kExitUsage;

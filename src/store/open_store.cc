@@ -17,9 +17,10 @@ struct Scheme {
 };
 
 Result<std::unique_ptr<Store>> OpenSqlite(std::string_view path, const StoreOptions& options) {
-  return OpenSqliteStore(
-      std::string(path),
-      SqliteOptions{.busy_timeout_ms = options.busy_timeout_ms, .read_only = options.read_only});
+  return OpenSqliteStore(std::string(path),
+                         SqliteOptions{.busy_timeout_ms = options.busy_timeout_ms,
+                                       .read_only = options.read_only,
+                                       .create = options.create});
 }
 
 Result<std::unique_ptr<Store>> OpenMemory(std::string_view name, const StoreOptions& options) {

@@ -1749,6 +1749,9 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
         "wal_pages_max at least checkpoint_wal_pages");
   }
   if (options.read_only) return OpenSqliteStoreForReading(path, options);
+  if (struct stat info{}; !options.create && ::stat(path.c_str(), &info) != 0) {
+    return Status::NotFound("no evident store at " + path + " (this command creates none)");
+  }
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(
       path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
