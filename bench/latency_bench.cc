@@ -242,10 +242,12 @@ int main(int argc, char** argv) {
 
   evident::CancelToken relay_cancel, consumer_cancel;
   evident::Status consumer_status, relay_status;
+  evident::ConsumeSummary consume_summary;
   std::thread consumer([&] {
     auto summary = evident::Consume(**pipeline, **consumer_store, **source,
                                     {.outcomes = outcomes, .cancel = &consumer_cancel});
     if (!summary.ok()) consumer_status = summary.status();
+    if (summary.ok()) consume_summary = *summary;
     std::fclose(outcomes);  // the reader sees the end
   });
   const evident::PublisherFactory open = [&js] { return evident::OpenJetStreamPublisher(js); };
@@ -345,9 +347,20 @@ int main(int argc, char** argv) {
           static_cast<double>(std::max<size_t>(1, timed_relay_store.begin_ms.size())),
       static_cast<long long>(relay_summary.failed_rounds),
       relay_summary.last_error.empty() ? "" : "; last error: ", relay_summary.last_error.c_str());
+  // Every round reads; a round that found rows begins a transaction to mark them; one that
+  // found none sleeps poll_ms.
+  std::printf("relay rounds that found nothing pending and slept poll_ms: %zu (of %zu)\n",
+              timed_relay_store.read_ms.size() -
+                  std::min(timed_relay_store.read_ms.size(), timed_relay_store.begin_ms.size()),
+              timed_relay_store.read_ms.size());
   Print("relay Begin (the write lock)", Of(timed_relay_store.begin_ms), "calls");
   Print("relay Read (the snapshot)", Of(timed_relay_store.read_ms), "calls");
   Print("outbox commit -> broker forwards (relay)", Of(relay_half));
+  std::printf("consumer: %lld events in %lld transactions (%.1f each)\n",
+              static_cast<long long>(consume_summary.events),
+              static_cast<long long>(consume_summary.batches),
+              static_cast<double>(consume_summary.events) /
+                  static_cast<double>(std::max<int64_t>(1, consume_summary.batches)));
   Print("broker forwards -> consumer commit", Of(consumer_half));
   Print("outbox commit -> consumer commit (end to end)", e2e);
   std::printf(

@@ -16,7 +16,7 @@ std::vector<std::string> MakeOrderEvents(size_t count, uint64_t seed = 42);
 // `cancelled` (orderVersion 2, with a reason) from https://example.test/order-service for
 // `fulfillment`, and between them an `order.status.changed` (schema version 1 or 2 in the
 // envelope and the payload alike) from training://orders/checkout for `orders-projection`.
-// Each carries the customer, order lines and total of MakeOrderEvents: 450-800 bytes, about 600
+// Each carries a customer, one or two order lines and a total: 560-720 bytes, about 650
 // on average. Ids are unique across seeds: "evt-<seed>-<index>".
 std::vector<std::string> MakeContractOrderEvents(size_t count, uint64_t seed = 42);
 
