@@ -98,7 +98,8 @@ std::string Shell(const std::string& command, int* rc) {
   return out;
 }
 
-// A nats-server with JetStream for one test, stopped when this goes.
+// A nats-server with JetStream for one test, stopped by Stop or when this goes (nats.sh stop
+// finds the server by the pid file in `dir`: stop it before removing the directory).
 class NatsServer {
  public:
   explicit NatsServer(fs::path dir) : dir_(std::move(dir)) {
@@ -106,9 +107,11 @@ class NatsServer {
     url_ = Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh start " + dir_.string(), &rc);
     if (rc != 0 || url_.rfind("nats://", 0) != 0) url_.clear();
   }
-  ~NatsServer() {
+  ~NatsServer() { Stop(); }
+  void Stop() {
     int rc = 0;
     Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh stop " + dir_.string(), &rc);
+    EXPECT_EQ(rc, 0) << "nats-server in " << dir_ << " did not stop";
   }
   const std::string& url() const { return url_; }  // "" when the server did not start
 
@@ -587,6 +590,7 @@ TEST_P(ConsumeNatsCrash, KillNineMidStreamConvergesToTheUninterruptedStore) {
               << (want[i].name == "journal" ? " (not compared)" : "") << ", B "
               << want_arrival[i].rows.size() << " rows, equal\n";
   }
+  server.Stop();
   if (!HasFailure()) fs::remove_all(dir);
 }
 
