@@ -5,12 +5,9 @@
 // the store must equal the store of one uninterrupted run in every column a decision writes
 // (wall-clock times aside), read back through the Store API; every acknowledged decision must be
 // durable when acknowledged, and no event may be acknowledged as applied twice.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <simdjson.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,63 +18,15 @@
 #include <regex>
 #include <set>
 
-#include "evident/store_sqlite.h"
+#include "orders_input.h"
 #include "run_process.h"
+#include "store_dump.h"
 
 namespace evident::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Paid(int order, int version, const std::string& id) {
-  return R"({"specversion":"1.0","id":")" + id +
-         R"(","source":"https://example.test/order-service","type":"com.example.training.order.paid","subject":"order-)" +
-         std::to_string(order) + R"(","schemaversion":1,"data":{"orderId":"order-)" +
-         std::to_string(order) + R"(","orderVersion":)" + std::to_string(version) + "}}";
-}
-std::string Cancelled(int order, int version, const std::string& id) {
-  return R"({"specversion":"1.0","id":")" + id +
-         R"(","source":"https://example.test/order-service","type":"com.example.training.order.cancelled","subject":"order-)" +
-         std::to_string(order) + R"(","schemaversion":1,"data":{"orderId":"order-)" +
-         std::to_string(order) + R"(","orderVersion":)" + std::to_string(version) +
-         R"(,"reason":"customer-request"}})";
-}
-std::string Status(int order, int n) {
-  return R"({"specversion":"1.0","id":"status-)" + std::to_string(order) + "-" + std::to_string(n) +
-         R"(","source":"training://orders/checkout","type":"order.status.changed","subject":"order-)" +
-         std::to_string(order) + R"(","data":{"schemaVersion":)" + std::to_string(1 + n % 2) +
-         R"(,"orderId":"order-)" + std::to_string(order) + R"(","status":"s)" + std::to_string(n) +
-         R"("}})";
-}
-
-// A deterministic input with every outcome: versions out of order within small windows
-// (deferred, then drained), redeliveries, conflicting ids, stale versions, bad lines.
-std::vector<std::string> MakeInput(int orders, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::string> lines;
-  for (int o = 0; o < orders; ++o) {
-    std::vector<std::string> events;
-    const bool lost_v2 = rng() % 25 == 0;  // a gap that never closes: v3, v4 stay deferred
-    for (int v = 1; v <= 4; ++v) {
-      if (v == 2 && lost_v2) continue;
-      const std::string id = "evt-" + std::to_string(o) + "-v" + std::to_string(v);
-      events.push_back(v == 4 ? Cancelled(o, v, id) : Paid(o, v, id));
-    }
-    events.push_back(Status(o, 0));
-    events.push_back(Status(o, 1));
-    if (rng() % 10 == 0) events.push_back(Paid(o, 2, "evt-conflict-" + std::to_string(o)));
-    if (rng() % 20 == 0)
-      events.push_back("{\"specversion\":\"1.0\",\"id\":\"broken-" + std::to_string(o));
-    std::shuffle(events.begin(), events.end(), rng);
-    for (std::string& e : events) {
-      lines.push_back(e);
-      if (rng() % 8 == 0) lines.push_back(e);  // a redelivery
-    }
-  }
-  return lines;
-}
-
-constexpr const char* kConsumers[] = {"orders-projection", "fulfillment"};
 constexpr int kOrders = 4000;
 
 // Every fault point on the consume path, in the order a batch meets them. The WAL checkpoint
@@ -87,143 +36,14 @@ constexpr const char* kFaultPoints[] = {
     "before-checkpoint", "after-checkpoint", "before-commit",         "after-commit",
     "before-ack",        "after-ack",        "before-wal-checkpoint", "after-wal-checkpoint"};
 
-// One table of a store, one text row per stored row, every column but wall-clock times.
-struct Table {
-  std::string name;
-  std::vector<std::string> rows;
-};
-
-// Builds one row's text: "name=value " per column, so that a difference names its column.
-class Row {
- public:
-  Row& operator()(std::string_view name, std::string_view value) {
-    text_.append(name).append("=").append(value).append(" ");
-    return *this;
-  }
-  Row& operator()(std::string_view name, int64_t value) {
-    return (*this)(name, std::to_string(value));
-  }
-  Row& operator()(std::string_view name, Outcome value) {
-    return (*this)(name, OutcomeName(value));
-  }
-  Row& operator()(std::string_view name, LedgerState value) {
-    return (*this)(name, LedgerStateName(value));
-  }
-  Row& operator()(std::string_view name, GapRoute value) {
-    return (*this)(name, GapRouteName(value));
-  }
-  Row& operator()(std::string_view name, const std::optional<int64_t>& value) {
-    return (*this)(name, value ? std::to_string(*value) : std::string("null"));
-  }
-  std::string text() const { return text_; }
-
- private:
-  std::string text_;
-};
-
-void AddConsumerRows(Snapshot& store, std::string_view consumer, const std::string& subject,
-                     std::vector<Table>& t) {
-  for (const LedgerEntry& e : store.LedgerOf(consumer, subject).value().rows) {
-    t[0].rows.push_back(
-        Row()("consumer", e.consumer)("source", e.source)("id", e.event_id)("state", e.state)(
-            "type", e.type)("subject", e.subject)("subject_version", e.subject_version)(
-            "input_schema_version", e.input_schema_version)("result_version", e.result_version)(
-            "projection_version", e.projection_version)("duplicates", e.duplicates)(
-            "last_duplicate_at", e.last_duplicate_at_ms ? "set" : "none")
-            .text());
-  }
-  for (const EvidenceRecord& r : store.EvidenceOf(consumer, subject).value().rows) {
-    t[2].rows.push_back(
-        Row()("consumer", r.consumer)("subject", r.subject)("name", r.name)("source", r.source)(
-            "id", r.event_id)("subject_version", r.subject_version)
-            .text());
-  }
-  for (const DeferredEvent& d : store.DeferredOf(consumer, subject).value().rows) {
-    t[3].rows.push_back(
-        Row()("consumer", d.consumer)("subject", d.subject)("subject_version", d.subject_version)(
-            "source", d.source)("id", d.event_id)("type", d.type)(
-            "schema_version", d.schema_version)("expected_version", d.expected_version)(
-            "raw", d.raw)("deadline_after_ms", d.deadline_at_ms - d.received_at_ms)(
-            "route", d.route)("input_index", d.input_index)
-            .text());
-  }
-  for (const JournalEntry& j : store.JournalOf(consumer, subject).value().rows) {
-    t[5].rows.push_back(
-        Row()("seq", j.seq)("consumer", j.consumer)("outcome", j.outcome)("source", j.source)(
-            "id", j.event_id)("subject", j.subject)("subject_version", j.subject_version)
-            .text());
-  }
-}
-
-void AddSubjectRows(Snapshot& store, const std::string& subject, std::vector<Table>& t) {
-  for (const Projection& p : store.ProjectionsOf(subject).value().rows) {
-    t[1].rows.push_back(
-        Row()("consumer", p.consumer)("subject", p.subject)("version", p.version)("state", p.state)(
-            "fields", p.fields_json)("owner_source", p.owner_source)("owner_version_seen",
-                                                                     p.owner_version_seen)
-            .text());
-  }
-  for (const KeptInput& k : store.KeptOf(subject).value().rows) {
-    t[4].rows.push_back(
-        Row()("seq", k.seq)("consumer", k.consumer)("outcome", k.outcome)("reason", k.reason)(
-            "message", k.message)("source", k.source)("id", k.event_id)("type", k.type)(
-            "subject", k.subject)("subject_version", k.subject_version)("raw", k.raw)("input_index",
-                                                                                      k.input_index)
-            .text());
-  }
-  for (const char* consumer : kConsumers) AddConsumerRows(store, consumer, subject, t);
-}
-
 // The store at `path`, decoded through the Store read API: every subject of the input (and ""
-// for inputs that name none), every consumer, and the input's checkpoint. Fails the test when
-// the store holds rows these reads did not reach, so nothing escapes the comparison.
+// for inputs that name none), every consumer, and the input's checkpoint.
 std::vector<Table> ReadStore(const std::string& path, const std::string& input) {
-  std::vector<Table> t = {{"ledger", {}}, {"projection", {}}, {"evidence", {}},  {"deferred", {}},
-                          {"kept", {}},   {"journal", {}},    {"checkpoint", {}}};
-  auto opened = OpenSqliteStore(path);
-  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
-  if (!opened.ok()) return t;
-  auto snapshot = (*opened)->Read();
-  EXPECT_TRUE(snapshot.ok()) << snapshot.status().ToString();
-  if (!snapshot.ok()) return t;
-  Snapshot& store = **snapshot;
-  AddSubjectRows(store, "", t);
-  for (int o = 0; o < kOrders; ++o) AddSubjectRows(store, "order-" + std::to_string(o), t);
-  const std::string input_name = fs::absolute(input).lexically_normal().string();
-  const std::optional<std::string> position = store.GetPosition(input_name).value();
-  EXPECT_TRUE(position.has_value()) << path << ": no position of " << input_name;
-  if (position) t[6].rows.push_back(Row()("input", input_name)("position", *position).text());
-  // Sorted: the read API orders some rows by wall-clock time (receipts of an unordered consumer
-  // by commit time), which may tie; the seq columns keep the order of kept and journal rows
-  // in the comparison.
-  for (Table& table : t) std::sort(table.rows.begin(), table.rows.end());
-  for (const auto& [name, count] : store.Counts().value()) {
-    const auto read =
-        std::find_if(t.begin(), t.end(), [&](const Table& x) { return x.name == name; });
-    EXPECT_TRUE(read != t.end() && static_cast<int64_t>(read->rows.size()) == count)
-        << path << ": table " << name << " holds " << count << " rows, the reads reached "
-        << (read == t.end() ? 0 : read->rows.size());
-  }
-  return t;
-}
-
-// The first difference between two stores' tables, or "" when they are equal.
-std::string FirstDifference(const std::vector<Table>& want, const std::vector<Table>& got) {
-  for (size_t i = 0; i < want.size(); ++i) {
-    const std::vector<std::string>& w = want[i].rows;
-    const std::vector<std::string>& g = got[i].rows;
-    for (size_t r = 0; r < std::min(w.size(), g.size()); ++r) {
-      if (w[r] != g[r]) {
-        return "table " + want[i].name + ", row " + std::to_string(r) + ":\n  want " + w[r] +
-               "\n  got  " + g[r];
-      }
-    }
-    if (w.size() != g.size()) {
-      return "table " + want[i].name + ": want " + std::to_string(w.size()) + " rows, got " +
-             std::to_string(g.size());
-    }
-  }
-  return "";
+  DumpOptions options{.consumers = {std::begin(kOrderConsumers), std::end(kOrderConsumers)},
+                      .subjects = {""},
+                      .position_source = fs::absolute(input).lexically_normal().string()};
+  for (int o = 0; o < kOrders; ++o) options.subjects.push_back("order-" + std::to_string(o));
+  return evident::testing::ReadStore(path, options);
 }
 
 // The input position's line count ("lines=N bytes=B hash=H") of the store at `path`, read without
@@ -296,28 +116,6 @@ Acknowledged ReadOutcomes(const fs::path& path, bool may_tear) {
   return a;
 }
 
-// Runs the binary with `argv`, the fault point `fault` armed ("" for none), and kills it with
-// SIGKILL after `kill_after_us` (< 0: never). Returns the wait status.
-int RunChild(const std::vector<std::string>& argv, const std::string& fault,
-             int64_t kill_after_us) {
-  const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  const pid_t pid = StartProcess(
-      argv, {.out = null_fd, .err = null_fd}, {},
-      {{"EVIDENT_FAULT_POINT", fault.empty() ? std::nullopt : std::optional<std::string>(fault)}});
-  if (null_fd >= 0) close(null_fd);
-  if (pid < 0) return -1;
-  if (kill_after_us >= 0) {
-    usleep(static_cast<useconds_t>(kill_after_us));
-    kill(pid, SIGKILL);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return status;
-}
-
-bool Killed(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
-bool Finished(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-
 // The crashing runs over one store: each run writes its own outcomes file, checked as it ends.
 class CrashingRuns {
  public:
@@ -330,7 +128,7 @@ class CrashingRuns {
     std::vector<std::string> argv = {EVIDENT_BINARY};
     argv.insert(argv.end(), common_.begin(), common_.end());
     argv.insert(argv.end(), {"--store", "sqlite:" + store_, "--outcomes", outcomes.string()});
-    const int status = RunChild(argv, fault, kill_after_us);
+    const int status = RunAndKill(argv, fault, kill_after_us);
     const Acknowledged a = ReadOutcomes(outcomes, Killed(status));
     // Acknowledged means durable: the committed checkpoint covers every acknowledged line.
     if (a.index_max >= 0) {

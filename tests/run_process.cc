@@ -54,6 +54,25 @@ pid_t StartProcess(const std::vector<std::string>& argv, ChildFds fds,
   _exit(127);
 }
 
+int RunAndKill(const std::vector<std::string>& argv, const std::string& fault,
+               int64_t kill_after_us, const std::string& log_path) {
+  const int log_fd = log_path.empty()
+                         ? open("/dev/null", O_WRONLY | O_CLOEXEC)
+                         : open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const pid_t pid = StartProcess(
+      argv, {.out = log_fd, .err = log_fd}, {},
+      {{"EVIDENT_FAULT_POINT", fault.empty() ? std::nullopt : std::optional<std::string>(fault)}});
+  if (log_fd >= 0) close(log_fd);
+  if (pid < 0) return -1;
+  if (kill_after_us >= 0) {
+    usleep(static_cast<useconds_t>(kill_after_us));
+    kill(pid, SIGKILL);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input) {
   // A child that exits before reading its input (a usage error) closes the pipe: writing to it
   // must fail with EPIPE, handled below, not kill the test with SIGPIPE.

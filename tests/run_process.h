@@ -2,7 +2,9 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/wait.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,6 +32,15 @@ struct ChildFds {
 pid_t StartProcess(const std::vector<std::string>& argv, ChildFds fds,
                    const std::vector<int>& close_in_child = {},
                    const std::vector<std::pair<std::string, std::optional<std::string>>>& env = {});
+
+// Runs `argv` (argv[0] is the program path) with its standard output and error appended to the
+// file `log_path` ("": /dev/null), the fault point `fault` armed through EVIDENT_FAULT_POINT
+// ("": none, src/core/fault_point.h), and kills it with SIGKILL after `kill_after_us` (< 0:
+// never). Returns its wait status (-1 when it could not start).
+int RunAndKill(const std::vector<std::string>& argv, const std::string& fault,
+               int64_t kill_after_us, const std::string& log_path = "");
+inline bool Killed(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
+inline bool Finished(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
 // Runs `argv` (argv[0] is the program path) with `input` on standard input.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input = "");

@@ -1,0 +1,181 @@
+#include "store_dump.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "evident/store_sqlite.h"
+
+namespace evident::testing {
+namespace {
+
+void AddConsumerRows(Snapshot& store, const std::string& consumer, const std::string& subject,
+                     StoreRows& rows) {
+  for (LedgerEntry& e : store.LedgerOf(consumer, subject).value().rows) {
+    rows.ledger.push_back(std::move(e));
+  }
+  for (EvidenceRecord& r : store.EvidenceOf(consumer, subject).value().rows) {
+    rows.evidence.push_back(std::move(r));
+  }
+  for (DeferredEvent& d : store.DeferredOf(consumer, subject).value().rows) {
+    rows.deferred.push_back(std::move(d));
+  }
+  for (JournalEntry& j : store.JournalOf(consumer, subject).value().rows) {
+    rows.journal.push_back(std::move(j));
+  }
+}
+
+void AddSubjectRows(Snapshot& store, const std::string& subject,
+                    const std::vector<std::string>& consumers, StoreRows& rows) {
+  for (Projection& p : store.ProjectionsOf(subject).value().rows) {
+    rows.projections.push_back(std::move(p));
+  }
+  for (KeptInput& k : store.KeptOf(subject).value().rows) rows.kept.push_back(std::move(k));
+  for (const std::string& consumer : consumers) AddConsumerRows(store, consumer, subject, rows);
+}
+
+// The number of rows of table `name` in `rows`, for the completeness check.
+int64_t RowsRead(const StoreRows& rows, const std::string& name) {
+  if (name == "ledger") return static_cast<int64_t>(rows.ledger.size());
+  if (name == "projection") return static_cast<int64_t>(rows.projections.size());
+  if (name == "deferred") return static_cast<int64_t>(rows.deferred.size());
+  if (name == "kept") return static_cast<int64_t>(rows.kept.size());
+  if (name == "journal") return static_cast<int64_t>(rows.journal.size());
+  return -1;  // a table this dump does not know
+}
+
+}  // namespace
+
+StoreRows ReadStoreRows(const std::string& path, const DumpOptions& options) {
+  StoreRows rows;
+  auto opened = OpenSqliteStore(path);
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  if (!opened.ok()) return rows;
+  auto snapshot = (*opened)->Read();
+  EXPECT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+  if (!snapshot.ok()) return rows;
+  Snapshot& store = **snapshot;
+  for (const std::string& subject : options.subjects) {
+    AddSubjectRows(store, subject, options.consumers, rows);
+  }
+  if (options.position_source) {
+    const std::optional<std::string> position = store.GetPosition(*options.position_source).value();
+    EXPECT_TRUE(position.has_value()) << path << ": no position of " << *options.position_source;
+    rows.position_source = options.position_source;
+    rows.position = position.value_or("");
+  }
+  if (!options.every_row) return rows;
+  for (const auto& [name, count] : store.Counts().value()) {
+    EXPECT_EQ(RowsRead(rows, name), count) << path << ": table " << name << " holds " << count
+                                           << " rows, the reads reached " << RowsRead(rows, name);
+  }
+  return rows;
+}
+
+std::vector<Table> Tables(const StoreRows& rows) {
+  std::vector<Table> t = {{"ledger", {}},   {"projection", {}}, {"evidence", {}},
+                          {"deferred", {}}, {"kept", {}},       {"journal", {}}};
+  for (const LedgerEntry& e : rows.ledger) {
+    t[0].rows.push_back(
+        Row()("consumer", e.consumer)("source", e.source)("id", e.event_id)("state", e.state)(
+            "type", e.type)("subject", e.subject)("subject_version", e.subject_version)(
+            "input_schema_version", e.input_schema_version)("result_version", e.result_version)(
+            "projection_version", e.projection_version)("duplicates", e.duplicates)(
+            "last_duplicate_at", e.last_duplicate_at_ms ? "set" : "none")
+            .text());
+  }
+  for (const Projection& p : rows.projections) {
+    t[1].rows.push_back(
+        Row()("consumer", p.consumer)("subject", p.subject)("version", p.version)("state", p.state)(
+            "fields", p.fields_json)("owner_source", p.owner_source)("owner_version_seen",
+                                                                     p.owner_version_seen)
+            .text());
+  }
+  for (const EvidenceRecord& r : rows.evidence) {
+    t[2].rows.push_back(
+        Row()("consumer", r.consumer)("subject", r.subject)("name", r.name)("source", r.source)(
+            "id", r.event_id)("subject_version", r.subject_version)
+            .text());
+  }
+  for (const DeferredEvent& d : rows.deferred) {
+    t[3].rows.push_back(
+        Row()("consumer", d.consumer)("subject", d.subject)("subject_version", d.subject_version)(
+            "source", d.source)("id", d.event_id)("type", d.type)(
+            "schema_version", d.schema_version)("expected_version", d.expected_version)(
+            "raw", d.raw)("deadline_after_ms", d.deadline_at_ms - d.received_at_ms)(
+            "route", d.route)("input_index", d.input_index)
+            .text());
+  }
+  for (const KeptInput& k : rows.kept) {
+    t[4].rows.push_back(
+        Row()("seq", k.seq)("consumer", k.consumer)("outcome", k.outcome)("reason", k.reason)(
+            "message", k.message)("source", k.source)("id", k.event_id)("type", k.type)(
+            "subject", k.subject)("subject_version", k.subject_version)("raw", k.raw)("input_index",
+                                                                                      k.input_index)
+            .text());
+  }
+  for (const JournalEntry& j : rows.journal) {
+    t[5].rows.push_back(
+        Row()("seq", j.seq)("consumer", j.consumer)("outcome", j.outcome)("source", j.source)(
+            "id", j.event_id)("subject", j.subject)("subject_version", j.subject_version)
+            .text());
+  }
+  if (rows.position_source) {
+    t.push_back(
+        {"checkpoint", {Row()("input", *rows.position_source)("position", rows.position).text()}});
+  }
+  for (Table& table : t) std::sort(table.rows.begin(), table.rows.end());
+  return t;
+}
+
+std::vector<Table> ReadStore(const std::string& path, const DumpOptions& options) {
+  return Tables(ReadStoreRows(path, options));
+}
+
+std::string FirstDifference(const std::vector<Table>& want, const std::vector<Table>& got) {
+  for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+    if (want[i].name != got[i].name) {
+      return "table " + std::to_string(i) + " is " + got[i].name + ", want " + want[i].name;
+    }
+    const std::vector<std::string>& w = want[i].rows;
+    const std::vector<std::string>& g = got[i].rows;
+    for (size_t r = 0; r < std::min(w.size(), g.size()); ++r) {
+      if (w[r] != g[r]) {
+        return "table " + want[i].name + ", row " + std::to_string(r) + ":\n  want " + w[r] +
+               "\n  got  " + g[r];
+      }
+    }
+    if (w.size() != g.size()) {
+      return "table " + want[i].name + ": want " + std::to_string(w.size()) + " rows, got " +
+             std::to_string(g.size());
+    }
+  }
+  if (want.size() != got.size()) {
+    return "want " + std::to_string(want.size()) + " tables, got " + std::to_string(got.size());
+  }
+  return "";
+}
+
+std::string Differences(const std::vector<Table>& want, const std::vector<Table>& got,
+                        size_t lines_max) {
+  std::string out;
+  size_t lines = 0;
+  const auto add = [&](const std::string& table, const char* side, const std::string& row) {
+    if (lines++ < lines_max) out += table + ": " + side + " " + row + "\n";
+  };
+  for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+    std::vector<std::string> only;
+    std::set_difference(want[i].rows.begin(), want[i].rows.end(), got[i].rows.begin(),
+                        got[i].rows.end(), std::back_inserter(only));
+    for (const std::string& row : only) add(want[i].name, "want-only", row);
+    only.clear();
+    std::set_difference(got[i].rows.begin(), got[i].rows.end(), want[i].rows.begin(),
+                        want[i].rows.end(), std::back_inserter(only));
+    for (const std::string& row : only) add(got[i].name, "got-only ", row);
+  }
+  if (lines > lines_max) out += "(" + std::to_string(lines - lines_max) + " more)\n";
+  return out;
+}
+
+}  // namespace evident::testing
