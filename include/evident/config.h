@@ -4,6 +4,7 @@
 //   profile: cloudevents            # envelope profile of the input (cloudevents | flat)
 //   batch_count_max: 1000           # events per store transaction (group commit)
 //   linger_ms: 5                    # commit a partial batch when input pauses this long
+//   batch_ms_max: 50                # .. and at the latest this long after its first event
 //   consumers:
 //     - id: fulfillment             # contract from contracts/consumers/fulfillment.yaml, or
 //       projection: {...}           #   written inline here in the same format
@@ -54,6 +55,7 @@ struct ConsumerConfig {
 // The ranges of the batch settings, in the file and on the command line alike.
 inline constexpr int64_t kBatchCountMaxLimit = 1'000'000;  // batch_count_max: 1 ..
 inline constexpr int64_t kLingerMsLimit = 60'000;          // linger_ms: 0 ..
+inline constexpr int64_t kBatchMsMaxLimit = 600'000;       // batch_ms_max: 1 ..
 inline constexpr int64_t kEventBytesFloor = 65'536;        // event_bytes_max: CloudEvents' minimum
 inline constexpr int64_t kEventBytesLimit = int64_t{64} << 20;  // .. to 64 MiB
 
@@ -64,6 +66,10 @@ struct Config {
   Profile profile = Profile::CloudEvents();
   size_t batch_count_max = 1000;  // events per transaction
   int64_t linger_ms = 5;          // a partial batch commits after this long without input
+  // A batch commits at the latest this long after its first event was decided, however steadily
+  // events keep coming: a steady trickle that never pauses for linger_ms would otherwise hold
+  // decided events until batch_count_max of them gathered.
+  int64_t batch_ms_max = 50;
   size_t event_bytes_max = size_t{1} << 20;
   std::vector<ConsumerConfig> consumers;
 

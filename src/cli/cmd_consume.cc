@@ -32,6 +32,7 @@ struct ConsumeFlags {
   bool resume = false;
   int64_t batch_count_max = 0;
   int64_t linger_ms = -1;
+  int64_t batch_ms_max = -1;
   std::string synchronous = "FULL";
   // Another consume may hold the store's write lock for a whole batch, up to its linger_ms (at
   // most 60 s) and the time to decide it: by default wait that long before giving up.
@@ -152,6 +153,7 @@ int RunConsume(const ConsumeFlags& flags) {
   if (flags.batch_count_max > 0)
     config->batch_count_max = static_cast<size_t>(flags.batch_count_max);
   if (flags.linger_ms >= 0) config->linger_ms = flags.linger_ms;
+  if (flags.batch_ms_max > 0) config->batch_ms_max = flags.batch_ms_max;
   auto pipeline = Pipeline::Create(*config);
   if (!pipeline.ok()) {
     std::cerr << "evident consume: " << pipeline.status().ToString() << "\n";
@@ -250,6 +252,10 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--linger-ms", flags->linger_ms,
                   "Commit a partial batch after this pause (overrides the config)")
       ->check(IntegerFrom(0, kLingerMsLimit));
+  cmd->add_option("--batch-ms-max", flags->batch_ms_max,
+                  "Commit a batch at the latest this long after its first event (overrides the "
+                  "config)")
+      ->check(IntegerFrom(1, kBatchMsMaxLimit));
   cmd->add_option("--busy-timeout-ms", flags->busy_timeout_ms,
                   "How long to wait for a store another process is writing")
       ->check(IntegerFrom(0, 3'600'000))

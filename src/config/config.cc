@@ -129,7 +129,8 @@ Status CatchParseErrors(const std::string& origin, Parse&& parse) {
   }
 }
 
-// batch_count_max, linger_ms and event_bytes_max, each within its limits (config.h).
+// batch_count_max, linger_ms, batch_ms_max and event_bytes_max, each within its limits
+// (config.h).
 void ParseLimits(const std::string& origin, const YAML::Node& root, Config& config) {
   if (root["batch_count_max"]) {
     const int64_t n = root["batch_count_max"].as<int64_t>();
@@ -146,6 +147,13 @@ void ParseLimits(const std::string& origin, const YAML::Node& root, Config& conf
            "linger_ms must be from 0 to " + std::to_string(kLingerMsLimit));
     }
   }
+  if (root["batch_ms_max"]) {
+    config.batch_ms_max = root["batch_ms_max"].as<int64_t>();
+    if (config.batch_ms_max < 1 || config.batch_ms_max > kBatchMsMaxLimit) {
+      Fail(origin, root["batch_ms_max"],
+           "batch_ms_max must be from 1 to " + std::to_string(kBatchMsMaxLimit));
+    }
+  }
   if (root["event_bytes_max"]) {
     const int64_t n = root["event_bytes_max"].as<int64_t>();
     if (n < kEventBytesFloor || n > kEventBytesLimit) {
@@ -155,7 +163,7 @@ void ParseLimits(const std::string& origin, const YAML::Node& root, Config& conf
     }
     config.event_bytes_max = static_cast<size_t>(n);
   }
-  assert(config.batch_count_max >= 1 && config.linger_ms >= 0 &&
+  assert(config.batch_count_max >= 1 && config.linger_ms >= 0 && config.batch_ms_max >= 1 &&
          config.event_bytes_max >= static_cast<size_t>(kEventBytesFloor));
 }
 
@@ -167,7 +175,7 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
   for (const auto& item : root) {
     const std::string key = item.first.as<std::string>();
     if (key != "contracts" && key != "profile" && key != "consumers" && key != "batch_count_max" &&
-        key != "linger_ms" && key != "event_bytes_max") {
+        key != "linger_ms" && key != "batch_ms_max" && key != "event_bytes_max") {
       Fail(origin, item.first, "unknown key '" + key + "'");
     }
   }

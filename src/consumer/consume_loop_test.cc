@@ -2,7 +2,9 @@
 // busy-store retry, cancellation, and a commit that fails.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
+#include <thread>
 #include <utility>
 
 #include "evident/consumer.h"
@@ -64,6 +66,7 @@ class ConsumeLoopTest : public ::testing::Test {
     // Batches close on their count or at the end of the source, never because the reading
     // thread fell behind for linger_ms on a loaded machine: the batches are the same every run.
     config->linger_ms = kLingerMsLimit;
+    config->batch_ms_max = kBatchMsMaxLimit;
     pipeline_ = Pipeline::Create(*config).value();
     for (int i = 0; i < 5; ++i) messages_.push_back(Status104(i));
   }
@@ -173,6 +176,57 @@ TEST_F(ConsumeLoopTest, ACancelledRunStopsAfterItsCommitAndSaysSo) {
   EXPECT_TRUE(summary->stopped);
   EXPECT_EQ(summary->events, 0);
   EXPECT_EQ(Version(), 0);
+}
+
+// Events that come every 20 ms never pause for linger_ms (60 s here), yet a batch commits once
+// its first event is batch_ms_max old: decisions are not held until batch_count_max gather.
+TEST_F(ConsumeLoopTest, ASteadyTrickleCommitsOnceABatchIsBatchMsMaxOld) {
+  for (const int64_t batch_ms_max : {int64_t{50}, kBatchMsMaxLimit}) {
+    auto config = LoadConfig(std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/evident.yaml");
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    config->batch_count_max = 1000;
+    config->linger_ms = kLingerMsLimit;
+    config->batch_ms_max = batch_ms_max;
+    auto pipeline = Pipeline::Create(*config).value();
+    database_ = NewMemoryDatabase();
+    auto store = OpenMemoryStore(database_).value();
+    auto source = Recording();
+    struct Trickle final : Source {
+      explicit Trickle(Source& inner) : inner(inner) {}
+      const std::string& name() const override { return inner.name(); }
+      Status Start(const std::optional<std::string>& p) override { return inner.Start(p); }
+      // The next message is due 20 ms after the last one; before that the source has nothing,
+      // as a broker that is not sending: kWouldWait when the caller will not wait long enough.
+      Result<Fetched> Fetch(Message& out, int wait_ms) override {
+        const auto now = std::chrono::steady_clock::now();
+        if (now < due) {
+          if (wait_ms >= 0 && now + std::chrono::milliseconds(wait_ms) < due) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+            return Fetched::kWouldWait;
+          }
+          std::this_thread::sleep_until(due);
+        }
+        due = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+        return inner.Fetch(out, wait_ms);
+      }
+      std::string EncodePosition(const Cursor& c) const override { return inner.EncodePosition(c); }
+      Status Acknowledge(const Cursor& c) override { return inner.Acknowledge(c); }
+      Status Reject(const Cursor& c, int64_t d) override { return inner.Reject(c, d); }
+      void Stop() override { inner.Stop(); }
+      Source& inner;
+      std::chrono::steady_clock::time_point due = std::chrono::steady_clock::now();
+    } trickle(*source);
+    const auto summary = Consume(*pipeline, *store, trickle, {.clock = &clock_});
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    EXPECT_EQ(Version(), 5);
+    ASSERT_FALSE(source->acks.empty());
+    if (batch_ms_max == 50) {
+      EXPECT_GE(summary->batches, 2);
+      EXPECT_LT(source->acks.front().first, 5) << "the first commit waited for the end";
+    } else {
+      EXPECT_EQ(summary->batches, 1);  // only the end of the source closed the batch
+    }
+  }
 }
 
 }  // namespace

@@ -251,7 +251,8 @@ class ConsumeLoop {
       if (StopRequested()) return Stop();
       std::optional<PrepareAhead::Item> item = ahead.Next(WaitMs());
       if (!item) {  // the input paused: close the batch once it lingered linger_ms
-        if (batch_events_ > 0 && IdleMs() >= config.linger_ms) {
+        if (batch_events_ > 0 &&
+            (IdleMs() >= config.linger_ms || BatchAgeMs() >= config.batch_ms_max)) {
           if (Status s = Commit(); !s.ok()) return Fail(s);
         }
         if (options_.until_idle_ms >= 0 && IdleMs() >= options_.until_idle_ms) {
@@ -264,6 +265,7 @@ class ConsumeLoop {
       if (item->kind == PrepareAhead::Item::Kind::kEnd) return Status::Ok();
       taken_thru_ = item->cursor;
       if (tx_ == nullptr) {
+        batch_started_ = std::chrono::steady_clock::now();
         const Status begun = Begin();
         if (!begun.ok() && StopRequested()) return Stop();  // the retry was cut short
         EVIDENT_RETURN_IF_ERROR(begun);
@@ -275,7 +277,8 @@ class ConsumeLoop {
       decided_thru_ = item->cursor;
       last_decided_ = std::chrono::steady_clock::now();
       ++summary_.events;
-      if (++batch_events_ >= static_cast<size_t>(config.batch_count_max)) {
+      if (++batch_events_ >= static_cast<size_t>(config.batch_count_max) ||
+          BatchAgeMs() >= config.batch_ms_max) {
         if (Status s = Commit(); !s.ok()) return Fail(s);
       }
       MaybeProgress();
@@ -297,12 +300,22 @@ class ConsumeLoop {
         .count();
   }
 
-  // How long to wait for the next event: with a batch open, what is left of linger_ms; with a
+  // How long the open batch has been open (since its first event was taken).
+  int64_t BatchAgeMs() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 batch_started_)
+        .count();
+  }
+
+  // How long to wait for the next event: with a batch open, what is left of linger_ms (and of
+  // batch_ms_max); with a
   // stop to watch for, never longer than kStopPollMs; else until one comes (-1).
   int WaitMs() const {
     int64_t wait_ms = -1;
     if (batch_events_ > 0) {
-      wait_ms = std::max<int64_t>(0, pipeline_.config().linger_ms - IdleMs());
+      const Config& config = pipeline_.config();
+      wait_ms = std::max<int64_t>(
+          0, std::min(config.linger_ms - IdleMs(), config.batch_ms_max - BatchAgeMs()));
     }
     if (options_.cancel != nullptr) {
       wait_ms = wait_ms < 0 ? kStopPollMs : std::min<int64_t>(wait_ms, kStopPollMs);
@@ -409,6 +422,7 @@ class ConsumeLoop {
   Cursor decided_thru_;  // the source up to the last event decided: the position to store
   Cursor taken_thru_;    // .. up to the last event taken, decided or not: what a rollback rejects
   std::chrono::steady_clock::time_point last_decided_;
+  std::chrono::steady_clock::time_point batch_started_;  // when the open batch began
   size_t batch_events_ = 0;
   std::chrono::steady_clock::time_point start_, last_progress_;
 };

@@ -192,6 +192,7 @@ Config SimulationConfig(int64_t batch_count_max) {
   // Batches close on their count or at the end of the log, never on a timer: a run's batches,
   // and so the calls the faults count, are the same on every machine.
   c.linger_ms = kLingerMsLimit;
+  c.batch_ms_max = kBatchMsMaxLimit;
   return c;
 }
 
