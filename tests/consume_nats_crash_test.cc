@@ -84,20 +84,6 @@ constexpr const char* kFaultPoints[] = {
 constexpr int kRandomKills = 10;
 constexpr int64_t kRandomRunMs = 2500;
 
-std::string Shell(const std::string& command, int* rc) {
-  std::string out;
-  FILE* f = popen(command.c_str(), "r");
-  if (f == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buffer[256];
-  while (fgets(buffer, sizeof buffer, f) != nullptr) out += buffer;
-  *rc = pclose(f);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
 // A nats-server with JetStream for one test, stopped by Stop or when this goes (nats.sh stop
 // finds the server by the pid file in `dir`: stop it before removing the directory).
 class NatsServer {

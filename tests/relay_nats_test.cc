@@ -37,20 +37,6 @@ std::string StatusEvent(int n) {
          std::to_string(n % 97) + R"(","status":"s)" + std::to_string(n) + R"("}})";
 }
 
-std::string Shell(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (f == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buf[256];
-  while (fgets(buf, sizeof buf, f) != nullptr) out += buf;
-  *rc = pclose(f);
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
 // CPU time (user + system) a process has used so far, in ms; -1 when it cannot be read.
 int64_t CpuMs(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -119,6 +105,19 @@ class RelayNats : public ::testing::Test {
                     "/data/schemaVersion", "--partitions", "4", "-"},
                    input);
     ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  // Polls `outbox stats` every 100 ms for up to `seconds`; true once nothing is pending.
+  bool WaitUntilNothingPending(int seconds) {
+    for (int i = 0; i < seconds * 10; ++i) {
+      const ProcessResult stats =
+          RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
+      if (stats.exit_code == 0 && stats.out.find("\"pending\":0") != std::string::npos) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
   }
 
   int64_t SentRows() {
@@ -258,13 +257,7 @@ TEST_F(RelayNats, TheServerKilledNineAndRestartedLosesNothing) {
   StartServer(port);
   producer.join();
   // Wait until nothing is pending, then stop the relay as a supervisor would.
-  bool drained = false;
-  for (int i = 0; i < 300 && !drained; ++i) {
-    const ProcessResult stats =
-        RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
-    drained = stats.exit_code == 0 && stats.out.find("\"pending\":0") != std::string::npos;
-    if (!drained) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const bool drained = WaitUntilNothingPending(30);
   kill(relay, SIGTERM);
   int status = 0;
   waitpid(relay, &status, 0);
@@ -296,13 +289,7 @@ TEST_F(RelayNats, WhileTheServerIsDownTheRelayWaitsWithoutSpinningThenFinishes) 
   // 10 s of a server that refuses connections: a relay that backs off spends a few ms of CPU.
   EXPECT_LT(cpu_after - cpu_before, 200) << "CPU ms over 10 s while the server was down";
   StartServer(port);
-  bool drained = false;
-  for (int i = 0; i < 100 && !drained; ++i) {
-    const ProcessResult stats =
-        RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
-    drained = stats.exit_code == 0 && stats.out.find("\"pending\":0") != std::string::npos;
-    if (!drained) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const bool drained = WaitUntilNothingPending(10);
   kill(relay, SIGTERM);
   int status = 0;
   waitpid(relay, &status, 0);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "evident/publisher.h"
+#include "source/ndjson_lines.h"
 
 namespace evident {
 namespace {
@@ -21,14 +22,7 @@ class FdPublisher final : public Publisher {
       return Status::FailedPrecondition(name_ + " refuses batches after a failed write (" +
                                         broken_.ToString() + ")");
     }
-    text_.clear();
-    for (const OutgoingMessage& m : batch) {
-      if (m.bytes.find('\n') != std::string::npos) {
-        return Status::InvalidArgument("message " + m.id + " holds a newline; " + name_ +
-                                       " is newline-delimited");
-      }
-      text_.append(m.bytes).push_back('\n');
-    }
+    EVIDENT_RETURN_IF_ERROR(NdjsonLines(batch, name_, text_));
     if (batch.empty()) return size_t{0};
     broken_ = Write();
     if (!broken_.ok()) return broken_;

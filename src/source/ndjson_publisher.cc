@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "evident/publisher.h"
+#include "source/ndjson_lines.h"
 
 namespace evident {
 namespace {
@@ -16,14 +17,7 @@ class NdjsonPublisher final : public Publisher {
   // the messages carry ids, so offering them again is safe).
   Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {
     if (file_ == nullptr) return Status::FailedPrecondition("publisher of " + path_ + " is closed");
-    text_.clear();
-    for (const OutgoingMessage& m : batch) {
-      if (m.bytes.find('\n') != std::string::npos) {
-        return Status::InvalidArgument("message " + m.id + " holds a newline; " + path_ +
-                                       " is newline-delimited");
-      }
-      text_.append(m.bytes).push_back('\n');
-    }
+    EVIDENT_RETURN_IF_ERROR(NdjsonLines(batch, path_, text_));
     if (batch.empty()) return size_t{0};
     if (!broken_.ok()) {
       return Status::FailedPrecondition("publisher of " + path_ +
