@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <future>
 #include <random>
 #include <vector>
 
@@ -51,6 +52,7 @@ class Relay {
     const auto start = std::chrono::steady_clock::now();
     last_retention_ms_ = clock_.NowMs();
     Status ended = Loop();
+    if (in_flight_.valid()) (void)in_flight_.get();  // an error left it: published, not marked
     if (publisher_ != nullptr) {
       const Status closed = publisher_->Close();
       if (ended.ok() && !closed.ok()) ended = closed.Annotate("closing the destination");
@@ -71,6 +73,10 @@ class Relay {
     int failures = 0;
     while (true) {
       if (Cancelled()) {
+        if (in_flight_.valid()) {  // the batch on its way is waited for and marked
+          EVIDENT_ASSIGN_OR_RETURN(const Round last, Finish(/*launch_next=*/false));
+          (void)last;
+        }
         summary_.stopped = true;
         return Status::Ok();
       }
@@ -97,33 +103,53 @@ class Relay {
     }
   }
 
-  // One round: read the oldest pending rows, publish them, record what became of each.
+  // One round: publish the oldest pending rows (unless the last round already sent them on
+  // their way), wait for the destination's answer, start the next batch's publish, then record
+  // what became of this one while the next is in flight. Marking (a write transaction and its
+  // fsync) thus overlaps publishing; a row is still marked only after its acceptance.
   Result<Round> Step() {
     if (publisher_ == nullptr) {
       Result<std::unique_ptr<Publisher>> opened = open_();
       if (!opened.ok()) return Failed(opened.status().ToString());
       publisher_ = std::move(opened).value();
     }
-    Result<Rows<OutboxRow>> rows = ReadPending();
-    if (!rows.ok()) {
-      if (Busy(rows.status())) return Failed(rows.status().ToString());
-      return rows.status();
+    if (!in_flight_.valid()) {
+      Result<Rows<OutboxRow>> rows = ReadPending(0);
+      if (!rows.ok()) return Busy(rows.status()) ? Failed(rows.status().ToString()) : rows.status();
+      if (rows->rows.empty()) return Round::kIdle;
+      Launch(std::move(rows->rows));
     }
-    if (rows->rows.empty()) return Round::kIdle;
-    BuildMessages(rows->rows);
-    const Result<size_t> published = publisher_->Publish(messages_);
+    return Finish(/*launch_next=*/true);
+  }
+
+  // Waits for the batch in flight and records its fate; with `launch_next`, first sends the
+  // next pending rows on their way when this batch was accepted whole.
+  Result<Round> Finish(bool launch_next) {
+    assert(in_flight_.valid());
+    const Result<size_t> published = in_flight_.get();
+    std::vector<OutboxRow> rows = std::move(rows_[current_]);
+    const std::vector<PublishAck> acks = publisher_->acks();
     const size_t accepted = published.ok() ? *published : 0;
-    assert(accepted <= messages_.size());
+    assert(accepted <= rows.size());
     std::string error;
     if (!published.ok()) {
       error = published.status().ToString();
-    } else if (accepted < messages_.size()) {
+    } else if (accepted < rows.size()) {
       error = "not acknowledged (the destination accepted " + std::to_string(accepted) + " of " +
-              std::to_string(messages_.size()) + ")";
+              std::to_string(rows.size()) + ")";
     }
-    const Status marked = Mark(rows->rows, accepted, error);
-    if (!marked.ok() && !Busy(marked)) return marked.Annotate("marking published rows");
-    if (accepted < messages_.size()) {
+    if (launch_next && accepted == rows.size()) {
+      Result<Rows<OutboxRow>> next = ReadPending(rows.back().seq);
+      if (next.ok() && !next->rows.empty()) Launch(std::move(next->rows));
+    }
+    const Status marked = Mark(rows, accepted, error, acks);
+    if (!marked.ok()) {
+      // The batch in flight (if any) is published but the rows before it are unmarked: finish
+      // it without marking; the next round reads from the oldest pending row again.
+      if (in_flight_.valid()) (void)in_flight_.get();
+      if (!Busy(marked)) return marked.Annotate("marking published rows");
+    }
+    if (accepted < rows.size()) {
       // A destination that refused may be broken (a closed connection): open it again.
       (void)publisher_->Close();
       publisher_.reset();
@@ -133,13 +159,23 @@ class Relay {
     return Round::kProgress;
   }
 
-  Result<Rows<OutboxRow>> ReadPending() {
-    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store_.Read());
-    return snapshot->OutboxRows(/*pending_only=*/true, /*after_seq=*/0, options_.batch_count_max);
+  // Starts publishing `rows` on the worker (the publisher is the worker's alone until Finish).
+  void Launch(std::vector<OutboxRow> rows) {
+    current_ = 1 - current_;
+    rows_[current_] = std::move(rows);
+    BuildMessages(rows_[current_], messages_[current_]);
+    in_flight_ = std::async(std::launch::async, [this, slot = current_] {
+      return publisher_->Publish(messages_[slot]);
+    });
   }
 
-  void BuildMessages(const std::vector<OutboxRow>& rows) {
-    messages_.resize(rows.size());
+  Result<Rows<OutboxRow>> ReadPending(int64_t after_seq) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store_.Read());
+    return snapshot->OutboxRows(/*pending_only=*/true, after_seq, options_.batch_count_max);
+  }
+
+  void BuildMessages(const std::vector<OutboxRow>& rows, std::vector<OutgoingMessage>& messages) {
+    messages.resize(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       const OutboxRow& row = rows[i];
       const int64_t partition =
@@ -147,17 +183,17 @@ class Relay {
               ? static_cast<int64_t>(Fnv1a(kFnv1aOffset, row.subject) %
                                      static_cast<uint64_t>(*options_.partition_count))
               : row.partition;
-      messages_[i].destination = RelayDestination(partition, row.type);
-      messages_[i].id = RelayMessageId(row.source, row.event_id);
-      messages_[i].bytes = row.bytes;
+      messages[i].destination = RelayDestination(partition, row.type);
+      messages[i].id = RelayMessageId(row.source, row.event_id);
+      messages[i].bytes = row.bytes;
     }
   }
 
   // In one transaction: the accepted prefix marked sent, an attempt counted on the rest.
-  Status Mark(const std::vector<OutboxRow>& rows, size_t accepted, const std::string& error) {
+  Status Mark(const std::vector<OutboxRow>& rows, size_t accepted, const std::string& error,
+              const std::vector<PublishAck>& acks) {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
     const int64_t now_ms = clock_.NowMs();
-    const std::vector<PublishAck>& acks = publisher_->acks();
     int64_t duplicates = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
       if (i < accepted) {
@@ -221,7 +257,11 @@ class Relay {
   Clock& clock_;
   std::mt19937_64 jitter_;
   std::unique_ptr<Publisher> publisher_;
-  std::vector<OutgoingMessage> messages_;  // the round's batch, reused
+  // Two batches at most: the one in flight and the one being marked, in alternating slots.
+  std::vector<OutboxRow> rows_[2];
+  std::vector<OutgoingMessage> messages_[2];
+  int current_ = 0;                        // the slot of the batch in flight
+  std::future<Result<size_t>> in_flight_;  // its Publish, on a worker thread
   RelaySummary summary_;
   int64_t last_retention_ms_ = 0;
 };

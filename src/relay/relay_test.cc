@@ -57,7 +57,7 @@ class ScriptedPublisher final : public Publisher {
 class RelayTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = OpenMemoryStore(NewMemoryDatabase()).value();
+    store_ = OpenMemoryStore(database_).value();
     options_.destination_name = "EVENTS";
     options_.clock = &clock_;
     options_.once = true;
@@ -96,6 +96,7 @@ class RelayTest : public ::testing::Test {
   }
 
   ManualClock clock_{1'000'000};
+  std::shared_ptr<MemoryDatabase> database_ = NewMemoryDatabase();
   std::unique_ptr<Store> store_;
   RelayOptions options_;
   std::deque<ScriptedPublisher::Step> script_;
@@ -231,6 +232,24 @@ TEST_F(RelayTest, WithoutOnceItPollsForNewRowsUntilCancelled) {
   EXPECT_EQ(sleeps, 6);
   EXPECT_EQ(clock_.slept_ms(), 6 * 40);  // every wait was one poll interval: no spinning
   for (const OutboxRow& row : AllRows()) EXPECT_TRUE(row.sent_at_ms.has_value());
+}
+
+// The first batch's mark fails (the store busy) while the second batch is already on its way:
+// the round fails, the second batch is waited for but not marked, and the next round offers
+// everything from the oldest unmarked row again (the ids make the second copies duplicates).
+TEST_F(RelayTest, AMarkThatFailsWhileTheNextBatchIsInFlightOffersBothAgain) {
+  AppendRows(4);
+  options_.batch_count_max = 2;
+  FaultStore store(OpenMemoryStore(database_).value(), nullptr);
+  store.Add({.call = StoreCall::kBegin, .nth = 1, .code = Code::kUnavailable});
+  const Result<RelaySummary> summary = RunRelay(store, Scripted(), options_);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->failed_rounds, 1);
+  EXPECT_EQ(summary->sent, 4);
+  ASSERT_EQ(log_.size(), 8u);  // e0 e1 (unmarked), e2 e3 (in flight, unmarked), then all again
+  EXPECT_NE(log_[2].find("svc e2|"), std::string::npos) << log_[2];
+  EXPECT_NE(log_[4].find("svc e0|"), std::string::npos) << log_[4];
+  for (const OutboxRow& row : AllRows()) EXPECT_TRUE(row.sent_at_ms.has_value()) << row.seq;
 }
 
 TEST_F(RelayTest, RetentionDeletesSentRowsPastKeepSentInBoundedBatches) {
