@@ -2,9 +2,11 @@
 // with SIGKILL over and over while it works through a large input, first at each fault point of
 // the consume path (src/core/fault_point.h: just before and after the checkpoint write, the
 // commit, the acknowledgement and a WAL checkpoint), then at random times. After the last restart
-// the store must equal the store of one uninterrupted run in every column a decision writes
-// (wall-clock times aside), read back through the Store API; every acknowledged decision must be
-// durable when acknowledged, and no event may be acknowledged as applied twice.
+// the store must equal the store of one uninterrupted run over the same input in every column a
+// decision writes (wall-clock times aside), read back through the Store API; every acknowledged
+// decision must be durable when acknowledged, and no event may be acknowledged as applied twice.
+// The input grows by chunks of new orders appended before a run that needs more unconsumed lines
+// to reach its fault point (LinesToReach), so that no fault run can see its input end first.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <sqlite3.h>
@@ -17,6 +19,7 @@
 #include <random>
 #include <regex>
 #include <set>
+#include <string_view>
 
 #include "orders_input.h"
 #include "run_process.h"
@@ -27,7 +30,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kOrders = 4000;
+// Orders appended to the input at a time (about 1,700 lines).
+constexpr int kChunkOrders = 250;
+// The random kills: over at least this many unconsumed lines, at most this many times; then a
+// last run goes to the end of the input.
+constexpr int64_t kRandomLines = 15000;
+constexpr int kRandomKillsMax = 100;
 
 // Every fault point on the consume path, in the order a batch meets them. The WAL checkpoint
 // points are hit on the committing connection (batches of 50) or on the checkpoint thread
@@ -36,13 +44,51 @@ constexpr const char* kFaultPoints[] = {
     "before-checkpoint", "after-checkpoint", "before-commit",         "after-commit",
     "before-ack",        "after-ack",        "before-wal-checkpoint", "after-wal-checkpoint"};
 
+// The input file of the runs, grown by chunks of new orders (orders_input.h) appended at its
+// end. A --resume position is the count and hash of the lines before it, so lines appended after
+// a run leave the position it committed valid.
+class GrowingInput {
+ public:
+  explicit GrowingInput(fs::path path) : path_(std::move(path)) {}
+
+  // Appends chunks until at least `lines` lines follow the first `consumed`.
+  void Ensure(int64_t consumed, int64_t lines) {
+    while (lines_ - consumed < lines) Append();
+  }
+
+  const fs::path& path() const { return path_; }
+  int orders() const { return orders_; }
+  int64_t lines() const { return lines_; }
+
+ private:
+  // One chunk: kChunkOrders orders numbered on from the last chunk's, with a seed of its own.
+  void Append() {
+    std::ofstream out(path_, std::ios::app);
+    for (const std::string& line : MakeInput(kChunkOrders, 7 + chunks_, orders_)) {
+      out << line << '\n';
+      ++lines_;
+    }
+    out.close();
+    EXPECT_TRUE(out.good()) << "cannot append to " << path_;
+    orders_ += kChunkOrders;
+    ++chunks_;
+  }
+
+  fs::path path_;
+  int orders_ = 0;
+  int chunks_ = 0;
+  int64_t lines_ = 0;
+};
+
 // The store at `path`, decoded through the Store read API: every subject of the input (and ""
 // for inputs that name none), every consumer, and the input's checkpoint.
-std::vector<Table> ReadStore(const std::string& path, const std::string& input) {
+std::vector<Table> ReadStore(const std::string& path, const GrowingInput& input) {
   DumpOptions options{.consumers = {std::begin(kOrderConsumers), std::end(kOrderConsumers)},
                       .subjects = {""},
-                      .position_source = fs::absolute(input).lexically_normal().string()};
-  for (int o = 0; o < kOrders; ++o) options.subjects.push_back("order-" + std::to_string(o));
+                      .position_source = fs::absolute(input.path()).lexically_normal().string()};
+  for (int o = 0; o < input.orders(); ++o) {
+    options.subjects.push_back("order-" + std::to_string(o));
+  }
   return evident::testing::ReadStore(path, options);
 }
 
@@ -153,52 +199,73 @@ class CrashingRuns {
   std::set<std::string> applied_;  // keys acknowledged as applied, over all runs
 };
 
-// Batches of 50 events commit about 13 WAL pages each, so the committing connection runs every
-// checkpoint itself; batches of 500 commit over 64 pages each, so checkpoints run on the store's
-// checkpoint thread while the next batch is decided, and kills land during them too.
-class Crash : public ::testing::TestWithParam<int> {};
-INSTANTIATE_TEST_SUITE_P(BatchCountMax, Crash, ::testing::Values(50, 500));
+// One batch size, and the most input lines a WAL checkpoint cycle takes at it: from a WAL that
+// has just restarted to the commit that leaves SqliteOptions::checkpoint_wal_pages (1,000) in it.
+// Batches of 50 events commit 14 to 51 WAL pages each (33 typically), so the committing
+// connection runs every checkpoint itself, and a cycle took 1,450 to 1,800 lines; full batches of
+// 500 commit 65 to 104 pages, over checkpoint_thread_commit_pages (64), so checkpoints run on the
+// store's checkpoint thread while the next batch is decided, kills land during them too, and a
+// cycle took 6,000 to 7,500 lines (measured over 6,000 orders of this input, also beside a busy
+// loop; the longest is the first cycle of a new store; a batch that linger_ms cuts short commits
+// more pages per line, not fewer). The bounds below leave room above those.
+struct BatchCase {
+  int batch_count_max;
+  int64_t wal_cycle_lines_max;
+};
+void PrintTo(const BatchCase& c, std::ostream* out) {
+  *out << "batch_count_max " << c.batch_count_max;
+}
+
+// The unconsumed input lines a run needs to meet `point` for the `hit`th time before its input
+// ends, whatever the timing. Each batch meets each point of the consume path once (a batch cut
+// short by linger_ms meets them sooner). A WAL checkpoint is asked for by every commit that
+// leaves checkpoint_wal_pages or more in the WAL, and the WAL restarts from empty only at the
+// first write after a checkpoint copied all of it, so a run meets the WAL points at least once
+// a cycle (how many more times depends on whether the thread's checkpoint ends before the next
+// batch begins: 1 to 5 measured), the first time after at most a full cycle (the previous run
+// may have been killed just after its checkpoint, before the restart). One more batch lets the
+// last cycle's request run on the thread: a request still pending when the input ends is
+// dropped, and the store's close checkpoints without meeting the points.
+int64_t LinesToReach(std::string_view point, int hit, const BatchCase& c) {
+  if (point.ends_with("wal-checkpoint")) return hit * c.wal_cycle_lines_max + c.batch_count_max;
+  return int64_t{hit} * c.batch_count_max;
+}
+
+class Crash : public ::testing::TestWithParam<BatchCase> {};
+INSTANTIATE_TEST_SUITE_P(BatchCountMax, Crash,
+                         ::testing::Values(BatchCase{50, 3000}, BatchCase{500, 10000}));
 
 TEST_P(Crash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedStore) {
-  const std::string batch = std::to_string(GetParam());
+  const std::string batch = std::to_string(GetParam().batch_count_max);
   const fs::path dir =
       fs::temp_directory_path() / ("evident-crash-" + std::to_string(getpid()) + "-" + batch);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const fs::path input = dir / "events.ndjson";
-  {
-    std::ofstream out(input);
-    for (const std::string& line : MakeInput(kOrders, 7)) out << line << '\n';
-  }
+  GrowingInput input(dir / "events.ndjson");
   const std::string config = SourcePath("examples/orders/evident.yaml");
-  const std::vector<std::string> common = {"consume",      "--config",          config, "--input",
-                                           input.string(), "--batch-count-max", batch,  "--resume"};
+  const std::vector<std::string> common = {
+      "consume",           "--config", config,    "--input", input.path().string(),
+      "--batch-count-max", batch,      "--resume"};
 
-  // The reference: one uninterrupted run.
-  const std::string reference = (dir / "reference.db").string();
-  std::vector<std::string> args = common;
-  args.insert(args.end(), {"--store", "sqlite:" + reference, "--outcomes",
-                           (dir / "reference.ndjson").string()});
-  const ProcessResult clean = RunEvident(args);
-  ASSERT_EQ(clean.exit_code, 0) << clean.err;
-  const Acknowledged want = ReadOutcomes(dir / "reference.ndjson", false);
-  const std::set<std::string> want_applied(want.applied.begin(), want.applied.end());
-  ASSERT_EQ(want_applied.size(), want.applied.size()) << "the reference applied an event twice";
-
-  // The same input, killed at every fault point (its first and its third hit in a run), then at
-  // random times, restarted with --resume each time.
+  // Kills at every fault point (its first and its third hit in a run), each run restarted with
+  // --resume where the last one was killed, on an input grown first to what the run needs.
   CrashingRuns runs(common, dir);
   for (const char* point : kFaultPoints) {
-    for (const char* hit : {":1", ":3"}) {
-      const std::string fault = point + std::string(hit);
-      ASSERT_TRUE(Killed(runs.Run(fault, -1))) << "fault point " << fault << " was never reached";
+    for (const int hit : {1, 3}) {
+      const std::string fault = point + (":" + std::to_string(hit));
+      const int64_t lines = LinesToReach(point, hit, GetParam());
+      input.Ensure(std::max<int64_t>(0, CheckpointPosition(runs.store())), lines);
+      ASSERT_TRUE(Killed(runs.Run(fault, -1)))
+          << "fault point " << fault << " was never reached in " << lines << " lines";
     }
   }
+  // Then at random times, over what the fault runs left of the input (what they were given beyond
+  // what they used) and at least kRandomLines, then to its end.
+  input.Ensure(std::max<int64_t>(0, CheckpointPosition(runs.store())), kRandomLines);
   std::mt19937_64 rng(12345);
   int kills = 0;
   bool finished = false;
-  for (int attempt = 0; attempt < 200 && !finished; ++attempt) {
-    // Later runs start further into the input, so kills land mid-batch and near the end.
+  for (int attempt = 0; attempt < kRandomKillsMax && !finished; ++attempt) {
     const int status = runs.Run("", static_cast<int64_t>(5000 + rng() % 120000));
     if (Killed(status)) {
       ++kills;
@@ -212,14 +279,26 @@ TEST_P(Crash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedStor
     ASSERT_TRUE(Finished(runs.Run("", -1)));
   }
   std::cout << "killed at " << std::size(kFaultPoints) * 2 << " fault points and " << kills
-            << " random times, then ran to the end\n";
+            << " random times, then ran to the end of " << input.lines() << " lines ("
+            << input.orders() << " orders)\n";
+
+  // The reference: one uninterrupted run over the same input.
+  const std::string reference = (dir / "reference.db").string();
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--store", "sqlite:" + reference, "--outcomes",
+                           (dir / "reference.ndjson").string()});
+  const ProcessResult clean = RunEvident(args);
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  const Acknowledged want = ReadOutcomes(dir / "reference.ndjson", false);
+  const std::set<std::string> want_applied(want.applied.begin(), want.applied.end());
+  ASSERT_EQ(want_applied.size(), want.applied.size()) << "the reference applied an event twice";
 
   // Nothing acknowledged as applied that the reference did not apply (each once, checked above).
   for (const std::string& key : runs.applied()) {
     EXPECT_TRUE(want_applied.contains(key)) << key << " applied, but not by the reference";
   }
-  const std::vector<Table> want_tables = ReadStore(reference, input.string());
-  const std::vector<Table> got_tables = ReadStore(runs.store(), input.string());
+  const std::vector<Table> want_tables = ReadStore(reference, input);
+  const std::vector<Table> got_tables = ReadStore(runs.store(), input);
   for (const Table& t : want_tables) {
     EXPECT_FALSE(t.rows.empty()) << t.name << " is empty in the reference run";
   }
@@ -230,7 +309,7 @@ TEST_P(Crash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedStor
   const int64_t applied_receipts = std::count_if(
       want_tables[0].rows.begin(), want_tables[0].rows.end(),
       [](const std::string& row) { return row.find(" state=applied ") != std::string::npos; });
-  EXPECT_GT(applied_receipts, 15000);
+  EXPECT_GT(applied_receipts, int64_t{input.orders()} * 15 / 4);  // about 5.9 an order are
   fs::remove_all(dir);
 }
 

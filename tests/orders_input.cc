@@ -29,10 +29,10 @@ std::string Status(int order, int n) {
 
 }  // namespace
 
-std::vector<std::string> MakeInput(int orders, uint64_t seed) {
+std::vector<std::string> MakeInput(int orders, uint64_t seed, int first_order) {
   std::mt19937_64 rng(seed);
   std::vector<std::string> lines;
-  for (int o = 0; o < orders; ++o) {
+  for (int o = first_order; o < first_order + orders; ++o) {
     std::vector<std::string> events;
     const bool lost_v2 = rng() % 25 == 0;  // a gap that never closes: v3, v4 stay deferred
     for (int v = 1; v <= 4; ++v) {
