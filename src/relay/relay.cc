@@ -83,6 +83,8 @@ class Relay {
       EVIDENT_ASSIGN_OR_RETURN(const Round round, Step());
       if (round == Round::kProgress) {
         failures = 0;
+        // A relay that never runs out of rows still deletes what is past keep_sent_ms.
+        EVIDENT_RETURN_IF_ERROR(Retain(false));
         continue;
       }
       if (round == Round::kIdle) {

@@ -268,6 +268,53 @@ TEST_F(RelayTest, RetentionDeletesSentRowsPastKeepSentInBoundedBatches) {
   EXPECT_EQ(rows[0].event_id, "e5");
 }
 
+// Retention is not only for idle moments: a relay that always finds rows deletes too.
+TEST_F(RelayTest, ABusyRelayStillDeletesSentRowsPastKeepSent) {
+  AppendRows(6);
+  options_.once = false;
+  options_.batch_count_max = 2;
+  options_.keep_sent_ms = 0;
+  options_.retention_interval_ms = 0;
+  CancelToken cancel;
+  options_.cancel = &cancel;
+  int publishes = 0;
+  PublisherFactory open = [&]() -> Result<std::unique_ptr<Publisher>> {
+    class CancelOnThird final : public Publisher {
+     public:
+      CancelOnThird(CancelToken* c, int* n) : c_(c), n_(n) {}
+      Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {
+        if (++*n_ == 3) c_->Cancel();
+        return batch.size();
+      }
+      Status Close() override { return Status::Ok(); }
+
+     private:
+      CancelToken* c_;
+      int* n_;
+    };
+    return std::unique_ptr<Publisher>(new CancelOnThird(&cancel, &publishes));
+  };
+  // Time moves 1 ms at every reading: a row marked sent is past keep_sent (0) a moment later.
+  class Ticking final : public Clock {
+   public:
+    explicit Ticking(ManualClock& inner) : inner_(inner) {}
+    int64_t NowMs() override {
+      inner_.Advance(1);
+      return inner_.NowMs();
+    }
+    void SleepMs(int64_t duration_ms) override { inner_.SleepMs(duration_ms); }
+
+   private:
+    ManualClock& inner_;
+  } clock(clock_);
+  options_.clock = &clock;
+  const Result<RelaySummary> summary = RunRelay(*store_, open, options_);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_TRUE(summary->stopped);
+  EXPECT_EQ(summary->sent, 6);
+  EXPECT_GE(summary->deleted, 2) << "no round was idle, and nothing was deleted";
+}
+
 TEST_F(RelayTest, ToAFileTheLinesAreTheExactBytesAndSurviveAPowerLoss) {
   FaultInjectionEnv env(NewMemoryEnv());
   AppendRows(3);
