@@ -13,7 +13,9 @@
 // messages this Source handed out (Acknowledge and Reject act on every handed-out message up to
 // it, in delivery order, which after a redelivery need not be stream order). The durable
 // consumer remembers what was acknowledged, so Start ignores any stored position: the stream
-// and consumer are the position. EncodePosition writes "stream_seq=N" for the record.
+// and consumer are the position. EncodePosition writes "stream_seq=N", N the stream sequence of
+// the last message the batch decided, for the record only: after a redelivery it may be lower
+// than an earlier batch's, and it is no resume point (the durable consumer's ack floor is).
 //
 // A server that goes away under a running publisher or source: the connection reconnects for
 // as long as it lives (every 250 ms). The source's Fetch waits meanwhile (kWouldWait, no error);
