@@ -28,6 +28,7 @@
 #include "evident/store.h"
 #include "evident/store_memory.h"
 #include "evident/store_sqlite.h"
+#include "median.h"
 #include "order_events.h"
 
 namespace {
@@ -184,11 +185,6 @@ double RunRaw(const fs::path& path, const std::vector<evident::OutboxRow>& rows,
   return seconds;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -234,8 +230,9 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("median ratio evident Outbox::Append / raw sqlite3 : %.3f   (goal >= 0.5)\n",
-              Median(ratios));
-  std::printf("median ratio (c) AppendOutbox alone / raw sqlite3 : %.3f\n", Median(store_ratios));
+              evident::bench::Median(ratios));
+  std::printf("median ratio (c) AppendOutbox alone / raw sqlite3 : %.3f\n",
+              evident::bench::Median(store_ratios));
   fs::remove_all(dir);
   return 0;
 }

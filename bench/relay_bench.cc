@@ -28,6 +28,7 @@
 #include "evident/outbox.h"
 #include "evident/relay.h"
 #include "evident/store_sqlite.h"
+#include "median.h"
 #include "nats_server.h"
 #include "order_events.h"
 
@@ -272,11 +273,6 @@ void PrintBreakdown(const std::string& url, const std::string& stream, evident::
       commit_s / static_cast<double>(rounds) * 1e3, us(total_s));
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -361,7 +357,8 @@ int main(int argc, char** argv) {
     });
   }
   std::printf("median ratio evident relay / raw libnats       : %.3f   (goal >= 0.7)\n",
-              Median(ratios));
-  std::printf("median ratio evident publisher alone / raw     : %.3f\n", Median(publisher_ratios));
+              evident::bench::Median(ratios));
+  std::printf("median ratio evident publisher alone / raw     : %.3f\n",
+              evident::bench::Median(publisher_ratios));
   return 0;
 }
