@@ -19,8 +19,9 @@
 // that, not an arrival log that ignores it. Some columns record arrival by design, for this input:
 // - journal rows (every duplicate delivery and every deferral) and ledger `duplicates` /
 //   `last_duplicate_at` count deliveries; a redelivered message adds to them;
-// - kept rows are one per delivery that was kept (a rejected line redelivered after its batch
-//   committed is kept again, like a line given twice in the input); kept `seq` numbers arrivals;
+// - a quarantine record counts the deliveries of its input (a rejected line redelivered after its
+//   batch committed adds an attempt, like a line given twice in the input); its id numbers
+//   arrivals;
 // - orders-projection is unordered: its projection state is the last status to arrive, and a
 //   receipt's projection_version is its rank of arrival;
 // - a deferred event's expected_version is the projection version + 1 when it arrived;
@@ -255,15 +256,18 @@ std::vector<Table> OrderIndependent(StoreRows rows, const Contested& contested) 
       d.input_index = 0;
     }
   }
-  std::erase_if(rows.kept, [&](const KeptInput& k) {
+  std::erase_if(rows.kept, [&](const QuarantineRecord& k) {
     return IsContested(contested, k.consumer, k.subject, k.subject_version);
   });
-  for (KeptInput& k : rows.kept) k.seq = 0;
+  for (QuarantineRecord& k : rows.kept) {
+    k.id = 0;
+    k.attempts = 0;  // a redelivered refused message counts one more
+  }
   rows.journal.clear();
   rows.position_source.reset();
   std::vector<Table> tables = Tables(rows);
   for (Table& t : tables) {
-    if (t.name == "kept") t.rows.erase(std::unique(t.rows.begin(), t.rows.end()), t.rows.end());
+    if (t.name == "quarantine") t.rows.erase(std::unique(t.rows.begin(), t.rows.end()), t.rows.end());
   }
   return tables;
 }
@@ -277,10 +281,10 @@ std::vector<Table> ArrivalComparable(StoreRows rows, const std::vector<int64_t>&
     return sequence_of.empty() ? index : sequence_of.at(static_cast<size_t>(index));
   };
   std::sort(rows.kept.begin(), rows.kept.end(),
-            [](const KeptInput& a, const KeptInput& b) { return a.seq < b.seq; });
+            [](const QuarantineRecord& a, const QuarantineRecord& b) { return a.id < b.id; });
   std::map<std::string, int64_t> rank;
-  for (KeptInput& k : rows.kept) {
-    k.seq = ++rank[k.subject];
+  for (QuarantineRecord& k : rows.kept) {
+    k.id = ++rank[k.subject];
     k.input_index = map_index(k.input_index);
   }
   std::sort(rows.journal.begin(), rows.journal.end(),
@@ -512,7 +516,7 @@ TEST_P(ConsumeNatsCrash, KillNineMidStreamConvergesToTheUninterruptedStore) {
   for (const JournalEntry& j : crashed_rows.journal) {
     stored_by_subject[j.subject] += j.outcome == Outcome::kDuplicate ? 1 : 0;
   }
-  for (const KeptInput& k : crashed_rows.kept) ++stored_by_subject[k.subject];
+  for (const QuarantineRecord& k : crashed_rows.kept) stored_by_subject[k.subject] += k.attempts;
   for (const Reported& r : runs.reported()) {
     if (r.outcome == "applied" || r.outcome == "deferred") {
       EXPECT_TRUE(stored_keys.contains(r.key))

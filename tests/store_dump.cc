@@ -31,7 +31,9 @@ void AddSubjectRows(Snapshot& store, const std::string& subject,
   for (Projection& p : store.ProjectionsOf(subject).value().rows) {
     rows.projections.push_back(std::move(p));
   }
-  for (KeptInput& k : store.KeptOf(subject).value().rows) rows.kept.push_back(std::move(k));
+  for (QuarantineRecord& k : store.QuarantineOf(subject).value().rows) {
+    rows.kept.push_back(std::move(k));
+  }
   for (const std::string& consumer : consumers) AddConsumerRows(store, consumer, subject, rows);
 }
 
@@ -40,7 +42,7 @@ int64_t RowsRead(const StoreRows& rows, const std::string& name) {
   if (name == "ledger") return static_cast<int64_t>(rows.ledger.size());
   if (name == "projection") return static_cast<int64_t>(rows.projections.size());
   if (name == "deferred") return static_cast<int64_t>(rows.deferred.size());
-  if (name == "kept") return static_cast<int64_t>(rows.kept.size());
+  if (name == "quarantine") return static_cast<int64_t>(rows.kept.size());
   if (name == "journal") return static_cast<int64_t>(rows.journal.size());
   return -1;  // a table this dump does not know
 }
@@ -75,7 +77,7 @@ StoreRows ReadStoreRows(const std::string& path, const DumpOptions& options) {
 
 std::vector<Table> Tables(const StoreRows& rows) {
   std::vector<Table> t = {{"ledger", {}},   {"projection", {}}, {"evidence", {}},
-                          {"deferred", {}}, {"kept", {}},       {"journal", {}}};
+                          {"deferred", {}}, {"quarantine", {}},       {"journal", {}}};
   for (const LedgerEntry& e : rows.ledger) {
     t[0].rows.push_back(
         Row()("consumer", e.consumer)("source", e.source)("id", e.event_id)("state", e.state)(
@@ -107,12 +109,13 @@ std::vector<Table> Tables(const StoreRows& rows) {
             "route", d.route)("input_index", d.input_index)
             .text());
   }
-  for (const KeptInput& k : rows.kept) {
+  for (const QuarantineRecord& k : rows.kept) {
     t[4].rows.push_back(
-        Row()("seq", k.seq)("consumer", k.consumer)("outcome", k.outcome)("reason", k.reason)(
+        Row()("seq", k.id)("consumer", k.consumer)("outcome", k.outcome)("reason", k.reason)(
             "message", k.message)("source", k.source)("id", k.event_id)("type", k.type)(
-            "subject", k.subject)("subject_version", k.subject_version)("raw", k.raw)("input_index",
-                                                                                      k.input_index)
+            "subject", k.subject)("subject_version", k.subject_version)(
+            "schema_version", k.schema_version)("raw", k.raw)("attempts", k.attempts)(
+            "status", QuarantineStatusName(k.status))("input_index", k.input_index)
             .text());
   }
   for (const JournalEntry& j : rows.journal) {

@@ -73,7 +73,7 @@ struct StoreRows {
   std::vector<Projection> projections;
   std::vector<EvidenceRecord> evidence;
   std::vector<DeferredEvent> deferred;
-  std::vector<KeptInput> kept;
+  std::vector<QuarantineRecord> kept;  // the quarantine
   std::vector<JournalEntry> journal;
   std::optional<std::string> position_source;  // Tables adds a "checkpoint" table when set
   std::string position;

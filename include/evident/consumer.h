@@ -68,7 +68,8 @@ class PreparedEvent {
   ~PreparedEvent();
   PreparedEvent(const PreparedEvent&) = delete;
   PreparedEvent& operator=(const PreparedEvent&) = delete;
-  size_t size() const;  // bytes held for the event
+  size_t size() const;               // bytes held for the event
+  std::string_view bytes() const;  // the event's bytes, as given to Prepare
 
  private:
   friend class Pipeline;
@@ -97,6 +98,11 @@ class Pipeline {
   void Prepare(PreparedEvent& slot, std::string_view bytes) const;
   Status Decide(Transaction& store, PreparedEvent& slot, int64_t index, int64_t now_ms,
                 std::vector<Decision>& decisions);
+  // Decide for the consumer `consumer` alone (empty: every consumer, as Decide does): the replay
+  // of an input one consumer quarantined. A consumer that is not configured, or no longer
+  // subscribes to the event's type, answers unrouted (reason no-subscriber).
+  Status DecideFor(Transaction& store, PreparedEvent& slot, std::string_view consumer,
+                   int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
 
   const Config& config() const;
 

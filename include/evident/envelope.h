@@ -76,6 +76,7 @@ struct Rejection {
   std::string message;  // for a person; may change between releases
   std::string id;       // the event's id when it could be read, else empty
   std::string source;   // the event's source when it could be read, else empty
+  std::string subject;  // the event's subject when it is a string, else empty
 };
 
 // One validated event, in the canonical CloudEvents vocabulary, whatever the input layout.

@@ -28,6 +28,12 @@ inline int64_t ExpectedVersion(const std::optional<Projection>& projection) {
 // it has applied the highest owner version seen (deferred events included) and nothing waits.
 bool InSync(const Projection& projection, size_t deferred_count);
 
+// A quarantined input and what operators did to it.
+struct QuarantinedInput {
+  QuarantineRecord record;
+  std::vector<QuarantineAudit> audit;  // by time
+};
+
 // Everything the store knows about one consumer's view of one subject.
 struct ConsumerEvidence {
   std::string consumer;
@@ -35,7 +41,7 @@ struct ConsumerEvidence {
   std::vector<LedgerEntry> ledger;  // applied and deferred receipts
   std::vector<DeferredEvent> deferred;
   std::vector<JournalEntry> journal;
-  std::vector<KeptInput> kept;
+  std::vector<QuarantinedInput> quarantined;
   std::vector<EvidenceRecord> evidence;
 
   bool in_sync() const { return projection && InSync(*projection, deferred.size()); }
@@ -46,7 +52,7 @@ struct ConsumerEvidence {
 struct EvidencePacket {
   std::string subject;
   std::vector<ConsumerEvidence> consumers;  // by consumer id
-  std::vector<KeptInput> unassigned;        // kept before any consumer was chosen
+  std::vector<QuarantinedInput> unassigned;  // quarantined before any consumer was chosen
   // Some list was cut at rows_max: the packet is a prefix of what the store holds.
   bool truncated = false;
 

@@ -39,4 +39,15 @@ enum class GapRoute : uint8_t { kWait, kRequestReplay, kManual };
 std::string_view GapRouteName(GapRoute route);  // "wait", "request-replay", "manual"
 std::optional<GapRoute> ParseGapRoute(std::string_view name);
 
+// A quarantined input's status: waiting for a person or a replay, applied by a replay, or closed
+// without being applied.
+enum class QuarantineStatus : uint8_t { kOpen, kReplayed, kDiscarded };
+std::string_view QuarantineStatusName(QuarantineStatus status);  // "open", "replayed", "discarded"
+std::optional<QuarantineStatus> ParseQuarantineStatus(std::string_view name);
+
+// What an operator did to a quarantined input.
+enum class QuarantineAction : uint8_t { kReplay, kDiscard };
+std::string_view QuarantineActionName(QuarantineAction action);  // "replay", "discard"
+std::optional<QuarantineAction> ParseQuarantineAction(std::string_view name);
+
 }  // namespace evident

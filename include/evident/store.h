@@ -1,8 +1,8 @@
 // evident/store.h — the consumer store: ledger with receipts, projections, deferred events,
-// kept inputs, journal, evidence and source positions, behind one narrow interface.
+// quarantine, journal, evidence and source positions, behind one narrow interface.
 //
 // Writes happen through a Transaction (Store::Begin): the pipeline puts every write of a batch
-// in one — receipts + ledger + projection + deferred + kept + journal + source position commit
+// in one — receipts + ledger + projection + deferred + quarantine + journal + source position commit
 // together or not at all — and a caller's own writes can join it (an outbox row, a business
 // table) through the backend's native handle (store_sqlite.h). Reads for evidence, gaps and
 // guards go through a Snapshot (Store::Read): one consistent view, every list bounded.
@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <climits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,18 +76,56 @@ struct DeferredEvent {
   int64_t input_index = 0;  // where the event stood in its input
 };
 
-// An input that was not applied, kept with its reason and original bytes.
-struct KeptInput {
-  int64_t seq = 0;                       // assigned by the store
-  std::string consumer;                  // empty when rejected before any consumer was chosen
+// An input that was not applied, quarantined with its reason and original bytes. One record per
+// (consumer, source, id) and exact bytes, or per (consumer, exact bytes) when no id could be
+// read: a re-delivery of the same input adds an attempt, not a second record.
+struct QuarantineRecord {
+  int64_t id = 0;                        // assigned by the store
+  std::string consumer;                  // empty when refused before any consumer was chosen
   Outcome outcome = Outcome::kRejected;  // never kApplied, kDeferred or kDuplicate
   std::string reason;                    // stable code
   std::string message;
-  std::string source, event_id, type, subject;
+  std::string source, event_id, type, subject;  // empty when they could not be read
   std::optional<int64_t> subject_version;
-  std::string raw;
-  int64_t received_at_ms = 0;
-  int64_t input_index = 0;
+  std::optional<int64_t> schema_version;
+  std::string raw;  // the original bytes
+  int64_t attempts = 1;
+  int64_t first_seen_ms = 0, last_seen_ms = 0;
+  QuarantineStatus status = QuarantineStatus::kOpen;
+  int64_t input_index = 0;  // where the input stood in its source at its last delivery
+};
+
+// What Transaction::Quarantine did: opened a record, or counted one more attempt on the record
+// that holds the same input.
+struct QuarantineKept {
+  int64_t id = 0;
+  bool added = true;  // false: an existing record counted an attempt
+};
+
+// Which records a list selects; every field set narrows it.
+struct QuarantineFilter {
+  std::optional<std::string> consumer;
+  std::optional<std::string> reason;
+  std::optional<QuarantineStatus> status;
+  std::vector<int64_t> ids;  // non-empty: only these
+};
+
+// Where a list of records in first-seen order resumes: after (first_seen_ms, id).
+struct QuarantineCursor {
+  int64_t first_seen_ms = INT64_MIN;
+  int64_t id = 0;
+};
+
+// An operator's act on a quarantined record: who, when, why, and what came of it.
+struct QuarantineAudit {
+  int64_t seq = 0;  // assigned by the store
+  int64_t record_id = 0;
+  QuarantineAction action = QuarantineAction::kReplay;
+  std::string by, note;
+  std::string outcome;  // the decision's outcome name ("applied", "duplicate", ...), "discarded"
+  std::string reason;   // the decision's reason when it was refused again
+  QuarantineStatus status_after = QuarantineStatus::kOpen;
+  int64_t at_ms = 0;
 };
 
 // One delivery decision that has no ledger row of its own (an applied delivery's ledger row is
@@ -185,9 +224,19 @@ class Transaction {
   virtual Status DeleteDeferred(std::string_view consumer, std::string_view subject,
                                 int64_t subject_version) = 0;
 
-  // `input.outcome` is never kApplied, kDeferred or kDuplicate (those have ledger or journal
-  // rows): a programmer error.
-  virtual Status Keep(const KeptInput& input) = 0;
+  // Quarantines an input that was not applied (`record.outcome` is never kApplied, kDeferred or
+  // kDuplicate: a programmer error). The record's identity is its consumer, its source and id
+  // when both are set, and its exact bytes. A new input opens a record (status open, one
+  // attempt, first and last seen at record.last_seen_ms); the same input again counts an
+  // attempt on its record and takes the new outcome, reason, message, coordinates and last-seen
+  // time, keeping its status and first-seen time. record.id, attempts, first_seen_ms and status
+  // are ignored.
+  virtual Result<QuarantineKept> Quarantine(const QuarantineRecord& record) = 0;
+  virtual Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) = 0;
+  // No record of that id: kNotFound.
+  virtual Status SetQuarantineStatus(int64_t id, QuarantineStatus status) = 0;
+  // `entry.seq` is ignored; no record of entry.record_id: kNotFound.
+  virtual Status AuditQuarantine(const QuarantineAudit& entry) = 0;
   virtual Status Journal(const JournalEntry& entry) = 0;
   // Records named evidence for (consumer, subject); one record per name, the latest wins. The
   // evidence belongs to that subject's projection: it commits when the projection exists (put
@@ -243,8 +292,15 @@ class Snapshot {
       int64_t rows_max = kReadRowsMaxDefault) = 0;
   virtual Result<Rows<DeferredEvent>> AllDeferred(  // by deadline, consumer, subject, version
       int64_t rows_max = kReadRowsMaxDefault) = 0;
-  virtual Result<Rows<KeptInput>> KeptOf(std::string_view subject,  // by seq
-                                         int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<Rows<QuarantineRecord>> QuarantineOf(std::string_view subject,  // by id
+                                                      int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) = 0;
+  // The records `filter` selects after `after`, by first-seen time, then id.
+  virtual Result<Rows<QuarantineRecord>> ListQuarantine(const QuarantineFilter& filter,
+                                                        QuarantineCursor after = {},
+                                                        int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id,  // by seq
+                                                int64_t rows_max = kReadRowsMaxDefault) = 0;
   virtual Result<Rows<JournalEntry>> JournalOf(  // by seq
       std::string_view consumer, std::string_view subject,
       int64_t rows_max = kReadRowsMaxDefault) = 0;
@@ -252,7 +308,7 @@ class Snapshot {
       std::string_view consumer, std::string_view subject,
       int64_t rows_max = kReadRowsMaxDefault) = 0;
   virtual Result<std::optional<std::string>> GetPosition(std::string_view source) = 0;
-  // Rows per table, for tests and summaries: ledger, projection, deferred, kept, journal.
+  // Rows per table, for tests and summaries: ledger, projection, deferred, quarantine, journal.
   virtual Result<std::vector<std::pair<std::string, int64_t>>> Counts() = 0;
   // Outbox rows with a seq above `after_seq`, by seq; only the unsent ones when `pending_only`.
   virtual Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,

@@ -49,7 +49,7 @@ enum class StoreCall : uint8_t {
   kFindDeferred,
   kInsertDeferred,
   kDeleteDeferred,
-  kKeep,
+  kQuarantine,
   kJournal,
   kPutEvidence,
   kSetPosition,
@@ -60,7 +60,7 @@ enum class StoreCall : uint8_t {
   kLedgerOf,
   kDeferredOf,
   kAllDeferred,
-  kKeptOf,
+  kQuarantineOf,
   kJournalOf,
   kEvidenceOf,
   kCounts,
@@ -72,9 +72,16 @@ enum class StoreCall : uint8_t {
   kDeleteSentOutbox,
   kOutboxRows,
   kOutboxStatsNow,
+  // The quarantine beyond Quarantine and QuarantineOf (transaction calls, then snapshot reads;
+  // FindQuarantine is both).
+  kFindQuarantine,
+  kSetQuarantineStatus,
+  kAuditQuarantine,
+  kListQuarantine,
+  kAuditOf,
 };
-inline constexpr int kStoreCallCount = 34;
-static_assert(static_cast<int>(StoreCall::kOutboxStatsNow) + 1 == kStoreCallCount,
+inline constexpr int kStoreCallCount = 39;
+static_assert(static_cast<int>(StoreCall::kAuditOf) + 1 == kStoreCallCount,
               "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 

@@ -50,7 +50,7 @@ struct SqliteOptions {
 // writing (each step in its own transaction, recorded in the `evident_schema` table); a store of
 // a newer layout is refused (kFailedPrecondition) rather than misread.
 // Layout 3 added the outbox table.
-inline constexpr int64_t kSqliteLayoutVersion = 3;
+inline constexpr int64_t kSqliteLayoutVersion = 4;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

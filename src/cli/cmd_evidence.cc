@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/text.h"
+#include "core/rfc3339.h"
 #include "evident/clock.h"
 #include "evident/consumer.h"
 #include "evident/evidence.h"
@@ -19,16 +20,7 @@ namespace {
 
 std::string P(std::string_view text) { return Printable(text); }
 
-std::string FormatTime(int64_t ms) {
-  const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char buffer[96];  // room for any int the format could print, so nothing is ever cut
-  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms % 1000));
-  return buffer;
-}
+std::string FormatTime(int64_t ms) { return rfc3339::FormatMs(ms); }
 
 struct EvidenceFlags {
   std::string subject;
@@ -38,22 +30,37 @@ struct EvidenceFlags {
 };
 
 void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvidence>& all,
-                       const std::vector<KeptInput>& unassigned, int64_t now_ms) {
+                       const std::vector<QuarantinedInput>& unassigned, int64_t now_ms) {
   std::string out;
   json::Writer w(out);
   const auto optional_int = [&](std::string_view key, const std::optional<int64_t>& v) {
     w.Key(key);
     v ? w.Int(*v) : w.Null();
   };
-  const auto kept_json = [&](const KeptInput& k) {
+  // A quarantine record ("kept": the name this list has had since before the quarantine).
+  const auto kept_json = [&](const QuarantinedInput& q) {
+    const QuarantineRecord& k = q.record;
     w.BeginObject()
+        .Key("quarantine_id")
+        .Int(k.id)
         .Field("outcome", OutcomeName(k.outcome))
         .Field("reason", k.reason)
         .Field("message", k.message);
     w.Field("source", k.source).Field("id", k.event_id).Field("type", k.type);
     optional_int("subject_version", k.subject_version);
-    w.Field("received_at", FormatTime(k.received_at_ms)).Key("input_index").Int(k.input_index);
-    w.Field("original_bytes", k.raw).EndObject();
+    optional_int("schema_version", k.schema_version);
+    w.Field("status", QuarantineStatusName(k.status)).Key("attempts").Int(k.attempts);
+    w.Field("first_seen", FormatTime(k.first_seen_ms)).Field("last_seen", FormatTime(k.last_seen_ms));
+    w.Field("received_at", FormatTime(k.last_seen_ms)).Key("input_index").Int(k.input_index);
+    w.Field("original_bytes", k.raw).Key("audit").BeginArray();
+    for (const QuarantineAudit& a : q.audit) {
+      w.BeginObject().Field("action", QuarantineActionName(a.action)).Field("by", a.by);
+      w.Field("note", a.note).Field("outcome", a.outcome).Key("reason");
+      a.reason.empty() ? w.Null() : w.String(a.reason);
+      w.Field("status_after", QuarantineStatusName(a.status_after));
+      w.Field("at", FormatTime(a.at_ms)).EndObject();
+    }
+    w.EndArray().EndObject();
   };
   w.BeginObject().Field("subject", subject).Key("consumers").BeginArray();
   for (const ConsumerEvidence& c : all) {
@@ -100,11 +107,11 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
       w.Field("at", FormatTime(j.at_ms)).EndObject();
     }
     w.EndArray().EndObject().Key("conflicts").BeginArray();
-    for (const KeptInput& k : c.kept) {
-      if (k.outcome == Outcome::kSameVersionConflict) kept_json(k);
+    for (const QuarantinedInput& q : c.quarantined) {
+      if (q.record.outcome == Outcome::kSameVersionConflict) kept_json(q);
     }
     w.EndArray().Key("kept").BeginArray();
-    for (const KeptInput& k : c.kept) kept_json(k);
+    for (const QuarantinedInput& q : c.quarantined) kept_json(q);
     w.EndArray().Key("evidence").BeginArray();
     for (const EvidenceRecord& r : c.evidence) {
       w.BeginObject().Field("name", r.name).Field("source", r.source).Field("id", r.event_id);
@@ -113,15 +120,33 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
     }
     w.EndArray().EndObject();
   }
-  w.EndArray().Key("kept").BeginArray();  // inputs kept before any consumer was chosen
-  for (const KeptInput& k : unassigned) kept_json(k);
+  w.EndArray().Key("kept").BeginArray();  // inputs quarantined before any consumer was chosen
+  for (const QuarantinedInput& q : unassigned) kept_json(q);
   w.EndArray().EndObject();
   out.push_back('\n');
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
+// One quarantine record and its audit, as text.
+void PrintQuarantined(const QuarantinedInput& q, const char* label) {
+  const QuarantineRecord& k = q.record;
+  std::printf("%s #%lld %s %s:%s reason %s, %lld attempt(s), %s: %s\n", label,
+              static_cast<long long>(k.id), std::string(OutcomeName(k.outcome)).c_str(),
+              P(k.source).c_str(), P(k.event_id).c_str(), P(k.reason).c_str(),
+              static_cast<long long>(k.attempts), std::string(QuarantineStatusName(k.status)).c_str(),
+              P(k.message).c_str());
+  for (const QuarantineAudit& a : q.audit) {
+    std::printf("      %s by %s at %s: %s%s%s; note: %s\n",
+                std::string(QuarantineActionName(a.action)).c_str(), P(a.by).c_str(),
+                FormatTime(a.at_ms).c_str(), P(a.outcome).c_str(),
+                a.reason.empty() ? "" : (" (" + P(a.reason) + ")").c_str(),
+                (", now " + std::string(QuarantineStatusName(a.status_after))).c_str(),
+                P(a.note).c_str());
+  }
+}
+
 void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvidence>& all,
-                       const std::vector<KeptInput>& unassigned, int64_t now_ms) {
+                       const std::vector<QuarantinedInput>& unassigned, int64_t now_ms) {
   std::printf("evidence for %s\n", P(subject).c_str());
   for (const ConsumerEvidence& c : all) {
     std::printf("\n== consumer %s\n", P(c.consumer).c_str());
@@ -165,22 +190,15 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
       std::printf("  duplicate       %s:%s delivered again at %s, no effect\n", P(j.source).c_str(),
                   P(j.event_id).c_str(), FormatTime(j.at_ms).c_str());
     }
-    for (const KeptInput& k : c.kept) {
-      std::printf("  kept      %-22s %s:%s reason %s: %s\n",
-                  std::string(OutcomeName(k.outcome)).c_str(), P(k.source).c_str(),
-                  P(k.event_id).c_str(), P(k.reason).c_str(), P(k.message).c_str());
-    }
+    for (const QuarantinedInput& q : c.quarantined) PrintQuarantined(q, "  quarantined");
     for (const EvidenceRecord& r : c.evidence) {
       std::printf("  evidence  %-10s from %s:%s (v%s)\n", P(r.name).c_str(), P(r.source).c_str(),
                   P(r.event_id).c_str(),
                   r.subject_version ? std::to_string(*r.subject_version).c_str() : "-");
     }
   }
-  for (const KeptInput& k : unassigned) {
-    std::printf("\n  kept (no consumer) %s %s:%s reason %s: %s\n",
-                std::string(OutcomeName(k.outcome)).c_str(), P(k.source).c_str(),
-                P(k.event_id).c_str(), P(k.reason).c_str(), P(k.message).c_str());
-  }
+  if (!unassigned.empty()) std::printf("\n");
+  for (const QuarantinedInput& q : unassigned) PrintQuarantined(q, "  quarantined (no consumer)");
 }
 
 int RunEvidence(const EvidenceFlags& flags) {
@@ -202,7 +220,7 @@ int RunEvidence(const EvidenceFlags& flags) {
               << kReadRowsMaxDefault << "\n";
   }
   const std::vector<ConsumerEvidence>& all = packet->consumers;
-  const std::vector<KeptInput>& unassigned = packet->unassigned;
+  const std::vector<QuarantinedInput>& unassigned = packet->unassigned;
   const int64_t now = SystemClock().NowMs();
   if (flags.format == "json") {
     WriteEvidenceJson(flags.subject, all, unassigned, now);

@@ -68,5 +68,7 @@ void AddContractEvolutionCommands(CLI::App& app, Runner& run);
 // `outbox append|stats|list` (cmd_outbox.cc).
 void AddOutboxCommands(CLI::App& app, Runner& run);
 void AddRelayCommand(CLI::App& app, Runner& run);
+// `quarantine list|show|replay|discard` (cmd_quarantine.cc).
+void AddQuarantineCommands(CLI::App& app, Runner& run);
 
 }  // namespace evident::cli

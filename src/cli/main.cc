@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   AddContractEvolutionCommands(app, run);
   AddOutboxCommands(app, run);
   AddRelayCommand(app, run);
+  AddQuarantineCommands(app, run);
 
   try {
     app.parse(argc, argv);

@@ -53,26 +53,28 @@ std::string LastToken(std::string_view pointer) {
   return tokens.back();
 }
 
-// What the store keeps of an input that was not applied: the decision's reason and message (with
-// the payload errors), the event's coordinates and its original bytes.
-KeptInput KeptFrom(const Decision& d, std::string_view source, std::string_view event_id,
-                   std::string_view type, std::optional<int64_t> subject_version,
-                   std::string_view raw, int64_t now_ms) {
-  KeptInput kept;
-  kept.consumer = d.consumer;
-  kept.outcome = d.outcome;
-  kept.reason = d.reason;
-  kept.message = d.message;
-  for (const std::string& e : d.errors) kept.message += "\n" + e;
-  kept.source = std::string(source);
-  kept.event_id = std::string(event_id);
-  kept.type = std::string(type);
-  kept.subject = d.subject;
-  kept.subject_version = subject_version;
-  kept.raw = std::string(raw);
-  kept.received_at_ms = now_ms;
-  kept.input_index = d.index;
-  return kept;
+// What the store quarantines of an input that was not applied: the decision's reason and message
+// (with the payload errors), the event's coordinates and its original bytes.
+QuarantineRecord RecordFrom(const Decision& d, std::string_view source, std::string_view event_id,
+                            std::string_view type, std::optional<int64_t> subject_version,
+                            std::optional<int64_t> schema_version, std::string_view raw,
+                            int64_t now_ms) {
+  QuarantineRecord record;
+  record.consumer = d.consumer;
+  record.outcome = d.outcome;
+  record.reason = d.reason;
+  record.message = d.message;
+  for (const std::string& e : d.errors) record.message += "\n" + e;
+  record.source = std::string(source);
+  record.event_id = std::string(event_id);
+  record.type = std::string(type);
+  record.subject = d.subject;
+  record.subject_version = subject_version;
+  record.schema_version = schema_version;
+  record.raw = std::string(raw);
+  record.last_seen_ms = now_ms;
+  record.input_index = d.index;
+  return record;
 }
 
 // A projection step with its copied fields' names worked out once.
@@ -99,6 +101,7 @@ struct Verdict {
   std::string reason, message;
   std::vector<std::string> errors;  // payload-invalid: "instanceLocation: error (keyword)"
   int64_t schema_version = 0;
+  bool schema_version_read = false;  // schema_version holds the event's
 
   void Keep(Outcome o, std::string r, std::string m) {
     keep = true;
@@ -130,6 +133,7 @@ struct PreparedEvent::Impl {
 PreparedEvent::PreparedEvent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PreparedEvent::~PreparedEvent() = default;
 size_t PreparedEvent::size() const { return impl_->bytes.capacity(); }
+std::string_view PreparedEvent::bytes() const { return impl_->bytes; }
 
 void AppendDecisionJson(const Decision& d, std::string& out) {
   json::Writer w(out);
@@ -171,6 +175,7 @@ struct Delivery {
   std::vector<Decision>& decisions;
   Decision d;
   std::optional<int64_t> subject_version;
+  std::optional<int64_t> schema_version;  // when it was read
 };
 
 }  // namespace
@@ -367,6 +372,8 @@ void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event
     }
   }
 
+  v.schema_version_read = true;
+
   // 2. Contract choice.
   const schema::Schema* payload_schema = nullptr;
   if (const auto type_it = consumer.schemas.find(event.type); type_it != consumer.schemas.end()) {
@@ -398,7 +405,8 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
                                           Verdict& verdict, const EventView& event, int64_t index,
                                           int64_t now_ms, std::vector<Decision>& decisions) {
   const ConsumerContract& contract = consumer.config->contract;
-  Delivery delivery{tx, consumer, contract, event, now_ms, decisions, Decision{}, std::nullopt};
+  Delivery delivery{tx,        consumer,     contract,    event, now_ms,
+                    decisions, Decision{}, std::nullopt, std::nullopt};
   Decision& d = delivery.d;
   d.index = index;
   d.consumer = contract.id;
@@ -418,8 +426,14 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   }
   if (contract.ordering.by_subject) d.subject_version = subject_version;
 
-  // Steps 1-3 ran in Check (Prepare): an early outcome is kept here, with its reason.
+  // Steps 1-3 ran in Check (Prepare): an early outcome is quarantined here, with its reason,
+  // unless the ledger says this input was applied (or deferred) before: the ledger answers
+  // first, whatever today's contract says of the event (a receipt is never taken back).
   if (verdict.keep) {
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
+                             tx.FindLedger(contract.id, event.source, event.id));
+    if (seen) return Duplicate(delivery, std::move(seen));
+    if (verdict.schema_version_read) delivery.schema_version = verdict.schema_version;
     d.errors = std::move(verdict.errors);
     return Keep(delivery, verdict.outcome, std::move(verdict.reason), std::move(verdict.message));
   }
@@ -444,7 +458,7 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   return contract.ordering.by_subject ? Ordered(delivery) : Unordered(delivery);
 }
 
-// Everything not applied is kept with its reason and original bytes.
+// Everything not applied is quarantined with its reason and original bytes.
 Status Pipeline::Impl::Keep(Delivery& delivery, Outcome outcome, std::string reason,
                             std::string message) {
   Decision& d = delivery.d;
@@ -452,9 +466,10 @@ Status Pipeline::Impl::Keep(Delivery& delivery, Outcome outcome, std::string rea
   d.reason = std::move(reason);
   d.message = std::move(message);
   const EventView& event = delivery.event;
-  const KeptInput kept = KeptFrom(d, event.source, event.id, event.type, delivery.subject_version,
-                                  event.raw, delivery.now_ms);
-  EVIDENT_RETURN_IF_ERROR(delivery.tx.Keep(kept));
+  const QuarantineRecord record =
+      RecordFrom(d, event.source, event.id, event.type, delivery.subject_version,
+                 delivery.schema_version, event.raw, delivery.now_ms);
+  EVIDENT_RETURN_IF_ERROR(delivery.tx.Quarantine(record).status());
   delivery.decisions.push_back(std::move(d));
   return Status::Ok();
 }
@@ -724,6 +739,11 @@ Status Pipeline::Process(Transaction& store, std::string_view bytes, int64_t ind
 
 Status Pipeline::Decide(Transaction& store, PreparedEvent& slot, int64_t index, int64_t now_ms,
                         std::vector<Decision>& decisions) {
+  return DecideFor(store, slot, std::string_view(), index, now_ms, decisions);
+}
+
+Status Pipeline::DecideFor(Transaction& store, PreparedEvent& slot, std::string_view only,
+                           int64_t index, int64_t now_ms, std::vector<Decision>& decisions) {
   Impl& impl = *impl_;
   PreparedEvent::Impl& p = *slot.impl_;
   const std::string_view bytes = p.bytes;
@@ -736,8 +756,10 @@ Status Pipeline::Decide(Transaction& store, PreparedEvent& slot, int64_t index, 
     d.reason = std::string(ReasonCode(r.reason));
     d.message = r.message;
     if (!r.id.empty() && !r.source.empty()) d.key = r.source + ":" + r.id;
-    const KeptInput kept = KeptFrom(d, r.source, r.id, "", std::nullopt, bytes, now_ms);
-    EVIDENT_RETURN_IF_ERROR(store.Keep(kept));
+    d.subject = r.subject;
+    const QuarantineRecord record =
+        RecordFrom(d, r.source, r.id, "", std::nullopt, std::nullopt, bytes, now_ms);
+    EVIDENT_RETURN_IF_ERROR(store.Quarantine(record).status());
     decisions.push_back(std::move(d));
     return Status::Ok();
   }
@@ -745,6 +767,7 @@ Status Pipeline::Decide(Transaction& store, PreparedEvent& slot, int64_t index, 
   bool routed = false;
   for (size_t i = 0; i < impl.consumers.size(); ++i) {
     if (!p.verdicts[i].routed) continue;
+    if (!only.empty() && impl.consumers[i].config->contract.id != only) continue;
     routed = true;
     EVIDENT_RETURN_IF_ERROR(impl.ProcessForConsumer(store, impl.consumers[i], p.verdicts[i], event,
                                                     index, now_ms, decisions));
@@ -752,13 +775,17 @@ Status Pipeline::Decide(Transaction& store, PreparedEvent& slot, int64_t index, 
   if (!routed) {
     Decision d;
     d.index = index;
+    d.consumer = std::string(only);
     d.outcome = Outcome::kUnrouted;
     d.reason = "no-subscriber";
-    d.message = "no consumer subscribes to type " + std::string(event.type);
+    d.message = only.empty() ? "no consumer subscribes to type " + std::string(event.type)
+                             : "consumer " + std::string(only) +
+                                   " is not configured or does not subscribe to type " +
+                                   std::string(event.type);
     d.subject = event.subject ? std::string(*event.subject) : std::string();
-    const KeptInput kept =
-        KeptFrom(d, event.source, event.id, event.type, std::nullopt, bytes, now_ms);
-    EVIDENT_RETURN_IF_ERROR(store.Keep(kept));
+    const QuarantineRecord record = RecordFrom(d, event.source, event.id, event.type, std::nullopt,
+                                               std::nullopt, bytes, now_ms);
+    EVIDENT_RETURN_IF_ERROR(store.Quarantine(record).status());
     decisions.push_back(std::move(d));
   }
   return Status::Ok();

@@ -159,7 +159,7 @@ TEST_F(PipelineTest, Seed000FirstDeliveryRepeatAndUnknownVersion) {
   EXPECT_EQ(Count("ledger"), 1);
   projection = Read().FindProjection("orders-projection", "order-104").value().value();
   EXPECT_EQ(projection.state, "paid");  // no effect
-  auto kept = Read().KeptOf("order-104").value().rows;
+  auto kept = Read().QuarantineOf("order-104").value().rows;
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept[0].outcome, Outcome::kContractUpdateRequired);
   EXPECT_EQ(kept[0].raw, StatusChanged("evt-105", 3, "shipped"));  // original bytes
@@ -262,8 +262,8 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   ASSERT_EQ(guard.reasons.size(), 1u);
   EXPECT_NE(guard.reasons[0].find("state 'cancelled'"), std::string::npos) << guard.reasons[0];
   EXPECT_EQ(Count("ledger"), 3);
-  EXPECT_EQ(Count("kept"), 2);  // conflict + stale, with their bytes
-  const std::vector<KeptInput> kept = Read().KeptOf("order-417").value().rows;
+  EXPECT_EQ(Count("quarantine"), 2);  // conflict + stale, with their bytes
+  const std::vector<QuarantineRecord> kept = Read().QuarantineOf("order-417").value().rows;
   ASSERT_EQ(kept.size(), 2u);
   const struct {
     std::string outcome, reason, message, id, type, raw;
@@ -285,7 +285,9 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
     EXPECT_EQ(kept[i].subject, "order-417");
     EXPECT_EQ(kept[i].subject_version, want[i].version);
     EXPECT_EQ(kept[i].raw, want[i].raw);
-    EXPECT_EQ(kept[i].received_at_ms, kNow);
+    EXPECT_EQ(kept[i].first_seen_ms, kNow);
+    EXPECT_EQ(kept[i].last_seen_ms, kNow);
+    EXPECT_EQ(kept[i].attempts, 1);
     EXPECT_EQ(kept[i].input_index, want[i].index);
   }
   // Neither recorded evidence; and the records read the same from a reopened store (decoded
@@ -348,7 +350,7 @@ TEST_F(PipelineTest, RejectedUnroutedAndMissingOrderingData) {
       R"({"specversion":"1.0","id":"m1","source":"https://example.test/order-service","type":"com.example.training.order.paid","schemaversion":1,"data":{"orderId":"o","orderVersion":1}})");
   EXPECT_EQ(d.outcome, Outcome::kRejected);
   EXPECT_EQ(d.reason, "missing-subject");
-  EXPECT_EQ(Count("kept"), 3);
+  EXPECT_EQ(Count("quarantine"), 3);
   EXPECT_EQ(Count("ledger"), 0);
 }
 

@@ -201,6 +201,13 @@ void PrintProgress(std::FILE* out, const ConsumeSummary& s, double seconds) {
 // One run of the loop: batches of prepared events decided in one transaction each; the
 // source's position written in it; commit; then acknowledgement and outcomes.
 class ConsumeLoop {
+  // A decided input of the open batch, copied (see KeepInput).
+  struct Input {
+    std::string bytes;
+    int64_t index = 0;
+    Cursor cursor;
+  };
+
  public:
   ConsumeLoop(Pipeline& pipeline, Store& store, Source& source, const ConsumeOptions& options)
       : pipeline_(pipeline),
@@ -272,12 +279,18 @@ class ConsumeLoop {
       }
       Status decided =
           pipeline_.Decide(*tx_, *item->event, item->index, clock_.NowMs(), decisions_);
+      KeepInput(item->event->bytes(), item->index, item->cursor);
       ahead.Release(item->event);
-      if (!decided.ok()) return Fail(decided.Annotate("input line " + std::to_string(item->index)));
+      if (!decided.ok()) {
+        if (!Transient(decided)) {
+          return Fail(decided.Annotate("input line " + std::to_string(item->index)));
+        }
+        failed_ = decided.Annotate("input line " + std::to_string(item->index));
+      }
       decided_thru_ = item->cursor;
       last_decided_ = std::chrono::steady_clock::now();
       ++summary_.events;
-      if (++batch_events_ >= static_cast<size_t>(config.batch_count_max) ||
+      if (!failed_.ok() || ++batch_events_ >= static_cast<size_t>(config.batch_count_max) ||
           BatchAgeMs() >= config.batch_ms_max) {
         if (Status s = Commit(); !s.ok()) return Fail(s);
       }
@@ -339,15 +352,24 @@ class ConsumeLoop {
 
   Status Commit() {
     if (tx_ == nullptr) return Status::Ok();
-    FaultPoint("before-checkpoint");
-    EVIDENT_RETURN_IF_ERROR(
-        tx_->SetPosition(source_.name(), source_.EncodePosition(decided_thru_)));
-    FaultPoint("after-checkpoint");
-    const Status committed = tx_->Commit();
+    Status committed = failed_;  // a decision that failed transiently: the batch is redone
+    failed_ = Status::Ok();
+    if (committed.ok()) {
+      FaultPoint("before-checkpoint");
+      committed = tx_->SetPosition(source_.name(), source_.EncodePosition(decided_thru_));
+      FaultPoint("after-checkpoint");
+    }
+    const bool commit_ran = committed.ok();
+    if (commit_ran) committed = tx_->Commit();
+    if (!committed.ok() && !commit_ran) (void)tx_->Rollback();
     tx_.reset();  // finished either way: a commit that fails rolls back
-    if (!committed.ok()) return RolledBack(committed);
+    if (!committed.ok()) {
+      committed = Transient(committed) ? Recover(committed) : committed;
+      if (!committed.ok()) return RolledBack(committed);
+    }
     ++summary_.batches;
     batch_events_ = 0;
+    inputs_used_ = 0;
     // Only now are the outcomes written and the batch acknowledged: the decisions are durable.
     // (Outcomes first: an acknowledgement that fails must not lose a committed batch's lines.)
     EVIDENT_RETURN_IF_ERROR(WriteOutcomes());
@@ -358,6 +380,92 @@ class ConsumeLoop {
           "and the ledger answers duplicate)");
     }
     return Status::Ok();
+  }
+
+  // A failure worth another attempt: a busy or unreachable store, a write conflict.
+  static bool Transient(const Status& status) {
+    return status.code() == Code::kUnavailable || status.code() == Code::kAborted;
+  }
+
+  // A copy of each decided input of the open batch, to decide it again after a transient
+  // failure (the prepared slots are reused at once). Strings keep their capacity.
+  void KeepInput(std::string_view bytes, int64_t index, const Cursor& cursor) {
+    if (inputs_used_ == inputs_.size()) inputs_.emplace_back();
+    Input& input = inputs_[inputs_used_++];
+    input.bytes.assign(bytes);
+    input.index = index;
+    input.cursor = cursor;
+  }
+
+  // The batch failed transiently and was rolled back. It is decided again, whole, with backoff
+  // (busy_retry); when those attempts are spent, input by input, each in its own transaction
+  // with the same retries, and an input that still cannot be decided is quarantined with reason
+  // `retries-exhausted` (the rest of the batch goes on). Fails only when even that cannot be
+  // written, or on an error that is not transient.
+  Status Recover(Status error) {
+    const RetryPolicy& policy = options_.busy_retry;
+    decisions_.clear();  // the rolled-back batch's: it is decided again
+    for (int attempt = 1; attempt < policy.attempts_max; ++attempt) {
+      if (!SleepUnlessCancelled(clock_, RetryBackoffMs(policy, attempt), options_.cancel)) {
+        return error;
+      }
+      error = DecideInputs(0, inputs_used_);
+      if (error.ok() || !Transient(error)) return error;
+    }
+    for (size_t i = 0; i < inputs_used_; ++i) {
+      Status one = RetryBusy(policy, clock_, options_.cancel,
+                             [&] { return DecideInputs(i, i + 1); });
+      if (one.ok()) continue;
+      if (!Transient(one)) return one;
+      EVIDENT_RETURN_IF_ERROR(RetryBusy(policy, clock_, options_.cancel,
+                                        [&] { return QuarantineInput(inputs_[i], one); }));
+    }
+    return Status::Ok();
+  }
+
+  // Decides inputs [from, to) of the batch in one transaction and commits them with the
+  // position after the last; on failure nothing of it stays.
+  Status DecideInputs(size_t from, size_t to) {
+    const size_t decided_before = decisions_.size();
+    Status s = WithTransaction(inputs_[to - 1].cursor, [&](Transaction& tx) -> Status {
+      for (size_t i = from; i < to; ++i) {
+        EVIDENT_RETURN_IF_ERROR(
+            pipeline_.Process(tx, inputs_[i].bytes, inputs_[i].index, clock_.NowMs(), decisions_));
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) decisions_.resize(decided_before);
+    return s;
+  }
+
+  Status QuarantineInput(const Input& input, const Status& error) {
+    Decision d;
+    d.index = input.index;
+    d.outcome = Outcome::kRejected;
+    d.reason = "retries-exhausted";
+    d.message = "could not be decided: " + error.ToString();
+    Status s = WithTransaction(input.cursor, [&](Transaction& tx) -> Status {
+      QuarantineRecord record;
+      record.reason = d.reason;
+      record.message = d.message;
+      record.raw = input.bytes;
+      record.last_seen_ms = clock_.NowMs();
+      record.input_index = input.index;
+      return tx.Quarantine(record).status();
+    });
+    if (s.ok()) decisions_.push_back(std::move(d));
+    return s;
+  }
+
+  // Runs `work` in a transaction of its own that records the source at `cursor`, and commits.
+  template <typename Work>
+  Status WithTransaction(const Cursor& cursor, Work work) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
+    Status s = work(*tx);
+    if (s.ok()) s = tx->SetPosition(source_.name(), source_.EncodePosition(cursor));
+    if (s.ok()) return tx->Commit();
+    (void)tx->Rollback();
+    return s;
   }
 
   Status WriteOutcomes() {
@@ -384,6 +492,7 @@ class ConsumeLoop {
   }
 
   Status Fail(const Status& status) {
+    inputs_used_ = 0;
     if (tx_ == nullptr) return status;
     (void)tx_->Rollback();
     tx_.reset();
@@ -425,6 +534,9 @@ class ConsumeLoop {
   std::chrono::steady_clock::time_point batch_started_;  // when the open batch began
   size_t batch_events_ = 0;
   std::chrono::steady_clock::time_point start_, last_progress_;
+  std::vector<Input> inputs_;  // the open batch's decided inputs: the first inputs_used_
+  size_t inputs_used_ = 0;
+  Status failed_;  // a decision of the open batch failed transiently: redo it at the commit
 };
 
 }  // namespace

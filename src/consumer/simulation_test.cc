@@ -315,7 +315,10 @@ std::string CheckConsumer(const ConsumerEvidence& got, const ConsumerEvidence& w
     return who + "evidence " + EvidenceText(got) + "differs from " + EvidenceText(want);
   }
   if (!got.deferred.empty()) return who + "events still deferred";
-  if (!got.kept.empty()) return who + "kept " + got.kept[0].event_id + ": " + got.kept[0].reason;
+  if (!got.quarantined.empty()) {
+    const QuarantineRecord& k = got.quarantined[0].record;
+    return who + "quarantined " + k.event_id + ": " + k.reason;
+  }
   for (const JournalEntry& j : got.journal) {
     if (j.outcome != Outcome::kDuplicate && j.outcome != Outcome::kDeferred) {
       return who + "journal holds " + std::string(OutcomeName(j.outcome));

@@ -13,6 +13,9 @@ constexpr std::array<std::string_view, kOutcomeCount> kOutcomeNames = {
     "unrouted"};
 constexpr std::array<std::string_view, 2> kLedgerStateNames = {"applied", "deferred"};
 constexpr std::array<std::string_view, 3> kGapRouteNames = {"wait", "request-replay", "manual"};
+constexpr std::array<std::string_view, 3> kQuarantineStatusNames = {"open", "replayed",
+                                                                    "discarded"};
+constexpr std::array<std::string_view, 2> kQuarantineActionNames = {"replay", "discard"};
 
 template <typename Enum, size_t N>
 std::optional<Enum> Parse(const std::array<std::string_view, N>& names, std::string_view name) {
@@ -41,6 +44,20 @@ std::optional<LedgerState> ParseLedgerState(std::string_view name) {
 std::string_view GapRouteName(GapRoute route) { return kGapRouteNames[static_cast<size_t>(route)]; }
 std::optional<GapRoute> ParseGapRoute(std::string_view name) {
   return Parse<GapRoute>(kGapRouteNames, name);
+}
+
+std::string_view QuarantineStatusName(QuarantineStatus status) {
+  return kQuarantineStatusNames[static_cast<size_t>(status)];
+}
+std::optional<QuarantineStatus> ParseQuarantineStatus(std::string_view name) {
+  return Parse<QuarantineStatus>(kQuarantineStatusNames, name);
+}
+
+std::string_view QuarantineActionName(QuarantineAction action) {
+  return kQuarantineActionNames[static_cast<size_t>(action)];
+}
+std::optional<QuarantineAction> ParseQuarantineAction(std::string_view name) {
+  return Parse<QuarantineAction>(kQuarantineActionNames, name);
 }
 
 }  // namespace evident

@@ -1,5 +1,8 @@
 #include "core/rfc3339.h"
 
+#include <cstdio>
+#include <ctime>
+
 namespace evident::rfc3339 {
 namespace {
 
@@ -66,6 +69,17 @@ bool IsFullTime(std::string_view s) {
 bool IsDateTime(std::string_view s) {
   if (s.size() < 20 || (s[10] != 'T' && s[10] != 't')) return false;
   return IsFullDate(s.substr(0, 10)) && IsFullTime(s.substr(11));
+}
+
+std::string FormatMs(int64_t ms) {
+  const auto seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[96];  // room for any int the format could print, so nothing is ever cut
+  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buffer;
 }
 
 }  // namespace evident::rfc3339

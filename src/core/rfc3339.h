@@ -2,6 +2,8 @@
 // the JSON Schema "date-time", "date" and "time" formats, so that both accept the same strings.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace evident::rfc3339 {
@@ -14,4 +16,6 @@ bool IsFullTime(std::string_view text);
 // date-time: full-date 'T' full-time ('T' may be lowercase).
 bool IsDateTime(std::string_view text);
 
+// Milliseconds since the Unix epoch as "YYYY-MM-DDTHH:MM:SS.mmmZ" (UTC).
+std::string FormatMs(int64_t ms);
 }  // namespace evident::rfc3339

@@ -403,6 +403,11 @@ bool EnvelopeParser::ParseRun::Reject(EnvelopeReason reason, std::string message
   assert(!outcome_.rejection.has_value());
   outcome_.rejection =
       Rejection{reason, std::move(message), std::string(event_.id), std::string(event_.source)};
+  // The subject too, when the input has a string one: `evidence SUBJECT` then finds the input.
+  std::string_view subject;
+  if (slots_[kSubject].present && StringOf(kSubject, subject)) {
+    outcome_.rejection->subject = std::string(subject);
+  }
   return false;
 }
 

@@ -17,7 +17,7 @@ int64_t ConsumerEvidence::duplicate_count() const {
 }
 
 bool ConsumerEvidence::empty() const {
-  return !projection && ledger.empty() && deferred.empty() && journal.empty() && kept.empty() &&
+  return !projection && ledger.empty() && deferred.empty() && journal.empty() && quarantined.empty() &&
          evidence.empty();
 }
 
@@ -56,15 +56,19 @@ Result<EvidencePacket> ReadEvidence(Snapshot& snapshot, std::string_view subject
   EvidencePacket packet;
   packet.subject = std::string(subject);
   EVIDENT_ASSIGN_OR_RETURN(Rows<Projection> projections, snapshot.ProjectionsOf(subject, rows_max));
-  EVIDENT_ASSIGN_OR_RETURN(Rows<KeptInput> kept, snapshot.KeptOf(subject, rows_max));
+  EVIDENT_ASSIGN_OR_RETURN(Rows<QuarantineRecord> kept, snapshot.QuarantineOf(subject, rows_max));
   packet.truncated = projections.truncated || kept.truncated;
   std::set<std::string> consumers;
   for (const Projection& p : projections.rows) consumers.insert(p.consumer);
-  for (const KeptInput& k : kept.rows) {
-    if (k.consumer.empty()) {
-      packet.unassigned.push_back(k);
+  std::vector<QuarantinedInput> quarantined;
+  for (QuarantineRecord& k : kept.rows) {
+    QuarantinedInput& q = quarantined.emplace_back();
+    EVIDENT_RETURN_IF_ERROR(Take(snapshot.AuditOf(k.id, rows_max), q.audit, packet.truncated));
+    q.record = std::move(k);
+    if (q.record.consumer.empty()) {
+      packet.unassigned.push_back(q);
     } else {
-      consumers.insert(k.consumer);
+      consumers.insert(q.record.consumer);
     }
   }
   if (!consumer.empty()) {
@@ -75,8 +79,8 @@ Result<EvidencePacket> ReadEvidence(Snapshot& snapshot, std::string_view subject
     ConsumerEvidence c;
     c.consumer = id;
     EVIDENT_RETURN_IF_ERROR(ReadConsumer(snapshot, subject, rows_max, c, packet.truncated));
-    for (const KeptInput& k : kept.rows) {
-      if (k.consumer == id) c.kept.push_back(k);
+    for (const QuarantinedInput& q : quarantined) {
+      if (q.record.consumer == id) c.quarantined.push_back(q);
     }
     packet.consumers.push_back(std::move(c));
   }

@@ -90,20 +90,26 @@ DeferredEvent Deferred(std::string consumer, std::string subject, int64_t versio
                        .input_index = 5};
 }
 
-KeptInput Kept(std::string subject, std::string message) {
-  return KeptInput{.seq = 999,  // the store assigns its own
-                   .consumer = "c",
-                   .outcome = Outcome::kStale,
-                   .reason = "stale-version",
-                   .message = std::move(message),
-                   .source = "s",
-                   .event_id = "e0",
-                   .type = "t",
-                   .subject = std::move(subject),
-                   .subject_version = 1,
-                   .raw = std::string("k\0ept", 5),
-                   .received_at_ms = 7,
-                   .input_index = 3};
+// A quarantined input of its own: the event id is "e-" + message, so records of different
+// messages are different inputs.
+QuarantineRecord Kept(std::string subject, std::string message) {
+  return QuarantineRecord{.id = 999,  // the store assigns its own
+                          .consumer = "c",
+                          .outcome = Outcome::kStale,
+                          .reason = "stale-version",
+                          .message = message,
+                          .source = "s",
+                          .event_id = "e-" + message,
+                          .type = "t",
+                          .subject = std::move(subject),
+                          .subject_version = 1,
+                          .schema_version = 2,
+                          .raw = std::string("k\0ept", 5),
+                          .attempts = 99,      // ignored
+                          .first_seen_ms = 1,  // ignored
+                          .last_seen_ms = 7,
+                          .status = QuarantineStatus::kDiscarded,  // ignored
+                          .input_index = 3};
 }
 
 JournalEntry Journaled(std::string consumer, std::string subject, int64_t at_ms) {
@@ -178,7 +184,7 @@ class StoreConformance : public ::testing::TestWithParam<StoreBackend> {
     return {{"ledger", ledger},
             {"projection", projection},
             {"deferred", deferred},
-            {"kept", kept},
+            {"quarantine", kept},
             {"journal", journal}};
   }
 
@@ -219,7 +225,7 @@ void WriteEverything(Transaction& tx) {
   EXPECT_OK(tx.PutProjection(MakeProjection("c", "order-1", 1, "paid"), std::nullopt));
   EXPECT_OK(tx.PutEvidence(Evidence("payment", "e1", 1)));
   EXPECT_EQ(Take(tx.InsertDeferred(Deferred("c", "order-1", 3))), Insert::kInserted);
-  EXPECT_OK(tx.Keep(Kept("order-1", "m")));
+  EXPECT_OK(tx.Quarantine(Kept("order-1", "m")).status());
   EXPECT_OK(tx.Journal(Journaled("c", "order-1", 5)));
   EXPECT_OK(tx.SetPosition("in", "lines=3"));
 }
@@ -233,10 +239,10 @@ void ExpectNothing(Store& store) {
   auto snapshot = Take(store.Read());
   EXPECT_FALSE(Take(snapshot->FindProjection("c", "order-1")).has_value());
   EXPECT_TRUE(Take(snapshot->EvidenceOf("c", "order-1")).rows.empty());
-  EXPECT_TRUE(Take(snapshot->KeptOf("order-1")).rows.empty());
+  EXPECT_TRUE(Take(snapshot->QuarantineOf("order-1")).rows.empty());
   EXPECT_TRUE(Take(snapshot->JournalOf("c", "order-1")).rows.empty());
   const std::vector<std::pair<std::string, int64_t>> zero = {
-      {"ledger", 0}, {"projection", 0}, {"deferred", 0}, {"kept", 0}, {"journal", 0}};
+      {"ledger", 0}, {"projection", 0}, {"deferred", 0}, {"quarantine", 0}, {"journal", 0}};
   EXPECT_EQ(Take(snapshot->Counts()), zero);
 }
 
@@ -551,291 +557,213 @@ TEST_P(StoreConformance, DeferredInsideOneTransaction) {
 
 // --- kept inputs, journal, evidence, positions ---
 
-TEST_P(StoreConformance, KeptInputsKeepEveryFieldWithASeqInOrder) {
+TEST_P(StoreConformance, QuarantineRecordsKeepEveryFieldWithAnIdInOrder) {
   Write([&](Transaction& tx) {
-    for (int i = 0; i < 3; ++i) EXPECT_OK(tx.Keep(Kept("order-1", Numbered("m", i))));
-    KeptInput rejected = Kept("order-2", "bad");
+    for (int i = 0; i < 3; ++i) EXPECT_OK(tx.Quarantine(Kept("order-1", Numbered("m", i))).status());
+    QuarantineRecord rejected = Kept("order-2", "bad");
     rejected.consumer = "";  // rejected before any consumer was chosen
     rejected.outcome = Outcome::kRejected;
     rejected.subject_version = std::nullopt;
-    EXPECT_OK(tx.Keep(rejected));
+    rejected.schema_version = std::nullopt;
+    EXPECT_OK(tx.Quarantine(rejected).status());
   });
-  Write([&](Transaction& tx) { EXPECT_OK(tx.Keep(Kept("order-1", "m3"))); });
+  Write([&](Transaction& tx) { EXPECT_OK(tx.Quarantine(Kept("order-1", "m3")).status()); });
   Reopen();
   auto snapshot = Read();
-  const Rows<KeptInput> kept = Take(snapshot->KeptOf("order-1"));
-  EXPECT_EQ(Pluck(kept.rows, &KeptInput::message),
+  const Rows<QuarantineRecord> kept = Take(snapshot->QuarantineOf("order-1"));
+  EXPECT_EQ(Pluck(kept.rows, &QuarantineRecord::message),
             (std::vector<std::string>{"m0", "m1", "m2", "m3"}));
-  for (size_t i = 1; i < kept.rows.size(); ++i) EXPECT_LT(kept.rows[i - 1].seq, kept.rows[i].seq);
-  const KeptInput& k = kept.rows.at(0);
+  for (size_t i = 1; i < kept.rows.size(); ++i) EXPECT_LT(kept.rows[i - 1].id, kept.rows[i].id);
+  const QuarantineRecord& k = kept.rows.at(0);
+  EXPECT_NE(k.id, 999);
   EXPECT_EQ(k.consumer, "c");
   EXPECT_EQ(k.outcome, Outcome::kStale);
   EXPECT_EQ(k.reason, "stale-version");
   EXPECT_EQ(k.source, "s");
-  EXPECT_EQ(k.event_id, "e0");
+  EXPECT_EQ(k.event_id, "e-m0");
   EXPECT_EQ(k.type, "t");
   EXPECT_EQ(k.subject, "order-1");
   EXPECT_EQ(k.subject_version, 1);
+  EXPECT_EQ(k.schema_version, 2);
   EXPECT_EQ(k.raw, std::string("k\0ept", 5));
-  EXPECT_EQ(k.received_at_ms, 7);
+  EXPECT_EQ(k.attempts, 1);
+  EXPECT_EQ(k.first_seen_ms, 7);
+  EXPECT_EQ(k.last_seen_ms, 7);
+  EXPECT_EQ(k.status, QuarantineStatus::kOpen);
   EXPECT_EQ(k.input_index, 3);
-  const Rows<KeptInput> other = Take(snapshot->KeptOf("order-2"));
+  const Rows<QuarantineRecord> other = Take(snapshot->QuarantineOf("order-2"));
   ASSERT_EQ(other.rows.size(), 1u);
   EXPECT_EQ(other.rows[0].consumer, "");
   EXPECT_EQ(other.rows[0].outcome, Outcome::kRejected);
   EXPECT_EQ(other.rows[0].subject_version, std::nullopt);
-  EXPECT_LT(kept.rows[2].seq, other.rows[0].seq);  // one sequence for the table
-  EXPECT_LT(other.rows[0].seq, kept.rows[3].seq);
+  EXPECT_EQ(other.rows[0].schema_version, std::nullopt);
+  EXPECT_LT(kept.rows[2].id, other.rows[0].id);  // one sequence for the table
+  EXPECT_LT(other.rows[0].id, kept.rows[3].id);
+  const std::optional<QuarantineRecord> found = Take(snapshot->FindQuarantine(k.id));
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->message, "m0");
+  EXPECT_FALSE(Take(snapshot->FindQuarantine(123456)).has_value());
 }
 
-TEST_P(StoreConformance, JournalEntriesKeepEveryFieldWithASeqInOrder) {
+// The same input again (same consumer, source, id and bytes) is an attempt on its record, in the
+// same transaction or a later one; the record takes the latest refusal and keeps its first
+// time and status. Another consumer, other bytes, or another id is another record.
+TEST_P(StoreConformance, TheSameInputAgainCountsAnAttemptOnItsRecord) {
+  int64_t id = 0;
   Write([&](Transaction& tx) {
-    EXPECT_OK(tx.Journal(Journaled("c", "order-1", 100)));
-    EXPECT_OK(tx.Journal(Journaled("d", "order-1", 101)));
-    JournalEntry deferred = Journaled("c", "order-1", 102);
-    deferred.outcome = Outcome::kDeferred;
-    deferred.subject_version = std::nullopt;
-    EXPECT_OK(tx.Journal(deferred));
-  });
-  Write([&](Transaction& tx) { EXPECT_OK(tx.Journal(Journaled("c", "order-1", 103))); });
-  Reopen();
-  const Rows<JournalEntry> journal = Take(Read()->JournalOf("c", "order-1"));
-  EXPECT_EQ(Pluck(journal.rows, &JournalEntry::at_ms), (std::vector<int64_t>{100, 102, 103}));
-  for (size_t i = 1; i < journal.rows.size(); ++i) {
-    EXPECT_LT(journal.rows[i - 1].seq, journal.rows[i].seq);
-  }
-  const JournalEntry& j = journal.rows.at(1);
-  EXPECT_EQ(j.consumer, "c");
-  EXPECT_EQ(j.outcome, Outcome::kDeferred);
-  EXPECT_EQ(j.source, "s");
-  EXPECT_EQ(j.event_id, "e102");
-  EXPECT_EQ(j.subject, "order-1");
-  EXPECT_EQ(j.subject_version, std::nullopt);
-  EXPECT_EQ(journal.rows.at(0).outcome, Outcome::kDuplicate);
-  EXPECT_EQ(journal.rows.at(0).subject_version, 2);
-}
-
-// One record per name, the latest wins; listed by name.
-TEST_P(StoreConformance, EvidenceIsOnePerNameAndTheLatestWins) {
-  Write([&](Transaction& tx) {
-    EXPECT_OK(tx.PutEvidence(Evidence("payment", "e1", 1)));
-    EXPECT_OK(tx.PutEvidence(Evidence("payment", "e2", 2)));
-    EXPECT_OK(tx.PutEvidence(Evidence("cancellation", "e3", 3)));
-    // Evidence belongs to the subject's projection, which the same transaction puts.
-    EXPECT_OK(tx.PutProjection(MakeProjection("c", "order-1", 3, "cancelled"), std::nullopt));
-  });
-  Reopen();
-  auto snapshot = Read();
-  const Rows<EvidenceRecord> evidence = Take(snapshot->EvidenceOf("c", "order-1"));
-  ASSERT_EQ(evidence.rows.size(), 2u);
-  EXPECT_EQ(evidence.rows[0].name, "cancellation");
-  const EvidenceRecord& payment = evidence.rows[1];
-  EXPECT_EQ(payment.consumer, "c");
-  EXPECT_EQ(payment.subject, "order-1");
-  EXPECT_EQ(payment.name, "payment");
-  EXPECT_EQ(payment.source, "s");
-  EXPECT_EQ(payment.event_id, "e2");
-  EXPECT_EQ(payment.subject_version, 2);
-  EXPECT_EQ(payment.recorded_at_ms, 52);
-  EXPECT_TRUE(Take(snapshot->EvidenceOf("c", "order-2")).rows.empty());
-  EXPECT_TRUE(Take(snapshot->EvidenceOf("d", "order-1")).rows.empty());
-  snapshot.reset();
-  // Evidence put for a projection committed earlier joins it.
-  Write([&](Transaction& tx) {
-    EXPECT_OK(tx.PutEvidence(Evidence("payment", "e4", 4)));
-    EvidenceRecord refund = Evidence("refund", "e4", 4);
-    refund.subject_version = std::nullopt;
-    EXPECT_OK(tx.PutEvidence(refund));
-  });
-  const Rows<EvidenceRecord> later = Take(Read()->EvidenceOf("c", "order-1"));
-  EXPECT_EQ(Pluck(later.rows, &EvidenceRecord::name),
-            (std::vector<std::string>{"cancellation", "payment", "refund"}));
-  EXPECT_EQ(later.rows[1].event_id, "e4");
-  EXPECT_EQ(later.rows[2].subject_version, std::nullopt);
-}
-
-// Each record keeps its own source, whether it is the projection's owner or another source, and
-// also after the owner changes.
-TEST_P(StoreConformance, EvidenceKeepsEachRecordsSource) {
-  Write([&](Transaction& tx) {
-    EXPECT_OK(tx.PutEvidence(Evidence("payment", "e1", 1, "owner-a")));
-    EXPECT_OK(tx.PutEvidence(Evidence("refund", "e2", 2, "other")));
-    EXPECT_OK(tx.PutProjection(MakeProjection("c", "order-1", 2, "paid", "owner-a"), std::nullopt));
-  });
-  Reopen();
-  Rows<EvidenceRecord> evidence = Take(Read()->EvidenceOf("c", "order-1"));
-  EXPECT_EQ(Pluck(evidence.rows, &EvidenceRecord::source),
-            (std::vector<std::string>{"owner-a", "other"}));
-  Write([&](Transaction& tx) {
-    EXPECT_OK(tx.PutEvidence(Evidence("refund", "e3", 3, "owner-b")));
-    EXPECT_OK(tx.PutProjection(MakeProjection("c", "order-1", 3, "refunded", "owner-b"), 2));
-  });
-  Reopen();
-  evidence = Take(Read()->EvidenceOf("c", "order-1"));
-  EXPECT_EQ(Pluck(evidence.rows, &EvidenceRecord::source),
-            (std::vector<std::string>{"owner-a", "owner-b"}));
-  EXPECT_EQ(evidence.rows.at(1).event_id, "e3");
-}
-
-// Evidence lives with its projection: put for a subject that has none, it is not kept.
-TEST_P(StoreConformance, EvidenceWithoutAProjectionIsNotKept) {
-  Write([&](Transaction& tx) { EXPECT_OK(tx.PutEvidence(Evidence("payment", "e1", 1))); });
-  EXPECT_TRUE(Take(Read()->EvidenceOf("c", "order-1")).rows.empty());
-  EXPECT_EQ(Counts(), CountsOf(0, 0, 0, 0, 0));
-}
-
-// A position is the source's own bytes, kept as they are; the latest write wins.
-TEST_P(StoreConformance, PositionsAreOpaqueAndTheLatestWins) {
-  const std::string binary("seq=7\0\xff", 7);
-  Write([&](Transaction& tx) {
-    EXPECT_FALSE(Take(tx.GetPosition("file")).has_value());
-    EXPECT_OK(tx.SetPosition("file", "lines=3 bytes=30 hash=00000000deadbeef"));
-    EXPECT_OK(tx.SetPosition("broker", binary));
-    EXPECT_EQ(Take(tx.GetPosition("file")), "lines=3 bytes=30 hash=00000000deadbeef");
+    const QuarantineKept first = Take(tx.Quarantine(Kept("order-1", "m")));
+    EXPECT_TRUE(first.added);
+    id = first.id;
+    QuarantineRecord again = Kept("order-1", "m");
+    again.last_seen_ms = 8;
+    const QuarantineKept second = Take(tx.Quarantine(again));
+    EXPECT_FALSE(second.added);
+    EXPECT_EQ(second.id, id);
   });
   Write([&](Transaction& tx) {
-    EXPECT_OK(tx.SetPosition("file", "lines=4"));
-    EXPECT_EQ(Take(tx.GetPosition("file")), "lines=4");
-  });
-  Reopen();
-  auto snapshot = Read();
-  EXPECT_EQ(Take(snapshot->GetPosition("file")), "lines=4");
-  EXPECT_EQ(Take(snapshot->GetPosition("broker")), binary);
-  EXPECT_FALSE(Take(snapshot->GetPosition("other")).has_value());
-}
-
-// --- one batch's reads ---
-
-TEST_P(StoreConformance, TransactionReadsSeeItsOwnWrites) {
-  auto tx = Begin();
-  EXPECT_EQ(Take(tx->InsertLedger(Receipt("e1"))), Insert::kInserted);
-  EXPECT_TRUE(Take(tx->FindLedger("c", "s", "e1")).has_value());
-  EXPECT_OK(tx->PutProjection(MakeProjection("c", "order-1", 1, "paid"), std::nullopt));
-  Projection out;
-  EXPECT_TRUE(Take(tx->ReadProjection("c", "order-1", out)));
-  EXPECT_EQ(out.state, "paid");
-  EXPECT_EQ(Take(tx->InsertDeferred(Deferred("c", "order-1", 3))), Insert::kInserted);
-  EXPECT_TRUE(Take(tx->FindDeferred("c", "order-1", 3)).has_value());
-  EXPECT_OK(tx->SetPosition("in", "p"));
-  EXPECT_EQ(Take(tx->GetPosition("in")), "p");
-  const BatchRows rows =
-      Take(tx->Load({.ledger = {{"c", "s", "e1"}}, .subjects = {{"c", "order-1"}}}));
-  EXPECT_EQ(rows.ledger.size(), 1u);
-  EXPECT_EQ(rows.projections.size(), 1u);
-  EXPECT_EQ(rows.deferred.size(), 1u);
-  EXPECT_OK(tx->Commit());
-}
-
-// Load answers with exactly the rows that exist for the keys, committed or written in this
-// transaction: each ledger key's row, each subject's projection and every deferred event of
-// those subjects (for that consumer), nothing of other keys.
-TEST_P(StoreConformance, LoadReturnsExactlyTheRowsOfTheKeys) {
-  Write([&](Transaction& tx) {
-    EXPECT_EQ(Take(tx.InsertLedger(Receipt("e1"))), Insert::kInserted);
-    EXPECT_EQ(Take(tx.InsertLedger(Receipt("other"))), Insert::kInserted);
-    EXPECT_OK(tx.PutProjection(MakeProjection("c", "order-1", 1, "paid"), std::nullopt));
-    EXPECT_OK(tx.PutProjection(MakeProjection("d", "order-1", 1, "not-asked"), std::nullopt));
-    for (int64_t v : {3, 5}) {
-      EXPECT_EQ(Take(tx.InsertDeferred(Deferred("c", "order-1", v))), Insert::kInserted);
+    EXPECT_OK(tx.SetQuarantineStatus(id, QuarantineStatus::kDiscarded));
+    for (int64_t at = 9; at <= 11; ++at) {
+      QuarantineRecord again = Kept("order-1", "m");
+      again.last_seen_ms = at;
+      again.reason = "unaccepted-schema-version";
+      again.outcome = Outcome::kContractUpdateRequired;
+      again.schema_version = 3;
+      EXPECT_EQ(Take(tx.Quarantine(again)).id, id);
     }
-    EXPECT_EQ(Take(tx.InsertDeferred(Deferred("d", "order-1", 3))), Insert::kInserted);
-    EXPECT_EQ(Take(tx.InsertDeferred(Deferred("c", "order-9", 3))), Insert::kInserted);
+    QuarantineRecord other_consumer = Kept("order-1", "m");
+    other_consumer.consumer = "d";
+    EXPECT_TRUE(Take(tx.Quarantine(other_consumer)).added);
+    QuarantineRecord other_bytes = Kept("order-1", "m");
+    other_bytes.raw = "other";
+    EXPECT_TRUE(Take(tx.Quarantine(other_bytes)).added);
+    EXPECT_TRUE(Take(tx.Quarantine(Kept("order-1", "n"))).added);
   });
-  auto tx = Begin();
-  EXPECT_EQ(Take(tx->InsertLedger(Receipt("e2"))), Insert::kInserted);
-  EXPECT_OK(tx->PutProjection(MakeProjection("c", "order-2", 1, "new"), std::nullopt));
-  EXPECT_EQ(Take(tx->InsertDeferred(Deferred("c", "order-1", 4))), Insert::kInserted);
-  EXPECT_OK(tx->DeleteDeferred("c", "order-1", 5));
-  const BatchKeys keys{
-      .ledger = {{"c", "s", "e1"}, {"c", "s", "e2"}, {"c", "s", "e9"}, {"d", "s", "e1"}},
-      .subjects = {{"c", "order-1"}, {"c", "order-2"}, {"c", "order-3"}}};
-  BatchRows rows = Take(tx->Load(keys));
-  std::vector<std::string> ledger = Pluck(rows.ledger, &LedgerEntry::event_id);
-  std::sort(ledger.begin(), ledger.end());
-  EXPECT_EQ(ledger, (std::vector<std::string>{"e1", "e2"}));
-  std::vector<std::string> projections = Pluck(rows.projections, &Projection::subject);
-  std::sort(projections.begin(), projections.end());
-  EXPECT_EQ(projections, (std::vector<std::string>{"order-1", "order-2"}));
-  for (const Projection& p : rows.projections) EXPECT_EQ(p.consumer, "c");
-  std::vector<int64_t> deferred = Pluck(rows.deferred, &DeferredEvent::subject_version);
-  std::sort(deferred.begin(), deferred.end());
-  EXPECT_EQ(deferred, (std::vector<int64_t>{3, 4}));
-  for (const DeferredEvent& d : rows.deferred) {
-    EXPECT_EQ(d.consumer, "c");
-    EXPECT_EQ(d.subject, "order-1");
-  }
-  const BatchRows none = Take(tx->Load({}));
-  EXPECT_TRUE(none.ledger.empty() && none.projections.empty() && none.deferred.empty());
-}
-
-// --- handles, writers and snapshots ---
-
-// A store has one transaction or snapshot open at a time; asking for another is a caller's
-// mistake (kFailedPrecondition) on every backend.
-TEST_P(StoreConformance, AStoreHasOneHandleOpenAtATime) {
+  Reopen();
   auto snapshot = Read();
-  EXPECT_EQ(store_->Begin().status().code(), Code::kFailedPrecondition);
-  EXPECT_EQ(store_->Read().status().code(), Code::kFailedPrecondition);
-  snapshot.reset();
-  auto tx = Begin();
-  EXPECT_EQ(store_->Read().status().code(), Code::kFailedPrecondition);
-  EXPECT_EQ(store_->Begin().status().code(), Code::kFailedPrecondition);
-  EXPECT_OK(tx->Commit());
-  tx.reset();
-  auto after_commit = Read();
-  after_commit.reset();
-  tx = Begin();
-  EXPECT_OK(tx->Rollback());
-  tx.reset();
-  EXPECT_NE(Read(), nullptr);
+  const std::optional<QuarantineRecord> r = Take(snapshot->FindQuarantine(id));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->attempts, 5);
+  EXPECT_EQ(r->first_seen_ms, 7);
+  EXPECT_EQ(r->last_seen_ms, 11);
+  EXPECT_EQ(r->status, QuarantineStatus::kDiscarded);
+  EXPECT_EQ(r->reason, "unaccepted-schema-version");
+  EXPECT_EQ(r->outcome, Outcome::kContractUpdateRequired);
+  EXPECT_EQ(r->schema_version, 3);
+  EXPECT_EQ(Take(snapshot->QuarantineOf("order-1")).rows.size(), 4u);
 }
 
-// One writer per store: a second store on the same data is refused while the first one's
-// transaction is open (kUnavailable: retry later), and writes once it ended.
-TEST_P(StoreConformance, ASecondWriterIsRefusedUntilTheFirstEnds) {
-  std::unique_ptr<Store> second = Open();
-  auto tx = Begin();
-  EXPECT_EQ(Take(tx->InsertLedger(Receipt("e1"))), Insert::kInserted);
-  EXPECT_EQ(second->Begin().status().code(), Code::kUnavailable);
-  EXPECT_OK(tx->Commit());
-  tx.reset();
-  auto other = Take(second->Begin());
-  EXPECT_TRUE(Take(other->FindLedger("c", "s", "e1")).has_value());
-  EXPECT_EQ(Take(other->InsertLedger(Receipt("e2"))), Insert::kInserted);
-  EXPECT_EQ(store_->Begin().status().code(), Code::kUnavailable);
-  other.reset();  // rolled back: the writer is free again
-  tx = Begin();
-  EXPECT_FALSE(Take(tx->FindLedger("c", "s", "e2")).has_value());
-}
-
-// A snapshot is one view: once it has read, commits of another store do not change what it
-// sees; the next snapshot sees them.
-TEST_P(StoreConformance, ASnapshotKeepsItsViewAcrossOtherCommits) {
-  Write([&](Transaction& tx) { PutNew(tx, MakeProjection("c", "order-1", 1, "paid")); });
-  std::unique_ptr<Store> writer = Open();
+// Without an id (or a source), the bytes alone are the identity.
+TEST_P(StoreConformance, AnInputWithoutAnIdIsItsBytes) {
+  Write([&](Transaction& tx) {
+    QuarantineRecord garbage{.outcome = Outcome::kRejected,
+                             .reason = "malformed-json",
+                             .raw = "{not json",
+                             .last_seen_ms = 5};
+    const int64_t id = Take(tx.Quarantine(garbage)).id;
+    EXPECT_EQ(Take(tx.Quarantine(garbage)).id, id);
+    garbage.source = "s";  // a source without an id identifies nothing more
+    EXPECT_EQ(Take(tx.Quarantine(garbage)).id, id);
+    garbage.raw = "{not json either";
+    EXPECT_NE(Take(tx.Quarantine(garbage)).id, id);
+  });
   auto snapshot = Read();
-  EXPECT_EQ(Take(snapshot->FindProjection("c", "order-1"))->version, 1);
+  const Rows<QuarantineRecord> all = Take(snapshot->ListQuarantine({}));
+  ASSERT_EQ(all.rows.size(), 2u);
+  EXPECT_EQ(all.rows[0].attempts, 3);
+  EXPECT_EQ(all.rows[1].attempts, 1);
+}
+
+// ListQuarantine: by first-seen time then id, each filter narrowing, resumable after a cursor,
+// bounded.
+TEST_P(StoreConformance, ListQuarantineFiltersAndPagesInFirstSeenOrder) {
+  std::vector<int64_t> ids;
+  Write([&](Transaction& tx) {
+    for (int i = 0; i < 6; ++i) {
+      QuarantineRecord r = Kept("order-" + std::to_string(i % 2), Numbered("m", i));
+      r.last_seen_ms = 100 - i;  // first seen in reverse order of id
+      r.consumer = i % 3 == 0 ? "c" : "d";
+      r.reason = i < 4 ? "stale-version" : "payload-invalid";
+      ids.push_back(Take(tx.Quarantine(r)).id);
+    }
+    EXPECT_OK(tx.SetQuarantineStatus(ids[1], QuarantineStatus::kReplayed));
+  });
+  auto snapshot = Read();
+  const auto messages = [&](const QuarantineFilter& f, QuarantineCursor after = {},
+                            int64_t rows_max = kReadRowsMaxDefault) {
+    return Pluck(Take(snapshot->ListQuarantine(f, after, rows_max)).rows,
+                 &QuarantineRecord::message);
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(messages({}), (V{"m5", "m4", "m3", "m2", "m1", "m0"}));
+  EXPECT_EQ(messages({.consumer = "c"}), (V{"m3", "m0"}));
+  EXPECT_EQ(messages({.reason = "payload-invalid"}), (V{"m5", "m4"}));
+  EXPECT_EQ(messages({.status = QuarantineStatus::kReplayed}), (V{"m1"}));
+  EXPECT_EQ(messages({.status = QuarantineStatus::kOpen, .ids = {ids[0], ids[1], ids[2]}}),
+            (V{"m2", "m0"}));
+  EXPECT_EQ(messages({.consumer = "d", .reason = "stale-version"}), (V{"m2", "m1"}));
+  EXPECT_EQ(messages({}, {.first_seen_ms = 97, .id = ids[3]}), (V{"m2", "m1", "m0"}));
+  const Rows<QuarantineRecord> two = Take(snapshot->ListQuarantine({}, {}, 2));
+  EXPECT_EQ(two.rows.size(), 2u);
+  EXPECT_TRUE(two.truncated);
+  EXPECT_TRUE(Take(snapshot->ListQuarantine({.consumer = "nobody"})).rows.empty());
+}
+
+TEST_P(StoreConformance, StatusAndAuditBelongToARecord) {
+  int64_t id = 0;
+  Write([&](Transaction& tx) {
+    id = Take(tx.Quarantine(Kept("order-1", "m"))).id;
+    EXPECT_EQ(tx.SetQuarantineStatus(id + 100, QuarantineStatus::kReplayed).code(),
+              Code::kNotFound);
+    EXPECT_EQ(tx.AuditQuarantine({.record_id = id + 100, .by = "ops"}).code(), Code::kNotFound);
+    EXPECT_OK(tx.SetQuarantineStatus(id, QuarantineStatus::kReplayed));
+    EXPECT_EQ(Take(tx.FindQuarantine(id))->status, QuarantineStatus::kReplayed);
+    EXPECT_OK(tx.AuditQuarantine({.seq = 77,
+                                  .record_id = id,
+                                  .action = QuarantineAction::kReplay,
+                                  .by = "ops",
+                                  .note = "contract v3 accepted",
+                                  .outcome = "applied",
+                                  .status_after = QuarantineStatus::kReplayed,
+                                  .at_ms = 40}));
+    EXPECT_OK(tx.AuditQuarantine({.record_id = id,
+                                  .action = QuarantineAction::kDiscard,
+                                  .by = "lead",
+                                  .note = "n",
+                                  .outcome = "discarded",
+                                  .reason = "r",
+                                  .status_after = QuarantineStatus::kDiscarded,
+                                  .at_ms = 50}));
+  });
+  // A rolled-back status change or audit leaves nothing.
   {
-    auto tx = Take(writer->Begin());
-    EXPECT_OK(tx->PutProjection(MakeProjection("c", "order-1", 2, "packed"), 1));
-    EXPECT_OK(tx->Keep(Kept("order-1", "m")));
-    EXPECT_OK(tx->SetPosition("in", "later"));
-    EXPECT_OK(tx->CountDuplicate("c", "s", "r-c-order-1", 500));
-    EXPECT_OK(tx->Commit());
+    auto tx = Begin();
+    EXPECT_OK(tx->SetQuarantineStatus(id, QuarantineStatus::kDiscarded));
+    EXPECT_OK(tx->AuditQuarantine({.record_id = id, .by = "x"}));
+    EXPECT_OK(tx->Rollback());
   }
-  EXPECT_EQ(Take(snapshot->FindProjection("c", "order-1"))->version, 1);
-  EXPECT_EQ(Take(snapshot->FindLedger("c", "s", "r-c-order-1"))->duplicates, 0);
-  EXPECT_EQ(Take(snapshot->ProjectionsOf("order-1")).rows.at(0).version, 1);
-  EXPECT_TRUE(Take(snapshot->KeptOf("order-1")).rows.empty());
-  EXPECT_FALSE(Take(snapshot->GetPosition("in")).has_value());
-  EXPECT_EQ(Take(snapshot->Counts()), CountsOf(1, 1, 0, 0, 0));
-  snapshot.reset();
-  snapshot = Read();
-  EXPECT_EQ(Take(snapshot->FindProjection("c", "order-1"))->version, 2);
-  EXPECT_EQ(Take(snapshot->Counts()), CountsOf(1, 1, 0, 1, 0));
+  Reopen();
+  auto snapshot = Read();
+  EXPECT_EQ(Take(snapshot->FindQuarantine(id))->status, QuarantineStatus::kReplayed);
+  const Rows<QuarantineAudit> audit = Take(snapshot->AuditOf(id));
+  ASSERT_EQ(audit.rows.size(), 2u);
+  const QuarantineAudit& a = audit.rows[0];
+  EXPECT_NE(a.seq, 77);
+  EXPECT_LT(a.seq, audit.rows[1].seq);
+  EXPECT_EQ(a.record_id, id);
+  EXPECT_EQ(a.action, QuarantineAction::kReplay);
+  EXPECT_EQ(a.by, "ops");
+  EXPECT_EQ(a.note, "contract v3 accepted");
+  EXPECT_EQ(a.outcome, "applied");
+  EXPECT_EQ(a.reason, "");
+  EXPECT_EQ(a.status_after, QuarantineStatus::kReplayed);
+  EXPECT_EQ(a.at_ms, 40);
+  EXPECT_EQ(audit.rows[1].action, QuarantineAction::kDiscard);
+  EXPECT_EQ(audit.rows[1].reason, "r");
+  const Rows<QuarantineAudit> one = Take(snapshot->AuditOf(id, 1));
+  EXPECT_EQ(one.rows.size(), 1u);
+  EXPECT_TRUE(one.truncated);
+  EXPECT_TRUE(Take(snapshot->AuditOf(id + 1)).rows.empty());
 }
-
-// --- the read path's lists ---
 
 TEST_P(StoreConformance, CountsAreRowsPerTable) {
   EXPECT_EQ(Counts(), CountsOf(0, 0, 0, 0, 0));
@@ -843,8 +771,8 @@ TEST_P(StoreConformance, CountsAreRowsPerTable) {
     PutNew(tx, MakeProjection("c", "order-1", 1, "paid"));
     EXPECT_EQ(Take(tx.InsertLedger(Receipt("e1"))), Insert::kInserted);
     EXPECT_EQ(Take(tx.InsertDeferred(Deferred("c", "order-1", 3))), Insert::kInserted);
-    EXPECT_OK(tx.Keep(Kept("order-1", "m")));
-    EXPECT_OK(tx.Keep(Kept("order-2", "m")));
+    EXPECT_OK(tx.Quarantine(Kept("order-1", "m")).status());
+    EXPECT_OK(tx.Quarantine(Kept("order-2", "m-2")).status());
     EXPECT_OK(tx.Journal(Journaled("c", "order-1", 1)));
     EXPECT_OK(tx.PutEvidence(Evidence("payment", "e1", 1)));  // not a table of its own
     EXPECT_OK(tx.SetPosition("in", "p"));                     // not counted
@@ -927,7 +855,7 @@ TEST_P(StoreConformance, ListsAreBoundedAndSayWhenTheyAreCut) {
       PutNew(tx, MakeProjection("c" + n, "order-1", 1, "s"));
       EXPECT_EQ(Take(tx.InsertLedger(Receipt("e" + n))), Insert::kInserted);
       EXPECT_EQ(Take(tx.InsertDeferred(Deferred("c", "order-1", i + 1))), Insert::kInserted);
-      EXPECT_OK(tx.Keep(Kept("order-1", n)));
+      EXPECT_OK(tx.Quarantine(Kept("order-1", n)).status());
       EXPECT_OK(tx.Journal(Journaled("c", "order-1", i)));
       EXPECT_OK(tx.PutEvidence(Evidence("name" + n, "e" + n, i)));
     }
@@ -942,13 +870,13 @@ TEST_P(StoreConformance, ListsAreBoundedAndSayWhenTheyAreCut) {
   ExpectBounded<DeferredEvent>([&](int64_t m) { return s.DeferredOf("c", "order-1", m); }, kRows,
                                "DeferredOf");
   ExpectBounded<DeferredEvent>([&](int64_t m) { return s.AllDeferred(m); }, kRows, "AllDeferred");
-  ExpectBounded<KeptInput>([&](int64_t m) { return s.KeptOf("order-1", m); }, kRows, "KeptOf");
+  ExpectBounded<QuarantineRecord>([&](int64_t m) { return s.QuarantineOf("order-1", m); }, kRows, "QuarantineOf");
   ExpectBounded<JournalEntry>([&](int64_t m) { return s.JournalOf("c", "order-1", m); }, kRows,
                               "JournalOf");
   ExpectBounded<EvidenceRecord>([&](int64_t m) { return s.EvidenceOf("c", "order-1", m); }, kRows,
                                 "EvidenceOf");
   // An empty list is never cut.
-  const Rows<KeptInput> none = Take(s.KeptOf("order-9", 0));
+  const Rows<QuarantineRecord> none = Take(s.QuarantineOf("order-9", 0));
   EXPECT_TRUE(none.rows.empty());
   EXPECT_FALSE(none.truncated);
 }

@@ -25,7 +25,7 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "find-deferred",
     "insert-deferred",
     "delete-deferred",
-    "keep",
+    "quarantine",
     "journal",
     "put-evidence",
     "set-position",
@@ -35,7 +35,7 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "ledger-of",
     "deferred-of",
     "all-deferred",
-    "kept-of",
+    "quarantine-of",
     "journal-of",
     "evidence-of",
     "counts",
@@ -46,6 +46,11 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "delete-sent-outbox",
     "outbox-rows",
     "outbox-stats-now",
+    "find-quarantine",
+    "set-quarantine-status",
+    "audit-quarantine",
+    "list-quarantine",
+    "audit-of",
 };
 
 }  // namespace
@@ -155,9 +160,21 @@ class FaultTransaction final : public Transaction {
     EVIDENT_FAULT_ENTER(StoreCall::kDeleteDeferred);
     return inner_->DeleteDeferred(consumer, subject, subject_version);
   }
-  Status Keep(const KeptInput& input) override {
-    EVIDENT_FAULT_ENTER(StoreCall::kKeep);
-    return inner_->Keep(input);
+  Result<QuarantineKept> Quarantine(const QuarantineRecord& record) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kQuarantine);
+    return inner_->Quarantine(record);
+  }
+  Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kFindQuarantine);
+    return inner_->FindQuarantine(id);
+  }
+  Status SetQuarantineStatus(int64_t id, QuarantineStatus status) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kSetQuarantineStatus);
+    return inner_->SetQuarantineStatus(id, status);
+  }
+  Status AuditQuarantine(const QuarantineAudit& entry) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kAuditQuarantine);
+    return inner_->AuditQuarantine(entry);
   }
   Status Journal(const JournalEntry& entry) override {
     EVIDENT_FAULT_ENTER(StoreCall::kJournal);
@@ -235,9 +252,23 @@ class FaultSnapshot final : public Snapshot {
     EVIDENT_FAULT_ENTER(StoreCall::kAllDeferred);
     return inner_->AllDeferred(rows_max);
   }
-  Result<Rows<KeptInput>> KeptOf(std::string_view subject, int64_t rows_max) override {
-    EVIDENT_FAULT_ENTER(StoreCall::kKeptOf);
-    return inner_->KeptOf(subject, rows_max);
+  Result<Rows<QuarantineRecord>> QuarantineOf(std::string_view subject, int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kQuarantineOf);
+    return inner_->QuarantineOf(subject, rows_max);
+  }
+  Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kFindQuarantine);
+    return inner_->FindQuarantine(id);
+  }
+  Result<Rows<QuarantineRecord>> ListQuarantine(const QuarantineFilter& filter,
+                                                QuarantineCursor after,
+                                                int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kListQuarantine);
+    return inner_->ListQuarantine(filter, after, rows_max);
+  }
+  Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id, int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kAuditOf);
+    return inner_->AuditOf(record_id, rows_max);
   }
   Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
                                        int64_t rows_max) override {

@@ -24,7 +24,7 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kFindDeferred,
     StoreCall::kInsertDeferred,
     StoreCall::kDeleteDeferred,
-    StoreCall::kKeep,
+    StoreCall::kQuarantine,
     StoreCall::kJournal,
     StoreCall::kPutEvidence,
     StoreCall::kSetPosition,
@@ -34,7 +34,7 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kLedgerOf,
     StoreCall::kDeferredOf,
     StoreCall::kAllDeferred,
-    StoreCall::kKeptOf,
+    StoreCall::kQuarantineOf,
     StoreCall::kJournalOf,
     StoreCall::kEvidenceOf,
     StoreCall::kCounts,
@@ -45,6 +45,11 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kDeleteSentOutbox,
     StoreCall::kOutboxRows,
     StoreCall::kOutboxStatsNow,
+    StoreCall::kFindQuarantine,
+    StoreCall::kSetQuarantineStatus,
+    StoreCall::kAuditQuarantine,
+    StoreCall::kListQuarantine,
+    StoreCall::kAuditOf,
 };
 static_assert(std::size(kEveryCall) == kStoreCallCount);
 
@@ -95,8 +100,20 @@ Status Transact(Transaction& tx, StoreCall call) {
       return tx.InsertDeferred(DeferredEvent{.consumer = "c", .subject = "order-1"}).status();
     case StoreCall::kDeleteDeferred:
       return tx.DeleteDeferred("c", "order-1", 2);
-    case StoreCall::kKeep:
-      return tx.Keep(KeptInput{.subject = "order-1"});
+    case StoreCall::kQuarantine:
+      return tx.Quarantine(QuarantineRecord{.subject = "order-1"}).status();
+    case StoreCall::kFindQuarantine:
+      return tx.FindQuarantine(1).status();
+    case StoreCall::kSetQuarantineStatus: {
+      EVIDENT_ASSIGN_OR_RETURN(const QuarantineKept kept,
+                               tx.Quarantine(QuarantineRecord{.subject = "order-1"}));
+      return tx.SetQuarantineStatus(kept.id, QuarantineStatus::kDiscarded);
+    }
+    case StoreCall::kAuditQuarantine: {
+      EVIDENT_ASSIGN_OR_RETURN(const QuarantineKept kept,
+                               tx.Quarantine(QuarantineRecord{.subject = "order-1"}));
+      return tx.AuditQuarantine(QuarantineAudit{.record_id = kept.id, .by = "ops"});
+    }
     case StoreCall::kJournal:
       return tx.Journal(JournalEntry{.subject = "order-1"});
     case StoreCall::kPutEvidence:
@@ -138,8 +155,8 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.DeferredOf("c", "order-1").status();
     case StoreCall::kAllDeferred:
       return snapshot.AllDeferred().status();
-    case StoreCall::kKeptOf:
-      return snapshot.KeptOf("order-1").status();
+    case StoreCall::kQuarantineOf:
+      return snapshot.QuarantineOf("order-1").status();
     case StoreCall::kJournalOf:
       return snapshot.JournalOf("c", "order-1").status();
     case StoreCall::kEvidenceOf:
@@ -150,6 +167,10 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.OutboxRows(false, 0).status();
     case StoreCall::kOutboxStatsNow:
       return snapshot.OutboxStatsNow(10).status();
+    case StoreCall::kListQuarantine:
+      return snapshot.ListQuarantine(QuarantineFilter{}).status();
+    case StoreCall::kAuditOf:
+      return snapshot.AuditOf(1).status();
     default:
       return Status::Internal("not a snapshot call");
   }
@@ -158,6 +179,7 @@ Status Look(Snapshot& snapshot, StoreCall call) {
 bool IsSnapshotCall(StoreCall call) {
   return (call >= StoreCall::kFindProjection && call <= StoreCall::kCounts) ||
          call == StoreCall::kOutboxRows || call == StoreCall::kOutboxStatsNow ||
+         call == StoreCall::kListQuarantine || call == StoreCall::kAuditOf ||
          call == StoreCall::kRead;
 }
 
@@ -232,7 +254,7 @@ TEST(FaultStore, AFailedCommitLeavesNothing) {
   auto tx = std::move(store->Begin()).value();
   EXPECT_EQ(tx->InsertLedger(Receipt("e1")).value(), Insert::kInserted);
   ASSERT_TRUE(tx->PutProjection(MakeProjection(), std::nullopt).ok());
-  ASSERT_TRUE(tx->Keep(KeptInput{.subject = "order-1"}).ok());
+  ASSERT_TRUE(tx->Quarantine(QuarantineRecord{.subject = "order-1"}).ok());
   ASSERT_TRUE(tx->SetPosition("in", "p").ok());
   const Status failed = tx->Commit();
   EXPECT_EQ(failed.code(), Code::kUnavailable);
@@ -240,7 +262,7 @@ TEST(FaultStore, AFailedCommitLeavesNothing) {
   tx.reset();
   auto snapshot = std::move(store->Read()).value();
   const std::vector<std::pair<std::string, int64_t>> zero = {
-      {"ledger", 0}, {"projection", 0}, {"deferred", 0}, {"kept", 0}, {"journal", 0}};
+      {"ledger", 0}, {"projection", 0}, {"deferred", 0}, {"quarantine", 0}, {"journal", 0}};
   EXPECT_EQ(snapshot->Counts().value(), zero);
   EXPECT_FALSE(snapshot->GetPosition("in").value().has_value());
   snapshot.reset();

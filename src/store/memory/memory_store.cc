@@ -18,8 +18,10 @@
 #include <tuple>
 #include <type_traits>
 
+#include "core/fnv1a.h"
 #include "evident/store_memory.h"
 #include "store/projection_copy.h"
+#include "store/quarantine_rules.h"
 
 namespace evident {
 namespace memory_store {
@@ -59,7 +61,6 @@ using LedgerBySubject =
     std::set<std::tuple<std::string, std::string, std::string, std::string>, KeyLess>;
 using ProjectionId = std::tuple<std::string, std::string>;         // subject, consumer
 using DeferredId = std::tuple<std::string, std::string, int64_t>;  // consumer, subject, version
-using KeptId = std::tuple<std::string, int64_t>;                   // subject, seq
 using JournalId = std::tuple<std::string, std::string, int64_t>;   // consumer, subject, seq
 
 using OutboxId = std::tuple<std::string, std::string>;  // source, event id
@@ -83,16 +84,35 @@ struct OutboxTable {
   Table<OutboxId, int64_t> ids;
 };
 
+// The quarantine: records by id, with an index of each record's identity (consumer, source and
+// id when both are set, and a hash of the exact bytes; see Transaction::Quarantine) and of each
+// subject's records, and the audit entries by record.
+using QuarantineIdent = std::tuple<std::string, std::string, std::string, uint64_t>;
+struct QuarantineTable {
+  Table<int64_t, QuarantineRecord> records;
+  std::multimap<QuarantineIdent, int64_t, KeyLess> by_ident;
+  std::set<std::tuple<std::string, int64_t>, KeyLess> by_subject;
+  Table<std::tuple<int64_t, int64_t>, QuarantineAudit> audit;  // record id, seq
+};
+
+// The identity Transaction::Quarantine merges deliveries by: source and id count only together.
+QuarantineIdent IdentOf(const QuarantineRecord& r) {
+  const bool identified = !r.source.empty() && !r.event_id.empty();
+  return QuarantineIdent(r.consumer, identified ? r.source : std::string(),
+                         identified ? r.event_id : std::string(), Fnv1a(kFnv1aOffset, r.raw));
+}
+
 // One committed version of the database.
 struct State {
   std::shared_ptr<Table<LedgerId, LedgerEntry>> ledger;
   std::shared_ptr<LedgerBySubject> ledger_by_subject;
   std::shared_ptr<Table<ProjectionId, ProjectionRow>> projections;
   std::shared_ptr<Table<DeferredId, DeferredEvent>> deferred;
-  std::shared_ptr<Table<KeptId, KeptInput>> kept;
+  std::shared_ptr<QuarantineTable> quarantine;
   std::shared_ptr<Table<JournalId, JournalEntry>> journal;
   std::shared_ptr<Table<std::string, std::string>> positions;
-  int64_t kept_seq_last = 0;  // rows are never deleted: the next seq is the last plus one
+  int64_t quarantine_id_last = 0;  // records are never deleted: the next id is the last plus one
+  int64_t audit_seq_last = 0;
   int64_t journal_seq_last = 0;
   std::shared_ptr<OutboxTable> outbox;
   int64_t outbox_seq_last = 0;  // seqs are never reused, though sent rows are deleted
@@ -104,7 +124,7 @@ State EmptyState() {
       .ledger_by_subject = std::make_shared<LedgerBySubject>(),
       .projections = std::make_shared<Table<ProjectionId, ProjectionRow>>(),
       .deferred = std::make_shared<Table<DeferredId, DeferredEvent>>(),
-      .kept = std::make_shared<Table<KeptId, KeptInput>>(),
+      .quarantine = std::make_shared<QuarantineTable>(),
       .journal = std::make_shared<Table<JournalId, JournalEntry>>(),
       .positions = std::make_shared<Table<std::string, std::string>>(),
       .outbox = std::make_shared<OutboxTable>(),
@@ -117,7 +137,10 @@ struct Overlay {
   Table<LedgerId, LedgerEntry> ledger;                       // inserted or changed
   Table<ProjectionId, ProjectionRow> projections;            // put, or given evidence
   Table<DeferredId, std::optional<DeferredEvent>> deferred;  // nullopt: deleted
-  std::vector<KeptInput> kept;                               // seq assigned
+  Table<int64_t, QuarantineRecord> quarantine;  // opened or changed records
+  std::multimap<QuarantineIdent, int64_t, KeyLess> quarantine_opened;  // identities of new ones
+  int64_t quarantine_opened_count = 0;  // ids base.quarantine_id_last + 1 .. + this
+  std::vector<QuarantineAudit> audit;   // seq assigned
   std::vector<JournalEntry> journal;                         // seq assigned
   Table<std::string, std::string> positions;
   Table<int64_t, std::optional<OutboxRow>> outbox;     // appended or changed; nullopt: deleted
@@ -167,6 +190,28 @@ void ApplyOutbox(Overlay& overlay, State& state) {
   }
 }
 
+void ApplyQuarantine(Overlay& overlay, State& state) {
+  state.quarantine_id_last += overlay.quarantine_opened_count;
+  if (overlay.quarantine.empty() && overlay.audit.empty()) return;
+  QuarantineTable& table = Writable(state.quarantine);
+  for (auto& [id, record] : overlay.quarantine) {
+    const auto there = table.records.find(id);
+    if (there == table.records.end()) {
+      table.by_ident.emplace(IdentOf(record), id);
+    } else {
+      assert(IdentOf(there->second) == IdentOf(record));  // an identity never changes
+      table.by_subject.erase(std::make_tuple(there->second.subject, id));
+    }
+    table.by_subject.emplace(record.subject, id);
+    table.records.insert_or_assign(id, std::move(record));
+  }
+  for (QuarantineAudit& a : overlay.audit) {
+    assert(a.seq == state.audit_seq_last + 1);
+    state.audit_seq_last = a.seq;
+    table.audit.emplace(std::make_tuple(a.record_id, a.seq), std::move(a));
+  }
+}
+
 void ApplyRows(Overlay& overlay, State& state) {
   if (!overlay.projections.empty()) {
     auto& projections = Writable(state.projections);
@@ -184,11 +229,7 @@ void ApplyRows(Overlay& overlay, State& state) {
       }
     }
   }
-  for (KeptInput& k : overlay.kept) {
-    assert(k.seq == state.kept_seq_last + 1);
-    state.kept_seq_last = k.seq;
-    Writable(state.kept).emplace(KeptId(k.subject, k.seq), std::move(k));
-  }
+  ApplyQuarantine(overlay, state);
   for (JournalEntry& j : overlay.journal) {
     assert(j.seq == state.journal_seq_last + 1);
     state.journal_seq_last = j.seq;
@@ -408,11 +449,24 @@ class MemoryTransaction final : public Transaction {
     return Status::Ok();
   }
 
-  Status Keep(const KeptInput& input) override {
-    assert(input.outcome != Outcome::kApplied && input.outcome != Outcome::kDeferred &&
-           input.outcome != Outcome::kDuplicate);
-    KeptInput& kept = overlay_.kept.emplace_back(input);
-    kept.seq = base_->kept_seq_last + static_cast<int64_t>(overlay_.kept.size());
+  Result<QuarantineKept> Quarantine(const QuarantineRecord& record) override;
+  Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
+    const QuarantineRecord* row = QuarantineRow(id);
+    return row == nullptr ? std::optional<QuarantineRecord>()
+                          : std::optional<QuarantineRecord>(*row);
+  }
+  Status SetQuarantineStatus(int64_t id, QuarantineStatus status) override {
+    QuarantineRecord* row = DraftQuarantine(id);
+    if (row == nullptr) return Status::NotFound("no quarantine record " + std::to_string(id));
+    row->status = status;
+    return Status::Ok();
+  }
+  Status AuditQuarantine(const QuarantineAudit& entry) override {
+    if (QuarantineRow(entry.record_id) == nullptr) {
+      return Status::NotFound("no quarantine record " + std::to_string(entry.record_id));
+    }
+    QuarantineAudit& audit = overlay_.audit.emplace_back(entry);
+    audit.seq = base_->audit_seq_last + static_cast<int64_t>(overlay_.audit.size());
     return Status::Ok();
   }
   Status Journal(const JournalEntry& entry) override {
@@ -466,6 +520,35 @@ class MemoryTransaction final : public Transaction {
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
 
  private:
+  const QuarantineRecord* QuarantineRow(int64_t id) const {
+    assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    if (const auto it = overlay_.quarantine.find(id); it != overlay_.quarantine.end()) {
+      return &it->second;
+    }
+    const auto it = base_->quarantine->records.find(id);
+    return it == base_->quarantine->records.end() ? nullptr : &it->second;
+  }
+  QuarantineRecord* DraftQuarantine(int64_t id) {
+    if (const auto it = overlay_.quarantine.find(id); it != overlay_.quarantine.end()) {
+      return &it->second;
+    }
+    const QuarantineRecord* row = QuarantineRow(id);
+    if (row == nullptr) return nullptr;
+    return &overlay_.quarantine.emplace(id, *row).first->second;
+  }
+  // The record holding the same input as `record`, if any: same identity, same bytes.
+  std::optional<int64_t> SameInput(const QuarantineRecord& record) const {
+    const QuarantineIdent ident = IdentOf(record);
+    using Index = std::multimap<QuarantineIdent, int64_t, KeyLess>;
+    for (const Index* index : {&overlay_.quarantine_opened, &std::as_const(base_->quarantine->by_ident)}) {
+      for (auto [it, end] = index->equal_range(ident); it != end; ++it) {
+        const QuarantineRecord* there = QuarantineRow(it->second);
+        if (there != nullptr && there->raw == record.raw) return it->second;
+      }
+    }
+    return std::nullopt;
+  }
+
   // Outbox rows as this transaction sees them.
   const OutboxRow* OutboxRowAt(int64_t seq) const {
     if (const auto it = overlay_.outbox.find(seq); it != overlay_.outbox.end()) {
@@ -605,6 +688,22 @@ void MemoryTransaction::AppendDeferredOf(std::string_view consumer, std::string_
   for (const auto& [version, row] : rows) out.push_back(*row);
 }
 
+Result<QuarantineKept> MemoryTransaction::Quarantine(const QuarantineRecord& record) {
+  assert(record.outcome != Outcome::kApplied && record.outcome != Outcome::kDeferred &&
+         record.outcome != Outcome::kDuplicate);
+  if (const std::optional<int64_t> id = SameInput(record)) {
+    QuarantineRecord* there = DraftQuarantine(*id);
+    assert(there != nullptr);
+    NoteAttempt(record, *there);
+    return QuarantineKept{.id = *id, .added = false};
+  }
+  const int64_t id = base_->quarantine_id_last + ++overlay_.quarantine_opened_count;
+  QuarantineRecord& opened = overlay_.quarantine.insert_or_assign(id, record).first->second;
+  OpenedRecord(id, opened);
+  overlay_.quarantine_opened.emplace(IdentOf(opened), id);
+  return QuarantineKept{.id = id, .added = true};
+}
+
 // A (source, id) already there answers duplicate or conflict by its bytes; nothing is written.
 Result<OutboxAppend> MemoryTransaction::AppendOutbox(const OutboxRow& row) {
   assert(base_ != nullptr && "transaction used after Commit or Rollback");
@@ -704,12 +803,30 @@ class MemorySnapshot final : public Snapshot {
     return cut.Take();
   }
   Result<Rows<DeferredEvent>> AllDeferred(int64_t rows_max) override;
-  Result<Rows<KeptInput>> KeptOf(std::string_view subject, int64_t rows_max) override {
-    RowsCut<KeptInput> cut(rows_max);
+  Result<Rows<QuarantineRecord>> QuarantineOf(std::string_view subject, int64_t rows_max) override {
+    RowsCut<QuarantineRecord> cut(rows_max);
+    const QuarantineTable& table = *state_->quarantine;
+    for (auto it = table.by_subject.lower_bound(std::make_tuple(subject, kSeqMin));
+         it != table.by_subject.end() && std::get<0>(*it) == subject; ++it) {
+      if (!cut.Add(table.records.at(std::get<1>(*it)))) break;
+    }
+    return cut.Take();
+  }
+  Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
+    const auto& records = state_->quarantine->records;
+    const auto it = records.find(id);
+    if (it == records.end()) return std::optional<QuarantineRecord>();
+    return std::optional<QuarantineRecord>(it->second);
+  }
+  Result<Rows<QuarantineRecord>> ListQuarantine(const QuarantineFilter& filter,
+                                                QuarantineCursor after,
+                                                int64_t rows_max) override;
+  Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id, int64_t rows_max) override {
+    RowsCut<QuarantineAudit> cut(rows_max);
     ForRange(
-        *state_->kept, std::tuple<std::string_view, int64_t>(subject, kSeqMin),
-        [&](const KeptId& id) { return std::get<0>(id) == subject; },
-        [&](const KeptInput& k) { return cut.Add(k); });
+        state_->quarantine->audit, std::make_tuple(record_id, kSeqMin),
+        [&](const std::tuple<int64_t, int64_t>& key) { return std::get<0>(key) == record_id; },
+        [&](const QuarantineAudit& a) { return cut.Add(a); });
     return cut.Take();
   }
   Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
@@ -770,7 +887,7 @@ class MemorySnapshot final : public Snapshot {
     const auto count = [](const auto& table) { return static_cast<int64_t>(table.size()); };
     return std::vector<std::pair<std::string, int64_t>>{
         {"ledger", count(*state_->ledger)},     {"projection", count(*state_->projections)},
-        {"deferred", count(*state_->deferred)}, {"kept", count(*state_->kept)},
+        {"deferred", count(*state_->deferred)}, {"quarantine", count(state_->quarantine->records)},
         {"journal", count(*state_->journal)},
     };
   }
@@ -824,6 +941,32 @@ Result<Rows<LedgerEntry>> MemorySnapshot::LedgerOf(std::string_view consumer,
   });
   RowsCut<LedgerEntry> cut(rows_max);
   for (const LedgerEntry* row : rows) {
+    if (!cut.Add(*row)) break;
+  }
+  return cut.Take();
+}
+
+// By first-seen time, then id: every record is looked at (the filter has no index here).
+Result<Rows<QuarantineRecord>> MemorySnapshot::ListQuarantine(const QuarantineFilter& filter,
+                                                              QuarantineCursor after,
+                                                              int64_t rows_max) {
+  std::vector<const QuarantineRecord*> rows;
+  for (const auto& [id, r] : state_->quarantine->records) {
+    if (std::tie(r.first_seen_ms, r.id) <= std::tie(after.first_seen_ms, after.id)) continue;
+    if (filter.consumer && r.consumer != *filter.consumer) continue;
+    if (filter.reason && r.reason != *filter.reason) continue;
+    if (filter.status && r.status != *filter.status) continue;
+    if (!filter.ids.empty() &&
+        std::find(filter.ids.begin(), filter.ids.end(), r.id) == filter.ids.end()) {
+      continue;
+    }
+    rows.push_back(&r);
+  }
+  std::sort(rows.begin(), rows.end(), [](const QuarantineRecord* a, const QuarantineRecord* b) {
+    return std::tie(a->first_seen_ms, a->id) < std::tie(b->first_seen_ms, b->id);
+  });
+  RowsCut<QuarantineRecord> cut(rows_max);
+  for (const QuarantineRecord* row : rows) {
     if (!cut.Add(*row)) break;
   }
   return cut.Take();

@@ -32,7 +32,7 @@ void CommitOne(Store& store, int i) {
                       .event_id = Numbered("e", i),
                       .subject = Numbered("order-", i % 7)};
   ASSERT_EQ(tx->InsertLedger(e).value(), Insert::kInserted);
-  ASSERT_TRUE(tx->Keep(KeptInput{.subject = e.subject}).ok());
+  ASSERT_TRUE(tx->Quarantine(QuarantineRecord{.source = "s", .event_id = e.event_id, .subject = e.subject}).ok());
   ASSERT_TRUE(tx->Commit().ok());
 }
 
@@ -85,7 +85,7 @@ TEST(MemoryStore, SnapshotsOfEveryVersionStayExact) {
     if (snapshots[k] == nullptr) continue;
     const int64_t expected = static_cast<int64_t>(k) * 20;
     EXPECT_EQ(Count(*snapshots[k], "ledger"), expected);
-    EXPECT_EQ(Count(*snapshots[k], "kept"), expected);
+    EXPECT_EQ(Count(*snapshots[k], "quarantine"), expected);
     EXPECT_EQ(snapshots[k]->LedgerOf("c", "order-0").value().rows.size(),
               static_cast<size_t>((expected + 6) / 7));
   }
@@ -115,7 +115,7 @@ TEST(MemoryStore, ReadersOnOtherThreadsSeeWholeVersions) {
       while (!done.load()) {
         auto snapshot = std::move(store->Read()).value();
         const int64_t ledger = Count(*snapshot, "ledger");
-        if (ledger != Count(*snapshot, "kept") || ledger < last) views_wrong.fetch_add(1);
+        if (ledger != Count(*snapshot, "quarantine") || ledger < last) views_wrong.fetch_add(1);
         if (ledger > 0 && ledger < kCommits) {
           views_between.fetch_add(1);
           if (!seen_between) readers_between.fetch_add(1);

@@ -21,9 +21,11 @@
 #include <unordered_set>
 
 #include "core/fault_point.h"
+#include "core/fnv1a.h"
 #include "evident/store_sqlite.h"
 #include "json/writer.h"
 #include "store/projection_copy.h"
+#include "store/quarantine_rules.h"
 
 namespace evident {
 namespace {
@@ -56,12 +58,6 @@ CREATE TABLE IF NOT EXISTS deferred(
   received_at_ms INTEGER NOT NULL, deadline_at_ms INTEGER NOT NULL, route TEXT NOT NULL,
   input_index INTEGER NOT NULL,
   PRIMARY KEY(subject, consumer, subject_version)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS kept(
-  seq INTEGER PRIMARY KEY, consumer TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
-  message TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,
-  subject TEXT NOT NULL, subject_version INTEGER, raw BLOB NOT NULL,
-  received_at_ms INTEGER NOT NULL, input_index INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS kept_by_subject ON kept(subject);
 CREATE TABLE IF NOT EXISTS journal(
   seq INTEGER PRIMARY KEY, consumer TEXT NOT NULL, outcome TEXT NOT NULL, source TEXT NOT NULL,
   event_id TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,
@@ -87,10 +83,71 @@ CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE sent_at_ms IS NUL
 CREATE INDEX IF NOT EXISTS outbox_sent ON outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;
 )sql";
 
+// Layout 4 replaces the `kept` table (a row per refused delivery) with the quarantine: one record
+// per input, found again by its identity (consumer; source and id when both were read, else
+// empty; a 64-bit FNV-1a hash of the bytes, the bytes themselves compared on a match) so that a
+// re-delivery counts an attempt; and the audit of what operators did to each record.
+constexpr const char* kQuarantineSchema = R"sql(
+CREATE TABLE IF NOT EXISTS quarantine(
+  id INTEGER PRIMARY KEY, consumer TEXT NOT NULL, ident_source TEXT NOT NULL,
+  ident_id TEXT NOT NULL, raw_hash INTEGER NOT NULL, outcome TEXT NOT NULL,
+  reason TEXT NOT NULL, message TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL,
+  type TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER, schema_version INTEGER,
+  raw BLOB NOT NULL, attempts INTEGER NOT NULL, first_seen_ms INTEGER NOT NULL,
+  last_seen_ms INTEGER NOT NULL, status TEXT NOT NULL, input_index INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS quarantine_by_ident
+  ON quarantine(consumer, ident_source, ident_id, raw_hash);
+CREATE INDEX IF NOT EXISTS quarantine_by_subject ON quarantine(subject, id);
+CREATE INDEX IF NOT EXISTS quarantine_by_first_seen ON quarantine(first_seen_ms, id);
+CREATE TABLE IF NOT EXISTS quarantine_audit(
+  seq INTEGER PRIMARY KEY, record_id INTEGER NOT NULL, action TEXT NOT NULL,
+  by_whom TEXT NOT NULL, note TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
+  status_after TEXT NOT NULL, at_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS quarantine_audit_by_record ON quarantine_audit(record_id, seq);
+)sql";
+
+// The kept rows of an older layout become records: the deliveries of one input merge into one
+// record (attempts = their count, first and last seen = their earliest and latest time, the
+// refusal of the latest), in the order each input was first kept.
+constexpr const char* kMigrateKept = R"sql(
+CREATE TABLE IF NOT EXISTS kept(
+  seq INTEGER PRIMARY KEY, consumer TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
+  message TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL, type TEXT NOT NULL,
+  subject TEXT NOT NULL, subject_version INTEGER, raw BLOB NOT NULL,
+  received_at_ms INTEGER NOT NULL, input_index INTEGER NOT NULL);
+INSERT INTO quarantine(consumer, ident_source, ident_id, raw_hash, outcome, reason, message,
+  source, event_id, type, subject, subject_version, schema_version, raw, attempts,
+  first_seen_ms, last_seen_ms, status, input_index)
+SELECT consumer, ident_source, ident_id, evident_fnv1a(raw), outcome, reason, message, source,
+  event_id, type, subject, subject_version, NULL, raw, deliveries, first_seen, last_seen, 'open',
+  input_index
+FROM (SELECT k.*, count(*) OVER w AS deliveries, min(received_at_ms) OVER w AS first_seen,
+        max(received_at_ms) OVER w AS last_seen, min(seq) OVER w AS first_seq,
+        row_number() OVER (PARTITION BY consumer, ident_source, ident_id, raw
+                           ORDER BY seq DESC) AS latest
+      FROM (SELECT *, CASE WHEN source<>'' AND event_id<>'' THEN source ELSE '' END
+                        AS ident_source,
+                      CASE WHEN source<>'' AND event_id<>'' THEN event_id ELSE '' END
+                        AS ident_id FROM kept) AS k
+      WINDOW w AS (PARTITION BY consumer, ident_source, ident_id, raw))
+WHERE latest=1 ORDER BY first_seq;
+DROP TABLE kept;
+)sql";
+
 // Every table and index of the current layout (each IF NOT EXISTS).
 const std::string& Schema() {
-  static const std::string kSchema = std::string(kCoreSchema) + kOutboxSchema;
+  static const std::string kSchema =
+      std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema;
   return kSchema;
+}
+
+// The hash Transaction::Quarantine finds a record's bytes by, as a SQL function for the
+// migration of kept rows.
+void Fnv1aSql(sqlite3_context* context, int, sqlite3_value** args) {
+  const auto* bytes = static_cast<const char*>(sqlite3_value_blob(args[0]));
+  const auto size = static_cast<size_t>(sqlite3_value_bytes(args[0]));
+  const uint64_t hash = Fnv1a(kFnv1aOffset, std::string_view(bytes == nullptr ? "" : bytes, size));
+  sqlite3_result_int64(context, static_cast<int64_t>(hash));
 }
 
 // Layout 1 (before evident_schema existed) kept file checkpoints as columns of a `checkpoint`
@@ -115,8 +172,8 @@ constexpr const char* kLedgerTableSql =
 // Every table an evident store of any layout has; a database with only some is not one.
 constexpr const char* kStoreTablesSql =
     "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
-    "('ledger','projection','deferred','kept','journal')";
-constexpr int64_t kStoreTableCount = 5;
+    "('ledger','projection','deferred','journal')";
+constexpr int64_t kStoreTableCount = 4;
 
 // Runs WAL checkpoints on a thread with a connection of its own, the pattern SQLite documents
 // for keeping checkpoints off the writer (https://sqlite.org/wal.html#ckpt): the committing
@@ -240,7 +297,9 @@ class Statement {
   }
 
   Statement& Bind(std::string_view text) {
-    sqlite3_bind_text(stmt_, ++index_, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+    // An empty view may have no data pointer, which SQLite would bind as NULL: "" is text.
+    sqlite3_bind_text(stmt_, ++index_, text.data() == nullptr ? "" : text.data(),
+                      static_cast<int>(text.size()), SQLITE_STATIC);
     return *this;
   }
   Statement& BindBlob(std::string_view bytes) {
@@ -327,6 +386,10 @@ class Statement {
   std::string prepare_error_;
 };
 
+constexpr const char* kQuarantineColumns =
+    "id, consumer, outcome, reason, message, source, event_id, type, subject, subject_version,"
+    " schema_version, raw, attempts, first_seen_ms, last_seen_ms, status, input_index";
+
 constexpr const char* kLedgerColumns =
     "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
     "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms";
@@ -388,6 +451,28 @@ DeferredEvent ReadDeferred(const Statement& s, Status& error) {
   ReadName(s, 11, &ParseGapRoute, "gap route", d.route, error);
   d.input_index = s.Int(12);
   return d;
+}
+
+QuarantineRecord ReadQuarantine(const Statement& s, Status& error) {
+  QuarantineRecord r;
+  r.id = s.Int(0);
+  r.consumer = s.Text(1);
+  ReadName(s, 2, &ParseOutcome, "outcome", r.outcome, error);
+  r.reason = s.Text(3);
+  r.message = s.Text(4);
+  r.source = s.Text(5);
+  r.event_id = s.Text(6);
+  r.type = s.Text(7);
+  r.subject = s.Text(8);
+  r.subject_version = s.OptionalInt(9);
+  r.schema_version = s.OptionalInt(10);
+  r.raw = s.Blob(11);
+  r.attempts = s.Int(12);
+  r.first_seen_ms = s.Int(13);
+  r.last_seen_ms = s.Int(14);
+  ReadName(s, 15, &ParseQuarantineStatus, "quarantine status", r.status, error);
+  r.input_index = s.Int(16);
+  return r;
 }
 
 Projection ReadProjectionRow(const Statement& s, Status& /*error*/) {
@@ -668,9 +753,16 @@ class SqliteEngine {
       EVIDENT_RETURN_IF_ERROR(AddCheckpointIdentity());
       EVIDENT_RETURN_IF_ERROR(Exec(kMigrate1To2));
     }
-    if (layout <= 2) {
-      // Tables and indexes an older layout lacks, the outbox among them; then the version.
-      EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(3);"));
+    if (layout <= 3) {
+      // Tables and indexes an older layout lacks (the outbox, the quarantine), the kept rows
+      // moved into the quarantine; then the version.
+      EVIDENT_RETURN_IF_ERROR(Exec(Schema()));
+      const int rc = sqlite3_create_function_v2(db_, "evident_fnv1a", 1,
+                                                SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                                                &Fnv1aSql, nullptr, nullptr, nullptr);
+      if (rc != SQLITE_OK) return Status::IoError("cannot register evident_fnv1a");
+      EVIDENT_RETURN_IF_ERROR(Exec(std::string(kMigrateKept) +
+                                   "INSERT INTO evident_schema(version) VALUES(4);"));
     }
     return Status::Ok();
   }
@@ -1099,27 +1191,166 @@ class SqliteEngine {
     return s.Bind(consumer).Bind(subject).Bind(subject_version).Run();
   }
 
-  Status Keep(const KeptInput& k) {
-    assert(k.outcome != Outcome::kApplied && k.outcome != Outcome::kDeferred &&
-           k.outcome != Outcome::kDuplicate);
+  // The record of the same input (identity and bytes), or a new one (quarantine_rules.h).
+  Result<QuarantineKept> Quarantine(const QuarantineRecord& r) {
+    assert(r.outcome != Outcome::kApplied && r.outcome != Outcome::kDeferred &&
+           r.outcome != Outcome::kDuplicate);
+    const bool identified = !r.source.empty() && !r.event_id.empty();
+    const std::string_view ident_source = identified ? std::string_view(r.source) : "";
+    const std::string_view ident_id = identified ? std::string_view(r.event_id) : "";
+    const auto raw_hash = static_cast<int64_t>(Fnv1a(kFnv1aOffset, r.raw));
+    static const std::string kFind = std::string("SELECT ") + kQuarantineColumns +
+                                     " FROM quarantine WHERE consumer=?1 AND ident_source=?2"
+                                     " AND ident_id=?3 AND raw_hash=?4 ORDER BY id";
+    EVIDENT_ASSIGN_OR_RETURN(
+        Rows<QuarantineRecord> same,
+        QueryBound<QuarantineRecord>(
+            kFind,
+            [&](Statement& s) { s.Bind(r.consumer).Bind(ident_source).Bind(ident_id).Bind(raw_hash); },
+            kAll, ReadQuarantine));
+    for (QuarantineRecord& there : same.rows) {
+      if (there.raw != r.raw) continue;  // a hash collision: another input
+      NoteAttempt(r, there);
+      static const std::string kUpdate =
+          "UPDATE quarantine SET outcome=?2, reason=?3, message=?4, type=?5, subject=?6,"
+          " subject_version=?7, schema_version=?8, attempts=?9, last_seen_ms=?10,"
+          " input_index=?11 WHERE id=?1";
+      EVIDENT_RETURN_IF_ERROR(Prepared(kUpdate)
+                                  .Bind(there.id)
+                                  .Bind(OutcomeName(there.outcome))
+                                  .Bind(there.reason)
+                                  .Bind(there.message)
+                                  .Bind(there.type)
+                                  .Bind(there.subject)
+                                  .Bind(there.subject_version)
+                                  .Bind(there.schema_version)
+                                  .Bind(there.attempts)
+                                  .Bind(there.last_seen_ms)
+                                  .Bind(there.input_index)
+                                  .Run());
+      return QuarantineKept{.id = there.id, .added = false};
+    }
+    static const std::string kInsert =
+        "INSERT INTO quarantine(consumer, ident_source, ident_id, raw_hash, outcome, reason,"
+        " message, source, event_id, type, subject, subject_version, schema_version, raw,"
+        " attempts, first_seen_ms, last_seen_ms, status, input_index)"
+        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,1,?15,?15,'open',?16)";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kInsert)
+                                .Bind(r.consumer)
+                                .Bind(ident_source)
+                                .Bind(ident_id)
+                                .Bind(raw_hash)
+                                .Bind(OutcomeName(r.outcome))
+                                .Bind(r.reason)
+                                .Bind(r.message)
+                                .Bind(r.source)
+                                .Bind(r.event_id)
+                                .Bind(r.type)
+                                .Bind(r.subject)
+                                .Bind(r.subject_version)
+                                .Bind(r.schema_version)
+                                .BindBlob(r.raw)
+                                .Bind(r.last_seen_ms)
+                                .Bind(r.input_index)
+                                .Run());
+    return QuarantineKept{.id = sqlite3_last_insert_rowid(db_), .added = true};
+  }
+
+  Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) {
+    EVIDENT_RETURN_IF_ERROR(NeedLayout(4, "the quarantine"));
     static const std::string kSql =
-        "INSERT INTO kept(consumer, outcome, reason, message, source, event_id, type, subject, "
-        "subject_version, raw, received_at_ms, input_index) "
-        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)";
-    Statement& s = Prepared(kSql);
-    return s.Bind(k.consumer)
-        .Bind(OutcomeName(k.outcome))
-        .Bind(k.reason)
-        .Bind(k.message)
-        .Bind(k.source)
-        .Bind(k.event_id)
-        .Bind(k.type)
-        .Bind(k.subject)
-        .Bind(k.subject_version)
-        .BindBlob(k.raw)
-        .Bind(k.received_at_ms)
-        .Bind(k.input_index)
+        std::string("SELECT ") + kQuarantineColumns + " FROM quarantine WHERE id=?1";
+    EVIDENT_ASSIGN_OR_RETURN(
+        Rows<QuarantineRecord> rows,
+        QueryBound<QuarantineRecord>(kSql, [&](Statement& s) { s.Bind(id); }, 1, ReadQuarantine));
+    if (rows.rows.empty()) return std::optional<QuarantineRecord>();
+    return std::optional<QuarantineRecord>(std::move(rows.rows.front()));
+  }
+
+  Status SetQuarantineStatus(int64_t id, QuarantineStatus status) {
+    static const std::string kSql = "UPDATE quarantine SET status=?2 WHERE id=?1";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql).Bind(id).Bind(QuarantineStatusName(status)).Run());
+    if (sqlite3_changes(db_) == 0) {
+      return Status::NotFound("no quarantine record " + std::to_string(id));
+    }
+    return Status::Ok();
+  }
+
+  Status AuditQuarantine(const QuarantineAudit& a) {
+    EVIDENT_ASSIGN_OR_RETURN(const std::optional<QuarantineRecord> record,
+                             FindQuarantine(a.record_id));
+    if (!record) return Status::NotFound("no quarantine record " + std::to_string(a.record_id));
+    static const std::string kSql =
+        "INSERT INTO quarantine_audit(record_id, action, by_whom, note, outcome, reason,"
+        " status_after, at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)";
+    return Prepared(kSql)
+        .Bind(a.record_id)
+        .Bind(QuarantineActionName(a.action))
+        .Bind(a.by)
+        .Bind(a.note)
+        .Bind(a.outcome)
+        .Bind(a.reason)
+        .Bind(QuarantineStatusName(a.status_after))
+        .Bind(a.at_ms)
         .Run();
+  }
+
+  Result<Rows<QuarantineRecord>> ListQuarantine(const QuarantineFilter& f, QuarantineCursor after,
+                                                int64_t rows_max) {
+    EVIDENT_RETURN_IF_ERROR(NeedLayout(4, "the quarantine"));
+    // Fixed text: an unset filter binds NULL and matches every row; ids go in as a JSON array.
+    static const std::string kSql =
+        std::string("SELECT ") + kQuarantineColumns +
+        " FROM quarantine WHERE (first_seen_ms, id) > (?1, ?2)"
+        " AND (?3 IS NULL OR consumer=?3) AND (?4 IS NULL OR reason=?4)"
+        " AND (?5 IS NULL OR status=?5)"
+        " AND (?6 IS NULL OR id IN (SELECT value FROM json_each(?6)))"
+        " ORDER BY first_seen_ms, id LIMIT ?7";
+    std::string ids;
+    if (!f.ids.empty()) {
+      ids = "[";
+      for (const int64_t id : f.ids) ids += (ids.size() > 1 ? "," : "") + std::to_string(id);
+      ids += "]";
+    }
+    return QueryBound<QuarantineRecord>(
+        kSql,
+        [&](Statement& s) {
+          s.Bind(after.first_seen_ms).Bind(after.id);
+          f.consumer ? s.Bind(*f.consumer) : s.Bind(std::optional<int64_t>());
+          f.reason ? s.Bind(*f.reason) : s.Bind(std::optional<int64_t>());
+          f.status ? s.Bind(QuarantineStatusName(*f.status)) : s.Bind(std::optional<int64_t>());
+          f.ids.empty() ? s.Bind(std::optional<int64_t>()) : s.Bind(std::string_view(ids));
+        },
+        rows_max, ReadQuarantine);
+  }
+
+  Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id, int64_t rows_max) {
+    if (layout_ < 4) return Rows<QuarantineAudit>{};  // a read-only open of an older layout
+    static const std::string kSql =
+        "SELECT seq, record_id, action, by_whom, note, outcome, reason, status_after, at_ms"
+        " FROM quarantine_audit WHERE record_id=?1 ORDER BY seq LIMIT ?2";
+    return QueryBound<QuarantineAudit>(
+        kSql, [&](Statement& s) { s.Bind(record_id); }, rows_max,
+        [](const Statement& s, Status& error) {
+          QuarantineAudit a;
+          a.seq = s.Int(0);
+          a.record_id = s.Int(1);
+          ReadName(s, 2, &ParseQuarantineAction, "action", a.action, error);
+          a.by = s.Text(3);
+          a.note = s.Text(4);
+          a.outcome = s.Text(5);
+          a.reason = s.Text(6);
+          ReadName(s, 7, &ParseQuarantineStatus, "status", a.status_after, error);
+          a.at_ms = s.Int(8);
+          return a;
+        });
+  }
+
+  // A read-only open of an older layout lacks the tables `what` needs.
+  Status NeedLayout(int64_t layout, std::string_view what) const {
+    if (layout_ >= layout) return Status::Ok();
+    return Status::FailedPrecondition("the store has layout " + std::to_string(layout_) + ", without " +
+                                      std::string(what) + "; open it for writing once to migrate it");
   }
 
   Status Journal(const JournalEntry& j) {
@@ -1242,28 +1473,16 @@ class SqliteEngine {
                                     " subject_version LIMIT ?1";
     return Query<DeferredEvent>(kSql, {}, rows_max, ReadDeferred);
   }
-  Result<Rows<KeptInput>> KeptOf(std::string_view subject, int64_t rows_max) {
-    static const std::string kSql =
-        "SELECT seq, consumer, outcome, reason, message, source, event_id, type, subject, "
-        "subject_version, raw, received_at_ms, input_index FROM kept WHERE subject=?1 "
-        "ORDER BY seq LIMIT ?2";
-    return Query<KeptInput>(kSql, {subject}, rows_max, [](const Statement& s, Status& error) {
-      KeptInput k;
-      k.seq = s.Int(0);
-      k.consumer = s.Text(1);
-      ReadName(s, 2, &ParseOutcome, "outcome", k.outcome, error);
-      k.reason = s.Text(3);
-      k.message = s.Text(4);
-      k.source = s.Text(5);
-      k.event_id = s.Text(6);
-      k.type = s.Text(7);
-      k.subject = s.Text(8);
-      k.subject_version = s.OptionalInt(9);
-      k.raw = s.Blob(10);
-      k.received_at_ms = s.Int(11);
-      k.input_index = s.Int(12);
-      return k;
-    });
+  // On a read-only open of a layout before the quarantine, the kept rows, one record each.
+  Result<Rows<QuarantineRecord>> QuarantineOf(std::string_view subject, int64_t rows_max) {
+    static const std::string kSql = std::string("SELECT ") + kQuarantineColumns +
+                                    " FROM quarantine WHERE subject=?1 ORDER BY id LIMIT ?2";
+    static const std::string kKeptSql =
+        "SELECT seq, consumer, outcome, reason, message, source, event_id, type, subject,"
+        " subject_version, NULL, raw, 1, received_at_ms, received_at_ms, 'open', input_index"
+        " FROM kept WHERE subject=?1 ORDER BY seq LIMIT ?2";
+    return Query<QuarantineRecord>(layout_ >= 4 ? kSql : kKeptSql, {subject}, rows_max,
+                                   ReadQuarantine);
   }
   Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
                                        int64_t rows_max) {
@@ -1298,11 +1517,13 @@ class SqliteEngine {
 
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() {
     std::vector<std::pair<std::string, int64_t>> out;
-    static const char* const kTables[] = {"ledger", "projection", "deferred", "kept", "journal"};
-    static const char* const kSql[] = {"SELECT count(*) FROM ledger",
-                                       "SELECT count(*) FROM projection",
-                                       "SELECT count(*) FROM deferred", "SELECT count(*) FROM kept",
-                                       "SELECT count(*) FROM journal"};
+    static const char* const kTables[] = {"ledger", "projection", "deferred", "quarantine",
+                                          "journal"};
+    static const char* const kSql[] = {
+        "SELECT count(*) FROM ledger", "SELECT count(*) FROM projection",
+        "SELECT count(*) FROM deferred",
+        layout_ >= 4 ? "SELECT count(*) FROM quarantine" : "SELECT count(*) FROM kept",
+        "SELECT count(*) FROM journal"};
     for (size_t i = 0; i < std::size(kTables); ++i) {
       EVIDENT_ASSIGN_OR_RETURN(const int64_t count, Count(kSql[i]));
       out.emplace_back(kTables[i], count);
@@ -1559,7 +1780,18 @@ class SqliteTransaction final : public Transaction {
                         int64_t subject_version) override {
     return Open()->DeleteDeferred(consumer, subject, subject_version);
   }
-  Status Keep(const KeptInput& input) override { return Open()->Keep(input); }
+  Result<QuarantineKept> Quarantine(const QuarantineRecord& record) override {
+    return Open()->Quarantine(record);
+  }
+  Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
+    return Open()->FindQuarantine(id);
+  }
+  Status SetQuarantineStatus(int64_t id, QuarantineStatus status) override {
+    return Open()->SetQuarantineStatus(id, status);
+  }
+  Status AuditQuarantine(const QuarantineAudit& entry) override {
+    return Open()->AuditQuarantine(entry);
+  }
   Status Journal(const JournalEntry& entry) override { return Open()->Journal(entry); }
   Status PutEvidence(const EvidenceRecord& record) override { return Open()->PutEvidence(record); }
   Status SetPosition(std::string_view source, std::string_view position) override {
@@ -1624,8 +1856,19 @@ class SqliteSnapshot final : public Snapshot {
   Result<Rows<DeferredEvent>> AllDeferred(int64_t rows_max) override {
     return engine_.AllDeferred(rows_max);
   }
-  Result<Rows<KeptInput>> KeptOf(std::string_view subject, int64_t rows_max) override {
-    return engine_.KeptOf(subject, rows_max);
+  Result<Rows<QuarantineRecord>> QuarantineOf(std::string_view subject, int64_t rows_max) override {
+    return engine_.QuarantineOf(subject, rows_max);
+  }
+  Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
+    return engine_.FindQuarantine(id);
+  }
+  Result<Rows<QuarantineRecord>> ListQuarantine(const QuarantineFilter& filter,
+                                                QuarantineCursor after,
+                                                int64_t rows_max) override {
+    return engine_.ListQuarantine(filter, after, rows_max);
+  }
+  Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id, int64_t rows_max) override {
+    return engine_.AuditOf(record_id, rows_max);
   }
   Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
                                        int64_t rows_max) override {

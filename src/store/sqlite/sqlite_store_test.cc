@@ -62,9 +62,9 @@ class SqliteStore : public ::testing::Test {
 
 // Layout 2 (before the outbox) opens read-only as it is, with an empty outbox, and gains the
 // outbox table when opened for writing.
-TEST_F(SqliteStore, ALayout2StoreMigratesTo3) {
+TEST_F(SqliteStore, ALayout2StoreMigratesTo4) {
   ASSERT_TRUE(OpenSqliteStore(path_.string()).ok());
-  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 3);
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 4);
   ExecSql("DROP TABLE outbox; UPDATE evident_schema SET version=2;");
   {
     auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
@@ -75,24 +75,76 @@ TEST_F(SqliteStore, ALayout2StoreMigratesTo3) {
   }
   EXPECT_EQ(QueryInt("SELECT count(*) FROM sqlite_master WHERE name='outbox'"), 0);
   AppendOne("e1");
-  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 3);
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 4);
   EXPECT_EQ(QueryInt("SELECT count(*) FROM outbox"), 1);
   AppendOne("e2");  // a second open does not migrate again
-  EXPECT_EQ(QueryInt("SELECT count(*) FROM evident_schema WHERE version=3"), 1);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM evident_schema WHERE version=4"), 1);
   auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
   ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
   EXPECT_EQ((*read_only)->Read().value()->OutboxRows(false, 0).value().rows.size(), 2u);
 }
 
-// Layout 1 (before evident_schema) migrates through 2 to 3.
-TEST_F(SqliteStore, ALayout1StoreMigratesThrough2To3) {
+// Layout 3 kept a row per refused delivery; layout 4 has one quarantine record per input. A
+// read-only open of layout 3 reads the kept rows as records; opened for writing, the rows of one
+// input merge into one record (attempts, first and last seen, the latest refusal), in the order
+// the inputs were first kept, and the kept table is gone.
+TEST_F(SqliteStore, ALayout3StoreMigratesKeptRowsIntoTheQuarantine) {
+  ASSERT_TRUE(OpenSqliteStore(path_.string()).ok());
+  ExecSql(
+      "DROP TABLE quarantine; DROP TABLE quarantine_audit; UPDATE evident_schema SET version=3;"
+      "CREATE TABLE kept(seq INTEGER PRIMARY KEY, consumer TEXT NOT NULL, outcome TEXT NOT NULL,"
+      " reason TEXT NOT NULL, message TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL,"
+      " type TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER, raw BLOB NOT NULL,"
+      " received_at_ms INTEGER NOT NULL, input_index INTEGER NOT NULL);"
+      "INSERT INTO kept VALUES(1,'c','stale','stale-version','m1','s','e1','t','o-1',2,'A',10,0);"
+      "INSERT INTO kept VALUES(2,'','rejected','malformed-json','bad','','','','','','{x',11,1);"
+      "INSERT INTO kept VALUES(3,'c','contract-update-required','unaccepted-schema-version','m3',"
+      " 's','e1','t','o-1',2,'A',30,5);"
+      "INSERT INTO kept VALUES(4,'','rejected','malformed-json','bad','','','','','','{x',40,7);"
+      "INSERT INTO kept VALUES(5,'c','stale','stale-version','m5','s','e1','t','o-1',2,'B',50,9);");
+  {
+    auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
+    ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
+    auto snapshot = (*read_only)->Read().value();
+    EXPECT_EQ(snapshot->QuarantineOf("o-1").value().rows.size(), 3u);
+    EXPECT_EQ(snapshot->ListQuarantine({}).status().code(), Code::kFailedPrecondition);
+  }
+  auto opened = OpenSqliteStore(path_.string());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 4);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM sqlite_master WHERE name='kept'"), 0);
+  auto snapshot = (*opened)->Read().value();
+  const std::vector<QuarantineRecord> all = snapshot->ListQuarantine({}).value().rows;
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].event_id, "e1");  // first kept at 10, twice with bytes A
+  EXPECT_EQ(all[0].attempts, 2);
+  EXPECT_EQ(all[0].first_seen_ms, 10);
+  EXPECT_EQ(all[0].last_seen_ms, 30);
+  EXPECT_EQ(all[0].reason, "unaccepted-schema-version");
+  EXPECT_EQ(all[0].input_index, 5);
+  EXPECT_EQ(all[0].status, QuarantineStatus::kOpen);
+  EXPECT_EQ(all[1].raw, "{x");  // no id: its bytes
+  EXPECT_EQ(all[1].attempts, 2);
+  EXPECT_EQ(all[2].raw, "B");  // the same id with other bytes: another input
+  EXPECT_EQ(all[2].attempts, 1);
+  // The merged records take further deliveries as attempts.
+  snapshot.reset();
+  auto tx = (*opened)->Begin().value();
+  QuarantineRecord again{.consumer = "c", .outcome = Outcome::kStale, .reason = "stale-version",
+                         .source = "s", .event_id = "e1", .raw = "A", .last_seen_ms = 60};
+  EXPECT_EQ(tx->Quarantine(again).value().id, all[0].id);
+  ASSERT_TRUE(tx->Commit().ok());
+}
+
+// Layout 1 (before evident_schema) migrates through 2 to 4.
+TEST_F(SqliteStore, ALayout1StoreMigratesThrough2To4) {
   ExecSql(
       "CREATE TABLE ledger(consumer TEXT, source TEXT, event_id TEXT, subject TEXT);"
       "CREATE TABLE checkpoint(input TEXT PRIMARY KEY, position INTEGER, bytes INTEGER,"
       " prefix_hash INTEGER);"
       "INSERT INTO checkpoint VALUES('in.ndjson', 7, 700, 255);");
   AppendOne("e1");
-  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 3);
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 4);
   auto opened = OpenSqliteStore(path_.string());
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   auto snapshot = (*opened)->Read().value();
