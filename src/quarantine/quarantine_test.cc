@@ -1,0 +1,338 @@
+// Quarantine and replay through the library: one record per input with its attempts, replay in
+// first-seen order with ids unchanged, a second replay that applies nothing, dry runs, discards,
+// the audit, the ledger answering duplicate before the contract, and transient failures that end
+// in `retries-exhausted`. Run against the memory and the SQLite store.
+#include "evident/quarantine.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "evident/store_memory.h"
+#include "evident/store_sqlite.h"
+
+namespace evident {
+namespace {
+
+namespace fs = std::filesystem;
+
+// An ordered consumer of order.paid that accepts the schema versions listed.
+void WriteContracts(const fs::path& dir, const std::string& versions) {
+  fs::create_directories(dir / "contracts/order.paid");
+  fs::create_directories(dir / "contracts/consumers");
+  for (int v = 1; v <= 2; ++v) {
+    std::ofstream(dir / "contracts/order.paid" / ("v" + std::to_string(v) + ".schema.json"))
+        << R"({"type":"object","required":["orderVersion"],)"
+           R"("properties":{"orderVersion":{"type":"integer","minimum":1}}})";
+  }
+  std::ofstream(dir / "contracts/consumers/ledgerist.yaml")
+      << "id: ledgerist\nresultversion: 1\nboundary: [\"shop\"]\n"
+         "unknown_version: contract-update-required\n"
+         "accepts:\n  - type: order.paid\n    versions: "
+      << versions
+      << "\n    reads: [/orderVersion]\n"
+         "ordering:\n  by: subject\n  version_at: /data/orderVersion\n";
+  std::ofstream(dir / "evident.yaml") << "contracts: contracts\nprofile: cloudevents\n"
+                                         "consumers:\n  - id: ledgerist\n    projection:\n"
+                                         "      order.paid:\n        state: paid\n";
+}
+
+std::string Paid(const std::string& id, int64_t version, int64_t schema_version,
+                 const std::string& subject = "order-1") {
+  return R"({"specversion":"1.0","id":")" + id + R"(","source":"shop","type":"order.paid",)" +
+         R"("subject":")" + subject + R"(","schemaversion":)" + std::to_string(schema_version) +
+         R"(,"data":{"orderVersion":)" + std::to_string(version) + "}}";
+}
+
+class QuarantineTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name) c = c == '/' ? '_' : c;
+    dir_ = fs::temp_directory_path() /
+           ("quarantine_test_" + std::to_string(::getpid()) + "_" + name);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    Contracts("[1]");
+    store_ = OpenTestStore();
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+
+  std::unique_ptr<Store> OpenTestStore() {
+    if (GetParam() == "sqlite") return OpenSqliteStore((dir_ / "store.db").string()).value();
+    if (database_ == nullptr) database_ = NewMemoryDatabase();
+    return OpenMemoryStore(database_).value();
+  }
+
+  // Today's contract: the consumer accepts `versions`.
+  void Contracts(const std::string& versions) {
+    fs::remove_all(dir_ / "contracts");
+    WriteContracts(dir_, versions);
+    auto config = LoadConfig((dir_ / "evident.yaml").string());
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    auto pipeline = Pipeline::Create(*config);
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status().ToString();
+    pipeline_ = std::move(pipeline).value();
+  }
+
+  // Consumes `events` as one input, `now_ms` on every decision.
+  std::vector<Decision> Consume(const std::vector<std::string>& events, int64_t now_ms = 1000) {
+    std::vector<Decision> decisions;
+    auto tx = store_->Begin().value();
+    for (size_t i = 0; i < events.size(); ++i) {
+      EXPECT_TRUE(
+          pipeline_->Process(*tx, events[i], static_cast<int64_t>(i), now_ms, decisions).ok());
+    }
+    EXPECT_TRUE(tx->Commit().ok());
+    return decisions;
+  }
+
+  std::vector<QuarantineRecord> List(const QuarantineFilter& filter = {}) {
+    return store_->Read().value()->ListQuarantine(filter).value().rows;
+  }
+
+  ReplaySummary Replay(ReplayOptions options) {
+    if (options.by.empty()) options.by = "ops";
+    if (options.note.empty()) options.note = "contract v2 accepted";
+    options.clock = &clock_;
+    auto summary = ReplayQuarantine(*pipeline_, *store_, options);
+    EXPECT_TRUE(summary.ok()) << summary.status().ToString();
+    return summary.ok() ? *summary : ReplaySummary{};
+  }
+
+  std::optional<Projection> ProjectionOf(const std::string& subject) {
+    return store_->Read().value()->FindProjection("ledgerist", subject).value();
+  }
+
+  fs::path dir_;
+  std::shared_ptr<MemoryDatabase> database_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Pipeline> pipeline_;
+  ManualClock clock_{5000};
+};
+
+TEST_P(QuarantineTest, TheSameBadInputFiveTimesIsOneRecordWithFiveAttempts) {
+  for (int i = 0; i < 5; ++i) Consume({Paid("e1", 1, 2)}, 1000 + i);
+  Consume({"{not json"}, 2000);
+  Consume({"{not json"}, 2001);
+  const std::vector<QuarantineRecord> records = List();
+  ASSERT_EQ(records.size(), 2u);
+  const QuarantineRecord& r = records[0];
+  EXPECT_EQ(r.attempts, 5);
+  EXPECT_EQ(r.first_seen_ms, 1000);
+  EXPECT_EQ(r.last_seen_ms, 1004);
+  EXPECT_EQ(r.consumer, "ledgerist");
+  EXPECT_EQ(r.outcome, Outcome::kContractUpdateRequired);
+  EXPECT_EQ(r.reason, "unaccepted-schema-version");
+  EXPECT_EQ(r.schema_version, 2);
+  EXPECT_EQ(r.subject, "order-1");
+  EXPECT_EQ(r.status, QuarantineStatus::kOpen);
+  EXPECT_EQ(r.raw, Paid("e1", 1, 2));
+  EXPECT_EQ(records[1].attempts, 2);  // no id: its bytes
+  EXPECT_EQ(records[1].reason, "malformed-json");
+}
+
+// An input rejected before any consumer was chosen keeps the subject it names.
+TEST_P(QuarantineTest, AnEnvelopeRejectionKeepsItsSubject) {
+  Consume({R"({"specversion":"1.0","source":"shop","type":"order.paid","subject":"order-9"})"});
+  const std::vector<QuarantineRecord> of =
+      store_->Read().value()->QuarantineOf("order-9").value().rows;
+  ASSERT_EQ(of.size(), 1u);
+  EXPECT_EQ(of[0].reason, "missing-id");
+  EXPECT_EQ(of[0].consumer, "");
+}
+
+// The acceptance scenario: 1,000 events of a version the contract did not accept, replayed once
+// it does, apply in their original order with their ids; a second replay applies nothing.
+TEST_P(QuarantineTest, AThousandRefusedEventsReplayInOrderOnce) {
+  std::vector<std::string> events;
+  for (int v = 1; v <= 1000; ++v) events.push_back(Paid("evt-" + std::to_string(v), v, 2));
+  for (size_t from = 0; from < events.size(); from += 100) {  // ten inputs, ten times
+    Consume({events.begin() + static_cast<ptrdiff_t>(from),
+             events.begin() + static_cast<ptrdiff_t>(from + 100)},
+            1000 + static_cast<int64_t>(from));
+  }
+  ASSERT_EQ(List({.status = QuarantineStatus::kOpen}).size(), 1000u);
+  EXPECT_FALSE(ProjectionOf("order-1").has_value());
+
+  Contracts("[1, 2]");
+  std::FILE* lines = tmpfile();
+  ReplaySummary s = Replay({.batch_count_max = 64, .outcomes = lines});
+  EXPECT_EQ(s.records, 1000);
+  EXPECT_EQ(s.replayed, 1000);
+  EXPECT_EQ(s.refused, 0);
+  EXPECT_EQ(s.batches, 16);
+  std::rewind(lines);
+  char buffer[4096];
+  int64_t line_count = 0;
+  while (std::fgets(buffer, sizeof buffer, lines) != nullptr) {
+    const std::string line(buffer);
+    const std::string want = "\"event_id\":\"evt-" + std::to_string(++line_count) + "\"";
+    EXPECT_NE(line.find(want), std::string::npos) << line;
+    EXPECT_NE(line.find("\"outcome\":\"applied\""), std::string::npos) << line;
+  }
+  std::fclose(lines);
+  EXPECT_EQ(line_count, 1000);
+  const std::optional<Projection> p = ProjectionOf("order-1");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->version, 1000);
+  auto snapshot = store_->Read().value();
+  const Rows<LedgerEntry> ledger = snapshot->LedgerOf("ledgerist", "order-1", 2000).value();
+  ASSERT_EQ(ledger.rows.size(), 1000u);
+  for (size_t i = 0; i < ledger.rows.size(); ++i) {
+    EXPECT_EQ(ledger.rows[i].event_id, "evt-" + std::to_string(i + 1));  // ids unchanged
+    EXPECT_EQ(ledger.rows[i].source, "shop");
+    EXPECT_EQ(ledger.rows[i].input_schema_version, 2);
+    EXPECT_EQ(ledger.rows[i].projection_version, static_cast<int64_t>(i + 1));  // in order
+  }
+  const std::vector<QuarantineRecord> after = snapshot->ListQuarantine({}).value().rows;
+  for (const QuarantineRecord& r : after) {
+    EXPECT_EQ(r.status, QuarantineStatus::kReplayed);
+    const Rows<QuarantineAudit> audit = snapshot->AuditOf(r.id).value();
+    ASSERT_EQ(audit.rows.size(), 1u);
+    EXPECT_EQ(audit.rows[0].by, "ops");
+    EXPECT_EQ(audit.rows[0].note, "contract v2 accepted");
+    EXPECT_EQ(audit.rows[0].outcome, "applied");
+    EXPECT_EQ(audit.rows[0].at_ms, 5000);
+  }
+  snapshot.reset();
+
+  s = Replay({.select = {.consumer = "ledgerist"}});  // open records only: none left
+  EXPECT_EQ(s.records, 0);
+  EXPECT_EQ(ProjectionOf("order-1")->version, 1000);
+  // Asked for by id, an applied record answers duplicate and stays replayed.
+  s = Replay({.select = {.ids = {after[0].id, after[1].id}}});
+  EXPECT_EQ(s.records, 2);
+  EXPECT_EQ(s.duplicates, 2);
+  EXPECT_EQ(s.replayed, 0);
+  EXPECT_EQ(ProjectionOf("order-1")->version, 1000);
+}
+
+// Refused again: the record stays open with one more attempt and the new reason.
+TEST_P(QuarantineTest, ARecordRefusedAgainStaysOpenWithOneMoreAttempt) {
+  Consume({Paid("e1", 1, 2)});
+  const int64_t id = List().at(0).id;
+  const ReplaySummary s = Replay({.select = {.ids = {id}}});
+  EXPECT_EQ(s.refused, 1);
+  const QuarantineRecord r = List().at(0);
+  EXPECT_EQ(r.id, id);
+  EXPECT_EQ(r.attempts, 2);
+  EXPECT_EQ(r.last_seen_ms, 5000);
+  EXPECT_EQ(r.status, QuarantineStatus::kOpen);
+  const Rows<QuarantineAudit> audit = store_->Read().value()->AuditOf(id).value();
+  ASSERT_EQ(audit.rows.size(), 1u);
+  EXPECT_EQ(audit.rows[0].outcome, "contract-update-required");
+  EXPECT_EQ(audit.rows[0].reason, "unaccepted-schema-version");
+  EXPECT_EQ(audit.rows[0].status_after, QuarantineStatus::kOpen);
+}
+
+TEST_P(QuarantineTest, ADryRunDecidesInOrderAndCommitsNothing) {
+  Consume({Paid("e1", 1, 2), Paid("e2", 2, 2)});
+  Contracts("[1, 2]");
+  const ReplaySummary s = Replay({.dry_run = true});
+  EXPECT_EQ(s.replayed, 2);  // e2 saw e1 applied in the same dry run: applied, not deferred
+  EXPECT_EQ(s.batches, 0);
+  EXPECT_FALSE(ProjectionOf("order-1").has_value());
+  for (const QuarantineRecord& r : List()) {
+    EXPECT_EQ(r.status, QuarantineStatus::kOpen);
+    EXPECT_EQ(r.attempts, 1);
+    EXPECT_TRUE(store_->Read().value()->AuditOf(r.id).value().rows.empty());
+  }
+}
+
+TEST_P(QuarantineTest, DiscardClosesOpenRecordsAllOrNone) {
+  Consume({Paid("e1", 1, 2), Paid("e2", 2, 2)});
+  const std::vector<QuarantineRecord> records = List();
+  EXPECT_EQ(DiscardQuarantine(*store_, {records[0].id}, "", "n", 10).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(DiscardQuarantine(*store_, {records[0].id, 999}, "ops", "n", 10).status().code(),
+            Code::kNotFound);
+  EXPECT_EQ(List({.status = QuarantineStatus::kOpen}).size(), 2u);  // none of them
+  EXPECT_EQ(DiscardQuarantine(*store_, {records[0].id}, "ops", "producer bug", 10).value(), 1);
+  EXPECT_EQ(DiscardQuarantine(*store_, {records[1].id, records[0].id}, "ops", "n", 11)
+                .status()
+                .code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(List({.status = QuarantineStatus::kDiscarded}).size(), 1u);
+  const Rows<QuarantineAudit> audit = store_->Read().value()->AuditOf(records[0].id).value();
+  ASSERT_EQ(audit.rows.size(), 1u);
+  EXPECT_EQ(audit.rows[0].action, QuarantineAction::kDiscard);
+  EXPECT_EQ(audit.rows[0].note, "producer bug");
+  // A discarded record is not replayed by a selection, only by its id.
+  Contracts("[1, 2]");
+  EXPECT_EQ(Replay({.select = {.consumer = "ledgerist"}}).records, 1);
+}
+
+// Item 4: an event applied before is a duplicate whatever today's contract says of it.
+TEST_P(QuarantineTest, AnAppliedEventRedeliveredAfterItsVersionLeftTheContractIsADuplicate) {
+  Contracts("[1, 2]");
+  EXPECT_EQ(Consume({Paid("e1", 1, 2)}).at(0).outcome, Outcome::kApplied);
+  Contracts("[1]");
+  const std::vector<Decision> again = Consume({Paid("e1", 1, 2)});
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].outcome, Outcome::kDuplicate);
+  EXPECT_TRUE(List().empty());
+  // A payload that today's schema refuses, too.
+  const std::vector<Decision> bad = Consume({R"({"specversion":"1.0","id":"e1","source":"shop",)"
+                                             R"("type":"order.paid","subject":"order-1",)"
+                                             R"("schemaversion":1,"data":{"orderVersion":"x"}})"});
+  EXPECT_EQ(bad.at(0).outcome, Outcome::kDuplicate);
+}
+
+TEST_P(QuarantineTest, ReplayNeedsWhoAndWhy) {
+  ReplayOptions options{.by = "", .note = "n"};
+  EXPECT_EQ(ReplayQuarantine(*pipeline_, *store_, options).status().code(),
+            Code::kInvalidArgument);
+  options = {.by = "ops", .note = ""};
+  EXPECT_EQ(ReplayQuarantine(*pipeline_, *store_, options).status().code(),
+            Code::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, QuarantineTest, ::testing::Values("memory", "sqlite"),
+                         [](const auto& info) { return info.param; });
+
+// A batch that keeps failing transiently is decided again, then input by input; the input that
+// still cannot be decided is quarantined as retries-exhausted and the others apply.
+TEST(QuarantineRetries, AnInputThatCannotBeDecidedEndsAsRetriesExhausted) {
+  const fs::path dir = fs::temp_directory_path() / ("quarantine_retries_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  WriteContracts(dir, "[1]");
+  auto config = LoadConfig((dir / "evident.yaml").string()).value();
+  config.batch_count_max = 2;
+  config.linger_ms = kLingerMsLimit;
+  config.batch_ms_max = kBatchMsMaxLimit;
+  auto pipeline = Pipeline::Create(config).value();
+  auto database = NewMemoryDatabase();
+  FaultStore store(OpenMemoryStore(database).value(), [](int64_t) {});
+  // Commits 1-6 fail: the batch three times (attempts_max 3), then its first input three
+  // times; the quarantine of that input and the second input commit.
+  for (int nth = 1; nth <= 6; ++nth) {
+    store.Add({.call = StoreCall::kCommit, .nth = nth, .code = Code::kUnavailable});
+  }
+  auto source = NewMemorySource("m", {Paid("e1", 1, 1), Paid("e2", 2, 1)});
+  ManualClock clock(0);
+  ConsumeOptions options{.clock = &clock};
+  options.busy_retry = {.attempts_max = 3, .backoff_initial_ms = 10, .backoff_max_ms = 10};
+  const auto summary = Consume(*pipeline, store, *source, options);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(store.calls(StoreCall::kCommit), 8);
+  auto snapshot = OpenMemoryStore(database).value()->Read().value();
+  const std::vector<QuarantineRecord> records = snapshot->ListQuarantine({}).value().rows;
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "retries-exhausted");
+  EXPECT_EQ(records[0].raw, Paid("e1", 1, 1));
+  EXPECT_NE(records[0].message.find("injected fault"), std::string::npos) << records[0].message;
+  // e2 waits for version 1, which is in the quarantine: deferred, not lost.
+  EXPECT_TRUE(snapshot->FindLedger("ledgerist", "shop", "e2").value().has_value());
+  EXPECT_EQ(summary->counts.at("").at(static_cast<size_t>(Outcome::kRejected)), 1);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace evident
