@@ -33,6 +33,7 @@
 #include "evident/clock.h"
 #include "evident/config.h"
 #include "evident/evidence.h"  // EvaluateGuard and ExpectedVersion, which lived here
+#include "evident/gaps.h"
 #include "evident/outcome.h"
 #include "evident/retry.h"
 #include "evident/source.h"
@@ -134,8 +135,17 @@ struct ConsumeOptions {
   // never. A stream that never ends (JetStream, a pipe kept open) needs it to finish a run.
   int64_t until_idle_ms = -1;
   // A store that is busy when a batch begins (kUnavailable: another writer holds it past the
-  // store's own wait) is tried again with backoff before the run gives up.
+  // store's own wait) is tried again with backoff before the run gives up. A batch that fails
+  // transiently later (kUnavailable, kAborted) is decided again with the same backoff, then
+  // input by input; an input that still cannot be decided is quarantined with reason
+  // `retries-exhausted` and the run goes on.
   RetryPolicy busy_retry;
+  // Gap deadlines (gaps.h) are checked between batches at most this often, and once at the end
+  // of the run; -1: never. (While the source is silent and no cancel token is set, the loop
+  // waits for input and checks nothing.)
+  int64_t gap_check_interval_ms = 1000;
+  // Outbox partitions a replay request is spread over (outbox.h).
+  int64_t outbox_partition_count = 1;
 };
 
 struct ConsumeSummary {
@@ -146,6 +156,7 @@ struct ConsumeSummary {
   bool stopped = false;  // ended by ConsumeOptions::cancel, not by the end of the source
   // consumer ("" for decisions without one) -> count per Outcome.
   std::map<std::string, std::array<int64_t, kOutcomeCount>> counts;
+  GapCheck gap_actions;  // what the gap deadline checks did, summed over the run
 };
 
 // Runs a source's events through the pipeline in batches: one store transaction per batch of at

@@ -43,6 +43,7 @@ struct ConsumerEvidence {
   std::vector<JournalEntry> journal;
   std::vector<QuarantinedInput> quarantined;
   std::vector<EvidenceRecord> evidence;
+  std::vector<GapRecord> gap_records;  // gaps whose deadline passed: what was done, how closed
 
   bool in_sync() const { return projection && InSync(*projection, deferred.size()); }
   int64_t duplicate_count() const;
@@ -74,9 +75,10 @@ struct Gap {
   int64_t expected_version = 0;
   int64_t deadline_at_ms = 0, oldest_received_at_ms = 0;
   std::vector<int64_t> waiting_versions;
+  std::optional<GapRecord> record;  // what its route did once the deadline passed (gaps.h)
 };
 struct Gaps {
-  std::vector<Gap> gaps;   // by consumer, then subject
+  std::vector<Gap> gaps;   // by deadline (overdue first), then consumer and subject
   bool truncated = false;  // more than rows_max deferred events: the gaps of the first ones
 };
 Result<Gaps> ReadGaps(Snapshot& snapshot, int64_t rows_max = kReadRowsMaxDefault);

@@ -39,6 +39,12 @@ enum class GapRoute : uint8_t { kWait, kRequestReplay, kManual };
 std::string_view GapRouteName(GapRoute route);  // "wait", "request-replay", "manual"
 std::optional<GapRoute> ParseGapRoute(std::string_view name);
 
+// What a gap's record says: the deadline passed and the route acted (a replay was requested, a
+// record opened for a person, or the gap only reported), or the gap closed.
+enum class GapState : uint8_t { kRequested, kManual, kReported, kClosed };
+std::string_view GapStateName(GapState state);  // "requested", "manual", "reported", "closed"
+std::optional<GapState> ParseGapState(std::string_view name);
+
 // A quarantined input's status: waiting for a person or a replay, applied by a replay, or closed
 // without being applied.
 enum class QuarantineStatus : uint8_t { kOpen, kReplayed, kDiscarded };

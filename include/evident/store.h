@@ -128,6 +128,23 @@ struct QuarantineAudit {
   int64_t at_ms = 0;
 };
 
+// A gap that stayed open past its deadline: what its route did about it, and how it closed. One
+// record per (consumer, subject, expected version): the gap's first missing version when the
+// deadline passed, so a gap is acted on once.
+struct GapRecord {
+  std::string consumer, subject;
+  int64_t expected_version = 0;  // the first missing version
+  int64_t missing_to = 0;        // the last missing version (below the lowest waiting one)
+  GapRoute route = GapRoute::kWait;
+  GapState state = GapState::kReported;
+  int64_t deadline_at_ms = 0;
+  int64_t acted_at_ms = 0;       // when the deadline was acted on
+  std::string request_event_id;  // request-replay: the replay-request event's id
+  std::optional<int64_t> closed_at_ms;
+  std::string closed_by;  // "arrival": the missing versions arrived; else who resolved it
+  std::string note;
+};
+
 // One delivery decision that has no ledger row of its own (an applied delivery's ledger row is
 // its journal entry): duplicates and deferrals.
 struct JournalEntry {
@@ -233,6 +250,17 @@ class Transaction {
   // are ignored.
   virtual Result<QuarantineKept> Quarantine(const QuarantineRecord& record) = 0;
   virtual Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) = 0;
+  // Gap records (GapRecord). A key already there: kAlreadyThere, nothing written.
+  virtual Result<std::optional<GapRecord>> FindGap(std::string_view consumer,
+                                                   std::string_view subject,
+                                                   int64_t expected_version) = 0;
+  virtual Result<Insert> InsertGap(const GapRecord& record) = 0;
+  // Closes the records of (consumer, subject) not closed yet whose expected version is at most
+  // `through_version`, at `at_ms`, by `by` with `note`; returns how many.
+  virtual Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
+                                    int64_t through_version, int64_t at_ms, std::string_view by,
+                                    std::string_view note) = 0;
+
   // No record of that id: kNotFound.
   virtual Status SetQuarantineStatus(int64_t id, QuarantineStatus status) = 0;
   // `entry.seq` is ignored; no record of entry.record_id: kNotFound.
@@ -301,6 +329,11 @@ class Snapshot {
                                                         int64_t rows_max = kReadRowsMaxDefault) = 0;
   virtual Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id,  // by seq
                                                 int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<Rows<GapRecord>> GapRecordsOf(  // by expected version
+      std::string_view consumer, std::string_view subject,
+      int64_t rows_max = kReadRowsMaxDefault) = 0;
+  // The records not closed, by deadline, then consumer, subject and expected version.
+  virtual Result<Rows<GapRecord>> OpenGapRecords(int64_t rows_max = kReadRowsMaxDefault) = 0;
   virtual Result<Rows<JournalEntry>> JournalOf(  // by seq
       std::string_view consumer, std::string_view subject,
       int64_t rows_max = kReadRowsMaxDefault) = 0;

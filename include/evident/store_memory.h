@@ -79,9 +79,15 @@ enum class StoreCall : uint8_t {
   kAuditQuarantine,
   kListQuarantine,
   kAuditOf,
+  // Gap records (transaction calls, then snapshot reads).
+  kFindGap,
+  kInsertGap,
+  kCloseGaps,
+  kGapRecordsOf,
+  kOpenGapRecords,
 };
-inline constexpr int kStoreCallCount = 39;
-static_assert(static_cast<int>(StoreCall::kAuditOf) + 1 == kStoreCallCount,
+inline constexpr int kStoreCallCount = 44;
+static_assert(static_cast<int>(StoreCall::kOpenGapRecords) + 1 == kStoreCallCount,
               "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 

@@ -12,6 +12,7 @@
 #include "evident/clock.h"
 #include "evident/consumer.h"
 #include "evident/evidence.h"
+#include "evident/gaps.h"
 #include "evident/store_sqlite.h"
 #include "json/writer.h"
 
@@ -21,6 +22,49 @@ namespace {
 std::string P(std::string_view text) { return Printable(text); }
 
 std::string FormatTime(int64_t ms) { return rfc3339::FormatMs(ms); }
+
+// A gap record's fields (evident/gaps.h), inside an object or as one.
+void GapRecordFields(const GapRecord& g, json::Writer& w) {
+  w.Key("missing_from").Int(g.expected_version).Key("missing_to").Int(g.missing_to);
+  w.Field("route", GapRouteName(g.route)).Field("state", GapStateName(g.state));
+  w.Field("deadline_at", FormatTime(g.deadline_at_ms)).Field("acted_at", FormatTime(g.acted_at_ms));
+  w.Key("request_event_id");
+  g.request_event_id.empty() ? w.Null() : w.String(g.request_event_id);
+  w.Key("closed_at");
+  g.closed_at_ms ? w.String(FormatTime(*g.closed_at_ms)) : w.Null();
+  w.Key("closed_by");
+  g.closed_by.empty() ? w.Null() : w.String(g.closed_by);
+  w.Key("note");
+  g.note.empty() ? w.Null() : w.String(g.note);
+}
+void GapRecordJson(const GapRecord& g, json::Writer& w) {
+  w.BeginObject();
+  GapRecordFields(g, w);
+  w.EndObject();
+}
+
+// What a gap's route did, as text: "replay requested at T (id)", "closed at T by arrival".
+std::string GapRecordText(const GapRecord& g) {
+  std::string text = "v" + std::to_string(g.expected_version) +
+                     (g.missing_to > g.expected_version ? "-v" + std::to_string(g.missing_to) : "") +
+                     " past its deadline " + FormatTime(g.deadline_at_ms) + ": ";
+  switch (g.route) {
+    case GapRoute::kRequestReplay:
+      text += "replay requested at " + FormatTime(g.acted_at_ms) + " (" + P(g.request_event_id) + ")";
+      break;
+    case GapRoute::kManual:
+      text += "opened for a person at " + FormatTime(g.acted_at_ms);
+      break;
+    case GapRoute::kWait:
+      text += "reported at " + FormatTime(g.acted_at_ms);
+      break;
+  }
+  if (g.closed_at_ms) {
+    text += "; closed at " + FormatTime(*g.closed_at_ms) + " by " + P(g.closed_by) +
+            (g.note.empty() ? "" : " (" + P(g.note) + ")");
+  }
+  return text;
+}
 
 struct EvidenceFlags {
   std::string subject;
@@ -112,6 +156,8 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
     }
     w.EndArray().Key("kept").BeginArray();
     for (const QuarantinedInput& q : c.quarantined) kept_json(q);
+    w.EndArray().Key("gaps").BeginArray();
+    for (const GapRecord& g : c.gap_records) GapRecordJson(g, w);
     w.EndArray().Key("evidence").BeginArray();
     for (const EvidenceRecord& r : c.evidence) {
       w.BeginObject().Field("name", r.name).Field("source", r.source).Field("id", r.event_id);
@@ -191,6 +237,9 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
                   P(j.event_id).c_str(), FormatTime(j.at_ms).c_str());
     }
     for (const QuarantinedInput& q : c.quarantined) PrintQuarantined(q, "  quarantined");
+    for (const GapRecord& g : c.gap_records) {
+      std::printf("  gap       %s\n", GapRecordText(g).c_str());
+    }
     for (const EvidenceRecord& r : c.evidence) {
       std::printf("  evidence  %-10s from %s:%s (v%s)\n", P(r.name).c_str(), P(r.source).c_str(),
                   P(r.event_id).c_str(),
@@ -273,15 +322,23 @@ int RunGaps(const GapsFlags& flags) {
       for (int64_t v : g.waiting_versions) w.Int(v);
       w.EndArray().Field("oldest_received_at", FormatTime(g.oldest_received_at_ms));
       w.Field("deadline_at", FormatTime(g.deadline_at_ms)).Field("overdue", left_ms < 0);
-      w.Key("seconds_left").Int(left_ms / 1000).Field("route", GapRouteName(g.route)).EndObject();
+      w.Key("seconds_left").Int(left_ms / 1000).Field("route", GapRouteName(g.route));
+      w.Key("record");
+      if (g.record) {
+        GapRecordJson(*g.record, w);
+      } else {
+        w.Null();
+      }
+      w.EndObject();
     } else {
-      std::printf("%-20s %-20s expects v%lld, waiting v%s, deadline %s (%s), route %s\n",
+      std::printf("%-20s %-20s expects v%lld, waiting v%s, deadline %s (%s), route %s%s\n",
                   P(g.consumer).c_str(), P(g.subject).c_str(),
                   static_cast<long long>(g.expected_version), versions.c_str(),
                   FormatTime(g.deadline_at_ms).c_str(),
                   left_ms < 0 ? ("overdue by " + std::to_string(-left_ms / 1000) + "s").c_str()
                               : (std::to_string(left_ms / 1000) + "s left").c_str(),
-                  std::string(GapRouteName(g.route)).c_str());
+                  std::string(GapRouteName(g.route)).c_str(),
+                  g.record ? ("\n    " + GapRecordText(*g.record)).c_str() : "");
     }
   }
   w.EndArray();
@@ -290,6 +347,44 @@ int RunGaps(const GapsFlags& flags) {
   } else if (shown == 0) {
     std::printf("no open gaps%s\n", flags.all ? "" : " past or near their deadline");
   }
+  return kExitOk;
+}
+
+struct GapsCheckFlags {
+  std::string store;
+  int64_t partitions = 1;
+};
+
+int RunGapsCheck(const GapsCheckFlags& flags) {
+  auto store = OpenStore(flags.store, {.create = false});
+  auto check = store.ok() ? CheckGapDeadlines(**store, SystemClock().NowMs(),
+                                              {.partition_count = flags.partitions})
+                          : Result<GapCheck>(store.status());
+  if (!check.ok()) {
+    std::cerr << "evident gaps check: " << check.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  std::printf("replay requested %lld, opened for a person %lld, reported %lld, closed %lld\n",
+              static_cast<long long>(check->requested), static_cast<long long>(check->manual),
+              static_cast<long long>(check->reported), static_cast<long long>(check->closed));
+  return kExitOk;
+}
+
+struct GapsResolveFlags {
+  std::string store, consumer, subject, by, note;
+};
+
+int RunGapsResolve(const GapsResolveFlags& flags) {
+  auto store = OpenStore(flags.store, {.create = false});
+  auto resolved = store.ok() ? ResolveGap(**store, flags.consumer, flags.subject, flags.by,
+                                          flags.note, SystemClock().NowMs())
+                             : Result<int64_t>(store.status());
+  if (!resolved.ok()) {
+    std::cerr << "evident gaps resolve: " << resolved.status().ToString() << "\n";
+    return resolved.status().code() == Code::kNotFound ? kExitNegative : kExitUsage;
+  }
+  std::printf("resolved %lld gap record(s) of %s / %s\n", static_cast<long long>(*resolved),
+              P(flags.consumer).c_str(), P(flags.subject).c_str());
   return kExitOk;
 }
 
@@ -353,15 +448,40 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
   cmd->callback([evidence, &run] { run = [evidence] { return RunEvidence(*evidence); }; });
 
   auto gaps = std::make_shared<GapsFlags>();
-  cmd = app.add_subcommand("gaps", "Open version gaps past or near their deadline.");
-  cmd->add_option("--store", gaps->store, "sqlite:PATH")->required();
+  cmd = app.add_subcommand("gaps",
+                           "Open version gaps past or near their deadline, overdue first; "
+                           "`gaps check` acts on overdue ones, `gaps resolve` closes one.");
+  cmd->add_option("--store", gaps->store, "sqlite:PATH");
   cmd->add_option("--within", gaps->within_seconds,
                   "Show gaps whose deadline is at most this many seconds away (or past)")
       ->check(IntegerFrom(0, kGapDeadlineSecondsMax))
       ->capture_default_str();
   cmd->add_flag("--all", gaps->all, "Show every open gap");
   AddFormatOption(*cmd, gaps->format);
-  cmd->callback([gaps, &run] { run = [gaps] { return RunGaps(*gaps); }; });
+  CLI::App* gaps_cmd = cmd;
+  cmd->callback([gaps, gaps_cmd, &run] {
+    if (!gaps_cmd->get_subcommands().empty()) return;  // check or resolve runs
+    if (gaps->store.empty()) throw CLI::RequiredError("--store");
+    run = [gaps] { return RunGaps(*gaps); };
+  });
+
+  auto check = std::make_shared<GapsCheckFlags>();
+  CLI::App* sub = cmd->add_subcommand(
+      "check", "Act on every gap past its deadline, once: request a replay, open a record for a "
+               "person, or report, per its route.");
+  sub->add_option("--store", check->store, "sqlite:PATH")->required();
+  sub->add_option("--partitions", check->partitions, "Outbox partitions (as `outbox append`)")
+      ->check(IntegerFrom(1, 1 << 20));
+  sub->callback([check, &run] { run = [check] { return RunGapsCheck(*check); }; });
+
+  auto resolve = std::make_shared<GapsResolveFlags>();
+  sub = cmd->add_subcommand("resolve", "Close the open gap records of one consumer and subject.");
+  sub->add_option("--store", resolve->store, "sqlite:PATH")->required();
+  sub->add_option("--consumer", resolve->consumer, "Consumer id")->required();
+  sub->add_option("--subject", resolve->subject, "Subject")->required();
+  sub->add_option("--by", resolve->by, "Who resolves it")->required();
+  sub->add_option("--note", resolve->note, "How it was resolved")->required();
+  sub->callback([resolve, &run] { run = [resolve] { return RunGapsResolve(*resolve); }; });
 
   auto guard = std::make_shared<GuardFlags>();
   cmd = app.add_subcommand(

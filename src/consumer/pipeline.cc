@@ -642,6 +642,11 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
   if (projection.owner_version_seen > projection.version) {
     EVIDENT_RETURN_IF_ERROR(
         Drain(delivery.tx, delivery.consumer, projection, delivery.now_ms, delivery.decisions));
+    // The gap this version closed: its record (gaps.h), if its deadline had passed, closes.
+    EVIDENT_RETURN_IF_ERROR(delivery.tx
+                                .CloseGaps(delivery.contract.id, projection.subject,
+                                           projection.version, delivery.now_ms, "arrival", "")
+                                .status());
   }
   return delivery.tx.PutProjection(projection, stored_version);
 }

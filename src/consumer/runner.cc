@@ -238,6 +238,8 @@ class ConsumeLoop {
     }  // the reading thread has ended: the source is this thread's alone
     summary_.skipped = source_.skipped();
     if (Status s = Commit(); !s.ok()) return Fail(s);
+    last_gap_check_ms_.reset();  // once more at the end, whatever the interval
+    EVIDENT_RETURN_IF_ERROR(MaybeCheckGaps());
     summary_.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     if (options_.progress != nullptr) {
@@ -262,6 +264,7 @@ class ConsumeLoop {
             (IdleMs() >= config.linger_ms || BatchAgeMs() >= config.batch_ms_max)) {
           if (Status s = Commit(); !s.ok()) return Fail(s);
         }
+        EVIDENT_RETURN_IF_ERROR(MaybeCheckGaps());
         if (options_.until_idle_ms >= 0 && IdleMs() >= options_.until_idle_ms) {
           source_.Stop();  // idle long enough: ends as the source's end would
           return Status::Ok();
@@ -379,6 +382,25 @@ class ConsumeLoop {
           "acknowledging a committed batch (its decisions stand; the source delivers it again "
           "and the ledger answers duplicate)");
     }
+    return MaybeCheckGaps();
+  }
+
+  // Acts on overdue gaps (gaps.h) when no batch is open and the interval has passed.
+  Status MaybeCheckGaps() {
+    if (options_.gap_check_interval_ms < 0 || tx_ != nullptr) return Status::Ok();
+    const int64_t now_ms = clock_.NowMs();
+    if (last_gap_check_ms_ && now_ms - *last_gap_check_ms_ < options_.gap_check_interval_ms) {
+      return Status::Ok();
+    }
+    last_gap_check_ms_ = now_ms;
+    EVIDENT_ASSIGN_OR_RETURN(
+        const GapCheck check,
+        CheckGapDeadlines(store_, now_ms, {.partition_count = options_.outbox_partition_count}));
+    GapCheck& total = summary_.gap_actions;
+    total.requested += check.requested;
+    total.manual += check.manual;
+    total.reported += check.reported;
+    total.closed += check.closed;
     return Status::Ok();
   }
 
@@ -537,6 +559,7 @@ class ConsumeLoop {
   std::vector<Input> inputs_;  // the open batch's decided inputs: the first inputs_used_
   size_t inputs_used_ = 0;
   Status failed_;  // a decision of the open batch failed transiently: redo it at the commit
+  std::optional<int64_t> last_gap_check_ms_;
 };
 
 }  // namespace

@@ -16,6 +16,8 @@ constexpr std::array<std::string_view, 3> kGapRouteNames = {"wait", "request-rep
 constexpr std::array<std::string_view, 3> kQuarantineStatusNames = {"open", "replayed",
                                                                     "discarded"};
 constexpr std::array<std::string_view, 2> kQuarantineActionNames = {"replay", "discard"};
+constexpr std::array<std::string_view, 4> kGapStateNames = {"requested", "manual", "reported",
+                                                            "closed"};
 
 template <typename Enum, size_t N>
 std::optional<Enum> Parse(const std::array<std::string_view, N>& names, std::string_view name) {
@@ -51,6 +53,11 @@ std::string_view QuarantineStatusName(QuarantineStatus status) {
 }
 std::optional<QuarantineStatus> ParseQuarantineStatus(std::string_view name) {
   return Parse<QuarantineStatus>(kQuarantineStatusNames, name);
+}
+
+std::string_view GapStateName(GapState state) { return kGapStateNames[static_cast<size_t>(state)]; }
+std::optional<GapState> ParseGapState(std::string_view name) {
+  return Parse<GapState>(kGapStateNames, name);
 }
 
 std::string_view QuarantineActionName(QuarantineAction action) {

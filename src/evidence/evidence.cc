@@ -17,7 +17,7 @@ int64_t ConsumerEvidence::duplicate_count() const {
 }
 
 bool ConsumerEvidence::empty() const {
-  return !projection && ledger.empty() && deferred.empty() && journal.empty() && quarantined.empty() &&
+  return !projection && ledger.empty() && deferred.empty() && journal.empty() && quarantined.empty() && gap_records.empty() &&
          evidence.empty();
 }
 
@@ -46,6 +46,8 @@ Status ReadConsumer(Snapshot& snapshot, std::string_view subject, int64_t rows_m
       Take(snapshot.DeferredOf(c.consumer, subject, rows_max), c.deferred, truncated));
   EVIDENT_RETURN_IF_ERROR(
       Take(snapshot.JournalOf(c.consumer, subject, rows_max), c.journal, truncated));
+  EVIDENT_RETURN_IF_ERROR(
+      Take(snapshot.GapRecordsOf(c.consumer, subject, rows_max), c.gap_records, truncated));
   return Take(snapshot.EvidenceOf(c.consumer, subject, rows_max), c.evidence, truncated);
 }
 
@@ -107,8 +109,16 @@ Result<Gaps> ReadGaps(Snapshot& snapshot, int64_t rows_max) {
                              snapshot.FindProjection(g.consumer, g.subject));
     g.expected_version = ExpectedVersion(projection);
     std::sort(g.waiting_versions.begin(), g.waiting_versions.end());
+    EVIDENT_ASSIGN_OR_RETURN(Rows<GapRecord> records,
+                             snapshot.GapRecordsOf(g.consumer, g.subject, rows_max));
+    for (GapRecord& r : records.rows) {
+      if (r.expected_version == g.expected_version) g.record = std::move(r);
+    }
     out.gaps.push_back(std::move(g));
   }
+  std::stable_sort(out.gaps.begin(), out.gaps.end(), [](const Gap& a, const Gap& b) {
+    return a.deadline_at_ms < b.deadline_at_ms;
+  });
   return out;
 }
 

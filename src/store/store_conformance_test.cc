@@ -765,6 +765,66 @@ TEST_P(StoreConformance, StatusAndAuditBelongToARecord) {
   EXPECT_TRUE(Take(snapshot->AuditOf(id + 1)).rows.empty());
 }
 
+// Gap records: one per (consumer, subject, expected version); CloseGaps closes the open ones up
+// to a version, once; OpenGapRecords lists the unclosed by deadline.
+TEST_P(StoreConformance, GapRecordsAreKeyedClosedOnceAndListedByDeadline) {
+  const auto gap = [](std::string subject, int64_t expected, int64_t deadline) {
+    return GapRecord{.consumer = "c",
+                     .subject = std::move(subject),
+                     .expected_version = expected,
+                     .missing_to = expected + 1,
+                     .route = GapRoute::kRequestReplay,
+                     .state = GapState::kRequested,
+                     .deadline_at_ms = deadline,
+                     .acted_at_ms = deadline + 1,
+                     .request_event_id = "r"};
+  };
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertGap(gap("order-1", 2, 30))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertGap(gap("order-1", 2, 99))), Insert::kAlreadyThere);
+    EXPECT_EQ(Take(tx.InsertGap(gap("order-1", 5, 10))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertGap(gap("order-2", 1, 20))), Insert::kInserted);
+    const std::optional<GapRecord> found = Take(tx.FindGap("c", "order-1", 2));
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->deadline_at_ms, 30);
+    EXPECT_FALSE(Take(tx.FindGap("c", "order-1", 3)).has_value());
+  });
+  Reopen();
+  {
+    auto snapshot = Read();
+    const Rows<GapRecord> open = Take(snapshot->OpenGapRecords());
+    ASSERT_EQ(open.rows.size(), 3u);
+    EXPECT_EQ(open.rows[0].expected_version, 5);  // deadline 10
+    EXPECT_EQ(open.rows[1].subject, "order-2");   // 20
+    const GapRecord& g = open.rows[2];            // 30
+    EXPECT_EQ(g.consumer, "c");
+    EXPECT_EQ(g.subject, "order-1");
+    EXPECT_EQ(g.expected_version, 2);
+    EXPECT_EQ(g.missing_to, 3);
+    EXPECT_EQ(g.route, GapRoute::kRequestReplay);
+    EXPECT_EQ(g.state, GapState::kRequested);
+    EXPECT_EQ(g.acted_at_ms, 31);
+    EXPECT_EQ(g.request_event_id, "r");
+    EXPECT_FALSE(g.closed_at_ms.has_value());
+    EXPECT_TRUE(Take(snapshot->OpenGapRecords(1)).truncated);
+  }
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.CloseGaps("c", "order-1", 4, 50, "arrival", "")), 1);
+    EXPECT_EQ(Take(tx.CloseGaps("c", "order-1", 4, 60, "arrival", "")), 0);  // once
+    EXPECT_EQ(Take(tx.CloseGaps("d", "order-2", 9, 60, "x", "")), 0);
+  });
+  auto snapshot = Read();
+  const Rows<GapRecord> of = Take(snapshot->GapRecordsOf("c", "order-1"));
+  ASSERT_EQ(of.rows.size(), 2u);
+  EXPECT_EQ(of.rows[0].expected_version, 2);
+  EXPECT_EQ(of.rows[0].state, GapState::kClosed);
+  EXPECT_EQ(of.rows[0].closed_at_ms, 50);
+  EXPECT_EQ(of.rows[0].closed_by, "arrival");
+  EXPECT_EQ(of.rows[1].state, GapState::kRequested);
+  EXPECT_EQ(Take(snapshot->OpenGapRecords()).rows.size(), 2u);
+  EXPECT_TRUE(Take(snapshot->GapRecordsOf("c", "order-9")).rows.empty());
+}
+
 TEST_P(StoreConformance, CountsAreRowsPerTable) {
   EXPECT_EQ(Counts(), CountsOf(0, 0, 0, 0, 0));
   Write([&](Transaction& tx) {

@@ -51,6 +51,11 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "audit-quarantine",
     "list-quarantine",
     "audit-of",
+    "find-gap",
+    "insert-gap",
+    "close-gaps",
+    "gap-records-of",
+    "open-gap-records",
 };
 
 }  // namespace
@@ -176,6 +181,21 @@ class FaultTransaction final : public Transaction {
     EVIDENT_FAULT_ENTER(StoreCall::kAuditQuarantine);
     return inner_->AuditQuarantine(entry);
   }
+  Result<std::optional<GapRecord>> FindGap(std::string_view consumer, std::string_view subject,
+                                           int64_t expected_version) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kFindGap);
+    return inner_->FindGap(consumer, subject, expected_version);
+  }
+  Result<Insert> InsertGap(const GapRecord& record) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kInsertGap);
+    return inner_->InsertGap(record);
+  }
+  Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
+                            int64_t through_version, int64_t at_ms, std::string_view by,
+                            std::string_view note) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kCloseGaps);
+    return inner_->CloseGaps(consumer, subject, through_version, at_ms, by, note);
+  }
   Status Journal(const JournalEntry& entry) override {
     EVIDENT_FAULT_ENTER(StoreCall::kJournal);
     return inner_->Journal(entry);
@@ -269,6 +289,15 @@ class FaultSnapshot final : public Snapshot {
   Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id, int64_t rows_max) override {
     EVIDENT_FAULT_ENTER(StoreCall::kAuditOf);
     return inner_->AuditOf(record_id, rows_max);
+  }
+  Result<Rows<GapRecord>> GapRecordsOf(std::string_view consumer, std::string_view subject,
+                                       int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kGapRecordsOf);
+    return inner_->GapRecordsOf(consumer, subject, rows_max);
+  }
+  Result<Rows<GapRecord>> OpenGapRecords(int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kOpenGapRecords);
+    return inner_->OpenGapRecords(rows_max);
   }
   Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
                                        int64_t rows_max) override {

@@ -50,6 +50,11 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kAuditQuarantine,
     StoreCall::kListQuarantine,
     StoreCall::kAuditOf,
+    StoreCall::kFindGap,
+    StoreCall::kInsertGap,
+    StoreCall::kCloseGaps,
+    StoreCall::kGapRecordsOf,
+    StoreCall::kOpenGapRecords,
 };
 static_assert(std::size(kEveryCall) == kStoreCallCount);
 
@@ -104,6 +109,12 @@ Status Transact(Transaction& tx, StoreCall call) {
       return tx.Quarantine(QuarantineRecord{.subject = "order-1"}).status();
     case StoreCall::kFindQuarantine:
       return tx.FindQuarantine(1).status();
+    case StoreCall::kFindGap:
+      return tx.FindGap("c", "order-1", 2).status();
+    case StoreCall::kInsertGap:
+      return tx.InsertGap(GapRecord{.consumer = "c", .subject = "order-1"}).status();
+    case StoreCall::kCloseGaps:
+      return tx.CloseGaps("c", "order-1", 5, 10, "arrival", "").status();
     case StoreCall::kSetQuarantineStatus: {
       EVIDENT_ASSIGN_OR_RETURN(const QuarantineKept kept,
                                tx.Quarantine(QuarantineRecord{.subject = "order-1"}));
@@ -171,6 +182,10 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.ListQuarantine(QuarantineFilter{}).status();
     case StoreCall::kAuditOf:
       return snapshot.AuditOf(1).status();
+    case StoreCall::kGapRecordsOf:
+      return snapshot.GapRecordsOf("c", "order-1").status();
+    case StoreCall::kOpenGapRecords:
+      return snapshot.OpenGapRecords().status();
     default:
       return Status::Internal("not a snapshot call");
   }
@@ -180,6 +195,7 @@ bool IsSnapshotCall(StoreCall call) {
   return (call >= StoreCall::kFindProjection && call <= StoreCall::kCounts) ||
          call == StoreCall::kOutboxRows || call == StoreCall::kOutboxStatsNow ||
          call == StoreCall::kListQuarantine || call == StoreCall::kAuditOf ||
+         call == StoreCall::kGapRecordsOf || call == StoreCall::kOpenGapRecords ||
          call == StoreCall::kRead;
 }
 

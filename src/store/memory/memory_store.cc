@@ -102,6 +102,8 @@ QuarantineIdent IdentOf(const QuarantineRecord& r) {
                          identified ? r.event_id : std::string(), Fnv1a(kFnv1aOffset, r.raw));
 }
 
+using GapId = std::tuple<std::string, std::string, int64_t>;  // consumer, subject, expected
+
 // One committed version of the database.
 struct State {
   std::shared_ptr<Table<LedgerId, LedgerEntry>> ledger;
@@ -109,6 +111,7 @@ struct State {
   std::shared_ptr<Table<ProjectionId, ProjectionRow>> projections;
   std::shared_ptr<Table<DeferredId, DeferredEvent>> deferred;
   std::shared_ptr<QuarantineTable> quarantine;
+  std::shared_ptr<Table<GapId, GapRecord>> gaps;
   std::shared_ptr<Table<JournalId, JournalEntry>> journal;
   std::shared_ptr<Table<std::string, std::string>> positions;
   int64_t quarantine_id_last = 0;  // records are never deleted: the next id is the last plus one
@@ -125,6 +128,7 @@ State EmptyState() {
       .projections = std::make_shared<Table<ProjectionId, ProjectionRow>>(),
       .deferred = std::make_shared<Table<DeferredId, DeferredEvent>>(),
       .quarantine = std::make_shared<QuarantineTable>(),
+      .gaps = std::make_shared<Table<GapId, GapRecord>>(),
       .journal = std::make_shared<Table<JournalId, JournalEntry>>(),
       .positions = std::make_shared<Table<std::string, std::string>>(),
       .outbox = std::make_shared<OutboxTable>(),
@@ -141,6 +145,7 @@ struct Overlay {
   std::multimap<QuarantineIdent, int64_t, KeyLess> quarantine_opened;  // identities of new ones
   int64_t quarantine_opened_count = 0;  // ids base.quarantine_id_last + 1 .. + this
   std::vector<QuarantineAudit> audit;   // seq assigned
+  Table<GapId, GapRecord> gaps;          // inserted or changed
   std::vector<JournalEntry> journal;                         // seq assigned
   Table<std::string, std::string> positions;
   Table<int64_t, std::optional<OutboxRow>> outbox;     // appended or changed; nullopt: deleted
@@ -212,6 +217,12 @@ void ApplyQuarantine(Overlay& overlay, State& state) {
   }
 }
 
+void ApplyGaps(Overlay& overlay, State& state) {
+  if (overlay.gaps.empty()) return;
+  auto& gaps = Writable(state.gaps);
+  for (auto& [id, record] : overlay.gaps) gaps.insert_or_assign(id, std::move(record));
+}
+
 void ApplyRows(Overlay& overlay, State& state) {
   if (!overlay.projections.empty()) {
     auto& projections = Writable(state.projections);
@@ -230,6 +241,7 @@ void ApplyRows(Overlay& overlay, State& state) {
     }
   }
   ApplyQuarantine(overlay, state);
+  ApplyGaps(overlay, state);
   for (JournalEntry& j : overlay.journal) {
     assert(j.seq == state.journal_seq_last + 1);
     state.journal_seq_last = j.seq;
@@ -450,6 +462,44 @@ class MemoryTransaction final : public Transaction {
   }
 
   Result<QuarantineKept> Quarantine(const QuarantineRecord& record) override;
+  Result<std::optional<GapRecord>> FindGap(std::string_view consumer, std::string_view subject,
+                                           int64_t expected_version) override {
+    const GapRecord* row = GapRow(GapId(consumer, subject, expected_version));
+    return row == nullptr ? std::optional<GapRecord>() : std::optional<GapRecord>(*row);
+  }
+  Result<Insert> InsertGap(const GapRecord& record) override {
+    const GapId id(record.consumer, record.subject, record.expected_version);
+    if (GapRow(id) != nullptr) return Insert::kAlreadyThere;
+    overlay_.gaps.emplace(id, record);
+    return Insert::kInserted;
+  }
+  Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
+                            int64_t through_version, int64_t at_ms, std::string_view by,
+                            std::string_view note) override {
+    std::vector<GapId> open;
+    const auto in_range = [&](const GapId& id) {
+      return std::get<0>(id) == consumer && std::get<1>(id) == subject &&
+             std::get<2>(id) <= through_version;
+    };
+    const GapId from(consumer, subject, kSeqMin);
+    for (const auto* table : {&std::as_const(*base_->gaps), &std::as_const(overlay_.gaps)}) {
+      for (auto it = table->lower_bound(from); it != table->end() && in_range(it->first); ++it) {
+        open.push_back(it->first);
+      }
+    }
+    int64_t closed = 0;
+    for (const GapId& id : open) {
+      const GapRecord* row = GapRow(id);
+      if (row == nullptr || row->state == GapState::kClosed) continue;
+      GapRecord& draft = overlay_.gaps.insert_or_assign(id, *row).first->second;
+      draft.state = GapState::kClosed;
+      draft.closed_at_ms = at_ms;
+      draft.closed_by.assign(by);
+      draft.note.assign(note);
+      ++closed;
+    }
+    return closed;
+  }
   Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
     const QuarantineRecord* row = QuarantineRow(id);
     return row == nullptr ? std::optional<QuarantineRecord>()
@@ -520,6 +570,11 @@ class MemoryTransaction final : public Transaction {
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
 
  private:
+  const GapRecord* GapRow(const GapId& id) const {
+    if (const auto it = overlay_.gaps.find(id); it != overlay_.gaps.end()) return &it->second;
+    const auto it = base_->gaps->find(id);
+    return it == base_->gaps->end() ? nullptr : &it->second;
+  }
   const QuarantineRecord* QuarantineRow(int64_t id) const {
     assert(base_ != nullptr && "transaction used after Commit or Rollback");
     if (const auto it = overlay_.quarantine.find(id); it != overlay_.quarantine.end()) {
@@ -821,6 +876,30 @@ class MemorySnapshot final : public Snapshot {
   Result<Rows<QuarantineRecord>> ListQuarantine(const QuarantineFilter& filter,
                                                 QuarantineCursor after,
                                                 int64_t rows_max) override;
+  Result<Rows<GapRecord>> GapRecordsOf(std::string_view consumer, std::string_view subject,
+                                       int64_t rows_max) override {
+    RowsCut<GapRecord> cut(rows_max);
+    ForRange(
+        *state_->gaps,
+        std::tuple<std::string_view, std::string_view, int64_t>(consumer, subject, kSeqMin),
+        [&](const GapId& id) { return std::get<0>(id) == consumer && std::get<1>(id) == subject; },
+        [&](const GapRecord& g) { return cut.Add(g); });
+    return cut.Take();
+  }
+  Result<Rows<GapRecord>> OpenGapRecords(int64_t rows_max) override {
+    std::vector<const GapRecord*> rows;
+    for (const auto& [id, g] : *state_->gaps) {
+      if (g.state != GapState::kClosed) rows.push_back(&g);
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const GapRecord* a, const GapRecord* b) {
+      return a->deadline_at_ms < b->deadline_at_ms;  // ties stay in key order
+    });
+    RowsCut<GapRecord> cut(rows_max);
+    for (const GapRecord* g : rows) {
+      if (!cut.Add(*g)) break;
+    }
+    return cut.Take();
+  }
   Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id, int64_t rows_max) override {
     RowsCut<QuarantineAudit> cut(rows_max);
     ForRange(

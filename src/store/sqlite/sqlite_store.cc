@@ -83,7 +83,7 @@ CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE sent_at_ms IS NUL
 CREATE INDEX IF NOT EXISTS outbox_sent ON outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;
 )sql";
 
-// Layout 4 replaces the `kept` table (a row per refused delivery) with the quarantine: one record
+// Layout 4 adds the gap records, and replaces the `kept` table (a row per refused delivery) with the quarantine: one record
 // per input, found again by its identity (consumer; source and id when both were read, else
 // empty; a 64-bit FNV-1a hash of the bytes, the bytes themselves compared on a match) so that a
 // re-delivery counts an attempt; and the audit of what operators did to each record.
@@ -104,6 +104,14 @@ CREATE TABLE IF NOT EXISTS quarantine_audit(
   by_whom TEXT NOT NULL, note TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT NOT NULL,
   status_after TEXT NOT NULL, at_ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS quarantine_audit_by_record ON quarantine_audit(record_id, seq);
+CREATE TABLE IF NOT EXISTS gap(
+  consumer TEXT NOT NULL, subject TEXT NOT NULL, expected_version INTEGER NOT NULL,
+  missing_to INTEGER NOT NULL, route TEXT NOT NULL, state TEXT NOT NULL,
+  deadline_at_ms INTEGER NOT NULL, acted_at_ms INTEGER NOT NULL,
+  request_event_id TEXT NOT NULL, closed_at_ms INTEGER, closed_by TEXT NOT NULL,
+  note TEXT NOT NULL,
+  PRIMARY KEY(consumer, subject, expected_version)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS gap_open ON gap(deadline_at_ms) WHERE state<>'closed';
 )sql";
 
 // The kept rows of an older layout become records: the deliveries of one input merge into one
@@ -451,6 +459,27 @@ DeferredEvent ReadDeferred(const Statement& s, Status& error) {
   ReadName(s, 11, &ParseGapRoute, "gap route", d.route, error);
   d.input_index = s.Int(12);
   return d;
+}
+
+constexpr const char* kGapColumns =
+    "consumer, subject, expected_version, missing_to, route, state, deadline_at_ms, acted_at_ms,"
+    " request_event_id, closed_at_ms, closed_by, note";
+
+GapRecord ReadGap(const Statement& s, Status& error) {
+  GapRecord g;
+  g.consumer = s.Text(0);
+  g.subject = s.Text(1);
+  g.expected_version = s.Int(2);
+  g.missing_to = s.Int(3);
+  ReadName(s, 4, &ParseGapRoute, "gap route", g.route, error);
+  ReadName(s, 5, &ParseGapState, "gap state", g.state, error);
+  g.deadline_at_ms = s.Int(6);
+  g.acted_at_ms = s.Int(7);
+  g.request_event_id = s.Text(8);
+  g.closed_at_ms = s.OptionalInt(9);
+  g.closed_by = s.Text(10);
+  g.note = s.Text(11);
+  return g;
 }
 
 QuarantineRecord ReadQuarantine(const Statement& s, Status& error) {
@@ -1256,6 +1285,75 @@ class SqliteEngine {
     return QuarantineKept{.id = sqlite3_last_insert_rowid(db_), .added = true};
   }
 
+  Result<std::optional<GapRecord>> FindGap(std::string_view consumer, std::string_view subject,
+                                           int64_t expected_version) {
+    static const std::string kSql = std::string("SELECT ") + kGapColumns +
+                                    " FROM gap WHERE consumer=?1 AND subject=?2"
+                                    " AND expected_version=?3";
+    EVIDENT_ASSIGN_OR_RETURN(
+        Rows<GapRecord> rows,
+        QueryBound<GapRecord>(
+            kSql, [&](Statement& s) { s.Bind(consumer).Bind(subject).Bind(expected_version); }, 1,
+            ReadGap));
+    if (rows.rows.empty()) return std::optional<GapRecord>();
+    return std::optional<GapRecord>(std::move(rows.rows.front()));
+  }
+
+  Result<Insert> InsertGap(const GapRecord& g) {
+    static const std::string kSql = std::string("INSERT INTO gap(") + kGapColumns +
+                                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
+                                    " ON CONFLICT DO NOTHING";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+                                .Bind(g.consumer)
+                                .Bind(g.subject)
+                                .Bind(g.expected_version)
+                                .Bind(g.missing_to)
+                                .Bind(GapRouteName(g.route))
+                                .Bind(GapStateName(g.state))
+                                .Bind(g.deadline_at_ms)
+                                .Bind(g.acted_at_ms)
+                                .Bind(g.request_event_id)
+                                .Bind(g.closed_at_ms)
+                                .Bind(g.closed_by)
+                                .Bind(g.note)
+                                .Run());
+    return sqlite3_changes(db_) == 1 ? Insert::kInserted : Insert::kAlreadyThere;
+  }
+
+  Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
+                            int64_t through_version, int64_t at_ms, std::string_view by,
+                            std::string_view note) {
+    static const std::string kSql =
+        "UPDATE gap SET state='closed', closed_at_ms=?4, closed_by=?5, note=?6"
+        " WHERE consumer=?1 AND subject=?2 AND expected_version<=?3 AND state<>'closed'";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+                                .Bind(consumer)
+                                .Bind(subject)
+                                .Bind(through_version)
+                                .Bind(at_ms)
+                                .Bind(by)
+                                .Bind(note)
+                                .Run());
+    return static_cast<int64_t>(sqlite3_changes(db_));
+  }
+
+  Result<Rows<GapRecord>> GapRecordsOf(std::string_view consumer, std::string_view subject,
+                                       int64_t rows_max) {
+    if (layout_ < 4) return Rows<GapRecord>{};  // a read-only open of an older layout
+    static const std::string kSql = std::string("SELECT ") + kGapColumns +
+                                    " FROM gap WHERE consumer=?1 AND subject=?2"
+                                    " ORDER BY expected_version LIMIT ?3";
+    return Query<GapRecord>(kSql, {consumer, subject}, rows_max, ReadGap);
+  }
+
+  Result<Rows<GapRecord>> OpenGapRecords(int64_t rows_max) {
+    if (layout_ < 4) return Rows<GapRecord>{};
+    static const std::string kSql = std::string("SELECT ") + kGapColumns +
+                                    " FROM gap WHERE state<>'closed' ORDER BY deadline_at_ms,"
+                                    " consumer, subject, expected_version LIMIT ?1";
+    return Query<GapRecord>(kSql, {}, rows_max, ReadGap);
+  }
+
   Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) {
     EVIDENT_RETURN_IF_ERROR(NeedLayout(4, "the quarantine"));
     static const std::string kSql =
@@ -1792,6 +1890,16 @@ class SqliteTransaction final : public Transaction {
   Status AuditQuarantine(const QuarantineAudit& entry) override {
     return Open()->AuditQuarantine(entry);
   }
+  Result<std::optional<GapRecord>> FindGap(std::string_view consumer, std::string_view subject,
+                                           int64_t expected_version) override {
+    return Open()->FindGap(consumer, subject, expected_version);
+  }
+  Result<Insert> InsertGap(const GapRecord& record) override { return Open()->InsertGap(record); }
+  Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
+                            int64_t through_version, int64_t at_ms, std::string_view by,
+                            std::string_view note) override {
+    return Open()->CloseGaps(consumer, subject, through_version, at_ms, by, note);
+  }
   Status Journal(const JournalEntry& entry) override { return Open()->Journal(entry); }
   Status PutEvidence(const EvidenceRecord& record) override { return Open()->PutEvidence(record); }
   Status SetPosition(std::string_view source, std::string_view position) override {
@@ -1869,6 +1977,13 @@ class SqliteSnapshot final : public Snapshot {
   }
   Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id, int64_t rows_max) override {
     return engine_.AuditOf(record_id, rows_max);
+  }
+  Result<Rows<GapRecord>> GapRecordsOf(std::string_view consumer, std::string_view subject,
+                                       int64_t rows_max) override {
+    return engine_.GapRecordsOf(consumer, subject, rows_max);
+  }
+  Result<Rows<GapRecord>> OpenGapRecords(int64_t rows_max) override {
+    return engine_.OpenGapRecords(rows_max);
   }
   Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
                                        int64_t rows_max) override {

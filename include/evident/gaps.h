@@ -1,0 +1,52 @@
+// evident/gaps.h — gaps that act on their deadlines. A version gap (an ordered consumer waits
+// for versions that have not arrived, with later ones deferred) has a deadline and a route from
+// the consumer contract. Once the deadline passes, CheckGapDeadlines acts on the gap once:
+//   request-replay  appends an `evident.replay.requested` event to the store's outbox (the relay
+//                   publishes it to the owner): consumer, subject and the missing version range;
+//   manual          opens a record for a person (listed by `evident gaps`, closed by the
+//                   missing versions arriving, a replay included, or by `evident gaps resolve`);
+//   wait            only records that the deadline passed.
+// Each act is a GapRecord, keyed by (consumer, subject, first missing version) and written in the
+// same transaction as the outbox row: however often the deadline is checked, and across
+// restarts, a gap is acted on once. A record closes when the missing versions arrive (the
+// pipeline closes it as it applies them) or when a person resolves it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "evident/status.h"
+#include "evident/store.h"
+
+namespace evident {
+
+// The type of the replay-request event, and the source it is sent from for consumer `consumer`
+// ("evident://consumers/<consumer>").
+inline constexpr const char* kReplayRequestedType = "evident.replay.requested";
+std::string ReplayRequestSource(std::string_view consumer);
+
+struct GapCheckOptions {
+  // Outbox partitions (outbox.h): a request lands in the partition of its subject.
+  int64_t partition_count = 1;
+  // Deferred events read per check; a store with more acts on the gaps of the first ones and
+  // the rest at the next check.
+  int64_t deferred_rows_max = kReadRowsMaxDefault;
+};
+
+struct GapCheck {
+  int64_t requested = 0;  // replay requests appended
+  int64_t manual = 0;     // records opened for a person
+  int64_t reported = 0;   // overdue gaps of route wait
+  int64_t closed = 0;     // records whose missing versions have arrived since
+};
+
+// Acts, at `now_ms`, on every gap whose deadline has passed and that has no record yet, and
+// closes the records whose gap has closed. One snapshot read, then one transaction.
+Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckOptions& options = {});
+
+// A person closes the open records of (consumer, subject). kNotFound when there is none; `by`
+// and `note` are required.
+Result<int64_t> ResolveGap(Store& store, std::string_view consumer, std::string_view subject,
+                           const std::string& by, const std::string& note, int64_t now_ms);
+
+}  // namespace evident

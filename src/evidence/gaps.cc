@@ -1,0 +1,132 @@
+// Gaps that act on their deadlines (evident/gaps.h).
+#include "evident/gaps.h"
+
+#include <memory>
+#include <vector>
+
+#include "core/fnv1a.h"
+#include "core/rfc3339.h"
+#include "evident/evidence.h"
+#include "json/writer.h"
+
+namespace evident {
+namespace {
+
+// The replay request of one gap: a CloudEvent whose id names the gap, so that the outbox too
+// would refuse a second one.
+OutboxRow ReplayRequest(const GapRecord& g, const Gap& gap, int64_t now_ms,
+                        int64_t partition_count) {
+  OutboxRow row;
+  row.source = ReplayRequestSource(g.consumer);
+  row.event_id = "replay-request:" + g.consumer + ":" + g.subject + ":" +
+                 std::to_string(g.expected_version) + "-" + std::to_string(g.missing_to);
+  row.type = kReplayRequestedType;
+  row.subject = g.subject;
+  row.partition = static_cast<int64_t>(Fnv1a(kFnv1aOffset, g.subject) %
+                                       static_cast<uint64_t>(std::max<int64_t>(partition_count, 1)));
+  row.created_at_ms = now_ms;
+  json::Writer w(row.bytes);
+  w.BeginObject().Field("specversion", "1.0").Field("id", row.event_id);
+  w.Field("source", row.source).Field("type", row.type).Field("subject", row.subject);
+  w.Field("time", rfc3339::FormatMs(now_ms)).Field("datacontenttype", "application/json");
+  w.Key("data").BeginObject().Field("consumer", g.consumer).Field("subject", g.subject);
+  w.Key("missing_from").Int(g.expected_version).Key("missing_to").Int(g.missing_to);
+  w.Key("waiting_versions").BeginArray();
+  for (const int64_t v : gap.waiting_versions) w.Int(v);
+  w.EndArray().Field("deadline_at", rfc3339::FormatMs(g.deadline_at_ms));
+  w.EndObject().EndObject();
+  return row;
+}
+
+GapState StateOf(GapRoute route) {
+  switch (route) {
+    case GapRoute::kRequestReplay:
+      return GapState::kRequested;
+    case GapRoute::kManual:
+      return GapState::kManual;
+    case GapRoute::kWait:
+      break;
+  }
+  return GapState::kReported;
+}
+
+// Acts on one overdue gap unless it has a record already.
+Status ActOn(Transaction& tx, const Gap& gap, int64_t now_ms, const GapCheckOptions& options,
+             GapCheck& check) {
+  EVIDENT_ASSIGN_OR_RETURN(const std::optional<GapRecord> there,
+                           tx.FindGap(gap.consumer, gap.subject, gap.expected_version));
+  if (there) return Status::Ok();
+  GapRecord g{.consumer = gap.consumer,
+              .subject = gap.subject,
+              .expected_version = gap.expected_version,
+              .missing_to = gap.waiting_versions.front() - 1,
+              .route = gap.route,
+              .state = StateOf(gap.route),
+              .deadline_at_ms = gap.deadline_at_ms,
+              .acted_at_ms = now_ms};
+  if (gap.route == GapRoute::kRequestReplay) {
+    const OutboxRow request = ReplayRequest(g, gap, now_ms, options.partition_count);
+    g.request_event_id = request.event_id;
+    EVIDENT_ASSIGN_OR_RETURN(const OutboxAppend appended, tx.AppendOutbox(request));
+    if (appended.outcome == OutboxOutcome::kAppended) ++check.requested;
+  } else {
+    ++(gap.route == GapRoute::kManual ? check.manual : check.reported);
+  }
+  return tx.InsertGap(g).status();
+}
+
+}  // namespace
+
+std::string ReplayRequestSource(std::string_view consumer) {
+  return "evident://consumers/" + std::string(consumer);
+}
+
+Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckOptions& options) {
+  std::vector<Gap> overdue;
+  std::vector<GapRecord> arrived;  // open records whose missing versions have arrived
+  {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+    EVIDENT_ASSIGN_OR_RETURN(Gaps gaps, ReadGaps(*snapshot, options.deferred_rows_max));
+    for (Gap& g : gaps.gaps) {
+      // A gap exists while its expected version is below the lowest waiting one.
+      if (g.deadline_at_ms < now_ms && g.expected_version < g.waiting_versions.front()) {
+        overdue.push_back(std::move(g));
+      }
+    }
+    EVIDENT_ASSIGN_OR_RETURN(Rows<GapRecord> open, snapshot->OpenGapRecords());
+    for (GapRecord& r : open.rows) {
+      EVIDENT_ASSIGN_OR_RETURN(const std::optional<Projection> p,
+                               snapshot->FindProjection(r.consumer, r.subject));
+      if (ExpectedVersion(p) > r.expected_version) arrived.push_back(std::move(r));
+    }
+  }
+  GapCheck check;
+  if (overdue.empty() && arrived.empty()) return check;
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  for (const Gap& gap : overdue) EVIDENT_RETURN_IF_ERROR(ActOn(*tx, gap, now_ms, options, check));
+  for (const GapRecord& r : arrived) {
+    EVIDENT_ASSIGN_OR_RETURN(
+        const int64_t closed,
+        tx->CloseGaps(r.consumer, r.subject, r.expected_version, now_ms, "arrival", ""));
+    check.closed += closed;
+  }
+  EVIDENT_RETURN_IF_ERROR(tx->Commit());
+  return check;
+}
+
+Result<int64_t> ResolveGap(Store& store, std::string_view consumer, std::string_view subject,
+                           const std::string& by, const std::string& note, int64_t now_ms) {
+  if (by.empty()) return Status::InvalidArgument("say who resolves the gap (--by)");
+  if (note.empty()) return Status::InvalidArgument("say how it was resolved (--note)");
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t closed,
+                           tx->CloseGaps(consumer, subject, INT64_MAX, now_ms, by, note));
+  if (closed == 0) {
+    return Status::NotFound("no open gap record of " + std::string(consumer) + " / " +
+                            std::string(subject));
+  }
+  EVIDENT_RETURN_IF_ERROR(tx->Commit());
+  return closed;
+}
+
+}  // namespace evident
