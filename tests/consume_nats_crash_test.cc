@@ -267,7 +267,8 @@ std::vector<Table> OrderIndependent(StoreRows rows, const Contested& contested) 
   rows.position_source.reset();
   std::vector<Table> tables = Tables(rows);
   for (Table& t : tables) {
-    if (t.name == "quarantine") t.rows.erase(std::unique(t.rows.begin(), t.rows.end()), t.rows.end());
+    if (t.name == "quarantine")
+      t.rows.erase(std::unique(t.rows.begin(), t.rows.end()), t.rows.end());
   }
   return tables;
 }

@@ -77,7 +77,7 @@ StoreRows ReadStoreRows(const std::string& path, const DumpOptions& options) {
 
 std::vector<Table> Tables(const StoreRows& rows) {
   std::vector<Table> t = {{"ledger", {}},   {"projection", {}}, {"evidence", {}},
-                          {"deferred", {}}, {"quarantine", {}},       {"journal", {}}};
+                          {"deferred", {}}, {"quarantine", {}}, {"journal", {}}};
   for (const LedgerEntry& e : rows.ledger) {
     t[0].rows.push_back(
         Row()("consumer", e.consumer)("source", e.source)("id", e.event_id)("state", e.state)(

@@ -69,7 +69,7 @@ class PreparedEvent {
   ~PreparedEvent();
   PreparedEvent(const PreparedEvent&) = delete;
   PreparedEvent& operator=(const PreparedEvent&) = delete;
-  size_t size() const;               // bytes held for the event
+  size_t size() const;             // bytes held for the event
   std::string_view bytes() const;  // the event's bytes, as given to Prepare
 
  private:

@@ -52,7 +52,7 @@ struct ConsumerEvidence {
 
 struct EvidencePacket {
   std::string subject;
-  std::vector<ConsumerEvidence> consumers;  // by consumer id
+  std::vector<ConsumerEvidence> consumers;   // by consumer id
   std::vector<QuarantinedInput> unassigned;  // quarantined before any consumer was chosen
   // Some list was cut at rows_max: the packet is a prefix of what the store holds.
   bool truncated = false;

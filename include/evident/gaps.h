@@ -42,7 +42,8 @@ struct GapCheck {
 
 // Acts, at `now_ms`, on every gap whose deadline has passed and that has no record yet, and
 // closes the records whose gap has closed. One snapshot read, then one transaction.
-Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckOptions& options = {});
+Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms,
+                                   const GapCheckOptions& options = {});
 
 // A person closes the open records of (consumer, subject). kNotFound when there is none; `by`
 // and `note` are required.

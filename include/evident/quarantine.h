@@ -43,9 +43,9 @@ struct ReplayOptions {
   // One NDJSON line per record, written after its batch commits (for a dry run, at the end);
   // may be null.
   std::FILE* outcomes = nullptr;
-  Clock* clock = nullptr;  // null: the system clock
+  Clock* clock = nullptr;               // null: the system clock
   const CancelToken* cancel = nullptr;  // checked between batches
-  RetryPolicy busy_retry;  // a busy store when a batch begins
+  RetryPolicy busy_retry;               // a busy store when a batch begins
 };
 
 struct ReplaySummary {

@@ -2,8 +2,8 @@
 // quarantine, journal, evidence and source positions, behind one narrow interface.
 //
 // Writes happen through a Transaction (Store::Begin): the pipeline puts every write of a batch
-// in one — receipts + ledger + projection + deferred + quarantine + journal + source position commit
-// together or not at all — and a caller's own writes can join it (an outbox row, a business
+// in one — receipts + ledger + projection + deferred + quarantine + journal + source position
+// commit together or not at all — and a caller's own writes can join it (an outbox row, a business
 // table) through the backend's native handle (store_sqlite.h). Reads for evidence, gaps and
 // guards go through a Snapshot (Store::Read): one consistent view, every list bounded.
 //
@@ -23,8 +23,8 @@
 // Times are milliseconds since the Unix epoch (UTC).
 #pragma once
 
-#include <cstdint>
 #include <climits>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>

@@ -45,12 +45,14 @@ void GapRecordJson(const GapRecord& g, json::Writer& w) {
 
 // What a gap's route did, as text: "replay requested at T (id)", "closed at T by arrival".
 std::string GapRecordText(const GapRecord& g) {
-  std::string text = "v" + std::to_string(g.expected_version) +
-                     (g.missing_to > g.expected_version ? "-v" + std::to_string(g.missing_to) : "") +
-                     " past its deadline " + FormatTime(g.deadline_at_ms) + ": ";
+  std::string text =
+      "v" + std::to_string(g.expected_version) +
+      (g.missing_to > g.expected_version ? "-v" + std::to_string(g.missing_to) : "") +
+      " past its deadline " + FormatTime(g.deadline_at_ms) + ": ";
   switch (g.route) {
     case GapRoute::kRequestReplay:
-      text += "replay requested at " + FormatTime(g.acted_at_ms) + " (" + P(g.request_event_id) + ")";
+      text +=
+          "replay requested at " + FormatTime(g.acted_at_ms) + " (" + P(g.request_event_id) + ")";
       break;
     case GapRoute::kManual:
       text += "opened for a person at " + FormatTime(g.acted_at_ms);
@@ -94,7 +96,8 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
     optional_int("subject_version", k.subject_version);
     optional_int("schema_version", k.schema_version);
     w.Field("status", QuarantineStatusName(k.status)).Key("attempts").Int(k.attempts);
-    w.Field("first_seen", FormatTime(k.first_seen_ms)).Field("last_seen", FormatTime(k.last_seen_ms));
+    w.Field("first_seen", FormatTime(k.first_seen_ms))
+        .Field("last_seen", FormatTime(k.last_seen_ms));
     w.Field("received_at", FormatTime(k.last_seen_ms)).Key("input_index").Int(k.input_index);
     w.Field("original_bytes", k.raw).Key("audit").BeginArray();
     for (const QuarantineAudit& a : q.audit) {
@@ -179,8 +182,8 @@ void PrintQuarantined(const QuarantinedInput& q, const char* label) {
   std::printf("%s #%lld %s %s:%s reason %s, %lld attempt(s), %s: %s\n", label,
               static_cast<long long>(k.id), std::string(OutcomeName(k.outcome)).c_str(),
               P(k.source).c_str(), P(k.event_id).c_str(), P(k.reason).c_str(),
-              static_cast<long long>(k.attempts), std::string(QuarantineStatusName(k.status)).c_str(),
-              P(k.message).c_str());
+              static_cast<long long>(k.attempts),
+              std::string(QuarantineStatusName(k.status)).c_str(), P(k.message).c_str());
   for (const QuarantineAudit& a : q.audit) {
     std::printf("      %s by %s at %s: %s%s%s; note: %s\n",
                 std::string(QuarantineActionName(a.action)).c_str(), P(a.by).c_str(),
@@ -467,8 +470,9 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
 
   auto check = std::make_shared<GapsCheckFlags>();
   CLI::App* sub = cmd->add_subcommand(
-      "check", "Act on every gap past its deadline, once: request a replay, open a record for a "
-               "person, or report, per its route.");
+      "check",
+      "Act on every gap past its deadline, once: request a replay, open a record for a "
+      "person, or report, per its route.");
   sub->add_option("--store", check->store, "sqlite:PATH")->required();
   sub->add_option("--partitions", check->partitions, "Outbox partitions (as `outbox append`)")
       ->check(IntegerFrom(1, 1 << 20));

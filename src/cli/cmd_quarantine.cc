@@ -46,8 +46,7 @@ struct DiscardFlags {
 
 std::string P(std::string_view text) { return Printable(text); }
 
-Result<std::unique_ptr<Snapshot>> ReadStore(const std::string& uri,
-                                            std::unique_ptr<Store>& store) {
+Result<std::unique_ptr<Snapshot>> ReadStore(const std::string& uri, std::unique_ptr<Store>& store) {
   EVIDENT_ASSIGN_OR_RETURN(store, OpenStore(uri, {.read_only = true}));
   return store->Read();
 }
@@ -57,9 +56,8 @@ void RecordText(const QuarantineRecord& r, std::string& out) {
          std::to_string(r.attempts) + " attempt(s)  " +
          (r.consumer.empty() ? std::string("(no consumer)") : P(r.consumer)) + "  " +
          std::string(OutcomeName(r.outcome)) + "/" + P(r.reason) + "  " + P(r.source) + ":" +
-         P(r.event_id) + "  " + (r.subject.empty() ? std::string("-") : P(r.subject)) +
-         "  first " + rfc3339::FormatMs(r.first_seen_ms) + "  last " +
-         rfc3339::FormatMs(r.last_seen_ms) + "\n";
+         P(r.event_id) + "  " + (r.subject.empty() ? std::string("-") : P(r.subject)) + "  first " +
+         rfc3339::FormatMs(r.first_seen_ms) + "  last " + rfc3339::FormatMs(r.last_seen_ms) + "\n";
 }
 
 int RunList(const ListFlags& flags) {
@@ -98,8 +96,8 @@ int RunShow(const ShowFlags& flags) {
   auto snapshot = ReadStore(flags.store, store);
   auto record = snapshot.ok() ? (*snapshot)->FindQuarantine(flags.id)
                               : Result<std::optional<QuarantineRecord>>(snapshot.status());
-  auto audit = record.ok() ? (*snapshot)->AuditOf(flags.id)
-                           : Result<Rows<QuarantineAudit>>(record.status());
+  auto audit =
+      record.ok() ? (*snapshot)->AuditOf(flags.id) : Result<Rows<QuarantineAudit>>(record.status());
   if (!audit.ok()) {
     std::cerr << "evident quarantine show: " << audit.status().ToString() << "\n";
     return kExitUsage;
@@ -163,8 +161,8 @@ int RunReplay(const ReplayFlags& flags) {
     if (!profile.ok()) config = profile.status();
     if (profile.ok()) config->profile = std::move(profile).value();
   }
-  auto pipeline = config.ok() ? Pipeline::Create(*config)
-                              : Result<std::unique_ptr<Pipeline>>(config.status());
+  auto pipeline =
+      config.ok() ? Pipeline::Create(*config) : Result<std::unique_ptr<Pipeline>>(config.status());
   auto store = pipeline.ok() ? OpenStore(flags.store, {.create = false})
                              : Result<std::unique_ptr<Store>>(pipeline.status());
   if (!store.ok()) {
@@ -174,7 +172,8 @@ int RunReplay(const ReplayFlags& flags) {
   std::FILE* outcomes = nullptr;
   if (flags.outcomes == "-") {
     outcomes = stdout;
-  } else if (!flags.outcomes.empty() && (outcomes = std::fopen(flags.outcomes.c_str(), "w")) == nullptr) {
+  } else if (!flags.outcomes.empty() &&
+             (outcomes = std::fopen(flags.outcomes.c_str(), "w")) == nullptr) {
     std::cerr << "evident quarantine replay: cannot write " << flags.outcomes << ": "
               << std::strerror(errno) << "\n";
     return kExitUsage;

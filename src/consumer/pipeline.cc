@@ -405,7 +405,7 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
                                           Verdict& verdict, const EventView& event, int64_t index,
                                           int64_t now_ms, std::vector<Decision>& decisions) {
   const ConsumerContract& contract = consumer.config->contract;
-  Delivery delivery{tx,        consumer,     contract,    event, now_ms,
+  Delivery delivery{tx,        consumer,   contract,     event,       now_ms,
                     decisions, Decision{}, std::nullopt, std::nullopt};
   Decision& d = delivery.d;
   d.index = index;

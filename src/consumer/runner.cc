@@ -435,8 +435,8 @@ class ConsumeLoop {
       if (error.ok() || !Transient(error)) return error;
     }
     for (size_t i = 0; i < inputs_used_; ++i) {
-      Status one = RetryBusy(policy, clock_, options_.cancel,
-                             [&] { return DecideInputs(i, i + 1); });
+      Status one =
+          RetryBusy(policy, clock_, options_.cancel, [&] { return DecideInputs(i, i + 1); });
       if (one.ok()) continue;
       if (!Transient(one)) return one;
       EVIDENT_RETURN_IF_ERROR(RetryBusy(policy, clock_, options_.cancel,

@@ -17,8 +17,8 @@ int64_t ConsumerEvidence::duplicate_count() const {
 }
 
 bool ConsumerEvidence::empty() const {
-  return !projection && ledger.empty() && deferred.empty() && journal.empty() && quarantined.empty() && gap_records.empty() &&
-         evidence.empty();
+  return !projection && ledger.empty() && deferred.empty() && journal.empty() &&
+         quarantined.empty() && gap_records.empty() && evidence.empty();
 }
 
 bool EvidencePacket::known() const {
@@ -116,9 +116,8 @@ Result<Gaps> ReadGaps(Snapshot& snapshot, int64_t rows_max) {
     }
     out.gaps.push_back(std::move(g));
   }
-  std::stable_sort(out.gaps.begin(), out.gaps.end(), [](const Gap& a, const Gap& b) {
-    return a.deadline_at_ms < b.deadline_at_ms;
-  });
+  std::stable_sort(out.gaps.begin(), out.gaps.end(),
+                   [](const Gap& a, const Gap& b) { return a.deadline_at_ms < b.deadline_at_ms; });
   return out;
 }
 

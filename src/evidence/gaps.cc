@@ -22,8 +22,9 @@ OutboxRow ReplayRequest(const GapRecord& g, const Gap& gap, int64_t now_ms,
                  std::to_string(g.expected_version) + "-" + std::to_string(g.missing_to);
   row.type = kReplayRequestedType;
   row.subject = g.subject;
-  row.partition = static_cast<int64_t>(Fnv1a(kFnv1aOffset, g.subject) %
-                                       static_cast<uint64_t>(std::max<int64_t>(partition_count, 1)));
+  row.partition =
+      static_cast<int64_t>(Fnv1a(kFnv1aOffset, g.subject) %
+                           static_cast<uint64_t>(std::max<int64_t>(partition_count, 1)));
   row.created_at_ms = now_ms;
   json::Writer w(row.bytes);
   w.BeginObject().Field("specversion", "1.0").Field("id", row.event_id);

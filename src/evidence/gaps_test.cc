@@ -67,7 +67,8 @@ class GapsTest : public ::testing::TestWithParam<std::string> {
   void Consume(const std::vector<std::string>& events, int64_t now_ms) {
     std::vector<Decision> decisions;
     auto tx = store_->Begin().value();
-    for (const std::string& e : events) ASSERT_TRUE(pipeline_->Process(*tx, e, 0, now_ms, decisions).ok());
+    for (const std::string& e : events)
+      ASSERT_TRUE(pipeline_->Process(*tx, e, 0, now_ms, decisions).ok());
     ASSERT_TRUE(tx->Commit().ok());
   }
 

@@ -95,8 +95,8 @@ class Replay {
       Rows<QuarantineRecord> page;
       {
         EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store_.Read());
-        EVIDENT_ASSIGN_OR_RETURN(
-            page, snapshot->ListQuarantine(filter, after, options_.batch_count_max));
+        EVIDENT_ASSIGN_OR_RETURN(page,
+                                 snapshot->ListQuarantine(filter, after, options_.batch_count_max));
       }
       if (page.rows.empty()) break;
       after = {page.rows.back().first_seen_ms, page.rows.back().id};
@@ -169,8 +169,8 @@ class Replay {
     const int64_t now_ms = clock_.NowMs();
     decisions_.clear();
     pipeline_.Prepare(*slot_, record->raw);
-    EVIDENT_RETURN_IF_ERROR(pipeline_.DecideFor(*tx_, *slot_, record->consumer,
-                                                record->input_index, now_ms, decisions_));
+    EVIDENT_RETURN_IF_ERROR(pipeline_.DecideFor(*tx_, *slot_, record->consumer, record->input_index,
+                                                now_ms, decisions_));
     const RecordVerdict verdict = Judge(*record, decisions_);
     if (verdict.settled) {
       EVIDENT_RETURN_IF_ERROR(tx_->SetQuarantineStatus(record->id, QuarantineStatus::kReplayed));
@@ -178,14 +178,15 @@ class Replay {
     // Refused again: the pipeline counted the attempt on this same record.
     EVIDENT_ASSIGN_OR_RETURN(record, tx_->FindQuarantine(listed.id));
     assert(record.has_value());
-    EVIDENT_RETURN_IF_ERROR(tx_->AuditQuarantine({.record_id = record->id,
-                                                  .action = QuarantineAction::kReplay,
-                                                  .by = options_.by,
-                                                  .note = options_.note,
-                                                  .outcome = std::string(OutcomeName(verdict.outcome)),
-                                                  .reason = verdict.settled ? "" : verdict.reason,
-                                                  .status_after = record->status,
-                                                  .at_ms = now_ms}));
+    EVIDENT_RETURN_IF_ERROR(
+        tx_->AuditQuarantine({.record_id = record->id,
+                              .action = QuarantineAction::kReplay,
+                              .by = options_.by,
+                              .note = options_.note,
+                              .outcome = std::string(OutcomeName(verdict.outcome)),
+                              .reason = verdict.settled ? "" : verdict.reason,
+                              .status_after = record->status,
+                              .at_ms = now_ms}));
     ++summary_.records;
     if (!verdict.settled) {
       ++summary_.refused;
@@ -211,8 +212,9 @@ class Replay {
         std::fflush(options_.outcomes) != 0) {
       return Status::IoError(std::string("cannot write the replay outcomes: ") +
                              std::strerror(errno) +
-                             (options_.dry_run ? "" : " (the batch is committed; `evident evidence` "
-                                                      "and `quarantine show` show it)"));
+                             (options_.dry_run ? ""
+                                               : " (the batch is committed; `evident evidence` "
+                                                 "and `quarantine show` show it)"));
     }
     return Status::Ok();
   }

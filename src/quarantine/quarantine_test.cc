@@ -5,7 +5,6 @@
 #include "evident/quarantine.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -52,8 +51,8 @@ class QuarantineTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     for (char& c : name) c = c == '/' ? '_' : c;
-    dir_ = fs::temp_directory_path() /
-           ("quarantine_test_" + std::to_string(::getpid()) + "_" + name);
+    dir_ =
+        fs::temp_directory_path() / ("quarantine_test_" + std::to_string(::getpid()) + "_" + name);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     Contracts("[1]");
@@ -255,10 +254,9 @@ TEST_P(QuarantineTest, DiscardClosesOpenRecordsAllOrNone) {
             Code::kNotFound);
   EXPECT_EQ(List({.status = QuarantineStatus::kOpen}).size(), 2u);  // none of them
   EXPECT_EQ(DiscardQuarantine(*store_, {records[0].id}, "ops", "producer bug", 10).value(), 1);
-  EXPECT_EQ(DiscardQuarantine(*store_, {records[1].id, records[0].id}, "ops", "n", 11)
-                .status()
-                .code(),
-            Code::kFailedPrecondition);
+  EXPECT_EQ(
+      DiscardQuarantine(*store_, {records[1].id, records[0].id}, "ops", "n", 11).status().code(),
+      Code::kFailedPrecondition);
   EXPECT_EQ(List({.status = QuarantineStatus::kDiscarded}).size(), 1u);
   const Rows<QuarantineAudit> audit = store_->Read().value()->AuditOf(records[0].id).value();
   ASSERT_EQ(audit.rows.size(), 1u);
@@ -287,11 +285,9 @@ TEST_P(QuarantineTest, AnAppliedEventRedeliveredAfterItsVersionLeftTheContractIs
 
 TEST_P(QuarantineTest, ReplayNeedsWhoAndWhy) {
   ReplayOptions options{.by = "", .note = "n"};
-  EXPECT_EQ(ReplayQuarantine(*pipeline_, *store_, options).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(ReplayQuarantine(*pipeline_, *store_, options).status().code(), Code::kInvalidArgument);
   options = {.by = "ops", .note = ""};
-  EXPECT_EQ(ReplayQuarantine(*pipeline_, *store_, options).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(ReplayQuarantine(*pipeline_, *store_, options).status().code(), Code::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, QuarantineTest, ::testing::Values("memory", "sqlite"),
@@ -300,7 +296,8 @@ INSTANTIATE_TEST_SUITE_P(Stores, QuarantineTest, ::testing::Values("memory", "sq
 // A batch that keeps failing transiently is decided again, then input by input; the input that
 // still cannot be decided is quarantined as retries-exhausted and the others apply.
 TEST(QuarantineRetries, AnInputThatCannotBeDecidedEndsAsRetriesExhausted) {
-  const fs::path dir = fs::temp_directory_path() / ("quarantine_retries_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("quarantine_retries_" + std::to_string(getpid()));
   fs::remove_all(dir);
   WriteContracts(dir, "[1]");
   auto config = LoadConfig((dir / "evident.yaml").string()).value();

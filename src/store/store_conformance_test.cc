@@ -559,7 +559,8 @@ TEST_P(StoreConformance, DeferredInsideOneTransaction) {
 
 TEST_P(StoreConformance, QuarantineRecordsKeepEveryFieldWithAnIdInOrder) {
   Write([&](Transaction& tx) {
-    for (int i = 0; i < 3; ++i) EXPECT_OK(tx.Quarantine(Kept("order-1", Numbered("m", i))).status());
+    for (int i = 0; i < 3; ++i)
+      EXPECT_OK(tx.Quarantine(Kept("order-1", Numbered("m", i))).status());
     QuarantineRecord rejected = Kept("order-2", "bad");
     rejected.consumer = "";  // rejected before any consumer was chosen
     rejected.outcome = Outcome::kRejected;
@@ -930,7 +931,8 @@ TEST_P(StoreConformance, ListsAreBoundedAndSayWhenTheyAreCut) {
   ExpectBounded<DeferredEvent>([&](int64_t m) { return s.DeferredOf("c", "order-1", m); }, kRows,
                                "DeferredOf");
   ExpectBounded<DeferredEvent>([&](int64_t m) { return s.AllDeferred(m); }, kRows, "AllDeferred");
-  ExpectBounded<QuarantineRecord>([&](int64_t m) { return s.QuarantineOf("order-1", m); }, kRows, "QuarantineOf");
+  ExpectBounded<QuarantineRecord>([&](int64_t m) { return s.QuarantineOf("order-1", m); }, kRows,
+                                  "QuarantineOf");
   ExpectBounded<JournalEntry>([&](int64_t m) { return s.JournalOf("c", "order-1", m); }, kRows,
                               "JournalOf");
   ExpectBounded<EvidenceRecord>([&](int64_t m) { return s.EvidenceOf("c", "order-1", m); }, kRows,

@@ -281,8 +281,7 @@ class FaultSnapshot final : public Snapshot {
     return inner_->FindQuarantine(id);
   }
   Result<Rows<QuarantineRecord>> ListQuarantine(const QuarantineFilter& filter,
-                                                QuarantineCursor after,
-                                                int64_t rows_max) override {
+                                                QuarantineCursor after, int64_t rows_max) override {
     EVIDENT_FAULT_ENTER(StoreCall::kListQuarantine);
     return inner_->ListQuarantine(filter, after, rows_max);
   }

@@ -138,15 +138,15 @@ State EmptyState() {
 // A transaction's writes, applied to the next State at Commit. Rows are whole: a changed ledger
 // row or projection is copied here from the base first, so applying never reads the base.
 struct Overlay {
-  Table<LedgerId, LedgerEntry> ledger;                       // inserted or changed
-  Table<ProjectionId, ProjectionRow> projections;            // put, or given evidence
-  Table<DeferredId, std::optional<DeferredEvent>> deferred;  // nullopt: deleted
-  Table<int64_t, QuarantineRecord> quarantine;  // opened or changed records
+  Table<LedgerId, LedgerEntry> ledger;                                 // inserted or changed
+  Table<ProjectionId, ProjectionRow> projections;                      // put, or given evidence
+  Table<DeferredId, std::optional<DeferredEvent>> deferred;            // nullopt: deleted
+  Table<int64_t, QuarantineRecord> quarantine;                         // opened or changed records
   std::multimap<QuarantineIdent, int64_t, KeyLess> quarantine_opened;  // identities of new ones
   int64_t quarantine_opened_count = 0;  // ids base.quarantine_id_last + 1 .. + this
   std::vector<QuarantineAudit> audit;   // seq assigned
-  Table<GapId, GapRecord> gaps;          // inserted or changed
-  std::vector<JournalEntry> journal;                         // seq assigned
+  Table<GapId, GapRecord> gaps;         // inserted or changed
+  std::vector<JournalEntry> journal;    // seq assigned
   Table<std::string, std::string> positions;
   Table<int64_t, std::optional<OutboxRow>> outbox;     // appended or changed; nullopt: deleted
   Table<OutboxId, std::optional<int64_t>> outbox_ids;  // nullopt: deleted
@@ -595,7 +595,8 @@ class MemoryTransaction final : public Transaction {
   std::optional<int64_t> SameInput(const QuarantineRecord& record) const {
     const QuarantineIdent ident = IdentOf(record);
     using Index = std::multimap<QuarantineIdent, int64_t, KeyLess>;
-    for (const Index* index : {&overlay_.quarantine_opened, &std::as_const(base_->quarantine->by_ident)}) {
+    for (const Index* index :
+         {&overlay_.quarantine_opened, &std::as_const(base_->quarantine->by_ident)}) {
       for (auto [it, end] = index->equal_range(ident); it != end; ++it) {
         const QuarantineRecord* there = QuarantineRow(it->second);
         if (there != nullptr && there->raw == record.raw) return it->second;
@@ -874,8 +875,7 @@ class MemorySnapshot final : public Snapshot {
     return std::optional<QuarantineRecord>(it->second);
   }
   Result<Rows<QuarantineRecord>> ListQuarantine(const QuarantineFilter& filter,
-                                                QuarantineCursor after,
-                                                int64_t rows_max) override;
+                                                QuarantineCursor after, int64_t rows_max) override;
   Result<Rows<GapRecord>> GapRecordsOf(std::string_view consumer, std::string_view subject,
                                        int64_t rows_max) override {
     RowsCut<GapRecord> cut(rows_max);

@@ -32,7 +32,9 @@ void CommitOne(Store& store, int i) {
                       .event_id = Numbered("e", i),
                       .subject = Numbered("order-", i % 7)};
   ASSERT_EQ(tx->InsertLedger(e).value(), Insert::kInserted);
-  ASSERT_TRUE(tx->Quarantine(QuarantineRecord{.source = "s", .event_id = e.event_id, .subject = e.subject}).ok());
+  ASSERT_TRUE(
+      tx->Quarantine(QuarantineRecord{.source = "s", .event_id = e.event_id, .subject = e.subject})
+          .ok());
   ASSERT_TRUE(tx->Commit().ok());
 }
 

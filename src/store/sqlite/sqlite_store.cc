@@ -83,10 +83,11 @@ CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE sent_at_ms IS NUL
 CREATE INDEX IF NOT EXISTS outbox_sent ON outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;
 )sql";
 
-// Layout 4 adds the gap records, and replaces the `kept` table (a row per refused delivery) with the quarantine: one record
-// per input, found again by its identity (consumer; source and id when both were read, else
-// empty; a 64-bit FNV-1a hash of the bytes, the bytes themselves compared on a match) so that a
-// re-delivery counts an attempt; and the audit of what operators did to each record.
+// Layout 4 adds the gap records, and replaces the `kept` table (a row per refused delivery) with
+// the quarantine: one record per input, found again by its identity (consumer; source and id when
+// both were read, else empty; a 64-bit FNV-1a hash of the bytes, the bytes themselves compared on a
+// match) so that a re-delivery counts an attempt; and the audit of what operators did to each
+// record.
 constexpr const char* kQuarantineSchema = R"sql(
 CREATE TABLE IF NOT EXISTS quarantine(
   id INTEGER PRIMARY KEY, consumer TEXT NOT NULL, ident_source TEXT NOT NULL,
@@ -144,8 +145,7 @@ DROP TABLE kept;
 
 // Every table and index of the current layout (each IF NOT EXISTS).
 const std::string& Schema() {
-  static const std::string kSchema =
-      std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema;
+  static const std::string kSchema = std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema;
   return kSchema;
 }
 
@@ -786,12 +786,12 @@ class SqliteEngine {
       // Tables and indexes an older layout lacks (the outbox, the quarantine), the kept rows
       // moved into the quarantine; then the version.
       EVIDENT_RETURN_IF_ERROR(Exec(Schema()));
-      const int rc = sqlite3_create_function_v2(db_, "evident_fnv1a", 1,
-                                                SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
-                                                &Fnv1aSql, nullptr, nullptr, nullptr);
+      const int rc =
+          sqlite3_create_function_v2(db_, "evident_fnv1a", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                     nullptr, &Fnv1aSql, nullptr, nullptr, nullptr);
       if (rc != SQLITE_OK) return Status::IoError("cannot register evident_fnv1a");
-      EVIDENT_RETURN_IF_ERROR(Exec(std::string(kMigrateKept) +
-                                   "INSERT INTO evident_schema(version) VALUES(4);"));
+      EVIDENT_RETURN_IF_ERROR(
+          Exec(std::string(kMigrateKept) + "INSERT INTO evident_schema(version) VALUES(4);"));
     }
     return Status::Ok();
   }
@@ -1235,7 +1235,9 @@ class SqliteEngine {
         Rows<QuarantineRecord> same,
         QueryBound<QuarantineRecord>(
             kFind,
-            [&](Statement& s) { s.Bind(r.consumer).Bind(ident_source).Bind(ident_id).Bind(raw_hash); },
+            [&](Statement& s) {
+              s.Bind(r.consumer).Bind(ident_source).Bind(ident_id).Bind(raw_hash);
+            },
             kAll, ReadQuarantine));
     for (QuarantineRecord& there : same.rows) {
       if (there.raw != r.raw) continue;  // a hash collision: another input
@@ -1358,9 +1360,9 @@ class SqliteEngine {
     EVIDENT_RETURN_IF_ERROR(NeedLayout(4, "the quarantine"));
     static const std::string kSql =
         std::string("SELECT ") + kQuarantineColumns + " FROM quarantine WHERE id=?1";
-    EVIDENT_ASSIGN_OR_RETURN(
-        Rows<QuarantineRecord> rows,
-        QueryBound<QuarantineRecord>(kSql, [&](Statement& s) { s.Bind(id); }, 1, ReadQuarantine));
+    EVIDENT_ASSIGN_OR_RETURN(Rows<QuarantineRecord> rows,
+                             QueryBound<QuarantineRecord>(
+                                 kSql, [&](Statement& s) { s.Bind(id); }, 1, ReadQuarantine));
     if (rows.rows.empty()) return std::optional<QuarantineRecord>();
     return std::optional<QuarantineRecord>(std::move(rows.rows.front()));
   }
@@ -1397,13 +1399,12 @@ class SqliteEngine {
                                                 int64_t rows_max) {
     EVIDENT_RETURN_IF_ERROR(NeedLayout(4, "the quarantine"));
     // Fixed text: an unset filter binds NULL and matches every row; ids go in as a JSON array.
-    static const std::string kSql =
-        std::string("SELECT ") + kQuarantineColumns +
-        " FROM quarantine WHERE (first_seen_ms, id) > (?1, ?2)"
-        " AND (?3 IS NULL OR consumer=?3) AND (?4 IS NULL OR reason=?4)"
-        " AND (?5 IS NULL OR status=?5)"
-        " AND (?6 IS NULL OR id IN (SELECT value FROM json_each(?6)))"
-        " ORDER BY first_seen_ms, id LIMIT ?7";
+    static const std::string kSql = std::string("SELECT ") + kQuarantineColumns +
+                                    " FROM quarantine WHERE (first_seen_ms, id) > (?1, ?2)"
+                                    " AND (?3 IS NULL OR consumer=?3) AND (?4 IS NULL OR reason=?4)"
+                                    " AND (?5 IS NULL OR status=?5)"
+                                    " AND (?6 IS NULL OR id IN (SELECT value FROM json_each(?6)))"
+                                    " ORDER BY first_seen_ms, id LIMIT ?7";
     std::string ids;
     if (!f.ids.empty()) {
       ids = "[";
@@ -1447,8 +1448,9 @@ class SqliteEngine {
   // A read-only open of an older layout lacks the tables `what` needs.
   Status NeedLayout(int64_t layout, std::string_view what) const {
     if (layout_ >= layout) return Status::Ok();
-    return Status::FailedPrecondition("the store has layout " + std::to_string(layout_) + ", without " +
-                                      std::string(what) + "; open it for writing once to migrate it");
+    return Status::FailedPrecondition("the store has layout " + std::to_string(layout_) +
+                                      ", without " + std::string(what) +
+                                      "; open it for writing once to migrate it");
   }
 
   Status Journal(const JournalEntry& j) {
@@ -1971,8 +1973,7 @@ class SqliteSnapshot final : public Snapshot {
     return engine_.FindQuarantine(id);
   }
   Result<Rows<QuarantineRecord>> ListQuarantine(const QuarantineFilter& filter,
-                                                QuarantineCursor after,
-                                                int64_t rows_max) override {
+                                                QuarantineCursor after, int64_t rows_max) override {
     return engine_.ListQuarantine(filter, after, rows_max);
   }
   Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id, int64_t rows_max) override {

@@ -130,8 +130,13 @@ TEST_F(SqliteStore, ALayout3StoreMigratesKeptRowsIntoTheQuarantine) {
   // The merged records take further deliveries as attempts.
   snapshot.reset();
   auto tx = (*opened)->Begin().value();
-  QuarantineRecord again{.consumer = "c", .outcome = Outcome::kStale, .reason = "stale-version",
-                         .source = "s", .event_id = "e1", .raw = "A", .last_seen_ms = 60};
+  QuarantineRecord again{.consumer = "c",
+                         .outcome = Outcome::kStale,
+                         .reason = "stale-version",
+                         .source = "s",
+                         .event_id = "e1",
+                         .raw = "A",
+                         .last_seen_ms = 60};
   EXPECT_EQ(tx->Quarantine(again).value().id, all[0].id);
   ASSERT_TRUE(tx->Commit().ok());
 }
