@@ -36,6 +36,12 @@ struct Ordering {
   // Where the owner's version is: empty means the `subjectversion` attribute; else a canonical
   // JSON Pointer such as "/data/orderVersion".
   std::string version_at;
+  // How a subject's first version is taken when the consumer has no projection of it (and no
+  // baseline was imported for it, `evident baseline import`): version 1 (`start: 1`, the
+  // default: anything later waits for it), or the first version seen (`start: first-seen`: a
+  // consumer that joins a stream late takes the version it first sees as its baseline, recorded
+  // as evidence `baseline`; an earlier version arriving after it is stale).
+  enum class Start : uint8_t { kOne, kFirstSeen } start = Start::kOne;
 };
 
 struct GapPolicy {

@@ -70,5 +70,7 @@ void AddOutboxCommands(CLI::App& app, Runner& run);
 void AddRelayCommand(CLI::App& app, Runner& run);
 // `quarantine list|show|replay|discard` (cmd_quarantine.cc).
 void AddQuarantineCommands(CLI::App& app, Runner& run);
+// `baseline import` (cmd_baseline.cc).
+void AddBaselineCommands(CLI::App& app, Runner& run);
 
 }  // namespace evident::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   AddOutboxCommands(app, run);
   AddRelayCommand(app, run);
   AddQuarantineCommands(app, run);
+  AddBaselineCommands(app, run);
 
   try {
     app.parse(argc, argv);

@@ -202,6 +202,7 @@ struct Pipeline::Impl {
   Status Duplicate(Delivery& delivery, std::optional<LedgerEntry> seen);
   Result<bool> InsertReceipt(Delivery& delivery);
   Status Ordered(Delivery& delivery);
+  Status FirstSeenBaseline(Delivery& delivery, Projection& projection);
   Status Defer(Delivery& delivery, Projection& projection, std::optional<int64_t> stored_version,
                bool owner_advanced);
   Status ApplyNext(Delivery& delivery, Projection& projection,
@@ -538,6 +539,9 @@ Status Pipeline::Impl::Ordered(Delivery& delivery) {
                            delivery.tx.ReadProjection(contract.id, d.subject, projection));
   const std::optional<int64_t> stored_version =
       found ? std::optional<int64_t>(projection.version) : std::nullopt;
+  if (!found && contract.ordering.start == Ordering::Start::kFirstSeen) {
+    EVIDENT_RETURN_IF_ERROR(FirstSeenBaseline(delivery, projection));
+  }
   const bool owner_advanced = version > projection.owner_version_seen;
   d.projection_version = projection.version;
   if (version <= projection.version) {
@@ -560,6 +564,25 @@ Status Pipeline::Impl::Ordered(Delivery& delivery) {
     return Defer(delivery, projection, stored_version, owner_advanced);
   }
   return ApplyNext(delivery, projection, stored_version);
+}
+
+// `start: first-seen`: a subject this consumer has never seen starts just below the version it
+// first sees, so that version applies; the baseline is recorded as evidence `baseline` (its
+// subject_version is the baseline version), which commits with the projection ApplyNext puts.
+Status Pipeline::Impl::FirstSeenBaseline(Delivery& delivery, Projection& projection) {
+  const int64_t version = *delivery.subject_version;
+  projection.version = version - 1;
+  projection.owner_version_seen = version - 1;
+  if (version == 1) return Status::Ok();  // the same as start: 1
+  EvidenceRecord& record = evidence_scratch;
+  record.consumer.assign(delivery.contract.id);
+  record.subject.assign(projection.subject);
+  record.name.assign("baseline");
+  record.source.assign(delivery.event.source);
+  record.event_id.assign(delivery.event.id);
+  record.subject_version = version - 1;
+  record.recorded_at_ms = delivery.now_ms;
+  return delivery.tx.PutEvidence(record);
 }
 
 // A version past the next one waits for the gap to close: a deferred ledger row, the event's

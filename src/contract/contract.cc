@@ -155,7 +155,7 @@ std::vector<AcceptedType> ParseAcceptsList(std::string_view origin, const YAML::
 Ordering ParseOrdering(std::string_view origin, const YAML::Node& ordering) {
   Ordering out;
   if (ordering.IsScalar() && ordering.as<std::string>() == "none") return out;  // unordered
-  CheckKeys(origin, ordering, {"by", "subject_at", "version_at"}, "'ordering'");
+  CheckKeys(origin, ordering, {"by", "subject_at", "version_at", "start"}, "'ordering'");
   if (!ordering["by"] || ordering["by"].as<std::string>() != "subject") {
     Fail(origin, ordering, "'ordering.by' must be 'subject' (or write ordering: none)");
   }
@@ -165,6 +165,14 @@ Ordering ParseOrdering(std::string_view origin, const YAML::Node& ordering) {
   }
   if (ordering["version_at"]) {
     out.version_at = Pointer(origin, ordering["version_at"], "version_at");
+  }
+  if (const YAML::Node start = ordering["start"]) {
+    const std::string text = start.IsScalar() ? start.as<std::string>() : std::string();
+    if (text == "first-seen") {
+      out.start = Ordering::Start::kFirstSeen;
+    } else if (text != "1") {
+      Fail(origin, start, "'ordering.start' must be 1 or first-seen");
+    }
   }
   return out;
 }
