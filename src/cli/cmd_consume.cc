@@ -63,6 +63,14 @@ void PrintSummary(std::FILE* out, const ConsumeSummary& summary) {
     }
     std::fputc('\n', out);
   }
+  const GapCheck& g = summary.gap_actions;
+  if (g.requested + g.manual + g.reported + g.closed > 0) {
+    std::fprintf(out,
+                 "\ngaps past their deadline: %lld replay request(s) to the outbox, %lld opened "
+                 "for a person, %lld reported; %lld closed since\n",
+                 static_cast<long long>(g.requested), static_cast<long long>(g.manual),
+                 static_cast<long long>(g.reported), static_cast<long long>(g.closed));
+  }
 }
 
 // True when `a` and `b` name one file: the same inode when both exist, else the same absolute
