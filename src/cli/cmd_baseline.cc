@@ -30,7 +30,8 @@ int Import(const ImportFlags& flags, std::istream& in, Store& store) {
     std::cerr << "evident baseline import: " << tx.status().ToString() << "\n";
     return kExitUsage;
   }
-  const std::string origin = flags.input == "-" ? "stdin" : std::filesystem::path(flags.input).filename().string();
+  const std::string origin =
+      flags.input == "-" ? "stdin" : std::filesystem::path(flags.input).filename().string();
   const int64_t now_ms = SystemClock().NowMs();
   int64_t counts[3] = {0, 0, 0};
   std::string line;
@@ -45,8 +46,8 @@ int Import(const ImportFlags& flags, std::istream& in, Store& store) {
     auto outcome = entry.ok() ? ImportBaseline(**tx, flags.consumer, *entry, origin, now_ms)
                               : Result<BaselineOutcome>(entry.status());
     if (!outcome.ok()) {
-      std::cerr << "evident baseline import: line " << number << ": "
-                << outcome.status().message() << "; nothing was imported\n";
+      std::cerr << "evident baseline import: line " << number << ": " << outcome.status().message()
+                << "; nothing was imported\n";
       return outcome.status().code() == Code::kInvalidArgument ? kExitNegative : kExitUsage;
     }
     if (*outcome == BaselineOutcome::kConflict) {
@@ -107,8 +108,9 @@ void AddBaselineCommands(CLI::App& app, Runner& run) {
   cmd->require_subcommand(1);
   auto flags = std::make_shared<ImportFlags>();
   CLI::App* sub = cmd->add_subcommand(
-      "import", "Import a snapshot (NDJSON: subject, version, state, fields) as a consumer's "
-                "projections: all of it, or none when a line is bad or conflicts.");
+      "import",
+      "Import a snapshot (NDJSON: subject, version, state, fields) as a consumer's "
+      "projections: all of it, or none when a line is bad or conflicts.");
   sub->add_option("input", flags->input, "Snapshot file, or - for standard input")->required();
   sub->add_option("--config", flags->config, "evident.yaml")->required();
   sub->add_option("--store", flags->store, "sqlite:PATH")->required();

@@ -42,7 +42,8 @@ Result<BaselineOutcome> ImportBaseline(Transaction& tx, std::string_view consume
                                        const BaselineEntry& entry, std::string_view origin,
                                        int64_t now_ms) {
   Projection projection;
-  EVIDENT_ASSIGN_OR_RETURN(const bool found, tx.ReadProjection(consumer, entry.subject, projection));
+  EVIDENT_ASSIGN_OR_RETURN(const bool found,
+                           tx.ReadProjection(consumer, entry.subject, projection));
   if (found) {
     return projection.version == entry.version ? BaselineOutcome::kAlreadyThere
                                                : BaselineOutcome::kConflict;
