@@ -1,0 +1,174 @@
+// `evident gaps check|resolve` and `evident baseline import` end to end, on a copy of the orders
+// example whose fulfillment gaps are due after one second.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "run_process.h"
+
+namespace evident::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Paid(const std::string& order, int version) {
+  return R"({"specversion":"1.0","id":"paid-)" + order + "-" + std::to_string(version) +
+         R"(","source":"https://example.test/order-service","type":"com.example.training.order.paid","schemaversion":1,)"
+         R"("subject":")" +
+         order + R"(","data":{"orderId":")" + order + R"(","orderVersion":)" +
+         std::to_string(version) + "}}";
+}
+
+class GapsCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("evident-gaps-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::copy(SourcePath("examples/orders"), dir_, fs::copy_options::recursive);
+    store_ = "sqlite:" + (dir_ / "s.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // The fulfillment contract with `route` and a deadline of one second.
+  void Route(const std::string& route) {
+    const fs::path path = dir_ / "contracts/consumers/fulfillment.yaml";
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text = std::regex_replace(text, std::regex("deadline_seconds: 300"), "deadline_seconds: 1");
+    text = std::regex_replace(text, std::regex("route: request-replay"), "route: " + route);
+    std::ofstream(path) << text;
+  }
+  ProcessResult Consume(const std::string& input) {
+    return RunEvident({"consume", "--config", (dir_ / "evident.yaml").string(), "--store", store_,
+                       "--input", "-"},
+                      input);
+  }
+  // Consumes v1 and v4 of order-9 (v2, v3 missing) and waits for the deadline to pass.
+  void OpenAGap() {
+    ASSERT_EQ(Consume(Paid("order-9", 1) + "\n" + Paid("order-9", 4) + "\n").exit_code, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // a real deadline passes
+  }
+
+  fs::path dir_;
+  std::string store_;
+};
+
+TEST_F(GapsCliTest, ACheckRequestsOneReplayHoweverOftenItRuns) {
+  Route("request-replay");
+  OpenAGap();
+  ProcessResult r = RunEvident({"gaps", "check", "--store", store_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "replay requested 1, opened for a person 0, reported 0, closed 0\n");
+  for (int i = 0; i < 3; ++i) {
+    r = RunEvident({"gaps", "check", "--store", store_});
+    EXPECT_EQ(r.out, "replay requested 0, opened for a person 0, reported 0, closed 0\n");
+  }
+  // A consume run (a restart) checks too, and asks nothing more.
+  ASSERT_EQ(Consume("").exit_code, 0);
+  r = RunEvident({"outbox", "list", "--store", store_, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> rows = Lines(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  EXPECT_NE(rows[0].find("evident.replay.requested"), std::string::npos) << rows[0];
+  r = RunEvident({"gaps", "--store", store_, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  simdjson::dom::parser parser;
+  const simdjson::dom::element gaps = parser.parse(r.out).value();
+  ASSERT_EQ(gaps.get_array().size(), 1u);
+  EXPECT_EQ(std::string_view(gaps.at(0)["record"]["state"]), "requested");
+  EXPECT_EQ(int64_t(gaps.at(0)["record"]["missing_from"]), 2);
+  EXPECT_EQ(int64_t(gaps.at(0)["record"]["missing_to"]), 3);
+  // The missing versions arrive: the record closes, and the evidence tells the story.
+  ASSERT_EQ(Consume(Paid("order-9", 2) + "\n" + Paid("order-9", 3) + "\n").exit_code, 0);
+  r = RunEvident({"evidence", "order-9", "--store", store_, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const simdjson::dom::element packet = parser.parse(r.out).value();
+  const simdjson::dom::element record = packet["consumers"].at(0)["gaps"].at(0);
+  EXPECT_EQ(std::string_view(record["state"]), "closed");
+  EXPECT_EQ(std::string_view(record["closed_by"]), "arrival");
+}
+
+TEST_F(GapsCliTest, AManualGapIsListedUntilAPersonResolvesIt) {
+  Route("manual");
+  OpenAGap();
+  ProcessResult r = RunEvident({"gaps", "check", "--store", store_});
+  EXPECT_EQ(r.out, "replay requested 0, opened for a person 1, reported 0, closed 0\n");
+  r = RunEvident({"gaps", "--store", store_});
+  EXPECT_NE(r.out.find("opened for a person"), std::string::npos) << r.out;
+  r = RunEvident({"gaps", "resolve", "--store", store_, "--consumer", "fulfillment", "--subject",
+                  "order-9", "--by", "ops"});
+  EXPECT_EQ(r.exit_code, 2) << "--note is required";
+  r = RunEvident({"gaps", "resolve", "--store", store_, "--consumer", "fulfillment", "--subject",
+                  "order-9", "--by", "ops", "--note", "owner re-sent v2 and v3 by hand"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunEvident({"gaps", "resolve", "--store", store_, "--consumer", "fulfillment", "--subject",
+                  "order-9", "--by", "ops", "--note", "again"});
+  EXPECT_EQ(r.exit_code, 1);
+  r = RunEvident({"evidence", "order-9", "--store", store_});
+  EXPECT_NE(r.out.find("by ops (owner re-sent v2 and v3 by hand)"), std::string::npos) << r.out;
+  EXPECT_TRUE(RunEvident({"outbox", "list", "--store", store_}).out.find("replay") ==
+              std::string::npos);
+}
+
+TEST_F(GapsCliTest, GapsWithoutAStoreIsAUsageError) {
+  EXPECT_EQ(RunEvident({"gaps"}).exit_code, 2);
+  EXPECT_EQ(
+      RunEvident({"gaps", "check", "--store", "sqlite:" + (dir_ / "none.db").string()}).exit_code,
+      2);
+  EXPECT_FALSE(fs::exists(dir_ / "none.db"));
+}
+
+TEST_F(GapsCliTest, ABaselineImportIsAllOrNothing) {
+  const std::string config = (dir_ / "evident.yaml").string();
+  const fs::path snapshot = dir_ / "snapshot.ndjson";
+  std::ofstream(snapshot)
+      << R"({"subject":"order-7","version":7,"state":"awaiting-reservation","fields":{"orderId":"order-7"}})"
+      << "\n"
+      << R"({"subject":"order-8","version":3})"
+      << "\n";
+  const std::vector<std::string> import = {"baseline",   "import",      "--config",
+                                           config,       "--store",     store_,
+                                           "--consumer", "fulfillment", snapshot.string()};
+  ProcessResult r = RunEvident(import);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "imported 2 baseline(s) for fulfillment, 0 already there\n");
+  r = RunEvident(import);
+  EXPECT_EQ(r.out, "imported 0 baseline(s) for fulfillment, 2 already there\n");
+  // Version 8 of order-7 applies at once; 7 was the snapshot's.
+  ASSERT_EQ(Consume(Paid("order-7", 8) + "\n").exit_code, 0);
+  r = RunEvident({"evidence", "order-7", "--store", store_, "--format", "json"});
+  simdjson::dom::parser parser;
+  const simdjson::dom::element c = parser.parse(r.out).value()["consumers"].at(0);
+  EXPECT_EQ(int64_t(c["projection_version"]), 8);
+  EXPECT_EQ(std::string_view(c["evidence"].at(0)["name"]), "baseline");
+  // A bad line, or a conflict, imports nothing of the file.
+  std::ofstream(snapshot) << R"({"subject":"order-20","version":1})"
+                          << "\n"
+                          << R"({"subject":"order-21"})"
+                          << "\n";
+  r = RunEvident(import);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("line 2: 'version'"), std::string::npos) << r.err;
+  std::ofstream(snapshot) << R"({"subject":"order-20","version":1})"
+                          << "\n"
+                          << R"({"subject":"order-7","version":7})"
+                          << "\n";
+  r = RunEvident(import);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("line 2"), std::string::npos) << r.err;
+  EXPECT_EQ(RunEvident({"evidence", "order-20", "--store", store_}).exit_code, 1);  // unknown
+  r = RunEvident({"baseline", "import", "--config", config, "--store", store_, "--consumer",
+                  "orders-projection", snapshot.string()});
+  EXPECT_EQ(r.exit_code, 2) << "an unordered consumer has no versions to start from";
+}
+
+}  // namespace
+}  // namespace evident::testing
