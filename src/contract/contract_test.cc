@@ -59,6 +59,15 @@ TEST(Contract, ParsesOrderingAndGap) {
   EXPECT_EQ(c->gap.route, GapRoute::kRequestReplay);
   EXPECT_EQ(GapRouteName(c->gap.route), "request-replay");
   EXPECT_NE(c->Find("com.example.training.order.cancelled"), nullptr);
+  EXPECT_EQ(c->ordering.start, Ordering::Start::kOne);  // the default
+  for (const char* start : {"1", "first-seen"}) {
+    auto late = ConsumerContractFromYaml(
+        std::string("id: a\naccepts: [{type: t, versions: 1}]\nordering: {by: subject, start: ") +
+        start + "}");
+    ASSERT_TRUE(late.ok()) << late.status().ToString();
+    EXPECT_EQ(late->ordering.start,
+              std::string(start) == "1" ? Ordering::Start::kOne : Ordering::Start::kFirstSeen);
+  }
 }
 
 TEST(Contract, RejectsMalformedContractsWithWhereAndWhy) {
@@ -77,6 +86,10 @@ TEST(Contract, RejectsMalformedContractsWithWhereAndWhy) {
            Case{"id: a\naccepts: [{type: t, versions: 1}, {type: t, versions: 2}]", "listed twice"},
            Case{"id: a\naccepts: [{type: t, versions: 1}]\nordering: {by: time}", "ordering.by"},
            Case{"id: a\naccepts: [{type: t, versions: 1}]\ngap: {route: retry}", "gap.route"},
+           Case{"id: a\naccepts: [{type: t, versions: 1}]\nordering: {by: subject, start: 2}",
+                "'ordering.start' must be 1 or first-seen"},
+           Case{"id: a\naccepts: [{type: t, versions: 1}]\nordering: {by: subject, start: []}",
+                "'ordering.start' must be 1 or first-seen"},
            Case{"id: a\naccepts: [{type: t, versions: 1}]\ncolour: red", "unknown key 'colour'"},
            Case{"id: 'a:b'\naccepts: [{type: t, versions: 1}]", "without ':'"},
            Case{"id: a\naccepts: [{type: t, versions: 1}", "yaml"},
