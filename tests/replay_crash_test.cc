@@ -1,0 +1,398 @@
+// kill -9 during `evident quarantine replay`: a store holds about 3,000 events of an ordered
+// consumer quarantined as contract-update-required (consumed while the contract accepted schema
+// version 1 only, the events carrying version 2); with the contract changed to accept [1, 2], a
+// child `evident quarantine replay --all` is SIGKILLed at each fault point a replay passes
+// (src/core/fault_point.h: around SQLite's COMMIT of a batch and around a WAL checkpoint), then at
+// random times, and started again each time until a run exits 0. After every run the files the
+// kill left must hold whole batches only (each replayed record with exactly one audit entry and
+// one ledger row, no open record with either) and every outcome line written must be durable;
+// at the end the store must equal the store of one uninterrupted replay of an identical starting
+// store, read back through the Store API (wall-clock columns aside), with each event applied once.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string_view>
+
+#include "evident/store_sqlite.h"
+#include "paid_contracts.h"
+#include "run_process.h"
+#include "store_dump.h"
+
+namespace evident::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The input: kSubjects subjects with versions 1..kVersions each, interleaved, and in every
+// kSwapEvery-th subject each tenth pair of versions swapped (the later one is deferred by the
+// replay, then drained); and a subject whose version 1 never comes, so that its versions 2..
+// kGapVersions stay deferred. Every event carries schema version 2.
+constexpr int kSubjects = 12;
+constexpr int kVersions = 250;
+constexpr int kSwapEvery = 3;
+constexpr int kGapVersions = 11;
+constexpr const char* kGapSubject = "order-gap";
+constexpr int64_t kRecords = int64_t{kSubjects} * kVersions + (kGapVersions - 1);
+// Records per replay transaction.
+constexpr int kBatchCountMax = 50;
+// The random kills: at most this many, each at most this long after the start.
+constexpr int kRandomKillsMax = 60;
+
+// The replay's fault points and the hits each is killed at. A batch meets the commit points
+// once each; the WAL points once the WAL holds checkpoint_wal_pages (1,000): the padding of each
+// event (kPadding) makes a batch of 50 records write enough pages that a run meets them within
+// its first few hundred records (measured: see WalPagesOf below).
+struct FaultCase {
+  const char* point;
+  int hit;
+};
+constexpr FaultCase kFaultCases[] = {
+    {"before-commit", 1},         {"after-commit", 1},         {"before-commit", 3},
+    {"after-commit", 3},          {"before-wal-checkpoint", 1}, {"after-wal-checkpoint", 1},
+    {"before-wal-checkpoint", 2}, {"after-wal-checkpoint", 2}};
+
+std::string Subject(int s) { return "order-" + std::to_string(s); }
+bool Swapped(int s, int v) { return s % kSwapEvery == 0 && v % 10 == 1 && v < kVersions; }
+
+// A note in each event's data: bigger quarantine rows, so that a batch's status updates touch
+// more pages and the WAL points come sooner.
+std::string Padding() { return R"(,"note":")" + std::string(400, 'x') + "\""; }
+
+std::vector<std::string> MakeEvents() {
+  std::vector<std::string> lines;
+  const std::string padding = Padding();
+  for (int v = 1; v <= kVersions; ++v) {
+    for (int s = 0; s < kSubjects; ++s) {
+      // A swapped pair: version v+1 takes v's place in the input, v takes v+1's.
+      int version = v;
+      if (Swapped(s, v)) version = v + 1;
+      if (v > 1 && Swapped(s, v - 1)) version = v - 1;
+      lines.push_back(Paid(Subject(s) + "-v" + std::to_string(version), version, 2, Subject(s),
+                           padding));
+    }
+    if (v < kGapVersions) {
+      lines.push_back(Paid(std::string(kGapSubject) + "-v" + std::to_string(v + 1), v + 1, 2,
+                           kGapSubject, padding));
+    }
+  }
+  return lines;
+}
+
+// Opens the store file read-only without checkpointing its WAL on close: the Store API would
+// copy the WAL into the database and remove it, so the next run would not meet the WAL the
+// kill left behind.
+class RawStore {
+ public:
+  explicit RawStore(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      ADD_FAILURE() << "cannot open " << path << ": " << sqlite3_errmsg(db_);
+    }
+    sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  }
+  ~RawStore() { sqlite3_close(db_); }
+  RawStore(const RawStore&) = delete;
+  RawStore& operator=(const RawStore&) = delete;
+
+  // The integers of the first column of `sql`'s rows.
+  std::vector<int64_t> Ints(const std::string& sql) {
+    std::vector<int64_t> out;
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db_);
+      return out;
+    }
+    int rc = SQLITE_ROW;
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) out.push_back(sqlite3_column_int64(stmt, 0));
+    EXPECT_EQ(rc, SQLITE_DONE) << sql << ": " << sqlite3_errmsg(db_);
+    sqlite3_finalize(stmt);
+    return out;
+  }
+  int64_t Int(const std::string& sql) {
+    const std::vector<int64_t> rows = Ints(sql);
+    return rows.size() == 1 ? rows[0] : -1;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// What the files of the store show after a run: the records replayed so far. Fails the test
+// when they hold part of a batch: a replayed record without exactly one audit entry, an open
+// record with one, or ledger rows that are not one per replayed record (each record of this
+// input puts exactly one: applied, or deferred for the swapped and gap versions).
+std::set<int64_t> CheckWholeBatches(const std::string& path, const std::string& run) {
+  RawStore db(path);
+  const std::vector<int64_t> replayed =
+      db.Ints("SELECT id FROM quarantine WHERE status = 'replayed' ORDER BY id");
+  EXPECT_EQ(db.Int("SELECT count(*) FROM quarantine WHERE status NOT IN ('open', 'replayed')"), 0)
+      << run;
+  EXPECT_EQ(db.Int("SELECT count(*) FROM quarantine q WHERE status = 'replayed' AND "
+                   "(SELECT count(*) FROM quarantine_audit a WHERE a.record_id = q.id) != 1"),
+            0)
+      << run << ": a replayed record without exactly one audit entry";
+  EXPECT_EQ(db.Int("SELECT count(*) FROM quarantine q JOIN quarantine_audit a "
+                   "ON a.record_id = q.id WHERE q.status = 'open'"),
+            0)
+      << run << ": an open record has an audit entry (a batch's audit without its decisions)";
+  EXPECT_EQ(db.Int("SELECT count(*) FROM ledger"), static_cast<int64_t>(replayed.size()))
+      << run << ": the ledger is not one row per replayed record";
+  // Records replay in first-seen order: the replayed ones are a prefix of the ids.
+  if (!replayed.empty()) {
+    EXPECT_EQ(db.Int("SELECT count(*) FROM quarantine WHERE status = 'open' AND id < " +
+                     std::to_string(replayed.back())),
+              0)
+        << run << ": an open record before a replayed one";
+  }
+  return {replayed.begin(), replayed.end()};
+}
+
+// The quarantine ids of the whole outcome lines of a run (a killed run's last line may be torn:
+// SIGKILL can cut a write short), each checked to say applied or deferred and replayed.
+std::vector<int64_t> ReportedIds(const fs::path& path, bool may_tear) {
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  if (!may_tear && !text.empty()) {
+    EXPECT_EQ(text.back(), '\n') << path << ": a run that was not killed left a torn last line";
+  }
+  simdjson::dom::parser parser;
+  std::vector<int64_t> ids;
+  const std::vector<std::string> lines = Lines(text);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    simdjson::dom::element e;
+    const simdjson::error_code parsed = parser.parse(lines[i]).get(e);
+    if (parsed != simdjson::SUCCESS && may_tear && i + 1 == lines.size() && text.back() != '\n') {
+      break;
+    }
+    EXPECT_EQ(parsed, simdjson::SUCCESS) << path << ": " << lines[i];
+    if (parsed != simdjson::SUCCESS) continue;
+    const std::string_view outcome = e["outcome"].get_string().value();
+    EXPECT_TRUE(outcome == "applied" || outcome == "deferred") << lines[i];
+    EXPECT_EQ(e["status"].get_string().value(), "replayed") << lines[i];
+    ids.push_back(e["quarantine_id"].get_int64().value());
+  }
+  return ids;
+}
+
+// The replays over one store: each run writes its own outcomes file, checked as it ends.
+class CrashingReplays {
+ public:
+  CrashingReplays(std::vector<std::string> argv, fs::path dir, std::string store)
+      : argv_(std::move(argv)), dir_(std::move(dir)), store_(std::move(store)) {}
+
+  // One run; returns its wait status after checking what the store and the outcomes hold.
+  int Run(const std::string& fault, int64_t kill_after_us) {
+    const std::string name = fault.empty() ? "random kill" : fault;
+    const fs::path outcomes = dir_ / ("outcomes-" + std::to_string(runs_) + ".ndjson");
+    std::vector<std::string> argv = argv_;
+    argv.insert(argv.end(), {"--outcomes", outcomes.string()});
+    const int status =
+        RunAndKill(argv, fault, kill_after_us, (dir_ / ("run-" + std::to_string(runs_) + ".log")).string());
+    const std::string run = "run " + std::to_string(runs_++) + " (" + name + ")";
+    const std::set<int64_t> replayed = CheckWholeBatches(store_, run);
+    EXPECT_GE(replayed.size(), replayed_) << run << ": fewer records replayed than before";
+    progress_ = static_cast<int64_t>(replayed.size() - std::min(replayed.size(), replayed_));
+    replayed_ = replayed.size();
+    // Reported means durable, and no record is reported twice over all runs.
+    for (const int64_t id : ReportedIds(outcomes, Killed(status))) {
+      EXPECT_TRUE(replayed.contains(id)) << run << " reported record " << id
+                                         << " before its batch was committed";
+      EXPECT_TRUE(reported_.insert(id).second) << run << " reported record " << id << " again";
+    }
+    return status;
+  }
+
+  size_t replayed() const { return replayed_; }
+  int64_t progress() const { return progress_; }  // records the last run replayed
+
+ private:
+  std::vector<std::string> argv_;
+  fs::path dir_;
+  std::string store_;
+  int runs_ = 0;
+  size_t replayed_ = 0;
+  int64_t progress_ = 0;
+  std::set<int64_t> reported_;
+};
+
+// The store at `path` through the read API: every subject of the input, the one consumer.
+StoreRows ReadReplayedStore(const std::string& path) {
+  DumpOptions options{.consumers = {kPaidConsumer}, .subjects = {kGapSubject}};
+  for (int s = 0; s < kSubjects; ++s) options.subjects.push_back(Subject(s));
+  return ReadStoreRows(path, options);
+}
+
+// Every record's audit, one text line per entry without its time, by record id.
+std::vector<std::string> AuditLines(const std::string& path) {
+  std::vector<std::string> out;
+  auto store = OpenSqliteStore(path);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  if (!store.ok()) return out;
+  auto snapshot = (*store)->Read().value();
+  const Rows<QuarantineRecord> records = snapshot->ListQuarantine({}, {}, 2 * kRecords).value();
+  EXPECT_FALSE(records.truncated);
+  for (const QuarantineRecord& r : records.rows) {
+    for (const QuarantineAudit& a : snapshot->AuditOf(r.id).value().rows) {
+      out.push_back(Row()("record", a.record_id)("action", QuarantineActionName(a.action))(
+                        "by", a.by)("note", a.note)("outcome", a.outcome)("reason", a.reason)(
+                        "status_after", QuarantineStatusName(a.status_after))
+                        .text());
+    }
+  }
+  return out;
+}
+
+void CopyStore(const std::string& from, const std::string& to) {
+  fs::copy_file(from, to);
+  ASSERT_FALSE(fs::exists(from + "-wal")) << "the consume run left a WAL: copy it too";
+}
+
+std::chrono::steady_clock::duration Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::steady_clock::now() - start;
+}
+
+TEST(ReplayCrash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedReplay) {
+  const fs::path dir = fs::temp_directory_path() / ("evident-replay-crash-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string config = (dir / "evident.yaml").string();
+
+  // The starting store: every event quarantined, none applied.
+  WritePaidConfig(dir, "[1]");
+  {
+    std::ofstream input(dir / "events.ndjson");
+    for (const std::string& line : MakeEvents()) input << line << '\n';
+  }
+  const std::string initial = (dir / "initial.db").string();
+  const ProcessResult consumed =
+      RunEvident({"consume", "--config", config, "--store", "sqlite:" + initial, "--input",
+                  (dir / "events.ndjson").string()});
+  ASSERT_EQ(consumed.exit_code, 0) << consumed.err;
+  {
+    auto store = OpenSqliteStore(initial).value();
+    auto snapshot = store->Read().value();
+    const Rows<QuarantineRecord> open = snapshot->ListQuarantine(
+        {.consumer = kPaidConsumer,
+         .reason = "unaccepted-schema-version",
+         .status = QuarantineStatus::kOpen},
+        {}, 2 * kRecords).value();
+    ASSERT_EQ(static_cast<int64_t>(open.rows.size()), kRecords);
+    for (const auto& [table, rows] : snapshot->Counts().value()) {
+      if (table != "quarantine") EXPECT_EQ(rows, 0) << table;
+    }
+  }
+  const std::string crashed = (dir / "crashed.db").string();
+  const std::string reference = (dir / "reference.db").string();
+  CopyStore(initial, crashed);
+  CopyStore(initial, reference);
+  WritePaidConfig(dir, "[1, 2]");  // today's contract
+  const auto replay_argv = [&](const std::string& store) {
+    return std::vector<std::string>{EVIDENT_BINARY, "quarantine", "replay", "--config", config,
+                                    "--store", "sqlite:" + store, "--all", "--by", "t", "--note",
+                                    "n", "--batch-count-max", std::to_string(kBatchCountMax)};
+  };
+
+  // The reference: one uninterrupted replay.
+  const auto reference_start = std::chrono::steady_clock::now();
+  std::vector<std::string> argv = replay_argv(reference);
+  const ProcessResult clean = RunProcess(argv);
+  const auto reference_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(Since(reference_start)).count();
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  const int64_t deferred = kGapVersions - 1 + (kSubjects / kSwapEvery) * (kVersions / 10);
+  EXPECT_NE(clean.out.find(std::to_string(kRecords) + " record(s): " + std::to_string(kRecords) +
+                           " replayed, 0 duplicate, 0 refused again"),
+            std::string::npos)
+      << clean.out;
+
+  // Kills at the fault points, each run started again on what the last one left.
+  CrashingReplays runs(replay_argv(crashed), dir, crashed);
+  for (const FaultCase& c : kFaultCases) {
+    const std::string fault = std::string(c.point) + ":" + std::to_string(c.hit);
+    ASSERT_LT(runs.replayed(), static_cast<size_t>(kRecords)) << "no records left for " << fault;
+    ASSERT_TRUE(Killed(runs.Run(fault, -1))) << "the replay never reached fault point " << fault;
+  }
+  const size_t after_faults = runs.replayed();
+  // Then at random times, until a run ends by itself.
+  std::mt19937_64 rng(20240611);
+  int kills = 0, landed = 0;
+  bool finished = false;
+  for (int attempt = 0; attempt < kRandomKillsMax && !finished; ++attempt) {
+    const int64_t kill_after_us =
+        2000 + static_cast<int64_t>(rng() % static_cast<uint64_t>(reference_us / 4));
+    const int status = runs.Run("", kill_after_us);
+    if (Killed(status)) {
+      ++kills;
+      if (runs.progress() > 0 && runs.replayed() < static_cast<size_t>(kRecords)) ++landed;
+    } else {
+      ASSERT_TRUE(Finished(status)) << "status " << status;
+      finished = true;
+    }
+  }
+  if (!finished) ASSERT_TRUE(Finished(runs.Run("", -1)));
+  std::cout << "reference replay " << reference_us / 1000 << " ms; killed at "
+            << std::size(kFaultCases) << " fault points (" << after_faults
+            << " records replayed by then) and " << kills << " random times (" << landed
+            << " mid-replay)\n";
+  EXPECT_GE(landed, 3) << "the random kills did not land while the replay was working";
+  EXPECT_EQ(runs.replayed(), static_cast<size_t>(kRecords));
+
+  // The store equals the reference's, table by table, every record replayed once.
+  const StoreRows want = ReadReplayedStore(reference);
+  const StoreRows got = ReadReplayedStore(crashed);
+  const std::vector<Table> want_tables = Tables(want), got_tables = Tables(got);
+  ASSERT_EQ(FirstDifference(want_tables, got_tables), "")
+      << "the store differs after crashes:\n" << Differences(want_tables, got_tables, 20);
+  ASSERT_EQ(static_cast<int64_t>(got.kept.size()), kRecords);
+  for (const QuarantineRecord& r : got.kept) {
+    EXPECT_EQ(r.status, QuarantineStatus::kReplayed) << r.event_id;
+    EXPECT_EQ(r.attempts, 1) << r.event_id;
+  }
+  std::set<std::string> keys;
+  for (const LedgerEntry& e : got.ledger) {
+    EXPECT_TRUE(keys.insert(e.source + ":" + e.event_id).second) << e.event_id << " twice";
+    EXPECT_EQ(e.duplicates, 0) << e.event_id;
+    if (e.subject == kGapSubject) {
+      EXPECT_EQ(e.state, LedgerState::kDeferred) << e.event_id;
+    } else {
+      EXPECT_EQ(e.state, LedgerState::kApplied) << e.event_id;
+      EXPECT_EQ(e.projection_version, e.subject_version) << e.event_id << ": applied out of order";
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(keys.size()), kRecords);
+  ASSERT_EQ(got.projections.size(), static_cast<size_t>(kSubjects + 1));
+  for (const Projection& p : got.projections) {
+    EXPECT_EQ(p.version, p.subject == kGapSubject ? 0 : kVersions) << p.subject;
+  }
+  EXPECT_EQ(static_cast<int64_t>(got.deferred.size()), kGapVersions - 1);
+  int64_t journaled_deferrals = 0;
+  for (const JournalEntry& j : got.journal) {
+    EXPECT_EQ(j.outcome, Outcome::kDeferred) << j.event_id << ": " << OutcomeName(j.outcome);
+    ++journaled_deferrals;
+  }
+  EXPECT_EQ(journaled_deferrals, deferred);
+
+  // Each record has the one audit entry of the batch that replayed it, as in the reference:
+  // applied, or deferred for the versions that came before their predecessor.
+  const std::vector<std::string> want_audit = AuditLines(reference);
+  const std::vector<std::string> got_audit = AuditLines(crashed);
+  ASSERT_EQ(static_cast<int64_t>(got_audit.size()), kRecords);
+  EXPECT_EQ(want_audit, got_audit);
+  int64_t applied = 0;
+  for (const std::string& line : got_audit) {
+    EXPECT_NE(line.find(" action=replay by=t note=n "), std::string::npos) << line;
+    EXPECT_NE(line.find(" status_after=replayed "), std::string::npos) << line;
+    if (line.find(" outcome=applied ") != std::string::npos) ++applied;
+  }
+  EXPECT_EQ(applied, kRecords - deferred);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace evident::testing
