@@ -98,8 +98,8 @@ class QuarantineCliTest : public ::testing::Test {
     std::ofstream out(input, std::ios::binary);
     for (const std::string& line : lines) out << line << '\n';
     out.close();
-    const ProcessResult r = RunEvident(
-        {"consume", "--config", config_, "--store", store_, "--input", input.string()});
+    const ProcessResult r =
+        RunEvident({"consume", "--config", config_, "--store", store_, "--input", input.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
@@ -199,8 +199,7 @@ TEST_F(QuarantineCliTest, ListPrintsEveryFieldAndShowGivesTheExactOriginalBytes)
   EXPECT_NE(text.out.find("#" + std::to_string(r.id) + "  open  1 attempt(s)  ledgerist"),
             std::string::npos)
       << text.out;
-  EXPECT_NE(text.out.find("original bytes (" + std::to_string(odd.size()) + ")"),
-            std::string::npos)
+  EXPECT_NE(text.out.find("original bytes (" + std::to_string(odd.size()) + ")"), std::string::npos)
       << text.out;
   const ProcessResult missing = Quarantine({"show", "999", "--store", store_});
   EXPECT_EQ(missing.exit_code, 1);
@@ -233,7 +232,7 @@ TEST_F(QuarantineCliTest, FiltersSelectByConsumerReasonAndStatus) {
            "{not json"});
   using Want = std::vector<std::string>;
   EXPECT_EQ(Names({}), (Want{"ledgerist/e1", "archivist/e1", "ledgerist/e3", "archivist/e3",
-                               "null/malformed-json"}));
+                             "null/malformed-json"}));
   EXPECT_EQ(Names({"--consumer", "ledgerist"}), (Want{"ledgerist/e1", "ledgerist/e3"}));
   EXPECT_EQ(Names({"--consumer", "archivist"}), (Want{"archivist/e1", "archivist/e3"}));
   EXPECT_EQ(Names({"--consumer", "nobody"}), Want{});
@@ -409,8 +408,7 @@ TEST_F(QuarantineCliTest, DiscardIsAllOrNone) {
   EXPECT_EQ(after[0].status, "discarded");
   EXPECT_EQ(after[1].status, "open");  // not discarded with the refused first
 
-  const ProcessResult show =
-      Quarantine({"show", first, "--store", store_, "--format", "json"});
+  const ProcessResult show = Quarantine({"show", first, "--store", store_, "--format", "json"});
   simdjson::dom::parser parser;
   simdjson::dom::element e = parser.parse(show.out).value();
   ASSERT_EQ(e["audit"].get_array().size(), 1u) << show.out;
@@ -441,12 +439,12 @@ TEST_F(QuarantineCliTest, UsageErrorsExitTwoAndChangeNothing) {
   const std::string id = std::to_string(List().at(0).id);
   WritePaidConfig(dir_, "[1, 2]");
   const std::vector<std::vector<std::string>> replays = {
-      {"--by", "ops", "--note", "n"},                                   // no selection
-      {id, "--all", "--by", "ops", "--note", "n"},                      // IDs and --all
+      {"--by", "ops", "--note", "n"},               // no selection
+      {id, "--all", "--by", "ops", "--note", "n"},  // IDs and --all
       {"--consumer", kPaidConsumer, "--all", "--by", "ops", "--note", "n"},
-      {"--all", "--note", "n"},                                         // no --by
-      {"--all", "--by", "ops"},                                         // no --note
-      {"--all", "--by", "", "--note", "n"},                             // an empty --by
+      {"--all", "--note", "n"},              // no --by
+      {"--all", "--by", "ops"},              // no --note
+      {"--all", "--by", "", "--note", "n"},  // an empty --by
       {"--all", "--by", "ops", "--note", "n", "--batch-count-max", "0"},
   };
   for (const std::vector<std::string>& args : replays) {

@@ -42,27 +42,35 @@ constexpr const char* kGapSubject = "order-gap";
 constexpr int64_t kRecords = int64_t{kSubjects} * kVersions + (kGapVersions - 1);
 // Records per replay transaction.
 constexpr int kBatchCountMax = 50;
-// The random kills: at most this many, each at most this long after the start.
+// The random kills: at most this many runs, each killed at a random time up to a fifth of the
+// uninterrupted replay's duration after its start (a run starts in about 30 ms of the 1 s a
+// replay of every record takes; the remaining 1,700 records take about ten kills).
 constexpr int kRandomKillsMax = 60;
+constexpr int kRandomKillDivisor = 5;
 
-// The replay's fault points and the hits each is killed at. A batch meets the commit points
-// once each; the WAL points once the WAL holds checkpoint_wal_pages (1,000): the padding of each
-// event (kPadding) makes a batch of 50 records write enough pages that a run meets them within
-// its first few hundred records (measured: see WalPagesOf below).
+// The replay's fault points, in the order they are killed at. A batch meets the commit points
+// once each. The WAL points are met by the commit that leaves checkpoint_wal_pages (1,000) in
+// the WAL: a batch of 50 of these records writes about 40 pages (Padding), less than
+// checkpoint_thread_commit_pages, so the committing connection checkpoints, after about 1,250
+// records of a new WAL (measured). A killed run leaves its WAL to the next, which therefore
+// meets before-wal-checkpoint after about 1,000 records once the commit points took 300; a kill
+// there leaves a WAL of 1,000 pages, which the next run checkpoints at its first commit (a
+// restarted connection cannot know what was copied before, so the WAL does not restart until a
+// checkpoint copies it again), where after-wal-checkpoint kills it. That leaves about 1,700
+// records to the random kills.
 struct FaultCase {
   const char* point;
   int hit;
 };
-constexpr FaultCase kFaultCases[] = {
-    {"before-commit", 1},         {"after-commit", 1},         {"before-commit", 3},
-    {"after-commit", 3},          {"before-wal-checkpoint", 1}, {"after-wal-checkpoint", 1},
-    {"before-wal-checkpoint", 2}, {"after-wal-checkpoint", 2}};
+constexpr FaultCase kFaultCases[] = {{"before-commit", 1},         {"after-commit", 1},
+                                     {"before-commit", 3},         {"after-commit", 3},
+                                     {"before-wal-checkpoint", 1}, {"after-wal-checkpoint", 1}};
 
 std::string Subject(int s) { return "order-" + std::to_string(s); }
 bool Swapped(int s, int v) { return s % kSwapEvery == 0 && v % 10 == 1 && v < kVersions; }
 
-// A note in each event's data: bigger quarantine rows, so that a batch's status updates touch
-// more pages and the WAL points come sooner.
+// A note in each event's data: longer quarantine rows, so that a batch's status updates touch
+// more pages and a WAL checkpoint comes within the first half of the records.
 std::string Padding() { return R"(,"note":")" + std::string(400, 'x') + "\""; }
 
 std::vector<std::string> MakeEvents() {
@@ -74,8 +82,8 @@ std::vector<std::string> MakeEvents() {
       int version = v;
       if (Swapped(s, v)) version = v + 1;
       if (v > 1 && Swapped(s, v - 1)) version = v - 1;
-      lines.push_back(Paid(Subject(s) + "-v" + std::to_string(version), version, 2, Subject(s),
-                           padding));
+      lines.push_back(
+          Paid(Subject(s) + "-v" + std::to_string(version), version, 2, Subject(s), padding));
     }
     if (v < kGapVersions) {
       lines.push_back(Paid(std::string(kGapSubject) + "-v" + std::to_string(v + 1), v + 1, 2,
@@ -192,8 +200,8 @@ class CrashingReplays {
     const fs::path outcomes = dir_ / ("outcomes-" + std::to_string(runs_) + ".ndjson");
     std::vector<std::string> argv = argv_;
     argv.insert(argv.end(), {"--outcomes", outcomes.string()});
-    const int status =
-        RunAndKill(argv, fault, kill_after_us, (dir_ / ("run-" + std::to_string(runs_) + ".log")).string());
+    const int status = RunAndKill(argv, fault, kill_after_us,
+                                  (dir_ / ("run-" + std::to_string(runs_) + ".log")).string());
     const std::string run = "run " + std::to_string(runs_++) + " (" + name + ")";
     const std::set<int64_t> replayed = CheckWholeBatches(store_, run);
     EXPECT_GE(replayed.size(), replayed_) << run << ": fewer records replayed than before";
@@ -201,8 +209,8 @@ class CrashingReplays {
     replayed_ = replayed.size();
     // Reported means durable, and no record is reported twice over all runs.
     for (const int64_t id : ReportedIds(outcomes, Killed(status))) {
-      EXPECT_TRUE(replayed.contains(id)) << run << " reported record " << id
-                                         << " before its batch was committed";
+      EXPECT_TRUE(replayed.contains(id))
+          << run << " reported record " << id << " before its batch was committed";
       EXPECT_TRUE(reported_.insert(id).second) << run << " reported record " << id << " again";
     }
     return status;
@@ -258,7 +266,8 @@ std::chrono::steady_clock::duration Since(std::chrono::steady_clock::time_point 
 }
 
 TEST(ReplayCrash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedReplay) {
-  const fs::path dir = fs::temp_directory_path() / ("evident-replay-crash-" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("evident-replay-crash-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string config = (dir / "evident.yaml").string();
@@ -277,11 +286,12 @@ TEST(ReplayCrash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterrupted
   {
     auto store = OpenSqliteStore(initial).value();
     auto snapshot = store->Read().value();
-    const Rows<QuarantineRecord> open = snapshot->ListQuarantine(
-        {.consumer = kPaidConsumer,
-         .reason = "unaccepted-schema-version",
-         .status = QuarantineStatus::kOpen},
-        {}, 2 * kRecords).value();
+    const Rows<QuarantineRecord> open = snapshot
+                                            ->ListQuarantine({.consumer = kPaidConsumer,
+                                                              .reason = "unaccepted-schema-version",
+                                                              .status = QuarantineStatus::kOpen},
+                                                             {}, 2 * kRecords)
+                                            .value();
     ASSERT_EQ(static_cast<int64_t>(open.rows.size()), kRecords);
     for (const auto& [table, rows] : snapshot->Counts().value()) {
       if (table != "quarantine") EXPECT_EQ(rows, 0) << table;
@@ -293,9 +303,20 @@ TEST(ReplayCrash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterrupted
   CopyStore(initial, reference);
   WritePaidConfig(dir, "[1, 2]");  // today's contract
   const auto replay_argv = [&](const std::string& store) {
-    return std::vector<std::string>{EVIDENT_BINARY, "quarantine", "replay", "--config", config,
-                                    "--store", "sqlite:" + store, "--all", "--by", "t", "--note",
-                                    "n", "--batch-count-max", std::to_string(kBatchCountMax)};
+    return std::vector<std::string>{EVIDENT_BINARY,
+                                    "quarantine",
+                                    "replay",
+                                    "--config",
+                                    config,
+                                    "--store",
+                                    "sqlite:" + store,
+                                    "--all",
+                                    "--by",
+                                    "t",
+                                    "--note",
+                                    "n",
+                                    "--batch-count-max",
+                                    std::to_string(kBatchCountMax)};
   };
 
   // The reference: one uninterrupted replay.
@@ -325,7 +346,8 @@ TEST(ReplayCrash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterrupted
   bool finished = false;
   for (int attempt = 0; attempt < kRandomKillsMax && !finished; ++attempt) {
     const int64_t kill_after_us =
-        2000 + static_cast<int64_t>(rng() % static_cast<uint64_t>(reference_us / 4));
+        2000 +
+        static_cast<int64_t>(rng() % static_cast<uint64_t>(reference_us / kRandomKillDivisor));
     const int status = runs.Run("", kill_after_us);
     if (Killed(status)) {
       ++kills;
@@ -348,7 +370,8 @@ TEST(ReplayCrash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterrupted
   const StoreRows got = ReadReplayedStore(crashed);
   const std::vector<Table> want_tables = Tables(want), got_tables = Tables(got);
   ASSERT_EQ(FirstDifference(want_tables, got_tables), "")
-      << "the store differs after crashes:\n" << Differences(want_tables, got_tables, 20);
+      << "the store differs after crashes:\n"
+      << Differences(want_tables, got_tables, 20);
   ASSERT_EQ(static_cast<int64_t>(got.kept.size()), kRecords);
   for (const QuarantineRecord& r : got.kept) {
     EXPECT_EQ(r.status, QuarantineStatus::kReplayed) << r.event_id;
