@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -40,13 +41,20 @@ constexpr int kSwapEvery = 3;
 constexpr int kGapVersions = 11;
 constexpr const char* kGapSubject = "order-gap";
 constexpr int64_t kRecords = int64_t{kSubjects} * kVersions + (kGapVersions - 1);
+// The records the replay defers: the first of each swapped pair, and the gap subject's.
+constexpr int64_t kDeferredRecords =
+    (kSubjects + kSwapEvery - 1) / kSwapEvery * (kVersions / 10) + (kGapVersions - 1);
 // Records per replay transaction.
 constexpr int kBatchCountMax = 50;
-// The random kills: at most this many runs, each killed at a random time up to a fifth of the
-// uninterrupted replay's duration after its start (a run starts in about 30 ms of the 1 s a
-// replay of every record takes; the remaining 1,700 records take about ten kills).
-constexpr int kRandomKillsMax = 60;
-constexpr int kRandomKillDivisor = 5;
+// The random kills: at most this many runs, each killed at a random time from half its start-up
+// (measured) to its start-up and a twelfth of the work of a whole replay, so that about one kill
+// in seven lands while the store opens and the others while records are replayed. A killed run
+// then replays at most about a twelfth of the records, so the 1,700 the fault runs leave take at
+// least seven kills that land after some progress (about thirteen on average) when the runs are
+// as fast as the reference; at least kRandomKillsLandedMin must.
+constexpr int kRandomKillsMax = 100;
+constexpr int kRandomKillWorkDivisor = 12;
+constexpr int kRandomKillsLandedMin = 5;
 
 // The replay's fault points, in the order they are killed at. A batch meets the commit points
 // once each. The WAL points are met by the commit that leaves checkpoint_wal_pages (1,000) in
@@ -256,84 +264,172 @@ std::vector<std::string> AuditLines(const std::string& path) {
   return out;
 }
 
-void CopyStore(const std::string& from, const std::string& to) {
-  fs::copy_file(from, to);
-  ASSERT_FALSE(fs::exists(from + "-wal")) << "the consume run left a WAL: copy it too";
+// The first line where two lists differ, or "" when they are equal.
+std::string FirstLineDifference(const std::vector<std::string>& want,
+                                const std::vector<std::string>& got) {
+  for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+    if (want[i] != got[i])
+      return "line " + std::to_string(i) + ":\n  want " + want[i] + "\n  got  " + got[i];
+  }
+  if (want.size() == got.size()) return "";
+  return "want " + std::to_string(want.size()) + " lines, got " + std::to_string(got.size());
 }
 
-std::chrono::steady_clock::duration Since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::steady_clock::now() - start;
-}
+class ReplayCrash : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("evident-replay-crash-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    config_ = (dir_ / "evident.yaml").string();
+    initial_ = (dir_ / "initial.db").string();
+    crashed_ = (dir_ / "crashed.db").string();
+    reference_ = (dir_ / "reference.db").string();
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);  // kept for a look when the test failed
+  }
 
-TEST(ReplayCrash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedReplay) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("evident-replay-crash-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string config = (dir / "evident.yaml").string();
-
-  // The starting store: every event quarantined, none applied.
-  WritePaidConfig(dir, "[1]");
-  {
-    std::ofstream input(dir / "events.ndjson");
+  // The starting store: every event quarantined under a contract of schema version 1 only,
+  // nothing else written; then today's contract, which accepts [1, 2].
+  void QuarantineEveryEvent() {
+    WritePaidConfig(dir_, "[1]");
+    std::ofstream input(dir_ / "events.ndjson");
     for (const std::string& line : MakeEvents()) input << line << '\n';
-  }
-  const std::string initial = (dir / "initial.db").string();
-  const ProcessResult consumed =
-      RunEvident({"consume", "--config", config, "--store", "sqlite:" + initial, "--input",
-                  (dir / "events.ndjson").string()});
-  ASSERT_EQ(consumed.exit_code, 0) << consumed.err;
-  {
-    auto store = OpenSqliteStore(initial).value();
-    auto snapshot = store->Read().value();
-    const Rows<QuarantineRecord> open = snapshot
-                                            ->ListQuarantine({.consumer = kPaidConsumer,
-                                                              .reason = "unaccepted-schema-version",
-                                                              .status = QuarantineStatus::kOpen},
-                                                             {}, 2 * kRecords)
-                                            .value();
-    ASSERT_EQ(static_cast<int64_t>(open.rows.size()), kRecords);
-    for (const auto& [table, rows] : snapshot->Counts().value()) {
-      if (table != "quarantine") EXPECT_EQ(rows, 0) << table;
+    input.close();
+    ASSERT_TRUE(input.good());
+    const ProcessResult consumed =
+        RunEvident({"consume", "--config", config_, "--store", "sqlite:" + initial_, "--input",
+                    (dir_ / "events.ndjson").string()});
+    ASSERT_EQ(consumed.exit_code, 0) << consumed.err;
+    {
+      auto store = OpenSqliteStore(initial_).value();
+      auto snapshot = store->Read().value();
+      const QuarantineFilter refused = {.consumer = kPaidConsumer,
+                                        .reason = "unaccepted-schema-version",
+                                        .status = QuarantineStatus::kOpen};
+      const Rows<QuarantineRecord> open =
+          snapshot->ListQuarantine(refused, {}, 2 * kRecords).value();
+      ASSERT_EQ(static_cast<int64_t>(open.rows.size()), kRecords);
+      for (const auto& [table, rows] : snapshot->Counts().value()) {
+        if (table != "quarantine") {
+          EXPECT_EQ(rows, 0) << table;
+        }
+      }
     }
+    // Closed by the last connection, the store has no WAL: the file is the whole store.
+    ASSERT_FALSE(fs::exists(initial_ + "-wal"));
+    fs::copy_file(initial_, crashed_);
+    fs::copy_file(initial_, reference_);
+    WritePaidConfig(dir_, "[1, 2]");
   }
-  const std::string crashed = (dir / "crashed.db").string();
-  const std::string reference = (dir / "reference.db").string();
-  CopyStore(initial, crashed);
-  CopyStore(initial, reference);
-  WritePaidConfig(dir, "[1, 2]");  // today's contract
-  const auto replay_argv = [&](const std::string& store) {
-    return std::vector<std::string>{EVIDENT_BINARY,
-                                    "quarantine",
-                                    "replay",
-                                    "--config",
-                                    config,
-                                    "--store",
-                                    "sqlite:" + store,
-                                    "--all",
-                                    "--by",
-                                    "t",
-                                    "--note",
-                                    "n",
-                                    "--batch-count-max",
-                                    std::to_string(kBatchCountMax)};
+
+  std::vector<std::string> ReplayArgv(const std::string& store) const {
+    return {EVIDENT_BINARY,
+            "quarantine",
+            "replay",
+            "--config",
+            config_,
+            "--store",
+            "sqlite:" + store,
+            "--all",
+            "--by",
+            "t",
+            "--note",
+            "n",
+            "--batch-count-max",
+            std::to_string(kBatchCountMax)};
+  }
+
+  // How long a run takes to start (process, configuration, store) and to replay every record.
+  struct Timing {
+    int64_t startup_us = 0, work_us = 0;
   };
 
-  // The reference: one uninterrupted replay.
-  const auto reference_start = std::chrono::steady_clock::now();
-  std::vector<std::string> argv = replay_argv(reference);
-  const ProcessResult clean = RunProcess(argv);
-  const auto reference_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(Since(reference_start)).count();
-  ASSERT_EQ(clean.exit_code, 0) << clean.err;
-  const int64_t deferred = kGapVersions - 1 + (kSubjects / kSwapEvery) * (kVersions / 10);
-  EXPECT_NE(clean.out.find(std::to_string(kRecords) + " record(s): " + std::to_string(kRecords) +
-                           " replayed, 0 duplicate, 0 refused again"),
-            std::string::npos)
-      << clean.out;
+  // The reference: one uninterrupted replay; then a second, which finds nothing left open and
+  // measures the start-up alone.
+  Timing ReplayReference() {
+    const auto timed = [&](const std::string& want_summary) {
+      const auto start = std::chrono::steady_clock::now();
+      const ProcessResult r = RunProcess(ReplayArgv(reference_));
+      const auto took = std::chrono::steady_clock::now() - start;
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_NE(r.out.find(want_summary), std::string::npos) << r.out;
+      return std::chrono::duration_cast<std::chrono::microseconds>(took).count();
+    };
+    const std::string records = std::to_string(kRecords);
+    const int64_t whole_us =
+        timed(records + " record(s): " + records + " replayed, 0 duplicate, 0 refused again");
+    const int64_t startup_us = timed("0 record(s): 0 replayed, 0 duplicate, 0 refused again");
+    return {startup_us, std::max<int64_t>(whole_us - startup_us, 1000)};
+  }
+
+  // The crashed store equals the reference's in every table the replay writes, with every
+  // record replayed once and each event applied once, in order.
+  void ExpectConverged() {
+    const StoreRows want = ReadReplayedStore(reference_);
+    const StoreRows got = ReadReplayedStore(crashed_);
+    const std::vector<Table> want_tables = Tables(want), got_tables = Tables(got);
+    for (const Table& t : want_tables) {
+      EXPECT_EQ(t.rows.empty(), t.name == "evidence") << t.name << " rows in the reference";
+    }
+    ASSERT_EQ(FirstDifference(want_tables, got_tables), "")
+        << "the store differs after crashes:\n"
+        << Differences(want_tables, got_tables, 20);
+    ASSERT_EQ(static_cast<int64_t>(got.kept.size()), kRecords);
+    for (const QuarantineRecord& r : got.kept) {
+      EXPECT_EQ(r.status, QuarantineStatus::kReplayed) << r.event_id;
+      EXPECT_EQ(r.attempts, 1) << r.event_id;
+    }
+    std::set<std::string> keys;
+    for (const LedgerEntry& e : got.ledger) {
+      EXPECT_TRUE(keys.insert(e.source + ":" + e.event_id).second) << e.event_id << " twice";
+      EXPECT_EQ(e.duplicates, 0) << e.event_id;
+      EXPECT_EQ(e.state, e.subject == kGapSubject ? LedgerState::kDeferred : LedgerState::kApplied)
+          << e.event_id;
+      if (e.subject != kGapSubject) {
+        EXPECT_EQ(e.projection_version, e.subject_version) << e.event_id << " out of order";
+      }
+    }
+    EXPECT_EQ(static_cast<int64_t>(keys.size()), kRecords);
+    ASSERT_EQ(got.projections.size(), static_cast<size_t>(kSubjects + 1));
+    for (const Projection& p : got.projections) {
+      EXPECT_EQ(p.version, p.subject == kGapSubject ? 0 : kVersions) << p.subject;
+    }
+    EXPECT_EQ(static_cast<int64_t>(got.deferred.size()), kGapVersions - 1);
+    for (const JournalEntry& j : got.journal) {
+      EXPECT_EQ(j.outcome, Outcome::kDeferred) << j.event_id << ": " << OutcomeName(j.outcome);
+    }
+    EXPECT_EQ(static_cast<int64_t>(got.journal.size()), kDeferredRecords);
+  }
+
+  // Each record has the one audit entry of the batch that replayed it, as in the reference:
+  // applied, or deferred for the versions that came before their predecessor.
+  void ExpectOneAuditEntryPerRecord() {
+    const std::vector<std::string> want = AuditLines(reference_);
+    const std::vector<std::string> got = AuditLines(crashed_);
+    ASSERT_EQ(static_cast<int64_t>(got.size()), kRecords);
+    ASSERT_EQ(FirstLineDifference(want, got), "") << "the audit differs after crashes";
+    int64_t applied = 0;
+    for (const std::string& line : got) {
+      EXPECT_NE(line.find(" action=replay by=t note=n "), std::string::npos) << line;
+      EXPECT_NE(line.find(" status_after=replayed "), std::string::npos) << line;
+      if (line.find(" outcome=applied ") != std::string::npos) ++applied;
+    }
+    EXPECT_EQ(applied, kRecords - kDeferredRecords);
+  }
+
+  fs::path dir_;
+  std::string config_, initial_, crashed_, reference_;
+};
+
+TEST_F(ReplayCrash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedReplay) {
+  ASSERT_NO_FATAL_FAILURE(QuarantineEveryEvent());
+  const Timing timing = ReplayReference();
+  ASSERT_FALSE(HasFailure());
 
   // Kills at the fault points, each run started again on what the last one left.
-  CrashingReplays runs(replay_argv(crashed), dir, crashed);
+  CrashingReplays runs(ReplayArgv(crashed_), dir_, crashed_);
   for (const FaultCase& c : kFaultCases) {
     const std::string fault = std::string(c.point) + ":" + std::to_string(c.hit);
     ASSERT_LT(runs.replayed(), static_cast<size_t>(kRecords)) << "no records left for " << fault;
@@ -345,10 +441,10 @@ TEST(ReplayCrash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterrupted
   int kills = 0, landed = 0;
   bool finished = false;
   for (int attempt = 0; attempt < kRandomKillsMax && !finished; ++attempt) {
-    const int64_t kill_after_us =
-        2000 +
-        static_cast<int64_t>(rng() % static_cast<uint64_t>(reference_us / kRandomKillDivisor));
-    const int status = runs.Run("", kill_after_us);
+    const int64_t from_us = timing.startup_us / 2;
+    const int64_t range_us = timing.startup_us / 2 + timing.work_us / kRandomKillWorkDivisor;
+    const int status =
+        runs.Run("", from_us + static_cast<int64_t>(rng() % static_cast<uint64_t>(range_us)));
     if (Killed(status)) {
       ++kills;
       if (runs.progress() > 0 && runs.replayed() < static_cast<size_t>(kRecords)) ++landed;
@@ -357,64 +453,19 @@ TEST(ReplayCrash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterrupted
       finished = true;
     }
   }
-  if (!finished) ASSERT_TRUE(Finished(runs.Run("", -1)));
-  std::cout << "reference replay " << reference_us / 1000 << " ms; killed at "
-            << std::size(kFaultCases) << " fault points (" << after_faults
-            << " records replayed by then) and " << kills << " random times (" << landed
-            << " mid-replay)\n";
-  EXPECT_GE(landed, 3) << "the random kills did not land while the replay was working";
+  if (!finished) {
+    ASSERT_TRUE(Finished(runs.Run("", -1)));
+  }
+  std::cout << "reference replay: start-up " << timing.startup_us / 1000 << " ms, work "
+            << timing.work_us / 1000 << " ms; killed at " << std::size(kFaultCases)
+            << " fault points (" << after_faults << " records replayed by then) and " << kills
+            << " random times (" << landed << " after some progress and before the end)\n";
+  EXPECT_GE(landed, kRandomKillsLandedMin)
+      << "the random kills did not land while the replay was working";
   EXPECT_EQ(runs.replayed(), static_cast<size_t>(kRecords));
 
-  // The store equals the reference's, table by table, every record replayed once.
-  const StoreRows want = ReadReplayedStore(reference);
-  const StoreRows got = ReadReplayedStore(crashed);
-  const std::vector<Table> want_tables = Tables(want), got_tables = Tables(got);
-  ASSERT_EQ(FirstDifference(want_tables, got_tables), "")
-      << "the store differs after crashes:\n"
-      << Differences(want_tables, got_tables, 20);
-  ASSERT_EQ(static_cast<int64_t>(got.kept.size()), kRecords);
-  for (const QuarantineRecord& r : got.kept) {
-    EXPECT_EQ(r.status, QuarantineStatus::kReplayed) << r.event_id;
-    EXPECT_EQ(r.attempts, 1) << r.event_id;
-  }
-  std::set<std::string> keys;
-  for (const LedgerEntry& e : got.ledger) {
-    EXPECT_TRUE(keys.insert(e.source + ":" + e.event_id).second) << e.event_id << " twice";
-    EXPECT_EQ(e.duplicates, 0) << e.event_id;
-    if (e.subject == kGapSubject) {
-      EXPECT_EQ(e.state, LedgerState::kDeferred) << e.event_id;
-    } else {
-      EXPECT_EQ(e.state, LedgerState::kApplied) << e.event_id;
-      EXPECT_EQ(e.projection_version, e.subject_version) << e.event_id << ": applied out of order";
-    }
-  }
-  EXPECT_EQ(static_cast<int64_t>(keys.size()), kRecords);
-  ASSERT_EQ(got.projections.size(), static_cast<size_t>(kSubjects + 1));
-  for (const Projection& p : got.projections) {
-    EXPECT_EQ(p.version, p.subject == kGapSubject ? 0 : kVersions) << p.subject;
-  }
-  EXPECT_EQ(static_cast<int64_t>(got.deferred.size()), kGapVersions - 1);
-  int64_t journaled_deferrals = 0;
-  for (const JournalEntry& j : got.journal) {
-    EXPECT_EQ(j.outcome, Outcome::kDeferred) << j.event_id << ": " << OutcomeName(j.outcome);
-    ++journaled_deferrals;
-  }
-  EXPECT_EQ(journaled_deferrals, deferred);
-
-  // Each record has the one audit entry of the batch that replayed it, as in the reference:
-  // applied, or deferred for the versions that came before their predecessor.
-  const std::vector<std::string> want_audit = AuditLines(reference);
-  const std::vector<std::string> got_audit = AuditLines(crashed);
-  ASSERT_EQ(static_cast<int64_t>(got_audit.size()), kRecords);
-  EXPECT_EQ(want_audit, got_audit);
-  int64_t applied = 0;
-  for (const std::string& line : got_audit) {
-    EXPECT_NE(line.find(" action=replay by=t note=n "), std::string::npos) << line;
-    EXPECT_NE(line.find(" status_after=replayed "), std::string::npos) << line;
-    if (line.find(" outcome=applied ") != std::string::npos) ++applied;
-  }
-  EXPECT_EQ(applied, kRecords - deferred);
-  fs::remove_all(dir);
+  ExpectConverged();
+  ExpectOneAuditEntryPerRecord();
 }
 
 }  // namespace
