@@ -18,6 +18,7 @@ namespace evident::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using std::string_view_literals::operator""sv;
 
 // RFC 4648 base64 with padding; nullopt for text that is not. Written here rather than taken
 // from the product (core/base64.h only encodes), so that the test checks the encoding.
@@ -210,7 +211,7 @@ TEST_F(QuarantineCliTest, ListPrintsEveryFieldAndShowGivesTheExactOriginalBytes)
     simdjson::dom::element e;
     ASSERT_EQ(parser.parse(show.out).get(e), simdjson::SUCCESS) << show.out;
     EXPECT_EQ(e["id"].get_int64().value(), id);
-    EXPECT_EQ(e["status"].get_string().value(), "open");
+    EXPECT_EQ(e["status"].get_string().value(), "open"sv);
     const std::string_view encoded = e["original_bytes_base64"].get_string().value();
     EXPECT_EQ(DecodeBase64(encoded), bytes) << encoded;
     EXPECT_EQ(e["audit"].get_array().size(), 0u);
@@ -310,9 +311,9 @@ TEST_F(QuarantineCliTest, ReplayExitCodesDryRunOutcomesAndTheAudit) {
   for (size_t i = 0; i < lines.size(); ++i) {
     simdjson::dom::element e = parser.parse(lines[i]).value();
     EXPECT_EQ(e["quarantine_id"].get_int64().value(), records[i].id);
-    EXPECT_EQ(e["outcome"].get_string().value(), "contract-update-required");
-    EXPECT_EQ(e["reason"].get_string().value(), "unaccepted-schema-version");
-    EXPECT_EQ(e["status"].get_string().value(), "open");
+    EXPECT_EQ(e["outcome"].get_string().value(), "contract-update-required"sv);
+    EXPECT_EQ(e["reason"].get_string().value(), "unaccepted-schema-version"sv);
+    EXPECT_EQ(e["status"].get_string().value(), "open"sv);
     EXPECT_EQ(e["attempts"].get_int64().value(), 2);
   }
   for (const Listed& r : List()) EXPECT_EQ(r.attempts, 2) << r.event_id;
@@ -345,8 +346,8 @@ TEST_F(QuarantineCliTest, ReplayExitCodesDryRunOutcomesAndTheAudit) {
     ASSERT_EQ(parser.parse(outcome_lines[i]).get(e), simdjson::SUCCESS) << outcome_lines[i];
     EXPECT_EQ(e["quarantine_id"].get_int64().value(), records[i].id);
     EXPECT_EQ(e["event_id"].get_string().value(), "e" + std::to_string(i + 1));
-    EXPECT_EQ(e["outcome"].get_string().value(), "applied");
-    EXPECT_EQ(e["status"].get_string().value(), "replayed");
+    EXPECT_EQ(e["outcome"].get_string().value(), "applied"sv);
+    EXPECT_EQ(e["status"].get_string().value(), "replayed"sv);
     EXPECT_FALSE(e["dry_run"].get_bool().value());
   }
   for (const Listed& r : List()) EXPECT_EQ(r.status, "replayed") << r.event_id;
@@ -372,14 +373,14 @@ TEST_F(QuarantineCliTest, ReplayExitCodesDryRunOutcomesAndTheAudit) {
   simdjson::dom::element packet;
   ASSERT_EQ(parser.parse(evidence.out).get(packet), simdjson::SUCCESS) << evidence.out;
   simdjson::dom::element c = packet["consumers"].at(0);
-  EXPECT_EQ(c["consumer"].get_string().value(), kPaidConsumer);
+  EXPECT_EQ(c["consumer"].get_string().value(), std::string_view(kPaidConsumer));
   EXPECT_EQ(c["projection_version"].get_int64().value(), 3);
   EXPECT_EQ(c["applied"].get_array().size(), 3u);
   simdjson::dom::array kept = c["kept"].get_array();
   ASSERT_EQ(kept.size(), 3u) << evidence.out;
   for (simdjson::dom::element k : kept) {
     const int64_t id = k["quarantine_id"].get_int64().value();
-    EXPECT_EQ(k["status"].get_string().value(), "replayed");
+    EXPECT_EQ(k["status"].get_string().value(), "replayed"sv);
     std::vector<std::string> audit;
     for (simdjson::dom::element a : k["audit"].get_array()) {
       audit.push_back(std::string(a["action"].get_string().value()) + " " +
@@ -398,9 +399,9 @@ TEST_F(QuarantineCliTest, ReplayExitCodesDryRunOutcomesAndTheAudit) {
   ASSERT_EQ(show.exit_code, 0) << show.err;
   simdjson::dom::element shown = parser.parse(show.out).value();
   ASSERT_EQ(shown["audit"].get_array().size(), 3u) << show.out;
-  EXPECT_EQ(shown["audit"].at(1)["outcome"].get_string().value(), "applied");
+  EXPECT_EQ(shown["audit"].at(1)["outcome"].get_string().value(), "applied"sv);
   EXPECT_TRUE(shown["audit"].at(1)["reason"].is_null());
-  EXPECT_EQ(shown["audit"].at(0)["reason"].get_string().value(), "unaccepted-schema-version");
+  EXPECT_EQ(shown["audit"].at(0)["reason"].get_string().value(), "unaccepted-schema-version"sv);
 }
 
 TEST_F(QuarantineCliTest, DiscardIsAllOrNone) {
@@ -434,11 +435,11 @@ TEST_F(QuarantineCliTest, DiscardIsAllOrNone) {
   simdjson::dom::element e = parser.parse(show.out).value();
   ASSERT_EQ(e["audit"].get_array().size(), 1u) << show.out;
   simdjson::dom::element a = e["audit"].at(0);
-  EXPECT_EQ(a["action"].get_string().value(), "discard");
-  EXPECT_EQ(a["by"].get_string().value(), "ops");
-  EXPECT_EQ(a["note"].get_string().value(), "producer bug");
-  EXPECT_EQ(a["outcome"].get_string().value(), "discarded");
-  EXPECT_EQ(a["status_after"].get_string().value(), "discarded");
+  EXPECT_EQ(a["action"].get_string().value(), "discard"sv);
+  EXPECT_EQ(a["by"].get_string().value(), "ops"sv);
+  EXPECT_EQ(a["note"].get_string().value(), "producer bug"sv);
+  EXPECT_EQ(a["outcome"].get_string().value(), "discarded"sv);
+  EXPECT_EQ(a["status_after"].get_string().value(), "discarded"sv);
   // A discarded record is not replayed by --all (open records only).
   WritePaidConfig(dir_, "[1, 2]");
   const ProcessResult replay = Replay({"--all", "--by", "ops", "--note", "v2"});
@@ -451,7 +452,7 @@ TEST_F(QuarantineCliTest, DiscardIsAllOrNone) {
       RunEvident({"evidence", "order-1", "--store", store_, "--format", "json"});
   simdjson::dom::element deferred = parser.parse(evidence.out).value()["consumers"].at(0);
   ASSERT_EQ(deferred["deferred"].get_array().size(), 1u) << evidence.out;
-  EXPECT_EQ(deferred["deferred"].at(0)["id"].get_string().value(), "e2");
+  EXPECT_EQ(deferred["deferred"].at(0)["id"].get_string().value(), "e2"sv);
   EXPECT_EQ(deferred["applied"].get_array().size(), 0u);
 }
 
