@@ -66,8 +66,8 @@ int64_t NowMs() {
 struct Listed {
   int64_t id = 0, attempts = 0;
   std::optional<int64_t> schema_version;
-  std::string consumer, source, event_id, type, subject, outcome, reason, status, first_seen,
-      last_seen;
+  std::string consumer, source, event_id, type, subject, outcome, reason, message, status,
+      first_seen, last_seen;
 };
 
 std::string TextOrNull(simdjson::dom::element e, std::string_view key) {
@@ -94,6 +94,8 @@ Listed ParseListed(simdjson::dom::element e) {
   r.status = TextOrNull(e, "status");
   r.first_seen = TextOrNull(e, "first_seen");
   r.last_seen = TextOrNull(e, "last_seen");
+  r.message = TextOrNull(e, "message");
+  EXPECT_EQ(e["subject_version"].error(), simdjson::SUCCESS) << "no field subject_version";
   return r;
 }
 
@@ -185,6 +187,7 @@ TEST_F(QuarantineCliTest, ListPrintsEveryFieldAndShowGivesTheExactOriginalBytes)
   EXPECT_EQ(r.subject, "order-1");
   EXPECT_EQ(r.outcome, "contract-update-required");
   EXPECT_EQ(r.reason, "unaccepted-schema-version");
+  EXPECT_NE(r.message.find("not 2"), std::string::npos) << r.message;
   EXPECT_EQ(r.attempts, 1);
   // The time of the consume run (fixed-width times compare as text).
   EXPECT_LE(before, r.first_seen);
