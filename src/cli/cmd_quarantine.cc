@@ -211,10 +211,15 @@ int RunReplay(const ReplayFlags& flags) {
 }
 
 int RunDiscard(const DiscardFlags& flags) {
+  // A store that cannot be opened is a usage or I/O error (2), not a missing record (1): both
+  // are kNotFound.
   auto store = OpenStore(flags.store, {.create = false});
-  auto discarded = store.ok() ? DiscardQuarantine(**store, flags.ids, flags.by, flags.note,
-                                                  SystemClock().NowMs())
-                              : Result<int64_t>(store.status());
+  if (!store.ok()) {
+    std::cerr << "evident quarantine discard: " << store.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  auto discarded =
+      DiscardQuarantine(**store, flags.ids, flags.by, flags.note, SystemClock().NowMs());
   if (!discarded.ok()) {
     std::cerr << "evident quarantine discard: " << discarded.status().ToString()
               << " (nothing was discarded)\n";
