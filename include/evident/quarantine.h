@@ -33,8 +33,9 @@
 namespace evident {
 
 struct ReplayOptions {
-  // Which records. With ids, those records whatever their status; without, the records of the
-  // filter's consumer and reason (unset: all) whose status is the filter's (unset: open).
+  // Which records. With ids, those records whatever their status (an id that is no record:
+  // kNotFound, nothing replayed); without, the records of the filter's consumer and reason
+  // (unset: all) whose status is the filter's (unset: open).
   QuarantineFilter select;
   std::string by, note;  // who asked, and why: both required (kInvalidArgument when empty)
   bool dry_run = false;

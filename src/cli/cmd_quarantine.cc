@@ -197,7 +197,7 @@ int RunReplay(const ReplayFlags& flags) {
   }
   if (!summary.ok()) {
     std::cerr << "evident quarantine replay: " << summary.status().ToString() << "\n";
-    return kExitUsage;
+    return summary.status().code() == Code::kNotFound ? kExitNegative : kExitUsage;
   }
   std::fprintf(outcomes == stdout ? stderr : stdout,
                "%s%lld record(s): %lld replayed, %lld duplicate, %lld refused again%s\n",

@@ -201,7 +201,7 @@ TEST_P(GapsTest, TheConsumeLoopActsOnOverdueGaps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, GapsTest, ::testing::Values("memory", "sqlite"),
-                         [](const auto& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace
 }  // namespace evident

@@ -245,6 +245,17 @@ Result<ReplaySummary> ReplayQuarantine(Pipeline& pipeline, Store& store,
     return Status::InvalidArgument("batch_count_max must be 1 to " +
                                    std::to_string(kReplayBatchCountLimit));
   }
+  if (!options.select.ids.empty()) {  // every id named must be a record: say which is not
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+    for (const int64_t id : options.select.ids) {
+      EVIDENT_ASSIGN_OR_RETURN(const std::optional<QuarantineRecord> record,
+                               snapshot->FindQuarantine(id));
+      if (!record) {
+        return Status::NotFound("no quarantine record " + std::to_string(id) +
+                                " (nothing was replayed)");
+      }
+    }
+  }
   Replay replay(pipeline, store, options);
   return replay.Run();
 }

@@ -283,6 +283,17 @@ TEST_P(QuarantineTest, AnAppliedEventRedeliveredAfterItsVersionLeftTheContractIs
   EXPECT_EQ(bad.at(0).outcome, Outcome::kDuplicate);
 }
 
+TEST_P(QuarantineTest, ReplayOfAnIdThatIsNoRecordReplaysNothing) {
+  Consume({Paid("e1", 1, 2)});
+  Contracts("[1, 2]");
+  const int64_t id = List().at(0).id;
+  ReplayOptions options{.by = "ops", .note = "n"};
+  options.select.ids = {id, id + 100};
+  EXPECT_EQ(ReplayQuarantine(*pipeline_, *store_, options).status().code(), Code::kNotFound);
+  EXPECT_EQ(List().at(0).status, QuarantineStatus::kOpen);
+  EXPECT_FALSE(ProjectionOf("order-1").has_value());
+}
+
 TEST_P(QuarantineTest, ReplayNeedsWhoAndWhy) {
   ReplayOptions options{.by = "", .note = "n"};
   EXPECT_EQ(ReplayQuarantine(*pipeline_, *store_, options).status().code(), Code::kInvalidArgument);
@@ -291,7 +302,7 @@ TEST_P(QuarantineTest, ReplayNeedsWhoAndWhy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, QuarantineTest, ::testing::Values("memory", "sqlite"),
-                         [](const auto& info) { return info.param; });
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 // A batch that keeps failing transiently is decided again, then input by input; the input that
 // still cannot be decided is quarantined as retries-exhausted and the others apply.
