@@ -32,6 +32,7 @@
 #include "evident/cancel.h"
 #include "evident/clock.h"
 #include "evident/config.h"
+#include "evident/envelope.h"
 #include "evident/evidence.h"  // EvaluateGuard and ExpectedVersion, which lived here
 #include "evident/gaps.h"
 #include "evident/outcome.h"
@@ -71,6 +72,8 @@ class PreparedEvent {
   PreparedEvent& operator=(const PreparedEvent&) = delete;
   size_t size() const;             // bytes held for the event
   std::string_view bytes() const;  // the event's bytes, as given to Prepare
+  // The envelope's refusal of the prepared bytes; null when it accepted them.
+  const Rejection* rejection() const;
 
  private:
   friend class Pipeline;
@@ -106,6 +109,11 @@ class Pipeline {
                    int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
 
   const Config& config() const;
+
+  // A quarantine record of `bytes` with what the envelope lets read of them (source, id, type,
+  // subject; less when it refuses them) and the bytes: for an input quarantined outside a
+  // decision (retries exhausted), so that it has the identity a re-delivery would have.
+  QuarantineRecord Identify(std::string_view bytes);
 
  private:
   struct Impl;
@@ -157,6 +165,9 @@ struct ConsumeSummary {
   // consumer ("" for decisions without one) -> count per Outcome.
   std::map<std::string, std::array<int64_t, kOutcomeCount>> counts;
   GapCheck gap_actions;  // what the gap deadline checks did, summed over the run
+  // The last gap check that failed (a busy store: it is tried again at the next interval, and
+  // never fails the run); empty when none did.
+  std::string gap_check_error;
 };
 
 // Runs a source's events through the pipeline in batches: one store transaction per batch of at

@@ -8,8 +8,9 @@
 //   wait            only records that the deadline passed.
 // Each act is a GapRecord, keyed by (consumer, subject, first missing version) and written in the
 // same transaction as the outbox row: however often the deadline is checked, and across
-// restarts, a gap is acted on once. A record closes when the missing versions arrive (the
-// pipeline closes it as it applies them) or when a person resolves it.
+// restarts, a gap is acted on once (while part of its range arrives, the open record still
+// covers the rest). A record closes when all its missing versions have arrived (the pipeline
+// closes it as it applies the last of them) or when a person resolves it.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +29,8 @@ std::string ReplayRequestSource(std::string_view consumer);
 struct GapCheckOptions {
   // Outbox partitions (outbox.h): a request lands in the partition of its subject.
   int64_t partition_count = 1;
-  // Deferred events read per check; a store with more acts on the gaps of the first ones and
-  // the rest at the next check.
+  // Deferred events read per check, by deadline: a check acts on the gaps of these rows only
+  // (a store with more deferred events than this acts on the others once earlier ones drain).
   int64_t deferred_rows_max = kReadRowsMaxDefault;
 };
 

@@ -255,8 +255,9 @@ class Transaction {
                                                    std::string_view subject,
                                                    int64_t expected_version) = 0;
   virtual Result<Insert> InsertGap(const GapRecord& record) = 0;
-  // Closes the records of (consumer, subject) not closed yet whose expected version is at most
-  // `through_version`, at `at_ms`, by `by` with `note`; returns how many.
+  // Closes the records of (consumer, subject) not closed yet whose missing versions are all at
+  // or below `through_version` (missing_to <= through_version), at `at_ms`, by `by` with
+  // `note`; returns how many.
   virtual Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
                                     int64_t through_version, int64_t at_ms, std::string_view by,
                                     std::string_view note) = 0;

@@ -212,6 +212,11 @@ int RunConsume(const ConsumeFlags& flags) {
     return kExitUsage;
   }
   PrintSummary(outcomes == stdout ? stderr : stdout, *summary);
+  if (!summary->gap_check_error.empty()) {
+    std::cerr << "evident consume: a gap deadline check failed (the decisions are committed; "
+                 "`evident gaps check` runs it again): "
+              << summary->gap_check_error << "\n";
+  }
   if (summary->stopped) {
     const int signo = LastStopSignal() != 0 ? LastStopSignal() : SIGTERM;
     std::cerr << "evident consume: stopped by " << (signo == SIGINT ? "SIGINT" : "SIGTERM")

@@ -134,6 +134,9 @@ PreparedEvent::PreparedEvent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 PreparedEvent::~PreparedEvent() = default;
 size_t PreparedEvent::size() const { return impl_->bytes.capacity(); }
 std::string_view PreparedEvent::bytes() const { return impl_->bytes; }
+const Rejection* PreparedEvent::rejection() const {
+  return impl_->parsed.ok() ? nullptr : &*impl_->parsed.rejection;
+}
 
 void AppendDecisionJson(const Decision& d, std::string& out) {
   json::Writer w(out);
@@ -707,6 +710,24 @@ Pipeline::~Pipeline() = default;
 
 const Config& Pipeline::config() const { return impl_->config; }
 
+QuarantineRecord Pipeline::Identify(std::string_view bytes) {
+  QuarantineRecord record;
+  record.raw = std::string(bytes);
+  const EnvelopeParser::Outcome parsed = impl_->drain_parser->Parse(bytes);
+  if (parsed.ok()) {
+    const EventView& e = parsed.event;
+    record.source = std::string(e.source);
+    record.event_id = std::string(e.id);
+    record.type = std::string(e.type);
+    if (e.subject) record.subject = std::string(*e.subject);
+  } else {
+    record.source = parsed.rejection->source;
+    record.event_id = parsed.rejection->id;
+    record.subject = parsed.rejection->subject;
+  }
+  return record;
+}
+
 Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
@@ -780,6 +801,7 @@ Status Pipeline::DecideFor(Transaction& store, PreparedEvent& slot, std::string_
     const Rejection& r = *parsed.rejection;
     Decision d;
     d.index = index;
+    d.consumer = std::string(only);  // a replay for one consumer: the refusal is that consumer's
     d.outcome = Outcome::kRejected;
     d.reason = std::string(ReasonCode(r.reason));
     d.message = r.message;

@@ -393,9 +393,15 @@ class ConsumeLoop {
       return Status::Ok();
     }
     last_gap_check_ms_ = now_ms;
-    EVIDENT_ASSIGN_OR_RETURN(
-        const GapCheck check,
-        CheckGapDeadlines(store_, now_ms, {.partition_count = options_.outbox_partition_count}));
+    // Housekeeping: a check that fails (a busy store) is tried again at the next interval, and
+    // never fails the run whose batches are committed; the run's summary keeps the last error.
+    Result<GapCheck> checked =
+        CheckGapDeadlines(store_, now_ms, {.partition_count = options_.outbox_partition_count});
+    if (!checked.ok()) {
+      summary_.gap_check_error = checked.status().ToString();
+      return Status::Ok();
+    }
+    const GapCheck& check = *checked;
     GapCheck& total = summary_.gap_actions;
     total.requested += check.requested;
     total.manual += check.manual;
@@ -434,15 +440,33 @@ class ConsumeLoop {
       error = DecideInputs(0, inputs_used_);
       if (error.ok() || !Transient(error)) return error;
     }
+    RetryPolicy per_input = policy;  // a write conflict is worth another attempt too
+    per_input.retryable_codes.push_back(Code::kAborted);
     for (size_t i = 0; i < inputs_used_; ++i) {
       Status one =
-          RetryBusy(policy, clock_, options_.cancel, [&] { return DecideInputs(i, i + 1); });
+          RetryBusy(per_input, clock_, options_.cancel, [&] { return DecideInputs(i, i + 1); });
       if (one.ok()) continue;
-      if (!Transient(one)) return one;
-      EVIDENT_RETURN_IF_ERROR(RetryBusy(policy, clock_, options_.cancel,
-                                        [&] { return QuarantineInput(inputs_[i], one); }));
+      if (Transient(one)) {
+        const Status cause = one;
+        one = RetryBusy(per_input, clock_, options_.cancel,
+                        [&] { return QuarantineInput(inputs_[i], cause); });
+      }
+      if (!one.ok()) return Settled(i, one);
     }
     return Status::Ok();
+  }
+
+  // Input by input, inputs [0, committed) of the batch are committed and `error` stopped the
+  // rest: the committed ones are reported and acknowledged (their decisions stand), and the
+  // error names what is not.
+  Status Settled(size_t committed, const Status& error) {
+    if (committed == 0) return error;
+    decided_thru_ = inputs_[committed - 1].cursor;
+    EVIDENT_RETURN_IF_ERROR(WriteOutcomes());
+    EVIDENT_RETURN_IF_ERROR(source_.Acknowledge(decided_thru_));
+    return Status(error.code(), error.message() + " (the batch's first " +
+                                    std::to_string(committed) +
+                                    " input(s) were committed one by one and acknowledged)");
   }
 
   // Decides inputs [from, to) of the batch in one transaction and commits them with the
@@ -467,10 +491,10 @@ class ConsumeLoop {
     d.reason = "retries-exhausted";
     d.message = "could not be decided: " + error.ToString();
     Status s = WithTransaction(input.cursor, [&](Transaction& tx) -> Status {
-      QuarantineRecord record;
+      QuarantineRecord record = pipeline_.Identify(input.bytes);  // source, id, type, subject
+      d.subject = record.subject;
       record.reason = d.reason;
       record.message = d.message;
-      record.raw = input.bytes;
       record.last_seen_ms = clock_.NowMs();
       record.input_index = input.index;
       return tx.Quarantine(record).status();

@@ -111,8 +111,13 @@ Result<Gaps> ReadGaps(Snapshot& snapshot, int64_t rows_max) {
     std::sort(g.waiting_versions.begin(), g.waiting_versions.end());
     EVIDENT_ASSIGN_OR_RETURN(Rows<GapRecord> records,
                              snapshot.GapRecordsOf(g.consumer, g.subject, rows_max));
+    // The record of this gap: the one made for its expected version, or an open one whose
+    // range still covers it (some of that range arrived since, the rest is still missing).
     for (GapRecord& r : records.rows) {
-      if (r.expected_version == g.expected_version) g.record = std::move(r);
+      const bool covers = r.state != GapState::kClosed &&
+                          r.expected_version <= g.expected_version &&
+                          g.expected_version <= r.missing_to;
+      if (r.expected_version == g.expected_version || covers) g.record = std::move(r);
     }
     out.gaps.push_back(std::move(g));
   }

@@ -51,12 +51,16 @@ GapState StateOf(GapRoute route) {
   return GapState::kReported;
 }
 
-// Acts on one overdue gap unless it has a record already.
+// Acts on one overdue gap unless it has a record already, or closed since the snapshot (the
+// transaction sees the projection as it is now).
 Status ActOn(Transaction& tx, const Gap& gap, int64_t now_ms, const GapCheckOptions& options,
              GapCheck& check) {
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<GapRecord> there,
                            tx.FindGap(gap.consumer, gap.subject, gap.expected_version));
   if (there) return Status::Ok();
+  Projection now;
+  EVIDENT_ASSIGN_OR_RETURN(const bool found, tx.ReadProjection(gap.consumer, gap.subject, now));
+  if ((found ? now.version : 0) + 1 != gap.expected_version) return Status::Ok();
   GapRecord g{.consumer = gap.consumer,
               .subject = gap.subject,
               .expected_version = gap.expected_version,
@@ -89,8 +93,10 @@ Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckO
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
     EVIDENT_ASSIGN_OR_RETURN(Gaps gaps, ReadGaps(*snapshot, options.deferred_rows_max));
     for (Gap& g : gaps.gaps) {
-      // A gap exists while its expected version is below the lowest waiting one.
-      if (g.deadline_at_ms < now_ms && g.expected_version < g.waiting_versions.front()) {
+      // A gap exists while its expected version is below the lowest waiting one; one that has
+      // a record (its own, or an open one covering it) was acted on.
+      if (g.deadline_at_ms < now_ms && g.expected_version < g.waiting_versions.front() &&
+          !g.record) {
         overdue.push_back(std::move(g));
       }
     }
@@ -98,7 +104,7 @@ Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckO
     for (GapRecord& r : open.rows) {
       EVIDENT_ASSIGN_OR_RETURN(const std::optional<Projection> p,
                                snapshot->FindProjection(r.consumer, r.subject));
-      if (ExpectedVersion(p) > r.expected_version) arrived.push_back(std::move(r));
+      if (ExpectedVersion(p) > r.missing_to) arrived.push_back(std::move(r));
     }
   }
   GapCheck check;
@@ -108,7 +114,7 @@ Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckO
   for (const GapRecord& r : arrived) {
     EVIDENT_ASSIGN_OR_RETURN(
         const int64_t closed,
-        tx->CloseGaps(r.consumer, r.subject, r.expected_version, now_ms, "arrival", ""));
+        tx->CloseGaps(r.consumer, r.subject, r.missing_to, now_ms, "arrival", ""));
     check.closed += closed;
   }
   EVIDENT_RETURN_IF_ERROR(tx->Commit());

@@ -136,6 +136,29 @@ TEST_P(GapsTest, ARequestReplayGapPastItsDeadlineAsksOnceHoweverOftenItIsChecked
   EXPECT_EQ(packet.consumers[0].gap_records.size(), 1u);
 }
 
+// Part of a gap's range arrives: its record stays open and still covers the rest, so the rest
+// is not asked for again; the record closes when the last missing version arrives.
+TEST_P(GapsTest, ARecordCoversItsRangeUntilAllOfItArrives) {
+  Route("request-replay");
+  Consume({Paid(1), Paid(4)}, 1000);  // v2 and v3 missing
+  EXPECT_EQ(Check(20000).requested, 1);
+  Consume({Paid(2)}, 21000);
+  EXPECT_EQ(Records().at(0).state, GapState::kRequested);
+  EXPECT_EQ(Check(22000).requested, 0);
+  EXPECT_EQ(Outbox().size(), 1u);
+  {
+    auto snapshot = store_->Read().value();
+    const Gaps gaps = ReadGaps(*snapshot).value();
+    ASSERT_EQ(gaps.gaps.size(), 1u);
+    EXPECT_EQ(gaps.gaps[0].expected_version, 3);
+    ASSERT_TRUE(gaps.gaps[0].record.has_value());  // the 2-3 record covers it
+    EXPECT_EQ(gaps.gaps[0].record->expected_version, 2);
+  }
+  Consume({Paid(3)}, 23000);
+  EXPECT_EQ(Records().at(0).state, GapState::kClosed);
+  EXPECT_EQ(Records().at(0).closed_at_ms, 23000);
+}
+
 TEST_P(GapsTest, AManualGapOpensARecordThatAPersonResolves) {
   Route("manual");
   Consume({Paid(1), Paid(3)}, 1000);

@@ -1,6 +1,7 @@
 // Replay and discard of quarantined inputs (evident/quarantine.h).
 #include "evident/quarantine.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <cstring>
@@ -8,6 +9,7 @@
 
 #include "core/base64.h"
 #include "core/rfc3339.h"
+#include "evident/envelope.h"
 #include "json/writer.h"
 
 namespace evident {
@@ -26,9 +28,11 @@ struct RecordVerdict {
 
 // The decision for the record's own consumer speaks for it (drained successors are extra); for
 // a record refused before any consumer was chosen, the input went forward once some consumer
-// decided it.
+// decided it. A record of a consumer whose input the envelope now refuses gets that refusal,
+// made for that consumer (Pipeline::DecideFor), and stays as it was.
 RecordVerdict Judge(const QuarantineRecord& record, const std::vector<Decision>& decisions) {
   RecordVerdict v;
+  assert(!decisions.empty());  // DecideFor decides every input at least once
   for (const Decision& d : decisions) {
     if (d.drained || d.consumer != record.consumer) continue;
     v.outcome = d.outcome;
@@ -37,12 +41,11 @@ RecordVerdict Judge(const QuarantineRecord& record, const std::vector<Decision>&
                 d.outcome == Outcome::kDuplicate;
     return v;
   }
-  assert(record.consumer.empty() && !decisions.empty());
-  // No decision without a consumer: every one was made by a consumer, so the envelope and the
-  // routing passed.
   v.outcome = decisions.front().outcome;
   v.reason = decisions.front().reason;
-  v.settled = true;
+  // No decision without a consumer: every one was made by a consumer, so the envelope and the
+  // routing passed (a record with a consumer always finds its own decision above).
+  v.settled = record.consumer.empty();
   return v;
 }
 
@@ -85,6 +88,7 @@ class Replay {
     EVIDENT_ASSIGN_OR_RETURN(slot_, pipeline_.NewPreparedEvent());
     QuarantineFilter filter = options_.select;
     if (filter.ids.empty() && !filter.status) filter.status = QuarantineStatus::kOpen;
+    started_ms_ = clock_.NowMs();
     if (options_.dry_run) return DryRun(filter);
     QuarantineCursor after;
     while (true) {
@@ -98,10 +102,11 @@ class Replay {
         EVIDENT_ASSIGN_OR_RETURN(page,
                                  snapshot->ListQuarantine(filter, after, options_.batch_count_max));
       }
+      const bool new_since = StartedBefore(page.rows);
       if (page.rows.empty()) break;
       after = {page.rows.back().first_seen_ms, page.rows.back().id};
       EVIDENT_RETURN_IF_ERROR(Batch(page.rows));
-      if (!page.truncated) break;
+      if (!page.truncated || new_since) break;
     }
     return summary_;
   }
@@ -122,6 +127,7 @@ class Replay {
                                        " records; narrow the selection");
       }
       all = std::move(rows.rows);
+      StartedBefore(all);
     }
     if (all.empty()) return summary_;
     EVIDENT_RETURN_IF_ERROR(Batch(all));
@@ -129,6 +135,17 @@ class Replay {
     tx_.reset();
     EVIDENT_RETURN_IF_ERROR(WriteLines());
     return summary_;
+  }
+
+  // Drops the records first seen since this replay began (a selection by consumer, reason or
+  // --all would otherwise take the records its own refusals open, and replay them again);
+  // true when it dropped any: the list, in first-seen order, has no more for this run.
+  bool StartedBefore(std::vector<QuarantineRecord>& records) const {
+    if (!options_.select.ids.empty()) return false;
+    const size_t before = records.size();
+    std::erase_if(records,
+                  [&](const QuarantineRecord& r) { return r.first_seen_ms >= started_ms_; });
+    return records.size() < before;
   }
 
   // Decides a batch of records in one transaction (a dry run: all of them in one it never
@@ -169,8 +186,14 @@ class Replay {
     const int64_t now_ms = clock_.NowMs();
     decisions_.clear();
     pipeline_.Prepare(*slot_, record->raw);
-    EVIDENT_RETURN_IF_ERROR(pipeline_.DecideFor(*tx_, *slot_, record->consumer, record->input_index,
-                                                now_ms, decisions_));
+    if (slot_->rejection() != nullptr && !record->consumer.empty()) {
+      // The envelope refuses what a consumer once got (a smaller size limit, another profile):
+      // the refusal is an attempt on this record, whose identity the refusal may not read.
+      EVIDENT_RETURN_IF_ERROR(EnvelopeRefusal(*record, *slot_->rejection(), now_ms));
+    } else {
+      EVIDENT_RETURN_IF_ERROR(pipeline_.DecideFor(*tx_, *slot_, record->consumer,
+                                                  record->input_index, now_ms, decisions_));
+    }
     const RecordVerdict verdict = Judge(*record, decisions_);
     if (verdict.settled) {
       EVIDENT_RETURN_IF_ERROR(tx_->SetQuarantineStatus(record->id, QuarantineStatus::kReplayed));
@@ -196,9 +219,28 @@ class Replay {
       ++summary_.replayed;
     }
     if (options_.outcomes != nullptr) {
+      record->raw.clear();  // not printed: the line names the record
       lines_.push_back({std::move(*record), verdict, std::move(decisions_)});
       decisions_ = {};
     }
+    return Status::Ok();
+  }
+
+  Status EnvelopeRefusal(const QuarantineRecord& record, const Rejection& r, int64_t now_ms) {
+    Decision d;
+    d.index = record.input_index;
+    d.consumer = record.consumer;
+    d.outcome = Outcome::kRejected;
+    d.reason = std::string(ReasonCode(r.reason));
+    d.message = r.message;
+    d.subject = record.subject;
+    QuarantineRecord attempt = record;
+    attempt.outcome = d.outcome;
+    attempt.reason = d.reason;
+    attempt.message = d.message;
+    attempt.last_seen_ms = now_ms;
+    EVIDENT_RETURN_IF_ERROR(tx_->Quarantine(attempt).status());
+    decisions_.push_back(std::move(d));
     return Status::Ok();
   }
 
@@ -228,6 +270,7 @@ class Replay {
   std::vector<Decision> decisions_;
   std::vector<ReplayLine> lines_;
   ReplaySummary summary_;
+  int64_t started_ms_ = 0;
 };
 
 Status CheckActor(const std::string& by, const std::string& note) {
@@ -263,8 +306,11 @@ Result<ReplaySummary> ReplayQuarantine(Pipeline& pipeline, Store& store,
 Result<int64_t> DiscardQuarantine(Store& store, const std::vector<int64_t>& ids,
                                   const std::string& by, const std::string& note, int64_t now_ms) {
   EVIDENT_RETURN_IF_ERROR(CheckActor(by, note));
+  std::vector<int64_t> unique = ids;  // an id named twice is discarded once
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
-  for (const int64_t id : ids) {
+  for (const int64_t id : unique) {
     EVIDENT_ASSIGN_OR_RETURN(std::optional<QuarantineRecord> record, tx->FindQuarantine(id));
     if (!record) return Status::NotFound("no quarantine record " + std::to_string(id));
     if (record->status != QuarantineStatus::kOpen) {
@@ -282,7 +328,7 @@ Result<int64_t> DiscardQuarantine(Store& store, const std::vector<int64_t>& ids,
                                                  .at_ms = now_ms}));
   }
   EVIDENT_RETURN_IF_ERROR(tx->Commit());
-  return static_cast<int64_t>(ids.size());
+  return static_cast<int64_t>(unique.size());
 }
 
 void AppendQuarantineJson(const QuarantineRecord& r, bool with_bytes, std::string& out) {

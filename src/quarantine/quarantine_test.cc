@@ -69,12 +69,13 @@ class QuarantineTest : public ::testing::TestWithParam<std::string> {
     return OpenMemoryStore(database_).value();
   }
 
-  // Today's contract: the consumer accepts `versions`.
-  void Contracts(const std::string& versions) {
+  // Today's contract: the consumer accepts `versions`; events up to `event_bytes_max`.
+  void Contracts(const std::string& versions, int64_t event_bytes_max = 0) {
     fs::remove_all(dir_ / "contracts");
     WriteContracts(dir_, versions);
     auto config = LoadConfig((dir_ / "evident.yaml").string());
     ASSERT_TRUE(config.ok()) << config.status().ToString();
+    if (event_bytes_max > 0) config->event_bytes_max = event_bytes_max;
     auto pipeline = Pipeline::Create(*config);
     ASSERT_TRUE(pipeline.ok()) << pipeline.status().ToString();
     pipeline_ = std::move(pipeline).value();
@@ -231,6 +232,34 @@ TEST_P(QuarantineTest, ARecordRefusedAgainStaysOpenWithOneMoreAttempt) {
   EXPECT_EQ(audit.rows[0].status_after, QuarantineStatus::kOpen);
 }
 
+// The envelope refuses a consumer's record on replay (here: today's size limit): the refusal is
+// that consumer's, counted on the same record, which stays open; no record without a consumer
+// appears, and nothing reads as replayed.
+TEST_P(QuarantineTest, AnEnvelopeRefusalOnReplayKeepsTheConsumersRecordOpen) {
+  std::string big = Paid("e1", 1, 2);
+  big.insert(big.size() - 2, R"(,"pad":")" + std::string(70000, 'x') + "\"");
+  Consume({big});  // within the default 1 MiB
+  const int64_t id = List().at(0).id;
+  Contracts("[1, 2]", int64_t{64} << 10);
+  const ReplaySummary s = Replay({.select = {.consumer = "ledgerist"}});
+  EXPECT_EQ(s.refused, 1);
+  EXPECT_EQ(s.replayed, 0);
+  const std::vector<QuarantineRecord> records = List();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].id, id);
+  EXPECT_EQ(records[0].status, QuarantineStatus::kOpen);
+  EXPECT_EQ(records[0].attempts, 2);
+  EXPECT_EQ(records[0].reason, "envelope-too-large");
+  EXPECT_FALSE(ProjectionOf("order-1").has_value());
+}
+
+TEST_P(QuarantineTest, DiscardOfAnIdNamedTwiceDiscardsItOnce) {
+  Consume({Paid("e1", 1, 2)});
+  const int64_t id = List().at(0).id;
+  EXPECT_EQ(DiscardQuarantine(*store_, {id, id}, "ops", "n", 10).value(), 1);
+  EXPECT_EQ(store_->Read().value()->AuditOf(id).value().rows.size(), 1u);
+}
+
 TEST_P(QuarantineTest, ADryRunDecidesInOrderAndCommitsNothing) {
   Consume({Paid("e1", 1, 2), Paid("e2", 2, 2)});
   Contracts("[1, 2]");
@@ -335,10 +364,48 @@ TEST(QuarantineRetries, AnInputThatCannotBeDecidedEndsAsRetriesExhausted) {
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].reason, "retries-exhausted");
   EXPECT_EQ(records[0].raw, Paid("e1", 1, 1));
+  EXPECT_EQ(records[0].source, "shop");  // the identity a re-delivery would have
+  EXPECT_EQ(records[0].event_id, "e1");
+  EXPECT_EQ(records[0].type, "order.paid");
+  EXPECT_EQ(records[0].subject, "order-1");
   EXPECT_NE(records[0].message.find("injected fault"), std::string::npos) << records[0].message;
   // e2 waits for version 1, which is in the quarantine: deferred, not lost.
   EXPECT_TRUE(snapshot->FindLedger("ledgerist", "shop", "e2").value().has_value());
   EXPECT_EQ(summary->counts.at("").at(static_cast<size_t>(Outcome::kRejected)), 1);
+  fs::remove_all(dir);
+}
+
+// Input by input, the first input commits and the second fails for good: the run fails, and the
+// first input's decision stands (committed, reported as such in the error).
+TEST(QuarantineRetries, APartlyRecoveredBatchKeepsWhatItCommitted) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("quarantine_partly_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  WriteContracts(dir, "[1]");
+  auto config = LoadConfig((dir / "evident.yaml").string()).value();
+  config.batch_count_max = 2;
+  config.linger_ms = kLingerMsLimit;
+  config.batch_ms_max = kBatchMsMaxLimit;
+  auto pipeline = Pipeline::Create(config).value();
+  auto database = NewMemoryDatabase();
+  FaultStore store(OpenMemoryStore(database).value(), [](int64_t) {});
+  for (int nth = 1; nth <= 3; ++nth) {
+    store.Add({.call = StoreCall::kCommit, .nth = nth, .code = Code::kUnavailable});
+  }
+  store.Add({.call = StoreCall::kCommit, .nth = 5, .code = Code::kIoError});
+  auto source = NewMemorySource("m", {Paid("e1", 1, 1), Paid("e2", 2, 1)});
+  ManualClock clock(0);
+  ConsumeOptions options{.clock = &clock};
+  options.busy_retry = {.attempts_max = 3, .backoff_initial_ms = 10, .backoff_max_ms = 10};
+  const auto summary = Consume(*pipeline, store, *source, options);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), Code::kIoError);
+  EXPECT_NE(summary.status().message().find("first 1 input(s) were committed"), std::string::npos)
+      << summary.status().message();
+  auto snapshot = OpenMemoryStore(database).value()->Read().value();
+  EXPECT_TRUE(snapshot->FindLedger("ledgerist", "shop", "e1").value().has_value());
+  EXPECT_FALSE(snapshot->FindLedger("ledgerist", "shop", "e2").value().has_value());
+  EXPECT_TRUE(snapshot->ListQuarantine({}).value().rows.empty());
   fs::remove_all(dir);
 }
 

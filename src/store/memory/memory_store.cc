@@ -478,8 +478,7 @@ class MemoryTransaction final : public Transaction {
                             std::string_view note) override {
     std::vector<GapId> open;
     const auto in_range = [&](const GapId& id) {
-      return std::get<0>(id) == consumer && std::get<1>(id) == subject &&
-             std::get<2>(id) <= through_version;
+      return std::get<0>(id) == consumer && std::get<1>(id) == subject;
     };
     const GapId from(consumer, subject, kSeqMin);
     for (const auto* table : {&std::as_const(*base_->gaps), &std::as_const(overlay_.gaps)}) {
@@ -491,6 +490,7 @@ class MemoryTransaction final : public Transaction {
     for (const GapId& id : open) {
       const GapRecord* row = GapRow(id);
       if (row == nullptr || row->state == GapState::kClosed) continue;
+      if (row->missing_to > through_version) continue;
       GapRecord& draft = overlay_.gaps.insert_or_assign(id, *row).first->second;
       draft.state = GapState::kClosed;
       draft.closed_at_ms = at_ms;

@@ -128,7 +128,8 @@ INSERT INTO quarantine(consumer, ident_source, ident_id, raw_hash, outcome, reas
   source, event_id, type, subject, subject_version, schema_version, raw, attempts,
   first_seen_ms, last_seen_ms, status, input_index)
 SELECT consumer, ident_source, ident_id, evident_fnv1a(raw), outcome, reason, message, source,
-  event_id, type, subject, subject_version, NULL, raw, deliveries, first_seen, last_seen, 'open',
+  event_id, type, subject, subject_version, NULL, CAST(raw AS BLOB), deliveries, first_seen,
+  last_seen, 'open',
   input_index
 FROM (SELECT k.*, count(*) OVER w AS deliveries, min(received_at_ms) OVER w AS first_seen,
         max(received_at_ms) OVER w AS last_seen, min(seq) OVER w AS first_seq,
@@ -1230,17 +1231,18 @@ class SqliteEngine {
     const auto raw_hash = static_cast<int64_t>(Fnv1a(kFnv1aOffset, r.raw));
     static const std::string kFind = std::string("SELECT ") + kQuarantineColumns +
                                      " FROM quarantine WHERE consumer=?1 AND ident_source=?2"
-                                     " AND ident_id=?3 AND raw_hash=?4 ORDER BY id";
+                                     " AND ident_id=?3 AND raw_hash=?4 AND raw=?5 LIMIT ?6";
+    // The bytes are compared in SQL, so inputs whose hashes collide cost a comparison each,
+    // and only the record of the same input is read.
     EVIDENT_ASSIGN_OR_RETURN(
         Rows<QuarantineRecord> same,
         QueryBound<QuarantineRecord>(
             kFind,
             [&](Statement& s) {
-              s.Bind(r.consumer).Bind(ident_source).Bind(ident_id).Bind(raw_hash);
+              s.Bind(r.consumer).Bind(ident_source).Bind(ident_id).Bind(raw_hash).BindBlob(r.raw);
             },
-            kAll, ReadQuarantine));
+            1, ReadQuarantine));
     for (QuarantineRecord& there : same.rows) {
-      if (there.raw != r.raw) continue;  // a hash collision: another input
       NoteAttempt(r, there);
       static const std::string kUpdate =
           "UPDATE quarantine SET outcome=?2, reason=?3, message=?4, type=?5, subject=?6,"
@@ -1327,7 +1329,7 @@ class SqliteEngine {
                             std::string_view note) {
     static const std::string kSql =
         "UPDATE gap SET state='closed', closed_at_ms=?4, closed_by=?5, note=?6"
-        " WHERE consumer=?1 AND subject=?2 AND expected_version<=?3 AND state<>'closed'";
+        " WHERE consumer=?1 AND subject=?2 AND missing_to<=?3 AND state<>'closed'";
     EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
                                 .Bind(consumer)
                                 .Bind(subject)
