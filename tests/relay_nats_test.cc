@@ -205,19 +205,32 @@ class RelayNats : public ::testing::Test {
   std::map<std::string, std::string> bytes_by_id_;
 };
 
-// Each run finds 400 new rows and is killed 2 to 40 ms after it starts: some runs die before
-// they publish, most while rows are going out (between a publish and its mark, too).
+// Each run finds 400 new rows and is killed at a random moment of the time a whole run takes
+// (measured first, with --once, on this machine under its load now): some runs die before they
+// publish, most while rows are going out (between a publish and its mark, too). Runs go on past
+// the 24th until at least 3 kills landed mid-round (60 runs at most).
 TEST_F(RelayNats, KilledNineAtRandomTimesThenOnceEveryRowIsInTheStreamExactlyOnce) {
   std::mt19937_64 rng(20261201);
+  Append(0, 400);
+  const auto begun = std::chrono::steady_clock::now();
+  const ProcessResult calibration = RunProcess(RelayArgs(true));
+  ASSERT_EQ(calibration.exit_code, 0) << calibration.err;
+  const int64_t round_us =
+      std::max<int64_t>(20'000, std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::now() - begun)
+                                    .count());
   const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
   int killed = 0, mid_work = 0;
-  int64_t sent_before = 0;
-  for (int run = 0; run < 24; ++run) {
+  int64_t sent_before = SentRows();
+  ASSERT_EQ(sent_before, 400);
+  int run = 1;
+  for (; run <= 24 || (mid_work < 3 && run <= 60); ++run) {
     Append(run * 400, 400);
     // Without --once: the relay would go on polling, so every run ends by the kill.
     const pid_t pid = StartProcess(RelayArgs(false), {.out = null_fd, .err = null_fd});
     ASSERT_GT(pid, 0);
-    usleep(static_cast<useconds_t>(2'000 + rng() % 38'000));
+    usleep(static_cast<useconds_t>(
+        round_us / 10 + static_cast<int64_t>(rng() % static_cast<uint64_t>(round_us * 11 / 10))));
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
@@ -227,8 +240,10 @@ TEST_F(RelayNats, KilledNineAtRandomTimesThenOnceEveryRowIsInTheStreamExactlyOnc
     sent_before = sent;
   }
   close(null_fd);
-  std::printf("%d kills, %d of them after some rows of the run were marked and before all\n",
-              killed, mid_work);
+  std::printf(
+      "a whole run took %lld us; %d runs, %d kills, %d of them after some rows of the run "
+      "were marked and before all\n",
+      static_cast<long long>(round_us), run - 1, killed, mid_work);
   EXPECT_GE(killed, 20);
   EXPECT_GE(mid_work, 3) << "the kills did not land while rows were going out";
   const ProcessResult last = RunProcess(RelayArgs(true));
