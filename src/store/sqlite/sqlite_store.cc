@@ -69,19 +69,31 @@ CREATE TABLE IF NOT EXISTS evident_schema(version INTEGER NOT NULL);
 )sql";
 
 // Layout 3 adds the outbox (seq AUTOINCREMENT: a seq is never reused, though sent rows are
-// deleted). Nothing else changes.
+// deleted). Layout 4 keeps each row's bytes in `outbox_body`, apart from the delivery state: a
+// row marked sent (an UPDATE, which SQLite writes as the whole record again) then rewrites
+// about a hundred bytes instead of the event too, and a batch of marks dirties a few pages
+// instead of every page the batch's events fill (relay_bench, docs/BENCHMARKS.md).
 constexpr const char* kOutboxSchema = R"sql(
 CREATE TABLE IF NOT EXISTS outbox(
   seq INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT NOT NULL, event_id TEXT NOT NULL,
   type TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,
-  event_partition INTEGER NOT NULL, bytes BLOB NOT NULL, created_at_ms INTEGER NOT NULL,
+  event_partition INTEGER NOT NULL, created_at_ms INTEGER NOT NULL,
   attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '',
   last_attempt_at_ms INTEGER, sent_at_ms INTEGER, stream TEXT NOT NULL DEFAULT '',
   stream_sequence INTEGER);
+CREATE TABLE IF NOT EXISTS outbox_body(seq INTEGER PRIMARY KEY, bytes BLOB NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS outbox_by_id ON outbox(source, event_id);
 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE sent_at_ms IS NULL;
 CREATE INDEX IF NOT EXISTS outbox_sent ON outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;
 )sql";
+
+// A layout-3 outbox holds the bytes in its rows: they move to outbox_body.
+constexpr const char* kMigrateOutboxBody = R"sql(
+INSERT INTO outbox_body(seq, bytes) SELECT seq, bytes FROM outbox;
+ALTER TABLE outbox DROP COLUMN bytes;
+)sql";
+constexpr const char* kOutboxBytesColumnSql =
+    "SELECT count(*) FROM pragma_table_info('outbox') WHERE name='bytes'";
 
 // Layout 4 adds the gap records, and replaces the `kept` table (a row per refused delivery) with
 // the quarantine: one record per input, found again by its identity (consumer; source and id when
@@ -405,6 +417,7 @@ constexpr const char* kLedgerColumns =
 constexpr const char* kDeferredColumns =
     "consumer, subject, subject_version, source, event_id, type, schema_version, "
     "expected_version, raw, received_at_ms, deadline_at_ms, route, input_index";
+// Over `outbox JOIN outbox_body USING(seq)`.
 constexpr const char* kOutboxColumns =
     "seq, source, event_id, type, subject, subject_version, event_partition, bytes, "
     "created_at_ms, attempts, last_error, last_attempt_at_ms, sent_at_ms, stream, "
@@ -722,6 +735,8 @@ class SqliteEngine {
         Query<int64_t>(kSql, {}, kAll, [](const Statement& s, Status&) { return s.Int(0); });
     if (!rows.ok()) return rows.status();
     subject_first_ = rows->rows.size() == 1 && rows->rows.front() == 1;
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t bytes_column, Count(kOutboxBytesColumnSql));
+    outbox_bytes_in_row_ = bytes_column != 0;
     return Status::Ok();
   }
 
@@ -787,6 +802,8 @@ class SqliteEngine {
       // Tables and indexes an older layout lacks (the outbox, the quarantine), the kept rows
       // moved into the quarantine; then the version.
       EVIDENT_RETURN_IF_ERROR(Exec(Schema()));
+      EVIDENT_ASSIGN_OR_RETURN(const int64_t bytes_column, Count(kOutboxBytesColumnSql));
+      if (bytes_column != 0) EVIDENT_RETURN_IF_ERROR(Exec(kMigrateOutboxBody));
       const int rc =
           sqlite3_create_function_v2(db_, "evident_fnv1a", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
                                      nullptr, &Fnv1aSql, nullptr, nullptr, nullptr);
@@ -1639,7 +1656,7 @@ class SqliteEngine {
     assert(in_transaction_);
     static const std::string kInsert =
         "INSERT INTO outbox(source, event_id, type, subject, subject_version, event_partition, "
-        "bytes, created_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT DO NOTHING";
+        "created_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7) ON CONFLICT DO NOTHING";
     EVIDENT_RETURN_IF_ERROR(Prepared(kInsert)
                                 .Bind(r.source)
                                 .Bind(r.event_id)
@@ -1647,15 +1664,17 @@ class SqliteEngine {
                                 .Bind(r.subject)
                                 .Bind(r.subject_version)
                                 .Bind(r.partition)
-                                .BindBlob(r.bytes)
                                 .Bind(r.created_at_ms)
                                 .Run());
     if (sqlite3_changes(db_) == 1) {
-      return OutboxAppend{.outcome = OutboxOutcome::kAppended,
-                          .seq = sqlite3_last_insert_rowid(db_)};
+      const int64_t seq = sqlite3_last_insert_rowid(db_);
+      static const std::string kBody = "INSERT INTO outbox_body(seq, bytes) VALUES(?1,?2)";
+      EVIDENT_RETURN_IF_ERROR(Prepared(kBody).Bind(seq).BindBlob(r.bytes).Run());
+      return OutboxAppend{.outcome = OutboxOutcome::kAppended, .seq = seq};
     }
     static const std::string kFind =
-        "SELECT seq, bytes FROM outbox WHERE source=?1 AND event_id=?2";
+        "SELECT seq, bytes FROM outbox JOIN outbox_body USING(seq)"
+        " WHERE source=?1 AND event_id=?2";
     Statement& s = Prepared(kFind);
     s.Bind(r.source).Bind(r.event_id);
     Status status;
@@ -1674,13 +1693,22 @@ class SqliteEngine {
   Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq, int64_t rows_max) {
     if (layout_ < 3) return Rows<OutboxRow>{};  // a read-only open of an older layout
     static const std::string kAllSql = std::string("SELECT ") + kOutboxColumns +
-                                       " FROM outbox WHERE seq > ?1 ORDER BY seq LIMIT ?2";
+                                       " FROM outbox JOIN outbox_body USING(seq)"
+                                       " WHERE seq > ?1 ORDER BY seq LIMIT ?2";
     static const std::string kPendingSql =
         std::string("SELECT ") + kOutboxColumns +
+        " FROM outbox JOIN outbox_body USING(seq)"
+        " WHERE sent_at_ms IS NULL AND seq > ?1 ORDER BY seq LIMIT ?2";
+    // A read-only open of layout 3 finds the bytes in the row.
+    static const std::string kAllSql3 = std::string("SELECT ") + kOutboxColumns +
+                                        " FROM outbox WHERE seq > ?1 ORDER BY seq LIMIT ?2";
+    static const std::string kPendingSql3 =
+        std::string("SELECT ") + kOutboxColumns +
         " FROM outbox WHERE sent_at_ms IS NULL AND seq > ?1 ORDER BY seq LIMIT ?2";
+    const std::string& sql = !outbox_bytes_in_row_ ? (pending_only ? kPendingSql : kAllSql)
+                                                   : (pending_only ? kPendingSql3 : kAllSql3);
     return QueryBound<OutboxRow>(
-        pending_only ? kPendingSql : kAllSql, [&](Statement& s) { s.Bind(after_seq); }, rows_max,
-        ReadOutbox);
+        sql, [&](Statement& s) { s.Bind(after_seq); }, rows_max, ReadOutbox);
   }
 
   // A row already sent keeps its first acknowledgement.
@@ -1711,12 +1739,23 @@ class SqliteEngine {
 
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) {
     assert(rows_max >= 0);
-    static const std::string kSql =
+    // The bodies first: the same selection then picks the same rows from the outbox.
+    static const std::string kBodies =
+        "DELETE FROM outbox_body WHERE seq IN (SELECT seq FROM outbox WHERE sent_at_ms IS NOT NULL "
+        "AND sent_at_ms < ?1 ORDER BY seq LIMIT ?2)";
+    static const std::string kRows =
         "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at_ms IS NOT NULL "
         "AND sent_at_ms < ?1 ORDER BY seq LIMIT ?2)";
-    EVIDENT_RETURN_IF_ERROR(
-        Prepared(kSql).Bind(sent_before_ms).Bind(std::max<int64_t>(rows_max, 0)).Run());
-    return static_cast<int64_t>(sqlite3_changes(db_));
+    const int64_t limit = std::max<int64_t>(rows_max, 0);
+    EVIDENT_RETURN_IF_ERROR(Prepared(kBodies).Bind(sent_before_ms).Bind(limit).Run());
+    const int bodies = sqlite3_changes(db_);
+    EVIDENT_RETURN_IF_ERROR(Prepared(kRows).Bind(sent_before_ms).Bind(limit).Run());
+    const int rows = sqlite3_changes(db_);
+    if (rows != bodies) {
+      return Status::Corruption("outbox: " + std::to_string(rows) + " sent rows but " +
+                                std::to_string(bodies) + " bodies deleted");
+    }
+    return static_cast<int64_t>(rows);
   }
 
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) {
@@ -1802,6 +1841,8 @@ class SqliteEngine {
   int64_t layout_ = kSqliteLayoutVersion;
   // The projection key leads with the subject (stores created since the key order changed).
   bool subject_first_ = false;
+  // A layout-3 outbox, read-only: the bytes are a column of the row, not in outbox_body.
+  bool outbox_bytes_in_row_ = false;
   // Subjects whose projection rows this transaction has read, for every consumer at once.
   std::unordered_set<std::string, StringHash, std::equal_to<>> subjects_read_;
   CachedProjection scratch_;           // Cached() outside a transaction

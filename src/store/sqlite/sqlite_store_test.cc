@@ -141,6 +141,66 @@ TEST_F(SqliteStore, ALayout3StoreMigratesKeptRowsIntoTheQuarantine) {
   ASSERT_TRUE(tx->Commit().ok());
 }
 
+// A layout-3 outbox holds each event's bytes in its row; layout 4 keeps them in outbox_body. A
+// read-only open of layout 3 reads them from the row; opened for writing, they move, and the
+// rows read the same, sent or not.
+TEST_F(SqliteStore, ALayout3OutboxMovesItsBytesOutOfTheRow) {
+  AppendOne("e0");
+  ExecSql(
+      "DROP TABLE outbox_body; DROP TABLE outbox; UPDATE evident_schema SET version=3;"
+      "CREATE TABLE outbox(seq INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT NOT NULL,"
+      " event_id TEXT NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER,"
+      " event_partition INTEGER NOT NULL, bytes BLOB NOT NULL, created_at_ms INTEGER NOT NULL,"
+      " attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '',"
+      " last_attempt_at_ms INTEGER, sent_at_ms INTEGER, stream TEXT NOT NULL DEFAULT '',"
+      " stream_sequence INTEGER);"
+      "CREATE UNIQUE INDEX outbox_by_id ON outbox(source, event_id);"
+      "CREATE INDEX outbox_pending ON outbox(seq) WHERE sent_at_ms IS NULL;"
+      "CREATE INDEX outbox_sent ON outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;"
+      "INSERT INTO outbox(source, event_id, type, subject, event_partition, bytes, created_at_ms,"
+      " sent_at_ms, stream, stream_sequence) VALUES('s','e1','t','o',0,'{\"a\":1}',5,6,'EVENTS',9);"
+      "INSERT INTO outbox(source, event_id, type, subject, event_partition, bytes, created_at_ms)"
+      " VALUES('s','e2','t','o',0,'{\"a\":2}',7);");
+  {
+    auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
+    ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
+    const std::vector<OutboxRow> rows =
+        (*read_only)->Read().value()->OutboxRows(false, 0).value().rows;
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].bytes, R"({"a":1})");
+  }
+  AppendOne("e3");  // opens for writing: migrates
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pragma_table_info('outbox') WHERE name='bytes'"), 0);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM outbox_body"), 3);
+  auto opened = OpenSqliteStore(path_.string());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  {
+    const std::vector<OutboxRow> rows =
+        (*opened)->Read().value()->OutboxRows(false, 0).value().rows;
+    ASSERT_EQ(rows.size(), 3u);
+    EXPECT_EQ(rows[0].bytes, R"({"a":1})");
+    EXPECT_EQ(rows[0].sent_at_ms, 6);
+    EXPECT_EQ(rows[0].stream_sequence, 9);
+    EXPECT_EQ(rows[1].bytes, R"({"a":2})");
+    EXPECT_FALSE(rows[1].sent_at_ms.has_value());
+    EXPECT_EQ(rows[2].event_id, "e3");
+  }
+  // A duplicate append still compares the bytes; retention deletes row and body together.
+  auto tx = (*opened)->Begin().value();
+  EXPECT_EQ(tx->AppendOutbox(OutboxRow{.source = "s", .event_id = "e2", .bytes = R"({"a":2})"})
+                .value()
+                .outcome,
+            OutboxOutcome::kDuplicate);
+  EXPECT_EQ(tx->AppendOutbox(OutboxRow{.source = "s", .event_id = "e2", .bytes = "other"})
+                .value()
+                .outcome,
+            OutboxOutcome::kConflict);
+  EXPECT_EQ(tx->DeleteSentOutbox(100, 10).value(), 1);
+  ASSERT_TRUE(tx->Commit().ok());
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM outbox_body"), 2);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM outbox"), 2);
+}
+
 // Layout 1 (before evident_schema) migrates through 2 to 4.
 TEST_F(SqliteStore, ALayout1StoreMigratesThrough2To4) {
   ExecSql(
