@@ -149,11 +149,15 @@ double RunRaw(const fs::path& path, const std::vector<evident::OutboxRow>& rows,
   Exec(db, "PRAGMA synchronous=FULL");
   Exec(db, "PRAGMA cache_size=-" + std::to_string(evident::SqliteOptions{}.cache_kib));
   Exec(db, "PRAGMA foreign_keys=ON");
+  // The store's layout: the row, and its bytes in outbox_body (sqlite_store.cc, layout 4).
   sqlite3_stmt* insert = nullptr;
+  sqlite3_stmt* body = nullptr;
   if (sqlite3_prepare_v2(db,
                          "INSERT INTO outbox(source, event_id, type, subject, subject_version, "
-                         "event_partition, bytes, created_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
-                         -1, &insert, nullptr) != SQLITE_OK) {
+                         "event_partition, created_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?8)",
+                         -1, &insert, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db, "INSERT INTO outbox_body(seq, bytes) VALUES(?1,?2)", -1, &body,
+                         nullptr) != SQLITE_OK) {
     Die(std::string("raw: prepare: ") + sqlite3_errmsg(db));
   }
   const auto start = Clock::now();
@@ -172,14 +176,18 @@ double RunRaw(const fs::path& path, const std::vector<evident::OutboxRow>& rows,
       sqlite3_bind_null(insert, 5);
     }
     sqlite3_bind_int64(insert, 6, r.partition);
-    sqlite3_bind_blob(insert, 7, r.bytes.data(), static_cast<int>(r.bytes.size()), SQLITE_STATIC);
     sqlite3_bind_int64(insert, 8, r.created_at_ms);
     if (sqlite3_step(insert) != SQLITE_DONE) Die(std::string("raw: ") + sqlite3_errmsg(db));
     sqlite3_reset(insert);
+    sqlite3_bind_int64(body, 1, sqlite3_last_insert_rowid(db));
+    sqlite3_bind_blob(body, 2, r.bytes.data(), static_cast<int>(r.bytes.size()), SQLITE_STATIC);
+    if (sqlite3_step(body) != SQLITE_DONE) Die(std::string("raw: ") + sqlite3_errmsg(db));
+    sqlite3_reset(body);
     if (i % batch == batch - 1 || i == rows.size() - 1) Exec(db, "COMMIT");
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   sqlite3_finalize(insert);
+  sqlite3_finalize(body);
   sqlite3_close(db);
   RemoveStore(path);
   return seconds;
