@@ -35,5 +35,8 @@ run guard --config "$config" --store "$store" --consumer fulfillment --subject o
 run guard --config "$config" --store "$store" --consumer fulfillment --subject order-420 --action ship
 echo
 echo "The same input again: nothing applies twice (applied and deferred events are duplicates;"
-echo "the others get the same decision again and are kept again as new deliveries)."
+echo "the others get the same decision again: their quarantine records count one more attempt)."
 run consume --config "$config" --store "$store" --input examples/orders/events.ndjson
+echo
+echo "What was not applied: one quarantine record per input, with its attempts (docs/quarantine.md)."
+run quarantine list --store "$store"

@@ -55,8 +55,10 @@ void RecordText(const QuarantineRecord& r, std::string& out) {
   out += "#" + std::to_string(r.id) + "  " + std::string(QuarantineStatusName(r.status)) + "  " +
          std::to_string(r.attempts) + " attempt(s)  " +
          (r.consumer.empty() ? std::string("(no consumer)") : P(r.consumer)) + "  " +
-         std::string(OutcomeName(r.outcome)) + "/" + P(r.reason) + "  " + P(r.source) + ":" +
-         P(r.event_id) + "  " + (r.subject.empty() ? std::string("-") : P(r.subject)) + "  first " +
+         std::string(OutcomeName(r.outcome)) + "/" + P(r.reason) + "  " +
+         (r.source.empty() && r.event_id.empty() ? std::string("-")
+                                                 : P(r.source) + ":" + P(r.event_id)) +
+         "  " + (r.subject.empty() ? std::string("-") : P(r.subject)) + "  first " +
          rfc3339::FormatMs(r.first_seen_ms) + "  last " + rfc3339::FormatMs(r.last_seen_ms) + "\n";
 }
 
