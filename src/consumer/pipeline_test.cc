@@ -355,6 +355,19 @@ TEST_F(PipelineTest, RejectedUnroutedAndMissingOrderingData) {
   EXPECT_EQ(Count("ledger"), 0);
 }
 
+// Seed 001's example event (shared/seeds/001: version 7, id evt-example-1), with `id` and
+// `version` in their places.
+std::string Seed001Event(std::string_view id, int version) {
+  return std::string(R"({"timestamp":"2026-07-24T12:34:56.123Z","event.id":")") + std::string(id) +
+         R"(","event.name":"order.approved","event.schema_version":2,)"
+         R"("producer.id":"orders-api","trace_id":"0123456789abcdef0123456789abcdef",)"
+         R"("span_id":"0123456789abcdef","correlation_id":"corr-example-1",)"
+         R"("aggregate.version":)" +
+         std::to_string(version) +
+         R"(,"payload":{"order_id":"ord-example","approved_at":"2026-07-24T12:34:56.123Z",)"
+         R"("approval_channel":"operator"}})";
+}
+
 // Seed 001 with the flat profile: a v1 consumer ignores approval_channel, and aggregate version
 // 7 after 8 is stale.
 TEST(PipelineFlat, Seed001FlatProfileStale) {
@@ -383,15 +396,7 @@ consumers:
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   auto pipeline = Pipeline::Create(*config).value();
   auto store = OpenSqliteStore((dir / "s.db").string()).value();
-  const auto flat = [](std::string_view id, int version) {
-    return std::string(R"({"timestamp":"2026-07-24T12:34:56.123Z","event.id":")") +
-           std::string(id) +
-           R"(","event.name":"order.approved","event.schema_version":2,)"
-           R"("producer.id":"orders-api","trace_id":"0123456789abcdef0123456789abcdef",)"
-           R"("span_id":"0123456789abcdef","correlation_id":"corr-1","aggregate.version":)" +
-           std::to_string(version) +
-           R"(,"payload":{"order_id":"ord-example","approved_at":"2026-07-24T12:34:56.123Z","approval_channel":"operator"}})";
-  };
+  const auto flat = [](std::string_view id, int version) { return Seed001Event(id, version); };
   std::vector<Decision> decisions;
   auto tx = store->Begin().value();
   for (int v = 1; v <= 8; ++v) {
@@ -452,15 +457,7 @@ consumers:
   }
   // The seed's event verbatim (version 7), or with another id and version.
   static std::string Seed(std::string_view id = "evt-example-1", int version = 7) {
-    return std::string(R"({"timestamp":"2026-07-24T12:34:56.123Z","event.id":")") +
-           std::string(id) +
-           R"(","event.name":"order.approved","event.schema_version":2,)"
-           R"("producer.id":"orders-api","trace_id":"0123456789abcdef0123456789abcdef",)"
-           R"("span_id":"0123456789abcdef","correlation_id":"corr-example-1",)"
-           R"("aggregate.version":)" +
-           std::to_string(version) +
-           R"(,"payload":{"order_id":"ord-example","approved_at":"2026-07-24T12:34:56.123Z",)"
-           R"("approval_channel":"operator"}})";
+    return Seed001Event(id, version);
   }
   std::vector<Decision> Run(const std::vector<std::string>& events) {
     std::vector<Decision> decisions;

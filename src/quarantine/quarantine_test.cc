@@ -12,38 +12,18 @@
 
 #include "evident/store_memory.h"
 #include "evident/store_sqlite.h"
+#include "paid_contracts.h"
 
 namespace evident {
 namespace {
 
 namespace fs = std::filesystem;
 
-// An ordered consumer of order.paid that accepts the schema versions listed.
-void WriteContracts(const fs::path& dir, const std::string& versions) {
-  fs::create_directories(dir / "contracts/order.paid");
-  fs::create_directories(dir / "contracts/consumers");
-  for (int v = 1; v <= 2; ++v) {
-    std::ofstream(dir / "contracts/order.paid" / ("v" + std::to_string(v) + ".schema.json"))
-        << R"({"type":"object","required":["orderVersion"],)"
-           R"("properties":{"orderVersion":{"type":"integer","minimum":1}}})";
-  }
-  std::ofstream(dir / "contracts/consumers/ledgerist.yaml")
-      << "id: ledgerist\nresultversion: 1\nboundary: [\"shop\"]\n"
-         "unknown_version: contract-update-required\n"
-         "accepts:\n  - type: order.paid\n    versions: "
-      << versions
-      << "\n    reads: [/orderVersion]\n"
-         "ordering:\n  by: subject\n  version_at: /data/orderVersion\n";
-  std::ofstream(dir / "evident.yaml") << "contracts: contracts\nprofile: cloudevents\n"
-                                         "consumers:\n  - id: ledgerist\n    projection:\n"
-                                         "      order.paid:\n        state: paid\n";
-}
+using evident::testing::Paid;  // tests/paid_contracts.h: the consumer `ledgerist` and its events
 
-std::string Paid(const std::string& id, int64_t version, int64_t schema_version,
-                 const std::string& subject = "order-1") {
-  return R"({"specversion":"1.0","id":")" + id + R"(","source":"shop","type":"order.paid",)" +
-         R"("subject":")" + subject + R"(","schemaversion":)" + std::to_string(schema_version) +
-         R"(,"data":{"orderVersion":)" + std::to_string(version) + "}}";
+// The ordered consumer `ledgerist` of order.paid, accepting the schema versions listed.
+void WriteContracts(const fs::path& dir, const std::string& versions) {
+  evident::testing::WritePaidConfig(dir, versions);
 }
 
 class QuarantineTest : public ::testing::TestWithParam<std::string> {
@@ -71,7 +51,6 @@ class QuarantineTest : public ::testing::TestWithParam<std::string> {
 
   // Today's contract: the consumer accepts `versions`; events up to `event_bytes_max`.
   void Contracts(const std::string& versions, int64_t event_bytes_max = 0) {
-    fs::remove_all(dir_ / "contracts");
     WriteContracts(dir_, versions);
     auto config = LoadConfig((dir_ / "evident.yaml").string());
     ASSERT_TRUE(config.ok()) << config.status().ToString();
@@ -333,33 +312,49 @@ TEST_P(QuarantineTest, ReplayNeedsWhoAndWhy) {
 INSTANTIATE_TEST_SUITE_P(Stores, QuarantineTest, ::testing::Values("memory", "sqlite"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
+// A consume run of e1 and e2 (ledgerist, schema v1) in one batch, on a fault store over a memory
+// database, retrying three times without waiting; the faults are the test's.
+struct RetryRun {
+  explicit RetryRun(const std::string& name)
+      : dir(fs::temp_directory_path() / (name + "_" + std::to_string(getpid()))) {
+    fs::remove_all(dir);
+    WriteContracts(dir, "[1]");
+    auto config = LoadConfig((dir / "evident.yaml").string()).value();
+    config.batch_count_max = 2;
+    config.linger_ms = kLingerMsLimit;
+    config.batch_ms_max = kBatchMsMaxLimit;
+    pipeline = Pipeline::Create(config).value();
+  }
+  ~RetryRun() { fs::remove_all(dir); }
+  Result<ConsumeSummary> Run() {
+    auto source = NewMemorySource("m", {Paid("e1", 1, 1), Paid("e2", 2, 1)});
+    ManualClock clock(0);
+    ConsumeOptions options{.clock = &clock};
+    options.busy_retry = {.attempts_max = 3, .backoff_initial_ms = 10, .backoff_max_ms = 10};
+    return Consume(*pipeline, store, *source, options);
+  }
+  std::unique_ptr<Snapshot> Read() { return OpenMemoryStore(database).value()->Read().value(); }
+
+  fs::path dir;
+  std::unique_ptr<Pipeline> pipeline;
+  std::shared_ptr<MemoryDatabase> database = NewMemoryDatabase();
+  FaultStore store{OpenMemoryStore(database).value(), [](int64_t) {}};
+};
+
 // A batch that keeps failing transiently is decided again, then input by input; the input that
 // still cannot be decided is quarantined as retries-exhausted and the others apply.
 TEST(QuarantineRetries, AnInputThatCannotBeDecidedEndsAsRetriesExhausted) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("quarantine_retries_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  WriteContracts(dir, "[1]");
-  auto config = LoadConfig((dir / "evident.yaml").string()).value();
-  config.batch_count_max = 2;
-  config.linger_ms = kLingerMsLimit;
-  config.batch_ms_max = kBatchMsMaxLimit;
-  auto pipeline = Pipeline::Create(config).value();
-  auto database = NewMemoryDatabase();
-  FaultStore store(OpenMemoryStore(database).value(), [](int64_t) {});
+  RetryRun run("quarantine_retries");
+  FaultStore& store = run.store;
   // Commits 1-6 fail: the batch three times (attempts_max 3), then its first input three
   // times; the quarantine of that input and the second input commit.
   for (int nth = 1; nth <= 6; ++nth) {
     store.Add({.call = StoreCall::kCommit, .nth = nth, .code = Code::kUnavailable});
   }
-  auto source = NewMemorySource("m", {Paid("e1", 1, 1), Paid("e2", 2, 1)});
-  ManualClock clock(0);
-  ConsumeOptions options{.clock = &clock};
-  options.busy_retry = {.attempts_max = 3, .backoff_initial_ms = 10, .backoff_max_ms = 10};
-  const auto summary = Consume(*pipeline, store, *source, options);
+  const auto summary = run.Run();
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(store.calls(StoreCall::kCommit), 8);
-  auto snapshot = OpenMemoryStore(database).value()->Read().value();
+  auto snapshot = run.Read();
   const std::vector<QuarantineRecord> records = snapshot->ListQuarantine({}).value().rows;
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].reason, "retries-exhausted");
@@ -372,41 +367,26 @@ TEST(QuarantineRetries, AnInputThatCannotBeDecidedEndsAsRetriesExhausted) {
   // e2 waits for version 1, which is in the quarantine: deferred, not lost.
   EXPECT_TRUE(snapshot->FindLedger("ledgerist", "shop", "e2").value().has_value());
   EXPECT_EQ(summary->counts.at("").at(static_cast<size_t>(Outcome::kRejected)), 1);
-  fs::remove_all(dir);
 }
 
 // Input by input, the first input commits and the second fails for good: the run fails, and the
 // first input's decision stands (committed, reported as such in the error).
 TEST(QuarantineRetries, APartlyRecoveredBatchKeepsWhatItCommitted) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("quarantine_partly_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  WriteContracts(dir, "[1]");
-  auto config = LoadConfig((dir / "evident.yaml").string()).value();
-  config.batch_count_max = 2;
-  config.linger_ms = kLingerMsLimit;
-  config.batch_ms_max = kBatchMsMaxLimit;
-  auto pipeline = Pipeline::Create(config).value();
-  auto database = NewMemoryDatabase();
-  FaultStore store(OpenMemoryStore(database).value(), [](int64_t) {});
+  RetryRun run("quarantine_partly");
+  FaultStore& store = run.store;
   for (int nth = 1; nth <= 3; ++nth) {
     store.Add({.call = StoreCall::kCommit, .nth = nth, .code = Code::kUnavailable});
   }
   store.Add({.call = StoreCall::kCommit, .nth = 5, .code = Code::kIoError});
-  auto source = NewMemorySource("m", {Paid("e1", 1, 1), Paid("e2", 2, 1)});
-  ManualClock clock(0);
-  ConsumeOptions options{.clock = &clock};
-  options.busy_retry = {.attempts_max = 3, .backoff_initial_ms = 10, .backoff_max_ms = 10};
-  const auto summary = Consume(*pipeline, store, *source, options);
+  const auto summary = run.Run();
   ASSERT_FALSE(summary.ok());
   EXPECT_EQ(summary.status().code(), Code::kIoError);
   EXPECT_NE(summary.status().message().find("first 1 input(s) were committed"), std::string::npos)
       << summary.status().message();
-  auto snapshot = OpenMemoryStore(database).value()->Read().value();
+  auto snapshot = run.Read();
   EXPECT_TRUE(snapshot->FindLedger("ledgerist", "shop", "e1").value().has_value());
   EXPECT_FALSE(snapshot->FindLedger("ledgerist", "shop", "e2").value().has_value());
   EXPECT_TRUE(snapshot->ListQuarantine({}).value().rows.empty());
-  fs::remove_all(dir);
 }
 
 }  // namespace
