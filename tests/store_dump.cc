@@ -24,6 +24,15 @@ void AddConsumerRows(Snapshot& store, const std::string& consumer, const std::st
   for (JournalEntry& j : store.JournalOf(consumer, subject).value().rows) {
     rows.journal.push_back(std::move(j));
   }
+  EffectFilter filter;
+  filter.consumer = consumer;
+  filter.subject = subject;
+  for (EffectIntent& e : store.ListIntents(filter).value().rows) {
+    rows.effects.push_back(std::move(e));
+  }
+  for (CompensationRecord& c : store.ListCompensations(consumer, subject).value().rows) {
+    rows.compensations.push_back(std::move(c));
+  }
 }
 
 void AddSubjectRows(Snapshot& store, const std::string& subject,
@@ -44,6 +53,8 @@ int64_t RowsRead(const StoreRows& rows, const std::string& name) {
   if (name == "deferred") return static_cast<int64_t>(rows.deferred.size());
   if (name == "quarantine") return static_cast<int64_t>(rows.kept.size());
   if (name == "journal") return static_cast<int64_t>(rows.journal.size());
+  if (name == "effect") return static_cast<int64_t>(rows.effects.size());
+  if (name == "compensation") return static_cast<int64_t>(rows.compensations.size());
   return -1;  // a table this dump does not know
 }
 
@@ -76,8 +87,9 @@ StoreRows ReadStoreRows(const std::string& path, const DumpOptions& options) {
 }
 
 std::vector<Table> Tables(const StoreRows& rows) {
-  std::vector<Table> t = {{"ledger", {}},   {"projection", {}}, {"evidence", {}},
-                          {"deferred", {}}, {"quarantine", {}}, {"journal", {}}};
+  std::vector<Table> t = {{"ledger", {}},     {"projection", {}}, {"evidence", {}},
+                          {"deferred", {}},   {"quarantine", {}}, {"journal", {}},
+                          {"effect", {}},     {"compensation", {}}};
   for (const LedgerEntry& e : rows.ledger) {
     t[0].rows.push_back(
         Row()("consumer", e.consumer)("source", e.source)("id", e.event_id)("state", e.state)(
@@ -123,6 +135,19 @@ std::vector<Table> Tables(const StoreRows& rows) {
         Row()("seq", j.seq)("consumer", j.consumer)("outcome", j.outcome)("source", j.source)(
             "id", j.event_id)("subject", j.subject)("subject_version", j.subject_version)
             .text());
+  }
+  for (const EffectIntent& e : rows.effects) {
+    t[6].rows.push_back(Row()("key", e.key)("effect", e.effect)("consumer", e.consumer)(
+                            "subject", e.subject)("source", e.source)("id", e.event_id)(
+                            "subject_version", e.subject_version)("request", e.request)(
+                            "state", EffectStateName(e.state))("attempts", e.attempts)
+                            .text());
+  }
+  for (const CompensationRecord& c : rows.compensations) {
+    t[7].rows.push_back(Row()("key", c.key)("consumer", c.consumer)("subject", c.subject)(
+                            "owner_source", c.owner_source)("owner_version", c.owner_version)(
+                            "id", c.event_id)("type", c.type)
+                            .text());
   }
   if (rows.position_source) {
     t.push_back(

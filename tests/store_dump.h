@@ -75,6 +75,8 @@ struct StoreRows {
   std::vector<DeferredEvent> deferred;
   std::vector<QuarantineRecord> kept;  // the quarantine
   std::vector<JournalEntry> journal;
+  std::vector<EffectIntent> effects;
+  std::vector<CompensationRecord> compensations;
   std::optional<std::string> position_source;  // Tables adds a "checkpoint" table when set
   std::string position;
 };

@@ -56,4 +56,18 @@ enum class QuarantineAction : uint8_t { kReplay, kDiscard };
 std::string_view QuarantineActionName(QuarantineAction action);  // "replay", "discard"
 std::optional<QuarantineAction> ParseQuarantineAction(std::string_view name);
 
+// An external effect's intent (effects.h): not attempted yet (or its request certainly never
+// reached the target), performed with evidence, refused for good by the target, or of unknown
+// outcome (a timeout, a 5xx, a reset, a crash during the call: it may have happened).
+enum class EffectState : uint8_t { kIntended, kDone, kFailed, kUnknown };
+inline constexpr int kEffectStateCount = 4;
+std::string_view EffectStateName(EffectState state);  // "intended", "done", "failed", "unknown"
+std::optional<EffectState> ParseEffectState(std::string_view name);
+
+// What an entry of an intent's log records: a runner's attempt at the target, or a person's
+// resolution of the outcome.
+enum class EffectAction : uint8_t { kAttempt, kResolve };
+std::string_view EffectActionName(EffectAction action);  // "attempt", "resolve"
+std::optional<EffectAction> ParseEffectAction(std::string_view name);
+
 }  // namespace evident

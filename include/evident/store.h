@@ -160,6 +160,64 @@ struct EvidenceRecord {
   std::string consumer, subject, name, source, event_id;
   std::optional<int64_t> subject_version;
   int64_t recorded_at_ms = 0;
+  // What backs it, for people: empty for a projection step's evidence; an effect's answer
+  // ("HTTP 200, sha256:...") or who resolved it.
+  std::string detail;
+};
+
+// An external effect a consumer intends because of an event it applied (effects.h). One intent
+// per key in the whole store, written in the transaction of the decision that triggers it; the
+// key never changes, however often the intent is attempted.
+struct EffectIntent {
+  int64_t seq = 0;  // assigned by the store, in the order intents were written
+  std::string key;
+  std::string effect, consumer, subject;
+  std::string source, event_id;  // the event that triggered it
+  std::optional<int64_t> subject_version;
+  std::string request;  // the body sent: the event as CloudEvents structured JSON
+  EffectState state = EffectState::kIntended;
+  int64_t attempts = 0;  // calls started
+  std::string last_error;
+  std::optional<int64_t> http_status;  // of the last answer
+  std::string response_digest;         // "sha256:<hex>" of the last answer's body
+  int64_t intended_at_ms = 0;
+  std::optional<int64_t> last_attempt_at_ms;
+  // When a runner may take the intent (intended, or unknown on a target that honours the key);
+  // nullopt: it waits for a person (unknown) or is settled (done, failed).
+  std::optional<int64_t> next_attempt_at_ms;
+  std::optional<int64_t> settled_at_ms;  // when it became done or failed
+  std::string claimed_by;                // the runner of the last attempt
+  int64_t revision = 0;                  // assigned by the store; every update raises it by one
+};
+
+// One entry of an intent's log: an attempt and what came of it, or a person's resolution.
+struct EffectLogEntry {
+  int64_t seq = 0;  // assigned by the store
+  std::string key;
+  EffectAction action = EffectAction::kAttempt;
+  std::string by;  // the runner, or the person who resolved it
+  EffectState state_after = EffectState::kUnknown;
+  std::optional<int64_t> http_status;
+  std::string detail;  // the error, the answer's digest, or the person's note
+  int64_t at_ms = 0;
+};
+
+// Which intents a list selects; every field set narrows it.
+struct EffectFilter {
+  std::optional<EffectState> state;
+  std::optional<std::string> consumer, effect, subject;
+};
+
+// A compensation the owner's decision requires, keyed by that decision
+// ("compensation:order-417:reservation:v2"): inserted once per key, whatever the deliveries.
+struct CompensationRecord {
+  int64_t seq = 0;  // assigned by the store
+  std::string key;
+  std::string consumer, subject;
+  std::string owner_source;  // the source of the deciding event
+  std::optional<int64_t> owner_version;  // its subject version
+  std::string event_id, type;
+  int64_t recorded_at_ms = 0;
 };
 
 // Keys of everything one batch of events touches, and the rows the store holds for them: a
@@ -295,6 +353,24 @@ class Transaction {
   // Deletes at most `rows_max` sent rows, oldest seq first, sent before `sent_before_ms`;
   // returns how many. Called in bounded batches until it returns fewer than rows_max.
   virtual Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) = 0;
+
+  // Effect intents (EffectIntent). A key already there: kAlreadyThere, nothing written.
+  // intent.seq and intent.revision are assigned (revision 1).
+  virtual Result<Insert> InsertIntent(const EffectIntent& intent) = 0;
+  virtual Result<std::optional<EffectIntent>> FindIntent(std::string_view key) = 0;
+  // The intents a runner may take at `now_ms`: next_attempt_at_ms set and at or before now_ms,
+  // by next_attempt_at_ms, then seq. rows_max >= 0.
+  virtual Result<Rows<EffectIntent>> DueIntents(int64_t now_ms, int64_t rows_max) = 0;
+  // Writes the intent's changing fields (state, attempts, last error, HTTP status, digest, the
+  // times, claimed_by) when the stored revision is `expected_revision`, raising it by one. A
+  // mismatch fails with kAborted and writes nothing: another runner or a person changed the
+  // intent since it was read. No intent of that key: kNotFound. The key, seq, effect,
+  // consumer, subject, event and request never change.
+  virtual Status UpdateIntent(const EffectIntent& intent, int64_t expected_revision) = 0;
+  // `entry.seq` is ignored; no intent of entry.key: kNotFound.
+  virtual Status LogIntent(const EffectLogEntry& entry) = 0;
+  // A key already there: kAlreadyThere, nothing written. record.seq is assigned.
+  virtual Result<Insert> InsertCompensation(const CompensationRecord& record) = 0;
 };
 
 // One consistent read view, taken when Read() returns: every call sees the same committed state.
@@ -342,13 +418,26 @@ class Snapshot {
       std::string_view consumer, std::string_view subject,
       int64_t rows_max = kReadRowsMaxDefault) = 0;
   virtual Result<std::optional<std::string>> GetPosition(std::string_view source) = 0;
-  // Rows per table, for tests and summaries: ledger, projection, deferred, quarantine, journal.
+  // Rows per table, for tests and summaries: ledger, projection, deferred, quarantine, journal,
+  // effect, compensation.
   virtual Result<std::vector<std::pair<std::string, int64_t>>> Counts() = 0;
   // Outbox rows with a seq above `after_seq`, by seq; only the unsent ones when `pending_only`.
   virtual Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
                                              int64_t rows_max = kReadRowsMaxDefault) = 0;
   // Counts over the whole outbox; ages are measured at `now_ms`.
   virtual Result<OutboxStats> OutboxStatsNow(int64_t now_ms) = 0;
+
+  virtual Result<std::optional<EffectIntent>> FindIntent(std::string_view key) = 0;
+  // The intents `filter` selects with a seq above `after_seq`, by seq.
+  virtual Result<Rows<EffectIntent>> ListIntents(const EffectFilter& filter, int64_t after_seq = 0,
+                                                 int64_t rows_max = kReadRowsMaxDefault) = 0;
+  virtual Result<Rows<EffectLogEntry>> IntentLogOf(std::string_view key,  // by seq
+                                                   int64_t rows_max = kReadRowsMaxDefault) = 0;
+  // The compensations of `consumer` and `subject` (empty: any) with a seq above `after_seq`,
+  // by seq.
+  virtual Result<Rows<CompensationRecord>> ListCompensations(
+      std::string_view consumer, std::string_view subject, int64_t after_seq = 0,
+      int64_t rows_max = kReadRowsMaxDefault) = 0;
 };
 
 class Store {

@@ -85,9 +85,19 @@ enum class StoreCall : uint8_t {
   kCloseGaps,
   kGapRecordsOf,
   kOpenGapRecords,
+  // Effects and compensations (transaction calls, then snapshot reads; FindIntent is both).
+  kInsertIntent,
+  kFindIntent,
+  kDueIntents,
+  kUpdateIntent,
+  kLogIntent,
+  kInsertCompensation,
+  kListIntents,
+  kIntentLogOf,
+  kListCompensations,
 };
-inline constexpr int kStoreCallCount = 44;
-static_assert(static_cast<int>(StoreCall::kOpenGapRecords) + 1 == kStoreCallCount,
+inline constexpr int kStoreCallCount = 53;
+static_assert(static_cast<int>(StoreCall::kListCompensations) + 1 == kStoreCallCount,
               "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 

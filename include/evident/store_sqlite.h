@@ -49,8 +49,9 @@ struct SqliteOptions {
 // The layout version this build writes. A store of an older layout is migrated when opened for
 // writing (each step in its own transaction, recorded in the `evident_schema` table); a store of
 // a newer layout is refused (kFailedPrecondition) rather than misread.
-// Layout 3 added the outbox table.
-inline constexpr int64_t kSqliteLayoutVersion = 4;
+// Layout 3 added the outbox table, layout 4 the quarantine and gap records, layout 5 effect
+// intents, their logs and the compensation ledger.
+inline constexpr int64_t kSqliteLayoutVersion = 5;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

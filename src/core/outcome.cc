@@ -19,6 +19,10 @@ constexpr std::array<std::string_view, 2> kQuarantineActionNames = {"replay", "d
 constexpr std::array<std::string_view, 4> kGapStateNames = {"requested", "manual", "reported",
                                                             "closed"};
 
+constexpr std::array<std::string_view, kEffectStateCount> kEffectStateNames = {
+    "intended", "done", "failed", "unknown"};
+constexpr std::array<std::string_view, 2> kEffectActionNames = {"attempt", "resolve"};
+
 template <typename Enum, size_t N>
 std::optional<Enum> Parse(const std::array<std::string_view, N>& names, std::string_view name) {
   for (size_t i = 0; i < N; ++i) {
@@ -65,6 +69,20 @@ std::string_view QuarantineActionName(QuarantineAction action) {
 }
 std::optional<QuarantineAction> ParseQuarantineAction(std::string_view name) {
   return Parse<QuarantineAction>(kQuarantineActionNames, name);
+}
+
+std::string_view EffectStateName(EffectState state) {
+  return kEffectStateNames[static_cast<size_t>(state)];
+}
+std::optional<EffectState> ParseEffectState(std::string_view name) {
+  return Parse<EffectState>(kEffectStateNames, name);
+}
+
+std::string_view EffectActionName(EffectAction action) {
+  return kEffectActionNames[static_cast<size_t>(action)];
+}
+std::optional<EffectAction> ParseEffectAction(std::string_view name) {
+  return Parse<EffectAction>(kEffectActionNames, name);
 }
 
 }  // namespace evident

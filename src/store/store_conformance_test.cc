@@ -134,6 +134,37 @@ EvidenceRecord Evidence(std::string name, std::string event_id, int64_t version,
                         .recorded_at_ms = 50 + version};
 }
 
+// An intent of consumer "c" for order-1, due at `due_at_ms`.
+EffectIntent Intent(std::string key, std::optional<int64_t> due_at_ms,
+                    std::string effect = "reserve-stock", std::string subject = "order-1") {
+  return EffectIntent{.seq = 999,  // the store assigns its own
+                      .key = std::move(key),
+                      .effect = std::move(effect),
+                      .consumer = "c",
+                      .subject = std::move(subject),
+                      .source = "s",
+                      .event_id = "e1",
+                      .subject_version = 1,
+                      .request = std::string("{\"id\":\"e1\"}\0x", 13),
+                      .state = EffectState::kIntended,
+                      .intended_at_ms = 10,
+                      .next_attempt_at_ms = due_at_ms,
+                      .revision = 77};  // assigned: 1
+}
+
+CompensationRecord Compensation(std::string key, std::string consumer = "c",
+                                std::string subject = "order-1") {
+  return CompensationRecord{.seq = 999,
+                            .key = std::move(key),
+                            .consumer = std::move(consumer),
+                            .subject = std::move(subject),
+                            .owner_source = "https://orders.test",
+                            .owner_version = 3,
+                            .event_id = "e3",
+                            .type = "order.cancelled",
+                            .recorded_at_ms = 40};
+}
+
 template <typename T, typename Field>
 std::vector<Field> Pluck(const std::vector<T>& rows, Field T::*field) {
   std::vector<Field> out;
@@ -180,12 +211,11 @@ class StoreConformance : public ::testing::TestWithParam<StoreBackend> {
   std::vector<std::pair<std::string, int64_t>> Counts() { return Take(Read()->Counts()); }
   static std::vector<std::pair<std::string, int64_t>> CountsOf(int64_t ledger, int64_t projection,
                                                                int64_t deferred, int64_t kept,
-                                                               int64_t journal) {
-    return {{"ledger", ledger},
-            {"projection", projection},
-            {"deferred", deferred},
-            {"quarantine", kept},
-            {"journal", journal}};
+                                                               int64_t journal, int64_t effect = 0,
+                                                               int64_t compensation = 0) {
+    return {{"ledger", ledger},         {"projection", projection}, {"deferred", deferred},
+            {"quarantine", kept},       {"journal", journal},       {"effect", effect},
+            {"compensation", compensation}};
   }
 
   fs::path dir_;
@@ -228,6 +258,9 @@ void WriteEverything(Transaction& tx) {
   EXPECT_OK(tx.Quarantine(Kept("order-1", "m")).status());
   EXPECT_OK(tx.Journal(Journaled("c", "order-1", 5)));
   EXPECT_OK(tx.SetPosition("in", "lines=3"));
+  EXPECT_EQ(Take(tx.InsertIntent(Intent("reserve:order-1:v1", 10))), Insert::kInserted);
+  EXPECT_EQ(Take(tx.InsertCompensation(Compensation("compensation:order-1:reservation:v1"))),
+            Insert::kInserted);
 }
 
 void ExpectNothing(Store& store) {
@@ -241,8 +274,11 @@ void ExpectNothing(Store& store) {
   EXPECT_TRUE(Take(snapshot->EvidenceOf("c", "order-1")).rows.empty());
   EXPECT_TRUE(Take(snapshot->QuarantineOf("order-1")).rows.empty());
   EXPECT_TRUE(Take(snapshot->JournalOf("c", "order-1")).rows.empty());
+  EXPECT_FALSE(Take(snapshot->FindIntent("reserve:order-1:v1")).has_value());
+  EXPECT_TRUE(Take(snapshot->ListCompensations("", "")).rows.empty());
   const std::vector<std::pair<std::string, int64_t>> zero = {
-      {"ledger", 0}, {"projection", 0}, {"deferred", 0}, {"quarantine", 0}, {"journal", 0}};
+      {"ledger", 0}, {"projection", 0}, {"deferred", 0},    {"quarantine", 0},
+      {"journal", 0}, {"effect", 0},    {"compensation", 0}};
   EXPECT_EQ(Take(snapshot->Counts()), zero);
 }
 
@@ -1146,6 +1182,233 @@ TEST_P(StoreConformance, OutboxStatsCountPendingAndSent) {
   EXPECT_EQ(stats.sent, 1);
   EXPECT_EQ(stats.oldest_pending_age_ms, 700);
   EXPECT_EQ(stats.attempts_max, 2);
+}
+
+// Effect intents: one per key, every field kept, seq in write order, revision 1 to begin with.
+TEST_P(StoreConformance, IntentsAreWrittenOncePerKeyWithEveryField) {
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("reserve:order-1:v1", 10))), Insert::kInserted);
+    EffectIntent again = Intent("reserve:order-1:v1", 99, "other-effect");
+    EXPECT_EQ(Take(tx.InsertIntent(again)), Insert::kAlreadyThere);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("reserve:order-2:v1", std::nullopt))),
+              Insert::kInserted);
+    const std::optional<EffectIntent> seen = Take(tx.FindIntent("reserve:order-1:v1"));
+    ASSERT_TRUE(seen.has_value());
+    EXPECT_EQ(seen->effect, "reserve-stock");  // the first write stays
+    EXPECT_EQ(seen->revision, 1);
+  });
+  Reopen();
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("reserve:order-1:v1", 5))), Insert::kAlreadyThere);
+  });
+  auto snapshot = Read();
+  const std::optional<EffectIntent> got = Take(snapshot->FindIntent("reserve:order-1:v1"));
+  ASSERT_TRUE(got.has_value());
+  const EffectIntent want = Intent("reserve:order-1:v1", 10);
+  EXPECT_EQ(got->key, want.key);
+  EXPECT_EQ(got->effect, want.effect);
+  EXPECT_EQ(got->consumer, want.consumer);
+  EXPECT_EQ(got->subject, want.subject);
+  EXPECT_EQ(got->source, want.source);
+  EXPECT_EQ(got->event_id, want.event_id);
+  EXPECT_EQ(got->subject_version, want.subject_version);
+  EXPECT_EQ(got->request, want.request);  // exact bytes, NUL included
+  EXPECT_EQ(got->state, EffectState::kIntended);
+  EXPECT_EQ(got->attempts, 0);
+  EXPECT_EQ(got->intended_at_ms, 10);
+  EXPECT_EQ(got->next_attempt_at_ms, 10);
+  EXPECT_FALSE(got->http_status.has_value());
+  EXPECT_FALSE(got->settled_at_ms.has_value());
+  EXPECT_EQ(got->revision, 1);
+  const Rows<EffectIntent> all = Take(snapshot->ListIntents(EffectFilter{}));
+  ASSERT_EQ(all.rows.size(), 2u);
+  EXPECT_LT(all.rows[0].seq, all.rows[1].seq);
+  EXPECT_EQ(all.rows[0].key, "reserve:order-1:v1");
+  EXPECT_FALSE(Take(snapshot->FindIntent("reserve:order-9:v1")).has_value());
+}
+
+// An update writes the changing fields when the revision is the one read, and raises it; a
+// stale revision is refused (kAborted) and writes nothing; the identity never changes.
+TEST_P(StoreConformance, UpdateIntentChecksTheRevisionAndKeepsTheIdentity) {
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("k1", 10))), Insert::kInserted);
+  });
+  EffectIntent claim = Intent("k1", 10, "renamed", "order-9");
+  claim.request = "changed";
+  claim.state = EffectState::kUnknown;
+  claim.attempts = 1;
+  claim.last_error = "timeout after 2000 ms";
+  claim.http_status = 504;
+  claim.response_digest = "sha256:ab";
+  claim.last_attempt_at_ms = 20;
+  claim.next_attempt_at_ms = std::nullopt;
+  claim.settled_at_ms = 30;
+  claim.claimed_by = "runner-1";
+  Write([&](Transaction& tx) { EXPECT_OK(tx.UpdateIntent(claim, 1)); });
+  Write([&](Transaction& tx) {
+    EffectIntent late = claim;
+    late.state = EffectState::kDone;
+    EXPECT_EQ(tx.UpdateIntent(late, 1).code(), Code::kAborted);
+    EXPECT_EQ(tx.UpdateIntent(Intent("missing", 1), 1).code(), Code::kNotFound);
+  });
+  Reopen();
+  const std::optional<EffectIntent> got = Take(Read()->FindIntent("k1"));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->revision, 2);
+  EXPECT_EQ(got->state, EffectState::kUnknown);
+  EXPECT_EQ(got->attempts, 1);
+  EXPECT_EQ(got->last_error, "timeout after 2000 ms");
+  EXPECT_EQ(got->http_status, 504);
+  EXPECT_EQ(got->response_digest, "sha256:ab");
+  EXPECT_EQ(got->last_attempt_at_ms, 20);
+  EXPECT_FALSE(got->next_attempt_at_ms.has_value());
+  EXPECT_EQ(got->settled_at_ms, 30);
+  EXPECT_EQ(got->claimed_by, "runner-1");
+  EXPECT_EQ(got->effect, "reserve-stock");
+  EXPECT_EQ(got->subject, "order-1");
+  EXPECT_EQ(got->request, Intent("k1", 10).request);
+}
+
+// Due: a time set and reached, by that time then seq, bounded; an update in the same
+// transaction is seen.
+TEST_P(StoreConformance, DueIntentsAreThoseWhoseTimeCameInTimeOrder) {
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("late", 50))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("waits", std::nullopt))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("early", 20))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("early-too", 20))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("future", 500))), Insert::kInserted);
+  });
+  auto tx = Begin();
+  Rows<EffectIntent> due = Take(tx->DueIntents(100, 10));
+  EXPECT_EQ(Pluck(due.rows, &EffectIntent::key),
+            (std::vector<std::string>{"early", "early-too", "late"}));
+  EXPECT_FALSE(due.truncated);
+  due = Take(tx->DueIntents(100, 2));
+  EXPECT_EQ(due.rows.size(), 2u);
+  EXPECT_TRUE(due.truncated);
+  EffectIntent taken = Take(tx->FindIntent("early")).value();
+  taken.next_attempt_at_ms = std::nullopt;
+  EXPECT_OK(tx->UpdateIntent(taken, taken.revision));
+  EXPECT_EQ(Pluck(Take(tx->DueIntents(100, 10)).rows, &EffectIntent::key),
+            (std::vector<std::string>{"early-too", "late"}));
+  EXPECT_TRUE(Take(tx->DueIntents(19, 10)).rows.empty());
+  EXPECT_OK(tx->Rollback());
+}
+
+// The log belongs to an intent, by seq; lists filter and page by seq.
+TEST_P(StoreConformance, IntentLogsAndListsFilterAndPage) {
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("a", 10))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("b", 10, "notify"))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("c", 10, "reserve-stock", "order-2"))),
+              Insert::kInserted);
+    EXPECT_OK(tx.LogIntent({.key = "a",
+                            .action = EffectAction::kAttempt,
+                            .by = "runner-1",
+                            .state_after = EffectState::kUnknown,
+                            .http_status = 503,
+                            .detail = "HTTP 503",
+                            .at_ms = 11}));
+    EXPECT_OK(tx.LogIntent({.key = "a",
+                            .action = EffectAction::kResolve,
+                            .by = "ops",
+                            .state_after = EffectState::kDone,
+                            .detail = "checked the warehouse",
+                            .at_ms = 12}));
+    EXPECT_EQ(tx.LogIntent({.key = "nope", .by = "x"}).code(), Code::kNotFound);
+    EffectIntent b = Take(tx.FindIntent("b")).value();
+    b.state = EffectState::kFailed;
+    EXPECT_OK(tx.UpdateIntent(b, 1));
+  });
+  auto snapshot = Read();
+  const Rows<EffectLogEntry> log = Take(snapshot->IntentLogOf("a"));
+  ASSERT_EQ(log.rows.size(), 2u);
+  EXPECT_LT(log.rows[0].seq, log.rows[1].seq);
+  EXPECT_EQ(log.rows[0].action, EffectAction::kAttempt);
+  EXPECT_EQ(log.rows[0].by, "runner-1");
+  EXPECT_EQ(log.rows[0].state_after, EffectState::kUnknown);
+  EXPECT_EQ(log.rows[0].http_status, 503);
+  EXPECT_EQ(log.rows[0].detail, "HTTP 503");
+  EXPECT_EQ(log.rows[0].at_ms, 11);
+  EXPECT_EQ(log.rows[1].action, EffectAction::kResolve);
+  EXPECT_FALSE(log.rows[1].http_status.has_value());
+  EXPECT_TRUE(Take(snapshot->IntentLogOf("b")).rows.empty());
+  const auto keys = [&](const EffectFilter& f, int64_t after = 0, int64_t max = 100) {
+    return Pluck(Take(snapshot->ListIntents(f, after, max)).rows, &EffectIntent::key);
+  };
+  using Keys = std::vector<std::string>;
+  EXPECT_EQ(keys({}), (Keys{"a", "b", "c"}));
+  EXPECT_EQ(keys({.state = EffectState::kFailed}), (Keys{"b"}));
+  EXPECT_EQ(keys({.state = EffectState::kIntended}), (Keys{"a", "c"}));
+  EXPECT_EQ(keys({.effect = "reserve-stock"}), (Keys{"a", "c"}));
+  EXPECT_EQ(keys({.subject = "order-2"}), (Keys{"c"}));
+  EXPECT_EQ(keys({.consumer = "other"}), Keys{});
+  const Rows<EffectIntent> first = Take(snapshot->ListIntents({}, 0, 2));
+  ASSERT_EQ(first.rows.size(), 2u);
+  EXPECT_TRUE(first.truncated);
+  EXPECT_EQ(keys({}, first.rows.back().seq), (Keys{"c"}));
+}
+
+// A compensation is recorded once per key, whatever the writes; listed by seq, filtered.
+TEST_P(StoreConformance, CompensationsAreRecordedOncePerKey) {
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertCompensation(Compensation("comp:order-1:v2"))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertCompensation(Compensation("comp:order-1:v2", "c2"))),
+              Insert::kAlreadyThere);
+    EXPECT_EQ(Take(tx.InsertCompensation(Compensation("comp:order-2:v1", "c2", "order-2"))),
+              Insert::kInserted);
+  });
+  Reopen();
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertCompensation(Compensation("comp:order-1:v2"))), Insert::kAlreadyThere);
+  });
+  auto snapshot = Read();
+  const Rows<CompensationRecord> all = Take(snapshot->ListCompensations("", ""));
+  ASSERT_EQ(all.rows.size(), 2u);
+  const CompensationRecord& c = all.rows[0];
+  EXPECT_EQ(c.key, "comp:order-1:v2");
+  EXPECT_EQ(c.consumer, "c");
+  EXPECT_EQ(c.subject, "order-1");
+  EXPECT_EQ(c.owner_source, "https://orders.test");
+  EXPECT_EQ(c.owner_version, 3);
+  EXPECT_EQ(c.event_id, "e3");
+  EXPECT_EQ(c.type, "order.cancelled");
+  EXPECT_EQ(c.recorded_at_ms, 40);
+  EXPECT_LT(all.rows[0].seq, all.rows[1].seq);
+  EXPECT_EQ(Pluck(Take(snapshot->ListCompensations("c2", "")).rows, &CompensationRecord::key),
+            std::vector<std::string>{"comp:order-2:v1"});
+  EXPECT_EQ(Pluck(Take(snapshot->ListCompensations("", "order-1")).rows, &CompensationRecord::key),
+            std::vector<std::string>{"comp:order-1:v2"});
+  EXPECT_TRUE(Take(snapshot->ListCompensations("", "", all.rows[1].seq)).rows.empty());
+  snapshot.reset();
+  EXPECT_EQ(Counts(), CountsOf(0, 0, 0, 0, 0, 0, 2));
+}
+
+// Evidence keeps its detail (an effect's answer) across a reopen, with a source of its own or
+// the owner's.
+TEST_P(StoreConformance, EvidenceKeepsItsDetail) {
+  Write([&](Transaction& tx) {
+    PutNew(tx, MakeProjection("c", "order-1", 1, "paid"));
+    EvidenceRecord answered = Evidence("reserve-stock", "e1", 1);
+    answered.detail = "HTTP 200, sha256:00ff";
+    EXPECT_OK(tx.PutEvidence(answered));
+    EvidenceRecord elsewhere = Evidence("resolved", "e1", 1, "other-source");
+    elsewhere.detail = "resolved done by ops";
+    EXPECT_OK(tx.PutEvidence(elsewhere));
+    EXPECT_OK(tx.PutEvidence(Evidence("payment", "e1", 1)));
+  });
+  Reopen();
+  const Rows<EvidenceRecord> got = Take(Read()->EvidenceOf("c", "order-1"));
+  ASSERT_EQ(got.rows.size(), 3u);
+  EXPECT_EQ(got.rows[0].name, "payment");
+  EXPECT_EQ(got.rows[0].detail, "");
+  EXPECT_EQ(got.rows[1].name, "reserve-stock");
+  EXPECT_EQ(got.rows[1].detail, "HTTP 200, sha256:00ff");
+  EXPECT_EQ(got.rows[1].source, "s");
+  EXPECT_EQ(got.rows[2].name, "resolved");
+  EXPECT_EQ(got.rows[2].detail, "resolved done by ops");
+  EXPECT_EQ(got.rows[2].source, "other-source");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::ValuesIn(StoreBackends()),

@@ -56,6 +56,15 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "close-gaps",
     "gap-records-of",
     "open-gap-records",
+    "insert-intent",
+    "find-intent",
+    "due-intents",
+    "update-intent",
+    "log-intent",
+    "insert-compensation",
+    "list-intents",
+    "intent-log-of",
+    "list-compensations",
 };
 
 }  // namespace
@@ -233,6 +242,30 @@ class FaultTransaction final : public Transaction {
     EVIDENT_FAULT_ENTER(StoreCall::kDeleteSentOutbox);
     return inner_->DeleteSentOutbox(sent_before_ms, rows_max);
   }
+  Result<Insert> InsertIntent(const EffectIntent& intent) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kInsertIntent);
+    return inner_->InsertIntent(intent);
+  }
+  Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kFindIntent);
+    return inner_->FindIntent(key);
+  }
+  Result<Rows<EffectIntent>> DueIntents(int64_t now_ms, int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kDueIntents);
+    return inner_->DueIntents(now_ms, rows_max);
+  }
+  Status UpdateIntent(const EffectIntent& intent, int64_t expected_revision) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kUpdateIntent);
+    return inner_->UpdateIntent(intent, expected_revision);
+  }
+  Status LogIntent(const EffectLogEntry& entry) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kLogIntent);
+    return inner_->LogIntent(entry);
+  }
+  Result<Insert> InsertCompensation(const CompensationRecord& record) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kInsertCompensation);
+    return inner_->InsertCompensation(record);
+  }
 
  private:
   std::unique_ptr<Transaction> inner_;  // null once finished
@@ -324,6 +357,25 @@ class FaultSnapshot final : public Snapshot {
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override {
     EVIDENT_FAULT_ENTER(StoreCall::kOutboxStatsNow);
     return inner_->OutboxStatsNow(now_ms);
+  }
+  Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kFindIntent);
+    return inner_->FindIntent(key);
+  }
+  Result<Rows<EffectIntent>> ListIntents(const EffectFilter& filter, int64_t after_seq,
+                                         int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kListIntents);
+    return inner_->ListIntents(filter, after_seq, rows_max);
+  }
+  Result<Rows<EffectLogEntry>> IntentLogOf(std::string_view key, int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kIntentLogOf);
+    return inner_->IntentLogOf(key, rows_max);
+  }
+  Result<Rows<CompensationRecord>> ListCompensations(std::string_view consumer,
+                                                     std::string_view subject, int64_t after_seq,
+                                                     int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kListCompensations);
+    return inner_->ListCompensations(consumer, subject, after_seq, rows_max);
   }
 
  private:

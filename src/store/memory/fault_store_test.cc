@@ -55,6 +55,15 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kCloseGaps,
     StoreCall::kGapRecordsOf,
     StoreCall::kOpenGapRecords,
+    StoreCall::kInsertIntent,
+    StoreCall::kFindIntent,
+    StoreCall::kDueIntents,
+    StoreCall::kUpdateIntent,
+    StoreCall::kLogIntent,
+    StoreCall::kInsertCompensation,
+    StoreCall::kListIntents,
+    StoreCall::kIntentLogOf,
+    StoreCall::kListCompensations,
 };
 static_assert(std::size(kEveryCall) == kStoreCallCount);
 
@@ -149,6 +158,22 @@ Status Transact(Transaction& tx, StoreCall call) {
     }
     case StoreCall::kDeleteSentOutbox:
       return tx.DeleteSentOutbox(10, 10).status();
+    case StoreCall::kInsertIntent:
+      return tx.InsertIntent(EffectIntent{.key = "k"}).status();
+    case StoreCall::kFindIntent:
+      return tx.FindIntent("k").status();
+    case StoreCall::kDueIntents:
+      return tx.DueIntents(10, 10).status();
+    case StoreCall::kUpdateIntent: {
+      EVIDENT_RETURN_IF_ERROR(tx.InsertIntent(EffectIntent{.key = "k"}).status());
+      return tx.UpdateIntent(EffectIntent{.key = "k", .state = EffectState::kDone}, 1);
+    }
+    case StoreCall::kLogIntent: {
+      EVIDENT_RETURN_IF_ERROR(tx.InsertIntent(EffectIntent{.key = "k"}).status());
+      return tx.LogIntent(EffectLogEntry{.key = "k", .by = "runner"});
+    }
+    case StoreCall::kInsertCompensation:
+      return tx.InsertCompensation(CompensationRecord{.key = "c"}).status();
     default:
       return Status::Internal("not a transaction call");
   }
@@ -186,6 +211,12 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.GapRecordsOf("c", "order-1").status();
     case StoreCall::kOpenGapRecords:
       return snapshot.OpenGapRecords().status();
+    case StoreCall::kListIntents:
+      return snapshot.ListIntents(EffectFilter{}).status();
+    case StoreCall::kIntentLogOf:
+      return snapshot.IntentLogOf("k").status();
+    case StoreCall::kListCompensations:
+      return snapshot.ListCompensations("", "").status();
     default:
       return Status::Internal("not a snapshot call");
   }
@@ -196,7 +227,8 @@ bool IsSnapshotCall(StoreCall call) {
          call == StoreCall::kOutboxRows || call == StoreCall::kOutboxStatsNow ||
          call == StoreCall::kListQuarantine || call == StoreCall::kAuditOf ||
          call == StoreCall::kGapRecordsOf || call == StoreCall::kOpenGapRecords ||
-         call == StoreCall::kRead;
+         call == StoreCall::kListIntents || call == StoreCall::kIntentLogOf ||
+         call == StoreCall::kListCompensations || call == StoreCall::kRead;
 }
 
 Status CallOnce(Store& store, StoreCall call) {
@@ -278,7 +310,8 @@ TEST(FaultStore, AFailedCommitLeavesNothing) {
   tx.reset();
   auto snapshot = std::move(store->Read()).value();
   const std::vector<std::pair<std::string, int64_t>> zero = {
-      {"ledger", 0}, {"projection", 0}, {"deferred", 0}, {"quarantine", 0}, {"journal", 0}};
+      {"ledger", 0},  {"projection", 0}, {"deferred", 0},    {"quarantine", 0},
+      {"journal", 0}, {"effect", 0},     {"compensation", 0}};
   EXPECT_EQ(snapshot->Counts().value(), zero);
   EXPECT_FALSE(snapshot->GetPosition("in").value().has_value());
   snapshot.reset();

@@ -104,6 +104,16 @@ QuarantineIdent IdentOf(const QuarantineRecord& r) {
 
 using GapId = std::tuple<std::string, std::string, int64_t>;  // consumer, subject, expected
 
+// Effect intents by seq with the seq of each key, their logs by (key, seq), and compensations
+// by seq with the seq of each key.
+struct EffectTable {
+  Table<int64_t, EffectIntent> intents;
+  Table<std::string, int64_t> intent_keys;
+  Table<std::tuple<std::string, int64_t>, EffectLogEntry> log;
+  Table<int64_t, CompensationRecord> compensations;
+  Table<std::string, int64_t> compensation_keys;
+};
+
 // One committed version of the database.
 struct State {
   std::shared_ptr<Table<LedgerId, LedgerEntry>> ledger;
@@ -119,6 +129,8 @@ struct State {
   int64_t journal_seq_last = 0;
   std::shared_ptr<OutboxTable> outbox;
   int64_t outbox_seq_last = 0;  // seqs are never reused, though sent rows are deleted
+  std::shared_ptr<EffectTable> effects;
+  int64_t intent_seq_last = 0, effect_log_seq_last = 0, compensation_seq_last = 0;
 };
 
 State EmptyState() {
@@ -132,6 +144,7 @@ State EmptyState() {
       .journal = std::make_shared<Table<JournalId, JournalEntry>>(),
       .positions = std::make_shared<Table<std::string, std::string>>(),
       .outbox = std::make_shared<OutboxTable>(),
+      .effects = std::make_shared<EffectTable>(),
   };
 }
 
@@ -151,6 +164,11 @@ struct Overlay {
   Table<int64_t, std::optional<OutboxRow>> outbox;     // appended or changed; nullopt: deleted
   Table<OutboxId, std::optional<int64_t>> outbox_ids;  // nullopt: deleted
   int64_t outbox_appended = 0;  // seqs base.outbox_seq_last + 1 .. + outbox_appended
+  Table<int64_t, EffectIntent> intents;         // inserted or changed
+  Table<std::string, int64_t> intent_keys;      // of the inserted ones
+  std::vector<EffectLogEntry> effect_log;       // seq assigned
+  Table<int64_t, CompensationRecord> compensations;  // inserted
+  Table<std::string, int64_t> compensation_keys;
 };
 
 // The table itself when no other State holds it, else a copy of it put in its place. Called
@@ -217,6 +235,28 @@ void ApplyQuarantine(Overlay& overlay, State& state) {
   }
 }
 
+void ApplyEffects(Overlay& overlay, State& state) {
+  state.intent_seq_last += static_cast<int64_t>(overlay.intent_keys.size());
+  state.compensation_seq_last += static_cast<int64_t>(overlay.compensation_keys.size());
+  if (overlay.intents.empty() && overlay.effect_log.empty() && overlay.compensations.empty()) {
+    return;
+  }
+  EffectTable& table = Writable(state.effects);
+  for (auto& [key, seq] : overlay.intent_keys) table.intent_keys.insert_or_assign(key, seq);
+  for (auto& [seq, intent] : overlay.intents) table.intents.insert_or_assign(seq, std::move(intent));
+  for (EffectLogEntry& e : overlay.effect_log) {
+    assert(e.seq == state.effect_log_seq_last + 1);
+    state.effect_log_seq_last = e.seq;
+    table.log.emplace(std::make_tuple(e.key, e.seq), std::move(e));
+  }
+  for (auto& [key, seq] : overlay.compensation_keys) {
+    table.compensation_keys.insert_or_assign(key, seq);
+  }
+  for (auto& [seq, record] : overlay.compensations) {
+    table.compensations.insert_or_assign(seq, std::move(record));
+  }
+}
+
 void ApplyGaps(Overlay& overlay, State& state) {
   if (overlay.gaps.empty()) return;
   auto& gaps = Writable(state.gaps);
@@ -242,6 +282,7 @@ void ApplyRows(Overlay& overlay, State& state) {
   }
   ApplyQuarantine(overlay, state);
   ApplyGaps(overlay, state);
+  ApplyEffects(overlay, state);
   for (JournalEntry& j : overlay.journal) {
     assert(j.seq == state.journal_seq_last + 1);
     state.journal_seq_last = j.seq;
@@ -543,6 +584,40 @@ class MemoryTransaction final : public Transaction {
                                  : std::optional<std::string>(it->second);
   }
 
+  Result<Insert> InsertIntent(const EffectIntent& intent) override {
+    if (IntentRow(intent.key) != nullptr) return Insert::kAlreadyThere;
+    const int64_t seq = base_->intent_seq_last + static_cast<int64_t>(overlay_.intent_keys.size()) + 1;
+    EffectIntent& row = overlay_.intents.insert_or_assign(seq, intent).first->second;
+    row.seq = seq;
+    row.revision = 1;
+    overlay_.intent_keys.emplace(intent.key, seq);
+    return Insert::kInserted;
+  }
+  Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override {
+    const EffectIntent* row = IntentRow(key);
+    return row == nullptr ? std::optional<EffectIntent>() : std::optional<EffectIntent>(*row);
+  }
+  Result<Rows<EffectIntent>> DueIntents(int64_t now_ms, int64_t rows_max) override;
+  Status UpdateIntent(const EffectIntent& intent, int64_t expected_revision) override;
+  Status LogIntent(const EffectLogEntry& entry) override {
+    if (IntentRow(entry.key) == nullptr) return Status::NotFound("no effect intent " + entry.key);
+    EffectLogEntry& row = overlay_.effect_log.emplace_back(entry);
+    row.seq = base_->effect_log_seq_last + static_cast<int64_t>(overlay_.effect_log.size());
+    return Status::Ok();
+  }
+  Result<Insert> InsertCompensation(const CompensationRecord& record) override {
+    if (overlay_.compensation_keys.count(record.key) != 0 ||
+        base_->effects->compensation_keys.count(record.key) != 0) {
+      return Insert::kAlreadyThere;
+    }
+    const int64_t seq =
+        base_->compensation_seq_last + static_cast<int64_t>(overlay_.compensation_keys.size()) + 1;
+    CompensationRecord& row = overlay_.compensations.insert_or_assign(seq, record).first->second;
+    row.seq = seq;
+    overlay_.compensation_keys.emplace(record.key, seq);
+    return Insert::kInserted;
+  }
+
   Result<OutboxAppend> AppendOutbox(const OutboxRow& row) override;
   Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) override {
     RowsCut<OutboxRow> cut(rows_max);
@@ -570,6 +645,22 @@ class MemoryTransaction final : public Transaction {
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
 
  private:
+  const EffectIntent* IntentRow(std::string_view key) const {
+    assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    int64_t seq = 0;
+    if (const auto it = overlay_.intent_keys.find(key); it != overlay_.intent_keys.end()) {
+      seq = it->second;
+    } else if (const auto there = base_->effects->intent_keys.find(key);
+               there != base_->effects->intent_keys.end()) {
+      seq = there->second;
+    } else {
+      return nullptr;
+    }
+    if (const auto it = overlay_.intents.find(seq); it != overlay_.intents.end()) {
+      return &it->second;
+    }
+    return &base_->effects->intents.at(seq);
+  }
   const GapRecord* GapRow(const GapId& id) const {
     if (const auto it = overlay_.gaps.find(id); it != overlay_.gaps.end()) return &it->second;
     const auto it = base_->gaps->find(id);
@@ -802,6 +893,50 @@ Result<int64_t> MemoryTransaction::DeleteSentOutbox(int64_t sent_before_ms, int6
   return static_cast<int64_t>(doomed.size());
 }
 
+// Every intent is looked at (no index by due time here), the overlay's version of a changed one.
+Result<Rows<EffectIntent>> MemoryTransaction::DueIntents(int64_t now_ms, int64_t rows_max) {
+  std::vector<const EffectIntent*> due;
+  const auto consider = [&](const EffectIntent& intent) {
+    if (intent.next_attempt_at_ms && *intent.next_attempt_at_ms <= now_ms) due.push_back(&intent);
+  };
+  for (const auto& [seq, intent] : base_->effects->intents) {
+    if (overlay_.intents.count(seq) == 0) consider(intent);
+  }
+  for (const auto& [seq, intent] : overlay_.intents) consider(intent);
+  std::sort(due.begin(), due.end(), [](const EffectIntent* a, const EffectIntent* b) {
+    return std::tie(*a->next_attempt_at_ms, a->seq) < std::tie(*b->next_attempt_at_ms, b->seq);
+  });
+  RowsCut<EffectIntent> cut(rows_max);
+  for (const EffectIntent* intent : due) {
+    if (!cut.Add(*intent)) break;
+  }
+  return cut.Take();
+}
+
+Status MemoryTransaction::UpdateIntent(const EffectIntent& intent, int64_t expected_revision) {
+  const EffectIntent* row = IntentRow(intent.key);
+  if (row == nullptr) return Status::NotFound("no effect intent " + intent.key);
+  if (row->revision != expected_revision) {
+    return Status::Aborted("effect intent " + intent.key + " is at revision " +
+                           std::to_string(row->revision) + ", not " +
+                           std::to_string(expected_revision) + ": changed by another writer");
+  }
+  EffectIntent next = *row;
+  next.state = intent.state;
+  next.attempts = intent.attempts;
+  next.last_error = intent.last_error;
+  next.http_status = intent.http_status;
+  next.response_digest = intent.response_digest;
+  next.last_attempt_at_ms = intent.last_attempt_at_ms;
+  next.next_attempt_at_ms = intent.next_attempt_at_ms;
+  next.settled_at_ms = intent.settled_at_ms;
+  next.claimed_by = intent.claimed_by;
+  next.revision = expected_revision + 1;
+  const int64_t seq = next.seq;
+  overlay_.intents.insert_or_assign(seq, std::move(next));
+  return Status::Ok();
+}
+
 // One answer per key, in the order of the keys (as the SQLite backend answers).
 Result<BatchRows> MemoryTransaction::Load(const BatchKeys& keys) {
   BatchRows out;
@@ -965,10 +1100,59 @@ class MemorySnapshot final : public Snapshot {
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
     const auto count = [](const auto& table) { return static_cast<int64_t>(table.size()); };
     return std::vector<std::pair<std::string, int64_t>>{
-        {"ledger", count(*state_->ledger)},     {"projection", count(*state_->projections)},
-        {"deferred", count(*state_->deferred)}, {"quarantine", count(state_->quarantine->records)},
+        {"ledger", count(*state_->ledger)},
+        {"projection", count(*state_->projections)},
+        {"deferred", count(*state_->deferred)},
+        {"quarantine", count(state_->quarantine->records)},
         {"journal", count(*state_->journal)},
+        {"effect", count(state_->effects->intents)},
+        {"compensation", count(state_->effects->compensations)},
     };
+  }
+  Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override {
+    const EffectTable& table = *state_->effects;
+    const auto it = table.intent_keys.find(key);
+    if (it == table.intent_keys.end()) return std::optional<EffectIntent>();
+    return std::optional<EffectIntent>(table.intents.at(it->second));
+  }
+  Result<Rows<EffectIntent>> ListIntents(const EffectFilter& filter, int64_t after_seq,
+                                         int64_t rows_max) override {
+    RowsCut<EffectIntent> cut(rows_max);
+    const auto& intents = state_->effects->intents;
+    for (auto it = intents.upper_bound(after_seq); it != intents.end(); ++it) {
+      const EffectIntent& e = it->second;
+      if ((filter.state && e.state != *filter.state) ||
+          (filter.consumer && e.consumer != *filter.consumer) ||
+          (filter.effect && e.effect != *filter.effect) ||
+          (filter.subject && e.subject != *filter.subject)) {
+        continue;
+      }
+      if (!cut.Add(e)) break;
+    }
+    return cut.Take();
+  }
+  Result<Rows<EffectLogEntry>> IntentLogOf(std::string_view key, int64_t rows_max) override {
+    RowsCut<EffectLogEntry> cut(rows_max);
+    ForRange(
+        state_->effects->log, std::tuple<std::string_view, int64_t>(key, kSeqMin),
+        [&](const std::tuple<std::string, int64_t>& id) { return std::get<0>(id) == key; },
+        [&](const EffectLogEntry& e) { return cut.Add(e); });
+    return cut.Take();
+  }
+  Result<Rows<CompensationRecord>> ListCompensations(std::string_view consumer,
+                                                     std::string_view subject, int64_t after_seq,
+                                                     int64_t rows_max) override {
+    RowsCut<CompensationRecord> cut(rows_max);
+    const auto& records = state_->effects->compensations;
+    for (auto it = records.upper_bound(after_seq); it != records.end(); ++it) {
+      const CompensationRecord& c = it->second;
+      if ((!consumer.empty() && c.consumer != consumer) ||
+          (!subject.empty() && c.subject != subject)) {
+        continue;
+      }
+      if (!cut.Add(c)) break;
+    }
+    return cut.Take();
   }
 
  private:

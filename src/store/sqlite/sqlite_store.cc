@@ -127,6 +127,32 @@ CREATE TABLE IF NOT EXISTS gap(
 CREATE INDEX IF NOT EXISTS gap_open ON gap(deadline_at_ms) WHERE state<>'closed';
 )sql";
 
+// Layout 5 adds effect intents (one per key; the due index serves the runners' polls), their
+// logs of attempts and resolutions, and the compensation ledger (one record per key).
+constexpr const char* kEffectSchema = R"sql(
+CREATE TABLE IF NOT EXISTS effect_intent(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, effect TEXT NOT NULL,
+  consumer TEXT NOT NULL, subject TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL,
+  subject_version INTEGER, request BLOB NOT NULL, state TEXT NOT NULL,
+  attempts INTEGER NOT NULL, last_error TEXT NOT NULL, http_status INTEGER,
+  response_digest TEXT NOT NULL, intended_at_ms INTEGER NOT NULL, last_attempt_at_ms INTEGER,
+  next_attempt_at_ms INTEGER, settled_at_ms INTEGER, claimed_by TEXT NOT NULL,
+  revision INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS effect_intent_due ON effect_intent(next_attempt_at_ms, seq)
+  WHERE next_attempt_at_ms IS NOT NULL;
+CREATE INDEX IF NOT EXISTS effect_intent_by_subject ON effect_intent(subject, consumer, seq);
+CREATE INDEX IF NOT EXISTS effect_intent_by_state ON effect_intent(state, seq);
+CREATE TABLE IF NOT EXISTS effect_log(
+  seq INTEGER PRIMARY KEY, key TEXT NOT NULL, action TEXT NOT NULL, by_whom TEXT NOT NULL,
+  state_after TEXT NOT NULL, http_status INTEGER, detail TEXT NOT NULL, at_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS effect_log_by_key ON effect_log(key, seq);
+CREATE TABLE IF NOT EXISTS compensation(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, consumer TEXT NOT NULL,
+  subject TEXT NOT NULL, owner_source TEXT NOT NULL, owner_version INTEGER,
+  event_id TEXT NOT NULL, type TEXT NOT NULL, recorded_at_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS compensation_by_subject ON compensation(subject, consumer, seq);
+)sql";
+
 // The kept rows of an older layout become records: the deliveries of one input merge into one
 // record (attempts = their count, first and last seen = their earliest and latest time, the
 // refusal of the latest), in the order each input was first kept.
@@ -158,7 +184,8 @@ DROP TABLE kept;
 
 // Every table and index of the current layout (each IF NOT EXISTS).
 const std::string& Schema() {
-  static const std::string kSchema = std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema;
+  static const std::string kSchema =
+      std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema + kEffectSchema;
   return kSchema;
 }
 
@@ -411,6 +438,13 @@ constexpr const char* kQuarantineColumns =
     "id, consumer, outcome, reason, message, source, event_id, type, subject, subject_version,"
     " schema_version, raw, attempts, first_seen_ms, last_seen_ms, status, input_index";
 
+constexpr const char* kIntentColumns =
+    "seq, key, effect, consumer, subject, source, event_id, subject_version, request, state, "
+    "attempts, last_error, http_status, response_digest, intended_at_ms, last_attempt_at_ms, "
+    "next_attempt_at_ms, settled_at_ms, claimed_by, revision";
+constexpr const char* kCompensationColumns =
+    "seq, key, consumer, subject, owner_source, owner_version, event_id, type, recorded_at_ms";
+
 constexpr const char* kLedgerColumns =
     "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
     "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms";
@@ -437,6 +471,45 @@ void ReadName(const Statement& s, int column, std::optional<Enum> (*parse)(std::
   } else {
     error = Status::Corruption("stored " + std::string(what) + " '" + name + "' is unknown");
   }
+}
+
+EffectIntent ReadIntent(const Statement& s, Status& error) {
+  EffectIntent e;
+  e.seq = s.Int(0);
+  e.key = s.Text(1);
+  e.effect = s.Text(2);
+  e.consumer = s.Text(3);
+  e.subject = s.Text(4);
+  e.source = s.Text(5);
+  e.event_id = s.Text(6);
+  e.subject_version = s.OptionalInt(7);
+  e.request = s.Blob(8);
+  ReadName(s, 9, &ParseEffectState, "effect state", e.state, error);
+  e.attempts = s.Int(10);
+  e.last_error = s.Text(11);
+  e.http_status = s.OptionalInt(12);
+  e.response_digest = s.Text(13);
+  e.intended_at_ms = s.Int(14);
+  e.last_attempt_at_ms = s.OptionalInt(15);
+  e.next_attempt_at_ms = s.OptionalInt(16);
+  e.settled_at_ms = s.OptionalInt(17);
+  e.claimed_by = s.Text(18);
+  e.revision = s.Int(19);
+  return e;
+}
+
+CompensationRecord ReadCompensation(const Statement& s, Status&) {
+  CompensationRecord c;
+  c.seq = s.Int(0);
+  c.key = s.Text(1);
+  c.consumer = s.Text(2);
+  c.subject = s.Text(3);
+  c.owner_source = s.Text(4);
+  c.owner_version = s.OptionalInt(5);
+  c.event_id = s.Text(6);
+  c.type = s.Text(7);
+  c.recorded_at_ms = s.Int(8);
+  return c;
 }
 
 LedgerEntry ReadLedger(const Statement& s, Status& error) {
@@ -610,7 +683,9 @@ class SqliteEngine {
       w.Key(r.name).BeginArray().String(r.event_id);
       r.subject_version ? w.Int(*r.subject_version) : w.Null();
       w.Int(r.recorded_at_ms);
-      if (r.source != cached.value->owner_source) w.String(r.source);
+      const bool own_source = r.source == cached.value->owner_source;
+      if (!own_source || !r.detail.empty()) own_source ? w.Null() : w.String(r.source);
+      if (!r.detail.empty()) w.String(r.detail);
       w.EndArray();
     }
     w.EndObject();
@@ -638,17 +713,24 @@ class SqliteEngine {
       simdjson::dom::array entry;
       if (field.value.get(entry) == simdjson::SUCCESS) {
         const size_t size = entry.size();
-        if (size < 3 || size > 4 || entry.at(0).get(text_value) != simdjson::SUCCESS ||
+        if (size < 3 || size > 5 || entry.at(0).get(text_value) != simdjson::SUCCESS ||
             entry.at(2).get(r.recorded_at_ms) != simdjson::SUCCESS) {
-          return corrupt("record '" + r.name + "' is not [id, version, time(, source)]");
+          return corrupt("record '" + r.name +
+                         "' is not [id, version, time(, source or null(, detail))]");
         }
         r.event_id = std::string(text_value);
         if (entry.at(1).get(number) == simdjson::SUCCESS) r.subject_version = number;
-        if (size == 4) {
+        if (size >= 4 && !entry.at(3).is_null()) {
           if (entry.at(3).get(text_value) != simdjson::SUCCESS) {
             return corrupt("record '" + r.name + "' has a source that is not a string");
           }
           r.source = std::string(text_value);
+        }
+        if (size == 5) {
+          if (entry.at(4).get(text_value) != simdjson::SUCCESS) {
+            return corrupt("record '" + r.name + "' has a detail that is not a string");
+          }
+          r.detail = std::string(text_value);
         }
       } else {  // the earlier form, with named members
         if (field.value["source"].get(text_value) == simdjson::SUCCESS) {
@@ -810,6 +892,10 @@ class SqliteEngine {
       if (rc != SQLITE_OK) return Status::IoError("cannot register evident_fnv1a");
       EVIDENT_RETURN_IF_ERROR(
           Exec(std::string(kMigrateKept) + "INSERT INTO evident_schema(version) VALUES(4);"));
+    }
+    if (layout <= 4) {
+      // The effect tables (Schema() creates only what is missing).
+      EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(5);"));
     }
     return Status::Ok();
   }
@@ -1464,6 +1550,175 @@ class SqliteEngine {
         });
   }
 
+  Result<Insert> InsertIntent(const EffectIntent& e) {
+    assert(in_transaction_);
+    static const std::string kSql =
+        "INSERT INTO effect_intent(key, effect, consumer, subject, source, event_id,"
+        " subject_version, request, state, attempts, last_error, http_status, response_digest,"
+        " intended_at_ms, last_attempt_at_ms, next_attempt_at_ms, settled_at_ms, claimed_by,"
+        " revision) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,1)"
+        " ON CONFLICT DO NOTHING";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+                                .Bind(e.key)
+                                .Bind(e.effect)
+                                .Bind(e.consumer)
+                                .Bind(e.subject)
+                                .Bind(e.source)
+                                .Bind(e.event_id)
+                                .Bind(e.subject_version)
+                                .BindBlob(e.request)
+                                .Bind(EffectStateName(e.state))
+                                .Bind(e.attempts)
+                                .Bind(e.last_error)
+                                .Bind(e.http_status)
+                                .Bind(e.response_digest)
+                                .Bind(e.intended_at_ms)
+                                .Bind(e.last_attempt_at_ms)
+                                .Bind(e.next_attempt_at_ms)
+                                .Bind(e.settled_at_ms)
+                                .Bind(e.claimed_by)
+                                .Run());
+    return sqlite3_changes(db_) == 1 ? Insert::kInserted : Insert::kAlreadyThere;
+  }
+
+  Result<std::optional<EffectIntent>> FindIntent(std::string_view key) {
+    EVIDENT_RETURN_IF_ERROR(NeedLayout(5, "effects"));
+    static const std::string kSql =
+        std::string("SELECT ") + kIntentColumns + " FROM effect_intent WHERE key=?1";
+    EVIDENT_ASSIGN_OR_RETURN(Rows<EffectIntent> rows, Query<EffectIntent>(kSql, {key}, 1, ReadIntent));
+    if (rows.rows.empty()) return std::optional<EffectIntent>();
+    return std::optional<EffectIntent>(std::move(rows.rows.front()));
+  }
+
+  Result<Rows<EffectIntent>> DueIntents(int64_t now_ms, int64_t rows_max) {
+    static const std::string kSql = std::string("SELECT ") + kIntentColumns +
+                                    " FROM effect_intent WHERE next_attempt_at_ms IS NOT NULL"
+                                    " AND next_attempt_at_ms<=?1 ORDER BY next_attempt_at_ms, seq"
+                                    " LIMIT ?2";
+    return QueryBound<EffectIntent>(
+        kSql, [&](Statement& s) { s.Bind(now_ms); }, rows_max, ReadIntent);
+  }
+
+  Status UpdateIntent(const EffectIntent& e, int64_t expected_revision) {
+    assert(in_transaction_);
+    static const std::string kSql =
+        "UPDATE effect_intent SET state=?3, attempts=?4, last_error=?5, http_status=?6,"
+        " response_digest=?7, last_attempt_at_ms=?8, next_attempt_at_ms=?9, settled_at_ms=?10,"
+        " claimed_by=?11, revision=?2+1 WHERE key=?1 AND revision=?2";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+                                .Bind(e.key)
+                                .Bind(expected_revision)
+                                .Bind(EffectStateName(e.state))
+                                .Bind(e.attempts)
+                                .Bind(e.last_error)
+                                .Bind(e.http_status)
+                                .Bind(e.response_digest)
+                                .Bind(e.last_attempt_at_ms)
+                                .Bind(e.next_attempt_at_ms)
+                                .Bind(e.settled_at_ms)
+                                .Bind(e.claimed_by)
+                                .Run());
+    if (sqlite3_changes(db_) == 1) return Status::Ok();
+    EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> there, FindIntent(e.key));
+    if (!there) return Status::NotFound("no effect intent " + e.key);
+    return Status::Aborted("effect intent " + e.key + " is at revision " +
+                           std::to_string(there->revision) + ", not " +
+                           std::to_string(expected_revision) + ": changed by another writer");
+  }
+
+  Status LogIntent(const EffectLogEntry& l) {
+    EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> intent, FindIntent(l.key));
+    if (!intent) return Status::NotFound("no effect intent " + l.key);
+    static const std::string kSql =
+        "INSERT INTO effect_log(key, action, by_whom, state_after, http_status, detail, at_ms)"
+        " VALUES(?1,?2,?3,?4,?5,?6,?7)";
+    return Prepared(kSql)
+        .Bind(l.key)
+        .Bind(EffectActionName(l.action))
+        .Bind(l.by)
+        .Bind(EffectStateName(l.state_after))
+        .Bind(l.http_status)
+        .Bind(l.detail)
+        .Bind(l.at_ms)
+        .Run();
+  }
+
+  Result<Insert> InsertCompensation(const CompensationRecord& c) {
+    assert(in_transaction_);
+    static const std::string kSql =
+        "INSERT INTO compensation(key, consumer, subject, owner_source, owner_version, event_id,"
+        " type, recorded_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT DO NOTHING";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+                                .Bind(c.key)
+                                .Bind(c.consumer)
+                                .Bind(c.subject)
+                                .Bind(c.owner_source)
+                                .Bind(c.owner_version)
+                                .Bind(c.event_id)
+                                .Bind(c.type)
+                                .Bind(c.recorded_at_ms)
+                                .Run());
+    return sqlite3_changes(db_) == 1 ? Insert::kInserted : Insert::kAlreadyThere;
+  }
+
+  Result<Rows<EffectIntent>> ListIntents(const EffectFilter& f, int64_t after_seq,
+                                         int64_t rows_max) {
+    if (layout_ < 5) return Rows<EffectIntent>{};  // a read-only open of an older layout
+    // Fixed text: an unset filter binds NULL and matches every row.
+    static const std::string kSql = std::string("SELECT ") + kIntentColumns +
+                                    " FROM effect_intent WHERE seq>?1"
+                                    " AND (?2 IS NULL OR state=?2) AND (?3 IS NULL OR consumer=?3)"
+                                    " AND (?4 IS NULL OR effect=?4) AND (?5 IS NULL OR subject=?5)"
+                                    " ORDER BY seq LIMIT ?6";
+    const auto text_or_null = [](Statement& s, const std::optional<std::string>& v) {
+      v ? s.Bind(std::string_view(*v)) : s.Bind(std::optional<int64_t>());
+    };
+    return QueryBound<EffectIntent>(
+        kSql,
+        [&](Statement& s) {
+          s.Bind(after_seq);
+          f.state ? s.Bind(EffectStateName(*f.state)) : s.Bind(std::optional<int64_t>());
+          text_or_null(s, f.consumer);
+          text_or_null(s, f.effect);
+          text_or_null(s, f.subject);
+        },
+        rows_max, ReadIntent);
+  }
+
+  Result<Rows<EffectLogEntry>> IntentLogOf(std::string_view key, int64_t rows_max) {
+    if (layout_ < 5) return Rows<EffectLogEntry>{};
+    static const std::string kSql =
+        "SELECT seq, key, action, by_whom, state_after, http_status, detail, at_ms"
+        " FROM effect_log WHERE key=?1 ORDER BY seq LIMIT ?2";
+    return Query<EffectLogEntry>(kSql, {key}, rows_max, [](const Statement& s, Status& error) {
+      EffectLogEntry l;
+      l.seq = s.Int(0);
+      l.key = s.Text(1);
+      ReadName(s, 2, &ParseEffectAction, "effect action", l.action, error);
+      l.by = s.Text(3);
+      ReadName(s, 4, &ParseEffectState, "effect state", l.state_after, error);
+      l.http_status = s.OptionalInt(5);
+      l.detail = s.Text(6);
+      l.at_ms = s.Int(7);
+      return l;
+    });
+  }
+
+  Result<Rows<CompensationRecord>> ListCompensations(std::string_view consumer,
+                                                     std::string_view subject, int64_t after_seq,
+                                                     int64_t rows_max) {
+    if (layout_ < 5) return Rows<CompensationRecord>{};
+    static const std::string kSql = std::string("SELECT ") + kCompensationColumns +
+                                    " FROM compensation WHERE seq>?1"
+                                    " AND (?2='' OR consumer=?2) AND (?3='' OR subject=?3)"
+                                    " ORDER BY seq LIMIT ?4";
+    return QueryBound<CompensationRecord>(
+        kSql, [&](Statement& s) { s.Bind(after_seq).Bind(consumer).Bind(subject); }, rows_max,
+        ReadCompensation);
+  }
+
+  int64_t layout() const { return layout_; }
+
   // A read-only open of an older layout lacks the tables `what` needs.
   Status NeedLayout(int64_t layout, std::string_view what) const {
     if (layout_ >= layout) return Status::Ok();
@@ -1500,6 +1755,7 @@ class SqliteEngine {
       it->event_id.assign(r.event_id);
       it->subject_version = r.subject_version;
       it->recorded_at_ms = r.recorded_at_ms;
+      it->detail.assign(r.detail);
     } else {
       records.insert(it, r);
     }
@@ -1636,13 +1892,16 @@ class SqliteEngine {
 
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() {
     std::vector<std::pair<std::string, int64_t>> out;
-    static const char* const kTables[] = {"ledger", "projection", "deferred", "quarantine",
-                                          "journal"};
-    static const char* const kSql[] = {
-        "SELECT count(*) FROM ledger", "SELECT count(*) FROM projection",
+    static const char* const kTables[] = {"ledger",  "projection", "deferred",    "quarantine",
+                                          "journal", "effect",     "compensation"};
+    const char* const kSql[] = {
+        "SELECT count(*) FROM ledger",
+        "SELECT count(*) FROM projection",
         "SELECT count(*) FROM deferred",
         layout_ >= 4 ? "SELECT count(*) FROM quarantine" : "SELECT count(*) FROM kept",
-        "SELECT count(*) FROM journal"};
+        "SELECT count(*) FROM journal",
+        layout_ >= 5 ? "SELECT count(*) FROM effect_intent" : "SELECT 0",
+        layout_ >= 5 ? "SELECT count(*) FROM compensation" : "SELECT 0"};
     for (size_t i = 0; i < std::size(kTables); ++i) {
       EVIDENT_ASSIGN_OR_RETURN(const int64_t count, Count(kSql[i]));
       out.emplace_back(kTables[i], count);
@@ -1969,6 +2228,22 @@ class SqliteTransaction final : public Transaction {
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override {
     return Open()->DeleteSentOutbox(sent_before_ms, rows_max);
   }
+  Result<Insert> InsertIntent(const EffectIntent& intent) override {
+    return Open()->InsertIntent(intent);
+  }
+  Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override {
+    return Open()->FindIntent(key);
+  }
+  Result<Rows<EffectIntent>> DueIntents(int64_t now_ms, int64_t rows_max) override {
+    return Open()->DueIntents(now_ms, rows_max);
+  }
+  Status UpdateIntent(const EffectIntent& intent, int64_t expected_revision) override {
+    return Open()->UpdateIntent(intent, expected_revision);
+  }
+  Status LogIntent(const EffectLogEntry& entry) override { return Open()->LogIntent(entry); }
+  Result<Insert> InsertCompensation(const CompensationRecord& record) override {
+    return Open()->InsertCompensation(record);
+  }
 
   sqlite3* connection() const { return engine_ == nullptr ? nullptr : engine_->db(); }
 
@@ -2049,6 +2324,22 @@ class SqliteSnapshot final : public Snapshot {
   }
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override {
     return engine_.OutboxStatsNow(now_ms);
+  }
+  Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override {
+    if (engine_.layout() < 5) return std::optional<EffectIntent>();
+    return engine_.FindIntent(key);
+  }
+  Result<Rows<EffectIntent>> ListIntents(const EffectFilter& filter, int64_t after_seq,
+                                         int64_t rows_max) override {
+    return engine_.ListIntents(filter, after_seq, rows_max);
+  }
+  Result<Rows<EffectLogEntry>> IntentLogOf(std::string_view key, int64_t rows_max) override {
+    return engine_.IntentLogOf(key, rows_max);
+  }
+  Result<Rows<CompensationRecord>> ListCompensations(std::string_view consumer,
+                                                     std::string_view subject, int64_t after_seq,
+                                                     int64_t rows_max) override {
+    return engine_.ListCompensations(consumer, subject, after_seq, rows_max);
   }
 
  private:
