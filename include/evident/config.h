@@ -16,7 +16,11 @@
 //               takes the state from (`state_from: /status`), payload fields it copies
 //               (`copy: [/orderId]`) and named evidence it records (`evidence: [payment]`);
 //   guards:     per action, `in_sync` (projection version equals the highest owner version seen
-//               and no gap is open), allowed `states`, required `evidence`.
+//               and no gap is open), allowed `states`, required `evidence`;
+//   effects:    external effects an applied event triggers (effects.h): a name, the event types
+//               (`on`), optionally the states after the event and payload conditions (`when`),
+//               a key template, an HTTP target and a retry policy;
+//   compensations: the owner's decisions that require a compensation, keyed by the decision.
 // Full reference with examples: docs/consume.md.
 #pragma once
 
@@ -28,6 +32,7 @@
 
 #include "evident/contract.h"
 #include "evident/profile.h"
+#include "evident/retry.h"
 #include "evident/status.h"
 
 namespace evident {
@@ -46,11 +51,75 @@ struct Guard {
   std::vector<std::string> evidence;  // names that must have been recorded
 };
 
+// A key template ("reserve:{subject}:v{subject_version}"), parsed: literal text and
+// placeholders. Placeholders: {subject}, {subject_version}, {previous_version} (the subject
+// version minus one), {source}, {id}, {type}, {consumer}, and a JSON Pointer into the payload
+// ({/orderId}: a string, number or boolean member). A key names one intent in the whole store.
+struct KeyTemplate {
+  enum class Part : uint8_t {
+    kLiteral,
+    kSubject,
+    kSubjectVersion,
+    kPreviousVersion,
+    kSource,
+    kId,
+    kType,
+    kConsumer,
+    kData,
+  };
+  std::string text;                                  // as written
+  std::vector<std::pair<Part, std::string>> parts;   // literal text, or the pointer of kData
+};
+
+// A payload condition: the member at `pointer` (into the payload) equals `value`: a string
+// member compares as text, another scalar by its JSON text ("3", "true").
+struct PayloadCondition {
+  std::string pointer;
+  std::string value;
+};
+
+// Where an effect is performed: an HTTP endpoint that receives a POST of the event (CloudEvents
+// structured JSON) with the header `Idempotency-Key: <key>`.
+struct EffectTarget {
+  std::string url;  // http:// or https://
+  int64_t timeout_ms = 5000;
+  // The target performs a key once, however often it is called with it: an unknown outcome may
+  // then be retried automatically, with the same key. Otherwise it waits for reconciliation.
+  bool idempotent_target = false;
+};
+inline constexpr int64_t kEffectTimeoutMsLimit = 600'000;
+
+struct EffectConfig {
+  std::string name;                      // also the name of the evidence a `done` records
+  std::vector<std::string> on;           // event types that trigger it
+  std::vector<std::string> states;       // the projection's state after the event; empty: any
+  std::vector<PayloadCondition> when;    // all must hold
+  KeyTemplate key;
+  EffectTarget target;
+  // Attempts in all (the first included) and the backoff between them, for an unknown outcome
+  // on an idempotent target and for a request that never reached the target.
+  RetryPolicy retry{.attempts_max = 5, .backoff_initial_ms = 1000, .backoff_max_ms = 60'000};
+};
+
+// A compensation the owner's decision requires (seed 002): recorded once per key.
+struct CompensationConfig {
+  std::vector<std::string> on;
+  std::vector<PayloadCondition> when;
+  KeyTemplate key;
+};
+
 struct ConsumerConfig {
   ConsumerContract contract;
   std::map<std::string, ProjectionStep> projection;  // by event type
   std::map<std::string, Guard> guards;               // by action
+  std::vector<EffectConfig> effects;
+  std::vector<CompensationConfig> compensations;
+
+  const EffectConfig* FindEffect(std::string_view name) const;
 };
+
+// Parses a key template; kInvalidArgument names what is wrong ("unknown placeholder {x}").
+Result<KeyTemplate> ParseKeyTemplate(std::string_view text);
 
 // The ranges of the batch settings, in the file and on the command line alike.
 inline constexpr int64_t kBatchCountMaxLimit = 1'000'000;  // batch_count_max: 1 ..

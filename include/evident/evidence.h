@@ -34,6 +34,11 @@ struct QuarantinedInput {
   std::vector<QuarantineAudit> audit;  // by time
 };
 
+// The log of one effect intent (attempts and resolutions, by time).
+struct EffectWithLog {
+  std::vector<EffectLogEntry> log;
+};
+
 // Everything the store knows about one consumer's view of one subject.
 struct ConsumerEvidence {
   std::string consumer;
@@ -44,6 +49,9 @@ struct ConsumerEvidence {
   std::vector<QuarantinedInput> quarantined;
   std::vector<EvidenceRecord> evidence;
   std::vector<GapRecord> gap_records;  // gaps whose deadline passed: what was done, how closed
+  std::vector<EffectIntent> effects;   // by seq
+  std::vector<EffectWithLog> effect_logs;  // one per effect, in the same order
+  std::vector<CompensationRecord> compensations;  // by seq
 
   bool in_sync() const { return projection && InSync(*projection, deferred.size()); }
   int64_t duplicate_count() const;

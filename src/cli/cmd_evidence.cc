@@ -11,6 +11,7 @@
 #include "core/rfc3339.h"
 #include "evident/clock.h"
 #include "evident/consumer.h"
+#include "evident/effects.h"
 #include "evident/evidence.h"
 #include "evident/gaps.h"
 #include "evident/store_sqlite.h"
@@ -74,6 +75,8 @@ struct EvidenceFlags {
   std::string consumer;
   std::string format = "text";
 };
+
+void ReadinessJson(const ConsumerEvidence& c, json::Writer& w);
 
 void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvidence>& all,
                        const std::vector<QuarantinedInput>& unassigned, int64_t now_ms) {
@@ -165,15 +168,72 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
     for (const EvidenceRecord& r : c.evidence) {
       w.BeginObject().Field("name", r.name).Field("source", r.source).Field("id", r.event_id);
       optional_int("subject_version", r.subject_version);
-      w.Field("recorded_at", FormatTime(r.recorded_at_ms)).EndObject();
+      w.Field("recorded_at", FormatTime(r.recorded_at_ms)).Key("detail");
+      r.detail.empty() ? w.Null() : w.String(r.detail);
+      w.EndObject();
     }
-    w.EndArray().EndObject();
+    w.EndArray().Key("effects").BeginArray();
+    for (size_t i = 0; i < c.effects.size(); ++i) {
+      std::string one;
+      AppendEffectJson(c.effects[i], &c.effect_logs[i].log, one);
+      w.Raw(one);
+    }
+    w.EndArray().Key("compensations").BeginArray();
+    for (const CompensationRecord& r : c.compensations) {
+      std::string one;
+      AppendCompensationJson(r, one);
+      w.Raw(one);
+    }
+    w.EndArray().Key("readiness");
+    ReadinessJson(c, w);
+    w.EndObject();
   }
   w.EndArray().Key("kept").BeginArray();  // inputs quarantined before any consumer was chosen
   for (const QuarantinedInput& q : unassigned) kept_json(q);
   w.EndArray().EndObject();
   out.push_back('\n');
   std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+// Why the projection is not in sync, in one sentence; empty when it is.
+std::string GapReason(const ConsumerEvidence& c) {
+  if (!c.projection) return "no projection: nothing from the owner has been applied";
+  if (!c.deferred.empty()) {
+    return "version " + std::to_string(ExpectedVersion(c.projection)) + " has not arrived; " +
+           std::to_string(c.deferred.size()) + " later version(s) wait (route " +
+           std::string(GapRouteName(c.deferred.front().route)) + ")";
+  }
+  if (c.projection->version != c.projection->owner_version_seen) {
+    return "projection version " + std::to_string(c.projection->version) +
+           " is behind the owner version seen " + std::to_string(c.projection->owner_version_seen);
+  }
+  return {};
+}
+
+// Seed 002's readiness test in one object: the owner and its version, the applied event ids,
+// the projection version, why a gap is open, the compensation keys and the effects' states.
+void ReadinessJson(const ConsumerEvidence& c, json::Writer& w) {
+  w.BeginObject().Key("owner_id");
+  c.projection ? w.String(c.projection->owner_source) : w.Null();
+  w.Key("owner_version");
+  c.projection ? w.Int(c.projection->owner_version_seen) : w.Null();
+  w.Key("applied_event_ids").BeginArray();
+  for (const LedgerEntry& e : c.ledger) {
+    if (e.state == LedgerState::kApplied) w.String(e.source + ":" + e.event_id);
+  }
+  w.EndArray().Key("projection_version");
+  c.projection ? w.Int(c.projection->version) : w.Null();
+  const std::string gap = GapReason(c);
+  w.Key("gap_reason");
+  gap.empty() ? w.Null() : w.String(gap);
+  w.Key("compensation_keys").BeginArray();
+  for (const CompensationRecord& r : c.compensations) w.String(r.key);
+  w.EndArray().Key("effects").BeginArray();
+  for (const EffectIntent& e : c.effects) {
+    w.BeginObject().Field("key", e.key).Field("effect", e.effect);
+    w.Field("state", EffectStateName(e.state)).EndObject();
+  }
+  w.EndArray().EndObject();
 }
 
 // One quarantine record and its audit, as text.
@@ -244,9 +304,22 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
       std::printf("  gap       %s\n", GapRecordText(g).c_str());
     }
     for (const EvidenceRecord& r : c.evidence) {
-      std::printf("  evidence  %-10s from %s:%s (v%s)\n", P(r.name).c_str(), P(r.source).c_str(),
+      std::printf("  evidence  %-10s from %s:%s (v%s)%s\n", P(r.name).c_str(), P(r.source).c_str(),
                   P(r.event_id).c_str(),
-                  r.subject_version ? std::to_string(*r.subject_version).c_str() : "-");
+                  r.subject_version ? std::to_string(*r.subject_version).c_str() : "-",
+                  r.detail.empty() ? "" : ("  " + P(r.detail)).c_str());
+    }
+    for (const EffectIntent& e : c.effects) {
+      std::printf("  effect    %-10s %s  %s, %lld attempt(s)%s\n", P(e.effect).c_str(),
+                  P(e.key).c_str(), std::string(EffectStateName(e.state)).c_str(),
+                  static_cast<long long>(e.attempts),
+                  e.last_error.empty() ? "" : ("; last: " + P(e.last_error)).c_str());
+    }
+    for (const CompensationRecord& r : c.compensations) {
+      std::printf("  compensation    %s (owner %s v%s, event %s)\n", P(r.key).c_str(),
+                  P(r.owner_source).c_str(),
+                  r.owner_version ? std::to_string(*r.owner_version).c_str() : "-",
+                  P(r.event_id).c_str());
     }
   }
   if (!unassigned.empty()) std::printf("\n");

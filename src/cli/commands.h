@@ -72,5 +72,7 @@ void AddRelayCommand(CLI::App& app, Runner& run);
 void AddQuarantineCommands(CLI::App& app, Runner& run);
 // `baseline import` (cmd_baseline.cc).
 void AddBaselineCommands(CLI::App& app, Runner& run);
+// `effects run|list|show|resolve` and `compensations list` (cmd_effects.cc).
+void AddEffectsCommands(CLI::App& app, Runner& run);
 
 }  // namespace evident::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   AddRelayCommand(app, run);
   AddQuarantineCommands(app, run);
   AddBaselineCommands(app, run);
+  AddEffectsCommands(app, run);
 
   try {
     app.parse(argc, argv);

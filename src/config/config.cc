@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cassert>
+#include <cstdlib>
 #include <filesystem>
 
 #include "contract/contract_yaml.h"
@@ -61,7 +63,173 @@ std::vector<std::string> Names(const std::string& origin, const YAML::Node& node
   return out;
 }
 
+// `on`: one event type or a list, each accepted by the consumer.
+std::vector<std::string> Triggers(const std::string& origin, const YAML::Node& node,
+                                  const ConsumerContract& contract, const std::string& what) {
+  if (!node) Fail(origin, node, what + " needs 'on': the event type(s) that trigger it");
+  std::vector<std::string> types = Names(origin, node, "on");
+  if (types.empty()) Fail(origin, node, what + ": 'on' lists no event type");
+  for (const std::string& type : types) {
+    if (contract.Find(type) == nullptr) {
+      Fail(origin, node,
+           what + " on type '" + type + "' that consumer '" + contract.id + "' does not accept");
+    }
+  }
+  return types;
+}
+
+// `when`: a mapping of JSON Pointers into the payload to the scalar each must equal.
+std::vector<PayloadCondition> Conditions(const std::string& origin, const YAML::Node& node) {
+  std::vector<PayloadCondition> out;
+  if (!node) return out;
+  if (!node.IsMap()) Fail(origin, node, "'when' maps JSON Pointers into the payload to values");
+  for (const auto& item : node) {
+    const std::string pointer = item.first.as<std::string>();
+    if (pointer.empty() || !IsValidJsonPointer(pointer)) {
+      Fail(origin, item.first, "'when' key '" + pointer + "' is not a JSON Pointer");
+    }
+    if (!item.second.IsScalar()) Fail(origin, item.second, "a 'when' value must be a scalar");
+    out.push_back({pointer, item.second.as<std::string>()});
+  }
+  return out;
+}
+
+KeyTemplate Key(const std::string& origin, const YAML::Node& node, const std::string& what) {
+  if (!node || !node.IsScalar()) Fail(origin, node, what + " needs a 'key' template");
+  auto parsed = ParseKeyTemplate(node.as<std::string>());
+  if (!parsed.ok()) Fail(origin, node, what + ": " + parsed.status().message());
+  return std::move(parsed).value();
+}
+
+int64_t IntIn(const std::string& origin, const YAML::Node& node, const std::string& name,
+              int64_t low, int64_t high) {
+  const int64_t n = node.as<int64_t>();
+  if (n < low || n > high) {
+    Fail(origin, node,
+         "'" + name + "' must be from " + std::to_string(low) + " to " + std::to_string(high));
+  }
+  return n;
+}
+
+// A target's url may name environment variables, so one configuration serves every
+// environment: ${NAME} (which must be set) or ${NAME:-default}.
+std::string ExpandEnvironment(const std::string& origin, const YAML::Node& node,
+                              const std::string& text) {
+  std::string out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t open = text.find("${", at);
+    if (open == std::string::npos) {
+      out += text.substr(at);
+      break;
+    }
+    const size_t close = text.find('}', open);
+    if (close == std::string::npos) Fail(origin, node, "'${' without '}' in '" + text + "'");
+    out += text.substr(at, open - at);
+    const std::string inside = text.substr(open + 2, close - open - 2);
+    const size_t dash = inside.find(":-");
+    const std::string name = inside.substr(0, dash);
+    const char* value = name.empty() ? nullptr : std::getenv(name.c_str());
+    if (value != nullptr && *value != '\0') {
+      out += value;
+    } else if (dash != std::string::npos) {
+      out += inside.substr(dash + 2);
+    } else {
+      Fail(origin, node, "the environment variable '" + name + "' in '" + text + "' is not set");
+    }
+    at = close + 1;
+  }
+  return out;
+}
+
+void EffectTargetFrom(const std::string& origin, const YAML::Node& node, EffectConfig& effect) {
+  if (!node || !node.IsMap()) Fail(origin, node, "effect '" + effect.name + "' needs a 'target'");
+  for (const auto& field : node) {
+    const std::string key = field.first.as<std::string>();
+    if (key == "url") {
+      effect.target.url = ExpandEnvironment(origin, field.second, field.second.as<std::string>());
+      if (effect.target.url.rfind("http://", 0) != 0 && effect.target.url.rfind("https://", 0) != 0) {
+        Fail(origin, field.second, "an effect target's url must start with http:// or https://");
+      }
+    } else if (key == "timeout_ms") {
+      effect.target.timeout_ms = IntIn(origin, field.second, key, 1, kEffectTimeoutMsLimit);
+    } else if (key == "idempotent_target") {
+      effect.target.idempotent_target = field.second.as<bool>();
+    } else {
+      Fail(origin, field.first, "unknown key '" + key + "' in the target of '" + effect.name + "'");
+    }
+  }
+  if (effect.target.url.empty()) Fail(origin, node, "effect '" + effect.name + "' needs a url");
+}
+
+void EffectRetryFrom(const std::string& origin, const YAML::Node& node, EffectConfig& effect) {
+  if (!node) return;
+  if (!node.IsMap()) Fail(origin, node, "'retry' is a mapping");
+  for (const auto& field : node) {
+    const std::string key = field.first.as<std::string>();
+    if (key == "attempts_max") {
+      effect.retry.attempts_max = static_cast<int>(IntIn(origin, field.second, key, 1, 1000));
+    } else if (key == "backoff_initial_ms") {
+      effect.retry.backoff_initial_ms = IntIn(origin, field.second, key, 0, 86'400'000);
+    } else if (key == "backoff_max_ms") {
+      effect.retry.backoff_max_ms = IntIn(origin, field.second, key, 0, 86'400'000);
+    } else {
+      Fail(origin, field.first, "unknown key '" + key + "' in the retry of '" + effect.name + "'");
+    }
+  }
+}
+
+void ParseEffects(const std::string& origin, const YAML::Node& list, ConsumerConfig& consumer) {
+  if (!list.IsSequence()) Fail(origin, list, "'effects' must be a list");
+  for (const YAML::Node& node : list) {
+    if (!node.IsMap() || !node["name"]) Fail(origin, node, "an effect needs a 'name'");
+    EffectConfig effect;
+    effect.name = node["name"].as<std::string>();
+    if (effect.name.empty() || consumer.FindEffect(effect.name) != nullptr) {
+      Fail(origin, node, "effect names must be non-empty and unique: '" + effect.name + "'");
+    }
+    for (const auto& field : node) {
+      const std::string key = field.first.as<std::string>();
+      if (key != "name" && key != "on" && key != "states" && key != "when" && key != "key" &&
+          key != "target" && key != "retry") {
+        Fail(origin, field.first, "unknown key '" + key + "' in effect '" + effect.name + "'");
+      }
+    }
+    const std::string what = "effect '" + effect.name + "'";
+    effect.on = Triggers(origin, node["on"], consumer.contract, what);
+    if (node["states"]) effect.states = Names(origin, node["states"], "states");
+    effect.when = Conditions(origin, node["when"]);
+    effect.key = Key(origin, node["key"], what);
+    EffectTargetFrom(origin, node["target"], effect);
+    EffectRetryFrom(origin, node["retry"], effect);
+    consumer.effects.push_back(std::move(effect));
+  }
+}
+
+void ParseCompensations(const std::string& origin, const YAML::Node& list,
+                        ConsumerConfig& consumer) {
+  if (!list.IsSequence()) Fail(origin, list, "'compensations' must be a list");
+  for (const YAML::Node& node : list) {
+    if (!node.IsMap()) Fail(origin, node, "a compensation is a mapping");
+    for (const auto& field : node) {
+      const std::string key = field.first.as<std::string>();
+      if (key != "on" && key != "when" && key != "key") {
+        Fail(origin, field.first, "unknown key '" + key + "' in a compensation");
+      }
+    }
+    CompensationConfig compensation;
+    compensation.on = Triggers(origin, node["on"], consumer.contract, "a compensation");
+    compensation.when = Conditions(origin, node["when"]);
+    compensation.key = Key(origin, node["key"], "a compensation");
+    consumer.compensations.push_back(std::move(compensation));
+  }
+}
+
 void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerConfig& consumer) {
+  if (const YAML::Node effects = entry["effects"]) ParseEffects(origin, effects, consumer);
+  if (const YAML::Node compensations = entry["compensations"]) {
+    ParseCompensations(origin, compensations, consumer);
+  }
   const ConsumerContract& contract = consumer.contract;
   if (const YAML::Node projection = entry["projection"]) {
     if (!projection.IsMap()) Fail(origin, projection, "'projection' maps event types to steps");
@@ -209,7 +377,8 @@ Result<ConsumerContract> EntryContract(const std::string& origin, const YAML::No
   }
   for (const auto& item : entry) {
     const std::string key = item.first.as<std::string>();
-    if (key != "id" && key != "projection" && key != "guards") {
+    if (key != "id" && key != "projection" && key != "guards" && key != "effects" &&
+        key != "compensations") {
       Fail(origin, item.first,
            "'" + key + "' belongs in the contract file of '" + id +
                "' (or give the whole contract inline with 'accepts')");
@@ -257,6 +426,63 @@ Status CheckSchemasExist(const std::string& origin, const Config& config) {
 }
 
 }  // namespace
+
+const EffectConfig* ConsumerConfig::FindEffect(std::string_view name) const {
+  for (const EffectConfig& e : effects) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+Result<KeyTemplate> ParseKeyTemplate(std::string_view text) {
+  static const std::pair<std::string_view, KeyTemplate::Part> kNames[] = {
+      {"subject", KeyTemplate::Part::kSubject},
+      {"subject_version", KeyTemplate::Part::kSubjectVersion},
+      {"previous_version", KeyTemplate::Part::kPreviousVersion},
+      {"source", KeyTemplate::Part::kSource},
+      {"id", KeyTemplate::Part::kId},
+      {"type", KeyTemplate::Part::kType},
+      {"consumer", KeyTemplate::Part::kConsumer}};
+  KeyTemplate out;
+  out.text = std::string(text);
+  bool placeholder = false;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t open = text.find_first_of("{}", at);
+    if (open == std::string_view::npos) {
+      out.parts.emplace_back(KeyTemplate::Part::kLiteral, std::string(text.substr(at)));
+      break;
+    }
+    if (text[open] == '}') return Status::InvalidArgument("key template: '}' without '{'");
+    if (open > at) out.parts.emplace_back(KeyTemplate::Part::kLiteral, std::string(text.substr(at, open - at)));
+    const size_t close = text.find('}', open);
+    if (close == std::string_view::npos) return Status::InvalidArgument("key template: '{' without '}'");
+    const std::string_view name = text.substr(open + 1, close - open - 1);
+    placeholder = true;
+    at = close + 1;
+    if (!name.empty() && name[0] == '/') {
+      if (!IsValidJsonPointer(name)) {
+        return Status::InvalidArgument("key template: {" + std::string(name) + "} is not a JSON Pointer");
+      }
+      out.parts.emplace_back(KeyTemplate::Part::kData, std::string(name));
+      continue;
+    }
+    const auto* known = std::find_if(std::begin(kNames), std::end(kNames),
+                                     [&](const auto& n) { return n.first == name; });
+    if (known == std::end(kNames)) {
+      return Status::InvalidArgument(
+          "key template: unknown placeholder {" + std::string(name) +
+          "} (known: subject, subject_version, previous_version, source, id, type, consumer, or "
+          "a JSON Pointer into the payload such as {/orderId})");
+    }
+    out.parts.emplace_back(known->second, std::string());
+  }
+  if (!placeholder) {
+    return Status::InvalidArgument("key template '" + out.text +
+                                   "' has no placeholder: it would name one intent for every event");
+  }
+  return out;
+}
 
 const ConsumerConfig* Config::Find(std::string_view consumer_id) const {
   for (const ConsumerConfig& c : consumers) {

@@ -6,6 +6,7 @@
 #include "evident/consumer.h"
 #include "evident/envelope.h"
 #include "evident/schema.h"
+#include "consumer/intents.h"
 #include "json/pointer.h"
 #include "json/writer.h"
 #include "payload/payload.h"
@@ -202,6 +203,7 @@ struct Pipeline::Impl {
                             const EventView& event, int64_t index, int64_t now_ms,
                             std::vector<Decision>& decisions);
   Status Keep(Delivery& delivery, Outcome outcome, std::string reason, std::string message);
+  Result<bool> RefuseUnkeyed(Delivery& delivery);
   Status Duplicate(Delivery& delivery, std::optional<LedgerEntry> seen);
   Result<bool> InsertReceipt(Delivery& delivery);
   Status Ordered(Delivery& delivery);
@@ -212,7 +214,10 @@ struct Pipeline::Impl {
                    std::optional<int64_t> stored_version);
   Status Unordered(Delivery& delivery);
   Status Apply(Transaction& tx, const ConsumerState& consumer, const EventView& event,
-               Projection& projection, int64_t now_ms);
+               Projection& projection, std::optional<int64_t> subject_version, int64_t now_ms);
+  Status Intend(Transaction& tx, const ConsumerConfig& consumer, const EventView& event,
+                const Projection& projection, std::optional<int64_t> subject_version,
+                int64_t now_ms);
   Status Drain(Transaction& tx, ConsumerState& consumer, Projection& projection, int64_t now_ms,
                std::vector<Decision>& decisions);
   std::string SubjectOf(const ConsumerContract& contract, const EventView& event) const;
@@ -230,13 +235,79 @@ std::string Pipeline::Impl::SubjectOf(const ConsumerContract& contract,
   return {};
 }
 
+// What an applied event triggers beyond its projection (consumer/intents.h): an intent per
+// effect and a record per compensation, each inserted once per key in this transaction, so that
+// however often the event is delivered, a key is intended at most once. Keys were checked to
+// expand before the event was applied (ProcessForConsumer).
+Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer,
+                              const EventView& event, const Projection& projection,
+                              std::optional<int64_t> subject_version, int64_t now_ms) {
+  const KeyInputs in{consumer.contract.id, projection.subject, subject_version, &event};
+  std::string why;
+  for (const EffectConfig& effect : consumer.effects) {
+    if (std::find(effect.on.begin(), effect.on.end(), event.type) == effect.on.end()) continue;
+    if (!effect.states.empty() &&
+        std::find(effect.states.begin(), effect.states.end(), projection.state) ==
+            effect.states.end()) {
+      continue;
+    }
+    if (!ConditionsHold(effect.when, event)) continue;
+    std::optional<std::string> key = ExpandKey(effect.key, in, why);
+    if (!key) {  // the config changed since the event was checked (a deferred event)
+      return Status::FailedPrecondition("event " + std::string(event.source) + ":" +
+                                        std::string(event.id) + " cannot key effect " +
+                                        effect.name + ": " + why);
+    }
+    EffectIntent intent;
+    intent.key = std::move(*key);
+    intent.effect = effect.name;
+    intent.consumer = consumer.contract.id;
+    intent.subject = projection.subject;
+    intent.source = std::string(event.source);
+    intent.event_id = std::string(event.id);
+    intent.subject_version = subject_version;
+    intent.request = CloudEventJson(event);
+    intent.intended_at_ms = now_ms;
+    intent.next_attempt_at_ms = now_ms;
+    EVIDENT_RETURN_IF_ERROR(store.InsertIntent(intent).status());
+  }
+  for (const CompensationConfig& compensation : consumer.compensations) {
+    if (std::find(compensation.on.begin(), compensation.on.end(), event.type) ==
+            compensation.on.end() ||
+        !ConditionsHold(compensation.when, event)) {
+      continue;
+    }
+    std::optional<std::string> key = ExpandKey(compensation.key, in, why);
+    if (!key) {
+      return Status::FailedPrecondition("event " + std::string(event.source) + ":" +
+                                        std::string(event.id) + " cannot key compensation " +
+                                        compensation.key.text + ": " + why);
+    }
+    CompensationRecord record{.key = std::move(*key),
+                              .consumer = consumer.contract.id,
+                              .subject = projection.subject,
+                              .owner_source = std::string(event.source),
+                              .owner_version = subject_version,
+                              .event_id = std::string(event.id),
+                              .type = std::string(event.type),
+                              .recorded_at_ms = now_ms};
+    EVIDENT_RETURN_IF_ERROR(store.InsertCompensation(record).status());
+  }
+  return Status::Ok();
+}
+
 Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
-                             const EventView& event, Projection& projection, int64_t now_ms) {
+                             const EventView& event, Projection& projection,
+                             std::optional<int64_t> subject_version, int64_t now_ms) {
   const ConsumerConfig& consumer_config = *consumer.config;
   projection.owner_source.assign(event.source);
   projection.updated_at_ms = now_ms;
   const auto step_it = consumer.steps.find(event.type);
-  if (step_it == consumer.steps.end()) return Status::Ok();
+  const bool intends = !consumer_config.effects.empty() || !consumer_config.compensations.empty();
+  if (step_it == consumer.steps.end()) {
+    return intends ? Intend(store, consumer_config, event, projection, subject_version, now_ms)
+                   : Status::Ok();
+  }
   const ProjectionStep& step = *step_it->second.step;
   if (!step.state.empty()) projection.state.assign(step.state);
   if (!step.state_from.empty()) {
@@ -305,7 +376,8 @@ Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
     record.recorded_at_ms = now_ms;
     EVIDENT_RETURN_IF_ERROR(store.PutEvidence(record));
   }
-  return Status::Ok();
+  return intends ? Intend(store, consumer_config, event, projection, subject_version, now_ms)
+                 : Status::Ok();
 }
 
 Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projection& projection,
@@ -324,7 +396,8 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
                                 " no longer parses: " + reread.rejection->message);
     }
     projection.version = next->subject_version;
-    EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, reread.event, projection, now_ms));
+    EVIDENT_RETURN_IF_ERROR(
+        Apply(store, consumer, reread.event, projection, next->subject_version, now_ms));
     EVIDENT_RETURN_IF_ERROR(
         store.MarkApplied(contract.id, next->source, next->event_id, projection.version, now_ms));
     EVIDENT_RETURN_IF_ERROR(
@@ -462,6 +535,29 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   return contract.ordering.by_subject ? Ordered(delivery) : Unordered(delivery);
 }
 
+// The keys of what the event triggers (effects, compensations) must expand before it may apply:
+// an effect without its key could not be intended once. True when the delivery was decided
+// here: a duplicate, or refused as payload-invalid (effect-key-unresolved).
+Result<bool> Pipeline::Impl::RefuseUnkeyed(Delivery& delivery) {
+  const ConsumerConfig& config = *delivery.consumer.config;
+  if (config.effects.empty() && config.compensations.empty()) return false;
+  std::string unresolved = UnresolvedKey(
+      config,
+      KeyInputs{config.contract.id, delivery.d.subject, delivery.subject_version, &delivery.event});
+  if (unresolved.empty()) return false;
+  EVIDENT_ASSIGN_OR_RETURN(
+      std::optional<LedgerEntry> seen,
+      delivery.tx.FindLedger(config.contract.id, delivery.event.source, delivery.event.id));
+  if (seen) {
+    EVIDENT_RETURN_IF_ERROR(Duplicate(delivery, std::move(seen)));
+  } else {
+    delivery.schema_version = receipt_scratch.input_schema_version;  // ProcessForConsumer's
+    EVIDENT_RETURN_IF_ERROR(Keep(delivery, Outcome::kPayloadInvalid, "effect-key-unresolved",
+                                 std::move(unresolved)));
+  }
+  return true;
+}
+
 // Everything not applied is quarantined with its reason and original bytes.
 Status Pipeline::Impl::Keep(Delivery& delivery, Outcome outcome, std::string reason,
                             std::string message) {
@@ -537,6 +633,8 @@ Status Pipeline::Impl::Ordered(Delivery& delivery) {
         delivery, Outcome::kRejected, "invalid-subject-version",
         "subject versions start at 1; this event carries version " + std::to_string(version));
   }
+  EVIDENT_ASSIGN_OR_RETURN(const bool decided, RefuseUnkeyed(delivery));
+  if (decided) return Status::Ok();
   Projection& projection = projection_scratch;
   EVIDENT_ASSIGN_OR_RETURN(const bool found,
                            delivery.tx.ReadProjection(contract.id, d.subject, projection));
@@ -657,8 +755,8 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
   if (!inserted) return Duplicate(delivery, std::nullopt);
   projection.owner_version_seen = std::max(projection.owner_version_seen, version);
   projection.version = version;
-  EVIDENT_RETURN_IF_ERROR(
-      Apply(delivery.tx, delivery.consumer, delivery.event, projection, delivery.now_ms));
+  EVIDENT_RETURN_IF_ERROR(Apply(delivery.tx, delivery.consumer, delivery.event, projection,
+                                version, delivery.now_ms));
   Decision& d = delivery.d;
   d.outcome = Outcome::kApplied;
   d.projection_version = projection.version;
@@ -679,6 +777,8 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
 
 // 6. Unordered: every applied event advances the subject's projection by one.
 Status Pipeline::Impl::Unordered(Delivery& delivery) {
+  EVIDENT_ASSIGN_OR_RETURN(const bool decided, RefuseUnkeyed(delivery));
+  if (decided) return Status::Ok();
   Decision& d = delivery.d;
   if (d.subject.empty()) {
     EVIDENT_ASSIGN_OR_RETURN(const bool inserted, InsertReceipt(delivery));
@@ -695,8 +795,8 @@ Status Pipeline::Impl::Unordered(Delivery& delivery) {
     projection.version += 1;
     projection.owner_version_seen = std::max(projection.owner_version_seen,
                                              delivery.subject_version.value_or(projection.version));
-    EVIDENT_RETURN_IF_ERROR(
-        Apply(delivery.tx, delivery.consumer, delivery.event, projection, delivery.now_ms));
+    EVIDENT_RETURN_IF_ERROR(Apply(delivery.tx, delivery.consumer, delivery.event, projection,
+                                  delivery.subject_version, delivery.now_ms));
     EVIDENT_RETURN_IF_ERROR(delivery.tx.PutProjection(projection, stored_version));
     d.projection_version = projection.version;
   }

@@ -7,6 +7,7 @@
 
 #include "evident/baseline.h"
 #include "evident/consumer.h"
+#include "evident/effects.h"
 #include "evident/store_sqlite.h"
 
 namespace evident {
@@ -200,9 +201,24 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   Decision d = RunOne(Paid("evt-order-417-v1", 1));
   EXPECT_EQ(d.outcome, Outcome::kApplied);
   EXPECT_EQ(d.projection_version, 1);
+  // Paid, but the stock is not reserved yet: the effect's evidence is missing.
+  ASSERT_EQ(Ship().reasons, std::vector<std::string>{"evidence 'reserve-stock' is not recorded"});
+  const std::optional<EffectIntent> intent = Read().FindIntent("reserve:order-417:v1").value();
+  ASSERT_TRUE(intent.has_value());
+  EXPECT_EQ(intent->state, EffectState::kIntended);
+  snapshot_.reset();
+  ASSERT_TRUE(ResolveEffect(*store_,
+                            {.key = "reserve:order-417:v1",
+                             .outcome = EffectState::kDone,
+                             .by = "test",
+                             .note = "the stock service shows the reservation"},
+                            kNow)
+                  .ok());
   EXPECT_TRUE(Ship().allowed) << Ship().reasons[0];
   const std::string owner = "https://example.test/order-service";
-  EXPECT_EQ(Evidence(), std::vector<std::string>{"payment " + owner + " evt-order-417-v1 v1"});
+  const std::vector<std::string> at_v1 = {"payment " + owner + " evt-order-417-v1 v1",
+                                          "reserve-stock " + owner + " evt-order-417-v1 v1"};
+  EXPECT_EQ(Evidence(), at_v1);
 
   d = RunOne(Cancelled("evt-order-417-cancelled-v3", 3));
   EXPECT_EQ(d.outcome, Outcome::kDeferred);
@@ -220,7 +236,7 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   // A repeat of the deferred v3 is a duplicate, not a second deferral.
   EXPECT_EQ(RunOne(Cancelled("evt-order-417-cancelled-v3", 3)).outcome, Outcome::kDuplicate);
   // Nothing deferred records evidence.
-  EXPECT_EQ(Evidence(), std::vector<std::string>{"payment " + owner + " evt-order-417-v1 v1"});
+  EXPECT_EQ(Evidence(), at_v1);
 
   // v2 applies and drains v3 in the same transaction.
   auto decisions = Run(Paid("evt-order-417-paid-v2", 2));
@@ -242,11 +258,21 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
                      .value();
   EXPECT_EQ(drained.state, LedgerState::kApplied);
   EXPECT_EQ(drained.projection_version, 3);
-  // v2 replaced the payment evidence; the drained v3 recorded the cancellation.
+  // v2 replaced the payment evidence; the drained v3 recorded the cancellation (the stock
+  // reserved for v1 stays recorded; v2's reservation is intended, not done).
   const std::vector<std::string> evidence = {
       "cancellation " + owner + " evt-order-417-cancelled-v3 v3",
-      "payment " + owner + " evt-order-417-paid-v2 v2"};
+      "payment " + owner + " evt-order-417-paid-v2 v2",
+      "reserve-stock " + owner + " evt-order-417-v1 v1"};
   EXPECT_EQ(Evidence(), evidence);
+  // The cancellation's reason requires compensating v2's reservation, once.
+  const std::vector<CompensationRecord> compensations =
+      Read().ListCompensations("fulfillment", "order-417").value().rows;
+  ASSERT_EQ(compensations.size(), 1u);
+  EXPECT_EQ(compensations[0].key, "compensation:order-417:reservation:v2");
+  EXPECT_EQ(compensations[0].owner_source, owner);
+  EXPECT_EQ(compensations[0].owner_version, 3);
+  EXPECT_EQ(compensations[0].event_id, "evt-order-417-cancelled-v3");
 
   // Repeats of v2 or v3 are duplicates.
   EXPECT_EQ(RunOne(Paid("evt-order-417-paid-v2", 2)).outcome, Outcome::kDuplicate);
@@ -257,11 +283,15 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   EXPECT_EQ(RunOne(Paid("evt-late-v2", 2)).outcome, Outcome::kStale);
   EXPECT_EQ(FulfillmentProjection().state, "cancelled");
 
-  // The owner cancelled: ship is denied, with the state as the reason.
+  // The owner cancelled: ship is denied, with the state as the reason; and v2's reservation is
+  // intended, not done, so v1's evidence of the effect no longer counts.
   guard = Ship();
   EXPECT_FALSE(guard.allowed);
-  ASSERT_EQ(guard.reasons.size(), 1u);
+  ASSERT_EQ(guard.reasons.size(), 2u);
   EXPECT_NE(guard.reasons[0].find("state 'cancelled'"), std::string::npos) << guard.reasons[0];
+  EXPECT_EQ(guard.reasons[1],
+            "effect 'reserve-stock' is intended for reserve:order-417:v2 (the latest intent), not "
+            "done");
   EXPECT_EQ(Count("ledger"), 3);
   EXPECT_EQ(Count("quarantine"), 2);  // conflict + stale, with their bytes
   const std::vector<QuarantineRecord> kept = Read().QuarantineOf("order-417").value().rows;

@@ -18,7 +18,8 @@ int64_t ConsumerEvidence::duplicate_count() const {
 
 bool ConsumerEvidence::empty() const {
   return !projection && ledger.empty() && deferred.empty() && journal.empty() &&
-         quarantined.empty() && gap_records.empty() && evidence.empty();
+         quarantined.empty() && gap_records.empty() && evidence.empty() && effects.empty() &&
+         compensations.empty();
 }
 
 bool EvidencePacket::known() const {
@@ -48,6 +49,17 @@ Status ReadConsumer(Snapshot& snapshot, std::string_view subject, int64_t rows_m
       Take(snapshot.JournalOf(c.consumer, subject, rows_max), c.journal, truncated));
   EVIDENT_RETURN_IF_ERROR(
       Take(snapshot.GapRecordsOf(c.consumer, subject, rows_max), c.gap_records, truncated));
+  EffectFilter of_subject;
+  of_subject.consumer = c.consumer;
+  of_subject.subject = std::string(subject);
+  EVIDENT_RETURN_IF_ERROR(
+      Take(snapshot.ListIntents(of_subject, 0, rows_max), c.effects, truncated));
+  for (const EffectIntent& e : c.effects) {
+    EffectWithLog& logged = c.effect_logs.emplace_back();
+    EVIDENT_RETURN_IF_ERROR(Take(snapshot.IntentLogOf(e.key, rows_max), logged.log, truncated));
+  }
+  EVIDENT_RETURN_IF_ERROR(Take(snapshot.ListCompensations(c.consumer, subject, 0, rows_max),
+                               c.compensations, truncated));
   return Take(snapshot.EvidenceOf(c.consumer, subject, rows_max), c.evidence, truncated);
 }
 

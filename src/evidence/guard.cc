@@ -3,6 +3,28 @@
 #include "evident/evidence.h"
 
 namespace evident {
+namespace {
+
+// An effect's evidence counts only when its latest intent for the subject is done: a later
+// version that intends the effect again (a new order version to reserve) is not covered by the
+// earlier one's result.
+Status PendingEffect(Snapshot& store, const std::string& consumer, std::string_view subject,
+                     const std::string& effect, GuardDecision& decision) {
+  EffectFilter filter;
+  filter.consumer = consumer;
+  filter.effect = effect;
+  filter.subject = std::string(subject);
+  EVIDENT_ASSIGN_OR_RETURN(const Rows<EffectIntent> intents, store.ListIntents(filter));
+  if (intents.rows.empty() || intents.truncated) return Status::Ok();
+  const EffectIntent& latest = intents.rows.back();
+  if (latest.state == EffectState::kDone) return Status::Ok();
+  decision.reasons.push_back("effect '" + effect + "' is " +
+                             std::string(EffectStateName(latest.state)) + " for " + latest.key +
+                             " (the latest intent), not done");
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<GuardDecision> EvaluateGuard(Snapshot& store, const ConsumerConfig& consumer,
                                     std::string_view subject, std::string_view action) {
@@ -52,7 +74,11 @@ Result<GuardDecision> EvaluateGuard(Snapshot& store, const ConsumerConfig& consu
     for (const std::string& name : guard.evidence) {
       const bool present = std::any_of(recorded.begin(), recorded.end(),
                                        [&](const EvidenceRecord& r) { return r.name == name; });
-      if (!present) decision.reasons.push_back("evidence '" + name + "' is not recorded");
+      if (!present) {
+        decision.reasons.push_back("evidence '" + name + "' is not recorded");
+      } else if (consumer.FindEffect(name) != nullptr) {
+        EVIDENT_RETURN_IF_ERROR(PendingEffect(store, id, subject, name, decision));
+      }
     }
   }
   decision.allowed = decision.reasons.empty();

@@ -1,0 +1,130 @@
+// evident/effects.h — performing the external effects that consumers intend (config.h's
+// `effects`), and reconciling the ones whose outcome is unknown.
+//
+// An applied event writes an intent per effect it triggers, in the transaction of its decision
+// (the pipeline; one intent per key, however often the event is delivered). A runner performs
+// intents: it claims one (committing it as `unknown`, attempt counted, before the call, so that
+// a crash during the call leaves it unknown: never done, never forgotten, never re-keyed), POSTs
+// the event with `Idempotency-Key: <key>`, and records what came back:
+//
+//   2xx                                   -> done, the effect's evidence recorded (name = effect)
+//   4xx but 408 and 429                   -> failed (the target refused it for good)
+//   timeout, 5xx, 408, 429, reset, crash  -> unknown: retried with the same key and backoff when
+//                                            the target honours the key (idempotent_target),
+//                                            up to the retry limit; otherwise, and after it,
+//                                            it waits for a person (ResolveEffect)
+//   the request never left (no connection) -> intended again, retried with backoff, up to the
+//                                            limit, then waits for a person
+//
+// Several runners may share a store: a claim is a committed write guarded by the intent's
+// revision, and the answer is recorded only if the intent is still at the claimed revision (a
+// person's resolution, or another runner's claim after the claim's lease ran out, wins). The
+// lease of a claim on an idempotent target is the call's timeout plus `claim_margin_ms`; a
+// claim on any other target is never taken over (it waits for a person if its runner dies).
+//
+// Thread-safety: RunEffects uses its store on the calling thread; ResolveEffect likewise.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "evident/cancel.h"
+#include "evident/clock.h"
+#include "evident/config.h"
+#include "evident/retry.h"
+#include "evident/status.h"
+#include "evident/store.h"
+
+namespace evident {
+
+// One call of a target.
+struct EffectCall {
+  std::string url;
+  std::string key;   // sent as Idempotency-Key
+  std::string body;  // the event, CloudEvents structured JSON
+  int64_t timeout_ms = 5000;
+};
+
+// What the transport saw.
+enum class CallOutcome : uint8_t {
+  kAnswered,  // an HTTP status came back
+  kTimeout,   // no complete answer within the timeout (the target may have acted)
+  kReset,     // the connection broke after the request was (perhaps) sent
+  kNotSent,   // no connection: the request certainly never reached the target
+};
+struct CallResult {
+  CallOutcome outcome = CallOutcome::kNotSent;
+  int64_t http_status = 0;
+  std::string digest;  // "sha256:<hex>" of the answer's body (kAnswered)
+  std::string error;   // for people
+};
+
+// Performs calls. The HTTP transport (NewHttpTransport) is the one a user runs; tests may wrap
+// it to count calls.
+class EffectTransport {
+ public:
+  virtual ~EffectTransport() = default;
+  virtual CallResult Post(const EffectCall& call) = 0;
+};
+// libcurl over HTTP/1.1 (https too); a response body is read up to `response_bytes_max` (the
+// rest is discarded, the digest covers what was read).
+Result<std::unique_ptr<EffectTransport>> NewHttpTransport(int64_t response_bytes_max = 1 << 20);
+
+// What one attempt made of an intent: the state it records, and when it may be tried again.
+struct AttemptVerdict {
+  EffectState state = EffectState::kUnknown;
+  std::optional<int64_t> next_attempt_at_ms;  // nullopt: settled, or waits for a person
+  std::string detail;                         // for the log and the intent's last error
+};
+// The rules above, as one pure function: `attempts` counts this attempt.
+AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect, int64_t attempts,
+                            int64_t now_ms);
+
+struct EffectRunOptions {
+  std::string runner_id;  // recorded with each claim; empty: "runner-<pid>"
+  Clock* clock = nullptr;  // null: the system clock
+  const CancelToken* cancel = nullptr;  // set to stop after the call in flight
+  // End the run once no intent was due for this long (ms); -1: run until cancelled.
+  int64_t until_idle_ms = -1;
+  int64_t poll_ms = 200;           // how often to look for due intents while none is due
+  int64_t claim_margin_ms = 5000;  // a claim's lease beyond the call's timeout
+  RetryPolicy busy_retry;          // a busy store, at each claim and record
+  // Called after each attempt is recorded (the CLI prints it); may be empty.
+  std::function<void(const EffectIntent& after, const AttemptVerdict& verdict)> on_attempt;
+};
+
+struct EffectRunSummary {
+  int64_t attempts = 0;
+  int64_t done = 0, failed = 0, unknown = 0, not_sent = 0;
+  int64_t superseded = 0;  // answers not recorded: the intent changed during the call
+  int64_t unconfigured = 0;  // due intents of an effect the config no longer has, set aside
+  bool stopped = false;
+  double seconds = 0;
+};
+
+Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTransport& transport,
+                                    const EffectRunOptions& options);
+
+// A person's record of what happened at the other side: an intended or unknown intent becomes
+// done (its evidence recorded) or failed; audited in the intent's log. kNotFound for an unknown
+// key; kFailedPrecondition for an intent already done or failed.
+struct EffectResolution {
+  std::string key;
+  EffectState outcome = EffectState::kDone;  // kDone or kFailed
+  std::string by, note;
+};
+Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& resolution,
+                                   int64_t now_ms);
+
+// One JSON object each (no newline), for `evident effects`, `compensations` and the evidence
+// packet: key, effect, consumer, subject, event, state, attempts, last error, HTTP status,
+// digest and times (RFC 3339); the log when `log` is given.
+void AppendEffectJson(const EffectIntent& intent, const std::vector<EffectLogEntry>* log,
+                      std::string& out);
+void AppendCompensationJson(const CompensationRecord& record, std::string& out);
+
+}  // namespace evident

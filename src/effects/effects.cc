@@ -1,0 +1,379 @@
+// Performing effect intents (evident/effects.h): claim, call, record; and a person's resolution.
+#include "evident/effects.h"
+
+#include <unistd.h>
+
+#include <cassert>
+
+#include "core/rfc3339.h"
+#include "json/writer.h"
+
+namespace evident {
+namespace {
+
+// How many due intents one claim looks at: enough to step over those whose effect the
+// configuration no longer has.
+constexpr int64_t kDueRowsMax = 32;
+
+std::string AnswerText(const CallResult& r) {
+  switch (r.outcome) {
+    case CallOutcome::kAnswered:
+      return "HTTP " + std::to_string(r.http_status) + (r.digest.empty() ? "" : ", " + r.digest);
+    case CallOutcome::kTimeout:
+      return "timeout: " + r.error;
+    case CallOutcome::kReset:
+      return "connection broken: " + r.error;
+    case CallOutcome::kNotSent:
+      return "not sent: " + r.error;
+  }
+  return r.error;
+}
+
+struct Claim {
+  EffectIntent intent;  // as claimed (its revision is the claim's)
+  const EffectConfig* effect = nullptr;
+};
+
+class Runner {
+ public:
+  Runner(const Config& config, Store& store, EffectTransport& transport,
+         const EffectRunOptions& options, Clock& clock)
+      : config_(config), store_(store), transport_(transport), options_(options), clock_(clock) {
+    id_ = options.runner_id.empty() ? "runner-" + std::to_string(getpid()) : options.runner_id;
+  }
+
+  Result<EffectRunSummary> Run();
+
+ private:
+  Result<std::optional<Claim>> ClaimNext(Transaction& tx, int64_t now_ms);
+  Status Record(Transaction& tx, const Claim& claim, const CallResult& result, int64_t now_ms,
+                EffectIntent& after, AttemptVerdict& verdict);
+  Status SetAside(Transaction& tx, EffectIntent intent, int64_t now_ms);
+  // Runs `op` in a transaction of its own, committed; retried while the store is busy.
+  Status Transact(const std::function<Status(Transaction&)>& op);
+
+  const Config& config_;
+  Store& store_;
+  EffectTransport& transport_;
+  const EffectRunOptions& options_;
+  Clock& clock_;
+  std::string id_;
+  EffectRunSummary summary_;
+};
+
+Status Runner::Transact(const std::function<Status(Transaction&)>& op) {
+  return RetryBusy(options_.busy_retry, clock_, nullptr, [&]() -> Status {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
+    EVIDENT_RETURN_IF_ERROR(op(*tx));
+    return tx->Commit();
+  });
+}
+
+// An intent whose effect is no longer configured cannot be performed: it is taken off the due
+// list and waits for a person, with the reason in its log.
+Status Runner::SetAside(Transaction& tx, EffectIntent intent, int64_t now_ms) {
+  const int64_t revision = intent.revision;
+  intent.next_attempt_at_ms.reset();
+  intent.last_error = "effect " + intent.effect + " of consumer " + intent.consumer +
+                      " is not in " + config_.path + ": waits for reconciliation";
+  EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(intent, revision));
+  ++summary_.unconfigured;
+  return tx.LogIntent({.key = intent.key,
+                       .action = EffectAction::kAttempt,
+                       .by = id_,
+                       .state_after = intent.state,
+                       .detail = intent.last_error,
+                       .at_ms = now_ms});
+}
+
+// The first due intent of a configured effect, committed as an unknown attempt of this runner
+// before the call (a crash during the call leaves exactly that).
+Result<std::optional<Claim>> Runner::ClaimNext(Transaction& tx, int64_t now_ms) {
+  EVIDENT_ASSIGN_OR_RETURN(const Rows<EffectIntent> due, tx.DueIntents(now_ms, kDueRowsMax));
+  for (const EffectIntent& intent : due.rows) {
+    const ConsumerConfig* consumer = config_.Find(intent.consumer);
+    const EffectConfig* effect = consumer == nullptr ? nullptr : consumer->FindEffect(intent.effect);
+    if (effect == nullptr) {
+      EVIDENT_RETURN_IF_ERROR(SetAside(tx, intent, now_ms));
+      continue;
+    }
+    assert(intent.state == EffectState::kIntended || intent.state == EffectState::kUnknown);
+    Claim claim{intent, effect};
+    EffectIntent& c = claim.intent;
+    c.state = EffectState::kUnknown;
+    c.attempts += 1;
+    c.last_attempt_at_ms = now_ms;
+    c.claimed_by = id_;
+    // Only a target that honours the key may be called again after a lost runner.
+    const bool retakable =
+        effect->target.idempotent_target && c.attempts < effect->retry.attempts_max;
+    c.next_attempt_at_ms = retakable ? std::optional<int64_t>(now_ms + effect->target.timeout_ms +
+                                                              options_.claim_margin_ms)
+                                     : std::nullopt;
+    EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(c, intent.revision));
+    c.revision = intent.revision + 1;
+    EVIDENT_RETURN_IF_ERROR(
+        tx.LogIntent({.key = c.key,
+                      .action = EffectAction::kAttempt,
+                      .by = id_,
+                      .state_after = EffectState::kUnknown,
+                      .detail = "POST " + effect->target.url + " (attempt " +
+                                std::to_string(c.attempts) + ")",
+                      .at_ms = now_ms}));
+    return std::optional<Claim>(std::move(claim));
+  }
+  return std::optional<Claim>();
+}
+
+// Records the answer, unless the intent changed since the claim (a person resolved it, or
+// another runner took it over after the lease): then only its log says what came back.
+Status Runner::Record(Transaction& tx, const Claim& claim, const CallResult& result,
+                      int64_t now_ms, EffectIntent& after, AttemptVerdict& verdict) {
+  const EffectIntent& c = claim.intent;
+  EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> current, tx.FindIntent(c.key));
+  if (!current) return Status::Internal("effect intent " + c.key + " vanished during its call");
+  verdict = JudgeAttempt(result, *claim.effect, c.attempts, now_ms);
+  if (current->revision != c.revision) {
+    ++summary_.superseded;
+    after = *current;
+    return tx.LogIntent({.key = c.key,
+                         .action = EffectAction::kAttempt,
+                         .by = id_,
+                         .state_after = current->state,
+                         .http_status = result.outcome == CallOutcome::kAnswered
+                                            ? std::optional<int64_t>(result.http_status)
+                                            : std::nullopt,
+                         .detail = "answer not recorded, the intent changed during the call: " +
+                                   verdict.detail,
+                         .at_ms = now_ms});
+  }
+  after = c;
+  after.state = verdict.state;
+  after.next_attempt_at_ms = verdict.next_attempt_at_ms;
+  after.last_error = verdict.state == EffectState::kDone ? std::string() : verdict.detail;
+  after.http_status = result.outcome == CallOutcome::kAnswered
+                          ? std::optional<int64_t>(result.http_status)
+                          : std::nullopt;
+  after.response_digest = result.digest;
+  const bool settled = verdict.state == EffectState::kDone || verdict.state == EffectState::kFailed;
+  after.settled_at_ms = settled ? std::optional<int64_t>(now_ms) : std::nullopt;
+  EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(after, c.revision));
+  after.revision = c.revision + 1;
+  if (verdict.state == EffectState::kDone) {
+    EVIDENT_RETURN_IF_ERROR(tx.PutEvidence({.consumer = c.consumer,
+                                            .subject = c.subject,
+                                            .name = c.effect,
+                                            .source = c.source,
+                                            .event_id = c.event_id,
+                                            .subject_version = c.subject_version,
+                                            .recorded_at_ms = now_ms,
+                                            .detail = verdict.detail}));
+  }
+  return tx.LogIntent({.key = c.key,
+                       .action = EffectAction::kAttempt,
+                       .by = id_,
+                       .state_after = verdict.state,
+                       .http_status = after.http_status,
+                       .detail = verdict.detail,
+                       .at_ms = now_ms});
+}
+
+void Count(const AttemptVerdict& verdict, const CallResult& result, EffectRunSummary& summary) {
+  ++summary.attempts;
+  if (result.outcome == CallOutcome::kNotSent) ++summary.not_sent;
+  switch (verdict.state) {
+    case EffectState::kDone:
+      ++summary.done;
+      break;
+    case EffectState::kFailed:
+      ++summary.failed;
+      break;
+    case EffectState::kUnknown:
+      ++summary.unknown;
+      break;
+    case EffectState::kIntended:
+      break;
+  }
+}
+
+Result<EffectRunSummary> Runner::Run() {
+  const int64_t start_ms = clock_.NowMs();
+  int64_t active_ms = start_ms;  // the last time an intent was due
+  while (options_.cancel == nullptr || !options_.cancel->cancelled()) {
+    std::optional<Claim> claim;
+    EVIDENT_RETURN_IF_ERROR(Transact([&](Transaction& tx) -> Status {
+      EVIDENT_ASSIGN_OR_RETURN(claim, ClaimNext(tx, clock_.NowMs()));
+      return Status::Ok();
+    }));
+    if (!claim) {
+      const int64_t now_ms = clock_.NowMs();
+      if (options_.until_idle_ms >= 0 && now_ms - active_ms >= options_.until_idle_ms) break;
+      SleepUnlessCancelled(clock_, options_.poll_ms, options_.cancel);
+      continue;
+    }
+    const EffectConfig& effect = *claim->effect;
+    const CallResult result = transport_.Post(
+        {effect.target.url, claim->intent.key, claim->intent.request, effect.target.timeout_ms});
+    EffectIntent after;
+    AttemptVerdict verdict;
+    EVIDENT_RETURN_IF_ERROR(Transact([&](Transaction& tx) {
+      return Record(tx, *claim, result, clock_.NowMs(), after, verdict);
+    }));
+    Count(verdict, result, summary_);
+    if (options_.on_attempt) options_.on_attempt(after, verdict);
+    active_ms = clock_.NowMs();
+  }
+  summary_.stopped = options_.cancel != nullptr && options_.cancel->cancelled();
+  summary_.seconds = static_cast<double>(clock_.NowMs() - start_ms) / 1000.0;
+  return summary_;
+}
+
+}  // namespace
+
+AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect, int64_t attempts,
+                            int64_t now_ms) {
+  AttemptVerdict v;
+  v.detail = AnswerText(result);
+  const bool more = attempts < effect.retry.attempts_max;
+  const int64_t later_ms = now_ms + RetryBackoffMs(effect.retry, static_cast<int>(attempts));
+  const int64_t status = result.http_status;
+  if (result.outcome == CallOutcome::kAnswered && status >= 200 && status <= 299) {
+    v.state = EffectState::kDone;
+    return v;
+  }
+  if (result.outcome == CallOutcome::kAnswered && status >= 400 && status <= 499 &&
+      status != 408 && status != 429) {
+    v.state = EffectState::kFailed;
+    return v;
+  }
+  if (result.outcome == CallOutcome::kNotSent) {
+    v.state = EffectState::kIntended;  // it never reached the target: nothing is unknown
+    if (more) {
+      v.next_attempt_at_ms = later_ms;
+    } else {
+      v.detail += "; not sent after " + std::to_string(attempts) + " attempts: waits for a person";
+    }
+    return v;
+  }
+  v.state = EffectState::kUnknown;
+  if (effect.target.idempotent_target && more) {
+    v.next_attempt_at_ms = later_ms;
+  } else {
+    v.detail += effect.target.idempotent_target
+                    ? "; retry limit (" + std::to_string(effect.retry.attempts_max) +
+                          " attempts) reached: waits for reconciliation"
+                    : "; the target does not declare that it honours Idempotency-Key: waits "
+                      "for reconciliation";
+  }
+  return v;
+}
+
+Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTransport& transport,
+                                    const EffectRunOptions& options) {
+  Clock& clock = options.clock != nullptr ? *options.clock : SystemClock();
+  if (options.poll_ms < 1) return Status::InvalidArgument("poll_ms must be at least 1");
+  Runner runner(config, store, transport, options, clock);
+  return runner.Run();
+}
+
+Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int64_t now_ms) {
+  if (r.outcome != EffectState::kDone && r.outcome != EffectState::kFailed) {
+    return Status::InvalidArgument("an effect is resolved as done or failed");
+  }
+  if (r.by.empty() || r.note.empty()) {
+    return Status::InvalidArgument("a resolution names who checked (by) and what they saw (note)");
+  }
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<EffectIntent> found, tx->FindIntent(r.key));
+  if (!found) return Status::NotFound("no effect intent with key " + r.key);
+  EffectIntent intent = std::move(*found);
+  if (intent.state == EffectState::kDone || intent.state == EffectState::kFailed) {
+    return Status::FailedPrecondition("effect intent " + r.key + " is already " +
+                                      std::string(EffectStateName(intent.state)));
+  }
+  const int64_t revision = intent.revision;
+  const std::string detail = "resolved " + std::string(EffectStateName(r.outcome)) + " by " +
+                             r.by + ": " + r.note;
+  intent.state = r.outcome;
+  intent.next_attempt_at_ms.reset();
+  intent.settled_at_ms = now_ms;
+  intent.last_error = r.outcome == EffectState::kFailed ? detail : std::string();
+  EVIDENT_RETURN_IF_ERROR(tx->UpdateIntent(intent, revision));
+  intent.revision = revision + 1;
+  if (r.outcome == EffectState::kDone) {
+    EVIDENT_RETURN_IF_ERROR(tx->PutEvidence({.consumer = intent.consumer,
+                                             .subject = intent.subject,
+                                             .name = intent.effect,
+                                             .source = intent.source,
+                                             .event_id = intent.event_id,
+                                             .subject_version = intent.subject_version,
+                                             .recorded_at_ms = now_ms,
+                                             .detail = detail}));
+  }
+  EVIDENT_RETURN_IF_ERROR(tx->LogIntent({.key = intent.key,
+                                         .action = EffectAction::kResolve,
+                                         .by = r.by,
+                                         .state_after = r.outcome,
+                                         .detail = r.note,
+                                         .at_ms = now_ms}));
+  EVIDENT_RETURN_IF_ERROR(tx->Commit());
+  return intent;
+}
+
+namespace {
+
+void OptionalTime(json::Writer& w, std::string_view name, const std::optional<int64_t>& at_ms) {
+  w.Key(name);
+  at_ms ? w.String(rfc3339::FormatMs(*at_ms)) : w.Null();
+}
+
+void OptionalInt(json::Writer& w, std::string_view name, const std::optional<int64_t>& value) {
+  w.Key(name);
+  value ? w.Int(*value) : w.Null();
+}
+
+}  // namespace
+
+void AppendEffectJson(const EffectIntent& e, const std::vector<EffectLogEntry>* log,
+                      std::string& out) {
+  json::Writer w(out);
+  w.BeginObject().Field("key", e.key).Field("effect", e.effect).Field("consumer", e.consumer);
+  w.Field("subject", e.subject).Field("source", e.source).Field("id", e.event_id);
+  OptionalInt(w, "subject_version", e.subject_version);
+  w.Field("state", EffectStateName(e.state)).Field("attempts", e.attempts).Key("last_error");
+  e.last_error.empty() ? w.Null() : w.String(e.last_error);
+  OptionalInt(w, "http_status", e.http_status);
+  w.Key("response_digest");
+  e.response_digest.empty() ? w.Null() : w.String(e.response_digest);
+  w.Field("intended_at", rfc3339::FormatMs(e.intended_at_ms));
+  OptionalTime(w, "last_attempt_at", e.last_attempt_at_ms);
+  OptionalTime(w, "next_attempt_at", e.next_attempt_at_ms);
+  OptionalTime(w, "settled_at", e.settled_at_ms);
+  w.Field("waits_for_reconciliation",
+          !e.next_attempt_at_ms && e.state != EffectState::kDone &&
+              e.state != EffectState::kFailed);
+  w.Key("claimed_by");
+  e.claimed_by.empty() ? w.Null() : w.String(e.claimed_by);
+  if (log != nullptr) {
+    w.Key("log").BeginArray();
+    for (const EffectLogEntry& l : *log) {
+      w.BeginObject().Field("action", EffectActionName(l.action)).Field("by", l.by);
+      w.Field("state_after", EffectStateName(l.state_after));
+      OptionalInt(w, "http_status", l.http_status);
+      w.Field("detail", l.detail).Field("at", rfc3339::FormatMs(l.at_ms)).EndObject();
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+}
+
+void AppendCompensationJson(const CompensationRecord& c, std::string& out) {
+  json::Writer w(out);
+  w.BeginObject().Field("key", c.key).Field("consumer", c.consumer).Field("subject", c.subject);
+  w.Field("owner_source", c.owner_source);
+  OptionalInt(w, "owner_version", c.owner_version);
+  w.Field("id", c.event_id).Field("type", c.type);
+  w.Field("recorded_at", rfc3339::FormatMs(c.recorded_at_ms)).EndObject();
+}
+
+}  // namespace evident

@@ -1,0 +1,150 @@
+// The HTTP transport of effects, on libcurl: one POST per call, the event as the body, the
+// intent key as Idempotency-Key. libcurl is Debian's maintained HTTP client (timeouts, https,
+// connection errors told apart), so nothing of HTTP is written by hand here; SHA-256 is
+// OpenSSL's.
+#include <curl/curl.h>
+#include <openssl/evp.h>
+
+#include <memory>
+#include <mutex>
+
+#include "evident/effects.h"
+
+namespace evident {
+namespace {
+
+struct CurlDeleter {
+  void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
+};
+struct HeadersDeleter {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+struct DigestDeleter {
+  void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
+};
+
+// The answer's body as it streams in: hashed whole up to the limit, the rest discarded.
+struct Body {
+  EVP_MD_CTX* digest = nullptr;
+  int64_t bytes = 0;
+  int64_t bytes_max = 0;
+  bool digest_ok = true;
+};
+
+size_t OnBody(char* data, size_t size, size_t count, void* user) {
+  auto* body = static_cast<Body*>(user);
+  const size_t n = size * count;
+  const int64_t room = body->bytes_max - body->bytes;
+  const size_t taken = room <= 0 ? 0 : std::min<size_t>(n, static_cast<size_t>(room));
+  if (taken > 0 && EVP_DigestUpdate(body->digest, data, taken) != 1) body->digest_ok = false;
+  body->bytes += static_cast<int64_t>(taken);
+  return n;  // the rest is read and dropped: the call still ends with the status
+}
+
+std::string HexDigest(EVP_MD_CTX* context) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_DigestFinal_ex(context, out, &size) != 1) return {};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text = "sha256:";
+  for (unsigned int i = 0; i < size; ++i) {
+    text += kHex[out[i] >> 4];
+    text += kHex[out[i] & 15];
+  }
+  return text;
+}
+
+// Which CURLcodes mean the request certainly never reached the target.
+bool NeverSent(CURLcode code, CURL* handle) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+      return true;
+    case CURLE_OPERATION_TIMEDOUT: {
+      curl_off_t connected_us = 0;  // 0: the timeout came before a connection
+      curl_easy_getinfo(handle, CURLINFO_CONNECT_TIME_T, &connected_us);
+      return connected_us == 0;
+    }
+    default:
+      return false;
+  }
+}
+
+class HttpTransport final : public EffectTransport {
+ public:
+  explicit HttpTransport(int64_t response_bytes_max) : response_bytes_max_(response_bytes_max) {}
+
+  CallResult Post(const EffectCall& call) override {
+    CallResult result;
+    std::unique_ptr<CURL, CurlDeleter> handle(curl_easy_init());
+    std::unique_ptr<EVP_MD_CTX, DigestDeleter> digest(EVP_MD_CTX_new());
+    if (!handle || !digest || EVP_DigestInit_ex(digest.get(), EVP_sha256(), nullptr) != 1) {
+      result.error = "cannot set up an HTTP call (out of memory)";
+      return result;  // kNotSent: nothing left this process
+    }
+    const std::string key_header = "Idempotency-Key: " + call.key;
+    curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/cloudevents+json");
+    list = list == nullptr ? nullptr : curl_slist_append(list, key_header.c_str());
+    list = list == nullptr ? nullptr : curl_slist_append(list, "Expect:");
+    std::unique_ptr<curl_slist, HeadersDeleter> headers(list);
+    if (!headers) {
+      result.error = "cannot set up an HTTP call (out of memory)";
+      return result;
+    }
+    Body body{digest.get(), 0, response_bytes_max_};
+    CURL* h = handle.get();
+    curl_easy_setopt(h, CURLOPT_URL, call.url.c_str());
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, call.body.data());
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(call.body.size()));
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(call.timeout_ms));
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    const CURLcode code = curl_easy_perform(h);
+    if (code == CURLE_OK) {
+      long status = 0;
+      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+      result.outcome = CallOutcome::kAnswered;
+      result.http_status = status;
+      result.digest = body.digest_ok ? HexDigest(digest.get()) : std::string();
+      return result;
+    }
+    result.error = curl_easy_strerror(code);
+    if (NeverSent(code, h)) {
+      result.outcome = CallOutcome::kNotSent;
+    } else if (code == CURLE_OPERATION_TIMEDOUT) {
+      result.outcome = CallOutcome::kTimeout;
+      result.error = "no answer within " + std::to_string(call.timeout_ms) + " ms";
+    } else {
+      result.outcome = CallOutcome::kReset;
+    }
+    return result;
+  }
+
+ private:
+  int64_t response_bytes_max_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<EffectTransport>> NewHttpTransport(int64_t response_bytes_max) {
+  static std::once_flag once;
+  static CURLcode init = CURLE_OK;
+  std::call_once(once, [] { init = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (init != CURLE_OK) {
+    return Status::Internal(std::string("libcurl does not initialise: ") +
+                            curl_easy_strerror(init));
+  }
+  if (response_bytes_max < 0) return Status::InvalidArgument("response_bytes_max < 0");
+  return std::unique_ptr<EffectTransport>(new HttpTransport(response_bytes_max));
+}
+
+}  // namespace evident
