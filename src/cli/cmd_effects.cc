@@ -20,6 +20,8 @@ namespace {
 struct RunFlags {
   std::string config, store, runner_id;
   double until_idle_seconds = -1;
+  int64_t claim_margin_ms = EffectRunOptions{}.claim_margin_ms;
+  int64_t poll_ms = EffectRunOptions{}.poll_ms;
   bool quiet = false;
 };
 
@@ -74,6 +76,8 @@ int RunEffectsCommand(const RunFlags& flags) {
   EffectRunOptions options;
   options.runner_id = flags.runner_id;
   options.cancel = &stop;
+  options.claim_margin_ms = flags.claim_margin_ms;
+  options.poll_ms = flags.poll_ms;
   options.until_idle_ms =
       flags.until_idle_seconds < 0 ? -1 : static_cast<int64_t>(flags.until_idle_seconds * 1000);
   if (!flags.quiet) {
@@ -228,6 +232,12 @@ void AddRun(CLI::App& parent, Runner& run) {
                   "SIGTERM or SIGINT)")
       ->check(CLI::Range(0.0, 86400.0 * 365));
   cmd->add_option("--runner-id", flags->runner_id, "Name recorded with each claim");
+  cmd->add_option("--claim-margin-ms", flags->claim_margin_ms,
+                  "How long past its timeout a claim on an idempotent target is this runner's "
+                  "before another runner may call it again")
+      ->check(IntegerFrom(0, 86'400'000));
+  cmd->add_option("--poll-ms", flags->poll_ms, "How often to look for due intents")
+      ->check(IntegerFrom(1, 60'000));
   cmd->add_flag("--quiet", flags->quiet, "No line per attempt");
   cmd->callback([flags, &run] { run = [flags] { return RunEffectsCommand(*flags); }; });
 }
