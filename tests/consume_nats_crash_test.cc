@@ -256,6 +256,14 @@ std::vector<Table> OrderIndependent(StoreRows rows, const Contested& contested) 
       d.input_index = 0;
     }
   }
+  for (EffectIntent& e : rows.effects) {  // the key is the version's; the event, the claimant's
+    if (!IsContested(contested, e.consumer, e.subject, e.subject_version)) continue;
+    e.event_id = kClaimant;
+    e.request.clear();
+  }
+  for (CompensationRecord& c : rows.compensations) {
+    if (IsContested(contested, c.consumer, c.subject, c.owner_version)) c.event_id = kClaimant;
+  }
   std::erase_if(rows.kept, [&](const QuarantineRecord& k) {
     return IsContested(contested, k.consumer, k.subject, k.subject_version);
   });

@@ -233,6 +233,15 @@ TEST_F(ConsumeTest, GuardAndGaps) {
   r = guard("order-418");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("gap open"), std::string::npos) << r.out;
+  // Paid and in sync, but the stock is not reserved: the effect's evidence is missing until
+  // the intent is done (here a person records it).
+  r = guard("order-420");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("evidence 'reserve-stock' is not recorded"), std::string::npos) << r.out;
+  ASSERT_EQ(RunEvident({"effects", "resolve", "reserve:order-420:v1", "--store", store_,
+                        "--outcome", "done", "--by", "ops", "--note", "reserved by hand"})
+                .exit_code,
+            0);
   r = guard("order-420");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("allowed"), std::string::npos);

@@ -46,9 +46,8 @@ std::string ReadText(const fs::path& path) {
 class Downstream {
  public:
   Downstream(const fs::path& dir, const std::vector<std::string>& rules) : dir_(dir) {
-    std::vector<std::string> argv = {EVIDENT_DOWNSTREAM, "--listen",   "127.0.0.1:0",
-                                     "--port-file",      port_file(), "--log",
-                                     log_file()};
+    std::vector<std::string> argv = {EVIDENT_DOWNSTREAM, "--listen", "127.0.0.1:0", "--port-file",
+                                     port_file(),        "--log",    log_file()};
     argv.insert(argv.end(), rules.begin(), rules.end());
     pid_ = StartProcess(argv, {});
     for (int i = 0; i < 500 && port_.empty(); ++i) {
@@ -125,18 +124,28 @@ class EffectsCliTest : public ::testing::Test {
                               "timeout_ms: " + std::to_string(timeout_ms));
     text = std::regex_replace(text, std::regex("idempotent_target: true"),
                               std::string("idempotent_target: ") + (idempotent ? "true" : "false"));
-    text = std::regex_replace(text, std::regex("attempts_max: 3, backoff_initial_ms: 200"),
-                              "attempts_max: " + std::to_string(attempts_max) +
-                                  ", backoff_initial_ms: 50");
+    text = std::regex_replace(
+        text, std::regex("attempts_max: 3, backoff_initial_ms: 200"),
+        "attempts_max: " + std::to_string(attempts_max) + ", backoff_initial_ms: 50");
     std::ofstream(config_) << text;
   }
   ProcessResult Consume(const std::string& input) {
     return RunEvident({"consume", "--config", config_, "--store", store_, "--input", "-"}, input);
   }
   std::vector<std::string> RunArgs(const std::string& until_idle_seconds) const {
-    return {EVIDENT_BINARY,    "effects", "run",  "--config",   config_,
-            "--store",         store_,    "--until-idle",       until_idle_seconds,
-            "--claim-margin-ms", "200",   "--poll-ms",          "20"};
+    return {EVIDENT_BINARY,
+            "effects",
+            "run",
+            "--config",
+            config_,
+            "--store",
+            store_,
+            "--until-idle",
+            until_idle_seconds,
+            "--claim-margin-ms",
+            "200",
+            "--poll-ms",
+            "20"};
   }
   ProcessResult RunEffects(const std::string& until_idle_seconds = "1") {
     return RunProcess(RunArgs(until_idle_seconds));
@@ -187,18 +196,18 @@ TEST_F(EffectsCliTest, EveryOutcomePathOnAnIdempotentTarget) {
   EXPECT_EQ(intents["reserve:order-1:v1"].attempts, 1);
   EXPECT_EQ(intents["reserve:order-2:v1"].state, "failed");
   EXPECT_EQ(intents["reserve:order-2:v1"].last_error.rfind("HTTP 409, sha256:", 0), 0u);
-  for (const char* key : {"reserve:order-3:v1", "reserve:order-4:v1", "reserve:order-5:v1",
-                          "reserve:order-6:v1"}) {
+  for (const char* key :
+       {"reserve:order-3:v1", "reserve:order-4:v1", "reserve:order-5:v1", "reserve:order-6:v1"}) {
     EXPECT_EQ(intents[key].state, "done") << key;
     EXPECT_EQ(intents[key].attempts, 2) << key;
   }
   // Performed once each, the slow one included (its retry was answered from the first result).
   const std::map<std::string, int> performed = downstream_->Performed();
   EXPECT_EQ(performed, (std::map<std::string, int>{{"reserve:order-1:v1", 1},
-                                                    {"reserve:order-3:v1", 1},
-                                                    {"reserve:order-4:v1", 1},
-                                                    {"reserve:order-5:v1", 1},
-                                                    {"reserve:order-6:v1", 1}}));
+                                                   {"reserve:order-3:v1", 1},
+                                                   {"reserve:order-4:v1", 1},
+                                                   {"reserve:order-5:v1", 1},
+                                                   {"reserve:order-6:v1", 1}}));
   // Done: the effect's evidence, with the answer's status and digest.
   ProcessResult r = RunEvident({"evidence", "order-4", "--store", store_, "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -234,17 +243,24 @@ TEST_F(EffectsCliTest, AnUnknownOutcomeWaitsForAPersonUnlessTheTargetHonoursTheK
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("evidence 'reserve-stock' is not recorded"), std::string::npos) << r.out;
 
-  const std::vector<std::string> resolve = {"effects", "resolve",   "reserve:order-1:v1",
-                                            "--store", store_,      "--outcome",
-                                            "done",    "--by",      "ops",
-                                            "--note",  "the stock service shows reservation 77"};
+  const std::vector<std::string> resolve = {"effects",
+                                            "resolve",
+                                            "reserve:order-1:v1",
+                                            "--store",
+                                            store_,
+                                            "--outcome",
+                                            "done",
+                                            "--by",
+                                            "ops",
+                                            "--note",
+                                            "the stock service shows reservation 77"};
   r = RunEvident(resolve);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Intents()["reserve:order-1:v1"].state, "done");
   EXPECT_EQ(Ship("order-1").exit_code, 0) << Ship("order-1").out;
   EXPECT_EQ(RunEvident(resolve).exit_code, 1);  // already done
-  EXPECT_EQ(RunEvident({"effects", "resolve", "reserve:order-9:v1", "--store", store_,
-                        "--outcome", "done", "--by", "ops", "--note", "n"})
+  EXPECT_EQ(RunEvident({"effects", "resolve", "reserve:order-9:v1", "--store", store_, "--outcome",
+                        "done", "--by", "ops", "--note", "n"})
                 .exit_code,
             1);
   r = RunEvident({"effects", "show", "reserve:order-1:v1", "--store", store_});
@@ -341,11 +357,10 @@ TEST_F(EffectsCliTest, TwoRunnersPerformEachIntentOnce) {
 // reservation's rejection caused requires one compensation, keyed by the owner's decision.
 TEST_F(EffectsCliTest, RedeliveriesIntendOnceAndCompensateOnce) {
   Start({"--answer", "=200"}, /*idempotent=*/true, 3);
-  const std::string input = Paid("order-417", 1) + Paid("order-417", 2) +
-                            Order("cancelled", "order-417", 3,
-                                  R"(,"reason":"reservation-rejected")") +
-                            Paid("order-418", 1) +
-                            Order("cancelled", "order-418", 2, R"(,"reason":"customer-request")");
+  const std::string input =
+      Paid("order-417", 1) + Paid("order-417", 2) +
+      Order("cancelled", "order-417", 3, R"(,"reason":"reservation-rejected")") +
+      Paid("order-418", 1) + Order("cancelled", "order-418", 2, R"(,"reason":"customer-request")");
   for (int i = 0; i < 3; ++i) ASSERT_EQ(Consume(input).exit_code, 0);
   const std::map<std::string, Intent> intents = Intents();
   EXPECT_EQ(intents.size(), 3u);

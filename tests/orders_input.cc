@@ -17,7 +17,9 @@ std::string Cancelled(int order, int version, const std::string& id) {
          R"(","source":"https://example.test/order-service","type":"com.example.training.order.cancelled","subject":"order-)" +
          std::to_string(order) + R"(","schemaversion":1,"data":{"orderId":"order-)" +
          std::to_string(order) + R"(","orderVersion":)" + std::to_string(version) +
-         R"(,"reason":"customer-request"}})";
+         R"(,"reason":")" +
+         // A third of the cancellations require the fulfillment consumer's compensation.
+         (order % 3 == 0 ? "reservation-rejected" : "customer-request") + R"("}})";
 }
 std::string Status(int order, int n) {
   return R"({"specversion":"1.0","id":"status-)" + std::to_string(order) + "-" + std::to_string(n) +

@@ -26,8 +26,15 @@ void WritePaidConfig(const fs::path& dir, const std::string& versions, bool with
       << "\n    reads: [/orderVersion]\n"
          "ordering:\n  by: subject\n  version_at: /data/orderVersion\n"
          "gap:\n  deadline_seconds: 3600\n  route: wait\n";
+  // Each applied version intends an effect and, every other version, records a compensation
+  // (nothing performs them here: the tests compare what the decisions wrote).
   std::string consumers = std::string("consumers:\n  - id: ") + kPaidConsumer +
-                          "\n    projection:\n      order.paid:\n        state: paid\n";
+                          "\n    projection:\n      order.paid:\n        state: paid\n"
+                          "    effects:\n      - name: notify\n        on: order.paid\n"
+                          "        key: \"notify:{subject}:v{subject_version}\"\n"
+                          "        target: {url: \"http://127.0.0.1:9/notify\"}\n"
+                          "    compensations:\n      - on: order.paid\n"
+                          "        key: \"refund:{subject}:v{previous_version}\"\n";
   if (with_archivist) {
     std::ofstream(dir / "contracts/consumers" / (std::string(kArchivist) + ".yaml"))
         << "id: " << kArchivist

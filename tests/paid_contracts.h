@@ -10,7 +10,8 @@
 
 namespace evident::testing {
 
-// The ordered consumer: follows /data/orderVersion per subject, defers gaps (route wait).
+// The ordered consumer: follows /data/orderVersion per subject, defers gaps (route wait); each
+// version it applies intends the effect `notify` and records a compensation (never performed).
 inline constexpr const char* kPaidConsumer = "ledgerist";
 // The unordered consumer WritePaidConfig adds with `with_archivist`; it accepts version 1 only.
 inline constexpr const char* kArchivist = "archivist";

@@ -30,6 +30,8 @@ void AddConsumerRows(Snapshot& store, const std::string& consumer, const std::st
   for (EffectIntent& e : store.ListIntents(filter).value().rows) {
     rows.effects.push_back(std::move(e));
   }
+  // A compensation always has a subject (an empty one lists every subject's).
+  if (subject.empty()) return;
   for (CompensationRecord& c : store.ListCompensations(consumer, subject).value().rows) {
     rows.compensations.push_back(std::move(c));
   }
@@ -87,9 +89,9 @@ StoreRows ReadStoreRows(const std::string& path, const DumpOptions& options) {
 }
 
 std::vector<Table> Tables(const StoreRows& rows) {
-  std::vector<Table> t = {{"ledger", {}},     {"projection", {}}, {"evidence", {}},
-                          {"deferred", {}},   {"quarantine", {}}, {"journal", {}},
-                          {"effect", {}},     {"compensation", {}}};
+  std::vector<Table> t = {{"ledger", {}},   {"projection", {}},  {"evidence", {}},
+                          {"deferred", {}}, {"quarantine", {}},  {"journal", {}},
+                          {"effect", {}},   {"compensation", {}}};
   for (const LedgerEntry& e : rows.ledger) {
     t[0].rows.push_back(
         Row()("consumer", e.consumer)("source", e.source)("id", e.event_id)("state", e.state)(
@@ -137,11 +139,11 @@ std::vector<Table> Tables(const StoreRows& rows) {
             .text());
   }
   for (const EffectIntent& e : rows.effects) {
-    t[6].rows.push_back(Row()("key", e.key)("effect", e.effect)("consumer", e.consumer)(
-                            "subject", e.subject)("source", e.source)("id", e.event_id)(
-                            "subject_version", e.subject_version)("request", e.request)(
-                            "state", EffectStateName(e.state))("attempts", e.attempts)
-                            .text());
+    t[6].rows.push_back(
+        Row()("key", e.key)("effect", e.effect)("consumer", e.consumer)("subject", e.subject)(
+            "source", e.source)("id", e.event_id)("subject_version", e.subject_version)(
+            "request", e.request)("state", EffectStateName(e.state))("attempts", e.attempts)
+            .text());
   }
   for (const CompensationRecord& c : rows.compensations) {
     t[7].rows.push_back(Row()("key", c.key)("consumer", c.consumer)("subject", c.subject)(

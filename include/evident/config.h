@@ -67,8 +67,8 @@ struct KeyTemplate {
     kConsumer,
     kData,
   };
-  std::string text;                                  // as written
-  std::vector<std::pair<Part, std::string>> parts;   // literal text, or the pointer of kData
+  std::string text;                                 // as written
+  std::vector<std::pair<Part, std::string>> parts;  // literal text, or the pointer of kData
 };
 
 // A payload condition: the member at `pointer` (into the payload) equals `value`: a string
@@ -90,10 +90,10 @@ struct EffectTarget {
 inline constexpr int64_t kEffectTimeoutMsLimit = 600'000;
 
 struct EffectConfig {
-  std::string name;                      // also the name of the evidence a `done` records
-  std::vector<std::string> on;           // event types that trigger it
-  std::vector<std::string> states;       // the projection's state after the event; empty: any
-  std::vector<PayloadCondition> when;    // all must hold
+  std::string name;                    // also the name of the evidence a `done` records
+  std::vector<std::string> on;         // event types that trigger it
+  std::vector<std::string> states;     // the projection's state after the event; empty: any
+  std::vector<PayloadCondition> when;  // all must hold
   KeyTemplate key;
   EffectTarget target;
   // Attempts in all (the first included) and the backoff between them, for an unknown outcome

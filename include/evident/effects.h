@@ -85,8 +85,8 @@ AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect
                             int64_t now_ms);
 
 struct EffectRunOptions {
-  std::string runner_id;  // recorded with each claim; empty: "runner-<pid>"
-  Clock* clock = nullptr;  // null: the system clock
+  std::string runner_id;                // recorded with each claim; empty: "runner-<pid>"
+  Clock* clock = nullptr;               // null: the system clock
   const CancelToken* cancel = nullptr;  // set to stop after the call in flight
   // End the run once no intent was due for this long (ms); -1: run until cancelled.
   int64_t until_idle_ms = -1;
@@ -100,7 +100,7 @@ struct EffectRunOptions {
 struct EffectRunSummary {
   int64_t attempts = 0;
   int64_t done = 0, failed = 0, unknown = 0, not_sent = 0;
-  int64_t superseded = 0;  // answers not recorded: the intent changed during the call
+  int64_t superseded = 0;    // answers not recorded: the intent changed during the call
   int64_t unconfigured = 0;  // due intents of an effect the config no longer has, set aside
   bool stopped = false;
   double seconds = 0;

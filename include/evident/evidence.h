@@ -48,8 +48,8 @@ struct ConsumerEvidence {
   std::vector<JournalEntry> journal;
   std::vector<QuarantinedInput> quarantined;
   std::vector<EvidenceRecord> evidence;
-  std::vector<GapRecord> gap_records;  // gaps whose deadline passed: what was done, how closed
-  std::vector<EffectIntent> effects;   // by seq
+  std::vector<GapRecord> gap_records;      // gaps whose deadline passed: what was done, how closed
+  std::vector<EffectIntent> effects;       // by seq
   std::vector<EffectWithLog> effect_logs;  // one per effect, in the same order
   std::vector<CompensationRecord> compensations;  // by seq
 

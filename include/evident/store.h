@@ -214,7 +214,7 @@ struct CompensationRecord {
   int64_t seq = 0;  // assigned by the store
   std::string key;
   std::string consumer, subject;
-  std::string owner_source;  // the source of the deciding event
+  std::string owner_source;              // the source of the deciding event
   std::optional<int64_t> owner_version;  // its subject version
   std::string event_id, type;
   int64_t recorded_at_ms = 0;

@@ -49,8 +49,8 @@ struct CompensationFlags {
 std::string P(std::string_view text) { return Printable(text); }
 
 std::string IntentText(const EffectIntent& e) {
-  std::string line = P(e.key) + "  " + std::string(EffectStateName(e.state)) + "  " +
-                     P(e.effect) + "  " + P(e.consumer) + "  " + P(e.subject) + "  " +
+  std::string line = P(e.key) + "  " + std::string(EffectStateName(e.state)) + "  " + P(e.effect) +
+                     "  " + P(e.consumer) + "  " + P(e.subject) + "  " +
                      std::to_string(e.attempts) + " attempt(s)";
   if (e.next_attempt_at_ms) {
     line += "  next " + rfc3339::FormatMs(*e.next_attempt_at_ms);
@@ -91,15 +91,15 @@ int RunEffectsCommand(const RunFlags& flags) {
     std::cerr << "evident effects run: " << summary.status().ToString() << "\n";
     return kExitUsage;
   }
-  std::fprintf(stderr,
-               "%lld attempt(s): %lld done, %lld failed, %lld unknown, %lld not sent; %lld answer(s) "
-               "superseded, %lld intent(s) of unconfigured effects set aside%s\n",
-               static_cast<long long>(summary->attempts), static_cast<long long>(summary->done),
-               static_cast<long long>(summary->failed), static_cast<long long>(summary->unknown),
-               static_cast<long long>(summary->not_sent),
-               static_cast<long long>(summary->superseded),
-               static_cast<long long>(summary->unconfigured),
-               summary->stopped ? "; stopped after the call in flight" : "");
+  std::fprintf(
+      stderr,
+      "%lld attempt(s): %lld done, %lld failed, %lld unknown, %lld not sent; %lld answer(s) "
+      "superseded, %lld intent(s) of unconfigured effects set aside%s\n",
+      static_cast<long long>(summary->attempts), static_cast<long long>(summary->done),
+      static_cast<long long>(summary->failed), static_cast<long long>(summary->unknown),
+      static_cast<long long>(summary->not_sent), static_cast<long long>(summary->superseded),
+      static_cast<long long>(summary->unconfigured),
+      summary->stopped ? "; stopped after the call in flight" : "");
   if (summary->stopped) return 128 + (LastStopSignal() != 0 ? LastStopSignal() : SIGTERM);
   return kExitOk;
 }
@@ -186,7 +186,7 @@ int RunResolve(const ResolveFlags& flags) {
     std::cerr << "evident effects resolve: " << resolved.status().ToString() << "\n";
     const Code code = resolved.status().code();
     return code == Code::kNotFound || code == Code::kFailedPrecondition ? kExitNegative
-                                                                         : kExitUsage;
+                                                                        : kExitUsage;
   }
   return WriteStdout("resolved " + IntentText(*resolved)) ? kExitOk : kExitUsage;
 }
@@ -208,8 +208,7 @@ int RunCompensations(const CompensationFlags& flags) {
       out.push_back('\n');
       continue;
     }
-    out += P(c.key) + "  " + P(c.consumer) + "  " + P(c.subject) + "  owner " +
-           P(c.owner_source) +
+    out += P(c.key) + "  " + P(c.consumer) + "  " + P(c.subject) + "  owner " + P(c.owner_source) +
            (c.owner_version ? " v" + std::to_string(*c.owner_version) : std::string()) +
            "  event " + P(c.event_id) + "  " + rfc3339::FormatMs(c.recorded_at_ms) + "\n";
   }

@@ -148,7 +148,8 @@ void EffectTargetFrom(const std::string& origin, const YAML::Node& node, EffectC
     const std::string key = field.first.as<std::string>();
     if (key == "url") {
       effect.target.url = ExpandEnvironment(origin, field.second, field.second.as<std::string>());
-      if (effect.target.url.rfind("http://", 0) != 0 && effect.target.url.rfind("https://", 0) != 0) {
+      if (effect.target.url.rfind("http://", 0) != 0 &&
+          effect.target.url.rfind("https://", 0) != 0) {
         Fail(origin, field.second, "an effect target's url must start with http:// or https://");
       }
     } else if (key == "timeout_ms") {
@@ -454,15 +455,18 @@ Result<KeyTemplate> ParseKeyTemplate(std::string_view text) {
       break;
     }
     if (text[open] == '}') return Status::InvalidArgument("key template: '}' without '{'");
-    if (open > at) out.parts.emplace_back(KeyTemplate::Part::kLiteral, std::string(text.substr(at, open - at)));
+    if (open > at)
+      out.parts.emplace_back(KeyTemplate::Part::kLiteral, std::string(text.substr(at, open - at)));
     const size_t close = text.find('}', open);
-    if (close == std::string_view::npos) return Status::InvalidArgument("key template: '{' without '}'");
+    if (close == std::string_view::npos)
+      return Status::InvalidArgument("key template: '{' without '}'");
     const std::string_view name = text.substr(open + 1, close - open - 1);
     placeholder = true;
     at = close + 1;
     if (!name.empty() && name[0] == '/') {
       if (!IsValidJsonPointer(name)) {
-        return Status::InvalidArgument("key template: {" + std::string(name) + "} is not a JSON Pointer");
+        return Status::InvalidArgument("key template: {" + std::string(name) +
+                                       "} is not a JSON Pointer");
       }
       out.parts.emplace_back(KeyTemplate::Part::kData, std::string(name));
       continue;
@@ -478,8 +482,9 @@ Result<KeyTemplate> ParseKeyTemplate(std::string_view text) {
     out.parts.emplace_back(known->second, std::string());
   }
   if (!placeholder) {
-    return Status::InvalidArgument("key template '" + out.text +
-                                   "' has no placeholder: it would name one intent for every event");
+    return Status::InvalidArgument(
+        "key template '" + out.text +
+        "' has no placeholder: it would name one intent for every event");
   }
   return out;
 }

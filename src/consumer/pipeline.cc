@@ -3,10 +3,10 @@
 #include <cassert>
 #include <map>
 
+#include "consumer/intents.h"
 #include "evident/consumer.h"
 #include "evident/envelope.h"
 #include "evident/schema.h"
-#include "consumer/intents.h"
 #include "json/pointer.h"
 #include "json/writer.h"
 #include "payload/payload.h"
@@ -246,9 +246,8 @@ Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer
   std::string why;
   for (const EffectConfig& effect : consumer.effects) {
     if (std::find(effect.on.begin(), effect.on.end(), event.type) == effect.on.end()) continue;
-    if (!effect.states.empty() &&
-        std::find(effect.states.begin(), effect.states.end(), projection.state) ==
-            effect.states.end()) {
+    if (!effect.states.empty() && std::find(effect.states.begin(), effect.states.end(),
+                                            projection.state) == effect.states.end()) {
       continue;
     }
     if (!ConditionsHold(effect.when, event)) continue;
@@ -539,21 +538,21 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
 // an effect without its key could not be intended once. True when the delivery was decided
 // here: a duplicate, or refused as payload-invalid (effect-key-unresolved).
 Result<bool> Pipeline::Impl::RefuseUnkeyed(Delivery& delivery) {
-  const ConsumerConfig& config = *delivery.consumer.config;
-  if (config.effects.empty() && config.compensations.empty()) return false;
-  std::string unresolved = UnresolvedKey(
-      config,
-      KeyInputs{config.contract.id, delivery.d.subject, delivery.subject_version, &delivery.event});
+  const ConsumerConfig& consumer = *delivery.consumer.config;
+  if (consumer.effects.empty() && consumer.compensations.empty()) return false;
+  std::string unresolved =
+      UnresolvedKey(consumer, KeyInputs{consumer.contract.id, delivery.d.subject,
+                                        delivery.subject_version, &delivery.event});
   if (unresolved.empty()) return false;
   EVIDENT_ASSIGN_OR_RETURN(
       std::optional<LedgerEntry> seen,
-      delivery.tx.FindLedger(config.contract.id, delivery.event.source, delivery.event.id));
+      delivery.tx.FindLedger(consumer.contract.id, delivery.event.source, delivery.event.id));
   if (seen) {
     EVIDENT_RETURN_IF_ERROR(Duplicate(delivery, std::move(seen)));
   } else {
     delivery.schema_version = receipt_scratch.input_schema_version;  // ProcessForConsumer's
-    EVIDENT_RETURN_IF_ERROR(Keep(delivery, Outcome::kPayloadInvalid, "effect-key-unresolved",
-                                 std::move(unresolved)));
+    EVIDENT_RETURN_IF_ERROR(
+        Keep(delivery, Outcome::kPayloadInvalid, "effect-key-unresolved", std::move(unresolved)));
   }
   return true;
 }
@@ -755,8 +754,8 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
   if (!inserted) return Duplicate(delivery, std::nullopt);
   projection.owner_version_seen = std::max(projection.owner_version_seen, version);
   projection.version = version;
-  EVIDENT_RETURN_IF_ERROR(Apply(delivery.tx, delivery.consumer, delivery.event, projection,
-                                version, delivery.now_ms));
+  EVIDENT_RETURN_IF_ERROR(
+      Apply(delivery.tx, delivery.consumer, delivery.event, projection, version, delivery.now_ms));
   Decision& d = delivery.d;
   d.outcome = Outcome::kApplied;
   d.projection_version = projection.version;

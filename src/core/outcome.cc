@@ -19,8 +19,8 @@ constexpr std::array<std::string_view, 2> kQuarantineActionNames = {"replay", "d
 constexpr std::array<std::string_view, 4> kGapStateNames = {"requested", "manual", "reported",
                                                             "closed"};
 
-constexpr std::array<std::string_view, kEffectStateCount> kEffectStateNames = {
-    "intended", "done", "failed", "unknown"};
+constexpr std::array<std::string_view, kEffectStateCount> kEffectStateNames = {"intended", "done",
+                                                                               "failed", "unknown"};
 constexpr std::array<std::string_view, 2> kEffectActionNames = {"attempt", "resolve"};
 
 template <typename Enum, size_t N>

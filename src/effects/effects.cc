@@ -92,7 +92,8 @@ Result<std::optional<Claim>> Runner::ClaimNext(Transaction& tx, int64_t now_ms) 
   EVIDENT_ASSIGN_OR_RETURN(const Rows<EffectIntent> due, tx.DueIntents(now_ms, kDueRowsMax));
   for (const EffectIntent& intent : due.rows) {
     const ConsumerConfig* consumer = config_.Find(intent.consumer);
-    const EffectConfig* effect = consumer == nullptr ? nullptr : consumer->FindEffect(intent.effect);
+    const EffectConfig* effect =
+        consumer == nullptr ? nullptr : consumer->FindEffect(intent.effect);
     if (effect == nullptr) {
       EVIDENT_RETURN_IF_ERROR(SetAside(tx, intent, now_ms));
       continue;
@@ -107,19 +108,19 @@ Result<std::optional<Claim>> Runner::ClaimNext(Transaction& tx, int64_t now_ms) 
     // Only a target that honours the key may be called again after a lost runner.
     const bool retakable =
         effect->target.idempotent_target && c.attempts < effect->retry.attempts_max;
-    c.next_attempt_at_ms = retakable ? std::optional<int64_t>(now_ms + effect->target.timeout_ms +
-                                                              options_.claim_margin_ms)
-                                     : std::nullopt;
+    c.next_attempt_at_ms =
+        retakable
+            ? std::optional<int64_t>(now_ms + effect->target.timeout_ms + options_.claim_margin_ms)
+            : std::nullopt;
     EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(c, intent.revision));
     c.revision = intent.revision + 1;
-    EVIDENT_RETURN_IF_ERROR(
-        tx.LogIntent({.key = c.key,
-                      .action = EffectAction::kAttempt,
-                      .by = id_,
-                      .state_after = EffectState::kUnknown,
-                      .detail = "POST " + effect->target.url + " (attempt " +
-                                std::to_string(c.attempts) + ")",
-                      .at_ms = now_ms}));
+    EVIDENT_RETURN_IF_ERROR(tx.LogIntent(
+        {.key = c.key,
+         .action = EffectAction::kAttempt,
+         .by = id_,
+         .state_after = EffectState::kUnknown,
+         .detail = "POST " + effect->target.url + " (attempt " + std::to_string(c.attempts) + ")",
+         .at_ms = now_ms}));
     return std::optional<Claim>(std::move(claim));
   }
   return std::optional<Claim>();
@@ -127,8 +128,8 @@ Result<std::optional<Claim>> Runner::ClaimNext(Transaction& tx, int64_t now_ms) 
 
 // Records the answer, unless the intent changed since the claim (a person resolved it, or
 // another runner took it over after the lease): then only its log says what came back.
-Status Runner::Record(Transaction& tx, const Claim& claim, const CallResult& result,
-                      int64_t now_ms, EffectIntent& after, AttemptVerdict& verdict) {
+Status Runner::Record(Transaction& tx, const Claim& claim, const CallResult& result, int64_t now_ms,
+                      EffectIntent& after, AttemptVerdict& verdict) {
   const EffectIntent& c = claim.intent;
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> current, tx.FindIntent(c.key));
   if (!current) return Status::Internal("effect intent " + c.key + " vanished during its call");
@@ -136,16 +137,16 @@ Status Runner::Record(Transaction& tx, const Claim& claim, const CallResult& res
   if (current->revision != c.revision) {
     ++summary_.superseded;
     after = *current;
-    return tx.LogIntent({.key = c.key,
-                         .action = EffectAction::kAttempt,
-                         .by = id_,
-                         .state_after = current->state,
-                         .http_status = result.outcome == CallOutcome::kAnswered
-                                            ? std::optional<int64_t>(result.http_status)
-                                            : std::nullopt,
-                         .detail = "answer not recorded, the intent changed during the call: " +
-                                   verdict.detail,
-                         .at_ms = now_ms});
+    return tx.LogIntent(
+        {.key = c.key,
+         .action = EffectAction::kAttempt,
+         .by = id_,
+         .state_after = current->state,
+         .http_status = result.outcome == CallOutcome::kAnswered
+                            ? std::optional<int64_t>(result.http_status)
+                            : std::nullopt,
+         .detail = "answer not recorded, the intent changed during the call: " + verdict.detail,
+         .at_ms = now_ms});
   }
   after = c;
   after.state = verdict.state;
@@ -241,8 +242,8 @@ AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect
     v.state = EffectState::kDone;
     return v;
   }
-  if (result.outcome == CallOutcome::kAnswered && status >= 400 && status <= 499 &&
-      status != 408 && status != 429) {
+  if (result.outcome == CallOutcome::kAnswered && status >= 400 && status <= 499 && status != 408 &&
+      status != 429) {
     v.state = EffectState::kFailed;
     return v;
   }
@@ -292,8 +293,8 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
                                       std::string(EffectStateName(intent.state)));
   }
   const int64_t revision = intent.revision;
-  const std::string detail = "resolved " + std::string(EffectStateName(r.outcome)) + " by " +
-                             r.by + ": " + r.note;
+  const std::string detail =
+      "resolved " + std::string(EffectStateName(r.outcome)) + " by " + r.by + ": " + r.note;
   intent.state = r.outcome;
   intent.next_attempt_at_ms.reset();
   intent.settled_at_ms = now_ms;
@@ -349,9 +350,8 @@ void AppendEffectJson(const EffectIntent& e, const std::vector<EffectLogEntry>* 
   OptionalTime(w, "last_attempt_at", e.last_attempt_at_ms);
   OptionalTime(w, "next_attempt_at", e.next_attempt_at_ms);
   OptionalTime(w, "settled_at", e.settled_at_ms);
-  w.Field("waits_for_reconciliation",
-          !e.next_attempt_at_ms && e.state != EffectState::kDone &&
-              e.state != EffectState::kFailed);
+  w.Field("waits_for_reconciliation", !e.next_attempt_at_ms && e.state != EffectState::kDone &&
+                                          e.state != EffectState::kFailed);
   w.Key("claimed_by");
   e.claimed_by.empty() ? w.Null() : w.String(e.claimed_by);
   if (log != nullptr) {

@@ -213,8 +213,12 @@ class StoreConformance : public ::testing::TestWithParam<StoreBackend> {
                                                                int64_t deferred, int64_t kept,
                                                                int64_t journal, int64_t effect = 0,
                                                                int64_t compensation = 0) {
-    return {{"ledger", ledger},         {"projection", projection}, {"deferred", deferred},
-            {"quarantine", kept},       {"journal", journal},       {"effect", effect},
+    return {{"ledger", ledger},
+            {"projection", projection},
+            {"deferred", deferred},
+            {"quarantine", kept},
+            {"journal", journal},
+            {"effect", effect},
             {"compensation", compensation}};
   }
 
@@ -277,8 +281,8 @@ void ExpectNothing(Store& store) {
   EXPECT_FALSE(Take(snapshot->FindIntent("reserve:order-1:v1")).has_value());
   EXPECT_TRUE(Take(snapshot->ListCompensations("", "")).rows.empty());
   const std::vector<std::pair<std::string, int64_t>> zero = {
-      {"ledger", 0}, {"projection", 0}, {"deferred", 0},    {"quarantine", 0},
-      {"journal", 0}, {"effect", 0},    {"compensation", 0}};
+      {"ledger", 0},  {"projection", 0}, {"deferred", 0},    {"quarantine", 0},
+      {"journal", 0}, {"effect", 0},     {"compensation", 0}};
   EXPECT_EQ(Take(snapshot->Counts()), zero);
 }
 
@@ -1190,8 +1194,7 @@ TEST_P(StoreConformance, IntentsAreWrittenOncePerKeyWithEveryField) {
     EXPECT_EQ(Take(tx.InsertIntent(Intent("reserve:order-1:v1", 10))), Insert::kInserted);
     EffectIntent again = Intent("reserve:order-1:v1", 99, "other-effect");
     EXPECT_EQ(Take(tx.InsertIntent(again)), Insert::kAlreadyThere);
-    EXPECT_EQ(Take(tx.InsertIntent(Intent("reserve:order-2:v1", std::nullopt))),
-              Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("reserve:order-2:v1", std::nullopt))), Insert::kInserted);
     const std::optional<EffectIntent> seen = Take(tx.FindIntent("reserve:order-1:v1"));
     ASSERT_TRUE(seen.has_value());
     EXPECT_EQ(seen->effect, "reserve-stock");  // the first write stays

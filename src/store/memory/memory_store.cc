@@ -163,10 +163,10 @@ struct Overlay {
   Table<std::string, std::string> positions;
   Table<int64_t, std::optional<OutboxRow>> outbox;     // appended or changed; nullopt: deleted
   Table<OutboxId, std::optional<int64_t>> outbox_ids;  // nullopt: deleted
-  int64_t outbox_appended = 0;  // seqs base.outbox_seq_last + 1 .. + outbox_appended
-  Table<int64_t, EffectIntent> intents;         // inserted or changed
-  Table<std::string, int64_t> intent_keys;      // of the inserted ones
-  std::vector<EffectLogEntry> effect_log;       // seq assigned
+  int64_t outbox_appended = 0;              // seqs base.outbox_seq_last + 1 .. + outbox_appended
+  Table<int64_t, EffectIntent> intents;     // inserted or changed
+  Table<std::string, int64_t> intent_keys;  // of the inserted ones
+  std::vector<EffectLogEntry> effect_log;   // seq assigned
   Table<int64_t, CompensationRecord> compensations;  // inserted
   Table<std::string, int64_t> compensation_keys;
 };
@@ -243,7 +243,8 @@ void ApplyEffects(Overlay& overlay, State& state) {
   }
   EffectTable& table = Writable(state.effects);
   for (auto& [key, seq] : overlay.intent_keys) table.intent_keys.insert_or_assign(key, seq);
-  for (auto& [seq, intent] : overlay.intents) table.intents.insert_or_assign(seq, std::move(intent));
+  for (auto& [seq, intent] : overlay.intents)
+    table.intents.insert_or_assign(seq, std::move(intent));
   for (EffectLogEntry& e : overlay.effect_log) {
     assert(e.seq == state.effect_log_seq_last + 1);
     state.effect_log_seq_last = e.seq;
@@ -586,7 +587,8 @@ class MemoryTransaction final : public Transaction {
 
   Result<Insert> InsertIntent(const EffectIntent& intent) override {
     if (IntentRow(intent.key) != nullptr) return Insert::kAlreadyThere;
-    const int64_t seq = base_->intent_seq_last + static_cast<int64_t>(overlay_.intent_keys.size()) + 1;
+    const int64_t seq =
+        base_->intent_seq_last + static_cast<int64_t>(overlay_.intent_keys.size()) + 1;
     EffectIntent& row = overlay_.intents.insert_or_assign(seq, intent).first->second;
     row.seq = seq;
     row.revision = 1;

@@ -1585,7 +1585,8 @@ class SqliteEngine {
     EVIDENT_RETURN_IF_ERROR(NeedLayout(5, "effects"));
     static const std::string kSql =
         std::string("SELECT ") + kIntentColumns + " FROM effect_intent WHERE key=?1";
-    EVIDENT_ASSIGN_OR_RETURN(Rows<EffectIntent> rows, Query<EffectIntent>(kSql, {key}, 1, ReadIntent));
+    EVIDENT_ASSIGN_OR_RETURN(Rows<EffectIntent> rows,
+                             Query<EffectIntent>(kSql, {key}, 1, ReadIntent));
     if (rows.rows.empty()) return std::optional<EffectIntent>();
     return std::optional<EffectIntent>(std::move(rows.rows.front()));
   }
