@@ -22,7 +22,10 @@ struct ConfigError {
 
 [[noreturn]] void Fail(const std::string& origin, const YAML::Node& node, const std::string& what) {
   std::string where = origin;
-  if (node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
+  // A missing member is an invalid node, which has no place: callers pass its parent instead.
+  if (node.IsDefined() && node.Mark().line >= 0) {
+    where += ":" + std::to_string(node.Mark().line + 1);
+  }
   throw ConfigError{where + ": " + what};
 }
 
@@ -197,6 +200,11 @@ void ParseEffects(const std::string& origin, const YAML::Node& list, ConsumerCon
       }
     }
     const std::string what = "effect '" + effect.name + "'";
+    for (const char* required : {"on", "key", "target"}) {
+      if (!node[required]) {
+        Fail(origin, node, what + " needs '" + required + "'");
+      }
+    }
     effect.on = Triggers(origin, node["on"], consumer.contract, what);
     if (node["states"]) effect.states = Names(origin, node["states"], "states");
     effect.when = Conditions(origin, node["when"]);
@@ -217,6 +225,10 @@ void ParseCompensations(const std::string& origin, const YAML::Node& list,
       if (key != "on" && key != "when" && key != "key") {
         Fail(origin, field.first, "unknown key '" + key + "' in a compensation");
       }
+    }
+    for (const char* required : {"on", "key"}) {
+      if (!node[required])
+        Fail(origin, node, std::string("a compensation needs '") + required + "'");
     }
     CompensationConfig compensation;
     compensation.on = Triggers(origin, node["on"], consumer.contract, "a compensation");

@@ -1,0 +1,411 @@
+// Effects in the library: the rules that turn an answer into a state (JudgeAttempt), the runner
+// against a scripted transport on a memory store under a manual clock (claims, answers recorded
+// or superseded, effects no longer configured, requests never sent), resolutions, the key
+// templates and conditions of the configuration, and the pipeline's refusal of an event whose
+// key cannot be built. The HTTP transport itself is exercised end to end against a real local
+// server in tests/effects_cli_test.cc.
+#include "evident/effects.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+
+#include "evident/config.h"
+#include "evident/consumer.h"
+#include "evident/store_memory.h"
+
+namespace evident {
+namespace {
+
+constexpr int64_t kNow = 1'000'000;
+
+EffectConfig Effect(bool idempotent, int attempts_max = 3) {
+  EffectConfig e;
+  e.name = "reserve-stock";
+  e.target.url = "http://127.0.0.1:9/r";
+  e.target.timeout_ms = 100;
+  e.target.idempotent_target = idempotent;
+  e.retry =
+      RetryPolicy{.attempts_max = attempts_max, .backoff_initial_ms = 10, .backoff_max_ms = 40};
+  return e;
+}
+
+CallResult Answer(int64_t status) {
+  return {.outcome = CallOutcome::kAnswered, .http_status = status, .digest = "sha256:00"};
+}
+
+TEST(JudgeAttempt, EveryAnswerHasItsState) {
+  const EffectConfig idempotent = Effect(true), plain = Effect(false);
+  for (int64_t status : {200, 201, 204, 299}) {
+    const AttemptVerdict v = JudgeAttempt(Answer(status), plain, 1, kNow);
+    EXPECT_EQ(v.state, EffectState::kDone) << status;
+    EXPECT_FALSE(v.next_attempt_at_ms.has_value());
+    EXPECT_EQ(v.detail, "HTTP " + std::to_string(status) + ", sha256:00");
+  }
+  for (int64_t status : {400, 404, 409, 422, 499}) {
+    const AttemptVerdict v = JudgeAttempt(Answer(status), idempotent, 1, kNow);
+    EXPECT_EQ(v.state, EffectState::kFailed) << status;
+    EXPECT_FALSE(v.next_attempt_at_ms.has_value());
+  }
+  const CallResult unknowns[] = {Answer(408),
+                                 Answer(429),
+                                 Answer(500),
+                                 Answer(503),
+                                 Answer(302),
+                                 {.outcome = CallOutcome::kTimeout, .error = "no answer"},
+                                 {.outcome = CallOutcome::kReset, .error = "reset by peer"}};
+  for (const CallResult& r : unknowns) {
+    SCOPED_TRACE(r.http_status);
+    AttemptVerdict v = JudgeAttempt(r, idempotent, 1, kNow);
+    EXPECT_EQ(v.state, EffectState::kUnknown);
+    EXPECT_EQ(v.next_attempt_at_ms, kNow + 10);  // the same key, after the backoff
+    v = JudgeAttempt(r, idempotent, 2, kNow);
+    EXPECT_EQ(v.next_attempt_at_ms, kNow + 20);
+    v = JudgeAttempt(r, idempotent, 3, kNow);  // the limit: waits for a person
+    EXPECT_EQ(v.state, EffectState::kUnknown);
+    EXPECT_FALSE(v.next_attempt_at_ms.has_value());
+    EXPECT_NE(v.detail.find("retry limit (3 attempts) reached"), std::string::npos) << v.detail;
+    v = JudgeAttempt(r, plain, 1, kNow);  // never retried without the declaration
+    EXPECT_EQ(v.state, EffectState::kUnknown);
+    EXPECT_FALSE(v.next_attempt_at_ms.has_value());
+    EXPECT_NE(v.detail.find("does not declare"), std::string::npos) << v.detail;
+  }
+  // Never sent: nothing is unknown, so even a plain target is tried again, up to the limit.
+  const CallResult refused{.outcome = CallOutcome::kNotSent, .error = "Couldn't connect"};
+  AttemptVerdict v = JudgeAttempt(refused, plain, 1, kNow);
+  EXPECT_EQ(v.state, EffectState::kIntended);
+  EXPECT_EQ(v.next_attempt_at_ms, kNow + 10);
+  v = JudgeAttempt(refused, plain, 3, kNow);
+  EXPECT_EQ(v.state, EffectState::kIntended);
+  EXPECT_FALSE(v.next_attempt_at_ms.has_value());
+}
+
+// A transport that answers from a script and lets a test act during a call.
+class ScriptedTransport final : public EffectTransport {
+ public:
+  CallResult Post(const EffectCall& call) override {
+    calls.push_back(call);
+    if (during_call) during_call(call);
+    if (script.empty()) return Answer(200);
+    CallResult r = script.front();
+    script.pop_front();
+    return r;
+  }
+  std::deque<CallResult> script;
+  std::vector<EffectCall> calls;
+  std::function<void(const EffectCall&)> during_call;
+};
+
+class EffectRunner : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    database_ = NewMemoryDatabase();
+    store_ = OpenMemoryStore(database_).value();
+    ConsumerConfig consumer;
+    consumer.contract.id = "fulfillment";
+    consumer.effects.push_back(Effect(true));
+    EffectConfig plain = Effect(false);
+    plain.name = "notify";
+    consumer.effects.push_back(plain);
+    config_.path = "evident.yaml";
+    config_.consumers.push_back(consumer);
+    clock_.Advance(kNow);
+  }
+  // An intent of `effect` for `subject`, due now, with a projection to hold its evidence.
+  void Intend(const std::string& key, const std::string& effect = "reserve-stock",
+              const std::string& subject = "order-1") {
+    auto tx = store_->Begin().value();
+    Projection p{.consumer = "fulfillment", .subject = subject, .version = 1, .state = "paid"};
+    if (!tx->FindIntent(key).value()) {
+      Projection existing;
+      if (!tx->ReadProjection("fulfillment", subject, existing).value()) {
+        ASSERT_TRUE(tx->PutProjection(p, std::nullopt).ok());
+      }
+    }
+    EffectIntent intent{.key = key,
+                        .effect = effect,
+                        .consumer = "fulfillment",
+                        .subject = subject,
+                        .source = "s",
+                        .event_id = "e-" + key,
+                        .subject_version = 1,
+                        .request = "{}",
+                        .intended_at_ms = clock_.NowMs(),
+                        .next_attempt_at_ms = clock_.NowMs()};
+    ASSERT_EQ(tx->InsertIntent(intent).value(), Insert::kInserted);
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  EffectRunSummary Run(int64_t until_idle_ms = 100) {
+    EffectRunOptions options{.runner_id = "r1",
+                             .clock = &clock_,
+                             .until_idle_ms = until_idle_ms,
+                             .poll_ms = 10,
+                             .claim_margin_ms = 50};
+    auto summary = RunEffects(config_, *store_, transport_, options);
+    EXPECT_TRUE(summary.ok()) << summary.status().ToString();
+    return summary.ok() ? *summary : EffectRunSummary{};
+  }
+  EffectIntent Find(const std::string& key) {
+    return store_->Read().value()->FindIntent(key).value().value();
+  }
+  std::vector<EffectLogEntry> Log(const std::string& key) {
+    return store_->Read().value()->IntentLogOf(key).value().rows;
+  }
+
+  std::shared_ptr<MemoryDatabase> database_;
+  std::unique_ptr<Store> store_;
+  Config config_;
+  ManualClock clock_;
+  ScriptedTransport transport_;
+};
+
+TEST_F(EffectRunner, ADoneIntentRecordsItsEvidenceAndEveryStepIsLogged) {
+  Intend("reserve:order-1:v1");
+  const EffectRunSummary s = Run();
+  EXPECT_EQ(s.attempts, 1);
+  EXPECT_EQ(s.done, 1);
+  ASSERT_EQ(transport_.calls.size(), 1u);
+  EXPECT_EQ(transport_.calls[0].key, "reserve:order-1:v1");
+  EXPECT_EQ(transport_.calls[0].url, "http://127.0.0.1:9/r");
+  EXPECT_EQ(transport_.calls[0].body, "{}");
+  EXPECT_EQ(transport_.calls[0].timeout_ms, 100);
+  const EffectIntent intent = Find("reserve:order-1:v1");
+  EXPECT_EQ(intent.state, EffectState::kDone);
+  EXPECT_EQ(intent.attempts, 1);
+  EXPECT_EQ(intent.http_status, 200);
+  EXPECT_EQ(intent.response_digest, "sha256:00");
+  EXPECT_EQ(intent.claimed_by, "r1");
+  EXPECT_TRUE(intent.settled_at_ms.has_value());
+  EXPECT_FALSE(intent.next_attempt_at_ms.has_value());
+  const auto evidence = store_->Read().value()->EvidenceOf("fulfillment", "order-1").value().rows;
+  ASSERT_EQ(evidence.size(), 1u);
+  EXPECT_EQ(evidence[0].name, "reserve-stock");
+  EXPECT_EQ(evidence[0].event_id, "e-reserve:order-1:v1");
+  EXPECT_EQ(evidence[0].detail, "HTTP 200, sha256:00");
+  const std::vector<EffectLogEntry> log = Log("reserve:order-1:v1");
+  ASSERT_EQ(log.size(), 2u);  // the claim, then the answer
+  EXPECT_EQ(log[0].state_after, EffectState::kUnknown);
+  EXPECT_EQ(log[0].detail, "POST http://127.0.0.1:9/r (attempt 1)");
+  EXPECT_EQ(log[1].state_after, EffectState::kDone);
+  EXPECT_EQ(log[1].http_status, 200);
+}
+
+// Unknown on an idempotent target: called again with the same key after the backoff, until
+// done; a plain target's unknown intent is left for a person.
+TEST_F(EffectRunner, UnknownIsRetriedWithTheSameKeyOnlyOnAnIdempotentTarget) {
+  Intend("reserve:order-1:v1");
+  Intend("notify:order-1:v1", "notify");
+  transport_.script = {{.outcome = CallOutcome::kTimeout, .error = "t"},
+                       Answer(503),
+                       {.outcome = CallOutcome::kReset, .error = "r"},
+                       Answer(200)};
+  const EffectRunSummary s = Run();
+  ASSERT_EQ(transport_.calls.size(), 4u);
+  EXPECT_EQ(transport_.calls[0].key, "reserve:order-1:v1");
+  EXPECT_EQ(transport_.calls[1].key, "notify:order-1:v1");
+  EXPECT_EQ(transport_.calls[2].key, "reserve:order-1:v1");
+  EXPECT_EQ(transport_.calls[3].key, "reserve:order-1:v1");
+  EXPECT_EQ(s.done, 1);
+  EXPECT_EQ(s.unknown, 3);
+  EXPECT_EQ(Find("reserve:order-1:v1").state, EffectState::kDone);
+  EXPECT_EQ(Find("reserve:order-1:v1").attempts, 3);
+  const EffectIntent notify = Find("notify:order-1:v1");
+  EXPECT_EQ(notify.state, EffectState::kUnknown);
+  EXPECT_EQ(notify.attempts, 1);
+  EXPECT_FALSE(notify.next_attempt_at_ms.has_value());
+  EXPECT_EQ(notify.http_status, 503);
+}
+
+// A person resolves the intent while its call is in flight: the answer that comes back is not
+// recorded over the resolution, only logged.
+TEST_F(EffectRunner, AnAnswerAfterAResolutionIsLoggedNotRecorded) {
+  Intend("reserve:order-1:v1");
+  auto second = OpenMemoryStore(database_).value();  // the operator's process
+  transport_.script = {Answer(409)};
+  transport_.during_call = [&](const EffectCall& call) {
+    const auto resolved = ResolveEffect(
+        *second, {.key = call.key, .outcome = EffectState::kDone, .by = "ops", .note = "seen"},
+        kNow);
+    ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  };
+  const EffectRunSummary s = Run();
+  EXPECT_EQ(s.superseded, 1);
+  const EffectIntent intent = Find("reserve:order-1:v1");
+  EXPECT_EQ(intent.state, EffectState::kDone);
+  const std::vector<EffectLogEntry> log = Log("reserve:order-1:v1");
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[1].action, EffectAction::kResolve);
+  EXPECT_EQ(log[1].by, "ops");
+  EXPECT_EQ(log[2].action, EffectAction::kAttempt);
+  EXPECT_EQ(log[2].http_status, 409);
+  EXPECT_NE(log[2].detail.find("answer not recorded"), std::string::npos) << log[2].detail;
+}
+
+TEST_F(EffectRunner, AnIntentOfAnEffectNoLongerConfiguredIsSetAside) {
+  Intend("gone:order-1:v1", "gift-wrap");
+  Intend("reserve:order-1:v1");
+  const EffectRunSummary s = Run();
+  EXPECT_EQ(s.unconfigured, 1);
+  EXPECT_EQ(s.done, 1);
+  ASSERT_EQ(transport_.calls.size(), 1u);
+  const EffectIntent gone = Find("gone:order-1:v1");
+  EXPECT_EQ(gone.state, EffectState::kIntended);
+  EXPECT_FALSE(gone.next_attempt_at_ms.has_value());
+  EXPECT_NE(gone.last_error.find("is not in evident.yaml"), std::string::npos) << gone.last_error;
+}
+
+TEST_F(EffectRunner, ARequestNeverSentIsIntendedAgainThenWaitsAtTheLimit) {
+  Intend("notify:order-1:v1", "notify");
+  transport_.script = {{.outcome = CallOutcome::kNotSent, .error = "Couldn't connect"},
+                       {.outcome = CallOutcome::kNotSent, .error = "Couldn't connect"},
+                       {.outcome = CallOutcome::kNotSent, .error = "Couldn't connect"}};
+  const EffectRunSummary s = Run();
+  EXPECT_EQ(s.not_sent, 3);
+  EXPECT_EQ(transport_.calls.size(), 3u);
+  const EffectIntent intent = Find("notify:order-1:v1");
+  EXPECT_EQ(intent.state, EffectState::kIntended);
+  EXPECT_EQ(intent.attempts, 3);
+  EXPECT_FALSE(intent.next_attempt_at_ms.has_value());
+  EXPECT_NE(intent.last_error.find("waits for a person"), std::string::npos) << intent.last_error;
+}
+
+TEST_F(EffectRunner, ResolutionsAreCheckedAndLogged) {
+  Intend("reserve:order-1:v1");
+  EXPECT_EQ(ResolveEffect(*store_, {.key = "nope", .by = "a", .note = "n"}, kNow).status().code(),
+            Code::kNotFound);
+  EXPECT_EQ(ResolveEffect(*store_, {.key = "reserve:order-1:v1", .by = "", .note = "n"}, kNow)
+                .status()
+                .code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(
+      ResolveEffect(
+          *store_,
+          {.key = "reserve:order-1:v1", .outcome = EffectState::kUnknown, .by = "a", .note = "n"},
+          kNow)
+          .status()
+          .code(),
+      Code::kInvalidArgument);
+  const auto failed = ResolveEffect(
+      *store_,
+      {.key = "reserve:order-1:v1", .outcome = EffectState::kFailed, .by = "ops", .note = "gone"},
+      kNow);
+  ASSERT_TRUE(failed.ok()) << failed.status().ToString();
+  EXPECT_EQ(failed->state, EffectState::kFailed);
+  EXPECT_EQ(failed->last_error, "resolved failed by ops: gone");
+  EXPECT_EQ(ResolveEffect(*store_, {.key = "reserve:order-1:v1", .by = "a", .note = "n"}, kNow)
+                .status()
+                .code(),
+            Code::kFailedPrecondition);
+  EXPECT_TRUE(store_->Read().value()->EvidenceOf("fulfillment", "order-1").value().rows.empty());
+  EXPECT_EQ(Run().attempts, 0);  // settled: nothing is due
+}
+
+TEST(KeyTemplate, PlaceholdersAreCheckedWhenTheConfigurationLoads) {
+  EXPECT_TRUE(ParseKeyTemplate("reserve:{subject}:v{subject_version}").ok());
+  EXPECT_TRUE(ParseKeyTemplate("{consumer}/{source}/{id}/{type}/{previous_version}/{/a~1b}").ok());
+  for (const char* bad :
+       {"reserve", "reserve:{subjekt}", "reserve:{subject", "reserve:}", "{/not a pointer~}", ""}) {
+    const auto parsed = ParseKeyTemplate(bad);
+    EXPECT_EQ(parsed.status().code(), Code::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(ParseKeyTemplate("reserve").status().message().find("no placeholder"),
+            std::string::npos);
+}
+
+// The fulfillment consumer of the orders example with `extra` (effects, compensations) added.
+Result<Config> OrdersConfig(const std::string& extra) {
+  const std::string yaml =
+      "contracts: examples/orders/contracts\nconsumers:\n  - id: fulfillment\n" + extra;
+  return ConfigFromYaml(yaml, EVIDENT_SOURCE_DIR, "evident.yaml");
+}
+
+TEST(EffectsConfig, MistakesAreRefusedWithTheirLine) {
+  const std::string effect =
+      "    effects:\n      - name: reserve-stock\n        on: com.example.training.order.paid\n"
+      "        key: \"reserve:{subject}:v{subject_version}\"\n";
+  ASSERT_TRUE(OrdersConfig(effect + "        target: {url: \"http://127.0.0.1:1/r\"}\n").ok());
+  const struct {
+    std::string yaml, message;
+  } cases[] = {
+      {effect + "        target: {url: \"ftp://x\"}\n", "must start with http:// or https://"},
+      {effect + "        target: {url: \"http://x\", timeout_ms: 0}\n",
+       "'timeout_ms' must be from 1 to 600000"},
+      {effect, "effect 'reserve-stock' needs 'target'"},
+      {effect + "        target: {url: \"http://x\"}\n        retry: {attempts_max: 0}\n",
+       "'attempts_max' must be from 1 to 1000"},
+      {effect + "        target: {url: \"http://x\", color: red}\n", "unknown key 'color'"},
+      {effect + "        target: {url: \"http://x\"}\n        colour: red\n",
+       "unknown key 'colour' in effect 'reserve-stock'"},
+      {effect + "        target: {url: \"${EVIDENT_TEST_UNSET_VARIABLE}/r\"}\n",
+       "'EVIDENT_TEST_UNSET_VARIABLE' in '${EVIDENT_TEST_UNSET_VARIABLE}/r' is not set"},
+      {"    effects:\n      - name: x\n        on: invoice.created\n        key: \"{id}\"\n"
+       "        target: {url: \"http://x\"}\n",
+       "effect 'x' on type 'invoice.created' that consumer 'fulfillment' does not accept"},
+      {"    effects:\n      - name: x\n        on: com.example.training.order.paid\n"
+       "        key: \"constant\"\n        target: {url: \"http://x\"}\n",
+       "has no placeholder"},
+      {"    compensations:\n      - on: com.example.training.order.cancelled\n"
+       "        when: {reason: x}\n        key: \"c:{subject}\"\n",
+       "'when' key 'reason' is not a JSON Pointer"},
+      {"    compensations:\n      - on: com.example.training.order.cancelled\n",
+       "a compensation needs 'key'"},
+  };
+  for (const auto& c : cases) {
+    const Result<Config> config = OrdersConfig(c.yaml);
+    ASSERT_FALSE(config.ok()) << c.yaml;
+    EXPECT_NE(config.status().message().find(c.message), std::string::npos)
+        << config.status().message();
+    EXPECT_EQ(config.status().message().rfind("evident.yaml:", 0), 0u) << config.status().message();
+  }
+  const Result<Config> twice = OrdersConfig(
+      "    effects:\n      - {name: a, on: com.example.training.order.paid, key: \"{id}\", "
+      "target: {url: \"http://x\"}}\n      - {name: a, on: com.example.training.order.paid, "
+      "key: \"{id}\", target: {url: \"http://x\"}}\n");
+  EXPECT_FALSE(twice.ok());
+}
+
+// A key that cannot be built from the event refuses the event before it applies: payload-
+// invalid with effect-key-unresolved, quarantined, nothing applied, nothing intended. A payload
+// member of another kind (an object) is refused the same way; a matching event intends once.
+TEST(EffectsPipeline, AnEventWhoseKeyCannotBeBuiltIsRefusedBeforeItApplies) {
+  auto config = OrdersConfig(
+      "    effects:\n      - name: reserve-stock\n        on: com.example.training.order.paid\n"
+      "        key: \"reserve:{/warehouse}:{subject}\"\n"
+      "        target: {url: \"http://127.0.0.1:1/r\"}\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto pipeline = Pipeline::Create(*config).value();
+  auto store = OpenMemoryStore(NewMemoryDatabase()).value();
+  const auto paid = [](const std::string& id, int version, const std::string& extra) {
+    return R"({"specversion":"1.0","id":")" + id +
+           R"(","source":"https://example.test/order-service","type":"com.example.training.order.paid","subject":"order-1","schemaversion":1,"data":{"orderId":"order-1","orderVersion":)" +
+           std::to_string(version) + extra + "}}";
+  };
+  const auto decide = [&](const std::string& event) {
+    std::vector<Decision> decisions;
+    auto tx = store->Begin().value();
+    EXPECT_TRUE(pipeline->Process(*tx, event, 0, kNow, decisions).ok());
+    EXPECT_TRUE(tx->Commit().ok());
+    EXPECT_EQ(decisions.size(), 1u);
+    return decisions.empty() ? Decision{} : decisions[0];
+  };
+  Decision d = decide(paid("e1", 1, ""));
+  EXPECT_EQ(d.outcome, Outcome::kPayloadInvalid);
+  EXPECT_EQ(d.reason, "effect-key-unresolved");
+  EXPECT_NE(d.message.find("no string, number or boolean at /warehouse"), std::string::npos)
+      << d.message;
+  d = decide(paid("e2", 1, R"(,"warehouse":{"id":7})"));
+  EXPECT_EQ(d.reason, "effect-key-unresolved");
+  d = decide(paid("e3", 1, R"(,"warehouse":7)"));
+  EXPECT_EQ(d.outcome, Outcome::kApplied);
+  EXPECT_EQ(decide(paid("e3", 1, R"(,"warehouse":7)")).outcome, Outcome::kDuplicate);
+  auto snapshot = store->Read().value();
+  const auto intents = snapshot->ListIntents({}).value().rows;
+  ASSERT_EQ(intents.size(), 1u);
+  EXPECT_EQ(intents[0].key, "reserve:7:order-1");
+  EXPECT_EQ(intents[0].request, paid("e3", 1, R"(,"warehouse":7)"));  // the event's own bytes
+  EXPECT_EQ(snapshot->QuarantineOf("order-1").value().rows.size(), 2u);
+}
+
+}  // namespace
+}  // namespace evident
