@@ -6,7 +6,10 @@
 // InvalidArgument (bad input, with its message), never another code; an accepted contract or
 // configuration is complete and within its limits (ids, at least one accepted type, accepted
 // versions positive, consumer ids unique, a schema file for every accepted version, every
-// projection step for an accepted type, batch and linger limits). Inputs over 16 KiB are
+// projection step for an accepted type, batch and linger limits; every effect and compensation
+// triggered by accepted types, keyed by a template with a placeholder, effects named once with
+// an http(s) target within the timeout and retry limits). The text is also parsed as a key
+// template: accepted only with a placeholder. Inputs over 16 KiB are
 // skipped: configuration files are small, and yaml-cpp (not instrumented) is not under test.
 #include <yaml-cpp/yaml.h>
 
@@ -16,6 +19,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "evident/config.h"
 #include "evident/contract.h"
@@ -45,6 +49,38 @@ bool NamesTheExampleContracts(const std::string& text) {
   }
 }
 
+bool HasPlaceholder(const evident::KeyTemplate& key) {
+  for (const auto& [part, text] : key.parts) {
+    if (part != evident::KeyTemplate::Part::kLiteral) return true;
+  }
+  return false;
+}
+
+void CheckTriggers(const evident::ConsumerConfig& consumer, const std::vector<std::string>& on) {
+  if (on.empty()) __builtin_trap();
+  for (const std::string& type : on) {
+    if (consumer.contract.Find(type) == nullptr) __builtin_trap();
+  }
+}
+
+void CheckEffects(const evident::ConsumerConfig& consumer) {
+  for (const evident::EffectConfig& e : consumer.effects) {
+    if (e.name.empty() || consumer.FindEffect(e.name) != &e) __builtin_trap();
+    CheckTriggers(consumer, e.on);
+    if (!HasPlaceholder(e.key)) __builtin_trap();
+    const std::string& url = e.target.url;
+    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) __builtin_trap();
+    if (e.target.timeout_ms < 1 || e.target.timeout_ms > evident::kEffectTimeoutMsLimit) {
+      __builtin_trap();
+    }
+    if (e.retry.attempts_max < 1 || e.retry.backoff_initial_ms < 0) __builtin_trap();
+  }
+  for (const evident::CompensationConfig& c : consumer.compensations) {
+    CheckTriggers(consumer, c.on);
+    if (!HasPlaceholder(c.key)) __builtin_trap();
+  }
+}
+
 }  // namespace
 
 // The example's contracts directory must load, or every configuration input would fail for a
@@ -70,6 +106,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     __builtin_trap();
   }
 
+  const auto key = ParseKeyTemplate(text);
+  if (key.ok() ? !HasPlaceholder(*key) : key.status().code() != Code::kInvalidArgument) {
+    __builtin_trap();
+  }
+
   if (!NamesTheExampleContracts(text)) return 0;
   const auto config = ConfigFromYaml(text, EVIDENT_EXAMPLE_DIR, "evident.yaml");
   if (!config.ok()) {
@@ -92,6 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& [type, step] : consumer.projection) {
       if (consumer.contract.Find(type) == nullptr) __builtin_trap();
     }
+    CheckEffects(consumer);
   }
   return 0;
 }

@@ -89,7 +89,7 @@ class Downstream {
 };
 
 struct Intent {
-  std::string state;
+  std::string state, claimed_by;
   int64_t attempts = 0;
   bool waits = false;  // for reconciliation
   std::string last_error;
@@ -132,20 +132,11 @@ class EffectsCliTest : public ::testing::Test {
   ProcessResult Consume(const std::string& input) {
     return RunEvident({"consume", "--config", config_, "--store", store_, "--input", "-"}, input);
   }
-  std::vector<std::string> RunArgs(const std::string& until_idle_seconds) const {
-    return {EVIDENT_BINARY,
-            "effects",
-            "run",
-            "--config",
-            config_,
-            "--store",
-            store_,
-            "--until-idle",
-            until_idle_seconds,
-            "--claim-margin-ms",
-            "200",
-            "--poll-ms",
-            "20"};
+  std::vector<std::string> RunArgs(const std::string& until_idle_seconds,
+                                   const std::string& runner_id = "runner") const {
+    return {EVIDENT_BINARY, "effects",   "run",          "--config",         config_,
+            "--store",      store_,      "--until-idle", until_idle_seconds, "--claim-margin-ms",
+            "200",          "--poll-ms", "20",           "--runner-id",      runner_id};
   }
   ProcessResult RunEffects(const std::string& until_idle_seconds = "1") {
     return RunProcess(RunArgs(until_idle_seconds));
@@ -161,6 +152,8 @@ class EffectsCliTest : public ::testing::Test {
       i.state = std::string(std::string_view(e["state"]));
       i.attempts = int64_t(e["attempts"]);
       i.waits = bool(e["waits_for_reconciliation"]);
+      std::string_view by;
+      if (e["claimed_by"].get(by) == simdjson::SUCCESS) i.claimed_by = std::string(by);
       std::string_view error;
       if (e["last_error"].get(error) == simdjson::SUCCESS) i.last_error = std::string(error);
     }
@@ -334,13 +327,14 @@ TEST_F(EffectsCliTest, KillNineDuringACallLeavesTheIntentUnknownWithItsKey) {
 // Two runners on one store never perform one intent twice: the downstream does not
 // de-duplicate here, so a double claim would show as a second performance.
 TEST_F(EffectsCliTest, TwoRunnersPerformEachIntentOnce) {
-  Start({"--slow-ms", "30", "--answer", "=slow"}, /*idempotent=*/true, 3, /*timeout_ms=*/2000);
+  // Each call takes 100 ms: the two runners overlap for the whole run.
+  Start({"--slow-ms", "100", "--answer", "=slow"}, /*idempotent=*/true, 3, /*timeout_ms=*/2000);
   std::string input;
-  constexpr int kOrders = 24;
+  constexpr int kOrders = 30;
   for (int i = 1; i <= kOrders; ++i) input += Paid("order-" + std::to_string(i));
   ASSERT_EQ(Consume(input).exit_code, 0);
-  const pid_t a = StartProcess(RunArgs("1"), {});
-  const pid_t b = StartProcess(RunArgs("1"), {});
+  const pid_t a = StartProcess(RunArgs("1", "runner-a"), {});
+  const pid_t b = StartProcess(RunArgs("1", "runner-b"), {});
   int status_a = 0, status_b = 0;
   waitpid(a, &status_a, 0);
   waitpid(b, &status_b, 0);
@@ -350,7 +344,15 @@ TEST_F(EffectsCliTest, TwoRunnersPerformEachIntentOnce) {
   EXPECT_EQ(static_cast<int>(performed.size()), kOrders);
   for (const auto& [key, count] : performed) EXPECT_EQ(count, 1) << key;
   EXPECT_EQ(downstream_->RequestCount(), kOrders);
-  for (const auto& [key, intent] : Intents()) EXPECT_EQ(intent.state, "done") << key;
+  std::map<std::string, int> by_runner;
+  for (const auto& [key, intent] : Intents()) {
+    EXPECT_EQ(intent.state, "done") << key;
+    by_runner[intent.claimed_by] += 1;
+  }
+  // Both worked: the test is about runners that overlap.
+  EXPECT_GT(by_runner["runner-a"], 0);
+  EXPECT_GT(by_runner["runner-b"], 0);
+  EXPECT_EQ(by_runner["runner-a"] + by_runner["runner-b"], kOrders);
 }
 
 // Deliveries repeat; intents and compensations do not: one per key. The cancellation the

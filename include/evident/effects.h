@@ -112,6 +112,8 @@ Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTr
 // A person's record of what happened at the other side: an intended or unknown intent becomes
 // done (its evidence recorded) or failed; audited in the intent's log. kNotFound for an unknown
 // key; kFailedPrecondition for an intent already done or failed.
+inline constexpr size_t kResolutionByBytesMax = 256;
+inline constexpr size_t kResolutionNoteBytesMax = 4096;
 struct EffectResolution {
   std::string key;
   EffectState outcome = EffectState::kDone;  // kDone or kFailed

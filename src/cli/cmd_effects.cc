@@ -234,7 +234,7 @@ void AddRun(CLI::App& parent, Runner& run) {
   cmd->add_option("--claim-margin-ms", flags->claim_margin_ms,
                   "How long past its timeout a claim on an idempotent target is this runner's "
                   "before another runner may call it again")
-      ->check(IntegerFrom(0, 86'400'000));
+      ->check(IntegerFrom(100, 86'400'000));
   cmd->add_option("--poll-ms", flags->poll_ms, "How often to look for due intents")
       ->check(IntegerFrom(1, 60'000));
   cmd->add_flag("--quiet", flags->quiet, "No line per attempt");
@@ -274,8 +274,16 @@ void AddResolve(CLI::App& parent, Runner& run) {
   cmd->add_option("--outcome", flags->outcome, "done or failed")
       ->required()
       ->check(CLI::IsMember({"done", "failed"}));
-  cmd->add_option("--by", flags->by, "Who checked (for the log)")->required();
-  cmd->add_option("--note", flags->note, "What they saw (for the log)")->required();
+  cmd->add_option("--by", flags->by, "Who checked (for the log)")
+      ->required()
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.size() <= 256 ? "" : "at most 256 bytes"; },
+          "TEXT", "ByLength"));
+  cmd->add_option("--note", flags->note, "What they saw (for the log)")
+      ->required()
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.size() <= 4096 ? "" : "at most 4096 bytes"; },
+          "TEXT", "NoteLength"));
   cmd->callback([flags, &run] { run = [flags] { return RunResolve(*flags); }; });
 }
 

@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "contract/contract_yaml.h"
 #include "json/files.h"
@@ -421,6 +422,24 @@ Status ParseConsumers(const std::string& origin, const YAML::Node& root, Config&
   return Status::Ok();
 }
 
+// Keys name one intent in the whole store: two effects with one template would share keys, and
+// the second would never be intended.
+Status CheckKeyTemplatesDiffer(const std::string& origin, const Config& config) {
+  std::map<std::string, std::string> effect_keys;
+  for (const ConsumerConfig& consumer : config.consumers) {
+    for (const EffectConfig& effect : consumer.effects) {
+      const std::string who = "effect " + effect.name + " of " + consumer.contract.id;
+      const auto [it, fresh] = effect_keys.emplace(effect.key.text, who);
+      if (!fresh) {
+        return Status::InvalidArgument(origin + ": " + who + " has the key template '" +
+                                       effect.key.text + "' of " + it->second +
+                                       "; keys name one intent in the store");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // Every accepted (type, version) needs its payload schema in the contracts directory.
 Status CheckSchemasExist(const std::string& origin, const Config& config) {
   for (const ConsumerConfig& consumer : config.consumers) {
@@ -458,7 +477,7 @@ Result<KeyTemplate> ParseKeyTemplate(std::string_view text) {
       {"consumer", KeyTemplate::Part::kConsumer}};
   KeyTemplate out;
   out.text = std::string(text);
-  bool placeholder = false;
+  bool placeholder = false;  // one that differs between events
   size_t at = 0;
   while (at < text.size()) {
     const size_t open = text.find_first_of("{}", at);
@@ -473,7 +492,6 @@ Result<KeyTemplate> ParseKeyTemplate(std::string_view text) {
     if (close == std::string_view::npos)
       return Status::InvalidArgument("key template: '{' without '}'");
     const std::string_view name = text.substr(open + 1, close - open - 1);
-    placeholder = true;
     at = close + 1;
     if (!name.empty() && name[0] == '/') {
       if (!IsValidJsonPointer(name)) {
@@ -481,6 +499,7 @@ Result<KeyTemplate> ParseKeyTemplate(std::string_view text) {
                                        "} is not a JSON Pointer");
       }
       out.parts.emplace_back(KeyTemplate::Part::kData, std::string(name));
+      placeholder = true;
       continue;
     }
     const auto* known = std::find_if(std::begin(kNames), std::end(kNames),
@@ -492,11 +511,16 @@ Result<KeyTemplate> ParseKeyTemplate(std::string_view text) {
           "a JSON Pointer into the payload such as {/orderId})");
     }
     out.parts.emplace_back(known->second, std::string());
+    const KeyTemplate::Part part = known->second;
+    placeholder = placeholder || part == KeyTemplate::Part::kSubject ||
+                  part == KeyTemplate::Part::kSubjectVersion ||
+                  part == KeyTemplate::Part::kPreviousVersion || part == KeyTemplate::Part::kId;
   }
   if (!placeholder) {
     return Status::InvalidArgument(
         "key template '" + out.text +
-        "' has no placeholder: it would name one intent for every event");
+        "' has no placeholder that differs between events ({subject}, {subject_version}, "
+        "{previous_version}, {id} or a payload member): it would name one intent for many events");
   }
   return out;
 }
@@ -522,6 +546,7 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
   EVIDENT_RETURN_IF_ERROR(
       CatchParseErrors(origin, [&] { return ParseConsumers(origin, root, config); }));
   EVIDENT_RETURN_IF_ERROR(CheckSchemasExist(origin, config));
+  EVIDENT_RETURN_IF_ERROR(CheckKeyTemplatesDiffer(origin, config));
   return config;
 }
 

@@ -69,8 +69,9 @@ std::optional<std::string> ExpandKey(const KeyTemplate& key, const KeyInputs& in
         break;
       case KeyTemplate::Part::kData: {
         const std::optional<std::string> value = ScalarText(*in.event, text);
-        if (!value) {
-          why = "the payload has no string, number or boolean at " + text + " for {" + text + "}";
+        if (!value || value->empty()) {  // an empty member would give every such event one key
+          why = "the payload has no non-empty string, number or boolean at " + text + " for {" +
+                text + "}";
           return std::nullopt;
         }
         out += *value;
@@ -81,6 +82,14 @@ std::optional<std::string> ExpandKey(const KeyTemplate& key, const KeyInputs& in
       why = "the key would be longer than " + std::to_string(kIntentKeyBytesMax) + " bytes";
       return std::nullopt;
     }
+  }
+  // The key travels as an HTTP header: a control character would end or split it.
+  if (std::any_of(out.begin(), out.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte < 0x20 || byte == 0x7F;
+      })) {
+    why = "the key would hold a control character";
+    return std::nullopt;
   }
   return out;
 }

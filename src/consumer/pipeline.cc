@@ -268,7 +268,19 @@ Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer
     intent.request = CloudEventJson(event);
     intent.intended_at_ms = now_ms;
     intent.next_attempt_at_ms = now_ms;
-    EVIDENT_RETURN_IF_ERROR(store.InsertIntent(intent).status());
+    EVIDENT_ASSIGN_OR_RETURN(const Insert inserted, store.InsertIntent(intent));
+    if (inserted == Insert::kAlreadyThere) {
+      // Another event of the same key (a redelivery is a duplicate and never gets here): fine
+      // for the same effect; another effect's key is a configuration that loses an effect.
+      EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> there,
+                               store.FindIntent(intent.key));
+      if (there && (there->consumer != intent.consumer || there->effect != intent.effect)) {
+        return Status::FailedPrecondition(
+            "effect " + effect.name + " of " + intent.consumer + " keys " + intent.key +
+            ", which effect " + there->effect + " of " + there->consumer +
+            " already holds: give the two effects key templates that cannot meet");
+      }
+    }
   }
   for (const CompensationConfig& compensation : consumer.compensations) {
     if (std::find(compensation.on.begin(), compensation.on.end(), event.type) ==
@@ -774,6 +786,13 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
   return delivery.tx.PutProjection(projection, stored_version);
 }
 
+namespace {
+void FreshSubjectless(std::string_view consumer, Projection& out) {
+  out = Projection{};
+  out.consumer.assign(consumer);
+}
+}  // namespace
+
 // 6. Unordered: every applied event advances the subject's projection by one.
 Status Pipeline::Impl::Unordered(Delivery& delivery) {
   EVIDENT_ASSIGN_OR_RETURN(const bool decided, RefuseUnkeyed(delivery));
@@ -782,6 +801,15 @@ Status Pipeline::Impl::Unordered(Delivery& delivery) {
   if (d.subject.empty()) {
     EVIDENT_ASSIGN_OR_RETURN(const bool inserted, InsertReceipt(delivery));
     if (!inserted) return Duplicate(delivery, std::nullopt);
+    // No subject, no projection: what the event triggers is still intended (with no subject,
+    // its evidence has nowhere to go and no guard can ask for it).
+    const ConsumerConfig& consumer = *delivery.consumer.config;
+    if (!consumer.effects.empty() || !consumer.compensations.empty()) {
+      Projection& none = projection_scratch;
+      FreshSubjectless(consumer.contract.id, none);
+      EVIDENT_RETURN_IF_ERROR(Intend(delivery.tx, consumer, delivery.event, none,
+                                     delivery.subject_version, delivery.now_ms));
+    }
   } else {
     Projection& projection = projection_scratch;
     EVIDENT_ASSIGN_OR_RETURN(

@@ -14,6 +14,13 @@ namespace {
 // How many due intents one claim looks at: enough to step over those whose effect the
 // configuration no longer has.
 constexpr int64_t kDueRowsMax = 32;
+// How long an intent of an effect this runner's configuration lacks is put off: a runner with
+// the configuration that has it (a rolling deploy) takes it in the meantime.
+constexpr int64_t kUnconfiguredPutOffMs = 60'000;
+// Recording an answer the target gave is worth waiting for: a store busy with a long batch must
+// not turn a known outcome into an unknown one. About a minute in all.
+const RetryPolicy kRecordRetry{.attempts_max = 40, .backoff_initial_ms = 10,
+                               .backoff_max_ms = 2000};
 
 std::string AnswerText(const CallResult& r) {
   switch (r.outcome) {
@@ -50,7 +57,7 @@ class Runner {
                 EffectIntent& after, AttemptVerdict& verdict);
   Status SetAside(Transaction& tx, EffectIntent intent, int64_t now_ms);
   // Runs `op` in a transaction of its own, committed; retried while the store is busy.
-  Status Transact(const std::function<Status(Transaction&)>& op);
+  Status Transact(const RetryPolicy& policy, const std::function<Status(Transaction&)>& op);
 
   const Config& config_;
   Store& store_;
@@ -61,23 +68,28 @@ class Runner {
   EffectRunSummary summary_;
 };
 
-Status Runner::Transact(const std::function<Status(Transaction&)>& op) {
-  return RetryBusy(options_.busy_retry, clock_, nullptr, [&]() -> Status {
+Status Runner::Transact(const RetryPolicy& policy,
+                        const std::function<Status(Transaction&)>& op) {
+  return RetryBusy(policy, clock_, nullptr, [&]() -> Status {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
     EVIDENT_RETURN_IF_ERROR(op(*tx));
     return tx->Commit();
   });
 }
 
-// An intent whose effect is no longer configured cannot be performed: it is taken off the due
-// list and waits for a person, with the reason in its log.
+// An intent whose effect this runner's configuration lacks cannot be performed here: it is put
+// off (not dropped), so that it neither crowds the due list nor waits for a person when a runner
+// with the right configuration shares the store. Its log says so once.
 Status Runner::SetAside(Transaction& tx, EffectIntent intent, int64_t now_ms) {
   const int64_t revision = intent.revision;
-  intent.next_attempt_at_ms.reset();
-  intent.last_error = "effect " + intent.effect + " of consumer " + intent.consumer +
-                      " is not in " + config_.path + ": waits for reconciliation";
+  const std::string reason = "effect " + intent.effect + " of consumer " + intent.consumer +
+                             " is not in " + config_.path + " of runner " + id_ + ": put off";
+  const bool logged = intent.last_error == reason;
+  intent.next_attempt_at_ms = now_ms + kUnconfiguredPutOffMs;
+  intent.last_error = reason;
   EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(intent, revision));
   ++summary_.unconfigured;
+  if (logged) return Status::Ok();
   return tx.LogIntent({.key = intent.key,
                        .action = EffectAction::kAttempt,
                        .by = id_,
@@ -202,7 +214,9 @@ Result<EffectRunSummary> Runner::Run() {
   int64_t active_ms = start_ms;  // the last time an intent was due
   while (options_.cancel == nullptr || !options_.cancel->cancelled()) {
     std::optional<Claim> claim;
-    EVIDENT_RETURN_IF_ERROR(Transact([&](Transaction& tx) -> Status {
+    const int64_t unconfigured = summary_.unconfigured;
+    EVIDENT_RETURN_IF_ERROR(Transact(options_.busy_retry, [&](Transaction& tx) -> Status {
+      summary_.unconfigured = unconfigured;  // a retried transaction counts once
       EVIDENT_ASSIGN_OR_RETURN(claim, ClaimNext(tx, clock_.NowMs()));
       return Status::Ok();
     }));
@@ -213,11 +227,19 @@ Result<EffectRunSummary> Runner::Run() {
       continue;
     }
     const EffectConfig& effect = *claim->effect;
+    // A runner paused between its claim and the call (a stopped process, a suspended machine)
+    // may have lost the claim to another runner: it does not call after the lease.
+    const int64_t lease_end_ms = *claim->intent.last_attempt_at_ms + effect.target.timeout_ms +
+                                 options_.claim_margin_ms;
+    if (claim->intent.next_attempt_at_ms && clock_.NowMs() > lease_end_ms) {
+      ++summary_.superseded;
+      continue;
+    }
     const CallResult result = transport_.Post(
         {effect.target.url, claim->intent.key, claim->intent.request, effect.target.timeout_ms});
     EffectIntent after;
     AttemptVerdict verdict;
-    EVIDENT_RETURN_IF_ERROR(Transact([&](Transaction& tx) {
+    EVIDENT_RETURN_IF_ERROR(Transact(kRecordRetry, [&](Transaction& tx) {
       return Record(tx, *claim, result, clock_.NowMs(), after, verdict);
     }));
     Count(verdict, result, summary_);
@@ -242,8 +264,11 @@ AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect
     v.state = EffectState::kDone;
     return v;
   }
-  if (result.outcome == CallOutcome::kAnswered && status >= 400 && status <= 499 && status != 408 &&
-      status != 429) {
+  // 409 to a retry of a key the target honours: the draft standard of Idempotency-Key (and
+  // Stripe) answer so while the first request with that key is still in progress. Not a refusal.
+  const bool key_in_progress = status == 409 && attempts > 1 && effect.target.idempotent_target;
+  if (result.outcome == CallOutcome::kAnswered && status >= 400 && status <= 499 &&
+      status != 408 && status != 429 && !key_in_progress) {
     v.state = EffectState::kFailed;
     return v;
   }
@@ -283,6 +308,11 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
   }
   if (r.by.empty() || r.note.empty()) {
     return Status::InvalidArgument("a resolution names who checked (by) and what they saw (note)");
+  }
+  if (r.by.size() > kResolutionByBytesMax || r.note.size() > kResolutionNoteBytesMax) {
+    return Status::InvalidArgument("a resolution's by is at most " +
+                                   std::to_string(kResolutionByBytesMax) + " bytes, its note " +
+                                   std::to_string(kResolutionNoteBytesMax));
   }
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
   EVIDENT_ASSIGN_OR_RETURN(std::optional<EffectIntent> found, tx->FindIntent(r.key));

@@ -47,7 +47,14 @@ TEST(JudgeAttempt, EveryAnswerHasItsState) {
     const AttemptVerdict v = JudgeAttempt(Answer(status), idempotent, 1, kNow);
     EXPECT_EQ(v.state, EffectState::kFailed) << status;
     EXPECT_FALSE(v.next_attempt_at_ms.has_value());
+    EXPECT_EQ(JudgeAttempt(Answer(status), plain, 2, kNow).state, EffectState::kFailed);
   }
+  // 409 to a retry on a target that honours the key: the first request with that key is still
+  // in progress there. Unknown, and tried again.
+  AttemptVerdict in_progress = JudgeAttempt(Answer(409), idempotent, 2, kNow);
+  EXPECT_EQ(in_progress.state, EffectState::kUnknown);
+  EXPECT_EQ(in_progress.next_attempt_at_ms, kNow + 20);
+  EXPECT_EQ(JudgeAttempt(Answer(422), idempotent, 2, kNow).state, EffectState::kFailed);
   const CallResult unknowns[] = {Answer(408),
                                  Answer(429),
                                  Answer(500),
@@ -249,10 +256,19 @@ TEST_F(EffectRunner, AnIntentOfAnEffectNoLongerConfiguredIsSetAside) {
   EXPECT_EQ(s.unconfigured, 1);
   EXPECT_EQ(s.done, 1);
   ASSERT_EQ(transport_.calls.size(), 1u);
+  // Put off, not dropped: a runner whose configuration has the effect takes it meanwhile.
   const EffectIntent gone = Find("gone:order-1:v1");
   EXPECT_EQ(gone.state, EffectState::kIntended);
-  EXPECT_FALSE(gone.next_attempt_at_ms.has_value());
-  EXPECT_NE(gone.last_error.find("is not in evident.yaml"), std::string::npos) << gone.last_error;
+  EXPECT_EQ(gone.attempts, 0);
+  ASSERT_TRUE(gone.next_attempt_at_ms.has_value());
+  EXPECT_GE(*gone.next_attempt_at_ms, kNow + 60'000);
+  EXPECT_NE(gone.last_error.find("is not in evident.yaml of runner r1: put off"),
+            std::string::npos)
+      << gone.last_error;
+  EXPECT_EQ(Log("gone:order-1:v1").size(), 1u);
+  clock_.Advance(61'000);
+  EXPECT_EQ(Run().unconfigured, 1);
+  EXPECT_EQ(Log("gone:order-1:v1").size(), 1u);  // said once
 }
 
 TEST_F(EffectRunner, ARequestNeverSentIsIntendedAgainThenWaitsAtTheLimit) {
@@ -392,7 +408,7 @@ TEST(EffectsPipeline, AnEventWhoseKeyCannotBeBuiltIsRefusedBeforeItApplies) {
   Decision d = decide(paid("e1", 1, ""));
   EXPECT_EQ(d.outcome, Outcome::kPayloadInvalid);
   EXPECT_EQ(d.reason, "effect-key-unresolved");
-  EXPECT_NE(d.message.find("no string, number or boolean at /warehouse"), std::string::npos)
+  EXPECT_NE(d.message.find("no non-empty string, number or boolean at /warehouse"), std::string::npos)
       << d.message;
   d = decide(paid("e2", 1, R"(,"warehouse":{"id":7})"));
   EXPECT_EQ(d.reason, "effect-key-unresolved");
@@ -405,6 +421,87 @@ TEST(EffectsPipeline, AnEventWhoseKeyCannotBeBuiltIsRefusedBeforeItApplies) {
   EXPECT_EQ(intents[0].key, "reserve:7:order-1");
   EXPECT_EQ(intents[0].request, paid("e3", 1, R"(,"warehouse":7)"));  // the event's own bytes
   EXPECT_EQ(snapshot->QuarantineOf("order-1").value().rows.size(), 2u);
+}
+
+// Keys travel as HTTP headers: a payload member with a control character (a NUL, a CR LF that
+// would add a header) cannot be part of one.
+TEST(EffectsPipeline, AKeyWithAControlCharacterIsRefused) {
+  auto config = OrdersConfig(
+      "    effects:\n      - name: reserve-stock\n        on: com.example.training.order.paid\n"
+      "        key: \"reserve:{/orderId}:v{subject_version}\"\n"
+      "        target: {url: \"http://127.0.0.1:1/r\"}\n");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto pipeline = Pipeline::Create(*config).value();
+  auto store = OpenMemoryStore(NewMemoryDatabase()).value();
+  // (An empty member is refused the same way; here the schema's minLength refuses it first.)
+  for (const std::string order : {"o\\r\\nX-Injected: 1", "o\\u0000b", "o\\u007f"}) {
+    const std::string event =
+        R"({"specversion":"1.0","id":"e","source":"https://example.test/order-service","type":"com.example.training.order.paid","subject":"order-1","schemaversion":1,"data":{"orderVersion":1,"orderId":")" +
+        order + R"("}})";
+    std::vector<Decision> decisions;
+    auto tx = store->Begin().value();
+    ASSERT_TRUE(pipeline->Process(*tx, event, 0, kNow, decisions).ok());
+    ASSERT_TRUE(tx->Commit().ok());
+    ASSERT_EQ(decisions.size(), 1u);
+    EXPECT_EQ(decisions[0].reason, "effect-key-unresolved") << order;
+  }
+  EXPECT_TRUE(store->Read().value()->ListIntents({}).value().rows.empty());
+}
+
+// Two effects whose keys meet would lose one: the same template is refused when the
+// configuration loads, and keys that still meet fail the batch with both names.
+TEST(EffectsPipeline, EffectsWhoseKeysMeetAreRefused) {
+  const std::string two =
+      "    effects:\n      - {name: a, on: com.example.training.order.paid, key: \"k:{id}\", "
+      "target: {url: \"http://x\"}}\n      - {name: b, on: com.example.training.order.paid, "
+      "key: \"KEY\", target: {url: \"http://x\"}}\n";
+  auto same = OrdersConfig(std::string(two).replace(two.find("KEY"), 3, "k:{id}"));
+  ASSERT_FALSE(same.ok());
+  EXPECT_NE(same.status().message().find("has the key template 'k:{id}' of effect a"),
+            std::string::npos)
+      << same.status().message();
+  EXPECT_NE(OrdersConfig(std::string(two).replace(two.find("KEY"), 3, "{type}:{consumer}"))
+                .status()
+                .message()
+                .find("no placeholder that differs between events"),
+            std::string::npos);
+  auto meet = OrdersConfig(std::string(two).replace(two.find("KEY"), 3, "k:{/orderId}"));
+  ASSERT_TRUE(meet.ok()) << meet.status().ToString();
+  auto pipeline = Pipeline::Create(*meet).value();
+  auto store = OpenMemoryStore(NewMemoryDatabase()).value();
+  const std::string event =
+      R"({"specversion":"1.0","id":"o1","source":"https://example.test/order-service","type":"com.example.training.order.paid","subject":"order-1","schemaversion":1,"data":{"orderVersion":1,"orderId":"o1"}})";
+  std::vector<Decision> decisions;
+  auto tx = store->Begin().value();
+  const Status s = pipeline->Process(*tx, event, 0, kNow, decisions);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("which effect a of fulfillment already holds"), std::string::npos)
+      << s.message();
+}
+
+// An unordered consumer's event without a subject has no projection, but what it triggers is
+// intended all the same.
+TEST(EffectsPipeline, AnEventWithoutASubjectStillIntends) {
+  auto config = ConfigFromYaml(
+      "contracts: examples/orders/contracts\nconsumers:\n  - id: orders-projection\n"
+      "    effects:\n      - name: mail\n        on: order.status.changed\n"
+      "        key: \"mail:{id}\"\n        target: {url: \"http://127.0.0.1:1/m\"}\n",
+      EVIDENT_SOURCE_DIR, "evident.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto pipeline = Pipeline::Create(*config).value();
+  auto store = OpenMemoryStore(NewMemoryDatabase()).value();
+  const std::string event =
+      R"({"specversion":"1.0","id":"s1","source":"training://orders/checkout","type":"order.status.changed","data":{"schemaVersion":1,"orderId":"o","status":"paid"}})";
+  std::vector<Decision> decisions;
+  auto tx = store->Begin().value();
+  ASSERT_TRUE(pipeline->Process(*tx, event, 0, kNow, decisions).ok());
+  ASSERT_TRUE(tx->Commit().ok());
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].outcome, Outcome::kApplied) << decisions[0].message;
+  const auto intents = store->Read().value()->ListIntents({}).value().rows;
+  ASSERT_EQ(intents.size(), 1u);
+  EXPECT_EQ(intents[0].key, "mail:s1");
+  EXPECT_EQ(intents[0].subject, "");
 }
 
 }  // namespace

@@ -66,9 +66,11 @@ bool NeverSent(CURLcode code, CURL* handle) {
     case CURLE_URL_MALFORMAT:
       return true;
     case CURLE_OPERATION_TIMEDOUT: {
-      curl_off_t connected_us = 0;  // 0: the timeout came before a connection
-      curl_easy_getinfo(handle, CURLINFO_CONNECT_TIME_T, &connected_us);
-      return connected_us == 0;
+      // 0: the timeout came before the request could be sent (during the connection or the
+      // TLS handshake).
+      curl_off_t pretransfer_us = 0;
+      return curl_easy_getinfo(handle, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us) == CURLE_OK &&
+             pretransfer_us == 0;
     }
     default:
       return false;
@@ -98,16 +100,27 @@ class HttpTransport final : public EffectTransport {
     }
     Body body{digest.get(), 0, response_bytes_max_};
     CURL* h = handle.get();
-    curl_easy_setopt(h, CURLOPT_URL, call.url.c_str());
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, call.body.data());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(call.body.size()));
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(call.timeout_ms));
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    // Every option is checked: a call made without one of them (no timeout, another protocol)
+    // is not the call the effect declares.
+    const CURLcode set[] = {
+        curl_easy_setopt(h, CURLOPT_URL, call.url.c_str()),
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L),
+        curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1)),
+        curl_easy_setopt(h, CURLOPT_POST, 1L),
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, call.body.data()),
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(call.body.size())),
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get()),
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(call.timeout_ms)),
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody),
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &body),
+        curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https"),
+    };
+    for (const CURLcode c : set) {
+      if (c != CURLE_OK) {
+        result.error = std::string("cannot set up the HTTP call: ") + curl_easy_strerror(c);
+        return result;  // kNotSent
+      }
+    }
     const CURLcode code = curl_easy_perform(h);
     if (code == CURLE_OK) {
       long status = 0;

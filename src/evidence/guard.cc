@@ -14,9 +14,19 @@ Status PendingEffect(Snapshot& store, const std::string& consumer, std::string_v
   filter.consumer = consumer;
   filter.effect = effect;
   filter.subject = std::string(subject);
-  EVIDENT_ASSIGN_OR_RETURN(const Rows<EffectIntent> intents, store.ListIntents(filter));
-  if (intents.rows.empty() || intents.truncated) return Status::Ok();
-  const EffectIntent& latest = intents.rows.back();
+  // The latest is the last by seq: pages are read to the end (a subject has few intents of one
+  // effect; the bound of each page keeps memory flat however many).
+  std::optional<EffectIntent> last;
+  for (int64_t after = 0;;) {
+    EVIDENT_ASSIGN_OR_RETURN(Rows<EffectIntent> page, store.ListIntents(filter, after, 256));
+    if (!page.rows.empty()) {
+      after = page.rows.back().seq;
+      last = std::move(page.rows.back());
+    }
+    if (!page.truncated) break;
+  }
+  if (!last) return Status::Ok();
+  const EffectIntent& latest = *last;
   if (latest.state == EffectState::kDone) return Status::Ok();
   decision.reasons.push_back("effect '" + effect + "' is " +
                              std::string(EffectStateName(latest.state)) + " for " + latest.key +

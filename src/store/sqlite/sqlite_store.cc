@@ -1674,8 +1674,15 @@ class SqliteEngine {
     const auto text_or_null = [](Statement& s, const std::optional<std::string>& v) {
       v ? s.Bind(std::string_view(*v)) : s.Bind(std::optional<int64_t>());
     };
+    // A subject's intents (evidence, guards) are read through the subject index; a statement
+    // whose subject may be NULL could not use it.
+    static const std::string kOfSubjectSql = std::string("SELECT ") + kIntentColumns +
+                                             " FROM effect_intent WHERE subject=?5 AND seq>?1"
+                                             " AND (?2 IS NULL OR state=?2)"
+                                             " AND (?3 IS NULL OR consumer=?3)"
+                                             " AND (?4 IS NULL OR effect=?4) ORDER BY seq LIMIT ?6";
     return QueryBound<EffectIntent>(
-        kSql,
+        f.subject ? kOfSubjectSql : kSql,
         [&](Statement& s) {
           s.Bind(after_seq);
           f.state ? s.Bind(EffectStateName(*f.state)) : s.Bind(std::optional<int64_t>());
@@ -1713,8 +1720,12 @@ class SqliteEngine {
                                     " FROM compensation WHERE seq>?1"
                                     " AND (?2='' OR consumer=?2) AND (?3='' OR subject=?3)"
                                     " ORDER BY seq LIMIT ?4";
+    static const std::string kOfSubjectSql = std::string("SELECT ") + kCompensationColumns +
+                                             " FROM compensation WHERE subject=?3 AND seq>?1"
+                                             " AND (?2='' OR consumer=?2) ORDER BY seq LIMIT ?4";
     return QueryBound<CompensationRecord>(
-        kSql, [&](Statement& s) { s.Bind(after_seq).Bind(consumer).Bind(subject); }, rows_max,
+        subject.empty() ? kSql : kOfSubjectSql,
+        [&](Statement& s) { s.Bind(after_seq).Bind(consumer).Bind(subject); }, rows_max,
         ReadCompensation);
   }
 
