@@ -181,8 +181,8 @@ TEST_F(EffectsCliTest, EveryOutcomePathOnAnIdempotentTarget) {
   ASSERT_EQ(Consume(input).exit_code, 0);
   const ProcessResult run = RunEffects("1.5");
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_NE(run.err.find("10 attempt(s): 5 done, 1 failed, 4 unknown"), std::string::npos)
-      << run.err;
+  EXPECT_NE(run.out.find("10 attempt(s): 5 done, 1 failed, 4 unknown"), std::string::npos)
+      << run.out;
   std::map<std::string, Intent> intents = Intents();
   ASSERT_EQ(intents.size(), 6u);
   EXPECT_EQ(intents["reserve:order-1:v1"].state, "done");

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -91,15 +92,17 @@ int RunEffectsCommand(const RunFlags& flags) {
     std::cerr << "evident effects run: " << summary.status().ToString() << "\n";
     return kExitUsage;
   }
-  std::fprintf(
-      stderr,
-      "%lld attempt(s): %lld done, %lld failed, %lld unknown, %lld not sent; %lld answer(s) "
-      "superseded, %lld intent(s) of unconfigured effects set aside%s\n",
-      static_cast<long long>(summary->attempts), static_cast<long long>(summary->done),
-      static_cast<long long>(summary->failed), static_cast<long long>(summary->unknown),
-      static_cast<long long>(summary->not_sent), static_cast<long long>(summary->superseded),
-      static_cast<long long>(summary->unconfigured),
-      summary->stopped ? "; stopped after the call in flight" : "");
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%lld attempt(s): %lld done, %lld failed, %lld unknown, %lld not sent; %lld "
+                "answer(s) superseded, %lld intent(s) of effects not configured here put off%s\n",
+                static_cast<long long>(summary->attempts), static_cast<long long>(summary->done),
+                static_cast<long long>(summary->failed), static_cast<long long>(summary->unknown),
+                static_cast<long long>(summary->not_sent),
+                static_cast<long long>(summary->superseded),
+                static_cast<long long>(summary->unconfigured),
+                summary->stopped ? "; stopped after the call in flight" : "");
+  if (!WriteStdout(line)) return kExitUsage;
   if (summary->stopped) return 128 + (LastStopSignal() != 0 ? LastStopSignal() : SIGTERM);
   return kExitOk;
 }
@@ -277,13 +280,13 @@ void AddResolve(CLI::App& parent, Runner& run) {
   cmd->add_option("--by", flags->by, "Who checked (for the log)")
       ->required()
       ->check(CLI::Validator(
-          [](const std::string& v) { return v.size() <= 256 ? "" : "at most 256 bytes"; },
-          "TEXT", "ByLength"));
+          [](const std::string& v) { return v.size() <= 256 ? "" : "at most 256 bytes"; }, "TEXT",
+          "ByLength"));
   cmd->add_option("--note", flags->note, "What they saw (for the log)")
       ->required()
       ->check(CLI::Validator(
-          [](const std::string& v) { return v.size() <= 4096 ? "" : "at most 4096 bytes"; },
-          "TEXT", "NoteLength"));
+          [](const std::string& v) { return v.size() <= 4096 ? "" : "at most 4096 bytes"; }, "TEXT",
+          "NoteLength"));
   cmd->callback([flags, &run] { run = [flags] { return RunResolve(*flags); }; });
 }
 

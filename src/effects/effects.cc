@@ -19,8 +19,8 @@ constexpr int64_t kDueRowsMax = 32;
 constexpr int64_t kUnconfiguredPutOffMs = 60'000;
 // Recording an answer the target gave is worth waiting for: a store busy with a long batch must
 // not turn a known outcome into an unknown one. About a minute in all.
-const RetryPolicy kRecordRetry{.attempts_max = 40, .backoff_initial_ms = 10,
-                               .backoff_max_ms = 2000};
+const RetryPolicy kRecordRetry{
+    .attempts_max = 40, .backoff_initial_ms = 10, .backoff_max_ms = 2000};
 
 std::string AnswerText(const CallResult& r) {
   switch (r.outcome) {
@@ -34,6 +34,18 @@ std::string AnswerText(const CallResult& r) {
       return "not sent: " + r.error;
   }
   return r.error;
+}
+
+// The evidence a done intent records: the effect's name, for the event that intended it.
+EvidenceRecord EvidenceOfDone(const EffectIntent& intent, int64_t now_ms, std::string detail) {
+  return {.consumer = intent.consumer,
+          .subject = intent.subject,
+          .name = intent.effect,
+          .source = intent.source,
+          .event_id = intent.event_id,
+          .subject_version = intent.subject_version,
+          .recorded_at_ms = now_ms,
+          .detail = std::move(detail)};
 }
 
 struct Claim {
@@ -68,8 +80,7 @@ class Runner {
   EffectRunSummary summary_;
 };
 
-Status Runner::Transact(const RetryPolicy& policy,
-                        const std::function<Status(Transaction&)>& op) {
+Status Runner::Transact(const RetryPolicy& policy, const std::function<Status(Transaction&)>& op) {
   return RetryBusy(policy, clock_, nullptr, [&]() -> Status {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
     EVIDENT_RETURN_IF_ERROR(op(*tx));
@@ -173,14 +184,7 @@ Status Runner::Record(Transaction& tx, const Claim& claim, const CallResult& res
   EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(after, c.revision));
   after.revision = c.revision + 1;
   if (verdict.state == EffectState::kDone) {
-    EVIDENT_RETURN_IF_ERROR(tx.PutEvidence({.consumer = c.consumer,
-                                            .subject = c.subject,
-                                            .name = c.effect,
-                                            .source = c.source,
-                                            .event_id = c.event_id,
-                                            .subject_version = c.subject_version,
-                                            .recorded_at_ms = now_ms,
-                                            .detail = verdict.detail}));
+    EVIDENT_RETURN_IF_ERROR(tx.PutEvidence(EvidenceOfDone(c, now_ms, verdict.detail)));
   }
   return tx.LogIntent({.key = c.key,
                        .action = EffectAction::kAttempt,
@@ -229,8 +233,8 @@ Result<EffectRunSummary> Runner::Run() {
     const EffectConfig& effect = *claim->effect;
     // A runner paused between its claim and the call (a stopped process, a suspended machine)
     // may have lost the claim to another runner: it does not call after the lease.
-    const int64_t lease_end_ms = *claim->intent.last_attempt_at_ms + effect.target.timeout_ms +
-                                 options_.claim_margin_ms;
+    const int64_t lease_end_ms =
+        *claim->intent.last_attempt_at_ms + effect.target.timeout_ms + options_.claim_margin_ms;
     if (claim->intent.next_attempt_at_ms && clock_.NowMs() > lease_end_ms) {
       ++summary_.superseded;
       continue;
@@ -267,8 +271,8 @@ AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect
   // 409 to a retry of a key the target honours: the draft standard of Idempotency-Key (and
   // Stripe) answer so while the first request with that key is still in progress. Not a refusal.
   const bool key_in_progress = status == 409 && attempts > 1 && effect.target.idempotent_target;
-  if (result.outcome == CallOutcome::kAnswered && status >= 400 && status <= 499 &&
-      status != 408 && status != 429 && !key_in_progress) {
+  if (result.outcome == CallOutcome::kAnswered && status >= 400 && status <= 499 && status != 408 &&
+      status != 429 && !key_in_progress) {
     v.state = EffectState::kFailed;
     return v;
   }
@@ -332,14 +336,7 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
   EVIDENT_RETURN_IF_ERROR(tx->UpdateIntent(intent, revision));
   intent.revision = revision + 1;
   if (r.outcome == EffectState::kDone) {
-    EVIDENT_RETURN_IF_ERROR(tx->PutEvidence({.consumer = intent.consumer,
-                                             .subject = intent.subject,
-                                             .name = intent.effect,
-                                             .source = intent.source,
-                                             .event_id = intent.event_id,
-                                             .subject_version = intent.subject_version,
-                                             .recorded_at_ms = now_ms,
-                                             .detail = detail}));
+    EVIDENT_RETURN_IF_ERROR(tx->PutEvidence(EvidenceOfDone(intent, now_ms, detail)));
   }
   EVIDENT_RETURN_IF_ERROR(tx->LogIntent({.key = intent.key,
                                          .action = EffectAction::kResolve,

@@ -262,8 +262,7 @@ TEST_F(EffectRunner, AnIntentOfAnEffectNoLongerConfiguredIsSetAside) {
   EXPECT_EQ(gone.attempts, 0);
   ASSERT_TRUE(gone.next_attempt_at_ms.has_value());
   EXPECT_GE(*gone.next_attempt_at_ms, kNow + 60'000);
-  EXPECT_NE(gone.last_error.find("is not in evident.yaml of runner r1: put off"),
-            std::string::npos)
+  EXPECT_NE(gone.last_error.find("is not in evident.yaml of runner r1: put off"), std::string::npos)
       << gone.last_error;
   EXPECT_EQ(Log("gone:order-1:v1").size(), 1u);
   clock_.Advance(61'000);
@@ -408,7 +407,8 @@ TEST(EffectsPipeline, AnEventWhoseKeyCannotBeBuiltIsRefusedBeforeItApplies) {
   Decision d = decide(paid("e1", 1, ""));
   EXPECT_EQ(d.outcome, Outcome::kPayloadInvalid);
   EXPECT_EQ(d.reason, "effect-key-unresolved");
-  EXPECT_NE(d.message.find("no non-empty string, number or boolean at /warehouse"), std::string::npos)
+  EXPECT_NE(d.message.find("no non-empty string, number or boolean at /warehouse"),
+            std::string::npos)
       << d.message;
   d = decide(paid("e2", 1, R"(,"warehouse":{"id":7})"));
   EXPECT_EQ(d.reason, "effect-key-unresolved");
