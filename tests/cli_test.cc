@@ -1,6 +1,11 @@
-// End-to-end tests of `evident validate`: the real binary, real files, real exit codes.
+// End-to-end tests of `evident validate`, and of the options of the commands that take a
+// positional input: the real binary, real files, real exit codes.
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "run_process.h"
 
@@ -237,6 +242,69 @@ TEST(CliValidate, UsageAndIoErrorsExitTwo) {
   EXPECT_EQ(RunEvident({"validate", "--profile", "avro"}, "{}").exit_code, 2);
   EXPECT_EQ(RunEvident({"validate", "--no-such-flag"}).exit_code, 2);
   EXPECT_EQ(RunEvident({}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace evident::testing
+
+namespace evident::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A repeatable option takes one value per occurrence: after any option of `validate` and of
+// `schema validate`, the trailing positional is the input that is read, never a second value
+// (it was: `validate --boundary PREFIX FILE` read standard input, printed nothing, exited 0).
+TEST(CliOptions, TheTrailingInputIsReadAfterEveryOption) {
+  const std::string orders = SourcePath("examples/envelopes/orders.ndjson");
+  const std::vector<std::vector<std::string>> validate_options = {
+      {"--boundary", "https://nowhere.test/"},
+      {"--boundary", "https://a.test/", "--boundary", "https://b.test/"},
+      {"--profile", "cloudevents"},
+      {"--schema-version-at", "/data/schemaVersion"},
+      {"--require-schema-version"},
+      {"--event-bytes-max", "1048576"},
+      {"--input-bytes-max", "1048576"}};
+  for (const std::vector<std::string>& options : validate_options) {
+    std::vector<std::string> args = {"validate"};
+    args.insert(args.end(), options.begin(), options.end());
+    args.push_back(orders);
+    const ProcessResult r = RunEvident(args, /*input=*/"");
+    SCOPED_TRACE(options.front());
+    EXPECT_EQ(Lines(r.out).size(), 9u) << r.err;  // the file's nine events, not empty stdin
+    EXPECT_EQ(r.exit_code, 1) << r.err;           // it holds refused events
+  }
+  const ProcessResult outside =
+      RunEvident({"validate", "--boundary", "https://nowhere.test/", orders}, /*input=*/"");
+  for (const Line& line : ParseOutput(outside.out)) EXPECT_EQ(line.outcome, "rejected");
+
+  const fs::path dir = fs::temp_directory_path() / ("evident-options-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "remote");
+  std::ofstream(dir / "s.json") << R"({"type":"object","required":["n"]})";
+  std::ofstream(dir / "i.ndjson") << "{\"n\":1}\n{}\n";
+  const std::vector<std::vector<std::string>> schema_options = {
+      {"--draft", "7"},
+      {"--remote", "http://localhost:1234/=" + (dir / "remote").string()},
+      {"--remote", "http://a.test/=" + (dir / "remote").string(), "--remote",
+       "http://b.test/=" + (dir / "remote").string()},
+      {"--format-assertion"},
+      {"--errors-max", "3"},
+      {"--line-bytes-max", "1000"},
+      {"--validation-steps-max", "1000000"}};
+  for (const std::vector<std::string>& options : schema_options) {
+    std::vector<std::string> args = {"schema", "validate", "--schema", (dir / "s.json").string()};
+    args.insert(args.end(), options.begin(), options.end());
+    args.push_back((dir / "i.ndjson").string());
+    const ProcessResult r = RunEvident(args, /*input=*/"");
+    SCOPED_TRACE(options.front());
+    EXPECT_EQ(Lines(r.out).size(), 2u) << r.err;
+    EXPECT_EQ(r.exit_code, 1) << r.err;  // the second instance lacks n
+  }
+  // Two values after one --boundary: the second is the input, a third is not expected.
+  EXPECT_EQ(RunEvident({"validate", "--boundary", "https://a.test/", orders, "extra"}).exit_code,
+            2);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -88,6 +88,7 @@ int RunImport(const ImportFlags& flags) {
     return kExitUsage;
   }
   std::ifstream file;
+  NoteTerminalInput(flags.input, "baseline import");
   std::istream* in = OpenInput(flags.input, file);
   if (in == nullptr) {
     std::cerr << "evident baseline import: cannot open " << flags.input << "\n";

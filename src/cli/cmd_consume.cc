@@ -188,6 +188,7 @@ int RunConsume(const ConsumeFlags& flags) {
     std::cerr << "evident consume: " << source.status().ToString() << "\n";
     return kExitUsage;
   }
+  if (flags.from.empty()) NoteTerminalInput(flags.input, "consume");
   ConsumeOptions options{.input = flags.input,
                          .resume = flags.resume,
                          .outcomes = outcomes,

@@ -114,6 +114,7 @@ int RunAppend(const AppendFlags& flags) {
     std::cerr << "evident outbox append: " << source.status().ToString() << "\n";
     return kExitUsage;
   }
+  NoteTerminalInput(flags.input, "outbox append");
   bool refused = false;
   const Status appended = AppendAll(**outbox, **store, **source, flags.batch_count_max, refused);
   if (!appended.ok()) {

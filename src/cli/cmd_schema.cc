@@ -108,6 +108,7 @@ int RunValidate(const ValidateArgs& args) {
   }
 
   std::ifstream file;
+  NoteTerminalInput(args.instances_path, "schema validate");
   std::istream* in = OpenInput(args.instances_path, file);
   if (in == nullptr) {
     std::cerr << "evident schema validate: cannot open " << args.instances_path << "\n";
@@ -158,8 +159,10 @@ void AddSchemaCommand(CLI::App& app, Runner& run) {
   validate->add_option("--draft", args->draft, "Dialect when the schema has no $schema")
       ->check(CLI::IsMember({"2020-12", "7"}))
       ->capture_default_str();
-  validate->add_option("--remote", args->remotes,
-                       "PREFIX=DIR: serve $ref URIs under PREFIX from files in DIR (repeatable)");
+  validate
+      ->add_option("--remote", args->remotes,
+                   "PREFIX=DIR: serve $ref URIs under PREFIX from files in DIR (repeatable)")
+      ->allow_extra_args(false);  // one value per occurrence: never the instances argument
   validate->add_flag("--format-assertion", args->format_assertion,
                      "Treat \"format\" as an assertion, not an annotation");
   validate->add_option("--errors-max", args->errors_max, "Errors reported per instance")

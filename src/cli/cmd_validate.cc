@@ -119,6 +119,7 @@ int RunValidate(const ValidateFlags& flags) {
   }
   const int fd =
       flags.input == "-" ? STDIN_FILENO : ::open(flags.input.c_str(), O_RDONLY | O_CLOEXEC);
+  NoteTerminalInput(flags.input, "validate");
   if (fd < 0) {
     std::cerr << "evident validate: cannot open " << flags.input << ": " << std::strerror(errno)
               << "\n";
@@ -171,7 +172,9 @@ void AddValidateCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--profile-file", flags->profile_file, "Envelope profile from a JSON file");
   cmd->add_option("--schema-version-at", flags->schema_version_at,
                   "JSON Pointer of the schema version, e.g. /data/schemaVersion");
-  cmd->add_option("--boundary", flags->boundary, "Allowed source prefix (repeatable)");
+  // One value per occurrence: a trailing input file is never taken as a second prefix.
+  cmd->add_option("--boundary", flags->boundary, "Allowed source prefix (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--require-schema-version", flags->require_schema_version,
                 "Reject events without a schema version");
   cmd->add_option("--event-bytes-max", flags->event_bytes_max, "Largest accepted event in bytes")

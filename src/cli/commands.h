@@ -38,6 +38,11 @@ bool ReadLineBounded(std::istream& in, std::string& line, size_t bytes_max);
 // be opened (cli/lines.cc).
 std::istream* OpenInput(const std::string& path, std::ifstream& file);
 
+// When `path` is "-" and standard input is a terminal, says on standard error that `command`
+// reads it (type or paste, end with Ctrl-D) and how to name a file instead, rather than waiting
+// without a word (cli/lines.cc).
+void NoteTerminalInput(const std::string& path, std::string_view command);
+
 // Writes `text` to standard output whole; false (with errno set) when it could not, so a long
 // stream stops at the first failed write instead of running on to a misleading exit 0
 // (cli/lines.cc). main() checks the final flush and close as well.

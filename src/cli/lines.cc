@@ -1,4 +1,6 @@
 // cli/lines.cc — reading input line by line with a bound on the line kept.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
@@ -30,6 +32,14 @@ bool ReadLineBounded(std::istream& in, std::string& line, size_t bytes_max) {
     if (!more) return any;
     in.clear();
   }
+}
+
+void NoteTerminalInput(const std::string& path, std::string_view command) {
+  if (path != "-" || isatty(STDIN_FILENO) == 0) return;
+  std::fprintf(stderr,
+               "evident %.*s: reading standard input, which is a terminal: type or paste one "
+               "event per line and end with Ctrl-D, or name a file (see --help)\n",
+               static_cast<int>(command.size()), command.data());
 }
 
 bool WriteStdout(std::string_view text) {
