@@ -127,11 +127,15 @@ CREATE TABLE IF NOT EXISTS gap(
 CREATE INDEX IF NOT EXISTS gap_open ON gap(deadline_at_ms) WHERE state<>'closed';
 )sql";
 
-// Layout 5 adds effect intents (one per key; the due index serves the runners' polls), their
-// logs of attempts and resolutions, and the compensation ledger (one record per key).
+// Layout 5 adds effect intents (one per key; the due index serves the runners' polls, the
+// subject index evidence and guards), their logs of attempts and resolutions, and the
+// compensation ledger (one record per key). Intents and compensations are never deleted, so a
+// plain rowid never reuses a seq: no AUTOINCREMENT, whose sqlite_sequence row would be one more
+// B-tree write per intent on the consumer's hot path (as would an index by state: a list by
+// state reads the table).
 constexpr const char* kEffectSchema = R"sql(
 CREATE TABLE IF NOT EXISTS effect_intent(
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, effect TEXT NOT NULL,
+  seq INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, effect TEXT NOT NULL,
   consumer TEXT NOT NULL, subject TEXT NOT NULL, source TEXT NOT NULL, event_id TEXT NOT NULL,
   subject_version INTEGER, request BLOB NOT NULL, state TEXT NOT NULL,
   attempts INTEGER NOT NULL, last_error TEXT NOT NULL, http_status INTEGER,
@@ -141,13 +145,12 @@ CREATE TABLE IF NOT EXISTS effect_intent(
 CREATE INDEX IF NOT EXISTS effect_intent_due ON effect_intent(next_attempt_at_ms, seq)
   WHERE next_attempt_at_ms IS NOT NULL;
 CREATE INDEX IF NOT EXISTS effect_intent_by_subject ON effect_intent(subject, consumer, seq);
-CREATE INDEX IF NOT EXISTS effect_intent_by_state ON effect_intent(state, seq);
 CREATE TABLE IF NOT EXISTS effect_log(
   seq INTEGER PRIMARY KEY, key TEXT NOT NULL, action TEXT NOT NULL, by_whom TEXT NOT NULL,
   state_after TEXT NOT NULL, http_status INTEGER, detail TEXT NOT NULL, at_ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS effect_log_by_key ON effect_log(key, seq);
 CREATE TABLE IF NOT EXISTS compensation(
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, consumer TEXT NOT NULL,
+  seq INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, consumer TEXT NOT NULL,
   subject TEXT NOT NULL, owner_source TEXT NOT NULL, owner_version INTEGER,
   event_id TEXT NOT NULL, type TEXT NOT NULL, recorded_at_ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS compensation_by_subject ON compensation(subject, consumer, seq);
