@@ -236,6 +236,18 @@ TEST_F(EffectsCliTest, AnUnknownOutcomeWaitsForAPersonUnlessTheTargetHonoursTheK
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("evidence 'reserve-stock' is not recorded"), std::string::npos) << r.out;
 
+  // The person first finds that the stock service never saw it: call again, same key.
+  r = RunEvident({"effects", "resolve", "reserve:order-1:v1", "--store", store_, "--outcome",
+                  "retry", "--by", "ops", "--note", "no reservation in the stock service"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Intents()["reserve:order-1:v1"].state, "intended");
+  ASSERT_EQ(RunEffects("0.5").exit_code, 0);
+  EXPECT_EQ(downstream_->Requests(), (std::map<std::string, int>{{"reserve:order-1:v1", 2}}));
+  intent = Intents()["reserve:order-1:v1"];
+  EXPECT_EQ(intent.state, "unknown");  // 500 again; still never retried by itself
+  EXPECT_EQ(intent.attempts, 2);
+  EXPECT_TRUE(intent.waits);
+
   const std::vector<std::string> resolve = {"effects",
                                             "resolve",
                                             "reserve:order-1:v1",
@@ -262,7 +274,10 @@ TEST_F(EffectsCliTest, AnUnknownOutcomeWaitsForAPersonUnlessTheTargetHonoursTheK
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("attempt by"), std::string::npos) << r.out;
-  EXPECT_EQ(downstream_->RequestCount(), 1);
+  EXPECT_NE(r.out.find("resolve by ops -> intended  no reservation in the stock service"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(downstream_->RequestCount(), 2);
 }
 
 // On a target that honours the key, an unknown outcome is retried up to the policy's limit and

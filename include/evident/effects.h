@@ -110,13 +110,14 @@ Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTr
                                     const EffectRunOptions& options);
 
 // A person's record of what happened at the other side: an intended or unknown intent becomes
-// done (its evidence recorded) or failed; audited in the intent's log. kNotFound for an unknown
-// key; kFailedPrecondition for an intent already done or failed.
+// done (its evidence recorded) or failed, or intended again when the other side certainly never
+// performed it (a runner calls again at once, with the same key); audited in the intent's log.
+// kNotFound for an unknown key; kFailedPrecondition for an intent already done or failed.
 inline constexpr size_t kResolutionByBytesMax = 256;
 inline constexpr size_t kResolutionNoteBytesMax = 4096;
 struct EffectResolution {
   std::string key;
-  EffectState outcome = EffectState::kDone;  // kDone or kFailed
+  EffectState outcome = EffectState::kDone;  // kDone, kFailed or kIntended (call again)
   std::string by, note;
 };
 Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& resolution,

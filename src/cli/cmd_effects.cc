@@ -181,7 +181,9 @@ int RunResolve(const ResolveFlags& flags) {
     return kExitUsage;
   }
   const EffectResolution resolution{.key = flags.key,
-                                    .outcome = *ParseEffectState(flags.outcome),
+                                    .outcome = flags.outcome == "retry"
+                                                   ? EffectState::kIntended
+                                                   : *ParseEffectState(flags.outcome),
                                     .by = flags.by,
                                     .note = flags.note};
   auto resolved = ResolveEffect(**store, resolution, SystemClock().NowMs());
@@ -274,9 +276,11 @@ void AddResolve(CLI::App& parent, Runner& run) {
       "resolve", "Record what a person found at the other side of an intended or unknown intent.");
   cmd->add_option("key", flags->key, "Intent key")->required();
   cmd->add_option("--store", flags->store, "sqlite:PATH")->required();
-  cmd->add_option("--outcome", flags->outcome, "done or failed")
+  cmd->add_option("--outcome", flags->outcome,
+                  "done, failed, or retry (the other side never performed it: call again with "
+                  "the same key)")
       ->required()
-      ->check(CLI::IsMember({"done", "failed"}));
+      ->check(CLI::IsMember({"done", "failed", "retry"}));
   cmd->add_option("--by", flags->by, "Who checked (for the log)")
       ->required()
       ->check(CLI::Validator(

@@ -307,8 +307,9 @@ Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTr
 }
 
 Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int64_t now_ms) {
-  if (r.outcome != EffectState::kDone && r.outcome != EffectState::kFailed) {
-    return Status::InvalidArgument("an effect is resolved as done or failed");
+  if (r.outcome == EffectState::kUnknown) {
+    return Status::InvalidArgument(
+        "an effect is resolved as done, failed or intended (call again)");
   }
   if (r.by.empty() || r.note.empty()) {
     return Status::InvalidArgument("a resolution names who checked (by) and what they saw (note)");
@@ -327,12 +328,17 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
                                       std::string(EffectStateName(intent.state)));
   }
   const int64_t revision = intent.revision;
-  const std::string detail =
-      "resolved " + std::string(EffectStateName(r.outcome)) + " by " + r.by + ": " + r.note;
+  const std::string detail = (r.outcome == EffectState::kIntended
+                                  ? std::string("to be called again")
+                                  : "resolved " + std::string(EffectStateName(r.outcome))) +
+                             " by " + r.by + ": " + r.note;
   intent.state = r.outcome;
-  intent.next_attempt_at_ms.reset();
-  intent.settled_at_ms = now_ms;
-  intent.last_error = r.outcome == EffectState::kFailed ? detail : std::string();
+  // Intended: the person found that the other side never performed it; a runner calls again,
+  // with the same key, now. Otherwise the intent is settled.
+  const bool again = r.outcome == EffectState::kIntended;
+  intent.next_attempt_at_ms = again ? std::optional<int64_t>(now_ms) : std::nullopt;
+  intent.settled_at_ms = again ? std::nullopt : std::optional<int64_t>(now_ms);
+  intent.last_error = r.outcome == EffectState::kDone ? std::string() : detail;
   EVIDENT_RETURN_IF_ERROR(tx->UpdateIntent(intent, revision));
   intent.revision = revision + 1;
   if (r.outcome == EffectState::kDone) {

@@ -285,6 +285,36 @@ TEST_F(EffectRunner, ARequestNeverSentIsIntendedAgainThenWaitsAtTheLimit) {
   EXPECT_NE(intent.last_error.find("waits for a person"), std::string::npos) << intent.last_error;
 }
 
+// A person who found that the other side never performed it sends the intent back: a runner
+// calls again at once, with the same key, and the log keeps who and why.
+TEST_F(EffectRunner, AResolutionToCallAgainPutsTheIntentBackOnTheDueList) {
+  Intend("notify:order-1:v1", "notify");
+  transport_.script = {{.outcome = CallOutcome::kTimeout, .error = "t"}, Answer(200)};
+  EXPECT_EQ(Run().unknown, 1);
+  EXPECT_EQ(Find("notify:order-1:v1").state, EffectState::kUnknown);
+  EXPECT_EQ(Run().attempts, 0);  // a plain target: never again by itself
+  const auto again = ResolveEffect(*store_,
+                                   {.key = "notify:order-1:v1",
+                                    .outcome = EffectState::kIntended,
+                                    .by = "ops",
+                                    .note = "the mail server has no such message"},
+                                   clock_.NowMs());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->state, EffectState::kIntended);
+  EXPECT_EQ(again->next_attempt_at_ms, clock_.NowMs());
+  EXPECT_FALSE(again->settled_at_ms.has_value());
+  EXPECT_EQ(Run().done, 1);
+  ASSERT_EQ(transport_.calls.size(), 2u);
+  EXPECT_EQ(transport_.calls[1].key, "notify:order-1:v1");
+  const EffectIntent done = Find("notify:order-1:v1");
+  EXPECT_EQ(done.state, EffectState::kDone);
+  EXPECT_EQ(done.attempts, 2);
+  const std::vector<EffectLogEntry> log = Log("notify:order-1:v1");
+  ASSERT_EQ(log.size(), 5u);  // claim, answer, resolution, claim, answer
+  EXPECT_EQ(log[2].action, EffectAction::kResolve);
+  EXPECT_EQ(log[2].state_after, EffectState::kIntended);
+}
+
 TEST_F(EffectRunner, ResolutionsAreCheckedAndLogged) {
   Intend("reserve:order-1:v1");
   EXPECT_EQ(ResolveEffect(*store_, {.key = "nope", .by = "a", .note = "n"}, kNow).status().code(),
