@@ -4,20 +4,22 @@
 #   scripts/install-deps.sh test    # build + what the test run needs (clang/libFuzzer, clang-tidy)
 #   scripts/install-deps.sh bench   # build + the peers the benchmarks compare against
 #   scripts/install-deps.sh jetstream  # build + the NATS server (scripts/demo-jetstream.sh)
+#   scripts/install-deps.sh postgres   # build + the PostgreSQL 15 server (scripts/postgres.sh)
 # Runs apt-get as root, or through sudo when not root.
 set -euo pipefail
 
 want=${1:-build}
 packages=(build-essential cmake ninja-build pkg-config git
   libsimdjson-dev libre2-dev libsqlite3-dev sqlite3 libyaml-cpp-dev libcli11-dev libnats-dev
-  libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev)
+  libcurl4-openssl-dev libssl-dev libpq-dev libgtest-dev libgmock-dev libbenchmark-dev)
 case "$want" in
   build) ;;
   test) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 clang-format-14
-    nats-server) ;;
-  bench) packages+=(libvalijson-dev rapidjson-dev nodejs npm python3 nats-server) ;;
+    nats-server postgresql-15) ;;
+  bench) packages+=(libvalijson-dev rapidjson-dev nodejs npm python3 nats-server postgresql-15) ;;
   jetstream) packages+=(nats-server) ;;
-  *) echo "usage: $0 build|test|bench|jetstream" >&2; exit 2 ;;
+  postgres) packages+=(postgresql-15) ;;
+  *) echo "usage: $0 build|test|bench|jetstream|postgres" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -5,6 +5,7 @@
 
 #include "evident/store.h"
 #include "evident/store_memory.h"
+#include "evident/store_postgres.h"
 #include "evident/store_sqlite.h"
 
 namespace evident {
@@ -30,9 +31,22 @@ Result<std::unique_ptr<Store>> OpenMemory(std::string_view name, const StoreOpti
   return OpenMemoryStore(NamedMemoryDatabase(name));
 }
 
-constexpr std::array<Scheme, 2> kSchemes = {{
+// The whole URI goes to libpq, scheme included.
+Result<std::unique_ptr<Store>> OpenPostgresql(std::string_view rest, const StoreOptions& options) {
+  return OpenPostgresStore("postgresql:" + std::string(rest),
+                           PostgresOptions{.lock_timeout_ms = options.busy_timeout_ms,
+                                           .read_only = options.read_only,
+                                           .create = options.create});
+}
+Result<std::unique_ptr<Store>> OpenPostgres(std::string_view rest, const StoreOptions& options) {
+  return OpenPostgresql(rest, options);
+}
+
+constexpr std::array<Scheme, 4> kSchemes = {{
     {"sqlite:", "sqlite:PATH", &OpenSqlite},
     {"memory:", "memory:NAME", &OpenMemory},
+    {"postgresql:", "postgresql://USER@HOST:PORT/DB", &OpenPostgresql},
+    {"postgres:", "postgres://USER@HOST:PORT/DB", &OpenPostgres},
 }};
 
 }  // namespace

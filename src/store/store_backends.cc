@@ -6,7 +6,9 @@
 #include <mutex>
 
 #include "evident/store_memory.h"
+#include "evident/store_postgres.h"
 #include "evident/store_sqlite.h"
+#include "store/postgres/test_database.h"
 
 namespace evident {
 namespace {
@@ -47,6 +49,21 @@ Result<std::unique_ptr<Store>> OpenSqlite(const fs::path& dir) {
   return OpenSqliteStore((dir / "store.db").string(), {.busy_timeout_ms = 100});
 }
 
+// A schema of the tests' PostgreSQL server per directory: a file there names it, as for the
+// memory backend. A short lock timeout, as SQLite's busy timeout above.
+Result<std::unique_ptr<Store>> OpenPostgres(const fs::path& dir) {
+  const fs::path marker = dir / "postgres-schema";
+  std::string uri;
+  std::getline(std::ifstream(marker), uri);
+  if (uri.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(uri, FreshPostgresSchema(dir.filename().string()));
+    std::ofstream out(marker);
+    out << uri << "\n";
+    if (!out.flush()) return Status::IoError("cannot write " + marker.string());
+  }
+  return OpenPostgresStore(uri, {.lock_timeout_ms = 100});
+}
+
 }  // namespace
 
 std::vector<StoreBackend> StoreBackends() {
@@ -54,6 +71,7 @@ std::vector<StoreBackend> StoreBackends() {
       {"memory", &OpenMemory},
       {"fault_over_memory", &OpenFaultOverMemory},
       {"sqlite", &OpenSqlite},
+      {"postgresql", &OpenPostgres},
   };
 }
 

@@ -1,0 +1,58 @@
+// evident/store_postgres.h — the PostgreSQL backend of evident/store.h: one store shared by
+// several processes and machines, each Store one connection.
+//
+// Round trips: a transaction sends its writes without waiting (libpq pipeline mode) and reads
+// their results with its next read or its commit. Transaction::Load reads everything a batch
+// needs in one round trip and keeps it: the batch's FindLedger, ReadProjection and FindDeferred
+// of loaded keys are then answered without asking the server, and its inserts of keys known to
+// be absent are sent without waiting. A batch then costs a fixed number of round trips (its
+// Load and its Commit), whatever its size.
+//
+// Concurrency is the database's: transactions run at READ COMMITTED; a projection put whose
+// expected version no longer holds, an insert of a key another writer inserted meanwhile, a
+// serialization failure or a deadlock fail with kAborted (roll back and retry the batch); a lock
+// held elsewhere past `lock_timeout_ms` is kUnavailable. Snapshots are REPEATABLE READ.
+//
+// The tables live in the connection's search_path (a schema per deployment:
+// "postgresql://u@h/db?options=-csearch_path%3Dorders").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "evident/store.h"
+
+struct pg_conn;
+
+namespace evident {
+
+struct PostgresOptions {
+  // How long a statement waits for a lock another transaction holds, in milliseconds, before
+  // the write is refused (kUnavailable).
+  int64_t lock_timeout_ms = 5000;
+  // Open an existing store for reading only: never create tables, never write.
+  bool read_only = false;
+  // Create the tables when the database has none. false: a database without them is kNotFound.
+  bool create = true;
+};
+
+// The schema layout this build writes, recorded in the `evident_schema` table. A store of an
+// older layout is migrated by `evident store migrate` (MigratePostgresStore); opening one is
+// refused until then, since other processes may still run the older program. A store of a newer
+// layout is refused (kFailedPrecondition) rather than misread.
+inline constexpr int64_t kPostgresLayoutVersion = 1;
+
+// Opens the store at a libpq connection URI ("postgresql://..." or "postgres://...").
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
+                                                 const PostgresOptions& options = {});
+
+// Brings the store at `uri` to kPostgresLayoutVersion (creating it when absent), every step in
+// one transaction under an advisory lock; returns the layout found before.
+Result<int64_t> MigratePostgresStore(const std::string& uri);
+
+// Round trips to the server this store's connection has made (for tests and metrics); -1 when
+// `store` is not a PostgreSQL store.
+int64_t PostgresRoundTrips(const Store& store);
+
+}  // namespace evident

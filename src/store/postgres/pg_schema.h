@@ -1,0 +1,111 @@
+// store/postgres/pg_schema.h — the PostgreSQL store's tables (layout 1), in the connection's
+// search_path.
+//
+// The same tables as the SQLite store's (src/store/sqlite/sqlite_store.cc), with three
+// differences: evidence records have a table of their own (one row per consumer, subject and
+// name; a networked store gains nothing from packing them into the projection's row, and a
+// row per record is one upsert); a quarantine record is found again through a unique index on
+// its identity and the SHA-256 of its bytes, so that two writers quarantining the same input at
+// once meet on the index instead of opening two records; the outbox keeps its bytes in the row
+// (PostgreSQL stores a large value out of line, and an UPDATE of the delivery state does not
+// copy it).
+#pragma once
+
+namespace evident::postgres {
+
+inline constexpr const char* kSchemaLayout1 = R"sql(
+CREATE TABLE IF NOT EXISTS evident_schema(version bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger(
+  consumer text NOT NULL, source text NOT NULL, event_id text NOT NULL,
+  state text NOT NULL, type text NOT NULL, subject text NOT NULL,
+  subject_version bigint, input_schema_version bigint NOT NULL,
+  result_version bigint NOT NULL, projection_version bigint,
+  committed_at_ms bigint NOT NULL, duplicates bigint NOT NULL DEFAULT 0,
+  last_duplicate_at_ms bigint,
+  PRIMARY KEY(consumer, source, event_id));
+CREATE INDEX IF NOT EXISTS ledger_by_subject ON ledger(subject, consumer);
+CREATE TABLE IF NOT EXISTS projection(
+  consumer text NOT NULL, subject text NOT NULL, version bigint NOT NULL,
+  state text NOT NULL, fields_json text NOT NULL, owner_source text NOT NULL,
+  owner_version_seen bigint NOT NULL, updated_at_ms bigint NOT NULL,
+  PRIMARY KEY(subject, consumer));
+CREATE TABLE IF NOT EXISTS evidence(
+  consumer text NOT NULL, subject text NOT NULL, name text NOT NULL, source text NOT NULL,
+  event_id text NOT NULL, subject_version bigint, recorded_at_ms bigint NOT NULL,
+  detail text NOT NULL,
+  PRIMARY KEY(subject, consumer, name));
+CREATE TABLE IF NOT EXISTS deferred(
+  consumer text NOT NULL, subject text NOT NULL, subject_version bigint NOT NULL,
+  source text NOT NULL, event_id text NOT NULL, type text NOT NULL,
+  schema_version bigint NOT NULL, expected_version bigint NOT NULL, raw bytea NOT NULL,
+  received_at_ms bigint NOT NULL, deadline_at_ms bigint NOT NULL, route text NOT NULL,
+  input_index bigint NOT NULL,
+  PRIMARY KEY(subject, consumer, subject_version));
+CREATE INDEX IF NOT EXISTS deferred_by_deadline
+  ON deferred(deadline_at_ms, consumer, subject, subject_version);
+CREATE TABLE IF NOT EXISTS journal(
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, consumer text NOT NULL,
+  outcome text NOT NULL, source text NOT NULL, event_id text NOT NULL, subject text NOT NULL,
+  subject_version bigint, at_ms bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS journal_by_subject ON journal(subject, consumer, seq);
+CREATE TABLE IF NOT EXISTS position(source text PRIMARY KEY, position bytea NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox(
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, source text NOT NULL,
+  event_id text NOT NULL, type text NOT NULL, subject text NOT NULL, subject_version bigint,
+  event_partition bigint NOT NULL, bytes bytea NOT NULL, created_at_ms bigint NOT NULL,
+  attempts bigint NOT NULL DEFAULT 0, last_error text NOT NULL DEFAULT '',
+  last_attempt_at_ms bigint, sent_at_ms bigint, stream text NOT NULL DEFAULT '',
+  stream_sequence bigint);
+CREATE UNIQUE INDEX IF NOT EXISTS outbox_by_id ON outbox(source, event_id);
+CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE sent_at_ms IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_sent ON outbox(sent_at_ms) WHERE sent_at_ms IS NOT NULL;
+CREATE TABLE IF NOT EXISTS quarantine(
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, consumer text NOT NULL,
+  ident_source text NOT NULL, ident_id text NOT NULL, raw_digest bytea NOT NULL,
+  outcome text NOT NULL, reason text NOT NULL, message text NOT NULL, source text NOT NULL,
+  event_id text NOT NULL, type text NOT NULL, subject text NOT NULL, subject_version bigint,
+  schema_version bigint, raw bytea NOT NULL, attempts bigint NOT NULL,
+  first_seen_ms bigint NOT NULL, last_seen_ms bigint NOT NULL, status text NOT NULL,
+  input_index bigint NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS quarantine_by_ident
+  ON quarantine(consumer, ident_source, ident_id, raw_digest);
+CREATE INDEX IF NOT EXISTS quarantine_by_subject ON quarantine(subject, id);
+CREATE INDEX IF NOT EXISTS quarantine_by_first_seen ON quarantine(first_seen_ms, id);
+CREATE TABLE IF NOT EXISTS quarantine_audit(
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, record_id bigint NOT NULL,
+  action text NOT NULL, by_whom text NOT NULL, note text NOT NULL, outcome text NOT NULL,
+  reason text NOT NULL, status_after text NOT NULL, at_ms bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS quarantine_audit_by_record ON quarantine_audit(record_id, seq);
+CREATE TABLE IF NOT EXISTS gap(
+  consumer text NOT NULL, subject text NOT NULL, expected_version bigint NOT NULL,
+  missing_to bigint NOT NULL, route text NOT NULL, state text NOT NULL,
+  deadline_at_ms bigint NOT NULL, acted_at_ms bigint NOT NULL,
+  request_event_id text NOT NULL, closed_at_ms bigint, closed_by text NOT NULL,
+  note text NOT NULL,
+  PRIMARY KEY(consumer, subject, expected_version));
+CREATE INDEX IF NOT EXISTS gap_open ON gap(deadline_at_ms) WHERE state <> 'closed';
+CREATE TABLE IF NOT EXISTS effect_intent(
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key text NOT NULL UNIQUE,
+  effect text NOT NULL, consumer text NOT NULL, subject text NOT NULL, source text NOT NULL,
+  event_id text NOT NULL, subject_version bigint, request bytea NOT NULL, state text NOT NULL,
+  attempts bigint NOT NULL, last_error text NOT NULL, http_status bigint,
+  response_digest text NOT NULL, intended_at_ms bigint NOT NULL, last_attempt_at_ms bigint,
+  next_attempt_at_ms bigint, settled_at_ms bigint, claimed_by text NOT NULL,
+  revision bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS effect_intent_due ON effect_intent(next_attempt_at_ms, seq)
+  WHERE next_attempt_at_ms IS NOT NULL;
+CREATE INDEX IF NOT EXISTS effect_intent_by_subject ON effect_intent(subject, consumer, seq);
+CREATE TABLE IF NOT EXISTS effect_log(
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key text NOT NULL, action text NOT NULL,
+  by_whom text NOT NULL, state_after text NOT NULL, http_status bigint, detail text NOT NULL,
+  at_ms bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS effect_log_by_key ON effect_log(key, seq);
+CREATE TABLE IF NOT EXISTS compensation(
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key text NOT NULL UNIQUE,
+  consumer text NOT NULL, subject text NOT NULL, owner_source text NOT NULL,
+  owner_version bigint, event_id text NOT NULL, type text NOT NULL,
+  recorded_at_ms bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS compensation_by_subject ON compensation(subject, consumer, seq);
+)sql";
+
+}  // namespace evident::postgres

@@ -1,0 +1,182 @@
+// The PostgreSQL backend of evident/store.h (store_postgres.h): the Store, opening it, and its
+// schema's layout and migrations.
+#include <libpq-fe.h>
+
+#include <memory>
+
+#include "evident/store_postgres.h"
+#include "store/postgres/pg_schema.h"
+#include "store/postgres/pg_transaction.h"
+
+namespace evident {
+namespace postgres {
+namespace {
+
+// Serializes the creation and migration of one database's tables between processes (two
+// sessions running CREATE TABLE IF NOT EXISTS at once can both try to create the table).
+constexpr const char* kSchemaLockSql = "SELECT pg_advisory_xact_lock(7321000000000000001)";
+
+// A connection outside pipeline mode, for the schema: several statements in one text.
+class PlainConnection {
+ public:
+  static Result<PlainConnection> Open(const std::string& uri) {
+    PlainConnection out(PQconnectdb(uri.c_str()));
+    if (out.conn_ == nullptr) return Status::Unavailable("PostgreSQL: out of memory connecting");
+    if (PQstatus(out.conn_.get()) != CONNECTION_OK) {
+      return Status::Unavailable("cannot connect to PostgreSQL: " + out.Error());
+    }
+    EVIDENT_RETURN_IF_ERROR(out.Exec("SET client_min_messages = warning").status());
+    return out;
+  }
+  // Runs `sql`; the first row's first column of its last statement, if any.
+  Result<std::optional<std::string>> Exec(const char* sql) {
+    PGresult* result = PQexec(conn_.get(), sql);
+    const ExecStatusType type = PQresultStatus(result);
+    if (type != PGRES_COMMAND_OK && type != PGRES_TUPLES_OK) {
+      const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+      std::string message = PQresultErrorMessage(result);
+      PQclear(result);
+      while (!message.empty() && message.back() == '\n') message.pop_back();
+      return StatusOf(state == nullptr ? "08000" : state, message);
+    }
+    std::optional<std::string> first;
+    if (type == PGRES_TUPLES_OK && PQntuples(result) > 0 && !PQgetisnull(result, 0, 0)) {
+      first = PQgetvalue(result, 0, 0);
+    }
+    PQclear(result);
+    return first;
+  }
+
+ private:
+  explicit PlainConnection(PGconn* conn) : conn_(conn, &PQfinish) {}
+  std::string Error() const {
+    std::string message = PQerrorMessage(conn_.get());
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    return message;
+  }
+  std::unique_ptr<PGconn, void (*)(PGconn*)> conn_;
+};
+
+// The layout of the database's store: 0 when it has none.
+Result<int64_t> LayoutOf(PlainConnection& db) {
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<std::string> table,
+                           db.Exec("SELECT to_regclass('evident_schema') IS NOT NULL"));
+  if (!table || *table != "t") {
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<std::string> ledger,
+                             db.Exec("SELECT to_regclass('ledger') IS NOT NULL"));
+    if (ledger && *ledger == "t") {
+      return Status::FailedPrecondition(
+          "the database has a ledger table but no evident_schema: not an evident store");
+    }
+    return 0;
+  }
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<std::string> version,
+                           db.Exec("SELECT max(version) FROM evident_schema"));
+  return version ? std::stoll(*version) : 0;
+}
+
+Status RefuseNewer(int64_t layout) {
+  return Status::FailedPrecondition(
+      "the store has layout " + std::to_string(layout) + "; this build reads layouts up to " +
+      std::to_string(kPostgresLayoutVersion) + " (a newer evident wrote it)");
+}
+
+// Creates the tables in one transaction under the schema lock, reading the layout again under
+// it; returns the layout found.
+Result<int64_t> CreateOrMigrate(PlainConnection& db) {
+  EVIDENT_RETURN_IF_ERROR(db.Exec("BEGIN").status());
+  const auto run = [&]() -> Result<int64_t> {
+    EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLockSql).status());
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t layout, LayoutOf(db));
+    if (layout > kPostgresLayoutVersion) return RefuseNewer(layout);
+    if (layout == 0) {
+      EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout1).status());
+      EVIDENT_RETURN_IF_ERROR(db.Exec("INSERT INTO evident_schema(version) VALUES(1)").status());
+    }
+    // Layout 2 and later add their steps here, each from the layout before.
+    return layout;
+  };
+  Result<int64_t> layout = run();
+  if (!layout.ok()) {
+    (void)db.Exec("ROLLBACK");
+    return layout.status();
+  }
+  EVIDENT_RETURN_IF_ERROR(db.Exec("COMMIT").status());
+  return layout;
+}
+
+class PgStore final : public Store {
+ public:
+  explicit PgStore(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+  ~PgStore() override = default;
+
+  Result<std::unique_ptr<Transaction>> Begin() override {
+    if (session_->read_only) {
+      return Status::FailedPrecondition("the store was opened read-only");
+    }
+    EVIDENT_RETURN_IF_ERROR(Idle("Begin"));
+    EVIDENT_RETURN_IF_ERROR(session_->connection->Reset());
+    session_->open = Session::Open::kWrite;
+    return std::unique_ptr<Transaction>(new PgTransaction(session_));
+  }
+  Result<std::unique_ptr<Snapshot>> Read() override {
+    EVIDENT_RETURN_IF_ERROR(Idle("Read"));
+    EVIDENT_RETURN_IF_ERROR(session_->connection->Reset());
+    session_->open = Session::Open::kRead;
+    return std::unique_ptr<Snapshot>(new PgSnapshot(session_));
+  }
+  int64_t round_trips() const { return session_->connection->round_trips(); }
+
+ private:
+  Status Idle(std::string_view call) const {
+    if (session_->open == Session::Open::kNone) return Status::Ok();
+    return Status::FailedPrecondition(
+        std::string(call) + ": this store has a " +
+        (session_->open == Session::Open::kWrite ? "transaction" : "snapshot") +
+        " open; one at a time per store");
+  }
+
+  std::shared_ptr<Session> session_;
+};
+
+}  // namespace
+}  // namespace postgres
+
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
+                                                 const PostgresOptions& options) {
+  {
+    EVIDENT_ASSIGN_OR_RETURN(postgres::PlainConnection db, postgres::PlainConnection::Open(uri));
+    EVIDENT_ASSIGN_OR_RETURN(int64_t layout, postgres::LayoutOf(db));
+    if (layout > kPostgresLayoutVersion) return postgres::RefuseNewer(layout);
+    if (layout == 0 && (options.read_only || !options.create)) {
+      return Status::NotFound("no evident store in that PostgreSQL database (no evident tables)");
+    }
+    if (layout == 0) {
+      EVIDENT_ASSIGN_OR_RETURN(layout, postgres::CreateOrMigrate(db));
+      if (layout == 0) layout = kPostgresLayoutVersion;  // created now
+    }
+    if (layout != 0 && layout < kPostgresLayoutVersion) {
+      return Status::FailedPrecondition(
+          "the store has layout " + std::to_string(layout) + "; this build writes layout " +
+          std::to_string(kPostgresLayoutVersion) +
+          ": run `evident store migrate --store URI` once every process runs this build");
+    }
+  }
+  auto session = std::make_shared<postgres::Session>();
+  EVIDENT_ASSIGN_OR_RETURN(session->connection,
+                           postgres::Connection::Open(uri, options.lock_timeout_ms));
+  session->read_only = options.read_only;
+  return std::unique_ptr<Store>(new postgres::PgStore(std::move(session)));
+}
+
+Result<int64_t> MigratePostgresStore(const std::string& uri) {
+  EVIDENT_ASSIGN_OR_RETURN(postgres::PlainConnection db, postgres::PlainConnection::Open(uri));
+  return postgres::CreateOrMigrate(db);
+}
+
+int64_t PostgresRoundTrips(const Store& store) {
+  const auto* pg = dynamic_cast<const postgres::PgStore*>(&store);
+  return pg == nullptr ? -1 : pg->round_trips();
+}
+
+}  // namespace evident

@@ -1,0 +1,683 @@
+#include "store/postgres/pg_transaction.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+
+#include "store/postgres/pg_rows.h"
+#include "store/projection_copy.h"
+
+namespace evident::postgres {
+namespace {
+
+std::string Key(std::string_view a, std::string_view b) {
+  std::string key;
+  key.reserve(a.size() + b.size() + 1);
+  key.append(a).push_back('\0');
+  key.append(b);
+  return key;
+}
+std::string Key(std::string_view a, std::string_view b, std::string_view c) {
+  std::string key = Key(a, b);
+  key.push_back('\0');
+  key.append(c);
+  return key;
+}
+std::string Key(std::string_view a, std::string_view b, int64_t version) {
+  return Key(a, b, std::to_string(version));
+}
+
+// The LIMIT of a list: one row more than asked, so that a cut list knows it was cut.
+int64_t LimitOf(int64_t rows_max) {
+  assert(rows_max >= 0);
+  return std::min(rows_max, std::numeric_limits<int64_t>::max() - 1) + 1;
+}
+
+const std::string kLedgerByKey = std::string("SELECT ") + kLedgerColumns +
+                                 " FROM ledger WHERE consumer=$1 AND source=$2 AND event_id=$3";
+const std::string kLedgerInsertValues =
+    "INSERT INTO ledger(consumer, source, event_id, state, type, subject, subject_version,"
+    " input_schema_version, result_version, projection_version, committed_at_ms, duplicates,"
+    " last_duplicate_at_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+const std::string kLedgerInsert = kLedgerInsertValues;
+const std::string kLedgerInsertIfAbsent = kLedgerInsertValues + " ON CONFLICT DO NOTHING";
+
+Params LedgerParams(const LedgerEntry& e) {
+  Params p;
+  p.Text(e.consumer).Text(e.source).Text(e.event_id).Text(LedgerStateName(e.state)).Text(e.type);
+  p.Text(e.subject).OptInt(e.subject_version).Int(e.input_schema_version).Int(e.result_version);
+  p.OptInt(e.projection_version).Int(e.committed_at_ms).Int(e.duplicates);
+  p.OptInt(e.last_duplicate_at_ms);
+  return p;
+}
+
+const std::string kDeferredInsertValues =
+    "INSERT INTO deferred(consumer, subject, subject_version, source, event_id, type,"
+    " schema_version, expected_version, raw, received_at_ms, deadline_at_ms, route, input_index)"
+    " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+const std::string kDeferredInsert = kDeferredInsertValues;
+const std::string kDeferredInsertIfAbsent = kDeferredInsertValues + " ON CONFLICT DO NOTHING";
+
+Params DeferredParams(const DeferredEvent& d) {
+  Params p;
+  p.Text(d.consumer).Text(d.subject).Int(d.subject_version).Text(d.source).Text(d.event_id);
+  p.Text(d.type).Int(d.schema_version).Int(d.expected_version).Bytes(d.raw);
+  p.Int(d.received_at_ms).Int(d.deadline_at_ms).Text(GapRouteName(d.route)).Int(d.input_index);
+  return p;
+}
+
+Params ProjectionParams(const Projection& p) {
+  Params out;
+  out.Text(p.consumer).Text(p.subject).Int(p.version).Text(p.state).Text(p.fields_json);
+  out.Text(p.owner_source).Int(p.owner_version_seen).Int(p.updated_at_ms);
+  return out;
+}
+
+Status ProjectionMoved(const Projection& p) {
+  return Status::Aborted("projection " + p.consumer + "/" + p.subject +
+                         " is not at the version this write expected (another writer changed it)");
+}
+
+}  // namespace
+
+Result<std::optional<LedgerEntry>> QueryLedger(Connection& db, std::string_view consumer,
+                                               std::string_view source,
+                                               std::string_view event_id) {
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset rows,
+      db.Query(kLedgerByKey, Params().Text(consumer).Text(source).Text(event_id)));
+  return ReadOne(rows, &ReadLedger);
+}
+
+Result<std::optional<QuarantineRecord>> QueryQuarantine(Connection& db, int64_t id) {
+  static const std::string kSql =
+      std::string("SELECT ") + kQuarantineColumns + " FROM quarantine WHERE id=$1";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, db.Query(kSql, Params().Int(id)));
+  return ReadOne(rows, &ReadQuarantine);
+}
+
+Result<std::optional<EffectIntent>> QueryIntent(Connection& db, std::string_view key) {
+  static const std::string kSql =
+      std::string("SELECT ") + kIntentColumns + " FROM effect_intent WHERE key=$1";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, db.Query(kSql, Params().Text(key)));
+  return ReadOne(rows, &ReadIntent);
+}
+
+Result<std::optional<std::string>> QueryPosition(Connection& db, std::string_view source) {
+  static const std::string kSql = "SELECT position FROM position WHERE source=$1";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, db.Query(kSql, Params().Text(source)));
+  if (rows.rows() == 0) return std::optional<std::string>();
+  return std::optional<std::string>(rows.Bytes(0, 0));
+}
+
+// --- PgTransaction ---
+
+PgTransaction::PgTransaction(std::shared_ptr<Session> session) : session_(std::move(session)) {
+  static const std::string kBegin = "BEGIN ISOLATION LEVEL READ COMMITTED";
+  session_->connection->Send(kBegin, Params());
+}
+
+PgTransaction::~PgTransaction() {
+  if (session_ != nullptr) (void)Rollback();
+}
+
+Connection& PgTransaction::Db() {
+  assert(session_ != nullptr && "transaction used after Commit or Rollback");
+  return *session_->connection;
+}
+
+// Ends the transaction with COMMIT or ROLLBACK. A failure of any statement sent before it
+// aborted the server's transaction: it is rolled back, and the failure returned.
+Status PgTransaction::End(const std::string& sql) {
+  static const std::string kRollback = "ROLLBACK";
+  Connection& db = Db();
+  db.Send(sql, Params());
+  Status status = db.Sync();
+  if (!status.ok() && !db.broken()) {
+    db.Send(kRollback, Params());
+    (void)db.Sync();
+  }
+  session_->open = Session::Open::kNone;
+  session_ = nullptr;
+  return status;
+}
+
+// Evidence goes in last, for the subjects whose projection exists by then (put in this
+// transaction or committed before); the rest is dropped, as the interface says.
+Status PgTransaction::Commit() {
+  static const std::string kEvidence =
+      "INSERT INTO evidence(consumer, subject, name, source, event_id, subject_version,"
+      " recorded_at_ms, detail) SELECT $1::text, $2::text, $3::text, $4::text, $5::text,"
+      " $6::bigint, $7::bigint, $8::text WHERE EXISTS("
+      "SELECT 1 FROM projection WHERE subject=$2 AND consumer=$1)"
+      " ON CONFLICT (subject, consumer, name) DO UPDATE SET source=EXCLUDED.source,"
+      " event_id=EXCLUDED.event_id, subject_version=EXCLUDED.subject_version,"
+      " recorded_at_ms=EXCLUDED.recorded_at_ms, detail=EXCLUDED.detail";
+  static const std::string kCommit = "COMMIT";
+  Connection& db = Db();
+  for (const auto& [key, r] : evidence_) {
+    db.Send(kEvidence, Params()
+                           .Text(r.consumer)
+                           .Text(r.subject)
+                           .Text(r.name)
+                           .Text(r.source)
+                           .Text(r.event_id)
+                           .OptInt(r.subject_version)
+                           .Int(r.recorded_at_ms)
+                           .Text(r.detail));
+  }
+  return End(kCommit);
+}
+
+Status PgTransaction::Rollback() {
+  static const std::string kRollback = "ROLLBACK";
+  return End(kRollback);
+}
+
+// Three statements, one round trip. Every key asked for is known afterwards: its row, or that
+// it has none.
+Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
+  static const std::string kLedger =
+      std::string("SELECT l.") + [] {
+        std::string columns = kLedgerColumns;
+        for (size_t at = columns.find(", "); at != std::string::npos;
+             at = columns.find(", ", at + 4)) {
+          columns.replace(at, 2, ", l.");
+        }
+        return columns;
+      }() + " FROM unnest($1::text[], $2::text[], $3::text[]) AS k(c, s, e)"
+            " JOIN ledger l ON l.consumer=k.c AND l.source=k.s AND l.event_id=k.e";
+  static const std::string kProjections =
+      std::string("SELECT ") + kProjectionColumns +
+      " FROM projection WHERE (subject, consumer) IN"
+      " (SELECT * FROM unnest($2::text[], $1::text[]))";
+  static const std::string kDeferred =
+      std::string("SELECT ") + kDeferredColumns +
+      " FROM deferred WHERE (subject, consumer) IN"
+      " (SELECT * FROM unnest($2::text[], $1::text[])) ORDER BY consumer, subject, subject_version";
+  std::vector<std::string_view> consumers, sources, ids, subject_consumers, subjects;
+  for (const LedgerKey& k : keys.ledger) {
+    consumers.push_back(k.consumer);
+    sources.push_back(k.source);
+    ids.push_back(k.event_id);
+  }
+  for (const SubjectKey& k : keys.subjects) {
+    subject_consumers.push_back(k.consumer);
+    subjects.push_back(k.subject);
+  }
+  Connection& db = Db();
+  db.SendWanted(kLedger, Params().TextArray(consumers).TextArray(sources).TextArray(ids));
+  db.SendWanted(kProjections, Params().TextArray(subject_consumers).TextArray(subjects));
+  db.SendWanted(kDeferred, Params().TextArray(subject_consumers).TextArray(subjects));
+  EVIDENT_ASSIGN_OR_RETURN(const std::vector<Rowset> found, db.Fetch());
+  assert(found.size() == 3);
+  BatchRows out;
+  EVIDENT_ASSIGN_OR_RETURN(Rows<LedgerEntry> ledger,
+                           ReadRows(found[0], LimitOf(found[0].rows()), &ReadLedger));
+  out.ledger = std::move(ledger.rows);
+  EVIDENT_ASSIGN_OR_RETURN(Rows<Projection> projections,
+                           ReadRows(found[1], LimitOf(found[1].rows()), &ReadProjectionRow));
+  EVIDENT_ASSIGN_OR_RETURN(Rows<DeferredEvent> deferred,
+                           ReadRows(found[2], LimitOf(found[2].rows()), &ReadDeferred));
+  for (const LedgerKey& k : keys.ledger) ledger_[Key(k.consumer, k.source, k.event_id)];
+  for (const LedgerEntry& e : out.ledger) ledger_[Key(e.consumer, e.source, e.event_id)] = e;
+  for (const SubjectKey& k : keys.subjects) {
+    projections_[Key(k.consumer, k.subject)];
+    deferred_subjects_.insert(Key(k.consumer, k.subject));
+  }
+  for (const Projection& p : projections.rows) projections_[Key(p.consumer, p.subject)] = p;
+  for (const DeferredEvent& d : deferred.rows) {
+    deferred_[Key(d.consumer, d.subject, d.subject_version)] = d;
+  }
+  out.projections = std::move(projections.rows);
+  out.deferred = std::move(deferred.rows);
+  return out;
+}
+
+Result<std::optional<LedgerEntry>> PgTransaction::FindLedger(std::string_view consumer,
+                                                             std::string_view source,
+                                                             std::string_view event_id) {
+  std::string key = Key(consumer, source, event_id);
+  if (const auto it = ledger_.find(key); it != ledger_.end()) return it->second;
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> row,
+                           QueryLedger(Db(), consumer, source, event_id));
+  ledger_.emplace(std::move(key), row);
+  return row;
+}
+
+// A key known to be absent is inserted without waiting: should another writer insert it first,
+// the transaction fails (kAborted) and the batch is retried.
+Result<Insert> PgTransaction::InsertLedger(const LedgerEntry& entry) {
+  std::string key = Key(entry.consumer, entry.source, entry.event_id);
+  const auto it = ledger_.find(key);
+  if (it != ledger_.end() && it->second) return Insert::kAlreadyThere;
+  if (it != ledger_.end()) {
+    Db().Send(kLedgerInsert, LedgerParams(entry), Expect{.unique_is_conflict = true});
+    it->second = entry;
+    return Insert::kInserted;
+  }
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kLedgerInsertIfAbsent, LedgerParams(entry)));
+  if (done.affected() == 0) return Insert::kAlreadyThere;
+  ledger_.emplace(std::move(key), entry);
+  return Insert::kInserted;
+}
+
+// A row this transaction knows is checked here and updated without waiting; another is updated
+// at once, and a row that is not there or not deferred is refused with the transaction still
+// usable.
+Status PgTransaction::MarkApplied(std::string_view consumer, std::string_view source,
+                                  std::string_view event_id, int64_t projection_version,
+                                  int64_t committed_at_ms) {
+  static const std::string kSql =
+      "UPDATE ledger SET state='applied', projection_version=$4, committed_at_ms=$5"
+      " WHERE consumer=$1 AND source=$2 AND event_id=$3 AND state='deferred'";
+  const Status missing = Status::Internal("no deferred ledger row to apply");
+  Params params;
+  params.Text(consumer).Text(source).Text(event_id).Int(projection_version).Int(committed_at_ms);
+  const auto it = ledger_.find(Key(consumer, source, event_id));
+  if (it == ledger_.end()) {
+    EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, params));
+    return done.affected() == 1 ? Status::Ok() : missing;
+  }
+  if (!it->second || it->second->state != LedgerState::kDeferred) return missing;
+  it->second->state = LedgerState::kApplied;
+  it->second->projection_version = projection_version;
+  it->second->committed_at_ms = committed_at_ms;
+  Db().Send(kSql, params, Expect{.affected = 1, .otherwise = missing});
+  return Status::Ok();
+}
+
+Status PgTransaction::CountDuplicate(std::string_view consumer, std::string_view source,
+                                     std::string_view event_id, int64_t at_ms) {
+  static const std::string kSql =
+      "UPDATE ledger SET duplicates=duplicates+1, last_duplicate_at_ms=$4"
+      " WHERE consumer=$1 AND source=$2 AND event_id=$3";
+  if (const auto it = ledger_.find(Key(consumer, source, event_id));
+      it != ledger_.end() && it->second) {
+    it->second->duplicates += 1;
+    it->second->last_duplicate_at_ms = at_ms;
+  }
+  Db().Send(kSql, Params().Text(consumer).Text(source).Text(event_id).Int(at_ms));
+  return Status::Ok();
+}
+
+Result<bool> PgTransaction::ReadProjection(std::string_view consumer, std::string_view subject,
+                                           Projection& out) {
+  static const std::string kSql = std::string("SELECT ") + kProjectionColumns +
+                                  " FROM projection WHERE subject=$2 AND consumer=$1";
+  std::string key = Key(consumer, subject);
+  auto it = projections_.find(key);
+  if (it == projections_.end()) {
+    EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(kSql, Params().Text(consumer).Text(subject)));
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> row, ReadOne(rows, &ReadProjectionRow));
+    it = projections_.emplace(std::move(key), std::move(row)).first;
+  }
+  if (!it->second) {
+    FreshProjection(consumer, subject, out);
+    return false;
+  }
+  AssignProjection(*it->second, out);
+  return true;
+}
+
+// The expected version is checked here against the projection as this transaction knows it
+// (read first when it was not loaded), and again by the server (the row's version in the
+// UPDATE's WHERE clause, or the primary key of a new row).
+Status PgTransaction::PutProjection(const Projection& projection,
+                                    std::optional<int64_t> expected_version) {
+  static const std::string kInsert =
+      "INSERT INTO projection(consumer, subject, version, state, fields_json, owner_source,"
+      " owner_version_seen, updated_at_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8)";
+  static const std::string kUpdate =
+      "UPDATE projection SET version=$3, state=$4, fields_json=$5, owner_source=$6,"
+      " owner_version_seen=GREATEST(owner_version_seen, $7), updated_at_ms=$8"
+      " WHERE subject=$2 AND consumer=$1 AND version=$9";
+  const std::string key = Key(projection.consumer, projection.subject);
+  auto it = projections_.find(key);
+  if (it == projections_.end()) {  // not loaded: read it, so that a mismatch leaves no trace
+    Projection scratch;
+    EVIDENT_RETURN_IF_ERROR(
+        ReadProjection(projection.consumer, projection.subject, scratch).status());
+    it = projections_.find(key);
+    assert(it != projections_.end());
+  }
+  const std::optional<int64_t> version =
+      it->second ? std::optional<int64_t>(it->second->version) : std::nullopt;
+  if (version != expected_version) return ProjectionMoved(projection);
+  Projection stored = projection;
+  if (it->second) {
+    stored.owner_version_seen =
+        std::max(it->second->owner_version_seen, projection.owner_version_seen);
+  }
+  // The server checks again: a writer elsewhere may have changed the row since it was read.
+  if (!expected_version) {
+    Db().Send(kInsert, ProjectionParams(projection), Expect{.unique_is_conflict = true});
+  } else {
+    Db().Send(kUpdate, ProjectionParams(projection).Int(*expected_version),
+              Expect{.affected = 1, .otherwise = ProjectionMoved(projection)});
+  }
+  it->second = std::move(stored);
+  return Status::Ok();
+}
+
+Result<std::optional<DeferredEvent>> PgTransaction::FindDeferred(std::string_view consumer,
+                                                                 std::string_view subject,
+                                                                 int64_t subject_version) {
+  static const std::string kSql =
+      std::string("SELECT ") + kDeferredColumns +
+      " FROM deferred WHERE subject=$2 AND consumer=$1 AND subject_version=$3";
+  std::string key = Key(consumer, subject, subject_version);
+  if (const auto it = deferred_.find(key); it != deferred_.end()) return it->second;
+  if (deferred_subjects_.count(Key(consumer, subject)) != 0) return std::optional<DeferredEvent>();
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset rows,
+      Db().Query(kSql, Params().Text(consumer).Text(subject).Int(subject_version)));
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<DeferredEvent> row, ReadOne(rows, &ReadDeferred));
+  deferred_.emplace(std::move(key), row);
+  return row;
+}
+
+Result<Insert> PgTransaction::InsertDeferred(const DeferredEvent& event) {
+  std::string key = Key(event.consumer, event.subject, event.subject_version);
+  const auto it = deferred_.find(key);
+  const bool known = it != deferred_.end() ||
+                     deferred_subjects_.count(Key(event.consumer, event.subject)) != 0;
+  if (it != deferred_.end() && it->second) return Insert::kAlreadyThere;
+  if (known) {
+    Db().Send(kDeferredInsert, DeferredParams(event), Expect{.unique_is_conflict = true});
+    deferred_.insert_or_assign(std::move(key), event);
+    return Insert::kInserted;
+  }
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done,
+                           Db().Query(kDeferredInsertIfAbsent, DeferredParams(event)));
+  if (done.affected() == 0) return Insert::kAlreadyThere;
+  deferred_.insert_or_assign(std::move(key), event);
+  return Insert::kInserted;
+}
+
+Status PgTransaction::DeleteDeferred(std::string_view consumer, std::string_view subject,
+                                     int64_t subject_version) {
+  static const std::string kSql =
+      "DELETE FROM deferred WHERE subject=$2 AND consumer=$1 AND subject_version=$3";
+  Db().Send(kSql, Params().Text(consumer).Text(subject).Int(subject_version));
+  deferred_.insert_or_assign(Key(consumer, subject, subject_version), std::nullopt);
+  return Status::Ok();
+}
+
+// One statement: the unique index on the input's identity and the SHA-256 of its bytes finds
+// the record of the same input, or a new one opens (xmax is 0 on a row this statement inserted).
+Result<QuarantineKept> PgTransaction::Quarantine(const QuarantineRecord& r) {
+  assert(r.outcome != Outcome::kApplied && r.outcome != Outcome::kDeferred &&
+         r.outcome != Outcome::kDuplicate);
+  static const std::string kSql =
+      "INSERT INTO quarantine AS q(consumer, ident_source, ident_id, raw_digest, outcome, reason,"
+      " message, source, event_id, type, subject, subject_version, schema_version, raw, attempts,"
+      " first_seen_ms, last_seen_ms, status, input_index)"
+      " VALUES($1, $2, $3, sha256($13), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, $14,"
+      " 'open', $15)"
+      " ON CONFLICT (consumer, ident_source, ident_id, raw_digest) DO UPDATE SET"
+      " attempts=q.attempts+1, last_seen_ms=GREATEST(q.last_seen_ms, EXCLUDED.last_seen_ms),"
+      " outcome=EXCLUDED.outcome, reason=EXCLUDED.reason, message=EXCLUDED.message,"
+      " type=CASE WHEN EXCLUDED.type<>'' THEN EXCLUDED.type ELSE q.type END,"
+      " subject=CASE WHEN EXCLUDED.subject<>'' THEN EXCLUDED.subject ELSE q.subject END,"
+      " subject_version=COALESCE(EXCLUDED.subject_version, q.subject_version),"
+      " schema_version=COALESCE(EXCLUDED.schema_version, q.schema_version),"
+      " input_index=EXCLUDED.input_index"
+      " RETURNING id, xmax = 0";
+  const bool identified = !r.source.empty() && !r.event_id.empty();
+  Params p;
+  p.Text(r.consumer).Text(identified ? r.source : "").Text(identified ? r.event_id : "");
+  p.Text(OutcomeName(r.outcome)).Text(r.reason).Text(r.message).Text(r.source).Text(r.event_id);
+  p.Text(r.type).Text(r.subject).OptInt(r.subject_version).OptInt(r.schema_version).Bytes(r.raw);
+  p.Int(r.last_seen_ms).Int(r.input_index);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(kSql, p));
+  if (rows.rows() != 1) return Status::Internal("quarantine upsert returned no row");
+  return QuarantineKept{.id = rows.Int(0, 0), .added = rows.Int(0, 1) == 1};
+}
+
+Result<std::optional<QuarantineRecord>> PgTransaction::FindQuarantine(int64_t id) {
+  return QueryQuarantine(Db(), id);
+}
+
+Result<std::optional<GapRecord>> PgTransaction::FindGap(std::string_view consumer,
+                                                        std::string_view subject,
+                                                        int64_t expected_version) {
+  static const std::string kSql =
+      std::string("SELECT ") + kGapColumns +
+      " FROM gap WHERE consumer=$1 AND subject=$2 AND expected_version=$3";
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset rows,
+      Db().Query(kSql, Params().Text(consumer).Text(subject).Int(expected_version)));
+  return ReadOne(rows, &ReadGap);
+}
+
+Result<Insert> PgTransaction::InsertGap(const GapRecord& g) {
+  static const std::string kSql =
+      "INSERT INTO gap(consumer, subject, expected_version, missing_to, route, state,"
+      " deadline_at_ms, acted_at_ms, request_event_id, closed_at_ms, closed_by, note)"
+      " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING";
+  Params p;
+  p.Text(g.consumer).Text(g.subject).Int(g.expected_version).Int(g.missing_to);
+  p.Text(GapRouteName(g.route)).Text(GapStateName(g.state)).Int(g.deadline_at_ms);
+  p.Int(g.acted_at_ms).Text(g.request_event_id).OptInt(g.closed_at_ms).Text(g.closed_by);
+  p.Text(g.note);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  return done.affected() == 1 ? Insert::kInserted : Insert::kAlreadyThere;
+}
+
+Result<int64_t> PgTransaction::CloseGaps(std::string_view consumer, std::string_view subject,
+                                         int64_t through_version, int64_t at_ms,
+                                         std::string_view by, std::string_view note) {
+  static const std::string kSql =
+      "UPDATE gap SET state='closed', closed_at_ms=$4, closed_by=$5, note=$6"
+      " WHERE consumer=$1 AND subject=$2 AND state<>'closed' AND missing_to<=$3";
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset done,
+      Db().Query(kSql, Params()
+                           .Text(consumer)
+                           .Text(subject)
+                           .Int(through_version)
+                           .Int(at_ms)
+                           .Text(by)
+                           .Text(note)));
+  return done.affected();
+}
+
+Status PgTransaction::SetQuarantineStatus(int64_t id, QuarantineStatus status) {
+  static const std::string kSql = "UPDATE quarantine SET status=$2 WHERE id=$1";
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset done, Db().Query(kSql, Params().Int(id).Text(QuarantineStatusName(status))));
+  if (done.affected() == 0) return Status::NotFound("no quarantine record " + std::to_string(id));
+  return Status::Ok();
+}
+
+Status PgTransaction::AuditQuarantine(const QuarantineAudit& a) {
+  static const std::string kSql =
+      "INSERT INTO quarantine_audit(record_id, action, by_whom, note, outcome, reason,"
+      " status_after, at_ms) SELECT $1::bigint, $2::text, $3::text, $4::text, $5::text,"
+      " $6::text, $7::text, $8::bigint"
+      " WHERE EXISTS(SELECT 1 FROM quarantine WHERE id=$1)";
+  Params p;
+  p.Int(a.record_id).Text(QuarantineActionName(a.action)).Text(a.by).Text(a.note);
+  p.Text(a.outcome).Text(a.reason).Text(QuarantineStatusName(a.status_after)).Int(a.at_ms);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  if (done.affected() == 0) {
+    return Status::NotFound("no quarantine record " + std::to_string(a.record_id));
+  }
+  return Status::Ok();
+}
+
+Status PgTransaction::Journal(const JournalEntry& e) {
+  static const std::string kSql =
+      "INSERT INTO journal(consumer, outcome, source, event_id, subject, subject_version, at_ms)"
+      " VALUES($1, $2, $3, $4, $5, $6, $7)";
+  Db().Send(kSql, Params()
+                      .Text(e.consumer)
+                      .Text(OutcomeName(e.outcome))
+                      .Text(e.source)
+                      .Text(e.event_id)
+                      .Text(e.subject)
+                      .OptInt(e.subject_version)
+                      .Int(e.at_ms));
+  return Status::Ok();
+}
+
+Status PgTransaction::PutEvidence(const EvidenceRecord& record) {
+  (void)Db();
+  evidence_.insert_or_assign(Key(record.consumer, record.subject, record.name), record);
+  return Status::Ok();
+}
+
+Status PgTransaction::SetPosition(std::string_view source, std::string_view position) {
+  static const std::string kSql =
+      "INSERT INTO position(source, position) VALUES($1, $2)"
+      " ON CONFLICT (source) DO UPDATE SET position=EXCLUDED.position";
+  Db().Send(kSql, Params().Text(source).Bytes(position));
+  return Status::Ok();
+}
+
+Result<std::optional<std::string>> PgTransaction::GetPosition(std::string_view source) {
+  return QueryPosition(Db(), source);
+}
+
+Result<OutboxAppend> PgTransaction::AppendOutbox(const OutboxRow& row) {
+  static const std::string kInsert =
+      "INSERT INTO outbox(source, event_id, type, subject, subject_version, event_partition,"
+      " bytes, created_at_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8)"
+      " ON CONFLICT (source, event_id) DO NOTHING RETURNING seq";
+  static const std::string kThere =
+      "SELECT seq, bytes=$3 FROM outbox WHERE source=$1 AND event_id=$2";
+  Params p;
+  p.Text(row.source).Text(row.event_id).Text(row.type).Text(row.subject);
+  p.OptInt(row.subject_version).Int(row.partition).Bytes(row.bytes).Int(row.created_at_ms);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset added, Db().Query(kInsert, p));
+  if (added.rows() == 1) return OutboxAppend{.outcome = OutboxOutcome::kAppended, .seq = added.Int(0, 0)};
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset there,
+                           Db().Query(kThere, Params().Text(row.source).Text(row.event_id).Bytes(row.bytes)));
+  if (there.rows() != 1) {
+    return Status::Aborted("outbox row " + row.source + "/" + row.event_id +
+                           " was deleted while appending it again (retry)");
+  }
+  return OutboxAppend{
+      .outcome = there.Int(0, 1) == 1 ? OutboxOutcome::kDuplicate : OutboxOutcome::kConflict,
+      .seq = there.Int(0, 0)};
+}
+
+Result<Rows<OutboxRow>> PgTransaction::PendingOutbox(int64_t after_seq, int64_t rows_max) {
+  static const std::string kSql = std::string("SELECT ") + kOutboxColumns +
+                                  " FROM outbox WHERE sent_at_ms IS NULL AND seq>$1"
+                                  " ORDER BY seq LIMIT $2";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                           Db().Query(kSql, Params().Int(after_seq).Int(LimitOf(rows_max))));
+  return ReadRows(rows, rows_max, &ReadOutbox);
+}
+
+Status PgTransaction::MarkOutboxSent(int64_t seq, std::string_view stream,
+                                     std::optional<int64_t> stream_sequence, int64_t at_ms) {
+  static const std::string kSql =
+      "WITH marked AS (UPDATE outbox SET sent_at_ms=$4, stream=$2, stream_sequence=$3"
+      " WHERE seq=$1 AND sent_at_ms IS NULL RETURNING 1)"
+      " SELECT EXISTS(SELECT 1 FROM outbox WHERE seq=$1)";
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset rows,
+      Db().Query(kSql, Params().Int(seq).Text(stream).OptInt(stream_sequence).Int(at_ms)));
+  if (rows.rows() != 1 || rows.Int(0, 0) != 1) {
+    return Status::NotFound("no outbox row " + std::to_string(seq));
+  }
+  return Status::Ok();
+}
+
+Status PgTransaction::RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) {
+  static const std::string kSql =
+      "UPDATE outbox SET attempts=attempts+1, last_error=$2, last_attempt_at_ms=$3 WHERE seq=$1";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done,
+                           Db().Query(kSql, Params().Int(seq).Text(error).Int(at_ms)));
+  if (done.affected() == 0) return Status::NotFound("no outbox row " + std::to_string(seq));
+  return Status::Ok();
+}
+
+Result<int64_t> PgTransaction::DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) {
+  assert(rows_max >= 0);
+  static const std::string kSql =
+      "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at_ms IS NOT NULL"
+      " AND sent_at_ms<$1 ORDER BY seq LIMIT $2)";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done,
+                           Db().Query(kSql, Params().Int(sent_before_ms).Int(rows_max)));
+  return done.affected();
+}
+
+Result<Insert> PgTransaction::InsertIntent(const EffectIntent& e) {
+  static const std::string kSql =
+      "INSERT INTO effect_intent(key, effect, consumer, subject, source, event_id,"
+      " subject_version, request, state, attempts, last_error, http_status, response_digest,"
+      " intended_at_ms, last_attempt_at_ms, next_attempt_at_ms, settled_at_ms, claimed_by,"
+      " revision) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,"
+      " $17, $18, 1) ON CONFLICT (key) DO NOTHING";
+  Params p;
+  p.Text(e.key).Text(e.effect).Text(e.consumer).Text(e.subject).Text(e.source).Text(e.event_id);
+  p.OptInt(e.subject_version).Bytes(e.request).Text(EffectStateName(e.state)).Int(e.attempts);
+  p.Text(e.last_error).OptInt(e.http_status).Text(e.response_digest).Int(e.intended_at_ms);
+  p.OptInt(e.last_attempt_at_ms).OptInt(e.next_attempt_at_ms).OptInt(e.settled_at_ms);
+  p.Text(e.claimed_by);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  return done.affected() == 1 ? Insert::kInserted : Insert::kAlreadyThere;
+}
+
+Result<std::optional<EffectIntent>> PgTransaction::FindIntent(std::string_view key) {
+  return QueryIntent(Db(), key);
+}
+
+Result<Rows<EffectIntent>> PgTransaction::DueIntents(int64_t now_ms, int64_t rows_max) {
+  static const std::string kSql = std::string("SELECT ") + kIntentColumns +
+                                  " FROM effect_intent WHERE next_attempt_at_ms IS NOT NULL"
+                                  " AND next_attempt_at_ms<=$1 ORDER BY next_attempt_at_ms, seq"
+                                  " LIMIT $2";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                           Db().Query(kSql, Params().Int(now_ms).Int(LimitOf(rows_max))));
+  return ReadRows(rows, rows_max, &ReadIntent);
+}
+
+Status PgTransaction::UpdateIntent(const EffectIntent& e, int64_t expected_revision) {
+  static const std::string kSql =
+      "UPDATE effect_intent SET state=$2, attempts=$3, last_error=$4, http_status=$5,"
+      " response_digest=$6, last_attempt_at_ms=$7, next_attempt_at_ms=$8, settled_at_ms=$9,"
+      " claimed_by=$10, revision=revision+1 WHERE key=$1 AND revision=$11";
+  Params p;
+  p.Text(e.key).Text(EffectStateName(e.state)).Int(e.attempts).Text(e.last_error);
+  p.OptInt(e.http_status).Text(e.response_digest).OptInt(e.last_attempt_at_ms);
+  p.OptInt(e.next_attempt_at_ms).OptInt(e.settled_at_ms).Text(e.claimed_by);
+  p.Int(expected_revision);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  if (done.affected() == 1) return Status::Ok();
+  EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> there, QueryIntent(Db(), e.key));
+  if (!there) return Status::NotFound("no effect intent " + e.key);
+  return Status::Aborted("effect intent " + e.key + " is at revision " +
+                         std::to_string(there->revision) + ", not " +
+                         std::to_string(expected_revision) + ": changed by another writer");
+}
+
+Status PgTransaction::LogIntent(const EffectLogEntry& e) {
+  static const std::string kSql =
+      "INSERT INTO effect_log(key, action, by_whom, state_after, http_status, detail, at_ms)"
+      " SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::bigint"
+      " WHERE EXISTS(SELECT 1 FROM effect_intent WHERE key=$1)";
+  Params p;
+  p.Text(e.key).Text(EffectActionName(e.action)).Text(e.by).Text(EffectStateName(e.state_after));
+  p.OptInt(e.http_status).Text(e.detail).Int(e.at_ms);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  if (done.affected() == 0) return Status::NotFound("no effect intent " + e.key);
+  return Status::Ok();
+}
+
+Result<Insert> PgTransaction::InsertCompensation(const CompensationRecord& c) {
+  static const std::string kSql =
+      "INSERT INTO compensation(key, consumer, subject, owner_source, owner_version, event_id,"
+      " type, recorded_at_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key) DO NOTHING";
+  Params p;
+  p.Text(c.key).Text(c.consumer).Text(c.subject).Text(c.owner_source).OptInt(c.owner_version);
+  p.Text(c.event_id).Text(c.type).Int(c.recorded_at_ms);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  return done.affected() == 1 ? Insert::kInserted : Insert::kAlreadyThere;
+}
+
+}  // namespace evident::postgres

@@ -1,0 +1,149 @@
+// store/postgres/pg_transaction.h — the PostgreSQL store's Transaction and Snapshot over one
+// pipelined connection (pg_connection.h), and the session they share with their Store.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "evident/store.h"
+#include "store/postgres/pg_connection.h"
+
+namespace evident::postgres {
+
+// The connection of one Store, shared with its open Transaction or Snapshot (which may outlive
+// the Store).
+struct Session {
+  enum class Open : uint8_t { kNone, kWrite, kRead };
+  std::unique_ptr<Connection> connection;
+  Open open = Open::kNone;
+  bool read_only = false;
+};
+
+// One write transaction. Rows the transaction knows for certain (from Load, its own reads and
+// its own writes, which either all commit or fail the transaction) are kept, so that the batch
+// reads them without a round trip and sends its writes of them without waiting.
+class PgTransaction final : public Transaction {
+ public:
+  explicit PgTransaction(std::shared_ptr<Session> session);
+  ~PgTransaction() override;
+
+  Status Commit() override;
+  Status Rollback() override;
+  Result<BatchRows> Load(const BatchKeys& keys) override;
+
+  Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
+                                                std::string_view event_id) override;
+  Result<Insert> InsertLedger(const LedgerEntry& entry) override;
+  Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
+                     int64_t projection_version, int64_t committed_at_ms) override;
+  Status CountDuplicate(std::string_view consumer, std::string_view source,
+                        std::string_view event_id, int64_t at_ms) override;
+  Result<bool> ReadProjection(std::string_view consumer, std::string_view subject,
+                              Projection& out) override;
+  Status PutProjection(const Projection& projection,
+                       std::optional<int64_t> expected_version) override;
+  Result<std::optional<DeferredEvent>> FindDeferred(std::string_view consumer,
+                                                    std::string_view subject,
+                                                    int64_t subject_version) override;
+  Result<Insert> InsertDeferred(const DeferredEvent& event) override;
+  Status DeleteDeferred(std::string_view consumer, std::string_view subject,
+                        int64_t subject_version) override;
+  Result<QuarantineKept> Quarantine(const QuarantineRecord& record) override;
+  Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override;
+  Result<std::optional<GapRecord>> FindGap(std::string_view consumer, std::string_view subject,
+                                           int64_t expected_version) override;
+  Result<Insert> InsertGap(const GapRecord& record) override;
+  Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
+                            int64_t through_version, int64_t at_ms, std::string_view by,
+                            std::string_view note) override;
+  Status SetQuarantineStatus(int64_t id, QuarantineStatus status) override;
+  Status AuditQuarantine(const QuarantineAudit& entry) override;
+  Status Journal(const JournalEntry& entry) override;
+  Status PutEvidence(const EvidenceRecord& record) override;
+  Status SetPosition(std::string_view source, std::string_view position) override;
+  Result<std::optional<std::string>> GetPosition(std::string_view source) override;
+  Result<OutboxAppend> AppendOutbox(const OutboxRow& row) override;
+  Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) override;
+  Status MarkOutboxSent(int64_t seq, std::string_view stream,
+                        std::optional<int64_t> stream_sequence, int64_t at_ms) override;
+  Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) override;
+  Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
+  Result<Insert> InsertIntent(const EffectIntent& intent) override;
+  Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override;
+  Result<Rows<EffectIntent>> DueIntents(int64_t now_ms, int64_t rows_max) override;
+  Status UpdateIntent(const EffectIntent& intent, int64_t expected_revision) override;
+  Status LogIntent(const EffectLogEntry& entry) override;
+  Result<Insert> InsertCompensation(const CompensationRecord& record) override;
+
+ private:
+  Connection& Db();
+  Status End(const std::string& sql);
+
+  std::shared_ptr<Session> session_;  // null once finished
+  // What this transaction knows: a row, or that there is none (nullopt). Keys join their parts
+  // with NUL, which PostgreSQL text cannot hold.
+  std::unordered_map<std::string, std::optional<LedgerEntry>> ledger_;
+  std::unordered_map<std::string, std::optional<Projection>> projections_;
+  std::unordered_map<std::string, std::optional<DeferredEvent>> deferred_;
+  std::unordered_set<std::string> deferred_subjects_;  // every deferred event of these is known
+  std::map<std::string, EvidenceRecord> evidence_;     // written at commit
+};
+
+class PgSnapshot final : public Snapshot {
+ public:
+  explicit PgSnapshot(std::shared_ptr<Session> session);
+  ~PgSnapshot() override;
+
+  Result<std::optional<Projection>> FindProjection(std::string_view consumer,
+                                                   std::string_view subject) override;
+  Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
+                                                std::string_view event_id) override;
+  Result<Rows<Projection>> ProjectionsOf(std::string_view subject, int64_t rows_max) override;
+  Result<Rows<LedgerEntry>> LedgerOf(std::string_view consumer, std::string_view subject,
+                                     int64_t rows_max) override;
+  Result<Rows<DeferredEvent>> DeferredOf(std::string_view consumer, std::string_view subject,
+                                         int64_t rows_max) override;
+  Result<Rows<DeferredEvent>> AllDeferred(int64_t rows_max) override;
+  Result<Rows<QuarantineRecord>> QuarantineOf(std::string_view subject, int64_t rows_max) override;
+  Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override;
+  Result<Rows<QuarantineRecord>> ListQuarantine(const QuarantineFilter& filter,
+                                                QuarantineCursor after, int64_t rows_max) override;
+  Result<Rows<QuarantineAudit>> AuditOf(int64_t record_id, int64_t rows_max) override;
+  Result<Rows<GapRecord>> GapRecordsOf(std::string_view consumer, std::string_view subject,
+                                       int64_t rows_max) override;
+  Result<Rows<GapRecord>> OpenGapRecords(int64_t rows_max) override;
+  Result<Rows<JournalEntry>> JournalOf(std::string_view consumer, std::string_view subject,
+                                       int64_t rows_max) override;
+  Result<Rows<EvidenceRecord>> EvidenceOf(std::string_view consumer, std::string_view subject,
+                                          int64_t rows_max) override;
+  Result<std::optional<std::string>> GetPosition(std::string_view source) override;
+  Result<std::vector<std::pair<std::string, int64_t>>> Counts() override;
+  Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
+                                     int64_t rows_max) override;
+  Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override;
+  Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override;
+  Result<Rows<EffectIntent>> ListIntents(const EffectFilter& filter, int64_t after_seq,
+                                         int64_t rows_max) override;
+  Result<Rows<EffectLogEntry>> IntentLogOf(std::string_view key, int64_t rows_max) override;
+  Result<Rows<CompensationRecord>> ListCompensations(std::string_view consumer,
+                                                     std::string_view subject, int64_t after_seq,
+                                                     int64_t rows_max) override;
+
+ private:
+  Connection& Db() { return *session_->connection; }
+  std::shared_ptr<Session> session_;
+};
+
+// Reads both a Transaction and a Snapshot make, on either.
+Result<std::optional<LedgerEntry>> QueryLedger(Connection& db, std::string_view consumer,
+                                               std::string_view source, std::string_view event_id);
+Result<std::optional<QuarantineRecord>> QueryQuarantine(Connection& db, int64_t id);
+Result<std::optional<EffectIntent>> QueryIntent(Connection& db, std::string_view key);
+Result<std::optional<std::string>> QueryPosition(Connection& db, std::string_view source);
+
+}  // namespace evident::postgres
