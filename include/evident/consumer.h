@@ -102,6 +102,9 @@ class Pipeline {
   void Prepare(PreparedEvent& slot, std::string_view bytes) const;
   Status Decide(Transaction& store, PreparedEvent& slot, int64_t index, int64_t now_ms,
                 std::vector<Decision>& decisions);
+  // Adds the keys Decide of a prepared event reads (its ledger row and subject for every
+  // consumer it goes to) to `keys`, for one Transaction::Load of a whole batch.
+  void AddKeys(const PreparedEvent& slot, BatchKeys& keys) const;
   // Decide for the consumer `consumer` alone (empty: every consumer, as Decide does): the replay
   // of an input one consumer quarantined. A consumer that is not configured, or no longer
   // subscribes to the event's type, answers unrouted (reason no-subscriber).

@@ -446,6 +446,10 @@ class Store {
 
   virtual Result<std::unique_ptr<Transaction>> Begin() = 0;
   virtual Result<std::unique_ptr<Snapshot>> Read() = 0;
+  // True when reading a batch's rows at once (Transaction::Load) saves round trips to a server:
+  // the consume loop then loads each batch before deciding it. An embedded store answers row by
+  // row as fast, and a Load would only read everything twice.
+  virtual bool BatchLoadPays() const { return false; }
 };
 
 // Options every backend understands; a backend's own header adds its own.

@@ -918,6 +918,20 @@ Status Pipeline::Decide(Transaction& store, PreparedEvent& slot, int64_t index, 
   return DecideFor(store, slot, std::string_view(), index, now_ms, decisions);
 }
 
+void Pipeline::AddKeys(const PreparedEvent& slot, BatchKeys& keys) const {
+  const Impl& impl = *impl_;
+  const PreparedEvent::Impl& p = *slot.impl_;
+  if (!p.parsed.ok()) return;
+  const EventView& event = p.parsed.event;
+  for (size_t i = 0; i < impl.consumers.size(); ++i) {
+    if (!p.verdicts[i].routed) continue;
+    const std::string& consumer = impl.consumers[i].config->contract.id;
+    keys.ledger.push_back(
+        LedgerKey{consumer, std::string(event.source), std::string(event.id)});
+    if (event.subject) keys.subjects.push_back(SubjectKey{consumer, std::string(*event.subject)});
+  }
+}
+
 Status Pipeline::DecideFor(Transaction& store, PreparedEvent& slot, std::string_view only,
                            int64_t index, int64_t now_ms, std::vector<Decision>& decisions) {
   Impl& impl = *impl_;

@@ -258,7 +258,7 @@ class ConsumeLoop {
     const Config& config = pipeline_.config();
     while (true) {
       if (StopRequested()) return Stop();
-      std::optional<PrepareAhead::Item> item = ahead.Next(WaitMs());
+      std::optional<PrepareAhead::Item> item = NextItem(ahead);
       if (!item) {  // the input paused: close the batch once it lingered linger_ms
         if (batch_events_ > 0 &&
             (IdleMs() >= config.linger_ms || BatchAgeMs() >= config.batch_ms_max)) {
@@ -280,8 +280,10 @@ class ConsumeLoop {
         if (!begun.ok() && StopRequested()) return Stop();  // the retry was cut short
         EVIDENT_RETURN_IF_ERROR(begun);
       }
-      Status decided =
-          pipeline_.Decide(*tx_, *item->event, item->index, clock_.NowMs(), decisions_);
+      Status decided = LoadAhead(ahead, *item);
+      if (decided.ok()) {
+        decided = pipeline_.Decide(*tx_, *item->event, item->index, clock_.NowMs(), decisions_);
+      }
       KeepInput(item->event->bytes(), item->index, item->cursor);
       ahead.Release(item->event);
       if (!decided.ok()) {
@@ -299,6 +301,44 @@ class ConsumeLoop {
       }
       MaybeProgress();
     }
+  }
+
+  // The next item: one taken ahead by LoadAhead, or the source's next.
+  std::optional<PrepareAhead::Item> NextItem(PrepareAhead& ahead) {
+    if (!loaded_ahead_.empty()) {
+      PrepareAhead::Item item = std::move(loaded_ahead_.front().item);
+      item_loaded_in_ = loaded_ahead_.front().loaded_in;
+      loaded_ahead_.pop_front();
+      return item;
+    }
+    item_loaded_in_ = -1;
+    return ahead.Next(WaitMs());
+  }
+
+  // On a store where batch loads pay (a server a round trip away): before `current` is
+  // decided, unless this transaction loaded its rows already, every event prepared by now (as
+  // many as the batch has room for) is taken ahead and the rows of all of them are read with
+  // one Transaction::Load. A steady stream of events then costs one Load per batch, however
+  // large the batch, instead of reads per event.
+  Status LoadAhead(PrepareAhead& ahead, const PrepareAhead::Item& current) {
+    if (!store_.BatchLoadPays() || item_loaded_in_ == transaction_number_) return Status::Ok();
+    const size_t room = static_cast<size_t>(pipeline_.config().batch_count_max) - batch_events_;
+    while (loaded_ahead_.size() + 1 < room) {
+      std::optional<PrepareAhead::Item> more = ahead.Next(0);
+      if (!more) break;
+      const bool event = more->kind == PrepareAhead::Item::Kind::kEvent;
+      loaded_ahead_.push_back(LoadedItem{std::move(*more), -1});
+      if (!event) break;
+    }
+    BatchKeys keys;
+    pipeline_.AddKeys(*current.event, keys);
+    for (LoadedItem& ahead_item : loaded_ahead_) {
+      if (ahead_item.item.kind != PrepareAhead::Item::Kind::kEvent) continue;
+      if (ahead_item.loaded_in == transaction_number_) continue;
+      pipeline_.AddKeys(*ahead_item.item.event, keys);
+      ahead_item.loaded_in = transaction_number_;
+    }
+    return tx_->Load(keys).status();
   }
 
   // Ends the run on request, after committing what is decided.
@@ -349,6 +389,7 @@ class ConsumeLoop {
       Result<std::unique_ptr<Transaction>> begun = store_.Begin();
       if (!begun.ok()) return begun.status();
       tx_ = std::move(begun).value();
+      ++transaction_number_;
       return Status::Ok();
     });
   }
@@ -572,6 +613,14 @@ class ConsumeLoop {
   Clock& clock_;
   ConsumeSummary summary_;
   std::unique_ptr<Transaction> tx_;  // the open batch's, when one is open
+  int64_t transaction_number_ = 0;   // raised by each Begin
+  // Items taken ahead of their turn by LoadAhead, with the transaction that loaded their rows.
+  struct LoadedItem {
+    PrepareAhead::Item item;
+    int64_t loaded_in = -1;
+  };
+  std::deque<LoadedItem> loaded_ahead_;
+  int64_t item_loaded_in_ = -1;  // of the item being decided
   std::vector<Decision> decisions_;
   std::string outcome_text_;
   Cursor decided_thru_;  // the source up to the last event decided: the position to store

@@ -78,8 +78,16 @@ std::optional<int64_t> Rowset::OptInt(int row, int column) const {
   int64_t value = 0;
   if (text == "t") return 1;  // a boolean column
   if (text == "f") return 0;
-  std::from_chars(text.data(), text.data() + text.size(), value);
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    NoteProblem("column " + std::to_string(column) + " holds '" + std::string(text) +
+                "', not an integer");
+  }
   return value;
+}
+
+void Rowset::NoteProblem(std::string what) const {
+  if (problem_.ok()) problem_ = Status::Corruption("PostgreSQL answered " + std::move(what));
 }
 
 namespace {
@@ -87,7 +95,7 @@ int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return 0;
+  return -1;
 }
 }  // namespace
 
@@ -96,10 +104,19 @@ int HexDigit(char c) {
 std::string Rowset::Bytes(int row, int column) const {
   const std::string_view text = Text(row, column);
   std::string out;
-  if (text.size() < 2) return out;
+  if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || text.size() % 2 != 0) {
+    NoteProblem("column " + std::to_string(column) + " in a form other than hex bytea");
+    return out;
+  }
   out.reserve((text.size() - 2) / 2);
   for (size_t i = 2; i + 1 < text.size(); i += 2) {
-    out += static_cast<char>((HexDigit(text[i]) << 4) | HexDigit(text[i + 1]));
+    const int high = HexDigit(text[i]);
+    const int low = HexDigit(text[i + 1]);
+    if (high < 0 || low < 0) {
+      NoteProblem("column " + std::to_string(column) + " with a byte that is not hex");
+      return out;
+    }
+    out += static_cast<char>((high << 4) | low);
   }
   return out;
 }
@@ -144,6 +161,11 @@ bool Connection::broken() const { return PQstatus(conn_) != CONNECTION_OK; }
 // (Re)connects when the connection is bad, and sets the session up: pipeline mode, UTC, hex
 // bytea, the lock timeout. Prepared statements of an earlier session are gone with it.
 Status Connection::Reset() {
+  failure_ = Status::Ok();
+  if (PQstatus(conn_) == CONNECTION_OK && PQpipelineStatus(conn_) != PQ_PIPELINE_OFF &&
+      (!pending_.empty() || PQtransactionStatus(conn_) != PQTRANS_IDLE)) {
+    Poison();  // a transaction left open or results left unread: start a clean session
+  }
   if (PQstatus(conn_) != CONNECTION_OK || PQpipelineStatus(conn_) == PQ_PIPELINE_OFF) {
     if (PQstatus(conn_) != CONNECTION_OK) PQreset(conn_);
     if (PQstatus(conn_) != CONNECTION_OK) {
@@ -156,7 +178,7 @@ Status Connection::Reset() {
     send_error_ = Status::Ok();
     const std::string setup = "SET TIME ZONE 'UTC'; SET bytea_output = 'hex'; SET lock_timeout = " +
                               std::to_string(lock_timeout_ms_) +
-                              "; SET client_min_messages = warning";
+                              "; SET client_min_messages = error";
     PGresult* result = PQexec(conn_, setup.c_str());
     const bool ok = PQresultStatus(result) == PGRES_COMMAND_OK;
     std::string message = PQresultErrorMessage(result);
@@ -177,27 +199,36 @@ Status Connection::Fail(const std::string& what) {
   return Status::Internal("PostgreSQL (" + what + "): " + message);
 }
 
-const std::string& Connection::PreparedName(const std::string& sql, int param_count) {
+// The name of `sql`'s prepared statement, preparing it first; empty when the Prepare could
+// not be sent.
+std::string Connection::PreparedName(const std::string& sql, int param_count) {
   auto it = prepared_.find(&sql);
   if (it != prepared_.end()) return it->second;
-  std::string name = "evident_" + std::to_string(prepared_.size() + 1);
+  std::string name = "evident_" + std::to_string(++prepared_count_);
   if (PQsendPrepare(conn_, name.c_str(), sql.c_str(), param_count, nullptr) != 1) {
-    if (send_error_.ok()) send_error_ = Fail("prepare");
-  } else {
-    pending_.push_back(Pending{.prepared_name = name});
+    NoteSendError(Fail("prepare"));
+    return "";
   }
-  return prepared_.emplace(&sql, std::move(name)).first->second;
+  pending_.push_back(Pending{.prepared_name = name});
+  prepared_.emplace(&sql, name);
+  return name;
+}
+
+void Connection::NoteSendError(Status status) {
+  if (send_error_.ok()) send_error_ = status;
+  if (failure_.ok()) failure_ = std::move(status);
 }
 
 void Connection::Send(const std::string& sql, const Params& params, Expect expect) {
   if (!params.status().ok()) {
-    if (send_error_.ok()) send_error_ = params.status();
+    NoteSendError(params.status());
     return;
   }
-  const std::string& name = PreparedName(sql, params.count());
+  const std::string name = PreparedName(sql, params.count());
+  if (name.empty()) return;
   if (PQsendQueryPrepared(conn_, name.c_str(), params.count(), params.values(), params.lengths(),
                           params.formats(), 0) != 1) {
-    if (send_error_.ok()) send_error_ = Fail("send");
+    NoteSendError(Fail("send"));
     return;
   }
   pending_.push_back(Pending{.expect = std::move(expect)});
@@ -235,16 +266,12 @@ Status Connection::ResultStatus(PGresult* result, const Pending& pending) {
     std::string message = PQresultErrorMessage(result);
     while (!message.empty() && message.back() == '\n') message.pop_back();
     const std::string_view sqlstate = state == nullptr ? "" : state;
+    if (sqlstate == "22012" && pending.expect.checked_on_server) return pending.expect.otherwise;
     if (sqlstate == "23505" && pending.expect.unique_is_conflict) {
       return Status::Aborted("another writer inserted the same key (retry the batch): " + message);
     }
     if (state == nullptr && broken()) return Fail("result");
     return StatusOf(sqlstate, std::move(message));
-  }
-  if (pending.expect.affected) {
-    const char* tuples = PQcmdTuples(result);
-    const int64_t affected = std::strtoll(tuples, nullptr, 10);
-    if (affected != *pending.expect.affected) return pending.expect.otherwise;
   }
   return Status::Ok();
 }
@@ -255,17 +282,19 @@ Status Connection::Drain(std::vector<Rowset>* wanted) {
   const int64_t wanted_count = std::exchange(wanted_, 0);
   Status first = std::exchange(send_error_, Status::Ok());
   if (PQpipelineSync(conn_) != 1) {
-    pending_.clear();
-    return first.ok() ? Fail("sync") : first;
+    if (first.ok()) first = Fail("sync");
+    Poison();
+    return Failed(std::move(first));
   }
   ++round_trips_;
   while (!pending_.empty()) {
     Pending pending = std::move(pending_.front());
     pending_.pop_front();
     PGresult* result = PQgetResult(conn_);
-    if (result == nullptr) {
+    if (result == nullptr) {  // the results are out of step with the statements sent
       if (first.ok()) first = Fail("no result");
-      break;
+      Poison();
+      return Failed(std::move(first));
     }
     const Status status = ResultStatus(result, pending);
     if (!status.ok() || PQresultStatus(result) == PGRES_PIPELINE_ABORTED) {
@@ -286,16 +315,31 @@ Status Connection::Drain(std::vector<Rowset>* wanted) {
     }
     while ((result = PQgetResult(conn_)) != nullptr) PQclear(result);  // the statement's end
   }
-  pending_.clear();
   PGresult* sync = PQgetResult(conn_);
-  if (sync == nullptr || PQresultStatus(sync) != PGRES_PIPELINE_SYNC) {
-    if (first.ok()) first = Fail("pipeline sync");
-  }
+  const bool in_step = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
   PQclear(sync);
-  if (first.ok() && wanted != nullptr && static_cast<int64_t>(wanted->size()) != wanted_count) {
+  if (!in_step) {
+    if (first.ok()) first = Fail("pipeline sync");
+    Poison();
+  } else if (first.ok() && wanted != nullptr &&
+             static_cast<int64_t>(wanted->size()) != wanted_count) {
     first = Fail("rows missing");
   }
-  return first;
+  return Failed(std::move(first));
+}
+
+// Records a failure (if any) as the transaction's, and returns it.
+Status Connection::Failed(Status status) {
+  if (!status.ok() && failure_.ok()) failure_ = status;
+  return status;
+}
+
+// The connection can no longer be trusted to pair results with statements: it is closed, and
+// the next Reset opens a new session.
+void Connection::Poison() {
+  pending_.clear();
+  prepared_.clear();
+  PQreset(conn_);  // a new session, out of pipeline mode: Reset sets it up again
 }
 
 }  // namespace evident::postgres

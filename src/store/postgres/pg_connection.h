@@ -65,15 +65,21 @@ class Rowset {
   std::optional<int64_t> OptInt(int row, int column) const;
   std::string Bytes(int row, int column) const;  // a bytea column, from its hex text form
   int64_t affected() const;                      // rows an INSERT, UPDATE or DELETE touched
+  // A value read so far was not in the form asked for (kCorruption), else OK.
+  const Status& problem() const { return problem_; }
 
  private:
+  void NoteProblem(std::string what) const;
   std::unique_ptr<PGresult, void (*)(PGresult*)> result_;
+  mutable Status problem_;
 };
 
 // What a statement sent without waiting must have done; checked when its result is read.
 struct Expect {
-  // The rows it must have touched (nullopt: any). A mismatch fails with `otherwise`.
-  std::optional<int64_t> affected;
+  // The statement checks itself on the server: it divides by zero (SQLSTATE 22012) when its
+  // condition fails, which aborts the pipeline (so that a COMMIT sent behind it never runs), and
+  // the failure reads as `otherwise`.
+  bool checked_on_server = false;
   Status otherwise;
   // A unique violation (another writer inserted the same key) fails with kAborted: the caller
   // retries its batch. Otherwise it is an error like any other.
@@ -100,8 +106,15 @@ class Connection {
   Result<Rowset> Query(const std::string& sql, const Params& params);
   // Waits for every result still unread; the first failure among them.
   Status Sync();
+  // The first failure since the last ClearFailure: a statement that could not be sent, or one
+  // the server refused. The server's transaction is then aborted (or the statement missing),
+  // so the transaction must not commit.
+  const Status& failure() const { return failure_; }
+  void ClearFailure() { failure_ = Status::Ok(); }
   // The connection was lost (or never made it): kUnavailable until Reset succeeds.
   bool broken() const;
+  // Makes the connection ready for a new transaction: reconnects when it was lost, starts a
+  // new session when an earlier one was left mid-way, and clears the failure.
   Status Reset();
   // Statements whose results were not read yet.
   int64_t pending() const { return static_cast<int64_t>(pending_.size()); }
@@ -116,7 +129,10 @@ class Connection {
     std::string prepared_name;  // a Prepare: forgotten again when it failed
     bool wanted = false;        // its rows go back to the caller
   };
-  const std::string& PreparedName(const std::string& sql, int param_count);
+  std::string PreparedName(const std::string& sql, int param_count);
+  void NoteSendError(Status status);
+  Status Failed(Status status);
+  void Poison();
   Status Drain(std::vector<Rowset>* wanted);
   Status Fail(const std::string& what);
   Status ResultStatus(PGresult* result, const Pending& pending);
@@ -125,6 +141,8 @@ class Connection {
   std::unordered_map<const std::string*, std::string> prepared_;
   std::deque<Pending> pending_;
   Status send_error_;  // a send that failed before its result could be queued
+  Status failure_;
+  int64_t prepared_count_ = 0;  // names are never reused
   int64_t round_trips_ = 0;
   int64_t wanted_ = 0;  // SendWanted calls since the last drain
   int64_t lock_timeout_ms_ = 0;

@@ -73,6 +73,7 @@ Result<Rows<T>> ReadRows(const Rowset& rows, int64_t rows_max,
     out.rows.push_back(read(rows, i, error));
   }
   if (!error.ok()) return error;
+  if (!rows.problem().ok()) return rows.problem();
   return out;
 }
 
@@ -83,6 +84,7 @@ Result<std::optional<T>> ReadOne(const Rowset& rows, T (*read)(const Rowset&, in
   Status error;
   T row = read(rows, 0, error);
   if (!error.ok()) return error;
+  if (!rows.problem().ok()) return rows.problem();
   return std::optional<T>(std::move(row));
 }
 

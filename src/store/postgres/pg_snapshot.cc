@@ -49,7 +49,8 @@ Result<Rows<Projection>> PgSnapshot::ProjectionsOf(std::string_view subject, int
   static const std::string kSql =
       std::string("SELECT ") + kProjectionColumns +
       " FROM projection WHERE subject=$1 AND consumer IN"
-      " (SELECT DISTINCT consumer FROM ledger WHERE subject=$1) ORDER BY consumer LIMIT $2";
+      " (SELECT DISTINCT consumer FROM ledger WHERE subject=$1) ORDER BY consumer COLLATE \"C\""
+      " LIMIT $2";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
                            Db().Query(kSql, Params().Text(subject).Int(LimitOf(rows_max))));
   return ReadRows(rows, rows_max, &ReadProjectionRow);
@@ -59,7 +60,8 @@ Result<Rows<LedgerEntry>> PgSnapshot::LedgerOf(std::string_view consumer,
                                                std::string_view subject, int64_t rows_max) {
   static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
                                   " FROM ledger WHERE consumer=$1 AND subject=$2"
-                                  " ORDER BY subject_version NULLS FIRST, committed_at_ms LIMIT $3";
+                                  " ORDER BY subject_version NULLS FIRST, committed_at_ms,"
+                                  " source COLLATE \"C\", event_id COLLATE \"C\" LIMIT $3";
   EVIDENT_ASSIGN_OR_RETURN(
       const Rowset rows,
       Db().Query(kSql, Params().Text(consumer).Text(subject).Int(LimitOf(rows_max))));
@@ -80,7 +82,8 @@ Result<Rows<DeferredEvent>> PgSnapshot::DeferredOf(std::string_view consumer,
 Result<Rows<DeferredEvent>> PgSnapshot::AllDeferred(int64_t rows_max) {
   static const std::string kSql =
       std::string("SELECT ") + kDeferredColumns +
-      " FROM deferred ORDER BY deadline_at_ms, consumer, subject, subject_version LIMIT $1";
+      " FROM deferred ORDER BY deadline_at_ms, consumer COLLATE \"C\", subject COLLATE \"C\","
+      " subject_version LIMIT $1";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(kSql, Params().Int(LimitOf(rows_max))));
   return ReadRows(rows, rows_max, &ReadDeferred);
 }
@@ -142,7 +145,8 @@ Result<Rows<GapRecord>> PgSnapshot::GapRecordsOf(std::string_view consumer,
 Result<Rows<GapRecord>> PgSnapshot::OpenGapRecords(int64_t rows_max) {
   static const std::string kSql = std::string("SELECT ") + kGapColumns +
                                   " FROM gap WHERE state<>'closed' ORDER BY deadline_at_ms,"
-                                  " consumer, subject, expected_version LIMIT $1";
+                                  " consumer COLLATE \"C\", subject COLLATE \"C\","
+                                  " expected_version LIMIT $1";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(kSql, Params().Int(LimitOf(rows_max))));
   return ReadRows(rows, rows_max, &ReadGap);
 }
@@ -162,7 +166,7 @@ Result<Rows<EvidenceRecord>> PgSnapshot::EvidenceOf(std::string_view consumer,
                                                     std::string_view subject, int64_t rows_max) {
   static const std::string kSql = std::string("SELECT ") + kEvidenceColumns +
                                   " FROM evidence WHERE subject=$2 AND consumer=$1"
-                                  " ORDER BY name LIMIT $3";
+                                  " ORDER BY name COLLATE \"C\" LIMIT $3";
   EVIDENT_ASSIGN_OR_RETURN(
       const Rowset rows,
       Db().Query(kSql, Params().Text(consumer).Text(subject).Int(LimitOf(rows_max))));

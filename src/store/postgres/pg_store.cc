@@ -125,6 +125,7 @@ class PgStore final : public Store {
     session_->open = Session::Open::kRead;
     return std::unique_ptr<Snapshot>(new PgSnapshot(session_));
   }
+  bool BatchLoadPays() const override { return true; }
   int64_t round_trips() const { return session_->connection->round_trips(); }
 
  private:

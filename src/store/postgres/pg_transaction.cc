@@ -27,6 +27,18 @@ std::string Key(std::string_view a, std::string_view b, int64_t version) {
   return Key(a, b, std::to_string(version));
 }
 
+// A column list with every column qualified by `prefix` ("l.").
+std::string Qualified(std::string_view columns, std::string_view prefix) {
+  std::string out(prefix);
+  for (const char c : columns) {
+    out += c;
+    if (c == ' ') out += prefix;
+  }
+  return out;
+}
+
+const std::string kRollbackSql = "ROLLBACK";
+
 // The LIMIT of a list: one row more than asked, so that a cut list knows it was cut.
 int64_t LimitOf(int64_t rows_max) {
   assert(rows_max >= 0);
@@ -107,7 +119,9 @@ Result<std::optional<std::string>> QueryPosition(Connection& db, std::string_vie
   static const std::string kSql = "SELECT position FROM position WHERE source=$1";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, db.Query(kSql, Params().Text(source)));
   if (rows.rows() == 0) return std::optional<std::string>();
-  return std::optional<std::string>(rows.Bytes(0, 0));
+  std::string position = rows.Bytes(0, 0);
+  if (!rows.problem().ok()) return rows.problem();
+  return std::optional<std::string>(std::move(position));
 }
 
 // --- PgTransaction ---
@@ -129,14 +143,18 @@ Connection& PgTransaction::Db() {
 // Ends the transaction with COMMIT or ROLLBACK. A failure of any statement sent before it
 // aborted the server's transaction: it is rolled back, and the failure returned.
 Status PgTransaction::End(const std::string& sql) {
-  static const std::string kRollback = "ROLLBACK";
   Connection& db = Db();
-  db.Send(sql, Params());
+  // A statement that failed earlier (refused by the server, or never sent) fails the commit:
+  // COMMIT of an aborted transaction would answer ROLLBACK as if it were a success.
+  const Status failed = db.failure();
+  const bool rolling_back = &sql == &kRollbackSql || !failed.ok();
+  db.Send(rolling_back ? kRollbackSql : sql, Params());
   Status status = db.Sync();
-  if (!status.ok() && !db.broken()) {
-    db.Send(kRollback, Params());
+  if (!status.ok() && !rolling_back && !db.broken()) {  // COMMIT never ran: the block is open
+    db.Send(kRollbackSql, Params());
     (void)db.Sync();
   }
+  if (status.ok() && &sql != &kRollbackSql) status = failed;
   session_->open = Session::Open::kNone;
   session_ = nullptr;
   return status;
@@ -169,23 +187,13 @@ Status PgTransaction::Commit() {
   return End(kCommit);
 }
 
-Status PgTransaction::Rollback() {
-  static const std::string kRollback = "ROLLBACK";
-  return End(kRollback);
-}
+Status PgTransaction::Rollback() { return End(kRollbackSql); }
 
 // Three statements, one round trip. Every key asked for is known afterwards: its row, or that
 // it has none.
 Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
   static const std::string kLedger =
-      std::string("SELECT l.") + [] {
-        std::string columns = kLedgerColumns;
-        for (size_t at = columns.find(", "); at != std::string::npos;
-             at = columns.find(", ", at + 4)) {
-          columns.replace(at, 2, ", l.");
-        }
-        return columns;
-      }() + " FROM unnest($1::text[], $2::text[], $3::text[]) AS k(c, s, e)"
+      std::string("SELECT ") + Qualified(kLedgerColumns, "l.") + " FROM unnest($1::text[], $2::text[], $3::text[]) AS k(c, s, e)"
             " JOIN ledger l ON l.consumer=k.c AND l.source=k.s AND l.event_id=k.e";
   static const std::string kProjections =
       std::string("SELECT ") + kProjectionColumns +
@@ -195,6 +203,10 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
       std::string("SELECT ") + kDeferredColumns +
       " FROM deferred WHERE (subject, consumer) IN"
       " (SELECT * FROM unnest($2::text[], $1::text[])) ORDER BY consumer, subject, subject_version";
+  static const std::string kDeferredLedger =
+      std::string("SELECT ") + Qualified(kLedgerColumns, "l.") + " FROM deferred d JOIN ledger l ON l.consumer=d.consumer AND l.source=d.source"
+            " AND l.event_id=d.event_id WHERE (d.subject, d.consumer) IN"
+            " (SELECT * FROM unnest($2::text[], $1::text[]))";
   std::vector<std::string_view> consumers, sources, ids, subject_consumers, subjects;
   for (const LedgerKey& k : keys.ledger) {
     consumers.push_back(k.consumer);
@@ -209,8 +221,16 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
   db.SendWanted(kLedger, Params().TextArray(consumers).TextArray(sources).TextArray(ids));
   db.SendWanted(kProjections, Params().TextArray(subject_consumers).TextArray(subjects));
   db.SendWanted(kDeferred, Params().TextArray(subject_consumers).TextArray(subjects));
+  db.SendWanted(kDeferredLedger, Params().TextArray(subject_consumers).TextArray(subjects));
   EVIDENT_ASSIGN_OR_RETURN(const std::vector<Rowset> found, db.Fetch());
-  assert(found.size() == 3);
+  assert(found.size() == 4);
+  // The ledger rows of the waiting events, which a drain marks applied: known, not returned.
+  EVIDENT_ASSIGN_OR_RETURN(Rows<LedgerEntry> waiting,
+                           ReadRows(found[3], LimitOf(found[3].rows()), &ReadLedger));
+  for (LedgerEntry& e : waiting.rows) {
+    std::string key = Key(e.consumer, e.source, e.event_id);
+    ledger_.insert_or_assign(std::move(key), std::move(e));
+  }
   BatchRows out;
   EVIDENT_ASSIGN_OR_RETURN(Rows<LedgerEntry> ledger,
                            ReadRows(found[0], LimitOf(found[0].rows()), &ReadLedger));
@@ -271,6 +291,9 @@ Status PgTransaction::MarkApplied(std::string_view consumer, std::string_view so
   static const std::string kSql =
       "UPDATE ledger SET state='applied', projection_version=$4, committed_at_ms=$5"
       " WHERE consumer=$1 AND source=$2 AND event_id=$3 AND state='deferred'";
+  // The same, failing on the server when no row changed (Expect::checked_on_server).
+  static const std::string kChecked = "WITH changed AS (" + kSql +
+                                      " RETURNING 1) SELECT 1 / (SELECT count(*) FROM changed)::int";
   const Status missing = Status::Internal("no deferred ledger row to apply");
   Params params;
   params.Text(consumer).Text(source).Text(event_id).Int(projection_version).Int(committed_at_ms);
@@ -283,7 +306,7 @@ Status PgTransaction::MarkApplied(std::string_view consumer, std::string_view so
   it->second->state = LedgerState::kApplied;
   it->second->projection_version = projection_version;
   it->second->committed_at_ms = committed_at_ms;
-  Db().Send(kSql, params, Expect{.affected = 1, .otherwise = missing});
+  Db().Send(kChecked, params, Expect{.checked_on_server = true, .otherwise = missing});
   return Status::Ok();
 }
 
@@ -328,10 +351,12 @@ Status PgTransaction::PutProjection(const Projection& projection,
   static const std::string kInsert =
       "INSERT INTO projection(consumer, subject, version, state, fields_json, owner_source,"
       " owner_version_seen, updated_at_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8)";
+  // Fails on the server when the row is not at the expected version (checked_on_server).
   static const std::string kUpdate =
-      "UPDATE projection SET version=$3, state=$4, fields_json=$5, owner_source=$6,"
-      " owner_version_seen=GREATEST(owner_version_seen, $7), updated_at_ms=$8"
-      " WHERE subject=$2 AND consumer=$1 AND version=$9";
+      "WITH changed AS (UPDATE projection SET version=$3, state=$4, fields_json=$5,"
+      " owner_source=$6, owner_version_seen=GREATEST(owner_version_seen, $7), updated_at_ms=$8"
+      " WHERE subject=$2 AND consumer=$1 AND version=$9 RETURNING 1)"
+      " SELECT 1 / (SELECT count(*) FROM changed)::int";
   const std::string key = Key(projection.consumer, projection.subject);
   auto it = projections_.find(key);
   if (it == projections_.end()) {  // not loaded: read it, so that a mismatch leaves no trace
@@ -354,7 +379,7 @@ Status PgTransaction::PutProjection(const Projection& projection,
     Db().Send(kInsert, ProjectionParams(projection), Expect{.unique_is_conflict = true});
   } else {
     Db().Send(kUpdate, ProjectionParams(projection).Int(*expected_version),
-              Expect{.affected = 1, .otherwise = ProjectionMoved(projection)});
+              Expect{.checked_on_server = true, .otherwise = ProjectionMoved(projection)});
   }
   it->second = std::move(stored);
   return Status::Ok();

@@ -45,7 +45,8 @@ Result<std::string> FreshPostgresSchema(const std::string& hint) {
     return Status::Unavailable("cannot connect to the tests' PostgreSQL at " + url + ": " +
                                PQerrorMessage(conn.get()));
   }
-  const std::string sql = "DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " + schema;
+  const std::string sql = "SET client_min_messages = warning; DROP SCHEMA IF EXISTS " + schema +
+                          " CASCADE; CREATE SCHEMA " + schema;
   PGresult* result = PQexec(conn.get(), sql.c_str());
   const bool ok = PQresultStatus(result) == PGRES_COMMAND_OK;
   const std::string message = PQresultErrorMessage(result);

@@ -1,0 +1,120 @@
+// The consume loop on PostgreSQL (tests' server: the CTest `postgres` fixture): a batch costs a
+// fixed number of round trips to the server, whatever its size, and the decisions equal those
+// the memory store makes of the same events.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "evident/consumer.h"
+#include "evident/store_memory.h"
+#include "evident/store_postgres.h"
+#include "store/postgres/test_database.h"
+
+namespace evident {
+namespace {
+
+// A status change of order-<subject>, the `n`th event of the run.
+std::string StatusChange(int n, int subject) {
+  return std::string(R"({"specversion":"1.0","id":"rt-)") + std::to_string(n) +
+         R"(","source":"training://orders/checkout","type":"order.status.changed",)"
+         R"("subject":"order-)" +
+         std::to_string(subject) + R"(","data":{"schemaVersion":1,"orderId":"order-)" +
+         std::to_string(subject) + R"(","status":"paid"}})";
+}
+
+// `count` events over `subjects` subjects, each subject's in turn; every tenth event is
+// delivered twice (a duplicate).
+std::vector<std::string> Events(int count, int subjects) {
+  std::vector<std::string> out;
+  for (int n = 0; n < count; ++n) {
+    out.push_back(StatusChange(n, n % subjects));
+    if (n % 10 == 9) out.push_back(out.back());
+  }
+  return out;
+}
+
+std::unique_ptr<Pipeline> PipelineWithBatches(int64_t batch_count_max) {
+  auto config = LoadConfig(std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/evident.yaml");
+  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  config->batch_count_max = batch_count_max;
+  // Batches close on their count or at the end of the source, never on a pause of the reading
+  // thread: the batches are the same every run.
+  config->linger_ms = kLingerMsLimit;
+  config->batch_ms_max = kBatchMsMaxLimit;
+  return Pipeline::Create(*config).value();
+}
+
+struct PgRun {
+  ConsumeSummary summary;
+  int64_t round_trips = 0;
+  std::vector<std::pair<std::string, int64_t>> counts;
+};
+
+PgRun ConsumeOnPostgres(int64_t batch_count_max, const std::vector<std::string>& events) {
+  PgRun run;
+  const Result<std::string> uri = FreshPostgresSchema("round_trips");
+  EXPECT_TRUE(uri.ok()) << uri.status().ToString();
+  if (!uri.ok()) return run;
+  auto store = OpenPostgresStore(*uri);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  if (!store.ok()) return run;
+  auto pipeline = PipelineWithBatches(batch_count_max);
+  auto source = NewMemorySource("m", events);
+  const int64_t before = PostgresRoundTrips(**store);
+  auto summary = Consume(*pipeline, **store, *source, {.gap_check_interval_ms = -1});
+  EXPECT_TRUE(summary.ok()) << summary.status().ToString();
+  if (!summary.ok()) return run;
+  run.round_trips = PostgresRoundTrips(**store) - before;
+  run.summary = *summary;
+  run.counts = (*store)->Read().value()->Counts().value();
+  return run;
+}
+
+TEST(PostgresConsume, RoundTripsPerBatchDoNotGrowWithTheBatchSize) {
+  const std::vector<std::string> events = Events(2000, 150);
+  const PgRun small = ConsumeOnPostgres(20, events);
+  const PgRun large = ConsumeOnPostgres(125, events);
+  ASSERT_GT(small.summary.batches, 0);
+  ASSERT_GT(large.summary.batches, 0);
+  EXPECT_EQ(small.summary.batches, 110);  // 2,200 deliveries / 20
+  EXPECT_EQ(large.summary.batches, 18);   // / 125
+  const double small_per_batch =
+      static_cast<double>(small.round_trips) / static_cast<double>(small.summary.batches);
+  const double large_per_batch =
+      static_cast<double>(large.round_trips) / static_cast<double>(large.summary.batches);
+  // A Load and a Commit per batch (a batch may need one more Load when the reading thread had
+  // not prepared the whole batch yet; it prepares up to 128 events ahead): six times the events
+  // per batch, not more round trips.
+  std::printf("round trips: %lld for %lld batches of 20 (%.2f a batch), %lld for %lld of 125 "
+              "(%.2f a batch)\n",
+              static_cast<long long>(small.round_trips),
+              static_cast<long long>(small.summary.batches), small_per_batch,
+              static_cast<long long>(large.round_trips),
+              static_cast<long long>(large.summary.batches), large_per_batch);
+  EXPECT_LE(large_per_batch, small_per_batch + 1.0)
+      << small.round_trips << " round trips for " << small.summary.batches << " batches of 20; "
+      << large.round_trips << " for " << large.summary.batches << " batches of 125";
+  EXPECT_LE(large_per_batch, 8.0) << large.round_trips << " round trips";
+  EXPECT_EQ(small.counts, large.counts);
+}
+
+TEST(PostgresConsume, DecisionsEqualTheMemoryStores) {
+  const std::vector<std::string> events = Events(600, 40);
+  const PgRun on_postgres = ConsumeOnPostgres(50, events);
+  auto memory = OpenMemoryStore(NewMemoryDatabase()).value();
+  auto pipeline = PipelineWithBatches(50);
+  auto source = NewMemorySource("m", events);
+  auto summary = Consume(*pipeline, *memory, *source, {.gap_check_interval_ms = -1});
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(on_postgres.summary.counts, summary->counts);
+  EXPECT_EQ(on_postgres.counts, memory->Read().value()->Counts().value());
+  // Every event applied once (600 ledger rows), the 60 repeats counted as duplicates.
+  EXPECT_EQ(on_postgres.summary.counts.at("orders-projection")[static_cast<size_t>(
+                Outcome::kDuplicate)],
+            60);
+}
+
+}  // namespace
+}  // namespace evident
