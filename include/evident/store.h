@@ -472,4 +472,15 @@ struct StoreOptions {
 // of no known scheme.
 Result<std::unique_ptr<Store>> OpenStore(std::string_view uri, const StoreOptions& options = {});
 
+// What MigrateStore did: the layout the store had (nullopt when the backend does not say, or 0
+// for a store it created) and the layout it has now.
+struct StoreMigration {
+  std::optional<int64_t> layout_before;
+  int64_t layout = 0;
+};
+// Brings the store at `uri` to the layout this build writes, creating it when absent; refuses a
+// store of a newer layout (kFailedPrecondition). A SQLite store migrates whenever it is opened
+// for writing; a PostgreSQL store, shared by processes that may run an older build, only here.
+Result<StoreMigration> MigrateStore(std::string_view uri);
+
 }  // namespace evident

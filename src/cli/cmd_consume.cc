@@ -237,7 +237,8 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
       "Run the consumers of a config file over NDJSON events against a store. Each batch is one "
       "transaction; outcomes are written (and the input checkpoint advanced) after it commits.");
   cmd->add_option("--config", flags->config, "evident.yaml")->required();
-  cmd->add_option("--store", flags->store, "sqlite:PATH")->required();
+  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
+      ->required();
   cmd->add_option("--input", flags->input, "NDJSON input file, or - for standard input")
       ->capture_default_str();
   cmd->add_option("--from", flags->from,

@@ -221,7 +221,8 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
       "Check NDJSON CloudEvents (envelope and payload schema) and append them to the outbox; one "
       "result line per event. Exit 0 when every event was appended or a duplicate, 1 when any "
       "was refused, 2 usage or I/O.");
-  cmd->add_option("--store", append->store, "sqlite:PATH")->required();
+  cmd->add_option("--store", append->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
+      ->required();
   cmd->add_option("--contracts", append->contracts, "Contracts directory (payload schemas)")
       ->required();
   cmd->add_option("input", append->input, "NDJSON file, or - for standard input")
@@ -244,13 +245,15 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
 
   auto stats = std::make_shared<ReadFlags>();
   cmd = outbox->add_subcommand("stats", "Pending and sent rows, the oldest pending age.");
-  cmd->add_option("--store", stats->store, "sqlite:PATH")->required();
+  cmd->add_option("--store", stats->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
+      ->required();
   AddFormatOption(*cmd, stats->format);
   cmd->callback([stats, &run] { run = [stats] { return RunStats(*stats); }; });
 
   auto list = std::make_shared<ReadFlags>();
   cmd = outbox->add_subcommand("list", "The outbox's rows in sequence order.");
-  cmd->add_option("--store", list->store, "sqlite:PATH")->required();
+  cmd->add_option("--store", list->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
+      ->required();
   cmd->add_flag("--pending", list->pending, "Only rows not yet sent");
   cmd->add_option("--limit", list->rows_max, "Rows shown at most")
       ->check(IntegerFrom(1, 1'000'000))

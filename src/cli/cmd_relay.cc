@@ -120,7 +120,8 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
       "(nats://HOST:PORT), a file (file:PATH) or standard output (-); a row is marked sent once "
       "the destination durably accepted it. Runs until SIGTERM or SIGINT (then exit 0), or with "
       "--once until nothing is pending (exit 1 when the destination kept failing).");
-  cmd->add_option("--store", flags->store, "sqlite:PATH")->required();
+  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
+      ->required();
   cmd->add_option("--to", flags->to, "nats://HOST:PORT, file:PATH or -")->required();
   cmd->add_option("--stream", flags->stream, "JetStream stream (created when absent)")
       ->capture_default_str();

@@ -77,6 +77,8 @@ void AddRelayCommand(CLI::App& app, Runner& run);
 void AddQuarantineCommands(CLI::App& app, Runner& run);
 // `baseline import` (cmd_baseline.cc).
 void AddBaselineCommands(CLI::App& app, Runner& run);
+// `store migrate` (cmd_store.cc).
+void AddStoreCommands(CLI::App& app, Runner& run);
 // `effects run|list|show|resolve` and `compensations list` (cmd_effects.cc).
 void AddEffectsCommands(CLI::App& app, Runner& run);
 

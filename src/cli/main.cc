@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   AddQuarantineCommands(app, run);
   AddBaselineCommands(app, run);
   AddEffectsCommands(app, run);
+  AddStoreCommands(app, run);
 
   try {
     app.parse(argc, argv);

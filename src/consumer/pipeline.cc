@@ -926,8 +926,7 @@ void Pipeline::AddKeys(const PreparedEvent& slot, BatchKeys& keys) const {
   for (size_t i = 0; i < impl.consumers.size(); ++i) {
     if (!p.verdicts[i].routed) continue;
     const std::string& consumer = impl.consumers[i].config->contract.id;
-    keys.ledger.push_back(
-        LedgerKey{consumer, std::string(event.source), std::string(event.id)});
+    keys.ledger.push_back(LedgerKey{consumer, std::string(event.source), std::string(event.id)});
     if (event.subject) keys.subjects.push_back(SubjectKey{consumer, std::string(*event.subject)});
   }
 }

@@ -87,12 +87,12 @@ TEST(PostgresConsume, RoundTripsPerBatchDoNotGrowWithTheBatchSize) {
   // A Load and a Commit per batch (a batch may need one more Load when the reading thread had
   // not prepared the whole batch yet; it prepares up to 128 events ahead): six times the events
   // per batch, not more round trips.
-  std::printf("round trips: %lld for %lld batches of 20 (%.2f a batch), %lld for %lld of 125 "
-              "(%.2f a batch)\n",
-              static_cast<long long>(small.round_trips),
-              static_cast<long long>(small.summary.batches), small_per_batch,
-              static_cast<long long>(large.round_trips),
-              static_cast<long long>(large.summary.batches), large_per_batch);
+  std::printf(
+      "round trips: %lld for %lld batches of 20 (%.2f a batch), %lld for %lld of 125 "
+      "(%.2f a batch)\n",
+      static_cast<long long>(small.round_trips), static_cast<long long>(small.summary.batches),
+      small_per_batch, static_cast<long long>(large.round_trips),
+      static_cast<long long>(large.summary.batches), large_per_batch);
   EXPECT_LE(large_per_batch, small_per_batch + 1.0)
       << small.round_trips << " round trips for " << small.summary.batches << " batches of 20; "
       << large.round_trips << " for " << large.summary.batches << " batches of 125";
@@ -111,9 +111,9 @@ TEST(PostgresConsume, DecisionsEqualTheMemoryStores) {
   EXPECT_EQ(on_postgres.summary.counts, summary->counts);
   EXPECT_EQ(on_postgres.counts, memory->Read().value()->Counts().value());
   // Every event applied once (600 ledger rows), the 60 repeats counted as duplicates.
-  EXPECT_EQ(on_postgres.summary.counts.at("orders-projection")[static_cast<size_t>(
-                Outcome::kDuplicate)],
-            60);
+  EXPECT_EQ(
+      on_postgres.summary.counts.at("orders-projection")[static_cast<size_t>(Outcome::kDuplicate)],
+      60);
 }
 
 }  // namespace

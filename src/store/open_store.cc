@@ -63,4 +63,15 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view uri, const StoreOption
                                  ")");
 }
 
+Result<StoreMigration> MigrateStore(std::string_view uri) {
+  if (uri.rfind("postgresql:", 0) == 0 || uri.rfind("postgres:", 0) == 0) {
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t before, MigratePostgresStore(std::string(uri)));
+    return StoreMigration{.layout_before = before, .layout = kPostgresLayoutVersion};
+  }
+  EVIDENT_RETURN_IF_ERROR(OpenStore(uri).status());  // a writable open migrates
+  if (uri.rfind("sqlite:", 0) == 0) return StoreMigration{.layout = kSqliteLayoutVersion};
+  return Status::InvalidArgument("a " + std::string(uri.substr(0, uri.find(':'))) +
+                                 " store has no layout to migrate");
+}
+
 }  // namespace evident

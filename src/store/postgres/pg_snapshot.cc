@@ -56,8 +56,8 @@ Result<Rows<Projection>> PgSnapshot::ProjectionsOf(std::string_view subject, int
   return ReadRows(rows, rows_max, &ReadProjectionRow);
 }
 
-Result<Rows<LedgerEntry>> PgSnapshot::LedgerOf(std::string_view consumer,
-                                               std::string_view subject, int64_t rows_max) {
+Result<Rows<LedgerEntry>> PgSnapshot::LedgerOf(std::string_view consumer, std::string_view subject,
+                                               int64_t rows_max) {
   static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
                                   " FROM ledger WHERE consumer=$1 AND subject=$2"
                                   " ORDER BY subject_version NULLS FIRST, committed_at_ms,"
@@ -196,14 +196,14 @@ Result<std::vector<std::pair<std::string, int64_t>>> PgSnapshot::Counts() {
 
 Result<Rows<OutboxRow>> PgSnapshot::OutboxRows(bool pending_only, int64_t after_seq,
                                                int64_t rows_max) {
-  static const std::string kAll = std::string("SELECT ") + kOutboxColumns +
-                                  " FROM outbox WHERE seq>$1 ORDER BY seq LIMIT $2";
+  static const std::string kAll =
+      std::string("SELECT ") + kOutboxColumns + " FROM outbox WHERE seq>$1 ORDER BY seq LIMIT $2";
   static const std::string kPending = std::string("SELECT ") + kOutboxColumns +
                                       " FROM outbox WHERE sent_at_ms IS NULL AND seq>$1"
                                       " ORDER BY seq LIMIT $2";
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(pending_only ? kPending : kAll,
-                                                         Params().Int(after_seq).Int(
-                                                             LimitOf(rows_max))));
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset rows,
+      Db().Query(pending_only ? kPending : kAll, Params().Int(after_seq).Int(LimitOf(rows_max))));
   return ReadRows(rows, rows_max, &ReadOutbox);
 }
 
@@ -265,9 +265,8 @@ Result<Rows<CompensationRecord>> PgSnapshot::ListCompensations(std::string_view 
                                   " AND ($2::text='' OR consumer=$2::text)"
                                   " AND ($3::text='' OR subject=$3::text) ORDER BY seq LIMIT $4";
   EVIDENT_ASSIGN_OR_RETURN(
-      const Rowset rows,
-      Db().Query(kSql,
-                 Params().Int(after_seq).Text(consumer).Text(subject).Int(LimitOf(rows_max))));
+      const Rowset rows, Db().Query(kSql, Params().Int(after_seq).Text(consumer).Text(subject).Int(
+                                              LimitOf(rows_max))));
   return ReadRows(rows, rows_max, &ReadCompensation);
 }
 

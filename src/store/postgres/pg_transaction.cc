@@ -93,8 +93,7 @@ Status ProjectionMoved(const Projection& p) {
 }  // namespace
 
 Result<std::optional<LedgerEntry>> QueryLedger(Connection& db, std::string_view consumer,
-                                               std::string_view source,
-                                               std::string_view event_id) {
+                                               std::string_view source, std::string_view event_id) {
   EVIDENT_ASSIGN_OR_RETURN(
       const Rowset rows,
       db.Query(kLedgerByKey, Params().Text(consumer).Text(source).Text(event_id)));
@@ -193,20 +192,21 @@ Status PgTransaction::Rollback() { return End(kRollbackSql); }
 // it has none.
 Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
   static const std::string kLedger =
-      std::string("SELECT ") + Qualified(kLedgerColumns, "l.") + " FROM unnest($1::text[], $2::text[], $3::text[]) AS k(c, s, e)"
-            " JOIN ledger l ON l.consumer=k.c AND l.source=k.s AND l.event_id=k.e";
-  static const std::string kProjections =
-      std::string("SELECT ") + kProjectionColumns +
-      " FROM projection WHERE (subject, consumer) IN"
-      " (SELECT * FROM unnest($2::text[], $1::text[]))";
+      std::string("SELECT ") + Qualified(kLedgerColumns, "l.") +
+      " FROM unnest($1::text[], $2::text[], $3::text[]) AS k(c, s, e)"
+      " JOIN ledger l ON l.consumer=k.c AND l.source=k.s AND l.event_id=k.e";
+  static const std::string kProjections = std::string("SELECT ") + kProjectionColumns +
+                                          " FROM projection WHERE (subject, consumer) IN"
+                                          " (SELECT * FROM unnest($2::text[], $1::text[]))";
   static const std::string kDeferred =
       std::string("SELECT ") + kDeferredColumns +
       " FROM deferred WHERE (subject, consumer) IN"
       " (SELECT * FROM unnest($2::text[], $1::text[])) ORDER BY consumer, subject, subject_version";
   static const std::string kDeferredLedger =
-      std::string("SELECT ") + Qualified(kLedgerColumns, "l.") + " FROM deferred d JOIN ledger l ON l.consumer=d.consumer AND l.source=d.source"
-            " AND l.event_id=d.event_id WHERE (d.subject, d.consumer) IN"
-            " (SELECT * FROM unnest($2::text[], $1::text[]))";
+      std::string("SELECT ") + Qualified(kLedgerColumns, "l.") +
+      " FROM deferred d JOIN ledger l ON l.consumer=d.consumer AND l.source=d.source"
+      " AND l.event_id=d.event_id WHERE (d.subject, d.consumer) IN"
+      " (SELECT * FROM unnest($2::text[], $1::text[]))";
   std::vector<std::string_view> consumers, sources, ids, subject_consumers, subjects;
   for (const LedgerKey& k : keys.ledger) {
     consumers.push_back(k.consumer);
@@ -276,7 +276,8 @@ Result<Insert> PgTransaction::InsertLedger(const LedgerEntry& entry) {
     it->second = entry;
     return Insert::kInserted;
   }
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kLedgerInsertIfAbsent, LedgerParams(entry)));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done,
+                           Db().Query(kLedgerInsertIfAbsent, LedgerParams(entry)));
   if (done.affected() == 0) return Insert::kAlreadyThere;
   ledger_.emplace(std::move(key), entry);
   return Insert::kInserted;
@@ -292,8 +293,8 @@ Status PgTransaction::MarkApplied(std::string_view consumer, std::string_view so
       "UPDATE ledger SET state='applied', projection_version=$4, committed_at_ms=$5"
       " WHERE consumer=$1 AND source=$2 AND event_id=$3 AND state='deferred'";
   // The same, failing on the server when no row changed (Expect::checked_on_server).
-  static const std::string kChecked = "WITH changed AS (" + kSql +
-                                      " RETURNING 1) SELECT 1 / (SELECT count(*) FROM changed)::int";
+  static const std::string kChecked =
+      "WITH changed AS (" + kSql + " RETURNING 1) SELECT 1 / (SELECT count(*) FROM changed)::int";
   const Status missing = Status::Internal("no deferred ledger row to apply");
   Params params;
   params.Text(consumer).Text(source).Text(event_id).Int(projection_version).Int(committed_at_ms);
@@ -331,7 +332,8 @@ Result<bool> PgTransaction::ReadProjection(std::string_view consumer, std::strin
   std::string key = Key(consumer, subject);
   auto it = projections_.find(key);
   if (it == projections_.end()) {
-    EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(kSql, Params().Text(consumer).Text(subject)));
+    EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                             Db().Query(kSql, Params().Text(consumer).Text(subject)));
     EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> row, ReadOne(rows, &ReadProjectionRow));
     it = projections_.emplace(std::move(key), std::move(row)).first;
   }
@@ -405,8 +407,8 @@ Result<std::optional<DeferredEvent>> PgTransaction::FindDeferred(std::string_vie
 Result<Insert> PgTransaction::InsertDeferred(const DeferredEvent& event) {
   std::string key = Key(event.consumer, event.subject, event.subject_version);
   const auto it = deferred_.find(key);
-  const bool known = it != deferred_.end() ||
-                     deferred_subjects_.count(Key(event.consumer, event.subject)) != 0;
+  const bool known =
+      it != deferred_.end() || deferred_subjects_.count(Key(event.consumer, event.subject)) != 0;
   if (it != deferred_.end() && it->second) return Insert::kAlreadyThere;
   if (known) {
     Db().Send(kDeferredInsert, DeferredParams(event), Expect{.unique_is_conflict = true});
@@ -496,22 +498,20 @@ Result<int64_t> PgTransaction::CloseGaps(std::string_view consumer, std::string_
   static const std::string kSql =
       "UPDATE gap SET state='closed', closed_at_ms=$4, closed_by=$5, note=$6"
       " WHERE consumer=$1 AND subject=$2 AND state<>'closed' AND missing_to<=$3";
-  EVIDENT_ASSIGN_OR_RETURN(
-      const Rowset done,
-      Db().Query(kSql, Params()
-                           .Text(consumer)
-                           .Text(subject)
-                           .Int(through_version)
-                           .Int(at_ms)
-                           .Text(by)
-                           .Text(note)));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, Params()
+                                                                   .Text(consumer)
+                                                                   .Text(subject)
+                                                                   .Int(through_version)
+                                                                   .Int(at_ms)
+                                                                   .Text(by)
+                                                                   .Text(note)));
   return done.affected();
 }
 
 Status PgTransaction::SetQuarantineStatus(int64_t id, QuarantineStatus status) {
   static const std::string kSql = "UPDATE quarantine SET status=$2 WHERE id=$1";
-  EVIDENT_ASSIGN_OR_RETURN(
-      const Rowset done, Db().Query(kSql, Params().Int(id).Text(QuarantineStatusName(status))));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done,
+                           Db().Query(kSql, Params().Int(id).Text(QuarantineStatusName(status))));
   if (done.affected() == 0) return Status::NotFound("no quarantine record " + std::to_string(id));
   return Status::Ok();
 }
@@ -576,9 +576,11 @@ Result<OutboxAppend> PgTransaction::AppendOutbox(const OutboxRow& row) {
   p.Text(row.source).Text(row.event_id).Text(row.type).Text(row.subject);
   p.OptInt(row.subject_version).Int(row.partition).Bytes(row.bytes).Int(row.created_at_ms);
   EVIDENT_ASSIGN_OR_RETURN(const Rowset added, Db().Query(kInsert, p));
-  if (added.rows() == 1) return OutboxAppend{.outcome = OutboxOutcome::kAppended, .seq = added.Int(0, 0)};
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset there,
-                           Db().Query(kThere, Params().Text(row.source).Text(row.event_id).Bytes(row.bytes)));
+  if (added.rows() == 1)
+    return OutboxAppend{.outcome = OutboxOutcome::kAppended, .seq = added.Int(0, 0)};
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset there,
+      Db().Query(kThere, Params().Text(row.source).Text(row.event_id).Bytes(row.bytes)));
   if (there.rows() != 1) {
     return Status::Aborted("outbox row " + row.source + "/" + row.event_id +
                            " was deleted while appending it again (retry)");

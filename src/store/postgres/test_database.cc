@@ -20,8 +20,9 @@ Result<std::string> TestPostgresUrl() {
   std::string url;
   std::getline(std::ifstream(file), url);
   if (url.empty()) {
-    return Status::Unavailable(std::string("no PostgreSQL URL in ") + file +
-                               " (did scripts/postgres.sh start fail? see the postgres_start test)");
+    return Status::Unavailable(
+        std::string("no PostgreSQL URL in ") + file +
+        " (did scripts/postgres.sh start fail? see the postgres_start test)");
   }
   return url;
 }
