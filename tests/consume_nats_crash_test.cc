@@ -24,12 +24,15 @@
 //   arrivals;
 // - orders-projection is unordered: its projection state is the last status to arrive, and a
 //   receipt's projection_version is its rank of arrival;
-// - a deferred event's expected_version is the projection version + 1 when it arrived;
+// - a deferred event's expected_version is the projection version + 1 when it arrived, and its
+//   input_index is the stream sequence of the copy deferred: an event the stream holds twice (a
+//   duplicate in the input) is deferred at whichever copy arrives first (a redelivery after a
+//   kill can bring the second copy first);
 // - where two events claim one version of a subject (evt-conflict-N and evt-N-v2), the first to
 //   arrive takes it and the other is kept as same-version-conflict or stale;
 // - the stored position (the last decided message's stream sequence) is not compared at all:
 //   the durable consumer, not the store, is a JetStream source's position (Start ignores it).
-// A blanks exactly these (contested versions: the claimant's id, raw bytes and index) and drops
+// A blanks exactly these (contested versions: the claimant's id and raw bytes) and drops
 // the journal, and compares kept rows as the set of stream messages kept, with why. B compares
 // every column, including these, for every subject whose decisions the runs all reported; only
 // a run killed between its commit and its outcome lines leaves decisions unreported (B cannot
@@ -250,10 +253,10 @@ std::vector<Table> OrderIndependent(StoreRows rows, const Contested& contested) 
   }
   for (DeferredEvent& d : rows.deferred) {
     d.expected_version = 0;
+    d.input_index = 0;
     if (IsContested(contested, d.consumer, d.subject, d.subject_version)) {
       d.event_id = kClaimant;
       d.raw.clear();
-      d.input_index = 0;
     }
   }
   for (EffectIntent& e : rows.effects) {  // the key is the version's; the event, the claimant's

@@ -21,8 +21,10 @@
 #include <set>
 #include <string_view>
 
+#include "evident/store.h"
 #include "orders_input.h"
 #include "run_process.h"
+#include "store/postgres/test_database.h"
 #include "store_dump.h"
 
 namespace evident::testing {
@@ -80,8 +82,9 @@ class GrowingInput {
   int64_t lines_ = 0;
 };
 
-// The store at `path`, decoded through the Store read API: every subject of the input (and ""
-// for inputs that name none), every consumer, and the input's checkpoint.
+// The store at `path` (a SQLite file, or a store URI), decoded through the Store read API:
+// every subject of the input (and "" for inputs that name none), every consumer, and the
+// input's checkpoint.
 std::vector<Table> ReadStore(const std::string& path, const GrowingInput& input) {
   DumpOptions options{.consumers = {std::begin(kOrderConsumers), std::end(kOrderConsumers)},
                       .subjects = {""},
@@ -95,7 +98,7 @@ std::vector<Table> ReadStore(const std::string& path, const GrowingInput& input)
 // The input position's line count ("lines=N bytes=B hash=H") of the store at `path`, read without
 // changing the files a crash left: the Store API would checkpoint the WAL into the database and
 // remove it on close, so the next restart would no longer meet the WAL the kill left behind.
-int64_t CheckpointPosition(const std::string& path) {
+int64_t SqliteCheckpointPosition(const std::string& path) {
   sqlite3* db = nullptr;
   int64_t position = -1;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
@@ -113,6 +116,20 @@ int64_t CheckpointPosition(const std::string& path) {
   }
   sqlite3_close(db);
   return position;
+}
+
+// The same for a store on a server (read through the Store API, which changes nothing there):
+// the line count of the position of `source`; -1 when there is none.
+int64_t ServerCheckpointPosition(const std::string& uri, const std::string& source) {
+  auto store = OpenStore(uri, {.read_only = true});
+  if (!store.ok()) return -1;  // a store the first run has not created yet
+  auto snapshot = (*store)->Read();
+  if (!snapshot.ok()) return -1;
+  const auto position = (*snapshot)->GetPosition(source);
+  if (!position.ok() || !position->has_value()) return -1;
+  const std::string& text = **position;  // "lines=N bytes=B hash=H"
+  if (text.rfind("lines=", 0) != 0) return -1;
+  return std::stoll(text.substr(6, text.find(' ') - 6));
 }
 
 // What one run acknowledged: its outcome lines (written only after their batch committed).
@@ -163,22 +180,53 @@ Acknowledged ReadOutcomes(const fs::path& path, bool may_tear) {
 }
 
 // The crashing runs over one store: each run writes its own outcomes file, checked as it ends.
+// A store of the backend under test: a SQLite file in the test's directory, or a schema of its
+// own on the tests' PostgreSQL server.
+class TestStore {
+ public:
+  TestStore(const std::string& backend, const fs::path& file) {
+    if (backend == "sqlite") {
+      path_ = file.string();
+      uri_ = "sqlite:" + path_;
+      return;
+    }
+    const Result<std::string> uri = FreshPostgresSchema("crash_" + file.stem().string());
+    EXPECT_TRUE(uri.ok()) << uri.status().ToString();
+    if (uri.ok()) uri_ = *uri;
+    path_ = uri_;
+  }
+  const std::string& uri() const { return uri_; }    // for --store
+  const std::string& path() const { return path_; }  // for ReadStore
+  // The line count of the input's committed position (-1: none yet).
+  int64_t Position(const std::string& source) const {
+    return uri_.rfind("sqlite:", 0) == 0 ? SqliteCheckpointPosition(path_)
+                                         : ServerCheckpointPosition(uri_, source);
+  }
+
+ private:
+  std::string uri_, path_;
+};
+
 class CrashingRuns {
  public:
-  CrashingRuns(std::vector<std::string> common, fs::path dir)
-      : common_(std::move(common)), dir_(std::move(dir)), store_((dir_ / "crashed.db").string()) {}
+  CrashingRuns(std::vector<std::string> common, fs::path dir, const std::string& backend,
+               std::string source)
+      : common_(std::move(common)),
+        dir_(std::move(dir)),
+        store_(backend, dir_ / "crashed.db"),
+        source_(std::move(source)) {}
 
   // One run; returns its wait status after checking what it acknowledged.
   int Run(const std::string& fault, int64_t kill_after_us) {
     const fs::path outcomes = dir_ / ("outcomes-" + std::to_string(runs_++) + ".ndjson");
     std::vector<std::string> argv = {EVIDENT_BINARY};
     argv.insert(argv.end(), common_.begin(), common_.end());
-    argv.insert(argv.end(), {"--store", "sqlite:" + store_, "--outcomes", outcomes.string()});
+    argv.insert(argv.end(), {"--store", store_.uri(), "--outcomes", outcomes.string()});
     const int status = RunAndKill(argv, fault, kill_after_us);
     const Acknowledged a = ReadOutcomes(outcomes, Killed(status));
     // Acknowledged means durable: the committed checkpoint covers every acknowledged line.
     if (a.index_max >= 0) {
-      EXPECT_GT(CheckpointPosition(store_), a.index_max)
+      EXPECT_GT(Position(), a.index_max)
           << "run " << runs_ - 1 << " (" << (fault.empty() ? "random kill" : fault)
           << ") acknowledged input line " << a.index_max << " before it was committed";
     }
@@ -188,13 +236,15 @@ class CrashingRuns {
     return status;
   }
 
-  const std::string& store() const { return store_; }
+  const TestStore& store() const { return store_; }
+  int64_t Position() const { return store_.Position(source_); }
   const std::set<std::string>& applied() const { return applied_; }
 
  private:
   std::vector<std::string> common_;
   fs::path dir_;
-  std::string store_;
+  TestStore store_;
+  std::string source_;  // the input's source name, as positions are kept
   int runs_ = 0;
   std::set<std::string> applied_;  // keys acknowledged as applied, over all runs
 };
@@ -208,12 +258,15 @@ class CrashingRuns {
 // cycle took 6,000 to 7,500 lines (measured over 6,000 orders of this input, also beside a busy
 // loop; the longest is the first cycle of a new store; a batch that linger_ms cuts short commits
 // more pages per line, not fewer). The bounds below leave room above those.
+// PostgreSQL has no WAL checkpoint points (the server checkpoints on its own): its runs are
+// killed at the other points and at random times.
 struct BatchCase {
+  std::string backend;  // "sqlite" or "postgresql"
   int batch_count_max;
   int64_t wal_cycle_lines_max;
 };
 void PrintTo(const BatchCase& c, std::ostream* out) {
-  *out << "batch_count_max " << c.batch_count_max;
+  *out << c.backend << " batch_count_max " << c.batch_count_max;
 }
 
 // The unconsumed input lines a run needs to meet `point` for the `hit`th time before its input
@@ -232,13 +285,18 @@ int64_t LinesToReach(std::string_view point, int hit, const BatchCase& c) {
 }
 
 class Crash : public ::testing::TestWithParam<BatchCase> {};
-INSTANTIATE_TEST_SUITE_P(BatchCountMax, Crash,
-                         ::testing::Values(BatchCase{50, 3000}, BatchCase{500, 10000}));
+INSTANTIATE_TEST_SUITE_P(
+    BatchCountMax, Crash,
+    ::testing::Values(BatchCase{"sqlite", 50, 3000}, BatchCase{"sqlite", 500, 10000},
+                      BatchCase{"postgresql", 50, 0}, BatchCase{"postgresql", 500, 0}),
+    [](const ::testing::TestParamInfo<BatchCase>& info) {
+      return info.param.backend + "_" + std::to_string(info.param.batch_count_max);
+    });
 
 TEST_P(Crash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedStore) {
   const std::string batch = std::to_string(GetParam().batch_count_max);
-  const fs::path dir =
-      fs::temp_directory_path() / ("evident-crash-" + std::to_string(getpid()) + "-" + batch);
+  const fs::path dir = fs::temp_directory_path() / ("evident-crash-" + std::to_string(getpid()) +
+                                                    "-" + GetParam().backend + "-" + batch);
   fs::remove_all(dir);
   fs::create_directories(dir);
   GrowingInput input(dir / "events.ndjson");
@@ -251,19 +309,25 @@ TEST_P(Crash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedStor
 
   // Kills at every fault point (its first and its third hit in a run), each run restarted with
   // --resume where the last one was killed, on an input grown first to what the run needs.
-  CrashingRuns runs(common, dir);
+  const std::string source = fs::absolute(input.path()).lexically_normal().string();
+  CrashingRuns runs(common, dir, GetParam().backend, source);
+  int fault_points = 0;
   for (const char* point : kFaultPoints) {
+    if (GetParam().backend != "sqlite" && std::string_view(point).ends_with("wal-checkpoint")) {
+      continue;
+    }
+    ++fault_points;
     for (const int hit : {1, 3}) {
       const std::string fault = point + (":" + std::to_string(hit));
       const int64_t lines = LinesToReach(point, hit, GetParam());
-      input.Ensure(std::max<int64_t>(0, CheckpointPosition(runs.store())), lines);
+      input.Ensure(std::max<int64_t>(0, runs.Position()), lines);
       ASSERT_TRUE(Killed(runs.Run(fault, -1)))
           << "fault point " << fault << " was never reached in " << lines << " lines";
     }
   }
   // Then at random times, over what the fault runs left of the input (what they were given beyond
   // what they used) and at least kRandomLines, then to its end.
-  input.Ensure(std::max<int64_t>(0, CheckpointPosition(runs.store())), kRandomLines);
+  input.Ensure(std::max<int64_t>(0, runs.Position()), kRandomLines);
   std::mt19937_64 rng(12345);
   int kills = 0;
   bool finished = false;
@@ -280,15 +344,15 @@ TEST_P(Crash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedStor
   if (!finished) {
     ASSERT_TRUE(Finished(runs.Run("", -1)));
   }
-  std::cout << "killed at " << std::size(kFaultPoints) * 2 << " fault points and " << kills
+  std::cout << "killed at " << fault_points * 2 << " fault points and " << kills
             << " random times, then ran to the end of " << input.lines() << " lines ("
             << input.orders() << " orders)\n";
 
   // The reference: one uninterrupted run over the same input.
-  const std::string reference = (dir / "reference.db").string();
+  const TestStore reference(GetParam().backend, dir / "reference.db");
   std::vector<std::string> args = common;
-  args.insert(args.end(), {"--store", "sqlite:" + reference, "--outcomes",
-                           (dir / "reference.ndjson").string()});
+  args.insert(args.end(),
+              {"--store", reference.uri(), "--outcomes", (dir / "reference.ndjson").string()});
   const ProcessResult clean = RunEvident(args);
   ASSERT_EQ(clean.exit_code, 0) << clean.err;
   const Acknowledged want = ReadOutcomes(dir / "reference.ndjson", false);
@@ -299,8 +363,8 @@ TEST_P(Crash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedStor
   for (const std::string& key : runs.applied()) {
     EXPECT_TRUE(want_applied.contains(key)) << key << " applied, but not by the reference";
   }
-  const std::vector<Table> want_tables = ReadStore(reference, input);
-  const std::vector<Table> got_tables = ReadStore(runs.store(), input);
+  const std::vector<Table> want_tables = ReadStore(reference.path(), input);
+  const std::vector<Table> got_tables = ReadStore(runs.store().path(), input);
   for (const Table& t : want_tables) {
     EXPECT_FALSE(t.rows.empty()) << t.name << " is empty in the reference run";
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 
 #include "evident/store_sqlite.h"
 
@@ -64,7 +65,10 @@ int64_t RowsRead(const StoreRows& rows, const std::string& name) {
 
 StoreRows ReadStoreRows(const std::string& path, const DumpOptions& options) {
   StoreRows rows;
-  auto opened = OpenSqliteStore(path);
+  // A URI ("postgresql://...", "sqlite:PATH") names its backend; a bare path is a SQLite file.
+  auto opened = path.find(':') != std::string::npos && path.find("://") != std::string::npos
+                    ? OpenStore(path, {.read_only = true})
+                    : OpenSqliteStore(path);
   EXPECT_TRUE(opened.ok()) << opened.status().ToString();
   if (!opened.ok()) return rows;
   auto snapshot = (*opened)->Read();
@@ -88,7 +92,22 @@ StoreRows ReadStoreRows(const std::string& path, const DumpOptions& options) {
   return rows;
 }
 
+// The rank (1, 2, ...) of each of `seqs` among them. A sequence a server assigns skips the
+// numbers of transactions that rolled back (PostgreSQL's never goes back, SQLite's rowids do), so
+// two stores with the same rows in the same order compare equal by rank, not by number.
+std::map<int64_t, int64_t> Ranks(std::vector<int64_t> seqs) {
+  std::sort(seqs.begin(), seqs.end());
+  std::map<int64_t, int64_t> rank;
+  for (const int64_t seq : seqs) rank.emplace(seq, static_cast<int64_t>(rank.size()) + 1);
+  return rank;
+}
+
 std::vector<Table> Tables(const StoreRows& rows) {
+  std::vector<int64_t> kept_ids, journal_seqs;
+  for (const QuarantineRecord& k : rows.kept) kept_ids.push_back(k.id);
+  for (const JournalEntry& j : rows.journal) journal_seqs.push_back(j.seq);
+  const std::map<int64_t, int64_t> kept_rank = Ranks(kept_ids);
+  const std::map<int64_t, int64_t> journal_rank = Ranks(journal_seqs);
   std::vector<Table> t = {{"ledger", {}},   {"projection", {}},  {"evidence", {}},
                           {"deferred", {}}, {"quarantine", {}},  {"journal", {}},
                           {"effect", {}},   {"compensation", {}}};
@@ -125,18 +144,18 @@ std::vector<Table> Tables(const StoreRows& rows) {
   }
   for (const QuarantineRecord& k : rows.kept) {
     t[4].rows.push_back(
-        Row()("seq", k.id)("consumer", k.consumer)("outcome", k.outcome)("reason", k.reason)(
-            "message", k.message)("source", k.source)("id", k.event_id)("type", k.type)(
-            "subject", k.subject)("subject_version", k.subject_version)(
+        Row()("seq", kept_rank.at(k.id))("consumer", k.consumer)("outcome", k.outcome)(
+            "reason", k.reason)("message", k.message)("source", k.source)("id", k.event_id)(
+            "type", k.type)("subject", k.subject)("subject_version", k.subject_version)(
             "schema_version", k.schema_version)("raw", k.raw)("attempts", k.attempts)(
             "status", QuarantineStatusName(k.status))("input_index", k.input_index)
             .text());
   }
   for (const JournalEntry& j : rows.journal) {
-    t[5].rows.push_back(
-        Row()("seq", j.seq)("consumer", j.consumer)("outcome", j.outcome)("source", j.source)(
-            "id", j.event_id)("subject", j.subject)("subject_version", j.subject_version)
-            .text());
+    t[5].rows.push_back(Row()("seq", journal_rank.at(j.seq))("consumer", j.consumer)(
+                            "outcome", j.outcome)("source", j.source)("id", j.event_id)(
+                            "subject", j.subject)("subject_version", j.subject_version)
+                            .text());
   }
   for (const EffectIntent& e : rows.effects) {
     t[6].rows.push_back(

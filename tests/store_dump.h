@@ -89,7 +89,7 @@ StoreRows ReadStoreRows(const std::string& path, const DumpOptions& options);
 // The rows as text tables, each sorted: ledger, projection, evidence, deferred, kept, journal,
 // and checkpoint when rows.position_source is set. Sorted because the read API orders some rows
 // by wall-clock time, which may tie; the seq columns keep the order of kept and journal rows in
-// the comparison.
+// the comparison, as ranks (a server's sequence skips the numbers of rolled-back transactions).
 std::vector<Table> Tables(const StoreRows& rows);
 
 // Tables(ReadStoreRows(path, options)).

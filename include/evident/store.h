@@ -371,6 +371,17 @@ class Transaction {
   virtual Status LogIntent(const EffectLogEntry& entry) = 0;
   // A key already there: kAlreadyThere, nothing written. record.seq is assigned.
   virtual Result<Insert> InsertCompensation(const CompensationRecord& record) = 0;
+
+  // The write path's forms of the two inserts above, for a store that may send them without
+  // waiting for an answer (a networked store overrides them; the rest of the transaction learns
+  // of a failure at the latest from its commit). IntendOnce inserts the intent unless its key
+  // is there; a key another consumer's or effect's intent holds fails with kFailedPrecondition
+  // (two effects whose key templates meet: a configuration that would lose an effect).
+  virtual Status IntendOnce(const EffectIntent& intent);
+  // Inserts the record unless its key is there.
+  virtual Status RecordCompensation(const CompensationRecord& record) {
+    return InsertCompensation(record).status();
+  }
 };
 
 // One consistent read view, taken when Read() returns: every call sees the same committed state.

@@ -268,19 +268,9 @@ Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer
     intent.request = CloudEventJson(event);
     intent.intended_at_ms = now_ms;
     intent.next_attempt_at_ms = now_ms;
-    EVIDENT_ASSIGN_OR_RETURN(const Insert inserted, store.InsertIntent(intent));
-    if (inserted == Insert::kAlreadyThere) {
-      // Another event of the same key (a redelivery is a duplicate and never gets here): fine
-      // for the same effect; another effect's key is a configuration that loses an effect.
-      EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> there,
-                               store.FindIntent(intent.key));
-      if (there && (there->consumer != intent.consumer || there->effect != intent.effect)) {
-        return Status::FailedPrecondition(
-            "effect " + effect.name + " of " + intent.consumer + " keys " + intent.key +
-            ", which effect " + there->effect + " of " + there->consumer +
-            " already holds: give the two effects key templates that cannot meet");
-      }
-    }
+    // A key already there from another event of the same effect (a redelivery is a duplicate
+    // and never gets here) is fine; another effect's key is a configuration that loses an effect.
+    EVIDENT_RETURN_IF_ERROR(store.IntendOnce(intent));
   }
   for (const CompensationConfig& compensation : consumer.compensations) {
     if (std::find(compensation.on.begin(), compensation.on.end(), event.type) ==
@@ -302,7 +292,7 @@ Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer
                               .event_id = std::string(event.id),
                               .type = std::string(event.type),
                               .recorded_at_ms = now_ms};
-    EVIDENT_RETURN_IF_ERROR(store.InsertCompensation(record).status());
+    EVIDENT_RETURN_IF_ERROR(store.RecordCompensation(record));
   }
   return Status::Ok();
 }

@@ -35,6 +35,28 @@ std::vector<std::string> Events(int count, int subjects) {
   return out;
 }
 
+// Orders of the ordered consumer (fulfillment): paid v1, paid v2, cancelled v3, every third
+// order's v2 before its v1 (deferred, then drained), and a status change per order.
+std::vector<std::string> OrderedEvents(int orders) {
+  std::vector<std::string> out;
+  for (int order = 0; order < orders; ++order) {
+    const std::string o = std::to_string(order);
+    std::vector<std::string> lines;
+    for (int v = 1; v <= 3; ++v) {
+      lines.push_back(
+          R"({"specversion":"1.0","id":"evt-)" + o + "-" + std::to_string(v) +
+          R"(","source":"https://example.test/order-service","type":"com.example.training.order.)" +
+          (v == 3 ? "cancelled" : "paid") + R"(","subject":"order-)" + o +
+          R"(","schemaversion":1,"data":{"orderId":"order-)" + o + R"(","orderVersion":)" +
+          std::to_string(v) + (v == 3 ? R"(,"reason":"customer-request")" : "") + "}}");
+    }
+    if (order % 3 == 0) std::swap(lines[0], lines[1]);
+    lines.push_back(StatusChange(order, order));
+    out.insert(out.end(), lines.begin(), lines.end());
+  }
+  return out;
+}
+
 std::unique_ptr<Pipeline> PipelineWithBatches(int64_t batch_count_max) {
   auto config = LoadConfig(std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/evident.yaml");
   EXPECT_TRUE(config.ok()) << config.status().ToString();
@@ -114,6 +136,33 @@ TEST(PostgresConsume, DecisionsEqualTheMemoryStores) {
   EXPECT_EQ(
       on_postgres.summary.counts.at("orders-projection")[static_cast<size_t>(Outcome::kDuplicate)],
       60);
+}
+
+}  // namespace
+}  // namespace evident
+
+namespace evident {
+namespace {
+
+// The ordered consumer's path (deferral, drain, the gap records it closes, evidence, effect
+// intents): still a fixed number of round trips per batch.
+TEST(PostgresConsume, OrderedConsumersCostAFixedNumberOfRoundTripsPerBatch) {
+  const std::vector<std::string> events = OrderedEvents(500);  // 2,000 events
+  const PgRun small = ConsumeOnPostgres(20, events);
+  const PgRun large = ConsumeOnPostgres(125, events);
+  ASSERT_EQ(small.summary.batches, 100);
+  ASSERT_EQ(large.summary.batches, 16);
+  const double small_per_batch =
+      static_cast<double>(small.round_trips) / static_cast<double>(small.summary.batches);
+  const double large_per_batch =
+      static_cast<double>(large.round_trips) / static_cast<double>(large.summary.batches);
+  std::printf(
+      "ordered: %lld round trips for 100 batches of 20 (%.2f a batch), %lld for 16 of "
+      "125 (%.2f a batch)\n",
+      static_cast<long long>(small.round_trips), small_per_batch,
+      static_cast<long long>(large.round_trips), large_per_batch);
+  EXPECT_LE(large_per_batch, small_per_batch + 1.0);
+  EXPECT_EQ(small.counts, large.counts);
 }
 
 }  // namespace

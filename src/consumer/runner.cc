@@ -223,7 +223,9 @@ class ConsumeLoop {
     last_decided_ = start_;  // --until-idle counts from the start until the first event
     // Slots for events read ahead: enough to keep the deciding thread busy, few enough that an
     // event is still in the CPU cache when it is decided.
-    constexpr size_t kSlotsMax = 128;
+    // On a store where batch loads pay, enough for a whole batch of up to 1,024 events, so that
+    // one Load reads the rows of as many of them as are prepared by then.
+    const size_t kSlotsMax = store_.BatchLoadPays() ? 1024 : 128;
     constexpr size_t kAheadBytesMax = size_t{32} << 20;
     std::vector<std::unique_ptr<PreparedEvent>> slots;
     const size_t slot_count =

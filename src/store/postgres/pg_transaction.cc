@@ -4,6 +4,7 @@
 #include <cassert>
 #include <limits>
 
+#include "core/fault_point.h"
 #include "store/postgres/pg_rows.h"
 #include "store/projection_copy.h"
 
@@ -38,6 +39,17 @@ std::string Qualified(std::string_view columns, std::string_view prefix) {
 }
 
 const std::string kRollbackSql = "ROLLBACK";
+
+const std::string kCompensationInsert =
+    "INSERT INTO compensation(key, consumer, subject, owner_source, owner_version, event_id,"
+    " type, recorded_at_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key) DO NOTHING";
+
+Params CompensationParams(const CompensationRecord& c) {
+  Params p;
+  p.Text(c.key).Text(c.consumer).Text(c.subject).Text(c.owner_source).OptInt(c.owner_version);
+  p.Text(c.event_id).Text(c.type).Int(c.recorded_at_ms);
+  return p;
+}
 
 // The LIMIT of a list: one row more than asked, so that a cut list knows it was cut.
 int64_t LimitOf(int64_t rows_max) {
@@ -147,8 +159,10 @@ Status PgTransaction::End(const std::string& sql) {
   // COMMIT of an aborted transaction would answer ROLLBACK as if it were a success.
   const Status failed = db.failure();
   const bool rolling_back = &sql == &kRollbackSql || !failed.ok();
+  if (!rolling_back) FaultPoint("before-commit");
   db.Send(rolling_back ? kRollbackSql : sql, Params());
   Status status = db.Sync();
+  if (status.ok() && !rolling_back) FaultPoint("after-commit");
   if (!status.ok() && !rolling_back && !db.broken()) {  // COMMIT never ran: the block is open
     db.Send(kRollbackSql, Params());
     (void)db.Sync();
@@ -207,6 +221,9 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
       " FROM deferred d JOIN ledger l ON l.consumer=d.consumer AND l.source=d.source"
       " AND l.event_id=d.event_id WHERE (d.subject, d.consumer) IN"
       " (SELECT * FROM unnest($2::text[], $1::text[]))";
+  static const std::string kOpenGaps =
+      "SELECT consumer, subject, missing_to FROM gap WHERE state<>'closed' AND (consumer, subject)"
+      " IN (SELECT * FROM unnest($1::text[], $2::text[]))";
   std::vector<std::string_view> consumers, sources, ids, subject_consumers, subjects;
   for (const LedgerKey& k : keys.ledger) {
     consumers.push_back(k.consumer);
@@ -222,8 +239,15 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
   db.SendWanted(kProjections, Params().TextArray(subject_consumers).TextArray(subjects));
   db.SendWanted(kDeferred, Params().TextArray(subject_consumers).TextArray(subjects));
   db.SendWanted(kDeferredLedger, Params().TextArray(subject_consumers).TextArray(subjects));
+  db.SendWanted(kOpenGaps, Params().TextArray(subject_consumers).TextArray(subjects));
   EVIDENT_ASSIGN_OR_RETURN(const std::vector<Rowset> found, db.Fetch());
-  assert(found.size() == 4);
+  assert(found.size() == 5);
+  // The open gap records of the subjects, which an apply that closes a gap closes.
+  for (const SubjectKey& k : keys.subjects) open_gaps_[Key(k.consumer, k.subject)];
+  for (int i = 0; i < found[4].rows(); ++i) {
+    open_gaps_[Key(found[4].Text(i, 0), found[4].Text(i, 1))].push_back(found[4].Int(i, 2));
+  }
+  if (!found[4].problem().ok()) return found[4].problem();
   // The ledger rows of the waiting events, which a drain marks applied: known, not returned.
   EVIDENT_ASSIGN_OR_RETURN(Rows<LedgerEntry> waiting,
                            ReadRows(found[3], LimitOf(found[3].rows()), &ReadLedger));
@@ -489,7 +513,12 @@ Result<Insert> PgTransaction::InsertGap(const GapRecord& g) {
   p.Int(g.acted_at_ms).Text(g.request_event_id).OptInt(g.closed_at_ms).Text(g.closed_by);
   p.Text(g.note);
   EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
-  return done.affected() == 1 ? Insert::kInserted : Insert::kAlreadyThere;
+  if (done.affected() != 1) return Insert::kAlreadyThere;
+  const auto known = open_gaps_.find(Key(g.consumer, g.subject));
+  if (known != open_gaps_.end() && g.state != GapState::kClosed) {
+    known->second.push_back(g.missing_to);
+  }
+  return Insert::kInserted;
 }
 
 Result<int64_t> PgTransaction::CloseGaps(std::string_view consumer, std::string_view subject,
@@ -498,14 +527,21 @@ Result<int64_t> PgTransaction::CloseGaps(std::string_view consumer, std::string_
   static const std::string kSql =
       "UPDATE gap SET state='closed', closed_at_ms=$4, closed_by=$5, note=$6"
       " WHERE consumer=$1 AND subject=$2 AND state<>'closed' AND missing_to<=$3";
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, Params()
-                                                                   .Text(consumer)
-                                                                   .Text(subject)
-                                                                   .Int(through_version)
-                                                                   .Int(at_ms)
-                                                                   .Text(by)
-                                                                   .Text(note)));
-  return done.affected();
+  Params params;
+  params.Text(consumer).Text(subject).Int(through_version).Int(at_ms).Text(by).Text(note);
+  const auto known = open_gaps_.find(Key(consumer, subject));
+  if (known == open_gaps_.end()) {
+    EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, params));
+    return done.affected();
+  }
+  // A subject whose open records were loaded: counted here, and closed without waiting.
+  std::vector<int64_t>& open = known->second;
+  const auto closing = std::partition(
+      open.begin(), open.end(), [&](int64_t missing_to) { return missing_to > through_version; });
+  const auto closed = static_cast<int64_t>(open.end() - closing);
+  open.erase(closing, open.end());
+  if (closed > 0) Db().Send(kSql, params);
+  return closed;
 }
 
 Status PgTransaction::SetQuarantineStatus(int64_t id, QuarantineStatus status) {
@@ -633,20 +669,51 @@ Result<int64_t> PgTransaction::DeleteSentOutbox(int64_t sent_before_ms, int64_t 
   return done.affected();
 }
 
-Result<Insert> PgTransaction::InsertIntent(const EffectIntent& e) {
-  static const std::string kSql =
-      "INSERT INTO effect_intent(key, effect, consumer, subject, source, event_id,"
-      " subject_version, request, state, attempts, last_error, http_status, response_digest,"
-      " intended_at_ms, last_attempt_at_ms, next_attempt_at_ms, settled_at_ms, claimed_by,"
-      " revision) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,"
-      " $17, $18, 1) ON CONFLICT (key) DO NOTHING";
+namespace {
+
+const std::string kIntentInsert =
+    "INSERT INTO effect_intent(key, effect, consumer, subject, source, event_id,"
+    " subject_version, request, state, attempts, last_error, http_status, response_digest,"
+    " intended_at_ms, last_attempt_at_ms, next_attempt_at_ms, settled_at_ms, claimed_by,"
+    " revision) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,"
+    " $17, $18, 1) ON CONFLICT (key) DO NOTHING";
+
+Params IntentParams(const EffectIntent& e) {
   Params p;
   p.Text(e.key).Text(e.effect).Text(e.consumer).Text(e.subject).Text(e.source).Text(e.event_id);
   p.OptInt(e.subject_version).Bytes(e.request).Text(EffectStateName(e.state)).Int(e.attempts);
   p.Text(e.last_error).OptInt(e.http_status).Text(e.response_digest).Int(e.intended_at_ms);
   p.OptInt(e.last_attempt_at_ms).OptInt(e.next_attempt_at_ms).OptInt(e.settled_at_ms);
   p.Text(e.claimed_by);
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  return p;
+}
+
+}  // namespace
+
+// Sent without waiting: the statement inserts the intent, or finds its key held by the same
+// consumer and effect, or fails on the server (checked_on_server) when another holds it.
+Status PgTransaction::IntendOnce(const EffectIntent& intent) {
+  static const std::string kSql =
+      "WITH added AS (" + kIntentInsert +
+      " RETURNING 1) SELECT 1 / (CASE WHEN EXISTS(SELECT 1 FROM added) OR EXISTS(SELECT 1 FROM"
+      " effect_intent WHERE key=$1 AND effect=$2 AND consumer=$3) THEN 1 ELSE 0 END)";
+  Db().Send(
+      kSql, IntentParams(intent),
+      Expect{.checked_on_server = true,
+             .otherwise = Status::FailedPrecondition(
+                 "effect " + intent.effect + " of " + intent.consumer + " keys " + intent.key +
+                 ", which another effect already holds: give the two effects key "
+                 "templates that cannot meet")});
+  return Status::Ok();
+}
+
+Status PgTransaction::RecordCompensation(const CompensationRecord& c) {
+  Db().Send(kCompensationInsert, CompensationParams(c));
+  return Status::Ok();
+}
+
+Result<Insert> PgTransaction::InsertIntent(const EffectIntent& e) {
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kIntentInsert, IntentParams(e)));
   return done.affected() == 1 ? Insert::kInserted : Insert::kAlreadyThere;
 }
 
@@ -697,13 +764,8 @@ Status PgTransaction::LogIntent(const EffectLogEntry& e) {
 }
 
 Result<Insert> PgTransaction::InsertCompensation(const CompensationRecord& c) {
-  static const std::string kSql =
-      "INSERT INTO compensation(key, consumer, subject, owner_source, owner_version, event_id,"
-      " type, recorded_at_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key) DO NOTHING";
-  Params p;
-  p.Text(c.key).Text(c.consumer).Text(c.subject).Text(c.owner_source).OptInt(c.owner_version);
-  p.Text(c.event_id).Text(c.type).Int(c.recorded_at_ms);
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done,
+                           Db().Query(kCompensationInsert, CompensationParams(c)));
   return done.affected() == 1 ? Insert::kInserted : Insert::kAlreadyThere;
 }
 

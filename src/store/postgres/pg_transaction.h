@@ -79,6 +79,8 @@ class PgTransaction final : public Transaction {
   Status UpdateIntent(const EffectIntent& intent, int64_t expected_revision) override;
   Status LogIntent(const EffectLogEntry& entry) override;
   Result<Insert> InsertCompensation(const CompensationRecord& record) override;
+  Status IntendOnce(const EffectIntent& intent) override;
+  Status RecordCompensation(const CompensationRecord& record) override;
 
  private:
   Connection& Db();
@@ -92,6 +94,8 @@ class PgTransaction final : public Transaction {
   std::unordered_map<std::string, std::optional<DeferredEvent>> deferred_;
   std::unordered_set<std::string> deferred_subjects_;  // every deferred event of these is known
   std::map<std::string, EvidenceRecord> evidence_;     // written at commit
+  // The missing_to of every open gap record of a loaded (consumer, subject).
+  std::unordered_map<std::string, std::vector<int64_t>> open_gaps_;
 };
 
 class PgSnapshot final : public Snapshot {
