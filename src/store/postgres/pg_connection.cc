@@ -70,6 +70,16 @@ Params& Params::IntArray(const std::vector<int64_t>& values) {
   return Add(std::move(literal), 0);
 }
 
+Params& Params::OptIntArray(const std::vector<std::optional<int64_t>>& values) {
+  std::string literal = "{";
+  for (const std::optional<int64_t>& value : values) {
+    if (literal.size() > 1) literal += ',';
+    literal += value ? std::to_string(*value) : "NULL";
+  }
+  literal += '}';
+  return Add(std::move(literal), 0);
+}
+
 int64_t Rowset::Int(int row, int column) const { return OptInt(row, column).value_or(0); }
 
 std::optional<int64_t> Rowset::OptInt(int row, int column) const {

@@ -36,6 +36,7 @@ class Params {
   // A text[] parameter (PostgreSQL array literal), for unnest() over a batch's keys.
   Params& TextArray(const std::vector<std::string_view>& values);
   Params& IntArray(const std::vector<int64_t>& values);
+  Params& OptIntArray(const std::vector<std::optional<int64_t>>& values);  // NULL for nullopt
 
   int count() const { return static_cast<int>(values_.size()); }
   const char* const* values() const { return values_.data(); }

@@ -83,7 +83,14 @@ class PgTransaction final : public Transaction {
   Status RecordCompensation(const CompensationRecord& record) override;
 
  private:
+  // The connection, after sending the rows buffered so far (FlushWrites): every statement then
+  // runs after the writes issued before it, as issued.
   Connection& Db();
+  Connection& Conn();  // without flushing, for the buffered writes themselves
+  // Sends the buffered ledger inserts and projection puts as one multi-row statement per table
+  // and kind (a batch's rows in a few statements, not one each).
+  void FlushWrites();
+  void FlushProjections();
   Status End(const std::string& sql);
 
   std::shared_ptr<Session> session_;  // null once finished
@@ -94,6 +101,14 @@ class PgTransaction final : public Transaction {
   std::unordered_map<std::string, std::optional<DeferredEvent>> deferred_;
   std::unordered_set<std::string> deferred_subjects_;  // every deferred event of these is known
   std::map<std::string, EvidenceRecord> evidence_;     // written at commit
+  // Writes buffered until the next statement that is not one of them: ledger rows known to be
+  // absent, and projection puts (per key: the version the first put expected, the last value).
+  std::vector<LedgerEntry> ledger_inserts_;
+  struct ProjectionPut {
+    std::optional<int64_t> expected;
+    Projection value;
+  };
+  std::map<std::string, ProjectionPut> projection_puts_;
   // The missing_to of every open gap record of a loaded (consumer, subject).
   std::unordered_map<std::string, std::vector<int64_t>> open_gaps_;
 };
