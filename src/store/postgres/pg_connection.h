@@ -117,11 +117,8 @@ class Connection {
   // Makes the connection ready for a new transaction: reconnects when it was lost, starts a
   // new session when an earlier one was left mid-way, and clears the failure.
   Status Reset();
-  // Statements whose results were not read yet.
-  int64_t pending() const { return static_cast<int64_t>(pending_.size()); }
   // Round trips made so far (each Sync or Query that waited on the server), for tests.
   int64_t round_trips() const { return round_trips_; }
-  PGconn* native() const { return conn_; }
 
  private:
   explicit Connection(PGconn* conn) : conn_(conn) {}
