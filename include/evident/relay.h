@@ -24,8 +24,19 @@
 // Sent rows are deleted once older than keep_sent_ms, in transactions of at most
 // delete_count_max rows, at most once per retention_interval_ms and at the end of a --once run.
 //
-// Thread-safety: RunRelay is one thread's; one relay per SQLite store at a time (a second one
-// would publish rows twice, which deduplication absorbs but which wastes the broker's work).
+// Several relays on one store (PostgreSQL, Store::RelaysShare), for availability: a round
+// claims outbox partitions (Transaction::ClaimOutbox: their rows in outbox_partition, locked
+// FOR UPDATE SKIP LOCKED) and publishes, marks and commits their oldest rows in the claiming
+// transaction. A partition's rows therefore go out in order through one relay at a time, two
+// relays never both mark a row, and relays on different partitions run side by side. A relay
+// that dies or stalls holding a claim loses it after claim_hold_ms (its connection closed, or
+// ended by the server) and another relay offers its rows again: the message ids let JetStream
+// drop the copies. An idle relay sleeps until a producer's commit notifies it (LISTEN/NOTIFY),
+// or notify_wait_ms at most. Claim mode does not overlap marking with the next publish.
+//
+// Thread-safety: RunRelay is one thread's, with a Store of its own. One relay per SQLite store
+// at a time (a second one would publish rows twice, which deduplication absorbs but which
+// wastes the broker's work).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +69,17 @@ struct RelayOptions {
   // half and all of it (jitter, so relays restarting together do not retry in step).
   int64_t backoff_initial_ms = 100;
   int64_t backoff_max_ms = 10'000;
+  // On a store several relays share (Store::RelaysShare: PostgreSQL), each round claims up to
+  // claim_partitions_max outbox partitions with pending rows that no other relay holds and
+  // publishes and marks their oldest rows inside the claiming transaction (see above).
+  int64_t claim_partitions_max = 8;
+  // A relay that holds a claim this long without a word to the store (paused, cut off, or a
+  // publish that hangs past it) loses it: the store ends its session, another relay takes the
+  // partitions over, and this one's marks are refused. Keep it above the publisher's timeout.
+  int64_t claim_hold_ms = 30'000;
+  // How long an idle relay on such a store waits for word of a committed row (PostgreSQL:
+  // LISTEN/NOTIFY) before it looks again anyway; the word wakes it at once.
+  int64_t notify_wait_ms = 1'000;
   // Sent rows older than this are deleted.
   int64_t keep_sent_ms = int64_t{7} * 24 * 3600 * 1000;
   int64_t delete_count_max = 1000;

@@ -345,14 +345,27 @@ class Transaction {
   virtual Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) = 0;
   // Records the broker's acknowledgement: the stream (or file) and the sequence it gave, nullopt
   // for a destination that numbers nothing. A row already sent keeps its first acknowledgement;
-  // no row of that seq: kNotFound.
+  // no row of that seq: kNotFound (from this call, or from the commit of a store that sends the
+  // call without waiting for its answer, as PostgreSQL does so that a relay's batch of marks
+  // costs one round trip; the transaction then commits nothing).
   virtual Status MarkOutboxSent(int64_t seq, std::string_view stream,
                                 std::optional<int64_t> stream_sequence, int64_t at_ms) = 0;
-  // Counts a failed publish attempt. No row of that seq: kNotFound.
+  // Counts a failed publish attempt. No row of that seq: kNotFound (as MarkOutboxSent).
   virtual Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) = 0;
   // Deletes at most `rows_max` sent rows, oldest seq first, sent before `sent_before_ms`;
   // returns how many. Called in bounded batches until it returns fewer than rows_max.
   virtual Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) = 0;
+  // The rows a relay publishes in this transaction, for a store several relays share
+  // (Store::RelaysShare): it claims up to `partitions_max` outbox partitions that have pending
+  // rows and that no other open transaction holds, the least recently claimed first, and returns
+  // the oldest pending rows of those partitions by seq, at most `rows_max`. A claimed partition
+  // is this transaction's until it ends, so its rows go out in order through one relay at a time
+  // and no other relay marks them; a transaction that says nothing to the store for `hold_ms`
+  // (a relay paused or cut off mid-publish) loses its claims and cannot commit. Empty when
+  // nothing is pending or other relays hold every partition with pending rows.
+  // Default: the oldest pending rows (a store whose transactions exclude each other whole).
+  virtual Result<Rows<OutboxRow>> ClaimOutbox(int64_t rows_max, int64_t partitions_max,
+                                              int64_t hold_ms, int64_t now_ms);
 
   // Effect intents (EffectIntent). A key already there: kAlreadyThere, nothing written.
   // intent.seq and intent.revision are assigned (revision 1).
@@ -461,6 +474,14 @@ class Store {
   // the consume loop then loads each batch before deciding it. An embedded store answers row by
   // row as fast, and a Load would only read everything twice.
   virtual bool BatchLoadPays() const { return false; }
+  // True when several relays (relay.h) may run on this store at once: each takes its rows with
+  // Transaction::ClaimOutbox and publishes them inside that transaction. False: one relay per
+  // store, reading pending rows from snapshots so that its publishing holds no write lock.
+  virtual bool RelaysShare() const { return false; }
+  // Waits until an outbox row may have been committed since the last call (true), or until
+  // `timeout_ms` passed (false), for an idle relay. Default: sleeps `timeout_ms` and says false
+  // (the relay then looks again); a store that can be told of commits returns at once.
+  virtual Result<bool> WaitForOutbox(int64_t timeout_ms);
 };
 
 // Options every backend understands; a backend's own header adds its own.

@@ -91,7 +91,7 @@ class Relay {
         failures = 0;
         if (options_.once) return Status::Ok();
         EVIDENT_RETURN_IF_ERROR(Retain(false));
-        SleepUnlessCancelled(clock_, options_.poll_ms, options_.cancel);
+        WaitIdle();
         continue;
       }
       ++failures;
@@ -115,6 +115,7 @@ class Relay {
       if (!opened.ok()) return Failed(opened.status().ToString());
       publisher_ = std::move(opened).value();
     }
+    if (store_.RelaysShare()) return ClaimStep();
     if (!in_flight_.valid()) {
       Result<Rows<OutboxRow>> rows = ReadPending(0);
       if (!rows.ok()) return Busy(rows.status()) ? Failed(rows.status().ToString()) : rows.status();
@@ -124,13 +125,43 @@ class Relay {
     return Finish(/*launch_next=*/true);
   }
 
+  // One round on a store that relays share: claim partitions and their oldest rows, publish
+  // them, mark them and commit, all in the claiming transaction, so that no other relay
+  // publishes or marks those partitions meanwhile (and a relay whose claim lapsed cannot mark).
+  Result<Round> ClaimStep() {
+    Result<std::unique_ptr<Transaction>> tx = store_.Begin();
+    if (!tx.ok()) return Busy(tx.status()) ? Failed(tx.status().ToString()) : tx.status();
+    Result<Rows<OutboxRow>> rows =
+        (*tx)->ClaimOutbox(options_.batch_count_max, options_.claim_partitions_max,
+                           options_.claim_hold_ms, clock_.NowMs());
+    if (!rows.ok()) return Busy(rows.status()) ? Failed(rows.status().ToString()) : rows.status();
+    if (rows->rows.empty()) {
+      (void)(*tx)->Rollback();  // it wrote nothing
+      return Round::kIdle;
+    }
+    BuildMessages(rows->rows, messages_[0]);
+    const Result<size_t> published = publisher_->Publish(messages_[0]);
+    return Settle(published, rows->rows, publisher_->acks(), std::move(*tx));
+  }
+
   // Waits for the batch in flight and records its fate; with `launch_next`, first sends the
   // next pending rows on their way when this batch was accepted whole.
   Result<Round> Finish(bool launch_next) {
     assert(in_flight_.valid());
     const Result<size_t> published = in_flight_.get();
     std::vector<OutboxRow> rows = std::move(rows_[current_]);
-    const std::vector<PublishAck> acks = publisher_->acks();
+    std::vector<PublishAck> acks = publisher_->acks();
+    if (launch_next && published.ok() && *published == rows.size()) {
+      Result<Rows<OutboxRow>> next = ReadPending(rows.back().seq);
+      if (next.ok() && !next->rows.empty()) Launch(std::move(next->rows));
+    }
+    return Settle(published, rows, acks, nullptr);
+  }
+
+  // Records what became of published `rows` (in `claim`, or else in a transaction of its own)
+  // and what it means for the round.
+  Result<Round> Settle(const Result<size_t>& published, const std::vector<OutboxRow>& rows,
+                       const std::vector<PublishAck>& acks, std::unique_ptr<Transaction> claim) {
     const size_t accepted = published.ok() ? *published : 0;
     assert(accepted <= rows.size());
     std::string error;
@@ -140,11 +171,7 @@ class Relay {
       error = "not acknowledged (the destination accepted " + std::to_string(accepted) + " of " +
               std::to_string(rows.size()) + ")";
     }
-    if (launch_next && accepted == rows.size()) {
-      Result<Rows<OutboxRow>> next = ReadPending(rows.back().seq);
-      if (next.ok() && !next->rows.empty()) Launch(std::move(next->rows));
-    }
-    const Status marked = Mark(rows, accepted, error, acks);
+    const Status marked = Mark(rows, accepted, error, acks, std::move(claim));
     if (!marked.ok()) {
       // The batch in flight (if any) is published but the rows before it are unmarked: finish
       // it without marking; the next round reads from the oldest pending row again.
@@ -159,6 +186,26 @@ class Relay {
     if (!marked.ok()) return Failed(marked.ToString());  // published, re-offered: ids dedupe
     if (accepted == 0) return Failed(error);
     return Round::kProgress;
+  }
+
+  // An idle relay waits for the store's word of a committed row where the store gives it (up to
+  // notify_wait_ms, in slices so that a cancel is seen), and otherwise poll_ms.
+  void WaitIdle() {
+    if (!store_.RelaysShare()) {
+      SleepUnlessCancelled(clock_, options_.poll_ms, options_.cancel);
+      return;
+    }
+    for (int64_t left = options_.notify_wait_ms; left > 0 && !Cancelled();) {
+      const int64_t slice = std::min<int64_t>(left, 100);
+      const Result<bool> told = store_.WaitForOutbox(slice);
+      if (!told.ok()) {  // the next claim says whether the store itself is down
+        summary_.last_error = told.status().ToString();
+        SleepUnlessCancelled(clock_, options_.poll_ms, options_.cancel);
+        return;
+      }
+      if (*told) return;
+      left -= slice;
+    }
   }
 
   // Starts publishing `rows` on the worker (the publisher is the worker's alone until Finish).
@@ -191,10 +238,13 @@ class Relay {
     }
   }
 
-  // In one transaction: the accepted prefix marked sent, an attempt counted on the rest.
+  // In one transaction (`tx`, or one begun here): the accepted prefix marked sent, an attempt
+  // counted on the rest.
   Status Mark(const std::vector<OutboxRow>& rows, size_t accepted, const std::string& error,
-              const std::vector<PublishAck>& acks) {
-    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
+              const std::vector<PublishAck>& acks, std::unique_ptr<Transaction> tx) {
+    if (tx == nullptr) {
+      EVIDENT_ASSIGN_OR_RETURN(tx, store_.Begin());
+    }
     const int64_t now_ms = clock_.NowMs();
     int64_t duplicates = 0;
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -275,11 +325,14 @@ Result<RelaySummary> RunRelay(Store& store, const PublisherFactory& open_publish
   if (options.batch_count_max < 1 || options.delete_count_max < 1 || options.poll_ms < 0 ||
       options.backoff_initial_ms < 1 || options.backoff_max_ms < options.backoff_initial_ms ||
       options.keep_sent_ms < 0 || options.once_failures_max < 1 ||
+      options.claim_partitions_max < 1 || options.claim_hold_ms < 1 ||
+      options.notify_wait_ms < 0 ||
       (options.partition_count.has_value() && *options.partition_count < 1)) {
     return Status::InvalidArgument(
-        "relay options out of range: batch_count_max, delete_count_max, backoff_initial_ms and "
-        "once_failures_max must be >= 1, partition_count >= 1, backoff_max_ms >= "
-        "backoff_initial_ms, poll_ms and keep_sent_ms >= 0");
+        "relay options out of range: batch_count_max, delete_count_max, backoff_initial_ms, "
+        "once_failures_max, claim_partitions_max and claim_hold_ms must be >= 1, "
+        "partition_count >= 1, backoff_max_ms >= backoff_initial_ms, poll_ms, notify_wait_ms "
+        "and keep_sent_ms >= 0");
   }
   return Relay(store, open_publisher, options).Run();
 }

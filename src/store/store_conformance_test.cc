@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <stdexcept>
 
 #include "evident/store.h"
@@ -1116,15 +1117,111 @@ TEST_P(StoreConformance, OutboxPendingListsUnsentRowsInSeqOrderAfterASeqBounded)
   EXPECT_TRUE(cut.truncated);
 }
 
+// Eight rows over partitions 0..3, two each, interleaved by seq; seqs[i] is in partition i % 4.
+std::vector<int64_t> AppendOverFourPartitions(Transaction& tx) {
+  std::vector<int64_t> seqs;
+  for (int64_t i = 0; i < 8; ++i) {
+    OutboxRow row = OutboxEvent(Numbered("p", i), "{}");
+    row.partition = i % 4;
+    row.subject = Numbered("order-", i % 4);
+    seqs.push_back(Take(tx.AppendOutbox(row)).seq);
+  }
+  return seqs;
+}
+
+std::set<int64_t> PartitionsOf(const Rows<OutboxRow>& rows) {
+  std::set<int64_t> out;
+  for (const OutboxRow& row : rows.rows) out.insert(row.partition);
+  return out;
+}
+
+TEST_P(StoreConformance, AClaimReturnsTheOldestPendingRowsOfItsPartitionsBySeq) {
+  std::vector<int64_t> seqs;
+  Write([&](Transaction& tx) { seqs = AppendOverFourPartitions(tx); });
+  Write([&](Transaction& tx) { EXPECT_OK(tx.MarkOutboxSent(seqs[0], "ORDERS", 1, 500)); });
+  auto tx = Begin();
+  const Rows<OutboxRow> all = Take(tx->ClaimOutbox(100, 8, 30'000, 600));
+  EXPECT_EQ(SeqsOf(all), std::vector<int64_t>(seqs.begin() + 1, seqs.end()));
+  EXPECT_FALSE(all.truncated);
+  EXPECT_OK(tx->Rollback());
+  tx = Begin();
+  const Rows<OutboxRow> cut = Take(tx->ClaimOutbox(2, 8, 30'000, 600));
+  EXPECT_EQ(SeqsOf(cut), (std::vector<int64_t>{seqs[1], seqs[2]}));
+  EXPECT_TRUE(cut.truncated);
+  EXPECT_OK(tx->Rollback());
+  EXPECT_EQ(Take(Read()->OutboxRows(true, 0)).rows.size(), 7U);  // a claim changes no row
+}
+
+// Relays that share a store (Store::RelaysShare) claim disjoint partitions, a producer's append
+// does not wait for a claim, and a claim held past its hold time is lost: the partitions go to
+// another relay and the holder cannot commit. A store that does not share its relays excludes
+// whole transactions instead: a claim there is every pending row (checked above).
+TEST_P(StoreConformance, RelaysSharingAStoreClaimDisjointPartitionsAndLoseAClaimHeldTooLong) {
+  std::vector<int64_t> seqs;
+  Write([&](Transaction& tx) { seqs = AppendOverFourPartitions(tx); });
+  if (!store_->RelaysShare()) {
+    EXPECT_EQ(SeqsOf(Take(Begin()->ClaimOutbox(100, 2, 30'000, 600))), seqs);
+    return;
+  }
+  auto relay2 = Open();
+  auto producer = Open();
+  auto first = Begin();
+  const Rows<OutboxRow> mine = Take(first->ClaimOutbox(100, 2, 30'000, 600));
+  auto second = Take(relay2->Begin());
+  const Rows<OutboxRow> theirs = Take(second->ClaimOutbox(100, 8, 30'000, 600));
+  EXPECT_EQ(PartitionsOf(mine).size(), 2U);
+  EXPECT_EQ(PartitionsOf(theirs).size(), 2U);
+  std::set<int64_t> both = PartitionsOf(mine);
+  both.merge(PartitionsOf(theirs));
+  EXPECT_EQ(both, (std::set<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(mine.rows.size() + theirs.rows.size(), 8U);  // every row of a claimed partition
+  {  // a producer appends to a claimed partition and commits without waiting for the claim
+    auto tx = Take(producer->Begin());
+    OutboxRow late = OutboxEvent("late", "{}");
+    late.partition = mine.rows.at(0).partition;
+    EXPECT_EQ(Take(tx->AppendOutbox(late)).outcome, OutboxOutcome::kAppended);
+    EXPECT_OK(tx->Commit());
+  }
+  for (const OutboxRow& row : mine.rows) EXPECT_OK(first->MarkOutboxSent(row.seq, "A", 1, 700));
+  EXPECT_OK(first->Commit());
+  EXPECT_OK(second->Rollback());
+  // A claim held past its hold time is lost: another relay claims the partition, and the
+  // holder's marks do not commit.
+  auto stalled = Begin();
+  const Rows<OutboxRow> held = Take(stalled->ClaimOutbox(100, 8, 200, 800));
+  EXPECT_EQ(held.rows.size(), theirs.rows.size() + 1);  // their rows and the late one
+  ::usleep(700'000);
+  auto taker = Take(relay2->Begin());
+  const Rows<OutboxRow> taken = Take(taker->ClaimOutbox(100, 8, 30'000, 900));
+  EXPECT_EQ(SeqsOf(taken), SeqsOf(held));
+  Status lapsed = stalled->MarkOutboxSent(held.rows.at(0).seq, "STALLED", 1, 900);
+  if (lapsed.ok()) lapsed = stalled->Commit();
+  EXPECT_EQ(lapsed.code(), Code::kUnavailable) << lapsed.ToString();
+  for (const OutboxRow& row : taken.rows) EXPECT_OK(taker->MarkOutboxSent(row.seq, "B", 2, 950));
+  EXPECT_OK(taker->Commit());
+  const Rows<OutboxRow> rows = Take(Read()->OutboxRows(false, 0));
+  EXPECT_EQ(rows.rows.size(), 9U);
+  for (const OutboxRow& row : rows.rows) EXPECT_NE(row.stream, "STALLED") << row.seq;
+  EXPECT_TRUE(Take(Read()->OutboxRows(true, 0)).rows.empty());
+}
+
 TEST_P(StoreConformance, OutboxMarkSentAndAttemptsAreRecorded) {
   int64_t seq = 0;
   Write([&](Transaction& tx) { seq = Take(tx.AppendOutbox(OutboxEvent("e1", "{}"))).seq; });
   Write([&](Transaction& tx) {
     EXPECT_OK(tx.RecordOutboxAttempt(seq, "timeout", 150));
     EXPECT_OK(tx.RecordOutboxAttempt(seq, "no responders", 160));
-    EXPECT_EQ(tx.RecordOutboxAttempt(seq + 100, "x", 1).code(), Code::kNotFound);
-    EXPECT_EQ(tx.MarkOutboxSent(seq + 100, "ORDERS", 1, 1).code(), Code::kNotFound);
   });
+  // A seq with no row: kNotFound from the call, or from the commit of a store that sends the
+  // call without waiting; either way nothing of the transaction commits.
+  for (const bool mark : {false, true}) {
+    auto tx = Begin();
+    EXPECT_OK(tx->RecordOutboxAttempt(seq, "lost with the transaction", 155));
+    Status missing = mark ? tx->MarkOutboxSent(seq + 100, "ORDERS", 1, 1)
+                          : tx->RecordOutboxAttempt(seq + 100, "x", 1);
+    if (missing.ok()) missing = tx->Commit();
+    EXPECT_EQ(missing.code(), Code::kNotFound) << missing.ToString();
+  }
   OutboxRow row = Take(Read()->OutboxRows(true, 0)).rows.at(0);
   EXPECT_EQ(row.attempts, 2);
   EXPECT_EQ(row.last_error, "no responders");

@@ -3,6 +3,10 @@
 // means the row was not written by evident, or was changed: the reader says so in `error`.
 #pragma once
 
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -44,6 +48,12 @@ inline constexpr const char* kAuditColumns =
     "seq, record_id, action, by_whom, note, outcome, reason, status_after, at_ms";
 inline constexpr const char* kEffectLogColumns =
     "seq, key, action, by_whom, state_after, http_status, detail, at_ms";
+
+// The LIMIT of a list read: one row more than asked for, so that a cut list says so.
+inline int64_t LimitOf(int64_t rows_max) {
+  assert(rows_max >= 0);
+  return std::min(rows_max, std::numeric_limits<int64_t>::max() - 1) + 1;
+}
 
 LedgerEntry ReadLedger(const Rowset& r, int i, Status& error);
 Projection ReadProjectionRow(const Rowset& r, int i, Status& error);

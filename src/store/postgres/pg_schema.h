@@ -1,5 +1,5 @@
-// store/postgres/pg_schema.h — the PostgreSQL store's tables (layout 1), in the connection's
-// search_path.
+// store/postgres/pg_schema.h — the PostgreSQL store's tables, in the connection's search_path:
+// layout 1, and the steps from each layout to the next.
 //
 // The same tables as the SQLite store's (src/store/sqlite/sqlite_store.cc), with three
 // differences: evidence records have a table of their own (one row per consumer, subject and
@@ -106,6 +106,23 @@ CREATE TABLE IF NOT EXISTS compensation(
   owner_version bigint, event_id text NOT NULL, type text NOT NULL,
   recorded_at_ms bigint NOT NULL);
 CREATE INDEX IF NOT EXISTS compensation_by_subject ON compensation(subject, consumer, seq);
+)sql";
+
+// Layout 2: relays share the store (Transaction::ClaimOutbox). A relay claims outbox partitions
+// by locking their rows here (FOR UPDATE SKIP LOCKED) for the transaction that publishes and
+// marks their rows; a producer adds its row's partition on append (ON CONFLICT DO NOTHING, which
+// does not wait for a relay's lock on an existing row). Partitions already in the outbox are
+// added by the step itself.
+// The NOTIFY channel of committed outbox rows; the payload is the schema they were written in.
+inline constexpr const char* kOutboxChannel = "evident_outbox";
+
+inline constexpr const char* kSchemaLayout2 = R"sql(
+CREATE TABLE IF NOT EXISTS outbox_partition(event_partition bigint PRIMARY KEY);
+INSERT INTO outbox_partition(event_partition)
+  SELECT DISTINCT event_partition FROM outbox ON CONFLICT DO NOTHING;
+CREATE INDEX IF NOT EXISTS outbox_pending_by_partition
+  ON outbox(event_partition, seq) WHERE sent_at_ms IS NULL;
+INSERT INTO evident_schema(version) VALUES(2);
 )sql";
 
 }  // namespace evident::postgres

@@ -9,11 +9,6 @@
 namespace evident::postgres {
 namespace {
 
-int64_t LimitOf(int64_t rows_max) {
-  assert(rows_max >= 0);
-  return std::min(rows_max, std::numeric_limits<int64_t>::max() - 1) + 1;
-}
-
 Params& OptText(Params& p, const std::optional<std::string>& value) { return p.OptText(value); }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // The PostgreSQL backend of evident/store.h (store_postgres.h): the Store, opening it, and its
 // schema's layout and migrations.
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 
 #include "evident/store_postgres.h"
@@ -55,6 +58,58 @@ class PlainConnection {
     return message;
   }
   std::unique_ptr<PGconn, void (*)(PGconn*)> conn_;
+
+  friend class Listener;
+};
+
+// An idle relay's wake-up (Store::WaitForOutbox): a connection of its own that LISTENs on
+// kOutboxChannel, opened on the first wait and again after it was lost. Notifications of other
+// schemas of the database are read and ignored.
+class Listener {
+ public:
+  Result<bool> Wait(const std::string& uri, int64_t timeout_ms) {
+    if (!db_ || PQstatus(db_->conn_.get()) != CONNECTION_OK) EVIDENT_RETURN_IF_ERROR(Open(uri));
+    PGconn* conn = db_->conn_.get();
+    EVIDENT_ASSIGN_OR_RETURN(bool told, Drain());
+    if (told) return true;
+    pollfd fd{.fd = PQsocket(conn), .events = POLLIN, .revents = 0};
+    const int ready = poll(&fd, 1, static_cast<int>(std::min<int64_t>(timeout_ms, 1 << 30)));
+    if (ready < 0 && errno != EINTR) {
+      return Status::Internal(std::string("waiting for PostgreSQL: ") + std::strerror(errno));
+    }
+    return Drain();
+  }
+
+ private:
+  Status Open(const std::string& uri) {
+    db_.reset();
+    EVIDENT_ASSIGN_OR_RETURN(PlainConnection db, PlainConnection::Open(uri));
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<std::string> schema,
+                             db.Exec("SELECT current_schema()"));
+    EVIDENT_RETURN_IF_ERROR(db.Exec((std::string("LISTEN ") + kOutboxChannel).c_str()).status());
+    schema_ = schema.value_or("");
+    db_ = std::make_unique<PlainConnection>(std::move(db));
+    return Status::Ok();
+  }
+  // Reads what arrived; true when a notification of this schema was among it.
+  Result<bool> Drain() {
+    PGconn* conn = db_->conn_.get();
+    if (PQconsumeInput(conn) == 0) {
+      std::string message = PQerrorMessage(conn);
+      db_.reset();
+      return Status::Unavailable("PostgreSQL is unreachable (listening for outbox rows): " +
+                                 message);
+    }
+    bool told = false;
+    while (PGnotify* note = PQnotifies(conn)) {
+      told = told || schema_ == note->extra;
+      PQfreemem(note);
+    }
+    return told;
+  }
+
+  std::unique_ptr<PlainConnection> db_;
+  std::string schema_;
 };
 
 // The layout of the database's store: 0 when it has none.
@@ -93,7 +148,9 @@ Result<int64_t> CreateOrMigrate(PlainConnection& db) {
       EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout1).status());
       EVIDENT_RETURN_IF_ERROR(db.Exec("INSERT INTO evident_schema(version) VALUES(1)").status());
     }
-    // Layout 2 and later add their steps here, each from the layout before.
+    // Each later layout's step, from the layout before.
+    if (layout < 2) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout2).status());
+    static_assert(kPostgresLayoutVersion == 2, "a new layout needs its step here");
     return layout;
   };
   Result<int64_t> layout = run();
@@ -107,7 +164,8 @@ Result<int64_t> CreateOrMigrate(PlainConnection& db) {
 
 class PgStore final : public Store {
  public:
-  explicit PgStore(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+  PgStore(std::shared_ptr<Session> session, std::string uri)
+      : session_(std::move(session)), uri_(std::move(uri)) {}
   ~PgStore() override = default;
 
   Result<std::unique_ptr<Transaction>> Begin() override {
@@ -126,6 +184,10 @@ class PgStore final : public Store {
     return std::unique_ptr<Snapshot>(new PgSnapshot(session_));
   }
   bool BatchLoadPays() const override { return true; }
+  bool RelaysShare() const override { return true; }
+  Result<bool> WaitForOutbox(int64_t timeout_ms) override {
+    return listener_.Wait(uri_, timeout_ms);
+  }
   int64_t round_trips() const { return session_->connection->round_trips(); }
 
  private:
@@ -138,6 +200,8 @@ class PgStore final : public Store {
   }
 
   std::shared_ptr<Session> session_;
+  std::string uri_;
+  Listener listener_;
 };
 
 }  // namespace
@@ -167,7 +231,7 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
   EVIDENT_ASSIGN_OR_RETURN(session->connection,
                            postgres::Connection::Open(uri, options.lock_timeout_ms));
   session->read_only = options.read_only;
-  return std::unique_ptr<Store>(new postgres::PgStore(std::move(session)));
+  return std::unique_ptr<Store>(new postgres::PgStore(std::move(session), uri));
 }
 
 Result<int64_t> MigratePostgresStore(const std::string& uri) {

@@ -6,6 +6,7 @@
 
 #include "core/fault_point.h"
 #include "store/postgres/pg_rows.h"
+#include "store/postgres/pg_schema.h"
 #include "store/projection_copy.h"
 
 namespace evident::postgres {
@@ -52,11 +53,6 @@ Params CompensationParams(const CompensationRecord& c) {
 }
 
 // The LIMIT of a list: one row more than asked, so that a cut list knows it was cut.
-int64_t LimitOf(int64_t rows_max) {
-  assert(rows_max >= 0);
-  return std::min(rows_max, std::numeric_limits<int64_t>::max() - 1) + 1;
-}
-
 const std::string kLedgerByKey = std::string("SELECT ") + kLedgerColumns +
                                  " FROM ledger WHERE consumer=$1 AND source=$2 AND event_id=$3";
 const std::string kLedgerInsertValues =
@@ -285,6 +281,11 @@ Status PgTransaction::Commit() {
     p.TextArray(text[0]).TextArray(text[1]).TextArray(text[2]).TextArray(text[3]);
     p.TextArray(text[4]).OptIntArray(number[0]).OptIntArray(number[1]).TextArray(text[5]);
     db.Send(kEvidenceRows, p);
+  }
+  if (outbox_appended_) {  // delivered to the listening relays when (and if) COMMIT succeeds
+    static const std::string kNotify = "SELECT pg_notify('" + std::string(kOutboxChannel) +
+                                       "', current_schema())";
+    db.Send(kNotify, Params());
   }
   return End(kCommit);
 }
@@ -694,9 +695,14 @@ Result<OutboxAppend> PgTransaction::AppendOutbox(const OutboxRow& row) {
   Params p;
   p.Text(row.source).Text(row.event_id).Text(row.type).Text(row.subject);
   p.OptInt(row.subject_version).Int(row.partition).Bytes(row.bytes).Int(row.created_at_ms);
+  static const std::string kPartition =
+      "INSERT INTO outbox_partition(event_partition) VALUES($1) ON CONFLICT DO NOTHING";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset added, Db().Query(kInsert, p));
-  if (added.rows() == 1)
+  if (added.rows() == 1) {
+    Db().Send(kPartition, Params().Int(row.partition));  // for the relays' claims
+    outbox_appended_ = true;
     return OutboxAppend{.outcome = OutboxOutcome::kAppended, .seq = added.Int(0, 0)};
+  }
   EVIDENT_ASSIGN_OR_RETURN(
       const Rowset there,
       Db().Query(kThere, Params().Text(row.source).Text(row.event_id).Bytes(row.bytes)));
@@ -718,28 +724,57 @@ Result<Rows<OutboxRow>> PgTransaction::PendingOutbox(int64_t after_seq, int64_t 
   return ReadRows(rows, rows_max, &ReadOutbox);
 }
 
+// Sent without waiting (a relay marks a batch in one round trip, at commit); a seq with no row
+// fails on the server (Expect::checked_on_server), and so the commit.
 Status PgTransaction::MarkOutboxSent(int64_t seq, std::string_view stream,
                                      std::optional<int64_t> stream_sequence, int64_t at_ms) {
   static const std::string kSql =
       "WITH marked AS (UPDATE outbox SET sent_at_ms=$4, stream=$2, stream_sequence=$3"
       " WHERE seq=$1 AND sent_at_ms IS NULL RETURNING 1)"
-      " SELECT EXISTS(SELECT 1 FROM outbox WHERE seq=$1)";
-  EVIDENT_ASSIGN_OR_RETURN(
-      const Rowset rows,
-      Db().Query(kSql, Params().Int(seq).Text(stream).OptInt(stream_sequence).Int(at_ms)));
-  if (rows.rows() != 1 || rows.Int(0, 0) != 1) {
-    return Status::NotFound("no outbox row " + std::to_string(seq));
-  }
+      " SELECT 1 / (CASE WHEN EXISTS(SELECT 1 FROM outbox WHERE seq=$1) THEN 1 ELSE 0 END)";
+  Db().Send(kSql, Params().Int(seq).Text(stream).OptInt(stream_sequence).Int(at_ms),
+            Expect{.checked_on_server = true,
+                   .otherwise = Status::NotFound("no outbox row " + std::to_string(seq))});
   return Status::Ok();
 }
 
 Status PgTransaction::RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) {
   static const std::string kSql =
-      "UPDATE outbox SET attempts=attempts+1, last_error=$2, last_attempt_at_ms=$3 WHERE seq=$1";
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset done,
-                           Db().Query(kSql, Params().Int(seq).Text(error).Int(at_ms)));
-  if (done.affected() == 0) return Status::NotFound("no outbox row " + std::to_string(seq));
+      "WITH counted AS (UPDATE outbox SET attempts=attempts+1, last_error=$2,"
+      " last_attempt_at_ms=$3 WHERE seq=$1 RETURNING 1)"
+      " SELECT 1 / (SELECT count(*) FROM counted)::int";
+  Db().Send(kSql, Params().Int(seq).Text(error).Int(at_ms),
+            Expect{.checked_on_server = true,
+                   .otherwise = Status::NotFound("no outbox row " + std::to_string(seq))});
   return Status::Ok();
+}
+
+// One round trip: the claim's hold time, then the partitions (locked with FOR UPDATE SKIP
+// LOCKED in outbox_partition, pg_schema.h) and their oldest pending rows in one statement.
+Result<Rows<OutboxRow>> PgTransaction::ClaimOutbox(int64_t rows_max, int64_t partitions_max,
+                                                   int64_t hold_ms, int64_t /*now_ms*/) {
+  assert(rows_max >= 0 && partitions_max >= 1 && hold_ms >= 1);
+  static const std::string kHold =
+      "SELECT set_config('idle_in_transaction_session_timeout', $1, true)";
+  static const std::string kClaim =
+      std::string("WITH claimed AS (SELECT p.event_partition FROM outbox_partition p WHERE EXISTS("
+                  "SELECT 1 FROM outbox o WHERE o.event_partition=p.event_partition AND"
+                  " o.sent_at_ms IS NULL) ORDER BY p.event_partition<=$3, p.event_partition"
+                  " LIMIT $2 FOR UPDATE OF p SKIP LOCKED) SELECT ") +
+      kOutboxColumns +
+      " FROM outbox WHERE sent_at_ms IS NULL AND event_partition IN (SELECT event_partition"
+      " FROM claimed) ORDER BY seq LIMIT $1";
+  Db().Send(kHold, Params().Text(std::to_string(hold_ms)));
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset rows,
+      Db().Query(kClaim, Params().Int(LimitOf(rows_max)).Int(partitions_max).Int(
+                             session_->last_claimed_partition)));
+  EVIDENT_ASSIGN_OR_RETURN(Rows<OutboxRow> claimed, ReadRows(rows, rows_max, &ReadOutbox));
+  for (const OutboxRow& row : claimed.rows) {
+    session_->last_claimed_partition = std::max(session_->last_claimed_partition, row.partition);
+  }
+  if (claimed.rows.empty()) session_->last_claimed_partition = -1;  // round again from the start
+  return claimed;
 }
 
 Result<int64_t> PgTransaction::DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) {

@@ -22,6 +22,9 @@ struct Session {
   std::unique_ptr<Connection> connection;
   Open open = Open::kNone;
   bool read_only = false;
+  // The highest partition the last ClaimOutbox returned rows of: the next claim starts above
+  // it, so that one relay goes round the partitions instead of always taking the lowest.
+  int64_t last_claimed_partition = -1;
 };
 
 // One write transaction. Rows the transaction knows for certain (from Load, its own reads and
@@ -73,6 +76,8 @@ class PgTransaction final : public Transaction {
                         std::optional<int64_t> stream_sequence, int64_t at_ms) override;
   Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) override;
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
+  Result<Rows<OutboxRow>> ClaimOutbox(int64_t rows_max, int64_t partitions_max, int64_t hold_ms,
+                                      int64_t now_ms) override;
   Result<Insert> InsertIntent(const EffectIntent& intent) override;
   Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override;
   Result<Rows<EffectIntent>> DueIntents(int64_t now_ms, int64_t rows_max) override;
@@ -109,6 +114,7 @@ class PgTransaction final : public Transaction {
     Projection value;
   };
   std::map<std::string, ProjectionPut> projection_puts_;
+  bool outbox_appended_ = false;  // a row appended: relays are told at commit (NOTIFY)
   // The missing_to of every open gap record of a loaded (consumer, subject).
   std::unordered_map<std::string, std::vector<int64_t>> open_gaps_;
 };
