@@ -5,7 +5,10 @@
 //     every outbox row exactly once, with its exact bytes, and every row is marked sent;
 //   - the server killed -9 and restarted on the same port and store while the relay works:
 //     nothing lost, nothing twice;
-//   - the server down for 10 s: the relay waits (its CPU time stays near zero), then finishes.
+//   - the server down for 10 s: the relay waits (its CPU time stays near zero), then finishes;
+//   - three relays sharing one PostgreSQL store while rows keep coming, one killed -9 and one
+//     stopped past its claim's hold time and then continued: every row once, in order per
+//     subject, marked sent with its message's sequence.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <nats/nats.h>
@@ -24,6 +27,7 @@
 #include <thread>
 
 #include "run_process.h"
+#include "store/postgres/test_database.h"
 
 namespace evident::testing {
 namespace {
@@ -316,6 +320,73 @@ TEST_F(RelayNats, WhileTheServerIsDownTheRelayWaitsWithoutSpinningThenFinishes) 
   EXPECT_NE(summary.find("500 sent to ORDERS"), std::string::npos) << summary;
   EXPECT_NE(summary.find("last error"), std::string::npos) << summary;  // the refused connects
   ExpectEveryRowOnceAndSent();
+}
+
+// The same fixture on a PostgreSQL store of its own (the tests' server, scripts/postgres.sh).
+class RelayNatsPostgres : public RelayNats {
+ protected:
+  void SetUp() override {
+    RelayNats::SetUp();
+    Result<std::string> uri = FreshPostgresSchema("relay_nats");
+    ASSERT_TRUE(uri.ok()) << uri.status().ToString();
+    store_ = *uri;
+  }
+
+  // In the stream's order, each subject's events come in the order they were appended.
+  void ExpectOrderPerSubject() {
+    std::map<int, int> last_by_subject;
+    for (const auto& [seq, m] : StreamMessages()) {
+      const int n = std::stoi(m.first.substr(m.first.rfind("evt-") + 4));
+      const auto [it, first] = last_by_subject.emplace(n % 97, n);
+      if (!first) {
+        EXPECT_LT(it->second, n) << "order-" << n % 97 << ": evt-" << n << " at " << seq
+                                 << " after evt-" << it->second;
+        it->second = n;
+      }
+    }
+  }
+};
+
+TEST_F(RelayNatsPostgres, ThreeRelaysOneKilledOneStoppedPastItsHoldEveryRowOnceInOrder) {
+  Append(0, 400);
+  std::vector<std::string> argv = RelayArgs(false);
+  argv.insert(argv.end(), {"--claim-hold-ms", "1000", "--claim-partitions-max", "1",
+                           "--backoff-max-ms", "500"});
+  std::vector<pid_t> relays;
+  std::vector<int> err_fds;
+  for (int r = 0; r < 3; ++r) {
+    err_fds.push_back(open((fs::path(dir_) / ("relay" + std::to_string(r) + ".err")).c_str(),
+                           O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    relays.push_back(StartProcess(argv, {.err = err_fds.back()}));
+    ASSERT_GT(relays.back(), 0);
+  }
+  int status = 0;
+  for (int chunk = 1; chunk <= 10; ++chunk) {
+    Append(chunk * 400, 400);  // the relays wake on each commit
+    if (chunk == 3) {
+      ASSERT_EQ(kill(relays[0], SIGKILL), 0);
+      waitpid(relays[0], &status, 0);
+    }
+    if (chunk == 5) ASSERT_EQ(kill(relays[1], SIGSTOP), 0);
+    if (chunk == 8) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // past the 1 s hold
+      ASSERT_EQ(kill(relays[1], SIGCONT), 0);
+    }
+  }
+  const bool drained = WaitUntilNothingPending(60);
+  for (int r = 1; r < 3; ++r) {
+    kill(relays[r], SIGTERM);
+    waitpid(relays[r], &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "relay " << r << " " << status;
+  }
+  for (const int fd : err_fds) close(fd);
+  for (int r = 1; r < 3; ++r) {
+    std::ifstream err(fs::path(dir_) / ("relay" + std::to_string(r) + ".err"));
+    std::printf("relay %d: %s", r, std::string((std::istreambuf_iterator<char>(err)), {}).c_str());
+  }
+  EXPECT_TRUE(drained) << "rows still pending 60 s after the last append";
+  ExpectEveryRowOnceAndSent();
+  ExpectOrderPerSubject();
 }
 
 }  // namespace

@@ -32,6 +32,8 @@ struct RelayFlags {
   int64_t publish_timeout_ms = 5000;
   int64_t backoff_max_ms = 10'000;
   int once_failures_max = 8;
+  int64_t claim_partitions_max = 8;
+  int64_t claim_hold_ms = 30'000;
 };
 
 // The destination a --to names, and how to open it (again).
@@ -95,6 +97,8 @@ int RunRelayCommand(const RelayFlags& flags) {
                        .batch_count_max = flags.batch_count_max,
                        .poll_ms = flags.poll_ms,
                        .backoff_max_ms = flags.backoff_max_ms,
+                       .claim_partitions_max = flags.claim_partitions_max,
+                       .claim_hold_ms = flags.claim_hold_ms,
                        .keep_sent_ms = *keep_sent_ms,
                        .once = flags.once,
                        .once_failures_max = flags.once_failures_max,
@@ -140,7 +144,9 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--batch-count-max", flags->batch_count_max, "Rows per publish batch")
       ->check(IntegerFrom(1, 100'000))
       ->capture_default_str();
-  cmd->add_option("--poll-ms", flags->poll_ms, "How often an idle relay looks for new rows")
+  cmd->add_option("--poll-ms", flags->poll_ms,
+                  "How often an idle relay looks for new rows (a PostgreSQL store wakes it when "
+                  "rows commit)")
       ->check(IntegerFrom(1, 60'000))
       ->capture_default_str();
   cmd->add_option("--in-flight-max", flags->in_flight_max, "Publishes awaiting their PubAck")
@@ -152,6 +158,15 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
       ->capture_default_str();
   cmd->add_option("--backoff-max-ms", flags->backoff_max_ms, "Longest wait between failed rounds")
       ->check(IntegerFrom(100, 3'600'000))
+      ->capture_default_str();
+  cmd->add_option("--claim-partitions-max", flags->claim_partitions_max,
+                  "PostgreSQL store (several relays may share it): partitions claimed per round")
+      ->check(IntegerFrom(1, 1 << 16))
+      ->capture_default_str();
+  cmd->add_option("--claim-hold-ms", flags->claim_hold_ms,
+                  "PostgreSQL store: a claim held this long without a word to the store is lost "
+                  "to another relay (keep it above --publish-timeout-ms)")
+      ->check(IntegerFrom(1000, 3'600'000))
       ->capture_default_str();
   cmd->add_option("--once-failures-max", flags->once_failures_max,
                   "Failed rounds in a row after which --once gives up")

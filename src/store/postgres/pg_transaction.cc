@@ -749,32 +749,45 @@ Status PgTransaction::RecordOutboxAttempt(int64_t seq, std::string_view error, i
   return Status::Ok();
 }
 
-// One round trip: the claim's hold time, then the partitions (locked with FOR UPDATE SKIP
-// LOCKED in outbox_partition, pg_schema.h) and their oldest pending rows in one statement.
+// Two statements, two round trips: the partitions are locked (FOR UPDATE SKIP LOCKED in
+// outbox_partition) by the first, and the rows read by the second, whose snapshot is taken once
+// the locks are held. (Read in one statement, the rows would come from a snapshot older than the
+// lock: a partition its last holder had just marked and released would be read as still
+// pending, and its rows published and "marked" a second time.) A claim whose partitions turned
+// out to be emptied meanwhile goes on to others, a few times at most.
 Result<Rows<OutboxRow>> PgTransaction::ClaimOutbox(int64_t rows_max, int64_t partitions_max,
                                                    int64_t hold_ms, int64_t /*now_ms*/) {
   assert(rows_max >= 0 && partitions_max >= 1 && hold_ms >= 1);
   static const std::string kHold =
       "SELECT set_config('idle_in_transaction_session_timeout', $1, true)";
   static const std::string kClaim =
-      std::string("WITH claimed AS (SELECT p.event_partition FROM outbox_partition p WHERE EXISTS("
-                  "SELECT 1 FROM outbox o WHERE o.event_partition=p.event_partition AND"
-                  " o.sent_at_ms IS NULL) ORDER BY p.event_partition<=$3, p.event_partition"
-                  " LIMIT $2 FOR UPDATE OF p SKIP LOCKED) SELECT ") +
-      kOutboxColumns +
-      " FROM outbox WHERE sent_at_ms IS NULL AND event_partition IN (SELECT event_partition"
-      " FROM claimed) ORDER BY seq LIMIT $1";
+      "SELECT p.event_partition FROM outbox_partition p WHERE EXISTS(SELECT 1 FROM outbox o"
+      " WHERE o.event_partition=p.event_partition AND o.sent_at_ms IS NULL)"
+      " ORDER BY p.event_partition<=$2, p.event_partition LIMIT $1 FOR UPDATE OF p SKIP LOCKED";
+  static const std::string kRows = std::string("SELECT ") + kOutboxColumns +
+                                   " FROM outbox WHERE sent_at_ms IS NULL AND"
+                                   " event_partition=ANY($2::bigint[]) ORDER BY seq LIMIT $1";
+  constexpr int kAttemptsMax = 4;
   Db().Send(kHold, Params().Text(std::to_string(hold_ms)));
-  EVIDENT_ASSIGN_OR_RETURN(
-      const Rowset rows,
-      Db().Query(kClaim, Params().Int(LimitOf(rows_max)).Int(partitions_max).Int(
-                             session_->last_claimed_partition)));
-  EVIDENT_ASSIGN_OR_RETURN(Rows<OutboxRow> claimed, ReadRows(rows, rows_max, &ReadOutbox));
-  for (const OutboxRow& row : claimed.rows) {
-    session_->last_claimed_partition = std::max(session_->last_claimed_partition, row.partition);
+  for (int attempt = 0; attempt < kAttemptsMax; ++attempt) {
+    EVIDENT_ASSIGN_OR_RETURN(
+        const Rowset locked,
+        Db().Query(kClaim, Params().Int(partitions_max).Int(session_->last_claimed_partition)));
+    std::vector<int64_t> partitions;
+    for (int i = 0; i < locked.rows(); ++i) partitions.push_back(locked.Int(i, 0));
+    EVIDENT_RETURN_IF_ERROR(locked.problem());
+    if (partitions.empty()) break;
+    EVIDENT_ASSIGN_OR_RETURN(
+        const Rowset rows, Db().Query(kRows, Params().Int(LimitOf(rows_max)).IntArray(partitions)));
+    EVIDENT_ASSIGN_OR_RETURN(Rows<OutboxRow> claimed, ReadRows(rows, rows_max, &ReadOutbox));
+    if (!claimed.rows.empty()) {
+      // The next claim starts above these partitions: one relay goes round them all.
+      session_->last_claimed_partition = *std::max_element(partitions.begin(), partitions.end());
+      return claimed;
+    }
   }
-  if (claimed.rows.empty()) session_->last_claimed_partition = -1;  // round again from the start
-  return claimed;
+  session_->last_claimed_partition = -1;
+  return Rows<OutboxRow>{};
 }
 
 Result<int64_t> PgTransaction::DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) {
