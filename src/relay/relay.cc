@@ -325,8 +325,7 @@ Result<RelaySummary> RunRelay(Store& store, const PublisherFactory& open_publish
   if (options.batch_count_max < 1 || options.delete_count_max < 1 || options.poll_ms < 0 ||
       options.backoff_initial_ms < 1 || options.backoff_max_ms < options.backoff_initial_ms ||
       options.keep_sent_ms < 0 || options.once_failures_max < 1 ||
-      options.claim_partitions_max < 1 || options.claim_hold_ms < 1 ||
-      options.notify_wait_ms < 0 ||
+      options.claim_partitions_max < 1 || options.claim_hold_ms < 1 || options.notify_wait_ms < 0 ||
       (options.partition_count.has_value() && *options.partition_count < 1)) {
     return Status::InvalidArgument(
         "relay options out of range: batch_count_max, delete_count_max, backoff_initial_ms, "

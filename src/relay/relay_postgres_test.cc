@@ -125,9 +125,8 @@ TEST_F(RelayPostgresTest, ThreeRelaysPublishAndMarkEveryRowOnceInOrderPerPartiti
   std::vector<Result<RelaySummary>> summaries(3, Status::Internal("not run"));
   std::vector<std::thread> relays;
   for (int r = 0; r < 3; ++r) {
-    relays.emplace_back([&, r] {
-      summaries[r] = RunOne("relay" + std::to_string(r), options, &received);
-    });
+    relays.emplace_back(
+        [&, r] { summaries[r] = RunOne("relay" + std::to_string(r), options, &received); });
   }
   Append(kRows, 8, 50);  // while the relays run: they wake on the commits
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

@@ -146,8 +146,7 @@ Status StatusOf(std::string_view sqlstate, std::string message) {
     return Status::Unavailable("the store is locked by another writer: " + message);
   }
   if (sqlstate == "25P03") {  // idle_in_transaction_session_timeout: the session was ended
-    return Status::Unavailable("the transaction held its claim too long and was ended: " +
-                               message);
+    return Status::Unavailable("the transaction held its claim too long and was ended: " + message);
   }
   if (sqlstate.substr(0, 2) == "08" || sqlstate == "57P01" || sqlstate == "57P03" ||
       sqlstate == "53300") {

@@ -84,8 +84,7 @@ class Listener {
   Status Open(const std::string& uri) {
     db_.reset();
     EVIDENT_ASSIGN_OR_RETURN(PlainConnection db, PlainConnection::Open(uri));
-    EVIDENT_ASSIGN_OR_RETURN(std::optional<std::string> schema,
-                             db.Exec("SELECT current_schema()"));
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<std::string> schema, db.Exec("SELECT current_schema()"));
     EVIDENT_RETURN_IF_ERROR(db.Exec((std::string("LISTEN ") + kOutboxChannel).c_str()).status());
     schema_ = schema.value_or("");
     db_ = std::make_unique<PlainConnection>(std::move(db));

@@ -283,8 +283,8 @@ Status PgTransaction::Commit() {
     db.Send(kEvidenceRows, p);
   }
   if (outbox_appended_) {  // delivered to the listening relays when (and if) COMMIT succeeds
-    static const std::string kNotify = "SELECT pg_notify('" + std::string(kOutboxChannel) +
-                                       "', current_schema())";
+    static const std::string kNotify =
+        "SELECT pg_notify('" + std::string(kOutboxChannel) + "', current_schema())";
     db.Send(kNotify, Params());
   }
   return End(kCommit);
