@@ -55,11 +55,14 @@
 #include <random>
 #include <set>
 #include <span>
+#include <thread>
 #include <tuple>
 
+#include "core/fnv1a.h"
 #include "evident/jetstream.h"
 #include "orders_input.h"
 #include "run_process.h"
+#include "store/postgres/test_database.h"
 #include "store_dump.h"
 
 namespace evident::testing {
@@ -593,6 +596,209 @@ TEST_P(ConsumeNatsCrash, KillNineMidStreamConvergesToTheUninterruptedStore) {
               << want_arrival[i].rows.size() << " rows, equal\n";
   }
   server.Stop();
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// --- consumer groups (group.h): three `consume --group` processes over one stream and one
+// PostgreSQL store, one killed -9 and one stopped past its lease and continued, against one
+// uninterrupted member over the same stream.
+
+constexpr int64_t kGroupPartitions = 4;
+constexpr const char* kGroupStream = "GROUPED";
+
+// Publishes `lines` as the relay would: line i to "p<k>.orders", k the partition of its subject
+// (FNV-1a 64 modulo kGroupPartitions; a line that is not JSON has none), Msg-Id "line-<i>",
+// stream sequence first_seq + i. Returns the last stream sequence of each partition.
+std::vector<int64_t> PublishPartitioned(const std::string& url, std::span<const std::string> lines,
+                                        int64_t first_seq, std::vector<int64_t> last_seq) {
+  auto publisher = OpenJetStreamPublisher({.url = url, .stream = kGroupStream});
+  EXPECT_TRUE(publisher.ok()) << publisher.status().ToString();
+  if (!publisher.ok()) return last_seq;
+  simdjson::dom::parser parser;
+  std::vector<OutgoingMessage> all;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    simdjson::dom::element e;
+    std::string_view subject;
+    if (parser.parse(lines[i]).get(e) == simdjson::SUCCESS && e.is_object()) {
+      if (e["subject"].get_string().get(subject) != simdjson::SUCCESS) subject = {};
+    }
+    const auto k = static_cast<int64_t>(Fnv1a(kFnv1aOffset, subject) % kGroupPartitions);
+    const int64_t seq = first_seq + static_cast<int64_t>(i);
+    last_seq[static_cast<size_t>(k)] = seq;
+    all.push_back(
+        {"p" + std::to_string(k) + ".orders", "line-" + std::to_string(seq - 1), lines[i]});
+  }
+  for (size_t done = 0; done < all.size();) {
+    const size_t n = std::min<size_t>(256, all.size() - done);
+    Result<size_t> accepted = (*publisher)->Publish(std::span(all).subspan(done, n));
+    EXPECT_TRUE(accepted.ok() && *accepted > 0) << accepted.status().ToString();
+    if (!accepted.ok() || *accepted == 0) return last_seq;
+    done += *accepted;
+  }
+  EXPECT_TRUE((*publisher)->Close().ok());
+  return last_seq;
+}
+
+// Waits up to `seconds` until every partition of `group` is decided through `last_seq` (the
+// positions its holders committed); true when it is.
+bool WaitUntilDecided(const std::string& store_uri, const std::string& group,
+                      const std::vector<int64_t>& last_seq, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto store = OpenStore(store_uri, {.read_only = true});  // a member may not have made it yet
+    if (!store.ok()) continue;
+    auto snapshot = (*store)->Read();
+    auto leases = snapshot.ok() ? (*snapshot)->GroupLeases(group)
+                                : Result<std::vector<GroupLease>>(snapshot.status());
+    if (leases.ok()) {
+      size_t done = 0;
+      for (const GroupLease& l : *leases) {
+        const int64_t want = last_seq.at(static_cast<size_t>(l.partition));
+        done += want == 0 || l.position.value_or(0) >= want ? 1 : 0;
+      }
+      if (done == last_seq.size()) return true;
+    }
+  }
+  return false;
+}
+
+// Waits up to `seconds` until each of `names` holds a lease of `group` that has not expired.
+bool WaitUntilEachHolds(const std::string& store_uri, const std::string& group,
+                        const std::set<std::string>& names, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto store = OpenStore(store_uri, {.read_only = true});
+    if (!store.ok()) continue;
+    auto snapshot = (*store)->Read();
+    auto leases = snapshot.ok() ? (*snapshot)->GroupLeases(group)
+                                : Result<std::vector<GroupLease>>(snapshot.status());
+    if (!leases.ok()) continue;
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    std::set<std::string> holding;
+    for (const GroupLease& l : *leases) {
+      if (l.expires_at_ms >= now) holding.insert(l.holder);
+    }
+    if (std::includes(holding.begin(), holding.end(), names.begin(), names.end())) return true;
+  }
+  return false;
+}
+
+TEST(ConsumeNatsGroup, ThreeMembersOneKilledOneStoppedPastItsLeaseEqualOneUninterrupted) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("evident-nats-group-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  NatsServer server(dir / "nats");
+  ASSERT_NE(server.url(), "") << "nats-server did not start (scripts/nats.sh start)";
+  constexpr int kGroupOrders = 600;
+  const std::vector<std::string> lines = MakeInput(kGroupOrders, 11);
+  const std::span<const std::string> all(lines);
+  const size_t third = lines.size() / 3;
+  const Result<std::string> reference = FreshPostgresSchema("group_reference");
+  const Result<std::string> grouped = FreshPostgresSchema("group_crashy");
+  ASSERT_TRUE(reference.ok() && grouped.ok()) << reference.status().ToString();
+  const auto member = [&](const std::string& store, const std::string& group,
+                          const std::string& name) {
+    return std::vector<std::string>{EVIDENT_BINARY,
+                                    "consume",
+                                    "--config",
+                                    SourcePath("examples/orders/evident.yaml"),
+                                    "--from",
+                                    server.url(),
+                                    "--stream",
+                                    kGroupStream,
+                                    "--store",
+                                    store,
+                                    "--group",
+                                    group,
+                                    "--partitions",
+                                    std::to_string(kGroupPartitions),
+                                    "--lease-ms",
+                                    "1500",
+                                    "--member",
+                                    name,
+                                    "--batch-count-max",
+                                    "40",
+                                    "--outcomes",
+                                    (dir / (group + "-" + name + ".ndjson")).string()};
+  };
+  const auto stop = [](pid_t pid) {
+    int status = 0;
+    kill(pid, SIGTERM);
+    waitpid(pid, &status, 0);
+    return status;
+  };
+
+  // Three members; the stream grows in thirds while they run. After the first third member 0 is
+  // killed -9; after the second, member 1 is stopped for three leases and then continued.
+  std::vector<int64_t> last_seq(kGroupPartitions, 0);
+  last_seq = PublishPartitioned(server.url(), all.subspan(0, third), 1, last_seq);
+  std::vector<pid_t> members;
+  std::vector<int> logs;
+  for (int m = 0; m < 3; ++m) {
+    const std::string name = "m" + std::to_string(m);
+    logs.push_back(
+        open((dir / (name + ".log")).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    members.push_back(
+        StartProcess(member(*grouped, "g", name), {.out = logs.back(), .err = logs.back()}));
+    ASSERT_GT(members.back(), 0);
+  }
+  // Killed while holding a partition, once the three shared them out.
+  ASSERT_TRUE(WaitUntilEachHolds(*grouped, "g", {"m0", "m1", "m2"}, 30))
+      << "the members did not share the partitions: see " << dir;
+  ASSERT_EQ(kill(members[0], SIGKILL), 0);
+  int status = 0;
+  waitpid(members[0], &status, 0);
+  last_seq = PublishPartitioned(server.url(), all.subspan(third, third),
+                                static_cast<int64_t>(third) + 1, last_seq);
+  ASSERT_TRUE(WaitUntilEachHolds(*grouped, "g", {"m1", "m2"}, 30))
+      << "the two members left did not share the partitions: see " << dir;
+  ASSERT_EQ(kill(members[1], SIGSTOP), 0);  // stopped while holding a partition
+  last_seq = PublishPartitioned(server.url(), all.subspan(2 * third),
+                                static_cast<int64_t>(2 * third) + 1, last_seq);
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));  // three leases
+  ASSERT_EQ(kill(members[1], SIGCONT), 0);
+  const bool decided = WaitUntilDecided(*grouped, "g", last_seq, 60);
+  EXPECT_TRUE(Finished(stop(members[1]))) << "member 1 did not stop cleanly: see " << dir;
+  EXPECT_TRUE(Finished(stop(members[2]))) << "member 2 did not stop cleanly: see " << dir;
+  for (const int fd : logs) close(fd);
+  ASSERT_TRUE(decided) << "the group did not decide the whole stream in 60 s: see " << dir;
+  std::ifstream log1(dir / "m1.log");
+  const std::string stopped_log((std::istreambuf_iterator<char>(log1)), {});
+  std::printf("member 1 (stopped and continued): %s", stopped_log.c_str());
+  EXPECT_EQ(stopped_log.find(" 0 lost to another member"), std::string::npos)
+      << "the stopped member lost no lease: " << stopped_log;
+
+  // The reference: one member, never interrupted, over the same stream.
+  const pid_t alone = StartProcess(member(*reference, "ref", "alone"), {});
+  ASSERT_GT(alone, 0);
+  const bool reference_decided = WaitUntilDecided(*reference, "ref", last_seq, 60);
+  EXPECT_TRUE(Finished(stop(alone)));
+  ASSERT_TRUE(reference_decided) << "the reference did not decide the whole stream in 60 s";
+
+  // No event was reported applied twice, by one member or by two.
+  std::map<std::string, int> applied;
+  for (const char* name : {"g-m0", "g-m1", "g-m2"}) {
+    for (const Reported& r : ReadReported(dir / (std::string(name) + ".ndjson"), true)) {
+      if (r.outcome == "applied") ++applied[r.key];
+    }
+  }
+  for (const auto& [key, times] : applied) EXPECT_EQ(times, 1) << key << " reported applied";
+  EXPECT_GT(applied.size(), 0U);
+
+  // Each subject's events were decided in stream order by whichever member held its partition,
+  // each exactly once: every column equals the uninterrupted member's, with the store-wide
+  // numbering (kept records, journal rows) compared as ranks within each subject.
+  DumpOptions read{.consumers = {std::begin(kOrderConsumers), std::end(kOrderConsumers)},
+                   .subjects = {""}};
+  for (int o = 0; o < kGroupOrders; ++o) read.subjects.push_back("order-" + std::to_string(o));
+  const std::vector<Table> want = ArrivalComparable(ReadStoreRows(*reference, read), {});
+  const std::vector<Table> got = ArrivalComparable(ReadStoreRows(*grouped, read), {});
+  EXPECT_EQ(FirstDifference(want, got), "")
+      << "the group's store differs from one uninterrupted member's:\n"
+      << Differences(want, got, 40);
   if (!HasFailure()) fs::remove_all(dir);
 }
 

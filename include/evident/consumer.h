@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -157,6 +158,10 @@ struct ConsumeOptions {
   int64_t gap_check_interval_ms = 1000;
   // Outbox partitions a replay request is spread over (outbox.h).
   int64_t outbox_partition_count = 1;
+  // Called in every transaction that records the source's position, last before its commit,
+  // with the cursor recorded (a consumer group fences each batch with it: group.h). An error
+  // fails the batch as a store error would (kFailedPrecondition: the run ends).
+  std::function<Status(Transaction&, const Cursor&)> before_commit;
 };
 
 struct ConsumeSummary {

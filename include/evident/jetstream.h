@@ -53,4 +53,18 @@ Result<std::unique_ptr<Source>> OpenJetStreamSource(const JetStreamOptions& opti
                                                     std::string durable,
                                                     std::string filter_subject);
 
+// The source of one partition of a consumer group (group.h), whose position is the store's:
+// Start creates an ephemeral pull consumer of `filter_subject` that begins at the stream
+// sequence after the stored position ("stream_seq=N"; the whole stream when there is none). A
+// member that takes a partition over thus goes on exactly where the last holder's last commit
+// ended, in stream order. A message the server delivers again (unacknowledged past ack_wait)
+// is one this source handed out already and is dropped, so positions only go up; a batch cannot
+// be taken back (Reject: kFailedPrecondition; the member gives the partition up and starts
+// again from the stored position). The server deletes the consumer once nobody has pulled
+// from it for inactive_ms. `name` is the position's key in the store.
+Result<std::unique_ptr<Source>> OpenJetStreamPartitionSource(const JetStreamOptions& options,
+                                                             std::string name,
+                                                             std::string filter_subject,
+                                                             int64_t inactive_ms = 60'000);
+
 }  // namespace evident

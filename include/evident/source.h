@@ -75,6 +75,10 @@ class Source {
 
   // Messages skipped at Start's position (NDJSON --resume: lines already decided).
   virtual int64_t skipped() const { return 0; }
+
+  // How many messages were behind the last one handed out, as the source last heard (JetStream:
+  // the consumer's pending count); nullopt when it does not know. Read by the deciding thread.
+  virtual std::optional<int64_t> backlog() const { return std::nullopt; }
 };
 
 struct NdjsonSourceOptions {

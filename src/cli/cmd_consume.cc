@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "evident/cancel.h"
 #include "evident/consumer.h"
+#include "evident/group.h"
 #include "evident/jetstream.h"
 #include "evident/store_sqlite.h"
 
@@ -26,6 +27,10 @@ struct ConsumeFlags {
   std::string input = "-";
   std::string from, stream = "EVENTS", durable = "evident", filter, until_idle;
   int64_t ack_wait_ms = 30'000;
+  // --group: this process is a member of a consumer group (group.h).
+  std::string group, member;
+  int64_t partitions = 0;
+  int64_t lease_ms = 10'000;
   std::string clash;  // flags that do not fit together: the run only reports it
   std::string profile;
   std::string outcomes;
@@ -132,12 +137,64 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
   if (!flags.from.empty() && cmd.count("--input") > 0)
     return "--from and --input exclude each other";
   if (flags.from.empty()) {
-    for (const char* only : {"--stream", "--durable", "--filter", "--ack-wait-ms"}) {
+    for (const char* only : {"--stream", "--durable", "--filter", "--ack-wait-ms", "--group"}) {
       if (cmd.count(only) > 0) return std::string(only) + " needs --from";
     }
   }
+  if (flags.group.empty()) {
+    for (const char* only : {"--partitions", "--lease-ms", "--member"}) {
+      if (cmd.count(only) > 0) return std::string(only) + " needs --group";
+    }
+  } else {
+    for (const char* other : {"--durable", "--filter", "--resume", "--until-idle"}) {
+      if (cmd.count(other) > 0) {
+        return std::string(other) +
+               " does not fit --group (each partition has its own consumer "
+               "and starts from its stored position)";
+      }
+    }
+    if (cmd.count("--partitions") == 0) return "--group needs --partitions (the relay's)";
+  }
   if (!flags.outcomes.empty() && flags.outcomes != "-") return OutcomesClash(flags);
   return "";
+}
+
+// --group: runs this process as a member of the group until SIGTERM or SIGINT.
+int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* outcomes) {
+  GroupOptions options{
+      .group = flags.group,
+      .member = flags.member,
+      .partition_count = flags.partitions,
+      .lease_ms = flags.lease_ms,
+      .jetstream = {.url = flags.from, .stream = flags.stream, .ack_wait_ms = flags.ack_wait_ms}};
+  options.consume.outcomes = outcomes;
+  static CancelToken stop;
+  options.cancel = &stop;
+  InstallStopSignals(stop);
+  const StoreOpener open = [&flags] { return OpenConsumeStore(flags); };
+  Result<GroupSummary> summary = RunGroup(config, open, options);
+  if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && summary.ok()) {
+    std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
+              << " (the decisions are committed)\n";
+    return kExitUsage;
+  }
+  if (!summary.ok()) {
+    std::cerr << "evident consume: " << summary.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  std::FILE* out = outcomes == stdout ? stderr : stdout;
+  std::fprintf(out,
+               "member %s of group %s: %lld partition leases taken, %lld given up for balance, "
+               "%lld lost to another member\n",
+               summary->member.c_str(), flags.group.c_str(),
+               static_cast<long long>(summary->partitions_taken),
+               static_cast<long long>(summary->partitions_given_up),
+               static_cast<long long>(summary->leases_lost));
+  PrintSummary(out, summary->total);
+  if (!summary->last_error.empty()) {
+    std::cerr << "evident consume: last error of a partition: " << summary->last_error << "\n";
+  }
+  return kExitOk;
 }
 
 int RunConsume(const ConsumeFlags& flags) {
@@ -183,6 +240,7 @@ int RunConsume(const ConsumeFlags& flags) {
       return kExitUsage;
     }
   }
+  if (!flags.group.empty()) return RunGroupMember(flags, *config, outcomes);
   Result<std::unique_ptr<Source>> source = OpenConsumeSource(flags);
   if (!source.ok()) {
     std::cerr << "evident consume: " << source.status().ToString() << "\n";
@@ -252,6 +310,18 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
                   "Redelivery after this long unacknowledged (with --from; a new durable only)")
       ->check(IntegerFrom(1000, 3'600'000))
       ->capture_default_str();
+  cmd->add_option("--group", flags->group,
+                  "Consumer group: processes of one group share the stream's partitions through "
+                  "leases in the store (with --from and a postgresql:// store)");
+  cmd->add_option("--partitions", flags->partitions,
+                  "The stream's partitions, as the relay's --partitions (with --group)")
+      ->check(IntegerFrom(1, 1 << 16));
+  cmd->add_option("--lease-ms", flags->lease_ms,
+                  "A partition's lease lasts this long without renewal (with --group)")
+      ->check(IntegerFrom(100, 3'600'000))
+      ->capture_default_str();
+  cmd->add_option("--member", flags->member,
+                  "This process's name in the group (default: host-pid-random; unique per run)");
   cmd->add_option("--until-idle", flags->until_idle,
                   "End the run (exit 0) once nothing arrived for this long: 10 (seconds), 500ms")
       ->check([](const std::string& v) {

@@ -79,6 +79,7 @@ void AddQuarantineCommands(CLI::App& app, Runner& run);
 void AddBaselineCommands(CLI::App& app, Runner& run);
 // `store migrate` (cmd_store.cc).
 void AddStoreCommands(CLI::App& app, Runner& run);
+void AddGroupCommands(CLI::App& app, Runner& run);  // group status
 // `effects run|list|show|resolve` and `compensations list` (cmd_effects.cc).
 void AddEffectsCommands(CLI::App& app, Runner& run);
 

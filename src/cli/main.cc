@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   AddBaselineCommands(app, run);
   AddEffectsCommands(app, run);
   AddStoreCommands(app, run);
+  AddGroupCommands(app, run);
 
   try {
     app.parse(argc, argv);

@@ -403,6 +403,9 @@ class ConsumeLoop {
     if (committed.ok()) {
       FaultPoint("before-checkpoint");
       committed = tx_->SetPosition(source_.name(), source_.EncodePosition(decided_thru_));
+      if (committed.ok() && options_.before_commit) {
+        committed = options_.before_commit(*tx_, decided_thru_);
+      }
       FaultPoint("after-checkpoint");
     }
     const bool commit_ran = committed.ok();
@@ -552,6 +555,7 @@ class ConsumeLoop {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
     Status s = work(*tx);
     if (s.ok()) s = tx->SetPosition(source_.name(), source_.EncodePosition(cursor));
+    if (s.ok() && options_.before_commit) s = options_.before_commit(*tx, cursor);
     if (s.ok()) return tx->Commit();
     (void)tx->Rollback();
     return s;

@@ -25,6 +25,35 @@ Result<Rows<OutboxRow>> Transaction::ClaimOutbox(int64_t rows_max, int64_t /*par
   return PendingOutbox(0, rows_max);
 }
 
+namespace {
+
+Status NoGroups() {
+  return Status::FailedPrecondition(
+      "consumer groups need a store that several processes share (postgresql://...)");
+}
+
+}  // namespace
+
+Result<std::vector<GroupMember>> Transaction::JoinGroup(std::string_view, std::string_view, int64_t,
+                                                        int64_t, int64_t) {
+  return NoGroups();
+}
+Status Transaction::LeaveGroup(std::string_view, std::string_view) { return NoGroups(); }
+Result<std::optional<GroupLease>> Transaction::AcquireLease(std::string_view, int64_t,
+                                                            std::string_view, int64_t, int64_t) {
+  return NoGroups();
+}
+Status Transaction::ReleaseLease(std::string_view, int64_t, std::string_view, int64_t) {
+  return NoGroups();
+}
+Status Transaction::FenceLease(std::string_view, int64_t, std::string_view, int64_t,
+                               std::optional<int64_t>, std::optional<int64_t>, int64_t) {
+  return NoGroups();
+}
+Result<std::vector<GroupLease>> Snapshot::GroupLeases(std::string_view) { return NoGroups(); }
+Result<std::vector<GroupMember>> Snapshot::GroupMembers(std::string_view) { return NoGroups(); }
+Result<int64_t> Snapshot::GroupPartitionCount(std::string_view) { return NoGroups(); }
+
 Result<bool> Store::WaitForOutbox(int64_t timeout_ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
   return false;

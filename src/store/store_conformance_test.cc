@@ -1205,6 +1205,83 @@ TEST_P(StoreConformance, RelaysSharingAStoreClaimDisjointPartitionsAndLoseAClaim
   EXPECT_TRUE(Take(Read()->OutboxRows(true, 0)).rows.empty());
 }
 
+// Consumer groups (group.h): a store that processes share keeps members and partition leases
+// with fencing epochs, and a batch fenced by a lease its holder lost does not commit. A store
+// that processes cannot share refuses groups.
+TEST_P(StoreConformance, AGroupLeaseFencesTheCommitsOfAHolderThatLostIt) {
+  const Result<std::vector<GroupMember>> joined = Begin()->JoinGroup("g", "a", 4, 1000, 2000);
+  if (!store_->RelaysShare()) {
+    EXPECT_EQ(joined.status().code(), Code::kFailedPrecondition) << joined.status().ToString();
+    EXPECT_EQ(Read()->GroupLeases("g").status().code(), Code::kFailedPrecondition);
+    return;
+  }
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.JoinGroup("g", "a", 4, 1000, 2000)).size(), 1U);
+    const std::vector<GroupMember> both = Take(tx.JoinGroup("g", "b", 4, 1100, 2100));
+    ASSERT_EQ(both.size(), 2U);
+    EXPECT_EQ(both[0].member, "a");
+    EXPECT_EQ(both[1].member, "b");
+    EXPECT_EQ(tx.JoinGroup("g", "c", 5, 1100, 2100).status().code(), Code::kFailedPrecondition);
+  });
+  Write([&](Transaction& tx) {  // an expired member does not count as alive
+    EXPECT_EQ(Take(tx.JoinGroup("g", "b", 4, 2050, 3000)).size(), 1U);
+  });
+  std::optional<GroupLease> lease;
+  Write([&](Transaction& tx) {
+    lease = Take(tx.AcquireLease("g", 0, "a", 1000, 2000));
+    ASSERT_TRUE(lease.has_value());
+    EXPECT_EQ(lease->epoch, 1);
+    EXPECT_FALSE(Take(tx.AcquireLease("g", 0, "b", 1500, 2500)).has_value());  // held
+    lease = Take(tx.AcquireLease("g", 0, "a", 1600, 2600));                    // renewed
+    ASSERT_TRUE(lease.has_value());
+    EXPECT_EQ(lease->epoch, 1);
+    EXPECT_EQ(lease->acquired_at_ms, 1000);
+  });
+  Write([&](Transaction& tx) {
+    EXPECT_OK(tx.FenceLease("g", 0, "a", 1, 10, 5, 30'000));
+    EXPECT_EQ(Take(tx.InsertLedger(Receipt("fenced-in"))), Insert::kInserted);
+  });
+  std::vector<GroupLease> leases = Take(Read()->GroupLeases("g"));
+  ASSERT_EQ(leases.size(), 1U);
+  EXPECT_EQ(leases[0].position, 10);
+  EXPECT_EQ(leases[0].lag, 5);
+  Write([&](Transaction& tx) {  // expired: b takes it over, and the epoch goes up
+    lease = Take(tx.AcquireLease("g", 0, "b", 3000, 4000));
+    ASSERT_TRUE(lease.has_value());
+    EXPECT_EQ(lease->holder, "b");
+    EXPECT_EQ(lease->epoch, 2);
+    EXPECT_EQ(lease->acquired_at_ms, 3000);
+  });
+  {  // a's next batch is fenced off: nothing of it commits
+    auto tx = Begin();
+    EXPECT_EQ(Take(tx->InsertLedger(Receipt("fenced-out"))), Insert::kInserted);
+    Status fenced = tx->FenceLease("g", 0, "a", 1, 20, 0, 30'000);
+    if (fenced.ok()) fenced = tx->Commit();
+    EXPECT_EQ(fenced.code(), Code::kFailedPrecondition) << fenced.ToString();
+    EXPECT_NE(fenced.message().find("lease lost"), std::string::npos) << fenced.ToString();
+  }
+  EXPECT_TRUE(Take(Read()->FindLedger("c", "s", "fenced-in")).has_value());
+  EXPECT_FALSE(Take(Read()->FindLedger("c", "s", "fenced-out")).has_value());
+  Write([&](Transaction& tx) {  // released: free at once
+    EXPECT_OK(tx.ReleaseLease("g", 0, "b", 2));
+    lease = Take(tx.AcquireLease("g", 0, "a", 3100, 4100));
+    ASSERT_TRUE(lease.has_value());
+    EXPECT_EQ(lease->epoch, 3);
+    EXPECT_OK(tx.LeaveGroup("g", "b"));
+  });
+  auto snapshot = Read();
+  EXPECT_EQ(Take(snapshot->GroupPartitionCount("g")), 4);
+  EXPECT_EQ(Take(snapshot->GroupPartitionCount("other")), 0);
+  const std::vector<GroupMember> members = Take(snapshot->GroupMembers("g"));
+  ASSERT_EQ(members.size(), 1U);
+  EXPECT_EQ(members[0].member, "a");
+  leases = Take(snapshot->GroupLeases("g"));
+  ASSERT_EQ(leases.size(), 1U);
+  EXPECT_EQ(leases[0].holder, "a");
+  EXPECT_EQ(leases[0].position, 10);  // the fenced-off batch recorded nothing
+}
+
 TEST_P(StoreConformance, OutboxMarkSentAndAttemptsAreRecorded) {
   int64_t seq = 0;
   Write([&](Transaction& tx) { seq = Take(tx.AppendOutbox(OutboxEvent("e1", "{}"))).seq; });

@@ -4,7 +4,9 @@
 //
 //   node bench.js --url postgresql://USER@127.0.0.1:PORT/DB --schema peer_bench \
 //                 --input events.ndjson --events 100000
-//                 [--batch-size 20] [--poll-interval-ms 50] [--store-concurrency 8]
+//                 [--batch-size 150] [--poll-interval-ms 50] [--store-concurrency 8]
+//                 [--handler-pool-max BATCH] [--batch-size-strategy default|fixed]
+//                 [--timeout-seconds 3600]
 //
 // Phases: (1) the library's setup SQL (DatabaseSetupExporter.createPollingScript) creates the
 // inbox table, its next_inbox_messages() polling function and its indexes in a fresh schema;
@@ -48,9 +50,11 @@ function parseArgs(argv) {
     schema: null,
     input: null,
     events: null,
-    batchSize: 20,
+    batchSize: 150,
     pollIntervalMs: 50,
     storeConcurrency: 8,
+    handlerPoolMax: null,
+    batchSizeStrategy: 'default',
     timeoutSeconds: 3600,
   };
   const names = {
@@ -61,6 +65,8 @@ function parseArgs(argv) {
     '--batch-size': ['batchSize', Number],
     '--poll-interval-ms': ['pollIntervalMs', Number],
     '--store-concurrency': ['storeConcurrency', Number],
+    '--handler-pool-max': ['handlerPoolMax', Number],
+    '--batch-size-strategy': ['batchSizeStrategy', String],
     '--timeout-seconds': ['timeoutSeconds', Number],
   };
   for (let i = 0; i < argv.length; i += 2) {
@@ -70,6 +76,7 @@ function parseArgs(argv) {
     if (spec[1] === Number && !(Number.isInteger(value) && value > 0)) die(`${argv[i]} wants a positive integer`);
     opts[spec[0]] = value;
   }
+  if (!['default', 'fixed'].includes(opts.batchSizeStrategy)) die('--batch-size-strategy is default or fixed');
   for (const k of ['url', 'schema', 'input', 'events']) if (opts[k] === null) die(`--${k} is required`);
   // The library splices schema/table/function names into SQL unquoted: keep to plain identifiers.
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(opts.schema)) die('--schema must match [a-z_][a-z0-9_]*');
@@ -205,7 +212,9 @@ async function main() {
     nextMessagesBatchSize: opts.batchSize,
     nextMessagesPollingIntervalInMs: opts.pollIntervalMs,
   };
-  const handlerPoolMax = opts.batchSize; // one transaction per in-flight message
+  // The handler pool (a pg Pool option passed through dbHandlerConfig): each in-flight message
+  // holds one connection for its transaction; by default one per message of a full batch.
+  const handlerPoolMax = opts.handlerPoolMax ?? opts.batchSize;
   const config = {
     outboxOrInbox: 'inbox',
     dbListenerConfig: { connectionString: opts.url },
@@ -260,7 +269,14 @@ async function main() {
       count(*) FILTER (WHERE abandoned_at IS NOT NULL) AS abandoned FROM ${schema}.${table}`;
 
   const processStart = process.hrtime.bigint();
-  const [shutdown] = initializePollingMessageListener(config, handler, logger);
+  // 'default': the library's defaultPollingListenerBatchSizeStrategy, which asks for one message
+  // per poll for the first nextMessagesBatchSize polls (poisonous-message protection at start-up)
+  // and nextMessagesBatchSize after. 'fixed': the documented batchSizeStrategy hook returning
+  // nextMessagesBatchSize from the first poll (steady state without the start-up ramp).
+  const strategies = opts.batchSizeStrategy === 'fixed'
+    ? { batchSizeStrategy: () => Promise.resolve(opts.batchSize) }
+    : undefined;
+  const [shutdown] = initializePollingMessageListener(config, handler, logger, strategies);
   const deadline = Date.now() + opts.timeoutSeconds * 1000;
   let processSeconds;
   for (;;) {
@@ -308,7 +324,9 @@ async function main() {
       nextMessagesPollingIntervalInMs: opts.pollIntervalMs,
       nextMessagesLockInMs: 5000,
       handlerPoolMax,
-      batchSizeStrategy: 'default (1 for the first batch-size polls)',
+      batchSizeStrategy: opts.batchSizeStrategy === 'fixed'
+        ? 'fixed (nextMessagesBatchSize from the first poll)'
+        : 'default (1 message per poll for the first nextMessagesBatchSize polls)',
       enableMaxAttemptsProtection: true,
       enablePoisonousMessageProtection: true,
       isolation: 'database default (BEGIN, READ COMMITTED)',

@@ -108,7 +108,8 @@ CREATE TABLE IF NOT EXISTS compensation(
 CREATE INDEX IF NOT EXISTS compensation_by_subject ON compensation(subject, consumer, seq);
 )sql";
 
-// Layout 2: relays share the store (Transaction::ClaimOutbox). A relay claims outbox partitions
+// Layout 2: consumer groups (consumer_group, group_member, group_lease: group.h), and relays
+// that share the store (Transaction::ClaimOutbox). A relay claims outbox partitions
 // by locking their rows here (FOR UPDATE SKIP LOCKED) for the transaction that publishes and
 // marks their rows; a producer adds its row's partition on append (ON CONFLICT DO NOTHING, which
 // does not wait for a relay's lock on an existing row). Partitions already in the outbox are
@@ -122,6 +123,15 @@ INSERT INTO outbox_partition(event_partition)
   SELECT DISTINCT event_partition FROM outbox ON CONFLICT DO NOTHING;
 CREATE INDEX IF NOT EXISTS outbox_pending_by_partition
   ON outbox(event_partition, seq) WHERE sent_at_ms IS NULL;
+CREATE TABLE IF NOT EXISTS consumer_group(
+  group_name text PRIMARY KEY, partition_count bigint NOT NULL, created_at_ms bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS group_member(
+  group_name text NOT NULL, member text NOT NULL, joined_at_ms bigint NOT NULL,
+  expires_at_ms bigint NOT NULL, PRIMARY KEY(group_name, member));
+CREATE TABLE IF NOT EXISTS group_lease(
+  group_name text NOT NULL, event_partition bigint NOT NULL, holder text NOT NULL,
+  epoch bigint NOT NULL, acquired_at_ms bigint NOT NULL, expires_at_ms bigint NOT NULL,
+  position bigint, lag bigint, PRIMARY KEY(group_name, event_partition));
 INSERT INTO evident_schema(version) VALUES(2);
 )sql";
 

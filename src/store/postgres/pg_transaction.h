@@ -86,6 +86,18 @@ class PgTransaction final : public Transaction {
   Result<Insert> InsertCompensation(const CompensationRecord& record) override;
   Status IntendOnce(const EffectIntent& intent) override;
   Status RecordCompensation(const CompensationRecord& record) override;
+  Result<std::vector<GroupMember>> JoinGroup(std::string_view group, std::string_view member,
+                                             int64_t partition_count, int64_t now_ms,
+                                             int64_t expires_at_ms) override;
+  Status LeaveGroup(std::string_view group, std::string_view member) override;
+  Result<std::optional<GroupLease>> AcquireLease(std::string_view group, int64_t partition,
+                                                 std::string_view holder, int64_t now_ms,
+                                                 int64_t expires_at_ms) override;
+  Status ReleaseLease(std::string_view group, int64_t partition, std::string_view holder,
+                      int64_t epoch) override;
+  Status FenceLease(std::string_view group, int64_t partition, std::string_view holder,
+                    int64_t epoch, std::optional<int64_t> position, std::optional<int64_t> lag,
+                    int64_t hold_ms) override;
 
  private:
   // The connection, after sending the rows buffered so far (FlushWrites): every statement then
@@ -151,6 +163,9 @@ class PgSnapshot final : public Snapshot {
   Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
                                      int64_t rows_max) override;
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override;
+  Result<std::vector<GroupLease>> GroupLeases(std::string_view group) override;
+  Result<std::vector<GroupMember>> GroupMembers(std::string_view group) override;
+  Result<int64_t> GroupPartitionCount(std::string_view group) override;
   Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override;
   Result<Rows<EffectIntent>> ListIntents(const EffectFilter& filter, int64_t after_seq,
                                          int64_t rows_max) override;

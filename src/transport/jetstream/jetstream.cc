@@ -3,6 +3,7 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -238,6 +239,13 @@ class JetStreamSource final : public Source {
         durable_(std::move(durable)),
         filter_(std::move(filter)),
         name_("jetstream:" + o_.stream + "/" + durable_) {}
+  // A partition's source (OpenJetStreamPartitionSource): ephemeral, from the stored position.
+  JetStreamSource(JetStreamOptions o, std::string name, std::string filter, int64_t inactive_ms)
+      : o_(std::move(o)),
+        filter_(std::move(filter)),
+        name_(std::move(name)),
+        positioned_(true),
+        inactive_ms_(inactive_ms) {}
 
   ~JetStreamSource() override {
     for (auto& p : pending_) natsMsg_Destroy(p.msg);
@@ -247,17 +255,27 @@ class JetStreamSource final : public Source {
 
   Status Open() {
     EVIDENT_RETURN_IF_ERROR(Connect(c_, o_.url, nullptr));
+    return positioned_ ? Status::Ok() : Subscribe(0);  // a partition's waits for its position
+  }
+
+  // The pull consumer: the durable one, or (positioned) an ephemeral one from `start_seq`.
+  Status Subscribe(uint64_t start_seq) {
     jsSubOptions so;
     jsSubOptions_Init(&so);
     so.Stream = o_.stream.c_str();
-    so.Config.Durable = durable_.c_str();
+    so.Config.Durable = positioned_ ? nullptr : durable_.c_str();
     so.Config.AckPolicy = js_AckExplicit;
     so.Config.DeliverPolicy = js_DeliverAll;
+    if (positioned_ && start_seq > 1) {
+      so.Config.DeliverPolicy = js_DeliverByStartSequence;
+      so.Config.OptStartSeq = start_seq;
+    }
+    if (positioned_) so.Config.InactiveThreshold = inactive_ms_ * 1000000;
     so.Config.AckWait = o_.ack_wait_ms * 1000000;  // nanoseconds
     std::string subject = filter_.empty() ? o_.subject_prefix + ".>" : filter_;
     jsErrCode jerr = static_cast<jsErrCode>(0);
-    natsStatus s =
-        js_PullSubscribe(&sub_, c_.js, subject.c_str(), durable_.c_str(), nullptr, &so, &jerr);
+    natsStatus s = js_PullSubscribe(&sub_, c_.js, subject.c_str(),
+                                    positioned_ ? nullptr : durable_.c_str(), nullptr, &so, &jerr);
     if (s != NATS_OK) return NatsError("pull consumer " + name_ + " on " + subject, s, jerr);
     return Status::Ok();
   }
@@ -271,7 +289,19 @@ class JetStreamSource final : public Source {
       return Status::FailedPrecondition(name_ + " cannot resume from \"" + *position +
                                         "\": not a JetStream position");
     }
-    return Status::Ok();
+    if (!positioned_) return Status::Ok();
+    uint64_t decided = 0;
+    if (position.has_value()) {
+      const std::string digits = position->substr(11);
+      if (digits.empty() || digits.size() > 19 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        return Status::FailedPrecondition(name_ + " cannot resume from \"" + *position +
+                                          "\": not a stream sequence");
+      }
+      decided = std::stoull(digits);
+    }
+    last_seq_ = decided;
+    return Subscribe(decided + 1);
   }
 
   Result<Fetched> Fetch(Message& out, int wait_ms) override {
@@ -302,11 +332,18 @@ class JetStreamSource final : public Source {
         list.Msgs[i] = nullptr;
         jsMsgMetaData* meta = nullptr;
         uint64_t seq = 0;
+        int64_t pending = -1;
         if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
           seq = meta->Sequence.Stream;
+          pending = static_cast<int64_t>(meta->NumPending);
           jsMsgMetaData_Destroy(meta);
         }
-        buffered_.push_back(Held{m, seq, 0});
+        if (positioned_ && seq <= last_seq_) {  // a redelivery of one handed out already
+          natsMsg_Destroy(m);
+          continue;
+        }
+        last_seq_ = std::max(last_seq_, seq);
+        buffered_.push_back(Held{m, seq, 0, pending});
       }
       natsMsgList_Destroy(&list);
     }
@@ -314,6 +351,7 @@ class JetStreamSource final : public Source {
     Held h = buffered_.front();
     buffered_.pop_front();
     h.count = ++handed_out_;
+    backlog_.store(h.pending);
     {
       std::lock_guard<std::mutex> lock(pending_mutex_);
       pending_.push_back(h);
@@ -345,6 +383,10 @@ class JetStreamSource final : public Source {
   }
 
   Status Reject(const Cursor& cursor, int64_t delay_ms) override {
+    if (positioned_) {
+      return Status::FailedPrecondition(
+          name_ + " cannot take a batch back: start again from the stored position");
+    }
     std::lock_guard<std::mutex> lock(pending_mutex_);
     while (!pending_.empty() && pending_.front().count <= cursor.b) {
       Held h = pending_.front();
@@ -360,11 +402,17 @@ class JetStreamSource final : public Source {
 
   void Stop() override { stopped_.store(true); }
 
+  std::optional<int64_t> backlog() const override {
+    const int64_t pending = backlog_.load();
+    return pending < 0 ? std::nullopt : std::optional<int64_t>(pending);
+  }
+
  private:
   struct Held {
     natsMsg* msg;
     uint64_t seq;
     int64_t count;
+    int64_t pending;  // the consumer's pending count after it; -1 when unknown
   };
 
   JetStreamOptions o_;
@@ -378,6 +426,10 @@ class JetStreamSource final : public Source {
   std::deque<Held> pending_;
   int64_t handed_out_ = 0;
   std::atomic<bool> stopped_{false};
+  std::atomic<int64_t> backlog_{-1};
+  bool positioned_ = false;
+  int64_t inactive_ms_ = 0;
+  uint64_t last_seq_ = 0;  // positioned: the highest stream sequence fetched (or decided before)
 };
 
 }  // namespace
@@ -399,6 +451,22 @@ Result<std::unique_ptr<Source>> OpenJetStreamSource(const JetStreamOptions& opti
   }
   auto s =
       std::make_unique<JetStreamSource>(options, std::move(durable), std::move(filter_subject));
+  EVIDENT_RETURN_IF_ERROR(s->Open());
+  return std::unique_ptr<Source>(std::move(s));
+}
+
+Result<std::unique_ptr<Source>> OpenJetStreamPartitionSource(const JetStreamOptions& options,
+                                                             std::string name,
+                                                             std::string filter_subject,
+                                                             int64_t inactive_ms) {
+  if (options.url.empty() || options.stream.empty() || name.empty() || filter_subject.empty() ||
+      inactive_ms < 1000) {
+    return Status::InvalidArgument(
+        "a JetStream partition source needs a url, a stream, a name, a filter subject and an "
+        "inactive threshold of at least a second");
+  }
+  auto s = std::make_unique<JetStreamSource>(options, std::move(name), std::move(filter_subject),
+                                             inactive_ms);
   EVIDENT_RETURN_IF_ERROR(s->Open());
   return std::unique_ptr<Source>(std::move(s));
 }

@@ -1,0 +1,85 @@
+// evident/group.h — consumer groups: several processes (`evident consume --group NAME`) share one
+// store that processes can share (PostgreSQL) and one JetStream stream.
+//
+// The stream's partitions are those of the relay (relay.h: subjects "<prefix>.p<k>.<type>", one
+// subject always in one partition). Each partition is leased, through the store, to one member
+// of the group at a time. A member runs one consume loop per partition it holds, each on a store
+// connection, a pipeline and a JetStream consumer of its own (OpenJetStreamPartitionSource: the
+// stored position is where it begins). So a subject's events are decided by one process at a
+// time, in stream order, across processes.
+//
+// Leases: a member renews its members row and its leases every lease_ms / 3; a lease not
+// renewed for lease_ms may be taken over by another member, and its epoch goes up. Every batch
+// of a partition's loop commits behind a fence (Transaction::FenceLease): the lease must still be
+// this member's at the epoch it was taken with, or the batch does not commit and the loop of
+// that partition ends. A member that was paused, cut off or slow past its lease therefore
+// cannot commit anything for the partition once another member holds it; the new holder starts
+// from the last committed position.
+//
+// Balance: the members alive, ordered by name, share the partitions evenly (the first
+// partitions % members take one more). A member above its share
+// gives its highest partitions up (their loops finish and commit the batch in hand, then the
+// lease is released); a member below it takes free or expired partitions, starting at its rank's
+// part of the range. Members come and go
+// by joining (the first renewal) and by leaving (a clean stop) or expiring (a crash).
+//
+// Thread-safety: RunGroup is one thread's; it starts the partition loops on threads of its own.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "evident/cancel.h"
+#include "evident/clock.h"
+#include "evident/config.h"
+#include "evident/consumer.h"
+#include "evident/jetstream.h"
+#include "evident/status.h"
+#include "evident/store.h"
+
+namespace evident {
+
+struct GroupOptions {
+  std::string group;
+  // This process's name in the group, unique per process run (a restarted process must not pass
+  // for its earlier self). Empty: "<host>-<pid>-<random>".
+  std::string member;
+  // The stream's partitions: the relay's --partitions. The first member records it; a member
+  // started with another count is refused.
+  int64_t partition_count = 0;
+  // How long a lease lasts without renewal.
+  int64_t lease_ms = 10'000;
+  // The stream (url, stream, subject_prefix, ack_wait_ms, fetch_batch).
+  JetStreamOptions jetstream;
+  // Each partition's consume loop runs with these (its cancel token, resume, the fence and the
+  // progress output are the group's own).
+  ConsumeOptions consume;
+  // Cancelled to stop: the loops commit the batches in hand, the leases are released and the
+  // member leaves the group.
+  const CancelToken* cancel = nullptr;
+  Clock* clock = nullptr;  // null: the system clock
+};
+
+struct GroupSummary {
+  std::string member;
+  ConsumeSummary total;             // over every partition loop of the run
+  int64_t partitions_taken = 0;     // leases acquired (a partition taken twice counts twice)
+  int64_t partitions_given_up = 0;  // released for balance
+  int64_t leases_lost = 0;          // loops ended by a fence or a renewal that found another holder
+  std::string last_error;           // of the last loop that ended on an error; empty when none
+};
+
+// Opens a connection to the group's store: one for the leases, one per partition loop.
+using StoreOpener = std::function<Result<std::unique_ptr<Store>>()>;
+
+// Runs this process as a member of options.group until options.cancel. Errors: the store or its
+// group refused (another partition count, a store without groups), the config's pipeline.
+Result<GroupSummary> RunGroup(const Config& config, const StoreOpener& open_store,
+                              const GroupOptions& options);
+
+// "jetstream:<stream>/<group>/p<partition>": a partition's position in the store.
+std::string GroupPositionName(const GroupOptions& options, int64_t partition);
+
+}  // namespace evident

@@ -1,0 +1,278 @@
+// A member of a consumer group (evident/group.h): leases through the store, one consume loop per
+// partition held, each batch fenced by the lease's epoch.
+#include "evident/group.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <chrono>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "evident/retry.h"
+
+namespace evident {
+namespace {
+
+std::string DefaultMemberName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::random_device random;
+  char suffix[16];
+  std::snprintf(suffix, sizeof(suffix), "%06x", random() & 0xFFFFFFu);
+  return std::string(host[0] != '\0' ? host : "host") + "-" + std::to_string(getpid()) + "-" +
+         suffix;
+}
+
+void Add(ConsumeSummary& total, const ConsumeSummary& one) {
+  total.events += one.events;
+  total.batches += one.batches;
+  for (const auto& [consumer, counts] : one.counts) {
+    auto& into = total.counts[consumer];
+    for (size_t i = 0; i < counts.size(); ++i) into[i] += counts[i];
+  }
+}
+
+// One partition's consume loop, on a thread of its own.
+struct Worker {
+  int64_t partition = 0;
+  int64_t epoch = 0;
+  CancelToken cancel;
+  std::atomic<bool> done{false};
+  Result<ConsumeSummary> result = Status::Internal("not finished");
+  std::thread thread;
+};
+
+class Member {
+ public:
+  Member(const Config& config, const StoreOpener& open_store, GroupOptions options)
+      : config_(config),
+        open_store_(open_store),
+        o_(std::move(options)),
+        clock_(o_.clock != nullptr ? *o_.clock : SystemClock()) {
+    if (o_.member.empty()) o_.member = DefaultMemberName();
+    summary_.member = o_.member;
+  }
+
+  Result<GroupSummary> Run() {
+    const auto start = std::chrono::steady_clock::now();
+    EVIDENT_ASSIGN_OR_RETURN(store_, open_store_());
+    Status ended = Status::Ok();
+    while (!Cancelled()) {
+      ended = Tick();
+      if (!ended.ok() && !Transient(ended)) break;
+      if (!ended.ok()) summary_.last_error = ended.ToString();
+      ended = Status::Ok();
+      WaitTick();
+    }
+    for (auto& [partition, w] : workers_) w->cancel.Cancel();
+    for (auto& [partition, w] : workers_) Reap(*w, /*lost=*/false);
+    workers_.clear();
+    (void)Write([&](Transaction& tx) { return tx.LeaveGroup(o_.group, o_.member); });
+    EVIDENT_RETURN_IF_ERROR(ended);
+    summary_.total.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return summary_;
+  }
+
+ private:
+  static bool Transient(const Status& s) {
+    return s.code() == Code::kUnavailable || s.code() == Code::kAborted;
+  }
+  bool Cancelled() const { return o_.cancel != nullptr && o_.cancel->cancelled(); }
+
+  // Sleeps a third of the lease, or until a loop ended or the run was cancelled.
+  void WaitTick() {
+    for (int64_t left = std::max<int64_t>(o_.lease_ms / 3, 1); left > 0 && !Cancelled();) {
+      const int64_t slice = std::min<int64_t>(left, 50);
+      std::this_thread::sleep_for(std::chrono::milliseconds(slice));
+      left -= slice;
+      for (const auto& [partition, w] : workers_) {
+        if (w->done.load()) return;
+      }
+    }
+  }
+
+  template <typename Work>
+  Status Write(Work work) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_->Begin());
+    Status s = work(*tx);
+    if (!s.ok()) {
+      (void)tx->Rollback();
+      return s;
+    }
+    return tx->Commit();
+  }
+
+  // One round: renew membership and leases, collect ended loops, then balance.
+  Status Tick() {
+    const int64_t now = clock_.NowMs();
+    std::vector<GroupMember> members;
+    EVIDENT_RETURN_IF_ERROR(Write([&](Transaction& tx) -> Status {
+      EVIDENT_ASSIGN_OR_RETURN(
+          members, tx.JoinGroup(o_.group, o_.member, o_.partition_count, now, now + o_.lease_ms));
+      return Status::Ok();
+    }));
+    EVIDENT_RETURN_IF_ERROR(Renew(now));
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (!it->second->done.load()) {
+        ++it;
+        continue;
+      }
+      Reap(*it->second, /*lost=*/false);
+      it = workers_.erase(it);
+    }
+    // The members alive, by name, share the partitions: the first (count % alive) one more.
+    const int64_t alive = std::max<int64_t>(static_cast<int64_t>(members.size()), 1);
+    const auto self = std::find_if(members.begin(), members.end(),
+                                   [&](const GroupMember& m) { return m.member == o_.member; });
+    const int64_t rank = self == members.end() ? 0 : self - members.begin();
+    const int64_t target = o_.partition_count / alive + (rank < o_.partition_count % alive ? 1 : 0);
+    EVIDENT_RETURN_IF_ERROR(GiveUpAbove(target));
+    return TakeUpTo(target, rank * o_.partition_count / alive, now);
+  }
+
+  // Renews every lease held; a loop whose lease another member took is stopped.
+  Status Renew(int64_t now) {
+    if (workers_.empty()) return Status::Ok();
+    std::vector<int64_t> lost;
+    EVIDENT_RETURN_IF_ERROR(Write([&](Transaction& tx) -> Status {
+      lost.clear();
+      for (const auto& [partition, w] : workers_) {
+        if (w->done.load()) continue;
+        EVIDENT_ASSIGN_OR_RETURN(
+            const std::optional<GroupLease> lease,
+            tx.AcquireLease(o_.group, partition, o_.member, now, now + o_.lease_ms));
+        if (!lease || lease->epoch != w->epoch) lost.push_back(partition);
+      }
+      return Status::Ok();
+    }));
+    for (const int64_t partition : lost) {
+      Worker& w = *workers_.at(partition);
+      w.cancel.Cancel();  // its next commit is fenced off anyway
+      Reap(w, /*lost=*/true);
+      workers_.erase(partition);
+    }
+    return Status::Ok();
+  }
+
+  // Gives up the highest partitions held above `target`: each loop commits its batch in hand,
+  // then the lease is released.
+  Status GiveUpAbove(int64_t target) {
+    while (static_cast<int64_t>(workers_.size()) > target) {
+      auto last = std::prev(workers_.end());
+      Worker& w = *last->second;
+      w.cancel.Cancel();
+      Reap(w, /*lost=*/false);
+      ++summary_.partitions_given_up;
+      workers_.erase(last);
+    }
+    return Status::Ok();
+  }
+
+  // Takes free or expired partitions, from `first` on, until `target` are held.
+  Status TakeUpTo(int64_t target, int64_t first, int64_t now) {
+    for (int64_t i = 0; i < o_.partition_count && static_cast<int64_t>(workers_.size()) < target;
+         ++i) {
+      const int64_t partition = (first + i) % o_.partition_count;
+      if (workers_.count(partition) != 0) continue;
+      std::optional<GroupLease> lease;
+      EVIDENT_RETURN_IF_ERROR(Write([&](Transaction& tx) -> Status {
+        EVIDENT_ASSIGN_OR_RETURN(
+            lease, tx.AcquireLease(o_.group, partition, o_.member, now, now + o_.lease_ms));
+        return Status::Ok();
+      }));
+      if (!lease) continue;
+      ++summary_.partitions_taken;
+      auto w = std::make_unique<Worker>();
+      w->partition = partition;
+      w->epoch = lease->epoch;
+      Worker* raw = w.get();
+      raw->thread = std::thread([this, raw] { RunLoop(*raw); });
+      workers_.emplace(partition, std::move(w));
+    }
+    return Status::Ok();
+  }
+
+  // Joins a loop that ended or was cancelled, adds up what it did, and releases its lease
+  // unless it was lost.
+  void Reap(Worker& w, bool lost) {
+    if (w.thread.joinable()) w.thread.join();
+    if (w.result.ok()) {
+      Add(summary_.total, *w.result);
+    } else if (w.result.status().code() == Code::kFailedPrecondition &&
+               w.result.status().message().find("lease lost") != std::string::npos) {
+      lost = true;
+    } else {
+      summary_.last_error =
+          "partition " + std::to_string(w.partition) + ": " + w.result.status().ToString();
+    }
+    if (lost) {
+      ++summary_.leases_lost;
+      return;
+    }
+    (void)Write([&](Transaction& tx) {
+      return tx.ReleaseLease(o_.group, w.partition, o_.member, w.epoch);
+    });
+  }
+
+  // The consume loop of one partition: a store connection, a pipeline and a JetStream consumer
+  // of its own, from the stored position, every batch fenced by the lease.
+  void RunLoop(Worker& w) {
+    w.result = [&]() -> Result<ConsumeSummary> {
+      EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, open_store_());
+      EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(config_));
+      const std::string filter =
+          o_.jetstream.subject_prefix + ".p" + std::to_string(w.partition) + ".>";
+      EVIDENT_ASSIGN_OR_RETURN(
+          std::unique_ptr<Source> source,
+          OpenJetStreamPartitionSource(o_.jetstream, GroupPositionName(o_, w.partition), filter,
+                                       std::max<int64_t>(o_.lease_ms * 3, 60'000)));
+      ConsumeOptions options = o_.consume;
+      options.resume = true;
+      options.cancel = &w.cancel;
+      options.progress = nullptr;
+      options.until_idle_ms = -1;
+      options.clock = o_.clock;
+      Source* from = source.get();
+      options.before_commit = [&, from](Transaction& tx, const Cursor& cursor) {
+        return tx.FenceLease(o_.group, w.partition, o_.member, w.epoch,
+                             cursor.a > 0 ? std::optional<int64_t>(cursor.a) : std::nullopt,
+                             from->backlog(), o_.lease_ms);
+      };
+      return Consume(*pipeline, *store, *source, options);
+    }();
+    w.done.store(true);
+  }
+
+  const Config& config_;
+  const StoreOpener& open_store_;
+  GroupOptions o_;
+  Clock& clock_;
+  std::unique_ptr<Store> store_;  // the leases'
+  std::map<int64_t, std::unique_ptr<Worker>> workers_;
+  GroupSummary summary_;
+};
+
+}  // namespace
+
+std::string GroupPositionName(const GroupOptions& options, int64_t partition) {
+  return "jetstream:" + options.jetstream.stream + "/" + options.group + "/p" +
+         std::to_string(partition);
+}
+
+Result<GroupSummary> RunGroup(const Config& config, const StoreOpener& open_store,
+                              const GroupOptions& options) {
+  if (options.group.empty() || options.partition_count < 1 || options.partition_count > 65536 ||
+      options.lease_ms < 100) {
+    return Status::InvalidArgument(
+        "a consumer group needs a name, 1 to 65,536 partitions and a lease of at least 100 ms");
+  }
+  return Member(config, open_store, options).Run();
+}
+
+}  // namespace evident
