@@ -23,6 +23,10 @@
 // part of the range. Members come and go
 // by joining (the first renewal) and by leaving (a clean stop) or expiring (a crash).
 //
+// A partition whose loop ended on an error (not a lost lease) is not taken again by this member
+// for a lease. The holder of partition 0 runs the store-wide gap deadline checks (consumer.h);
+// the other loops do not.
+//
 // Thread-safety: RunGroup is one thread's; it starts the partition loops on threads of its own.
 #pragma once
 
@@ -42,6 +46,13 @@
 namespace evident {
 
 struct GroupOptions {
+  // The store the members share (OpenStore URI: postgresql://...), and how to open it. The
+  // leases' connection waits at most a third of the lease for a lock; each partition's loop
+  // opens its own connection whose transactions the server ends when idle for a lease
+  // (StoreOptions::idle_transaction_timeout_ms), so that a stalled member cannot hold the locks
+  // of a batch it will never commit while another member takes the partition over.
+  std::string store;
+  StoreOptions store_options;
   std::string group;
   // This process's name in the group, unique per process run (a restarted process must not pass
   // for its earlier self). Empty: "<host>-<pid>-<random>".
@@ -71,13 +82,9 @@ struct GroupSummary {
   std::string last_error;           // of the last loop that ended on an error; empty when none
 };
 
-// Opens a connection to the group's store: one for the leases, one per partition loop.
-using StoreOpener = std::function<Result<std::unique_ptr<Store>>()>;
-
 // Runs this process as a member of options.group until options.cancel. Errors: the store or its
 // group refused (another partition count, a store without groups), the config's pipeline.
-Result<GroupSummary> RunGroup(const Config& config, const StoreOpener& open_store,
-                              const GroupOptions& options);
+Result<GroupSummary> RunGroup(const Config& config, const GroupOptions& options);
 
 // "jetstream:<stream>/<group>/p<partition>": a partition's position in the store.
 std::string GroupPositionName(const GroupOptions& options, int64_t partition);

@@ -376,7 +376,8 @@ class Transaction {
   virtual Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) = 0;
   // The rows a relay publishes in this transaction, for a store several relays share
   // (Store::RelaysShare): it claims up to `partitions_max` outbox partitions that have pending
-  // rows and that no other open transaction holds, the least recently claimed first, and returns
+  // rows and that no other open transaction holds (round the partitions, from above the last
+  // claimed through this store), and returns
   // the oldest pending rows of those partitions by seq, at most `rows_max`. A claimed partition
   // is this transaction's until it ends, so its rows go out in order through one relay at a time
   // and no other relay marks them; a transaction that says nothing to the store for `hold_ms`
@@ -416,12 +417,17 @@ class Transaction {
                                                      int64_t expires_at_ms);
   // Removes the member (leaving); nothing happens for one not there.
   virtual Status LeaveGroup(std::string_view group, std::string_view member);
-  // Takes or renews `partition` for `holder` until `expires_at_ms`: when nobody holds it, when its
-  // lease expired before `now_ms` (a takeover: epoch + 1), or when `holder` holds it already
-  // (a renewal: same epoch). nullopt when another member holds it unexpired.
+  // Takes `partition` for `holder` until `expires_at_ms` when nobody holds it, when its lease
+  // expired before `now_ms`, or when `holder` holds it (a member of that name run again): the
+  // epoch goes up every time, so that whatever held it before is fenced off. nullopt when another
+  // member holds it unexpired.
   virtual Result<std::optional<GroupLease>> AcquireLease(std::string_view group, int64_t partition,
                                                          std::string_view holder, int64_t now_ms,
                                                          int64_t expires_at_ms);
+  // Extends the lease `holder` holds at `epoch` to `expires_at_ms`; false when it holds it no
+  // longer (another member took it over, or a run of the same name took it again).
+  virtual Result<bool> RenewLease(std::string_view group, int64_t partition,
+                                  std::string_view holder, int64_t epoch, int64_t expires_at_ms);
   // Gives the lease up (it expires at once), if `holder` still holds it at `epoch`.
   virtual Status ReleaseLease(std::string_view group, int64_t partition, std::string_view holder,
                               int64_t epoch);
@@ -545,6 +551,11 @@ struct StoreOptions {
   // writer that finds the store locked past this is refused (kUnavailable, naming the holder
   // when the backend can).
   int64_t busy_timeout_ms = 5000;
+  // A write transaction left open without a word to the store for this long is ended by the
+  // store, so that a stalled process (stopped, cut off) cannot hold the locks of its writes
+  // while another takes its work over; 0: never. PostgreSQL only (a consumer group sets it to
+  // its lease); an embedded store ends with its process.
+  int64_t idle_transaction_timeout_ms = 0;
   // Open an existing store for reading only: never create it, never change it. A missing
   // store, or one that is not an evident store, is refused (kNotFound, kFailedPrecondition).
   bool read_only = false;

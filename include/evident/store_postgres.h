@@ -31,6 +31,9 @@ struct PostgresOptions {
   // How long a statement waits for a lock another transaction holds, in milliseconds, before
   // the write is refused (kUnavailable).
   int64_t lock_timeout_ms = 5000;
+  // A transaction that says nothing to the server for this long is ended by it (its session
+  // closed, its locks released, its commit refused); 0: never. See StoreOptions.
+  int64_t idle_transaction_timeout_ms = 0;
   // Open an existing store for reading only: never create tables, never write.
   bool read_only = false;
   // Create the tables when the database has none. false: a database without them is kNotFound.

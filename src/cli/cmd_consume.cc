@@ -162,6 +162,8 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
 // --group: runs this process as a member of the group until SIGTERM or SIGINT.
 int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* outcomes) {
   GroupOptions options{
+      .store = flags.store,
+      .store_options = {.busy_timeout_ms = flags.busy_timeout_ms},
       .group = flags.group,
       .member = flags.member,
       .partition_count = flags.partitions,
@@ -171,8 +173,7 @@ int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* o
   static CancelToken stop;
   options.cancel = &stop;
   InstallStopSignals(stop);
-  const StoreOpener open = [&flags] { return OpenConsumeStore(flags); };
-  Result<GroupSummary> summary = RunGroup(config, open, options);
+  Result<GroupSummary> summary = RunGroup(config, options);
   if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && summary.ok()) {
     std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
               << " (the decisions are committed)\n";
@@ -224,7 +225,9 @@ int RunConsume(const ConsumeFlags& flags) {
     std::cerr << "evident consume: " << pipeline.status().ToString() << "\n";
     return kExitUsage;
   }
-  auto store = OpenConsumeStore(flags);
+  // A group member opens its own connections (group.h).
+  auto store = flags.group.empty() ? OpenConsumeStore(flags)
+                                   : Result<std::unique_ptr<Store>>(std::unique_ptr<Store>());
   if (!store.ok()) {
     std::cerr << "evident consume: " << store.status().ToString() << "\n";
     return kExitUsage;
@@ -233,8 +236,8 @@ int RunConsume(const ConsumeFlags& flags) {
   if (flags.outcomes == "-") {
     outcomes = stdout;
   } else if (!flags.outcomes.empty()) {
-    // A resumed run adds to the outcomes of the runs before it.
-    outcomes = std::fopen(flags.outcomes.c_str(), flags.resume ? "a" : "w");
+    // A resumed run, and a group member run again, add to the outcomes of the runs before it.
+    outcomes = std::fopen(flags.outcomes.c_str(), flags.resume || !flags.group.empty() ? "a" : "w");
     if (outcomes == nullptr) {
       std::cerr << "evident consume: cannot write " << flags.outcomes << "\n";
       return kExitUsage;

@@ -145,8 +145,8 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
       ->check(IntegerFrom(1, 100'000))
       ->capture_default_str();
   cmd->add_option("--poll-ms", flags->poll_ms,
-                  "How often an idle relay looks for new rows (a PostgreSQL store wakes it when "
-                  "rows commit)")
+                  "How often an idle relay looks for new rows (SQLite; on PostgreSQL an idle relay "
+                  "waits for a commit's notification, a second at most)")
       ->check(IntegerFrom(1, 60'000))
       ->capture_default_str();
   cmd->add_option("--in-flight-max", flags->in_flight_max, "Publishes awaiting their PubAck")

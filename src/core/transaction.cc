@@ -43,6 +43,10 @@ Result<std::optional<GroupLease>> Transaction::AcquireLease(std::string_view, in
                                                             std::string_view, int64_t, int64_t) {
   return NoGroups();
 }
+Result<bool> Transaction::RenewLease(std::string_view, int64_t, std::string_view, int64_t,
+                                     int64_t) {
+  return NoGroups();
+}
 Status Transaction::ReleaseLease(std::string_view, int64_t, std::string_view, int64_t) {
   return NoGroups();
 }

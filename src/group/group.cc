@@ -49,9 +49,8 @@ struct Worker {
 
 class Member {
  public:
-  Member(const Config& config, const StoreOpener& open_store, GroupOptions options)
+  Member(const Config& config, GroupOptions options)
       : config_(config),
-        open_store_(open_store),
         o_(std::move(options)),
         clock_(o_.clock != nullptr ? *o_.clock : SystemClock()) {
     if (o_.member.empty()) o_.member = DefaultMemberName();
@@ -60,7 +59,9 @@ class Member {
 
   Result<GroupSummary> Run() {
     const auto start = std::chrono::steady_clock::now();
-    EVIDENT_ASSIGN_OR_RETURN(store_, open_store_());
+    StoreOptions leases = o_.store_options;
+    leases.busy_timeout_ms = std::min(leases.busy_timeout_ms, o_.lease_ms / 3);
+    EVIDENT_ASSIGN_OR_RETURN(store_, OpenStore(o_.store, leases));
     Status ended = Status::Ok();
     while (!Cancelled()) {
       ended = Tick();
@@ -110,14 +111,14 @@ class Member {
 
   // One round: renew membership and leases, collect ended loops, then balance.
   Status Tick() {
-    const int64_t now = clock_.NowMs();
     std::vector<GroupMember> members;
     EVIDENT_RETURN_IF_ERROR(Write([&](Transaction& tx) -> Status {
+      const int64_t now = clock_.NowMs();
       EVIDENT_ASSIGN_OR_RETURN(
           members, tx.JoinGroup(o_.group, o_.member, o_.partition_count, now, now + o_.lease_ms));
       return Status::Ok();
     }));
-    EVIDENT_RETURN_IF_ERROR(Renew(now));
+    EVIDENT_RETURN_IF_ERROR(Renew());
     for (auto it = workers_.begin(); it != workers_.end();) {
       if (!it->second->done.load()) {
         ++it;
@@ -133,27 +134,28 @@ class Member {
     const int64_t rank = self == members.end() ? 0 : self - members.begin();
     const int64_t target = o_.partition_count / alive + (rank < o_.partition_count % alive ? 1 : 0);
     EVIDENT_RETURN_IF_ERROR(GiveUpAbove(target));
-    return TakeUpTo(target, rank * o_.partition_count / alive, now);
+    return TakeUpTo(target, rank * o_.partition_count / alive);
   }
 
-  // Renews every lease held; a loop whose lease another member took is stopped.
-  Status Renew(int64_t now) {
+  // Renews every lease held at the epoch it was taken with; a loop whose lease is no longer
+  // this member's is stopped (its next commit would be fenced off anyway).
+  Status Renew() {
     if (workers_.empty()) return Status::Ok();
     std::vector<int64_t> lost;
     EVIDENT_RETURN_IF_ERROR(Write([&](Transaction& tx) -> Status {
       lost.clear();
+      const int64_t now = clock_.NowMs();
       for (const auto& [partition, w] : workers_) {
         if (w->done.load()) continue;
-        EVIDENT_ASSIGN_OR_RETURN(
-            const std::optional<GroupLease> lease,
-            tx.AcquireLease(o_.group, partition, o_.member, now, now + o_.lease_ms));
-        if (!lease || lease->epoch != w->epoch) lost.push_back(partition);
+        EVIDENT_ASSIGN_OR_RETURN(const bool renewed, tx.RenewLease(o_.group, partition, o_.member,
+                                                                   w->epoch, now + o_.lease_ms));
+        if (!renewed) lost.push_back(partition);
       }
       return Status::Ok();
     }));
     for (const int64_t partition : lost) {
       Worker& w = *workers_.at(partition);
-      w.cancel.Cancel();  // its next commit is fenced off anyway
+      w.cancel.Cancel();
       Reap(w, /*lost=*/true);
       workers_.erase(partition);
     }
@@ -174,14 +176,18 @@ class Member {
     return Status::Ok();
   }
 
-  // Takes free or expired partitions, from `first` on, until `target` are held.
-  Status TakeUpTo(int64_t target, int64_t first, int64_t now) {
+  // Takes free or expired partitions, from `first` on, until `target` are held; a partition
+  // whose loop failed here lately is left alone for a lease.
+  Status TakeUpTo(int64_t target, int64_t first) {
     for (int64_t i = 0; i < o_.partition_count && static_cast<int64_t>(workers_.size()) < target;
          ++i) {
       const int64_t partition = (first + i) % o_.partition_count;
       if (workers_.count(partition) != 0) continue;
+      const auto failed = failed_until_ms_.find(partition);
+      if (failed != failed_until_ms_.end() && failed->second > clock_.NowMs()) continue;
       std::optional<GroupLease> lease;
       EVIDENT_RETURN_IF_ERROR(Write([&](Transaction& tx) -> Status {
+        const int64_t now = clock_.NowMs();
         EVIDENT_ASSIGN_OR_RETURN(
             lease, tx.AcquireLease(o_.group, partition, o_.member, now, now + o_.lease_ms));
         return Status::Ok();
@@ -210,6 +216,7 @@ class Member {
     } else {
       summary_.last_error =
           "partition " + std::to_string(w.partition) + ": " + w.result.status().ToString();
+      failed_until_ms_[w.partition] = clock_.NowMs() + o_.lease_ms;
     }
     if (lost) {
       ++summary_.leases_lost;
@@ -224,7 +231,9 @@ class Member {
   // of its own, from the stored position, every batch fenced by the lease.
   void RunLoop(Worker& w) {
     w.result = [&]() -> Result<ConsumeSummary> {
-      EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, open_store_());
+      StoreOptions fenced = o_.store_options;
+      fenced.idle_transaction_timeout_ms = o_.lease_ms;
+      EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(o_.store, fenced));
       EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(config_));
       const std::string filter =
           o_.jetstream.subject_prefix + ".p" + std::to_string(w.partition) + ".>";
@@ -238,6 +247,7 @@ class Member {
       options.progress = nullptr;
       options.until_idle_ms = -1;
       options.clock = o_.clock;
+      if (w.partition != 0) options.gap_check_interval_ms = -1;  // partition 0's holder checks
       Source* from = source.get();
       options.before_commit = [&, from](Transaction& tx, const Cursor& cursor) {
         return tx.FenceLease(o_.group, w.partition, o_.member, w.epoch,
@@ -250,11 +260,11 @@ class Member {
   }
 
   const Config& config_;
-  const StoreOpener& open_store_;
   GroupOptions o_;
   Clock& clock_;
   std::unique_ptr<Store> store_;  // the leases'
   std::map<int64_t, std::unique_ptr<Worker>> workers_;
+  std::map<int64_t, int64_t> failed_until_ms_;  // partition -> not taken again before
   GroupSummary summary_;
 };
 
@@ -265,14 +275,13 @@ std::string GroupPositionName(const GroupOptions& options, int64_t partition) {
          std::to_string(partition);
 }
 
-Result<GroupSummary> RunGroup(const Config& config, const StoreOpener& open_store,
-                              const GroupOptions& options) {
+Result<GroupSummary> RunGroup(const Config& config, const GroupOptions& options) {
   if (options.group.empty() || options.partition_count < 1 || options.partition_count > 65536 ||
       options.lease_ms < 100) {
     return Status::InvalidArgument(
         "a consumer group needs a name, 1 to 65,536 partitions and a lease of at least 100 ms");
   }
-  return Member(config, open_store, options).Run();
+  return Member(config, options).Run();
 }
 
 }  // namespace evident

@@ -33,10 +33,12 @@ Result<std::unique_ptr<Store>> OpenMemory(std::string_view name, const StoreOpti
 
 // The whole URI goes to libpq, scheme included.
 Result<std::unique_ptr<Store>> OpenPostgresql(std::string_view rest, const StoreOptions& options) {
-  return OpenPostgresStore("postgresql:" + std::string(rest),
-                           PostgresOptions{.lock_timeout_ms = options.busy_timeout_ms,
-                                           .read_only = options.read_only,
-                                           .create = options.create});
+  return OpenPostgresStore(
+      "postgresql:" + std::string(rest),
+      PostgresOptions{.lock_timeout_ms = options.busy_timeout_ms,
+                      .idle_transaction_timeout_ms = options.idle_transaction_timeout_ms,
+                      .read_only = options.read_only,
+                      .create = options.create});
 }
 Result<std::unique_ptr<Store>> OpenPostgres(std::string_view rest, const StoreOptions& options) {
   return OpenPostgresql(rest, options);

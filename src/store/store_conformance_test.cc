@@ -1233,10 +1233,8 @@ TEST_P(StoreConformance, AGroupLeaseFencesTheCommitsOfAHolderThatLostIt) {
     ASSERT_TRUE(lease.has_value());
     EXPECT_EQ(lease->epoch, 1);
     EXPECT_FALSE(Take(tx.AcquireLease("g", 0, "b", 1500, 2500)).has_value());  // held
-    lease = Take(tx.AcquireLease("g", 0, "a", 1600, 2600));                    // renewed
-    ASSERT_TRUE(lease.has_value());
-    EXPECT_EQ(lease->epoch, 1);
-    EXPECT_EQ(lease->acquired_at_ms, 1000);
+    EXPECT_TRUE(Take(tx.RenewLease("g", 0, "a", 1, 2600)));
+    EXPECT_FALSE(Take(tx.RenewLease("g", 0, "a", 7, 2600)));  // not at that epoch
   });
   Write([&](Transaction& tx) {
     EXPECT_OK(tx.FenceLease("g", 0, "a", 1, 10, 5, 30'000));
@@ -1263,13 +1261,26 @@ TEST_P(StoreConformance, AGroupLeaseFencesTheCommitsOfAHolderThatLostIt) {
   }
   EXPECT_TRUE(Take(Read()->FindLedger("c", "s", "fenced-in")).has_value());
   EXPECT_FALSE(Take(Read()->FindLedger("c", "s", "fenced-out")).has_value());
-  Write([&](Transaction& tx) {  // released: free at once
+  Write([&](Transaction& tx) {                                // released: free at once
+    EXPECT_FALSE(Take(tx.RenewLease("g", 0, "a", 1, 5000)));  // a lost it
     EXPECT_OK(tx.ReleaseLease("g", 0, "b", 2));
     lease = Take(tx.AcquireLease("g", 0, "a", 3100, 4100));
     ASSERT_TRUE(lease.has_value());
     EXPECT_EQ(lease->epoch, 3);
     EXPECT_OK(tx.LeaveGroup("g", "b"));
   });
+  Write([&](Transaction& tx) {  // a process run again under the name "a" fences off the first
+    lease = Take(tx.AcquireLease("g", 0, "a", 3200, 4200));
+    ASSERT_TRUE(lease.has_value());
+    EXPECT_EQ(lease->epoch, 4);
+    EXPECT_FALSE(Take(tx.RenewLease("g", 0, "a", 3, 4300)));
+  });
+  {
+    auto tx = Begin();
+    Status fenced = tx->FenceLease("g", 0, "a", 3, 30, 0, 30'000);
+    if (fenced.ok()) fenced = tx->Commit();
+    EXPECT_EQ(fenced.code(), Code::kFailedPrecondition) << fenced.ToString();
+  }
   auto snapshot = Read();
   EXPECT_EQ(Take(snapshot->GroupPartitionCount("g")), 4);
   EXPECT_EQ(Take(snapshot->GroupPartitionCount("other")), 0);

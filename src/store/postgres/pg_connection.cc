@@ -146,7 +146,9 @@ Status StatusOf(std::string_view sqlstate, std::string message) {
     return Status::Unavailable("the store is locked by another writer: " + message);
   }
   if (sqlstate == "25P03") {  // idle_in_transaction_session_timeout: the session was ended
-    return Status::Unavailable("the transaction held its claim too long and was ended: " + message);
+    return Status::Unavailable(
+        "the transaction was idle past its hold (a claim or a lease) and the server ended it: " +
+        message);
   }
   if (sqlstate.substr(0, 2) == "08" || sqlstate == "57P01" || sqlstate == "57P03" ||
       sqlstate == "53300") {
@@ -157,12 +159,14 @@ Status StatusOf(std::string_view sqlstate, std::string message) {
 }
 
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& uri,
-                                                     int64_t lock_timeout_ms) {
+                                                     int64_t lock_timeout_ms,
+                                                     int64_t idle_timeout_ms) {
   PGconn* conn = PQconnectdb(uri.c_str());
   if (conn == nullptr) return Status::Unavailable("PostgreSQL: out of memory connecting");
   std::unique_ptr<Connection> out(new Connection(conn));
   out->uri_ = uri;
   out->lock_timeout_ms_ = lock_timeout_ms;
+  out->idle_timeout_ms_ = idle_timeout_ms;
   EVIDENT_RETURN_IF_ERROR(out->Reset());
   return out;
 }
@@ -189,9 +193,11 @@ Status Connection::Reset() {
     prepared_.clear();
     pending_.clear();
     send_error_ = Status::Ok();
-    const std::string setup = "SET TIME ZONE 'UTC'; SET bytea_output = 'hex'; SET lock_timeout = " +
-                              std::to_string(lock_timeout_ms_) +
-                              "; SET client_min_messages = error";
+    const std::string setup =
+        "SET TIME ZONE 'UTC'; SET bytea_output = 'hex'; SET lock_timeout = " +
+        std::to_string(lock_timeout_ms_) +
+        "; SET idle_in_transaction_session_timeout = " + std::to_string(idle_timeout_ms_) +
+        "; SET client_min_messages = error";
     PGresult* result = PQexec(conn_, setup.c_str());
     const bool ok = PQresultStatus(result) == PGRES_COMMAND_OK;
     std::string message = PQresultErrorMessage(result);

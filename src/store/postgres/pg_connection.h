@@ -91,7 +91,9 @@ class Connection {
  public:
   // Connects with a libpq URI ("postgresql://user@host:port/db?..."), in pipeline mode, with
   // the session's lock timeout set (a lock held elsewhere longer: kUnavailable).
-  static Result<std::unique_ptr<Connection>> Open(const std::string& uri, int64_t lock_timeout_ms);
+  // idle_timeout_ms > 0: a transaction idle that long is ended by the server (SQLSTATE 25P03).
+  static Result<std::unique_ptr<Connection>> Open(const std::string& uri, int64_t lock_timeout_ms,
+                                                  int64_t idle_timeout_ms = 0);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -144,6 +146,7 @@ class Connection {
   int64_t round_trips_ = 0;
   int64_t wanted_ = 0;  // SendWanted calls since the last drain
   int64_t lock_timeout_ms_ = 0;
+  int64_t idle_timeout_ms_ = 0;
   std::string uri_;
 };
 

@@ -11,6 +11,7 @@ namespace {
 constexpr const char* kLeaseColumns =
     "group_name, event_partition, holder, epoch, acquired_at_ms, expires_at_ms, position, lag";
 constexpr const char* kMemberColumns = "group_name, member, joined_at_ms, expires_at_ms";
+constexpr int64_t kMemberForgottenAfterMs = int64_t{3600} * 1000;
 
 GroupLease ReadLease(const Rowset& r, int i, Status& /*error*/) {
   return GroupLease{.group = std::string(r.Text(i, 0)),
@@ -70,7 +71,11 @@ Result<std::vector<GroupMember>> PgTransaction::JoinGroup(std::string_view group
                                       "member was started with " + std::to_string(partition_count) +
                                       " (every member of a group, and the relay, must agree)");
   }
+  static const std::string kForget =
+      "DELETE FROM group_member WHERE group_name=$1 AND expires_at_ms<$2";
   Db().Send(kMember, Params().Text(group).Text(member).Int(now_ms).Int(expires_at_ms));
+  // Members gone for an hour are forgotten (every process run is a member of its own).
+  Db().Send(kForget, Params().Text(group).Int(now_ms - kMemberForgottenAfterMs));
   EVIDENT_ASSIGN_OR_RETURN(const Rowset alive,
                            Db().Query(kAlive, Params().Text(group).Int(now_ms)));
   return ReadAll(alive, &ReadMember);
@@ -82,7 +87,7 @@ Status PgTransaction::LeaveGroup(std::string_view group, std::string_view member
   return Status::Ok();
 }
 
-// The holder changes only when the lease is free or expired; the epoch goes up exactly then.
+// Taken when free, expired, or held under this member's name; the epoch goes up every time.
 Result<std::optional<GroupLease>> PgTransaction::AcquireLease(std::string_view group,
                                                               int64_t partition,
                                                               std::string_view holder,
@@ -91,9 +96,8 @@ Result<std::optional<GroupLease>> PgTransaction::AcquireLease(std::string_view g
   static const std::string kSql =
       "INSERT INTO group_lease AS l(group_name, event_partition, holder, epoch, acquired_at_ms,"
       " expires_at_ms) VALUES($1, $2, $3, 1, $4, $5) ON CONFLICT (group_name, event_partition)"
-      " DO UPDATE SET epoch=CASE WHEN l.holder=EXCLUDED.holder THEN l.epoch ELSE l.epoch+1 END,"
-      " acquired_at_ms=CASE WHEN l.holder=EXCLUDED.holder THEN l.acquired_at_ms ELSE $4 END,"
-      " holder=EXCLUDED.holder, expires_at_ms=EXCLUDED.expires_at_ms"
+      " DO UPDATE SET epoch=l.epoch+1, acquired_at_ms=$4, holder=EXCLUDED.holder,"
+      " expires_at_ms=EXCLUDED.expires_at_ms"
       " WHERE l.holder=EXCLUDED.holder OR l.expires_at_ms<$4 RETURNING " +
       std::string(kLeaseColumns);
   EVIDENT_ASSIGN_OR_RETURN(
@@ -101,6 +105,19 @@ Result<std::optional<GroupLease>> PgTransaction::AcquireLease(std::string_view g
       Db().Query(kSql,
                  Params().Text(group).Int(partition).Text(holder).Int(now_ms).Int(expires_at_ms)));
   return ReadOne(rows, &ReadLease);
+}
+
+Result<bool> PgTransaction::RenewLease(std::string_view group, int64_t partition,
+                                       std::string_view holder, int64_t epoch,
+                                       int64_t expires_at_ms) {
+  static const std::string kSql =
+      "UPDATE group_lease SET expires_at_ms=$5 WHERE group_name=$1 AND event_partition=$2 AND"
+      " holder=$3 AND epoch=$4";
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset done,
+      Db().Query(kSql,
+                 Params().Text(group).Int(partition).Text(holder).Int(epoch).Int(expires_at_ms)));
+  return done.affected() == 1;
 }
 
 Status PgTransaction::ReleaseLease(std::string_view group, int64_t partition,

@@ -228,7 +228,8 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
   }
   auto session = std::make_shared<postgres::Session>();
   EVIDENT_ASSIGN_OR_RETURN(session->connection,
-                           postgres::Connection::Open(uri, options.lock_timeout_ms));
+                           postgres::Connection::Open(uri, options.lock_timeout_ms,
+                                                      options.idle_transaction_timeout_ms));
   session->read_only = options.read_only;
   return std::unique_ptr<Store>(new postgres::PgStore(std::move(session), uri));
 }

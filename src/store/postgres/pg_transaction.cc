@@ -282,12 +282,22 @@ Status PgTransaction::Commit() {
     p.TextArray(text[4]).OptIntArray(number[0]).OptIntArray(number[1]).TextArray(text[5]);
     db.Send(kEvidenceRows, p);
   }
-  if (outbox_appended_) {  // delivered to the listening relays when (and if) COMMIT succeeds
-    static const std::string kNotify =
-        "SELECT pg_notify('" + std::string(kOutboxChannel) + "', current_schema())";
-    db.Send(kNotify, Params());
-  }
-  return End(kCommit);
+  const bool notify = outbox_appended_;
+  const std::shared_ptr<Session> session = session_;  // End lets go of it
+  const Status committed = End(kCommit);
+  if (committed.ok() && notify) Notify(*session->connection);
+  return committed;
+}
+
+// Wakes the relays that LISTEN (Store::WaitForOutbox) after a commit that appended outbox rows.
+// Sent after the COMMIT, in a transaction of its own: a NOTIFY inside the transaction would take
+// PostgreSQL's notify lock from before its commit until the commit is flushed, one committing
+// transaction at a time. Its failure is not the commit's: a relay looks again within a second.
+void PgTransaction::Notify(Connection& db) {
+  static const std::string kNotify =
+      "SELECT pg_notify('" + std::string(kOutboxChannel) + "', current_schema())";
+  db.Send(kNotify, Params());
+  (void)db.Sync();
 }
 
 Status PgTransaction::Rollback() {

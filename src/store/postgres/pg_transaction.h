@@ -93,6 +93,8 @@ class PgTransaction final : public Transaction {
   Result<std::optional<GroupLease>> AcquireLease(std::string_view group, int64_t partition,
                                                  std::string_view holder, int64_t now_ms,
                                                  int64_t expires_at_ms) override;
+  Result<bool> RenewLease(std::string_view group, int64_t partition, std::string_view holder,
+                          int64_t epoch, int64_t expires_at_ms) override;
   Status ReleaseLease(std::string_view group, int64_t partition, std::string_view holder,
                       int64_t epoch) override;
   Status FenceLease(std::string_view group, int64_t partition, std::string_view holder,
@@ -109,6 +111,7 @@ class PgTransaction final : public Transaction {
   void FlushWrites();
   void FlushProjections();
   Status End(const std::string& sql);
+  static void Notify(Connection& db);
 
   std::shared_ptr<Session> session_;  // null once finished
   // What this transaction knows: a row, or that there is none (nullopt). Keys join their parts
@@ -126,7 +129,7 @@ class PgTransaction final : public Transaction {
     Projection value;
   };
   std::map<std::string, ProjectionPut> projection_puts_;
-  bool outbox_appended_ = false;  // a row appended: relays are told at commit (NOTIFY)
+  bool outbox_appended_ = false;  // a row appended: relays are told after the commit (NOTIFY)
   // The missing_to of every open gap record of a loaded (consumer, subject).
   std::unordered_map<std::string, std::vector<int64_t>> open_gaps_;
 };

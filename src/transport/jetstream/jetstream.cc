@@ -338,7 +338,10 @@ class JetStreamSource final : public Source {
           pending = static_cast<int64_t>(meta->NumPending);
           jsMsgMetaData_Destroy(meta);
         }
-        if (positioned_ && seq <= last_seq_) {  // a redelivery of one handed out already
+        if (positioned_ && seq <= last_seq_) {
+          // A redelivery of one handed out already (or decided before Start): acknowledged, so
+          // that it does not come back every ack_wait; the store holds the position.
+          (void)natsMsg_Ack(m, nullptr);
           natsMsg_Destroy(m);
           continue;
         }
