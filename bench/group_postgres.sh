@@ -31,19 +31,7 @@ trap cleanup EXIT
 EVIDENT_PG_DURABLE=1 bash scripts/postgres.sh start "$tmp/pg" >/dev/null
 url=$(cat "$tmp/pg/url")
 nats=$(bash scripts/nats.sh start "$tmp/nats")
-python3 - "$events" "$tmp/events.ndjson" <<'PY'
-import json, sys
-n, path = int(sys.argv[1]), sys.argv[2]
-subjects = max(1, n // 50)
-with open(path, "w") as out:
-    for i in range(n):
-        order = "order-%d" % (i % subjects)
-        out.write(json.dumps({"specversion": "1.0", "id": "evt-%d" % i,
-                              "source": "training://orders/checkout",
-                              "type": "order.status.changed", "subject": order,
-                              "data": {"schemaVersion": 1, "orderId": order,
-                                       "status": "s%d" % i}}, separators=(",", ":")) + "\n")
-PY
+python3 bench/status_events.py "$events" "$tmp/events.ndjson"
 "$evident" outbox append --store "$url" --contracts examples/orders/contracts \
   --schema-version-at /data/schemaVersion \
   --partitions "$partitions" "$tmp/events.ndjson" >/dev/null
