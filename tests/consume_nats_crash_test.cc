@@ -799,6 +799,7 @@ TEST(ConsumeNatsGroup, ThreeMembersOneKilledOneStoppedPastItsLeaseEqualOneUninte
   EXPECT_EQ(FirstDifference(want, got), "")
       << "the group's store differs from one uninterrupted member's:\n"
       << Differences(want, got, 40);
+  server.Stop();  // before its directory goes: nats.sh finds the server by the pid file there
   if (!HasFailure()) fs::remove_all(dir);
 }
 
