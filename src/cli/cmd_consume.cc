@@ -159,6 +159,21 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
   return "";
 }
 
+// Closes a --outcomes file and reports a failed run: kExitOk when the run succeeded and its
+// outcomes are written, so that its summary may follow.
+int CloseOutcomes(const ConsumeFlags& flags, std::FILE* outcomes, const Status& run) {
+  if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && run.ok()) {
+    std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
+              << " (the decisions are committed)\n";
+    return kExitUsage;
+  }
+  if (!run.ok()) {
+    std::cerr << "evident consume: " << run.ToString() << "\n";
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
 // --group: runs this process as a member of the group until SIGTERM or SIGINT.
 int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* outcomes) {
   GroupOptions options{
@@ -174,14 +189,8 @@ int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* o
   options.cancel = &stop;
   InstallStopSignals(stop);
   Result<GroupSummary> summary = RunGroup(config, options);
-  if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && summary.ok()) {
-    std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
-              << " (the decisions are committed)\n";
-    return kExitUsage;
-  }
-  if (!summary.ok()) {
-    std::cerr << "evident consume: " << summary.status().ToString() << "\n";
-    return kExitUsage;
+  if (const int failed = CloseOutcomes(flags, outcomes, summary.status()); failed != kExitOk) {
+    return failed;
   }
   std::FILE* out = outcomes == stdout ? stderr : stdout;
   std::fprintf(out,
@@ -264,14 +273,8 @@ int RunConsume(const ConsumeFlags& flags) {
   if (!flags.until_idle.empty()) options.until_idle_ms = *ParseDurationMs(flags.until_idle);
   auto summary = *source != nullptr ? Consume(**pipeline, **store, **source, options)
                                     : Consume(**pipeline, **store, options);
-  if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && summary.ok()) {
-    std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
-              << " (the decisions are committed)\n";
-    return kExitUsage;
-  }
-  if (!summary.ok()) {
-    std::cerr << "evident consume: " << summary.status().ToString() << "\n";
-    return kExitUsage;
+  if (const int failed = CloseOutcomes(flags, outcomes, summary.status()); failed != kExitOk) {
+    return failed;
   }
   PrintSummary(outcomes == stdout ? stderr : stdout, *summary);
   if (!summary->gap_check_error.empty()) {
