@@ -6,6 +6,9 @@
 // real `evident consume` process at 100k and at N events shows whether memory stays flat.
 //
 //   build-bench/bench/postgres_bench [N=200000] [ROUNDS=3]      (see docs/BENCHMARKS.md)
+//
+// EVIDENT_BENCH_STATEMENTS=K also prints, after each round, the K statements of `evident consume`
+// that took the server the most time (pg_stat_statements: calls, total and mean milliseconds).
 #include <libpq-fe.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -175,6 +178,30 @@ double RawPipelinedInserts(const std::string& uri, int64_t count, int64_t batch)
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The server's statements of one run, most expensive first (pg_stat_statements, reset before).
+void PrintStatements(const std::string& server, int count) {
+  Connection conn = Connect(server);
+  const std::string sql =
+      "SELECT calls, round(total_exec_time::numeric, 1), round(mean_exec_time::numeric, 3),"
+      " rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 150) FROM pg_stat_statements"
+      " ORDER BY total_exec_time DESC LIMIT " +
+      std::to_string(count);
+  PGresult* result = PQexec(conn.get(), sql.c_str());
+  if (PQresultStatus(result) != PGRES_TUPLES_OK) Die(PQresultErrorMessage(result));
+  std::printf("  %10s %10s %9s %10s  statement\n", "calls", "total ms", "mean ms", "rows");
+  for (int i = 0; i < PQntuples(result); ++i) {
+    std::printf("  %10s %10s %9s %10s  %s\n", PQgetvalue(result, i, 0), PQgetvalue(result, i, 1),
+                PQgetvalue(result, i, 2), PQgetvalue(result, i, 3), PQgetvalue(result, i, 4));
+  }
+  PQclear(result);
+}
+
+void ResetStatements(const std::string& server) {
+  Connection conn = Connect(server);
+  Exec(conn.get(), "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+  Exec(conn.get(), "SELECT pg_stat_statements_reset()");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,8 +212,12 @@ int main(int argc, char** argv) {
   const fs::path dir = fs::temp_directory_path() / ("evident-pgbench-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string script = std::string(EVIDENT_SOURCE_DIR) + "/scripts/postgres.sh";
-  const std::string server =
-      Capture("EVIDENT_PG_DURABLE=1 bash " + script + " start " + (dir / "server").string());
+  const char* profile = std::getenv("EVIDENT_BENCH_STATEMENTS");
+  const int statements = profile != nullptr ? std::atoi(profile) : 0;
+  const std::string options =
+      statements > 0 ? "EVIDENT_PG_OPTIONS='-c shared_preload_libraries=pg_stat_statements' " : "";
+  const std::string server = Capture(options + "EVIDENT_PG_DURABLE=1 bash " + script + " start " +
+                                     (dir / "server").string());
   const std::string config = (dir / "evident.yaml").string();
   evident::bench::WriteConfigWithoutEffects(config);
   evident::bench::WriteEvents(dir / "small.ndjson", small);
@@ -202,6 +233,7 @@ int main(int argc, char** argv) {
     RunEvident({evident, "store", "migrate", "--store", raw_uri});
     const double raw_s = RawPipelinedInserts(raw_uri, count, kBatchCountMax);
     const std::string uri = FreshSchema(server, "evident" + std::to_string(round));
+    if (statements > 0) ResetStatements(server);
     const RunResult run =
         RunEvident({evident, "consume", "--config", config, "--store", uri, "--input",
                     (dir / "large.ndjson").string(), "--batch-count-max", batch});
@@ -214,6 +246,7 @@ int main(int argc, char** argv) {
         "%8.0f events/s (process start, schema compile, decisions and evidence included) | "
         "ratio %.3f\n",
         round, raw_rate, evident_rate, ratios.back());
+    if (statements > 0) PrintStatements(server, statements);
     std::fflush(stdout);
   }
   const RunResult small_run =

@@ -12,7 +12,9 @@
 # DIR is the caller's (it keeps the URL and where the data lives). The cluster trusts loopback
 # connections of the role `evident` and, being thrown away, runs with fsync off: it survives
 # the kill of any client, not of the machine. Set EVIDENT_PG_DURABLE=1 for fsync on (the
-# benchmarks). The server comes from Debian's postgresql package (scripts/install-deps.sh).
+# benchmarks). EVIDENT_PG_OPTIONS adds server settings (`-c name=value ...`), e.g.
+# `-c shared_preload_libraries=pg_stat_statements` for a profile of the benchmark's statements.
+# The server comes from Debian's postgresql package (scripts/install-deps.sh).
 set -euo pipefail
 
 cmd=${1:-}
@@ -50,7 +52,8 @@ start() {
     port=$((20000 + RANDOM % 40000))
     if as_owner "$bin/pg_ctl" -D "$data/cluster" -l "$data/server.log" -w -t 30 start \
         -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c fsync=$fsync \
-            -c synchronous_commit=$fsync -c full_page_writes=$fsync -c max_connections=200" \
+            -c synchronous_commit=$fsync -c full_page_writes=$fsync -c max_connections=200 \
+            ${EVIDENT_PG_OPTIONS:-}" \
         >/dev/null 2>&1; then
       local url="postgresql://evident@127.0.0.1:$port/evident"
       if "$bin/psql" "postgresql://evident@127.0.0.1:$port/postgres" \

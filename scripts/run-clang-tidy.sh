@@ -13,8 +13,15 @@ mapfile -t files < <(git ls-files 'src/*.cc' ':!:*_test.cc' 2>/dev/null || find 
 # clang-tidy exits non-zero on any finding (WarningsAsErrors) and on a crash; xargs passes that
 # on. The log is filtered for reading only: the verdict is the exit status, and any finding
 # left in the log fails the run too.
+#
+# The static analyzer explores at most 100,000 nodes per function (clang's default is 225,000):
+# its path exploration was two thirds of the check's time, most of it inside CLI11 and the
+# standard library through inlined calls. Measured on all 79 sources, 2 cores: 1,126 s of CPU
+# with the default, 731 s with this bound, no finding under either.
+analyzer=(--extra-arg=-Xclang --extra-arg=-analyzer-config --extra-arg=-Xclang
+  --extra-arg=max-nodes=100000)
 status=0
-printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 4 "$tidy" -p "$build" --quiet \
+printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 4 "$tidy" -p "$build" --quiet "${analyzer[@]}" \
   >"$build/clang-tidy.raw" 2>&1 || status=$?
 grep -v '^[0-9]* warnings\? generated\.$' "$build/clang-tidy.raw" | grep -v '^Suppressed' \
   | grep -v 'Use -header-filter' >"$build/clang-tidy.log" || true
