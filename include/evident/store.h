@@ -281,7 +281,7 @@ class Transaction {
   virtual Status Commit() = 0;
   virtual Status Rollback() = 0;
 
-  // Everything a batch needs, read in one call (a key listed twice yields its row twice).
+  // Everything a batch needs, read in one call: each row once, however often its key is listed.
   virtual Result<BatchRows> Load(const BatchKeys& keys) = 0;
 
   virtual Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer,

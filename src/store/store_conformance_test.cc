@@ -401,6 +401,72 @@ TEST_P(StoreConformance, MarkAppliedTurnsADeferredRowIntoAReceipt) {
   EXPECT_EQ(entry.type, "t");
 }
 
+// --- batch loads ---
+
+// Load answers every key at once: the rows that exist, each once however often it was asked
+// for, and nothing for the rest; what it found is what the transaction then finds.
+TEST_P(StoreConformance, LoadReadsEveryKeyOnce) {
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertLedger(Receipt("e1"))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertLedger(Receipt("e3", LedgerState::kDeferred))), Insert::kInserted);
+    EXPECT_OK(tx.PutProjection(MakeProjection("c", "order-1", 1, "paid"), std::nullopt));
+    EXPECT_EQ(Take(tx.InsertDeferred(Deferred("c", "order-2", 3))), Insert::kInserted);
+  });
+  auto tx = Begin();
+  const BatchRows rows = Take(tx->Load(
+      {.ledger = {{"c", "s", "e1"}, {"c", "s", "e2"}, {"c", "s", "e1"}, {"d", "s", "e1"}},
+       .subjects = {{"c", "order-1"}, {"c", "order-2"}, {"c", "order-1"}, {"c", "order-9"}}}));
+  ASSERT_EQ(rows.ledger.size(), 1u);
+  EXPECT_EQ(rows.ledger[0].event_id, "e1");
+  ASSERT_EQ(rows.projections.size(), 1u);
+  EXPECT_EQ(rows.projections[0].subject, "order-1");
+  EXPECT_EQ(rows.projections[0].version, 1);
+  ASSERT_EQ(rows.deferred.size(), 1u);
+  EXPECT_EQ(rows.deferred[0].subject_version, 3);
+  EXPECT_EQ(rows.deferred[0].raw, Deferred("c", "order-2", 3).raw);
+  EXPECT_EQ(Take(tx->FindLedger("c", "s", "e1"))->state, LedgerState::kApplied);
+  EXPECT_FALSE(Take(tx->FindLedger("c", "s", "e2")).has_value());
+  EXPECT_EQ(Take(tx->FindDeferred("c", "order-2", 3))->event_id, "e3");
+  EXPECT_FALSE(Take(tx->FindDeferred("c", "order-9", 1)).has_value());
+}
+
+// Rows inserted for keys a Load found free, then changed in the same transaction (applied after
+// a deferral, counted as duplicates) between statements of other kinds, commit as changed.
+TEST_P(StoreConformance, WritesAfterALoadCommitAsChanged) {
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertLedger(Receipt("e7", LedgerState::kDeferred))), Insert::kInserted);
+  });
+  Write([&](Transaction& tx) {
+    (void)Take(tx.Load({.ledger = {{"c", "s", "e5"}, {"c", "s", "e6"}, {"c", "s", "e7"}},
+                        .subjects = {{"c", "order-1"}}}));
+    EXPECT_EQ(Take(tx.InsertLedger(Receipt("e5", LedgerState::kDeferred))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertDeferred(Deferred("c", "order-1", 5))), Insert::kInserted);
+    EXPECT_OK(tx.Journal(Journaled("c", "order-1", 5)));
+    EXPECT_EQ(Take(tx.InsertLedger(Receipt("e6"))), Insert::kInserted);
+    EXPECT_OK(tx.MarkApplied("c", "s", "e5", 5, 5000));
+    EXPECT_EQ(tx.MarkApplied("c", "s", "e5", 5, 5000).code(), Code::kInternal);  // applied now
+    EXPECT_OK(tx.MarkApplied("c", "s", "e7", 7, 7000));  // a row committed before
+    EXPECT_OK(tx.DeleteDeferred("c", "order-1", 5));
+    EXPECT_OK(tx.CountDuplicate("c", "s", "e5", 6000));
+    EXPECT_OK(tx.CountDuplicate("c", "s", "e6", 6500));
+    EXPECT_OK(tx.CountDuplicate("c", "s", "e6", 6600));
+    EXPECT_EQ(Take(tx.FindLedger("c", "s", "e6"))->duplicates, 2);
+  });
+  Reopen();
+  auto tx = Begin();
+  const LedgerEntry e5 = Take(tx->FindLedger("c", "s", "e5")).value();
+  EXPECT_EQ(e5.state, LedgerState::kApplied);
+  EXPECT_EQ(e5.projection_version, 5);
+  EXPECT_EQ(e5.committed_at_ms, 5000);
+  EXPECT_EQ(e5.duplicates, 1);
+  EXPECT_EQ(e5.last_duplicate_at_ms, 6000);
+  const LedgerEntry e6 = Take(tx->FindLedger("c", "s", "e6")).value();
+  EXPECT_EQ(e6.duplicates, 2);
+  EXPECT_EQ(e6.last_duplicate_at_ms, 6600);
+  EXPECT_EQ(Take(tx->FindLedger("c", "s", "e7"))->state, LedgerState::kApplied);
+  EXPECT_FALSE(Take(tx->FindDeferred("c", "order-1", 5)).has_value());
+}
+
 // --- projections ---
 
 // ReadProjection assigns every field of the caller's projection: a fresh one (version 0, its

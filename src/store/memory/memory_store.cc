@@ -939,14 +939,18 @@ Status MemoryTransaction::UpdateIntent(const EffectIntent& intent, int64_t expec
   return Status::Ok();
 }
 
-// One answer per key, in the order of the keys (as the SQLite backend answers).
+// One answer per distinct key, in the order of the keys (as the SQLite backend answers).
 Result<BatchRows> MemoryTransaction::Load(const BatchKeys& keys) {
   BatchRows out;
+  std::set<std::tuple<std::string_view, std::string_view, std::string_view>> ledger_seen;
+  std::set<std::pair<std::string_view, std::string_view>> subjects_seen;
   for (const LedgerKey& k : keys.ledger) {
+    if (!ledger_seen.emplace(k.consumer, k.source, k.event_id).second) continue;
     const LedgerEntry* row = LedgerRow(LedgerIdView(k.consumer, k.source, k.event_id));
     if (row != nullptr) out.ledger.push_back(*row);
   }
   for (const SubjectKey& k : keys.subjects) {
+    if (!subjects_seen.emplace(k.consumer, k.subject).second) continue;
     const ProjectionRow* row = ProjectionRowOf(k.consumer, k.subject);
     if (row != nullptr && row->value) out.projections.push_back(*row->value);
     AppendDeferredOf(k.consumer, k.subject, out.deferred);

@@ -110,6 +110,7 @@ class PgTransaction final : public Transaction {
   // and kind (a batch's rows in a few statements, not one each).
   void FlushWrites();
   void FlushProjections();
+  LedgerEntry* BufferedLedger(const std::string& key);  // the row in ledger_inserts_, if there
   Status End(const std::string& sql);
   static void Notify(Connection& db);
 
@@ -121,9 +122,12 @@ class PgTransaction final : public Transaction {
   std::unordered_map<std::string, std::optional<DeferredEvent>> deferred_;
   std::unordered_set<std::string> deferred_subjects_;  // every deferred event of these is known
   std::map<std::string, EvidenceRecord> evidence_;     // written at commit
-  // Writes buffered until the next statement that is not one of them: ledger rows known to be
-  // absent, and projection puts (per key: the version the first put expected, the last value).
+  // Writes buffered until the next statement that needs them sent: ledger rows known to be
+  // absent (a later change to one of them changes the buffered row), and projection puts (per
+  // key: the version the first put expected, the last value). Statements that touch neither
+  // (deferred rows, journal, ledger rows already sent) go out without flushing them.
   std::vector<LedgerEntry> ledger_inserts_;
+  std::unordered_map<std::string, size_t> ledger_buffered_;  // key -> index in ledger_inserts_
   struct ProjectionPut {
     std::optional<int64_t> expected;
     Projection value;

@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -1811,12 +1812,16 @@ class SqliteEngine {
     // The rows this transaction holds back are written first, once, so the reads see them.
     EVIDENT_RETURN_IF_ERROR(Flush());
     BatchRows out;
+    std::set<std::tuple<std::string_view, std::string_view, std::string_view>> ledger_seen;
     for (const LedgerKey& k : keys.ledger) {
+      if (!ledger_seen.emplace(k.consumer, k.source, k.event_id).second) continue;
       EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> row,
                                FindLedger(k.consumer, k.source, k.event_id));
       if (row) out.ledger.push_back(std::move(*row));
     }
+    std::set<std::pair<std::string_view, std::string_view>> subjects_seen;
     for (const SubjectKey& k : keys.subjects) {
+      if (!subjects_seen.emplace(k.consumer, k.subject).second) continue;
       EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> projection,
                                FindProjection(k.consumer, k.subject));
       if (projection) out.projections.push_back(std::move(*projection));
