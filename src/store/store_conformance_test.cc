@@ -467,6 +467,35 @@ TEST_P(StoreConformance, WritesAfterALoadCommitAsChanged) {
   EXPECT_FALSE(Take(tx->FindDeferred("c", "order-1", 5)).has_value());
 }
 
+// Writers that share a store: a deferred row another writer applied after this transaction read
+// it is a conflict (kAborted, the batch retried), whatever else the transaction has pending.
+TEST_P(StoreConformance, ADeferredRowAnotherWriterAppliedIsAConflict) {
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertLedger(Receipt("e3", LedgerState::kDeferred))), Insert::kInserted);
+  });
+  auto late = Begin();
+  (void)Take(late->Load({.ledger = {{"c", "s", "e2"}, {"c", "s", "e3"}}, .subjects = {}}));
+  if (!store_->RelaysShare()) {  // whole transactions exclude each other: no one came between
+    EXPECT_EQ(Take(late->InsertLedger(Receipt("e2"))), Insert::kInserted);
+    EXPECT_OK(late->MarkApplied("c", "s", "e3", 3, 3100));
+    EXPECT_OK(late->Commit());
+    late.reset();
+    EXPECT_EQ(Take(Begin()->FindLedger("c", "s", "e3"))->committed_at_ms, 3100);
+    return;
+  }
+  auto other = Open();
+  {
+    auto tx = Take(other->Begin());
+    EXPECT_OK(tx->MarkApplied("c", "s", "e3", 3, 3000));
+    EXPECT_OK(tx->Commit());
+  }
+  EXPECT_EQ(Take(late->InsertLedger(Receipt("e2"))), Insert::kInserted);  // buffered
+  Status status = late->MarkApplied("c", "s", "e3", 3, 3100);
+  if (status.ok()) status = late->Commit();
+  EXPECT_EQ(status.code(), Code::kAborted) << status.ToString();
+  EXPECT_FALSE(Take(Begin()->FindLedger("c", "s", "e2")).has_value());  // nothing committed
+}
+
 // --- projections ---
 
 // ReadProjection assigns every field of the caller's projection: a fresh one (version 0, its

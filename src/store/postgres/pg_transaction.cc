@@ -453,7 +453,16 @@ Status PgTransaction::MarkApplied(std::string_view consumer, std::string_view so
     *buffered = *it->second;
     return Status::Ok();
   }
-  Conn().Send(kChecked, params, Expect{.checked_on_server = true, .otherwise = missing});
+  // This transaction read the row as deferred: when the server finds it otherwise, another
+  // writer applied it meanwhile (a member that took over this partition), a conflict the batch
+  // is retried on, as a ledger insert that another writer beat is. Not kInternal: this statement
+  // goes out ahead of buffered inserts whose own conflict would otherwise have been reported.
+  Conn().Send(kChecked, params,
+              Expect{.checked_on_server = true,
+                     .otherwise = Status::Aborted(
+                         "ledger row " + std::string(event_id) +
+                         " is no longer deferred (another writer applied it); the batch is "
+                         "retried")});
   return Status::Ok();
 }
 
