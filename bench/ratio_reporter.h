@@ -1,5 +1,7 @@
 // bench/ratio_reporter.h — Google Benchmark reporter that also prints each benchmark's
-// throughput as a ratio to a named baseline measured in the same run.
+// throughput as a ratio to a named baseline measured in the same run. With repetitions (best
+// randomly interleaved, so that the machine's noise falls on both sides alike) the figure is the
+// median rate of each benchmark, with the range of its runs.
 //
 // Absolute numbers on shared machines are noisy; a ratio against a baseline or a peer measured
 // in the same process, on the same inputs, minutes apart at most, is what docs/BENCHMARKS.md
@@ -8,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -26,28 +29,36 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
       const auto it = run.counters.find("items_per_second");
       if (it == run.counters.end()) continue;
-      rates_[run.benchmark_name()] = it->second.value;
-      order_.push_back(run.benchmark_name());
+      const std::string name = run.run_name.function_name;  // without /repeats:N
+      if (rates_[name].empty()) order_.push_back(name);
+      rates_[name].push_back(it->second.value);
     }
   }
 
   void Finalize() override {
     ConsoleReporter::Finalize();
     double base = 0;
-    for (const auto& [name, rate] : rates_) {
-      if (name.rfind(baseline_, 0) == 0) base = rate;
+    for (const auto& [name, rates] : rates_) {
+      if (name.rfind(baseline_, 0) == 0) base = Median(rates);
     }
-    std::printf("\nitems/s relative to %s (same run, same inputs):\n", baseline_.c_str());
+    std::printf("\nitems/s relative to %s (same run, same inputs; median of the runs):\n",
+                baseline_.c_str());
     for (const std::string& name : order_) {
-      const double rate = rates_[name];
-      std::printf("  %-60s %12.0f items/s  ratio %.3f\n", name.c_str(), rate,
-                  base > 0 ? rate / base : 0.0);
+      const std::vector<double>& rates = rates_[name];
+      const auto [low, high] = std::minmax_element(rates.begin(), rates.end());
+      std::printf("  %-32s %12.0f items/s  ratio %.3f   (%zu runs, %.0f-%.0f)\n", name.c_str(),
+                  Median(rates), base > 0 ? Median(rates) / base : 0.0, rates.size(), *low, *high);
     }
   }
 
  private:
   std::string baseline_;
-  std::map<std::string, double> rates_;
+  static double Median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values.empty() ? 0.0 : values[values.size() / 2];
+  }
+
+  std::map<std::string, std::vector<double>> rates_;
   std::vector<std::string> order_;
 };
 

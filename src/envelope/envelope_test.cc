@@ -337,6 +337,38 @@ TEST(Envelope, AcceptsEventsOf64KiB) {
   EXPECT_TRUE(parser->Parse(big).ok());
 }
 
+// A member name twice in one object is found whatever the object's size (compared pairwise,
+// through a filter, or sorted) and wherever the two stand; names that only look alike (same
+// length, same first and middle character) are not duplicates.
+TEST(Envelope, FindsADuplicateMemberInObjectsOfEverySize) {
+  auto parser = MakeParser();
+  for (int count = 2; count <= 40; ++count) {
+    for (int second = 1; second < count; second += 3) {
+      std::string data = "{";
+      for (int i = 0; i < count; ++i) {
+        const int name = i == second ? 0 : i;  // member `second` repeats member 0's name
+        data += (i > 0 ? ",\"k" : "\"k") + std::to_string(100 + name) + "x\":" + std::to_string(i);
+      }
+      data += "}";
+      const auto outcome =
+          parser->Parse(Mutate(R"({"orderId":"order-417","orderVersion":2})",
+                               R"({"orderId":"order-417","lines":[)" + data + "]}"));
+      ASSERT_FALSE(outcome.ok()) << count << " members, the second k100x at " << second;
+      EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kDuplicateMember);
+      EXPECT_NE(outcome.rejection->message.find("'k100x'"), std::string::npos)
+          << outcome.rejection->message;
+    }
+    std::string distinct = "{";
+    for (int i = 0; i < count; ++i) {
+      distinct += (i > 0 ? ",\"k" : "\"k") + std::to_string(100 + i) + "x\":" + std::to_string(i);
+    }
+    distinct += "}";
+    EXPECT_TRUE(
+        parser->Parse(Mutate(R"("orderVersion":2)", R"("orderVersion":2,"more":)" + distinct)).ok())
+        << count << " distinct members";
+  }
+}
+
 TEST(Boundary, MatchesAtSegmentEnds) {
   const std::vector<std::string> boundary = {"https://example.test/order-service",
                                              "training://orders/"};
@@ -360,6 +392,9 @@ TEST(Boundary, DotSegmentsAreNeverInside) {
            "https://example.test/order-service/.%2e/payment-service",
            "https://example.test/order-service\\..\\payment-service",
            "training://orders/../payments/x",
+           "https://example.test/order-service/..?x=1",
+           "https://example.test/order-service/.#fragment",
+           "https://example.test/order-service/%2E",
        }) {
     EXPECT_FALSE(SourceInsideBoundary(source, boundary)) << source;
   }
@@ -367,6 +402,9 @@ TEST(Boundary, DotSegmentsAreNeverInside) {
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/v1.2/...x", boundary));
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a?next=/../b", boundary));
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/.well-known", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/%2e%2e%2e", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a/", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a?#..", boundary));
 }
 
 }  // namespace

@@ -130,16 +130,20 @@ bool IsBase64(std::string_view text) {
   return padding <= 2;
 }
 
+// Field by field: version (2 hex), trace id (32, not all zero), parent id (16, not all zero),
+// flags (2); lowercase hex only, version ff forbidden.
 bool IsTraceparent(std::string_view t) {
   if (t.size() != 55 || t[2] != '-' || t[35] != '-' || t[52] != '-') return false;
-  bool trace_nonzero = false, parent_nonzero = false;
-  for (size_t i = 0; i < t.size(); ++i) {
-    if (i == 2 || i == 35 || i == 52) continue;
-    if (!IsLowerHex(t[i])) return false;
-    if (i >= 3 && i < 35 && t[i] != '0') trace_nonzero = true;
-    if (i >= 36 && i < 52 && t[i] != '0') parent_nonzero = true;
-  }
-  return t.substr(0, 2) != "ff" && trace_nonzero && parent_nonzero;
+  const auto hex = [&t](size_t from, size_t to) {
+    bool nonzero = false;
+    for (size_t i = from; i < to; ++i) {
+      if (!IsLowerHex(t[i])) return -1;
+      nonzero |= t[i] != '0';
+    }
+    return nonzero ? 1 : 0;
+  };
+  return hex(0, 2) >= 0 && hex(3, 35) == 1 && hex(36, 52) == 1 && hex(53, 55) >= 0 &&
+         t.substr(0, 2) != "ff";
 }
 
 bool IsExtensionName(std::string_view text) {
