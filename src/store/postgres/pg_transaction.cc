@@ -360,7 +360,9 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
   EVIDENT_ASSIGN_OR_RETURN(const std::vector<Rowset> found, db.Fetch());
   assert(found.size() == 5);
   // The open gap records of the subjects, which an apply that closes a gap closes.
-  for (const SubjectKey& k : keys.subjects) open_gaps_[Key(k.consumer, k.subject)];
+  // A subject loaded twice in one transaction is read afresh: the server's answer already holds
+  // what this transaction changed (the statements before it ran first), so it replaces the list.
+  for (const SubjectKey& k : keys.subjects) open_gaps_[Key(k.consumer, k.subject)].clear();
   for (int i = 0; i < found[4].rows(); ++i) {
     open_gaps_[Key(found[4].Text(i, 0), found[4].Text(i, 1))].push_back(found[4].Int(i, 2));
   }
