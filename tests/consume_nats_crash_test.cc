@@ -21,7 +21,8 @@
 //   `last_duplicate_at` count deliveries; a redelivered message adds to them;
 // - a quarantine record counts the deliveries of its input (a rejected line redelivered after its
 //   batch committed adds an attempt, like a line given twice in the input); its id numbers
-//   arrivals;
+//   arrivals; its input_index is the stream sequence of the copy kept: an input the stream holds
+//   twice is kept at whichever copy arrives first (A names it by the first copy);
 // - orders-projection is unordered: its projection state is the last status to arrive, and a
 //   receipt's projection_version is its rank of arrival;
 // - a deferred event's expected_version is the projection version + 1 when it arrived, and its
@@ -55,6 +56,7 @@
 #include <random>
 #include <set>
 #include <span>
+#include <string_view>
 #include <thread>
 #include <tuple>
 
@@ -240,7 +242,9 @@ bool IsContested(const Contested& contested, const std::string& consumer,
 
 // A: what evident decides independently of arrival order (the file comment says why each
 // blanked column records arrival). Changes `rows` and returns its tables, kept rows as a set.
-std::vector<Table> OrderIndependent(StoreRows rows, const Contested& contested) {
+// `lines` are the stream's messages (line i is stream sequence i + 1).
+std::vector<Table> OrderIndependent(StoreRows rows, const Contested& contested,
+                                    const std::vector<std::string>& lines) {
   constexpr const char* kClaimant = "(first claimant to arrive)";
   for (LedgerEntry& e : rows.ledger) {
     e.duplicates = 0;
@@ -273,9 +277,12 @@ std::vector<Table> OrderIndependent(StoreRows rows, const Contested& contested) 
   std::erase_if(rows.kept, [&](const QuarantineRecord& k) {
     return IsContested(contested, k.consumer, k.subject, k.subject_version);
   });
+  std::map<std::string_view, int64_t> first_copy;  // bytes -> the first stream sequence
+  for (size_t i = lines.size(); i-- > 0;) first_copy[lines[i]] = static_cast<int64_t>(i) + 1;
   for (QuarantineRecord& k : rows.kept) {
     k.id = 0;
     k.attempts = 0;  // a redelivered refused message counts one more
+    if (const auto it = first_copy.find(k.raw); it != first_copy.end()) k.input_index = it->second;
   }
   rows.journal.clear();
   rows.position_source.reset();
@@ -548,8 +555,8 @@ TEST_P(ConsumeNatsCrash, KillNineMidStreamConvergesToTheUninterruptedStore) {
   EXPECT_GT(complete.size(), read.subjects.size() / 2) << "B would compare too few subjects";
 
   // A. Order-independent: equal to the clean run.
-  const std::vector<Table> want = OrderIndependent(clean_rows, contested);
-  const std::vector<Table> got = OrderIndependent(crashed_rows, contested);
+  const std::vector<Table> want = OrderIndependent(clean_rows, contested, lines);
+  const std::vector<Table> got = OrderIndependent(crashed_rows, contested, lines);
   for (const Table& t : want) {
     if (t.name != "journal") {
       EXPECT_FALSE(t.rows.empty()) << t.name << " is empty in clean.db";
