@@ -377,8 +377,10 @@ class Transaction {
   // The rows a relay publishes in this transaction, for a store several relays share
   // (Store::RelaysShare): it claims up to `partitions_max` outbox partitions that have pending
   // rows and that no other open transaction holds (round the partitions, from above the last
-  // claimed through this store), and returns
-  // the oldest pending rows of those partitions by seq, at most `rows_max`. A claimed partition
+  // claimed through this store), and returns at most `rows_max` of their pending rows, the
+  // partitions taking turns (each one's oldest row, then each one's second, ...; each
+  // partition's rows in seq order) so that one partition's backlog does not fill the batch while
+  // the others wait. A claimed partition
   // is this transaction's until it ends, so its rows go out in order through one relay at a time
   // and no other relay marks them; a transaction that says nothing to the store for `hold_ms`
   // (a relay paused or cut off mid-publish) loses its claims and cannot commit. Empty when

@@ -1251,6 +1251,30 @@ TEST_P(StoreConformance, AClaimReturnsTheOldestPendingRowsOfItsPartitionsBySeq) 
   EXPECT_EQ(Take(Read()->OutboxRows(true, 0)).rows.size(), 7U);  // a claim changes no row
 }
 
+// A partition with a backlog does not take a shared store's whole claim: the claimed partitions
+// take turns (each one's oldest row, then each one's second, ...), each partition's rows in seq
+// order. A store whose transactions exclude each other returns the oldest rows by seq.
+TEST_P(StoreConformance, AClaimTakesItsPartitionsInTurn) {
+  std::vector<int64_t> seqs;
+  Write([&](Transaction& tx) {
+    for (int64_t i = 0; i < 8; ++i) {
+      OutboxRow row = OutboxEvent(Numbered("b", i), "{}");
+      row.partition = i < 6 ? 0 : 1;  // six rows of partition 0 first, then two of partition 1
+      row.subject = Numbered("order-", row.partition);
+      seqs.push_back(Take(tx.AppendOutbox(row)).seq);
+    }
+  });
+  auto tx = Begin();
+  const Rows<OutboxRow> claimed = Take(tx->ClaimOutbox(4, 2, 30'000, 600));
+  EXPECT_TRUE(claimed.truncated);
+  if (store_->RelaysShare()) {
+    EXPECT_EQ(SeqsOf(claimed), (std::vector<int64_t>{seqs[0], seqs[6], seqs[1], seqs[7]}));
+  } else {
+    EXPECT_EQ(SeqsOf(claimed), (std::vector<int64_t>{seqs[0], seqs[1], seqs[2], seqs[3]}));
+  }
+  EXPECT_OK(tx->Rollback());
+}
+
 // Relays that share a store (Store::RelaysShare) claim disjoint partitions, a producer's append
 // does not wait for a claim, and a claim held past its hold time is lost: the partitions go to
 // another relay and the holder cannot commit. A store that does not share its relays excludes

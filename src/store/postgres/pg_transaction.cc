@@ -814,9 +814,16 @@ Result<Rows<OutboxRow>> PgTransaction::ClaimOutbox(int64_t rows_max, int64_t par
       "SELECT p.event_partition FROM outbox_partition p WHERE EXISTS(SELECT 1 FROM outbox o"
       " WHERE o.event_partition=p.event_partition AND o.sent_at_ms IS NULL)"
       " ORDER BY p.event_partition<=$2, p.event_partition LIMIT $1 FOR UPDATE OF p SKIP LOCKED";
-  static const std::string kRows = std::string("SELECT ") + kOutboxColumns +
-                                   " FROM outbox WHERE sent_at_ms IS NULL AND"
-                                   " event_partition=ANY($2::bigint[]) ORDER BY seq LIMIT $1";
+  // Round the claimed partitions: each one's oldest row, then each one's second, and so on (each
+  // partition's rows stay in seq order), so that one partition's backlog does not take the
+  // whole batch while the other claimed partitions wait. At most $1 rows read per partition.
+  static const std::string kRows =
+      std::string("SELECT ") + Qualified(kOutboxColumns, "r.") +
+      " FROM unnest($2::bigint[]) AS p(part) CROSS JOIN LATERAL (SELECT x.*, row_number() OVER"
+      " (ORDER BY x.seq) AS turn FROM (SELECT " +
+      kOutboxColumns +
+      " FROM outbox WHERE sent_at_ms IS NULL AND event_partition=p.part ORDER BY seq LIMIT $1) x)"
+      " r ORDER BY r.turn, r.seq LIMIT $1";
   constexpr int kAttemptsMax = 4;
   Db().Send(kHold, Params().Text(std::to_string(hold_ms)));
   for (int attempt = 0; attempt < kAttemptsMax; ++attempt) {
