@@ -263,11 +263,6 @@ std::vector<EnvelopeReason> AllEnvelopeReasons() {
 
 namespace {
 
-// True when a segment of the source's path (before any '?' or '#') is "." or "..", also when
-// percent-encoded ("%2e%2E"). Such a source may name a place outside the prefix it starts with
-// ("https://example.test/order-service/../payment-service"), so a boundary refuses it rather
-// than guess how its reader resolves it. '\' counts as a separator: some URL parsers treat it
-// as '/'.
 // True for "." and "..", their percent-encoded forms included ("%2e", "%2E").
 bool IsDotSegment(std::string_view segment) {
   size_t dots = 0;
@@ -285,6 +280,11 @@ bool IsDotSegment(std::string_view segment) {
   return dots == 1 || dots == 2;
 }
 
+// True when a segment of the source's path (before any '?' or '#') is "." or "..", also when
+// percent-encoded ("%2e%2E"). Such a source may name a place outside the prefix it starts with
+// ("https://example.test/order-service/../payment-service"), so a boundary refuses it rather
+// than guess how its reader resolves it. '\' counts as a separator: some URL parsers treat it
+// as '/'.
 // One pass over the path, up to its query or fragment. Not find_first_of with a set of
 // separators: libstdc++ calls memchr on the set for every character, which was an eighth of
 // the envelope's time (perf, envelope_bench).
