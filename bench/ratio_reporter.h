@@ -29,7 +29,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
       const auto it = run.counters.find("items_per_second");
       if (it == run.counters.end()) continue;
-      const std::string name = run.run_name.function_name;  // without /repeats:N
+      benchmark::BenchmarkName key = run.run_name;  // the repetitions of one benchmark as one
+      key.repetitions.clear();
+      const std::string name = key.str();
       if (rates_[name].empty()) order_.push_back(name);
       rates_[name].push_back(it->second.value);
     }
@@ -46,7 +48,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
     for (const std::string& name : order_) {
       const std::vector<double>& rates = rates_[name];
       const auto [low, high] = std::minmax_element(rates.begin(), rates.end());
-      std::printf("  %-32s %12.0f items/s  ratio %.3f   (%zu runs, %.0f-%.0f)\n", name.c_str(),
+      std::printf("  %-44s %12.0f items/s  ratio %.3f   (%zu runs, %.0f-%.0f)\n", name.c_str(),
                   Median(rates), base > 0 ? Median(rates) / base : 0.0, rates.size(), *low, *high);
     }
   }
