@@ -9,10 +9,18 @@
 // projection step for an accepted type, batch and linger limits; every effect and compensation
 // triggered by accepted types, keyed by a template with a placeholder, effects named once with
 // an http(s) target within the timeout and retry limits). The text is also parsed as a key
-// template: accepted only with a placeholder. Inputs over 16 KiB are
+// template: accepted only with a placeholder. And as a version adapter (adapter.h): an accepted
+// one has an id, two different positive versions, 1..64 steps with valid non-empty pointers and
+// in-range numbers, and applying it to a fixed payload gives JSON or InvalidArgument; an accepted
+// configuration's via_adapter chains are resolved (each adapter exists, the first reads the
+// version, each reads what the one before gave, the last gives an accepted version) and its
+// defaults name pointers the step copies or takes its state from. Inputs over 16 KiB are
 // skipped: configuration files are small, and yaml-cpp (not instrumented) is not under test.
+#include <simdjson.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -21,8 +29,10 @@
 #include <string_view>
 #include <vector>
 
+#include "evident/adapter.h"
 #include "evident/config.h"
 #include "evident/contract.h"
+#include "json/pointer.h"
 
 namespace {
 
@@ -81,6 +91,64 @@ void CheckEffects(const evident::ConsumerConfig& consumer) {
   }
 }
 
+void CheckAdapter(const evident::Adapter& a) {
+  if (a.id.empty() || a.type.empty() || a.from < 1 || a.to < 1 || a.from == a.to) {
+    __builtin_trap();
+  }
+  if (a.steps.empty() || a.steps.size() > evident::kAdapterStepsMax) __builtin_trap();
+  for (const evident::AdapterStep& step : a.steps) {
+    if (step.at.empty() || !evident::json::IsPointer(step.at)) __builtin_trap();
+    if (step.kind == evident::AdapterStepKind::kMove &&
+        (step.to.empty() || !evident::json::IsPointer(step.to))) {
+      __builtin_trap();
+    }
+    if (step.kind == evident::AdapterStepKind::kConvert &&
+        (!std::isfinite(step.factor) || step.factor == 0 || step.digits < 0 || step.digits > 15)) {
+      __builtin_trap();
+    }
+  }
+  static const char* const kPayload =
+      R"({"schemaVersion":4,"orderId":"order-104","state":"paid","amount":1234,)"
+      R"("items":[{"sku":"a","qty":2}],"a":{"b":{"c":1.5}},"~":"tilde","x/y":null})";
+  const auto adapted = evident::ApplyAdapter(a, kPayload);
+  if (adapted.ok()) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (parser.parse(*adapted).get(root) != simdjson::SUCCESS) __builtin_trap();
+  } else if (adapted.status().code() != evident::Code::kInvalidArgument) {
+    __builtin_trap();
+  }
+}
+
+void CheckAdapterChains(const evident::Config& config, const evident::ConsumerConfig& consumer) {
+  for (const evident::AcceptedType& accepted : consumer.contract.accepts) {
+    for (const auto& [version, chain] : accepted.via_adapter) {
+      if (chain.empty() || config.contracts.SchemaPath(accepted.type, version).empty()) {
+        __builtin_trap();
+      }
+      int64_t at = version;
+      for (const std::string& id : chain) {
+        const evident::Adapter* adapter = evident::FindAdapter(config.adapters, id);
+        if (adapter == nullptr || adapter->type != accepted.type || adapter->from != at) {
+          __builtin_trap();
+        }
+        at = adapter->to;
+      }
+      if (!std::binary_search(accepted.versions.begin(), accepted.versions.end(), at)) {
+        __builtin_trap();
+      }
+    }
+  }
+  for (const auto& [type, step] : consumer.projection) {
+    for (const auto& [pointer, rule] : step.defaults) {
+      if (std::find(step.copy.begin(), step.copy.end(), pointer) == step.copy.end() &&
+          pointer != step.state_from) {
+        __builtin_trap();
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // The example's contracts directory must load, or every configuration input would fail for a
@@ -103,6 +171,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (contract.ok()) {
     CheckContract(*contract);
   } else if (contract.status().code() != Code::kInvalidArgument) {
+    __builtin_trap();
+  }
+
+  const auto adapter = AdapterFromYaml(text, "fuzz-adapter.yaml");
+  if (adapter.ok()) {
+    CheckAdapter(*adapter);
+  } else if (adapter.status().code() != Code::kInvalidArgument) {
     __builtin_trap();
   }
 
@@ -134,6 +209,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (consumer.contract.Find(type) == nullptr) __builtin_trap();
     }
     CheckEffects(consumer);
+    CheckAdapterChains(*config, consumer);
   }
   return 0;
 }

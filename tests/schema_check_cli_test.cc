@@ -130,12 +130,25 @@ TEST(CliSchemaCheck, ModeNoneAcceptsTheRenameButNotAMeaningChange) {
 TEST(CliSchemaCheck, ContractsDirectoryEveryVersion) {
   const auto r = RunEvident(
       {"schema", "check", "--contracts", SourcePath(kOrders), "--type", kType, "--format", "json"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // v2 -> v3 is the seed's unsafe rename of status to state.
+  EXPECT_EQ(r.exit_code, 1) << r.err;
   simdjson::dom::parser parser;
   const auto root = Parse(parser, r.out);
-  EXPECT_TRUE(root["compatible"].get_bool().value());
+  EXPECT_FALSE(root["compatible"].get_bool().value());
   EXPECT_EQ(std::string_view(root["type"].get_string().value()), kType);
-  EXPECT_EQ(root["checks"].get_array().size(), 1u);
+  ASSERT_EQ(root["checks"].get_array().size(), 3u);
+  EXPECT_TRUE(root["checks"].at(0)["compatible"].get_bool().value());
+  EXPECT_TRUE(root["checks"].at(2)["compatible"].get_bool().value());  // v3 -> v4
+  // The rename comes with the adapter step that would bridge it.
+  bool suggested = false;
+  for (auto change : root["checks"].at(1)["changes"].get_array()) {
+    std::string_view suggestion;
+    if (change["suggestion"].get(suggestion) == simdjson::SUCCESS) {
+      EXPECT_NE(suggestion.find("move: {from: /state, to: /status"), std::string_view::npos);
+      suggested = true;
+    }
+  }
+  EXPECT_TRUE(suggested) << r.out;
 }
 
 TEST(CliSchemaCheck, TransitiveOverAContractsDirectory) {
@@ -151,7 +164,8 @@ TEST(CliSchemaCheck, TransitiveOverAContractsDirectory) {
   EXPECT_EQ(transitive.exit_code, 1);
   simdjson::dom::parser parser;
   const auto root = Parse(parser, transitive.out);
-  EXPECT_EQ(root["checks"].get_array().size(), 3u);  // 1->2, 1->3, 2->3
+  // 1->2, 1->3, 2->3, then the example's v4 against each: 1->4, 2->4, 3->4.
+  EXPECT_EQ(root["checks"].get_array().size(), 6u);
 }
 
 TEST(CliSchemaCheck, UsageAndInputErrorsExitTwo) {

@@ -137,6 +137,9 @@ struct Change {
   bool backward = false;  // the new schema reads data written under the old one
   bool forward = false;   // the old schema reads data written under the new one
   std::string message;
+  // What would bridge the change, when something can: for LIKELY_RENAME the version adapter step
+  // that gives readers of the old version the member back under its old name (adapter.h).
+  std::string suggestion;
 
   // Whether this change is acceptable under `mode`.
   bool CompatibleUnder(CompatMode mode) const;
@@ -205,6 +208,11 @@ struct ConsumerImpact {
   std::string consumer;
   bool safe = true;  // "safe"; false: "contract-update-required"
   std::vector<ImpactReason> reasons;
+  // The consumer reads the new version through version adapters (via_adapter): it is safe
+  // however the fields differ, because lint checks the adapters' output against the schema it
+  // accepts ("safe-through-adapter"); the reasons say what the adapters bridge. The chain's
+  // name, or "vN's adapter" when the contract leaves it to the directory.
+  std::string through_adapter;
 };
 
 struct ImpactReport {
@@ -218,9 +226,11 @@ struct ImpactReport {
 // consumer may add the new version to its accepted list. A reason is any change to a read field
 // that a reader written for the old version would not handle (forward incompatible, see
 // docs/contracts.md), a field that disappeared, or an accepted version without a schema.
+// `new_version`, when known (> 0), is the schema version the new schema stands for: a consumer
+// that reads it via_adapter is safe through its adapters.
 Result<ImpactReport> AnalyzeImpact(const ContractsDir& dir, std::string_view type,
                                    std::string_view new_schema_json,
-                                   const DiffOptions& options = {});
+                                   const DiffOptions& options = {}, int64_t new_version = 0);
 
 // ---- Lint ------------------------------------------------------------------------------------
 

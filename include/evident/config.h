@@ -1,7 +1,8 @@
 // evident/config.h — the consumer runtime's configuration file (evident.yaml).
 //
 //   contracts: contracts            # payload schemas + consumer contracts (docs/contracts.md)
-//   profile: cloudevents            # envelope profile of the input (cloudevents | flat)
+//   profile: cloudevents            # envelope profile of the input (cloudevents | flat | contract)
+//   profile_file: my-profile.json   # .. or one from a JSON file (envelope.md), not both
 //   batch_count_max: 1000           # events per store transaction (group commit)
 //   linger_ms: 5                    # commit a partial batch when input pauses this long
 //   batch_ms_max: 50                # .. and at the latest this long after its first event
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "evident/adapter.h"
 #include "evident/contract.h"
 #include "evident/profile.h"
 #include "evident/retry.h"
@@ -37,11 +39,25 @@
 
 namespace evident {
 
+// What a member a projection step reads becomes when the payload lacks it (seed 000's "explicit
+// default rule: return a bounded null, or refuse"). Without one, an absent member is left out.
+struct MemberDefault {
+  enum class Kind : uint8_t {
+    kNull,      // `null`: the member is written as null
+    kConstant,  // `{value: X}`: the member is written as X
+    kRefuse,    // `refuse`: the event is payload-invalid, reason missing-member
+  };
+  Kind kind = Kind::kNull;
+  std::string value_json;  // kConstant: the value as JSON text ("\"EUR\"", "0", "true")
+};
+
 struct ProjectionStep {
   std::string state;                  // constant state, or empty
   std::string state_from;             // JSON Pointer into data, or empty
   std::vector<std::string> copy;      // JSON Pointers into data
   std::vector<std::string> evidence;  // names recorded when the event applies
+  // By pointer: a `copy` entry or `state_from` (whose default is a constant or a refusal).
+  std::map<std::string, MemberDefault> defaults;
 };
 
 struct Guard {
@@ -132,6 +148,7 @@ struct Config {
   std::string path;           // the file it was read from
   std::string contracts_dir;  // resolved against the file's directory
   ContractsDir contracts;
+  std::vector<Adapter> adapters;  // the contracts directory's (adapter.h)
   Profile profile = Profile::CloudEvents();
   size_t batch_count_max = 1000;  // events per transaction
   int64_t linger_ms = 5;          // a partial batch commits after this long without input

@@ -58,6 +58,7 @@ struct Decision {
   std::optional<int64_t> expected_version;    // for deferred
   bool drained = false;                       // applied from the deferred set when a gap closed
   std::vector<std::string> errors;            // payload-invalid: "instanceLocation: error" lines
+  std::string adapter;  // the version adapters the payload was read through, or empty
 };
 
 // Appends the decision as one JSON object (no newline).

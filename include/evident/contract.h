@@ -26,7 +26,14 @@ struct AcceptedType {
   std::string type;
   std::vector<int64_t> versions;   // accepted schema versions, ascending, no repeats
   std::vector<std::string> reads;  // JSON Pointers into `data` the consumer reads
+  // Schema versions read through version adapters (adapter.h), none of them in `versions`:
+  // version -> the adapter ids applied in turn, ending at an accepted version. An empty list
+  // stands for the one adapter of the contracts directory from that version to an accepted one
+  // (LoadConfig resolves it). A chain is never found: it is declared, id by id.
+  std::map<int64_t, std::vector<std::string>> via_adapter;
 };
+// The longest adapter chain a consumer may declare for one version.
+inline constexpr size_t kAdapterChainMax = 8;
 
 struct Ordering {
   bool by_subject = false;
@@ -87,11 +94,14 @@ Result<ConsumerContract> ConsumerContractFromYaml(std::string_view yaml_text,
 // A contracts directory:
 //   <dir>/<type>/v<N>.schema.json      payload schema of <type> at schema version N
 //   <dir>/consumers/<id>.yaml          one consumer contract each
+//   <dir>/adapters/<id>.yaml           one version adapter each (adapter.h)
 struct ContractsDir {
   std::string path;
   // type -> schema version -> path of the schema file.
   std::map<std::string, std::map<int64_t, std::string>> schemas;
   std::vector<ConsumerContract> consumers;
+  std::vector<std::string>
+      adapter_files;  // <dir>/adapters/*.yaml, read by LoadAdapters (adapter.h)
 
   // The schema file for (type, version), or empty when there is none.
   std::string SchemaPath(std::string_view type, int64_t version) const;

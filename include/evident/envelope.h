@@ -4,8 +4,9 @@
 // through an envelope Profile) into an EventView, or into a Rejection with a stable kebab-case
 // reason code. Checks run in a fixed order and stop at the first failure:
 //
-//   size -> well-formed I-JSON -> required attributes -> specversion -> attribute types
-//        -> source inside the boundary -> schemaversion present (when required)
+//   size -> well-formed I-JSON -> required attributes (the core four, then the profile's)
+//        -> specversion -> attribute types -> source inside the boundary
+//        -> schemaversion present (when required)
 //
 // The parser never copies or alters the input: EventView::raw is the caller's bytes, untouched,
 // which is what quarantine and replay store.
@@ -59,8 +60,14 @@ enum class EnvelopeReason : uint8_t {
   kInvalidTraceparent,      // invalid-traceparent: not a W3C Trace Context traceparent
   kSourceOutsideBoundary,   // source-outside-boundary
   kMissingSchemaVersion,    // missing-schema-version
+  // The attributes a profile requires beyond specversion, id, source and type (Profile::required;
+  // the `contract` profile of seed 000). Seed 000's contractVersion is spelled in kebab case, as
+  // the seed itself spells its schemaVersion (missing-schema-version).
+  kMissingSubject,          // missing-subject: absent, null or empty
+  kMissingContractVersion,  // missing-contract-version: absent, null or empty
+  kInvalidContractVersion,  // invalid-contract-version: not a positive integer or a string
 };
-inline constexpr int kEnvelopeReasonCount = 26;
+inline constexpr int kEnvelopeReasonCount = 29;
 
 // The stable kebab-case code, e.g. "missing-id".
 std::string_view ReasonCode(EnvelopeReason reason);
@@ -149,6 +156,10 @@ class EnvelopeParser {
   // The canonical attribute each profile pointer and each profile constant fills, resolved
   // once by Create (in the profile's order).
   std::vector<int> pointer_attrs_, constant_attrs_;
+  // The attributes the profile requires beyond the core four, in its order (Profile::required,
+  // schemaversion aside: require_schema_version_ covers it).
+  std::vector<int> required_attrs_;
+  bool require_schema_version_ = false;  // the options' or the profile's
 };
 
 // How an input holding several events is laid out.

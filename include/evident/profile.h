@@ -30,6 +30,12 @@ struct Profile {
   // Top-level members are attributes/extensions (CloudEvents structured mode). When false,
   // unmapped top-level members are ignored rather than validated as extensions.
   bool passthrough = true;
+  // Attributes the layout requires beyond specversion, id, source and type, checked in this
+  // order right after those four: "subject" (missing-subject), "contractversion"
+  // (missing-contract-version; its value is a positive integer or a non-empty string, else
+  // invalid-contract-version) and "schemaversion" (missing-schema-version, checked last, as
+  // EnvelopeOptions::require_schema_version does).
+  std::vector<std::string> required;
 
   // The pointer for `attribute`, or empty when it has none.
   std::string PointerFor(std::string_view attribute) const;
@@ -41,12 +47,22 @@ struct Profile {
   // The flat layout of seed 001: event.id, event.name, event.schema_version, producer.id,
   // aggregate.version, payload, trace_id, span_id, correlation_id, timestamp.
   static Profile Flat();
-  // Looks up a built-in profile by name ("cloudevents", "flat").
+  // Seed 000's envelope: id, source, type, subject and contractVersion (a positive integer or a
+  // non-empty string) required at the top level, occurredAt (RFC 3339) as the time, the schema
+  // version at /data/schemaVersion (required), no specversion (implied "1.0"); other top-level
+  // members are ignored.
+  static Profile Contract();
+  // Looks up a built-in profile by name ("cloudevents", "flat", "contract").
   static Result<Profile> Named(std::string_view name);
   // Reads a profile from JSON: {"name":..,"attributes":{"id":"/event.id",..},
-  // "constants":{"specversion":"1.0"},"data":"/payload","passthrough":false}.
+  // "constants":{"specversion":"1.0"},"data":"/payload","passthrough":false,
+  // "required":["subject"]}.
   static Result<Profile> FromJson(std::string_view json_text);
 };
+
+// Reads a profile file (Profile::FromJson) of at most kProfileBytesMax bytes; errors name the file.
+inline constexpr size_t kProfileBytesMax = size_t{1} << 20;
+Result<Profile> LoadProfileFile(const std::string& path);
 
 // Checks RFC 6901 syntax: empty, or '/'-separated tokens where '~' is followed by '0' or '1'.
 bool IsValidJsonPointer(std::string_view pointer);

@@ -51,7 +51,16 @@ struct LedgerEntry {
   int64_t committed_at_ms = 0;
   int64_t duplicates = 0;
   std::optional<int64_t> last_duplicate_at_ms;
+  // The version adapters the payload was read through, "a" or "a,b" for a declared chain; empty
+  // when the consumer read the event's own schema version (contract.h, via_adapter).
+  std::string adapter;
+  // What the event set in the projection when it applied (JSON, kReceiptWroteBytesMax at most):
+  // {"state":..,"fields":{..},"defaulted":[..]}; empty when its type has no projection step.
+  std::string wrote_json;
 };
+// The largest `wrote_json` kept. A larger one keeps the state and the names of the members it
+// set, {"state":..,"members":[..],"truncated_bytes":N}, instead of their values.
+inline constexpr size_t kReceiptWroteBytesMax = 4096;
 
 struct Projection {
   std::string consumer, subject;

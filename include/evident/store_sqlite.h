@@ -51,7 +51,7 @@ struct SqliteOptions {
 // a newer layout is refused (kFailedPrecondition) rather than misread.
 // Layout 3 added the outbox table, layout 4 the quarantine and gap records, layout 5 effect
 // intents, their logs and the compensation ledger.
-inline constexpr int64_t kSqliteLayoutVersion = 5;
+inline constexpr int64_t kSqliteLayoutVersion = 6;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

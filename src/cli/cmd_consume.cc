@@ -32,7 +32,7 @@ struct ConsumeFlags {
   int64_t partitions = 0;
   int64_t lease_ms = 10'000;
   std::string clash;  // flags that do not fit together: the run only reports it
-  std::string profile;
+  std::string profile, profile_file;
   std::string outcomes;
   bool resume = false;
   int64_t batch_count_max = 0;
@@ -155,6 +155,8 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
     }
     if (cmd.count("--partitions") == 0) return "--group needs --partitions (the relay's)";
   }
+  if (cmd.count("--profile") > 0 && cmd.count("--profile-file") > 0)
+    return "--profile and --profile-file exclude each other";
   if (!flags.outcomes.empty() && flags.outcomes != "-") return OutcomesClash(flags);
   return "";
 }
@@ -217,8 +219,9 @@ int RunConsume(const ConsumeFlags& flags) {
     std::cerr << "evident consume: " << config.status().ToString() << "\n";
     return kExitUsage;
   }
-  if (!flags.profile.empty()) {
-    auto profile = Profile::Named(flags.profile);
+  if (!flags.profile.empty() || !flags.profile_file.empty()) {
+    auto profile = flags.profile_file.empty() ? Profile::Named(flags.profile)
+                                              : LoadProfileFile(flags.profile_file);
     if (!profile.ok()) {
       std::cerr << "evident consume: " << profile.status().ToString() << "\n";
       return kExitUsage;
@@ -334,7 +337,10 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
         const Result<int64_t> ms = ParseDurationMs(v);
         return ms.ok() ? std::string() : ms.status().message();
       });
-  cmd->add_option("--profile", flags->profile, "Envelope profile (overrides the config)");
+  cmd->add_option("--profile", flags->profile,
+                  "Envelope profile: cloudevents, flat or contract (overrides the config)");
+  cmd->add_option("--profile-file", flags->profile_file,
+                  "Envelope profile from a JSON file (overrides the config)");
   cmd->add_option("--outcomes", flags->outcomes, "Write one NDJSON line per decision (FILE or -)");
   cmd->add_flag("--resume", flags->resume, "Skip input lines an earlier run already committed");
   cmd->add_option("--batch-count-max", flags->batch_count_max,

@@ -135,6 +135,11 @@ void WriteEvidenceJson(const std::string& subject, const std::vector<ConsumerEvi
       optional_int("projection_version", e.projection_version);
       w.Field("committed_at", FormatTime(e.committed_at_ms));
       w.Field("key", c.consumer + ":" + e.source + ":" + e.event_id);
+      w.Key("adapter");
+      e.adapter.empty() ? w.Null() : w.String(e.adapter);
+      // What this event set in the projection (store.h: LedgerEntry::wrote_json), as written.
+      w.Key("wrote");
+      e.wrote_json.empty() ? w.Null() : w.Raw(e.wrote_json);
       w.Key("duplicates").Int(e.duplicates).EndObject();
     }
     w.EndArray().Key("deferred").BeginArray();
@@ -284,6 +289,11 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
           e.duplicates > 0
               ? (", " + std::to_string(e.duplicates) + " duplicate(s) suppressed").c_str()
               : "");
+      if (!e.adapter.empty())
+        std::printf("            read through adapter %s\n", P(e.adapter).c_str());
+      if (!e.wrote_json.empty()) {
+        std::printf("            wrote %s\n", PrintableJson(e.wrote_json).c_str());
+      }
     }
     for (const DeferredEvent& d : c.deferred) {
       std::printf("  deferred  v%-4lld %s:%s waits for v%lld, age %llds, deadline %s%s, route %s\n",

@@ -4,11 +4,13 @@
 // each Add* function takes the existing subcommand when there is one and creates it otherwise.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
 #include "compat/report.h"
+#include "evident/adapter.h"
 #include "evident/compat.h"
 #include "evident/contract.h"
 #include "json/files.h"
@@ -32,6 +34,7 @@ struct ImpactFlags {
   std::string contracts;
   std::string type;
   std::string schema;
+  int64_t version = 0;  // the new schema's version; 0: from its file name (vN.schema.json)
   std::string format = "text";
 };
 
@@ -104,7 +107,12 @@ int RunImpact(const ImpactFlags& flags) {
   Result<std::string> text =
       ReadFileToString(flags.schema, static_cast<size_t>(options.schema_bytes_max));
   if (!text.ok()) return Fail(kName, text.status());
-  Result<ImpactReport> report = AnalyzeImpact(*contracts, flags.type, *text, options);
+  const int64_t version =
+      flags.version > 0
+          ? flags.version
+          : std::max<int64_t>(0, SchemaVersionOfFileName(
+                                     std::filesystem::path(flags.schema).filename().string()));
+  Result<ImpactReport> report = AnalyzeImpact(*contracts, flags.type, *text, options, version);
   if (!report.ok()) return Fail(kName, report.status());
   Print(flags.format == "json" ? compat::ImpactToJson(*report) : compat::ImpactToText(*report));
   return report->all_safe ? kExitOk : kExitNegative;
@@ -113,6 +121,9 @@ int RunImpact(const ImpactFlags& flags) {
 int RunLint(const LintFlags& flags) {
   Result<std::vector<LintFinding>> findings = LintContractsDir(flags.dir);
   if (!findings.ok()) return Fail("contracts lint", findings.status());
+  Result<std::vector<LintFinding>> adapters = LintAdapters(flags.dir);
+  if (!adapters.ok()) return Fail("contracts lint", adapters.status());
+  findings->insert(findings->end(), adapters->begin(), adapters->end());
   Print(flags.format == "json" ? compat::LintToJson(*findings) : compat::LintToText(*findings));
   return findings->empty() ? kExitOk : kExitNegative;
 }
@@ -160,6 +171,11 @@ void AddContracts(CLI::App& app, Runner& run) {
   impact_cmd->add_option("--contracts", impact->contracts, "The contracts directory")->required();
   impact_cmd->add_option("--type", impact->type, "The event type")->required();
   impact_cmd->add_option("--schema", impact->schema, "The new schema file")->required();
+  impact_cmd
+      ->add_option("--version", impact->version,
+                   "The new schema's version (default: N of a file named vN.schema.json); "
+                   "a consumer that reads it via_adapter is safe through its adapter")
+      ->check(CLI::Range(int64_t{1}, int64_t{999'999'999}));
   AddFormatOption(*impact_cmd, impact->format);
   impact_cmd->callback([impact, &run] { run = [impact] { return RunImpact(*impact); }; });
 }

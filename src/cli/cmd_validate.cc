@@ -33,8 +33,7 @@ Result<Profile> ChooseProfile(const std::string& name, const std::string& profil
                               const std::string& schema_version_at) {
   Result<Profile> profile = Status::Internal("unset");
   if (!profile_file.empty()) {
-    EVIDENT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(profile_file, 1 << 20));
-    profile = Profile::FromJson(text);
+    profile = LoadProfileFile(profile_file);
   } else {
     profile = Profile::Named(name);
   }
@@ -167,7 +166,7 @@ void AddValidateCommand(CLI::App& app, Runner& run) {
       "rejected, 2 usage or I/O error.");
   cmd->add_option("input", flags->input, "Input file, or - for standard input")
       ->capture_default_str();
-  cmd->add_option("--profile", flags->profile, "Envelope profile: cloudevents or flat")
+  cmd->add_option("--profile", flags->profile, "Envelope profile: cloudevents, flat or contract")
       ->capture_default_str();
   cmd->add_option("--profile-file", flags->profile_file, "Envelope profile from a JSON file");
   cmd->add_option("--schema-version-at", flags->schema_version_at,

@@ -354,7 +354,8 @@ Status FieldReasons(const SchemaDocument& old_doc, const SchemaDocument& new_doc
 }  // namespace
 
 Result<ImpactReport> AnalyzeImpact(const ContractsDir& dir, std::string_view type,
-                                   std::string_view new_schema_json, const DiffOptions& options) {
+                                   std::string_view new_schema_json, const DiffOptions& options,
+                                   int64_t new_version) {
   const DiffOptions effective = WithVersionMarker(dir, options);
   EVIDENT_ASSIGN_OR_RETURN(auto new_doc,
                            SchemaDocument::Parse(new_schema_json, "new schema", effective));
@@ -391,6 +392,14 @@ Result<ImpactReport> AnalyzeImpact(const ContractsDir& dir, std::string_view typ
       }
     }
     impact.safe = impact.reasons.empty();
+    if (const auto via = accepted.via_adapter.find(new_version);
+        new_version > 0 && via != accepted.via_adapter.end()) {
+      impact.safe = true;
+      std::string chain;
+      for (const std::string& id : via->second) chain += (chain.empty() ? "" : ",") + id;
+      impact.through_adapter =
+          chain.empty() ? "v" + std::to_string(new_version) + "'s adapter" : chain;
+    }
     report.all_safe = report.all_safe && impact.safe;
     report.consumers.push_back(std::move(impact));
   }

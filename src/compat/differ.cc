@@ -726,6 +726,12 @@ void Differ::ReportLikelyRenames(const Side& s, PropertyDiff& p) {
             ": likely a rename of " + AppendToken(s.data, gone.name) + " to " +
             AppendToken(s.data, replacement.name) +
             "; a rename changes the contract: publish a new contract version or an adapter");
+    if (!out_.empty() && out_.back().code == ChangeCode::kLikelyRename) {
+      out_.back().suggestion =
+          "adapter step (new version to old): - move: {from: " +
+          AppendToken(s.data, replacement.name) + ", to: " + AppendToken(s.data, gone.name) +
+          ", required: " + (p.new_required.count(replacement.name) != 0 ? "true" : "false") + "}";
+    }
   }
   assert(p.removed_left.size() +
              static_cast<size_t>(std::count(p.added_used.begin(), p.added_used.end(), true)) ==

@@ -13,6 +13,7 @@ void WriteChange(json::Writer& out, const Change& change, CompatMode mode) {
       .Field("backward", change.backward)
       .Field("forward", change.forward)
       .Field("message", change.message);
+  if (!change.suggestion.empty()) out.Field("suggestion", change.suggestion);
 }
 
 void AppendChangeText(std::string& out, const Change& change, CompatMode mode) {
@@ -25,6 +26,7 @@ void AppendChangeText(std::string& out, const Change& change, CompatMode mode) {
   out += "]\n      ";
   out += change.message;
   out += "\n";
+  if (!change.suggestion.empty()) out += "      suggestion: " + change.suggestion + "\n";
 }
 
 size_t IncompatibleCount(const SchemaDiff& diff, CompatMode mode) {
@@ -123,7 +125,10 @@ std::string ImpactToJson(const ImpactReport& report) {
   for (const ConsumerImpact& consumer : report.consumers) {
     out.BeginObject()
         .Field("consumer", consumer.consumer)
-        .Field("verdict", consumer.safe ? "safe" : "contract-update-required");
+        .Field("verdict", !consumer.through_adapter.empty() ? "safe-through-adapter"
+                          : consumer.safe                   ? "safe"
+                                                            : "contract-update-required");
+    if (!consumer.through_adapter.empty()) out.Field("adapter", consumer.through_adapter);
     out.Key("reasons").BeginArray();
     for (const ImpactReason& reason : consumer.reasons) {
       out.BeginObject()
@@ -144,7 +149,13 @@ std::string ImpactToText(const ImpactReport& report) {
   std::string out;
   if (report.consumers.empty()) out = "no consumer subscribes to " + report.type + "\n";
   for (const ConsumerImpact& consumer : report.consumers) {
-    out += consumer.consumer + ": " + (consumer.safe ? "safe" : "contract-update-required") + "\n";
+    out += consumer.consumer + ": " +
+           (!consumer.through_adapter.empty()
+                ? "safe through adapter " + consumer.through_adapter +
+                      " (lint checks its output against the accepted schema)"
+            : consumer.safe ? std::string("safe")
+                            : std::string("contract-update-required")) +
+           "\n";
     for (const ImpactReason& reason : consumer.reasons) {
       out += "  " + (reason.pointer.empty() ? std::string("(contract)") : reason.pointer) + "  " +
              reason.code + "  (vs accepted v" + std::to_string(reason.accepted_version) +

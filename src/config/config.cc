@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 
 #include "contract/contract_yaml.h"
 #include "json/files.h"
+#include "json/writer.h"
 
 namespace evident {
 namespace {
@@ -239,6 +241,55 @@ void ParseCompensations(const std::string& origin, const YAML::Node& list,
   }
 }
 
+// A YAML scalar as JSON text: null, true/false, a number as written when it is one, else a string.
+std::string ScalarJson(const std::string& origin, const YAML::Node& node) {
+  if (!node.IsScalar() && !node.IsNull()) Fail(origin, node, "a default value must be a scalar");
+  if (node.IsNull()) return "null";
+  const std::string text = node.Scalar();
+  std::string out;
+  if (node.Tag() != "!") {  // unquoted: it may be a boolean or a number
+    bool boolean = false;
+    if (YAML::convert<bool>::decode(node, boolean)) return boolean ? "true" : "false";
+    int64_t integer = 0;
+    if (YAML::convert<int64_t>::decode(node, integer)) return std::to_string(integer);
+    double number = 0;
+    if (text.find_first_of("0123456789") != std::string::npos &&
+        YAML::convert<double>::decode(node, number) && std::isfinite(number)) {
+      return text;
+    }
+  }
+  json::Writer w(out);
+  w.String(text);
+  return out;
+}
+
+// defaults: {POINTER: null | refuse | {value: X}} for the pointers the step reads.
+void ParseDefaults(const std::string& origin, const YAML::Node& node, ProjectionStep& step) {
+  if (!node.IsMap()) Fail(origin, node, "'defaults' maps copied pointers to a default");
+  for (const auto& item : node) {
+    const std::string pointer = OnePointer(origin, item.first, "defaults");
+    const bool copied = std::find(step.copy.begin(), step.copy.end(), pointer) != step.copy.end();
+    if (!copied && pointer != step.state_from) {
+      Fail(origin, item.first,
+           "default for '" + pointer + "', which the step neither copies nor takes its state from");
+    }
+    MemberDefault d;
+    const YAML::Node value = item.second;
+    if (value.IsNull()) {
+      if (!copied) Fail(origin, value, "a state cannot be null: give {value: ...} or refuse");
+      d.kind = MemberDefault::Kind::kNull;
+    } else if (value.IsScalar() && value.Scalar() == "refuse" && value.Tag() != "!") {
+      d.kind = MemberDefault::Kind::kRefuse;
+    } else if (value.IsMap() && value.size() == 1 && value["value"]) {
+      d.kind = MemberDefault::Kind::kConstant;
+      d.value_json = ScalarJson(origin, value["value"]);
+    } else {
+      Fail(origin, value, "a default is null, refuse or {value: ...}");
+    }
+    step.defaults[pointer] = std::move(d);
+  }
+}
+
 void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerConfig& consumer) {
   if (const YAML::Node effects = entry["effects"]) ParseEffects(origin, effects, consumer);
   if (const YAML::Node compensations = entry["compensations"]) {
@@ -267,9 +318,10 @@ void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerCon
           step.copy = Pointers(origin, field.second, key);
         else if (key == "evidence")
           step.evidence = Names(origin, field.second, key);
-        else
+        else if (key != "defaults")
           Fail(origin, field.first, "unknown key '" + key + "' in a projection step");
       }
+      if (step_node["defaults"]) ParseDefaults(origin, step_node["defaults"], step);
       if (!step.state.empty() && !step.state_from.empty()) {
         Fail(origin, step_node, "a projection step has 'state' or 'state_from', not both");
       }
@@ -356,8 +408,9 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
   if (!root.IsMap()) Fail(origin, root, "the configuration must be a mapping");
   for (const auto& item : root) {
     const std::string key = item.first.as<std::string>();
-    if (key != "contracts" && key != "profile" && key != "consumers" && key != "batch_count_max" &&
-        key != "linger_ms" && key != "batch_ms_max" && key != "event_bytes_max") {
+    if (key != "contracts" && key != "profile" && key != "profile_file" && key != "consumers" &&
+        key != "batch_count_max" && key != "linger_ms" && key != "batch_ms_max" &&
+        key != "event_bytes_max") {
       Fail(origin, item.first, "unknown key '" + key + "'");
     }
   }
@@ -369,6 +422,14 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
   if (root["profile"]) {
     auto profile = Profile::Named(root["profile"].as<std::string>());
     if (!profile.ok()) Fail(origin, root["profile"], profile.status().message());
+    config.profile = std::move(profile).value();
+  }
+  if (root["profile_file"]) {
+    if (root["profile"]) Fail(origin, root["profile_file"], "give 'profile' or 'profile_file'");
+    const fs::path file = root["profile_file"].as<std::string>();
+    auto profile =
+        LoadProfileFile((file.is_absolute() ? file : fs::path(base_dir) / file).string());
+    if (!profile.ok()) Fail(origin, root["profile_file"], profile.status().message());
     config.profile = std::move(profile).value();
   }
   ParseLimits(origin, root, config);
@@ -450,6 +511,13 @@ Status CheckSchemasExist(const std::string& origin, const Config& config) {
               origin + ": consumer '" + consumer.contract.id + "' accepts " + accepted.type + " v" +
               std::to_string(version) + " but " + config.contracts_dir + "/" + accepted.type +
               "/v" + std::to_string(version) + ".schema.json does not exist");
+        }
+      }
+      for (const auto& [version, chain] : accepted.via_adapter) {
+        if (config.contracts.SchemaPath(accepted.type, version).empty()) {
+          return Status::InvalidArgument(
+              origin + ": consumer '" + consumer.contract.id + "' reads " + accepted.type + " v" +
+              std::to_string(version) + " via_adapter, but it has no schema");
         }
       }
     }
@@ -543,8 +611,13 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
     return Status::Ok();
   }));
   EVIDENT_ASSIGN_OR_RETURN(config.contracts, LoadContractsDir(config.contracts_dir));
+  EVIDENT_ASSIGN_OR_RETURN(config.adapters, LoadAdapters(config.contracts));
   EVIDENT_RETURN_IF_ERROR(
       CatchParseErrors(origin, [&] { return ParseConsumers(origin, root, config); }));
+  for (ConsumerConfig& consumer : config.consumers) {
+    const Status resolved = ResolveAdapterChains(config.adapters, consumer.contract);
+    if (!resolved.ok()) return Status::InvalidArgument(origin + ": " + resolved.message());
+  }
   EVIDENT_RETURN_IF_ERROR(CheckSchemasExist(origin, config));
   EVIDENT_RETURN_IF_ERROR(CheckKeyTemplatesDiffer(origin, config));
   return config;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "consumer/intents.h"
+#include "evident/adapter.h"
 #include "evident/consumer.h"
 #include "evident/envelope.h"
 #include "evident/schema.h"
@@ -78,10 +79,28 @@ QuarantineRecord RecordFrom(const Decision& d, std::string_view source, std::str
   return record;
 }
 
-// A projection step with its copied fields' names worked out once.
+// A copied member's default (config.h, MemberDefault), its value parsed once.
+struct PreparedDefault {
+  bool refuses = false;
+  std::optional<simdjson::dom::element> value;  // an element of `holder`'s document
+  std::shared_ptr<simdjson::dom::parser> holder;
+};
+
+// A projection step with its copied fields' names and defaults worked out once.
 struct PreparedStep {
   const ProjectionStep* step;
   std::vector<std::pair<std::string, std::string>> copy;  // (pointer into data, field name)
+  std::vector<PreparedDefault> copy_default;              // one per copy entry; no value: left out
+  PreparedDefault state_default;                          // for state_from
+};
+
+// A schema version read through version adapters: the chain, and the schemas the payload is
+// checked against before (its own version's) and after (the accepted version's).
+struct AdapterRoute {
+  std::vector<const Adapter*> chain;
+  std::string name;  // "a" or "a,b"
+  std::shared_ptr<const schema::Schema> source_schema, target_schema;
+  int64_t target_version = 0;
 };
 
 struct ConsumerState {
@@ -91,7 +110,25 @@ struct ConsumerState {
   std::map<std::string, std::map<int64_t, std::shared_ptr<const schema::Schema>>, std::less<>>
       schemas;
   std::map<std::string, PreparedStep, std::less<>> steps;  // by event type
+  // type -> version read via_adapter -> its route.
+  std::map<std::string, std::map<int64_t, AdapterRoute>, std::less<>> routes;
 };
+
+// The payload an adapter route produced, parsed; kept with the verdict that used it.
+struct AdaptedPayload {
+  std::string json;
+  std::unique_ptr<simdjson::dom::parser> parser;
+  std::optional<simdjson::dom::element> data;
+  const AdapterRoute* route = nullptr;
+};
+
+// The adapter route by which `consumer` reads `type` at `version`, or nullptr.
+const AdapterRoute* RouteOf(const ConsumerState& consumer, std::string_view type, int64_t version) {
+  const auto routes = consumer.routes.find(type);
+  if (routes == consumer.routes.end()) return nullptr;
+  const auto route = routes->second.find(version);
+  return route == routes->second.end() ? nullptr : &route->second;
+}
 
 // What one consumer's store-free checks (steps 1-3) made of an event: an early outcome to keep,
 // or the schema version to go on with.
@@ -103,6 +140,7 @@ struct Verdict {
   std::vector<std::string> errors;  // payload-invalid: "instanceLocation: error (keyword)"
   int64_t schema_version = 0;
   bool schema_version_read = false;  // schema_version holds the event's
+  AdaptedPayload adapted;            // route set when the payload was read through adapters
 
   void Keep(Outcome o, std::string r, std::string m) {
     keep = true;
@@ -158,6 +196,7 @@ void AppendDecisionJson(const Decision& d, std::string& out) {
   optional_int("projection_version", d.projection_version);
   optional_int("expected_version", d.expected_version);
   w.Field("drained", d.drained);
+  if (!d.adapter.empty()) w.Field("adapter", d.adapter);
   if (!d.errors.empty()) {
     w.Key("errors").BeginArray();
     for (const std::string& e : d.errors) w.String(e);
@@ -167,6 +206,96 @@ void AppendDecisionJson(const Decision& d, std::string& out) {
 }
 
 namespace {
+
+// What a projection step sets from one event: the state (when it sets one) and each copied
+// member it has a value for, the default's where the payload lacks it (named in `defaulted`).
+struct StepWrites {
+  bool sets_state = false;
+  std::string state;
+  std::vector<std::pair<std::string_view, simdjson::dom::element>> fields;  // (name, value)
+  std::vector<std::string_view> defaulted;                                  // field names
+};
+
+// A value as a projection state: a string as it is, anything else as its JSON text.
+void AssignState(simdjson::dom::element value, std::string& state) {
+  std::string_view text;
+  if (value.get(text) == simdjson::SUCCESS) {
+    state.assign(text);
+  } else {
+    state = simdjson::to_string(value);
+  }
+}
+
+void CollectWrites(const PreparedStep& prepared, const EventView& event, StepWrites& out) {
+  const ProjectionStep& step = *prepared.step;
+  out.sets_state = false;
+  out.fields.clear();
+  out.defaulted.clear();
+  if (!step.state.empty()) {
+    out.sets_state = true;
+    out.state.assign(step.state);
+  } else if (!step.state_from.empty()) {
+    simdjson::dom::element value;
+    if (DataAt(event, step.state_from).get(value) == simdjson::SUCCESS) {
+      out.sets_state = true;
+      AssignState(value, out.state);
+    } else if (prepared.state_default.value) {
+      out.sets_state = true;
+      AssignState(*prepared.state_default.value, out.state);
+    }
+  }
+  for (size_t i = 0; i < prepared.copy.size(); ++i) {
+    const auto& [pointer, name] = prepared.copy[i];
+    simdjson::dom::element value;
+    if (DataAt(event, pointer).get(value) == simdjson::SUCCESS) {
+      out.fields.emplace_back(name, value);
+    } else if (prepared.copy_default[i].value) {
+      out.fields.emplace_back(name, *prepared.copy_default[i].value);
+      out.defaulted.push_back(name);
+    }
+  }
+}
+
+// The receipt's record of what the event set (store.h, LedgerEntry::wrote_json), bounded by
+// kReceiptWroteBytesMax: past it, the members' names stand for their values.
+void WroteJson(const StepWrites& writes, std::string& out) {
+  out.clear();
+  json::Writer w(out);
+  w.BeginObject();
+  if (writes.sets_state) w.Field("state", writes.state);
+  w.Key("fields").BeginObject();
+  for (const auto& [name, value] : writes.fields) {
+    w.Key(name);
+    WriteElement(w, value);
+  }
+  w.EndObject();
+  if (!writes.defaulted.empty()) {
+    w.Key("defaulted").BeginArray();
+    for (const std::string_view name : writes.defaulted) w.String(name);
+    w.EndArray();
+  }
+  w.EndObject();
+  if (out.size() <= kReceiptWroteBytesMax) return;
+  const size_t full_bytes = out.size();
+  out.clear();
+  json::Writer cut(out);
+  cut.BeginObject();
+  if (writes.sets_state) {
+    // Cut at a character boundary: a UTF-8 sequence's continuation bytes are 10xxxxxx.
+    size_t end = std::min(writes.state.size(), kReceiptWroteBytesMax / 4);
+    while (end > 0 && end < writes.state.size() &&
+           (static_cast<unsigned char>(writes.state[end]) & 0xC0) == 0x80) {
+      --end;
+    }
+    cut.Field("state", std::string_view(writes.state).substr(0, end));
+  }
+  cut.Key("members").BeginArray();
+  for (const auto& field : writes.fields) {
+    if (out.size() > kReceiptWroteBytesMax * 3 / 4) break;
+    cut.String(field.first);
+  }
+  cut.EndArray().Key("truncated_bytes").Int(static_cast<int64_t>(full_bytes)).EndObject();
+}
 
 // One (event, consumer) decision in the making: what the ordered, unordered, defer and duplicate
 // paths share.
@@ -195,10 +324,15 @@ struct Pipeline::Impl {
   std::vector<std::pair<std::string_view, simdjson::dom::element>> merged_fields;
   std::string fields_out;
   LedgerEntry receipt_scratch;
+  StepWrites writes_scratch;
+  Verdict drain_verdict;  // a deferred event read through adapters again
   EvidenceRecord evidence_scratch;
   Projection projection_scratch;
 
   void Check(const ConsumerState& consumer, const EventView& event, Verdict& v) const;
+  static void CheckAdapted(const ConsumerState& consumer, const AdapterRoute& route,
+                           const EventView& event, Verdict& v);
+  static void CheckDefaults(const ConsumerState& consumer, const EventView& event, Verdict& v);
   Status ProcessForConsumer(Transaction& tx, ConsumerState& consumer, Verdict& verdict,
                             const EventView& event, int64_t index, int64_t now_ms,
                             std::vector<Decision>& decisions);
@@ -310,19 +444,10 @@ Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
                    : Status::Ok();
   }
   const ProjectionStep& step = *step_it->second.step;
-  if (!step.state.empty()) projection.state.assign(step.state);
-  if (!step.state_from.empty()) {
-    simdjson::dom::element value;
-    if (DataAt(event, step.state_from).get(value) == simdjson::SUCCESS) {
-      std::string_view text;
-      if (value.get(text) == simdjson::SUCCESS) {
-        projection.state.assign(text);
-      } else {
-        projection.state = simdjson::to_string(value);
-      }
-    }
-  }
-  if (!step_it->second.copy.empty()) {
+  StepWrites& writes = writes_scratch;
+  CollectWrites(step_it->second, event, writes);
+  if (writes.sets_state) projection.state.assign(writes.state);
+  if (!writes.fields.empty()) {
     // Merge: copied fields replace fields of the same name, others stay; names sorted. The
     // existing fields are the writer's own output, so they are already one per name.
     merged_fields.clear();
@@ -332,9 +457,7 @@ Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
       for (auto field : existing) merged_fields.emplace_back(field.key, field.value);
     }
     const size_t existing_count = merged_fields.size();
-    for (const auto& [pointer, name] : step_it->second.copy) {
-      simdjson::dom::element value;
-      if (DataAt(event, pointer).get(value) != simdjson::SUCCESS) continue;
+    for (const auto& [name, value] : writes.fields) {
       bool replaced = false;
       for (size_t i = 0; i < existing_count; ++i) {
         if (merged_fields[i].first == name) {
@@ -396,9 +519,24 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
       return Status::Corruption("deferred event " + next->source + ":" + next->event_id +
                                 " no longer parses: " + reread.rejection->message);
     }
+    EventView event = reread.event;
+    if (const AdapterRoute* route = RouteOf(consumer, event.type, next->schema_version)) {
+      // Read through its adapters again, as when it was deferred.
+      Verdict& again = drain_verdict;
+      std::unique_ptr<simdjson::dom::parser> parser = std::move(again.adapted.parser);
+      again = Verdict{};
+      again.adapted.parser = std::move(parser);
+      again.schema_version = next->schema_version;
+      CheckAdapted(consumer, *route, event, again);
+      if (again.keep) {
+        return Status::Corruption("deferred event " + next->source + ":" + next->event_id +
+                                  " no longer adapts: " + again.message);
+      }
+      event.data = again.adapted.data;
+    }
     projection.version = next->subject_version;
     EVIDENT_RETURN_IF_ERROR(
-        Apply(store, consumer, reread.event, projection, next->subject_version, now_ms));
+        Apply(store, consumer, event, projection, next->subject_version, now_ms));
     EVIDENT_RETURN_IF_ERROR(
         store.MarkApplied(contract.id, next->source, next->event_id, projection.version, now_ms));
     EVIDENT_RETURN_IF_ERROR(
@@ -423,7 +561,9 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
 void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event,
                            Verdict& v) const {
   const ConsumerContract& contract = consumer.config->contract;
+  std::unique_ptr<simdjson::dom::parser> adapted_parser = std::move(v.adapted.parser);
   v = Verdict{};
+  v.adapted.parser = std::move(adapted_parser);  // its buffers serve the next adapted event
   v.routed = true;
   // 1. Boundary, then the schema version this consumer reads.
   if (!SourceInsideBoundary(event.source, contract.boundary)) {
@@ -452,16 +592,23 @@ void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event
 
   v.schema_version_read = true;
 
-  // 2. Contract choice.
+  // 2. Contract choice: the version as it is, or through the adapters the contract declares.
   const schema::Schema* payload_schema = nullptr;
   if (const auto type_it = consumer.schemas.find(event.type); type_it != consumer.schemas.end()) {
     const auto version_it = type_it->second.find(schema_version);
     if (version_it != type_it->second.end()) payload_schema = version_it->second.get();
   }
   if (payload_schema == nullptr) {
+    if (const AdapterRoute* route = RouteOf(consumer, event.type, schema_version)) {
+      return CheckAdapted(consumer, *route, event, v);
+    }
     std::string accepted;
-    for (int64_t version : contract.Find(event.type)->versions) {
+    const AcceptedType& entry = *contract.Find(event.type);
+    for (int64_t version : entry.versions) {
       accepted += (accepted.empty() ? "" : ", ") + std::to_string(version);
+    }
+    for (const auto& [version, chain] : entry.via_adapter) {
+      accepted += ", " + std::to_string(version) + " via adapter " + ChainName(chain);
     }
     return v.Keep(Outcome::kContractUpdateRequired,
                   contract.unknown_version == UnknownVersionOutcome::kManual
@@ -474,20 +621,98 @@ void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event
 
   // 3. Payload.
   PayloadVerdict payload = CheckPayload(*payload_schema, event, schema_version, kPayloadErrorsMax);
-  if (payload.valid) return;
+  if (payload.valid) return CheckDefaults(consumer, event, v);
   v.errors = std::move(payload.errors);
   v.Keep(Outcome::kPayloadInvalid, std::move(payload.reason), std::move(payload.message));
 }
 
+// 2-3 through a version adapter route: the payload is checked against its own version's schema,
+// rewritten by each adapter of the chain in turn, and the result checked against the accepted
+// version's schema (seed 000's "adapter with a separate check"); a result that fails it is
+// payload-invalid, adapter-output-invalid. The consumer reads the result from here on.
+void Pipeline::Impl::CheckAdapted(const ConsumerState& consumer, const AdapterRoute& route,
+                                  const EventView& event, Verdict& v) {
+  PayloadVerdict payload =
+      CheckPayload(*route.source_schema, event, v.schema_version, kPayloadErrorsMax);
+  if (!payload.valid) {
+    v.errors = std::move(payload.errors);
+    return v.Keep(Outcome::kPayloadInvalid, std::move(payload.reason), std::move(payload.message));
+  }
+  AdaptedPayload& out = v.adapted;
+  out.route = &route;  // named by the decision, whatever it is
+  out.json = simdjson::to_string(*event.data);
+  for (const Adapter* adapter : route.chain) {
+    Result<std::string> adapted = ApplyAdapter(*adapter, out.json);
+    if (!adapted.ok()) {
+      return v.Keep(Outcome::kPayloadInvalid, "adapter-step-failed",
+                    "adapter '" + adapter->id + "': " + adapted.status().message());
+    }
+    out.json = std::move(adapted).value();
+  }
+  if (!out.parser) out.parser = std::make_unique<simdjson::dom::parser>();
+  simdjson::dom::element data;
+  if (out.parser->parse(out.json).get(data) != simdjson::SUCCESS) {
+    return v.Keep(Outcome::kPayloadInvalid, "adapter-output-invalid",
+                  "adapter '" + route.name + "' wrote a payload that does not parse");
+  }
+  out.data = data;
+  EventView adapted_view = event;
+  adapted_view.data = data;
+  payload =
+      CheckPayload(*route.target_schema, adapted_view, route.target_version, kPayloadErrorsMax);
+  if (!payload.valid) {
+    v.errors = std::move(payload.errors);
+    return v.Keep(Outcome::kPayloadInvalid,
+                  payload.reason == "schema-violation" ? "adapter-output-invalid" : payload.reason,
+                  "adapter '" + route.name + "' turned " + std::string(event.type) + " v" +
+                      std::to_string(v.schema_version) + " into a payload that v" +
+                      std::to_string(route.target_version) + "'s schema refuses");
+  }
+  CheckDefaults(consumer, adapted_view, v);
+}
+
+// A member the projection step refuses to do without (defaults: {POINTER: refuse}) must be
+// there: its absence is payload-invalid, missing-member.
+void Pipeline::Impl::CheckDefaults(const ConsumerState& consumer, const EventView& event,
+                                   Verdict& v) {
+  const auto step_it = consumer.steps.find(event.type);
+  if (step_it == consumer.steps.end()) return;
+  const PreparedStep& step = step_it->second;
+  simdjson::dom::element value;
+  const auto refuse = [&](const std::string& pointer) {
+    v.Keep(Outcome::kPayloadInvalid, "missing-member",
+           "the payload has no " + pointer + ", and " + consumer.config->contract.id +
+               "'s projection of " + std::string(event.type) + " refuses its absence");
+  };
+  if (step.state_default.refuses && DataAt(event, step.step->state_from).get(value)) {
+    return refuse(step.step->state_from);
+  }
+  for (size_t i = 0; i < step.copy.size(); ++i) {
+    if (step.copy_default[i].refuses && DataAt(event, step.copy[i].first).get(value)) {
+      return refuse(step.copy[i].first);
+    }
+  }
+}
+
 Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consumer,
-                                          Verdict& verdict, const EventView& event, int64_t index,
-                                          int64_t now_ms, std::vector<Decision>& decisions) {
+                                          Verdict& verdict, const EventView& original,
+                                          int64_t index, int64_t now_ms,
+                                          std::vector<Decision>& decisions) {
   const ConsumerContract& contract = consumer.config->contract;
+  // Read through adapters, the consumer sees the adapted payload and nothing else.
+  EventView adapted_view;
+  const bool adapted = verdict.adapted.route != nullptr && verdict.adapted.data.has_value();
+  if (adapted) {
+    adapted_view = original;
+    adapted_view.data = verdict.adapted.data;
+  }
+  const EventView& event = adapted ? adapted_view : original;
   Delivery delivery{tx,        consumer,   contract,     event,       now_ms,
                     decisions, Decision{}, std::nullopt, std::nullopt};
   Decision& d = delivery.d;
   d.index = index;
   d.consumer = contract.id;
+  if (verdict.adapted.route != nullptr) d.adapter = verdict.adapted.route->name;
   d.key = LedgerKeyText(contract.id, event.source, event.id);
   d.subject = SubjectOf(contract, event);
 
@@ -531,6 +756,12 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   receipt.committed_at_ms = now_ms;
   receipt.duplicates = 0;
   receipt.last_duplicate_at_ms.reset();
+  receipt.adapter.assign(d.adapter);
+  receipt.wrote_json.clear();
+  if (const auto step = consumer.steps.find(event.type); step != consumer.steps.end()) {
+    CollectWrites(step->second, event, writes_scratch);
+    WroteJson(writes_scratch, receipt.wrote_json);
+  }
 
   // 4. Ledger, 5. ordering, 6. the projection step.
   return contract.ordering.by_subject ? Ordered(delivery) : Unordered(delivery);
@@ -845,6 +1076,68 @@ QuarantineRecord Pipeline::Identify(std::string_view bytes) {
   return record;
 }
 
+namespace {
+
+Result<PreparedDefault> PrepareDefault(const ProjectionStep& step, const std::string& pointer) {
+  PreparedDefault out;
+  const auto it = step.defaults.find(pointer);
+  if (it == step.defaults.end()) return out;
+  const MemberDefault& d = it->second;
+  if (d.kind == MemberDefault::Kind::kRefuse) {
+    out.refuses = true;
+    return out;
+  }
+  out.holder = std::make_shared<simdjson::dom::parser>();
+  simdjson::dom::element value;
+  const std::string text = d.kind == MemberDefault::Kind::kNull ? "null" : d.value_json;
+  if (out.holder->parse(text).get(value) != simdjson::SUCCESS) {
+    return Status::InvalidArgument("the default of " + pointer + " is not JSON: " + text);
+  }
+  out.value = value;
+  return out;
+}
+
+// A projection step with its copied members' names and defaults worked out once.
+Result<PreparedStep> PrepareStep(const ProjectionStep& step) {
+  PreparedStep prepared{&step, {}, {}, {}};
+  for (const std::string& pointer : step.copy) {
+    prepared.copy.emplace_back(pointer, LastToken(pointer));
+    EVIDENT_ASSIGN_OR_RETURN(PreparedDefault d, PrepareDefault(step, pointer));
+    prepared.copy_default.push_back(std::move(d));
+  }
+  if (!step.state_from.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(prepared.state_default, PrepareDefault(step, step.state_from));
+  }
+  return prepared;
+}
+
+// The versions the consumer reads via_adapter: each one's chain (LoadConfig resolved and checked
+// it) and the two schemas its payload is checked against.
+Status AddRoutes(const Config& config, const ConsumerConfig& consumer, ContractSchemas& schemas,
+                 ConsumerState& state) {
+  for (const AcceptedType& accepted : consumer.contract.accepts) {
+    for (const auto& [version, chain] : accepted.via_adapter) {
+      AdapterRoute route;
+      route.name = ChainName(chain);
+      for (const std::string& id : chain) {
+        const Adapter* adapter = FindAdapter(config.adapters, id);
+        if (adapter == nullptr) return Status::InvalidArgument("no adapter '" + id + "'");
+        route.chain.push_back(adapter);
+      }
+      if (route.chain.empty()) return Status::InvalidArgument("an empty adapter chain");
+      route.target_version = route.chain.back()->to;
+      EVIDENT_ASSIGN_OR_RETURN(route.source_schema,
+                               schemas.Get(config.contracts.SchemaPath(accepted.type, version)));
+      EVIDENT_ASSIGN_OR_RETURN(route.target_schema, schemas.Get(config.contracts.SchemaPath(
+                                                        accepted.type, route.target_version)));
+      state.routes[accepted.type][version] = std::move(route);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
@@ -861,10 +1154,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
                                  schemas.Get(config.contracts.SchemaPath(accepted.type, version)));
       }
     }
+    EVIDENT_RETURN_IF_ERROR(AddRoutes(impl->config, consumer, schemas, state));
     for (const auto& [type, step] : consumer.projection) {
-      PreparedStep prepared{&step, {}};
-      for (const std::string& pointer : step.copy)
-        prepared.copy.emplace_back(pointer, LastToken(pointer));
+      EVIDENT_ASSIGN_OR_RETURN(PreparedStep prepared, PrepareStep(step));
       state.steps.emplace(type, std::move(prepared));
     }
     impl->consumers.push_back(std::move(state));

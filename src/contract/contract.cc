@@ -63,6 +63,46 @@ std::vector<std::string> StringList(std::string_view origin, const YAML::Node& n
   return out;
 }
 
+// via_adapter: the versions read through version adapters (adapter.h), each with the adapter
+// that brings it to an accepted version, or the declared chain of them: {4: a} or
+// {5: [b, a]}. A list of versions ([4]) takes, for each, the one adapter of the contracts
+// directory from that version to an accepted one (the configuration resolves it).
+void ParseViaAdapter(std::string_view origin, const YAML::Node& node, AcceptedType& accepted) {
+  const auto add = [&](const YAML::Node& at, int64_t version, std::vector<std::string> chain) {
+    if (version < 1) Fail(origin, at, "'via_adapter' versions start at 1");
+    if (std::binary_search(accepted.versions.begin(), accepted.versions.end(), version)) {
+      Fail(origin, at,
+           "version " + std::to_string(version) + " is accepted as it is; 'via_adapter' is " +
+               "for versions read through an adapter");
+    }
+    if (chain.size() > kAdapterChainMax) {
+      Fail(origin, at,
+           "an adapter chain has at most " + std::to_string(kAdapterChainMax) + " adapters");
+    }
+    for (const std::string& id : chain) {
+      if (id.empty()) Fail(origin, at, "an adapter id must not be empty");
+    }
+    if (!accepted.via_adapter.emplace(version, std::move(chain)).second) {
+      Fail(origin, at, "'via_adapter' lists version " + std::to_string(version) + " twice");
+    }
+  };
+  if (node.IsSequence() || node.IsScalar()) {
+    for (const YAML::Node& v : node.IsScalar()
+                                   ? std::vector<YAML::Node>{node}
+                                   : std::vector<YAML::Node>(node.begin(), node.end())) {
+      add(v, Integer(origin, v, "via_adapter"), {});
+    }
+    return;
+  }
+  if (!node.IsMap()) {
+    Fail(origin, node, "'via_adapter' maps versions to an adapter id or a chain of ids");
+  }
+  for (const auto& item : node) {
+    add(item.first, Integer(origin, item.first, "via_adapter"),
+        StringList(origin, item.second, "via_adapter", false));
+  }
+}
+
 void CheckKeys(std::string_view origin, const YAML::Node& node,
                std::initializer_list<std::string_view> allowed, const std::string& what) {
   if (!node.IsMap()) Fail(origin, node, what + " must be a mapping");
@@ -75,7 +115,7 @@ void CheckKeys(std::string_view origin, const YAML::Node& node,
 }
 
 AcceptedType ParseAccepted(std::string_view origin, const YAML::Node& node) {
-  CheckKeys(origin, node, {"type", "versions", "reads"}, "an accepts entry");
+  CheckKeys(origin, node, {"type", "versions", "reads", "via_adapter"}, "an accepts entry");
   AcceptedType accepted;
   if (!node["type"]) Fail(origin, node, "an accepts entry needs 'type'");
   accepted.type = String(origin, node["type"], "type");
@@ -98,6 +138,7 @@ AcceptedType ParseAccepted(std::string_view origin, const YAML::Node& node) {
   }
   if (accepted.versions.front() < 1) Fail(origin, versions, "schema versions start at 1");
   if (node["reads"]) accepted.reads = StringList(origin, node["reads"], "reads", true);
+  if (node["via_adapter"]) ParseViaAdapter(origin, node["via_adapter"], accepted);
   return accepted;
 }
 
@@ -274,6 +315,12 @@ Result<ContractsDir> LoadContractsDir(const std::string& dir) {
     std::sort(files.begin(), files.end());
     for (const fs::path& file : files) {
       const std::string filename = file.filename().string();
+      if (name == "adapters") {
+        if (file.extension() == ".yaml" || file.extension() == ".yml") {
+          out.adapter_files.push_back(file.string());
+        }
+        continue;
+      }
       if (name == "consumers") {
         if (file.extension() != ".yaml" && file.extension() != ".yml") continue;
         EVIDENT_ASSIGN_OR_RETURN(const std::string text,

@@ -39,6 +39,9 @@ constexpr std::array<std::string_view, kEnvelopeReasonCount> kReasonCodes = {
     "invalid-traceparent",
     "source-outside-boundary",
     "missing-schema-version",
+    "missing-subject",
+    "missing-contract-version",
+    "invalid-contract-version",
 };
 static_assert(kReasonCodes.size() == kEnvelopeReasonCount);
 
@@ -61,6 +64,7 @@ enum Attr : uint8_t {
   kCausationid,
   kTraceid,
   kSpanid,
+  kContractversion,
   kAttrCount
 };
 constexpr std::array<std::string_view, kAttrCount> kAttrNames = {"specversion",
@@ -79,7 +83,8 @@ constexpr std::array<std::string_view, kAttrCount> kAttrNames = {"specversion",
                                                                  "correlationid",
                                                                  "causationid",
                                                                  "traceid",
-                                                                 "spanid"};
+                                                                 "spanid",
+                                                                 "contractversion"};
 
 int AttrIndex(std::string_view name) {
   if (name.size() < 2 || name.size() > 15) return -1;  // fast exit for most extensions
@@ -369,7 +374,21 @@ Result<std::unique_ptr<EnvelopeParser>> EnvelopeParser::Create(EnvelopeOptions o
       return Status::InvalidArgument("profile sets unknown attribute '" + name + "'");
     }
   }
+  for (const std::string& name : options.profile.required) {
+    if (name != "subject" && name != "contractversion" && name != "schemaversion") {
+      return Status::InvalidArgument("a profile can require subject, contractversion and " +
+                                     std::string("schemaversion, not '") + name + "'");
+    }
+  }
   auto parser = std::unique_ptr<EnvelopeParser>(new EnvelopeParser(std::move(options)));
+  parser->require_schema_version_ = parser->options_.require_schema_version;
+  for (const std::string& name : parser->options_.profile.required) {
+    if (name == "schemaversion") {
+      parser->require_schema_version_ = true;
+    } else {
+      parser->required_attrs_.push_back(AttrIndex(name));
+    }
+  }
   for (const auto& [name, pointer] : parser->options_.profile.attribute_pointers) {
     parser->pointer_attrs_.push_back(AttrIndex(name));
   }
@@ -400,6 +419,7 @@ class EnvelopeParser::ParseRun {
   [[gnu::always_inline]] inline bool ParseJson();
   [[gnu::always_inline]] inline void GatherAttributes();
   [[gnu::always_inline]] inline bool CheckRequiredAttributes();
+  [[gnu::always_inline]] inline bool CheckProfileRequired();
   [[gnu::always_inline]] inline bool CheckSpecversion();
   [[gnu::always_inline]] inline bool CheckSourceSyntax();
   [[gnu::always_inline]] inline bool CheckOptionalAttributes();
@@ -532,7 +552,7 @@ void EnvelopeParser::ParseRun::GatherAttributes() {
 void EnvelopeParser::ParseRun::GatherTopLevelMembers() {
   for (auto field : event_.root.get_object()) {
     const int index = AttrIndex(field.key);
-    if (index >= 0 && index != kTraceid && index != kSpanid) {
+    if (index >= 0 && index != kTraceid && index != kSpanid && index != kContractversion) {
       slots_[index].present = !field.value.is_null();
       slots_[index].value = field.value;
       continue;
@@ -601,6 +621,38 @@ bool EnvelopeParser::ParseRun::CheckRequiredAttributes() {
   }
   event_.specversion = required_values[0];
   event_.type = required_values[3];
+  return true;
+}
+
+// 3. (cont.) The attributes the profile requires beyond the core four (the `contract` profile's
+// subject and contractVersion): present and not empty. contractVersion is a positive integer or
+// a non-empty string.
+bool EnvelopeParser::ParseRun::CheckProfileRequired() {
+  for (const int index : owner_.required_attrs_) {
+    const Attr attr = static_cast<Attr>(index);
+    const Slot& slot = slots_[attr];
+    const std::string name(kAttrNames[attr]);  // only on the rejection paths
+    const EnvelopeReason missing = attr == kSubject ? EnvelopeReason::kMissingSubject
+                                                    : EnvelopeReason::kMissingContractVersion;
+    std::string_view text;
+    const bool is_string = slot.present && StringOf(attr, text);
+    if (!slot.present || (is_string && text.empty())) {
+      const std::string where = options_.profile.PointerFor(kAttrNames[attr]);
+      return Reject(missing, "required attribute '" + name + "'" +
+                                 (where.empty() ? "" : " (" + where + ")") + " is " +
+                                 (slot.present ? "empty" : "absent"));
+    }
+    if (is_string) continue;
+    if (attr == kSubject) {
+      return Reject(EnvelopeReason::kInvalidSubject, "subject must be a non-empty string");
+    }
+    int64_t version = 0;
+    if (!ReadVersion(slot.value, version) || version < 1) {
+      return Reject(EnvelopeReason::kInvalidContractVersion,
+                    "contractVersion must be a positive integer or a non-empty string, got " +
+                        std::string(TypeName(slot.value.type())));
+    }
+  }
   return true;
 }
 
@@ -735,7 +787,7 @@ bool EnvelopeParser::ParseRun::CheckSourceBoundary() {
 
 // 7. Schema version present (when required).
 bool EnvelopeParser::ParseRun::CheckSchemaVersionPresent() {
-  if (!options_.require_schema_version || event_.schemaversion) return true;
+  if (!owner_.require_schema_version_ || event_.schemaversion) return true;
   const std::string where = options_.profile.PointerFor("schemaversion");
   return Reject(EnvelopeReason::kMissingSchemaVersion,
                 "no schema version" + (where.empty() ? std::string(" attribute") : " at " + where));
@@ -751,10 +803,10 @@ EnvelopeParser::Outcome EnvelopeParser::Parse(std::string_view bytes) {
   // The order is part of the interface (envelope.h): the first check that fails names the
   // reason.
   [[maybe_unused]] const bool accepted =
-      run.CheckRequiredAttributes() && run.CheckSpecversion() && run.CheckSourceSyntax() &&
-      run.CheckOptionalAttributes() && run.CheckData() && run.CheckExtensionMembers() &&
-      run.CheckVersions() && run.CheckCorrelationIds() && run.CheckTraceparent() &&
-      run.CheckSourceBoundary() && run.CheckSchemaVersionPresent();
+      run.CheckRequiredAttributes() && run.CheckProfileRequired() && run.CheckSpecversion() &&
+      run.CheckSourceSyntax() && run.CheckOptionalAttributes() && run.CheckData() &&
+      run.CheckExtensionMembers() && run.CheckVersions() && run.CheckCorrelationIds() &&
+      run.CheckTraceparent() && run.CheckSourceBoundary() && run.CheckSchemaVersionPresent();
   assert(accepted == outcome.ok());
   return outcome;
 }

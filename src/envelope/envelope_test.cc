@@ -61,6 +61,20 @@ TEST(Envelope, OriginalBytesSurviveUnchanged) {
   EXPECT_EQ(input, copy);
 }
 
+// Seed 000's example event, as the seed writes it (JSON instead of a JavaScript literal), with
+// `from` replaced by `to`.
+std::string SeedEvent(std::string_view from = "", std::string_view to = "") {
+  std::string event =
+      R"({"contractVersion":1,"id":"evt-104","source":"training://orders/checkout",)"
+      R"("type":"order.status.changed","subject":"order-104","occurredAt":"2026-07-31T12:00:00Z",)"
+      R"("data":{"schemaVersion":1,"orderId":"order-104","status":"paid"}})";
+  if (from.empty()) return event;
+  const size_t at = event.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) event.replace(at, from.size(), to);
+  return event;
+}
+
 struct ReasonCase {
   const char* name;
   std::string input;
@@ -161,6 +175,15 @@ std::vector<ReasonCase> ReasonCases() {
       {"outside_boundary", std::string(kValid), EnvelopeReason::kSourceOutsideBoundary, boundary});
   cases.push_back({"missing_schema_version", Mutate("\"schemaversion\":1,", ""),
                    EnvelopeReason::kMissingSchemaVersion, require_version});
+  EnvelopeOptions contract;
+  contract.profile = Profile::Contract();
+  cases.push_back({"contract_missing_subject", SeedEvent("\"subject\":\"order-104\",", ""),
+                   EnvelopeReason::kMissingSubject, contract});
+  cases.push_back({"contract_missing_contract_version", SeedEvent("\"contractVersion\":1,", ""),
+                   EnvelopeReason::kMissingContractVersion, contract});
+  cases.push_back({"contract_version_zero",
+                   SeedEvent("\"contractVersion\":1", "\"contractVersion\":0"),
+                   EnvelopeReason::kInvalidContractVersion, contract});
   return cases;
 }
 
@@ -188,6 +211,89 @@ TEST(Envelope, ReasonCodesAreStableKebabCase) {
   }
   EXPECT_EQ(ReasonCode(EnvelopeReason::kMissingId), "missing-id");
   EXPECT_EQ(ReasonCode(EnvelopeReason::kSourceOutsideBoundary), "source-outside-boundary");
+}
+
+TEST(ContractProfile, AcceptsSeed000sEventAsWritten) {
+  auto parser = MakeParser({.profile = Profile::Contract()});
+  const std::string input = SeedEvent();
+  const auto outcome = parser->Parse(input);
+  ASSERT_TRUE(outcome.ok()) << outcome.rejection->message;
+  EXPECT_EQ(outcome.event.id, "evt-104");
+  EXPECT_EQ(outcome.event.source, "training://orders/checkout");
+  EXPECT_EQ(outcome.event.type, "order.status.changed");
+  EXPECT_EQ(outcome.event.subject, "order-104");
+  EXPECT_EQ(outcome.event.time, "2026-07-31T12:00:00Z");
+  EXPECT_EQ(outcome.event.schemaversion, 1);
+  EXPECT_EQ(outcome.event.specversion, "1.0");
+  ASSERT_TRUE(outcome.event.data.has_value());
+  std::string_view status;
+  ASSERT_EQ(outcome.event.At("/data/status").get(status), simdjson::SUCCESS);
+  EXPECT_EQ(status, "paid");
+  // A string contract version is as good as a number.
+  EXPECT_TRUE(
+      parser->Parse(SeedEvent("\"contractVersion\":1", "\"contractVersion\":\"2026-07\"")).ok());
+}
+
+TEST(ContractProfile, EachRequiredMemberMissingIsNamed) {
+  auto parser = MakeParser({.profile = Profile::Contract()});
+  const std::vector<std::pair<std::string, std::string>> members = {
+      {"\"id\":\"evt-104\",", "missing-id"},
+      {"\"source\":\"training://orders/checkout\",", "missing-source"},
+      {"\"type\":\"order.status.changed\",", "missing-type"},
+      {"\"subject\":\"order-104\",", "missing-subject"},
+      {"\"contractVersion\":1,", "missing-contract-version"},
+      {"\"schemaVersion\":1,", "missing-schema-version"},
+  };
+  for (const auto& [member, reason] : members) {
+    const std::string input = SeedEvent(member, "");
+    const auto outcome = parser->Parse(input);
+    ASSERT_FALSE(outcome.ok()) << member;
+    EXPECT_EQ(ReasonCode(outcome.rejection->reason), reason) << member;
+  }
+  // Empty is missing, as the seed's check has it; a number where a string belongs is not.
+  const auto empty = parser->Parse(SeedEvent("\"subject\":\"order-104\"", "\"subject\":\"\""));
+  EXPECT_EQ(empty.rejection->reason, EnvelopeReason::kMissingSubject);
+  const auto empty_version =
+      parser->Parse(SeedEvent("\"contractVersion\":1", "\"contractVersion\":\"\""));
+  EXPECT_EQ(empty_version.rejection->reason, EnvelopeReason::kMissingContractVersion);
+  const auto numeric_subject =
+      parser->Parse(SeedEvent("\"subject\":\"order-104\"", "\"subject\":104"));
+  EXPECT_EQ(numeric_subject.rejection->reason, EnvelopeReason::kInvalidSubject);
+  for (const char* bad : {"-1", "1.5", "true", "{}", "[1]"}) {
+    const auto outcome = parser->Parse(
+        SeedEvent("\"contractVersion\":1", std::string("\"contractVersion\":") + bad));
+    ASSERT_FALSE(outcome.ok()) << bad;
+    EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kInvalidContractVersion) << bad;
+  }
+  // occurredAt is the time: an impossible one is invalid-time.
+  const auto bad_time = parser->Parse(SeedEvent("2026-07-31T12", "2026-07-32T12"));
+  EXPECT_EQ(bad_time.rejection->reason, EnvelopeReason::kInvalidTime);
+  // The seed's order: the boundary before the schema version.
+  auto bounded =
+      MakeParser({.source_boundary = {"training://billing/"}, .profile = Profile::Contract()});
+  const auto outside = bounded->Parse(SeedEvent("\"schemaVersion\":1,", ""));
+  EXPECT_EQ(outside.rejection->reason, EnvelopeReason::kSourceOutsideBoundary);
+}
+
+TEST(ContractProfile, CloudEventsKeepsAContractversionExtensionAsBefore) {
+  // Only a profile that maps contractversion checks it: to CloudEvents it is an extension.
+  auto parser = MakeParser();
+  EXPECT_TRUE(parser->Parse(Mutate("\"subject\"", "\"contractversion\":0,\"subject\"")).ok());
+}
+
+TEST(ContractProfile, AProfileFileCanRequireAttributes) {
+  auto profile = Profile::FromJson(
+      R"({"name":"p","attributes":{"id":"/id","source":"/src","type":"/type","subject":"/key"},)"
+      R"("constants":{"specversion":"1.0"},"required":["subject"]})");
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  auto parser = MakeParser({.profile = *profile});
+  EXPECT_TRUE(parser->Parse(R"({"id":"a","src":"s","type":"t","key":"k"})").ok());
+  const auto outcome = parser->Parse(R"({"id":"a","src":"s","type":"t"})");
+  EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kMissingSubject);
+  auto bad = Profile::FromJson(R"({"name":"p","required":["time"]})");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(EnvelopeParser::Create({.profile = *bad}).ok());
+  EXPECT_FALSE(Profile::FromJson(R"({"name":"p","required":"subject"})").ok());
 }
 
 TEST(Envelope, ChecksRunInTheDocumentedOrder) {

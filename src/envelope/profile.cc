@@ -2,9 +2,17 @@
 
 #include <simdjson.h>
 
+#include "json/files.h"
 #include "json/pointer.h"
 
 namespace evident {
+
+Result<Profile> LoadProfileFile(const std::string& path) {
+  EVIDENT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, kProfileBytesMax));
+  Result<Profile> profile = Profile::FromJson(text);
+  if (!profile.ok()) return Status::InvalidArgument(path + ": " + profile.status().message());
+  return profile;
+}
 
 bool IsValidJsonPointer(std::string_view pointer) { return json::IsPointer(pointer); }
 
@@ -55,11 +63,30 @@ Profile Profile::Flat() {
   return p;
 }
 
+Profile Profile::Contract() {
+  Profile p;
+  p.name = "contract";
+  p.passthrough = false;
+  p.attribute_pointers = {
+      {"id", "/id"},
+      {"source", "/source"},
+      {"type", "/type"},
+      {"subject", "/subject"},
+      {"contractversion", "/contractVersion"},
+      {"time", "/occurredAt"},
+      {"schemaversion", "/data/schemaVersion"},
+  };
+  p.constants = {{"specversion", "1.0"}};
+  p.required = {"subject", "contractversion", "schemaversion"};
+  return p;
+}
+
 Result<Profile> Profile::Named(std::string_view name) {
   if (name == "cloudevents") return CloudEvents();
   if (name == "flat") return Flat();
+  if (name == "contract") return Contract();
   return Status::NotFound("unknown envelope profile '" + std::string(name) +
-                          "' (built in: cloudevents, flat)");
+                          "' (built in: cloudevents, flat, contract)");
 }
 
 Result<Profile> Profile::FromJson(std::string_view json_text) {
@@ -86,6 +113,18 @@ Result<Profile> Profile::FromJson(std::string_view json_text) {
     } else if (key == "passthrough") {
       if (field.value.get(p.passthrough)) {
         return Status::InvalidArgument("profile 'passthrough' must be a boolean");
+      }
+    } else if (key == "required") {
+      simdjson::dom::array names;
+      if (field.value.get(names)) {
+        return Status::InvalidArgument("profile 'required' must be an array of attribute names");
+      }
+      for (auto name : names) {
+        std::string_view text;
+        if (name.get(text)) {
+          return Status::InvalidArgument("profile 'required' must hold attribute names");
+        }
+        p.required.emplace_back(text);
       }
     } else if (key == "attributes" || key == "constants") {
       simdjson::dom::object members;

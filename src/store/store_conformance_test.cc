@@ -344,10 +344,21 @@ TEST_P(StoreConformance, LedgerRowsKeepEveryField) {
   e.committed_at_ms = 1234567890123;
   e.duplicates = 2;
   e.last_duplicate_at_ms = 99;
-  Write([&](Transaction& tx) { EXPECT_EQ(Take(tx.InsertLedger(e)), Insert::kInserted); });
+  e.adapter = "order-status-v4-to-v2";
+  e.wrote_json = R"({"state":"paid","fields":{"orderId":"o-1","note":"\u00e9 \" ,"}})";
+  LedgerEntry plain = Receipt("e2");  // nothing adapted, nothing written
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertLedger(e)), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertLedger(plain)), Insert::kInserted);
+  });
   Reopen();
   auto tx = Begin();
+  const LedgerEntry read_plain = Take(tx->FindLedger("c", "s", "e2")).value();
+  EXPECT_EQ(read_plain.adapter, "");
+  EXPECT_EQ(read_plain.wrote_json, "");
   const LedgerEntry read = Take(tx->FindLedger("c", "s", "e1")).value();
+  EXPECT_EQ(read.adapter, "order-status-v4-to-v2");
+  EXPECT_EQ(read.wrote_json, e.wrote_json);
   EXPECT_EQ(read.state, LedgerState::kDeferred);
   EXPECT_EQ(read.type, "t");
   EXPECT_EQ(read.subject, "");

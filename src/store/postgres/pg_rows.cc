@@ -34,6 +34,8 @@ LedgerEntry ReadLedger(const Rowset& r, int i, Status& error) {
   e.committed_at_ms = r.Int(i, 10);
   e.duplicates = r.Int(i, 11);
   e.last_duplicate_at_ms = r.OptInt(i, 12);
+  e.adapter = Str(r, i, 13);
+  e.wrote_json = Str(r, i, 14);
   return e;
 }
 

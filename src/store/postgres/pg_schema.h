@@ -117,6 +117,13 @@ CREATE INDEX IF NOT EXISTS compensation_by_subject ON compensation(subject, cons
 // The NOTIFY channel of committed outbox rows; the payload is the schema they were written in.
 inline constexpr const char* kOutboxChannel = "evident_outbox";
 
+// Layout 3: what each receipt wrote, and the adapter its payload was read through.
+inline constexpr const char* kSchemaLayout3 = R"sql(
+ALTER TABLE ledger ADD COLUMN IF NOT EXISTS adapter text NOT NULL DEFAULT '';
+ALTER TABLE ledger ADD COLUMN IF NOT EXISTS wrote text NOT NULL DEFAULT '';
+INSERT INTO evident_schema(version) VALUES(3);
+)sql";
+
 inline constexpr const char* kSchemaLayout2 = R"sql(
 CREATE TABLE IF NOT EXISTS outbox_partition(event_partition bigint PRIMARY KEY);
 INSERT INTO outbox_partition(event_partition)

@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS ledger(
   subject_version INTEGER, input_schema_version INTEGER NOT NULL,
   result_version INTEGER NOT NULL, projection_version INTEGER,
   committed_at_ms INTEGER NOT NULL, duplicates INTEGER NOT NULL DEFAULT 0,
-  last_duplicate_at_ms INTEGER,
+  last_duplicate_at_ms INTEGER, adapter TEXT NOT NULL DEFAULT '', wrote TEXT NOT NULL DEFAULT '',
   PRIMARY KEY(consumer, source, event_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS ledger_by_subject ON ledger(subject, consumer);
 CREATE TABLE IF NOT EXISTS projection(
@@ -451,7 +451,8 @@ constexpr const char* kCompensationColumns =
 
 constexpr const char* kLedgerColumns =
     "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
-    "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms";
+    "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms, "
+    "adapter, wrote";
 constexpr const char* kDeferredColumns =
     "consumer, subject, subject_version, source, event_id, type, schema_version, "
     "expected_version, raw, received_at_ms, deadline_at_ms, route, input_index";
@@ -531,6 +532,8 @@ LedgerEntry ReadLedger(const Statement& s, Status& error) {
   e.committed_at_ms = s.Int(10);
   e.duplicates = s.Int(11);
   e.last_duplicate_at_ms = s.OptionalInt(12);
+  e.adapter = s.Text(13);
+  e.wrote_json = s.Text(14);
   return e;
 }
 
@@ -901,6 +904,21 @@ class SqliteEngine {
       // The effect tables (Schema() creates only what is missing).
       EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(5);"));
     }
+    if (layout <= 5) {
+      // What each receipt wrote, and the adapter its payload was read through (a table that
+      // Schema() created above for an older layout has them already).
+      for (const char* column : {"adapter", "wrote"}) {
+        const std::string sql =
+            std::string("SELECT count(*) FROM pragma_table_info('ledger') WHERE name='") + column +
+            "'";
+        EVIDENT_ASSIGN_OR_RETURN(const int64_t present, Count(sql.c_str()));
+        if (present == 0) {
+          EVIDENT_RETURN_IF_ERROR(Exec(std::string("ALTER TABLE ledger ADD COLUMN ") + column +
+                                       " TEXT NOT NULL DEFAULT '';"));
+        }
+      }
+      EVIDENT_RETURN_IF_ERROR(Exec("INSERT INTO evident_schema(version) VALUES(6);"));
+    }
     return Status::Ok();
   }
 
@@ -1035,7 +1053,7 @@ class SqliteEngine {
   // failed statement would abort it on PostgreSQL).
   Result<Insert> InsertLedger(const LedgerEntry& e) {
     static const std::string kSql = std::string("INSERT INTO ledger(") + kLedgerColumns +
-                                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
+                                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)"
                                     " ON CONFLICT DO NOTHING";
     Statement& s = Prepared(kSql);
     EVIDENT_RETURN_IF_ERROR(s.Bind(e.consumer)
@@ -1051,6 +1069,8 @@ class SqliteEngine {
                                 .Bind(e.committed_at_ms)
                                 .Bind(e.duplicates)
                                 .Bind(e.last_duplicate_at_ms)
+                                .Bind(e.adapter)
+                                .Bind(e.wrote_json)
                                 .Run());
     return sqlite3_changes(db_) == 1 ? Insert::kInserted : Insert::kAlreadyThere;
   }
