@@ -119,4 +119,13 @@ std::string ChainName(const std::vector<std::string>& chain);
 // not a directory.
 Result<std::vector<LintFinding>> LintAdapters(const std::string& dir);
 
+// Backs AnalyzeImpact's `safe-through-adapter` (compat.h) with a run of the adapters: for each
+// consumer `report` calls safe through an adapter chain, the chain is run on the payloads
+// `new_schema_json` accepts (its `examples` and generated ones) and each output checked against
+// the accepted version's schema of the contracts directory `dir`. A failure makes the consumer
+// contract-update-required, with the reason ADAPTER_OUTPUT_INVALID, ADAPTER_STEP_FAILS or
+// ADAPTER_UNCHECKED (nothing to try it on), and all_safe is recomputed.
+Status CheckImpactThroughAdapters(const std::string& dir, std::string_view new_schema_json,
+                                  ImpactReport& report);
+
 }  // namespace evident

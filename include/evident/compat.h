@@ -217,6 +217,7 @@ struct ConsumerImpact {
 
 struct ImpactReport {
   std::string type;
+  int64_t version = 0;                    // the new schema's version, when known
   std::vector<ConsumerImpact> consumers;  // every consumer subscribing to `type`, by id
   bool all_safe = true;
 };

@@ -58,8 +58,9 @@ struct LedgerEntry {
   // {"state":..,"fields":{..},"defaulted":[..]}; empty when its type has no projection step.
   std::string wrote_json;
 };
-// The largest `wrote_json` kept. A larger one keeps the state and the names of the members it
-// set, {"state":..,"members":[..],"truncated_bytes":N}, instead of their values.
+// The largest `wrote_json` kept. A larger one keeps the state (its first 512 bytes) and the
+// names of the members it set, {"state":..,"members":[..],"truncated_bytes":N}, instead of their
+// values; should even that be too large, {"truncated_bytes":N}.
 inline constexpr size_t kReceiptWroteBytesMax = 4096;
 
 struct Projection {

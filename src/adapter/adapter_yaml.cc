@@ -8,6 +8,7 @@
 #include <set>
 
 #include "adapter/json_text.h"
+#include "adapter/yaml_json.h"
 #include "contract/contract_yaml.h"
 #include "evident/adapter.h"
 #include "json/pointer.h"
@@ -160,21 +161,28 @@ void WriteScalar(std::string_view origin, const YAML::Node& node, json::Writer& 
 }
 
 // Writes any YAML value as JSON: scalars by WriteScalar, sequences as arrays, mappings as objects
-// (keys by their text, in file order).
-void WriteValue(std::string_view origin, const YAML::Node& node, json::Writer& writer, int depth) {
+// (keys by their text, in file order). `out` is the writer's text: past kAdapterBytesMax the
+// value is refused, so that aliases (each expanded where it is used) cannot blow a small file up
+// into an exponentially large value; every node visited writes a byte at least, so the visits
+// are bounded too.
+void WriteValue(std::string_view origin, const YAML::Node& node, json::Writer& writer,
+                const std::string& out, int depth) {
   if (depth > kValueDepthMax) {
     Fail(origin, node, "value nests deeper than " + std::to_string(kValueDepthMax) + " levels");
   }
+  if (out.size() > kAdapterBytesMax) {
+    Fail(origin, node, "value is larger than " + std::to_string(kAdapterBytesMax) + " bytes");
+  }
   if (node.IsSequence()) {
     writer.BeginArray();
-    for (const YAML::Node& item : node) WriteValue(origin, item, writer, depth + 1);
+    for (const YAML::Node& item : node) WriteValue(origin, item, writer, out, depth + 1);
     writer.EndArray();
   } else if (node.IsMap()) {
     writer.BeginObject();
     for (const auto& entry : node) {
       if (!entry.first.IsScalar()) Fail(origin, entry.first, "a key must be a scalar");
       writer.Key(entry.first.Scalar());
-      WriteValue(origin, entry.second, writer, depth + 1);
+      WriteValue(origin, entry.second, writer, out, depth + 1);
     }
     writer.EndObject();
   } else {
@@ -193,7 +201,10 @@ std::string ScalarJson(std::string_view origin, const YAML::Node& node, const st
 std::string ValueJson(std::string_view origin, const YAML::Node& node) {
   std::string out;
   json::Writer writer(out);
-  WriteValue(origin, node, writer, 0);
+  WriteValue(origin, node, writer, out, 0);
+  if (out.size() > kAdapterBytesMax) {
+    Fail(origin, node, "value is larger than " + std::to_string(kAdapterBytesMax) + " bytes");
+  }
   return out;
 }
 
@@ -380,5 +391,23 @@ Result<Adapter> AdapterFromYaml(std::string_view yaml_text, std::string_view ori
     return Status::InvalidArgument(std::string(origin) + ": " + e.what());
   }
 }
+
+namespace adapter {
+
+Result<std::string> ScalarToJson(const YAML::Node& node, std::string_view origin) {
+  try {
+    if (!node.IsScalar() && !node.IsNull()) Fail(origin, node, "a value must be a scalar");
+    std::string out;
+    json::Writer writer(out);
+    WriteScalar(origin, node, writer);
+    return out;
+  } catch (const AdapterError& e) {
+    return Status::InvalidArgument(e.message);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string(origin) + ": " + e.what());
+  }
+}
+
+}  // namespace adapter
 
 }  // namespace evident

@@ -1,4 +1,5 @@
 // Applying an adapter to a payload, and describing its steps.
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <memory>
@@ -205,8 +206,13 @@ std::string ApplyMap(JsonValue& root, const AdapterStep& step) {
     return {};
   }
   if (step.keep_unmapped) return {};
-  const bool long_value = key.size() > kQuotedBytesMax;
-  return "value " + key.substr(0, kQuotedBytesMax) + (long_value ? "..." : "") +
+  // Cut at a character boundary (continuation bytes are 10xxxxxx): the message is stored as
+  // text, and a database refuses half a UTF-8 sequence.
+  size_t end = std::min(key.size(), kQuotedBytesMax);
+  while (end > 0 && end < key.size() && (static_cast<unsigned char>(key[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  return "value " + key.substr(0, end) + (end < key.size() ? "..." : "") +
          " has no mapping (unmapped: refuse)";
 }
 

@@ -433,7 +433,8 @@ void Generator::Integer(const JsonValue& schema) {
     unit = *multiple;
   }
   const double first = std::ceil(low / unit), last = std::floor(high / unit);
-  if (!(first <= last)) {  // no such integer: the candidate will be filtered out
+  if (!(first <= last) || !std::isfinite(first) ||
+      !std::isfinite(last)) {  // no such integer: the candidate will be filtered out
     writer_->Int(static_cast<int64_t>(low));
     return;
   }
@@ -447,9 +448,11 @@ void Generator::Number(const JsonValue& schema) {
   double value = low;
   if (const auto multiple = NumberKeyword(schema, "multipleOf"); multiple && *multiple > 0) {
     const double first = std::ceil(low / *multiple), last = std::floor(high / *multiple);
-    const double span = std::min(last - first, 1e6);
-    if (first <= last)
+    // A tiny multipleOf sends the quotients to infinity: then the bound itself stands.
+    if (std::isfinite(first) && std::isfinite(last) && first <= last) {
+      const double span = std::min(last - first, 1e6);
       value = (first + static_cast<double>(Below(static_cast<uint64_t>(span) + 1))) * *multiple;
+    }
   } else if (low <= high) {
     const double hundredths = std::floor((high - low) * 100);
     value = low +
@@ -457,6 +460,7 @@ void Generator::Number(const JsonValue& schema) {
     value = std::round(value * 100) / 100;
     if (value < low || value > high) value = low;
   }
+  if (!std::isfinite(value)) value = low;  // low is clamped, so finite
   writer_->Raw(ShortestNumberText(value));
 }
 

@@ -26,6 +26,8 @@ void WriteJson(const compat::JsonValue& value, json::Writer& writer) {
     case Kind::kNumber:
       if (value.is_integer) {
         writer.Int(value.integer);
+      } else if (value.is_unsigned) {
+        writer.Uint(value.unsigned_integer);
       } else {
         writer.Raw(ShortestNumberText(value.number));
       }

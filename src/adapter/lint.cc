@@ -4,6 +4,7 @@
 // validate against its target schema; each consumer's via_adapter chain must hold.
 #include <simdjson.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -58,6 +59,76 @@ std::vector<std::string> Instances(const std::string& source_text, const schema:
     }
   }
   return kept;
+}
+
+// Runs `chain` on each instance and checks its output against `target`: the first instance it
+// fails on, or whose output `target` refuses, as a finding code and message; an empty code when
+// every one passed.
+std::pair<std::string, std::string> FirstFailure(const std::vector<const Adapter*>& chain,
+                                                 const std::vector<std::string>& instances,
+                                                 const schema::Schema& target, int64_t from,
+                                                 int64_t to) {
+  simdjson::dom::parser parser;
+  for (const std::string& instance : instances) {
+    std::string output = instance;
+    for (const Adapter* adapter : chain) {
+      Result<std::string> adapted = ApplyAdapter(*adapter, output);
+      if (!adapted.ok()) {
+        return {"ADAPTER_STEP_FAILS",
+                "a valid v" + std::to_string(from) + " payload fails the adapter: " +
+                    adapted.status().message() + "; payload: " + Quoted(instance)};
+      }
+      output = std::move(adapted).value();
+    }
+    simdjson::dom::element adapted;
+    const schema::Output verdict = parser.parse(output).get(adapted) == simdjson::SUCCESS
+                                       ? target.Validate(adapted, 1)
+                                       : schema::Output{.valid = false};
+    if (!verdict.valid) {
+      const std::string why = verdict.errors.empty() ? std::string("it is not JSON")
+                                                     : (verdict.errors[0].instance_location.empty()
+                                                            ? "/"
+                                                            : verdict.errors[0].instance_location) +
+                                                           ": " + verdict.errors[0].error;
+      return {"ADAPTER_OUTPUT_INVALID",
+              "its output for a valid v" + std::to_string(from) + " payload breaks v" +
+                  std::to_string(to) + "'s schema (" + why + "); payload: " + Quoted(instance) +
+                  "; output: " + Quoted(output)};
+    }
+  }
+  return {};
+}
+
+// The chain by which `consumer_id` reads the new version (ConsumerImpact::through_adapter),
+// tried on `instances` of the new schema: the first failure, or an empty code.
+std::pair<std::string, std::string> TryChain(const ContractsDir& dir,
+                                             const std::vector<Adapter>& adapters,
+                                             ContractSchemas& schemas, const std::string& type,
+                                             const std::string& consumer_id,
+                                             const std::vector<std::string>& instances,
+                                             const ImpactReport& report) {
+  if (instances.empty()) {
+    return {"ADAPTER_UNCHECKED",
+            "no example of the new schema and no generated payload passes it (or it does not "
+            "compile on its own): give it `examples`"};
+  }
+  const auto found = std::find_if(dir.consumers.begin(), dir.consumers.end(),
+                                  [&](const ConsumerContract& c) { return c.id == consumer_id; });
+  if (found == dir.consumers.end()) return {"CONSUMER_ADAPTER_INVALID", "no such consumer"};
+  ConsumerContract contract = *found;
+  const Status resolved = ResolveAdapterChains(adapters, contract);
+  if (!resolved.ok()) return {"CONSUMER_ADAPTER_INVALID", resolved.message()};
+  const AcceptedType* accepted = contract.Find(type);
+  const auto via = accepted == nullptr
+                       ? std::map<int64_t, std::vector<std::string>>::const_iterator{}
+                       : accepted->via_adapter.find(report.version);
+  if (accepted == nullptr || via == accepted->via_adapter.end()) return {};
+  std::vector<const Adapter*> chain;
+  for (const std::string& id : via->second) chain.push_back(FindAdapter(adapters, id));
+  Result<std::shared_ptr<const schema::Schema>> target =
+      schemas.Get(dir.SchemaPath(type, chain.back()->to));
+  if (!target.ok()) return {"SCHEMA_MISSING", target.status().message()};
+  return FirstFailure(chain, instances, **target, report.version, chain.back()->to);
 }
 
 class AdapterLinter {
@@ -119,30 +190,8 @@ void AdapterLinter::Exercise(const Adapter& adapter, const std::string& file) {
                "no example of " + adapter.type + " v" + std::to_string(adapter.from) +
                    " and no generated payload passes its schema: give the schema `examples`");
   }
-  simdjson::dom::parser parser;
-  for (const std::string& instance : instances) {
-    Result<std::string> output = ApplyAdapter(adapter, instance);
-    if (!output.ok()) {
-      return Add("ADAPTER_STEP_FAILS", file,
-                 "a valid v" + std::to_string(adapter.from) + " payload fails the adapter: " +
-                     output.status().message() + "; payload: " + Quoted(instance));
-    }
-    simdjson::dom::element adapted;
-    const schema::Output verdict = parser.parse(*output).get(adapted) == simdjson::SUCCESS
-                                       ? (*target)->Validate(adapted, 1)
-                                       : schema::Output{.valid = false};
-    if (!verdict.valid) {
-      const std::string why = verdict.errors.empty() ? std::string("it is not JSON")
-                                                     : (verdict.errors[0].instance_location.empty()
-                                                            ? "/"
-                                                            : verdict.errors[0].instance_location) +
-                                                           ": " + verdict.errors[0].error;
-      return Add("ADAPTER_OUTPUT_INVALID", file,
-                 "its output for a valid v" + std::to_string(adapter.from) + " payload breaks v" +
-                     std::to_string(adapter.to) + "'s schema (" + why +
-                     "); payload: " + Quoted(instance) + "; output: " + Quoted(*output));
-    }
-  }
+  auto [code, message] = FirstFailure({&adapter}, instances, **target, adapter.from, adapter.to);
+  if (!code.empty()) Add(std::move(code), file, std::move(message));
 }
 
 std::vector<LintFinding> AdapterLinter::Run() {
@@ -178,6 +227,35 @@ Result<std::vector<LintFinding>> LintAdapters(const std::string& dir) {
   EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas, ContractSchemas::Open(dir));
   AdapterLinter linter(contracts, schemas);
   return linter.Run();
+}
+
+Status CheckImpactThroughAdapters(const std::string& dir, std::string_view new_schema_json,
+                                  ImpactReport& report) {
+  bool any = false;
+  for (const ConsumerImpact& impact : report.consumers) any |= !impact.through_adapter.empty();
+  if (!any) return Status::Ok();
+  EVIDENT_ASSIGN_OR_RETURN(const ContractsDir contracts, LoadContractsDir(dir));
+  EVIDENT_ASSIGN_OR_RETURN(const std::vector<Adapter> adapters, LoadAdapters(contracts));
+  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas, ContractSchemas::Open(dir));
+  const Result<std::shared_ptr<const schema::Schema>> proposed =
+      schema::Schema::Compile(new_schema_json, schema::Registry(), schema::CompileOptions{});
+  const std::vector<std::string> instances =
+      proposed.ok() ? Instances(std::string(new_schema_json), **proposed)
+                    : std::vector<std::string>{};
+  report.all_safe = true;
+  for (ConsumerImpact& impact : report.consumers) {
+    if (!impact.through_adapter.empty()) {
+      const auto [code, message] =
+          TryChain(contracts, adapters, schemas, report.type, impact.consumer, instances, report);
+      if (!code.empty()) {
+        impact.safe = false;
+        impact.reasons.push_back({"", code, 0, impact.through_adapter + ": " + message});
+        impact.through_adapter.clear();
+      }
+    }
+    report.all_safe = report.all_safe && impact.safe;
+  }
+  return Status::Ok();
 }
 
 }  // namespace evident

@@ -363,6 +363,7 @@ Result<ImpactReport> AnalyzeImpact(const ContractsDir& dir, std::string_view typ
   std::map<int64_t, std::vector<Change>> whole_diffs;
   ImpactReport report;
   report.type = std::string(type);
+  report.version = new_version;
   std::vector<const ConsumerContract*> consumers;
   for (const ConsumerContract& consumer : dir.consumers) {
     if (consumer.Find(type) != nullptr) consumers.push_back(&consumer);

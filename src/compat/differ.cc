@@ -726,7 +726,11 @@ void Differ::ReportLikelyRenames(const Side& s, PropertyDiff& p) {
             ": likely a rename of " + AppendToken(s.data, gone.name) + " to " +
             AppendToken(s.data, replacement.name) +
             "; a rename changes the contract: publish a new contract version or an adapter");
-    if (!out_.empty() && out_.back().code == ChangeCode::kLikelyRename) {
+    // An adapter step names one member: no suggestion under an array's items or additional
+    // properties ("*"), and none when Add stopped before adding this change.
+    const std::string gone_at = AppendToken(s.data, gone.name);
+    if (!out_.empty() && out_.back().code == ChangeCode::kLikelyRename &&
+        out_.back().pointer == gone_at && gone_at.find("/*") == std::string::npos) {
       out_.back().suggestion =
           "adapter step (new version to old): - move: {from: " +
           AppendToken(s.data, replacement.name) + ", to: " + AppendToken(s.data, gone.name) +

@@ -63,7 +63,9 @@ Status Convert(simdjson::dom::element element, JsonValue& out, int64_t depth,
       return Status::Ok();
     case simdjson::dom::element_type::UINT64:
       out.kind = JsonValue::Kind::kNumber;
-      out.number = static_cast<double>(element.get_uint64().value_unsafe());
+      out.is_unsigned = true;
+      out.unsigned_integer = element.get_uint64().value_unsafe();
+      out.number = static_cast<double>(out.unsigned_integer);
       return Status::Ok();
     case simdjson::dom::element_type::DOUBLE:
       out.kind = JsonValue::Kind::kNumber;

@@ -25,6 +25,10 @@ struct JsonValue {
   double number = 0;
   bool is_integer = false;  // written without fraction or exponent and fits in int64
   int64_t integer = 0;
+  // Written as an integer above int64's range (up to 2^64 - 1): `number` is its nearest double,
+  // `unsigned_integer` the exact value, which a writer of the tree keeps (adapter/json_text.h).
+  bool is_unsigned = false;
+  uint64_t unsigned_integer = 0;
   std::string string;
   std::vector<JsonValue> array;
   std::vector<JsonMember> object;  // in document order

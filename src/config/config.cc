@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "adapter/yaml_json.h"
 #include "contract/contract_yaml.h"
 #include "json/files.h"
 #include "json/writer.h"
@@ -241,26 +242,16 @@ void ParseCompensations(const std::string& origin, const YAML::Node& list,
   }
 }
 
-// A YAML scalar as JSON text: null, true/false, a number as written when it is one, else a string.
+// A YAML scalar as JSON text, typed as adapters type theirs (adapter/yaml_json.h).
 std::string ScalarJson(const std::string& origin, const YAML::Node& node) {
-  if (!node.IsScalar() && !node.IsNull()) Fail(origin, node, "a default value must be a scalar");
-  if (node.IsNull()) return "null";
-  const std::string text = node.Scalar();
-  std::string out;
-  if (node.Tag() != "!") {  // unquoted: it may be a boolean or a number
-    bool boolean = false;
-    if (YAML::convert<bool>::decode(node, boolean)) return boolean ? "true" : "false";
-    int64_t integer = 0;
-    if (YAML::convert<int64_t>::decode(node, integer)) return std::to_string(integer);
-    double number = 0;
-    if (text.find_first_of("0123456789") != std::string::npos &&
-        YAML::convert<double>::decode(node, number) && std::isfinite(number)) {
-      return text;
-    }
+  Result<std::string> json = adapter::ScalarToJson(node, "");
+  if (!json.ok()) {
+    // Its message starts ":LINE: "; Fail says where in its own words.
+    const std::string& message = json.status().message();
+    const size_t what = message.find(": ");
+    Fail(origin, node, what == std::string::npos ? message : message.substr(what + 2));
   }
-  json::Writer w(out);
-  w.String(text);
-  return out;
+  return std::move(json).value();
 }
 
 // defaults: {POINTER: null | refuse | {value: X}} for the pointers the step reads.

@@ -247,12 +247,23 @@ void CollectWrites(const PreparedStep& prepared, const EventView& event, StepWri
   for (size_t i = 0; i < prepared.copy.size(); ++i) {
     const auto& [pointer, name] = prepared.copy[i];
     simdjson::dom::element value;
-    if (DataAt(event, pointer).get(value) == simdjson::SUCCESS) {
-      out.fields.emplace_back(name, value);
-    } else if (prepared.copy_default[i].value) {
-      out.fields.emplace_back(name, *prepared.copy_default[i].value);
-      out.defaulted.push_back(name);
+    bool defaulted = false;
+    if (DataAt(event, pointer).get(value) != simdjson::SUCCESS) {
+      if (!prepared.copy_default[i].value) continue;
+      value = *prepared.copy_default[i].value;
+      defaulted = true;
     }
+    // Two copied pointers may end in the same name: the later one wins, in the projection and
+    // here alike.
+    const auto same = std::find_if(out.fields.begin(), out.fields.end(),
+                                   [&](const auto& field) { return field.first == name; });
+    if (same != out.fields.end()) {
+      same->second = value;
+      std::erase(out.defaulted, std::string_view(name));
+    } else {
+      out.fields.emplace_back(name, value);
+    }
+    if (defaulted) out.defaulted.push_back(name);
   }
 }
 
@@ -282,7 +293,7 @@ void WroteJson(const StepWrites& writes, std::string& out) {
   cut.BeginObject();
   if (writes.sets_state) {
     // Cut at a character boundary: a UTF-8 sequence's continuation bytes are 10xxxxxx.
-    size_t end = std::min(writes.state.size(), kReceiptWroteBytesMax / 4);
+    size_t end = std::min(writes.state.size(), kReceiptWroteBytesMax / 8);
     while (end > 0 && end < writes.state.size() &&
            (static_cast<unsigned char>(writes.state[end]) & 0xC0) == 0x80) {
       --end;
@@ -295,6 +306,11 @@ void WroteJson(const StepWrites& writes, std::string& out) {
     cut.String(field.first);
   }
   cut.EndArray().Key("truncated_bytes").Int(static_cast<int64_t>(full_bytes)).EndObject();
+  if (out.size() <= kReceiptWroteBytesMax) return;
+  // Escaped control characters can make even the cut state six times its bytes.
+  out.clear();
+  json::Writer least(out);
+  least.BeginObject().Key("truncated_bytes").Int(static_cast<int64_t>(full_bytes)).EndObject();
 }
 
 // One (event, consumer) decision in the making: what the ordered, unordered, defer and duplicate
@@ -326,6 +342,9 @@ struct Pipeline::Impl {
   LedgerEntry receipt_scratch;
   StepWrites writes_scratch;
   Verdict drain_verdict;  // a deferred event read through adapters again
+  // The event as published while a delivery read through adapters is decided: an effect's
+  // request carries the fact, not the consumer's reading of it (docs/effects.md).
+  const EventView* published = nullptr;
   EvidenceRecord evidence_scratch;
   Projection projection_scratch;
 
@@ -399,7 +418,7 @@ Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer
     intent.source = std::string(event.source);
     intent.event_id = std::string(event.id);
     intent.subject_version = subject_version;
-    intent.request = CloudEventJson(event);
+    intent.request = CloudEventJson(published != nullptr ? *published : event);
     intent.intended_at_ms = now_ms;
     intent.next_attempt_at_ms = now_ms;
     // A key already there from another event of the same effect (a redelivery is a duplicate
@@ -520,7 +539,8 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
                                 " no longer parses: " + reread.rejection->message);
     }
     EventView event = reread.event;
-    if (const AdapterRoute* route = RouteOf(consumer, event.type, next->schema_version)) {
+    const AdapterRoute* route = RouteOf(consumer, event.type, next->schema_version);
+    if (route != nullptr) {
       // Read through its adapters again, as when it was deferred.
       Verdict& again = drain_verdict;
       std::unique_ptr<simdjson::dom::parser> parser = std::move(again.adapted.parser);
@@ -535,8 +555,11 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
       event.data = again.adapted.data;
     }
     projection.version = next->subject_version;
-    EVIDENT_RETURN_IF_ERROR(
-        Apply(store, consumer, event, projection, next->subject_version, now_ms));
+    const EventView* outer = published;
+    published = &reread.event;
+    const Status applied = Apply(store, consumer, event, projection, next->subject_version, now_ms);
+    published = outer;
+    EVIDENT_RETURN_IF_ERROR(applied);
     EVIDENT_RETURN_IF_ERROR(
         store.MarkApplied(contract.id, next->source, next->event_id, projection.version, now_ms));
     EVIDENT_RETURN_IF_ERROR(
@@ -550,6 +573,7 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
     d.subject_version = next->subject_version;
     d.projection_version = projection.version;
     d.drained = true;
+    if (route != nullptr) d.adapter = route->name;
     decisions.push_back(std::move(d));
   }
   return Status::Ok();
@@ -644,8 +668,8 @@ void Pipeline::Impl::CheckAdapted(const ConsumerState& consumer, const AdapterRo
   for (const Adapter* adapter : route.chain) {
     Result<std::string> adapted = ApplyAdapter(*adapter, out.json);
     if (!adapted.ok()) {
-      return v.Keep(Outcome::kPayloadInvalid, "adapter-step-failed",
-                    "adapter '" + adapter->id + "': " + adapted.status().message());
+      // The message names the adapter, the step and the pointer.
+      return v.Keep(Outcome::kPayloadInvalid, "adapter-step-failed", adapted.status().message());
     }
     out.json = std::move(adapted).value();
   }
@@ -707,6 +731,11 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
     adapted_view.data = verdict.adapted.data;
   }
   const EventView& event = adapted ? adapted_view : original;
+  published = &original;
+  struct Unset {
+    const EventView*& p;
+    ~Unset() { p = nullptr; }
+  } unset{published};
   Delivery delivery{tx,        consumer,   contract,     event,       now_ms,
                     decisions, Decision{}, std::nullopt, std::nullopt};
   Decision& d = delivery.d;
@@ -1020,6 +1049,7 @@ Status Pipeline::Impl::Unordered(Delivery& delivery) {
   if (decided) return Status::Ok();
   Decision& d = delivery.d;
   if (d.subject.empty()) {
+    receipt_scratch.wrote_json.clear();  // no subject, no projection: nothing is written
     EVIDENT_ASSIGN_OR_RETURN(const bool inserted, InsertReceipt(delivery));
     if (!inserted) return Duplicate(delivery, std::nullopt);
     // No subject, no projection: what the event triggers is still intended (with no subject,

@@ -93,8 +93,10 @@ class Seed000Test : public ::testing::Test {
                              "      - type: order.status.changed\n        versions: [1]\n" +
                              via + "    " + ordering +
                              "\n    projection:\n      order.status.changed:\n"
-                             "        state_from: /status\n"
-                             "        copy: [/orderId, /amount, /paymentReference]\n" +
+                             "        state_from: /status\n" +
+                             (step.find("copy:") == std::string::npos
+                                  ? "        copy: [/orderId, /amount, /paymentReference]\n"
+                                  : "") +
                              step;
     return ConfigFromYaml(yaml, dir_.string());
   }
@@ -293,6 +295,9 @@ TEST_F(Seed000Test, ADeferredEventIsReadThroughItsAdapterWhenItDrains) {
   ASSERT_TRUE((*tx)->Commit().ok());
   ASSERT_EQ(decisions.size(), 2u);
   EXPECT_TRUE(decisions[1].drained);
+  EXPECT_EQ(decisions[1].adapter, "a21");
+  EXPECT_EQ(Receipt("e2").wrote_json,
+            R"({"state":"delivered","fields":{"orderId":"o-1","amount":0.05}})");
   const Projection p = ProjectionOf("order-104");
   EXPECT_EQ(p.version, 2);
   EXPECT_EQ(p.state, "delivered");
@@ -336,6 +341,50 @@ TEST_F(Seed000Test, DefaultsAreCheckedWhenTheConfigurationLoads) {
   EXPECT_FALSE(Load("", "        defaults: {/amount: zero}\n").ok());             // not a default
   EXPECT_FALSE(Load("", "        defaults: {/amount: {value: [1]}}\n").ok());     // not a scalar
   EXPECT_TRUE(Load("", "        defaults: {/status: {value: unknown}}\n").ok());  // a state
+  // Constants are typed as adapters type theirs (YAML 1.2's core schema), and always JSON.
+  const auto constant = [&](const std::string& value) {
+    auto config = Load("", "        defaults: {/amount: {value: " + value + "}}\n");
+    EXPECT_TRUE(config.ok()) << value << ": " << config.status().ToString();
+    if (!config.ok()) return std::string();
+    EXPECT_TRUE(Pipeline::Create(*config).ok()) << value;
+    return config->consumers[0]
+        .projection.at("order.status.changed")
+        .defaults.at("/amount")
+        .value_json;
+  };
+  EXPECT_EQ(constant("010"), "10");
+  EXPECT_EQ(constant("yes"), "\"yes\"");
+  EXPECT_EQ(constant("0x10"), "\"0x10\"");
+  EXPECT_EQ(constant("'7'"), "\"7\"");
+  EXPECT_EQ(constant("1.50"), "1.5");
+  EXPECT_EQ(constant("~"), "null");
+  EXPECT_FALSE(Load("", "        defaults: {/amount: {value: .inf}}\n").ok());
+}
+
+TEST_F(Seed000Test, TwoCopiedPointersWithOneNameWriteItOnce) {
+  Start("", "        copy: [/orderId, /customer/orderId]\n");
+  ASSERT_EQ(Run(Event("e1", R"({"schemaVersion":1,"orderId":"o-1","status":"paid"})")).outcome,
+            Outcome::kApplied);
+  EXPECT_EQ(Receipt("e1").wrote_json, R"({"state":"paid","fields":{"orderId":"o-1"}})");
+}
+
+TEST_F(Seed000Test, AReceiptOfControlCharactersStaysWithinItsBound) {
+  Start("");
+  // A state of 3,000 control characters: 18,000 bytes once escaped.
+  const std::string state(3000, '\x01');
+  std::string escaped;
+  for (size_t i = 0; i < state.size(); ++i) escaped += "\\u0001";
+  Write("contracts/order.status.changed/v1.schema.json", R"({"type":"object"})");
+  Start("");
+  ASSERT_EQ(Run(Event("e1", R"({"schemaVersion":1,"orderId":"o-1","status":")" + escaped + R"("})"))
+                .outcome,
+            Outcome::kApplied);
+  const std::string wrote = Receipt("e1").wrote_json;
+  EXPECT_LE(wrote.size(), kReceiptWroteBytesMax);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  ASSERT_EQ(parser.parse(wrote).get(root), simdjson::SUCCESS) << wrote;
+  EXPECT_GT(root["truncated_bytes"].get_int64().value(), int64_t(kReceiptWroteBytesMax));
 }
 
 TEST_F(Seed000Test, AReceiptKeepsWhatItWroteWithinItsBound) {

@@ -379,6 +379,13 @@ Result<std::unique_ptr<EnvelopeParser>> EnvelopeParser::Create(EnvelopeOptions o
       return Status::InvalidArgument("a profile can require subject, contractversion and " +
                                      std::string("schemaversion, not '") + name + "'");
     }
+    // contractversion is never read from a top-level member of its own name (to CloudEvents it
+    // is an ordinary extension): required, it needs a pointer, or no event could have it.
+    if (name == "contractversion" && options.profile.PointerFor(name).empty()) {
+      return Status::InvalidArgument(
+          "a profile that requires contractversion must map it (attributes: "
+          "{\"contractversion\": \"/contractVersion\"})");
+    }
   }
   auto parser = std::unique_ptr<EnvelopeParser>(new EnvelopeParser(std::move(options)));
   parser->require_schema_version_ = parser->options_.require_schema_version;

@@ -252,12 +252,15 @@ TEST(ContractProfile, EachRequiredMemberMissingIsNamed) {
   }
   // Empty is missing, as the seed's check has it; a number where a string belongs is not.
   const auto empty = parser->Parse(SeedEvent("\"subject\":\"order-104\"", "\"subject\":\"\""));
+  ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.rejection->reason, EnvelopeReason::kMissingSubject);
   const auto empty_version =
       parser->Parse(SeedEvent("\"contractVersion\":1", "\"contractVersion\":\"\""));
+  ASSERT_FALSE(empty_version.ok());
   EXPECT_EQ(empty_version.rejection->reason, EnvelopeReason::kMissingContractVersion);
   const auto numeric_subject =
       parser->Parse(SeedEvent("\"subject\":\"order-104\"", "\"subject\":104"));
+  ASSERT_FALSE(numeric_subject.ok());
   EXPECT_EQ(numeric_subject.rejection->reason, EnvelopeReason::kInvalidSubject);
   for (const char* bad : {"-1", "1.5", "true", "{}", "[1]"}) {
     const auto outcome = parser->Parse(
@@ -267,11 +270,13 @@ TEST(ContractProfile, EachRequiredMemberMissingIsNamed) {
   }
   // occurredAt is the time: an impossible one is invalid-time.
   const auto bad_time = parser->Parse(SeedEvent("2026-07-31T12", "2026-07-32T12"));
+  ASSERT_FALSE(bad_time.ok());
   EXPECT_EQ(bad_time.rejection->reason, EnvelopeReason::kInvalidTime);
   // The seed's order: the boundary before the schema version.
   auto bounded =
       MakeParser({.source_boundary = {"training://billing/"}, .profile = Profile::Contract()});
   const auto outside = bounded->Parse(SeedEvent("\"schemaVersion\":1,", ""));
+  ASSERT_FALSE(outside.ok());
   EXPECT_EQ(outside.rejection->reason, EnvelopeReason::kSourceOutsideBoundary);
 }
 
@@ -289,11 +294,17 @@ TEST(ContractProfile, AProfileFileCanRequireAttributes) {
   auto parser = MakeParser({.profile = *profile});
   EXPECT_TRUE(parser->Parse(R"({"id":"a","src":"s","type":"t","key":"k"})").ok());
   const auto outcome = parser->Parse(R"({"id":"a","src":"s","type":"t"})");
+  ASSERT_FALSE(outcome.ok());
   EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kMissingSubject);
   auto bad = Profile::FromJson(R"({"name":"p","required":["time"]})");
   ASSERT_TRUE(bad.ok());
   EXPECT_FALSE(EnvelopeParser::Create({.profile = *bad}).ok());
   EXPECT_FALSE(Profile::FromJson(R"({"name":"p","required":"subject"})").ok());
+  // A required contractversion needs a pointer: it is never read from a member of its name.
+  auto unmapped =
+      Profile::FromJson(R"({"name":"p","passthrough":true,"required":["contractversion"]})");
+  ASSERT_TRUE(unmapped.ok());
+  EXPECT_FALSE(EnvelopeParser::Create({.profile = *unmapped}).ok());
 }
 
 TEST(Envelope, ChecksRunInTheDocumentedOrder) {

@@ -111,14 +111,16 @@ class Listener {
   std::string schema_;
 };
 
-// The layout of the database's store: 0 when it has none.
+// The layout of the database's store: 0 when it has none. Both tables are asked about in one
+// statement: asked in two, another process's creation committing between them would read as a
+// ledger without evident_schema.
 Result<int64_t> LayoutOf(PlainConnection& db) {
-  EVIDENT_ASSIGN_OR_RETURN(std::optional<std::string> table,
-                           db.Exec("SELECT to_regclass('evident_schema') IS NOT NULL"));
-  if (!table || *table != "t") {
-    EVIDENT_ASSIGN_OR_RETURN(std::optional<std::string> ledger,
-                             db.Exec("SELECT to_regclass('ledger') IS NOT NULL"));
-    if (ledger && *ledger == "t") {
+  EVIDENT_ASSIGN_OR_RETURN(
+      std::optional<std::string> tables,
+      db.Exec("SELECT (to_regclass('evident_schema') IS NOT NULL)::text || ' ' ||"
+              " (to_regclass('ledger') IS NOT NULL)::text"));
+  if (!tables || tables->rfind("true", 0) != 0) {
+    if (tables && *tables == "false true") {
       return Status::FailedPrecondition(
           "the database has a ledger table but no evident_schema: not an evident store");
     }
@@ -133,6 +135,17 @@ Status RefuseNewer(int64_t layout) {
   return Status::FailedPrecondition(
       "the store has layout " + std::to_string(layout) + "; this build reads layouts up to " +
       std::to_string(kPostgresLayoutVersion) + " (a newer evident wrote it)");
+}
+
+// The layout, read under the schema lock: after every creation or migration that began before.
+Result<int64_t> LayoutUnderLock(PlainConnection& db) {
+  EVIDENT_RETURN_IF_ERROR(db.Exec("BEGIN").status());
+  Result<int64_t> layout = [&]() -> Result<int64_t> {
+    EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLockSql).status());
+    return LayoutOf(db);
+  }();
+  EVIDENT_RETURN_IF_ERROR(db.Exec(layout.ok() ? "COMMIT" : "ROLLBACK").status());
+  return layout;
 }
 
 // Creates the tables in one transaction under the schema lock, reading the layout again under
@@ -211,7 +224,13 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
                                                  const PostgresOptions& options) {
   {
     EVIDENT_ASSIGN_OR_RETURN(postgres::PlainConnection db, postgres::PlainConnection::Open(uri));
-    EVIDENT_ASSIGN_OR_RETURN(int64_t layout, postgres::LayoutOf(db));
+    Result<int64_t> found = postgres::LayoutOf(db);
+    if (!found.ok() && found.status().code() == Code::kFailedPrecondition) {
+      // A process creating the store may be committing this very moment: ask again once its
+      // transaction is over (it holds the schema lock until then).
+      found = postgres::LayoutUnderLock(db);
+    }
+    EVIDENT_ASSIGN_OR_RETURN(int64_t layout, found);
     if (layout > kPostgresLayoutVersion) return postgres::RefuseNewer(layout);
     if (layout == 0 && (options.read_only || !options.create)) {
       return Status::NotFound("no evident store in that PostgreSQL database (no evident tables)");

@@ -453,6 +453,12 @@ constexpr const char* kLedgerColumns =
     "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
     "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms, "
     "adapter, wrote";
+// The same from a ledger of layout 5 or older (a read-only open is not migrated): no adapter,
+// nothing recorded of what was written.
+constexpr const char* kLedgerColumnsBefore6 =
+    "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
+    "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms, "
+    "'' AS adapter, '' AS wrote";
 constexpr const char* kDeferredColumns =
     "consumer, subject, subject_version, source, event_id, type, schema_version, "
     "expected_version, raw, received_at_ms, deadline_at_ms, route, input_index";
@@ -1039,7 +1045,10 @@ class SqliteEngine {
                                                 std::string_view event_id) {
     static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
                                     " FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3";
-    Statement& s = Prepared(kSql);
+    static const std::string kSqlBefore6 =
+        std::string("SELECT ") + kLedgerColumnsBefore6 +
+        " FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3";
+    Statement& s = Prepared(layout_ >= 6 ? kSql : kSqlBefore6);
     s.Bind(consumer).Bind(source).Bind(event_id);
     Status status;
     std::optional<LedgerEntry> out;
@@ -1869,11 +1878,13 @@ class SqliteEngine {
     // INDEXED BY: without it SQLite chose the primary key's consumer prefix and read every
     // receipt of the consumer for each subject (the kill -9 test's reads of a 24,000-receipt
     // store took about 25 s; now under half a second).
-    static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
-                                    " FROM ledger INDEXED BY ledger_by_subject"
-                                    " WHERE consumer=?1 AND subject=?2"
-                                    " ORDER BY subject_version, committed_at_ms LIMIT ?3";
-    return Query<LedgerEntry>(kSql, {consumer, subject}, rows_max, ReadLedger);
+    constexpr const char* kWhere =
+        " FROM ledger INDEXED BY ledger_by_subject WHERE consumer=?1 AND subject=?2"
+        " ORDER BY subject_version, committed_at_ms LIMIT ?3";
+    static const std::string kSql = std::string("SELECT ") + kLedgerColumns + kWhere;
+    static const std::string kSqlBefore6 = std::string("SELECT ") + kLedgerColumnsBefore6 + kWhere;
+    return Query<LedgerEntry>(layout_ >= 6 ? kSql : kSqlBefore6, {consumer, subject}, rows_max,
+                              ReadLedger);
   }
   Result<Rows<DeferredEvent>> DeferredOf(std::string_view consumer, std::string_view subject,
                                          int64_t rows_max) {

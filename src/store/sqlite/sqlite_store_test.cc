@@ -84,6 +84,61 @@ TEST_F(SqliteStore, ALayout2StoreMigratesToTheCurrentLayout) {
   EXPECT_EQ((*read_only)->Read().value()->OutboxRows(false, 0).value().rows.size(), 2u);
 }
 
+// Layout 5 (receipts without what they wrote) reads as it is, read-only, and gains the two
+// columns, its receipts kept, when opened for writing.
+TEST_F(SqliteStore, ALayout5LedgerReadsAndGainsTheReceiptColumns) {
+  const auto receipt = [](const std::string& id) {
+    LedgerEntry e;
+    e.consumer = "c";
+    e.source = "s";
+    e.event_id = id;
+    e.type = "t";
+    e.subject = "x";
+    e.subject_version = 1;
+    e.input_schema_version = 1;
+    e.result_version = 1;
+    e.adapter = id == "e2" ? "a21" : "";
+    e.wrote_json = R"({"fields":{}})";
+    return e;
+  };
+  {
+    auto store = OpenSqliteStore(path_.string()).value();
+    auto tx = store->Begin().value();
+    ASSERT_TRUE(tx->InsertLedger(receipt("e1")).ok());
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  ExecSql(
+      "ALTER TABLE ledger DROP COLUMN adapter; ALTER TABLE ledger DROP COLUMN wrote;"
+      "UPDATE evident_schema SET version=5;");
+  ASSERT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 5);
+  {
+    auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
+    ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
+    auto snapshot = (*read_only)->Read().value();
+    auto found = snapshot->FindLedger("c", "s", "e1");
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    ASSERT_TRUE(found->has_value());
+    EXPECT_EQ((*found)->adapter, "");
+    EXPECT_EQ((*found)->wrote_json, "");
+    auto of = snapshot->LedgerOf("c", "x");
+    ASSERT_TRUE(of.ok()) << of.status().ToString();
+    EXPECT_EQ(of->rows.size(), 1u);
+  }
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pragma_table_info('ledger') WHERE name='wrote'"), 0);
+  {
+    auto store = OpenSqliteStore(path_.string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto tx = (*store)->Begin().value();
+    ASSERT_TRUE(tx->InsertLedger(receipt("e2")).ok());
+    ASSERT_TRUE(tx->Commit().ok());
+    auto snapshot = (*store)->Read().value();
+    EXPECT_EQ(snapshot->FindLedger("c", "s", "e1").value()->wrote_json, "");
+    EXPECT_EQ(snapshot->FindLedger("c", "s", "e2").value()->adapter, "a21");
+    EXPECT_EQ(snapshot->FindLedger("c", "s", "e2").value()->wrote_json, R"({"fields":{}})");
+  }
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), kSqliteLayoutVersion);
+}
+
 // Layout 4 (before effects) opens read-only with no intents and no compensations, and gains
 // their tables, its rows kept, when opened for writing.
 TEST_F(SqliteStore, ALayout4StoreGainsTheEffectTables) {
