@@ -67,3 +67,17 @@ run effects resolve reserve:order-418:v1 --store "$store" --outcome done --by op
   --note "reservation R-418 found in the stock service"
 run effects show reserve:order-418:v1 --store "$store"
 run compensations list --store "$store"
+echo
+echo "Seed 000: its own event, as the seed writes it, is valid under the contract profile."
+run validate --profile contract examples/envelopes/seed-000.json
+echo
+echo "order.status.changed v4 renamed status to state; orders-projection reads it through the"
+echo "adapter order-status-v4-to-v2, which lint checks against both schemas (docs/contracts.md)."
+run contracts lint examples/orders/contracts
+run contracts impact --contracts examples/orders/contracts --type order.status.changed \
+  --schema examples/orders/contracts/order.status.changed/v4.schema.json
+run consume --config "$config" --store "$store" --input examples/orders/events-v4.ndjson \
+  --outcomes -
+echo
+echo "Each receipt keeps what its event wrote (defaults named, the adapter too):"
+run evidence order-104 --store "$store"

@@ -245,7 +245,8 @@ void CollectWrites(const PreparedStep& prepared, const EventView& event, StepWri
     }
   }
   for (size_t i = 0; i < prepared.copy.size(); ++i) {
-    const auto& [pointer, name] = prepared.copy[i];
+    const std::string& pointer = prepared.copy[i].first;
+    const std::string& name = prepared.copy[i].second;  // captured below: no structured binding
     simdjson::dom::element value;
     bool defaulted = false;
     if (DataAt(event, pointer).get(value) != simdjson::SUCCESS) {
