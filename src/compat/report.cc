@@ -152,7 +152,7 @@ std::string ImpactToText(const ImpactReport& report) {
     out += consumer.consumer + ": " +
            (!consumer.through_adapter.empty()
                 ? "safe through adapter " + consumer.through_adapter +
-                      " (lint checks its output against the accepted schema)"
+                      " (its output for the new schema's payloads passes the accepted schema)"
             : consumer.safe ? std::string("safe")
                             : std::string("contract-update-required")) +
            "\n";
