@@ -107,9 +107,6 @@ const Adapter* FindAdapter(const std::vector<Adapter>& adapters, std::string_vie
 // found).
 Status ResolveAdapterChains(const std::vector<Adapter>& adapters, ConsumerContract& contract);
 
-// A chain's name as receipts and decisions record it: the ids joined by ','.
-std::string ChainName(const std::vector<std::string>& chain);
-
 // The separate check of the adapters of the contracts directory `dir` (lint.cc), as findings:
 // ADAPTER_UNREADABLE, ADAPTER_INVALID, ADAPTER_ID_MISMATCH, DUPLICATE_ADAPTER_ID,
 // ADAPTER_SCHEMA_MISSING, ADAPTER_UNCHECKED (nothing to try it on), ADAPTER_STEP_FAILS (a payload
@@ -122,10 +119,10 @@ Result<std::vector<LintFinding>> LintAdapters(const std::string& dir);
 // Backs AnalyzeImpact's `safe-through-adapter` (compat.h) with a run of the adapters: for each
 // consumer `report` calls safe through an adapter chain, the chain is run on the payloads
 // `new_schema_json` accepts (its `examples` and generated ones) and each output checked against
-// the accepted version's schema of the contracts directory `dir`. A failure makes the consumer
-// contract-update-required, with the reason ADAPTER_OUTPUT_INVALID, ADAPTER_STEP_FAILS or
-// ADAPTER_UNCHECKED (nothing to try it on), and all_safe is recomputed.
-Status CheckImpactThroughAdapters(const std::string& dir, std::string_view new_schema_json,
+// the accepted version's schema of the contracts directory (the one AnalyzeImpact read). A failure
+// makes the consumer contract-update-required, with the reason ADAPTER_OUTPUT_INVALID,
+// ADAPTER_STEP_FAILS or ADAPTER_UNCHECKED (nothing to try it on), and all_safe is recomputed.
+Status CheckImpactThroughAdapters(const ContractsDir& contracts, std::string_view new_schema_json,
                                   ImpactReport& report);
 
 }  // namespace evident

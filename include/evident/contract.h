@@ -34,6 +34,8 @@ struct AcceptedType {
 };
 // The longest adapter chain a consumer may declare for one version.
 inline constexpr size_t kAdapterChainMax = 8;
+// A chain's name as receipts, decisions and impact reports record it: the ids joined by ','.
+std::string ChainName(const std::vector<std::string>& chain);
 
 struct Ordering {
   bool by_subject = false;

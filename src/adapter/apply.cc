@@ -9,6 +9,7 @@
 #include "compat/json_tree.h"
 #include "evident/adapter.h"
 #include "json/pointer.h"
+#include "json/writer.h"
 
 namespace evident {
 namespace {
@@ -206,13 +207,10 @@ std::string ApplyMap(JsonValue& root, const AdapterStep& step) {
     return {};
   }
   if (step.keep_unmapped) return {};
-  // Cut at a character boundary (continuation bytes are 10xxxxxx): the message is stored as
-  // text, and a database refuses half a UTF-8 sequence.
-  size_t end = std::min(key.size(), kQuotedBytesMax);
-  while (end > 0 && end < key.size() && (static_cast<unsigned char>(key[end]) & 0xC0) == 0x80) {
-    --end;
-  }
-  return "value " + key.substr(0, end) + (end < key.size() ? "..." : "") +
+  // Cut whole characters: the message is stored as text, and a database refuses half a UTF-8
+  // sequence.
+  const std::string_view shown = json::Utf8Prefix(key, kQuotedBytesMax);
+  return "value " + std::string(shown) + (shown.size() < key.size() ? "..." : "") +
          " has no mapping (unmapped: refuse)";
 }
 

@@ -110,10 +110,4 @@ Status ResolveAdapterChains(const std::vector<Adapter>& adapters, ConsumerContra
   return Status::Ok();
 }
 
-std::string ChainName(const std::vector<std::string>& chain) {
-  std::string out;
-  for (const std::string& id : chain) out += (out.empty() ? "" : ",") + id;
-  return out;
-}
-
 }  // namespace evident

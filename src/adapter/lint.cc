@@ -12,6 +12,7 @@
 #include "evident/adapter.h"
 #include "evident/compat.h"
 #include "json/files.h"
+#include "json/writer.h"
 #include "payload/payload.h"
 
 namespace evident {
@@ -27,9 +28,7 @@ constexpr size_t kQuotedInstanceBytesMax = 300;
 
 std::string Quoted(const std::string& instance) {
   if (instance.size() <= kQuotedInstanceBytesMax) return instance;
-  size_t end = kQuotedInstanceBytesMax;
-  while (end > 0 && (static_cast<unsigned char>(instance[end]) & 0xC0) == 0x80) --end;
-  return instance.substr(0, end) + "...";
+  return std::string(json::Utf8Prefix(instance, kQuotedInstanceBytesMax)) + "...";
 }
 
 // The payloads to try: the examples of the source schema, then generated ones; each kept only
@@ -229,14 +228,13 @@ Result<std::vector<LintFinding>> LintAdapters(const std::string& dir) {
   return linter.Run();
 }
 
-Status CheckImpactThroughAdapters(const std::string& dir, std::string_view new_schema_json,
+Status CheckImpactThroughAdapters(const ContractsDir& contracts, std::string_view new_schema_json,
                                   ImpactReport& report) {
   bool any = false;
   for (const ConsumerImpact& impact : report.consumers) any |= !impact.through_adapter.empty();
   if (!any) return Status::Ok();
-  EVIDENT_ASSIGN_OR_RETURN(const ContractsDir contracts, LoadContractsDir(dir));
   EVIDENT_ASSIGN_OR_RETURN(const std::vector<Adapter> adapters, LoadAdapters(contracts));
-  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas, ContractSchemas::Open(dir));
+  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas, ContractSchemas::Open(contracts.path));
   const Result<std::shared_ptr<const schema::Schema>> proposed =
       schema::Schema::Compile(new_schema_json, schema::Registry(), schema::CompileOptions{});
   const std::vector<std::string> instances =

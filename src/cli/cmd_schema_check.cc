@@ -114,7 +114,7 @@ int RunImpact(const ImpactFlags& flags) {
                                      std::filesystem::path(flags.schema).filename().string()));
   Result<ImpactReport> report = AnalyzeImpact(*contracts, flags.type, *text, options, version);
   if (!report.ok()) return Fail(kName, report.status());
-  const Status tried = CheckImpactThroughAdapters(flags.contracts, *text, *report);
+  const Status tried = CheckImpactThroughAdapters(*contracts, *text, *report);
   if (!tried.ok()) return Fail(kName, tried);
   Print(flags.format == "json" ? compat::ImpactToJson(*report) : compat::ImpactToText(*report));
   return report->all_safe ? kExitOk : kExitNegative;

@@ -396,8 +396,7 @@ Result<ImpactReport> AnalyzeImpact(const ContractsDir& dir, std::string_view typ
     if (const auto via = accepted.via_adapter.find(new_version);
         new_version > 0 && via != accepted.via_adapter.end()) {
       impact.safe = true;
-      std::string chain;
-      for (const std::string& id : via->second) chain += (chain.empty() ? "" : ",") + id;
+      const std::string chain = ChainName(via->second);
       impact.through_adapter =
           chain.empty() ? "v" + std::to_string(new_version) + "'s adapter" : chain;
     }

@@ -293,13 +293,7 @@ void WroteJson(const StepWrites& writes, std::string& out) {
   json::Writer cut(out);
   cut.BeginObject();
   if (writes.sets_state) {
-    // Cut at a character boundary: a UTF-8 sequence's continuation bytes are 10xxxxxx.
-    size_t end = std::min(writes.state.size(), kReceiptWroteBytesMax / 8);
-    while (end > 0 && end < writes.state.size() &&
-           (static_cast<unsigned char>(writes.state[end]) & 0xC0) == 0x80) {
-      --end;
-    }
-    cut.Field("state", std::string_view(writes.state).substr(0, end));
+    cut.Field("state", json::Utf8Prefix(writes.state, kReceiptWroteBytesMax / 8));
   }
   cut.Key("members").BeginArray();
   for (const auto& field : writes.fields) {
@@ -342,7 +336,8 @@ struct Pipeline::Impl {
   std::string fields_out;
   LedgerEntry receipt_scratch;
   StepWrites writes_scratch;
-  Verdict drain_verdict;  // a deferred event read through adapters again
+  const EventView* writes_of = nullptr;  // the delivery's event writes_scratch was collected for
+  Verdict drain_verdict;                 // a deferred event read through adapters again
   // The event as published while a delivery read through adapters is decided: an effect's
   // request carries the fact, not the consumer's reading of it (docs/effects.md).
   const EventView* published = nullptr;
@@ -465,7 +460,9 @@ Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
   }
   const ProjectionStep& step = *step_it->second.step;
   StepWrites& writes = writes_scratch;
-  CollectWrites(step_it->second, event, writes);
+  // The receipt's record of this very event (ProcessForConsumer) is what it applies now.
+  if (writes_of != &event) CollectWrites(step_it->second, event, writes);
+  writes_of = nullptr;
   if (writes.sets_state) projection.state.assign(writes.state);
   if (!writes.fields.empty()) {
     // Merge: copied fields replace fields of the same name, others stay; names sorted. The
@@ -734,9 +731,10 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   const EventView& event = adapted ? adapted_view : original;
   published = &original;
   struct Unset {
-    const EventView*& p;
-    ~Unset() { p = nullptr; }
-  } unset{published};
+    const EventView*& published;
+    const EventView*& writes_of;
+    ~Unset() { published = writes_of = nullptr; }
+  } unset{published, writes_of};
   Delivery delivery{tx,        consumer,   contract,     event,       now_ms,
                     decisions, Decision{}, std::nullopt, std::nullopt};
   Decision& d = delivery.d;
@@ -791,6 +789,7 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   if (const auto step = consumer.steps.find(event.type); step != consumer.steps.end()) {
     CollectWrites(step->second, event, writes_scratch);
     WroteJson(writes_scratch, receipt.wrote_json);
+    writes_of = &event;
   }
 
   // 4. Ledger, 5. ordering, 6. the projection step.

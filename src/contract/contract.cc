@@ -337,6 +337,12 @@ Result<ContractsDir> LoadContractsDir(const std::string& dir) {
   return out;
 }
 
+std::string ChainName(const std::vector<std::string>& chain) {
+  std::string out;
+  for (const std::string& id : chain) out += (out.empty() ? "" : ",") + id;
+  return out;
+}
+
 int64_t SchemaVersionOfFileName(std::string_view file_name) {
   constexpr std::string_view kSuffix = ".schema.json";
   if (file_name.size() <= 1 + kSuffix.size() || file_name[0] != 'v' ||

@@ -1,5 +1,6 @@
 #include "json/writer.h"
 
+#include <algorithm>
 #include <cassert>
 #include <charconv>
 #include <cmath>
@@ -222,6 +223,15 @@ Writer& Writer::Raw(std::string_view json_text) {
   Separate();
   out_.append(json_text);
   return *this;
+}
+
+std::string_view Utf8Prefix(std::string_view text, size_t bytes_max) {
+  size_t end = std::min(text.size(), bytes_max);
+  // Continuation bytes are 10xxxxxx: step back to the start of the sequence being cut.
+  while (end > 0 && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  return text.substr(0, end);
 }
 
 }  // namespace evident::json

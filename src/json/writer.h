@@ -16,6 +16,10 @@ namespace evident::json {
 // replaced by U+FFFD so that the output is always valid JSON.
 void AppendQuoted(std::string& out, std::string_view text);
 
+// The longest prefix of `text` of at most `bytes_max` bytes that does not end inside a UTF-8
+// sequence (a cut text stays valid wherever it is stored).
+std::string_view Utf8Prefix(std::string_view text, size_t bytes_max);
+
 class Writer {
  public:
   explicit Writer(std::string& out) : out_(out) {}
