@@ -2,16 +2,43 @@
 //
 // Input: old schema bytes, a NUL byte, new schema bytes (no NUL: the input is diffed against
 // itself). Small limits keep each run fast. Invariants checked: no crash, no sanitizer report,
-// a schema diffed against itself has no changes, and both reports of every diff are JSON that
-// parses back.
+// a schema diffed against itself has no changes, both reports of every diff are JSON that
+// parses back, and (the composition path) an object schema without references or a top-level
+// combinator is fully compatible, both ways, with itself wrapped as the one member of an
+// `allOf`, `anyOf` or `oneOf`.
 #include <simdjson.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "compat/report.h"
 #include "evident/compat.h"
+
+namespace {
+
+// A schema and the same schema as the single member of a combinator admit the same data.
+void CheckSingletonWrap(std::string_view schema, const evident::DiffOptions& options) {
+  using namespace evident;
+  if (schema.find('$') != std::string_view::npos) return;  // references would move
+  static simdjson::dom::parser parser;
+  simdjson::dom::object object;
+  if (parser.parse(schema.data(), schema.size()).get(object) != simdjson::SUCCESS) return;
+  for (const char* keyword : {"anyOf", "oneOf", "allOf"}) {
+    if (object[keyword].error() == simdjson::SUCCESS) return;
+  }
+  for (const char* keyword : {"anyOf", "oneOf", "allOf"}) {
+    const std::string wrapped = std::string("{\"") + keyword + "\":[" + std::string(schema) + "]}";
+    for (const bool forth : {true, false}) {
+      const auto diff =
+          forth ? DiffSchemas(schema, wrapped, options) : DiffSchemas(wrapped, schema, options);
+      if (diff.ok() && !diff->CompatibleUnder(CompatMode::kFull)) __builtin_trap();
+    }
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace evident;
@@ -29,6 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto diff = DiffSchemas(old_json, new_json, options);
   if (!diff.ok()) return 0;
   if (old_json == new_json && !diff->changes.empty()) __builtin_trap();
+  CheckSingletonWrap(old_json, options);
 
   static simdjson::dom::parser parser;
   for (const CompatMode mode : {CompatMode::kBackward, CompatMode::kForward, CompatMode::kFull}) {

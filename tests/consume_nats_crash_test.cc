@@ -670,8 +670,10 @@ bool WaitUntilDecided(const std::string& store_uri, const std::string& group,
 }
 
 // Waits up to `seconds` until each of `names` holds a lease of `group` that has not expired.
+// Whether, within `seconds`, each of `names` holds an unexpired lease of the group (and, with
+// `only`, nobody else does).
 bool WaitUntilEachHolds(const std::string& store_uri, const std::string& group,
-                        const std::set<std::string>& names, int seconds) {
+                        const std::set<std::string>& names, int seconds, bool only = false) {
   for (int i = 0; i < seconds * 10; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     auto store = OpenStore(store_uri, {.read_only = true});
@@ -687,7 +689,10 @@ bool WaitUntilEachHolds(const std::string& store_uri, const std::string& group,
     for (const GroupLease& l : *leases) {
       if (l.expires_at_ms >= now) holding.insert(l.holder);
     }
-    if (std::includes(holding.begin(), holding.end(), names.begin(), names.end())) return true;
+    if (only ? holding == names
+             : std::includes(holding.begin(), holding.end(), names.begin(), names.end())) {
+      return true;
+    }
   }
   return false;
 }
@@ -766,7 +771,13 @@ TEST(ConsumeNatsGroup, ThreeMembersOneKilledOneStoppedPastItsLeaseEqualOneUninte
   last_seq = PublishPartitioned(server.url(), all.subspan(2 * third),
                                 static_cast<int64_t>(2 * third) + 1, last_seq);
   std::this_thread::sleep_for(std::chrono::milliseconds(4500));  // three leases
+  // Continued only once member 2 holds every partition: member 1's leases are then another's,
+  // whichever of its threads notices first (the renewal, or a batch whose held transaction the
+  // server ended).
+  const bool taken_over = WaitUntilEachHolds(*grouped, "g", {"m2"}, 30, /*only=*/true);
   ASSERT_EQ(kill(members[1], SIGCONT), 0);
+  ASSERT_TRUE(taken_over) << "member 2 did not take over the stopped member's partitions: see "
+                          << dir;
   const bool decided = WaitUntilDecided(*grouped, "g", last_seq, 60);
   EXPECT_TRUE(Finished(stop(members[1]))) << "member 1 did not stop cleanly: see " << dir;
   EXPECT_TRUE(Finished(stop(members[2]))) << "member 2 did not stop cleanly: see " << dir;

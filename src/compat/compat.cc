@@ -228,6 +228,18 @@ std::string_view ChangeCodeName(ChangeCode code) {
       return "ONE_OF_BRANCH_REMOVED";
     case ChangeCode::kCompositionChanged:
       return "COMPOSITION_CHANGED";
+    case ChangeCode::kCompositionIntroduced:
+      return "COMPOSITION_INTRODUCED";
+    case ChangeCode::kCompositionRemoved:
+      return "COMPOSITION_REMOVED";
+    case ChangeCode::kCombinatorChanged:
+      return "COMBINATOR_CHANGED";
+    case ChangeCode::kOneOfMemberRepeated:
+      return "ONE_OF_MEMBER_REPEATED";
+    case ChangeCode::kPropertyAddedToPartiallyOpenContentModel:
+      return "PROPERTY_ADDED_TO_PARTIALLY_OPEN_CONTENT_MODEL";
+    case ChangeCode::kPropertyRemovedFromPartiallyOpenContentModel:
+      return "PROPERTY_REMOVED_FROM_PARTIALLY_OPEN_CONTENT_MODEL";
     case ChangeCode::kNotChanged:
       return "NOT_CHANGED";
     case ChangeCode::kConditionalChanged:

@@ -1,6 +1,9 @@
 #include "compat/differ.h"
 
+#include <re2/re2.h>
+
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -8,10 +11,14 @@
 #include <set>
 #include <unordered_map>
 
+#include "schema/regex.h"
+
 namespace evident::compat {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// RE2's memory for one compiled patternProperties pattern.
+constexpr size_t kPatternProgramBytesMax = size_t{1} << 20;
 
 // ---- type sets ------------------------------------------------------------------------------
 
@@ -127,27 +134,33 @@ struct Bound {
   double absent;  // the value an absent keyword stands for
   ChangeCode tighter;
   ChangeCode looser;
+  unsigned applies;  // the instance types the keyword constrains
 };
 
 constexpr Bound kBounds[] = {
-    {"maximum", true, kInfinity, ChangeCode::kMaximumDecreased, ChangeCode::kMaximumIncreased},
+    {"maximum", true, kInfinity, ChangeCode::kMaximumDecreased, ChangeCode::kMaximumIncreased,
+     kNumber | kInteger},
     {"exclusiveMaximum", true, kInfinity, ChangeCode::kExclusiveMaximumDecreased,
-     ChangeCode::kExclusiveMaximumIncreased},
-    {"minimum", false, -kInfinity, ChangeCode::kMinimumIncreased, ChangeCode::kMinimumDecreased},
+     ChangeCode::kExclusiveMaximumIncreased, kNumber | kInteger},
+    {"minimum", false, -kInfinity, ChangeCode::kMinimumIncreased, ChangeCode::kMinimumDecreased,
+     kNumber | kInteger},
     {"exclusiveMinimum", false, -kInfinity, ChangeCode::kExclusiveMinimumIncreased,
-     ChangeCode::kExclusiveMinimumDecreased},
-    {"maxLength", true, kInfinity, ChangeCode::kMaxLengthDecreased,
-     ChangeCode::kMaxLengthIncreased},
-    {"minLength", false, 0, ChangeCode::kMinLengthIncreased, ChangeCode::kMinLengthDecreased},
-    {"maxItems", true, kInfinity, ChangeCode::kMaxItemsDecreased, ChangeCode::kMaxItemsIncreased},
-    {"minItems", false, 0, ChangeCode::kMinItemsIncreased, ChangeCode::kMinItemsDecreased},
+     ChangeCode::kExclusiveMinimumDecreased, kNumber | kInteger},
+    {"maxLength", true, kInfinity, ChangeCode::kMaxLengthDecreased, ChangeCode::kMaxLengthIncreased,
+     kString},
+    {"minLength", false, 0, ChangeCode::kMinLengthIncreased, ChangeCode::kMinLengthDecreased,
+     kString},
+    {"maxItems", true, kInfinity, ChangeCode::kMaxItemsDecreased, ChangeCode::kMaxItemsIncreased,
+     kArray},
+    {"minItems", false, 0, ChangeCode::kMinItemsIncreased, ChangeCode::kMinItemsDecreased, kArray},
     {"maxProperties", true, kInfinity, ChangeCode::kMaxPropertiesDecreased,
-     ChangeCode::kMaxPropertiesIncreased},
+     ChangeCode::kMaxPropertiesIncreased, kObject},
     {"minProperties", false, 0, ChangeCode::kMinPropertiesIncreased,
-     ChangeCode::kMinPropertiesDecreased},
+     ChangeCode::kMinPropertiesDecreased, kObject},
     {"maxContains", true, kInfinity, ChangeCode::kMaxContainsDecreased,
-     ChangeCode::kMaxContainsIncreased},
-    {"minContains", false, 1, ChangeCode::kMinContainsIncreased, ChangeCode::kMinContainsDecreased},
+     ChangeCode::kMaxContainsIncreased, kArray},
+    {"minContains", false, 1, ChangeCode::kMinContainsIncreased, ChangeCode::kMinContainsDecreased,
+     kArray},
 };
 
 double BoundValue(const JsonValue* value, double absent) {
@@ -289,7 +302,10 @@ Status Differ::CompareNodes(const Node& old_node, const Node& new_node, const st
         std::string(keyword) + " of " + DataText(data) + " changed from " + old_text + " to " +
             new_text + "; evident does not follow dynamic references");
   }
-  const Side s{old_node, new_node, data, depth};
+  // Keywords of a type neither side admits constrain nothing (maxLength beside "type":"null").
+  const unsigned types = TypeSet(old_node.Keyword("type")) | TypeSet(new_node.Keyword("type"));
+  const Side s{old_node, new_node, data, depth, (types & kNumber) != 0 ? types | kInteger : types};
+  const size_t own_from = out_.size();
   CompareMeaning(s);
   CompareTypes(s);
   CompareValues(s);
@@ -297,7 +313,7 @@ Status Differ::CompareNodes(const Node& old_node, const Node& new_node, const st
   CompareStrings(s);
   EVIDENT_RETURN_IF_ERROR(CompareObjects(s));
   EVIDENT_RETURN_IF_ERROR(CompareArrays(s));
-  return CompareComposition(s);
+  return CompareComposition(s, own_from);
 }
 
 void Differ::CompareBoolean(const Node& old_node, const Node& new_node, const std::string& data,
@@ -432,6 +448,7 @@ void Differ::CompareValues(const Side& s) {
 
 void Differ::CompareBounds(const Side& s) {
   for (const Bound& bound : kBounds) {
+    if ((s.types & bound.applies) == 0) continue;
     const JsonValue* old_value = s.old_node.Keyword(bound.keyword);
     const JsonValue* new_value = s.new_node.Keyword(bound.keyword);
     const double old_bound = BoundValue(old_value, bound.absent);
@@ -447,6 +464,7 @@ void Differ::CompareBounds(const Side& s) {
         std::string(bound.keyword) + " of " + DataText(s.data) + " changed from " + old_text +
             " to " + new_text);
   }
+  if ((s.types & (kNumber | kInteger)) == 0) return;
   const JsonValue* old_multiple = s.old_node.Keyword("multipleOf");
   const JsonValue* new_multiple = s.new_node.Keyword("multipleOf");
   const double old_step =
@@ -481,6 +499,7 @@ void Differ::CompareStrings(const Side& s) {
                                    ChangeCode::kPatternRemoved, ChangeCode::kPatternChanged},
                            Keyword{"format", ChangeCode::kFormatAdded, ChangeCode::kFormatRemoved,
                                    ChangeCode::kFormatChanged}}) {
+    if ((s.types & kString) == 0) break;  // every format evident knows is a string format
     const JsonValue* old_value = s.old_node.Keyword(k.name);
     const JsonValue* new_value = s.new_node.Keyword(k.name);
     if (old_value == nullptr && new_value == nullptr) continue;
@@ -497,6 +516,7 @@ void Differ::CompareStrings(const Side& s) {
               Canonical(*old_value) + " to " + Canonical(*new_value));
     }
   }
+  if ((s.types & kArray) == 0) return;
   const auto unique = [](const Node& node) {
     const JsonValue* value = node.Keyword("uniqueItems");
     return value != nullptr && value->IsBool() && value->boolean;
@@ -511,6 +531,7 @@ void Differ::CompareStrings(const Side& s) {
 }
 
 Status Differ::CompareObjects(const Side& s) {
+  if ((s.types & kObject) == 0) return Status::Ok();
   EVIDENT_RETURN_IF_ERROR(CompareProperties(s));
   for (const char* keyword : {"additionalProperties", "unevaluatedProperties"}) {
     EVIDENT_RETURN_IF_ERROR(Compare(s.old_node.Keyword(keyword), s.old_node.KeywordPointer(keyword),
@@ -523,8 +544,7 @@ Status Differ::CompareObjects(const Side& s) {
       Compare(s.old_node.Keyword("propertyNames"), s.old_node.KeywordPointer("propertyNames"),
               s.new_node.Keyword("propertyNames"), s.new_node.KeywordPointer("propertyNames"),
               s.data, Slot::kGeneral, s.depth + 1));
-  CompareDependencies(s);
-  return Status::Ok();
+  return CompareDependencies(s);
 }
 
 // patternProperties: the same pattern is compared; an added one constrains more names.
@@ -565,38 +585,60 @@ Status Differ::ComparePatternProperties(const Side& s) {
   return Status::Ok();
 }
 
-// Dependencies: dependentRequired / dependentSchemas (2020-12), dependencies (draft 7),
-// compared by their canonical text per member name.
-void Differ::CompareDependencies(const Side& s) {
+// Dependencies: dependentRequired / dependentSchemas (2020-12), dependencies (draft 7), per
+// member name. A list of names that grows requires more (narrows); one that shrinks widens; a
+// schema on both sides is compared as a schema (it applies to the whole object).
+Status Differ::CompareDependencies(const Side& s) {
   for (const char* keyword : {"dependentRequired", "dependentSchemas", "dependencies"}) {
     const JsonValue* olds = s.old_node.Keyword(keyword);
     const JsonValue* news = s.new_node.Keyword(keyword);
     if (olds == nullptr && news == nullptr) continue;
-    std::map<std::string, std::pair<std::string, std::string>> by_name;  // old, new canonical
+    std::map<std::string, std::pair<const JsonValue*, const JsonValue*>> by_name;  // old, new
     if (olds != nullptr && olds->IsObject()) {
-      for (const auto& [name, v] : olds->object) by_name[name].first = Canonical(v);
+      for (const auto& [name, v] : olds->object) by_name[name].first = &v;
     }
     if (news != nullptr && news->IsObject()) {
-      for (const auto& [name, v] : news->object) by_name[name].second = Canonical(v);
+      for (const auto& [name, v] : news->object) by_name[name].second = &v;
     }
-    for (const auto& [name, texts] : by_name) {
-      if (texts.first == texts.second) continue;
+    for (const auto& [name, values] : by_name) {
+      const auto& [old_value, new_value] = values;
       const std::string where = AppendToken(
           news != nullptr ? s.new_node.KeywordPointer(keyword) : s.old_node.KeywordPointer(keyword),
           name);
-      if (texts.first.empty()) {
+      const std::string what = std::string(keyword) + " for " + Quote(name);
+      if (old_value == nullptr) {
         Add(ChangeCode::kDependencyAdded, s.data, where, false, true,
-            std::string(keyword) + " for " + Quote(name) + " added to " + DataText(s.data));
-      } else if (texts.second.empty()) {
-        Add(ChangeCode::kDependencyRemoved, s.data, where, true, false,
-            std::string(keyword) + " for " + Quote(name) + " removed from " + DataText(s.data));
-      } else {
-        Add(ChangeCode::kDependencyChanged, s.data, where, false, false,
-            std::string(keyword) + " for " + Quote(name) + " of " + DataText(s.data) +
-                " changed from " + texts.first + " to " + texts.second);
+            what + " added to " + DataText(s.data));
+        continue;
       }
+      if (new_value == nullptr) {
+        Add(ChangeCode::kDependencyRemoved, s.data, where, true, false,
+            what + " removed from " + DataText(s.data));
+        continue;
+      }
+      const std::string old_text = Canonical(*old_value);
+      const std::string new_text = Canonical(*new_value);
+      if (old_text == new_text) continue;
+      if (!old_value->IsArray() && !new_value->IsArray()) {
+        EVIDENT_RETURN_IF_ERROR(Compare(old_value,
+                                        AppendToken(s.old_node.KeywordPointer(keyword), name),
+                                        new_value, where, s.data, Slot::kGeneral, s.depth + 1));
+        continue;
+      }
+      const std::set<std::string> old_names = RequiredNames(old_value);
+      const std::set<std::string> new_names = RequiredNames(new_value);
+      const bool both_lists = old_value->IsArray() && new_value->IsArray();
+      const bool grew = both_lists && std::includes(new_names.begin(), new_names.end(),
+                                                    old_names.begin(), old_names.end());
+      const bool shrank = both_lists && std::includes(old_names.begin(), old_names.end(),
+                                                      new_names.begin(), new_names.end());
+      Add(ChangeCode::kDependencyChanged, s.data, where, shrank && !grew, grew && !shrank,
+          what + " of " + DataText(s.data) + " changed from " + old_text + " to " + new_text +
+              (grew ? ": more properties are required with it" : "") +
+              (shrank ? ": fewer properties are required with it" : ""));
     }
   }
+  return Status::Ok();
 }
 
 // The `properties` and `required` keywords of both sides of one object comparison, and what
@@ -654,8 +696,8 @@ Status Differ::CompareProperties(const Side& s) {
   PropertyDiff p(s);
   EVIDENT_RETURN_IF_ERROR(CompareCommonProperties(s, p));
   ReportLikelyRenames(s, p);
-  ReportAddedProperties(s, p);
-  ReportRemovedProperties(s, p);
+  EVIDENT_RETURN_IF_ERROR(ReportAddedProperties(s, p));
+  EVIDENT_RETURN_IF_ERROR(ReportRemovedProperties(s, p));
   CompareRequiredness(s, p);
   return Status::Ok();
 }
@@ -742,8 +784,101 @@ void Differ::ReportLikelyRenames(const Side& s, PropertyDiff& p) {
          p.removed.size());  // each removed property is a rename or left, never both
 }
 
-// Added properties that are not half of a rename: breaking as the content model says.
-void Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
+// What `node`'s content model says of a property `name` it does not declare: open (any value),
+// closed (none), or partially open (the schemas of the matching patternProperties, else the
+// additionalProperties or unevaluatedProperties schema).
+Result<Differ::Coverage> Differ::CoverageOf(const Node& node, const std::string& name) {
+  Coverage c;
+  const JsonValue* patterns = node.Keyword("patternProperties");
+  if (patterns != nullptr && patterns->IsObject()) {
+    const std::string at = node.KeywordPointer("patternProperties");
+    for (const JsonMember& pattern : patterns->object) {
+      if (++comparisons_ > options_.comparisons_max) {
+        return Status::LimitExceeded(
+            "matching property names against patternProperties needs "
+            "more than comparisons_max=" +
+            std::to_string(options_.comparisons_max) + " steps");
+      }
+      auto [found, inserted] = regexes_->try_emplace(pattern.name);
+      if (inserted) {
+        Result<std::shared_ptr<const re2::RE2>> compiled =
+            schema::internal::CompileEcmaRegex(pattern.name, kPatternProgramBytesMax);
+        if (compiled.ok()) found->second = std::move(*compiled);
+      }
+      const std::shared_ptr<const re2::RE2>& regex = found->second;
+      if (regex == nullptr) {
+        c.kind = Coverage::Kind::kUnknown;
+        c.text = "the pattern " + Quote(pattern.name) + " (which evident cannot evaluate)";
+        return c;
+      }
+      if (!schema::internal::RegexSearch(*regex, name)) continue;
+      c.kind = Coverage::Kind::kPartial;
+      c.schemas.push_back(&pattern.value);
+      c.pointers.push_back(AppendToken(at, pattern.name));
+      c.text += (c.text.empty() ? "the pattern " : " and the pattern ") + Quote(pattern.name);
+    }
+    if (c.kind == Coverage::Kind::kPartial) return c;
+  }
+  for (const char* keyword : {"additionalProperties", "unevaluatedProperties"}) {
+    const JsonValue* rest = node.Keyword(keyword);
+    if (rest == nullptr) continue;
+    if (std::string_view(keyword) == "unevaluatedProperties") {
+      if (node.dialect == Dialect::kDraft7) break;  // not a draft 7 keyword: the model is open
+      // Beside an in-place applicator, which names count as evaluated depends on the data.
+      if (!node.sites.empty() || CombinatorsOf(node) != 0 || node.Keyword("if") != nullptr ||
+          node.Keyword("dependentSchemas") != nullptr) {
+        c.kind = Coverage::Kind::kUnknown;
+        c.text = "unevaluatedProperties beside an applicator";
+        return c;
+      }
+    }
+    if (rest->IsBool()) {
+      c.kind = rest->boolean ? Coverage::Kind::kOpen : Coverage::Kind::kClosed;
+      return c;
+    }
+    c.kind = Coverage::Kind::kPartial;
+    c.schemas.push_back(rest);
+    c.pointers.push_back(node.KeywordPointer(keyword));
+    c.text = std::string("the ") + keyword + " schema";
+    return c;
+  }
+  return c;  // open
+}
+
+// Whether the old side's coverage of a name admits no more (`backward`) and no less
+// (`forward`) than `schema` at `pointer` of the new side: every matching schema applies, so
+// the old values are within the new schema when one of them is, and the new values within
+// the old ones when they are within each.
+Result<Differ::Verdict> Differ::JudgeCoverage(const Coverage& c, bool old_is_coverage,
+                                              const JsonValue* schema, const std::string& pointer,
+                                              const std::string& data, int64_t depth) {
+  Verdict verdict{.backward = false, .forward = true};
+  for (size_t k = 0; k < c.schemas.size(); ++k) {
+    EVIDENT_ASSIGN_OR_RETURN(
+        Verdict v, old_is_coverage
+                       ? Probe(c.schemas[k], c.pointers[k], schema, pointer, data, depth)
+                       : Probe(schema, pointer, c.schemas[k], c.pointers[k], data, depth));
+    for (Change& change : v.meaning) verdict.meaning.push_back(std::move(change));
+    // coverage ⊆ schema: one of the schemas suffices; schema ⊆ coverage: all are needed.
+    const bool coverage_within = old_is_coverage ? v.backward : v.forward;
+    const bool schema_within = old_is_coverage ? v.forward : v.backward;
+    verdict.backward = verdict.backward || coverage_within;
+    verdict.forward = verdict.forward && schema_within;
+  }
+  if (!old_is_coverage) std::swap(verdict.backward, verdict.forward);
+  return verdict;
+}
+
+// Changes of meaning a probe found: reported as they are, whatever the verdict.
+void Differ::AddMeaning(std::vector<Change> meaning) {
+  for (Change& change : meaning) {
+    Add(ChangeCode::kMeaningChanged, change.pointer, std::move(change.schema_pointer), false, false,
+        std::move(change.message));
+  }
+}
+
+// Added properties that are not half of a rename: breaking as the old content model says.
+Status Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
   assert(p.added_used.size() == p.added.size());  // ReportLikelyRenames ran
   const bool lenient = options_.strictness == Strictness::kLenient;
   for (size_t j = 0; j < p.added.size(); ++j) {
@@ -751,7 +886,25 @@ void Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
     const PropertyDiff::Entry& e = p.added[j];
     const std::string data = AppendToken(s.data, e.name);
     const std::string where = AppendToken(p.new_at, e.name);
-    if (Contains(p.new_required, e.name)) {
+    const bool required = Contains(p.new_required, e.name);
+    EVIDENT_ASSIGN_OR_RETURN(const Coverage c, CoverageOf(s.old_node, e.name));
+    if (c.kind == Coverage::Kind::kPartial || c.kind == Coverage::Kind::kUnknown) {
+      Verdict v{.backward = false, .forward = false};
+      if (c.kind == Coverage::Kind::kPartial) {
+        EVIDENT_ASSIGN_OR_RETURN(v, JudgeCoverage(c, true, e.schema, where, data, s.depth + 1));
+        AddMeaning(std::move(v.meaning));
+      }
+      Add(required ? ChangeCode::kRequiredPropertyAdded
+                   : ChangeCode::kPropertyAddedToPartiallyOpenContentModel,
+          data, where, v.backward && !required, v.forward,
+          std::string(required ? "required" : "optional") + " property " + Quote(e.name) +
+              " added to " + DataText(s.data) + ", where the old schema admitted it under " +
+              c.text + ": " +
+              (v.backward ? "every old value is valid under the new property's schema"
+               : required ? "data written under the old schema may lack it"
+                          : "old values under that name may violate its new schema") +
+              (v.forward ? "" : "; the new schema admits values the old one rejected"));
+    } else if (required) {
       Add(ChangeCode::kRequiredPropertyAdded, data, where, false, !p.old_closed,
           "required property " + Quote(e.name) + " added to " + DataText(s.data) +
               ": data written under the old schema lacks it");
@@ -760,27 +913,70 @@ void Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
           "optional property " + Quote(e.name) + " added to " + DataText(s.data) +
               ", which the old schema closes (additionalProperties: false): old readers reject it");
     } else {
-      Add(ChangeCode::kOptionalPropertyAddedToOpenContentModel, data, where, lenient, true,
+      // Strict: the open model admitted any value under the name; a schema that admits any
+      // value too (`{}`, `true`) keeps all of it.
+      bool admits_all = lenient;
+      if (!lenient) {
+        EVIDENT_ASSIGN_OR_RETURN(const Verdict v,
+                                 Probe(nullptr, "", e.schema, where, data, s.depth + 1));
+        admits_all = v.backward;
+      }
+      Add(ChangeCode::kOptionalPropertyAddedToOpenContentModel, data, where, admits_all, true,
           "optional property " + Quote(e.name) + " added to " + DataText(s.data) +
-              (lenient ? ""
-                       : "; strict: the old, open schema allowed any value under that name, "
-                         "so old data may violate the new property's schema"));
+              (lenient      ? ""
+               : admits_all ? "; its schema admits any value, as the open model did"
+                            : "; strict: the old, open schema allowed any value under that "
+                              "name, so old data may violate the new property's schema"));
     }
   }
+  return Status::Ok();
 }
 
-// Removed properties that are not half of a rename.
-void Differ::ReportRemovedProperties(const Side& s, const PropertyDiff& p) {
+// Removed properties that are not half of a rename: judged by what the new content model
+// admits under the name.
+Status Differ::ReportRemovedProperties(const Side& s, const PropertyDiff& p) {
   const bool lenient = options_.strictness == Strictness::kLenient;
-  for (const PropertyDiff::Entry& e : p.removed_left) {
-    const bool was_required = Contains(p.old_required, e.name);
-    const bool forward = !was_required && (p.new_closed || lenient);
-    Add(ChangeCode::kPropertyRemoved, AppendToken(s.data, e.name), AppendToken(p.old_at, e.name),
-        !p.new_closed, forward,
-        std::string(was_required ? "required" : "optional") + " property " + Quote(e.name) +
-            " removed from " + DataText(s.data) + (was_required ? ": old readers require it" : "") +
-            (p.new_closed ? "; the new schema is closed and rejects old data holding it" : ""));
+  for (const PropertyDiff::Entry& gone : p.removed_left) {
+    const bool was_required = Contains(p.old_required, gone.name);
+    const std::string data = AppendToken(s.data, gone.name);
+    const std::string where = AppendToken(p.old_at, gone.name);
+    const std::string what = std::string(was_required ? "required" : "optional") + " property " +
+                             Quote(gone.name) + " removed from " + DataText(s.data);
+    EVIDENT_ASSIGN_OR_RETURN(const Coverage c, CoverageOf(s.new_node, gone.name));
+    if (c.kind == Coverage::Kind::kPartial || c.kind == Coverage::Kind::kUnknown) {
+      Verdict v{.backward = false, .forward = false};
+      if (c.kind == Coverage::Kind::kPartial) {
+        EVIDENT_ASSIGN_OR_RETURN(v, JudgeCoverage(c, false, gone.schema, where, data, s.depth + 1));
+        AddMeaning(std::move(v.meaning));
+      }
+      Add(ChangeCode::kPropertyRemovedFromPartiallyOpenContentModel, data, where, v.backward,
+          v.forward && !was_required,
+          what + "; the new schema admits it under " + c.text + ": " +
+              (v.backward ? "every old value stays valid" : "old values may be rejected") +
+              (was_required ? "; old readers require it" : ""));
+      continue;
+    }
+    bool backward = c.kind == Coverage::Kind::kOpen;
+    bool forward = !was_required && (c.kind == Coverage::Kind::kClosed || lenient);
+    if (c.kind == Coverage::Kind::kClosed || (!forward && !was_required)) {
+      // A property the old schema forbade (`false`) can go from a closed model; one the old
+      // schema admitted with any value (`{}`) can go from an open one, even strictly.
+      EVIDENT_ASSIGN_OR_RETURN(const Verdict v,
+                               Probe(gone.schema, where, nullptr, "", data, s.depth + 1));
+      if (c.kind == Coverage::Kind::kClosed) {
+        Result<Node> node = old_doc_.View(gone.schema, where);
+        backward = node.ok() && node->IsFalse();
+      } else {
+        forward = v.forward;
+      }
+    }
+    Add(ChangeCode::kPropertyRemoved, data, where, backward, forward,
+        what + (was_required ? ": old readers require it" : "") +
+            (c.kind == Coverage::Kind::kClosed && !backward
+                 ? "; the new schema is closed and rejects old data holding it"
+                 : ""));
   }
+  return Status::Ok();
 }
 
 // Requiredness of properties that exist on both sides (or are only listed in `required`).
@@ -807,6 +1003,7 @@ void Differ::CompareRequiredness(const Side& s, const PropertyDiff& p) {
 }
 
 Status Differ::CompareArrays(const Side& s) {
+  if ((s.types & kArray) == 0) return Status::Ok();
   const ArrayForm olds = ArrayFormOf(s.old_node);
   const ArrayForm news = ArrayFormOf(s.new_node);
   const size_t old_count = olds.prefix != nullptr ? olds.prefix->array.size() : 0;
@@ -854,6 +1051,8 @@ Result<bool> Differ::Equivalent(const JsonValue* old_value, const std::string& o
   // Pairs under comparison further up count as equal inside the probe (the coinductive reading
   // of a recursive schema); without this a self-referencing anyOf would probe forever.
   probe.in_progress_ = in_progress_;
+  probe.merges_ = merges_;  // the same merged members, so that cycles through them are met
+  probe.regexes_ = regexes_;
   EVIDENT_RETURN_IF_ERROR(
       probe.Compare(old_value, old_pointer, new_value, new_pointer, "", Slot::kGeneral, depth));
   return scratch.empty();
@@ -861,15 +1060,22 @@ Result<bool> Differ::Equivalent(const JsonValue* old_value, const std::string& o
 
 Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_code,
                            ChangeCode removed_code, bool added_backward) {
-  const JsonValue* olds = s.old_node.Keyword(keyword);
-  const JsonValue* news = s.new_node.Keyword(keyword);
-  const size_t old_count = olds != nullptr && olds->IsArray() ? olds->array.size() : 0;
-  const size_t new_count = news != nullptr && news->IsArray() ? news->array.size() : 0;
+  const Members olds =
+      UniqueMembers(s.old_node.Keyword(keyword), s.old_node.KeywordPointer(keyword));
+  const Members news =
+      UniqueMembers(s.new_node.Keyword(keyword), s.new_node.KeywordPointer(keyword));
+  const size_t old_count = olds.values.size();
+  const size_t new_count = news.values.size();
   if (old_count == 0 && new_count == 0) return Status::Ok();
-  const std::string old_at = s.old_node.KeywordPointer(keyword);
-  const std::string new_at = s.new_node.KeywordPointer(keyword);
-  const auto old_item = [&](size_t i) { return AppendToken(old_at, std::to_string(i)); };
-  const auto new_item = [&](size_t j) { return AppendToken(new_at, std::to_string(j)); };
+  // A repeated member changes nothing for anyOf and allOf; for oneOf a value matching it matches
+  // twice and is rejected, so a repeat added narrows and a repeat removed widens.
+  if (std::string_view(keyword) == "oneOf" && olds.repeats != news.repeats) {
+    const bool more = news.repeats > olds.repeats;
+    Add(ChangeCode::kOneOfMemberRepeated, s.data,
+        more ? s.new_node.KeywordPointer(keyword) : s.old_node.KeywordPointer(keyword), !more, more,
+        "oneOf of " + DataText(s.data) + (more ? " now repeats" : " no longer repeats") +
+            " a member; a value matching a repeated member matches twice, which oneOf rejects");
+  }
   // First pair the members that did not change (at the same index first), then pair what is
   // left in order and report its differences, then report the rest as added or removed. The
   // equivalence tests are what may grow combinatorially; comparisons_max bounds them.
@@ -879,9 +1085,9 @@ Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_
     for (size_t step = 0; step < old_count; ++step) {
       const size_t i = (j + step) % old_count;
       if (old_match[i] != new_count) continue;
-      EVIDENT_ASSIGN_OR_RETURN(
-          const bool same,
-          Equivalent(&olds->array[i], old_item(i), &news->array[j], new_item(j), s.depth + 1));
+      EVIDENT_ASSIGN_OR_RETURN(const bool same,
+                               Equivalent(olds.values[i], olds.pointers[i], news.values[j],
+                                          news.pointers[j], s.depth + 1));
       if (same) {
         old_match[i] = j;
         new_matched[j] = true;
@@ -899,24 +1105,40 @@ Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_
   }
   const size_t paired = std::min(old_left.size(), new_left.size());
   for (size_t k = 0; k < paired; ++k) {
-    EVIDENT_RETURN_IF_ERROR(Compare(&olds->array[old_left[k]], old_item(old_left[k]),
-                                    &news->array[new_left[k]], new_item(new_left[k]), s.data,
+    EVIDENT_RETURN_IF_ERROR(Compare(olds.values[old_left[k]], olds.pointers[old_left[k]],
+                                    news.values[new_left[k]], news.pointers[new_left[k]], s.data,
                                     Slot::kGeneral, s.depth + 1));
   }
   for (size_t k = paired; k < new_left.size(); ++k) {
-    Add(added_code, s.data, new_item(new_left[k]), added_backward, !added_backward,
+    Add(added_code, s.data, news.pointers[new_left[k]], added_backward, !added_backward,
         std::string(keyword) + " of " + DataText(s.data) + " gained the member " +
-            Canonical(news->array[new_left[k]]));
+            Canonical(*news.values[new_left[k]]));
   }
   for (size_t k = paired; k < old_left.size(); ++k) {
-    Add(removed_code, s.data, old_item(old_left[k]), !added_backward, added_backward,
+    Add(removed_code, s.data, olds.pointers[old_left[k]], !added_backward, added_backward,
         std::string(keyword) + " of " + DataText(s.data) + " lost the member " +
-            Canonical(olds->array[old_left[k]]));
+            Canonical(*olds.values[old_left[k]]));
   }
   return Status::Ok();
 }
 
-Status Differ::CompareComposition(const Side& s) {
+Status Differ::CompareComposition(const Side& s, size_t own_from) {
+  const unsigned old_combinators = CombinatorsOf(s.old_node);
+  const unsigned new_combinators = CombinatorsOf(s.new_node);
+  if (old_combinators != new_combinators && std::popcount(old_combinators) <= 1 &&
+      std::popcount(new_combinators) <= 1 && !CombinatorsStacked(s.old_node) &&
+      !CombinatorsStacked(s.new_node)) {
+    // A plain schema against a composed one, or one combinator against another: judged by the
+    // data the members admit (composition.cc), which the keywords beside them are part of.
+    EVIDENT_RETURN_IF_ERROR(CompareNotAndConditional(s));
+    return CompareLifted(s, own_from);
+  }
+  EVIDENT_RETURN_IF_ERROR(CompareCombinators(s));
+  return CompareNotAndConditional(s);
+}
+
+// The same combinators on both sides: their members are paired and compared.
+Status Differ::CompareCombinators(const Side& s) {
   // allOf: every member constrains, so an added member narrows.
   EVIDENT_RETURN_IF_ERROR(CompareList(s, "allOf", ChangeCode::kAllOfSchemaAdded,
                                       ChangeCode::kAllOfSchemaRemoved, false));
@@ -928,7 +1150,7 @@ Status Differ::CompareComposition(const Side& s) {
           in_new ? s.new_node.KeywordPointer(keyword) : s.old_node.KeywordPointer(keyword), false,
           false,
           std::string(keyword) + (in_new ? " added to " : " removed from ") + DataText(s.data) +
-              ": the alternatives are not compared with a schema that had none");
+              " beside other combinators; such a mixture is not compared member by member");
       continue;
     }
     const bool any = std::string_view(keyword) == "anyOf";
@@ -938,6 +1160,10 @@ Status Differ::CompareComposition(const Side& s) {
         CompareList(s, keyword, any ? ChangeCode::kAnyOfBranchAdded : ChangeCode::kOneOfBranchAdded,
                     any ? ChangeCode::kAnyOfBranchRemoved : ChangeCode::kOneOfBranchRemoved, true));
   }
+  return Status::Ok();
+}
+
+Status Differ::CompareNotAndConditional(const Side& s) {
   const JsonValue* old_not = s.old_node.Keyword("not");
   const JsonValue* new_not = s.new_node.Keyword("not");
   if ((old_not == nullptr) != (new_not == nullptr)) {

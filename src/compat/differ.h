@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -17,7 +19,17 @@
 #include "compat/schema_doc.h"
 #include "evident/compat.h"
 
+namespace re2 {
+class RE2;
+}
+
 namespace evident::compat {
+
+// The combinators a node uses, as bits: 1 anyOf, 2 oneOf, 4 allOf (composition.cc).
+unsigned CombinatorsOf(const Node& node);
+// Whether, in 2020-12, combinators sit both on a `$ref` site and on what it refers to (or on two
+// sites): all of them apply, while Node::Keyword sees only the outermost.
+bool CombinatorsStacked(const Node& node);
 
 class Differ {
  public:
@@ -47,6 +59,7 @@ class Differ {
     const Node& new_node;
     const std::string& data;
     int64_t depth;
+    unsigned types;  // the instance types either side admits (differ.cc's TypeBit)
   };
 
   void Add(ChangeCode code, const std::string& data_pointer, std::string schema_pointer,
@@ -64,16 +77,59 @@ class Differ {
   void CompareStrings(const Side& s);
   Status CompareObjects(const Side& s);
   Status ComparePatternProperties(const Side& s);
-  void CompareDependencies(const Side& s);
+  Status CompareDependencies(const Side& s);
   struct PropertyDiff;  // both sides' properties and required, and what was found (differ.cc)
   Status CompareProperties(const Side& s);
   Status CompareCommonProperties(const Side& s, PropertyDiff& p);
   void ReportLikelyRenames(const Side& s, PropertyDiff& p);
-  void ReportAddedProperties(const Side& s, const PropertyDiff& p);
-  void ReportRemovedProperties(const Side& s, const PropertyDiff& p);
+  Status ReportAddedProperties(const Side& s, const PropertyDiff& p);
+  Status ReportRemovedProperties(const Side& s, const PropertyDiff& p);
+  struct Coverage {
+    enum class Kind { kOpen, kClosed, kPartial, kUnknown };
+    Kind kind = Kind::kOpen;
+    std::vector<const JsonValue*> schemas;  // kPartial: every schema the name falls under
+    std::vector<std::string> pointers;
+    std::string text;  // what covers the name, for messages
+  };
   void CompareRequiredness(const Side& s, const PropertyDiff& p);
   Status CompareArrays(const Side& s);
-  Status CompareComposition(const Side& s);
+  Status CompareComposition(const Side& s, size_t own_from);
+  Status CompareCombinators(const Side& s);
+  Status CompareNotAndConditional(const Side& s);
+
+  // composition.cc: a plain schema against a composed one, or two combinators.
+  struct Verdict {
+    bool backward = true;
+    bool forward = true;
+    std::vector<Change> meaning;   // MEANING_CHANGED found on the way (never hidden)
+    std::string why_not_backward;  // the first change that is not backward compatible
+    std::string why_not_forward;
+  };
+  struct Composed;  // one side as combinator, members and base (composition.cc)
+  // Diffs a pair on the side (a scratch Differ sharing the bounds, the comparison stack and
+  // the merged members) and sums its changes up. `data` is where in the payload they apply.
+  Result<Verdict> Probe(const JsonValue* old_value, const std::string& old_pointer,
+                        const JsonValue* new_value, const std::string& new_pointer,
+                        const std::string& data, int64_t depth);
+  Result<Coverage> CoverageOf(const Node& node, const std::string& name);
+  Result<Verdict> JudgeCoverage(const Coverage& c, bool old_is_coverage, const JsonValue* schema,
+                                const std::string& pointer, const std::string& data, int64_t depth);
+  void AddMeaning(std::vector<Change> meaning);
+  Result<Composed> CompositionOf(const SchemaDocument& doc, const Node& node);
+  Result<Composed> MembersOf(const SchemaDocument& doc, const Node& node);
+  Status SplitTypes(const SchemaDocument& doc, Composed& c);
+  Status CompareLifted(const Side& s, size_t own_from);
+  void SettleOwnChanges(size_t own_from, bool old_exact, bool new_exact);
+  void ReportLifted(const Side& s, const Composed& olds, const Composed& news,
+                    const std::vector<Verdict>& verdicts, bool backward, bool forward,
+                    bool blocked);
+  // A duplicate-free list of a combinator's members; `repeats` counts the dropped copies.
+  struct Members {
+    std::vector<const JsonValue*> values;
+    std::vector<std::string> pointers;
+    size_t repeats = 0;
+  };
+  Members UniqueMembers(const JsonValue* list, const std::string& list_pointer) const;
   Status CompareList(const Side& s, const char* keyword, ChangeCode added, ChangeCode removed,
                      bool added_backward);
   Result<bool> Equivalent(const JsonValue* old_value, const std::string& old_pointer,
@@ -89,6 +145,15 @@ class Differ {
   bool stop_at_first_change_ = false;
   bool negated_ = false;  // inside `not`: narrowing there widens the whole
   std::set<std::pair<const JsonValue*, const JsonValue*>> in_progress_;
+  // Members of a composition with the keywords beside the combinator merged in, by (schema,
+  // member): stable addresses, so that a recursive schema compared through them still meets
+  // itself in in_progress_. Shared with the probes.
+  // patternProperties patterns, compiled (null: RE2 cannot evaluate it); shared with probes.
+  std::shared_ptr<std::map<std::string, std::shared_ptr<const re2::RE2>>> regexes_ =
+      std::make_shared<std::map<std::string, std::shared_ptr<const re2::RE2>>>();
+  using MergeKey = std::pair<const JsonValue*, const JsonValue*>;
+  std::shared_ptr<std::map<MergeKey, std::unique_ptr<JsonValue>>> merges_ =
+      std::make_shared<std::map<MergeKey, std::unique_ptr<JsonValue>>>();
 };
 
 }  // namespace evident::compat

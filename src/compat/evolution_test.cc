@@ -214,6 +214,40 @@ TEST(Hostile, ALowerLimitIsHonoured) {
   EXPECT_NE(diff.status().message().find("comparisons_max=10 "), std::string::npos);
 }
 
+// Members that would be compared pairwise: refused by the bound before the work (or the memory
+// for its verdicts) is spent.
+TEST(Hostile, WideCombinatorChangeIsBounded) {
+  std::string members;
+  for (int i = 0; i < 50000; ++i)
+    members += (i > 0 ? ",{\"const\":" : "{\"const\":") + std::to_string(i) + "}";
+  const auto start = std::chrono::steady_clock::now();
+  auto any_to_all =
+      DiffSchemas(Schema("\"anyOf\":[" + members + "]"), Schema("\"allOf\":[" + members + "]"));
+  EXPECT_EQ(any_to_all.status().code(), Code::kLimitExceeded) << any_to_all.status().ToString();
+  auto plain_to_one_of =
+      DiffSchemas(Schema(R"("type":"integer")"), Schema("\"oneOf\":[" + members + "]"));
+  EXPECT_EQ(plain_to_one_of.status().code(), Code::kLimitExceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+// A base copied into many members: the copies count against the bound.
+TEST(Hostile, MergingALargeBaseIntoManyMembersIsBounded) {
+  std::string properties;
+  for (int i = 0; i < 2000; ++i) {
+    properties += (i > 0 ? ",\"p" : "\"p") + std::to_string(i) + "\":{\"type\":\"string\"}";
+  }
+  std::string members;
+  for (int i = 0; i < 1000; ++i) {
+    members += (i > 0 ? ",{\"minProperties\":" : "{\"minProperties\":") + std::to_string(i) + "}";
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto diff =
+      DiffSchemas(Schema("\"properties\":{" + properties + "}"),
+                  Schema("\"properties\":{" + properties + "},\"anyOf\":[" + members + "]"));
+  EXPECT_EQ(diff.status().code(), Code::kLimitExceeded) << diff.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
 TEST(Hostile, DeepPropertyNestingHitsDepthMax) {
   std::string schema = R"({"type":"string"})";
   for (int i = 0; i < 200; ++i) schema = R"({"properties":{"a":)" + schema + "}}";

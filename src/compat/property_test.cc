@@ -154,7 +154,9 @@ TEST_P(RandomSchemas, ReflexiveAndSymmetric) {
       EXPECT_TRUE(same->changes.empty()) << a << "\n" << same->changes[0].message;
       auto forth = DiffSchemas(a, b, options);
       auto back = DiffSchemas(b, a, options);
-      ASSERT_EQ(forth.ok(), back.ok()) << a << "\n" << b;
+      ASSERT_EQ(forth.ok(), back.ok()) << (forth.ok() ? back : forth).status().ToString() << "\n"
+                                       << a << "\n"
+                                       << b;
       if (!forth.ok()) {
         EXPECT_EQ(forth.status().code(), Code::kLimitExceeded);
         continue;

@@ -37,6 +37,17 @@ void Add(ConsumeSummary& total, const ConsumeSummary& one) {
   }
 }
 
+// Whether a partition's loop ended because its lease is no longer this member's: a commit fenced
+// off by the epoch, or a batch held open past the lease (the loop's transactions are held for
+// one lease at most, so the server ending one means the lease ran out and another member may
+// have taken the partition). Both are reported by message, as the store reports them.
+bool LostTheLease(const Status& status) {
+  return (status.code() == Code::kFailedPrecondition &&
+          status.message().find("lease lost") != std::string::npos) ||
+         (status.code() == Code::kUnavailable &&
+          status.message().find("idle past its hold") != std::string::npos);
+}
+
 // One partition's consume loop, on a thread of its own.
 struct Worker {
   int64_t partition = 0;
@@ -210,8 +221,7 @@ class Member {
     if (w.thread.joinable()) w.thread.join();
     if (w.result.ok()) {
       Add(summary_.total, *w.result);
-    } else if (w.result.status().code() == Code::kFailedPrecondition &&
-               w.result.status().message().find("lease lost") != std::string::npos) {
+    } else if (LostTheLease(w.result.status())) {
       lost = true;
     } else {
       summary_.last_error =
