@@ -121,6 +121,7 @@ enum class ChangeCode {
   kCompositionRemoved,
   kCombinatorChanged,
   kOneOfMemberRepeated,
+  kOneOfMembersMayOverlap,
   kPropertyAddedToPartiallyOpenContentModel,
   kPropertyRemovedFromPartiallyOpenContentModel,
   kNotChanged,

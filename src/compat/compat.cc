@@ -236,6 +236,8 @@ std::string_view ChangeCodeName(ChangeCode code) {
       return "COMBINATOR_CHANGED";
     case ChangeCode::kOneOfMemberRepeated:
       return "ONE_OF_MEMBER_REPEATED";
+    case ChangeCode::kOneOfMembersMayOverlap:
+      return "ONE_OF_MEMBERS_MAY_OVERLAP";
     case ChangeCode::kPropertyAddedToPartiallyOpenContentModel:
       return "PROPERTY_ADDED_TO_PARTIALLY_OPEN_CONTENT_MODEL";
     case ChangeCode::kPropertyRemovedFromPartiallyOpenContentModel:

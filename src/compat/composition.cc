@@ -358,6 +358,45 @@ unsigned CombinatorsOf(const Node& node) {
   return bits;
 }
 
+Status Differ::CheckOneOfOverlap(const Side& s, const Members& olds, const Members& news,
+                                 const std::vector<size_t>& old_of) {
+  const size_t n = olds.values.size();
+  const size_t m = news.values.size();
+  comparisons_ += static_cast<int64_t>(m) * static_cast<int64_t>(m) / 2;
+  if (comparisons_ > options_.comparisons_max) {
+    return Status::LimitExceeded("checking whether the oneOf members of " + DataText(s.data) +
+                                 " overlap needs more than comparisons_max=" +
+                                 std::to_string(options_.comparisons_max) + " steps");
+  }
+  std::vector<Node> old_nodes;
+  std::vector<Node> new_nodes;
+  for (size_t i = 0; i < n; ++i) {
+    EVIDENT_ASSIGN_OR_RETURN(Node node, old_doc_.View(olds.values[i], olds.pointers[i]));
+    old_nodes.push_back(std::move(node));
+  }
+  for (size_t j = 0; j < m; ++j) {
+    EVIDENT_ASSIGN_OR_RETURN(Node node, new_doc_.View(news.values[j], news.pointers[j]));
+    new_nodes.push_back(std::move(node));
+  }
+  for (size_t j = 0; j < m; ++j) {
+    for (size_t k = j + 1; k < m; ++k) {
+      if (ProvablyDisjoint(new_doc_, new_nodes[j], new_nodes[k], comparisons_)) continue;
+      // The same two members could overlap before: not a change.
+      if (old_of[j] < n && old_of[k] < n &&
+          !ProvablyDisjoint(old_doc_, old_nodes[old_of[j]], old_nodes[old_of[k]], comparisons_)) {
+        continue;
+      }
+      Add(ChangeCode::kOneOfMembersMayOverlap, s.data, news.pointers[k], false, true,
+          "oneOf members " + std::to_string(j) + " and " + std::to_string(k) + " of " +
+              DataText(s.data) + " may now both match one value, which oneOf rejects" +
+              (old_of[j] < n && old_of[k] < n ? " (before, they could not)"
+                                              : " (one of them is new)"));
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
 bool CombinatorsStacked(const Node& node) {
   if (node.dialect != Dialect::kDraft2020 || node.sites.empty()) return false;
   int holding = 0;

@@ -168,6 +168,33 @@ double BoundValue(const JsonValue* value, double absent) {
   return value != nullptr && value->IsNumber() ? value->number : absent;
 }
 
+// The order of two bounds (-1, 0, 1), exact when both are written as integers: doubles lose
+// the digits above 2^53, and 9007199254740993 must stay above 9007199254740992.
+int BoundOrder(const JsonValue* a, const JsonValue* b, double a_bound, double b_bound) {
+  struct Exact {
+    bool negative = false;
+    uint64_t magnitude = 0;
+  };
+  const auto exact = [](const JsonValue* v, Exact& out) {
+    if (v == nullptr || !v->IsNumber()) return false;
+    if (v->is_unsigned) {
+      out = {false, v->unsigned_integer};
+      return true;
+    }
+    if (!v->is_integer) return false;
+    out.negative = v->integer < 0;
+    out.magnitude = out.negative ? static_cast<uint64_t>(-(v->integer + 1)) + 1
+                                 : static_cast<uint64_t>(v->integer);
+    return true;
+  };
+  Exact x;
+  Exact y;
+  if (!exact(a, x) || !exact(b, y)) return a_bound < b_bound ? -1 : a_bound > b_bound ? 1 : 0;
+  if (x.negative != y.negative) return x.negative ? -1 : 1;
+  if (x.magnitude == y.magnitude) return 0;
+  return (x.magnitude < y.magnitude) != x.negative ? -1 : 1;
+}
+
 // The values `enum`/`const` admit, canonical; `universal` when neither is present.
 struct ValueSet {
   bool universal = true;
@@ -453,10 +480,15 @@ void Differ::CompareBounds(const Side& s) {
     const JsonValue* new_value = s.new_node.Keyword(bound.keyword);
     const double old_bound = BoundValue(old_value, bound.absent);
     const double new_bound = BoundValue(new_value, bound.absent);
-    if (old_bound == new_bound) continue;
-    const bool tighter = bound.upper ? new_bound < old_bound : new_bound > old_bound;
-    const std::string old_text = std::isinf(old_bound) ? "(none)" : NumberText(old_bound);
-    const std::string new_text = std::isinf(new_bound) ? "(none)" : NumberText(new_bound);
+    const int order = BoundOrder(old_value, new_value, old_bound, new_bound);  // old vs new
+    if (order == 0) continue;
+    const bool tighter = bound.upper ? order > 0 : order < 0;
+    const auto text = [](const JsonValue* value, double bound_value) {
+      if (std::isinf(bound_value)) return std::string("(none)");
+      return value != nullptr && value->IsNumber() ? Canonical(*value) : NumberText(bound_value);
+    };
+    const std::string old_text = text(old_value, old_bound);
+    const std::string new_text = text(new_value, new_bound);
     Add(tighter ? bound.tighter : bound.looser, s.data,
         new_value != nullptr ? s.new_node.KeywordPointer(bound.keyword)
                              : s.old_node.KeywordPointer(bound.keyword),
@@ -1104,6 +1136,15 @@ Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_
     if (!new_matched[j]) new_left.push_back(j);
   }
   const size_t paired = std::min(old_left.size(), new_left.size());
+  if (std::string_view(keyword) == "oneOf") {
+    // Which old member each new one continues (unchanged, or paired for comparison).
+    std::vector<size_t> old_of(new_count, old_count);
+    for (size_t i = 0; i < old_count; ++i) {
+      if (old_match[i] != new_count) old_of[old_match[i]] = i;
+    }
+    for (size_t k = 0; k < paired; ++k) old_of[new_left[k]] = old_left[k];
+    EVIDENT_RETURN_IF_ERROR(CheckOneOfOverlap(s, olds, news, old_of));
+  }
   for (size_t k = 0; k < paired; ++k) {
     EVIDENT_RETURN_IF_ERROR(Compare(olds.values[old_left[k]], olds.pointers[old_left[k]],
                                     news.values[new_left[k]], news.pointers[new_left[k]], s.data,

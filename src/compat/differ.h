@@ -129,6 +129,11 @@ class Differ {
     std::vector<std::string> pointers;
     size_t repeats = 0;
   };
+  // A oneOf whose members can now overlap where they could not before rejects a value matching
+  // two of them: reported as ONE_OF_MEMBERS_MAY_OVERLAP. `old_of[j]` is the old member the new
+  // member j continues, or the old count for an added one.
+  Status CheckOneOfOverlap(const Side& s, const Members& olds, const Members& news,
+                           const std::vector<size_t>& old_of);
   Members UniqueMembers(const JsonValue* list, const std::string& list_pointer) const;
   Status CompareList(const Side& s, const char* keyword, ChangeCode added, ChangeCode removed,
                      bool added_backward);

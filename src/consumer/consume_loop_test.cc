@@ -192,7 +192,7 @@ TEST_F(ConsumeLoopTest, ASteadyTrickleCommitsOnceABatchIsBatchMsMaxOld) {
     auto store = OpenMemoryStore(database_).value();
     auto source = Recording();
     struct Trickle final : Source {
-      explicit Trickle(Source& inner) : inner(inner) {}
+      explicit Trickle(Source& source) : inner(source) {}
       const std::string& name() const override { return inner.name(); }
       Status Start(const std::optional<std::string>& p) override { return inner.Start(p); }
       // The next message is due 20 ms after the last one; before that the source has nothing,

@@ -86,12 +86,28 @@ constexpr std::array<std::string_view, kAttrCount> kAttrNames = {"specversion",
                                                                  "spanid",
                                                                  "contractversion"};
 
+// A slot per attribute name, from its length and first two bytes (collision-free for the names
+// above: checked at compile time), so that a member name is compared with one candidate at most.
+constexpr size_t AttrSlot(std::string_view name) {
+  return (name.size() * 2 + static_cast<unsigned char>(name[0]) * 15 +
+          static_cast<unsigned char>(name[1])) &
+         63;
+}
+
+constexpr std::array<int8_t, 64> kAttrBySlot = [] {
+  std::array<int8_t, 64> slots{};
+  for (int8_t& slot : slots) slot = -1;
+  for (int i = 0; i < kAttrCount; ++i) {
+    if (slots[AttrSlot(kAttrNames[i])] != -1) throw "two attribute names share a slot";
+    slots[AttrSlot(kAttrNames[i])] = static_cast<int8_t>(i);
+  }
+  return slots;
+}();
+
 int AttrIndex(std::string_view name) {
   if (name.size() < 2 || name.size() > 15) return -1;  // fast exit for most extensions
-  for (int i = 0; i < kAttrCount; ++i) {
-    if (kAttrNames[i].size() == name.size() && kAttrNames[i] == name) return i;
-  }
-  return -1;
+  const int candidate = kAttrBySlot[AttrSlot(name)];
+  return candidate >= 0 && kAttrNames[candidate] == name ? candidate : -1;
 }
 
 // Where one canonical attribute's value came from: an element of the document or a constant.
@@ -165,12 +181,15 @@ bool HasLoneSurrogateEscape(std::string_view bytes) {
   return false;
 }
 
-// A member name's bit in a 64-bit filter: names with different bits differ.
+// A member name's bit in a 64-bit filter: names with different bits differ. Length, first,
+// middle and last byte: member names of one object rarely agree on all four, so the filter
+// leaves few pairs to compare byte by byte.
 uint64_t NameBit(std::string_view name) {
-  size_t mix = name.size() * 31;
+  size_t mix = name.size();
   if (!name.empty()) {
-    mix += static_cast<unsigned char>(name.front());
-    mix += 7u * static_cast<unsigned char>(name[name.size() / 2]);
+    mix += 3u * static_cast<unsigned char>(name.front()) +
+           5u * static_cast<unsigned char>(name[name.size() / 2]) +
+           7u * static_cast<unsigned char>(name.back());
   }
   return uint64_t{1} << (mix & 63);
 }
@@ -180,13 +199,11 @@ uint64_t NameBit(std::string_view name) {
 // distinct names costs one pass. Larger objects are sorted (no quadratic worst case for an
 // attacker's object of many names).
 bool HasEqualNames(std::vector<std::string_view>& keys, std::string& duplicate_name) {
-  constexpr size_t kUnfilteredKeysMax = 4;  // a few compares cost less than the filter
   constexpr size_t kPairwiseKeysMax = 16;
   if (keys.size() <= kPairwiseKeysMax) {
     uint64_t seen = 0;
-    const bool filtered = keys.size() > kUnfilteredKeysMax;
     for (size_t i = 0; i < keys.size(); ++i) {
-      const uint64_t bit = filtered ? NameBit(keys[i]) : 1;
+      const uint64_t bit = NameBit(keys[i]);
       if ((seen & bit) != 0) {
         for (size_t j = 0; j < i; ++j) {
           if (keys[i] == keys[j]) {
