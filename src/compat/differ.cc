@@ -254,6 +254,40 @@ ArrayForm ArrayFormOf(const Node& node) {
   return form;
 }
 
+// In 2020-12 every layer of a `$ref` chain applies, while Node::Keyword reads the outermost one:
+// a constraining keyword on two layers with different values is a conjunction the comparison
+// does not see (`"$ref":"#/$defs/n","required":["a"]` with `n` requiring `b`).
+bool ShadowsALayer(const Node& node) {
+  if (node.dialect != Dialect::kDraft2020 || node.sites.empty()) return false;
+  std::unordered_map<std::string_view, const JsonValue*> seen;
+  const auto layer = [&](const JsonValue* value) {
+    if (!value->IsObject()) return false;
+    for (const JsonMember& m : value->object) {
+      const std::string_view name = m.name;
+      if (name == "$ref" || name == "$defs" || name == "$id" || name == "$schema" ||
+          name == "$anchor" || name == "$dynamicAnchor" || name == "$comment" || name == "title" ||
+          name == "description" || name == "default" || name == "examples" ||
+          name.starts_with("x-")) {
+        continue;
+      }
+      const auto [at, inserted] = seen.emplace(name, &m.value);
+      if (!inserted && Canonical(*at->second) != Canonical(m.value)) return true;
+    }
+    return false;
+  };
+  for (const JsonValue* site : node.sites) {
+    if (layer(site)) return true;
+  }
+  return layer(node.value);
+}
+
+// Every layer of a node, canonical: two nodes with the same layers admit the same data.
+std::string LayersText(const Node& node) {
+  std::string out;
+  for (const JsonValue* site : node.sites) out += Canonical(*site) + "\n";
+  return out + Canonical(*node.value);
+}
+
 }  // namespace
 
 // ---- Differ ---------------------------------------------------------------------------------
@@ -328,6 +362,13 @@ Status Differ::CompareNodes(const Node& old_node, const Node& new_node, const st
         false, false,
         std::string(keyword) + " of " + DataText(data) + " changed from " + old_text + " to " +
             new_text + "; evident does not follow dynamic references");
+  }
+  if ((ShadowsALayer(old_node) || ShadowsALayer(new_node)) &&
+      LayersText(old_node) != LayersText(new_node)) {
+    Add(ChangeCode::kUnresolvedRefChanged, data, new_node.pointer, false, false,
+        "keywords beside a $ref at " + DataText(data) +
+            " repeat keywords of the schema it refers to with other values; all of them apply, "
+            "and evident compares such layers only for being unchanged");
   }
   // Keywords of a type neither side admits constrain nothing (maxLength beside "type":"null").
   const unsigned types = TypeSet(old_node.Keyword("type")) | TypeSet(new_node.Keyword("type"));
