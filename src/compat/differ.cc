@@ -942,6 +942,18 @@ Result<Differ::Verdict> Differ::JudgeCoverage(const Coverage& c, bool old_is_cov
   return verdict;
 }
 
+// JudgeCoverage for a partially open model, its changes of meaning reported; a model whose
+// coverage cannot be read is neither backward nor forward compatible.
+Result<Differ::Verdict> Differ::JudgeCovered(const Coverage& c, bool old_is_coverage,
+                                             const JsonValue* schema, const std::string& pointer,
+                                             const std::string& data, int64_t depth) {
+  if (c.kind != Coverage::Kind::kPartial) return Verdict{.backward = false, .forward = false};
+  EVIDENT_ASSIGN_OR_RETURN(Verdict v,
+                           JudgeCoverage(c, old_is_coverage, schema, pointer, data, depth));
+  AddMeaning(std::move(v.meaning));
+  return v;
+}
+
 // Changes of meaning a probe found: reported as they are, whatever the verdict.
 void Differ::AddMeaning(std::vector<Change> meaning) {
   for (Change& change : meaning) {
@@ -962,11 +974,8 @@ Status Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
     const bool required = Contains(p.new_required, e.name);
     EVIDENT_ASSIGN_OR_RETURN(const Coverage c, CoverageOf(s.old_node, e.name));
     if (c.kind == Coverage::Kind::kPartial || c.kind == Coverage::Kind::kUnknown) {
-      Verdict v{.backward = false, .forward = false};
-      if (c.kind == Coverage::Kind::kPartial) {
-        EVIDENT_ASSIGN_OR_RETURN(v, JudgeCoverage(c, true, e.schema, where, data, s.depth + 1));
-        AddMeaning(std::move(v.meaning));
-      }
+      EVIDENT_ASSIGN_OR_RETURN(const Verdict v,
+                               JudgeCovered(c, true, e.schema, where, data, s.depth + 1));
       Add(required ? ChangeCode::kRequiredPropertyAdded
                    : ChangeCode::kPropertyAddedToPartiallyOpenContentModel,
           data, where, v.backward && !required, v.forward,
@@ -1017,11 +1026,8 @@ Status Differ::ReportRemovedProperties(const Side& s, const PropertyDiff& p) {
                              Quote(gone.name) + " removed from " + DataText(s.data);
     EVIDENT_ASSIGN_OR_RETURN(const Coverage c, CoverageOf(s.new_node, gone.name));
     if (c.kind == Coverage::Kind::kPartial || c.kind == Coverage::Kind::kUnknown) {
-      Verdict v{.backward = false, .forward = false};
-      if (c.kind == Coverage::Kind::kPartial) {
-        EVIDENT_ASSIGN_OR_RETURN(v, JudgeCoverage(c, false, gone.schema, where, data, s.depth + 1));
-        AddMeaning(std::move(v.meaning));
-      }
+      EVIDENT_ASSIGN_OR_RETURN(const Verdict v,
+                               JudgeCovered(c, false, gone.schema, where, data, s.depth + 1));
       Add(ChangeCode::kPropertyRemovedFromPartiallyOpenContentModel, data, where, v.backward,
           v.forward && !was_required,
           what + "; the new schema admits it under " + c.text + ": " +

@@ -114,6 +114,8 @@ class Differ {
   Result<Coverage> CoverageOf(const Node& node, const std::string& name);
   Result<Verdict> JudgeCoverage(const Coverage& c, bool old_is_coverage, const JsonValue* schema,
                                 const std::string& pointer, const std::string& data, int64_t depth);
+  Result<Verdict> JudgeCovered(const Coverage& c, bool old_is_coverage, const JsonValue* schema,
+                               const std::string& pointer, const std::string& data, int64_t depth);
   void AddMeaning(std::vector<Change> meaning);
   Result<Composed> CompositionOf(const SchemaDocument& doc, const Node& node);
   Result<Composed> MembersOf(const SchemaDocument& doc, const Node& node);
