@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "compat/differ.h"
+#include "compat/keywords.h"
 
 namespace evident::compat {
 namespace {
@@ -185,51 +186,25 @@ int64_t NodeCount(const JsonValue& value) {
   return count;
 }
 
-std::string DataText(const std::string& data_pointer) {
-  return data_pointer.empty() ? std::string("the payload") : data_pointer;
-}
-
 bool HasBase(const JsonValue& value) {
   if (!value.IsObject()) return false;
   return std::any_of(value.object.begin(), value.object.end(),
                      [](const JsonMember& m) { return !IsInert(m.name); });
 }
 
-unsigned ExpandedTypes(const JsonValue* type) {
-  constexpr unsigned kNumber = 16;
-  constexpr unsigned kInteger = 32;
-  unsigned set = 127;
-  if (type != nullptr) {
-    set = 0;
-    const auto bit = [](const std::string& name) -> unsigned {
-      static const char* kNames[] = {"null",   "boolean", "object", "array",
-                                     "number", "integer", "string"};
-      for (unsigned i = 0; i < 7; ++i) {
-        if (name == kNames[i]) return 1u << i;
-      }
-      return 0;
-    };
-    if (type->IsString()) set = bit(type->string);
-    if (type->IsArray()) {
-      for (const JsonValue& t : type->array) set |= t.IsString() ? bit(t.string) : 0;
-    }
-  }
-  if ((set & kNumber) != 0) set |= kInteger;
-  return set;
+// Both nodes restrict their values (const/enum) and no value is allowed by both.
+bool ValuesDisjoint(const Node& a, const Node& b) {
+  const ValueSet left = ValuesOf(a);
+  const ValueSet right = ValuesOf(b);
+  if (left.universal || right.universal) return false;
+  std::vector<std::string> both;
+  std::set_intersection(left.values.begin(), left.values.end(), right.values.begin(),
+                        right.values.end(), std::back_inserter(both));
+  return both.empty();
 }
 
-// The canonical values `const`/`enum` allow, or nothing when the node allows any value.
-std::optional<std::set<std::string>> AllowedValues(const Node& node) {
-  if (const JsonValue* c = node.Keyword("const")) return std::set<std::string>{Canonical(*c)};
-  const JsonValue* e = node.Keyword("enum");
-  if (e == nullptr || !e->IsArray()) return std::nullopt;
-  std::set<std::string> values;
-  for (const JsonValue& v : e->array) values.insert(Canonical(v));
-  return values;
-}
-
-bool Disjoint(const std::set<std::string>& a, const std::set<std::string>& b) {
-  return std::none_of(a.begin(), a.end(), [&](const std::string& v) { return b.count(v) != 0; });
+bool TypesDisjoint(const Node& a, const Node& b) {
+  return (WithIntegers(TypeSet(a.Keyword("type"))) & WithIntegers(TypeSet(b.Keyword("type")))) == 0;
 }
 
 // Whether `node` admits no value under the property `name`: its schema there is `false`, or
@@ -247,16 +222,6 @@ bool Forbids(const SchemaDocument& doc, const Node& node, const std::string& nam
          node.Keyword("patternProperties") == nullptr;
 }
 
-std::set<std::string> RequiredOf(const Node& node) {
-  std::set<std::string> names;
-  const JsonValue* required = node.Keyword("required");
-  if (required == nullptr || !required->IsArray()) return names;
-  for (const JsonValue& v : required->array) {
-    if (v.IsString()) names.insert(v.string);
-  }
-  return names;
-}
-
 // Whether no value can be valid under both `a` and `b`, both of `doc` (read from their keywords
 // alone; false means "perhaps both"): disjoint types, disjoint const/enum values, a property
 // both require with disjoint values or types (a discriminator), or a property one requires and
@@ -264,15 +229,12 @@ std::set<std::string> RequiredOf(const Node& node) {
 bool ProvablyDisjoint(const SchemaDocument& doc, const Node& a, const Node& b, int64_t& cost) {
   ++cost;
   if (a.IsFalse() || b.IsFalse()) return true;
-  if ((ExpandedTypes(a.Keyword("type")) & ExpandedTypes(b.Keyword("type"))) == 0) return true;
-  const auto a_values = AllowedValues(a);
-  const auto b_values = AllowedValues(b);
-  if (a_values && b_values && Disjoint(*a_values, *b_values)) return true;
-  const std::set<std::string> a_required = RequiredOf(a);
-  const std::set<std::string> b_required = RequiredOf(b);
+  if (TypesDisjoint(a, b) || ValuesDisjoint(a, b)) return true;
+  const std::set<std::string> a_required = RequiredNames(a.Keyword("required"));
+  const std::set<std::string> b_required = RequiredNames(b.Keyword("required"));
   cost += static_cast<int64_t>(a_required.size() + b_required.size());
   for (const std::string& name : a_required) {
-    if (b_required.count(name) == 0 ? Forbids(doc, b, name) : false) return true;
+    if (b_required.count(name) == 0 && Forbids(doc, b, name)) return true;
   }
   for (const std::string& name : b_required) {
     if (a_required.count(name) == 0 && Forbids(doc, a, name)) return true;
@@ -290,13 +252,7 @@ bool ProvablyDisjoint(const SchemaDocument& doc, const Node& a, const Node& b, i
     const Result<Node> a_member = doc.View(a_schema, "");
     const Result<Node> b_member = doc.View(b_schema, "");
     if (!a_member.ok() || !b_member.ok()) continue;
-    const auto a_allowed = AllowedValues(*a_member);
-    const auto b_allowed = AllowedValues(*b_member);
-    if (a_allowed && b_allowed && Disjoint(*a_allowed, *b_allowed)) return true;
-    if ((ExpandedTypes(a_member->Keyword("type")) & ExpandedTypes(b_member->Keyword("type"))) ==
-        0) {
-      return true;
-    }
+    if (TypesDisjoint(*a_member, *b_member) || ValuesDisjoint(*a_member, *b_member)) return true;
   }
   return false;
 }
@@ -504,7 +460,6 @@ Result<Differ::Composed> Differ::MembersOf(const SchemaDocument& doc, const Node
   if (bits == 0) {
     c.values.push_back(node.sites.empty() ? node.value : node.sites.front());
     c.pointers.push_back(node.sites.empty() ? node.pointer : node.site_pointers.front());
-    c.exclusive.push_back(true);
     return c;
   }
   assert(std::popcount(bits) == 1);  // CompareComposition lifts single combinators only

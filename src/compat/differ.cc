@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "compat/keywords.h"
 #include "schema/regex.h"
 
 namespace evident::compat {
@@ -21,40 +22,6 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr size_t kPatternProgramBytesMax = size_t{1} << 20;
 
 // ---- type sets ------------------------------------------------------------------------------
-
-enum TypeBit : unsigned {
-  kNull = 1,
-  kBoolean = 2,
-  kObject = 4,
-  kArray = 8,
-  kNumber = 16,  // includes integer
-  kInteger = 32,
-  kString = 64,
-  kAnyType = 127,
-};
-
-unsigned TypeBitOf(std::string_view name) {
-  if (name == "null") return kNull;
-  if (name == "boolean") return kBoolean;
-  if (name == "object") return kObject;
-  if (name == "array") return kArray;
-  if (name == "number") return kNumber;
-  if (name == "integer") return kInteger;
-  if (name == "string") return kString;
-  return 0;
-}
-
-unsigned TypeSet(const JsonValue* type) {
-  if (type == nullptr) return kAnyType;
-  if (type->IsString()) return TypeBitOf(type->string);
-  unsigned set = 0;
-  if (type->IsArray()) {
-    for (const JsonValue& item : type->array) {
-      if (item.IsString()) set |= TypeBitOf(item.string);
-    }
-  }
-  return set;
-}
 
 // Every instance type `inner` admits is admitted by `outer` (integer is a number).
 bool TypesWithin(unsigned inner, unsigned outer) {
@@ -68,36 +35,11 @@ std::string TypeText(const JsonValue* type) {
 
 // ---- helpers --------------------------------------------------------------------------------
 
-std::string Quote(std::string_view name) {
-  // Appended piecewise: GCC 12 warns falsely (-Wrestrict) about "'" + std::string + "'".
-  std::string out;
-  out.reserve(name.size() + 2);
-  out += '\'';
-  out += name;
-  out += '\'';
-  return out;
-}
-
-std::string DataText(const std::string& data_pointer) {
-  return data_pointer.empty() ? std::string("the payload") : data_pointer;
-}
-
 std::string NumberText(double value) {
   JsonValue v;
   v.kind = JsonValue::Kind::kNumber;
   v.number = value;
   return Canonical(v);
-}
-
-// Sets and maps rather than linear searches: a hostile schema may list 100000 properties, and
-// the comparison must stay near-linear in them.
-std::set<std::string> RequiredNames(const JsonValue* required) {
-  std::set<std::string> names;
-  if (required == nullptr || !required->IsArray()) return names;
-  for (const JsonValue& v : required->array) {
-    if (v.IsString()) names.insert(v.string);
-  }
-  return names;
 }
 
 bool Contains(const std::set<std::string>& names, const std::string& name) {
@@ -193,26 +135,6 @@ int BoundOrder(const JsonValue* a, const JsonValue* b, double a_bound, double b_
   if (x.negative != y.negative) return x.negative ? -1 : 1;
   if (x.magnitude == y.magnitude) return 0;
   return (x.magnitude < y.magnitude) != x.negative ? -1 : 1;
-}
-
-// The values `enum`/`const` admit, canonical; `universal` when neither is present.
-struct ValueSet {
-  bool universal = true;
-  std::vector<std::string> values;  // sorted, unique
-};
-
-ValueSet ValuesOf(const Node& node) {
-  ValueSet set;
-  if (const JsonValue* c = node.Keyword("const")) {
-    set.universal = false;
-    set.values.push_back(Canonical(*c));
-  } else if (const JsonValue* e = node.Keyword("enum"); e != nullptr && e->IsArray()) {
-    set.universal = false;
-    for (const JsonValue& v : e->array) set.values.push_back(Canonical(v));
-  }
-  std::sort(set.values.begin(), set.values.end());
-  set.values.erase(std::unique(set.values.begin(), set.values.end()), set.values.end());
-  return set;
 }
 
 std::string ListText(const std::vector<std::string>& values) {
@@ -372,7 +294,7 @@ Status Differ::CompareNodes(const Node& old_node, const Node& new_node, const st
   }
   // Keywords of a type neither side admits constrain nothing (maxLength beside "type":"null").
   const unsigned types = TypeSet(old_node.Keyword("type")) | TypeSet(new_node.Keyword("type"));
-  const Side s{old_node, new_node, data, depth, (types & kNumber) != 0 ? types | kInteger : types};
+  const Side s{old_node, new_node, data, depth, WithIntegers(types)};
   const size_t own_from = out_.size();
   CompareMeaning(s);
   CompareTypes(s);
