@@ -11,7 +11,7 @@ set -euo pipefail
 want=${1:-build}
 packages=(build-essential cmake ninja-build pkg-config git
   libsimdjson-dev libre2-dev libsqlite3-dev sqlite3 libyaml-cpp-dev libcli11-dev libnats-dev
-  libcurl4-openssl-dev libssl-dev libpq-dev libgtest-dev libgmock-dev libbenchmark-dev)
+  libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libpq-dev libgtest-dev libgmock-dev libbenchmark-dev)
 case "$want" in
   build) ;;
   test) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 clang-format-14

@@ -144,6 +144,18 @@ inline constexpr int64_t kBatchMsMaxLimit = 600'000;       // batch_ms_max: 1 ..
 inline constexpr int64_t kEventBytesFloor = 65'536;        // event_bytes_max: CloudEvents' minimum
 inline constexpr int64_t kEventBytesLimit = int64_t{64} << 20;  // .. to 64 MiB
 
+// The daemon's HTTP settings (`http:` in evident.yaml; serve.h).
+struct WebhookSecretConfig {
+  std::string source;       // the CloudEvents source whose requests must be signed
+  std::string secret_file;  // a file holding "whsec_<base64>" (resolved against the config's dir)
+  std::string secret_env;   // or an environment variable holding it
+};
+struct HttpConfig {
+  std::vector<std::string> webhook_origins;  // the handshake's allowed origins; "*" any
+  std::vector<WebhookSecretConfig> webhook_secrets;
+  int64_t signature_tolerance_s = 300;
+};
+
 struct Config {
   std::string path;           // the file it was read from
   std::string contracts_dir;  // resolved against the file's directory
@@ -158,6 +170,7 @@ struct Config {
   int64_t batch_ms_max = 50;
   size_t event_bytes_max = size_t{1} << 20;
   std::vector<ConsumerConfig> consumers;
+  HttpConfig http;
 
   const ConsumerConfig* Find(std::string_view consumer_id) const;
 };

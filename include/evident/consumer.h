@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -130,6 +131,13 @@ class Pipeline {
 
 namespace evident {
 
+// A committed batch, as ConsumeOptions::on_committed sees it.
+struct CommittedBatch {
+  std::span<const Decision> decisions;  // every decision of the batch, in order
+  size_t events = 0;                    // input events the batch decided
+  double commit_seconds = 0;            // the store's commit of the batch
+};
+
 struct ConsumeOptions {
   std::string input =
       "-";  // NDJSON file, or "-" for standard input (the overload without a Source)
@@ -163,6 +171,10 @@ struct ConsumeOptions {
   // with the cursor recorded (a consumer group fences each batch with it: group.h). An error
   // fails the batch as a store error would (kFailedPrecondition: the run ends).
   std::function<Status(Transaction&, const Cursor&)> before_commit;
+  // Called after each commit, before the batch is acknowledged to the source (a daemon answers
+  // its requests from it). An error ends the run as a failed write of the outcomes would: the
+  // decisions stand. Null: nothing is called.
+  std::function<Status(const CommittedBatch&)> on_committed;
 };
 
 struct ConsumeSummary {

@@ -82,5 +82,6 @@ void AddStoreCommands(CLI::App& app, Runner& run);
 void AddGroupCommands(CLI::App& app, Runner& run);  // group status
 // `effects run|list|show|resolve` and `compensations list` (cmd_effects.cc).
 void AddEffectsCommands(CLI::App& app, Runner& run);
+void AddServeCommand(CLI::App& app, Runner& run);
 
 }  // namespace evident::cli

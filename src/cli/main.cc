@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   AddEffectsCommands(app, run);
   AddStoreCommands(app, run);
   AddGroupCommands(app, run);
+  AddServeCommand(app, run);
 
   try {
     app.parse(argc, argv);

@@ -392,6 +392,56 @@ void ParseLimits(const std::string& origin, const YAML::Node& root, Config& conf
          config.event_bytes_max >= static_cast<size_t>(kEventBytesFloor));
 }
 
+// One webhook_secrets entry: a source and where its secret is (a file or a variable).
+WebhookSecretConfig ParseWebhookSecret(const std::string& origin, const YAML::Node& node,
+                                       const std::string& base_dir) {
+  if (!node.IsMap()) Fail(origin, node, "a webhook secret is {source, secret_file|secret_env}");
+  WebhookSecretConfig secret;
+  for (const auto& field : node) {
+    const std::string key = field.first.as<std::string>();
+    if (key == "source") {
+      secret.source = field.second.as<std::string>();
+    } else if (key == "secret_file") {
+      const fs::path file = field.second.as<std::string>();
+      secret.secret_file = (file.is_absolute() ? file : fs::path(base_dir) / file).string();
+    } else if (key == "secret_env") {
+      secret.secret_env = field.second.as<std::string>();
+    } else {
+      Fail(origin, field.first, "unknown key '" + key + "' in a webhook secret");
+    }
+  }
+  if (secret.source.empty()) Fail(origin, node, "a webhook secret needs its 'source'");
+  if (secret.secret_file.empty() == secret.secret_env.empty()) {
+    Fail(origin, node, "a webhook secret gives one of 'secret_file' and 'secret_env'");
+  }
+  return secret;
+}
+
+// http: the daemon's webhook origins, secrets and signature tolerance.
+void ParseHttp(const std::string& origin, const YAML::Node& node, const std::string& base_dir,
+               HttpConfig& http) {
+  if (!node.IsMap()) Fail(origin, node, "'http' must be a mapping");
+  for (const auto& field : node) {
+    const std::string key = field.first.as<std::string>();
+    if (key == "webhook_origins") {
+      if (!field.second.IsSequence()) Fail(origin, field.second, "a list of origins");
+      for (const auto& o : field.second) http.webhook_origins.push_back(o.as<std::string>());
+    } else if (key == "webhook_secrets") {
+      if (!field.second.IsSequence()) Fail(origin, field.second, "a list of webhook secrets");
+      for (const auto& s : field.second) {
+        http.webhook_secrets.push_back(ParseWebhookSecret(origin, s, base_dir));
+      }
+    } else if (key == "signature_tolerance_s") {
+      http.signature_tolerance_s = field.second.as<int64_t>();
+      if (http.signature_tolerance_s < 1 || http.signature_tolerance_s > 86'400) {
+        Fail(origin, field.second, "signature_tolerance_s must be from 1 to 86400");
+      }
+    } else {
+      Fail(origin, field.first, "unknown key '" + key + "' in 'http'");
+    }
+  }
+}
+
 // Everything but the consumers: the known keys only, the contracts directory (resolved against
 // `base_dir`), the envelope profile and the limits.
 void ParseSettings(const std::string& origin, const YAML::Node& root, const std::string& base_dir,
@@ -401,7 +451,7 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
     const std::string key = item.first.as<std::string>();
     if (key != "contracts" && key != "profile" && key != "profile_file" && key != "consumers" &&
         key != "batch_count_max" && key != "linger_ms" && key != "batch_ms_max" &&
-        key != "event_bytes_max") {
+        key != "event_bytes_max" && key != "http") {
       Fail(origin, item.first, "unknown key '" + key + "'");
     }
   }
@@ -424,6 +474,7 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
     config.profile = std::move(profile).value();
   }
   ParseLimits(origin, root, config);
+  if (root["http"]) ParseHttp(origin, root["http"], base_dir, config.http);
 }
 
 // The contract of one consumers entry: given inline (it has 'accepts'; read where it stands,

@@ -409,7 +409,11 @@ class ConsumeLoop {
       FaultPoint("after-checkpoint");
     }
     const bool commit_ran = committed.ok();
+    const auto commit_started = std::chrono::steady_clock::now();
     if (commit_ran) committed = tx_->Commit();
+    commit_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_started).count();
+    committed_events_ = batch_events_;
     if (!committed.ok() && !commit_ran) (void)tx_->Rollback();
     tx_.reset();  // finished either way: a commit that fails rolls back
     if (!committed.ok()) {
@@ -570,6 +574,14 @@ class ConsumeLoop {
         outcome_text_.push_back('\n');
       }
     }
+    if (options_.on_committed) {
+      const Status told = options_.on_committed(CommittedBatch{
+          .decisions = decisions_, .events = committed_events_, .commit_seconds = commit_seconds_});
+      if (!told.ok()) {
+        decisions_.clear();
+        return told;
+      }
+    }
     decisions_.clear();
     FaultPoint("before-ack");
     if (options_.outcomes != nullptr && !outcome_text_.empty()) {
@@ -634,6 +646,8 @@ class ConsumeLoop {
   std::chrono::steady_clock::time_point last_decided_;
   std::chrono::steady_clock::time_point batch_started_;  // when the open batch began
   size_t batch_events_ = 0;
+  size_t committed_events_ = 0;  // the events of the batch whose commit ran last
+  double commit_seconds_ = 0;    // how long that commit took
   std::chrono::steady_clock::time_point start_, last_progress_;
   std::vector<Input> inputs_;  // the open batch's decided inputs: the first inputs_used_
   size_t inputs_used_ = 0;

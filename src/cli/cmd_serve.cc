@@ -1,0 +1,156 @@
+// `evident serve`: the daemon (evident/serve.h). Parses flags and prints; the library serves.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "evident/cancel.h"
+#include "evident/consumer.h"
+#include "evident/serve.h"
+#include "evident/store_sqlite.h"
+#include "json/files.h"
+
+namespace evident::cli {
+namespace {
+
+struct ServeFlags {
+  std::string config, store, listen = "127.0.0.1:8080", admin_token_file;
+  std::string synchronous = "FULL";
+  int64_t busy_timeout_ms = 75'000;
+  int64_t batch_count_max = 0, linger_ms = -1;
+  int64_t body_bytes_max = int64_t{16} << 20;
+  int64_t connections_max = 1024, read_timeout_s = 10;
+};
+
+Result<std::unique_ptr<Store>> OpenServeStore(const ServeFlags& flags, bool read_only) {
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (flags.store.rfind(kSqlite, 0) == 0 && flags.store.size() > kSqlite.size()) {
+    return OpenSqliteStore(flags.store.substr(kSqlite.size()),
+                           {.synchronous = flags.synchronous,
+                            .busy_timeout_ms = flags.busy_timeout_ms,
+                            .read_only = read_only});
+  }
+  return OpenStore(flags.store, {.busy_timeout_ms = flags.busy_timeout_ms, .read_only = read_only});
+}
+
+// HOST:PORT into the options; false (with the reason printed) when it is not one.
+bool ParseListen(const std::string& listen, ServeOptions& options) {
+  const size_t colon = listen.rfind(':');
+  int64_t port = -1;
+  if (colon != std::string::npos) {
+    try {
+      size_t used = 0;
+      port = std::stoll(listen.substr(colon + 1), &used);
+      if (used != listen.size() - colon - 1) port = -1;
+    } catch (const std::exception&) {
+      port = -1;
+    }
+  }
+  if (colon == std::string::npos || colon == 0 || port < 0 || port > 65535) {
+    std::cerr << "evident serve: --listen expects HOST:PORT (e.g. 127.0.0.1:8080), got '" << listen
+              << "'\n";
+    return false;
+  }
+  options.host = listen.substr(0, colon);
+  options.port = static_cast<int>(port);
+  return true;
+}
+
+int Fail(const Status& status) {
+  std::cerr << "evident serve: " << status.ToString() << "\n";
+  return kExitUsage;
+}
+
+int RunServe(const ServeFlags& flags) {
+  ServeOptions options;
+  if (!ParseListen(flags.listen, options)) return kExitUsage;
+  auto config = LoadConfig(flags.config);
+  if (!config.ok()) return Fail(config.status());
+  if (flags.batch_count_max > 0) config->batch_count_max = static_cast<size_t>(flags.batch_count_max);
+  if (flags.linger_ms >= 0) config->linger_ms = flags.linger_ms;
+  if (Status applied = ApplyHttpConfig(config->http, options); !applied.ok()) return Fail(applied);
+  if (!flags.admin_token_file.empty()) {
+    auto token = ReadFileToString(flags.admin_token_file, 4096);
+    if (!token.ok()) return Fail(token.status().Annotate("--admin-token-file"));
+    while (!token->empty() && (token->back() == '\n' || token->back() == '\r')) token->pop_back();
+    if (token->size() < 16) {
+      std::cerr << "evident serve: the admin token in " << flags.admin_token_file
+                << " is shorter than 16 characters\n";
+      return kExitUsage;
+    }
+    options.admin_token = *std::move(token);
+  }
+  auto pipeline = Pipeline::Create(*config);
+  if (!pipeline.ok()) return Fail(pipeline.status());
+  auto store = OpenServeStore(flags, false);
+  if (!store.ok()) return Fail(store.status());
+  options.body_bytes_max = static_cast<size_t>(flags.body_bytes_max);
+  options.connections_max = static_cast<unsigned>(flags.connections_max);
+  options.read_timeout_s = static_cast<unsigned>(flags.read_timeout_s);
+  options.open_store = [&flags](bool read_only) { return OpenServeStore(flags, read_only); };
+  if (flags.store.rfind("sqlite:", 0) == 0) options.consume.busy_retry.attempts_max = 1;
+  options.log = stderr;
+  static CancelToken stop;
+  options.cancel = &stop;
+  InstallStopSignals(stop);
+  options.on_listening = [&options](int port) {
+    std::fprintf(stderr, "evident serve: listening on http://%s:%d\n", options.host.c_str(), port);
+    std::fflush(stderr);
+  };
+  Result<ServeSummary> summary = Serve(**pipeline, **store, options);
+  if (!summary.ok()) return Fail(summary.status());
+  std::fprintf(stderr,
+               "evident serve: stopped; %lld requests answered, %lld events decided in %lld "
+               "transactions, %lld restarts of the loop\n",
+               static_cast<long long>(summary->requests), static_cast<long long>(summary->events),
+               static_cast<long long>(summary->consume.batches),
+               static_cast<long long>(summary->restarts));
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app, Runner& run) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Run the consumers of a config on CloudEvents received over HTTP (POST /events: "
+      "structured, binary and batch mode), with /healthz, /readyz, /metrics and an admin API. "
+      "Answers each request once its decisions are committed. SIGTERM/SIGINT: stop accepting, "
+      "finish what is in flight, exit 0.");
+  cmd->add_option("--config", flags->config, "evident.yaml")->required();
+  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
+      ->required();
+  cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (IPv4; port 0: any free)")
+      ->capture_default_str();
+  cmd->add_option("--admin-token-file", flags->admin_token_file,
+                  "File holding the admin API's bearer token (at least 16 characters); without "
+                  "it the admin routes are disabled");
+  cmd->add_option("--batch-count-max", flags->batch_count_max,
+                  "Events per transaction (overrides the config)")
+      ->check(IntegerFrom(1, kBatchCountMaxLimit));
+  cmd->add_option("--linger-ms", flags->linger_ms,
+                  "Commit a partial batch after this pause (overrides the config)")
+      ->check(IntegerFrom(0, kLingerMsLimit));
+  cmd->add_option("--body-bytes-max", flags->body_bytes_max, "Largest request body (413 above)")
+      ->check(IntegerFrom(1024, int64_t{1} << 30))
+      ->capture_default_str();
+  cmd->add_option("--connections-max", flags->connections_max, "Open connections at most")
+      ->check(IntegerFrom(1, 65536))
+      ->capture_default_str();
+  cmd->add_option("--read-timeout-s", flags->read_timeout_s,
+                  "Close a connection silent this long")
+      ->check(IntegerFrom(1, 3600))
+      ->capture_default_str();
+  cmd->add_option("--busy-timeout-ms", flags->busy_timeout_ms,
+                  "How long to wait for a store another process is writing")
+      ->check(IntegerFrom(0, 3'600'000))
+      ->capture_default_str();
+  cmd->add_option("--synchronous", flags->synchronous, "SQLite synchronous: FULL, NORMAL or OFF")
+      ->capture_default_str();
+  cmd->callback([flags, &run] { run = [flags] { return RunServe(*flags); }; });
+}
+
+}  // namespace evident::cli

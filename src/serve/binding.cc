@@ -1,0 +1,223 @@
+#include "serve/binding.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/base64.h"
+#include "json/writer.h"
+
+namespace evident::serve {
+namespace {
+
+constexpr std::string_view kStructured = "application/cloudevents+json";
+constexpr std::string_view kBatch = "application/cloudevents-batch+json";
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' ||
+                        s.front() == '\n')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+BoundEvents Refuse(BodyMode mode, int status, std::string reason, std::string message) {
+  BoundEvents bound;
+  bound.mode = mode;
+  bound.refusal = {status, std::move(reason), std::move(message)};
+  return bound;
+}
+
+bool IsJsonMediaType(std::string_view media) {
+  return media == "application/json" || media == "text/json" ||
+         (media.size() > 5 && media.substr(media.size() - 5) == "+json");
+}
+
+bool IsText(std::string_view media, std::string_view body) {
+  if (media.rfind("text/", 0) != 0) return false;
+  return simdjson::validate_utf8(body.data(), body.size());
+}
+
+bool AllDigits(std::string_view s) {
+  return !s.empty() && s.size() <= 18 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The elements of a batch body, each as the bytes it has in the array.
+BoundEvents SplitBatch(std::string_view body, const BindingLimits& limits) {
+  if (Trim(body).empty()) {
+    return Refuse(BodyMode::kBatch, 400, "no-event", "the batch body is empty");
+  }
+  simdjson::padded_string padded(body);
+  {
+    // The on-demand walk below skips over elements without validating them: the whole body is
+    // validated first (and trailing bytes refused) by the DOM parser.
+    simdjson::dom::parser validator;
+    simdjson::dom::element root;
+    if (validator.parse(padded).get(root) != simdjson::SUCCESS) {
+      return Refuse(BodyMode::kBatch, 400, "batch-invalid-json",
+                    "the batch body is not valid JSON; no event was taken");
+    }
+    if (!root.is_array()) {
+      return Refuse(BodyMode::kBatch, 400, "batch-not-array",
+                    "a batch body is a JSON array of events");
+    }
+  }
+  simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::array array;
+  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS || doc.get_array().get(array)) {
+    return Refuse(BodyMode::kBatch, 400, "batch-not-array",
+                  "a batch body is a JSON array of events");
+  }
+  BoundEvents bound;
+  bound.mode = BodyMode::kBatch;
+  for (auto element : array) {
+    simdjson::ondemand::value value;
+    simdjson::ondemand::json_type type;
+    if (element.get(value) || value.type().get(type)) {
+      return Refuse(BodyMode::kBatch, 400, "batch-invalid-json",
+                    "the batch body is not valid JSON; no event was taken");
+    }
+    std::string_view raw;
+    simdjson::error_code error = simdjson::SUCCESS;
+    if (type == simdjson::ondemand::json_type::object) {
+      simdjson::ondemand::object object;
+      error = value.get_object().get(object);
+      if (error == simdjson::SUCCESS) error = object.raw_json().get(raw);
+    } else if (type == simdjson::ondemand::json_type::array) {
+      simdjson::ondemand::array inner;
+      error = value.get_array().get(inner);
+      if (error == simdjson::SUCCESS) error = inner.raw_json().get(raw);
+    } else {
+      raw = value.raw_json_token();
+    }
+    if (error != simdjson::SUCCESS) {
+      return Refuse(BodyMode::kBatch, 400, "batch-invalid-json",
+                    "the batch body is not valid JSON; no event was taken");
+    }
+    if (bound.events.size() == limits.events_max) {
+      return Refuse(BodyMode::kBatch, 413, "too-many-events",
+                    "a batch holds at most " + std::to_string(limits.events_max) + " events");
+    }
+    bound.events.emplace_back(Trim(raw));
+  }
+  if (bound.events.empty()) {
+    return Refuse(BodyMode::kBatch, 400, "no-event", "the batch holds no event");
+  }
+  return bound;
+}
+
+// A binary-mode request written as a structured event.
+std::string StructuredFromBinary(std::string_view content_type,
+                                 const std::vector<std::pair<std::string, std::string>>& headers,
+                                 std::string_view body) {
+  std::string out;
+  out.reserve(body.size() + 256);
+  out.push_back('{');
+  bool first = true;
+  auto key = [&](std::string_view name) {
+    if (!first) out.push_back(',');
+    first = false;
+    json::AppendQuoted(out, name);
+    out.push_back(':');
+  };
+  for (const auto& [name, value] : headers) {
+    if (name.size() <= 3 || name.rfind("ce-", 0) != 0) continue;
+    const std::string_view attribute = std::string_view(name).substr(3);
+    const std::string decoded = PercentDecode(value);
+    key(attribute);
+    if ((attribute == "schemaversion" || attribute == "subjectversion") && AllDigits(decoded)) {
+      out += decoded;
+    } else {
+      json::AppendQuoted(out, decoded);
+    }
+  }
+  const std::string media = MediaType(content_type);
+  if (!content_type.empty()) {
+    key("datacontenttype");
+    json::AppendQuoted(out, Trim(content_type));
+  }
+  if (!body.empty()) {
+    if (IsJsonMediaType(media) || media.empty()) {
+      key("data");
+      out.append(body);
+    } else if (IsText(media, body)) {
+      key("data");
+      json::AppendQuoted(out, body);
+    } else {
+      key("data_base64");
+      out.push_back('"');
+      AppendBase64(body, out);
+      out.push_back('"');
+    }
+  }
+  out.push_back('}');
+  return out;
+}
+
+}  // namespace
+
+std::string MediaType(std::string_view content_type) {
+  const size_t semicolon = content_type.find(';');
+  std::string media(Trim(content_type.substr(0, semicolon)));
+  std::transform(media.begin(), media.end(), media.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return media;
+}
+
+std::string PercentDecode(std::string_view value) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(value.size());
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (value[i] == '%' && i + 2 < value.size() && hex(value[i + 1]) >= 0 &&
+        hex(value[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(value[i + 1]) * 16 + hex(value[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(value[i]);
+    }
+  }
+  return out;
+}
+
+BoundEvents BindRequest(std::string_view content_type,
+                        const std::vector<std::pair<std::string, std::string>>& headers,
+                        std::string_view body, const BindingLimits& limits) {
+  const std::string media = MediaType(content_type);
+  if (media == kBatch) return SplitBatch(body, limits);
+  if (media == kStructured) {
+    if (Trim(body).empty()) {
+      return Refuse(BodyMode::kStructured, 400, "no-event", "the body is empty");
+    }
+    BoundEvents bound;
+    bound.events.emplace_back(body);
+    return bound;
+  }
+  const bool binary = std::any_of(headers.begin(), headers.end(),
+                                  [](const auto& h) { return h.first == "ce-specversion"; });
+  if (!binary) {
+    return Refuse(BodyMode::kBinary, 415, "unsupported-media-type",
+                  "expected application/cloudevents+json, application/cloudevents-batch+json, "
+                  "or a binary-mode event with a ce-specversion header; got " +
+                      (content_type.empty() ? std::string("no Content-Type")
+                                            : "'" + std::string(content_type) + "'"));
+  }
+  BoundEvents bound;
+  bound.mode = BodyMode::kBinary;
+  bound.events.push_back(StructuredFromBinary(content_type, headers, body));
+  return bound;
+}
+
+}  // namespace evident::serve

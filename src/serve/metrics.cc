@@ -1,0 +1,196 @@
+#include "serve/metrics.h"
+
+#include <cstdio>
+
+#include "evident/outbox.h"
+#include "evident/outcome.h"
+
+namespace evident::serve {
+namespace {
+
+// A label value with \, " and newline escaped as the format asks.
+void AppendLabel(std::string& out, std::string_view name, std::string_view value, bool first) {
+  if (!first) out.push_back(',');
+  out.append(name);
+  out.append("=\"");
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+void AppendNumber(std::string& out, double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  out.append(text);
+}
+
+void Header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ");
+  out.append(name).append(" ").append(type).append("\n");
+}
+
+void Sample(std::string& out, std::string_view name, int64_t value) {
+  out.append(name).append(" ").append(std::to_string(value)).append("\n");
+}
+
+// Counts `rows` up to kScrapeRowsMax: the list is read once per scrape.
+template <typename List>
+Result<int64_t> CountRows(List list) {
+  auto rows = list(kScrapeRowsMax);
+  if (!rows.ok()) return rows.status();
+  return static_cast<int64_t>(rows->rows.size());
+}
+
+Status RenderStore(std::string& out, Snapshot& snapshot, int64_t now_ms) {
+  EVIDENT_ASSIGN_OR_RETURN(int64_t gaps,
+                           CountRows([&](int64_t n) { return snapshot.OpenGapRecords(n); }));
+  Header(out, "evident_open_gaps", "gauge", "Gaps not closed (counted up to 100000).");
+  Sample(out, "evident_open_gaps", gaps);
+  Header(out, "evident_quarantine_records", "gauge", "Quarantine records by status.");
+  for (QuarantineStatus status :
+       {QuarantineStatus::kOpen, QuarantineStatus::kReplayed, QuarantineStatus::kDiscarded}) {
+    EVIDENT_ASSIGN_OR_RETURN(int64_t n, CountRows([&](int64_t rows_max) {
+                               return snapshot.ListQuarantine({.status = status}, {}, rows_max);
+                             }));
+    out.append("evident_quarantine_records{");
+    AppendLabel(out, "status", QuarantineStatusName(status), true);
+    out.append("} ").append(std::to_string(n)).append("\n");
+  }
+  Header(out, "evident_effects", "gauge", "Effect intents by state.");
+  for (int i = 0; i < kEffectStateCount; ++i) {
+    const auto state = static_cast<EffectState>(i);
+    EVIDENT_ASSIGN_OR_RETURN(int64_t n, CountRows([&](int64_t rows_max) {
+                               return snapshot.ListIntents({.state = state}, 0, rows_max);
+                             }));
+    out.append("evident_effects{");
+    AppendLabel(out, "state", EffectStateName(state), true);
+    out.append("} ").append(std::to_string(n)).append("\n");
+  }
+  EVIDENT_ASSIGN_OR_RETURN(OutboxStats outbox, snapshot.OutboxStatsNow(now_ms));
+  Header(out, "evident_outbox_pending", "gauge", "Outbox rows not yet sent.");
+  Sample(out, "evident_outbox_pending", outbox.pending);
+  Header(out, "evident_relay_lag_seconds", "gauge",
+         "Age of the oldest unsent outbox row (0 when none).");
+  out.append("evident_relay_lag_seconds ");
+  AppendNumber(out, static_cast<double>(outbox.oldest_pending_age_ms.value_or(0)) / 1000.0);
+  out.push_back('\n');
+  return Status::Ok();
+}
+
+}  // namespace
+
+template <size_t N>
+void Metrics::Histogram<N>::Observe(const std::array<double, N>& bounds, double value) {
+  size_t bucket = 0;
+  while (bucket < N && value > bounds[bucket]) ++bucket;
+  ++counts[bucket];
+  sum += value;
+  ++count;
+}
+
+template <size_t N>
+void Metrics::Histogram<N>::Render(std::string& out, std::string_view name,
+                                   const std::array<double, N>& bounds) const {
+  int64_t cumulative = 0;
+  for (size_t i = 0; i <= N; ++i) {
+    cumulative += counts[i];
+    out.append(name).append("_bucket{le=\"");
+    if (i < N) {
+      AppendNumber(out, bounds[i]);
+    } else {
+      out.append("+Inf");
+    }
+    out.append("\"} ").append(std::to_string(cumulative)).append("\n");
+  }
+  out.append(name).append("_sum ");
+  AppendNumber(out, sum);
+  out.append("\n").append(name).append("_count ").append(std::to_string(count)).append("\n");
+}
+
+void Metrics::CountBatch(const CommittedBatch& batch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Decision& d : batch.decisions) {
+    ++decisions_[{d.consumer, std::string(OutcomeName(d.outcome)), d.reason}];
+  }
+  commit_seconds_.Observe(kCommitBuckets, batch.commit_seconds);
+  batch_events_.Observe(kBatchBuckets, static_cast<double>(batch.events));
+}
+
+void Metrics::CountRequest(int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_[status];
+}
+
+void Metrics::CountSignatureFailure(std::string_view reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++signature_failures_[std::string(reason)];
+}
+
+void Metrics::CountRestart() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++restarts_;
+}
+
+void Metrics::SetQueue(int64_t events, int64_t outstanding_requests) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_events_ = events;
+  outstanding_ = outstanding_requests;
+}
+
+std::string Metrics::Render(Store* reader, int64_t now_ms) const {
+  std::string out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Header(out, "evident_decisions_total", "counter",
+           "Decisions by consumer, outcome and reason (empty: none).");
+    for (const auto& [key, n] : decisions_) {
+      out.append("evident_decisions_total{");
+      AppendLabel(out, "consumer", std::get<0>(key), true);
+      AppendLabel(out, "outcome", std::get<1>(key), false);
+      AppendLabel(out, "reason", std::get<2>(key), false);
+      out.append("} ").append(std::to_string(n)).append("\n");
+    }
+    Header(out, "evident_commit_seconds", "histogram", "Store commit time of a batch.");
+    commit_seconds_.Render(out, "evident_commit_seconds", kCommitBuckets);
+    Header(out, "evident_batch_events", "histogram", "Events decided per committed batch.");
+    batch_events_.Render(out, "evident_batch_events", kBatchBuckets);
+    Header(out, "evident_http_requests_total", "counter", "HTTP requests answered, by status.");
+    for (const auto& [status, n] : requests_) {
+      out.append("evident_http_requests_total{");
+      AppendLabel(out, "status", std::to_string(status), true);
+      out.append("} ").append(std::to_string(n)).append("\n");
+    }
+    Header(out, "evident_webhook_signature_failures_total", "counter",
+           "Requests refused for their webhook signature, by reason.");
+    for (const auto& [reason, n] : signature_failures_) {
+      out.append("evident_webhook_signature_failures_total{");
+      AppendLabel(out, "reason", reason, true);
+      out.append("} ").append(std::to_string(n)).append("\n");
+    }
+    Header(out, "evident_loop_restarts_total", "counter",
+           "Runs of the consume loop that failed and were started again.");
+    Sample(out, "evident_loop_restarts_total", restarts_);
+    Header(out, "evident_queue_events", "gauge", "Events received and not yet decided.");
+    Sample(out, "evident_queue_events", queue_events_);
+    Header(out, "evident_requests_waiting", "gauge", "Requests waiting for their commit.");
+    Sample(out, "evident_requests_waiting", outstanding_);
+  }
+  if (reader == nullptr) return out;
+  Header(out, "evident_store_up", "gauge", "1 when the store answered this scrape.");
+  std::string store_part;
+  Result<std::unique_ptr<Snapshot>> snapshot = reader->Read();
+  const bool up = snapshot.ok() && RenderStore(store_part, **snapshot, now_ms).ok();
+  Sample(out, "evident_store_up", up ? 1 : 0);
+  if (up) out.append(store_part);
+  return out;
+}
+
+}  // namespace evident::serve

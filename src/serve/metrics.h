@@ -1,0 +1,59 @@
+// serve/metrics.h — the daemon's counters and histograms, written in the Prometheus text
+// exposition format (version 0.0.4). Counters live in memory and start at zero with the
+// process; the store's gauges (open gaps, quarantine, effects, outbox) are read at each scrape
+// from a read-only handle, each list counted up to kScrapeRowsMax rows.
+//
+// Thread-safety: every member may be called from any thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "evident/consumer.h"
+#include "evident/store.h"
+
+namespace evident::serve {
+
+inline constexpr int64_t kScrapeRowsMax = 100'000;
+
+class Metrics {
+ public:
+  void CountBatch(const CommittedBatch& batch);
+  void CountRequest(int status);
+  void CountSignatureFailure(std::string_view reason);
+  void CountRestart();
+  void SetQueue(int64_t events, int64_t outstanding_requests);
+
+  // The whole exposition; the store part from `reader` (null: left out; a failing read is
+  // reported as evident_store_up 0).
+  std::string Render(Store* reader, int64_t now_ms) const;
+
+ private:
+  // Upper bounds of the buckets; +Inf is implied.
+  static constexpr std::array<double, 12> kCommitBuckets = {
+      0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5};
+  static constexpr std::array<double, 11> kBatchBuckets = {1,   2,   5,   10,   20,  50,
+                                                           100, 200, 500, 1000, 5000};
+  template <size_t N>
+  struct Histogram {
+    std::array<int64_t, N + 1> counts{};  // per bucket, not cumulative; the last is +Inf
+    double sum = 0;
+    int64_t count = 0;
+    void Observe(const std::array<double, N>& bounds, double value);
+    void Render(std::string& out, std::string_view name, const std::array<double, N>& bounds) const;
+  };
+
+  mutable std::mutex mu_;
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> decisions_;
+  std::map<int, int64_t> requests_;
+  std::map<std::string, int64_t> signature_failures_;
+  Histogram<kCommitBuckets.size()> commit_seconds_;
+  Histogram<kBatchBuckets.size()> batch_events_;
+  int64_t restarts_ = 0, queue_events_ = 0, outstanding_ = 0;
+};
+
+}  // namespace evident::serve

@@ -1,0 +1,105 @@
+#include "serve/routes.h"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+
+#include "evident/clock.h"
+#include "serve/intake.h"
+
+namespace evident::serve {
+
+MHD_Result Routes::Refuse(MHD_Connection* connection, int status, std::string_view reason,
+                          std::string_view message) {
+  std::vector<std::pair<std::string, std::string>> extra;
+  if (status == 503) extra.emplace_back("Retry-After", "1");
+  if (status == 405) extra.emplace_back("Allow", "POST, OPTIONS");
+  return responder_.Respond(connection, status, RefusalBody(status, reason, message),
+                            "application/json", extra);
+}
+
+MHD_Result Routes::Dispatch(MHD_Connection* connection, std::string_view url,
+                            std::string_view method, std::string_view body) {
+  if (url == "/events") {
+    if (method == "OPTIONS") return Handshake(connection);
+    return Refuse(connection, 405, "method-not-allowed", "/events takes POST (and OPTIONS)");
+  }
+  if (url.rfind("/api/", 0) == 0) return Admin(connection, url, method, body);
+  if (method != "GET" && method != "HEAD") {
+    return Refuse(connection, 405, "method-not-allowed", std::string(url) + " takes GET");
+  }
+  if (url == "/healthz") {
+    return responder_.Respond(connection, 200, "{\"status\":\"up\"}", "application/json", {});
+  }
+  if (url == "/readyz") return Ready(connection);
+  if (url == "/metrics") {
+    return responder_.Respond(connection, 200,
+                              metrics_.Render(reader_.get(), SystemClock().NowMs()),
+                              "text/plain; version=0.0.4; charset=utf-8", {});
+  }
+  return Refuse(connection, 404, "not-found", "no route " + std::string(url));
+}
+
+// Ready: the loop runs, the daemon is not stopping, and the store answers a read.
+MHD_Result Routes::Ready(MHD_Connection* connection) {
+  std::string why;
+  if (responder_.Stopping()) {
+    why = "stopping";
+  } else if (!responder_.LoopRunning()) {
+    why = "the consume loop is not running (the store failed; it is started again)";
+  } else if (reader_ == nullptr) {
+    why = "no store handle";
+  } else if (Result<std::unique_ptr<Snapshot>> read = reader_->Read(); !read.ok()) {
+    why = "the store does not answer: " + read.status().ToString();
+  }
+  if (why.empty()) {
+    return responder_.Respond(connection, 200, "{\"status\":\"ready\"}", "application/json", {});
+  }
+  return Refuse(connection, 503, "not-ready", why);
+}
+
+// The CloudEvents webhook abuse protection (HTTP 1.1 Web Hooks for Event Delivery, 4.1): an
+// OPTIONS request names its origin in WebHook-Request-Origin; an allowed origin is echoed in
+// WebHook-Allowed-Origin, with the rate this daemon accepts (any).
+MHD_Result Routes::Handshake(MHD_Connection* connection) {
+  const char* origin =
+      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "WebHook-Request-Origin");
+  std::vector<std::pair<std::string, std::string>> extra = {{"Allow", "POST, OPTIONS"}};
+  if (origin == nullptr) return responder_.Respond(connection, 200, "", "text/plain", extra);
+  const std::vector<std::string>& allowed = options_.allowed_origins;
+  const bool any = std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
+  if (!any && std::find(allowed.begin(), allowed.end(), origin) == allowed.end()) {
+    return Refuse(connection, 403, "origin-not-allowed",
+                  std::string("this daemon does not take events from origin '") + origin + "'");
+  }
+  extra.emplace_back("WebHook-Allowed-Origin", any ? "*" : origin);
+  extra.emplace_back("WebHook-Allowed-Rate", "*");
+  return responder_.Respond(connection, 200, "", "text/plain", extra);
+}
+
+// The token compared in constant time (for equal lengths; a length differs in any case).
+bool Routes::Authorized(MHD_Connection* connection) const {
+  const char* header = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Authorization");
+  if (header == nullptr) return false;
+  std::string_view value(header);
+  constexpr std::string_view kBearer = "Bearer ";
+  if (value.size() <= kBearer.size() || value.substr(0, kBearer.size()) != kBearer) return false;
+  value.remove_prefix(kBearer.size());
+  const std::string& token = options_.admin_token;
+  return value.size() == token.size() && CRYPTO_memcmp(value.data(), token.data(), token.size()) == 0;
+}
+
+MHD_Result Routes::Admin(MHD_Connection* connection, std::string_view url,
+                         std::string_view /*method*/, std::string_view /*body*/) {
+  if (options_.admin_token.empty()) {
+    return Refuse(connection, 403, "admin-disabled",
+                  "the admin API is disabled (start the daemon with --admin-token-file)");
+  }
+  if (!Authorized(connection)) {
+    return Refuse(connection, 401, "unauthorized",
+                  "the admin API needs 'Authorization: Bearer <token>'");
+  }
+  return Refuse(connection, 404, "not-found", "no admin route " + std::string(url));
+}
+
+}  // namespace evident::serve

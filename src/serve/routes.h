@@ -1,0 +1,60 @@
+// serve/routes.h — the daemon's routes other than POST /events: operations (healthz, readyz,
+// metrics), the webhook handshake, and the admin API behind its bearer token.
+//
+// Thread-safety: used on the HTTP thread only (it owns the read-only store handle).
+#pragma once
+
+#include <microhttpd.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "evident/serve.h"
+#include "evident/store.h"
+#include "serve/metrics.h"
+
+namespace evident::serve {
+
+inline constexpr size_t kAdminBodyBytesMax = 64 << 10;
+
+// What the routes need of the daemon.
+class Responder {
+ public:
+  virtual ~Responder() = default;
+  virtual MHD_Result Respond(MHD_Connection* connection, int status, std::string_view body,
+                             std::string_view content_type,
+                             const std::vector<std::pair<std::string, std::string>>& extra) = 0;
+  virtual bool LoopRunning() const = 0;
+  virtual bool Stopping() const = 0;
+};
+
+class Routes {
+ public:
+  Routes(Responder& responder, Metrics& metrics, const ServeOptions& options)
+      : responder_(responder), metrics_(metrics), options_(options) {}
+  void SetReader(std::unique_ptr<Store> reader) { reader_ = std::move(reader); }
+
+  // A complete request other than POST /events.
+  MHD_Result Dispatch(MHD_Connection* connection, std::string_view url, std::string_view method,
+                      std::string_view body);
+  // A refusal body ({"status","reason","message"}) with `status`.
+  MHD_Result Refuse(MHD_Connection* connection, int status, std::string_view reason,
+                    std::string_view message);
+
+ private:
+  MHD_Result Ready(MHD_Connection* connection);
+  MHD_Result Handshake(MHD_Connection* connection);
+  MHD_Result Admin(MHD_Connection* connection, std::string_view url, std::string_view method,
+                   std::string_view body);
+  bool Authorized(MHD_Connection* connection) const;
+
+  Responder& responder_;
+  Metrics& metrics_;
+  const ServeOptions& options_;
+  std::unique_ptr<Store> reader_;
+};
+
+}  // namespace evident::serve

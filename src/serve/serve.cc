@@ -1,0 +1,451 @@
+// The daemon (evident/serve.h): libmicrohttpd serves the routes on one internal polling thread
+// (epoll); the consume loop runs on its own thread with the Intake as its source. A POST's
+// connection is suspended once its events are queued and resumed when the loop answers it.
+#include "evident/serve.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "evident/clock.h"
+#include "evident/retry.h"
+#include "json/files.h"
+#include "serve/binding.h"
+#include "serve/intake.h"
+#include "serve/metrics.h"
+#include "serve/routes.h"
+#include "serve/signature.h"
+
+namespace evident {
+namespace {
+
+using serve::Exchange;
+using serve::Intake;
+using Clock_ = std::chrono::steady_clock;
+
+// One request on a connection (libmicrohttpd's con_cls), from its first call to its completion.
+struct Call {
+  enum class Phase : uint8_t { kReading, kWaiting, kAnswered };
+  Phase phase = Phase::kReading;
+  std::string body;
+  Clock_::time_point started = Clock_::now();
+  std::shared_ptr<Exchange> exchange;
+  bool headers_seen = false;  // the first call (headers only) is behind
+  bool suspended = false;
+};
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+MHD_Result CollectHeader(void* cls, MHD_ValueKind /*kind*/, const char* key, const char* value) {
+  auto* headers = static_cast<Headers*>(cls);
+  std::string name(key != nullptr ? key : "");
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  headers->emplace_back(std::move(name), value != nullptr ? value : "");
+  return MHD_YES;
+}
+
+std::string_view HeaderOf(const Headers& headers, std::string_view name) {
+  for (const auto& [key, value] : headers) {
+    if (key == name) return value;
+  }
+  return {};
+}
+
+class Daemon final : public serve::Responder {
+ public:
+  Daemon(Pipeline& pipeline, Store& store, const ServeOptions& options)
+      : pipeline_(pipeline),
+        store_(store),
+        options_(options),
+        intake_(options.queue_events_max, options.queue_bytes_max),
+        routes_(*this, metrics_, options) {}
+
+  Result<ServeSummary> Run();
+
+  // serve::Responder
+  MHD_Result Respond(MHD_Connection* connection, int status, std::string_view body,
+                     std::string_view content_type, const Headers& extra) override;
+  bool LoopRunning() const override { return loop_running_.load(); }
+  bool Stopping() const override { return stopping_.load(); }
+
+ private:
+  static MHD_Result OnAccess(void* cls, MHD_Connection* connection, const char* url,
+                             const char* method, const char* version, const char* upload,
+                             size_t* upload_size, void** con_cls);
+  static void OnCompleted(void* cls, MHD_Connection* connection, void** con_cls,
+                          MHD_RequestTerminationCode code);
+  MHD_Result Access(MHD_Connection* connection, std::string_view url, std::string_view method,
+                    const char* upload, size_t* upload_size, Call& call);
+  MHD_Result FirstLook(MHD_Connection* connection, std::string_view url, Call& call);
+  MHD_Result Read(MHD_Connection* connection, std::string_view url, const char* upload,
+                  size_t* upload_size, Call& call);
+  MHD_Result PostEvents(MHD_Connection* connection, Call& call);
+  serve::SignatureVerdict CheckSignatures(const Headers& headers, std::string_view body,
+                                          const std::vector<std::string>& events) const;
+  size_t BodyBytesMax(std::string_view url) const;
+  Status StartHttp();
+  void StopHttp();
+  void Drain();
+  void LoopThread();
+
+  Pipeline& pipeline_;
+  Store& store_;
+  const ServeOptions& options_;
+  serve::Metrics metrics_;
+  Intake intake_;
+  serve::Routes routes_;
+  MHD_Daemon* http_ = nullptr;
+  std::thread loop_;
+  CancelToken loop_stop_;
+  std::atomic<bool> loop_running_{false}, stopping_{false};
+  std::atomic<int64_t> waiting_calls_{0}, body_bytes_{0}, requests_{0}, events_{0};
+  std::mutex summary_mu_;
+  ServeSummary summary_;
+  int port_ = 0;
+};
+
+MHD_Result Daemon::OnAccess(void* cls, MHD_Connection* connection, const char* url,
+                            const char* method, const char* /*version*/, const char* upload,
+                            size_t* upload_size, void** con_cls) {
+  auto* self = static_cast<Daemon*>(cls);
+  auto* call = static_cast<Call*>(*con_cls);
+  if (call == nullptr) {
+    call = new Call();
+    *con_cls = call;
+  }
+  return self->Access(connection, url, method, upload, upload_size, *call);
+}
+
+void Daemon::OnCompleted(void* cls, MHD_Connection* /*connection*/, void** con_cls,
+                         MHD_RequestTerminationCode /*code*/) {
+  auto* self = static_cast<Daemon*>(cls);
+  auto* call = static_cast<Call*>(*con_cls);
+  if (call == nullptr) return;
+  self->body_bytes_ -= static_cast<int64_t>(call->body.capacity());
+  if (call->suspended) --self->waiting_calls_;
+  delete call;
+  *con_cls = nullptr;
+}
+
+size_t Daemon::BodyBytesMax(std::string_view url) const {
+  return url == "/events" ? options_.body_bytes_max : serve::kAdminBodyBytesMax;
+}
+
+MHD_Result Daemon::Access(MHD_Connection* connection, std::string_view url,
+                          std::string_view method, const char* upload, size_t* upload_size,
+                          Call& call) {
+  switch (call.phase) {
+    case Call::Phase::kWaiting:  // resumed: the loop answered
+      call.phase = Call::Phase::kAnswered;
+      return Respond(connection, call.exchange->status(), call.exchange->body(),
+                     "application/json", {});
+    case Call::Phase::kAnswered:  // a refusal is queued: the rest of the body is not kept
+      *upload_size = 0;
+      return MHD_YES;
+    case Call::Phase::kReading:
+      break;
+  }
+  if (!call.headers_seen) {
+    call.headers_seen = true;
+    return FirstLook(connection, url, call);
+  }
+  if (*upload_size > 0) return Read(connection, url, upload, upload_size, call);
+  // The whole request is here.
+  call.phase = Call::Phase::kAnswered;
+  if (method == "POST" && url == "/events") return PostEvents(connection, call);
+  return routes_.Dispatch(connection, url, method, call.body);
+}
+
+// The headers are here, the body not yet: a body declared over the bound is refused at once.
+MHD_Result Daemon::FirstLook(MHD_Connection* connection, std::string_view url, Call& call) {
+  const size_t limit = BodyBytesMax(url);
+  const char* length =
+      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  if (length == nullptr) return MHD_YES;
+  uint64_t declared = 0;
+  const char* end = length + std::strlen(length);
+  auto [ptr, ec] = std::from_chars(length, end, declared);
+  if (ec == std::errc() && ptr == end && declared <= limit) return MHD_YES;
+  call.phase = Call::Phase::kAnswered;
+  return routes_.Refuse(connection, 413, "body-too-large",
+                        "the body is over " + std::to_string(limit) + " bytes");
+}
+
+// Takes a piece of the body, within its bounds.
+MHD_Result Daemon::Read(MHD_Connection* connection, std::string_view url, const char* upload,
+                        size_t* upload_size, Call& call) {
+  const size_t limit = BodyBytesMax(url);
+  if (Clock_::now() - call.started > std::chrono::milliseconds(options_.request_ms_max)) {
+    return MHD_NO;  // too slow a body: the connection is closed
+  }
+  if (call.body.size() + *upload_size > limit) {
+    *upload_size = 0;
+    call.phase = Call::Phase::kAnswered;
+    return routes_.Refuse(connection, 413, "body-too-large",
+                          "the body is over " + std::to_string(limit) + " bytes");
+  }
+  if (body_bytes_.load() + static_cast<int64_t>(*upload_size) >
+      static_cast<int64_t>(options_.queue_bytes_max)) {
+    *upload_size = 0;
+    call.phase = Call::Phase::kAnswered;
+    return routes_.Refuse(connection, 503, "busy",
+                          "the daemon holds as many request bodies as it may; try again");
+  }
+  const size_t before = call.body.capacity();
+  call.body.append(upload, *upload_size);
+  body_bytes_ += static_cast<int64_t>(call.body.capacity() - before);
+  *upload_size = 0;
+  return MHD_YES;
+}
+
+serve::SignatureVerdict Daemon::CheckSignatures(const Headers& headers, std::string_view body,
+                                                const std::vector<std::string>& events) const {
+  std::vector<const std::vector<std::string>*> secrets;
+  simdjson::ondemand::parser parser;
+  for (const std::string& event : events) {
+    simdjson::padded_string padded(event);
+    simdjson::ondemand::document doc;
+    std::string_view source;
+    if (parser.iterate(padded).get(doc) || doc.find_field("source").get_string().get(source)) {
+      continue;  // no readable source: the pipeline refuses the event
+    }
+    auto found = options_.webhook_secrets.find(std::string(source));
+    if (found == options_.webhook_secrets.end()) continue;
+    if (std::find(secrets.begin(), secrets.end(), &found->second) == secrets.end()) {
+      secrets.push_back(&found->second);
+    }
+  }
+  const serve::SignedRequest request{.id = HeaderOf(headers, "webhook-id"),
+                                     .timestamp = HeaderOf(headers, "webhook-timestamp"),
+                                     .signature = HeaderOf(headers, "webhook-signature"),
+                                     .body = body};
+  const int64_t now_s = SystemClock().NowMs() / 1000;
+  for (const std::vector<std::string>* keys : secrets) {
+    const serve::SignatureVerdict verdict =
+        serve::VerifySignature(request, *keys, now_s, options_.signature_tolerance_s);
+    if (verdict != serve::SignatureVerdict::kValid) return verdict;
+  }
+  return serve::SignatureVerdict::kValid;
+}
+
+MHD_Result Daemon::PostEvents(MHD_Connection* connection, Call& call) {
+  Headers headers;
+  MHD_get_connection_values(connection, MHD_HEADER_KIND, &CollectHeader, &headers);
+  serve::BoundEvents bound = serve::BindRequest(HeaderOf(headers, "content-type"), headers,
+                                                call.body, {.events_max = options_.events_max});
+  if (bound.refusal.status != 0) {
+    return routes_.Refuse(connection, bound.refusal.status, bound.refusal.reason,
+                          bound.refusal.message);
+  }
+  if (!options_.webhook_secrets.empty()) {
+    const serve::SignatureVerdict verdict = CheckSignatures(headers, call.body, bound.events);
+    if (verdict != serve::SignatureVerdict::kValid) {
+      metrics_.CountSignatureFailure(serve::SignatureReason(verdict));
+      return routes_.Refuse(connection, 401, serve::SignatureReason(verdict),
+                            "the request's webhook signature does not hold for the source of "
+                            "its events (Standard Webhooks v1)");
+    }
+  }
+  auto exchange = std::make_shared<Exchange>([connection] { MHD_resume_connection(connection); });
+  switch (intake_.Submit(exchange, std::move(bound.events))) {
+    case Intake::Taken::kTaken:
+      break;
+    case Intake::Taken::kFull:
+      return routes_.Refuse(connection, 503, "queue-full",
+                            "the daemon's queue is full; the events were not taken");
+    case Intake::Taken::kClosed:
+      return routes_.Refuse(connection, 503, "shutting-down",
+                            "the daemon is stopping; the events were not taken");
+    case Intake::Taken::kDown:
+      return routes_.Refuse(connection, 503, "store-unavailable",
+                            "the store is not reachable; the events were not taken");
+  }
+  call.exchange = exchange;
+  call.phase = Call::Phase::kWaiting;
+  if (exchange->Suspend([&] { MHD_suspend_connection(connection); })) {
+    call.suspended = true;
+    ++waiting_calls_;
+    return MHD_YES;
+  }
+  call.phase = Call::Phase::kAnswered;  // answered before it could wait
+  return Respond(connection, exchange->status(), exchange->body(), "application/json", {});
+}
+
+MHD_Result Daemon::Respond(MHD_Connection* connection, int status, std::string_view body,
+                           std::string_view content_type, const Headers& extra) {
+  MHD_Response* response = MHD_create_response_from_buffer(
+      body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return MHD_NO;
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          std::string(content_type).c_str());
+  for (const auto& [name, value] : extra) {
+    MHD_add_response_header(response, name.c_str(), value.c_str());
+  }
+  if (stopping_.load()) MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+  const MHD_Result queued = MHD_queue_response(connection, static_cast<unsigned>(status), response);
+  MHD_destroy_response(response);
+  if (queued == MHD_YES) {
+    metrics_.CountRequest(status);
+    ++requests_;
+  }
+  return queued;
+}
+
+Status Daemon::StartHttp() {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(options_.port));
+  if (inet_pton(AF_INET, options_.host.c_str(), &address.sin_addr) != 1) {
+    return Status::InvalidArgument("--listen: '" + options_.host +
+                                   "' is not an IPv4 address (e.g. 127.0.0.1)");
+  }
+  const unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+  http_ = MHD_start_daemon(
+      flags, static_cast<uint16_t>(options_.port), nullptr, nullptr, &Daemon::OnAccess, this,
+      MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&address), MHD_OPTION_CONNECTION_LIMIT,
+      options_.connections_max, MHD_OPTION_CONNECTION_TIMEOUT, options_.read_timeout_s,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, options_.header_bytes_max,
+      MHD_OPTION_NOTIFY_COMPLETED, &Daemon::OnCompleted, this, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+      1024u, MHD_OPTION_END);
+  if (http_ == nullptr) {
+    return Status::Unavailable("cannot listen on " + options_.host + ":" +
+                               std::to_string(options_.port) + ": " + std::strerror(errno));
+  }
+  const MHD_DaemonInfo* info = MHD_get_daemon_info(http_, MHD_DAEMON_INFO_BIND_PORT);
+  port_ = info != nullptr ? info->port : options_.port;
+  return Status::Ok();
+}
+
+// Stops accepting, lets the loop decide and answer what is queued (at most drain_ms_max), and
+// waits for the answers to be written before the server stops.
+void Daemon::Drain() {
+  stopping_ = true;
+  intake_.Close();
+  const MHD_socket listener = MHD_quiesce_daemon(http_);
+  const auto deadline = Clock_::now() + std::chrono::milliseconds(options_.drain_ms_max);
+  while (intake_.outstanding() > 0 && loop_running_.load() && Clock_::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  loop_stop_.Cancel();
+  if (loop_.joinable()) loop_.join();
+  intake_.FailOutstanding(503, "shutting-down",
+                          "the daemon stopped before these events were decided; send them again");
+  const auto written_by = Clock_::now() + std::chrono::seconds(5);
+  while (waiting_calls_.load() > 0 && Clock_::now() < written_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  MHD_stop_daemon(http_);
+  http_ = nullptr;
+  if (listener != MHD_INVALID_SOCKET) ::close(listener);
+}
+
+void Daemon::LoopThread() {
+  while (!loop_stop_.cancelled()) {
+    ConsumeOptions consume = options_.consume;
+    consume.cancel = &loop_stop_;
+    consume.on_committed = [this](const CommittedBatch& batch) {
+      metrics_.CountBatch(batch);
+      events_ += static_cast<int64_t>(batch.events);
+      return intake_.OnCommitted(batch);
+    };
+    intake_.Rearm();
+    intake_.SetDown(false);
+    loop_running_ = true;
+    Result<ConsumeSummary> run = Consume(pipeline_, store_, intake_, consume);
+    loop_running_ = false;
+    if (run.ok()) {
+      std::lock_guard<std::mutex> lock(summary_mu_);
+      for (const auto& [consumer, counts] : run->counts) {
+        for (size_t i = 0; i < counts.size(); ++i) summary_.consume.counts[consumer][i] += counts[i];
+      }
+      summary_.consume.batches += run->batches;
+      summary_.consume.events += run->events;
+      continue;  // ended by loop_stop_ (the while checks it)
+    }
+    intake_.SetDown(true);
+    const std::string why = run.status().ToString();
+    intake_.FailOutstanding(503, "store-unavailable",
+                            "the store failed and these events were not committed: " + why);
+    metrics_.CountRestart();
+    {
+      std::lock_guard<std::mutex> lock(summary_mu_);
+      ++summary_.restarts;
+    }
+    if (options_.log != nullptr) {
+      std::fprintf(options_.log, "evident serve: the consume loop failed (%s); again in %lld ms\n",
+                   why.c_str(), static_cast<long long>(options_.restart_ms));
+      std::fflush(options_.log);
+    }
+    Clock& clock = options_.consume.clock != nullptr ? *options_.consume.clock : SystemClock();
+    SleepUnlessCancelled(clock, options_.restart_ms, &loop_stop_);
+  }
+}
+
+Result<ServeSummary> Daemon::Run() {
+  if (!options_.open_store) return Status::InvalidArgument("ServeOptions::open_store is required");
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> reader, options_.open_store(true));
+  routes_.SetReader(std::move(reader));
+  loop_ = std::thread([this] { LoopThread(); });
+  if (Status started = StartHttp(); !started.ok()) {
+    loop_stop_.Cancel();
+    loop_.join();
+    return started;
+  }
+  if (options_.on_listening) options_.on_listening(port_);
+  while (options_.cancel == nullptr || !options_.cancel->cancelled()) {
+    metrics_.SetQueue(intake_.backlog().value_or(0), static_cast<int64_t>(intake_.outstanding()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Drain();
+  std::lock_guard<std::mutex> lock(summary_mu_);
+  summary_.requests = requests_.load();
+  summary_.events = events_.load();
+  return summary_;
+}
+
+}  // namespace
+
+Status ApplyHttpConfig(const HttpConfig& http, ServeOptions& options) {
+  options.allowed_origins = http.webhook_origins;
+  options.signature_tolerance_s = http.signature_tolerance_s;
+  for (const WebhookSecretConfig& entry : http.webhook_secrets) {
+    std::string text;
+    if (!entry.secret_env.empty()) {
+      const char* value = std::getenv(entry.secret_env.c_str());
+      if (value == nullptr) {
+        return Status::InvalidArgument("the webhook secret of " + entry.source + ": $" +
+                                       entry.secret_env + " is not set");
+      }
+      text = value;
+    } else {
+      Result<std::string> read = ReadFileToString(entry.secret_file, 4096);
+      if (!read.ok()) {
+        return read.status().Annotate("the webhook secret of " + entry.source);
+      }
+      text = *std::move(read);
+    }
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+      text.pop_back();
+    }
+    Result<std::string> key = serve::DecodeWebhookSecret(text);
+    if (!key.ok()) return key.status().Annotate("the webhook secret of " + entry.source);
+    options.webhook_secrets[entry.source].push_back(*std::move(key));
+  }
+  return Status::Ok();
+}
+
+Result<ServeSummary> Serve(Pipeline& pipeline, Store& store, const ServeOptions& options) {
+  Daemon daemon(pipeline, store, options);
+  return daemon.Run();
+}
+
+}  // namespace evident
