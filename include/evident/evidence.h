@@ -91,6 +91,11 @@ struct Gaps {
 };
 Result<Gaps> ReadGaps(Snapshot& snapshot, int64_t rows_max = kReadRowsMaxDefault);
 
+// The packet as `evident evidence --format json` prints it: one object, no newline.
+void AppendEvidenceJson(const EvidencePacket& packet, int64_t now_ms, std::string& out);
+// One gap as `evident gaps --format json` lists it, measured at `now_ms`.
+void AppendGapJson(const Gap& gap, int64_t now_ms, std::string& out);
+
 // The answer of a guard: "may `action` be done to `subject` now?"
 struct GuardDecision {
   bool allowed = false;

@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "evident/clock.h"
+#include "json/files.h"
+#include "serve/assets.h"
 #include "serve/intake.h"
 
 namespace evident::serve {
@@ -24,7 +26,7 @@ MHD_Result Routes::Dispatch(MHD_Connection* connection, std::string_view url,
     if (method == "OPTIONS") return Handshake(connection);
     return Refuse(connection, 405, "method-not-allowed", "/events takes POST (and OPTIONS)");
   }
-  if (url.rfind("/api/", 0) == 0) return Admin(connection, url, method, body);
+  if (url.rfind("/api/", 0) == 0) return AdminRoute(connection, url, method, body);
   if (method != "GET" && method != "HEAD") {
     return Refuse(connection, 405, "method-not-allowed", std::string(url) + " takes GET");
   }
@@ -37,7 +39,36 @@ MHD_Result Routes::Dispatch(MHD_Connection* connection, std::string_view url,
                               metrics_.Render(reader_.get(), SystemClock().NowMs()),
                               "text/plain; version=0.0.4; charset=utf-8", {});
   }
+  if (MHD_Result page = Page(connection, url); page != MHD_NO || url == "/") return page;
   return Refuse(connection, 404, "not-found", "no route " + std::string(url));
+}
+
+// The operator page's files: compiled in; EVIDENT_PAGE_DIR, when set, serves them from that
+// directory instead (for working on the page without a rebuild). MHD_NO: no such file.
+MHD_Result Routes::Page(MHD_Connection* connection, std::string_view url) {
+  const std::string name = url == "/" ? "/index.html" : std::string(url);
+  std::optional<std::string_view> bytes = FindAsset(name);
+  if (!bytes) return MHD_NO;
+  std::string from_disk;
+  if (const char* dir = std::getenv("EVIDENT_PAGE_DIR"); dir != nullptr && *dir != '\0') {
+    Result<std::string> read = ReadFileToString(std::string(dir) + name, size_t{4} << 20);
+    if (read.ok()) {
+      from_disk = *std::move(read);
+      bytes = from_disk;
+    }
+  }
+  std::string_view type = "text/html; charset=utf-8";
+  if (name.size() > 3 && name.substr(name.size() - 3) == ".js") {
+    type = "text/javascript; charset=utf-8";
+  } else if (name.size() > 4 && name.substr(name.size() - 4) == ".css") {
+    type = "text/css; charset=utf-8";
+  }
+  return responder_.Respond(
+      connection, 200, *bytes, type,
+      {{"Content-Security-Policy",
+        "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"},
+       {"X-Content-Type-Options", "nosniff"},
+       {"Cache-Control", "no-store"}});
 }
 
 // Ready: the loop runs, the daemon is not stopping, and the store answers a read.
@@ -89,8 +120,8 @@ bool Routes::Authorized(MHD_Connection* connection) const {
   return value.size() == token.size() && CRYPTO_memcmp(value.data(), token.data(), token.size()) == 0;
 }
 
-MHD_Result Routes::Admin(MHD_Connection* connection, std::string_view url,
-                         std::string_view /*method*/, std::string_view /*body*/) {
+MHD_Result Routes::AdminRoute(MHD_Connection* connection, std::string_view url,
+                         std::string_view method, std::string_view body) {
   if (options_.admin_token.empty()) {
     return Refuse(connection, 403, "admin-disabled",
                   "the admin API is disabled (start the daemon with --admin-token-file)");
@@ -99,7 +130,10 @@ MHD_Result Routes::Admin(MHD_Connection* connection, std::string_view url,
     return Refuse(connection, 401, "unauthorized",
                   "the admin API needs 'Authorization: Bearer <token>'");
   }
-  return Refuse(connection, 404, "not-found", "no admin route " + std::string(url));
+  const AdminAnswer answer = admin_.Handle(url, method, body, [connection](const char* name) {
+    return MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, name);
+  });
+  return responder_.Respond(connection, answer.status, answer.body, "application/json", {});
 }
 
 }  // namespace evident::serve

@@ -14,6 +14,7 @@
 
 #include "evident/serve.h"
 #include "evident/store.h"
+#include "serve/admin.h"
 #include "serve/metrics.h"
 
 namespace evident::serve {
@@ -33,9 +34,13 @@ class Responder {
 
 class Routes {
  public:
-  Routes(Responder& responder, Metrics& metrics, const ServeOptions& options)
-      : responder_(responder), metrics_(metrics), options_(options) {}
-  void SetReader(std::unique_ptr<Store> reader) { reader_ = std::move(reader); }
+  Routes(Responder& responder, Metrics& metrics, const Config& config,
+         const ServeOptions& options)
+      : responder_(responder), metrics_(metrics), options_(options), admin_(config, options) {}
+  void SetReader(std::unique_ptr<Store> reader) {
+    reader_ = std::move(reader);
+    admin_.SetReader(reader_.get());
+  }
 
   // A complete request other than POST /events.
   MHD_Result Dispatch(MHD_Connection* connection, std::string_view url, std::string_view method,
@@ -46,8 +51,9 @@ class Routes {
 
  private:
   MHD_Result Ready(MHD_Connection* connection);
+  MHD_Result Page(MHD_Connection* connection, std::string_view url);
   MHD_Result Handshake(MHD_Connection* connection);
-  MHD_Result Admin(MHD_Connection* connection, std::string_view url, std::string_view method,
+  MHD_Result AdminRoute(MHD_Connection* connection, std::string_view url, std::string_view method,
                    std::string_view body);
   bool Authorized(MHD_Connection* connection) const;
 
@@ -55,6 +61,7 @@ class Routes {
   Metrics& metrics_;
   const ServeOptions& options_;
   std::unique_ptr<Store> reader_;
+  serve::Admin admin_;
 };
 
 }  // namespace evident::serve

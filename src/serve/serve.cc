@@ -67,7 +67,7 @@ class Daemon final : public serve::Responder {
         store_(store),
         options_(options),
         intake_(options.queue_events_max, options.queue_bytes_max),
-        routes_(*this, metrics_, options) {}
+        routes_(*this, metrics_, pipeline.config(), options) {}
 
   Result<ServeSummary> Run();
 

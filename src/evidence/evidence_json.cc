@@ -1,0 +1,222 @@
+// The JSON of `evident evidence --format json` and `evident gaps --format json`, shared by the
+// command line and the daemon's admin API (docs/evidence.md describes the fields).
+#include <string>
+#include <vector>
+
+#include "core/rfc3339.h"
+#include "evident/effects.h"
+#include "evident/evidence.h"
+#include "evident/gaps.h"
+#include "json/writer.h"
+
+namespace evident {
+namespace {
+
+std::string FormatTime(int64_t ms) { return rfc3339::FormatMs(ms); }
+
+// A gap record's fields (evident/gaps.h), inside an object or as one.
+void GapRecordFields(const GapRecord& g, json::Writer& w) {
+  w.Key("missing_from").Int(g.expected_version).Key("missing_to").Int(g.missing_to);
+  w.Field("route", GapRouteName(g.route)).Field("state", GapStateName(g.state));
+  w.Field("deadline_at", FormatTime(g.deadline_at_ms)).Field("acted_at", FormatTime(g.acted_at_ms));
+  w.Key("request_event_id");
+  g.request_event_id.empty() ? w.Null() : w.String(g.request_event_id);
+  w.Key("closed_at");
+  g.closed_at_ms ? w.String(FormatTime(*g.closed_at_ms)) : w.Null();
+  w.Key("closed_by");
+  g.closed_by.empty() ? w.Null() : w.String(g.closed_by);
+  w.Key("note");
+  g.note.empty() ? w.Null() : w.String(g.note);
+}
+void GapRecordJson(const GapRecord& g, json::Writer& w) {
+  w.BeginObject();
+  GapRecordFields(g, w);
+  w.EndObject();
+}
+
+void ReadinessJson(const ConsumerEvidence& c, json::Writer& w);
+
+// Why the projection is not in sync, in one sentence; empty when it is.
+std::string GapReason(const ConsumerEvidence& c) {
+  if (!c.projection) return "no projection: nothing from the owner has been applied";
+  if (!c.deferred.empty()) {
+    return "version " + std::to_string(ExpectedVersion(c.projection)) + " has not arrived; " +
+           std::to_string(c.deferred.size()) + " later version(s) wait (route " +
+           std::string(GapRouteName(c.deferred.front().route)) + ")";
+  }
+  if (c.projection->version != c.projection->owner_version_seen) {
+    return "projection version " + std::to_string(c.projection->version) +
+           " is behind the owner version seen " + std::to_string(c.projection->owner_version_seen);
+  }
+  return {};
+}
+
+// Seed 002's readiness test in one object: the owner and its version, the applied event ids,
+// the projection version, why a gap is open, the compensation keys and the effects' states.
+void ReadinessJson(const ConsumerEvidence& c, json::Writer& w) {
+  w.BeginObject().Key("owner_id");
+  c.projection ? w.String(c.projection->owner_source) : w.Null();
+  w.Key("owner_version");
+  c.projection ? w.Int(c.projection->owner_version_seen) : w.Null();
+  w.Key("applied_event_ids").BeginArray();
+  for (const LedgerEntry& e : c.ledger) {
+    if (e.state == LedgerState::kApplied) w.String(e.source + ":" + e.event_id);
+  }
+  w.EndArray().Key("projection_version");
+  c.projection ? w.Int(c.projection->version) : w.Null();
+  const std::string gap = GapReason(c);
+  w.Key("gap_reason");
+  gap.empty() ? w.Null() : w.String(gap);
+  w.Key("compensation_keys").BeginArray();
+  for (const CompensationRecord& r : c.compensations) w.String(r.key);
+  w.EndArray().Key("effects").BeginArray();
+  for (const EffectIntent& e : c.effects) {
+    w.BeginObject().Field("key", e.key).Field("effect", e.effect);
+    w.Field("state", EffectStateName(e.state)).EndObject();
+  }
+  w.EndArray().EndObject();
+}
+
+}  // namespace
+
+void AppendEvidenceJson(const EvidencePacket& packet, int64_t now_ms, std::string& out) {
+  const std::string& subject = packet.subject;
+  const std::vector<ConsumerEvidence>& all = packet.consumers;
+  const std::vector<QuarantinedInput>& unassigned = packet.unassigned;
+  json::Writer w(out);
+  const auto optional_int = [&](std::string_view key, const std::optional<int64_t>& v) {
+    w.Key(key);
+    v ? w.Int(*v) : w.Null();
+  };
+  // A quarantine record ("kept": the name this list has had since before the quarantine).
+  const auto kept_json = [&](const QuarantinedInput& q) {
+    const QuarantineRecord& k = q.record;
+    w.BeginObject()
+        .Key("quarantine_id")
+        .Int(k.id)
+        .Field("outcome", OutcomeName(k.outcome))
+        .Field("reason", k.reason)
+        .Field("message", k.message);
+    w.Field("source", k.source).Field("id", k.event_id).Field("type", k.type);
+    optional_int("subject_version", k.subject_version);
+    optional_int("schema_version", k.schema_version);
+    w.Field("status", QuarantineStatusName(k.status)).Key("attempts").Int(k.attempts);
+    w.Field("first_seen", FormatTime(k.first_seen_ms))
+        .Field("last_seen", FormatTime(k.last_seen_ms));
+    w.Field("received_at", FormatTime(k.last_seen_ms)).Key("input_index").Int(k.input_index);
+    w.Field("original_bytes", k.raw).Key("audit").BeginArray();
+    for (const QuarantineAudit& a : q.audit) {
+      w.BeginObject().Field("action", QuarantineActionName(a.action)).Field("by", a.by);
+      w.Field("note", a.note).Field("outcome", a.outcome).Key("reason");
+      a.reason.empty() ? w.Null() : w.String(a.reason);
+      w.Field("status_after", QuarantineStatusName(a.status_after));
+      w.Field("at", FormatTime(a.at_ms)).EndObject();
+    }
+    w.EndArray().EndObject();
+  };
+  w.BeginObject().Field("subject", subject).Key("consumers").BeginArray();
+  for (const ConsumerEvidence& c : all) {
+    w.BeginObject().Field("consumer", c.consumer);
+    if (c.projection) {
+      w.Field("owner_source", c.projection->owner_source);
+      w.Key("projection_version").Int(c.projection->version);
+      w.Key("owner_version_seen").Int(c.projection->owner_version_seen);
+      w.Field("state", c.projection->state).Key("fields").Raw(c.projection->fields_json);
+      w.Field("in_sync", c.in_sync());
+    } else {
+      w.Key("owner_source").Null().Key("projection_version").Null();
+      w.Key("owner_version_seen").Null().Key("state").Null();
+    }
+    w.Key("applied").BeginArray();
+    for (const LedgerEntry& e : c.ledger) {
+      if (e.state != LedgerState::kApplied) continue;
+      w.BeginObject().Field("source", e.source).Field("id", e.event_id).Field("type", e.type);
+      optional_int("subject_version", e.subject_version);
+      w.Key("input_schema_version").Int(e.input_schema_version);
+      w.Key("result_version").Int(e.result_version);
+      optional_int("projection_version", e.projection_version);
+      w.Field("committed_at", FormatTime(e.committed_at_ms));
+      w.Field("key", c.consumer + ":" + e.source + ":" + e.event_id);
+      w.Key("adapter");
+      e.adapter.empty() ? w.Null() : w.String(e.adapter);
+      // What this event set in the projection (store.h: LedgerEntry::wrote_json), as written.
+      w.Key("wrote");
+      e.wrote_json.empty() ? w.Null() : w.Raw(e.wrote_json);
+      w.Key("duplicates").Int(e.duplicates).EndObject();
+    }
+    w.EndArray().Key("deferred").BeginArray();
+    for (const DeferredEvent& d : c.deferred) {
+      w.BeginObject().Field("source", d.source).Field("id", d.event_id).Field("type", d.type);
+      w.Key("subject_version").Int(d.subject_version);
+      w.Key("expected_version").Int(ExpectedVersion(c.projection));
+      w.Field("received_at", FormatTime(d.received_at_ms));
+      w.Key("age_seconds").Int((now_ms - d.received_at_ms) / 1000);
+      w.Field("deadline_at", FormatTime(d.deadline_at_ms));
+      w.Field("overdue", now_ms > d.deadline_at_ms)
+          .Field("route", GapRouteName(d.route))
+          .EndObject();
+    }
+    w.EndArray().Key("duplicates").BeginObject().Key("count").Int(c.duplicate_count());
+    w.Key("deliveries").BeginArray();
+    for (const JournalEntry& j : c.journal) {
+      if (j.outcome != Outcome::kDuplicate) continue;
+      w.BeginObject().Field("source", j.source).Field("id", j.event_id);
+      w.Field("at", FormatTime(j.at_ms)).EndObject();
+    }
+    w.EndArray().EndObject().Key("conflicts").BeginArray();
+    for (const QuarantinedInput& q : c.quarantined) {
+      if (q.record.outcome == Outcome::kSameVersionConflict) kept_json(q);
+    }
+    w.EndArray().Key("kept").BeginArray();
+    for (const QuarantinedInput& q : c.quarantined) kept_json(q);
+    w.EndArray().Key("gaps").BeginArray();
+    for (const GapRecord& g : c.gap_records) GapRecordJson(g, w);
+    w.EndArray().Key("evidence").BeginArray();
+    for (const EvidenceRecord& r : c.evidence) {
+      w.BeginObject().Field("name", r.name).Field("source", r.source).Field("id", r.event_id);
+      optional_int("subject_version", r.subject_version);
+      w.Field("recorded_at", FormatTime(r.recorded_at_ms)).Key("detail");
+      r.detail.empty() ? w.Null() : w.String(r.detail);
+      w.EndObject();
+    }
+    w.EndArray().Key("effects").BeginArray();
+    for (size_t i = 0; i < c.effects.size(); ++i) {
+      std::string one;
+      AppendEffectJson(c.effects[i], &c.effect_logs[i].log, one);
+      w.Raw(one);
+    }
+    w.EndArray().Key("compensations").BeginArray();
+    for (const CompensationRecord& r : c.compensations) {
+      std::string one;
+      AppendCompensationJson(r, one);
+      w.Raw(one);
+    }
+    w.EndArray().Key("readiness");
+    ReadinessJson(c, w);
+    w.EndObject();
+  }
+  w.EndArray().Key("kept").BeginArray();  // inputs quarantined before any consumer was chosen
+  for (const QuarantinedInput& q : unassigned) kept_json(q);
+  w.EndArray().EndObject();
+}
+
+
+void AppendGapJson(const Gap& g, int64_t now_ms, std::string& out) {
+  json::Writer w(out);
+  const int64_t left_ms = g.deadline_at_ms - now_ms;
+  w.BeginObject().Field("consumer", g.consumer).Field("subject", g.subject);
+  w.Key("expected_version").Int(g.expected_version).Key("waiting_versions").BeginArray();
+  for (int64_t v : g.waiting_versions) w.Int(v);
+  w.EndArray().Field("oldest_received_at", FormatTime(g.oldest_received_at_ms));
+  w.Field("deadline_at", FormatTime(g.deadline_at_ms)).Field("overdue", left_ms < 0);
+  w.Key("seconds_left").Int(left_ms / 1000).Field("route", GapRouteName(g.route));
+  w.Key("record");
+  if (g.record) {
+    GapRecordJson(*g.record, w);
+  } else {
+    w.Null();
+  }
+  w.EndObject();
+}
+
+}  // namespace evident

@@ -1,0 +1,267 @@
+#include "serve/admin.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cstdio>
+
+#include "evident/clock.h"
+#include "evident/effects.h"
+#include "evident/evidence.h"
+#include "evident/quarantine.h"
+#include "json/writer.h"
+#include "serve/intake.h"
+
+namespace evident::serve {
+namespace {
+
+using Query = std::function<const char*(const char*)>;
+
+AdminAnswer Refusal(int status, std::string_view reason, std::string_view message) {
+  return {status, RefusalBody(status, reason, message)};
+}
+
+// A failed Status as an answer: what the caller asked for (4xx) or the store (503).
+AdminAnswer FromStatus(const Status& status) {
+  switch (status.code()) {
+    case Code::kNotFound:
+      return Refusal(404, "not-found", status.message());
+    case Code::kFailedPrecondition:
+      return Refusal(409, "conflict", status.message());
+    case Code::kInvalidArgument:
+    case Code::kLimitExceeded:
+      return Refusal(400, "invalid-argument", status.message());
+    default:
+      return Refusal(503, "store-unavailable", status.ToString());
+  }
+}
+
+std::optional<int64_t> ParseInt(std::string_view text) {
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+int64_t Limit(const Query& query) {
+  const char* text = query("limit");
+  const std::optional<int64_t> n = text != nullptr ? ParseInt(text) : std::nullopt;
+  return n && *n >= 1 && *n <= kReadRowsMaxDefault ? *n : 1000;
+}
+
+// The string members of an action's JSON body; false when it is not an object of strings.
+bool ReadFields(std::string_view body, std::map<std::string, std::string>& fields) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object object;
+  if (parser.parse(body.data(), body.size()).get(object) != simdjson::SUCCESS) return false;
+  for (auto [key, value] : object) {
+    std::string_view text;
+    if (value.get(text) != simdjson::SUCCESS) return false;
+    fields[std::string(key)] = std::string(text);
+  }
+  return true;
+}
+
+}  // namespace
+
+AdminAnswer Admin::Handle(std::string_view path, std::string_view method, std::string_view body,
+                          const Query& query) {
+  if (reader_ == nullptr) return Refusal(503, "store-unavailable", "no store handle");
+  const bool get = method == "GET" || method == "HEAD";
+  constexpr std::string_view kEvidence = "/api/evidence/";
+  if (path.rfind(kEvidence, 0) == 0 && get) {
+    return Evidence(path.substr(kEvidence.size()), query("consumer"));
+  }
+  if (path == "/api/gaps" && get) return Gaps();
+  if (path == "/api/quarantine" && get) return Quarantine(query);
+  if (path == "/api/effects" && get) return Effects(query);
+  constexpr std::string_view kQuarantine = "/api/quarantine/";
+  constexpr std::string_view kEffects = "/api/effects/";
+  if (method == "POST" && path.rfind(kQuarantine, 0) == 0) {
+    const std::string_view rest = path.substr(kQuarantine.size());
+    const size_t slash = rest.find('/');
+    if (slash != std::string_view::npos) {
+      return QuarantineAction(rest.substr(0, slash), rest.substr(slash + 1), body);
+    }
+  }
+  constexpr std::string_view kResolve = "/resolve";
+  if (method == "POST" && path.rfind(kEffects, 0) == 0 && path.size() > kEffects.size() + kResolve.size() &&
+      path.substr(path.size() - kResolve.size()) == kResolve) {
+    return ResolveEffect(path.substr(kEffects.size(), path.size() - kEffects.size() - kResolve.size()),
+                         body);
+  }
+  return Refusal(404, "not-found", "no admin route " + std::string(method) + " " + std::string(path));
+}
+
+AdminAnswer Admin::Evidence(std::string_view subject, const char* consumer) {
+  if (subject.empty()) return Refusal(400, "invalid-argument", "name a subject");
+  Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read();
+  if (!snapshot.ok()) return FromStatus(snapshot.status());
+  Result<EvidencePacket> packet =
+      ReadEvidence(**snapshot, subject, consumer != nullptr ? consumer : "");
+  if (!packet.ok()) return FromStatus(packet.status());
+  if (!packet->known()) {
+    return Refusal(404, "unknown-subject",
+                   "the store knows nothing of subject '" + std::string(subject) + "'");
+  }
+  AdminAnswer answer;
+  AppendEvidenceJson(*packet, SystemClock().NowMs(), answer.body);
+  return answer;
+}
+
+AdminAnswer Admin::Gaps() {
+  Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read();
+  if (!snapshot.ok()) return FromStatus(snapshot.status());
+  Result<evident::Gaps> gaps = ReadGaps(**snapshot);
+  if (!gaps.ok()) return FromStatus(gaps.status());
+  const int64_t now_ms = SystemClock().NowMs();
+  AdminAnswer answer;
+  json::Writer w(answer.body);
+  w.BeginObject().Key("gaps").BeginArray();
+  std::string one;
+  for (const Gap& gap : gaps->gaps) {
+    one.clear();
+    AppendGapJson(gap, now_ms, one);
+    w.Raw(one);
+  }
+  w.EndArray().Field("truncated", gaps->truncated).EndObject();
+  return answer;
+}
+
+AdminAnswer Admin::Quarantine(const Query& query) {
+  QuarantineFilter filter;
+  if (const char* status = query("status"); status != nullptr && *status != '\0') {
+    filter.status = ParseQuarantineStatus(status);
+    if (!filter.status) return Refusal(400, "invalid-argument", "status: open, replayed or discarded");
+  }
+  if (const char* consumer = query("consumer"); consumer != nullptr && *consumer != '\0') {
+    filter.consumer = consumer;
+  }
+  if (const char* reason = query("reason"); reason != nullptr && *reason != '\0') {
+    filter.reason = reason;
+  }
+  Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read();
+  if (!snapshot.ok()) return FromStatus(snapshot.status());
+  Result<Rows<QuarantineRecord>> rows = (*snapshot)->ListQuarantine(filter, {}, Limit(query));
+  if (!rows.ok()) return FromStatus(rows.status());
+  AdminAnswer answer;
+  json::Writer w(answer.body);
+  w.BeginObject().Key("records").BeginArray();
+  std::string one;
+  for (const QuarantineRecord& record : rows->rows) {
+    one.clear();
+    AppendQuarantineJson(record, true, one);
+    w.Raw(one);
+  }
+  w.EndArray().Field("truncated", rows->truncated).EndObject();
+  return answer;
+}
+
+Status Admin::OpenWriter() {
+  if (writer_ == nullptr) {
+    EVIDENT_ASSIGN_OR_RETURN(writer_, options_.open_store(false));
+  }
+  if (pipeline_ == nullptr) {
+    EVIDENT_ASSIGN_OR_RETURN(pipeline_, Pipeline::Create(config_));
+  }
+  return Status::Ok();
+}
+
+AdminAnswer Admin::QuarantineAction(std::string_view id_text, std::string_view action,
+                                    std::string_view body) {
+  const std::optional<int64_t> id = ParseInt(id_text);
+  if (!id || *id < 1) return Refusal(400, "invalid-argument", "a quarantine id is a number");
+  if (action != "replay" && action != "discard") {
+    return Refusal(404, "not-found", "a quarantine record takes replay or discard");
+  }
+  std::map<std::string, std::string> fields;
+  if (!ReadFields(body, fields) || fields["by"].empty() || fields["note"].empty()) {
+    return Refusal(400, "invalid-argument", "the body is {\"by\":\"who\",\"note\":\"why\"}");
+  }
+  if (Status opened = OpenWriter(); !opened.ok()) return FromStatus(opened);
+  if (action == "discard") {
+    Result<int64_t> discarded =
+        DiscardQuarantine(*writer_, {*id}, fields["by"], fields["note"], SystemClock().NowMs());
+    if (!discarded.ok()) return FromStatus(discarded.status());
+    return {200, "{\"id\":" + std::to_string(*id) + ",\"action\":\"discard\",\"discarded\":" +
+                     std::to_string(*discarded) + "}"};
+  }
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* outcomes = open_memstream(&text, &size);
+  if (outcomes == nullptr) return Refusal(503, "internal", "cannot collect the outcomes");
+  ReplayOptions replay{.select = {.ids = {*id}}, .by = fields["by"], .note = fields["note"]};
+  replay.outcomes = outcomes;
+  Result<ReplaySummary> summary = ReplayQuarantine(*pipeline_, *writer_, replay);
+  std::fclose(outcomes);
+  std::string lines(text != nullptr ? text : "", size);
+  std::free(text);
+  if (!summary.ok()) return FromStatus(summary.status());
+  AdminAnswer answer;
+  json::Writer w(answer.body);
+  w.BeginObject().Key("id").Int(*id).Field("action", "replay");
+  w.Key("replayed").Int(summary->replayed).Key("duplicates").Int(summary->duplicates);
+  w.Key("refused").Int(summary->refused).Key("decisions").BeginArray();
+  size_t start = 0;
+  while (start < lines.size()) {
+    const size_t end = lines.find('\n', start);
+    const std::string_view line(lines.data() + start, (end == std::string::npos ? lines.size() : end) - start);
+    if (!line.empty()) w.Raw(line);
+    start = end == std::string::npos ? lines.size() : end + 1;
+  }
+  w.EndArray().EndObject();
+  return answer;
+}
+
+AdminAnswer Admin::Effects(const Query& query) {
+  EffectFilter filter;
+  if (const char* state = query("state"); state != nullptr && *state != '\0') {
+    filter.state = ParseEffectState(state);
+    if (!filter.state) {
+      return Refusal(400, "invalid-argument", "state: intended, done, failed or unknown");
+    }
+  }
+  if (const char* consumer = query("consumer"); consumer != nullptr && *consumer != '\0') {
+    filter.consumer = consumer;
+  }
+  if (const char* subject = query("subject"); subject != nullptr && *subject != '\0') {
+    filter.subject = subject;
+  }
+  Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read();
+  if (!snapshot.ok()) return FromStatus(snapshot.status());
+  Result<Rows<EffectIntent>> rows = (*snapshot)->ListIntents(filter, 0, Limit(query));
+  if (!rows.ok()) return FromStatus(rows.status());
+  AdminAnswer answer;
+  json::Writer w(answer.body);
+  w.BeginObject().Key("effects").BeginArray();
+  std::string one;
+  for (const EffectIntent& intent : rows->rows) {
+    one.clear();
+    AppendEffectJson(intent, nullptr, one);
+    w.Raw(one);
+  }
+  w.EndArray().Field("truncated", rows->truncated).EndObject();
+  return answer;
+}
+
+AdminAnswer Admin::ResolveEffect(std::string_view key, std::string_view body) {
+  std::map<std::string, std::string> fields;
+  if (!ReadFields(body, fields) || fields["by"].empty() || fields["note"].empty()) {
+    return Refusal(400, "invalid-argument",
+                   "the body is {\"outcome\":\"done|failed|intended\",\"by\":\"who\",\"note\":\"why\"}");
+  }
+  const std::optional<EffectState> outcome = ParseEffectState(fields["outcome"]);
+  if (!outcome || *outcome == EffectState::kUnknown) {
+    return Refusal(400, "invalid-argument", "outcome: done, failed or intended");
+  }
+  if (Status opened = OpenWriter(); !opened.ok()) return FromStatus(opened);
+  Result<EffectIntent> resolved = evident::ResolveEffect(
+      *writer_, {.key = std::string(key), .outcome = *outcome, .by = fields["by"], .note = fields["note"]},
+      SystemClock().NowMs());
+  if (!resolved.ok()) return FromStatus(resolved.status());
+  AdminAnswer answer;
+  AppendEffectJson(*resolved, nullptr, answer.body);
+  return answer;
+}
+
+}  // namespace evident::serve
