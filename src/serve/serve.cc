@@ -34,12 +34,14 @@ using Clock_ = std::chrono::steady_clock;
 
 // One request on a connection (libmicrohttpd's con_cls), from its first call to its completion.
 struct Call {
-  enum class Phase : uint8_t { kReading, kWaiting, kAnswered };
+  // kDiscarding: the body went over its bound; the rest is read and dropped, then 413.
+  enum class Phase : uint8_t { kReading, kDiscarding, kWaiting, kAnswered };
   Phase phase = Phase::kReading;
   std::string body;
   Clock_::time_point started = Clock_::now();
   std::shared_ptr<Exchange> exchange;
   bool headers_seen = false;  // the first call (headers only) is behind
+  int discard_status = 0;     // kDiscarding: the refusal's status (413, 503)
   bool suspended = false;
 };
 
@@ -151,6 +153,21 @@ MHD_Result Daemon::Access(MHD_Connection* connection, std::string_view url,
     case Call::Phase::kAnswered:  // a refusal is queued: the rest of the body is not kept
       *upload_size = 0;
       return MHD_YES;
+    case Call::Phase::kDiscarding:
+      if (Clock_::now() - call.started > std::chrono::milliseconds(options_.request_ms_max)) {
+        return MHD_NO;
+      }
+      if (*upload_size > 0) {
+        *upload_size = 0;
+        return MHD_YES;
+      }
+      call.phase = Call::Phase::kAnswered;
+      if (call.discard_status == 503) {
+        return routes_.Refuse(connection, 503, "busy",
+                              "the daemon holds as many request bodies as it may; try again");
+      }
+      return routes_.Refuse(connection, 413, "body-too-large",
+                            "the body is over " + std::to_string(BodyBytesMax(url)) + " bytes");
     case Call::Phase::kReading:
       break;
   }
@@ -187,18 +204,17 @@ MHD_Result Daemon::Read(MHD_Connection* connection, std::string_view url, const 
   if (Clock_::now() - call.started > std::chrono::milliseconds(options_.request_ms_max)) {
     return MHD_NO;  // too slow a body: the connection is closed
   }
-  if (call.body.size() + *upload_size > limit) {
+  // Over a bound (chunked: no length to judge by before): the rest is read and dropped, and
+  // the refusal answers once the body has ended (a refusal queued mid-body cannot be sent).
+  const bool too_large = call.body.size() + *upload_size > limit;
+  if (too_large || body_bytes_.load() + static_cast<int64_t>(*upload_size) >
+                       static_cast<int64_t>(options_.queue_bytes_max)) {
     *upload_size = 0;
-    call.phase = Call::Phase::kAnswered;
-    return routes_.Refuse(connection, 413, "body-too-large",
-                          "the body is over " + std::to_string(limit) + " bytes");
-  }
-  if (body_bytes_.load() + static_cast<int64_t>(*upload_size) >
-      static_cast<int64_t>(options_.queue_bytes_max)) {
-    *upload_size = 0;
-    call.phase = Call::Phase::kAnswered;
-    return routes_.Refuse(connection, 503, "busy",
-                          "the daemon holds as many request bodies as it may; try again");
+    body_bytes_ -= static_cast<int64_t>(call.body.capacity());
+    std::string().swap(call.body);
+    call.phase = Call::Phase::kDiscarding;
+    call.discard_status = too_large ? 413 : 503;
+    return MHD_YES;
   }
   const size_t before = call.body.capacity();
   call.body.append(upload, *upload_size);

@@ -1,0 +1,405 @@
+// The daemon end to end, in process: a real listening socket, the SQLite store, requests over
+// loopback (serve/http_test_client.h).
+#include "evident/serve.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "evident/store_sqlite.h"
+#include "serve/http_test_client.h"
+#include "serve/signature.h"
+
+namespace evident {
+namespace {
+
+using serve::testing::Http;
+using serve::testing::HttpAnswer;
+using serve::testing::SendRaw;
+namespace fs = std::filesystem;
+
+constexpr const char* kSource = "training://orders/checkout";
+const std::vector<std::pair<std::string, std::string>> kStructured = {
+    {"Content-Type", "application/cloudevents+json"}};
+const std::vector<std::pair<std::string, std::string>> kBatch = {
+    {"Content-Type", "application/cloudevents-batch+json"}};
+
+// An order.status.changed event the orders-projection consumer applies.
+std::string StatusEvent(const std::string& id, const std::string& subject,
+                        const std::string& source = kSource) {
+  return R"({"specversion":"1.0","id":")" + id + R"(","source":")" + source +
+         R"(","type":"order.status.changed","subject":")" + subject +
+         R"(","data":{"schemaVersion":1,"orderId":")" + subject + R"(","status":"paid"}})";
+}
+
+class ServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("evident-serve-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / "s.db").string();
+  }
+  void TearDown() override {
+    if (server_.joinable()) Stop();
+    fs::remove_all(dir_);
+  }
+
+  void Start() {
+    auto config = LoadConfig(std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/evident.yaml");
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    config->linger_ms = linger_ms_;
+    auto pipeline = Pipeline::Create(*config);
+    ASSERT_TRUE(pipeline.ok());
+    pipeline_ = std::move(pipeline).value();
+    auto store = OpenSqliteStore(path_, {.busy_timeout_ms = busy_timeout_ms_});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    options_.open_store = [this](bool read_only) -> Result<std::unique_ptr<Store>> {
+      return OpenSqliteStore(path_, {.busy_timeout_ms = busy_timeout_ms_, .read_only = read_only});
+    };
+    options_.consume.busy_retry.attempts_max = 1;
+    options_.cancel = &cancel_;
+    std::promise<int> listening;
+    options_.on_listening = [&listening](int port) { listening.set_value(port); };
+    server_ = std::thread([this] { result_ = Serve(*pipeline_, *store_, options_); });
+    auto port = listening.get_future();
+    ASSERT_EQ(port.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    port_ = port.get();
+  }
+
+  void Stop() {
+    cancel_.Cancel();
+    server_.join();
+    ASSERT_TRUE(result_.ok()) << result_.status().ToString();
+  }
+
+  // The ledger entry of orders-projection for `id`, read from a fresh read-only handle.
+  bool Applied(const std::string& id, const std::string& source = kSource) {
+    auto store = OpenSqliteStore(path_, {.read_only = true});
+    if (!store.ok()) return false;
+    auto snapshot = (*store)->Read();
+    if (!snapshot.ok()) return false;
+    auto entry = (*snapshot)->FindLedger("orders-projection", source, id);
+    return entry.ok() && entry->has_value();
+  }
+
+  HttpAnswer Post(const std::string& body,
+                  const std::vector<std::pair<std::string, std::string>>& headers = kStructured) {
+    return Http(port_, "POST", "/events", headers, body);
+  }
+
+  fs::path dir_;
+  std::string path_;
+  int64_t linger_ms_ = 5;
+  int64_t busy_timeout_ms_ = 5000;
+  ServeOptions options_;
+  CancelToken cancel_;
+  std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<Store> store_;
+  std::thread server_;
+  Result<ServeSummary> result_ = Status::Internal("not run");
+  int port_ = 0;
+};
+
+TEST_F(ServeTest, EachModeIsDecidedAndCommittedBeforeTheAnswer) {
+  Start();
+  HttpAnswer structured = Post(StatusEvent("s-1", "order-1"));
+  ASSERT_EQ(structured.status, 200) << structured.body;
+  EXPECT_NE(structured.body.find(R"("events":1)"), std::string::npos) << structured.body;
+  EXPECT_NE(structured.body.find(R"("outcome":"applied")"), std::string::npos);
+  EXPECT_TRUE(Applied("s-1"));  // committed when the answer came
+
+  HttpAnswer batch = Post("[" + StatusEvent("b-1", "order-2") + "," + StatusEvent("b-2", "order-3") +
+                              "," + StatusEvent("s-1", "order-1") + "]",
+                          kBatch);
+  ASSERT_EQ(batch.status, 200) << batch.body;
+  EXPECT_NE(batch.body.find(R"("events":3)"), std::string::npos);
+  EXPECT_NE(batch.body.find(R"("index":2,"consumer":"orders-projection","outcome":"duplicate")"),
+            std::string::npos)
+      << batch.body;
+  EXPECT_TRUE(Applied("b-1"));
+  EXPECT_TRUE(Applied("b-2"));
+
+  HttpAnswer binary = Post(R"({"schemaVersion":1,"orderId":"order-4","status":"paid"})",
+                           {{"Content-Type", "application/json"},
+                            {"ce-specversion", "1.0"},
+                            {"ce-id", "bin-1"},
+                            {"ce-source", kSource},
+                            {"ce-type", "order.status.changed"},
+                            {"ce-subject", "order-4"}});
+  ASSERT_EQ(binary.status, 200) << binary.body;
+  EXPECT_NE(binary.body.find(R"("outcome":"applied")"), std::string::npos) << binary.body;
+  EXPECT_TRUE(Applied("bin-1"));
+}
+
+TEST_F(ServeTest, ABadEventIsADecisionKeptWithItsBytes) {
+  Start();
+  const HttpAnswer broken = Post(R"({"specversion":"1.0","id":"x", "source":)");
+  ASSERT_EQ(broken.status, 200);
+  EXPECT_NE(broken.body.find(R"("outcome":"rejected","reason":"malformed-json")"),
+            std::string::npos)
+      << broken.body;
+  auto store = OpenSqliteStore(path_, {.read_only = true});
+  ASSERT_TRUE(store.ok());
+  auto snapshot = (*store)->Read();
+  ASSERT_TRUE(snapshot.ok());
+  auto kept = (*snapshot)->ListQuarantine({}, {}, 10);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->rows.size(), 1u);
+  EXPECT_EQ(kept->rows[0].raw, R"({"specversion":"1.0","id":"x", "source":)");
+}
+
+TEST_F(ServeTest, RefusalsCarryAStatusAndAReason) {
+  options_.body_bytes_max = 4096;
+  Start();
+  HttpAnswer empty = Post("");
+  EXPECT_EQ(empty.status, 400);
+  EXPECT_NE(empty.body.find(R"("reason":"no-event")"), std::string::npos);
+  EXPECT_EQ(Post("[]", kBatch).status, 400);
+  EXPECT_EQ(Post("{}", {{"Content-Type", "application/json"}}).status, 415);
+  HttpAnswer large = Post(std::string(5000, ' ') + "{}");
+  EXPECT_EQ(large.status, 413);
+  EXPECT_NE(large.body.find(R"("reason":"body-too-large")"), std::string::npos);
+  // Chunked, with no length to refuse it by up front.
+  std::string chunked =
+      "POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/cloudevents+json\r\n"
+      "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  for (int i = 0; i < 6; ++i) chunked += "400\r\n" + std::string(1024, ' ') + "\r\n";
+  chunked += "0\r\n\r\n";
+  const HttpAnswer chunked_large = SendRaw(port_, chunked);
+  EXPECT_EQ(chunked_large.status, 413);
+  EXPECT_NE(chunked_large.body.find(R"("reason":"body-too-large")"), std::string::npos);
+  EXPECT_EQ(Http(port_, "GET", "/events").status, 405);
+  EXPECT_EQ(Http(port_, "GET", "/nothing").status, 404);
+  EXPECT_EQ(Post(StatusEvent("after", "order-9")).status, 200);  // and it still serves
+}
+
+TEST_F(ServeTest, ConcurrentRequestsShareCommits) {
+  linger_ms_ = 20;
+  Start();
+  constexpr int kThreads = 16, kEach = 10;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        const std::string id = "c-" + std::to_string(t) + "-" + std::to_string(i);
+        if (Post(StatusEvent(id, "order-c" + std::to_string(t))).status == 200) ++ok;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  Stop();
+  EXPECT_EQ(ok.load(), kThreads * kEach);
+  EXPECT_EQ(result_->events, kThreads * kEach);
+  // Sixteen clients waiting on one another's commits: far fewer transactions than requests.
+  EXPECT_LT(result_->consume.batches, kThreads * kEach / 2) << result_->consume.batches;
+  for (int t = 0; t < kThreads; ++t) EXPECT_TRUE(Applied("c-" + std::to_string(t) + "-9"));
+}
+
+TEST_F(ServeTest, SignedSourcesNeedAValidFreshSignature) {
+  const std::string key = "0123456789abcdef0123456789abcdef";
+  options_.webhook_secrets["urn:signed"] = {key};
+  Start();
+  const std::string body = StatusEvent("sig-1", "order-s", "urn:signed");
+  const std::string now = std::to_string(std::time(nullptr));
+  auto headers = [&](const std::string& timestamp, const std::string& signature) {
+    auto h = kStructured;
+    h.emplace_back("webhook-id", "msg-1");
+    h.emplace_back("webhook-timestamp", timestamp);
+    h.emplace_back("webhook-signature", signature);
+    return h;
+  };
+  const HttpAnswer unsigned_answer = Post(body);
+  EXPECT_EQ(unsigned_answer.status, 401);
+  EXPECT_NE(unsigned_answer.body.find("missing-signature"), std::string::npos);
+  const HttpAnswer bad = Post(body, headers(now, serve::SignV1("wrong", "msg-1", now, body)));
+  EXPECT_EQ(bad.status, 401);
+  EXPECT_NE(bad.body.find("bad-signature"), std::string::npos);
+  const std::string old = std::to_string(std::time(nullptr) - 3600);
+  const HttpAnswer stale = Post(body, headers(old, serve::SignV1(key, "msg-1", old, body)));
+  EXPECT_EQ(stale.status, 401);
+  EXPECT_NE(stale.body.find("stale-signature"), std::string::npos);
+  EXPECT_FALSE(Applied("sig-1", "urn:signed"));
+  const HttpAnswer good = Post(body, headers(now, serve::SignV1(key, "msg-1", now, body)));
+  EXPECT_EQ(good.status, 200) << good.body;
+  // Sources without a secret need no signature.
+  EXPECT_EQ(Post(StatusEvent("plain-1", "order-p")).status, 200);
+  const HttpAnswer metrics = Http(port_, "GET", "/metrics");
+  EXPECT_NE(metrics.body.find(R"(evident_webhook_signature_failures_total{reason="bad-signature"} 1)"),
+            std::string::npos)
+      << metrics.body;
+}
+
+TEST_F(ServeTest, WebhookHandshakeAnswersAllowedOrigins) {
+  options_.allowed_origins = {"sender.example"};
+  Start();
+  HttpAnswer allowed =
+      Http(port_, "OPTIONS", "/events", {{"WebHook-Request-Origin", "sender.example"}});
+  EXPECT_EQ(allowed.status, 200);
+  EXPECT_EQ(allowed.headers["webhook-allowed-origin"], "sender.example");
+  EXPECT_EQ(allowed.headers["webhook-allowed-rate"], "*");
+  const HttpAnswer other =
+      Http(port_, "OPTIONS", "/events", {{"WebHook-Request-Origin", "evil.example"}});
+  EXPECT_EQ(other.status, 403);
+  EXPECT_EQ(other.headers.count("webhook-allowed-origin"), 0u);
+}
+
+TEST_F(ServeTest, AdminRoutesAreDisabledWithoutAToken) {
+  Start();
+  EXPECT_EQ(Http(port_, "GET", "/api/gaps").status, 403);
+  EXPECT_EQ(Http(port_, "GET", "/api/gaps", {{"Authorization", "Bearer anything"}}).status, 403);
+}
+
+TEST_F(ServeTest, AdminRoutesNeedTheRightToken) {
+  options_.admin_token = "s3cret-token-of-enough-length";
+  Start();
+  ASSERT_EQ(Post(StatusEvent("a-1", "order-a")).status, 200);
+  EXPECT_EQ(Http(port_, "GET", "/api/evidence/order-a").status, 401);
+  EXPECT_EQ(Http(port_, "GET", "/api/evidence/order-a", {{"Authorization", "Bearer wrong"}}).status,
+            401);
+  EXPECT_EQ(Http(port_, "GET", "/api/evidence/order-a",
+                 {{"Authorization", "Basic s3cret-token-of-enough-length"}})
+                .status,
+            401);
+  const HttpAnswer evidence = Http(port_, "GET", "/api/evidence/order-a",
+                                   {{"Authorization", "Bearer s3cret-token-of-enough-length"}});
+  EXPECT_EQ(evidence.status, 200);
+  EXPECT_NE(evidence.body.find(R"("subject":"order-a")"), std::string::npos) << evidence.body;
+  EXPECT_EQ(Http(port_, "GET", "/api/evidence/nobody",
+                 {{"Authorization", "Bearer s3cret-token-of-enough-length"}})
+                .status,
+            404);
+}
+
+TEST_F(ServeTest, OperationsEndpoints) {
+  Start();
+  EXPECT_EQ(Http(port_, "GET", "/healthz").status, 200);
+  EXPECT_EQ(Http(port_, "GET", "/readyz").status, 200);
+  ASSERT_EQ(Post(StatusEvent("m-1", "order-m")).status, 200);
+  const HttpAnswer metrics = Http(port_, "GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find(
+                R"(evident_decisions_total{consumer="orders-projection",outcome="applied",reason=""} 1)"),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find(R"(evident_http_requests_total{status="200"})"), std::string::npos);
+  EXPECT_NE(metrics.body.find("evident_commit_seconds_count 1"), std::string::npos);
+  EXPECT_NE(metrics.body.find("evident_store_up 1"), std::string::npos);
+  HttpAnswer page = Http(port_, "GET", "/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.headers["content-security-policy"].find("default-src 'self'"), std::string::npos);
+}
+
+// Another process holds the store's write lock: requests are answered 503 (not taken) and
+// readyz says so; once the lock is gone the loop starts again and takes them.
+TEST_F(ServeTest, AStoreThatFailsIsA503UntilItAnswersAgain) {
+  busy_timeout_ms_ = 100;
+  options_.restart_ms = 100;
+  Start();
+  ASSERT_EQ(Post(StatusEvent("before", "order-l")).status, 200);
+  sqlite3* locker = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &locker), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  const HttpAnswer refused = Post(StatusEvent("during", "order-l"));
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(refused.body.find("store-unavailable"), std::string::npos) << refused.body;
+  EXPECT_FALSE(Applied("during"));
+  ASSERT_EQ(sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(locker);
+  HttpAnswer again;
+  for (int i = 0; i < 50 && again.status != 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    again = Post(StatusEvent("during", "order-l"));
+  }
+  EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_TRUE(Applied("during"));
+  Stop();
+  EXPECT_GE(result_->restarts, 1);
+}
+
+TEST_F(ServeTest, StopUnderLoadCommitsEveryAnsweredEvent) {
+  Start();
+  constexpr int kThreads = 8;
+  std::mutex mu;
+  std::vector<std::string> answered;
+  std::atomic<int> refused{0}, other{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; !done.load(); ++i) {
+        const std::string id = "l-" + std::to_string(t) + "-" + std::to_string(i);
+        const HttpAnswer answer = Post(StatusEvent(id, "order-l" + std::to_string(t)));
+        if (answer.status == 200) {
+          std::lock_guard<std::mutex> lock(mu);
+          answered.push_back(id);
+        } else if (answer.status == 503 || answer.status == 0) {
+          ++refused;  // stopping, or the listener is gone
+          if (answer.status == 0) break;
+        } else {
+          ++other;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  cancel_.Cancel();
+  server_.join();
+  done = true;
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(result_.ok()) << result_.status().ToString();
+  EXPECT_EQ(other.load(), 0);
+  ASSERT_GT(answered.size(), 10u);
+  for (const std::string& id : answered) EXPECT_TRUE(Applied(id)) << id;
+}
+
+TEST_F(ServeTest, SlowAndHostileClientsDoNotHoldTheServer) {
+  options_.read_timeout_s = 1;
+  options_.header_bytes_max = 8192;
+  Start();
+  // A client that sends half a request line and stops.
+  const int slow = serve::testing::Connect(port_, 5000);
+  ASSERT_GE(slow, 0);
+  ASSERT_TRUE(serve::testing::SendAll(slow, "POST /events HTTP/1.1\r\nHo"));
+  EXPECT_EQ(Post(StatusEvent("while-slow", "order-h")).status, 200);
+  const auto waited_from = std::chrono::steady_clock::now();
+  serve::testing::ReadAll(slow);  // returns when the server closes it
+  const auto waited = std::chrono::steady_clock::now() - waited_from;
+  EXPECT_LT(waited, std::chrono::milliseconds(4000));
+  ::close(slow);
+  // Headers over the bound.
+  const HttpAnswer big = SendRaw(port_, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " +
+                                            std::string(20000, 'a') + "\r\n\r\n");
+  EXPECT_TRUE(big.status == 431 || big.status == 413 || big.status == 0) << big.status;
+  // Malformed chunked encoding.
+  const HttpAnswer chunked = SendRaw(
+      port_,
+      "POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/cloudevents+json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n");
+  EXPECT_TRUE(chunked.status == 400 || chunked.status == 0) << chunked.status;
+  // Many connections at once, all answered.
+  std::vector<std::thread> many;
+  std::atomic<int> healthy{0};
+  for (int i = 0; i < 64; ++i) {
+    many.emplace_back([&] {
+      if (Http(port_, "GET", "/healthz").status == 200) ++healthy;
+    });
+  }
+  for (std::thread& t : many) t.join();
+  EXPECT_EQ(healthy.load(), 64);
+  EXPECT_EQ(Post(StatusEvent("after-hostile", "order-h")).status, 200);
+}
+
+}  // namespace
+}  // namespace evident
