@@ -208,11 +208,16 @@ BoundEvents BindRequest(std::string_view content_type,
   const bool binary = std::any_of(headers.begin(), headers.end(),
                                   [](const auto& h) { return h.first == "ce-specversion"; });
   if (!binary) {
+    std::string got = "no Content-Type";
+    if (!content_type.empty()) {
+      got = "'";
+      got.append(content_type);
+      got.push_back('\'');
+    }
     return Refuse(BodyMode::kBinary, 415, "unsupported-media-type",
                   "expected application/cloudevents+json, application/cloudevents-batch+json, "
                   "or a binary-mode event with a ce-specversion header; got " +
-                      (content_type.empty() ? std::string("no Content-Type")
-                                            : "'" + std::string(content_type) + "'"));
+                      got);
   }
   BoundEvents bound;
   bound.mode = BodyMode::kBinary;
