@@ -49,6 +49,10 @@ struct JetStreamOptions {
 
 Result<std::unique_ptr<Publisher>> OpenJetStreamPublisher(const JetStreamOptions& options);
 
+// Whether the server answers and has the stream, within `timeout_ms` (a readiness check: it
+// connects, asks for the stream's info and closes).
+Status ProbeJetStream(const JetStreamOptions& options, int64_t timeout_ms = 1000);
+
 Result<std::unique_ptr<Source>> OpenJetStreamSource(const JetStreamOptions& options,
                                                     std::string durable,
                                                     std::string filter_subject);

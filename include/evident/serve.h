@@ -14,7 +14,8 @@
 //                        is answered as such).
 //   OPTIONS /events      the CloudEvents webhook abuse-protection handshake.
 //   GET /healthz         200 while the process runs.
-//   GET /readyz          200 when the store answers (and the loop runs); else 503.
+//   GET /readyz          200 when the store answers, the loop runs and (with a broker) the
+//                        broker answers; else 503.
 //   GET /metrics         Prometheus text format.
 //
 // Every refusal is a JSON body {"status":N,"reason":"code","message":"..."}; reasons are stable.
@@ -67,6 +68,16 @@ struct ServeOptions {
   // Opens another handle on the store: read-only for metrics, readiness and the admin reads,
   // writable for the admin actions. Required.
   std::function<Result<std::unique_ptr<Store>>(bool read_only)> open_store;
+  // With a broker (`--from nats://...`): opens the source of a second consume loop that runs
+  // beside the HTTP one, on a store handle and pipeline of its own; null: HTTP only. A source
+  // that cannot be opened (the broker is down) is tried again every restart_ms.
+  std::function<Result<std::unique_ptr<Source>>()> open_broker_source;
+  // Whether the broker answers, for /readyz (with open_broker_source).
+  std::function<Status()> probe_broker;
+  // Perform the effect intents of the config's consumers (effects.h RunEffects) on a thread of
+  // the daemon; their claims make it safe beside other runners. Ignored when no consumer has
+  // effects.
+  bool run_effects = true;
   // For the loop: outcomes, clock, retries, gap checks (cancel and on_committed are Serve's).
   ConsumeOptions consume;
   const CancelToken* cancel = nullptr;
@@ -76,7 +87,8 @@ struct ServeOptions {
 
 struct ServeSummary {
   int64_t requests = 0;   // HTTP requests answered
-  int64_t events = 0;     // events decided
+  int64_t events = 0;     // events decided (over HTTP and from the broker)
+  int64_t broker_events = 0;  // of which from the broker
   int64_t restarts = 0;   // runs of the loop that failed and were started again
   ConsumeSummary consume;  // summed over the loop's runs (counts, batches)
 };

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "evident/cancel.h"
 #include "evident/consumer.h"
+#include "evident/jetstream.h"
 #include "evident/serve.h"
 #include "evident/store_sqlite.h"
 #include "json/files.h"
@@ -22,6 +23,8 @@ struct ServeFlags {
   int64_t batch_count_max = 0, linger_ms = -1;
   int64_t body_bytes_max = int64_t{16} << 20;
   int64_t connections_max = 1024, read_timeout_s = 10;
+  std::string from, stream = "EVENTS", durable = "evident-serve", filter;
+  bool no_effects = false;
 };
 
 Result<std::unique_ptr<Store>> OpenServeStore(const ServeFlags& flags, bool read_only) {
@@ -92,6 +95,18 @@ int RunServe(const ServeFlags& flags) {
   options.open_store = [&flags](bool read_only) { return OpenServeStore(flags, read_only); };
   if (flags.store.rfind("sqlite:", 0) == 0) options.consume.busy_retry.attempts_max = 1;
   options.log = stderr;
+  options.run_effects = !flags.no_effects;
+  if (!flags.from.empty()) {
+    if (flags.from.rfind("nats://", 0) != 0) {
+      std::cerr << "evident serve: --from " << flags.from << ": expected nats://HOST:PORT\n";
+      return kExitUsage;
+    }
+    const JetStreamOptions js{.url = flags.from, .stream = flags.stream};
+    options.open_broker_source = [js, &flags] {
+      return OpenJetStreamSource(js, flags.durable, flags.filter);
+    };
+    options.probe_broker = [js] { return ProbeJetStream(js); };
+  }
   static CancelToken stop;
   options.cancel = &stop;
   InstallStopSignals(stop);
@@ -128,6 +143,15 @@ void AddServeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--admin-token-file", flags->admin_token_file,
                   "File holding the admin API's bearer token (at least 16 characters); without "
                   "it the admin routes are disabled");
+  cmd->add_option("--from", flags->from,
+                  "nats://HOST:PORT: also consume a JetStream stream, beside HTTP");
+  cmd->add_option("--stream", flags->stream, "JetStream stream (with --from)")
+      ->capture_default_str();
+  cmd->add_option("--durable", flags->durable, "Durable consumer name (with --from)")
+      ->capture_default_str();
+  cmd->add_option("--filter", flags->filter, "Subject filter, e.g. evident.p3.> (with --from)");
+  cmd->add_flag("--no-effects", flags->no_effects,
+                "Do not perform effect intents here (another `evident effects run` does)");
   cmd->add_option("--batch-count-max", flags->batch_count_max,
                   "Events per transaction (overrides the config)")
       ->check(IntegerFrom(1, kBatchCountMaxLimit));
@@ -150,7 +174,21 @@ void AddServeCommand(CLI::App& app, Runner& run) {
       ->capture_default_str();
   cmd->add_option("--synchronous", flags->synchronous, "SQLite synchronous: FULL, NORMAL or OFF")
       ->capture_default_str();
-  cmd->callback([flags, &run] { run = [flags] { return RunServe(*flags); }; });
+  cmd->callback([flags, cmd, &run] {
+    std::string clash;
+    if (flags->from.empty()) {
+      for (const char* only : {"--stream", "--durable", "--filter"}) {
+        if (cmd->count(only) > 0) clash = std::string(only) + " needs --from";
+      }
+    }
+    run = [flags, clash] {
+      if (!clash.empty()) {
+        std::cerr << "evident serve: " << clash << "\n";
+        return kExitUsage;
+      }
+      return RunServe(*flags);
+    };
+  });
 }
 
 }  // namespace evident::cli

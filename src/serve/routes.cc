@@ -82,6 +82,8 @@ MHD_Result Routes::Ready(MHD_Connection* connection) {
     why = "no store handle";
   } else if (Result<std::unique_ptr<Snapshot>> read = reader_->Read(); !read.ok()) {
     why = "the store does not answer: " + read.status().ToString();
+  } else {
+    why = responder_.BrokerTrouble();
   }
   if (why.empty()) {
     return responder_.Respond(connection, 200, "{\"status\":\"ready\"}", "application/json", {});

@@ -29,6 +29,7 @@ class Responder {
                              std::string_view content_type,
                              const std::vector<std::pair<std::string, std::string>>& extra) = 0;
   virtual bool LoopRunning() const = 0;
+  virtual std::string BrokerTrouble() const = 0;  // empty: no broker, or it answers
   virtual bool Stopping() const = 0;
 };
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "evident/clock.h"
+#include "evident/effects.h"
 #include "evident/retry.h"
 #include "json/files.h"
 #include "serve/binding.h"
@@ -77,6 +78,7 @@ class Daemon final : public serve::Responder {
   MHD_Result Respond(MHD_Connection* connection, int status, std::string_view body,
                      std::string_view content_type, const Headers& extra) override;
   bool LoopRunning() const override { return loop_running_.load(); }
+  std::string BrokerTrouble() const override;
   bool Stopping() const override { return stopping_.load(); }
 
  private:
@@ -98,6 +100,11 @@ class Daemon final : public serve::Responder {
   void StopHttp();
   void Drain();
   void LoopThread();
+  // Runs `work` until the daemon stops; a failure is logged, counted, and `work` runs again
+  // after restart_ms.
+  void KeepRunning(std::string_view what, const std::function<Status()>& work);
+  Status BrokerRun();
+  Status EffectsRun();
 
   Pipeline& pipeline_;
   Store& store_;
@@ -106,7 +113,9 @@ class Daemon final : public serve::Responder {
   Intake intake_;
   serve::Routes routes_;
   MHD_Daemon* http_ = nullptr;
-  std::thread loop_;
+  std::thread loop_, broker_, effects_;
+  std::atomic<bool> broker_running_{false};
+  std::atomic<int64_t> broker_events_{0};
   CancelToken loop_stop_;
   std::atomic<bool> loop_running_{false}, stopping_{false};
   std::atomic<int64_t> waiting_calls_{0}, body_bytes_{0}, requests_{0}, events_{0};
@@ -352,7 +361,9 @@ void Daemon::Drain() {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   loop_stop_.Cancel();
-  if (loop_.joinable()) loop_.join();
+  for (std::thread* worker : {&loop_, &broker_, &effects_}) {
+    if (worker->joinable()) worker->join();
+  }
   intake_.FailOutstanding(503, "shutting-down",
                           "the daemon stopped before these events were decided; send them again");
   const auto written_by = Clock_::now() + std::chrono::seconds(5);
@@ -406,14 +417,85 @@ void Daemon::LoopThread() {
   }
 }
 
+void Daemon::KeepRunning(std::string_view what, const std::function<Status()>& work) {
+  Clock& clock = options_.consume.clock != nullptr ? *options_.consume.clock : SystemClock();
+  while (!loop_stop_.cancelled()) {
+    const Status status = work();
+    if (loop_stop_.cancelled()) break;
+    if (status.ok()) continue;
+    metrics_.CountRestart();
+    {
+      std::lock_guard<std::mutex> lock(summary_mu_);
+      ++summary_.restarts;
+    }
+    if (options_.log != nullptr) {
+      std::fprintf(options_.log, "evident serve: %.*s failed (%s); again in %lld ms\n",
+                   static_cast<int>(what.size()), what.data(), status.ToString().c_str(),
+                   static_cast<long long>(options_.restart_ms));
+      std::fflush(options_.log);
+    }
+    SleepUnlessCancelled(clock, options_.restart_ms, &loop_stop_);
+  }
+}
+
+// The broker's events through a consume loop of their own (store handle, pipeline, source).
+Status Daemon::BrokerRun() {
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, options_.open_broker_source());
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, options_.open_store(false));
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(pipeline_.config()));
+  ConsumeOptions consume = options_.consume;
+  consume.cancel = &loop_stop_;
+  consume.on_committed = [this](const CommittedBatch& batch) {
+    metrics_.CountBatch(batch);
+    events_ += static_cast<int64_t>(batch.events);
+    broker_events_ += static_cast<int64_t>(batch.events);
+    return Status::Ok();
+  };
+  broker_running_ = true;
+  Result<ConsumeSummary> run = Consume(*pipeline, *store, *source, consume);
+  broker_running_ = false;
+  return run.status();
+}
+
+Status Daemon::EffectsRun() {
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, options_.open_store(false));
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<EffectTransport> transport, NewHttpTransport());
+  EffectRunOptions run{.runner_id = "serve-" + std::to_string(::getpid()), .cancel = &loop_stop_};
+  run.busy_retry = options_.consume.busy_retry;
+  return RunEffects(pipeline_.config(), *store, *transport, run).status();
+}
+
+// Why the broker is not ready, empty when it is (or there is none).
+std::string Daemon::BrokerTrouble() const {
+  if (!options_.open_broker_source) return {};
+  if (!broker_running_.load()) return "the broker's consume loop is not running";
+  if (options_.probe_broker) {
+    if (Status probed = options_.probe_broker(); !probed.ok()) {
+      return "the broker does not answer: " + probed.ToString();
+    }
+  }
+  return {};
+}
+
 Result<ServeSummary> Daemon::Run() {
   if (!options_.open_store) return Status::InvalidArgument("ServeOptions::open_store is required");
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> reader, options_.open_store(true));
   routes_.SetReader(std::move(reader));
   loop_ = std::thread([this] { LoopThread(); });
+  if (options_.open_broker_source) {
+    broker_ = std::thread([this] { KeepRunning("the broker's consume loop", [this] { return BrokerRun(); }); });
+  }
+  const bool any_effects =
+      std::any_of(pipeline_.config().consumers.begin(), pipeline_.config().consumers.end(),
+                  [](const ConsumerConfig& c) { return !c.effects.empty(); });
+  if (options_.run_effects && any_effects) {
+    effects_ = std::thread([this] { KeepRunning("the effects runner", [this] { return EffectsRun(); }); });
+  }
   if (Status started = StartHttp(); !started.ok()) {
     loop_stop_.Cancel();
-    loop_.join();
+    for (std::thread* worker : {&loop_, &broker_, &effects_}) {
+      if (worker->joinable()) worker->join();
+    }
     return started;
   }
   if (options_.on_listening) options_.on_listening(port_);
@@ -425,6 +507,7 @@ Result<ServeSummary> Daemon::Run() {
   std::lock_guard<std::mutex> lock(summary_mu_);
   summary_.requests = requests_.load();
   summary_.events = events_.load();
+  summary_.broker_events = broker_events_.load();
   return summary_;
 }
 

@@ -576,6 +576,7 @@ async function main() {
   // 6. No console errors, no failed requests, during the whole run.
   await sleep(500);
   await page.screenshot({path: path.join(tmp, "operator-page-full.png"), fullPage: true});
+  check(await page.$eval("#page-error", (n) => n.hidden), "the page reports an unexpected error: " + await text(page, "#page-error"));
   checkNoProblems("at the end");
   ok("no console errors, page errors, failed requests or unexpected error answers");
 

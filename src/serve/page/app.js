@@ -453,7 +453,10 @@
 
   function onHashChange() {
     const subject = subjectFromHash();
-    if (subject) loadEvidence(subject);
+    if (!subject) return;
+    const panel = $("evidence-panel");
+    if (panel.getBoundingClientRect().top < 0) panel.scrollIntoView({block: "start"});
+    loadEvidence(subject);
   }
 
   async function loadEvidence(subject) {
@@ -810,8 +813,12 @@
     const status = $("quarantine-status").value;
     try {
       const answer = await getJson("/api/quarantine" + (status ? "?status=" + encodeURIComponent(status) : ""), {admin: true});
+      if (state.actionOpen !== null) {
+        // A replay/discard form was opened while this was read: keep it, read again when it closes.
+        state.refreshPending = true;
+        return;
+      }
       hideMsg("quarantine-msg");
-      state.actionOpen = null;
       const records = Array.isArray(answer.records) ? answer.records : [];
       $("quarantine-count").textContent = records.length + (records.length === 1 ? " record" : " records") +
         (answer.truncated ? " (truncated: more exist)" : "");
@@ -845,7 +852,7 @@
       }
       box.appendChild(table(["id", "consumer", "reason", "message", "source / id", "subject", "attempts", "first seen", ""], rows, "quarantine"));
     } catch (error) {
-      clear(box);
+      if (state.actionOpen === null) clear(box);  // an open form stays: its input is not lost
       $("quarantine-count").textContent = "";
       showError("quarantine-msg", "reading /api/quarantine", error);
     }
@@ -1062,7 +1069,10 @@
   // Nothing may fail silently: an unexpected error is shown at the top of the page too.
   // (The console keeps it as well: it is a bug of this page, never normal use.)
   window.addEventListener("unhandledrejection", (event) => {
-    showMsg("counters-error", "error", "unexpected error — " + errorText(event.reason));
+    showMsg("page-error", "error", "unexpected error in this page — " + errorText(event.reason));
+  });
+  window.addEventListener("error", (event) => {
+    showMsg("page-error", "error", "unexpected error in this page — " + (event.message || "unknown"));
   });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -437,6 +437,29 @@ class JetStreamSource final : public Source {
 
 }  // namespace
 
+Status ProbeJetStream(const JetStreamOptions& options, int64_t timeout_ms) {
+  natsOptions* opts = nullptr;
+  natsStatus s = natsOptions_Create(&opts);
+  if (s == NATS_OK) s = natsOptions_SetURL(opts, options.url.c_str());
+  if (s == NATS_OK) s = natsOptions_SetTimeout(opts, timeout_ms);
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, 0);
+  Conn c;
+  if (s == NATS_OK) s = natsConnection_Connect(&c.nc, opts);
+  natsOptions_Destroy(opts);
+  if (s != NATS_OK) return NatsError("connect to " + options.url, s);
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = timeout_ms;
+  s = natsConnection_JetStream(&c.js, c.nc, &jo);
+  if (s != NATS_OK) return NatsError("JetStream context on " + options.url, s);
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  s = js_GetStreamInfo(&si, c.js, options.stream.c_str(), nullptr, &jerr);
+  if (s != NATS_OK) return NatsError("stream " + options.stream, s, jerr);
+  jsStreamInfo_Destroy(si);
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Publisher>> OpenJetStreamPublisher(const JetStreamOptions& options) {
   if (options.url.empty() || options.stream.empty()) {
     return Status::InvalidArgument("JetStream publisher needs a url and a stream");
