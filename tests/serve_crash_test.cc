@@ -4,8 +4,8 @@
 // on the same store. Every event that was answered 200 must be in the store afterwards; events
 // whose answer never came may be or not (a client sends them again, and the ledger answers
 // duplicate), and a final pass sends every event once more to check just that.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -63,10 +63,10 @@ class ServeCrashTest : public ::testing::Test {
     std::vector<std::pair<std::string, std::optional<std::string>>> env;
     env.emplace_back("EVIDENT_FAULT_POINT",
                      fault.empty() ? std::nullopt : std::optional<std::string>(fault));
-    pid_ = StartProcess({EVIDENT_BINARY, "serve", "--config",
-                         SourcePath("examples/orders/evident.yaml"), "--store", "sqlite:" + store_,
-                         "--listen", "127.0.0.1:0", "--linger-ms", "2"},
-                        {.err = err}, {}, env);
+    pid_ = StartProcess(
+        {EVIDENT_BINARY, "serve", "--config", SourcePath("examples/orders/evident.yaml"), "--store",
+         "sqlite:" + store_, "--listen", "127.0.0.1:0", "--linger-ms", "2"},
+        {.err = err}, {}, env);
     ::close(err);
     for (int i = 0; i < 2000; ++i) {
       std::ifstream in(log);
@@ -89,8 +89,8 @@ class ServeCrashTest : public ::testing::Test {
     for (int c = 0; c < kClients; ++c) {
       clients.emplace_back([this, port, round, c] {
         for (int i = 0;; ++i) {
-          const std::string base = std::to_string(round) + "-" + std::to_string(c) + "-" +
-                                   std::to_string(i);
+          const std::string base =
+              std::to_string(round) + "-" + std::to_string(c) + "-" + std::to_string(i);
           std::vector<std::string> ids = {base};
           std::string body = StatusEvent(base);
           std::string type = "application/cloudevents+json";
@@ -187,7 +187,7 @@ TEST_F(ServeCrashTest, EveryAnsweredEventSurvivesKill9) {
   EXPECT_EQ(found, static_cast<int64_t>(answered_.size()))
       << missing.size() << " answered 200 but not in the store, e.g. "
       << (missing.empty() ? "" : missing.front());
-  EXPECT_GT(answered_.size(), 200u);  // the kills landed under load, not before it
+  EXPECT_GT(answered_.size(), 200u);          // the kills landed under load, not before it
   EXPECT_LT(answered_.size(), sent_.size());  // and some requests were cut off
 
   // Every event sent once more: each is answered (none lost), as a duplicate or, for one whose

@@ -68,11 +68,11 @@ class ServeNatsTest : public ::testing::Test {
   int StartDaemon() {
     const std::string log = (fs::path(dir_) / "serve.log").string();
     const int err = ::open(log.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    pid_ = StartProcess({EVIDENT_BINARY, "serve", "--config",
-                         SourcePath("examples/orders/evident.yaml"), "--store", "sqlite:" + store_,
-                         "--listen", "127.0.0.1:0", "--from", url_, "--stream", "EVENTS",
-                         "--no-effects"},
-                        {.err = err});
+    pid_ = StartProcess(
+        {EVIDENT_BINARY, "serve", "--config", SourcePath("examples/orders/evident.yaml"), "--store",
+         "sqlite:" + store_, "--listen", "127.0.0.1:0", "--from", url_, "--stream", "EVENTS",
+         "--no-effects"},
+        {.err = err});
     ::close(err);
     for (int i = 0; i < 2000; ++i) {
       std::ifstream in(log);
@@ -116,9 +116,9 @@ TEST_F(ServeNatsTest, BrokerAndHttpEventsShareTheStore) {
   Publish({"js-1", "js-2"});  // creates the stream, before the daemon starts
   const int port = StartDaemon();
   ASSERT_NE(port, 0);
-  const auto posted = Http(port, "POST", "/events",
-                           {{"Content-Type", "application/cloudevents+json"}},
-                           StatusEvent("http-1"));
+  const auto posted =
+      Http(port, "POST", "/events", {{"Content-Type", "application/cloudevents+json"}},
+           StatusEvent("http-1"));
   ASSERT_EQ(posted.status, 200) << posted.body;
   EXPECT_TRUE(Applied("http-1"));
   EXPECT_TRUE(Eventually([&] { return Applied("js-1") && Applied("js-2"); }));
@@ -126,9 +126,10 @@ TEST_F(ServeNatsTest, BrokerAndHttpEventsShareTheStore) {
   EXPECT_TRUE(Eventually([&] { return Applied("js-3"); }));
   EXPECT_TRUE(Eventually([&] { return Http(port, "GET", "/readyz").status == 200; }));
   const auto metrics = Http(port, "GET", "/metrics");
-  EXPECT_NE(metrics.body.find(
-                R"(evident_decisions_total{consumer="orders-projection",outcome="applied",reason=""} 4)"),
-            std::string::npos)
+  EXPECT_NE(
+      metrics.body.find(
+          R"(evident_decisions_total{consumer="orders-projection",outcome="applied",reason=""} 4)"),
+      std::string::npos)
       << metrics.body;
 
   // The broker goes away: not ready, still serving HTTP.

@@ -86,11 +86,11 @@ struct ServeOptions {
 };
 
 struct ServeSummary {
-  int64_t requests = 0;   // HTTP requests answered
-  int64_t events = 0;     // events decided (over HTTP and from the broker)
+  int64_t requests = 0;       // HTTP requests answered
+  int64_t events = 0;         // events decided (over HTTP and from the broker)
   int64_t broker_events = 0;  // of which from the broker
-  int64_t restarts = 0;   // runs of the loop that failed and were started again
-  ConsumeSummary consume;  // summed over the loop's runs (counts, batches)
+  int64_t restarts = 0;       // runs of the loop that failed and were started again
+  ConsumeSummary consume;     // summed over the loop's runs (counts, batches)
 };
 
 // Fills allowed_origins, webhook_secrets and signature_tolerance_s from the config's `http:`:

@@ -71,7 +71,8 @@ int RunServe(const ServeFlags& flags) {
   if (!ParseListen(flags.listen, options)) return kExitUsage;
   auto config = LoadConfig(flags.config);
   if (!config.ok()) return Fail(config.status());
-  if (flags.batch_count_max > 0) config->batch_count_max = static_cast<size_t>(flags.batch_count_max);
+  if (flags.batch_count_max > 0)
+    config->batch_count_max = static_cast<size_t>(flags.batch_count_max);
   if (flags.linger_ms >= 0) config->linger_ms = flags.linger_ms;
   if (Status applied = ApplyHttpConfig(config->http, options); !applied.ok()) return Fail(applied);
   if (!flags.admin_token_file.empty()) {
@@ -164,8 +165,7 @@ void AddServeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--connections-max", flags->connections_max, "Open connections at most")
       ->check(IntegerFrom(1, 65536))
       ->capture_default_str();
-  cmd->add_option("--read-timeout-s", flags->read_timeout_s,
-                  "Close a connection silent this long")
+  cmd->add_option("--read-timeout-s", flags->read_timeout_s, "Close a connection silent this long")
       ->check(IntegerFrom(1, 3600))
       ->capture_default_str();
   cmd->add_option("--busy-timeout-ms", flags->busy_timeout_ms,

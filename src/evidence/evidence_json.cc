@@ -200,7 +200,6 @@ void AppendEvidenceJson(const EvidencePacket& packet, int64_t now_ms, std::strin
   w.EndArray().EndObject();
 }
 
-
 void AppendGapJson(const Gap& g, int64_t now_ms, std::string& out) {
   json::Writer w(out);
   const int64_t left_ms = g.deadline_at_ms - now_ms;

@@ -85,12 +85,14 @@ AdminAnswer Admin::Handle(std::string_view path, std::string_view method, std::s
     }
   }
   constexpr std::string_view kResolve = "/resolve";
-  if (method == "POST" && path.rfind(kEffects, 0) == 0 && path.size() > kEffects.size() + kResolve.size() &&
+  if (method == "POST" && path.rfind(kEffects, 0) == 0 &&
+      path.size() > kEffects.size() + kResolve.size() &&
       path.substr(path.size() - kResolve.size()) == kResolve) {
-    return ResolveEffect(path.substr(kEffects.size(), path.size() - kEffects.size() - kResolve.size()),
-                         body);
+    return ResolveEffect(
+        path.substr(kEffects.size(), path.size() - kEffects.size() - kResolve.size()), body);
   }
-  return Refusal(404, "not-found", "no admin route " + std::string(method) + " " + std::string(path));
+  return Refusal(404, "not-found",
+                 "no admin route " + std::string(method) + " " + std::string(path));
 }
 
 AdminAnswer Admin::Evidence(std::string_view subject, const char* consumer) {
@@ -132,7 +134,8 @@ AdminAnswer Admin::Quarantine(const Query& query) {
   QuarantineFilter filter;
   if (const char* status = query("status"); status != nullptr && *status != '\0') {
     filter.status = ParseQuarantineStatus(status);
-    if (!filter.status) return Refusal(400, "invalid-argument", "status: open, replayed or discarded");
+    if (!filter.status)
+      return Refusal(400, "invalid-argument", "status: open, replayed or discarded");
   }
   if (const char* consumer = query("consumer"); consumer != nullptr && *consumer != '\0') {
     filter.consumer = consumer;
@@ -183,8 +186,8 @@ AdminAnswer Admin::QuarantineAction(std::string_view id_text, std::string_view a
     Result<int64_t> discarded =
         DiscardQuarantine(*writer_, {*id}, fields["by"], fields["note"], SystemClock().NowMs());
     if (!discarded.ok()) return FromStatus(discarded.status());
-    return {200, "{\"id\":" + std::to_string(*id) + ",\"action\":\"discard\",\"discarded\":" +
-                     std::to_string(*discarded) + "}"};
+    return {200, "{\"id\":" + std::to_string(*id) +
+                     ",\"action\":\"discard\",\"discarded\":" + std::to_string(*discarded) + "}"};
   }
   char* text = nullptr;
   size_t size = 0;
@@ -205,7 +208,8 @@ AdminAnswer Admin::QuarantineAction(std::string_view id_text, std::string_view a
   size_t start = 0;
   while (start < lines.size()) {
     const size_t end = lines.find('\n', start);
-    const std::string_view line(lines.data() + start, (end == std::string::npos ? lines.size() : end) - start);
+    const std::string_view line(lines.data() + start,
+                                (end == std::string::npos ? lines.size() : end) - start);
     if (!line.empty()) w.Raw(line);
     start = end == std::string::npos ? lines.size() : end + 1;
   }
@@ -247,8 +251,9 @@ AdminAnswer Admin::Effects(const Query& query) {
 AdminAnswer Admin::ResolveEffect(std::string_view key, std::string_view body) {
   std::map<std::string, std::string> fields;
   if (!ReadFields(body, fields) || fields["by"].empty() || fields["note"].empty()) {
-    return Refusal(400, "invalid-argument",
-                   "the body is {\"outcome\":\"done|failed|intended\",\"by\":\"who\",\"note\":\"why\"}");
+    return Refusal(
+        400, "invalid-argument",
+        "the body is {\"outcome\":\"done|failed|intended\",\"by\":\"who\",\"note\":\"why\"}");
   }
   const std::optional<EffectState> outcome = ParseEffectState(fields["outcome"]);
   if (!outcome || *outcome == EffectState::kUnknown) {
@@ -256,7 +261,8 @@ AdminAnswer Admin::ResolveEffect(std::string_view key, std::string_view body) {
   }
   if (Status opened = OpenWriter(); !opened.ok()) return FromStatus(opened);
   Result<EffectIntent> resolved = evident::ResolveEffect(
-      *writer_, {.key = std::string(key), .outcome = *outcome, .by = fields["by"], .note = fields["note"]},
+      *writer_,
+      {.key = std::string(key), .outcome = *outcome, .by = fields["by"], .note = fields["note"]},
       SystemClock().NowMs());
   if (!resolved.ok()) return FromStatus(resolved.status());
   AdminAnswer answer;

@@ -15,8 +15,8 @@ constexpr std::string_view kStructured = "application/cloudevents+json";
 constexpr std::string_view kBatch = "application/cloudevents-batch+json";
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' ||
-                        s.front() == '\n')) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
     s.remove_prefix(1);
   }
   while (!s.empty() &&

@@ -65,16 +65,20 @@ TEST(BindingTest, BatchOverTheEventBoundIs413) {
       BindRequest("application/cloudevents-batch+json", {}, body, {.events_max = 10});
   EXPECT_EQ(bound.refusal.status, 413);
   EXPECT_EQ(bound.refusal.reason, "too-many-events");
-  EXPECT_EQ(BindRequest("application/cloudevents-batch+json", {}, body, {.events_max = 11})
-                .events.size(),
-            11u);
+  EXPECT_EQ(
+      BindRequest("application/cloudevents-batch+json", {}, body, {.events_max = 11}).events.size(),
+      11u);
 }
 
 TEST(BindingTest, BinaryModeWritesAStructuredEvent) {
-  const Headers headers = {{"ce-specversion", "1.0"},     {"ce-id", "e%201"},
-                           {"ce-source", "urn:a"},         {"ce-type", "t"},
-                           {"ce-schemaversion", "2"},      {"ce-subjectversion", "x3"},
-                           {"content-type", "application/json"}, {"x-other", "no"}};
+  const Headers headers = {{"ce-specversion", "1.0"},
+                           {"ce-id", "e%201"},
+                           {"ce-source", "urn:a"},
+                           {"ce-type", "t"},
+                           {"ce-schemaversion", "2"},
+                           {"ce-subjectversion", "x3"},
+                           {"content-type", "application/json"},
+                           {"x-other", "no"}};
   const BoundEvents bound = BindRequest("application/json", headers, "{\"a\":1}");
   ASSERT_EQ(bound.refusal.status, 0);
   EXPECT_EQ(bound.mode, BodyMode::kBinary);

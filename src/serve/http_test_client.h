@@ -103,7 +103,8 @@ inline HttpAnswer Http(int port, std::string_view method, std::string_view path,
   raw.append(method).append(" ").append(path).append(" HTTP/1.1\r\nHost: 127.0.0.1\r\n");
   raw.append("Connection: close\r\nContent-Length: ").append(std::to_string(body.size()));
   raw.append("\r\n");
-  for (const auto& [name, value] : headers) raw.append(name).append(": ").append(value).append("\r\n");
+  for (const auto& [name, value] : headers)
+    raw.append(name).append(": ").append(value).append("\r\n");
   raw.append("\r\n").append(body);
   return SendRaw(port, raw, timeout_ms);
 }

@@ -65,9 +65,9 @@ class Intake final : public Source {
   // Queues a request's events (all or none). kFull: over the queue's bounds; kClosed: the daemon
   // is stopping; kDown: the loop is not running (the store failed).
   Taken Submit(const std::shared_ptr<Exchange>& exchange, std::vector<std::string>&& events);
-  void Close();               // refuse further submissions (kClosed)
-  void SetDown(bool down);    // refuse (kDown) while the loop is not running
-  size_t outstanding() const; // requests taken and not answered
+  void Close();                // refuse further submissions (kClosed)
+  void SetDown(bool down);     // refuse (kDown) while the loop is not running
+  size_t outstanding() const;  // requests taken and not answered
   // The loop has returned: every request taken and not answered gets `status` with `reason`,
   // and the queue is emptied. Returns how many were answered so.
   size_t FailOutstanding(int status, std::string_view reason, std::string_view message);

@@ -34,8 +34,8 @@ class Metrics {
 
  private:
   // Upper bounds of the buckets; +Inf is implied.
-  static constexpr std::array<double, 12> kCommitBuckets = {
-      0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5};
+  static constexpr std::array<double, 12> kCommitBuckets = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
+                                                            0.05,   0.1,   0.2,   0.5,   1,    5};
   static constexpr std::array<double, 11> kBatchBuckets = {1,   2,   5,   10,   20,  50,
                                                            100, 200, 500, 1000, 5000};
   template <size_t N>

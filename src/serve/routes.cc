@@ -119,11 +119,12 @@ bool Routes::Authorized(MHD_Connection* connection) const {
   if (value.size() <= kBearer.size() || value.substr(0, kBearer.size()) != kBearer) return false;
   value.remove_prefix(kBearer.size());
   const std::string& token = options_.admin_token;
-  return value.size() == token.size() && CRYPTO_memcmp(value.data(), token.data(), token.size()) == 0;
+  return value.size() == token.size() &&
+         CRYPTO_memcmp(value.data(), token.data(), token.size()) == 0;
 }
 
 MHD_Result Routes::AdminRoute(MHD_Connection* connection, std::string_view url,
-                         std::string_view method, std::string_view body) {
+                              std::string_view method, std::string_view body) {
   if (options_.admin_token.empty()) {
     return Refuse(connection, 403, "admin-disabled",
                   "the admin API is disabled (start the daemon with --admin-token-file)");

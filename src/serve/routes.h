@@ -35,8 +35,7 @@ class Responder {
 
 class Routes {
  public:
-  Routes(Responder& responder, Metrics& metrics, const Config& config,
-         const ServeOptions& options)
+  Routes(Responder& responder, Metrics& metrics, const Config& config, const ServeOptions& options)
       : responder_(responder), metrics_(metrics), options_(options), admin_(config, options) {}
   void SetReader(std::unique_ptr<Store> reader) {
     reader_ = std::move(reader);
@@ -55,7 +54,7 @@ class Routes {
   MHD_Result Page(MHD_Connection* connection, std::string_view url);
   MHD_Result Handshake(MHD_Connection* connection);
   MHD_Result AdminRoute(MHD_Connection* connection, std::string_view url, std::string_view method,
-                   std::string_view body);
+                        std::string_view body);
   bool Authorized(MHD_Connection* connection) const;
 
   Responder& responder_;

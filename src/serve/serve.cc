@@ -151,14 +151,13 @@ size_t Daemon::BodyBytesMax(std::string_view url) const {
   return url == "/events" ? options_.body_bytes_max : serve::kAdminBodyBytesMax;
 }
 
-MHD_Result Daemon::Access(MHD_Connection* connection, std::string_view url,
-                          std::string_view method, const char* upload, size_t* upload_size,
-                          Call& call) {
+MHD_Result Daemon::Access(MHD_Connection* connection, std::string_view url, std::string_view method,
+                          const char* upload, size_t* upload_size, Call& call) {
   switch (call.phase) {
     case Call::Phase::kWaiting:  // resumed: the loop answered
       call.phase = Call::Phase::kAnswered;
-      return Respond(connection, call.exchange->status(), call.exchange->body(),
-                     "application/json", {});
+      return Respond(connection, call.exchange->status(), call.exchange->body(), "application/json",
+                     {});
     case Call::Phase::kAnswered:  // a refusal is queued: the rest of the body is not kept
       *upload_size = 0;
       return MHD_YES;
@@ -338,9 +337,8 @@ Status Daemon::StartHttp() {
       flags, static_cast<uint16_t>(options_.port), nullptr, nullptr, &Daemon::OnAccess, this,
       MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&address), MHD_OPTION_CONNECTION_LIMIT,
       options_.connections_max, MHD_OPTION_CONNECTION_TIMEOUT, options_.read_timeout_s,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, options_.header_bytes_max,
-      MHD_OPTION_NOTIFY_COMPLETED, &Daemon::OnCompleted, this, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-      1024u, MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, options_.header_bytes_max, MHD_OPTION_NOTIFY_COMPLETED,
+      &Daemon::OnCompleted, this, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
   if (http_ == nullptr) {
     return Status::Unavailable("cannot listen on " + options_.host + ":" +
                                std::to_string(options_.port) + ": " + std::strerror(errno));
@@ -392,7 +390,8 @@ void Daemon::LoopThread() {
     if (run.ok()) {
       std::lock_guard<std::mutex> lock(summary_mu_);
       for (const auto& [consumer, counts] : run->counts) {
-        for (size_t i = 0; i < counts.size(); ++i) summary_.consume.counts[consumer][i] += counts[i];
+        for (size_t i = 0; i < counts.size(); ++i)
+          summary_.consume.counts[consumer][i] += counts[i];
       }
       summary_.consume.batches += run->batches;
       summary_.consume.events += run->events;
@@ -442,7 +441,8 @@ void Daemon::KeepRunning(std::string_view what, const std::function<Status()>& w
 Status Daemon::BrokerRun() {
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, options_.open_broker_source());
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, options_.open_store(false));
-  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(pipeline_.config()));
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline,
+                           Pipeline::Create(pipeline_.config()));
   ConsumeOptions consume = options_.consume;
   consume.cancel = &loop_stop_;
   consume.on_committed = [this](const CommittedBatch& batch) {
@@ -483,13 +483,15 @@ Result<ServeSummary> Daemon::Run() {
   routes_.SetReader(std::move(reader));
   loop_ = std::thread([this] { LoopThread(); });
   if (options_.open_broker_source) {
-    broker_ = std::thread([this] { KeepRunning("the broker's consume loop", [this] { return BrokerRun(); }); });
+    broker_ = std::thread(
+        [this] { KeepRunning("the broker's consume loop", [this] { return BrokerRun(); }); });
   }
   const bool any_effects =
       std::any_of(pipeline_.config().consumers.begin(), pipeline_.config().consumers.end(),
                   [](const ConsumerConfig& c) { return !c.effects.empty(); });
   if (options_.run_effects && any_effects) {
-    effects_ = std::thread([this] { KeepRunning("the effects runner", [this] { return EffectsRun(); }); });
+    effects_ =
+        std::thread([this] { KeepRunning("the effects runner", [this] { return EffectsRun(); }); });
   }
   if (Status started = StartHttp(); !started.ok()) {
     loop_stop_.Cancel();

@@ -43,8 +43,9 @@ std::string StatusEvent(const std::string& id, const std::string& subject,
 class ServeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("evident-serve-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("evident-serve-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     path_ = (dir_ / "s.db").string();
@@ -119,9 +120,10 @@ TEST_F(ServeTest, EachModeIsDecidedAndCommittedBeforeTheAnswer) {
   EXPECT_NE(structured.body.find(R"("outcome":"applied")"), std::string::npos);
   EXPECT_TRUE(Applied("s-1"));  // committed when the answer came
 
-  HttpAnswer batch = Post("[" + StatusEvent("b-1", "order-2") + "," + StatusEvent("b-2", "order-3") +
-                              "," + StatusEvent("s-1", "order-1") + "]",
-                          kBatch);
+  HttpAnswer batch =
+      Post("[" + StatusEvent("b-1", "order-2") + "," + StatusEvent("b-2", "order-3") + "," +
+               StatusEvent("s-1", "order-1") + "]",
+           kBatch);
   ASSERT_EQ(batch.status, 200) << batch.body;
   EXPECT_NE(batch.body.find(R"("events":3)"), std::string::npos);
   EXPECT_NE(batch.body.find(R"("index":2,"consumer":"orders-projection","outcome":"duplicate")"),
@@ -236,8 +238,9 @@ TEST_F(ServeTest, SignedSourcesNeedAValidFreshSignature) {
   // Sources without a secret need no signature.
   EXPECT_EQ(Post(StatusEvent("plain-1", "order-p")).status, 200);
   const HttpAnswer metrics = Http(port_, "GET", "/metrics");
-  EXPECT_NE(metrics.body.find(R"(evident_webhook_signature_failures_total{reason="bad-signature"} 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      metrics.body.find(R"(evident_webhook_signature_failures_total{reason="bad-signature"} 1)"),
+      std::string::npos)
       << metrics.body;
 }
 
@@ -289,9 +292,10 @@ TEST_F(ServeTest, OperationsEndpoints) {
   ASSERT_EQ(Post(StatusEvent("m-1", "order-m")).status, 200);
   const HttpAnswer metrics = Http(port_, "GET", "/metrics");
   EXPECT_EQ(metrics.status, 200);
-  EXPECT_NE(metrics.body.find(
-                R"(evident_decisions_total{consumer="orders-projection",outcome="applied",reason=""} 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      metrics.body.find(
+          R"(evident_decisions_total{consumer="orders-projection",outcome="applied",reason=""} 1)"),
+      std::string::npos)
       << metrics.body;
   EXPECT_NE(metrics.body.find(R"(evident_http_requests_total{status="200"})"), std::string::npos);
   EXPECT_NE(metrics.body.find("evident_commit_seconds_count 1"), std::string::npos);
@@ -379,14 +383,14 @@ TEST_F(ServeTest, SlowAndHostileClientsDoNotHoldTheServer) {
   EXPECT_LT(waited, std::chrono::milliseconds(4000));
   ::close(slow);
   // Headers over the bound.
-  const HttpAnswer big = SendRaw(port_, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " +
-                                            std::string(20000, 'a') + "\r\n\r\n");
+  const HttpAnswer big = SendRaw(
+      port_, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n");
   EXPECT_TRUE(big.status == 431 || big.status == 413 || big.status == 0) << big.status;
   // Malformed chunked encoding.
-  const HttpAnswer chunked = SendRaw(
-      port_,
-      "POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/cloudevents+json\r\n"
-      "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n");
+  const HttpAnswer chunked =
+      SendRaw(port_,
+              "POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/cloudevents+json\r\n"
+              "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n");
   EXPECT_TRUE(chunked.status == 400 || chunked.status == 0) << chunked.status;
   // Many connections at once, all answered.
   std::vector<std::thread> many;
