@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages evident needs, and only those that are missing.
 #   scripts/install-deps.sh build   # compiler, CMake, libraries: enough to build and run
-#   scripts/install-deps.sh test    # build + what the test run needs (clang/libFuzzer, clang-tidy)
+#   scripts/install-deps.sh test    # build + what the test run needs (clang/libFuzzer, clang-tidy,
+#                                   # the servers, Chromium and npm for the browser test)
 #   scripts/install-deps.sh bench   # build + the peers the benchmarks compare against
 #   scripts/install-deps.sh jetstream  # build + the NATS server (scripts/demo-jetstream.sh)
 #   scripts/install-deps.sh postgres   # build + the PostgreSQL 15 server (scripts/postgres.sh)
@@ -15,8 +16,9 @@ packages=(build-essential cmake ninja-build pkg-config git
 case "$want" in
   build) ;;
   test) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 clang-format-14
-    nats-server postgresql-15) ;;
-  bench) packages+=(libvalijson-dev rapidjson-dev nodejs npm python3 nats-server postgresql-15) ;;
+    nats-server postgresql-15 chromium nodejs npm) ;;
+  bench) packages+=(libvalijson-dev rapidjson-dev nodejs npm python3 nats-server postgresql-15
+    wrk bc curl) ;;
   jetstream) packages+=(nats-server) ;;
   postgres) packages+=(postgresql-15) ;;
   *) echo "usage: $0 build|test|bench|jetstream|postgres" >&2; exit 2 ;;

@@ -48,7 +48,10 @@ struct ServeOptions {
   size_t header_bytes_max = 32 << 10;        // request line and headers; 431 above it
   unsigned connections_max = 1024;           // open connections; more are refused at accept
   unsigned read_timeout_s = 10;              // a connection silent this long is closed
-  int64_t request_ms_max = 30'000;           // a request whose body takes longer is dropped
+  // A connection must deliver a request's headers within this long of opening (or of its last
+  // answer); else it is shut down, however steadily it trickles bytes.
+  int64_t header_ms_max = 10'000;
+  int64_t request_ms_max = 30'000;  // a request whose body takes longer is dropped
   // The queue between the requests and the loop; a request that does not fit is 503.
   size_t queue_events_max = 100'000;
   size_t queue_bytes_max = size_t{256} << 20;

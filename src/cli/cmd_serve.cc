@@ -19,8 +19,12 @@ namespace {
 struct ServeFlags {
   std::string config, store, listen = "127.0.0.1:8080", admin_token_file;
   std::string synchronous = "FULL";
-  int64_t busy_timeout_ms = 75'000;
-  int64_t batch_count_max = 0, linger_ms = -1;
+  // Short: a store another process holds is answered 503 (not taken) rather than kept waiting,
+  // and a stop is not held up by it for long.
+  int64_t busy_timeout_ms = 5'000;
+  // A daemon commits as soon as nothing more is queued (the config's linger_ms is for files):
+  // requests that arrive while a commit runs share the next one.
+  int64_t batch_count_max = 0, linger_ms = 0;
   int64_t body_bytes_max = int64_t{16} << 20;
   int64_t connections_max = 1024, read_timeout_s = 10;
   std::string from, stream = "EVENTS", durable = "evident-serve", filter;
@@ -73,7 +77,7 @@ int RunServe(const ServeFlags& flags) {
   if (!config.ok()) return Fail(config.status());
   if (flags.batch_count_max > 0)
     config->batch_count_max = static_cast<size_t>(flags.batch_count_max);
-  if (flags.linger_ms >= 0) config->linger_ms = flags.linger_ms;
+  config->linger_ms = flags.linger_ms;
   if (Status applied = ApplyHttpConfig(config->http, options); !applied.ok()) return Fail(applied);
   if (!flags.admin_token_file.empty()) {
     auto token = ReadFileToString(flags.admin_token_file, 4096);
@@ -157,8 +161,10 @@ void AddServeCommand(CLI::App& app, Runner& run) {
                   "Events per transaction (overrides the config)")
       ->check(IntegerFrom(1, kBatchCountMaxLimit));
   cmd->add_option("--linger-ms", flags->linger_ms,
-                  "Commit a partial batch after this pause (overrides the config)")
-      ->check(IntegerFrom(0, kLingerMsLimit));
+                  "Wait this long for more events before committing (0: commit once nothing "
+                  "more is queued; the config's linger_ms is not used)")
+      ->check(IntegerFrom(0, kLingerMsLimit))
+      ->capture_default_str();
   cmd->add_option("--body-bytes-max", flags->body_bytes_max, "Largest request body (413 above)")
       ->check(IntegerFrom(1024, int64_t{1} << 30))
       ->capture_default_str();

@@ -2,9 +2,13 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <initializer_list>
+#include <optional>
 
+#include "core/rfc3339.h"
 #include "evident/clock.h"
 #include "evident/effects.h"
 #include "evident/evidence.h"
@@ -49,17 +53,32 @@ int64_t Limit(const Query& query) {
   return n && *n >= 1 && *n <= kReadRowsMaxDefault ? *n : 1000;
 }
 
-// The string members of an action's JSON body; false when it is not an object of strings.
-bool ReadFields(std::string_view body, std::map<std::string, std::string>& fields) {
+// The members of an action's JSON body, each one of `allowed` and a string; else the refusal.
+std::optional<AdminAnswer> ReadFields(std::string_view body,
+                                      std::initializer_list<std::string_view> allowed,
+                                      std::map<std::string, std::string>& fields) {
   simdjson::dom::parser parser;
   simdjson::dom::object object;
-  if (parser.parse(body.data(), body.size()).get(object) != simdjson::SUCCESS) return false;
+  if (parser.parse(body.data(), body.size()).get(object) != simdjson::SUCCESS) {
+    return Refusal(400, "invalid-argument", "the body is not a JSON object");
+  }
   for (auto [key, value] : object) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return Refusal(400, "invalid-argument", "unknown member '" + std::string(key) + "'");
+    }
     std::string_view text;
-    if (value.get(text) != simdjson::SUCCESS) return false;
+    if (value.get(text) != simdjson::SUCCESS) {
+      return Refusal(400, "invalid-argument", "member '" + std::string(key) + "' is not a string");
+    }
     fields[std::string(key)] = std::string(text);
   }
-  return true;
+  for (const char* required : {"by", "note"}) {
+    if (fields[required].empty()) {
+      return Refusal(400, "invalid-argument",
+                     std::string("'") + required + "' is required: who acts, and why");
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -77,6 +96,10 @@ AdminAnswer Admin::Handle(std::string_view path, std::string_view method, std::s
   if (path == "/api/effects" && get) return Effects(query);
   constexpr std::string_view kQuarantine = "/api/quarantine/";
   constexpr std::string_view kEffects = "/api/effects/";
+  if (get && path.rfind(kQuarantine, 0) == 0 &&
+      path.find('/', kQuarantine.size()) == std::string_view::npos) {
+    return QuarantineRecordOf(path.substr(kQuarantine.size()));
+  }
   if (method == "POST" && path.rfind(kQuarantine, 0) == 0) {
     const std::string_view rest = path.substr(kQuarantine.size());
     const size_t slash = rest.find('/');
@@ -97,6 +120,10 @@ AdminAnswer Admin::Handle(std::string_view path, std::string_view method, std::s
 
 AdminAnswer Admin::Evidence(std::string_view subject, const char* consumer) {
   if (subject.empty()) return Refusal(400, "invalid-argument", "name a subject");
+  if (consumer != nullptr && *consumer != '\0' && config_.Find(consumer) == nullptr) {
+    return Refusal(404, "unknown-consumer",
+                   "the config has no consumer '" + std::string(consumer) + "'");
+  }
   Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read();
   if (!snapshot.ok()) return FromStatus(snapshot.status());
   Result<EvidencePacket> packet =
@@ -160,6 +187,35 @@ AdminAnswer Admin::Quarantine(const Query& query) {
   return answer;
 }
 
+// One record with its bytes and its audit: {"record":{...},"audit":[...]}.
+AdminAnswer Admin::QuarantineRecordOf(std::string_view id_text) {
+  const std::optional<int64_t> id = ParseInt(id_text);
+  if (!id || *id < 1) return Refusal(400, "invalid-argument", "a quarantine id is a number");
+  Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read();
+  if (!snapshot.ok()) return FromStatus(snapshot.status());
+  Result<std::optional<QuarantineRecord>> record = (*snapshot)->FindQuarantine(*id);
+  if (!record.ok()) return FromStatus(record.status());
+  if (!record->has_value()) {
+    return Refusal(404, "not-found", "no quarantine record " + std::to_string(*id));
+  }
+  Result<Rows<QuarantineAudit>> audit = (*snapshot)->AuditOf(*id);
+  if (!audit.ok()) return FromStatus(audit.status());
+  AdminAnswer answer;
+  json::Writer w(answer.body);
+  std::string one;
+  AppendQuarantineJson(**record, true, one);
+  w.BeginObject().Key("record").Raw(one).Key("audit").BeginArray();
+  for (const QuarantineAudit& a : audit->rows) {
+    w.BeginObject().Key("seq").Int(a.seq).Field("action", QuarantineActionName(a.action));
+    w.Field("by", a.by).Field("note", a.note).Field("outcome", a.outcome).Key("reason");
+    a.reason.empty() ? w.Null() : w.String(a.reason);
+    w.Field("status_after", QuarantineStatusName(a.status_after));
+    w.Field("at", rfc3339::FormatMs(a.at_ms)).EndObject();
+  }
+  w.EndArray().EndObject();
+  return answer;
+}
+
 Status Admin::OpenWriter() {
   if (writer_ == nullptr) {
     EVIDENT_ASSIGN_OR_RETURN(writer_, options_.open_store(false));
@@ -178,9 +234,7 @@ AdminAnswer Admin::QuarantineAction(std::string_view id_text, std::string_view a
     return Refusal(404, "not-found", "a quarantine record takes replay or discard");
   }
   std::map<std::string, std::string> fields;
-  if (!ReadFields(body, fields) || fields["by"].empty() || fields["note"].empty()) {
-    return Refusal(400, "invalid-argument", "the body is {\"by\":\"who\",\"note\":\"why\"}");
-  }
+  if (auto refused = ReadFields(body, {"by", "note"}, fields)) return *refused;
   if (Status opened = OpenWriter(); !opened.ok()) return FromStatus(opened);
   if (action == "discard") {
     Result<int64_t> discarded =
@@ -250,11 +304,7 @@ AdminAnswer Admin::Effects(const Query& query) {
 
 AdminAnswer Admin::ResolveEffect(std::string_view key, std::string_view body) {
   std::map<std::string, std::string> fields;
-  if (!ReadFields(body, fields) || fields["by"].empty() || fields["note"].empty()) {
-    return Refusal(
-        400, "invalid-argument",
-        "the body is {\"outcome\":\"done|failed|intended\",\"by\":\"who\",\"note\":\"why\"}");
-  }
+  if (auto refused = ReadFields(body, {"outcome", "by", "note"}, fields)) return *refused;
   const std::optional<EffectState> outcome = ParseEffectState(fields["outcome"]);
   if (!outcome || *outcome == EffectState::kUnknown) {
     return Refusal(400, "invalid-argument", "outcome: done, failed or intended");

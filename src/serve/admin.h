@@ -4,6 +4,7 @@
 //   GET  /api/gaps                             {"gaps":[...as `evident gaps --format json`],..}
 //   GET  /api/quarantine[?status=S&consumer=C&reason=R&limit=N]
 //                                              {"records":[...as `quarantine list`],..}
+//   GET  /api/quarantine/{id}                  {"record":{...},"audit":[...]}
 //   POST /api/quarantine/{id}/replay           body {"by":..,"note":..}: replays the record
 //   POST /api/quarantine/{id}/discard          body {"by":..,"note":..}: closes it, audited
 //   GET  /api/effects[?state=S&consumer=C&subject=S&limit=N]  {"effects":[...],..}
@@ -17,6 +18,7 @@
 // Thread-safety: the HTTP thread only.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,6 +47,7 @@ class Admin {
   AdminAnswer Evidence(std::string_view subject, const char* consumer);
   AdminAnswer Gaps();
   AdminAnswer Quarantine(const std::function<const char*(const char*)>& query);
+  AdminAnswer QuarantineRecordOf(std::string_view id_text);
   AdminAnswer QuarantineAction(std::string_view id_text, std::string_view action,
                                std::string_view body);
   AdminAnswer Effects(const std::function<const char*(const char*)>& query);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "core/base64.h"
 #include "json/writer.h"
@@ -41,6 +42,38 @@ bool IsJsonMediaType(std::string_view media) {
 bool IsText(std::string_view media, std::string_view body) {
   if (media.rfind("text/", 0) != 0) return false;
   return simdjson::validate_utf8(body.data(), body.size());
+}
+
+// A header value as a JSON string: escaped as JSON asks, but bytes that are not UTF-8 are kept
+// as they came (json::AppendQuoted would replace them), so that the envelope refuses the event
+// as invalid-utf8 rather than two different values collide in one.
+void AppendHeaderValue(std::string& out, std::string_view value) {
+  if (simdjson::validate_utf8(value.data(), value.size())) {
+    json::AppendQuoted(out, value);
+    return;
+  }
+  out.push_back('"');
+  for (const char c : value) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (byte < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
+      out.append(escaped);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+// Whether `body` is exactly one JSON value.
+bool IsOneJsonValue(std::string_view body) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  return parser.parse(body.data(), body.size()).get(root) == simdjson::SUCCESS;
 }
 
 bool AllDigits(std::string_view s) {
@@ -135,7 +168,7 @@ std::string StructuredFromBinary(std::string_view content_type,
     if ((attribute == "schemaversion" || attribute == "subjectversion") && AllDigits(decoded)) {
       out += decoded;
     } else {
-      json::AppendQuoted(out, decoded);
+      AppendHeaderValue(out, decoded);
     }
   }
   const std::string media = MediaType(content_type);
@@ -145,7 +178,11 @@ std::string StructuredFromBinary(std::string_view content_type,
   }
   if (!body.empty()) {
     if (IsJsonMediaType(media) || media.empty()) {
+      // A body that is not one JSON value is written after a '!', where no JSON can follow
+      // a name: the event is then refused as malformed-json and kept with the body as it came,
+      // and no body can add members of its own ("...},"subject":"x").
       key("data");
+      if (!IsOneJsonValue(body)) out.push_back('!');
       out.append(body);
     } else if (IsText(media, body)) {
       key("data");

@@ -8,8 +8,10 @@
 //   binary      any other content type with a ce-specversion header: the ce-* headers are the
 //               attributes (percent-decoded), Content-Type is datacontenttype and the body is
 //               data. The event is written as a structured event: a JSON body goes in as it is
-//               (a body that is not JSON makes the event invalid JSON, refused and kept with
-//               its bytes by the pipeline), text as a string, anything else as data_base64.
+//               (a body that is not one JSON value goes in after a '!', so that the event is
+//               refused as malformed-json and kept with the body as it came: it can never add
+//               members of its own), text as a string, anything else as data_base64. Header
+//               values that are not UTF-8 stay as they came, for the envelope to refuse.
 //               schemaversion and subjectversion, integers to evident, are written as numbers
 //               when they are digits.
 //

@@ -100,6 +100,28 @@ TEST(BindingTest, BinaryModeCarriesTextAsAStringAndBytesAsBase64) {
   EXPECT_EQ(BindRequest("", headers, "").events[0], "{\"specversion\":\"1.0\",\"id\":\"1\"}");
 }
 
+TEST(BindingTest, ABinaryBodyThatIsNotOneJsonValueCannotAddMembers) {
+  const Headers headers = {{"ce-specversion", "1.0"}, {"ce-id", "1"}};
+  const BoundEvents bound =
+      BindRequest("application/json", headers, R"({"a":1},"subject":"injected")");
+  ASSERT_EQ(bound.events.size(), 1u);
+  EXPECT_EQ(bound.events[0],
+            R"({"specversion":"1.0","id":"1","datacontenttype":"application/json",)"
+            R"("data":!{"a":1},"subject":"injected"})");
+  EXPECT_EQ(BindRequest("", headers, R"(1,"subject":"x")").events[0],
+            R"({"specversion":"1.0","id":"1","data":!1,"subject":"x"})");
+}
+
+TEST(BindingTest, HeaderValuesThatAreNotUtf8StayAsTheyCame) {
+  const Headers a = {{"ce-specversion", "1.0"}, {"ce-id", "u-\xff"}};
+  const Headers b = {{"ce-specversion", "1.0"}, {"ce-id", "u-%FE"}};
+  EXPECT_EQ(BindRequest("", a, "").events[0], "{\"specversion\":\"1.0\",\"id\":\"u-\xff\"}");
+  EXPECT_EQ(BindRequest("", b, "").events[0], "{\"specversion\":\"1.0\",\"id\":\"u-\xfe\"}");
+  const Headers control = {{"ce-specversion", "1.0"}, {"ce-id", "a%00\x01\"\\"}};
+  EXPECT_EQ(BindRequest("", control, "").events[0],
+            "{\"specversion\":\"1.0\",\"id\":\"a\\u0000\\u0001\\\"\\\\\"}");
+}
+
 TEST(BindingTest, OtherContentIsNotACloudEvent) {
   const BoundEvents bound = BindRequest("application/json", {{"x-id", "1"}}, "{}");
   EXPECT_EQ(bound.refusal.status, 415);

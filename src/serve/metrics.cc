@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "evident/evidence.h"
 #include "evident/outbox.h"
 #include "evident/outcome.h"
 
@@ -50,10 +51,15 @@ Result<int64_t> CountRows(List list) {
 }
 
 Status RenderStore(std::string& out, Snapshot& snapshot, int64_t now_ms) {
-  EVIDENT_ASSIGN_OR_RETURN(int64_t gaps,
-                           CountRows([&](int64_t n) { return snapshot.OpenGapRecords(n); }));
-  Header(out, "evident_open_gaps", "gauge", "Gaps not closed (counted up to 100000).");
-  Sample(out, "evident_open_gaps", gaps);
+  // An open gap is a (consumer, subject) with deferred events waiting for a missing version.
+  EVIDENT_ASSIGN_OR_RETURN(Gaps gaps, ReadGaps(snapshot, kScrapeRowsMax));
+  int64_t overdue = 0;
+  for (const Gap& gap : gaps.gaps) overdue += gap.deadline_at_ms < now_ms ? 1 : 0;
+  Header(out, "evident_open_gaps", "gauge",
+         "Subjects waiting for a missing version (over the first 100000 deferred events).");
+  Sample(out, "evident_open_gaps", static_cast<int64_t>(gaps.gaps.size()));
+  Header(out, "evident_overdue_gaps", "gauge", "Open gaps past their deadline.");
+  Sample(out, "evident_overdue_gaps", overdue);
   Header(out, "evident_quarantine_records", "gauge", "Quarantine records by status.");
   for (QuarantineStatus status :
        {QuarantineStatus::kOpen, QuarantineStatus::kReplayed, QuarantineStatus::kDiscarded}) {

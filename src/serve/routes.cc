@@ -1,6 +1,7 @@
 #include "serve/routes.h"
 
 #include <openssl/crypto.h>
+#include <strings.h>
 
 #include <algorithm>
 
@@ -12,10 +13,10 @@
 namespace evident::serve {
 
 MHD_Result Routes::Refuse(MHD_Connection* connection, int status, std::string_view reason,
-                          std::string_view message) {
+                          std::string_view message, std::string_view allow) {
   std::vector<std::pair<std::string, std::string>> extra;
   if (status == 503) extra.emplace_back("Retry-After", "1");
-  if (status == 405) extra.emplace_back("Allow", "POST, OPTIONS");
+  if (!allow.empty()) extra.emplace_back("Allow", std::string(allow));
   return responder_.Respond(connection, status, RefusalBody(status, reason, message),
                             "application/json", extra);
 }
@@ -24,11 +25,15 @@ MHD_Result Routes::Dispatch(MHD_Connection* connection, std::string_view url,
                             std::string_view method, std::string_view body) {
   if (url == "/events") {
     if (method == "OPTIONS") return Handshake(connection);
-    return Refuse(connection, 405, "method-not-allowed", "/events takes POST (and OPTIONS)");
+    return Refuse(connection, 405, "method-not-allowed", "/events takes POST (and OPTIONS)",
+                  "POST, OPTIONS");
   }
-  if (url.rfind("/api/", 0) == 0) return AdminRoute(connection, url, method, body);
+  const bool known = url == "/healthz" || url == "/readyz" || url == "/metrics" || url == "/" ||
+                     FindAsset(url).has_value();
+  if (!known) return Refuse(connection, 404, "not-found", "no route " + std::string(url));
   if (method != "GET" && method != "HEAD") {
-    return Refuse(connection, 405, "method-not-allowed", std::string(url) + " takes GET");
+    return Refuse(connection, 405, "method-not-allowed", std::string(url) + " takes GET",
+                  "GET, HEAD");
   }
   if (url == "/healthz") {
     return responder_.Respond(connection, 200, "{\"status\":\"up\"}", "application/json", {});
@@ -39,8 +44,7 @@ MHD_Result Routes::Dispatch(MHD_Connection* connection, std::string_view url,
                               metrics_.Render(reader_.get(), SystemClock().NowMs()),
                               "text/plain; version=0.0.4; charset=utf-8", {});
   }
-  if (MHD_Result page = Page(connection, url); page != MHD_NO || url == "/") return page;
-  return Refuse(connection, 404, "not-found", "no route " + std::string(url));
+  return Page(connection, url);
 }
 
 // The operator page's files: compiled in; EVIDENT_PAGE_DIR, when set, serves them from that
@@ -48,7 +52,7 @@ MHD_Result Routes::Dispatch(MHD_Connection* connection, std::string_view url,
 MHD_Result Routes::Page(MHD_Connection* connection, std::string_view url) {
   const std::string name = url == "/" ? "/index.html" : std::string(url);
   std::optional<std::string_view> bytes = FindAsset(name);
-  if (!bytes) return MHD_NO;
+  if (!bytes) return Refuse(connection, 404, "not-found", "no route " + name);
   std::string from_disk;
   if (const char* dir = std::getenv("EVIDENT_PAGE_DIR"); dir != nullptr && *dir != '\0') {
     Result<std::string> read = ReadFileToString(std::string(dir) + name, size_t{4} << 20);
@@ -78,6 +82,8 @@ MHD_Result Routes::Ready(MHD_Connection* connection) {
     why = "stopping";
   } else if (!responder_.LoopRunning()) {
     why = "the consume loop is not running (the store failed; it is started again)";
+  } else if (std::string trouble = responder_.StoreTrouble(); !trouble.empty()) {
+    why = "the store failed: " + trouble;
   } else if (reader_ == nullptr) {
     why = "no store handle";
   } else if (Result<std::unique_ptr<Snapshot>> read = reader_->Read(); !read.ok()) {
@@ -101,7 +107,8 @@ MHD_Result Routes::Handshake(MHD_Connection* connection) {
   if (origin == nullptr) return responder_.Respond(connection, 200, "", "text/plain", extra);
   const std::vector<std::string>& allowed = options_.allowed_origins;
   const bool any = std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
-  if (!any && std::find(allowed.begin(), allowed.end(), origin) == allowed.end()) {
+  const auto same = [origin](const std::string& a) { return ::strcasecmp(a.c_str(), origin) == 0; };
+  if (!any && std::none_of(allowed.begin(), allowed.end(), same)) {
     return Refuse(connection, 403, "origin-not-allowed",
                   std::string("this daemon does not take events from origin '") + origin + "'");
   }
@@ -123,20 +130,18 @@ bool Routes::Authorized(MHD_Connection* connection) const {
          CRYPTO_memcmp(value.data(), token.data(), token.size()) == 0;
 }
 
-MHD_Result Routes::AdminRoute(MHD_Connection* connection, std::string_view url,
-                              std::string_view method, std::string_view body) {
+bool Routes::AdminGate(MHD_Connection* connection, MHD_Result& refused) {
   if (options_.admin_token.empty()) {
-    return Refuse(connection, 403, "admin-disabled",
-                  "the admin API is disabled (start the daemon with --admin-token-file)");
+    refused = Refuse(connection, 403, "admin-disabled",
+                     "the admin API is disabled (start the daemon with --admin-token-file)");
+    return false;
   }
   if (!Authorized(connection)) {
-    return Refuse(connection, 401, "unauthorized",
-                  "the admin API needs 'Authorization: Bearer <token>'");
+    refused = Refuse(connection, 401, "unauthorized",
+                     "the admin API needs 'Authorization: Bearer <token>'");
+    return false;
   }
-  const AdminAnswer answer = admin_.Handle(url, method, body, [connection](const char* name) {
-    return MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, name);
-  });
-  return responder_.Respond(connection, answer.status, answer.body, "application/json", {});
+  return true;
 }
 
 }  // namespace evident::serve

@@ -14,7 +14,6 @@
 
 #include "evident/serve.h"
 #include "evident/store.h"
-#include "serve/admin.h"
 #include "serve/metrics.h"
 
 namespace evident::serve {
@@ -29,39 +28,39 @@ class Responder {
                              std::string_view content_type,
                              const std::vector<std::pair<std::string, std::string>>& extra) = 0;
   virtual bool LoopRunning() const = 0;
+  virtual std::string StoreTrouble() const = 0;   // the store's last failure, empty when none
   virtual std::string BrokerTrouble() const = 0;  // empty: no broker, or it answers
   virtual bool Stopping() const = 0;
 };
 
 class Routes {
  public:
-  Routes(Responder& responder, Metrics& metrics, const Config& config, const ServeOptions& options)
-      : responder_(responder), metrics_(metrics), options_(options), admin_(config, options) {}
-  void SetReader(std::unique_ptr<Store> reader) {
-    reader_ = std::move(reader);
-    admin_.SetReader(reader_.get());
-  }
+  Routes(Responder& responder, Metrics& metrics, const ServeOptions& options)
+      : responder_(responder), metrics_(metrics), options_(options) {}
+  void SetReader(std::unique_ptr<Store> reader) { reader_ = std::move(reader); }
 
-  // A complete request other than POST /events.
+  // A complete request other than POST /events and the admin API.
   MHD_Result Dispatch(MHD_Connection* connection, std::string_view url, std::string_view method,
                       std::string_view body);
+  // The admin API's gate: MHD_YES when the request may go on to the admin worker (nothing is
+  // queued); else the refusal is queued (403 disabled, 401 without the right token) and its
+  // result returned in `refused`.
+  bool AdminGate(MHD_Connection* connection, MHD_Result& refused);
   // A refusal body ({"status","reason","message"}) with `status`.
+  // A 405 names the methods the route takes in `allow`.
   MHD_Result Refuse(MHD_Connection* connection, int status, std::string_view reason,
-                    std::string_view message);
+                    std::string_view message, std::string_view allow = {});
 
  private:
   MHD_Result Ready(MHD_Connection* connection);
   MHD_Result Page(MHD_Connection* connection, std::string_view url);
   MHD_Result Handshake(MHD_Connection* connection);
-  MHD_Result AdminRoute(MHD_Connection* connection, std::string_view url, std::string_view method,
-                        std::string_view body);
   bool Authorized(MHD_Connection* connection) const;
 
   Responder& responder_;
   Metrics& metrics_;
   const ServeOptions& options_;
   std::unique_ptr<Store> reader_;
-  serve::Admin admin_;
 };
 
 }  // namespace evident::serve

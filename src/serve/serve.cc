@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <simdjson.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,11 +21,13 @@
 #include "evident/effects.h"
 #include "evident/retry.h"
 #include "json/files.h"
+#include "serve/admin_worker.h"
 #include "serve/binding.h"
 #include "serve/intake.h"
 #include "serve/metrics.h"
 #include "serve/routes.h"
 #include "serve/signature.h"
+#include "serve/watch.h"
 
 namespace evident {
 namespace {
@@ -41,6 +44,7 @@ struct Call {
   std::string body;
   Clock_::time_point started = Clock_::now();
   std::shared_ptr<Exchange> exchange;
+  std::string version;        // HTTP/1.0 or HTTP/1.1
   bool headers_seen = false;  // the first call (headers only) is behind
   int discard_status = 0;     // kDiscarding: the refusal's status (413, 503)
   bool suspended = false;
@@ -70,7 +74,8 @@ class Daemon final : public serve::Responder {
         store_(store),
         options_(options),
         intake_(options.queue_events_max, options.queue_bytes_max),
-        routes_(*this, metrics_, pipeline.config(), options) {}
+        routes_(*this, metrics_, options),
+        admin_(pipeline.config(), options) {}
 
   Result<ServeSummary> Run();
 
@@ -78,6 +83,7 @@ class Daemon final : public serve::Responder {
   MHD_Result Respond(MHD_Connection* connection, int status, std::string_view body,
                      std::string_view content_type, const Headers& extra) override;
   bool LoopRunning() const override { return loop_running_.load(); }
+  std::string StoreTrouble() const override;
   std::string BrokerTrouble() const override;
   bool Stopping() const override { return stopping_.load(); }
 
@@ -87,14 +93,23 @@ class Daemon final : public serve::Responder {
                              size_t* upload_size, void** con_cls);
   static void OnCompleted(void* cls, MHD_Connection* connection, void** con_cls,
                           MHD_RequestTerminationCode code);
+  static void OnConnection(void* cls, MHD_Connection* connection, void** socket_context,
+                           MHD_ConnectionNotificationCode code);
+  static size_t Unescape(void* cls, MHD_Connection* connection, char* text);
   MHD_Result Access(MHD_Connection* connection, std::string_view url, std::string_view method,
                     const char* upload, size_t* upload_size, Call& call);
-  MHD_Result FirstLook(MHD_Connection* connection, std::string_view url, Call& call);
+  MHD_Result FirstLook(MHD_Connection* connection, std::string_view url, std::string_view version,
+                       Call& call);
+  MHD_Result Wait(MHD_Connection* connection, Call& call, std::shared_ptr<Exchange> exchange);
+  MHD_Result DeferAdmin(MHD_Connection* connection, std::string_view url, std::string_view method,
+                        Call& call);
+  void ProbeStore(Store*& probe_store, std::unique_ptr<Store>& owned);
+  void SetTrouble(std::string why);
   MHD_Result Read(MHD_Connection* connection, std::string_view url, const char* upload,
                   size_t* upload_size, Call& call);
   MHD_Result PostEvents(MHD_Connection* connection, Call& call);
   serve::SignatureVerdict CheckSignatures(const Headers& headers, std::string_view body,
-                                          const std::vector<std::string>& events) const;
+                                          const serve::BoundEvents& bound) const;
   size_t BodyBytesMax(std::string_view url) const;
   Status StartHttp();
   void StopHttp();
@@ -112,6 +127,10 @@ class Daemon final : public serve::Responder {
   serve::Metrics metrics_;
   Intake intake_;
   serve::Routes routes_;
+  serve::AdminWorker admin_;
+  serve::ConnectionWatch watch_;
+  mutable std::mutex trouble_mu_;
+  std::string store_trouble_;  // the loop's last store failure, until a commit or probe succeeds
   MHD_Daemon* http_ = nullptr;
   std::thread loop_, broker_, effects_;
   std::atomic<bool> broker_running_{false};
@@ -125,21 +144,71 @@ class Daemon final : public serve::Responder {
 };
 
 MHD_Result Daemon::OnAccess(void* cls, MHD_Connection* connection, const char* url,
-                            const char* method, const char* /*version*/, const char* upload,
+                            const char* method, const char* version, const char* upload,
                             size_t* upload_size, void** con_cls) {
   auto* self = static_cast<Daemon*>(cls);
   auto* call = static_cast<Call*>(*con_cls);
   if (call == nullptr) {
     call = new Call();
     *con_cls = call;
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (info != nullptr && info->socket_context != nullptr) {
+      self->watch_.Started(static_cast<serve::ConnectionWatch::Link*>(info->socket_context));
+    }
+    call->version = version != nullptr ? version : "";
   }
   return self->Access(connection, url, method, upload, upload_size, *call);
 }
 
-void Daemon::OnCompleted(void* cls, MHD_Connection* /*connection*/, void** con_cls,
+void Daemon::OnConnection(void* cls, MHD_Connection* connection, void** socket_context,
+                          MHD_ConnectionNotificationCode code) {
+  auto* self = static_cast<Daemon*>(cls);
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    *socket_context = self->watch_.Opened(info != nullptr ? info->connect_fd : -1);
+  } else if (*socket_context != nullptr) {
+    self->watch_.Closed(static_cast<serve::ConnectionWatch::Link*>(*socket_context));
+    *socket_context = nullptr;
+  }
+}
+
+// Percent-decodes in place as libmicrohttpd would, except %00: a NUL would cut the C string it
+// hands on ("/events%00x" would be "/events"), so it stays as written.
+size_t Daemon::Unescape(void* /*cls*/, MHD_Connection* /*connection*/, char* text) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  size_t out = 0;
+  for (size_t in = 0; text[in] != '\0'; ++in) {
+    if (text[in] == '%' && text[in + 1] != '\0' && text[in + 2] != '\0' && hex(text[in + 1]) >= 0 &&
+        hex(text[in + 2]) >= 0) {
+      const int byte = hex(text[in + 1]) * 16 + hex(text[in + 2]);
+      if (byte != 0) {
+        text[out++] = static_cast<char>(byte);
+        in += 2;
+        continue;
+      }
+    }
+    text[out++] = text[in];
+  }
+  text[out] = '\0';
+  return out;
+}
+
+void Daemon::OnCompleted(void* cls, MHD_Connection* connection, void** con_cls,
                          MHD_RequestTerminationCode /*code*/) {
   auto* self = static_cast<Daemon*>(cls);
   auto* call = static_cast<Call*>(*con_cls);
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  if (info != nullptr && info->socket_context != nullptr) {
+    self->watch_.Answered(static_cast<serve::ConnectionWatch::Link*>(info->socket_context));
+  }
   if (call == nullptr) return;
   self->body_bytes_ -= static_cast<int64_t>(call->body.capacity());
   if (call->suspended) --self->waiting_calls_;
@@ -181,25 +250,59 @@ MHD_Result Daemon::Access(MHD_Connection* connection, std::string_view url, std:
   }
   if (!call.headers_seen) {
     call.headers_seen = true;
-    return FirstLook(connection, url, call);
+    return FirstLook(connection, url, call.version, call);
   }
   if (*upload_size > 0) return Read(connection, url, upload, upload_size, call);
   // The whole request is here.
   call.phase = Call::Phase::kAnswered;
   if (method == "POST" && url == "/events") return PostEvents(connection, call);
+  if (url.rfind("/api/", 0) == 0) return DeferAdmin(connection, url, method, call);
   return routes_.Dispatch(connection, url, method, call.body);
 }
 
-// The headers are here, the body not yet: a body declared over the bound is refused at once.
-MHD_Result Daemon::FirstLook(MHD_Connection* connection, std::string_view url, Call& call) {
+// The headers are here, the body not yet. Requests whose framing is ambiguous are refused and
+// the connection closed (a second Content-Length, or one beside Transfer-Encoding, would let a
+// request hide in another's body: RFC 9112 6.3); so are HTTP/1.1 requests without Host. A body
+// declared over its bound is refused: at once when far over, else once read and dropped (a
+// client that writes its whole body before reading would see a broken pipe otherwise).
+MHD_Result Daemon::FirstLook(MHD_Connection* connection, std::string_view url,
+                             std::string_view version, Call& call) {
+  Headers headers;
+  MHD_get_connection_values(connection, MHD_HEADER_KIND, &CollectHeader, &headers);
+  int lengths = 0;
+  for (const auto& [name, value] : headers) lengths += name == "content-length" ? 1 : 0;
+  const std::string_view encoding = HeaderOf(headers, "transfer-encoding");
+  std::string why;
+  if (lengths > 1 || (lengths == 1 && !encoding.empty())) {
+    why = "the request's length is given twice (Content-Length, Transfer-Encoding)";
+  } else if (version == MHD_HTTP_VERSION_1_1 &&
+             std::none_of(headers.begin(), headers.end(),
+                          [](const auto& h) { return h.first == "host"; })) {
+    why = "an HTTP/1.1 request names its Host";
+  }
+  if (!why.empty()) {
+    call.phase = Call::Phase::kAnswered;
+    return routes_.Refuse(connection, 400, "bad-request", why);
+  }
+  if (!encoding.empty() && ::strcasecmp(std::string(encoding).c_str(), "chunked") != 0) {
+    call.phase = Call::Phase::kAnswered;
+    return routes_.Refuse(connection, 501, "unsupported-transfer-encoding",
+                          "only the chunked transfer encoding is taken");
+  }
   const size_t limit = BodyBytesMax(url);
-  const char* length =
-      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-  if (length == nullptr) return MHD_YES;
+  const std::string_view length = HeaderOf(headers, "content-length");
+  if (length.empty()) return MHD_YES;
   uint64_t declared = 0;
-  const char* end = length + std::strlen(length);
-  auto [ptr, ec] = std::from_chars(length, end, declared);
-  if (ec == std::errc() && ptr == end && declared <= limit) return MHD_YES;
+  auto [ptr, ec] = std::from_chars(length.data(), length.data() + length.size(), declared);
+  if (ec == std::errc() && ptr == length.data() + length.size() && declared <= limit) {
+    return MHD_YES;
+  }
+  constexpr uint64_t kDrainBytesMax = uint64_t{64} << 20;
+  if (ec == std::errc() && declared - limit <= kDrainBytesMax) {
+    call.phase = Call::Phase::kDiscarding;
+    call.discard_status = 413;
+    return MHD_YES;
+  }
   call.phase = Call::Phase::kAnswered;
   return routes_.Refuse(connection, 413, "body-too-large",
                         "the body is over " + std::to_string(limit) + " bytes");
@@ -231,19 +334,28 @@ MHD_Result Daemon::Read(MHD_Connection* connection, std::string_view url, const 
   return MHD_YES;
 }
 
+// The source each event names, read as the envelope reads it (the DOM decodes escaped member
+// names: "sour\u0063e" is "source"); empty for an event without a readable one.
+std::string EventSource(simdjson::dom::parser& parser, const std::string& event) {
+  simdjson::dom::object object;
+  if (parser.parse(event).get(object) != simdjson::SUCCESS) return {};
+  std::string_view source;
+  for (auto [key, value] : object) {
+    if (key == "source" && value.get(source) == simdjson::SUCCESS) return std::string(source);
+  }
+  return {};
+}
+
+// A signed source's events must come in a body the signature covers: structured or batch mode
+// (binary mode keeps the attributes in headers that Standard Webhooks does not sign).
 serve::SignatureVerdict Daemon::CheckSignatures(const Headers& headers, std::string_view body,
-                                                const std::vector<std::string>& events) const {
+                                                const serve::BoundEvents& bound) const {
   std::vector<const std::vector<std::string>*> secrets;
-  simdjson::ondemand::parser parser;
-  for (const std::string& event : events) {
-    simdjson::padded_string padded(event);
-    simdjson::ondemand::document doc;
-    std::string_view source;
-    if (parser.iterate(padded).get(doc) || doc.find_field("source").get_string().get(source)) {
-      continue;  // no readable source: the pipeline refuses the event
-    }
-    auto found = options_.webhook_secrets.find(std::string(source));
+  simdjson::dom::parser parser;
+  for (const std::string& event : bound.events) {
+    auto found = options_.webhook_secrets.find(EventSource(parser, event));
     if (found == options_.webhook_secrets.end()) continue;
+    if (bound.mode == serve::BodyMode::kBinary) return serve::SignatureVerdict::kUnsigned;
     if (std::find(secrets.begin(), secrets.end(), &found->second) == secrets.end()) {
       secrets.push_back(&found->second);
     }
@@ -271,12 +383,15 @@ MHD_Result Daemon::PostEvents(MHD_Connection* connection, Call& call) {
                           bound.refusal.message);
   }
   if (!options_.webhook_secrets.empty()) {
-    const serve::SignatureVerdict verdict = CheckSignatures(headers, call.body, bound.events);
+    const serve::SignatureVerdict verdict = CheckSignatures(headers, call.body, bound);
     if (verdict != serve::SignatureVerdict::kValid) {
       metrics_.CountSignatureFailure(serve::SignatureReason(verdict));
       return routes_.Refuse(connection, 401, serve::SignatureReason(verdict),
-                            "the request's webhook signature does not hold for the source of "
-                            "its events (Standard Webhooks v1)");
+                            verdict == serve::SignatureVerdict::kUnsigned
+                                ? "a signed source sends in structured or batch mode: binary "
+                                  "mode keeps attributes in headers no signature covers"
+                                : "the request's webhook signature does not hold for the source "
+                                  "of its events (Standard Webhooks v1)");
     }
   }
   auto exchange = std::make_shared<Exchange>([connection] { MHD_resume_connection(connection); });
@@ -293,15 +408,44 @@ MHD_Result Daemon::PostEvents(MHD_Connection* connection, Call& call) {
       return routes_.Refuse(connection, 503, "store-unavailable",
                             "the store is not reachable; the events were not taken");
   }
-  call.exchange = exchange;
+  return Wait(connection, call, std::move(exchange));
+}
+
+// The connection waits (suspended) until `exchange` is answered.
+MHD_Result Daemon::Wait(MHD_Connection* connection, Call& call,
+                        std::shared_ptr<Exchange> exchange) {
+  call.exchange = std::move(exchange);
   call.phase = Call::Phase::kWaiting;
-  if (exchange->Suspend([&] { MHD_suspend_connection(connection); })) {
+  if (call.exchange->Suspend([&] { MHD_suspend_connection(connection); })) {
     call.suspended = true;
     ++waiting_calls_;
     return MHD_YES;
   }
   call.phase = Call::Phase::kAnswered;  // answered before it could wait
-  return Respond(connection, exchange->status(), exchange->body(), "application/json", {});
+  return Respond(connection, call.exchange->status(), call.exchange->body(), "application/json",
+                 {});
+}
+
+MHD_Result CollectArgument(void* cls, MHD_ValueKind /*kind*/, const char* key, const char* value) {
+  auto* query = static_cast<std::map<std::string, std::string>*>(cls);
+  if (key != nullptr) query->emplace(key, value != nullptr ? value : "");
+  return MHD_YES;
+}
+
+// An admin request, past its gate, goes to the admin worker; the connection waits for it.
+MHD_Result Daemon::DeferAdmin(MHD_Connection* connection, std::string_view url,
+                              std::string_view method, Call& call) {
+  MHD_Result refused = MHD_NO;
+  if (!routes_.AdminGate(connection, refused)) return refused;
+  serve::AdminWorker::Task task{
+      std::string(url), std::string(method), std::move(call.body), {}, nullptr};
+  MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &CollectArgument, &task.query);
+  task.exchange = std::make_shared<Exchange>([connection] { MHD_resume_connection(connection); });
+  std::shared_ptr<Exchange> exchange = task.exchange;
+  if (!admin_.Submit(std::move(task))) {
+    return routes_.Refuse(connection, 503, "busy", "the admin API has too much queued; try again");
+  }
+  return Wait(connection, call, std::move(exchange));
 }
 
 MHD_Result Daemon::Respond(MHD_Connection* connection, int status, std::string_view body,
@@ -338,7 +482,9 @@ Status Daemon::StartHttp() {
       MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&address), MHD_OPTION_CONNECTION_LIMIT,
       options_.connections_max, MHD_OPTION_CONNECTION_TIMEOUT, options_.read_timeout_s,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, options_.header_bytes_max, MHD_OPTION_NOTIFY_COMPLETED,
-      &Daemon::OnCompleted, this, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+      &Daemon::OnCompleted, this, MHD_OPTION_NOTIFY_CONNECTION, &Daemon::OnConnection, this,
+      MHD_OPTION_UNESCAPE_CALLBACK, &Daemon::Unescape, this, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+      MHD_OPTION_END);
   if (http_ == nullptr) {
     return Status::Unavailable("cannot listen on " + options_.host + ":" +
                                std::to_string(options_.port) + ": " + std::strerror(errno));
@@ -364,6 +510,7 @@ void Daemon::Drain() {
   }
   intake_.FailOutstanding(503, "shutting-down",
                           "the daemon stopped before these events were decided; send them again");
+  admin_.Stop();
   const auto written_by = Clock_::now() + std::chrono::seconds(5);
   while (waiting_calls_.load() > 0 && Clock_::now() < written_by) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -380,6 +527,7 @@ void Daemon::LoopThread() {
     consume.on_committed = [this](const CommittedBatch& batch) {
       metrics_.CountBatch(batch);
       events_ += static_cast<int64_t>(batch.events);
+      SetTrouble("");
       return intake_.OnCommitted(batch);
     };
     intake_.Rearm();
@@ -399,6 +547,7 @@ void Daemon::LoopThread() {
     }
     intake_.SetDown(true);
     const std::string why = run.status().ToString();
+    SetTrouble(why);
     intake_.FailOutstanding(503, "store-unavailable",
                             "the store failed and these events were not committed: " + why);
     metrics_.CountRestart();
@@ -465,6 +614,33 @@ Status Daemon::EffectsRun() {
   return RunEffects(pipeline_.config(), *store, *transport, run).status();
 }
 
+void Daemon::SetTrouble(std::string why) {
+  std::lock_guard<std::mutex> lock(trouble_mu_);
+  store_trouble_ = std::move(why);
+}
+
+std::string Daemon::StoreTrouble() const {
+  std::lock_guard<std::mutex> lock(trouble_mu_);
+  return store_trouble_;
+}
+
+// While the loop's last run failed on the store and no commit came since, a write transaction
+// is begun and rolled back on a handle of this thread's: once that works, the store is ready
+// again (an idle daemon would otherwise stay "not ready" until traffic it is not sent).
+void Daemon::ProbeStore(Store*& probe_store, std::unique_ptr<Store>& owned) {
+  if (StoreTrouble().empty()) return;
+  if (owned == nullptr) {
+    Result<std::unique_ptr<Store>> opened = options_.open_store(false);
+    if (!opened.ok()) return;
+    owned = std::move(opened).value();
+    probe_store = owned.get();
+  }
+  Result<std::unique_ptr<Transaction>> begun = probe_store->Begin();
+  if (!begun.ok()) return;
+  (void)(*begun)->Rollback();
+  SetTrouble("");
+}
+
 // Why the broker is not ready, empty when it is (or there is none).
 std::string Daemon::BrokerTrouble() const {
   if (!options_.open_broker_source) return {};
@@ -481,6 +657,7 @@ Result<ServeSummary> Daemon::Run() {
   if (!options_.open_store) return Status::InvalidArgument("ServeOptions::open_store is required");
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> reader, options_.open_store(true));
   routes_.SetReader(std::move(reader));
+  EVIDENT_RETURN_IF_ERROR(admin_.Start());
   loop_ = std::thread([this] { LoopThread(); });
   if (options_.open_broker_source) {
     broker_ = std::thread(
@@ -501,8 +678,12 @@ Result<ServeSummary> Daemon::Run() {
     return started;
   }
   if (options_.on_listening) options_.on_listening(port_);
-  while (options_.cancel == nullptr || !options_.cancel->cancelled()) {
+  Store* probe_store = nullptr;
+  std::unique_ptr<Store> probe_owned;
+  for (int tick = 0; options_.cancel == nullptr || !options_.cancel->cancelled(); ++tick) {
     metrics_.SetQueue(intake_.backlog().value_or(0), static_cast<int64_t>(intake_.outstanding()));
+    watch_.Sweep(options_.header_ms_max);
+    if (tick % 20 == 0) ProbeStore(probe_store, probe_owned);  // about once a second
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   Drain();

@@ -237,6 +237,25 @@ TEST_F(ServeTest, SignedSourcesNeedAValidFreshSignature) {
   EXPECT_EQ(good.status, 200) << good.body;
   // Sources without a secret need no signature.
   EXPECT_EQ(Post(StatusEvent("plain-1", "order-p")).status, 200);
+  // The source read as the envelope reads it: an escaped member name is still "source".
+  std::string escaped = body;
+  escaped.replace(escaped.find("\"source\""), 8, "\"sour\\u0063e\"");
+  EXPECT_EQ(Post(escaped).status, 401) << escaped;
+  // Binary mode carries the attributes in headers no signature covers.
+  const HttpAnswer binary = Post(
+      R"({"schemaVersion":1,"orderId":"o","status":"paid"})",
+      {{"Content-Type", "application/json"},
+       {"ce-specversion", "1.0"},
+       {"ce-id", "sig-bin"},
+       {"ce-source", "urn:signed"},
+       {"ce-type", "order.status.changed"},
+       {"ce-subject", "order-s"},
+       {"webhook-id", "msg-1"},
+       {"webhook-timestamp", now},
+       {"webhook-signature",
+        serve::SignV1(key, "msg-1", now, R"({"schemaVersion":1,"orderId":"o","status":"paid"})")}});
+  EXPECT_EQ(binary.status, 401);
+  EXPECT_NE(binary.body.find("unsigned-attributes"), std::string::npos) << binary.body;
   const HttpAnswer metrics = Http(port_, "GET", "/metrics");
   EXPECT_NE(
       metrics.body.find(R"(evident_webhook_signature_failures_total{reason="bad-signature"} 1)"),
@@ -275,6 +294,10 @@ TEST_F(ServeTest, AdminRoutesNeedTheRightToken) {
                  {{"Authorization", "Basic s3cret-token-of-enough-length"}})
                 .status,
             401);
+  EXPECT_EQ(Http(port_, "GET", "/api/evidence/order-a?consumer=nobody",
+                 {{"Authorization", "Bearer s3cret-token-of-enough-length"}})
+                .status,
+            404);
   const HttpAnswer evidence = Http(port_, "GET", "/api/evidence/order-a",
                                    {{"Authorization", "Bearer s3cret-token-of-enough-length"}});
   EXPECT_EQ(evidence.status, 200);
@@ -403,6 +426,106 @@ TEST_F(ServeTest, SlowAndHostileClientsDoNotHoldTheServer) {
   for (std::thread& t : many) t.join();
   EXPECT_EQ(healthy.load(), 64);
   EXPECT_EQ(Post(StatusEvent("after-hostile", "order-h")).status, 200);
+}
+
+// Requests whose framing is ambiguous, and other protocol misuse, are refused and the server
+// goes on.
+TEST_F(ServeTest, AmbiguousRequestsAreRefused) {
+  options_.body_bytes_max = 4096;
+  Start();
+  const std::string event = StatusEvent("amb-1", "order-amb");
+  const std::string head =
+      "POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/cloudevents+json\r\n";
+  const HttpAnswer two_lengths =
+      SendRaw(port_, head + "Content-Length: " + std::to_string(event.size()) +
+                         "\r\nContent-Length: " + std::to_string(event.size() + 5) + "\r\n\r\n" +
+                         event + "xxxxx");
+  EXPECT_EQ(two_lengths.status, 400) << two_lengths.body;
+  const HttpAnswer length_and_chunked =
+      SendRaw(port_, head + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  EXPECT_EQ(length_and_chunked.status, 400);
+  EXPECT_EQ(SendRaw(port_, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n").status, 400);
+  EXPECT_EQ(SendRaw(port_, head + "Transfer-Encoding: gzip, chunked\r\n\r\n").status, 501);
+  EXPECT_FALSE(Applied("amb-1"));
+  EXPECT_EQ(Http(port_, "POST", "/nothing").status, 404);
+  EXPECT_EQ(Http(port_, "POST", "/events%00x", kStructured, event).status, 404);
+  HttpAnswer wrong_method = Http(port_, "POST", "/healthz");
+  EXPECT_EQ(wrong_method.status, 405);
+  EXPECT_EQ(wrong_method.headers["allow"], "GET, HEAD");
+  // A body declared a little over the bound is read to its end, then refused.
+  const HttpAnswer over = Post(std::string(5000, ' ') + event);
+  EXPECT_EQ(over.status, 413);
+  EXPECT_EQ(Post(event).status, 200);
+}
+
+// Headers trickled a byte at a time: shut down at the header deadline, whatever the trickle.
+TEST_F(ServeTest, HeadersMustArriveInTime) {
+  options_.header_ms_max = 600;
+  Start();
+  const int slow = serve::testing::Connect(port_, 5000);
+  ASSERT_GE(slow, 0);
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+  const auto started = std::chrono::steady_clock::now();
+  bool cut = false;
+  for (size_t i = 0; i < 60 && !cut; ++i) {  // a byte every 100 ms: never silent for a second
+    cut = !serve::testing::SendAll(slow, std::string(1, request[i % request.size()]));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    char byte = 0;
+    const ssize_t n = ::recv(slow, &byte, 1, MSG_DONTWAIT);
+    if (n == 0) cut = true;
+  }
+  ::close(slow);
+  EXPECT_TRUE(cut);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(3000));
+  EXPECT_EQ(Http(port_, "GET", "/healthz").status, 200);
+}
+
+// An admin action waiting for the store's write lock does not hold the other requests up, and
+// readyz says when the store failed and when it answers again.
+TEST_F(ServeTest, AdminActionsWaitOffTheHttpThread) {
+  options_.admin_token = "s3cret-token-of-enough-length";
+  busy_timeout_ms_ = 1500;
+  options_.restart_ms = 100;
+  Start();
+  ASSERT_EQ(Post(R"({"specversion":"1.0","id":"q", "source":)").status, 200);  // quarantined
+  HttpAnswer record = Http(port_, "GET", "/api/quarantine/1",
+                           {{"Authorization", "Bearer s3cret-token-of-enough-length"}});
+  EXPECT_EQ(record.status, 200);
+  EXPECT_NE(record.body.find(R"("audit":[])"), std::string::npos) << record.body;
+  sqlite3* locker = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &locker), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  HttpAnswer discard;
+  std::thread admin([&] {
+    discard = Http(port_, "POST", "/api/quarantine/1/discard",
+                   {{"Authorization", "Bearer s3cret-token-of-enough-length"}},
+                   R"({"by":"ann","note":"junk"})");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_EQ(Http(port_, "GET", "/healthz").status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::milliseconds(500));
+  EXPECT_EQ(Post(StatusEvent("locked", "order-k")).status, 503);  // the loop fails on the lock
+  EXPECT_EQ(Http(port_, "GET", "/readyz").status, 503);
+  admin.join();
+  EXPECT_EQ(discard.status, 503) << discard.body;  // the store was busy past its timeout
+  ASSERT_EQ(sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(locker);
+  HttpAnswer ready;
+  for (int i = 0; i < 60 && ready.status != 200; ++i) {  // the probe finds it again, idle
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ready = Http(port_, "GET", "/readyz");
+  }
+  EXPECT_EQ(ready.status, 200) << ready.body;
+  discard = Http(port_, "POST", "/api/quarantine/1/discard",
+                 {{"Authorization", "Bearer s3cret-token-of-enough-length"}},
+                 R"({"by":"ann","note":"junk","extra":1})");
+  EXPECT_EQ(discard.status, 400);
+  EXPECT_NE(discard.body.find("unknown member 'extra'"), std::string::npos) << discard.body;
+  discard = Http(port_, "POST", "/api/quarantine/1/discard",
+                 {{"Authorization", "Bearer s3cret-token-of-enough-length"}},
+                 R"({"by":"ann","note":"junk"})");
+  EXPECT_EQ(discard.status, 200) << discard.body;
 }
 
 }  // namespace

@@ -22,6 +22,8 @@ std::string_view SignatureReason(SignatureVerdict verdict) {
       return "stale-signature";
     case SignatureVerdict::kMismatch:
       return "bad-signature";
+    case SignatureVerdict::kUnsigned:
+      return "unsigned-attributes";
   }
   return "bad-signature";
 }

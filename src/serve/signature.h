@@ -13,9 +13,18 @@
 
 namespace evident::serve {
 
-enum class SignatureVerdict : uint8_t { kValid, kMissing, kMalformed, kStale, kMismatch };
+// kUnsigned: the request carries something of a signed source outside the signed body
+// (binary mode's headers).
+enum class SignatureVerdict : uint8_t {
+  kValid,
+  kMissing,
+  kMalformed,
+  kStale,
+  kMismatch,
+  kUnsigned
+};
 // Stable codes: "valid", "missing-signature", "malformed-signature", "stale-signature",
-// "bad-signature".
+// "bad-signature", "unsigned-attributes".
 std::string_view SignatureReason(SignatureVerdict verdict);
 
 struct SignedRequest {

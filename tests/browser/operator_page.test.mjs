@@ -18,15 +18,15 @@
 // version 4 of order.status.changed (no adapter) and a 1 s gap deadline, so the v4 events are
 // quarantined as contract-update-required and order-418's gap goes overdue; phase B restarts it
 // on the same store with the example's contracts (v4 read through its adapter), posts the rest
-// of examples/orders/events.ndjson, runs `evident effects run` against a small stock service
-// (order-418's reservation answers 503: unknown), and then drives the page.
+// of examples/orders/events.ndjson, has the effect intents performed against a small stock
+// service (order-418's reservation answers 503: unknown; by the daemon itself when it runs
+// effects, and by `evident effects run`), and then drives the page.
 import {spawn} from "node:child_process";
 import fs from "node:fs/promises";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import {fileURLToPath} from "node:url";
-import puppeteer from "puppeteer-core";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const BIN = process.env.EVIDENT_BIN || "/work/main/build/src/cli/evident";
@@ -92,8 +92,11 @@ function subjectOf(line) {
 
 // ------------------------------------------------------------------ the daemon
 
+let stock = null;   // the stock service every evident process of the test calls
+let stockUrl = "";
+
 function daemonEnv(extra) {
-  const env = {...process.env, ...extra};
+  const env = {...process.env, STOCK_SERVICE_URL: stockUrl, ...extra};
   if (!PAGE_DIR) delete env.EVIDENT_PAGE_DIR;
   return env;
 }
@@ -182,10 +185,10 @@ async function startStockService() {
   return server;
 }
 
-async function runEffects(dir, store, stockUrl) {
+async function runEffects(dir, store) {
   const child = spawn(BIN, ["effects", "run", "--config", path.join(dir, "evident.yaml"), "--store", store,
                             "--until-idle", "1"],
-                      {cwd: dir, env: daemonEnv({STOCK_SERVICE_URL: stockUrl}), stdio: ["ignore", "pipe", "pipe"]});
+                      {cwd: dir, env: daemonEnv(), stdio: ["ignore", "pipe", "pipe"]});
   children.add(child);
   let out = "";
   child.stdout.on("data", (c) => (out += c));
@@ -314,7 +317,18 @@ async function shot(page, selector, name) {
 // ------------------------------------------------------------------ the test
 
 async function main() {
+  await fs.access(BIN, fs.constants.X_OK).catch(() => {
+    throw new TestFailure(`no evident binary at ${BIN}: build it, or set EVIDENT_BIN`);
+  });
+  await fs.access(CHROMIUM, fs.constants.X_OK).catch(() => {
+    throw new TestFailure(`no browser at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_BIN`);
+  });
+  const {default: puppeteer} = await import("puppeteer-core").catch((e) => {
+    throw new TestFailure(`puppeteer-core is not installed (cd tests/browser && npm ci): ${e.message}`);
+  });
   const {tokenFile, store, example} = await prepare();
+  stock = await startStockService();
+  stockUrl = `http://127.0.0.1:${stock.address().port}/reservations`;
   console.log(`# evident ${BIN}`);
   console.log(`# examples ${example}`);
   console.log(`# temporary directory ${tmp}`);
@@ -366,13 +380,20 @@ async function main() {
   check(unrouted.decisions[0].outcome === "unrouted", "the markup event should be unrouted: " + JSON.stringify(unrouted));
   ok(`phase B: posted ${events.length - 2} example lines (the broken one kept as malformed-json), order-421 and a markup probe`);
 
-  const stock = await startStockService();
-  const effectsOut = await runEffects(path.join(tmp, "b"), store, `http://127.0.0.1:${stock.address().port}/reservations`);
-  stock.close();
-  const unknown = await admin(b.base, "/api/effects?state=unknown");
-  check(unknown.status === 200 && unknown.body.effects.some((e) => e.key === "reserve:order-418:v1"),
-        "reserve:order-418:v1 should be unknown after effects run:\n" + effectsOut + JSON.stringify(unknown.body));
-  ok("evident effects run: order-418's reservation unknown (503), the others done");
+  // The intents: a daemon that performs them itself (serve without --no-effects) and
+  // `evident effects run` share the store; either way order-418's ends unknown, the others done.
+  const effectsOut = await runEffects(path.join(tmp, "b"), store);
+  const wanted = ["reserve:order-417:v1", "reserve:order-417:v2", "reserve:order-420:v1", "reserve:order-421:v1"];
+  let effects = null;
+  await until("the effects to settle (order-418 unknown and waiting for a person, the others done)", async () => {
+    effects = (await admin(b.base, "/api/effects")).body.effects;
+    const state = (key) => (effects.find((e) => e.key === key) || {}).state;
+    const e418 = effects.find((e) => e.key === "reserve:order-418:v1");
+    return wanted.every((key) => state(key) === "done") && e418 && e418.state === "unknown" && e418.waits_for_reconciliation;
+  }, 20_000, 200).catch((e) => {
+    throw new TestFailure(`${e.message}\n  effects: ${JSON.stringify(effects)}\n  effects run: ${effectsOut}`);
+  });
+  ok("effects: order-418's reservation unknown (503, waits for a person), the others done");
 
   const openBefore = (await admin(b.base, "/api/quarantine?status=open")).body.records;
   const replayTarget = openBefore.find((r) => r.event_id === "evt-110");
@@ -414,6 +435,7 @@ async function main() {
   check((await text(page, "#gaps-msg")).includes("admin token"), "the gaps should say that they need the admin token");
   check((await data(page, "#quarantine-msg", "kind")) === "need-token", "the quarantine should say that it needs the token");
   ok("without a token, the admin sections say so");
+  await page.screenshot({path: path.join(tmp, "operator-page-no-token.png")});
 
   // A wrong token: its 401 is shown, and the token is asked for again.
   await expectingStatus(401, async () => {
@@ -468,6 +490,15 @@ async function main() {
   check(await count(page, `${card} li.entry[data-kind="effect"][data-state="unknown"]`) === 1, "order-418's effect is unknown");
   check(await count(page, `${card} li.entry[data-kind="gap"][data-state="requested"]`) === 1, "order-418's gap record (requested)");
   ok(`order-418 from #subject=: "${behind.trim()}", deferred v4 (overdue, waits for v2), effect unknown, gap requested`);
+
+  // An input refused before any consumer was chosen, still found by its subject.
+  await page.evaluate(() => {
+    location.hash = "#subject=order-419";
+  });
+  await waitFor(page, '#evidence .packet[data-subject="order-419"] article[data-consumer=""] li.entry[data-kind="quarantined"]',
+                "order-419's input refused before any consumer (missing-id)");
+  check((await text(page, '#evidence article[data-consumer=""]')).includes("missing-id"), "order-419's record says missing-id");
+  ok("order-419: the input refused by the envelope (missing-id) is in its timeline, under no consumer");
 
   // 3. Gaps, quarantine, effects, counters.
   await waitFor(page, '#gaps tr[data-subject="order-418"]', "order-418's gap row");
@@ -599,6 +630,11 @@ async function cleanup() {
     browser = null;
   }
   for (const child of children) child.kill("SIGKILL");
+  if (stock) {
+    stock.closeAllConnections();
+    stock.close();
+    stock = null;
+  }
   if (tmp && !failed && !KEEP_TMP) await fs.rm(tmp, {recursive: true, force: true});
   else if (tmp) console.error(`# kept ${tmp}`);
 }

@@ -9,6 +9,7 @@
   const TOKEN_KEY = "evident.adminToken";
   const BY_KEY = "evident.by";
   const METRICS_EVERY_MS = 2000;
+  const AUTO_REFRESH_MS = 10000;
   const OUTCOMES = [
     "applied", "deferred", "duplicate", "stale", "same-version-conflict",
     "contract-update-required", "payload-invalid", "rejected", "unrouted",
@@ -22,6 +23,8 @@
     lastTotals: null,       // decisions and quarantine counts of the previous scrape
     actionOpen: null,       // the quarantine record whose replay/discard form is open
     refreshPending: false,  // an automatic refresh put off while that form is open
+    autoRefreshDue: false,  // the counters changed since the admin views were last read
+    lastAutoRefresh: 0,
   };
 
   // ---------------------------------------------------------------- helpers
@@ -407,6 +410,12 @@
       state.lastTotals = totals;
       if (previous && (previous.decisions !== totals.decisions || previous.quarantine !== totals.quarantine ||
                        previous.effects !== totals.effects || previous.gaps !== totals.gaps)) {
+        state.autoRefreshDue = true;
+      }
+      // Something changed: read the admin views again, at most every AUTO_REFRESH_MS.
+      if (state.autoRefreshDue && Date.now() - state.lastAutoRefresh >= AUTO_REFRESH_MS) {
+        state.autoRefreshDue = false;
+        state.lastAutoRefresh = Date.now();
         refreshAdmin(false);
       }
     } catch (error) {
@@ -722,9 +731,9 @@
   // ---------------------------------------------------------------- gaps
 
   function table(headers, rows, cls) {
-    return el("table", {class: "grid " + (cls || "")},
+    return el("div", {class: "table-wrap"}, el("table", {class: "grid " + (cls || "")},
       el("thead", null, el("tr", null, headers.map((h) => el("th", {scope: "col"}, h)))),
-      el("tbody", null, rows));
+      el("tbody", null, rows)));
   }
 
   function deadlineCell(iso, secondsLeft) {

@@ -1,0 +1,71 @@
+// serve/watch.h — the header deadline libmicrohttpd lacks: its connection timeout counts only
+// silence, so a client that sends its headers a byte at a time would hold a connection slot
+// forever. Every connection is tracked from its opening (and again after each answer, waiting
+// for the next request); one whose request headers have not all come within header_ms_max is
+// shut down. shutdown(2), not close: the descriptor stays libmicrohttpd's, which sees the end
+// of the stream and closes the connection itself.
+//
+// Thread-safety: Opened/Closed/Started/Answered on the HTTP thread, Sweep on another; a mutex
+// covers the set. libmicrohttpd closes a descriptor only after its CLOSED notification
+// returns, and that notification waits for the mutex, so Sweep never shuts a reused descriptor.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <unordered_set>
+
+namespace evident::serve {
+
+class ConnectionWatch {
+ public:
+  struct Link {
+    int fd = -1;
+    std::chrono::steady_clock::time_point waiting_since;
+    bool in_request = false;  // the headers of the current request have come
+    bool shut = false;
+  };
+
+  Link* Opened(int fd) {
+    auto* link = new Link{fd, std::chrono::steady_clock::now(), false, false};
+    std::lock_guard<std::mutex> lock(mu_);
+    links_.insert(link);
+    return link;
+  }
+  void Closed(Link* link) {
+    std::lock_guard<std::mutex> lock(mu_);
+    links_.erase(link);
+    delete link;
+  }
+  void Started(Link* link) {
+    std::lock_guard<std::mutex> lock(mu_);
+    link->in_request = true;
+  }
+  void Answered(Link* link) {
+    std::lock_guard<std::mutex> lock(mu_);
+    link->in_request = false;
+    link->waiting_since = std::chrono::steady_clock::now();
+  }
+  // Shuts the connections that waited for headers longer than `header_ms_max`; returns how many.
+  int64_t Sweep(int64_t header_ms_max) {
+    const auto deadline =
+        std::chrono::steady_clock::now() - std::chrono::milliseconds(header_ms_max);
+    int64_t shut = 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Link* link : links_) {
+      if (link->in_request || link->shut || link->waiting_since > deadline) continue;
+      ::shutdown(link->fd, SHUT_RDWR);
+      link->shut = true;
+      ++shut;
+    }
+    return shut;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_set<Link*> links_;
+};
+
+}  // namespace evident::serve
