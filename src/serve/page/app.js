@@ -362,7 +362,8 @@
       ["store-up", "store up", one(samples, "evident_store_up")],
       ["queue", "queued events", one(samples, "evident_queue_events")],
       ["waiting", "requests waiting", one(samples, "evident_requests_waiting")],
-      ["gap-records", "gap records open", one(samples, "evident_open_gaps")],
+      ["gaps-open", "open gaps", one(samples, "evident_open_gaps")],
+      ["gaps-overdue", "overdue gaps", one(samples, "evident_overdue_gaps")],
       ["q-open", "quarantine open", one(samples, "evident_quarantine_records", {status: "open"})],
       ["q-replayed", "quarantine replayed", one(samples, "evident_quarantine_records", {status: "replayed"})],
       ["q-discarded", "quarantine discarded", one(samples, "evident_quarantine_records", {status: "discarded"})],
@@ -376,7 +377,7 @@
     for (const [key, label, value] of rows) {
       let cls = "";
       if (key === "store-up") cls = value === 1 ? "good" : "bad";
-      else if ((key === "q-open" || key === "e-unknown" || key === "e-failed" || key === "restarts") && value > 0) cls = "warn";
+      else if ((key === "q-open" || key === "gaps-overdue" || key === "e-unknown" || key === "e-failed" || key === "restarts") && value > 0) cls = "warn";
       setCounter(storeList, key, "gauge", label, value, cls);
     }
     return {

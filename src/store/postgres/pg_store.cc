@@ -64,11 +64,16 @@ class PlainConnection {
 
 // An idle relay's wake-up (Store::WaitForOutbox): a connection of its own that LISTENs on
 // kOutboxChannel, opened on the first wait and again after it was lost. Notifications of other
-// schemas of the database are read and ignored.
+// schemas of the database are read and ignored. A wait that had to open the connection answers
+// true at once: a row committed after the relay's last look and before the LISTEN sent no word
+// this connection could hear, so the relay looks once more (else it would sleep past it).
 class Listener {
  public:
   Result<bool> Wait(const std::string& uri, int64_t timeout_ms) {
-    if (!db_ || PQstatus(db_->conn_.get()) != CONNECTION_OK) EVIDENT_RETURN_IF_ERROR(Open(uri));
+    if (!db_ || PQstatus(db_->conn_.get()) != CONNECTION_OK) {
+      EVIDENT_RETURN_IF_ERROR(Open(uri));
+      return true;
+    }
     PGconn* conn = db_->conn_.get();
     EVIDENT_ASSIGN_OR_RETURN(bool told, Drain());
     if (told) return true;
