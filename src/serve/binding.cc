@@ -44,7 +44,7 @@ bool IsText(std::string_view media, std::string_view body) {
   return simdjson::validate_utf8(body.data(), body.size());
 }
 
-// A header value as a JSON string: escaped as JSON asks, but bytes that are not UTF-8 are kept
+// A header name or value as a JSON string: escaped as JSON asks, but bytes that are not UTF-8 are kept
 // as they came (json::AppendQuoted would replace them), so that the envelope refuses the event
 // as invalid-utf8 rather than two different values collide in one.
 void AppendHeaderValue(std::string& out, std::string_view value) {
@@ -154,10 +154,10 @@ std::string StructuredFromBinary(std::string_view content_type,
   out.reserve(body.size() + 256);
   out.push_back('{');
   bool first = true;
-  auto key = [&](std::string_view name) {
+  auto key = [&](std::string_view name) {  // as it came, for the envelope to judge
     if (!first) out.push_back(',');
     first = false;
-    json::AppendQuoted(out, name);
+    AppendHeaderValue(out, name);
     out.push_back(':');
   };
   for (const auto& [name, value] : headers) {
