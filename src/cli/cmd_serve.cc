@@ -26,7 +26,7 @@ struct ServeFlags {
   // requests that arrive while a commit runs share the next one.
   int64_t batch_count_max = 0, linger_ms = 0;
   int64_t body_bytes_max = int64_t{16} << 20;
-  int64_t connections_max = 1024, read_timeout_s = 10;
+  int64_t connections_max = 1024, read_timeout_s = 10, header_timeout_s = 10;
   std::string from, stream = "EVENTS", durable = "evident-serve", filter;
   bool no_effects = false;
 };
@@ -97,6 +97,7 @@ int RunServe(const ServeFlags& flags) {
   options.body_bytes_max = static_cast<size_t>(flags.body_bytes_max);
   options.connections_max = static_cast<unsigned>(flags.connections_max);
   options.read_timeout_s = static_cast<unsigned>(flags.read_timeout_s);
+  options.header_ms_max = flags.header_timeout_s * 1000;
   options.open_store = [&flags](bool read_only) { return OpenServeStore(flags, read_only); };
   if (flags.store.rfind("sqlite:", 0) == 0) options.consume.busy_retry.attempts_max = 1;
   options.log = stderr;
@@ -172,6 +173,11 @@ void AddServeCommand(CLI::App& app, Runner& run) {
       ->check(IntegerFrom(1, 65536))
       ->capture_default_str();
   cmd->add_option("--read-timeout-s", flags->read_timeout_s, "Close a connection silent this long")
+      ->check(IntegerFrom(1, 3600))
+      ->capture_default_str();
+  cmd->add_option("--header-timeout-s", flags->header_timeout_s,
+                  "A new connection must send its request headers within this long, however "
+                  "steadily it trickles them (an idle keep-alive one may wait --read-timeout-s)")
       ->check(IntegerFrom(1, 3600))
       ->capture_default_str();
   cmd->add_option("--busy-timeout-ms", flags->busy_timeout_ms,

@@ -40,6 +40,11 @@ AdminAnswer FromStatus(const Status& status) {
   }
 }
 
+AdminAnswer UnknownConsumer(std::string_view consumer) {
+  return Refusal(404, "unknown-consumer",
+                 "the config has no consumer '" + std::string(consumer) + "'");
+}
+
 std::optional<int64_t> ParseInt(std::string_view text) {
   int64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -65,6 +70,9 @@ std::optional<AdminAnswer> ReadFields(std::string_view body,
   for (auto [key, value] : object) {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       return Refusal(400, "invalid-argument", "unknown member '" + std::string(key) + "'");
+    }
+    if (fields.count(std::string(key)) > 0) {
+      return Refusal(400, "invalid-argument", "member '" + std::string(key) + "' appears twice");
     }
     std::string_view text;
     if (value.get(text) != simdjson::SUCCESS) {
@@ -121,8 +129,7 @@ AdminAnswer Admin::Handle(std::string_view path, std::string_view method, std::s
 AdminAnswer Admin::Evidence(std::string_view subject, const char* consumer) {
   if (subject.empty()) return Refusal(400, "invalid-argument", "name a subject");
   if (consumer != nullptr && *consumer != '\0' && config_.Find(consumer) == nullptr) {
-    return Refusal(404, "unknown-consumer",
-                   "the config has no consumer '" + std::string(consumer) + "'");
+    return UnknownConsumer(consumer);
   }
   Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read();
   if (!snapshot.ok()) return FromStatus(snapshot.status());
@@ -165,6 +172,7 @@ AdminAnswer Admin::Quarantine(const Query& query) {
       return Refusal(400, "invalid-argument", "status: open, replayed or discarded");
   }
   if (const char* consumer = query("consumer"); consumer != nullptr && *consumer != '\0') {
+    if (config_.Find(consumer) == nullptr) return UnknownConsumer(consumer);
     filter.consumer = consumer;
   }
   if (const char* reason = query("reason"); reason != nullptr && *reason != '\0') {
@@ -280,6 +288,7 @@ AdminAnswer Admin::Effects(const Query& query) {
     }
   }
   if (const char* consumer = query("consumer"); consumer != nullptr && *consumer != '\0') {
+    if (config_.Find(consumer) == nullptr) return UnknownConsumer(consumer);
     filter.consumer = consumer;
   }
   if (const char* subject = query("subject"); subject != nullptr && *subject != '\0') {

@@ -44,8 +44,8 @@ bool IsText(std::string_view media, std::string_view body) {
   return simdjson::validate_utf8(body.data(), body.size());
 }
 
-// A header name or value as a JSON string: escaped as JSON asks, but bytes that are not UTF-8 are kept
-// as they came (json::AppendQuoted would replace them), so that the envelope refuses the event
+// A header name or value as a JSON string: escaped as JSON asks, but bytes that are not UTF-8 are
+// kept as they came (json::AppendQuoted would replace them), so that the envelope refuses the event
 // as invalid-utf8 rather than two different values collide in one.
 void AppendHeaderValue(std::string& out, std::string_view value) {
   if (simdjson::validate_utf8(value.data(), value.size())) {

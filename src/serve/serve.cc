@@ -103,7 +103,7 @@ class Daemon final : public serve::Responder {
   MHD_Result Wait(MHD_Connection* connection, Call& call, std::shared_ptr<Exchange> exchange);
   MHD_Result DeferAdmin(MHD_Connection* connection, std::string_view url, std::string_view method,
                         Call& call);
-  void ProbeStore(Store*& probe_store, std::unique_ptr<Store>& owned);
+  void ProbeThread();
   void SetTrouble(std::string why);
   MHD_Result Read(MHD_Connection* connection, std::string_view url, const char* upload,
                   size_t* upload_size, Call& call);
@@ -132,7 +132,7 @@ class Daemon final : public serve::Responder {
   mutable std::mutex trouble_mu_;
   std::string store_trouble_;  // the loop's last store failure, until a commit or probe succeeds
   MHD_Daemon* http_ = nullptr;
-  std::thread loop_, broker_, effects_;
+  std::thread loop_, broker_, effects_, probe_;
   std::atomic<bool> broker_running_{false};
   std::atomic<int64_t> broker_events_{0};
   CancelToken loop_stop_;
@@ -269,16 +269,17 @@ MHD_Result Daemon::FirstLook(MHD_Connection* connection, std::string_view url,
                              std::string_view version, Call& call) {
   Headers headers;
   MHD_get_connection_values(connection, MHD_HEADER_KIND, &CollectHeader, &headers);
-  int lengths = 0;
-  for (const auto& [name, value] : headers) lengths += name == "content-length" ? 1 : 0;
+  int lengths = 0, hosts = 0;
+  for (const auto& [name, value] : headers) {
+    lengths += name == "content-length" ? 1 : 0;
+    hosts += name == "host" ? 1 : 0;
+  }
   const std::string_view encoding = HeaderOf(headers, "transfer-encoding");
   std::string why;
   if (lengths > 1 || (lengths == 1 && !encoding.empty())) {
     why = "the request's length is given twice (Content-Length, Transfer-Encoding)";
-  } else if (version == MHD_HTTP_VERSION_1_1 &&
-             std::none_of(headers.begin(), headers.end(),
-                          [](const auto& h) { return h.first == "host"; })) {
-    why = "an HTTP/1.1 request names its Host";
+  } else if ((version == MHD_HTTP_VERSION_1_1 && hosts == 0) || hosts > 1) {
+    why = "an HTTP/1.1 request names its Host, once";
   }
   if (!why.empty()) {
     call.phase = Call::Phase::kAnswered;
@@ -351,6 +352,13 @@ std::string EventSource(simdjson::dom::parser& parser, const std::string& event)
 serve::SignatureVerdict Daemon::CheckSignatures(const Headers& headers, std::string_view body,
                                                 const serve::BoundEvents& bound) const {
   std::vector<const std::vector<std::string>*> secrets;
+  if (bound.mode == serve::BodyMode::kBinary) {  // whether or not the event it makes parses
+    for (const auto& [name, value] : headers) {
+      if (name == "ce-source" && options_.webhook_secrets.count(serve::PercentDecode(value)) > 0) {
+        return serve::SignatureVerdict::kUnsigned;
+      }
+    }
+  }
   simdjson::dom::parser parser;
   for (const std::string& event : bound.events) {
     auto found = options_.webhook_secrets.find(EventSource(parser, event));
@@ -505,7 +513,7 @@ void Daemon::Drain() {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   loop_stop_.Cancel();
-  for (std::thread* worker : {&loop_, &broker_, &effects_}) {
+  for (std::thread* worker : {&loop_, &broker_, &effects_, &probe_}) {
     if (worker->joinable()) worker->join();
   }
   intake_.FailOutstanding(503, "shutting-down",
@@ -627,18 +635,31 @@ std::string Daemon::StoreTrouble() const {
 // While the loop's last run failed on the store and no commit came since, a write transaction
 // is begun and rolled back on a handle of this thread's: once that works, the store is ready
 // again (an idle daemon would otherwise stay "not ready" until traffic it is not sent).
-void Daemon::ProbeStore(Store*& probe_store, std::unique_ptr<Store>& owned) {
-  if (StoreTrouble().empty()) return;
-  if (owned == nullptr) {
-    Result<std::unique_ptr<Store>> opened = options_.open_store(false);
-    if (!opened.ok()) return;
-    owned = std::move(opened).value();
-    probe_store = owned.get();
+// On a thread of its own (a probe may wait for the store's busy timeout): about once a second,
+// while the loop's last run failed on the store and no commit came since, commits a real write
+// (the position "evident-serve:readiness", the time) on a handle of its own: once that works, the
+// store is ready again (a full disk fails it, where a transaction only begun would not). An idle
+// daemon would otherwise stay "not ready" until traffic that is not sent to it.
+void Daemon::ProbeThread() {
+  Clock& clock = options_.consume.clock != nullptr ? *options_.consume.clock : SystemClock();
+  std::unique_ptr<Store> probe;
+  while (SleepUnlessCancelled(clock, 1000, &loop_stop_)) {
+    if (StoreTrouble().empty()) continue;
+    if (probe == nullptr) {
+      Result<std::unique_ptr<Store>> opened = options_.open_store(false);
+      if (!opened.ok()) continue;
+      probe = std::move(opened).value();
+    }
+    Result<std::unique_ptr<Transaction>> begun = probe->Begin();
+    if (!begun.ok()) continue;
+    Status wrote = (*begun)->SetPosition("evident-serve:readiness", std::to_string(clock.NowMs()));
+    if (wrote.ok()) wrote = (*begun)->Commit();
+    if (!wrote.ok()) {
+      (void)(*begun)->Rollback();
+      continue;
+    }
+    SetTrouble("");
   }
-  Result<std::unique_ptr<Transaction>> begun = probe_store->Begin();
-  if (!begun.ok()) return;
-  (void)(*begun)->Rollback();
-  SetTrouble("");
 }
 
 // Why the broker is not ready, empty when it is (or there is none).
@@ -659,6 +680,7 @@ Result<ServeSummary> Daemon::Run() {
   routes_.SetReader(std::move(reader));
   EVIDENT_RETURN_IF_ERROR(admin_.Start());
   loop_ = std::thread([this] { LoopThread(); });
+  probe_ = std::thread([this] { ProbeThread(); });
   if (options_.open_broker_source) {
     broker_ = std::thread(
         [this] { KeepRunning("the broker's consume loop", [this] { return BrokerRun(); }); });
@@ -672,18 +694,17 @@ Result<ServeSummary> Daemon::Run() {
   }
   if (Status started = StartHttp(); !started.ok()) {
     loop_stop_.Cancel();
-    for (std::thread* worker : {&loop_, &broker_, &effects_}) {
+    for (std::thread* worker : {&loop_, &broker_, &effects_, &probe_}) {
       if (worker->joinable()) worker->join();
     }
     return started;
   }
   if (options_.on_listening) options_.on_listening(port_);
-  Store* probe_store = nullptr;
-  std::unique_ptr<Store> probe_owned;
-  for (int tick = 0; options_.cancel == nullptr || !options_.cancel->cancelled(); ++tick) {
+  while (options_.cancel == nullptr || !options_.cancel->cancelled()) {
     metrics_.SetQueue(intake_.backlog().value_or(0), static_cast<int64_t>(intake_.outstanding()));
-    watch_.Sweep(options_.header_ms_max);
-    if (tick % 20 == 0) ProbeStore(probe_store, probe_owned);  // about once a second
+    watch_.Sweep(
+        options_.header_ms_max,
+        std::max<int64_t>(options_.header_ms_max, int64_t{options_.read_timeout_s} * 1000));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   Drain();

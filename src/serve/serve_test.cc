@@ -256,6 +256,13 @@ TEST_F(ServeTest, SignedSourcesNeedAValidFreshSignature) {
         serve::SignV1(key, "msg-1", now, R"({"schemaVersion":1,"orderId":"o","status":"paid"})")}});
   EXPECT_EQ(binary.status, 401);
   EXPECT_NE(binary.body.find("unsigned-attributes"), std::string::npos) << binary.body;
+  // Also when the event it makes would not parse (kept bytes naming the signed source).
+  EXPECT_EQ(Post("{broken", {{"Content-Type", "application/json"},
+                             {"ce-specversion", "1.0"},
+                             {"ce-id", "sig-bin-2"},
+                             {"ce-source", "urn%3Asigned"}})
+                .status,
+            401);
   const HttpAnswer metrics = Http(port_, "GET", "/metrics");
   EXPECT_NE(
       metrics.body.find(R"(evident_webhook_signature_failures_total{reason="bad-signature"} 1)"),
@@ -445,6 +452,10 @@ TEST_F(ServeTest, AmbiguousRequestsAreRefused) {
       SendRaw(port_, head + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
   EXPECT_EQ(length_and_chunked.status, 400);
   EXPECT_EQ(SendRaw(port_, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n").status, 400);
+  EXPECT_EQ(
+      SendRaw(port_, "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n")
+          .status,
+      400);
   EXPECT_EQ(SendRaw(port_, head + "Transfer-Encoding: gzip, chunked\r\n\r\n").status, 501);
   EXPECT_FALSE(Applied("amb-1"));
   EXPECT_EQ(Http(port_, "POST", "/nothing").status, 404);
@@ -522,6 +533,10 @@ TEST_F(ServeTest, AdminActionsWaitOffTheHttpThread) {
                  R"({"by":"ann","note":"junk","extra":1})");
   EXPECT_EQ(discard.status, 400);
   EXPECT_NE(discard.body.find("unknown member 'extra'"), std::string::npos) << discard.body;
+  discard = Http(port_, "POST", "/api/quarantine/1/discard",
+                 {{"Authorization", "Bearer s3cret-token-of-enough-length"}},
+                 R"({"by":"ann","by":"mallory","note":"junk"})");
+  EXPECT_EQ(discard.status, 400) << discard.body;
   discard = Http(port_, "POST", "/api/quarantine/1/discard",
                  {{"Authorization", "Bearer s3cret-token-of-enough-length"}},
                  R"({"by":"ann","note":"junk"})");

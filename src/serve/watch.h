@@ -25,11 +25,12 @@ class ConnectionWatch {
     int fd = -1;
     std::chrono::steady_clock::time_point waiting_since;
     bool in_request = false;  // the headers of the current request have come
+    bool answered = false;    // a request was answered: an idle keep-alive connection
     bool shut = false;
   };
 
   Link* Opened(int fd) {
-    auto* link = new Link{fd, std::chrono::steady_clock::now(), false, false};
+    auto* link = new Link{fd, std::chrono::steady_clock::now(), false, false, false};
     std::lock_guard<std::mutex> lock(mu_);
     links_.insert(link);
     return link;
@@ -46,16 +47,19 @@ class ConnectionWatch {
   void Answered(Link* link) {
     std::lock_guard<std::mutex> lock(mu_);
     link->in_request = false;
+    link->answered = true;
     link->waiting_since = std::chrono::steady_clock::now();
   }
-  // Shuts the connections that waited for headers longer than `header_ms_max`; returns how many.
-  int64_t Sweep(int64_t header_ms_max) {
-    const auto deadline =
-        std::chrono::steady_clock::now() - std::chrono::milliseconds(header_ms_max);
+  // Shuts the connections that waited for headers longer than `header_ms_max` since they
+  // opened, or longer than `idle_ms_max` since their last answer (a keep-alive connection may
+  // idle as long as the read timeout lets it); returns how many.
+  int64_t Sweep(int64_t header_ms_max, int64_t idle_ms_max) {
+    const auto now = std::chrono::steady_clock::now();
     int64_t shut = 0;
     std::lock_guard<std::mutex> lock(mu_);
     for (Link* link : links_) {
-      if (link->in_request || link->shut || link->waiting_since > deadline) continue;
+      const auto allowed = std::chrono::milliseconds(link->answered ? idle_ms_max : header_ms_max);
+      if (link->in_request || link->shut || now - link->waiting_since <= allowed) continue;
       ::shutdown(link->fd, SHUT_RDWR);
       link->shut = true;
       ++shut;
