@@ -4,24 +4,21 @@
 // on the same store. Every event that was answered 200 must be in the store afterwards; events
 // whose answer never came may be or not (a client sends them again, and the ledger answers
 // duplicate), and a final pass sends every event once more to check just that.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <random>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "evident/store_sqlite.h"
 #include "run_process.h"
 #include "serve/http_test_client.h"
+#include "serve_process.h"
 
 namespace evident::testing {
 namespace {
@@ -30,14 +27,10 @@ namespace fs = std::filesystem;
 using serve::testing::Http;
 using serve::testing::HttpAnswer;
 
-constexpr const char* kSource = "training://orders/checkout";
+constexpr const char* kSource = kServeSource;
 constexpr int kClients = 16;
 
-std::string StatusEvent(const std::string& id) {
-  return R"({"specversion":"1.0","id":")" + id + R"(","source":")" + kSource +
-         R"(","type":"order.status.changed","subject":"order-)" + id +
-         R"(","data":{"schemaVersion":1,"orderId":"o","status":"paid"}})";
-}
+std::string StatusEvent(const std::string& id) { return ServeStatusEvent(id); }
 
 class ServeCrashTest : public ::testing::Test {
  protected:
@@ -59,27 +52,11 @@ class ServeCrashTest : public ::testing::Test {
   // listen within 20 s.
   int StartDaemon(const std::string& fault) {
     const std::string log = (dir_ / ("serve-" + std::to_string(++runs_) + ".log")).string();
-    const int err = ::open(log.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    std::vector<std::pair<std::string, std::optional<std::string>>> env;
-    env.emplace_back("EVIDENT_FAULT_POINT",
-                     fault.empty() ? std::nullopt : std::optional<std::string>(fault));
-    pid_ = StartProcess(
-        {EVIDENT_BINARY, "serve", "--config", SourcePath("examples/orders/evident.yaml"), "--store",
-         "sqlite:" + store_, "--listen", "127.0.0.1:0", "--linger-ms", "2"},
-        {.err = err}, {}, env);
-    ::close(err);
-    for (int i = 0; i < 2000; ++i) {
-      std::ifstream in(log);
-      std::stringstream text;
-      text << in.rdbuf();
-      const std::string s = text.str();
-      const size_t at = s.find("listening on http://127.0.0.1:");
-      if (at != std::string::npos && s.find('\n', at) != std::string::npos) {
-        return std::atoi(s.c_str() + at + std::strlen("listening on http://127.0.0.1:"));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return 0;
+    return StartServe({"--config", SourcePath("examples/orders/evident.yaml"), "--store",
+                       "sqlite:" + store_, "--linger-ms", "2"},
+                      log, &pid_,
+                      {{"EVIDENT_FAULT_POINT",
+                        fault.empty() ? std::nullopt : std::optional<std::string>(fault)}});
   }
 
   // Clients post until the daemon dies (a request that gets no answer ends a client); the ids

@@ -1,21 +1,18 @@
 // `evident serve --from nats://...`: events from a JetStream stream (a real nats-server of
 // scripts/nats.sh, never skipped) decided beside events over HTTP, in one store; /readyz follows
 // the broker; SIGTERM ends the daemon with 0.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "evident/jetstream.h"
 #include "evident/store_sqlite.h"
 #include "run_process.h"
 #include "serve/http_test_client.h"
+#include "serve_process.h"
 
 namespace evident::testing {
 namespace {
@@ -23,13 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 using serve::testing::Http;
 
-constexpr const char* kSource = "training://orders/checkout";
+constexpr const char* kSource = kServeSource;
 
-std::string StatusEvent(const std::string& id) {
-  return R"({"specversion":"1.0","id":")" + id + R"(","source":")" + kSource +
-         R"(","type":"order.status.changed","subject":"order-)" + id +
-         R"(","data":{"schemaVersion":1,"orderId":"o","status":"paid"}})";
-}
+std::string StatusEvent(const std::string& id) { return ServeStatusEvent(id); }
 
 class ServeNatsTest : public ::testing::Test {
  protected:
@@ -66,27 +59,9 @@ class ServeNatsTest : public ::testing::Test {
   }
 
   int StartDaemon() {
-    const std::string log = (fs::path(dir_) / "serve.log").string();
-    const int err = ::open(log.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    pid_ = StartProcess(
-        {EVIDENT_BINARY, "serve", "--config", SourcePath("examples/orders/evident.yaml"), "--store",
-         "sqlite:" + store_, "--listen", "127.0.0.1:0", "--from", url_, "--stream", "EVENTS",
-         "--no-effects"},
-        {.err = err});
-    ::close(err);
-    for (int i = 0; i < 2000; ++i) {
-      std::ifstream in(log);
-      std::stringstream text;
-      text << in.rdbuf();
-      const std::string s = text.str();
-      constexpr const char* kListening = "listening on http://127.0.0.1:";
-      const size_t at = s.find(kListening);
-      if (at != std::string::npos && s.find('\n', at) != std::string::npos) {
-        return std::atoi(s.c_str() + at + std::strlen(kListening));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return 0;
+    return StartServe({"--config", SourcePath("examples/orders/evident.yaml"), "--store",
+                       "sqlite:" + store_, "--from", url_, "--stream", "EVENTS", "--no-effects"},
+                      (fs::path(dir_) / "serve.log").string(), &pid_);
   }
 
   bool Applied(const std::string& id) {
