@@ -77,126 +77,125 @@ void ReadinessJson(const ConsumerEvidence& c, json::Writer& w) {
   w.EndArray().EndObject();
 }
 
+void OptionalInt(json::Writer& w, std::string_view key, const std::optional<int64_t>& v) {
+  w.Key(key);
+  v ? w.Int(*v) : w.Null();
+}
+
+// A quarantine record ("kept": the name this list has had since before the quarantine).
+void KeptJson(const QuarantinedInput& q, json::Writer& w) {
+  const QuarantineRecord& k = q.record;
+  w.BeginObject()
+      .Key("quarantine_id")
+      .Int(k.id)
+      .Field("outcome", OutcomeName(k.outcome))
+      .Field("reason", k.reason)
+      .Field("message", k.message);
+  w.Field("source", k.source).Field("id", k.event_id).Field("type", k.type);
+  OptionalInt(w, "subject_version", k.subject_version);
+  OptionalInt(w, "schema_version", k.schema_version);
+  w.Field("status", QuarantineStatusName(k.status)).Key("attempts").Int(k.attempts);
+  w.Field("first_seen", FormatTime(k.first_seen_ms)).Field("last_seen", FormatTime(k.last_seen_ms));
+  w.Field("received_at", FormatTime(k.last_seen_ms)).Key("input_index").Int(k.input_index);
+  w.Field("original_bytes", k.raw).Key("audit").BeginArray();
+  for (const QuarantineAudit& a : q.audit) {
+    w.BeginObject().Field("action", QuarantineActionName(a.action)).Field("by", a.by);
+    w.Field("note", a.note).Field("outcome", a.outcome).Key("reason");
+    a.reason.empty() ? w.Null() : w.String(a.reason);
+    w.Field("status_after", QuarantineStatusName(a.status_after));
+    w.Field("at", FormatTime(a.at_ms)).EndObject();
+  }
+  w.EndArray().EndObject();
+}
+
+// One consumer's part of the packet.
+void ConsumerJson(const ConsumerEvidence& c, int64_t now_ms, json::Writer& w) {
+  w.BeginObject().Field("consumer", c.consumer);
+  if (c.projection) {
+    w.Field("owner_source", c.projection->owner_source);
+    w.Key("projection_version").Int(c.projection->version);
+    w.Key("owner_version_seen").Int(c.projection->owner_version_seen);
+    w.Field("state", c.projection->state).Key("fields").Raw(c.projection->fields_json);
+    w.Field("in_sync", c.in_sync());
+  } else {
+    w.Key("owner_source").Null().Key("projection_version").Null();
+    w.Key("owner_version_seen").Null().Key("state").Null();
+  }
+  w.Key("applied").BeginArray();
+  for (const LedgerEntry& e : c.ledger) {
+    if (e.state != LedgerState::kApplied) continue;
+    w.BeginObject().Field("source", e.source).Field("id", e.event_id).Field("type", e.type);
+    OptionalInt(w, "subject_version", e.subject_version);
+    w.Key("input_schema_version").Int(e.input_schema_version);
+    w.Key("result_version").Int(e.result_version);
+    OptionalInt(w, "projection_version", e.projection_version);
+    w.Field("committed_at", FormatTime(e.committed_at_ms));
+    w.Field("key", c.consumer + ":" + e.source + ":" + e.event_id);
+    w.Key("adapter");
+    e.adapter.empty() ? w.Null() : w.String(e.adapter);
+    // What this event set in the projection (store.h: LedgerEntry::wrote_json), as written.
+    w.Key("wrote");
+    e.wrote_json.empty() ? w.Null() : w.Raw(e.wrote_json);
+    w.Key("duplicates").Int(e.duplicates).EndObject();
+  }
+  w.EndArray().Key("deferred").BeginArray();
+  for (const DeferredEvent& d : c.deferred) {
+    w.BeginObject().Field("source", d.source).Field("id", d.event_id).Field("type", d.type);
+    w.Key("subject_version").Int(d.subject_version);
+    w.Key("expected_version").Int(ExpectedVersion(c.projection));
+    w.Field("received_at", FormatTime(d.received_at_ms));
+    w.Key("age_seconds").Int((now_ms - d.received_at_ms) / 1000);
+    w.Field("deadline_at", FormatTime(d.deadline_at_ms));
+    w.Field("overdue", now_ms > d.deadline_at_ms).Field("route", GapRouteName(d.route)).EndObject();
+  }
+  w.EndArray().Key("duplicates").BeginObject().Key("count").Int(c.duplicate_count());
+  w.Key("deliveries").BeginArray();
+  for (const JournalEntry& j : c.journal) {
+    if (j.outcome != Outcome::kDuplicate) continue;
+    w.BeginObject().Field("source", j.source).Field("id", j.event_id);
+    w.Field("at", FormatTime(j.at_ms)).EndObject();
+  }
+  w.EndArray().EndObject().Key("conflicts").BeginArray();
+  for (const QuarantinedInput& q : c.quarantined) {
+    if (q.record.outcome == Outcome::kSameVersionConflict) KeptJson(q, w);
+  }
+  w.EndArray().Key("kept").BeginArray();
+  for (const QuarantinedInput& q : c.quarantined) KeptJson(q, w);
+  w.EndArray().Key("gaps").BeginArray();
+  for (const GapRecord& g : c.gap_records) GapRecordJson(g, w);
+  w.EndArray().Key("evidence").BeginArray();
+  for (const EvidenceRecord& r : c.evidence) {
+    w.BeginObject().Field("name", r.name).Field("source", r.source).Field("id", r.event_id);
+    OptionalInt(w, "subject_version", r.subject_version);
+    w.Field("recorded_at", FormatTime(r.recorded_at_ms)).Key("detail");
+    r.detail.empty() ? w.Null() : w.String(r.detail);
+    w.EndObject();
+  }
+  w.EndArray().Key("effects").BeginArray();
+  for (size_t i = 0; i < c.effects.size(); ++i) {
+    std::string one;
+    AppendEffectJson(c.effects[i], &c.effect_logs[i].log, one);
+    w.Raw(one);
+  }
+  w.EndArray().Key("compensations").BeginArray();
+  for (const CompensationRecord& r : c.compensations) {
+    std::string one;
+    AppendCompensationJson(r, one);
+    w.Raw(one);
+  }
+  w.EndArray().Key("readiness");
+  ReadinessJson(c, w);
+  w.EndObject();
+}
+
 }  // namespace
 
 void AppendEvidenceJson(const EvidencePacket& packet, int64_t now_ms, std::string& out) {
-  const std::string& subject = packet.subject;
-  const std::vector<ConsumerEvidence>& all = packet.consumers;
-  const std::vector<QuarantinedInput>& unassigned = packet.unassigned;
   json::Writer w(out);
-  const auto optional_int = [&](std::string_view key, const std::optional<int64_t>& v) {
-    w.Key(key);
-    v ? w.Int(*v) : w.Null();
-  };
-  // A quarantine record ("kept": the name this list has had since before the quarantine).
-  const auto kept_json = [&](const QuarantinedInput& q) {
-    const QuarantineRecord& k = q.record;
-    w.BeginObject()
-        .Key("quarantine_id")
-        .Int(k.id)
-        .Field("outcome", OutcomeName(k.outcome))
-        .Field("reason", k.reason)
-        .Field("message", k.message);
-    w.Field("source", k.source).Field("id", k.event_id).Field("type", k.type);
-    optional_int("subject_version", k.subject_version);
-    optional_int("schema_version", k.schema_version);
-    w.Field("status", QuarantineStatusName(k.status)).Key("attempts").Int(k.attempts);
-    w.Field("first_seen", FormatTime(k.first_seen_ms))
-        .Field("last_seen", FormatTime(k.last_seen_ms));
-    w.Field("received_at", FormatTime(k.last_seen_ms)).Key("input_index").Int(k.input_index);
-    w.Field("original_bytes", k.raw).Key("audit").BeginArray();
-    for (const QuarantineAudit& a : q.audit) {
-      w.BeginObject().Field("action", QuarantineActionName(a.action)).Field("by", a.by);
-      w.Field("note", a.note).Field("outcome", a.outcome).Key("reason");
-      a.reason.empty() ? w.Null() : w.String(a.reason);
-      w.Field("status_after", QuarantineStatusName(a.status_after));
-      w.Field("at", FormatTime(a.at_ms)).EndObject();
-    }
-    w.EndArray().EndObject();
-  };
-  w.BeginObject().Field("subject", subject).Key("consumers").BeginArray();
-  for (const ConsumerEvidence& c : all) {
-    w.BeginObject().Field("consumer", c.consumer);
-    if (c.projection) {
-      w.Field("owner_source", c.projection->owner_source);
-      w.Key("projection_version").Int(c.projection->version);
-      w.Key("owner_version_seen").Int(c.projection->owner_version_seen);
-      w.Field("state", c.projection->state).Key("fields").Raw(c.projection->fields_json);
-      w.Field("in_sync", c.in_sync());
-    } else {
-      w.Key("owner_source").Null().Key("projection_version").Null();
-      w.Key("owner_version_seen").Null().Key("state").Null();
-    }
-    w.Key("applied").BeginArray();
-    for (const LedgerEntry& e : c.ledger) {
-      if (e.state != LedgerState::kApplied) continue;
-      w.BeginObject().Field("source", e.source).Field("id", e.event_id).Field("type", e.type);
-      optional_int("subject_version", e.subject_version);
-      w.Key("input_schema_version").Int(e.input_schema_version);
-      w.Key("result_version").Int(e.result_version);
-      optional_int("projection_version", e.projection_version);
-      w.Field("committed_at", FormatTime(e.committed_at_ms));
-      w.Field("key", c.consumer + ":" + e.source + ":" + e.event_id);
-      w.Key("adapter");
-      e.adapter.empty() ? w.Null() : w.String(e.adapter);
-      // What this event set in the projection (store.h: LedgerEntry::wrote_json), as written.
-      w.Key("wrote");
-      e.wrote_json.empty() ? w.Null() : w.Raw(e.wrote_json);
-      w.Key("duplicates").Int(e.duplicates).EndObject();
-    }
-    w.EndArray().Key("deferred").BeginArray();
-    for (const DeferredEvent& d : c.deferred) {
-      w.BeginObject().Field("source", d.source).Field("id", d.event_id).Field("type", d.type);
-      w.Key("subject_version").Int(d.subject_version);
-      w.Key("expected_version").Int(ExpectedVersion(c.projection));
-      w.Field("received_at", FormatTime(d.received_at_ms));
-      w.Key("age_seconds").Int((now_ms - d.received_at_ms) / 1000);
-      w.Field("deadline_at", FormatTime(d.deadline_at_ms));
-      w.Field("overdue", now_ms > d.deadline_at_ms)
-          .Field("route", GapRouteName(d.route))
-          .EndObject();
-    }
-    w.EndArray().Key("duplicates").BeginObject().Key("count").Int(c.duplicate_count());
-    w.Key("deliveries").BeginArray();
-    for (const JournalEntry& j : c.journal) {
-      if (j.outcome != Outcome::kDuplicate) continue;
-      w.BeginObject().Field("source", j.source).Field("id", j.event_id);
-      w.Field("at", FormatTime(j.at_ms)).EndObject();
-    }
-    w.EndArray().EndObject().Key("conflicts").BeginArray();
-    for (const QuarantinedInput& q : c.quarantined) {
-      if (q.record.outcome == Outcome::kSameVersionConflict) kept_json(q);
-    }
-    w.EndArray().Key("kept").BeginArray();
-    for (const QuarantinedInput& q : c.quarantined) kept_json(q);
-    w.EndArray().Key("gaps").BeginArray();
-    for (const GapRecord& g : c.gap_records) GapRecordJson(g, w);
-    w.EndArray().Key("evidence").BeginArray();
-    for (const EvidenceRecord& r : c.evidence) {
-      w.BeginObject().Field("name", r.name).Field("source", r.source).Field("id", r.event_id);
-      optional_int("subject_version", r.subject_version);
-      w.Field("recorded_at", FormatTime(r.recorded_at_ms)).Key("detail");
-      r.detail.empty() ? w.Null() : w.String(r.detail);
-      w.EndObject();
-    }
-    w.EndArray().Key("effects").BeginArray();
-    for (size_t i = 0; i < c.effects.size(); ++i) {
-      std::string one;
-      AppendEffectJson(c.effects[i], &c.effect_logs[i].log, one);
-      w.Raw(one);
-    }
-    w.EndArray().Key("compensations").BeginArray();
-    for (const CompensationRecord& r : c.compensations) {
-      std::string one;
-      AppendCompensationJson(r, one);
-      w.Raw(one);
-    }
-    w.EndArray().Key("readiness");
-    ReadinessJson(c, w);
-    w.EndObject();
-  }
+  w.BeginObject().Field("subject", packet.subject).Key("consumers").BeginArray();
+  for (const ConsumerEvidence& c : packet.consumers) ConsumerJson(c, now_ms, w);
   w.EndArray().Key("kept").BeginArray();  // inputs quarantined before any consumer was chosen
-  for (const QuarantinedInput& q : unassigned) kept_json(q);
+  for (const QuarantinedInput& q : packet.unassigned) KeptJson(q, w);
   w.EndArray().EndObject();
 }
 
