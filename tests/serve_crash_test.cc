@@ -189,10 +189,7 @@ TEST_F(ServeCrashTest, EveryAnsweredEventSurvivesKill9) {
     }
   }
   EXPECT_EQ(duplicates, static_cast<int64_t>(answered_.size()));
-  ::kill(pid_, SIGTERM);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
+  const int status = StopServe(&pid_);
   EXPECT_TRUE(Finished(status)) << status;
 }
 

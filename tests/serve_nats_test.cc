@@ -116,10 +116,7 @@ TEST_F(ServeNatsTest, BrokerAndHttpEventsShareTheStore) {
                 .status,
             200);
 
-  ::kill(pid_, SIGTERM);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
+  const int status = StopServe(&pid_);
   EXPECT_TRUE(Finished(status)) << status;
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -54,6 +56,15 @@ inline int StartServe(
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return 0;
+}
+
+// SIGTERMs the daemon at *pid, waits for it and returns its wait status (*pid becomes -1).
+inline int StopServe(pid_t* pid) {
+  ::kill(*pid, SIGTERM);
+  int status = 0;
+  ::waitpid(*pid, &status, 0);
+  *pid = -1;
+  return status;
 }
 
 }  // namespace evident::testing

@@ -40,6 +40,22 @@ AdminAnswer FromStatus(const Status& status) {
   }
 }
 
+// {"<name>":[each row as `append` writes it],"truncated":..}
+template <typename Row, typename Append>
+AdminAnswer ListAnswer(std::string_view name, const Rows<Row>& rows, Append append) {
+  AdminAnswer answer;
+  json::Writer w(answer.body);
+  w.BeginObject().Key(name).BeginArray();
+  std::string one;
+  for (const Row& row : rows.rows) {
+    one.clear();
+    append(row, one);
+    w.Raw(one);
+  }
+  w.EndArray().Field("truncated", rows.truncated).EndObject();
+  return answer;
+}
+
 AdminAnswer UnknownConsumer(std::string_view consumer) {
   return Refusal(404, "unknown-consumer",
                  "the config has no consumer '" + std::string(consumer) + "'");
@@ -182,17 +198,9 @@ AdminAnswer Admin::Quarantine(const Query& query) {
   if (!snapshot.ok()) return FromStatus(snapshot.status());
   Result<Rows<QuarantineRecord>> rows = (*snapshot)->ListQuarantine(filter, {}, Limit(query));
   if (!rows.ok()) return FromStatus(rows.status());
-  AdminAnswer answer;
-  json::Writer w(answer.body);
-  w.BeginObject().Key("records").BeginArray();
-  std::string one;
-  for (const QuarantineRecord& record : rows->rows) {
-    one.clear();
-    AppendQuarantineJson(record, true, one);
-    w.Raw(one);
-  }
-  w.EndArray().Field("truncated", rows->truncated).EndObject();
-  return answer;
+  return ListAnswer("records", *rows, [](const QuarantineRecord& record, std::string& out) {
+    AppendQuarantineJson(record, true, out);
+  });
 }
 
 // One record with its bytes and its audit: {"record":{...},"audit":[...]}.
@@ -298,17 +306,9 @@ AdminAnswer Admin::Effects(const Query& query) {
   if (!snapshot.ok()) return FromStatus(snapshot.status());
   Result<Rows<EffectIntent>> rows = (*snapshot)->ListIntents(filter, 0, Limit(query));
   if (!rows.ok()) return FromStatus(rows.status());
-  AdminAnswer answer;
-  json::Writer w(answer.body);
-  w.BeginObject().Key("effects").BeginArray();
-  std::string one;
-  for (const EffectIntent& intent : rows->rows) {
-    one.clear();
-    AppendEffectJson(intent, nullptr, one);
-    w.Raw(one);
-  }
-  w.EndArray().Field("truncated", rows->truncated).EndObject();
-  return answer;
+  return ListAnswer("effects", *rows, [](const EffectIntent& intent, std::string& out) {
+    AppendEffectJson(intent, nullptr, out);
+  });
 }
 
 AdminAnswer Admin::ResolveEffect(std::string_view key, std::string_view body) {

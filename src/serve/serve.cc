@@ -112,7 +112,6 @@ class Daemon final : public serve::Responder {
                                           const serve::BoundEvents& bound) const;
   size_t BodyBytesMax(std::string_view url) const;
   Status StartHttp();
-  void StopHttp();
   void Drain();
   void LoopThread();
   // Runs `work` until the daemon stops; a failure is logged, counted, and `work` runs again
