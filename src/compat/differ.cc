@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "compat/keywords.h"
 #include "schema/regex.h"
@@ -20,6 +21,8 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // RE2's memory for one compiled patternProperties pattern.
 constexpr size_t kPatternProgramBytesMax = size_t{1} << 20;
+// Subschemas looked at to tell whether unevaluatedProperties applies to one name.
+constexpr int64_t kEvaluationStepsMax = 256;
 
 // ---- type sets ------------------------------------------------------------------------------
 
@@ -234,6 +237,7 @@ bool Differ::IsVersionMarker(const std::string& data_pointer) const {
 Status Differ::Compare(const JsonValue* old_value, const std::string& old_pointer,
                        const JsonValue* new_value, const std::string& new_pointer,
                        const std::string& data_pointer, Slot slot, int64_t depth) {
+  const bool scope_start = std::exchange(next_scope_start_, false);
   if (Done() || (old_value == nullptr && new_value == nullptr)) return Status::Ok();
   if (++comparisons_ > options_.comparisons_max) {
     return Status::LimitExceeded(
@@ -252,7 +256,9 @@ Status Differ::Compare(const JsonValue* old_value, const std::string& old_pointe
   // The same pair already being compared further up: a cycle through `$ref`. Its differences
   // are reported where the cycle was entered.
   if (!in_progress_.insert(key).second) return Status::Ok();
+  levels_.push_back(Level{&old_node, &new_node, &data_pointer, scope_start});
   const Status status = CompareNodes(old_node, new_node, data_pointer, slot, depth);
+  levels_.pop_back();
   in_progress_.erase(key);
   return status;
 }
@@ -535,6 +541,7 @@ Status Differ::CompareObjects(const Side& s) {
                                     s.depth + 1));
   }
   EVIDENT_RETURN_IF_ERROR(ComparePatternProperties(s));
+  next_scope_start_ = true;  // it constrains the names, not the value
   EVIDENT_RETURN_IF_ERROR(
       Compare(s.old_node.Keyword("propertyNames"), s.old_node.KeywordPointer("propertyNames"),
               s.new_node.Keyword("propertyNames"), s.new_node.KeywordPointer("propertyNames"),
@@ -693,8 +700,7 @@ Status Differ::CompareProperties(const Side& s) {
   ReportLikelyRenames(s, p);
   EVIDENT_RETURN_IF_ERROR(ReportAddedProperties(s, p));
   EVIDENT_RETURN_IF_ERROR(ReportRemovedProperties(s, p));
-  CompareRequiredness(s, p);
-  return Status::Ok();
+  return CompareRequiredness(s, p);
 }
 
 // Compares the properties both sides define; lists those only one side defines.
@@ -782,7 +788,8 @@ void Differ::ReportLikelyRenames(const Side& s, PropertyDiff& p) {
 // What `node`'s content model says of a property `name` it does not declare: open (any value),
 // closed (none), or partially open (the schemas of the matching patternProperties, else the
 // additionalProperties or unevaluatedProperties schema).
-Result<Differ::Coverage> Differ::CoverageOf(const Node& node, const std::string& name) {
+Result<Differ::Coverage> Differ::CoverageOf(const SchemaDocument& doc, const Node& node,
+                                            const std::string& name) {
   Coverage c;
   const JsonValue* patterns = node.Keyword("patternProperties");
   if (patterns != nullptr && patterns->IsObject()) {
@@ -819,11 +826,15 @@ Result<Differ::Coverage> Differ::CoverageOf(const Node& node, const std::string&
     if (rest == nullptr) continue;
     if (std::string_view(keyword) == "unevaluatedProperties") {
       if (node.dialect == Dialect::kDraft7) break;  // not a draft 7 keyword: the model is open
-      // Beside an in-place applicator, which names count as evaluated depends on the data.
-      if (!node.sites.empty() || CombinatorsOf(node) != 0 || node.Keyword("if") != nullptr ||
-          node.Keyword("dependentSchemas") != nullptr) {
+      // Beside in-place applicators it applies to the names none of them evaluates; which
+      // those are can depend on the value (an anyOf member declaring the name).
+      int64_t steps_left = kEvaluationStepsMax;
+      const Evaluation evaluation = EvaluationOf(doc, node, name, 0, steps_left);
+      if (evaluation == Evaluation::kAlways) break;  // another level declares it: see ContextOf
+      if (evaluation == Evaluation::kSometimes) {
         c.kind = Coverage::Kind::kUnknown;
-        c.text = "unevaluatedProperties beside an applicator";
+        c.text = "unevaluatedProperties beside an applicator that may or may not evaluate " +
+                 Quote(name);
         return c;
       }
     }
@@ -884,17 +895,21 @@ void Differ::AddMeaning(std::vector<Change> meaning) {
   }
 }
 
-// Added properties that are not half of a rename: breaking as the old content model says.
+// Added properties that are not half of a rename: breaking as the old content model says, or,
+// when another level at this data position declares, covers or forbids the name, as that
+// level says (ReportAddedInContext).
 Status Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
   assert(p.added_used.size() == p.added.size());  // ReportLikelyRenames ran
-  const bool lenient = options_.strictness == Strictness::kLenient;
+  // Inside `not` the lenient assumption (old data lacks an undeclared property) would hold of
+  // the negated schema, i.e. of data that the whole rejects: not assumed there.
+  const bool lenient = options_.strictness == Strictness::kLenient && !negated_;
   for (size_t j = 0; j < p.added.size(); ++j) {
     if (p.added_used[j]) continue;
     const PropertyDiff::Entry& e = p.added[j];
     const std::string data = AppendToken(s.data, e.name);
     const std::string where = AppendToken(p.new_at, e.name);
     const bool required = Contains(p.new_required, e.name);
-    EVIDENT_ASSIGN_OR_RETURN(const Coverage c, CoverageOf(s.old_node, e.name));
+    EVIDENT_ASSIGN_OR_RETURN(const Coverage c, CoverageOf(old_doc_, s.old_node, e.name));
     if (c.kind == Coverage::Kind::kPartial || c.kind == Coverage::Kind::kUnknown) {
       EVIDENT_ASSIGN_OR_RETURN(const Verdict v,
                                JudgeCovered(c, true, e.schema, where, data, s.depth + 1));
@@ -908,11 +923,21 @@ Status Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
                : required ? "data written under the old schema may lack it"
                           : "old values under that name may violate its new schema") +
               (v.forward ? "" : "; the new schema admits values the old one rejected"));
-    } else if (required) {
-      Add(ChangeCode::kRequiredPropertyAdded, data, where, false, !p.old_closed,
+      continue;
+    }
+    const bool closed = c.kind == Coverage::Kind::kClosed;
+    if (!closed) {
+      EVIDENT_ASSIGN_OR_RETURN(const Context ctx, ContextOf(true, e.name));
+      if (!ctx.Empty()) {
+        EVIDENT_RETURN_IF_ERROR(ReportAddedInContext(s, p, j, ctx));
+        continue;
+      }
+    }
+    if (required) {
+      Add(ChangeCode::kRequiredPropertyAdded, data, where, false, !closed,
           "required property " + Quote(e.name) + " added to " + DataText(s.data) +
               ": data written under the old schema lacks it");
-    } else if (p.old_closed) {
+    } else if (closed) {
       Add(ChangeCode::kOptionalPropertyAddedToClosedContentModel, data, where, true, false,
           "optional property " + Quote(e.name) + " added to " + DataText(s.data) +
               ", which the old schema closes (additionalProperties: false): old readers reject it");
@@ -936,17 +961,64 @@ Status Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
   return Status::Ok();
 }
 
+// A property added to an open level while another level of the old schema at the same data
+// position declares, requires, covers or forbids it: old data holds what that level admits.
+Status Differ::ReportAddedInContext(const Side& s, const PropertyDiff& p, size_t j,
+                                    const Context& ctx) {
+  const PropertyDiff::Entry& e = p.added[j];
+  const std::string data = AppendToken(s.data, e.name);
+  const std::string where = AppendToken(p.new_at, e.name);
+  const bool required = Contains(p.new_required, e.name);
+  const std::string what = std::string(required ? "required" : "optional") + " property " +
+                           Quote(e.name) + " added to " + DataText(s.data) + " at " + where;
+  const ChangeCode code = required ? ChangeCode::kRequiredPropertyAdded
+                                   : ChangeCode::kOptionalPropertyAddedToOpenContentModel;
+  if (ctx.unknown) {
+    Add(code, data, where, false, false,
+        what + "; whether the old schema admitted it depends on the value: " + ctx.text);
+    return Status::Ok();
+  }
+  if (ctx.closed) {
+    Add(required ? code : ChangeCode::kOptionalPropertyAddedToClosedContentModel, data, where,
+        !required, false,
+        what + "; the old schema rejects it (" + ctx.text + "): " +
+            (required ? "data written under the old schema lacks it, and old readers reject it"
+                      : "old readers reject it"));
+    return Status::Ok();
+  }
+  // Old values under the name are within every schema of the context; one within the new
+  // property's schema suffices. Only `required` there: any value.
+  Verdict v;
+  if (ctx.schemas.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(v, Probe(nullptr, "", e.schema, where, data, s.depth + 1));
+  } else {
+    const Coverage c{
+        .kind = Coverage::Kind::kPartial, .schemas = ctx.schemas, .pointers = ctx.pointers};
+    EVIDENT_ASSIGN_OR_RETURN(v, JudgeCoverage(c, true, e.schema, where, data, s.depth + 1));
+    AddMeaning(std::move(v.meaning));
+  }
+  const bool present = !required || ctx.required;
+  Add(code, data, where, v.backward && present, true,
+      what + "; the old schema already has it (" + ctx.text + "): " +
+          (!present     ? "data written under the old schema may lack it"
+           : v.backward ? "every old value is valid under the new property's schema"
+                        : "old values under that name may violate its new schema"));
+  return Status::Ok();
+}
+
 // Removed properties that are not half of a rename: judged by what the new content model
-// admits under the name.
+// admits under the name, or by what another level of the new schema at the same data position
+// says of it (ReportRemovedInContext).
 Status Differ::ReportRemovedProperties(const Side& s, const PropertyDiff& p) {
-  const bool lenient = options_.strictness == Strictness::kLenient;
-  for (const PropertyDiff::Entry& gone : p.removed_left) {
+  const bool lenient = options_.strictness == Strictness::kLenient && !negated_;
+  for (size_t k = 0; k < p.removed_left.size(); ++k) {
+    const PropertyDiff::Entry& gone = p.removed_left[k];
     const bool was_required = Contains(p.old_required, gone.name);
     const std::string data = AppendToken(s.data, gone.name);
     const std::string where = AppendToken(p.old_at, gone.name);
     const std::string what = std::string(was_required ? "required" : "optional") + " property " +
                              Quote(gone.name) + " removed from " + DataText(s.data);
-    EVIDENT_ASSIGN_OR_RETURN(const Coverage c, CoverageOf(s.new_node, gone.name));
+    EVIDENT_ASSIGN_OR_RETURN(const Coverage c, CoverageOf(new_doc_, s.new_node, gone.name));
     if (c.kind == Coverage::Kind::kPartial || c.kind == Coverage::Kind::kUnknown) {
       EVIDENT_ASSIGN_OR_RETURN(const Verdict v,
                                JudgeCovered(c, false, gone.schema, where, data, s.depth + 1));
@@ -956,6 +1028,13 @@ Status Differ::ReportRemovedProperties(const Side& s, const PropertyDiff& p) {
               (v.backward ? "every old value stays valid" : "old values may be rejected") +
               (was_required ? "; old readers require it" : ""));
       continue;
+    }
+    if (c.kind == Coverage::Kind::kOpen) {
+      EVIDENT_ASSIGN_OR_RETURN(const Context ctx, ContextOf(false, gone.name));
+      if (!ctx.Empty()) {
+        EVIDENT_RETURN_IF_ERROR(ReportRemovedInContext(s, p, k, ctx));
+        continue;
+      }
     }
     bool backward = c.kind == Coverage::Kind::kOpen;
     bool forward = !was_required && (c.kind == Coverage::Kind::kClosed || lenient);
@@ -980,8 +1059,54 @@ Status Differ::ReportRemovedProperties(const Side& s, const PropertyDiff& p) {
   return Status::Ok();
 }
 
-// Requiredness of properties that exist on both sides (or are only listed in `required`).
-void Differ::CompareRequiredness(const Side& s, const PropertyDiff& p) {
+// A property removed from an open level while another level of the new schema at the same
+// data position declares, requires, covers or forbids it: new data holds what that level
+// admits, and old readers still apply the removed schema to it.
+Status Differ::ReportRemovedInContext(const Side& s, const PropertyDiff& p, size_t k,
+                                      const Context& ctx) {
+  const PropertyDiff::Entry& gone = p.removed_left[k];
+  const bool was_required = Contains(p.old_required, gone.name);
+  const std::string data = AppendToken(s.data, gone.name);
+  const std::string where = AppendToken(p.old_at, gone.name);
+  const std::string what = std::string(was_required ? "required" : "optional") + " property " +
+                           Quote(gone.name) + " removed from " + DataText(s.data) + " at " + where;
+  if (ctx.unknown) {
+    Add(ChangeCode::kPropertyRemoved, data, where, false, false,
+        what + "; whether the new schema admits it depends on the value: " + ctx.text);
+    return Status::Ok();
+  }
+  if (ctx.closed) {
+    Result<Node> node = old_doc_.View(gone.schema, where);
+    const bool was_forbidden = node.ok() && node->IsFalse();
+    Add(ChangeCode::kPropertyRemoved, data, where, was_forbidden, !was_required,
+        what + "; the new schema rejects it (" + ctx.text + ")" +
+            (was_forbidden ? "" : ": old data holding it is rejected") +
+            (was_required ? "; old readers require it" : ""));
+    return Status::Ok();
+  }
+  // New values under the name are within every schema of the context; old readers still
+  // apply the removed schema to them.
+  Verdict v;
+  if (ctx.schemas.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(v, Probe(gone.schema, where, nullptr, "", data, s.depth + 1));
+  } else {
+    const Coverage c{
+        .kind = Coverage::Kind::kPartial, .schemas = ctx.schemas, .pointers = ctx.pointers};
+    EVIDENT_ASSIGN_OR_RETURN(v, JudgeCoverage(c, false, gone.schema, where, data, s.depth + 1));
+    AddMeaning(std::move(v.meaning));
+  }
+  const bool present = !was_required || ctx.required;
+  Add(ChangeCode::kPropertyRemoved, data, where, true, v.forward && present,
+      what + "; the new schema still has it (" + ctx.text + "): " +
+          (!present    ? "new data may lack it, and old readers require it"
+           : v.forward ? "every new value is valid under the removed schema"
+                       : "new values under that name may violate the removed schema"));
+  return Status::Ok();
+}
+
+// Requiredness of properties that exist on both sides (or are only listed in `required`). A
+// name another level of the same side already requires stays present whatever this level says.
+Status Differ::CompareRequiredness(const Side& s, const PropertyDiff& p) {
   const auto defined_on_one_side_only = [&](const std::string& name) {
     const bool in_old = Lookup(p.old_by_name, name) != nullptr;
     const bool in_new = Lookup(p.new_by_name, name) != nullptr;
@@ -989,18 +1114,25 @@ void Differ::CompareRequiredness(const Side& s, const PropertyDiff& p) {
   };
   for (const std::string& name : p.new_required) {
     if (Contains(p.old_required, name) || defined_on_one_side_only(name)) continue;
+    EVIDENT_ASSIGN_OR_RETURN(const Context ctx, ContextOf(true, name));
     Add(ChangeCode::kRequiredPropertyAdded, AppendToken(s.data, name),
-        s.new_node.KeywordPointer("required"), false, true,
-        "property " + Quote(name) + " of " + DataText(s.data) +
-            " is now required: data written under the old schema may lack it");
+        s.new_node.KeywordPointer("required"), ctx.required, true,
+        "property " + Quote(name) + " of " + DataText(s.data) + " is now required at " +
+            s.new_node.KeywordPointer("required") +
+            (ctx.required ? "; the old schema already required it (" + ctx.text + ")"
+                          : ": data written under the old schema may lack it"));
   }
   for (const std::string& name : p.old_required) {
     if (Contains(p.new_required, name) || defined_on_one_side_only(name)) continue;
+    EVIDENT_ASSIGN_OR_RETURN(const Context ctx, ContextOf(false, name));
     Add(ChangeCode::kRequiredPropertyRemoved, AppendToken(s.data, name),
-        s.old_node.KeywordPointer("required"), true, false,
-        "property " + Quote(name) + " of " + DataText(s.data) +
-            " is no longer required: old readers expect it to be present");
+        s.old_node.KeywordPointer("required"), true, ctx.required,
+        "property " + Quote(name) + " of " + DataText(s.data) + " is no longer required at " +
+            s.old_node.KeywordPointer("required") +
+            (ctx.required ? "; the new schema still requires it (" + ctx.text + ")"
+                          : ": old readers expect it to be present"));
   }
+  return Status::Ok();
 }
 
 Status Differ::CompareArrays(const Side& s) {
@@ -1183,6 +1315,7 @@ Status Differ::CompareNotAndConditional(const Side& s) {
         std::string("'not' ") + (added ? "added to " : "removed from ") + DataText(s.data));
   } else if (old_not != nullptr) {
     negated_ = !negated_;
+    next_scope_start_ = true;
     const Status status =
         Compare(old_not, s.old_node.KeywordPointer("not"), new_not,
                 s.new_node.KeywordPointer("not"), s.data, Slot::kGeneral, s.depth + 1);

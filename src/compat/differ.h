@@ -31,6 +31,14 @@ unsigned CombinatorsOf(const Node& node);
 // sites): all of them apply, while Node::Keyword sees only the outermost.
 bool CombinatorsStacked(const Node& node);
 
+// Whether the in-place applicators of `node` (itself, allOf/anyOf/oneOf members, if/then/else,
+// dependentSchemas) evaluate property `name` for every value, for none, or depending on the
+// value: what decides whether `node`'s unevaluatedProperties applies to the name (context.cc).
+// Looks at no more than `steps_left` subschemas; past that, kSometimes.
+enum class Evaluation { kAlways, kNever, kSometimes };
+Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::string& name,
+                        int64_t depth, int64_t& steps_left);
+
 class Differ {
  public:
   // What a subschema position means, for the codes of `true`/`false` transitions.
@@ -91,7 +99,7 @@ class Differ {
     std::vector<std::string> pointers;
     std::string text;  // what covers the name, for messages
   };
-  void CompareRequiredness(const Side& s, const PropertyDiff& p);
+  Status CompareRequiredness(const Side& s, const PropertyDiff& p);
   Status CompareArrays(const Side& s);
   Status CompareComposition(const Side& s, size_t own_from);
   Status CompareCombinators(const Side& s);
@@ -111,7 +119,36 @@ class Differ {
   Result<Verdict> Probe(const JsonValue* old_value, const std::string& old_pointer,
                         const JsonValue* new_value, const std::string& new_pointer,
                         const std::string& data, int64_t depth);
-  Result<Coverage> CoverageOf(const Node& node, const std::string& name);
+  Result<Coverage> CoverageOf(const SchemaDocument& doc, const Node& node, const std::string& name);
+  // context.cc: what the other levels at the current data position say of a property. A level
+  // is one comparison on the stack; the levels with the current data pointer (the parent of an
+  // allOf member, of a `then`, ...) and their allOf members constrain the same value.
+  struct Level {
+    const Node* old_node;
+    const Node* new_node;
+    const std::string* data;
+    bool scope_start;  // reached through `not` or `propertyNames`: the levels above do not apply
+  };
+  struct Context {
+    std::vector<const JsonValue*> schemas;  // declarations and covering schemas: each applies
+    std::vector<std::string> pointers;
+    bool required = false;
+    bool closed = false;   // some level rejects the name
+    bool unknown = false;  // some level's verdict depends on the value (unevaluatedProperties)
+    std::string text;      // where, for messages
+    bool Empty() const { return schemas.empty() && !required && !closed && !unknown; }
+    void Note(const std::string& what) {  // the first three findings name the context
+      if (notes++ < 3) text += (text.empty() ? "" : "; ") + what;
+    }
+    int notes = 0;
+  };
+  Result<Context> ContextOf(bool old_side, const std::string& name);
+  Status GatherLevel(const SchemaDocument& doc, const Node& node, const std::string& name,
+                     const JsonValue* skip, int64_t depth, Context& c);
+  Status GatherMembers(const SchemaDocument& doc, const Node& node, const std::string& name,
+                       const JsonValue* skip, int64_t depth, Context& c);
+  Status ReportAddedInContext(const Side& s, const PropertyDiff& p, size_t j, const Context& ctx);
+  Status ReportRemovedInContext(const Side& s, const PropertyDiff& p, size_t k, const Context& ctx);
   Result<Verdict> JudgeCoverage(const Coverage& c, bool old_is_coverage, const JsonValue* schema,
                                 const std::string& pointer, const std::string& data, int64_t depth);
   Result<Verdict> JudgeCovered(const Coverage& c, bool old_is_coverage, const JsonValue* schema,
@@ -150,7 +187,9 @@ class Differ {
   int64_t& comparisons_;
   std::vector<Change>& out_;
   bool stop_at_first_change_ = false;
-  bool negated_ = false;  // inside `not`: narrowing there widens the whole
+  bool negated_ = false;           // inside `not`: narrowing there widens the whole
+  std::vector<Level> levels_;      // the comparisons on the stack, outermost first
+  bool next_scope_start_ = false;  // the next Compare enters `not` or `propertyNames`
   std::set<std::pair<const JsonValue*, const JsonValue*>> in_progress_;
   // Members of a composition with the keywords beside the combinator merged in, by (schema,
   // member): stable addresses, so that a recursive schema compared through them still meets

@@ -1,0 +1,170 @@
+// compat/context.cc — what the other levels at one data position say of a property.
+//
+// A property added to an allOf member, a `then` or a dependentSchemas value is not "new to the
+// data" when the schema around it already declares, requires, covers or forbids it: the
+// parent's `properties` apply to the same value, and so do the other allOf members. The
+// lenient assumption that old data lacks an undeclared property holds only when no level
+// declares it. Differ::Compare keeps a stack of levels; ContextOf walks the levels with the
+// current data pointer (up to the nearest `not` or `propertyNames`) and every allOf member of
+// them, and sums up what they say of one name.
+#include <string>
+#include <vector>
+
+#include "compat/differ.h"
+
+namespace evident::compat {
+
+namespace {
+
+constexpr int64_t kMemberDepthMax = 8;  // allOf inside allOf: deeper nesting is not looked into
+
+bool Requires(const Node& node, const std::string& name) {
+  const JsonValue* required = node.Keyword("required");
+  if (required == nullptr || !required->IsArray()) return false;
+  for (const JsonValue& item : required->array) {
+    if (item.IsString() && item.string == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// The subschemas of `node` that apply in place and whose annotations unevaluatedProperties
+// sees, with whether each always applies (allOf) or only for some values.
+Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::string& name,
+                        int64_t depth, int64_t& steps_left) {
+  if (--steps_left < 0 || depth > kMemberDepthMax || !node.sites.empty()) {
+    return Evaluation::kSometimes;  // a layered $ref site or too much to look at: cannot tell
+  }
+  if (node.value == nullptr || node.value->IsBool()) return Evaluation::kNever;
+  const JsonValue* properties = node.Keyword("properties");
+  if (properties != nullptr && properties->IsObject() && properties->Get(name) != nullptr) {
+    return Evaluation::kAlways;
+  }
+  // additionalProperties evaluates every name its level does not declare; a nested
+  // unevaluatedProperties every name not evaluated before it.
+  if (node.Keyword("additionalProperties") != nullptr ||
+      (depth > 0 && node.Keyword("unevaluatedProperties") != nullptr)) {
+    return Evaluation::kAlways;
+  }
+  Evaluation result =
+      node.Keyword("patternProperties") != nullptr ? Evaluation::kSometimes : Evaluation::kNever;
+  const auto visit = [&](const JsonValue* value, const std::string& at, bool always) {
+    Result<Node> child = doc.View(value, at);
+    const Evaluation e = child.ok() ? EvaluationOf(doc, *child, name, depth + 1, steps_left)
+                                    : Evaluation::kSometimes;
+    if (e == Evaluation::kAlways && always) return true;
+    if (e != Evaluation::kNever) result = Evaluation::kSometimes;
+    return false;
+  };
+  for (const char* keyword : {"allOf", "anyOf", "oneOf"}) {
+    const JsonValue* members = node.Keyword(keyword);
+    if (members == nullptr || !members->IsArray()) continue;
+    const std::string at = node.KeywordPointer(keyword);
+    for (size_t k = 0; k < members->array.size(); ++k) {
+      const bool all = std::string_view(keyword) == "allOf";
+      if (visit(&members->array[k], AppendToken(at, std::to_string(k)), all)) {
+        return Evaluation::kAlways;
+      }
+    }
+  }
+  for (const char* keyword : {"if", "then", "else"}) {
+    const JsonValue* branch = node.Keyword(keyword);
+    if (branch != nullptr) visit(branch, node.KeywordPointer(keyword), false);
+  }
+  const JsonValue* dependent = node.Keyword("dependentSchemas");
+  if (dependent != nullptr && dependent->IsObject()) {
+    const std::string at = node.KeywordPointer("dependentSchemas");
+    for (const JsonMember& member : dependent->object) {
+      visit(&member.value, AppendToken(at, member.name), false);
+    }
+  }
+  return result;
+}
+
+Result<Differ::Context> Differ::ContextOf(bool old_side, const std::string& name) {
+  Context c;
+  if (levels_.empty()) return c;
+  const SchemaDocument& doc = old_side ? old_doc_ : new_doc_;
+  const auto node_of = [&](const Level& level) -> const Node& {
+    return old_side ? *level.old_node : *level.new_node;
+  };
+  const Level& current = levels_.back();
+  EVIDENT_RETURN_IF_ERROR(GatherMembers(doc, node_of(current), name, nullptr, 0, c));
+  if (current.scope_start) return c;
+  for (size_t i = levels_.size() - 1; i-- > 0;) {
+    const Level& level = levels_[i];
+    if (*level.data != *current.data) break;  // a parent value: the stack only grows deeper
+    EVIDENT_RETURN_IF_ERROR(
+        GatherLevel(doc, node_of(level), name, node_of(levels_[i + 1]).value, 0, c));
+    if (level.scope_start) break;
+  }
+  return c;
+}
+
+// One level: its declaration of `name`, else what its content model says of the name; its
+// `required`; its allOf members but `skip` (the level below it on the stack, walked in turn).
+Status Differ::GatherLevel(const SchemaDocument& doc, const Node& node, const std::string& name,
+                           const JsonValue* skip, int64_t depth, Context& c) {
+  if (++comparisons_ > options_.comparisons_max) {
+    return Status::LimitExceeded("the levels around a property need more than comparisons_max=" +
+                                 std::to_string(options_.comparisons_max) + " steps");
+  }
+  if (node.value == nullptr || node.value->IsBool()) return Status::Ok();
+  const JsonValue* properties = node.Keyword("properties");
+  const JsonValue* declared =
+      properties != nullptr && properties->IsObject() ? properties->Get(name) : nullptr;
+  if (declared != nullptr) {
+    const std::string at = AppendToken(node.KeywordPointer("properties"), name);
+    c.schemas.push_back(declared);
+    c.pointers.push_back(at);
+    c.Note("declared at " + at);
+  } else {
+    EVIDENT_ASSIGN_OR_RETURN(const Coverage coverage, CoverageOf(doc, node, name));
+    switch (coverage.kind) {
+      case Coverage::Kind::kOpen:
+        break;
+      case Coverage::Kind::kClosed:
+        c.closed = true;
+        c.Note(std::string(node.Keyword("additionalProperties") != nullptr
+                               ? "additionalProperties"
+                               : "unevaluatedProperties") +
+               " false at " + (node.pointer.empty() ? "the root" : node.pointer));
+        break;
+      case Coverage::Kind::kPartial:
+        for (size_t k = 0; k < coverage.schemas.size(); ++k) {
+          c.schemas.push_back(coverage.schemas[k]);
+          c.pointers.push_back(coverage.pointers[k]);
+        }
+        c.Note("covered by " + coverage.text + " at " +
+               (node.pointer.empty() ? "the root" : node.pointer));
+        break;
+      case Coverage::Kind::kUnknown:
+        c.unknown = true;
+        c.Note(coverage.text + " at " + (node.pointer.empty() ? "the root" : node.pointer));
+        break;
+    }
+  }
+  if (Requires(node, name)) {
+    c.required = true;
+    c.Note("required at " + node.KeywordPointer("required"));
+  }
+  return GatherMembers(doc, node, name, skip, depth + 1, c);
+}
+
+// The allOf members of `node` (each applies to the same value), `skip` excepted.
+Status Differ::GatherMembers(const SchemaDocument& doc, const Node& node, const std::string& name,
+                             const JsonValue* skip, int64_t depth, Context& c) {
+  const JsonValue* members = node.Keyword("allOf");
+  if (depth > kMemberDepthMax || members == nullptr || !members->IsArray()) return Status::Ok();
+  const std::string at = node.KeywordPointer("allOf");
+  for (size_t k = 0; k < members->array.size(); ++k) {
+    EVIDENT_ASSIGN_OR_RETURN(const Node member,
+                             doc.View(&members->array[k], AppendToken(at, std::to_string(k))));
+    if (skip != nullptr && member.value == skip) continue;
+    EVIDENT_RETURN_IF_ERROR(GatherLevel(doc, member, name, nullptr, depth, c));
+  }
+  return Status::Ok();
+}
+
+}  // namespace evident::compat
