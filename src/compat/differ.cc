@@ -156,7 +156,21 @@ struct ArrayForm {
   std::string prefix_pointer;
   const JsonValue* rest = nullptr;
   std::string rest_pointer;
+  bool rest_is_unevaluated = false;  // unevaluatedItems, standing in for an absent rest
 };
+
+// 2020-12: without a rest schema and without in-place applicators (whose annotations would
+// count), unevaluatedItems governs the positions beyond the tuple.
+void UseUnevaluatedItemsAsRest(const Node& node, ArrayForm& form) {
+  if (form.rest != nullptr || node.dialect != Dialect::kDraft2020 || !node.sites.empty()) return;
+  if (CombinatorsOf(node) != 0) return;
+  for (const char* keyword : {"if", "contains", "$dynamicRef", "$recursiveRef"}) {
+    if (node.Keyword(keyword) != nullptr) return;
+  }
+  form.rest = node.Keyword("unevaluatedItems");
+  form.rest_pointer = node.KeywordPointer("unevaluatedItems");
+  form.rest_is_unevaluated = form.rest != nullptr;
+}
 
 ArrayForm ArrayFormOf(const Node& node) {
   ArrayForm form;
@@ -167,6 +181,7 @@ ArrayForm ArrayFormOf(const Node& node) {
     form.prefix_pointer = node.KeywordPointer("items");
     form.rest = node.Keyword("additionalItems");
     form.rest_pointer = node.KeywordPointer("additionalItems");
+    UseUnevaluatedItemsAsRest(node, form);
     return form;
   }
   if (const JsonValue* prefix = node.Keyword("prefixItems");
@@ -176,6 +191,7 @@ ArrayForm ArrayFormOf(const Node& node) {
   }
   form.rest = items;
   form.rest_pointer = node.KeywordPointer("items");
+  UseUnevaluatedItemsAsRest(node, form);
   return form;
 }
 
@@ -571,20 +587,80 @@ Status Differ::ComparePatternProperties(const Side& s) {
       EVIDENT_RETURN_IF_ERROR(
           Compare(old_schema, AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern),
                   &schema, new_at, AppendToken(s.data, "*"), Slot::kGeneral, s.depth + 1));
-    } else {
-      Add(ChangeCode::kPatternPropertyAdded, s.data, new_at, false, true,
-          "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
-              " are now constrained");
+      continue;
     }
+    EVIDENT_ASSIGN_OR_RETURN(const Verdict v, JudgePattern(s, pattern, &schema, new_at, true));
+    Add(ChangeCode::kPatternPropertyAdded, s.data, new_at, v.backward, v.forward,
+        "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
+            " are now constrained");
   }
   for (const auto& [pattern, schema] : olds.object) {
     if (Lookup(new_by_pattern, pattern) != nullptr) continue;
-    Add(ChangeCode::kPatternPropertyRemoved, s.data,
-        AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern), true, false,
+    const std::string old_at = AppendToken(s.old_node.KeywordPointer("patternProperties"), pattern);
+    EVIDENT_ASSIGN_OR_RETURN(const Verdict v, JudgePattern(s, pattern, &schema, old_at, false));
+    Add(ChangeCode::kPatternPropertyRemoved, s.data, old_at, v.backward, v.forward,
         "properties of " + DataText(s.data) + " matching " + Quote(pattern) +
             " are no longer constrained");
   }
   return Status::Ok();
+}
+
+// A pattern only one side has (`added`: the new one): its schema now constrains, or no longer
+// constrains, the names matching it. Judged by what the other side admitted under such names
+// that it does not declare (nothing when closed, anything when open, else its
+// additionalProperties schema) and, for the names the other side declares that match, by
+// their declarations. Other patterns, or unevaluatedProperties, on the other side: names may
+// fall under both, which evident does not decide (backward no for an added pattern, forward no
+// for a removed one).
+Result<Differ::Verdict> Differ::JudgePattern(const Side& s, const std::string& pattern,
+                                             const JsonValue* schema, const std::string& at,
+                                             bool added) {
+  const Node& other = added ? s.old_node : s.new_node;
+  const JsonValue* other_patterns = other.Keyword("patternProperties");
+  const bool other_has_patterns =
+      other_patterns != nullptr && other_patterns->IsObject() && !other_patterns->object.empty();
+  const re2::RE2* regex = RegexOf(pattern);
+  const JsonValue* rest = other.Keyword("additionalProperties");
+  if (other_has_patterns || regex == nullptr || other.Keyword("unevaluatedProperties") != nullptr) {
+    return Verdict{.backward = !added, .forward = added};
+  }
+  const std::string data = AppendToken(s.data, "*");
+  const bool lenient = options_.strictness == Strictness::kLenient && !negated_;
+  Verdict v;
+  // The names neither side declares: the other side's rest against the pattern's schema.
+  if (rest != nullptr && rest->IsBool() && !rest->boolean) {
+    v.backward = added;  // closed: old data holds none (added); new data holds none (removed)
+    v.forward = !added;
+  } else if (rest == nullptr || rest->IsBool()) {
+    EVIDENT_ASSIGN_OR_RETURN(const Verdict p,
+                             added ? Probe(nullptr, "", schema, at, data, s.depth + 1)
+                                   : Probe(schema, at, nullptr, "", data, s.depth + 1));
+    v.backward = added ? lenient || p.backward : true;
+    v.forward = added ? true : lenient || p.forward;
+  } else {
+    const std::string rest_at = other.KeywordPointer("additionalProperties");
+    EVIDENT_ASSIGN_OR_RETURN(v, added ? Probe(rest, rest_at, schema, at, data, s.depth + 1)
+                                      : Probe(schema, at, rest, rest_at, data, s.depth + 1));
+    AddMeaning(std::move(v.meaning));
+    v.why_not_backward.clear();
+    v.why_not_forward.clear();
+  }
+  // The names the other side declares that match: their declarations against the schema.
+  const JsonValue* properties = other.Keyword("properties");
+  if (properties == nullptr || !properties->IsObject()) return v;
+  const std::string properties_at = other.KeywordPointer("properties");
+  for (const JsonMember& member : properties->object) {
+    if (!schema::internal::RegexSearch(*regex, member.name)) continue;
+    const std::string member_at = AppendToken(properties_at, member.name);
+    const std::string member_data = AppendToken(s.data, member.name);
+    EVIDENT_ASSIGN_OR_RETURN(
+        const Verdict p,
+        added ? Probe(&member.value, member_at, schema, at, member_data, s.depth + 1)
+              : Probe(schema, at, &member.value, member_at, member_data, s.depth + 1));
+    if (added) v.backward = v.backward && p.backward;
+    if (!added) v.forward = v.forward && p.forward;
+  }
+  return v;
 }
 
 // Dependencies: dependentRequired / dependentSchemas (2020-12), dependencies (draft 7), per
@@ -785,6 +861,17 @@ void Differ::ReportLikelyRenames(const Side& s, PropertyDiff& p) {
          p.removed.size());  // each removed property is a rename or left, never both
 }
 
+// `pattern` compiled once per diff, or null when RE2 cannot evaluate it.
+const re2::RE2* Differ::RegexOf(const std::string& pattern) {
+  auto [found, inserted] = regexes_->try_emplace(pattern);
+  if (inserted) {
+    Result<std::shared_ptr<const re2::RE2>> compiled =
+        schema::internal::CompileEcmaRegex(pattern, kPatternProgramBytesMax);
+    if (compiled.ok()) found->second = std::move(*compiled);
+  }
+  return found->second.get();
+}
+
 // What `node`'s content model says of a property `name` it does not declare: open (any value),
 // closed (none), or partially open (the schemas of the matching patternProperties, else the
 // additionalProperties or unevaluatedProperties schema).
@@ -801,13 +888,7 @@ Result<Differ::Coverage> Differ::CoverageOf(const SchemaDocument& doc, const Nod
             "more than comparisons_max=" +
             std::to_string(options_.comparisons_max) + " steps");
       }
-      auto [found, inserted] = regexes_->try_emplace(pattern.name);
-      if (inserted) {
-        Result<std::shared_ptr<const re2::RE2>> compiled =
-            schema::internal::CompileEcmaRegex(pattern.name, kPatternProgramBytesMax);
-        if (compiled.ok()) found->second = std::move(*compiled);
-      }
-      const std::shared_ptr<const re2::RE2>& regex = found->second;
+      const re2::RE2* regex = RegexOf(pattern.name);
       if (regex == nullptr) {
         c.kind = Coverage::Kind::kUnknown;
         c.text = "the pattern " + Quote(pattern.name) + " (which evident cannot evaluate)";
@@ -1155,10 +1236,12 @@ Status Differ::CompareArrays(const Side& s) {
   }
   EVIDENT_RETURN_IF_ERROR(Compare(olds.rest, olds.rest_pointer, news.rest, news.rest_pointer,
                                   AppendToken(s.data, "*"), Slot::kItems, s.depth + 1));
-  EVIDENT_RETURN_IF_ERROR(
-      Compare(s.old_node.Keyword("unevaluatedItems"), s.old_node.KeywordPointer("unevaluatedItems"),
-              s.new_node.Keyword("unevaluatedItems"), s.new_node.KeywordPointer("unevaluatedItems"),
-              AppendToken(s.data, "*"), Slot::kItems, s.depth + 1));
+  if (!olds.rest_is_unevaluated || !news.rest_is_unevaluated) {  // else compared just above
+    EVIDENT_RETURN_IF_ERROR(Compare(
+        s.old_node.Keyword("unevaluatedItems"), s.old_node.KeywordPointer("unevaluatedItems"),
+        s.new_node.Keyword("unevaluatedItems"), s.new_node.KeywordPointer("unevaluatedItems"),
+        AppendToken(s.data, "*"), Slot::kItems, s.depth + 1));
+  }
   const JsonValue* old_contains = s.old_node.Keyword("contains");
   const JsonValue* new_contains = s.new_node.Keyword("contains");
   if (old_contains == nullptr && new_contains != nullptr) {

@@ -85,6 +85,10 @@ class Differ {
   void CompareStrings(const Side& s);
   Status CompareObjects(const Side& s);
   Status ComparePatternProperties(const Side& s);
+  struct Verdict;
+  Result<Verdict> JudgePattern(const Side& s, const std::string& pattern, const JsonValue* schema,
+                               const std::string& at, bool added);
+  const re2::RE2* RegexOf(const std::string& pattern);
   Status CompareDependencies(const Side& s);
   struct PropertyDiff;  // both sides' properties and required, and what was found (differ.cc)
   Status CompareProperties(const Side& s);
