@@ -518,6 +518,10 @@ Result<Differ::Verdict> Differ::Probe(const JsonValue* old_value, const std::str
   std::vector<Change> scratch;
   Differ probe(old_doc_, new_doc_, options_, comparisons_, scratch);
   probe.in_progress_ = in_progress_;  // the coinductive reading, as in Equivalent
+  // The probe's pair applies at `data` under the same levels, and inside the same `not` (its
+  // verdict is turned around by the caller, but the lenient assumption stays off).
+  probe.levels_ = levels_;
+  probe.under_not_ = under_not_ || negated_;
   probe.merges_ = merges_;
   probe.regexes_ = regexes_;
   EVIDENT_RETURN_IF_ERROR(

@@ -8,6 +8,7 @@
 // current data pointer (up to the nearest `not` or `propertyNames`) and every allOf member of
 // them, and sums up what they say of one name.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compat/differ.h"
@@ -27,14 +28,44 @@ bool Requires(const Node& node, const std::string& name) {
   return false;
 }
 
+// Every declaration of `name` in `node`: its `properties`, and with a layered `$ref` (2020-12)
+// each layer's, since all of them apply (Node::Keyword sees the outermost only).
+std::vector<std::pair<const JsonValue*, std::string>> DeclarationsOf(const Node& node,
+                                                                     const std::string& name) {
+  std::vector<std::pair<const JsonValue*, std::string>> found;
+  const auto look = [&](const JsonValue* object, const std::string& at) {
+    const JsonValue* properties =
+        object != nullptr && object->IsObject() ? object->Get("properties") : nullptr;
+    const JsonValue* declared =
+        properties != nullptr && properties->IsObject() ? properties->Get(name) : nullptr;
+    if (declared != nullptr)
+      found.emplace_back(declared, AppendToken(AppendToken(at, "properties"), name));
+  };
+  if (node.sites.empty() || node.dialect != Dialect::kDraft2020) {
+    const JsonValue* properties = node.Keyword("properties");
+    const JsonValue* declared =
+        properties != nullptr && properties->IsObject() ? properties->Get(name) : nullptr;
+    if (declared != nullptr) {
+      found.emplace_back(declared, AppendToken(node.KeywordPointer("properties"), name));
+    }
+    return found;
+  }
+  look(node.value, node.pointer);
+  for (size_t k = 0; k < node.sites.size() && k < node.site_pointers.size(); ++k) {
+    look(node.sites[k], node.site_pointers[k]);
+  }
+  return found;
+}
+
 }  // namespace
 
 // The subschemas of `node` that apply in place and whose annotations unevaluatedProperties
 // sees, with whether each always applies (allOf) or only for some values.
 Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::string& name,
                         int64_t depth, int64_t& steps_left) {
-  if (--steps_left < 0 || depth > kMemberDepthMax || !node.sites.empty()) {
-    return Evaluation::kSometimes;  // a layered $ref site or too much to look at: cannot tell
+  if (--steps_left < 0 || depth > kMemberDepthMax || !node.sites.empty() ||
+      node.Keyword("$dynamicRef") != nullptr || node.Keyword("$recursiveRef") != nullptr) {
+    return Evaluation::kSometimes;  // a layered or dynamic reference, or too much to look at
   }
   if (node.value == nullptr || node.value->IsBool()) return Evaluation::kNever;
   const JsonValue* properties = node.Keyword("properties");
@@ -91,6 +122,7 @@ Result<Differ::Context> Differ::ContextOf(bool old_side, const std::string& name
   };
   const Level& current = levels_.back();
   EVIDENT_RETURN_IF_ERROR(GatherMembers(doc, node_of(current), name, nullptr, 0, c));
+  EVIDENT_RETURN_IF_ERROR(GatherBranches(doc, node_of(current), name, nullptr, 0, c));
   if (current.scope_start) return c;
   for (size_t i = levels_.size() - 1; i-- > 0;) {
     const Level& level = levels_[i];
@@ -111,15 +143,13 @@ Status Differ::GatherLevel(const SchemaDocument& doc, const Node& node, const st
                                  std::to_string(options_.comparisons_max) + " steps");
   }
   if (node.value == nullptr || node.value->IsBool()) return Status::Ok();
-  const JsonValue* properties = node.Keyword("properties");
-  const JsonValue* declared =
-      properties != nullptr && properties->IsObject() ? properties->Get(name) : nullptr;
-  if (declared != nullptr) {
-    const std::string at = AppendToken(node.KeywordPointer("properties"), name);
+  const auto declarations = DeclarationsOf(node, name);
+  for (const auto& [declared, at] : declarations) {
     c.schemas.push_back(declared);
     c.pointers.push_back(at);
     c.Note("declared at " + at);
-  } else {
+  }
+  if (declarations.empty()) {
     EVIDENT_ASSIGN_OR_RETURN(const Coverage coverage, CoverageOf(doc, node, name));
     switch (coverage.kind) {
       case Coverage::Kind::kOpen:
@@ -149,7 +179,99 @@ Status Differ::GatherLevel(const SchemaDocument& doc, const Node& node, const st
     c.required = true;
     c.Note("required at " + node.KeywordPointer("required"));
   }
+  EVIDENT_RETURN_IF_ERROR(GatherBranches(doc, node, name, skip, depth + 1, c));
   return GatherMembers(doc, node, name, skip, depth + 1, c);
+}
+
+// The subschemas of `node` that apply to some values only: anyOf/oneOf members, then/else,
+// dependentSchemas values (`skip` excepted). What they declare of `name` (at any depth of
+// their own applicators) old data may hold.
+Status Differ::GatherBranches(const SchemaDocument& doc, const Node& node, const std::string& name,
+                              const JsonValue* skip, int64_t depth, Context& c) {
+  if (depth > kMemberDepthMax || node.value == nullptr || node.value->IsBool()) {
+    return Status::Ok();
+  }
+  const auto visit = [&](const JsonValue* value, const std::string& at) -> Status {
+    EVIDENT_ASSIGN_OR_RETURN(const Node branch, doc.View(value, at));
+    if (skip != nullptr && branch.value == skip) return Status::Ok();
+    return GatherMaybe(doc, branch, name, depth + 1, c);
+  };
+  for (const char* keyword : {"anyOf", "oneOf"}) {
+    const JsonValue* members = node.Keyword(keyword);
+    if (members == nullptr || !members->IsArray()) continue;
+    const std::string at = node.KeywordPointer(keyword);
+    for (size_t k = 0; k < members->array.size(); ++k) {
+      EVIDENT_RETURN_IF_ERROR(visit(&members->array[k], AppendToken(at, std::to_string(k))));
+    }
+  }
+  for (const char* keyword : {"then", "else"}) {
+    const JsonValue* branch = node.Keyword(keyword);
+    if (branch != nullptr) EVIDENT_RETURN_IF_ERROR(visit(branch, node.KeywordPointer(keyword)));
+  }
+  const JsonValue* dependent = node.Keyword("dependentSchemas");
+  if (dependent != nullptr && dependent->IsObject()) {
+    const std::string at = node.KeywordPointer("dependentSchemas");
+    for (const JsonMember& member : dependent->object) {
+      EVIDENT_RETURN_IF_ERROR(visit(&member.value, AppendToken(at, member.name)));
+    }
+  }
+  return Status::Ok();
+}
+
+// A subschema that applies to some values: its declaration of `name`, and its own members'.
+Status Differ::GatherMaybe(const SchemaDocument& doc, const Node& node, const std::string& name,
+                           int64_t depth, Context& c) {
+  if (++comparisons_ > options_.comparisons_max) {
+    return Status::LimitExceeded("the levels around a property need more than comparisons_max=" +
+                                 std::to_string(options_.comparisons_max) + " steps");
+  }
+  if (depth > kMemberDepthMax || node.value == nullptr || node.value->IsBool()) {
+    return Status::Ok();
+  }
+  for (const auto& [declared, at] : DeclarationsOf(node, name)) {
+    c.maybe_schemas.push_back(declared);
+    c.maybe_pointers.push_back(at);
+    c.Note("declared for some values at " + at);
+  }
+  const JsonValue* members = node.Keyword("allOf");
+  if (members != nullptr && members->IsArray()) {
+    const std::string at = node.KeywordPointer("allOf");
+    for (size_t k = 0; k < members->array.size(); ++k) {
+      EVIDENT_ASSIGN_OR_RETURN(const Node member,
+                               doc.View(&members->array[k], AppendToken(at, std::to_string(k))));
+      EVIDENT_RETURN_IF_ERROR(GatherMaybe(doc, member, name, depth + 1, c));
+    }
+  }
+  return GatherBranches(doc, node, name, nullptr, depth, c);
+}
+
+// Added (`added`): old values under the name are within every conjunctive schema of the
+// context, one within the new schema suffices; and within some maybe-schema, each must be.
+// Removed: the same with the sides turned. Without conjunctive schemas, any value may be there
+// when the name is required or the reading is strict.
+Result<Differ::Verdict> Differ::JudgeInContext(const Context& ctx, bool added,
+                                               const JsonValue* schema, const std::string& at,
+                                               const std::string& data, int64_t depth) {
+  const bool lenient = options_.strictness == Strictness::kLenient && !negated_ && !under_not_;
+  Verdict v;
+  if (!ctx.schemas.empty()) {
+    const Coverage c{
+        .kind = Coverage::Kind::kPartial, .schemas = ctx.schemas, .pointers = ctx.pointers};
+    EVIDENT_ASSIGN_OR_RETURN(v, JudgeCoverage(c, added, schema, at, data, depth));
+  } else if (ctx.required || !lenient) {
+    EVIDENT_ASSIGN_OR_RETURN(v, added ? Probe(nullptr, "", schema, at, data, depth)
+                                      : Probe(schema, at, nullptr, "", data, depth));
+  }
+  for (size_t k = 0; k < ctx.maybe_schemas.size(); ++k) {
+    const JsonValue* maybe = ctx.maybe_schemas[k];
+    const std::string& maybe_at = ctx.maybe_pointers[k];
+    EVIDENT_ASSIGN_OR_RETURN(Verdict p, added ? Probe(maybe, maybe_at, schema, at, data, depth)
+                                              : Probe(schema, at, maybe, maybe_at, data, depth));
+    for (Change& change : p.meaning) v.meaning.push_back(std::move(change));
+    if (added) v.backward = v.backward && p.backward;
+    if (!added) v.forward = v.forward && p.forward;
+  }
+  return v;
 }
 
 // The allOf members of `node` (each applies to the same value), `skip` excepted.

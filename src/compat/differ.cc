@@ -625,7 +625,7 @@ Result<Differ::Verdict> Differ::JudgePattern(const Side& s, const std::string& p
     return Verdict{.backward = !added, .forward = added};
   }
   const std::string data = AppendToken(s.data, "*");
-  const bool lenient = options_.strictness == Strictness::kLenient && !negated_;
+  const bool lenient = options_.strictness == Strictness::kLenient && !negated_ && !under_not_;
   Verdict v;
   // The names neither side declares: the other side's rest against the pattern's schema.
   if (rest != nullptr && rest->IsBool() && !rest->boolean) {
@@ -983,7 +983,7 @@ Status Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
   assert(p.added_used.size() == p.added.size());  // ReportLikelyRenames ran
   // Inside `not` the lenient assumption (old data lacks an undeclared property) would hold of
   // the negated schema, i.e. of data that the whole rejects: not assumed there.
-  const bool lenient = options_.strictness == Strictness::kLenient && !negated_;
+  const bool lenient = options_.strictness == Strictness::kLenient && !negated_ && !under_not_;
   for (size_t j = 0; j < p.added.size(); ++j) {
     if (p.added_used[j]) continue;
     const PropertyDiff::Entry& e = p.added[j];
@@ -1008,7 +1008,11 @@ Status Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
     }
     const bool closed = c.kind == Coverage::Kind::kClosed;
     if (!closed) {
-      EVIDENT_ASSIGN_OR_RETURN(const Context ctx, ContextOf(true, e.name));
+      EVIDENT_ASSIGN_OR_RETURN(Context ctx, ContextOf(true, e.name));
+      if (Contains(p.old_required, e.name)) {  // required here before, declared only now
+        ctx.required = true;
+        ctx.Note("required at " + s.old_node.KeywordPointer("required"));
+      }
       if (!ctx.Empty()) {
         EVIDENT_RETURN_IF_ERROR(ReportAddedInContext(s, p, j, ctx));
         continue;
@@ -1067,17 +1071,9 @@ Status Differ::ReportAddedInContext(const Side& s, const PropertyDiff& p, size_t
                       : "old readers reject it"));
     return Status::Ok();
   }
-  // Old values under the name are within every schema of the context; one within the new
-  // property's schema suffices. Only `required` there: any value.
-  Verdict v;
-  if (ctx.schemas.empty()) {
-    EVIDENT_ASSIGN_OR_RETURN(v, Probe(nullptr, "", e.schema, where, data, s.depth + 1));
-  } else {
-    const Coverage c{
-        .kind = Coverage::Kind::kPartial, .schemas = ctx.schemas, .pointers = ctx.pointers};
-    EVIDENT_ASSIGN_OR_RETURN(v, JudgeCoverage(c, true, e.schema, where, data, s.depth + 1));
-    AddMeaning(std::move(v.meaning));
-  }
+  EVIDENT_ASSIGN_OR_RETURN(Verdict v,
+                           JudgeInContext(ctx, true, e.schema, where, data, s.depth + 1));
+  AddMeaning(std::move(v.meaning));
   const bool present = !required || ctx.required;
   Add(code, data, where, v.backward && present, true,
       what + "; the old schema already has it (" + ctx.text + "): " +
@@ -1091,7 +1087,7 @@ Status Differ::ReportAddedInContext(const Side& s, const PropertyDiff& p, size_t
 // admits under the name, or by what another level of the new schema at the same data position
 // says of it (ReportRemovedInContext).
 Status Differ::ReportRemovedProperties(const Side& s, const PropertyDiff& p) {
-  const bool lenient = options_.strictness == Strictness::kLenient && !negated_;
+  const bool lenient = options_.strictness == Strictness::kLenient && !negated_ && !under_not_;
   for (size_t k = 0; k < p.removed_left.size(); ++k) {
     const PropertyDiff::Entry& gone = p.removed_left[k];
     const bool was_required = Contains(p.old_required, gone.name);
@@ -1111,7 +1107,11 @@ Status Differ::ReportRemovedProperties(const Side& s, const PropertyDiff& p) {
       continue;
     }
     if (c.kind == Coverage::Kind::kOpen) {
-      EVIDENT_ASSIGN_OR_RETURN(const Context ctx, ContextOf(false, gone.name));
+      EVIDENT_ASSIGN_OR_RETURN(Context ctx, ContextOf(false, gone.name));
+      if (Contains(p.new_required, gone.name)) {  // still required here, no longer declared
+        ctx.required = true;
+        ctx.Note("required at " + s.new_node.KeywordPointer("required"));
+      }
       if (!ctx.Empty()) {
         EVIDENT_RETURN_IF_ERROR(ReportRemovedInContext(s, p, k, ctx));
         continue;
@@ -1165,17 +1165,11 @@ Status Differ::ReportRemovedInContext(const Side& s, const PropertyDiff& p, size
             (was_required ? "; old readers require it" : ""));
     return Status::Ok();
   }
-  // New values under the name are within every schema of the context; old readers still
-  // apply the removed schema to them.
-  Verdict v;
-  if (ctx.schemas.empty()) {
-    EVIDENT_ASSIGN_OR_RETURN(v, Probe(gone.schema, where, nullptr, "", data, s.depth + 1));
-  } else {
-    const Coverage c{
-        .kind = Coverage::Kind::kPartial, .schemas = ctx.schemas, .pointers = ctx.pointers};
-    EVIDENT_ASSIGN_OR_RETURN(v, JudgeCoverage(c, false, gone.schema, where, data, s.depth + 1));
-    AddMeaning(std::move(v.meaning));
-  }
+  // New values under the name are within what the context admits; old readers still apply
+  // the removed schema to them.
+  EVIDENT_ASSIGN_OR_RETURN(Verdict v,
+                           JudgeInContext(ctx, false, gone.schema, where, data, s.depth + 1));
+  AddMeaning(std::move(v.meaning));
   const bool present = !was_required || ctx.required;
   Add(ChangeCode::kPropertyRemoved, data, where, true, v.forward && present,
       what + "; the new schema still has it (" + ctx.text + "): " +

@@ -136,11 +136,17 @@ class Differ {
   struct Context {
     std::vector<const JsonValue*> schemas;  // declarations and covering schemas: each applies
     std::vector<std::string> pointers;
+    // Declarations in anyOf/oneOf members, then/else and dependentSchemas values: they apply to
+    // some values only, so each must agree on its own.
+    std::vector<const JsonValue*> maybe_schemas;
+    std::vector<std::string> maybe_pointers;
     bool required = false;
     bool closed = false;   // some level rejects the name
     bool unknown = false;  // some level's verdict depends on the value (unevaluatedProperties)
     std::string text;      // where, for messages
-    bool Empty() const { return schemas.empty() && !required && !closed && !unknown; }
+    bool Empty() const {
+      return schemas.empty() && maybe_schemas.empty() && !required && !closed && !unknown;
+    }
     void Note(const std::string& what) {  // the first three findings name the context
       if (notes++ < 3) text += (text.empty() ? "" : "; ") + what;
     }
@@ -151,6 +157,13 @@ class Differ {
                      const JsonValue* skip, int64_t depth, Context& c);
   Status GatherMembers(const SchemaDocument& doc, const Node& node, const std::string& name,
                        const JsonValue* skip, int64_t depth, Context& c);
+  Status GatherBranches(const SchemaDocument& doc, const Node& node, const std::string& name,
+                        const JsonValue* skip, int64_t depth, Context& c);
+  Status GatherMaybe(const SchemaDocument& doc, const Node& node, const std::string& name,
+                     int64_t depth, Context& c);
+  // The verdict of an added (removed) property's schema against its context's schemas.
+  Result<Verdict> JudgeInContext(const Context& ctx, bool added, const JsonValue* schema,
+                                 const std::string& at, const std::string& data, int64_t depth);
   Status ReportAddedInContext(const Side& s, const PropertyDiff& p, size_t j, const Context& ctx);
   Status ReportRemovedInContext(const Side& s, const PropertyDiff& p, size_t k, const Context& ctx);
   Result<Verdict> JudgeCoverage(const Coverage& c, bool old_is_coverage, const JsonValue* schema,
@@ -192,6 +205,7 @@ class Differ {
   std::vector<Change>& out_;
   bool stop_at_first_change_ = false;
   bool negated_ = false;           // inside `not`: narrowing there widens the whole
+  bool under_not_ = false;         // a probe made inside `not`: no lenient assumption (not swapped)
   std::vector<Level> levels_;      // the comparisons on the stack, outermost first
   bool next_scope_start_ = false;  // the next Compare enters `not` or `propertyNames`
   std::set<std::pair<const JsonValue*, const JsonValue*>> in_progress_;
