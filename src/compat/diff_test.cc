@@ -965,3 +965,33 @@ TEST(DiffTableCoverage, EveryChangeCodeHasARow) {
 
 }  // namespace
 }  // namespace evident
+
+namespace evident {
+namespace {
+
+// Members left unmatched are paired by their `type` first: the string member that widened is
+// compared with the string member, not with a boolean added at its index.
+TEST(DiffMembers, AWidenedMemberAmongAddedMembersOfOtherTypesIsPairedByType) {
+  const std::string old_schema =
+      R"({"type":"object","properties":{"p":{"oneOf":[{"type":"string","maxLength":5}]}}})";
+  const std::string new_schema =
+      R"({"type":"object","properties":{"p":{"oneOf":[{"type":"boolean"},{"type":"number"},)"
+      R"({"title":"t","type":"string","maxLength":8}]}}})";
+  auto diff = DiffSchemas(old_schema, new_schema, DiffOptions{});
+  ASSERT_TRUE(diff.ok()) << diff.status().ToString();
+  EXPECT_TRUE(diff->CompatibleUnder(CompatMode::kBackward)) << Describe(diff->changes);
+  EXPECT_FALSE(diff->CompatibleUnder(CompatMode::kForward)) << Describe(diff->changes);
+  bool widened = false;
+  for (const Change& change : diff->changes) {
+    EXPECT_NE(change.code, ChangeCode::kTypeChanged) << Describe(diff->changes);
+    widened = widened || change.code == ChangeCode::kMaxLengthIncreased;
+  }
+  EXPECT_TRUE(widened) << Describe(diff->changes);
+  // Narrowed instead: backward incompatible, whatever the order.
+  auto narrowed = DiffSchemas(new_schema, old_schema, DiffOptions{});
+  ASSERT_TRUE(narrowed.ok());
+  EXPECT_FALSE(narrowed->CompatibleUnder(CompatMode::kBackward)) << Describe(narrowed->changes);
+}
+
+}  // namespace
+}  // namespace evident

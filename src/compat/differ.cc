@@ -1268,6 +1268,46 @@ Result<bool> Differ::Equivalent(const JsonValue* old_value, const std::string& o
   return scratch.empty();
 }
 
+// Orders the members left unmatched so that an old member and a new one naming the same `type`
+// come first, in pairs (a string member that widened, among members of other types added beside
+// it, is compared with the string member); the rest keeps its order.
+void Differ::PairByType(const Members& olds, const Members& news, std::vector<size_t>& old_left,
+                        std::vector<size_t>& new_left) const {
+  const auto type_of = [](const SchemaDocument& doc, const JsonValue* value,
+                          const std::string& pointer) -> std::string {
+    Result<Node> node = doc.View(value, pointer);
+    if (!node.ok()) return {};
+    const JsonValue* type = node->Keyword("type");
+    return type != nullptr ? Canonical(*type) : std::string();
+  };
+  std::vector<size_t> old_paired, new_paired, old_rest;
+  std::vector<bool> new_used(new_left.size(), false);
+  for (const size_t i : old_left) {
+    const std::string type = type_of(old_doc_, olds.values[i], olds.pointers[i]);
+    size_t chosen = new_left.size();
+    for (size_t k = 0; k < new_left.size() && !type.empty(); ++k) {
+      if (!new_used[k] &&
+          type_of(new_doc_, news.values[new_left[k]], news.pointers[new_left[k]]) == type) {
+        chosen = k;
+        break;
+      }
+    }
+    if (chosen == new_left.size()) {
+      old_rest.push_back(i);
+      continue;
+    }
+    new_used[chosen] = true;
+    old_paired.push_back(i);
+    new_paired.push_back(new_left[chosen]);
+  }
+  for (size_t k = 0; k < new_left.size(); ++k) {
+    if (!new_used[k]) new_paired.push_back(new_left[k]);
+  }
+  old_paired.insert(old_paired.end(), old_rest.begin(), old_rest.end());
+  old_left = std::move(old_paired);
+  new_left = std::move(new_paired);
+}
+
 Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_code,
                            ChangeCode removed_code, bool added_backward) {
   const Members olds =
@@ -1313,6 +1353,7 @@ Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_
   for (size_t j = 0; j < new_count; ++j) {
     if (!new_matched[j]) new_left.push_back(j);
   }
+  PairByType(olds, news, old_left, new_left);
   const size_t paired = std::min(old_left.size(), new_left.size());
   if (std::string_view(keyword) == "oneOf") {
     // Which old member each new one continues (unchanged, or paired for comparison).

@@ -191,6 +191,8 @@ class Differ {
   Status CheckOneOfOverlap(const Side& s, const Members& olds, const Members& news,
                            const std::vector<size_t>& old_of);
   Members UniqueMembers(const JsonValue* list, const std::string& list_pointer) const;
+  void PairByType(const Members& olds, const Members& news, std::vector<size_t>& old_left,
+                  std::vector<size_t>& new_left) const;
   Status CompareList(const Side& s, const char* keyword, ChangeCode added, ChangeCode removed,
                      bool added_backward);
   Result<bool> Equivalent(const JsonValue* old_value, const std::string& old_pointer,
