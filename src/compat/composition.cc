@@ -659,3 +659,48 @@ void Differ::ReportLifted(const Side& s, const Composed& olds, const Composed& n
 }
 
 }  // namespace evident::compat
+
+namespace evident::compat {
+
+// A oneOf member compared with the one it continues changed from `changes_from` on. A member
+// that admits more may now match a value another member matches too, which oneOf rejects (old
+// data matching only the other member before: backward); one that admits less may no longer
+// match a value that, before, matched it and another member (new data old readers rejected:
+// forward). Unless the members are provably disjoint, that is ONE_OF_MEMBERS_MAY_OVERLAP.
+Status Differ::CheckOneOfMemberChange(const Side& s, const Members& olds, const Members& news,
+                                      size_t old_i, size_t new_i, size_t changes_from) {
+  bool widened = false;
+  bool narrowed = false;
+  for (size_t k = changes_from; k < out_.size(); ++k) {
+    if (out_[k].code == ChangeCode::kMeaningChanged) continue;
+    // Inside `not` Add stored the flags turned around; the member's own direction is wanted.
+    widened = widened || !(negated_ ? out_[k].backward : out_[k].forward);
+    narrowed = narrowed || !(negated_ ? out_[k].forward : out_[k].backward);
+  }
+  const auto check = [&](const SchemaDocument& doc, const Members& members, size_t own,
+                         bool is_new) -> Status {
+    EVIDENT_ASSIGN_OR_RETURN(const Node member,
+                             doc.View(members.values[own], members.pointers[own]));
+    for (size_t j = 0; j < members.values.size(); ++j) {
+      if (j == own) continue;
+      EVIDENT_ASSIGN_OR_RETURN(const Node other, doc.View(members.values[j], members.pointers[j]));
+      if (ProvablyDisjoint(doc, member, other, comparisons_)) continue;
+      Add(ChangeCode::kOneOfMembersMayOverlap, s.data, members.pointers[own], !is_new, is_new,
+          "oneOf member " + std::to_string(own) + " of " + DataText(s.data) +
+              (is_new ? " admits more values now and may overlap member "
+                      : " admits fewer values now, and before it may have overlapped member ") +
+              std::to_string(j) +
+              (is_new ? ": old data matching only that member may now match both, which oneOf "
+                        "rejects"
+                      : ": new data matching only that member may have matched both before, "
+                        "which old readers reject"));
+      return Status::Ok();
+    }
+    return Status::Ok();
+  };
+  if (widened) EVIDENT_RETURN_IF_ERROR(check(new_doc_, news, new_i, true));
+  if (narrowed) EVIDENT_RETURN_IF_ERROR(check(old_doc_, olds, old_i, false));
+  return Status::Ok();
+}
+
+}  // namespace evident::compat

@@ -578,6 +578,19 @@ const std::vector<DiffCase> kBothDialects = {
         R"("properties":{"a":{"type":"string","maxLength":3},"b":{"$ref":"#/properties/a"}})",
         C::kMaxLengthDecreased, "/b", false, true),
     Row("not_everything_added", "", R"("not":{})", C::kNotChanged, "", false, true),
+    // ---- a oneOf member that changes may overlap another ----
+    Row("one_of_member_widened_may_overlap_another",
+        R"("oneOf":[{"required":["a","b"]},{"required":["c"]}])",
+        R"("oneOf":[{"required":["a"]},{"required":["c"]}])", C::kOneOfMembersMayOverlap, "", false,
+        true),
+    Row("one_of_member_narrowed_may_have_overlapped_another",
+        R"("oneOf":[{"properties":{"a":{}},"required":["a"]},{"properties":{"b":{}},"required":["b"]}])",
+        R"("oneOf":[{"properties":{"a":{"type":"string"}},"required":["a"]},{"properties":{"b":{}},"required":["b"]}])",
+        C::kOneOfMembersMayOverlap, "", true, false),
+    Row("one_of_member_widened_beside_a_disjoint_member",
+        R"("oneOf":[{"properties":{"kind":{"const":"card"},"n":{"maxLength":4}},"required":["kind"]},{"properties":{"kind":{"const":"bank"}},"required":["kind"]}])",
+        R"("oneOf":[{"properties":{"kind":{"const":"card"},"n":{"maxLength":8}},"required":["kind"]},{"properties":{"kind":{"const":"bank"}},"required":["kind"]}])",
+        C::kMaxLengthIncreased, "/n", true, false),
     // ---- a property another level at the same data position already has ----
     Row("base_property_narrowed_in_an_all_of_member",
         R"("type":"object","properties":{"a":{"type":"string"}},"allOf":[{"properties":{"b":{}}}])",
@@ -971,6 +984,21 @@ namespace {
 
 // Members left unmatched are paired by their `type` first: the string member that widened is
 // compared with the string member, not with a boolean added at its index.
+TEST(DiffMembers, AWidenedMemberDisjointFromTheOthersKeepsTheOneOfBackwardCompatible) {
+  const std::string old_schema =
+      R"({"oneOf":[{"properties":{"kind":{"const":"card"},"n":{"maxLength":4}},"required":["kind"]},)"
+      R"({"properties":{"kind":{"const":"bank"}},"required":["kind"]}]})";
+  const std::string new_schema =
+      R"({"oneOf":[{"properties":{"kind":{"const":"card"},"n":{"maxLength":8}},"required":["kind"]},)"
+      R"({"properties":{"kind":{"const":"bank"}},"required":["kind"]}]})";
+  auto diff = DiffSchemas(old_schema, new_schema, DiffOptions{});
+  ASSERT_TRUE(diff.ok()) << diff.status().ToString();
+  EXPECT_TRUE(diff->CompatibleUnder(CompatMode::kBackward)) << Describe(diff->changes);
+  for (const Change& change : diff->changes) {
+    EXPECT_NE(change.code, ChangeCode::kOneOfMembersMayOverlap) << Describe(diff->changes);
+  }
+}
+
 TEST(DiffMembers, AWidenedMemberAmongAddedMembersOfOtherTypesIsPairedByType) {
   const std::string old_schema =
       R"({"type":"object","properties":{"p":{"oneOf":[{"type":"string","maxLength":5}]}}})";

@@ -1365,9 +1365,14 @@ Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_
     EVIDENT_RETURN_IF_ERROR(CheckOneOfOverlap(s, olds, news, old_of));
   }
   for (size_t k = 0; k < paired; ++k) {
+    const size_t changes_from = out_.size();
     EVIDENT_RETURN_IF_ERROR(Compare(olds.values[old_left[k]], olds.pointers[old_left[k]],
                                     news.values[new_left[k]], news.pointers[new_left[k]], s.data,
                                     Slot::kGeneral, s.depth + 1));
+    if (std::string_view(keyword) == "oneOf" && !Done()) {
+      EVIDENT_RETURN_IF_ERROR(
+          CheckOneOfMemberChange(s, olds, news, old_left[k], new_left[k], changes_from));
+    }
   }
   for (size_t k = paired; k < new_left.size(); ++k) {
     Add(added_code, s.data, news.pointers[new_left[k]], added_backward, !added_backward,

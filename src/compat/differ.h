@@ -190,6 +190,8 @@ class Differ {
   // member j continues, or the old count for an added one.
   Status CheckOneOfOverlap(const Side& s, const Members& olds, const Members& news,
                            const std::vector<size_t>& old_of);
+  Status CheckOneOfMemberChange(const Side& s, const Members& olds, const Members& news,
+                                size_t old_i, size_t new_i, size_t changes_from);
   Members UniqueMembers(const JsonValue* list, const std::string& list_pointer) const;
   void PairByType(const Members& olds, const Members& news, std::vector<size_t>& old_left,
                   std::vector<size_t>& new_left) const;
