@@ -7,11 +7,16 @@
 // declares it. Differ::Compare keeps a stack of levels; ContextOf walks the levels with the
 // current data pointer (up to the nearest `not` or `propertyNames`) and every allOf member of
 // them, and sums up what they say of one name.
+#include <re2/re2.h>
+
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "compat/differ.h"
+#include "schema/regex.h"
 
 namespace evident::compat {
 
@@ -57,13 +62,56 @@ std::vector<std::pair<const JsonValue*, std::string>> DeclarationsOf(const Node&
   return found;
 }
 
+// A `$ref` site that carries keywords affecting which properties are evaluated: its layers
+// would have to be read one by one (Node::Keyword sees the outermost only).
+bool HasLayers(const Node& node) {
+  static constexpr std::string_view kEvaluating[] = {"properties",
+                                                     "patternProperties",
+                                                     "additionalProperties",
+                                                     "unevaluatedProperties",
+                                                     "allOf",
+                                                     "anyOf",
+                                                     "oneOf",
+                                                     "if",
+                                                     "then",
+                                                     "else",
+                                                     "dependentSchemas",
+                                                     "$dynamicRef"};
+  for (const JsonValue* site : node.sites) {
+    if (site == nullptr || !site->IsObject()) continue;
+    for (const JsonMember& member : site->object) {
+      for (const std::string_view keyword : kEvaluating) {
+        if (member.name == keyword) return true;
+      }
+    }
+  }
+  return false;
+}
+
+enum class Match { kNo, kYes, kCannotTell };
+
+// Whether a patternProperties pattern of `node` matches `name` (a pattern RE2 cannot evaluate:
+// cannot tell). Compiled here, not cached: EvaluationOf looks at a bounded number of schemas.
+Match PatternsMatch(const Node& node, const std::string& name) {
+  const JsonValue* patterns = node.Keyword("patternProperties");
+  if (patterns == nullptr || !patterns->IsObject()) return Match::kNo;
+  constexpr size_t kProgramBytesMax = size_t{1} << 20;
+  for (const JsonMember& pattern : patterns->object) {
+    Result<std::shared_ptr<const re2::RE2>> regex =
+        schema::internal::CompileEcmaRegex(pattern.name, kProgramBytesMax);
+    if (!regex.ok()) return Match::kCannotTell;
+    if (schema::internal::RegexSearch(**regex, name)) return Match::kYes;
+  }
+  return Match::kNo;
+}
+
 }  // namespace
 
 // The subschemas of `node` that apply in place and whose annotations unevaluatedProperties
 // sees, with whether each always applies (allOf) or only for some values.
 Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::string& name,
                         int64_t depth, int64_t& steps_left) {
-  if (--steps_left < 0 || depth > kMemberDepthMax || !node.sites.empty() ||
+  if (--steps_left < 0 || depth > kMemberDepthMax || HasLayers(node) ||
       node.Keyword("$dynamicRef") != nullptr || node.Keyword("$recursiveRef") != nullptr) {
     return Evaluation::kSometimes;  // a layered or dynamic reference, or too much to look at
   }
@@ -78,8 +126,16 @@ Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::
       (depth > 0 && node.Keyword("unevaluatedProperties") != nullptr)) {
     return Evaluation::kAlways;
   }
-  Evaluation result =
-      node.Keyword("patternProperties") != nullptr ? Evaluation::kSometimes : Evaluation::kNever;
+  Evaluation result = Evaluation::kNever;
+  switch (PatternsMatch(node, name)) {
+    case Match::kYes:
+      return Evaluation::kAlways;
+    case Match::kCannotTell:
+      result = Evaluation::kSometimes;
+      break;
+    case Match::kNo:
+      break;
+  }
   const auto visit = [&](const JsonValue* value, const std::string& at, bool always) {
     Result<Node> child = doc.View(value, at);
     const Evaluation e = child.ok() ? EvaluationOf(doc, *child, name, depth + 1, steps_left)

@@ -64,6 +64,13 @@ const JsonValue* Lookup(const std::unordered_map<std::string_view, const JsonVal
   return found == members.end() ? nullptr : found->second;
 }
 
+// Which keyword closes a closed object, for messages.
+std::string ClosingKeyword(const Node& node) {
+  const JsonValue* value = node.Keyword("additionalProperties");
+  return value != nullptr && value->IsBool() && !value->boolean ? "additionalProperties"
+                                                                : "unevaluatedProperties";
+}
+
 // An object admits no property beyond those it names.
 bool IsClosed(const Node& node) {
   for (const char* keyword : {"additionalProperties", "unevaluatedProperties"}) {
@@ -1025,7 +1032,8 @@ Status Differ::ReportAddedProperties(const Side& s, const PropertyDiff& p) {
     } else if (closed) {
       Add(ChangeCode::kOptionalPropertyAddedToClosedContentModel, data, where, true, false,
           "optional property " + Quote(e.name) + " added to " + DataText(s.data) +
-              ", which the old schema closes (additionalProperties: false): old readers reject it");
+              ", which the old schema closes (" + ClosingKeyword(s.old_node) +
+              ": false): old readers reject it");
     } else {
       // Strict: the open model admitted any value under the name; a schema that admits any
       // value too (`{}`, `true`) keeps all of it.
