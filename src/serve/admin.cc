@@ -61,7 +61,12 @@ AdminAnswer UnknownConsumer(std::string_view consumer) {
                  "the config has no consumer '" + std::string(consumer) + "'");
 }
 
+// A decimal number written one way only: no sign, no leading zero (`/api/quarantine/01` names
+// no record; a path that reads differently from the record's id would be a second name for it).
 std::optional<int64_t> ParseInt(std::string_view text) {
+  if (text.empty() || text[0] == '-' || text[0] == '+' || (text.size() > 1 && text[0] == '0')) {
+    return std::nullopt;
+  }
   int64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;

@@ -503,6 +503,12 @@ TEST_F(ServeTest, AdminActionsWaitOffTheHttpThread) {
                            {{"Authorization", "Bearer s3cret-token-of-enough-length"}});
   EXPECT_EQ(record.status, 200);
   EXPECT_NE(record.body.find(R"("audit":[])"), std::string::npos) << record.body;
+  for (const char* other_name :
+       {"/api/quarantine/01", "/api/quarantine/+1", "/api/quarantine/-1"}) {
+    const HttpAnswer refused =
+        Http(port_, "GET", other_name, {{"Authorization", "Bearer s3cret-token-of-enough-length"}});
+    EXPECT_EQ(refused.status, 400) << other_name << ": " << refused.body;
+  }
   sqlite3* locker = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &locker), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
