@@ -145,15 +145,29 @@ class Relay {
   }
 
   // Waits for the batch in flight and records its fate; with `launch_next`, first sends the
-  // next pending rows on their way when this batch was accepted whole.
+  // next pending rows on their way when this batch was accepted whole. Those rows are read and
+  // their messages built while this batch is still in flight, so that the destination is not
+  // left without work between batches; they are dropped if this batch was not accepted whole.
   Result<Round> Finish(bool launch_next) {
     assert(in_flight_.valid());
+    const int next_slot = 1 - current_;
+    bool next_ready = false;
+    if (launch_next) {
+      assert(!rows_[current_].empty());  // Launch never starts an empty batch
+      Result<Rows<OutboxRow>> next = ReadPending(rows_[current_].back().seq);
+      if (next.ok() && !next->rows.empty()) {
+        rows_[next_slot] = std::move(next->rows);
+        BuildMessages(rows_[next_slot], messages_[next_slot]);
+        next_ready = true;
+      }
+    }
     const Result<size_t> published = in_flight_.get();
     std::vector<OutboxRow> rows = std::move(rows_[current_]);
     std::vector<PublishAck> acks = publisher_->acks();
-    if (launch_next && published.ok() && *published == rows.size()) {
-      Result<Rows<OutboxRow>> next = ReadPending(rows.back().seq);
-      if (next.ok() && !next->rows.empty()) Launch(std::move(next->rows));
+    if (next_ready && published.ok() && *published == rows.size()) {
+      Start(next_slot);
+    } else {
+      rows_[next_slot].clear();
     }
     return Settle(published, rows, acks, nullptr);
   }
@@ -210,12 +224,19 @@ class Relay {
 
   // Starts publishing `rows` on the worker (the publisher is the worker's alone until Finish).
   void Launch(std::vector<OutboxRow> rows) {
-    current_ = 1 - current_;
-    rows_[current_] = std::move(rows);
-    BuildMessages(rows_[current_], messages_[current_]);
-    in_flight_ = std::async(std::launch::async, [this, slot = current_] {
-      return publisher_->Publish(messages_[slot]);
-    });
+    const int slot = 1 - current_;
+    rows_[slot] = std::move(rows);
+    BuildMessages(rows_[slot], messages_[slot]);
+    Start(slot);
+  }
+
+  // Publishes the messages built in `slot` on the worker; `slot` becomes the current one.
+  void Start(int slot) {
+    assert(!in_flight_.valid() && !rows_[slot].empty());
+    assert(messages_[slot].size() == rows_[slot].size());
+    current_ = slot;
+    in_flight_ = std::async(std::launch::async,
+                            [this, slot] { return publisher_->Publish(messages_[slot]); });
   }
 
   Result<Rows<OutboxRow>> ReadPending(int64_t after_seq) {
