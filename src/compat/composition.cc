@@ -222,6 +222,8 @@ bool Forbids(const SchemaDocument& doc, const Node& node, const std::string& nam
          node.Keyword("patternProperties") == nullptr;
 }
 
+}  // namespace
+
 // Whether no value can be valid under both `a` and `b`, both of `doc` (read from their keywords
 // alone; false means "perhaps both"): disjoint types, disjoint const/enum values, a property
 // both require with disjoint values or types (a discriminator), or a property one requires and
@@ -256,6 +258,8 @@ bool ProvablyDisjoint(const SchemaDocument& doc, const Node& a, const Node& b, i
   }
   return false;
 }
+
+namespace {
 
 // Whether any(A)/all(A) is within any(B)/all(B), from `within(i, j)`: A_i is within B_j, and
 // `exclusive(j)`: B_j is a member no other member of B overlaps (always true unless B is a

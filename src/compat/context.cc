@@ -88,6 +88,10 @@ bool HasLayers(const Node& node) {
   return false;
 }
 
+std::string PointerText(const std::string& pointer) {
+  return pointer.empty() ? "the root" : pointer;
+}
+
 enum class Match { kNo, kYes, kCannotTell };
 
 // Whether a patternProperties pattern of `node` matches `name` (a pattern RE2 cannot evaluate:
@@ -215,19 +219,18 @@ Status Differ::GatherLevel(const SchemaDocument& doc, const Node& node, const st
         c.Note(std::string(node.Keyword("additionalProperties") != nullptr
                                ? "additionalProperties"
                                : "unevaluatedProperties") +
-               " false at " + (node.pointer.empty() ? "the root" : node.pointer));
+               " false at " + PointerText(node.pointer));
         break;
       case Coverage::Kind::kPartial:
         for (size_t k = 0; k < coverage.schemas.size(); ++k) {
           c.schemas.push_back(coverage.schemas[k]);
           c.pointers.push_back(coverage.pointers[k]);
         }
-        c.Note("covered by " + coverage.text + " at " +
-               (node.pointer.empty() ? "the root" : node.pointer));
+        c.Note("covered by " + coverage.text + " at " + PointerText(node.pointer));
         break;
       case Coverage::Kind::kUnknown:
         c.unknown = true;
-        c.Note(coverage.text + " at " + (node.pointer.empty() ? "the root" : node.pointer));
+        c.Note(coverage.text + " at " + PointerText(node.pointer));
         break;
     }
   }
@@ -284,10 +287,29 @@ Status Differ::GatherMaybe(const SchemaDocument& doc, const Node& node, const st
   if (depth > kMemberDepthMax || node.value == nullptr || node.value->IsBool()) {
     return Status::Ok();
   }
-  for (const auto& [declared, at] : DeclarationsOf(node, name)) {
+  const auto declarations = DeclarationsOf(node, name);
+  for (const auto& [declared, at] : declarations) {
     c.maybe_schemas.push_back(declared);
     c.maybe_pointers.push_back(at);
     c.Note("declared for some values at " + at);
+  }
+  if (declarations.empty()) {
+    // Covered by a pattern or an additionalProperties schema, or required with any value.
+    EVIDENT_ASSIGN_OR_RETURN(const Coverage coverage, CoverageOf(doc, node, name));
+    if (coverage.kind == Coverage::Kind::kPartial) {
+      for (size_t k = 0; k < coverage.schemas.size(); ++k) {
+        c.maybe_schemas.push_back(coverage.schemas[k]);
+        c.maybe_pointers.push_back(coverage.pointers[k]);
+      }
+      c.Note("covered for some values by " + coverage.text + " at " + PointerText(node.pointer));
+    } else if (coverage.kind == Coverage::Kind::kUnknown) {
+      c.unknown = true;
+      c.Note(coverage.text + " at " + PointerText(node.pointer));
+    } else if (Requires(node, name)) {
+      c.maybe_schemas.push_back(nullptr);  // any value
+      c.maybe_pointers.emplace_back();
+      c.Note("required for some values at " + node.KeywordPointer("required"));
+    }
   }
   const JsonValue* members = node.Keyword("allOf");
   if (members != nullptr && members->IsArray()) {

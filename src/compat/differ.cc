@@ -628,7 +628,15 @@ Result<Differ::Verdict> Differ::JudgePattern(const Side& s, const std::string& p
       other_patterns != nullptr && other_patterns->IsObject() && !other_patterns->object.empty();
   const re2::RE2* regex = RegexOf(pattern);
   const JsonValue* rest = other.Keyword("additionalProperties");
-  if (other_has_patterns || regex == nullptr || other.Keyword("unevaluatedProperties") != nullptr) {
+  // Names the other side declares in applicators, layers or the levels around this one (an
+  // allOf member's parent) are not looked into here.
+  const bool nested = levels_.size() >= 2 && *levels_[levels_.size() - 2].data == s.data;
+  bool applicators = nested || CombinatorsOf(other) != 0 || !other.sites.empty();
+  for (const char* keyword : {"if", "dependentSchemas", "$dynamicRef", "$recursiveRef"}) {
+    applicators = applicators || other.Keyword(keyword) != nullptr;
+  }
+  if (other_has_patterns || regex == nullptr || applicators ||
+      other.Keyword("unevaluatedProperties") != nullptr) {
     return Verdict{.backward = !added, .forward = added};
   }
   const std::string data = AppendToken(s.data, "*");
@@ -652,8 +660,24 @@ Result<Differ::Verdict> Differ::JudgePattern(const Side& s, const std::string& p
     v.why_not_backward.clear();
     v.why_not_forward.clear();
   }
-  // The names the other side declares that match: their declarations against the schema.
+  // The names the other side requires without declaring them: any value.
   const JsonValue* properties = other.Keyword("properties");
+  const JsonValue* required = other.Keyword("required");
+  if (required != nullptr && required->IsArray()) {
+    for (const JsonValue& name : required->array) {
+      if (!name.IsString() || !schema::internal::RegexSearch(*regex, name.string)) continue;
+      if (properties != nullptr && properties->IsObject() &&
+          properties->Get(name.string) != nullptr) {
+        continue;  // declared: below
+      }
+      EVIDENT_ASSIGN_OR_RETURN(const Verdict p,
+                               added ? Probe(nullptr, "", schema, at, data, s.depth + 1)
+                                     : Probe(schema, at, nullptr, "", data, s.depth + 1));
+      if (added) v.backward = v.backward && p.backward;
+      if (!added) v.forward = v.forward && p.forward;
+    }
+  }
+  // The names the other side declares that match: their declarations against the schema.
   if (properties == nullptr || !properties->IsObject()) return v;
   const std::string properties_at = other.KeywordPointer("properties");
   for (const JsonMember& member : properties->object) {
@@ -1382,17 +1406,91 @@ Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_
           CheckOneOfMemberChange(s, olds, news, old_left[k], new_left[k], changes_from));
     }
   }
+  const bool all_of = std::string_view(keyword) == "allOf";
+  const bool one_of = std::string_view(keyword) == "oneOf";
   for (size_t k = paired; k < new_left.size(); ++k) {
-    Add(added_code, s.data, news.pointers[new_left[k]], added_backward, !added_backward,
+    // An allOf member that evaluates names or items beside unevaluated*: false also admits
+    // what it evaluates, which the old schema rejected.
+    const bool evaluates =
+        all_of && EvaluatesBesideUnevaluated(new_doc_, s.new_node, news, new_left[k]);
+    Add(added_code, s.data, news.pointers[new_left[k]], added_backward,
+        !added_backward && !evaluates,
         std::string(keyword) + " of " + DataText(s.data) + " gained the member " +
-            Canonical(*news.values[new_left[k]]));
+            Canonical(*news.values[new_left[k]]) +
+            (evaluates ? "; it evaluates properties or items beside unevaluatedProperties/"
+                         "unevaluatedItems, so the new schema also admits what it evaluates"
+                       : ""));
   }
   for (size_t k = paired; k < old_left.size(); ++k) {
-    Add(removed_code, s.data, olds.pointers[old_left[k]], !added_backward, added_backward,
+    const bool evaluates =
+        all_of && EvaluatesBesideUnevaluated(old_doc_, s.old_node, olds, old_left[k]);
+    // A removed oneOf member that may have overlapped a kept one: a value matching both was
+    // rejected before and matches one member now.
+    std::string overlap;
+    if (one_of) {
+      EVIDENT_ASSIGN_OR_RETURN(overlap, OverlapWithOthers(olds, old_left[k]));
+    }
+    Add(removed_code, s.data, olds.pointers[old_left[k]], !added_backward && !evaluates,
+        added_backward && overlap.empty(),
         std::string(keyword) + " of " + DataText(s.data) + " lost the member " +
-            Canonical(*olds.values[old_left[k]]));
+            Canonical(*olds.values[old_left[k]]) +
+            (evaluates ? "; it evaluated properties or items beside unevaluatedProperties/"
+                         "unevaluatedItems, which the new schema now rejects"
+                       : "") +
+            (overlap.empty() ? ""
+                             : "; it may have overlapped member " + overlap +
+                                   ": a value matching both, which old readers reject, now "
+                                   "matches one"));
   }
   return Status::Ok();
+}
+
+// Whether allOf member `k` of `members` evaluates properties or items while `node` closes
+// what is not evaluated (unevaluatedProperties or unevaluatedItems other than `true`).
+bool Differ::EvaluatesBesideUnevaluated(const SchemaDocument& doc, const Node& node,
+                                        const Members& members, size_t k) const {
+  bool closes = false;
+  for (const char* keyword : {"unevaluatedProperties", "unevaluatedItems"}) {
+    const JsonValue* value = node.Keyword(keyword);
+    closes = closes || (value != nullptr && !(value->IsBool() && value->boolean));
+  }
+  if (!closes || node.dialect != Dialect::kDraft2020) return false;
+  Result<Node> member = doc.View(members.values[k], members.pointers[k]);
+  if (!member.ok()) return true;
+  static constexpr std::string_view kEvaluating[] = {"properties",
+                                                     "patternProperties",
+                                                     "additionalProperties",
+                                                     "unevaluatedProperties",
+                                                     "prefixItems",
+                                                     "items",
+                                                     "additionalItems",
+                                                     "unevaluatedItems",
+                                                     "contains",
+                                                     "allOf",
+                                                     "anyOf",
+                                                     "oneOf",
+                                                     "if",
+                                                     "dependentSchemas",
+                                                     "$ref",
+                                                     "$dynamicRef"};
+  for (const std::string_view keyword : kEvaluating) {
+    if (member->Keyword(keyword) != nullptr) return true;
+  }
+  return !member->sites.empty();
+}
+
+// The index of another member of `members` that member `k` may share a value with (not provably
+// disjoint), as text, or empty.
+Result<std::string> Differ::OverlapWithOthers(const Members& members, size_t k) {
+  EVIDENT_ASSIGN_OR_RETURN(const Node member,
+                           old_doc_.View(members.values[k], members.pointers[k]));
+  for (size_t j = 0; j < members.values.size(); ++j) {
+    if (j == k) continue;
+    EVIDENT_ASSIGN_OR_RETURN(const Node other,
+                             old_doc_.View(members.values[j], members.pointers[j]));
+    if (!ProvablyDisjoint(old_doc_, member, other, comparisons_)) return std::to_string(j);
+  }
+  return std::string();
 }
 
 Status Differ::CompareComposition(const Side& s, size_t own_from) {

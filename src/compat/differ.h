@@ -27,6 +27,9 @@ namespace evident::compat {
 
 // The combinators a node uses, as bits: 1 anyOf, 2 oneOf, 4 allOf (composition.cc).
 unsigned CombinatorsOf(const Node& node);
+// Whether no value is valid under both `a` and `b` of `doc`, from their keywords alone
+// (composition.cc); `cost` grows by the work done.
+bool ProvablyDisjoint(const SchemaDocument& doc, const Node& a, const Node& b, int64_t& cost);
 // Whether, in 2020-12, combinators sit both on a `$ref` site and on what it refers to (or on two
 // sites): all of them apply, while Node::Keyword sees only the outermost.
 bool CombinatorsStacked(const Node& node);
@@ -193,6 +196,9 @@ class Differ {
   Status CheckOneOfMemberChange(const Side& s, const Members& olds, const Members& news,
                                 size_t old_i, size_t new_i, size_t changes_from);
   Members UniqueMembers(const JsonValue* list, const std::string& list_pointer) const;
+  bool EvaluatesBesideUnevaluated(const SchemaDocument& doc, const Node& node,
+                                  const Members& members, size_t k) const;
+  Result<std::string> OverlapWithOthers(const Members& members, size_t k);
   void PairByType(const Members& olds, const Members& news, std::vector<size_t>& old_left,
                   std::vector<size_t>& new_left) const;
   Status CompareList(const Side& s, const char* keyword, ChangeCode added, ChangeCode removed,
