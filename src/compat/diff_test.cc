@@ -591,6 +591,10 @@ const std::vector<DiffCase> kBothDialects = {
         R"("oneOf":[{"properties":{"kind":{"const":"card"},"n":{"maxLength":4}},"required":["kind"]},{"properties":{"kind":{"const":"bank"}},"required":["kind"]}])",
         R"("oneOf":[{"properties":{"kind":{"const":"card"},"n":{"maxLength":8}},"required":["kind"]},{"properties":{"kind":{"const":"bank"}},"required":["kind"]}])",
         C::kMaxLengthIncreased, "/n", true, false),
+    Row("tagged_union_member_inserted_and_another_extended",
+        R"("oneOf":[{"type":"object","required":["kind"],"properties":{"kind":{"const":"a"},"x":{"type":"string"}}},{"type":"object","required":["kind"],"properties":{"kind":{"const":"b"},"y":{"type":"string"}}}])",
+        R"("oneOf":[{"type":"object","required":["kind"],"properties":{"kind":{"const":"a"},"x":{"type":"string"}}},{"type":"object","required":["kind"],"properties":{"kind":{"const":"c"},"z":{"type":"string"}}},{"type":"object","required":["kind"],"properties":{"kind":{"const":"b"},"y":{"type":"string"},"w":{"type":"string"}}}])",
+        C::kOneOfBranchAdded, "", true, false),
     // ---- a property another level at the same data position already has ----
     Row("base_property_narrowed_in_an_all_of_member",
         R"("type":"object","properties":{"a":{"type":"string"}},"allOf":[{"properties":{"b":{}}}])",
@@ -1048,6 +1052,25 @@ namespace {
 
 // Members left unmatched are paired by their `type` first: the string member that widened is
 // compared with the string member, not with a boolean added at its index.
+// A tagged union re-ordered, a member inserted and another extended: paired by tag, nothing
+// reads as a changed const or a rename.
+TEST(DiffMembers, TaggedUnionMembersArePairedByTheirTag) {
+  const std::string old_schema =
+      R"({"oneOf":[{"type":"object","required":["kind"],"properties":{"kind":{"const":"a"},"x":{}}},)"
+      R"({"type":"object","required":["kind"],"properties":{"kind":{"const":"b"},"y":{}}}]})";
+  const std::string new_schema =
+      R"({"oneOf":[{"type":"object","required":["kind"],"properties":{"kind":{"const":"b"},"y":{}}},)"
+      R"({"type":"object","required":["kind"],"properties":{"kind":{"const":"c"},"z":{}}},)"
+      R"({"type":"object","required":["kind"],"properties":{"kind":{"const":"a"},"x":{},"w":{}}}]})";
+  auto diff = DiffSchemas(old_schema, new_schema, DiffOptions{});
+  ASSERT_TRUE(diff.ok()) << diff.status().ToString();
+  EXPECT_TRUE(diff->CompatibleUnder(CompatMode::kBackward)) << Describe(diff->changes);
+  for (const Change& change : diff->changes) {
+    EXPECT_NE(change.code, ChangeCode::kConstChanged) << Describe(diff->changes);
+    EXPECT_NE(change.code, ChangeCode::kLikelyRename) << Describe(diff->changes);
+  }
+}
+
 TEST(DiffMembers, AWidenedMemberDisjointFromTheOthersKeepsTheOneOfBackwardCompatible) {
   const std::string old_schema =
       R"({"oneOf":[{"properties":{"kind":{"const":"card"},"n":{"maxLength":4}},"required":["kind"]},)"

@@ -1300,42 +1300,73 @@ Result<bool> Differ::Equivalent(const JsonValue* old_value, const std::string& o
   return scratch.empty();
 }
 
-// Orders the members left unmatched so that an old member and a new one naming the same `type`
-// come first, in pairs (a string member that widened, among members of other types added beside
-// it, is compared with the string member); the rest keeps its order.
+// What identifies a member among its siblings, for pairing: its `type`, and (kDiscriminated)
+// also the `const` (or one-value `enum`) of every property it requires, a tagged union's tag.
+// Empty when it names no type (and, for kDiscriminated, no tag).
+std::string MemberSignature(const SchemaDocument& doc, const JsonValue* value,
+                            const std::string& pointer, bool discriminated) {
+  Result<Node> node = doc.View(value, pointer);
+  if (!node.ok()) return {};
+  const JsonValue* type = node->Keyword("type");
+  std::string signature = type != nullptr ? Canonical(*type) : std::string();
+  if (!discriminated) return signature;
+  const JsonValue* properties = node->Keyword("properties");
+  const JsonValue* required = node->Keyword("required");
+  if (properties == nullptr || !properties->IsObject() || required == nullptr ||
+      !required->IsArray()) {
+    return {};
+  }
+  std::string tags;
+  for (const JsonValue& name : required->array) {
+    const JsonValue* property = name.IsString() ? properties->Get(name.string) : nullptr;
+    if (property == nullptr || !property->IsObject()) continue;
+    const JsonValue* tag = property->Get("const");
+    const JsonValue* one_of = property->Get("enum");
+    if (tag == nullptr && one_of != nullptr && one_of->IsArray() && one_of->array.size() == 1) {
+      tag = &one_of->array[0];
+    }
+    if (tag != nullptr) tags += "|" + name.string + "=" + Canonical(*tag);
+  }
+  return tags.empty() ? std::string() : signature + tags;
+}
+
+// Orders the members left unmatched so that old and new members with the same tag (a required
+// property's `const`), then the same `type`, come first, in pairs: a tagged union's members
+// re-ordered or with a member inserted are compared member by member, and a string member that
+// widened, among members of other types added beside it, is compared with the string member.
+// The rest keeps its order.
 void Differ::PairByType(const Members& olds, const Members& news, std::vector<size_t>& old_left,
                         std::vector<size_t>& new_left) const {
-  const auto type_of = [](const SchemaDocument& doc, const JsonValue* value,
-                          const std::string& pointer) -> std::string {
-    Result<Node> node = doc.View(value, pointer);
-    if (!node.ok()) return {};
-    const JsonValue* type = node->Keyword("type");
-    return type != nullptr ? Canonical(*type) : std::string();
-  };
-  std::vector<size_t> old_paired, new_paired, old_rest;
-  std::vector<bool> new_used(new_left.size(), false);
-  for (const size_t i : old_left) {
-    const std::string type = type_of(old_doc_, olds.values[i], olds.pointers[i]);
-    size_t chosen = new_left.size();
-    for (size_t k = 0; k < new_left.size() && !type.empty(); ++k) {
-      if (!new_used[k] &&
-          type_of(new_doc_, news.values[new_left[k]], news.pointers[new_left[k]]) == type) {
-        chosen = k;
-        break;
-      }
+  std::vector<size_t> old_paired, new_paired;
+  std::vector<bool> old_used(old_left.size(), false), new_used(new_left.size(), false);
+  for (const bool discriminated : {true, false}) {
+    // Each member's signature once (a list of thousands stays linear), new ones by signature.
+    std::map<std::string, std::vector<size_t>> new_by_signature;
+    for (size_t k = new_left.size(); k-- > 0;) {
+      if (new_used[k]) continue;
+      std::string signature = MemberSignature(new_doc_, news.values[new_left[k]],
+                                              news.pointers[new_left[k]], discriminated);
+      if (!signature.empty()) new_by_signature[std::move(signature)].push_back(k);
     }
-    if (chosen == new_left.size()) {
-      old_rest.push_back(i);
-      continue;
+    for (size_t a = 0; a < old_left.size(); ++a) {
+      if (old_used[a]) continue;
+      const size_t i = old_left[a];
+      const auto found = new_by_signature.find(
+          MemberSignature(old_doc_, olds.values[i], olds.pointers[i], discriminated));
+      if (found == new_by_signature.end() || found->second.empty()) continue;
+      const size_t k = found->second.back();  // the first in order: pushed in reverse
+      found->second.pop_back();
+      old_used[a] = new_used[k] = true;
+      old_paired.push_back(i);
+      new_paired.push_back(new_left[k]);
     }
-    new_used[chosen] = true;
-    old_paired.push_back(i);
-    new_paired.push_back(new_left[chosen]);
+  }
+  for (size_t a = 0; a < old_left.size(); ++a) {
+    if (!old_used[a]) old_paired.push_back(old_left[a]);
   }
   for (size_t k = 0; k < new_left.size(); ++k) {
     if (!new_used[k]) new_paired.push_back(new_left[k]);
   }
-  old_paired.insert(old_paired.end(), old_rest.begin(), old_rest.end());
   old_left = std::move(old_paired);
   new_left = std::move(new_paired);
 }
