@@ -26,7 +26,7 @@ struct RelayFlags {
   bool once = false;
   std::string keep_sent = "7d";
   std::string duplicate_window = "2m";
-  int64_t batch_count_max = 256;
+  int64_t batch_count_max = 1024;
   int64_t poll_ms = 50;
   int64_t in_flight_max = 256;
   int64_t publish_timeout_ms = 5000;
