@@ -1437,34 +1437,43 @@ Status Differ::CompareList(const Side& s, const char* keyword, ChangeCode added_
           CheckOneOfMemberChange(s, olds, news, old_left[k], new_left[k], changes_from));
     }
   }
+  return ReportUnpaired(s, keyword, olds, news,
+                        std::vector<size_t>(old_left.begin() + paired, old_left.end()),
+                        std::vector<size_t>(new_left.begin() + paired, new_left.end()), added_code,
+                        removed_code, added_backward);
+}
+
+// The members CompareList could not pair: added (`added`, of `news`) or removed (`removed`, of
+// `olds`).
+Status Differ::ReportUnpaired(const Side& s, const char* keyword, const Members& olds,
+                              const Members& news, const std::vector<size_t>& removed,
+                              const std::vector<size_t>& added, ChangeCode added_code,
+                              ChangeCode removed_code, bool added_backward) {
   const bool all_of = std::string_view(keyword) == "allOf";
   const bool one_of = std::string_view(keyword) == "oneOf";
-  for (size_t k = paired; k < new_left.size(); ++k) {
+  for (const size_t j : added) {
     // An allOf member that evaluates names or items beside unevaluated*: false also admits
     // what it evaluates, which the old schema rejected.
-    const bool evaluates =
-        all_of && EvaluatesBesideUnevaluated(new_doc_, s.new_node, news, new_left[k]);
-    Add(added_code, s.data, news.pointers[new_left[k]], added_backward,
-        !added_backward && !evaluates,
+    const bool evaluates = all_of && EvaluatesBesideUnevaluated(new_doc_, s.new_node, news, j);
+    Add(added_code, s.data, news.pointers[j], added_backward, !added_backward && !evaluates,
         std::string(keyword) + " of " + DataText(s.data) + " gained the member " +
-            Canonical(*news.values[new_left[k]]) +
+            Canonical(*news.values[j]) +
             (evaluates ? "; it evaluates properties or items beside unevaluatedProperties/"
                          "unevaluatedItems, so the new schema also admits what it evaluates"
                        : ""));
   }
-  for (size_t k = paired; k < old_left.size(); ++k) {
-    const bool evaluates =
-        all_of && EvaluatesBesideUnevaluated(old_doc_, s.old_node, olds, old_left[k]);
+  for (const size_t i : removed) {
+    const bool evaluates = all_of && EvaluatesBesideUnevaluated(old_doc_, s.old_node, olds, i);
     // A removed oneOf member that may have overlapped a kept one: a value matching both was
     // rejected before and matches one member now.
     std::string overlap;
     if (one_of) {
-      EVIDENT_ASSIGN_OR_RETURN(overlap, OverlapWithOthers(olds, old_left[k]));
+      EVIDENT_ASSIGN_OR_RETURN(overlap, OverlapWithOthers(olds, i));
     }
-    Add(removed_code, s.data, olds.pointers[old_left[k]], !added_backward && !evaluates,
+    Add(removed_code, s.data, olds.pointers[i], !added_backward && !evaluates,
         added_backward && overlap.empty(),
         std::string(keyword) + " of " + DataText(s.data) + " lost the member " +
-            Canonical(*olds.values[old_left[k]]) +
+            Canonical(*olds.values[i]) +
             (evaluates ? "; it evaluated properties or items beside unevaluatedProperties/"
                          "unevaluatedItems, which the new schema now rejects"
                        : "") +

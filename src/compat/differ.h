@@ -196,6 +196,10 @@ class Differ {
   Status CheckOneOfMemberChange(const Side& s, const Members& olds, const Members& news,
                                 size_t old_i, size_t new_i, size_t changes_from);
   Members UniqueMembers(const JsonValue* list, const std::string& list_pointer) const;
+  Status ReportUnpaired(const Side& s, const char* keyword, const Members& olds,
+                        const Members& news, const std::vector<size_t>& removed,
+                        const std::vector<size_t>& added, ChangeCode added_code,
+                        ChangeCode removed_code, bool added_backward);
   bool EvaluatesBesideUnevaluated(const SchemaDocument& doc, const Node& node,
                                   const Members& members, size_t k) const;
   Result<std::string> OverlapWithOthers(const Members& members, size_t k);
