@@ -173,6 +173,15 @@ Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::
   return result;
 }
 
+// One subschema looked at for a property's context, counted against comparisons_max.
+Status Differ::ContextStep() {
+  if (++comparisons_ > options_.comparisons_max) {
+    return Status::LimitExceeded("the levels around a property need more than comparisons_max=" +
+                                 std::to_string(options_.comparisons_max) + " steps");
+  }
+  return Status::Ok();
+}
+
 Result<Differ::Context> Differ::ContextOf(bool old_side, const std::string& name) {
   Context c;
   if (levels_.empty()) return c;
@@ -198,10 +207,7 @@ Result<Differ::Context> Differ::ContextOf(bool old_side, const std::string& name
 // `required`; its allOf members but `skip` (the level below it on the stack, walked in turn).
 Status Differ::GatherLevel(const SchemaDocument& doc, const Node& node, const std::string& name,
                            const JsonValue* skip, int64_t depth, Context& c) {
-  if (++comparisons_ > options_.comparisons_max) {
-    return Status::LimitExceeded("the levels around a property need more than comparisons_max=" +
-                                 std::to_string(options_.comparisons_max) + " steps");
-  }
+  EVIDENT_RETURN_IF_ERROR(ContextStep());
   if (node.value == nullptr || node.value->IsBool()) return Status::Ok();
   const auto declarations = DeclarationsOf(node, name);
   for (const auto& [declared, at] : declarations) {
@@ -280,10 +286,7 @@ Status Differ::GatherBranches(const SchemaDocument& doc, const Node& node, const
 // A subschema that applies to some values: its declaration of `name`, and its own members'.
 Status Differ::GatherMaybe(const SchemaDocument& doc, const Node& node, const std::string& name,
                            int64_t depth, Context& c) {
-  if (++comparisons_ > options_.comparisons_max) {
-    return Status::LimitExceeded("the levels around a property need more than comparisons_max=" +
-                                 std::to_string(options_.comparisons_max) + " steps");
-  }
+  EVIDENT_RETURN_IF_ERROR(ContextStep());
   if (depth > kMemberDepthMax || node.value == nullptr || node.value->IsBool()) {
     return Status::Ok();
   }

@@ -156,6 +156,7 @@ class Differ {
     int notes = 0;
   };
   Result<Context> ContextOf(bool old_side, const std::string& name);
+  Status ContextStep();
   Status GatherLevel(const SchemaDocument& doc, const Node& node, const std::string& name,
                      const JsonValue* skip, int64_t depth, Context& c);
   Status GatherMembers(const SchemaDocument& doc, const Node& node, const std::string& name,
