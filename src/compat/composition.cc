@@ -228,19 +228,14 @@ bool Forbids(const SchemaDocument& doc, const Node& node, const std::string& nam
 // alone; false means "perhaps both"): disjoint types, disjoint const/enum values, a property
 // both require with disjoint values or types (a discriminator), or a property one requires and
 // the other forbids. `cost` grows by the work done.
-bool ProvablyDisjoint(const SchemaDocument& doc, const Node& a, const Node& b, int64_t& cost) {
-  ++cost;
-  if (a.IsFalse() || b.IsFalse()) return true;
-  if (TypesDisjoint(a, b) || ValuesDisjoint(a, b)) return true;
-  const std::set<std::string> a_required = RequiredNames(a.Keyword("required"));
-  const std::set<std::string> b_required = RequiredNames(b.Keyword("required"));
-  cost += static_cast<int64_t>(a_required.size() + b_required.size());
-  for (const std::string& name : a_required) {
-    if (b_required.count(name) == 0 && Forbids(doc, b, name)) return true;
-  }
-  for (const std::string& name : b_required) {
-    if (a_required.count(name) == 0 && Forbids(doc, a, name)) return true;
-  }
+namespace {
+
+constexpr int kDisjointDepthMax = 4;  // allOf members looked into, a side's and the other's
+
+// A property both require, with disjoint types or values on the two sides (a tag).
+bool TagsDisjoint(const SchemaDocument& doc, const Node& a, const Node& b,
+                  const std::set<std::string>& a_required,
+                  const std::set<std::string>& b_required) {
   const JsonValue* a_properties = a.Keyword("properties");
   const JsonValue* b_properties = b.Keyword("properties");
   if (a_properties == nullptr || b_properties == nullptr || !a_properties->IsObject() ||
@@ -257,6 +252,46 @@ bool ProvablyDisjoint(const SchemaDocument& doc, const Node& a, const Node& b, i
     if (TypesDisjoint(*a_member, *b_member) || ValuesDisjoint(*a_member, *b_member)) return true;
   }
   return false;
+}
+
+bool ProvablyDisjointAt(const SchemaDocument& doc, const Node& a, const Node& b, int64_t& cost,
+                        int depth) {
+  ++cost;
+  if (a.IsFalse() || b.IsFalse()) return true;
+  if (TypesDisjoint(a, b) || ValuesDisjoint(a, b)) return true;
+  const std::set<std::string> a_required = RequiredNames(a.Keyword("required"));
+  const std::set<std::string> b_required = RequiredNames(b.Keyword("required"));
+  cost += static_cast<int64_t>(a_required.size() + b_required.size());
+  for (const std::string& name : a_required) {
+    if (b_required.count(name) == 0 && Forbids(doc, b, name)) return true;
+  }
+  for (const std::string& name : b_required) {
+    if (a_required.count(name) == 0 && Forbids(doc, a, name)) return true;
+  }
+  if (TagsDisjoint(doc, a, b, a_required, b_required)) return true;
+  if (depth >= kDisjointDepthMax) return false;
+  // allOf: a value of `a` is a value of each of its members, so one member disjoint from `b`
+  // suffices (a union written as allOf: [base, {tag}]); the same for `b`'s members.
+  for (const bool a_side : {true, false}) {
+    const Node& side = a_side ? a : b;
+    const JsonValue* members = side.Keyword("allOf");
+    if (members == nullptr || !members->IsArray()) continue;
+    for (size_t k = 0; k < members->array.size(); ++k) {
+      const Result<Node> member = doc.View(&members->array[k], "");
+      if (!member.ok()) continue;
+      if (a_side ? ProvablyDisjointAt(doc, *member, b, cost, depth + 1)
+                 : ProvablyDisjointAt(doc, a, *member, cost, depth + 1)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ProvablyDisjoint(const SchemaDocument& doc, const Node& a, const Node& b, int64_t& cost) {
+  return ProvablyDisjointAt(doc, a, b, cost, 0);
 }
 
 namespace {

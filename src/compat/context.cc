@@ -163,11 +163,12 @@ Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::
     const JsonValue* branch = node.Keyword(keyword);
     if (branch != nullptr) visit(branch, node.KeywordPointer(keyword), false);
   }
-  const JsonValue* dependent = node.Keyword("dependentSchemas");
-  if (dependent != nullptr && dependent->IsObject()) {
-    const std::string at = node.KeywordPointer("dependentSchemas");
+  for (const char* keyword : {"dependentSchemas", "dependencies"}) {
+    const JsonValue* dependent = node.Keyword(keyword);
+    if (dependent == nullptr || !dependent->IsObject()) continue;
+    const std::string at = node.KeywordPointer(keyword);
     for (const JsonMember& member : dependent->object) {
-      visit(&member.value, AppendToken(at, member.name), false);
+      if (!member.value.IsArray()) visit(&member.value, AppendToken(at, member.name), false);
     }
   }
   return result;
@@ -193,14 +194,68 @@ Result<Differ::Context> Differ::ContextOf(bool old_side, const std::string& name
   EVIDENT_RETURN_IF_ERROR(GatherMembers(doc, node_of(current), name, nullptr, 0, c));
   EVIDENT_RETURN_IF_ERROR(GatherBranches(doc, node_of(current), name, nullptr, 0, c));
   if (current.scope_start) return c;
-  for (size_t i = levels_.size() - 1; i-- > 0;) {
+  size_t i = levels_.size() - 1;
+  while (i-- > 0) {
     const Level& level = levels_[i];
     if (*level.data != *current.data) break;  // a parent value: the stack only grows deeper
     EVIDENT_RETURN_IF_ERROR(
         GatherLevel(doc, node_of(level), name, node_of(levels_[i + 1]).value, 0, c));
+    if (level.scope_start) return c;
+  }
+  if (i >= levels_.size()) return c;  // the walk reached the root
+  // The parent value (levels_[i]) may declare this member again in another level of its own
+  // (its `properties` and an allOf member's, say a base schema's): those declarations apply to
+  // this value too.
+  const std::string& parent_data = *levels_[i].data;
+  const std::string& data = *current.data;
+  const size_t slash = data.rfind('/');
+  if (slash == std::string::npos || data.compare(0, slash, parent_data) != 0 ||
+      slash != parent_data.size()) {
+    return c;
+  }
+  std::string token;
+  for (size_t k = slash + 1; k < data.size(); ++k) {  // JSON Pointer unescaping
+    if (data[k] == '~' && k + 1 < data.size()) {
+      token += data[k + 1] == '1' ? '/' : '~';
+      ++k;
+    } else {
+      token += data[k];
+    }
+  }
+  if (token == "*" || AppendToken(parent_data, token) != data) return c;  // items, not a name
+  const JsonValue* through = node_of(levels_[i + 1]).value;  // the declaration walked through
+  for (size_t q = i + 1; q-- > 0;) {
+    const Level& level = levels_[q];
+    if (*level.data != parent_data) break;
+    EVIDENT_RETURN_IF_ERROR(GatherSiblings(doc, node_of(level), token, name, through, 0, c));
     if (level.scope_start) break;
   }
   return c;
+}
+
+// The declarations of member `token` in `node` and in its allOf members (but `through`, the
+// one the comparison came by), each gathered as a level of that member's value.
+Status Differ::GatherSiblings(const SchemaDocument& doc, const Node& node, const std::string& token,
+                              const std::string& name, const JsonValue* through, int64_t depth,
+                              Context& c) {
+  EVIDENT_RETURN_IF_ERROR(ContextStep());
+  if (depth > kMemberDepthMax || node.value == nullptr || node.value->IsBool()) {
+    return Status::Ok();
+  }
+  for (const auto& [declared, at] : DeclarationsOf(node, token)) {
+    EVIDENT_ASSIGN_OR_RETURN(const Node sibling, doc.View(declared, at));
+    if (sibling.value == through) continue;
+    EVIDENT_RETURN_IF_ERROR(GatherLevel(doc, sibling, name, nullptr, 0, c));
+  }
+  const JsonValue* members = node.Keyword("allOf");
+  if (members == nullptr || !members->IsArray()) return Status::Ok();
+  const std::string at = node.KeywordPointer("allOf");
+  for (size_t k = 0; k < members->array.size(); ++k) {
+    EVIDENT_ASSIGN_OR_RETURN(const Node member,
+                             doc.View(&members->array[k], AppendToken(at, std::to_string(k))));
+    EVIDENT_RETURN_IF_ERROR(GatherSiblings(doc, member, token, name, through, depth + 1, c));
+  }
+  return Status::Ok();
 }
 
 // One level: its declaration of `name`, else what its content model says of the name; its
@@ -273,11 +328,24 @@ Status Differ::GatherBranches(const SchemaDocument& doc, const Node& node, const
     const JsonValue* branch = node.Keyword(keyword);
     if (branch != nullptr) EVIDENT_RETURN_IF_ERROR(visit(branch, node.KeywordPointer(keyword)));
   }
-  const JsonValue* dependent = node.Keyword("dependentSchemas");
-  if (dependent != nullptr && dependent->IsObject()) {
-    const std::string at = node.KeywordPointer("dependentSchemas");
+  // dependentSchemas and draft 7's `dependencies` (a schema, or a list of names that the
+  // dependency then requires: any value for some objects).
+  for (const char* keyword : {"dependentSchemas", "dependencies", "dependentRequired"}) {
+    const JsonValue* dependent = node.Keyword(keyword);
+    if (dependent == nullptr || !dependent->IsObject()) continue;
+    const std::string at = node.KeywordPointer(keyword);
     for (const JsonMember& member : dependent->object) {
-      EVIDENT_RETURN_IF_ERROR(visit(&member.value, AppendToken(at, member.name)));
+      if (!member.value.IsArray()) {
+        if (std::string_view(keyword) == "dependentRequired") continue;
+        EVIDENT_RETURN_IF_ERROR(visit(&member.value, AppendToken(at, member.name)));
+        continue;
+      }
+      for (const JsonValue& required : member.value.array) {
+        if (!required.IsString() || required.string != name) continue;
+        c.maybe_schemas.push_back(nullptr);  // any value
+        c.maybe_pointers.emplace_back();
+        c.Note("required for some values at " + AppendToken(at, member.name));
+      }
     }
   }
   return Status::Ok();

@@ -657,6 +657,14 @@ const std::vector<DiffCase> kBothDialects = {
 // Draft 7: `definitions`, items arrays, additionalItems, `$id` anchors, siblings of `$ref`
 // ignored, `dependencies`.
 const std::vector<DiffCase> kDraft7Only = {
+    Row("d7_dependencies_list_name_added_as_a_property",
+        R"("type":"object","properties":{"card":{"type":"string"}},"dependencies":{"card":["billing"]})",
+        R"("type":"object","properties":{"card":{"type":"string"},"billing":{"type":"object"}},"dependencies":{"card":["billing"]})",
+        C::kOptionalPropertyAddedToOpenContentModel, "/billing", false, true),
+    Row("d7_dependencies_schema_declaring_a_name_added_at_the_root",
+        R"("type":"object","properties":{"card":{"type":"string"}},"dependencies":{"card":{"properties":{"billing":{"type":"string"}}}})",
+        R"("type":"object","properties":{"card":{"type":"string"},"billing":{"type":"integer"}},"dependencies":{"card":{"properties":{"billing":{"type":"string"}}}})",
+        C::kOptionalPropertyAddedToOpenContentModel, "/billing", false, true),
     Row("d7_definitions_ref_type_changed",
         R"("definitions":{"id":{"type":"string"}},"properties":{"a":{"$ref":"#/definitions/id"}})",
         R"("definitions":{"id":{"type":"integer"}},"properties":{"a":{"$ref":"#/definitions/id"}})",
@@ -942,6 +950,30 @@ const std::vector<DiffCase> kDraft2020Only =
             R"("oneOf":[{"type":"object","required":["kind"],"properties":{"kind":{"const":"a"}}},{"type":"object","required":["v"],"patternProperties":{"^v$":{"type":"integer"}}}])",
             R"("oneOf":[{"type":"object","required":["kind"],"properties":{"kind":{"const":"a"},"v":{"type":"string"}}},{"type":"object","required":["v"],"patternProperties":{"^v$":{"type":"integer"}}}])",
             C::kOptionalPropertyAddedToOpenContentModel, "/v", false, true),
+        Row("d20_dependent_required_name_added_as_a_property",
+            R"("type":"object","properties":{"card":{"type":"string"}},"dependentRequired":{"card":["billing"]})",
+            R"("type":"object","properties":{"card":{"type":"string"},"billing":{"type":"object"}},"dependentRequired":{"card":["billing"]})",
+            C::kOptionalPropertyAddedToOpenContentModel, "/billing", false, true),
+        Row("d20_dependent_required_name_removed_as_a_property",
+            R"("type":"object","properties":{"card":{"type":"string"},"billing":{"type":"object"}},"dependentRequired":{"card":["billing"]})",
+            R"("type":"object","properties":{"card":{"type":"string"}},"dependentRequired":{"card":["billing"]})",
+            C::kPropertyRemoved, "/billing", true, false),
+        Row("d20_tuple_in_an_all_of_member_shrinks_beside_unevaluated_items_false",
+            R"("type":"array","allOf":[{"prefixItems":[{"type":"string"},{"type":"integer"}]}],"unevaluatedItems":false)",
+            R"("type":"array","allOf":[{"prefixItems":[{"type":"string"}]}],"unevaluatedItems":false)",
+            C::kItemsChanged, "/1", false, true),
+        Row("d20_items_in_an_all_of_member_become_a_tuple_beside_unevaluated_items_false",
+            R"("type":"array","allOf":[{"items":{"type":"string"}}],"unevaluatedItems":false)",
+            R"("type":"array","allOf":[{"prefixItems":[{"type":"string"}]}],"unevaluatedItems":false)",
+            C::kItemsChanged, "/*", false, true),
+        Row("d20_member_of_a_value_declared_again_in_an_all_of_base_is_narrowed",
+            R"("$defs":{"base":{"type":"object","properties":{"id":{"type":"string"},"data":{"type":"object","properties":{"tenant":{"type":"string"}}}},"required":["id","data"]}},"allOf":[{"$ref":"#/$defs/base"}],"properties":{"data":{"type":"object","properties":{"orderId":{"type":"string"}},"required":["orderId"]}})",
+            R"("$defs":{"base":{"type":"object","properties":{"id":{"type":"string"},"data":{"type":"object","properties":{"tenant":{"type":"string"}}}},"required":["id","data"]}},"allOf":[{"$ref":"#/$defs/base"}],"properties":{"data":{"type":"object","properties":{"orderId":{"type":"string"},"tenant":{"type":"integer"}},"required":["orderId"]}})",
+            C::kOptionalPropertyAddedToOpenContentModel, "/data/tenant", false, true),
+        Row("d20_member_of_a_value_declared_again_in_an_all_of_base_is_removed",
+            R"("$defs":{"base":{"type":"object","properties":{"id":{"type":"string"},"data":{"type":"object","properties":{"tenant":{"type":"string"}}}},"required":["id","data"]}},"allOf":[{"$ref":"#/$defs/base"}],"properties":{"data":{"type":"object","properties":{"orderId":{"type":"string"},"tenant":{"type":"string","minLength":2}},"required":["orderId"]}})",
+            R"("$defs":{"base":{"type":"object","properties":{"id":{"type":"string"},"data":{"type":"object","properties":{"tenant":{"type":"string"}}}},"required":["id","data"]}},"allOf":[{"$ref":"#/$defs/base"}],"properties":{"data":{"type":"object","properties":{"orderId":{"type":"string"}},"required":["orderId"]}})",
+            C::kPropertyRemoved, "/data/tenant", true, false),
         Row("d20_base_property_narrowed_in_dependent_schemas",
             R"("type":"object","properties":{"a":{"type":"string"}},"dependentSchemas":{"a":{"properties":{"b":{}}}})",
             R"("type":"object","properties":{"a":{"type":"string"}},"dependentSchemas":{"a":{"properties":{"b":{},"a":{"maxLength":3}}}})",
@@ -1068,6 +1100,34 @@ TEST(DiffMembers, TaggedUnionMembersArePairedByTheirTag) {
   for (const Change& change : diff->changes) {
     EXPECT_NE(change.code, ChangeCode::kConstChanged) << Describe(diff->changes);
     EXPECT_NE(change.code, ChangeCode::kLikelyRename) << Describe(diff->changes);
+  }
+}
+
+// An OpenAPI-style union: each member is allOf [base, {tag}]. A member appended: its tag keeps
+// it apart from the others (no overlap), and nothing pairs unrelated members.
+TEST(DiffMembers, AUnionOfAllOfMembersWithTagsGainsAMember) {
+  const std::string old_schema =
+      R"({"$defs":{"Pet":{"type":"object","properties":{"petType":{"type":"string"},"name":{"type":)"
+      R"("string"}},"required":["petType","name"]},"Cat":{"allOf":[{"$ref":"#/$defs/Pet"},{"type":")"
+      R"(object","properties":{"petType":{"const":"cat"},"lives":{"type":"integer"}},"required":["p)"
+      R"(etType"]}]},"Dog":{"allOf":[{"$ref":"#/$defs/Pet"},{"type":"object","properties":{"petType)"
+      R"(":{"const":"dog"},"bark":{"type":"string"}},"required":["petType"]}]}},"oneOf":[{"$ref":"#)"
+      R"(/$defs/Cat"},{"$ref":"#/$defs/Dog"}]})";
+  const std::string new_schema =
+      R"({"$defs":{"Pet":{"type":"object","properties":{"petType":{"type":"string"},"name":{"type":)"
+      R"("string"},"age":{"type":"integer"}},"required":["petType","name"]},"Cat":{"allOf":[{"$ref")"
+      R"(:"#/$defs/Pet"},{"type":"object","properties":{"petType":{"const":"cat"},"lives":{"type":")"
+      R"(integer"}},"required":["petType"]}]},"Dog":{"allOf":[{"$ref":"#/$defs/Pet"},{"type":"objec)"
+      R"(t","properties":{"petType":{"const":"dog"},"bark":{"type":"string"}},"required":["petType")"
+      R"(]}]},"Bird":{"allOf":[{"$ref":"#/$defs/Pet"},{"type":"object","properties":{"petType":{"co)"
+      R"(nst":"bird"},"wings":{"type":"integer"}},"required":["petType"]}]}},"oneOf":[{"$ref":"#/$d)"
+      R"(efs/Cat"},{"$ref":"#/$defs/Dog"},{"$ref":"#/$defs/Bird"}]})";
+  auto diff = DiffSchemas(old_schema, new_schema, DiffOptions{});
+  ASSERT_TRUE(diff.ok()) << diff.status().ToString();
+  EXPECT_TRUE(diff->CompatibleUnder(CompatMode::kBackward)) << Describe(diff->changes);
+  for (const Change& change : diff->changes) {
+    EXPECT_NE(change.code, ChangeCode::kOneOfMembersMayOverlap) << Describe(diff->changes);
+    EXPECT_NE(change.code, ChangeCode::kConstChanged) << Describe(diff->changes);
   }
 }
 

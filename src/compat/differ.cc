@@ -1244,8 +1244,30 @@ Status Differ::CompareRequiredness(const Side& s, const PropertyDiff& p) {
 
 Status Differ::CompareArrays(const Side& s) {
   if ((s.types & kArray) == 0) return Status::Ok();
-  const ArrayForm olds = ArrayFormOf(s.old_node);
-  const ArrayForm news = ArrayFormOf(s.new_node);
+  ArrayForm olds = ArrayFormOf(s.old_node);
+  ArrayForm news = ArrayFormOf(s.new_node);
+  // A member without a rest schema, inside a level that closes unevaluated items: positions
+  // beyond its tuple fall to that level's unevaluatedItems unless another member evaluates
+  // them; taken as governed by it (a tuple that shrinks there narrows).
+  const auto inherit_rest = [&](bool old_side, ArrayForm& form) {
+    const Node& here = old_side ? s.old_node : s.new_node;
+    if (form.rest != nullptr || here.dialect != Dialect::kDraft2020 || levels_.empty()) return;
+    for (size_t i = levels_.size() - 1; i-- > 0;) {
+      const Level& level = levels_[i];
+      if (*level.data != s.data) break;
+      const Node& node = old_side ? *level.old_node : *level.new_node;
+      const JsonValue* rest = node.Keyword("unevaluatedItems");
+      if (rest != nullptr && !(rest->IsBool() && rest->boolean)) {
+        form.rest = rest;
+        form.rest_pointer = node.KeywordPointer("unevaluatedItems");
+        form.rest_is_unevaluated = true;
+        return;
+      }
+      if (level.scope_start) break;
+    }
+  };
+  inherit_rest(true, olds);
+  inherit_rest(false, news);
   const size_t old_count = olds.prefix != nullptr ? olds.prefix->array.size() : 0;
   const size_t new_count = news.prefix != nullptr ? news.prefix->array.size() : 0;
   // Position i is governed by the tuple entry i when there is one, else by the rest schema.
@@ -1303,15 +1325,10 @@ Result<bool> Differ::Equivalent(const JsonValue* old_value, const std::string& o
 // What identifies a member among its siblings, for pairing: its `type`, and (kDiscriminated)
 // also the `const` (or one-value `enum`) of every property it requires, a tagged union's tag.
 // Empty when it names no type (and, for kDiscriminated, no tag).
-std::string MemberSignature(const SchemaDocument& doc, const JsonValue* value,
-                            const std::string& pointer, bool discriminated) {
-  Result<Node> node = doc.View(value, pointer);
-  if (!node.ok()) return {};
-  const JsonValue* type = node->Keyword("type");
-  std::string signature = type != nullptr ? Canonical(*type) : std::string();
-  if (!discriminated) return signature;
-  const JsonValue* properties = node->Keyword("properties");
-  const JsonValue* required = node->Keyword("required");
+// The tags of `node`: the `const` (or one-value `enum`) of each property it requires.
+std::string TagsOf(const Node& node) {
+  const JsonValue* properties = node.Keyword("properties");
+  const JsonValue* required = node.Keyword("required");
   if (properties == nullptr || !properties->IsObject() || required == nullptr ||
       !required->IsArray()) {
     return {};
@@ -1326,6 +1343,26 @@ std::string MemberSignature(const SchemaDocument& doc, const JsonValue* value,
       tag = &one_of->array[0];
     }
     if (tag != nullptr) tags += "|" + name.string + "=" + Canonical(*tag);
+  }
+  return tags;
+}
+
+std::string MemberSignature(const SchemaDocument& doc, const JsonValue* value,
+                            const std::string& pointer, bool discriminated) {
+  Result<Node> node = doc.View(value, pointer);
+  if (!node.ok()) return {};
+  const JsonValue* type = node->Keyword("type");
+  std::string signature = type != nullptr ? Canonical(*type) : std::string();
+  if (!discriminated) return signature;
+  // The member's own tags and its allOf members' (a union written as allOf: [base, {tag}]).
+  std::string tags = TagsOf(*node);
+  const JsonValue* members = node->Keyword("allOf");
+  if (members != nullptr && members->IsArray()) {
+    const std::string at = node->KeywordPointer("allOf");
+    for (size_t k = 0; k < members->array.size(); ++k) {
+      Result<Node> member = doc.View(&members->array[k], AppendToken(at, std::to_string(k)));
+      if (member.ok()) tags += TagsOf(*member);
+    }
   }
   return tags.empty() ? std::string() : signature + tags;
 }

@@ -157,6 +157,9 @@ class Differ {
   };
   Result<Context> ContextOf(bool old_side, const std::string& name);
   Status ContextStep();
+  Status GatherSiblings(const SchemaDocument& doc, const Node& node, const std::string& token,
+                        const std::string& name, const JsonValue* through, int64_t depth,
+                        Context& c);
   Status GatherLevel(const SchemaDocument& doc, const Node& node, const std::string& name,
                      const JsonValue* skip, int64_t depth, Context& c);
   Status GatherMembers(const SchemaDocument& doc, const Node& node, const std::string& name,
