@@ -403,16 +403,20 @@ Result<Differ::Verdict> Differ::JudgeInContext(const Context& ctx, bool added,
                                                const std::string& data, int64_t depth) {
   const bool lenient = options_.strictness == Strictness::kLenient && !negated_ && !under_not_;
   Verdict v;
+  bool settled = false;  // the conjunctive schemas alone decide: every value is within them
   if (!ctx.schemas.empty()) {
     const Coverage c{
         .kind = Coverage::Kind::kPartial, .schemas = ctx.schemas, .pointers = ctx.pointers};
     EVIDENT_ASSIGN_OR_RETURN(v, JudgeCoverage(c, added, schema, at, data, depth));
+    settled = added ? v.backward : v.forward;
   } else if (ctx.required || !lenient) {
     EVIDENT_ASSIGN_OR_RETURN(v, added ? Probe(nullptr, "", schema, at, data, depth)
                                       : Probe(schema, at, nullptr, "", data, depth));
   }
-  for (size_t k = 0; k < ctx.maybe_schemas.size(); ++k) {
+  for (size_t k = 0; k < ctx.maybe_schemas.size() && !settled; ++k) {
     const JsonValue* maybe = ctx.maybe_schemas[k];
+    // "Required here, any value": the conjunctive schemas still bound the value.
+    if (maybe == nullptr && !ctx.schemas.empty()) continue;
     const std::string& maybe_at = ctx.maybe_pointers[k];
     EVIDENT_ASSIGN_OR_RETURN(Verdict p, added ? Probe(maybe, maybe_at, schema, at, data, depth)
                                               : Probe(schema, at, maybe, maybe_at, data, depth));
