@@ -9,7 +9,6 @@
 // them, and sums up what they say of one name.
 #include <re2/re2.h>
 
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -92,29 +91,28 @@ std::string PointerText(const std::string& pointer) {
   return pointer.empty() ? "the root" : pointer;
 }
 
-enum class Match { kNo, kYes, kCannotTell };
+}  // namespace
 
 // Whether a patternProperties pattern of `node` matches `name` (a pattern RE2 cannot evaluate:
-// cannot tell). Compiled here, not cached: EvaluationOf looks at a bounded number of schemas.
-Match PatternsMatch(const Node& node, const std::string& name) {
+// cannot tell). Each pattern is compiled once per diff (RegexOf) and counts as a step.
+Differ::Match Differ::PatternsMatch(const Node& node, const std::string& name,
+                                    int64_t& steps_left) {
   const JsonValue* patterns = node.Keyword("patternProperties");
   if (patterns == nullptr || !patterns->IsObject()) return Match::kNo;
-  constexpr size_t kProgramBytesMax = size_t{1} << 20;
   for (const JsonMember& pattern : patterns->object) {
-    Result<std::shared_ptr<const re2::RE2>> regex =
-        schema::internal::CompileEcmaRegex(pattern.name, kProgramBytesMax);
-    if (!regex.ok()) return Match::kCannotTell;
-    if (schema::internal::RegexSearch(**regex, name)) return Match::kYes;
+    if (--steps_left < 0) return Match::kCannotTell;
+    const re2::RE2* regex = RegexOf(pattern.name);
+    if (regex == nullptr) return Match::kCannotTell;
+    if (schema::internal::RegexSearch(*regex, name)) return Match::kYes;
   }
   return Match::kNo;
 }
 
-}  // namespace
-
 // The subschemas of `node` that apply in place and whose annotations unevaluatedProperties
 // sees, with whether each always applies (allOf) or only for some values.
-Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::string& name,
-                        int64_t depth, int64_t& steps_left) {
+Differ::Evaluation Differ::EvaluationOf(const SchemaDocument& doc, const Node& node,
+                                        const std::string& name, int64_t depth,
+                                        int64_t& steps_left) {
   if (--steps_left < 0 || depth > kMemberDepthMax || HasLayers(node) ||
       node.Keyword("$dynamicRef") != nullptr || node.Keyword("$recursiveRef") != nullptr) {
     return Evaluation::kSometimes;  // a layered or dynamic reference, or too much to look at
@@ -131,7 +129,7 @@ Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::
     return Evaluation::kAlways;
   }
   Evaluation result = Evaluation::kNever;
-  switch (PatternsMatch(node, name)) {
+  switch (PatternsMatch(node, name, steps_left)) {
     case Match::kYes:
       return Evaluation::kAlways;
     case Match::kCannotTell:

@@ -34,14 +34,6 @@ bool ProvablyDisjoint(const SchemaDocument& doc, const Node& a, const Node& b, i
 // sites): all of them apply, while Node::Keyword sees only the outermost.
 bool CombinatorsStacked(const Node& node);
 
-// Whether the in-place applicators of `node` (itself, allOf/anyOf/oneOf members, if/then/else,
-// dependentSchemas) evaluate property `name` for every value, for none, or depending on the
-// value: what decides whether `node`'s unevaluatedProperties applies to the name (context.cc).
-// Looks at no more than `steps_left` subschemas; past that, kSometimes.
-enum class Evaluation { kAlways, kNever, kSometimes };
-Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::string& name,
-                        int64_t depth, int64_t& steps_left);
-
 class Differ {
  public:
   // What a subschema position means, for the codes of `true`/`false` transitions.
@@ -157,6 +149,15 @@ class Differ {
   };
   Result<Context> ContextOf(bool old_side, const std::string& name);
   Status ContextStep();
+  // Whether the in-place applicators of `node` (itself, allOf/anyOf/oneOf members, if/then/else,
+  // dependentSchemas) evaluate property `name` for every value, for none, or depending on the
+  // value: what decides whether `node`'s unevaluatedProperties applies to the name. Looks at no
+  // more than `steps_left` subschemas and patterns; past that, kSometimes.
+  enum class Evaluation { kAlways, kNever, kSometimes };
+  Evaluation EvaluationOf(const SchemaDocument& doc, const Node& node, const std::string& name,
+                          int64_t depth, int64_t& steps_left);
+  enum class Match { kNo, kYes, kCannotTell };
+  Match PatternsMatch(const Node& node, const std::string& name, int64_t& steps_left);
   Status GatherSiblings(const SchemaDocument& doc, const Node& node, const std::string& token,
                         const std::string& name, const JsonValue* through, int64_t depth,
                         Context& c);
