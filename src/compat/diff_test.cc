@@ -974,6 +974,14 @@ const std::vector<DiffCase> kDraft2020Only =
             R"("$defs":{"base":{"type":"object","properties":{"id":{"type":"string"},"data":{"type":"object","properties":{"tenant":{"type":"string"}}}},"required":["id","data"]}},"allOf":[{"$ref":"#/$defs/base"}],"properties":{"data":{"type":"object","properties":{"orderId":{"type":"string"},"tenant":{"type":"string","minLength":2}},"required":["orderId"]}})",
             R"("$defs":{"base":{"type":"object","properties":{"id":{"type":"string"},"data":{"type":"object","properties":{"tenant":{"type":"string"}}}},"required":["id","data"]}},"allOf":[{"$ref":"#/$defs/base"}],"properties":{"data":{"type":"object","properties":{"orderId":{"type":"string"}},"required":["orderId"]}})",
             C::kPropertyRemoved, "/data/tenant", true, false),
+        Same(
+            "d20_unevaluated_items_false_beside_items_false_is_no_change",
+            R"("type":"array","prefixItems":[{"type":"string"}],"items":false)",
+            R"("type":"array","prefixItems":[{"type":"string"}],"items":false,"unevaluatedItems":false)"),
+        Same(
+            "d20_unevaluated_properties_beside_additional_properties_is_no_change",
+            R"("type":"object","properties":{"a":{}},"additionalProperties":{"type":"string"})",
+            R"("type":"object","properties":{"a":{}},"additionalProperties":{"type":"string"},"unevaluatedProperties":false)"),
         Row("d20_base_property_narrowed_in_dependent_schemas",
             R"("type":"object","properties":{"a":{"type":"string"}},"dependentSchemas":{"a":{"properties":{"b":{}}}})",
             R"("type":"object","properties":{"a":{"type":"string"}},"dependentSchemas":{"a":{"properties":{"b":{},"a":{"maxLength":3}}}})",

@@ -557,7 +557,12 @@ void Differ::CompareStrings(const Side& s) {
 Status Differ::CompareObjects(const Side& s) {
   if ((s.types & kObject) == 0) return Status::Ok();
   EVIDENT_RETURN_IF_ERROR(CompareProperties(s));
+  // unevaluatedProperties beside additionalProperties applies to no name (every name is
+  // evaluated); with both sides so, it is not compared.
+  const bool both_moot = s.old_node.Keyword("additionalProperties") != nullptr &&
+                         s.new_node.Keyword("additionalProperties") != nullptr;
   for (const char* keyword : {"additionalProperties", "unevaluatedProperties"}) {
+    if (both_moot && std::string_view(keyword) == "unevaluatedProperties") continue;
     EVIDENT_RETURN_IF_ERROR(Compare(s.old_node.Keyword(keyword), s.old_node.KeywordPointer(keyword),
                                     s.new_node.Keyword(keyword), s.new_node.KeywordPointer(keyword),
                                     AppendToken(s.data, "*"), Slot::kAdditionalProperties,
@@ -1284,7 +1289,9 @@ Status Differ::CompareArrays(const Side& s) {
   }
   EVIDENT_RETURN_IF_ERROR(Compare(olds.rest, olds.rest_pointer, news.rest, news.rest_pointer,
                                   AppendToken(s.data, "*"), Slot::kItems, s.depth + 1));
-  if (!olds.rest_is_unevaluated || !news.rest_is_unevaluated) {  // else compared just above
+  // unevaluatedItems beside a rest schema (items, additionalItems) applies to no position; one
+  // that is the rest was compared just above. With both sides so, it is not compared again.
+  if (olds.rest == nullptr || news.rest == nullptr) {
     EVIDENT_RETURN_IF_ERROR(Compare(
         s.old_node.Keyword("unevaluatedItems"), s.old_node.KeywordPointer("unevaluatedItems"),
         s.new_node.Keyword("unevaluatedItems"), s.new_node.KeywordPointer("unevaluatedItems"),
