@@ -148,11 +148,16 @@ class EnvelopeParser {
   std::string traceparent_scratch_;  // a traceparent composed from trace_id and span_id
   std::vector<simdjson::dom::element> scratch_stack_;  // reused by the duplicate-member check
   std::vector<std::string_view> scratch_keys_;  // member names, for the duplicate-member check
-  // The last few sources that passed the URI-reference check, most recent first: a stream
-  // interleaves a few sources, so the check runs once per new source rather than once per
-  // event. Bounded (kValidSourcesMax), replaced oldest first.
+  // The last few sources that passed the URI-reference check, most recent first, each with
+  // whether it is inside the source boundary: a stream interleaves a few sources, so both
+  // checks run once per new source rather than once per event. Bounded (kValidSourcesMax),
+  // replaced oldest first.
+  struct ValidSource {
+    std::string source;
+    bool inside_boundary = false;
+  };
   static constexpr size_t kValidSourcesMax = 8;
-  std::vector<std::string> valid_sources_;
+  std::vector<ValidSource> valid_sources_;
   // The canonical attribute each profile pointer and each profile constant fills, resolved
   // once by Create (in the profile's order).
   std::vector<int> pointer_attrs_, constant_attrs_;

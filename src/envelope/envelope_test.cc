@@ -486,6 +486,61 @@ TEST(Envelope, FindsADuplicateMemberInObjectsOfEverySize) {
   }
 }
 
+// The parser caches each new source's syntax and boundary verdicts: a stream that interleaves
+// sources inside and outside the boundary, more of them than the cache holds, gets the same
+// verdict for a source on every appearance.
+TEST(Envelope, CachedSourceVerdictsHoldAcrossInterleavedSources) {
+  auto parser = MakeParser({.source_boundary = {"https://example.test/order-service"}});
+  const std::string inside = "https://example.test/order-service";
+  std::vector<std::pair<std::string, bool>> sources;
+  for (int i = 0; i < 12; ++i) {
+    sources.emplace_back(inside + "/shard-" + std::to_string(i), true);
+    sources.emplace_back("https://example.test/billing-" + std::to_string(i), false);
+    sources.emplace_back(inside + "/" + std::to_string(i) + "/../../billing", false);
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& [source, expected_inside] : sources) {
+      const auto outcome =
+          parser->Parse(Mutate("\"source\":\"" + inside + "\"", "\"source\":\"" + source + "\""));
+      EXPECT_EQ(outcome.ok(), expected_inside) << source << " round " << round;
+      if (!expected_inside) {
+        ASSERT_TRUE(outcome.rejection.has_value());
+        EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kSourceOutsideBoundary) << source;
+        EXPECT_EQ(outcome.rejection->source, source);
+      }
+    }
+  }
+  // Not a URI-reference: refused on every appearance, never cached as valid.
+  for (int i = 0; i < 3; ++i) {
+    const auto outcome =
+        parser->Parse(Mutate("\"source\":\"" + inside + "\"", R"("source":"a b")"));
+    ASSERT_FALSE(outcome.ok());
+    EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kInvalidSource);
+  }
+}
+
+// Attributes are read during the duplicate-member walk; a document refused for a repeated
+// member still names no subject (nothing of it is read as an attribute), wherever the repeat is.
+TEST(Envelope, ADuplicateMemberRejectionReadsNoAttributes) {
+  auto parser = MakeParser();
+  for (const std::string& input :
+       {Mutate(R"("data":{)", R"("id":"evt-2","data":{)"),
+        Mutate(R"("orderVersion":2)", R"("orderVersion":2,"orderVersion":3)"),
+        Mutate(R"("specversion":"1.0",)", R"("subject":"s","subject":"t","specversion":"1.0",)")}) {
+    const auto outcome = parser->Parse(input);
+    ASSERT_FALSE(outcome.ok()) << input;
+    EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kDuplicateMember) << input;
+    EXPECT_TRUE(outcome.rejection->subject.empty()) << input;
+    EXPECT_TRUE(outcome.rejection->id.empty()) << input;
+    EXPECT_FALSE(outcome.event.id.size() || outcome.event.subject) << input;
+  }
+  // A valid event after a refused one is read whole (no attribute left from the refused one).
+  const auto next = parser->Parse(kValid);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next.event.id, "evt-1");
+  EXPECT_EQ(*next.event.subject, "order-417");
+}
+
 TEST(Boundary, MatchesAtSegmentEnds) {
   const std::vector<std::string> boundary = {"https://example.test/order-service",
                                              "training://orders/"};

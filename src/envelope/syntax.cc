@@ -1,6 +1,7 @@
 #include "envelope/syntax.h"
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/rfc3339.h"
 
@@ -10,7 +11,6 @@ namespace {
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-bool IsLowerHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f'); }
 
 // RFC 3986 unreserved / sub-delims / ':' '@' '/' '?' plus '#' and '%' (escapes checked apart).
 bool IsUriChar(char c) {
@@ -102,6 +102,7 @@ bool IsAbsoluteUri(std::string_view text) {
 }
 
 bool IsMediaType(std::string_view text) {
+  if (text == "application/json") return true;  // nearly every event's, checked in one compare
   size_t pos = 0;
   const auto token = [&] {
     const size_t start = pos;
@@ -132,18 +133,27 @@ bool IsBase64(std::string_view text) {
 
 // Field by field: version (2 hex), trace id (32, not all zero), parent id (16, not all zero),
 // flags (2); lowercase hex only, version ff forbidden.
+// Branch-free over each field (a fixed count of bytes the compiler can vectorize): one test
+// per character was 4% of the envelope's time (perf, envelope_bench).
 bool IsTraceparent(std::string_view t) {
   if (t.size() != 55 || t[2] != '-' || t[35] != '-' || t[52] != '-') return false;
-  const auto hex = [&t](size_t from, size_t to) {
-    bool nonzero = false;
-    for (size_t i = from; i < to; ++i) {
-      if (!IsLowerHex(t[i])) return -1;
-      nonzero |= t[i] != '0';
+  // Adds to `bad` for a byte that is not a lowercase hex digit, to `nonzero` for one that is not
+  // '0', over the `count` bytes at `from`.
+  const auto scan = [&t](size_t from, auto count, unsigned& bad, unsigned& nonzero) {
+    for (size_t i = 0; i < decltype(count)::value; ++i) {
+      const auto c = static_cast<unsigned char>(t[from + i]);
+      const bool digit = static_cast<unsigned char>(c - '0') < 10;
+      const bool letter = static_cast<unsigned char>(c - 'a') < 6;
+      bad |= static_cast<unsigned>(!(digit || letter));
+      nonzero |= static_cast<unsigned>(c != '0');
     }
-    return nonzero ? 1 : 0;
   };
-  return hex(0, 2) >= 0 && hex(3, 35) == 1 && hex(36, 52) == 1 && hex(53, 55) >= 0 &&
-         t.substr(0, 2) != "ff";
+  unsigned bad = 0, version_nonzero = 0, trace_nonzero = 0, span_nonzero = 0, flags_nonzero = 0;
+  scan(0, std::integral_constant<size_t, 2>{}, bad, version_nonzero);
+  scan(3, std::integral_constant<size_t, 32>{}, bad, trace_nonzero);
+  scan(36, std::integral_constant<size_t, 16>{}, bad, span_nonzero);
+  scan(53, std::integral_constant<size_t, 2>{}, bad, flags_nonzero);
+  return bad == 0 && trace_nonzero != 0 && span_nonzero != 0 && t.substr(0, 2) != "ff";
 }
 
 bool IsExtensionName(std::string_view text) {
