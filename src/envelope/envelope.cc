@@ -859,10 +859,7 @@ bool EnvelopeParser::ParseRun::CheckTraceparent() {
 
 // 6. Source inside the boundary.
 bool EnvelopeParser::ParseRun::CheckSourceBoundary() {
-  assert(
-      source_inside_boundary_ ==
-      SourceInsideBoundary(event_.source, options_.source_boundary));  // cached by the syntax check
-  if (source_inside_boundary_) return true;
+  if (source_inside_boundary_) return true;  // cached with the source by CheckSourceSyntax
   return Reject(
       EnvelopeReason::kSourceOutsideBoundary,
       "source '" + std::string(event_.source) + "' is outside the boundary" +
