@@ -9,6 +9,7 @@
 // them, and sums up what they say of one name.
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -59,6 +60,68 @@ std::vector<std::pair<const JsonValue*, std::string>> DeclarationsOf(const Node&
     look(node.sites[k], node.site_pointers[k]);
   }
   return found;
+}
+
+// A schema of `node` that applies to the array items at one position, and whether to every
+// such item or to some only.
+struct ItemDeclaration {
+  const JsonValue* schema;
+  std::string pointer;
+  bool every;
+};
+
+// The schemas of `node` that apply to the array item at position `token` (an index, or "*": a
+// position past the tuple of the schema being compared, which another level's tuple may still
+// cover): the tuple entry (prefixItems, or a draft 7 `items` array), the rest (`items`, or
+// draft 7 `additionalItems` after a tuple), and `contains` (some items). For "*", a level's
+// tuple entries and a rest behind a tuple apply to some of those positions only.
+std::vector<ItemDeclaration> ItemDeclarationsOf(const Node& node, const std::string& token) {
+  std::vector<ItemDeclaration> found;
+  const bool draft7 = node.dialect == Dialect::kDraft7;
+  const char* tuple_keyword = draft7 ? "items" : "prefixItems";
+  const JsonValue* tuple = node.Keyword(tuple_keyword);
+  if (tuple != nullptr && !tuple->IsArray()) tuple = nullptr;
+  const char* rest_keyword = draft7 && tuple != nullptr ? "additionalItems" : "items";
+  const JsonValue* rest = node.Keyword(rest_keyword);
+  if (rest != nullptr && rest->IsArray()) rest = nullptr;
+  const size_t tuple_size = tuple != nullptr ? tuple->array.size() : 0;
+  const bool any_position = token == "*";
+  size_t index = tuple_size;
+  if (!any_position) index = static_cast<size_t>(std::stoull(token));
+  for (size_t k = 0; k < tuple_size; ++k) {
+    if (!any_position && k != index) continue;
+    found.push_back({&tuple->array[k],
+                     AppendToken(node.KeywordPointer(tuple_keyword), std::to_string(k)),
+                     !any_position});
+  }
+  if (rest != nullptr && (any_position || index >= tuple_size)) {
+    found.push_back({rest, node.KeywordPointer(rest_keyword), !any_position || tuple_size == 0});
+  }
+  if (const JsonValue* contains = node.Keyword("contains"); contains != nullptr) {
+    found.push_back({contains, node.KeywordPointer("contains"), false});
+  }
+  return found;
+}
+
+// True when `through` is one of the values ItemDeclarationsOf can return for some position of
+// `node`: the comparison reached the item through that level.
+bool IsItemKeywordOf(const Node& node, const JsonValue* through) {
+  for (const char* keyword : {"items", "prefixItems", "additionalItems", "contains"}) {
+    const JsonValue* value = node.Keyword(keyword);
+    if (value == nullptr) continue;
+    if (value == through) return true;
+    if (value->IsArray()) {
+      for (const JsonValue& entry : value->array) {
+        if (&entry == through) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool IsIndex(const std::string& token) {
+  return !token.empty() && token.size() < 10 &&
+         std::all_of(token.begin(), token.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
 }
 
 // A `$ref` site that carries keywords affecting which properties are evaluated: its layers
@@ -220,12 +283,19 @@ Result<Differ::Context> Differ::ContextOf(bool old_side, const std::string& name
       token += data[k];
     }
   }
-  if (token == "*" || AppendToken(parent_data, token) != data) return c;  // items, not a name
+  if (AppendToken(parent_data, token) != data) return c;
   const JsonValue* through = node_of(levels_[i + 1]).value;  // the declaration walked through
+  // An array item when the parent level reached it through items, prefixItems, additionalItems
+  // or contains; else a member (a property, "*" being the rest of an object's properties).
+  const bool item =
+      (token == "*" || IsIndex(token)) && IsItemKeywordOf(node_of(levels_[i]), through);
+  if (token == "*" && !item) return c;  // additionalProperties: no sibling names it
   for (size_t q = i + 1; q-- > 0;) {
     const Level& level = levels_[q];
     if (*level.data != parent_data) break;
-    EVIDENT_RETURN_IF_ERROR(GatherSiblings(doc, node_of(level), token, name, through, 0, c));
+    EVIDENT_RETURN_IF_ERROR(
+        item ? GatherItemSiblings(doc, node_of(level), token, name, through, 0, c)
+             : GatherSiblings(doc, node_of(level), token, name, through, 0, c));
     if (level.scope_start) break;
   }
   return c;
@@ -252,6 +322,33 @@ Status Differ::GatherSiblings(const SchemaDocument& doc, const Node& node, const
     EVIDENT_ASSIGN_OR_RETURN(const Node member,
                              doc.View(&members->array[k], AppendToken(at, std::to_string(k))));
     EVIDENT_RETURN_IF_ERROR(GatherSiblings(doc, member, token, name, through, depth + 1, c));
+  }
+  return Status::Ok();
+}
+
+// The schemas of `node` and of its allOf members for the array item at `token` (but `through`,
+// the one the comparison came by), each gathered as a level of the item's value, or as a
+// subschema for some items (GatherMaybe).
+Status Differ::GatherItemSiblings(const SchemaDocument& doc, const Node& node,
+                                  const std::string& token, const std::string& name,
+                                  const JsonValue* through, int64_t depth, Context& c) {
+  EVIDENT_RETURN_IF_ERROR(ContextStep());
+  if (depth > kMemberDepthMax || node.value == nullptr || node.value->IsBool()) {
+    return Status::Ok();
+  }
+  for (const ItemDeclaration& declared : ItemDeclarationsOf(node, token)) {
+    if (declared.schema == through) continue;
+    EVIDENT_ASSIGN_OR_RETURN(const Node sibling, doc.View(declared.schema, declared.pointer));
+    EVIDENT_RETURN_IF_ERROR(declared.every ? GatherLevel(doc, sibling, name, nullptr, 0, c)
+                                           : GatherMaybe(doc, sibling, name, 0, c));
+  }
+  const JsonValue* members = node.Keyword("allOf");
+  if (members == nullptr || !members->IsArray()) return Status::Ok();
+  const std::string at = node.KeywordPointer("allOf");
+  for (size_t k = 0; k < members->array.size(); ++k) {
+    EVIDENT_ASSIGN_OR_RETURN(const Node member,
+                             doc.View(&members->array[k], AppendToken(at, std::to_string(k))));
+    EVIDENT_RETURN_IF_ERROR(GatherItemSiblings(doc, member, token, name, through, depth + 1, c));
   }
   return Status::Ok();
 }

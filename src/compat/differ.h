@@ -161,6 +161,10 @@ class Differ {
   Status GatherSiblings(const SchemaDocument& doc, const Node& node, const std::string& token,
                         const std::string& name, const JsonValue* through, int64_t depth,
                         Context& c);
+  // The same for an array item: `token` is its position ("*": one past the tuple).
+  Status GatherItemSiblings(const SchemaDocument& doc, const Node& node, const std::string& token,
+                            const std::string& name, const JsonValue* through, int64_t depth,
+                            Context& c);
   Status GatherLevel(const SchemaDocument& doc, const Node& node, const std::string& name,
                      const JsonValue* skip, int64_t depth, Context& c);
   Status GatherMembers(const SchemaDocument& doc, const Node& node, const std::string& name,
