@@ -4,6 +4,7 @@
 #include <array>
 #include <cassert>
 #include <cstring>
+#include <optional>
 
 #include "envelope/syntax.h"
 
@@ -516,7 +517,8 @@ class EnvelopeParser::ParseRun {
   Outcome& outcome_;
   EventView& event_;  // outcome_.event
   std::array<Slot, kAttrCount> slots_;
-  std::string bad_extension_;  // first extension member that breaks the naming or type rules
+  // The first extension member that breaks the naming or type rules (its name may be empty).
+  std::optional<std::string> bad_extension_;
   EnvelopeReason bad_extension_reason_ = EnvelopeReason::kInvalidAttributeName;
   bool source_inside_boundary_ = false;  // set by CheckSourceSyntax, from its cache
 };
@@ -578,7 +580,7 @@ bool EnvelopeParser::ParseRun::ParseJson() {
   if (FindDuplicateMember(root, owner_.scratch_stack_, owner_.scratch_keys_, duplicate,
                           on_root_member)) {
     slots_ = {};  // a rejection before the attributes names no subject
-    bad_extension_.clear();
+    bad_extension_.reset();
     return Reject(EnvelopeReason::kDuplicateMember,
                   "member name '" + duplicate + "' appears twice in one object");
   }
@@ -636,7 +638,7 @@ void EnvelopeParser::ParseRun::GatherTopLevelMember(std::string_view name, eleme
     slots_[index].value = value;
     return;
   }
-  if (!bad_extension_.empty() || value.is_null()) return;
+  if (bad_extension_.has_value() || value.is_null()) return;
   if (!syntax::IsExtensionName(name)) {
     bad_extension_ = name;
     bad_extension_reason_ = EnvelopeReason::kInvalidAttributeName;
@@ -800,13 +802,13 @@ bool EnvelopeParser::ParseRun::CheckData() {
 
 // The first extension member GatherTopLevelMember found breaking a rule, if any.
 bool EnvelopeParser::ParseRun::CheckExtensionMembers() {
-  if (bad_extension_.empty()) return true;
-  return Reject(
-      bad_extension_reason_,
-      bad_extension_reason_ == EnvelopeReason::kInvalidAttributeName
-          ? "extension attribute name '" + bad_extension_ + "' must be lowercase letters and digits"
-          : "extension attribute '" + bad_extension_ +
-                "' must be a string, an integer or a boolean");
+  if (!bad_extension_.has_value()) return true;
+  return Reject(bad_extension_reason_,
+                bad_extension_reason_ == EnvelopeReason::kInvalidAttributeName
+                    ? "extension attribute name '" + *bad_extension_ +
+                          "' must be lowercase letters and digits"
+                    : "extension attribute '" + *bad_extension_ +
+                          "' must be a string, an integer or a boolean");
 }
 
 // schemaversion and subjectversion are non-negative integers read from the document.

@@ -541,6 +541,22 @@ TEST(Envelope, ADuplicateMemberRejectionReadsNoAttributes) {
   EXPECT_EQ(*next.event.subject, "order-417");
 }
 
+// A top-level member with an empty name is an extension whose name breaks the rule (it was
+// taken for "no bad member found"), whatever its value, and before a later bad member.
+TEST(Envelope, AnEmptyTopLevelNameIsAnInvalidAttributeName) {
+  auto parser = MakeParser();
+  for (const char* member : {R"("":1,)", R"("":{"nested":[1.5]},)", R"("":"x","Q":1,)"}) {
+    const auto outcome =
+        parser->Parse(Mutate(R"("subject")", std::string(member) + R"("subject")"));
+    ASSERT_FALSE(outcome.ok()) << member;
+    EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kInvalidAttributeName) << member;
+    EXPECT_NE(outcome.rejection->message.find("name ''"), std::string::npos)
+        << outcome.rejection->message;
+  }
+  // A null member counts as absent, as for any other name.
+  EXPECT_TRUE(parser->Parse(Mutate(R"("subject")", R"("":null,"subject")")).ok());
+}
+
 TEST(Boundary, MatchesAtSegmentEnds) {
   const std::vector<std::string> boundary = {"https://example.test/order-service",
                                              "training://orders/"};
