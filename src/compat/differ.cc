@@ -275,9 +275,9 @@ Status Differ::Compare(const JsonValue* old_value, const std::string& old_pointe
   }
   EVIDENT_ASSIGN_OR_RETURN(Node old_node, old_doc_.View(old_value, old_pointer));
   EVIDENT_ASSIGN_OR_RETURN(Node new_node, new_doc_.View(new_value, new_pointer));
-  const auto key = std::make_pair(old_node.value, new_node.value);
-  // The same pair already being compared further up: a cycle through `$ref`. Its differences
-  // are reported where the cycle was entered.
+  const ProgressKey key{old_node.value, new_node.value, negated_, under_not_};
+  // The same pair already being compared further up, with the same polarity: a cycle through
+  // `$ref`. Its differences are reported where the cycle was entered.
   if (!in_progress_.insert(key).second) return Status::Ok();
   levels_.push_back(Level{&old_node, &new_node, &data_pointer, scope_start});
   const Status status = CompareNodes(old_node, new_node, data_pointer, slot, depth);

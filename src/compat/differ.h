@@ -231,7 +231,19 @@ class Differ {
   bool under_not_ = false;         // a probe made inside `not`: no lenient assumption (not swapped)
   std::vector<Level> levels_;      // the comparisons on the stack, outermost first
   bool next_scope_start_ = false;  // the next Compare enters `not` or `propertyNames`
-  std::set<std::pair<const JsonValue*, const JsonValue*>> in_progress_;
+  // A comparison on the stack: the pair and the polarity. A recursive schema that meets the
+  // same pair again under `not` (or back out of it) is compared again there, where its changes
+  // weigh the other way; with the same polarity it is a cycle, reported where it was entered.
+  // The other levels around the pair are not part of the key (a deeper occurrence beside other
+  // allOf members is not judged again: docs/contracts.md).
+  struct ProgressKey {
+    const JsonValue* old_value;
+    const JsonValue* new_value;
+    bool negated;
+    bool under_not;
+    auto operator<=>(const ProgressKey&) const = default;
+  };
+  std::set<ProgressKey> in_progress_;
   // Members of a composition with the keywords beside the combinator merged in, by (schema,
   // member): stable addresses, so that a recursive schema compared through them still meets
   // itself in in_progress_. Shared with the probes.
