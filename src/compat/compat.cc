@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
+#include <tuple>
 
 #include "compat/differ.h"
 #include "compat/schema_doc.h"
@@ -37,6 +39,13 @@ Result<std::vector<Change>> DiffDocuments(const SchemaDocument& old_doc,
   Differ differ(old_doc, new_doc, options, comparisons, changes);
   EVIDENT_RETURN_IF_ERROR(
       differ.Compare(&old_doc.root(), "", &new_doc.root(), "", "", Differ::Slot::kGeneral, 0));
+  // A subschema reached by two `$ref` paths at one data position (a base schema shared by the
+  // members of a union) reports its change once per path: the same line twice tells nothing.
+  std::set<std::tuple<ChangeCode, std::string, std::string, bool, bool, std::string>> seen;
+  std::erase_if(changes, [&seen](const Change& c) {
+    return !seen.emplace(c.code, c.pointer, c.schema_pointer, c.backward, c.forward, c.message)
+                .second;
+  });
   return changes;
 }
 

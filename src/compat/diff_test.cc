@@ -1198,6 +1198,25 @@ namespace {
 // compared with the string member, not with a boolean added at its index.
 // A tagged union re-ordered, a member inserted and another extended: paired by tag, nothing
 // reads as a changed const or a rename.
+// A base schema shared by two union members (both reach it by `$ref`) reports a change of its
+// own once, not once per member.
+TEST(DiffMembers, AChangeInASharedBaseIsReportedOnce) {
+  const auto schema = [](const char* pet_properties, const char* extra_member) {
+    return std::string(R"({"$defs":{"Pet":{"type":"object","properties":{)") + pet_properties +
+           R"(}},"Cat":{"allOf":[{"$ref":"#/$defs/Pet"},{"properties":{"kind":{"const":"cat"}},"required":["kind"]}]},)"
+           R"("Dog":{"allOf":[{"$ref":"#/$defs/Pet"},{"properties":{"kind":{"const":"dog"}},"required":["kind"]}]}},)"
+           R"("oneOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"})" +
+           extra_member + "]}";
+  };
+  auto diff = DiffSchemas(schema(R"("name":{"type":"string"})", ""),
+                          schema(R"("name":{"type":"string"},"age":{"type":"integer"})", ""),
+                          DiffOptions{});
+  ASSERT_TRUE(diff.ok()) << diff.status().ToString();
+  ASSERT_EQ(diff->changes.size(), 1u) << Describe(diff->changes);
+  EXPECT_EQ(diff->changes[0].code, ChangeCode::kOptionalPropertyAddedToOpenContentModel);
+  EXPECT_EQ(diff->changes[0].pointer, "/age");
+}
+
 TEST(DiffMembers, TaggedUnionMembersArePairedByTheirTag) {
   const std::string old_schema =
       R"({"oneOf":[{"type":"object","required":["kind"],"properties":{"kind":{"const":"a"},"x":{}}},)"
