@@ -70,32 +70,46 @@ struct ItemDeclaration {
   bool every;
 };
 
-// The schemas of `node` that apply to the array item at position `token` (an index, or "*": a
-// position past the tuple of the schema being compared, which another level's tuple may still
-// cover): the tuple entry (prefixItems, or a draft 7 `items` array), the rest (`items`, or
-// draft 7 `additionalItems` after a tuple), and `contains` (some items). For "*", a level's
-// tuple entries and a rest behind a tuple apply to some of those positions only.
-std::vector<ItemDeclaration> ItemDeclarationsOf(const Node& node, const std::string& token) {
+// The tuple of `node` (prefixItems, or a draft 7 `items` array) and its keyword, if any.
+std::pair<const JsonValue*, const char*> TupleOf(const Node& node) {
+  const char* keyword = node.dialect == Dialect::kDraft7 ? "items" : "prefixItems";
+  const JsonValue* tuple = node.Keyword(keyword);
+  return {tuple != nullptr && tuple->IsArray() ? tuple : nullptr, keyword};
+}
+
+// The schemas of `node` that apply to the array item at position `token`: an index, or "*",
+// a position at or past `rest_from` (where the rest of the schema being compared begins, 0 for
+// `contains`), which another level's tuple may still cover. They are the tuple entry, the rest
+// (`items`, or draft 7 `additionalItems` after a tuple) and `contains`, which applies to some
+// items only; for "*", so do a level's tuple entries past rest_from and a rest behind a longer
+// tuple.
+std::vector<ItemDeclaration> ItemDeclarationsOf(const Node& node, const std::string& token,
+                                                size_t rest_from) {
   std::vector<ItemDeclaration> found;
-  const bool draft7 = node.dialect == Dialect::kDraft7;
-  const char* tuple_keyword = draft7 ? "items" : "prefixItems";
-  const JsonValue* tuple = node.Keyword(tuple_keyword);
-  if (tuple != nullptr && !tuple->IsArray()) tuple = nullptr;
-  const char* rest_keyword = draft7 && tuple != nullptr ? "additionalItems" : "items";
+  const std::pair<const JsonValue*, const char*> tuple_of = TupleOf(node);
+  const JsonValue* tuple = tuple_of.first;
+  const char* tuple_keyword = tuple_of.second;
+  const char* rest_keyword =
+      node.dialect == Dialect::kDraft7 && tuple != nullptr ? "additionalItems" : "items";
   const JsonValue* rest = node.Keyword(rest_keyword);
   if (rest != nullptr && rest->IsArray()) rest = nullptr;
   const size_t tuple_size = tuple != nullptr ? tuple->array.size() : 0;
-  const bool any_position = token == "*";
-  size_t index = tuple_size;
-  if (!any_position) index = static_cast<size_t>(std::stoull(token));
-  for (size_t k = 0; k < tuple_size; ++k) {
-    if (!any_position && k != index) continue;
+  const auto entry = [&](size_t k, bool every) {
     found.push_back({&tuple->array[k],
-                     AppendToken(node.KeywordPointer(tuple_keyword), std::to_string(k)),
-                     !any_position});
-  }
-  if (rest != nullptr && (any_position || index >= tuple_size)) {
-    found.push_back({rest, node.KeywordPointer(rest_keyword), !any_position || tuple_size == 0});
+                     AppendToken(node.KeywordPointer(tuple_keyword), std::to_string(k)), every});
+  };
+  if (token == "*") {
+    for (size_t k = rest_from; k < tuple_size; ++k) entry(k, false);
+    if (rest != nullptr) {
+      found.push_back({rest, node.KeywordPointer(rest_keyword), tuple_size <= rest_from});
+    }
+  } else {
+    const size_t index = static_cast<size_t>(std::stoull(token));
+    if (index < tuple_size) {
+      entry(index, true);
+    } else if (rest != nullptr) {
+      found.push_back({rest, node.KeywordPointer(rest_keyword), true});
+    }
   }
   if (const JsonValue* contains = node.Keyword("contains"); contains != nullptr) {
     found.push_back({contains, node.KeywordPointer("contains"), false});
@@ -103,20 +117,39 @@ std::vector<ItemDeclaration> ItemDeclarationsOf(const Node& node, const std::str
   return found;
 }
 
-// True when `through` is one of the values ItemDeclarationsOf can return for some position of
-// `node`: the comparison reached the item through that level.
-bool IsItemKeywordOf(const Node& node, const JsonValue* through) {
-  for (const char* keyword : {"items", "prefixItems", "additionalItems", "contains"}) {
-    const JsonValue* value = node.Keyword(keyword);
-    if (value == nullptr) continue;
+// Whether `through` (a subschema after `$ref` resolution) is one of `node`'s schemas for the
+// array item at `token` (an index, or "*"): its tuple entry there, its rest (`items`,
+// `additionalItems`) or `contains`. Then the comparison reached an array item through that
+// level. Also says where the rest of `node` begins (0 when reached through `contains`). Looks at
+// one tuple entry only, so a long tuple costs no more per position.
+Result<bool> IsItemSchemaOf(const SchemaDocument& doc, const Node& node, const JsonValue* through,
+                            const std::string& token, size_t& rest_from) {
+  const std::pair<const JsonValue*, const char*> tuple_of = TupleOf(node);
+  const JsonValue* tuple = tuple_of.first;
+  const char* tuple_keyword = tuple_of.second;
+  rest_from = tuple != nullptr ? tuple->array.size() : 0;
+  const auto is = [&](const JsonValue* value, const std::string& at) -> Result<bool> {
+    if (value == nullptr || value->IsArray()) return false;
     if (value == through) return true;
-    if (value->IsArray()) {
-      for (const JsonValue& entry : value->array) {
-        if (&entry == through) return true;
-      }
+    EVIDENT_ASSIGN_OR_RETURN(const Node resolved, doc.View(value, at));
+    return resolved.value == through;
+  };
+  if (token != "*" && tuple != nullptr) {
+    const size_t index = static_cast<size_t>(std::stoull(token));
+    if (index < tuple->array.size()) {
+      return is(&tuple->array[index],
+                AppendToken(node.KeywordPointer(tuple_keyword), std::to_string(index)));
     }
   }
-  return false;
+  for (const char* keyword : {"items", "additionalItems"}) {
+    EVIDENT_ASSIGN_OR_RETURN(const bool found,
+                             is(node.Keyword(keyword), node.KeywordPointer(keyword)));
+    if (found) return true;
+  }
+  EVIDENT_ASSIGN_OR_RETURN(const bool in_contains,
+                           is(node.Keyword("contains"), node.KeywordPointer("contains")));
+  if (in_contains) rest_from = 0;
+  return in_contains;
 }
 
 bool IsIndex(const std::string& token) {
@@ -285,20 +318,49 @@ Result<Differ::Context> Differ::ContextOf(bool old_side, const std::string& name
   }
   if (AppendToken(parent_data, token) != data) return c;
   const JsonValue* through = node_of(levels_[i + 1]).value;  // the declaration walked through
-  // An array item when the parent level reached it through items, prefixItems, additionalItems
-  // or contains; else a member (a property, "*" being the rest of an object's properties).
-  const bool item =
-      (token == "*" || IsIndex(token)) && IsItemKeywordOf(node_of(levels_[i]), through);
-  if (token == "*" && !item) return c;  // additionalProperties: no sibling names it
+  EVIDENT_ASSIGN_OR_RETURN(const TokenKind kind, KindOf(old_side, i, token));
+  if (token == "*" && !kind.item && !kind.named_star) return c;  // a rest of the properties
+  const bool item = kind.item;
+  const size_t rest_from = kind.rest_from;
   for (size_t q = i + 1; q-- > 0;) {
     const Level& level = levels_[q];
     if (*level.data != parent_data) break;
     EVIDENT_RETURN_IF_ERROR(
-        item ? GatherItemSiblings(doc, node_of(level), token, name, through, 0, c)
+        item ? GatherItemSiblings(doc, node_of(level), token, rest_from, name, through, false, 0, c)
              : GatherSiblings(doc, node_of(level), token, name, through, 0, c));
     if (level.scope_start) break;
   }
   return c;
+}
+
+// What the last token of the data pointer of level `i + 1` is, below level `i`: an array item
+// when level `i` reached it through one of its item schemas, on this side or on the other
+// (where this side has none of its own, the item or the property was added or removed whole,
+// and this side's schema for it is a stand-in); else a member, a property ("*" may name one) or
+// with "*" the rest of an object's properties, which no sibling names.
+Result<Differ::TokenKind> Differ::KindOf(bool old_side, size_t i, const std::string& token) {
+  TokenKind kind;
+  for (const bool side : {old_side, !old_side}) {
+    const Node& parent = side ? *levels_[i].old_node : *levels_[i].new_node;
+    const JsonValue* walked =
+        side ? levels_[i + 1].old_node->value : levels_[i + 1].new_node->value;
+    const SchemaDocument& side_doc = side ? old_doc_ : new_doc_;
+    if (walked == nullptr) continue;
+    if (token == "*" || IsIndex(token)) {
+      size_t from = 0;  // where this side's rest begins (past both tuples: the larger)
+      EVIDENT_ASSIGN_OR_RETURN(const bool is_item,
+                               IsItemSchemaOf(side_doc, parent, walked, token, from));
+      kind.item = kind.item || is_item;
+      if (is_item) kind.rest_from = std::max(kind.rest_from, from);
+    }
+    if (token != "*") continue;
+    for (const auto& [value, at] : DeclarationsOf(parent, token)) {
+      EVIDENT_ASSIGN_OR_RETURN(const Node resolved, side_doc.View(value, at));
+      kind.named_star = kind.named_star || resolved.value == walked;
+    }
+  }
+  kind.named_star = kind.named_star && !kind.item;
+  return kind;
 }
 
 // The declarations of member `token` in `node` and in its allOf members (but `through`, the
@@ -326,29 +388,42 @@ Status Differ::GatherSiblings(const SchemaDocument& doc, const Node& node, const
   return Status::Ok();
 }
 
-// The schemas of `node` and of its allOf members for the array item at `token` (but `through`,
+// The schemas of `node` and of its applicators for the array item at `token` (but `through`,
 // the one the comparison came by), each gathered as a level of the item's value, or as a
-// subschema for some items (GatherMaybe).
+// subschema for some items (GatherMaybe): those of `contains`, of the tuple entries and rest a
+// "*" position may or may not reach, and all those found in anyOf/oneOf members and then/else
+// (`some`).
 Status Differ::GatherItemSiblings(const SchemaDocument& doc, const Node& node,
-                                  const std::string& token, const std::string& name,
-                                  const JsonValue* through, int64_t depth, Context& c) {
+                                  const std::string& token, size_t rest_from,
+                                  const std::string& name, const JsonValue* through, bool some,
+                                  int64_t depth, Context& c) {
   EVIDENT_RETURN_IF_ERROR(ContextStep());
   if (depth > kMemberDepthMax || node.value == nullptr || node.value->IsBool()) {
     return Status::Ok();
   }
-  for (const ItemDeclaration& declared : ItemDeclarationsOf(node, token)) {
-    if (declared.schema == through) continue;
+  for (const ItemDeclaration& declared : ItemDeclarationsOf(node, token, rest_from)) {
     EVIDENT_ASSIGN_OR_RETURN(const Node sibling, doc.View(declared.schema, declared.pointer));
-    EVIDENT_RETURN_IF_ERROR(declared.every ? GatherLevel(doc, sibling, name, nullptr, 0, c)
-                                           : GatherMaybe(doc, sibling, name, 0, c));
+    if (sibling.value == through) continue;
+    EVIDENT_RETURN_IF_ERROR(declared.every && !some ? GatherLevel(doc, sibling, name, nullptr, 0, c)
+                                                    : GatherMaybe(doc, sibling, name, 0, c));
   }
-  const JsonValue* members = node.Keyword("allOf");
-  if (members == nullptr || !members->IsArray()) return Status::Ok();
-  const std::string at = node.KeywordPointer("allOf");
-  for (size_t k = 0; k < members->array.size(); ++k) {
-    EVIDENT_ASSIGN_OR_RETURN(const Node member,
-                             doc.View(&members->array[k], AppendToken(at, std::to_string(k))));
-    EVIDENT_RETURN_IF_ERROR(GatherItemSiblings(doc, member, token, name, through, depth + 1, c));
+  for (const char* keyword : {"allOf", "anyOf", "oneOf", "then", "else"}) {
+    const JsonValue* members = node.Keyword(keyword);
+    if (members == nullptr) continue;
+    const bool branch = std::string_view(keyword) != "allOf";
+    const std::string at = node.KeywordPointer(keyword);
+    if (!members->IsArray()) {  // then, else
+      EVIDENT_ASSIGN_OR_RETURN(const Node member, doc.View(members, at));
+      EVIDENT_RETURN_IF_ERROR(
+          GatherItemSiblings(doc, member, token, rest_from, name, through, true, depth + 1, c));
+      continue;
+    }
+    for (size_t k = 0; k < members->array.size(); ++k) {
+      EVIDENT_ASSIGN_OR_RETURN(const Node member,
+                               doc.View(&members->array[k], AppendToken(at, std::to_string(k))));
+      EVIDENT_RETURN_IF_ERROR(GatherItemSiblings(doc, member, token, rest_from, name, through,
+                                                 some || branch, depth + 1, c));
+    }
   }
   return Status::Ok();
 }

@@ -148,6 +148,12 @@ class Differ {
     int notes = 0;
   };
   Result<Context> ContextOf(bool old_side, const std::string& name);
+  struct TokenKind {
+    bool item = false;        // an array item (else a member)
+    size_t rest_from = 0;     // for an item "*": where the compared rest begins
+    bool named_star = false;  // a property named "*"
+  };
+  Result<TokenKind> KindOf(bool old_side, size_t i, const std::string& token);
   Status ContextStep();
   // Whether the in-place applicators of `node` (itself, allOf/anyOf/oneOf members, if/then/else,
   // dependentSchemas) evaluate property `name` for every value, for none, or depending on the
@@ -161,10 +167,10 @@ class Differ {
   Status GatherSiblings(const SchemaDocument& doc, const Node& node, const std::string& token,
                         const std::string& name, const JsonValue* through, int64_t depth,
                         Context& c);
-  // The same for an array item: `token` is its position ("*": one past the tuple).
+  // The same for an array item: `token` is its position ("*": at or past rest_from).
   Status GatherItemSiblings(const SchemaDocument& doc, const Node& node, const std::string& token,
-                            const std::string& name, const JsonValue* through, int64_t depth,
-                            Context& c);
+                            size_t rest_from, const std::string& name, const JsonValue* through,
+                            bool some, int64_t depth, Context& c);
   Status GatherLevel(const SchemaDocument& doc, const Node& node, const std::string& name,
                      const JsonValue* skip, int64_t depth, Context& c);
   Status GatherMembers(const SchemaDocument& doc, const Node& node, const std::string& name,
