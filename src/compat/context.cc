@@ -24,6 +24,9 @@ namespace {
 
 constexpr int64_t kMemberDepthMax = 8;  // allOf inside allOf: deeper nesting is not looked into
 
+// The ways a schema is gathered into a Context (Context::FirstVisit).
+enum VisitKind : int { kVisitSiblings, kVisitItems, kVisitSomeItems, kVisitLevel, kVisitMaybe };
+
 bool Requires(const Node& node, const std::string& name) {
   const JsonValue* required = node.Keyword("required");
   if (required == nullptr || !required->IsArray()) return false;
@@ -368,6 +371,7 @@ Result<Differ::TokenKind> Differ::KindOf(bool old_side, size_t i, const std::str
 Status Differ::GatherSiblings(const SchemaDocument& doc, const Node& node, const std::string& token,
                               const std::string& name, const JsonValue* through, int64_t depth,
                               Context& c) {
+  if (!c.FirstVisit(kVisitSiblings, node, depth)) return Status::Ok();
   EVIDENT_RETURN_IF_ERROR(ContextStep());
   if (depth > kMemberDepthMax || node.value == nullptr || node.value->IsBool()) {
     return Status::Ok();
@@ -397,6 +401,7 @@ Status Differ::GatherItemSiblings(const SchemaDocument& doc, const Node& node,
                                   const std::string& token, size_t rest_from,
                                   const std::string& name, const JsonValue* through, bool some,
                                   int64_t depth, Context& c) {
+  if (!c.FirstVisit(some ? kVisitSomeItems : kVisitItems, node, depth)) return Status::Ok();
   EVIDENT_RETURN_IF_ERROR(ContextStep());
   if (depth > kMemberDepthMax || node.value == nullptr || node.value->IsBool()) {
     return Status::Ok();
@@ -432,6 +437,7 @@ Status Differ::GatherItemSiblings(const SchemaDocument& doc, const Node& node,
 // `required`; its allOf members but `skip` (the level below it on the stack, walked in turn).
 Status Differ::GatherLevel(const SchemaDocument& doc, const Node& node, const std::string& name,
                            const JsonValue* skip, int64_t depth, Context& c) {
+  if (skip == nullptr && !c.FirstVisit(kVisitLevel, node, depth)) return Status::Ok();
   EVIDENT_RETURN_IF_ERROR(ContextStep());
   if (node.value == nullptr || node.value->IsBool()) return Status::Ok();
   const auto declarations = DeclarationsOf(node, name);
@@ -524,6 +530,7 @@ Status Differ::GatherBranches(const SchemaDocument& doc, const Node& node, const
 // A subschema that applies to some values: its declaration of `name`, and its own members'.
 Status Differ::GatherMaybe(const SchemaDocument& doc, const Node& node, const std::string& name,
                            int64_t depth, Context& c) {
+  if (!c.FirstVisit(kVisitMaybe, node, depth)) return Status::Ok();
   EVIDENT_RETURN_IF_ERROR(ContextStep());
   if (depth > kMemberDepthMax || node.value == nullptr || node.value->IsBool()) {
     return Status::Ok();

@@ -283,6 +283,35 @@ TEST(Hostile, CyclicRefsTerminate) {
   EXPECT_NE(Find(root->changes, ChangeCode::kTypeChanged), nullptr);
 }
 
+// A base reached through a graph of allOf references by many paths (six members wide, eight
+// deep: 6^8 paths, but nine schemas) is gathered once per schema when the levels around an
+// added property are looked up: the check ends with a verdict, not out of steps. For a
+// property and for an array item.
+TEST(Hostile, AllOfReferenceGraphsAreGatheredOncePerSchema) {
+  for (const bool item : {false, true}) {
+    std::string defs = item ? R"("t":{"prefixItems":[{},{"properties":{"a":{"type":"string"}}}]})"
+                            : R"("t":{"properties":{"x":{"properties":{"a":{"type":"string"}}}}})";
+    for (int k = 0; k < 8; ++k) {
+      const std::string next = k + 1 < 8 ? std::string("d").append(std::to_string(k + 1)) : "t";
+      std::string member = R"({"$ref":"#/$defs/)";
+      member.append(next).append(R"("},)");
+      defs.append(",\"d").append(std::to_string(k)).append(R"(":{"allOf":[)");
+      for (int w = 0; w < 6; ++w) defs.append(member);
+      defs.append(R"({"$ref":"#/$defs/t"}]})");
+    }
+    const auto schema = [&](const char* added) {
+      const std::string value = std::string(R"({"type":"object")") + added + "}";
+      return Schema((item ? R"("type":"array","prefixItems":[{},)" + value + "]"
+                          : R"("type":"object","properties":{"x":)" + value + "}") +
+                    R"(,"allOf":[{"$ref":"#/$defs/d0"}],"$defs":{)" + defs + "}");
+    };
+    auto diff = DiffSchemas(schema(""), schema(R"(,"properties":{"a":{"type":"integer"}})"));
+    ASSERT_TRUE(diff.ok()) << item << ": " << diff.status().ToString();
+    // The base declares `a` as a string: the integer one breaks old data, even in lenient.
+    EXPECT_FALSE(diff->CompatibleUnder(CompatMode::kBackward)) << item;
+  }
+}
+
 TEST(Hostile, WideSharedDefinitionsAreBounded) {
   // Each level uses the next twice: 2^40 paths without a bound.
   std::string defs;
