@@ -31,6 +31,17 @@ constexpr NamedMode kModes[] = {
     {"full-transitive", CompatMode::kFullTransitive},
 };
 
+// A subschema reached by two `$ref` paths at one data position (a base schema shared by the
+// members of a union) reports its change once per path: the same line twice tells nothing. Keeps
+// the first of each.
+void DropRepeatedChanges(std::vector<Change>& changes) {
+  std::set<std::tuple<ChangeCode, std::string, std::string, bool, bool, std::string>> seen;
+  std::erase_if(changes, [&seen](const Change& c) {
+    return !seen.emplace(c.code, c.pointer, c.schema_pointer, c.backward, c.forward, c.message)
+                .second;
+  });
+}
+
 Result<std::vector<Change>> DiffDocuments(const SchemaDocument& old_doc,
                                           const SchemaDocument& new_doc,
                                           const DiffOptions& options) {
@@ -39,13 +50,7 @@ Result<std::vector<Change>> DiffDocuments(const SchemaDocument& old_doc,
   Differ differ(old_doc, new_doc, options, comparisons, changes);
   EVIDENT_RETURN_IF_ERROR(
       differ.Compare(&old_doc.root(), "", &new_doc.root(), "", "", Differ::Slot::kGeneral, 0));
-  // A subschema reached by two `$ref` paths at one data position (a base schema shared by the
-  // members of a union) reports its change once per path: the same line twice tells nothing.
-  std::set<std::tuple<ChangeCode, std::string, std::string, bool, bool, std::string>> seen;
-  std::erase_if(changes, [&seen](const Change& c) {
-    return !seen.emplace(c.code, c.pointer, c.schema_pointer, c.backward, c.forward, c.message)
-                .second;
-  });
+  DropRepeatedChanges(changes);
   return changes;
 }
 
@@ -365,6 +370,7 @@ Status FieldReasons(const SchemaDocument& old_doc, const SchemaDocument& new_doc
   Differ differ(old_doc, new_doc, options, comparisons, changes);
   EVIDENT_RETURN_IF_ERROR(differ.Compare(old_field.value, old_field.pointer, new_field.value,
                                          new_field.pointer, read, Differ::Slot::kGeneral, 0));
+  DropRepeatedChanges(changes);
   // The consumer, written for the old version, reads data written under the new one: what it
   // cannot handle is exactly what is not forward compatible (and any change of meaning).
   for (const Change& change : changes) {

@@ -73,45 +73,31 @@ struct ItemDeclaration {
   bool every;
 };
 
-// The tuple of `node` (prefixItems, or a draft 7 `items` array) and its keyword, if any.
-std::pair<const JsonValue*, const char*> TupleOf(const Node& node) {
-  const char* keyword = node.dialect == Dialect::kDraft7 ? "items" : "prefixItems";
-  const JsonValue* tuple = node.Keyword(keyword);
-  return {tuple != nullptr && tuple->IsArray() ? tuple : nullptr, keyword};
-}
-
 // The schemas of `node` that apply to the array item at position `token`: an index, or "*",
 // a position at or past `rest_from` (where the rest of the schema being compared begins, 0 for
 // `contains`), which another level's tuple may still cover. They are the tuple entry, the rest
-// (`items`, or draft 7 `additionalItems` after a tuple) and `contains`, which applies to some
-// items only; for "*", so do a level's tuple entries past rest_from and a rest behind a longer
-// tuple.
+// (ArrayFormOf: the differ's reading of a tuple and its rest) and `contains`, which applies to
+// some items only; for "*", so do a level's tuple entries past rest_from and a rest behind a
+// longer tuple.
 std::vector<ItemDeclaration> ItemDeclarationsOf(const Node& node, const std::string& token,
                                                 size_t rest_from) {
   std::vector<ItemDeclaration> found;
-  const std::pair<const JsonValue*, const char*> tuple_of = TupleOf(node);
-  const JsonValue* tuple = tuple_of.first;
-  const char* tuple_keyword = tuple_of.second;
-  const char* rest_keyword =
-      node.dialect == Dialect::kDraft7 && tuple != nullptr ? "additionalItems" : "items";
-  const JsonValue* rest = node.Keyword(rest_keyword);
-  if (rest != nullptr && rest->IsArray()) rest = nullptr;
-  const size_t tuple_size = tuple != nullptr ? tuple->array.size() : 0;
+  const ArrayForm form = ArrayFormOf(node);
+  const JsonValue* rest = form.rest != nullptr && !form.rest->IsArray() ? form.rest : nullptr;
+  const size_t tuple_size = form.prefix != nullptr ? form.prefix->array.size() : 0;
   const auto entry = [&](size_t k, bool every) {
-    found.push_back({&tuple->array[k],
-                     AppendToken(node.KeywordPointer(tuple_keyword), std::to_string(k)), every});
+    found.push_back(
+        {&form.prefix->array[k], AppendToken(form.prefix_pointer, std::to_string(k)), every});
   };
   if (token == "*") {
     for (size_t k = rest_from; k < tuple_size; ++k) entry(k, false);
-    if (rest != nullptr) {
-      found.push_back({rest, node.KeywordPointer(rest_keyword), tuple_size <= rest_from});
-    }
+    if (rest != nullptr) found.push_back({rest, form.rest_pointer, tuple_size <= rest_from});
   } else {
     const size_t index = static_cast<size_t>(std::stoull(token));
     if (index < tuple_size) {
       entry(index, true);
     } else if (rest != nullptr) {
-      found.push_back({rest, node.KeywordPointer(rest_keyword), true});
+      found.push_back({rest, form.rest_pointer, true});
     }
   }
   if (const JsonValue* contains = node.Keyword("contains"); contains != nullptr) {
@@ -121,34 +107,29 @@ std::vector<ItemDeclaration> ItemDeclarationsOf(const Node& node, const std::str
 }
 
 // Whether `through` (a subschema after `$ref` resolution) is one of `node`'s schemas for the
-// array item at `token` (an index, or "*"): its tuple entry there, its rest (`items`,
-// `additionalItems`) or `contains`. Then the comparison reached an array item through that
-// level. Also says where the rest of `node` begins (0 when reached through `contains`). Looks at
-// one tuple entry only, so a long tuple costs no more per position.
+// array item at `token` (an index, or "*"): its tuple entry there, its rest or `contains`.
+// Then the comparison reached an array item through that level. Also says where the rest of
+// `node` begins (0 when reached through `contains`). Looks at one tuple entry only, so a long
+// tuple costs no more per position.
 Result<bool> IsItemSchemaOf(const SchemaDocument& doc, const Node& node, const JsonValue* through,
                             const std::string& token, size_t& rest_from) {
-  const std::pair<const JsonValue*, const char*> tuple_of = TupleOf(node);
-  const JsonValue* tuple = tuple_of.first;
-  const char* tuple_keyword = tuple_of.second;
-  rest_from = tuple != nullptr ? tuple->array.size() : 0;
+  const ArrayForm form = ArrayFormOf(node);
+  rest_from = form.prefix != nullptr ? form.prefix->array.size() : 0;
   const auto is = [&](const JsonValue* value, const std::string& at) -> Result<bool> {
     if (value == nullptr || value->IsArray()) return false;
     if (value == through) return true;
     EVIDENT_ASSIGN_OR_RETURN(const Node resolved, doc.View(value, at));
     return resolved.value == through;
   };
-  if (token != "*" && tuple != nullptr) {
+  if (token != "*" && form.prefix != nullptr) {
     const size_t index = static_cast<size_t>(std::stoull(token));
-    if (index < tuple->array.size()) {
-      return is(&tuple->array[index],
-                AppendToken(node.KeywordPointer(tuple_keyword), std::to_string(index)));
+    if (index < form.prefix->array.size()) {
+      return is(&form.prefix->array[index],
+                AppendToken(form.prefix_pointer, std::to_string(index)));
     }
   }
-  for (const char* keyword : {"items", "additionalItems"}) {
-    EVIDENT_ASSIGN_OR_RETURN(const bool found,
-                             is(node.Keyword(keyword), node.KeywordPointer(keyword)));
-    if (found) return true;
-  }
+  EVIDENT_ASSIGN_OR_RETURN(const bool in_rest, is(form.rest, form.rest_pointer));
+  if (in_rest) return true;
   EVIDENT_ASSIGN_OR_RETURN(const bool in_contains,
                            is(node.Keyword("contains"), node.KeywordPointer("contains")));
   if (in_contains) rest_from = 0;

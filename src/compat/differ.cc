@@ -156,16 +156,6 @@ std::string ListText(const std::vector<std::string>& values) {
   return out + "]";
 }
 
-// The array form of a node: tuple positions (prefixItems, or draft 7's items array) and the
-// schema for the rest.
-struct ArrayForm {
-  const JsonValue* prefix = nullptr;  // an array, or null
-  std::string prefix_pointer;
-  const JsonValue* rest = nullptr;
-  std::string rest_pointer;
-  bool rest_is_unevaluated = false;  // unevaluatedItems, standing in for an absent rest
-};
-
 // 2020-12: without a rest schema and without in-place applicators (whose annotations would
 // count), unevaluatedItems governs the positions beyond the tuple.
 void UseUnevaluatedItemsAsRest(const Node& node, ArrayForm& form) {
@@ -177,29 +167,6 @@ void UseUnevaluatedItemsAsRest(const Node& node, ArrayForm& form) {
   form.rest = node.Keyword("unevaluatedItems");
   form.rest_pointer = node.KeywordPointer("unevaluatedItems");
   form.rest_is_unevaluated = form.rest != nullptr;
-}
-
-ArrayForm ArrayFormOf(const Node& node) {
-  ArrayForm form;
-  const JsonValue* items = node.Keyword("items");
-  if (items != nullptr && items->IsArray()) {
-    // Draft 7 tuple (also accepted in a 2020-12 document, where it was the pre-2020 spelling).
-    form.prefix = items;
-    form.prefix_pointer = node.KeywordPointer("items");
-    form.rest = node.Keyword("additionalItems");
-    form.rest_pointer = node.KeywordPointer("additionalItems");
-    UseUnevaluatedItemsAsRest(node, form);
-    return form;
-  }
-  if (const JsonValue* prefix = node.Keyword("prefixItems");
-      prefix != nullptr && prefix->IsArray()) {
-    form.prefix = prefix;
-    form.prefix_pointer = node.KeywordPointer("prefixItems");
-  }
-  form.rest = items;
-  form.rest_pointer = node.KeywordPointer("items");
-  UseUnevaluatedItemsAsRest(node, form);
-  return form;
 }
 
 // In 2020-12 every layer of a `$ref` chain applies, while Node::Keyword reads the outermost one:
@@ -237,6 +204,29 @@ std::string LayersText(const Node& node) {
 }
 
 }  // namespace
+
+ArrayForm ArrayFormOf(const Node& node) {
+  ArrayForm form;
+  const JsonValue* items = node.Keyword("items");
+  if (items != nullptr && items->IsArray()) {
+    // Draft 7 tuple (also accepted in a 2020-12 document, where it was the pre-2020 spelling).
+    form.prefix = items;
+    form.prefix_pointer = node.KeywordPointer("items");
+    form.rest = node.Keyword("additionalItems");
+    form.rest_pointer = node.KeywordPointer("additionalItems");
+    UseUnevaluatedItemsAsRest(node, form);
+    return form;
+  }
+  if (const JsonValue* prefix = node.Keyword("prefixItems");
+      prefix != nullptr && prefix->IsArray()) {
+    form.prefix = prefix;
+    form.prefix_pointer = node.KeywordPointer("prefixItems");
+  }
+  form.rest = items;
+  form.rest_pointer = node.KeywordPointer("items");
+  UseUnevaluatedItemsAsRest(node, form);
+  return form;
+}
 
 // ---- Differ ---------------------------------------------------------------------------------
 

@@ -35,6 +35,18 @@ bool ProvablyDisjoint(const SchemaDocument& doc, const Node& a, const Node& b, i
 // sites): all of them apply, while Node::Keyword sees only the outermost.
 bool CombinatorsStacked(const Node& node);
 
+// The array form of a node: tuple positions (prefixItems, or draft 7's items array) and the
+// schema for the rest.
+struct ArrayForm {
+  const JsonValue* prefix = nullptr;  // an array, or null
+  std::string prefix_pointer;
+  const JsonValue* rest = nullptr;
+  std::string rest_pointer;
+  bool rest_is_unevaluated = false;  // unevaluatedItems, standing in for an absent rest
+};
+
+ArrayForm ArrayFormOf(const Node& node);
+
 class Differ {
  public:
   // What a subschema position means, for the codes of `true`/`false` transitions.

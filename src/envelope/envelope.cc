@@ -205,9 +205,9 @@ bool HasLoneSurrogateEscape(std::string_view bytes) {
   return false;
 }
 
-// A member name's bit in a 64-bit filter: names with different bits differ. Length, first,
-// middle and last byte: member names of one object rarely agree on all four, so the filter
-// leaves few pairs to compare byte by byte.
+// A member name's bit in a 64-bit filter: names with different bits differ. Length and first
+// byte: the middle and last bytes cost more loads than the rare extra comparisons they saved
+// (bench/envelope_bench).
 uint64_t NameBit(std::string_view name) {
   size_t mix = name.size();
   if (!name.empty()) mix += 3u * static_cast<unsigned char>(name.front());
@@ -269,18 +269,23 @@ bool FindDuplicateMember(element root, std::vector<element>& stack,
   const auto push_container = [&stack](element value) {
     if (value.is_array() || value.is_object()) stack.push_back(value);
   };
-  stack.clear();
-  if (root.is_object()) {
+  // False when a name of `object` repeats; each member goes to `on_member` on the way.
+  const auto check_names = [&](simdjson::dom::object object, auto&& on_member) {
     MemberNames names(keys);
-    for (auto field : root.get_object()) {
-      if (!names.Add(field.key, duplicate_name)) return true;
-      on_root_member(field.key, field.value);
+    for (auto field : object) {
+      if (!names.Add(field.key, duplicate_name)) return false;
+      on_member(field.key, field.value);
       push_container(field.value);
     }
-    if (!names.Finish(duplicate_name)) return true;
+    return names.Finish(duplicate_name);
+  };
+  stack.clear();
+  if (root.is_object()) {
+    if (!check_names(root.get_object().value_unsafe(), on_root_member)) return true;
   } else {
     push_container(root);
   }
+  const auto nothing = [](std::string_view, element) {};
   while (!stack.empty()) {
     const element node = stack.back();
     stack.pop_back();
@@ -289,12 +294,7 @@ bool FindDuplicateMember(element root, std::vector<element>& stack,
       continue;
     }
     assert(node.is_object());
-    MemberNames names(keys);
-    for (auto field : node.get_object()) {
-      if (!names.Add(field.key, duplicate_name)) return true;
-      push_container(field.value);
-    }
-    if (!names.Finish(duplicate_name)) return true;
+    if (!check_names(node.get_object().value_unsafe(), nothing)) return true;
   }
   return false;
 }
