@@ -240,6 +240,53 @@ TEST_F(HardeningTest, OutcomesPathThatIsTheStoreOrTheInputIsRefused) {
   EXPECT_EQ(Read(config_), Read(config_copy));
 }
 
+// The files a config brings in are read too: its contracts (any path in their directory) and a
+// profile file; `quarantine replay --outcomes` is held to the same rule.
+TEST_F(HardeningTest, OutcomesPathThatIsAContractTheProfileOrTheReplayStoreIsRefused) {
+  fs::copy(SourcePath("examples/orders"), dir_ / "orders", fs::copy_options::recursive);
+  const std::string config = (dir_ / "orders" / "evident.yaml").string();
+  const std::string contract =
+      (dir_ / "orders" / "contracts" / "consumers" / "fulfillment.yaml").string();
+  const std::string contract_bytes = Read(contract);
+  const std::string profile =
+      Write("legacy.json", R"({"name":"legacy","attributes":{"id":"/meta/id",)"
+                           R"("source":"/meta/from","type":"/meta/kind"},"data":"/body"})");
+  const std::string legacy =
+      Write("legacy.ndjson", R"({"meta":{"id":"1","from":"a://b","kind":"t"},"body":{}})"
+                             "\n");
+  const auto consume = [&](const std::string& input, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"consume", "--config", config, "--store",
+                                     store_,    "--input",  input};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunEvident(args);
+  };
+  for (const std::string& target :
+       {contract, (dir_ / "orders" / "contracts" / "new.ndjson").string()}) {
+    const auto r = consume(events_, {"--outcomes", target});
+    EXPECT_EQ(r.exit_code, 2) << target;
+    EXPECT_NE(r.err.find("is in the contracts directory"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "orders" / "contracts" / "new.ndjson"));
+  const auto by_profile = consume(legacy, {"--profile-file", profile, "--outcomes", profile});
+  EXPECT_EQ(by_profile.exit_code, 2);
+  EXPECT_NE(by_profile.err.find("is the profile file"), std::string::npos) << by_profile.err;
+  EXPECT_EQ(Read(contract), contract_bytes);
+  EXPECT_NE(Read(profile).find("\"legacy\""), std::string::npos);
+  // Next to the config is fine: outcomes are often kept there.
+  EXPECT_EQ(consume(events_, {"--outcomes", (dir_ / "orders" / "out.ndjson").string()}).exit_code,
+            0);
+
+  const std::string store_bytes = Read(db_);
+  for (const std::string& target : {db_, db_ + "-wal", config}) {
+    const auto r = RunEvident({"quarantine", "replay", "--config", config, "--store", store_,
+                               "--by", "me", "--note", "n", "1", "--outcomes", target});
+    EXPECT_EQ(r.exit_code, 2) << target;
+    EXPECT_NE(r.err.find("would destroy it"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(Read(db_), store_bytes);
+  EXPECT_NE(Read(config).find("consumers"), std::string::npos);
+}
+
 TEST_F(HardeningTest, ResumedOutcomesAreAppended) {
   const std::vector<std::string> lines = Lines(Read(events_));
   const std::string input = Write("in.ndjson", lines[0] + "\n" + lines[2] + "\n");

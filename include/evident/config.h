@@ -159,6 +159,7 @@ struct HttpConfig {
 struct Config {
   std::string path;           // the file it was read from
   std::string contracts_dir;  // resolved against the file's directory
+  std::string profile_file;   // the profile's file when the config names one (resolved), else empty
   ContractsDir contracts;
   std::vector<Adapter> adapters;  // the contracts directory's (adapter.h)
   Profile profile = Profile::CloudEvents();

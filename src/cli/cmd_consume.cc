@@ -1,6 +1,5 @@
 // `evident consume`: run the consumers of a config file over NDJSON input against a store.
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -8,7 +7,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -78,37 +76,16 @@ void PrintSummary(std::FILE* out, const ConsumeSummary& summary) {
   }
 }
 
-// True when `a` and `b` name one file: the same inode when both exist, else the same absolute
-// path once normalised.
-bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa {
-  }, sb{};
-  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) {
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-  }
-  namespace fs = std::filesystem;
-  return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
-}
-
 // Opening --outcomes truncates it, so it must not name a file this run reads or writes: the
-// store (with its -wal and -shm), the input or the config. Empty when the path is safe.
-std::string OutcomesClash(const ConsumeFlags& flags) {
-  std::vector<std::pair<std::string, std::string>> taken = {{flags.config, "the config"}};
-  if (flags.from.empty() && flags.input != "-") taken.emplace_back(flags.input, "the input");
-  constexpr std::string_view kSqlite = "sqlite:";
-  if (flags.store.rfind(kSqlite, 0) == 0) {
-    const std::string path = flags.store.substr(kSqlite.size());
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-      taken.emplace_back(path + suffix, "the store");
-    }
-  }
-  for (const auto& [path, what] : taken) {
-    if (SameFile(flags.outcomes, path)) {
-      return "--outcomes " + flags.outcomes + " is " + what + " (" + path +
-             "); writing outcomes there would destroy it";
-    }
-  }
-  return "";
+// store (with its -wal and -shm), the input, the config, the profile file and anything in the
+// contracts directory. Empty when the path is safe.
+std::string OutcomesClash(const ConsumeFlags& flags, const Config& config) {
+  ReadPaths reads;
+  AddConfigReads(config, reads);
+  AddStoreReads(flags.store, reads);
+  if (flags.from.empty() && flags.input != "-") reads.emplace_back(flags.input, "the input");
+  if (!flags.profile_file.empty()) reads.emplace_back(flags.profile_file, "the profile file");
+  return OutputClash("--outcomes", flags.outcomes, reads);
 }
 
 // sqlite:PATH gets the SQLite options the flags carry; any other URI goes to OpenStore.
@@ -157,7 +134,6 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
   }
   if (cmd.count("--profile") > 0 && cmd.count("--profile-file") > 0)
     return "--profile and --profile-file exclude each other";
-  if (!flags.outcomes.empty() && flags.outcomes != "-") return OutcomesClash(flags);
   return "";
 }
 
@@ -227,6 +203,12 @@ int RunConsume(const ConsumeFlags& flags) {
       return kExitUsage;
     }
     config->profile = std::move(profile).value();
+  }
+  if (!flags.outcomes.empty() && flags.outcomes != "-") {
+    if (const std::string clash = OutcomesClash(flags, *config); !clash.empty()) {
+      std::cerr << "evident consume: " << clash << "\n";
+      return kExitUsage;
+    }
   }
   if (flags.batch_count_max > 0)
     config->batch_count_max = static_cast<size_t>(flags.batch_count_max);

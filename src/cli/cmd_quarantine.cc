@@ -163,6 +163,16 @@ int RunReplay(const ReplayFlags& flags) {
     if (!profile.ok()) config = profile.status();
     if (profile.ok()) config->profile = std::move(profile).value();
   }
+  if (config.ok() && !flags.outcomes.empty() && flags.outcomes != "-") {
+    ReadPaths reads;
+    AddConfigReads(*config, reads);
+    AddStoreReads(flags.store, reads);
+    if (const std::string taken = OutputClash("--outcomes", flags.outcomes, reads);
+        !taken.empty()) {
+      std::cerr << "evident quarantine replay: " << taken << "\n";
+      return kExitUsage;
+    }
+  }
   auto pipeline =
       config.ok() ? Pipeline::Create(*config) : Result<std::unique_ptr<Pipeline>>(config.status());
   auto store = pipeline.ok() ? OpenStore(flags.store, {.create = false})

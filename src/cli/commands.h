@@ -13,7 +13,10 @@
 #include <iosfwd>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "evident/config.h"
 #include "evident/profile.h"
 #include "evident/status.h"
 
@@ -51,6 +54,20 @@ bool WriteStdout(std::string_view text);
 // A CLI11 check that an option is a whole number from `min` to `max`, with a message that says
 // so in those words (CLI11's own range check prints doubles: "0.000000 to 1.797e308").
 CLI::Validator IntegerFrom(int64_t min, int64_t max);
+
+// What a run reads, by path, each with what it is ("the config"): a file a run writes must be
+// none of them (OutputClash).
+using ReadPaths = std::vector<std::pair<std::string, std::string>>;
+// Adds the files a run under `config` reads: the config file, its profile file, and its
+// contracts directory (every path below it).
+void AddConfigReads(const Config& config, ReadPaths& reads);
+// Adds the files of the store `store_uri` names when it is sqlite:PATH (PATH and its -wal, -shm
+// and -journal); other stores are no file.
+void AddStoreReads(const std::string& store_uri, ReadPaths& reads);
+// Opening `output` for writing truncates it: empty when it names none of `reads` (nor a path
+// below a directory among them), else a message for `option` that says which it is. Checked
+// before anything is opened (cli/lines.cc).
+std::string OutputClash(std::string_view option, const std::string& output, const ReadPaths& reads);
 
 // Adds `--format text|json` (default: the value `format` holds) to `command` (cli/lines.cc).
 void AddFormatOption(CLI::App& command, std::string& format);

@@ -1,10 +1,12 @@
 // cli/lines.cc — reading input line by line with a bound on the line kept.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <istream>
@@ -95,6 +97,66 @@ Result<int64_t> ParseDurationMs(const std::string& text) {
     return Status::InvalidArgument("duration \"" + text + "\" is longer than 10 years");
   }
   return count * scale;
+}
+
+namespace {
+
+// True when `a` and `b` name one file: the same inode when both exist, else the same absolute
+// path once normalised.
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) {
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  }
+  namespace fs = std::filesystem;
+  return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
+}
+
+// True when `path` lies below the directory `dir` (symbolic links resolved where they exist).
+bool Below(const std::string& path, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path inner = fs::weakly_canonical(fs::absolute(path), error);
+  if (error) return false;
+  const fs::path outer = fs::weakly_canonical(fs::absolute(dir), error);
+  if (error) return false;
+  const auto [end, rest] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+  return end == outer.end() && rest != inner.end();
+}
+
+}  // namespace
+
+void AddConfigReads(const Config& config, ReadPaths& reads) {
+  if (!config.path.empty()) reads.emplace_back(config.path, "the config");
+  if (!config.profile_file.empty())
+    reads.emplace_back(config.profile_file, "the config's profile file");
+  if (!config.contracts_dir.empty()) {
+    reads.emplace_back(config.contracts_dir, "the contracts directory");
+  }
+}
+
+void AddStoreReads(const std::string& store_uri, ReadPaths& reads) {
+  constexpr std::string_view kSqlite = "sqlite:";
+  if (store_uri.rfind(kSqlite, 0) != 0) return;
+  const std::string path = store_uri.substr(kSqlite.size());
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    reads.emplace_back(path + suffix, "the store");
+  }
+}
+
+std::string OutputClash(std::string_view option, const std::string& output,
+                        const ReadPaths& reads) {
+  for (const auto& [path, what] : reads) {
+    if (path.empty() || path == "-") continue;
+    std::error_code error;
+    const bool directory = std::filesystem::is_directory(path, error);
+    if (directory ? Below(output, path) || SameFile(output, path) : SameFile(output, path)) {
+      return std::string(option) + " " + output + " is " + (directory ? "in " : "") + what + " (" +
+             path + "); writing there would destroy it";
+    }
+  }
+  return "";
 }
 
 }  // namespace evident::cli

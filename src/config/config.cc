@@ -468,8 +468,8 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
   if (root["profile_file"]) {
     if (root["profile"]) Fail(origin, root["profile_file"], "give 'profile' or 'profile_file'");
     const fs::path file = root["profile_file"].as<std::string>();
-    auto profile =
-        LoadProfileFile((file.is_absolute() ? file : fs::path(base_dir) / file).string());
+    config.profile_file = (file.is_absolute() ? file : fs::path(base_dir) / file).string();
+    auto profile = LoadProfileFile(config.profile_file);
     if (!profile.ok()) Fail(origin, root["profile_file"], profile.status().message());
     config.profile = std::move(profile).value();
   }
