@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cassert>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "evident/clock.h"
 #include "evident/effects.h"
+#include "evident/profile.h"
 #include "evident/retry.h"
 #include "json/files.h"
 #include "serve/admin_worker.h"
@@ -42,6 +44,10 @@ struct Call {
   enum class Phase : uint8_t { kReading, kDiscarding, kWaiting, kAnswered };
   Phase phase = Phase::kReading;
   std::string body;
+  // What this call added to the daemon's body_bytes_, taken back when it completes: the body's
+  // capacity as it grew (an admin task takes the body away, and its moved-from capacity would
+  // give back less than was counted).
+  int64_t body_counted = 0;
   Clock_::time_point started = Clock_::now();
   std::shared_ptr<Exchange> exchange;
   std::string version;        // HTTP/1.0 or HTTP/1.1
@@ -209,7 +215,8 @@ void Daemon::OnCompleted(void* cls, MHD_Connection* connection, void** con_cls,
     self->watch_.Answered(static_cast<serve::ConnectionWatch::Link*>(info->socket_context));
   }
   if (call == nullptr) return;
-  self->body_bytes_ -= static_cast<int64_t>(call->body.capacity());
+  self->body_bytes_ -= call->body_counted;
+  assert(self->body_bytes_.load() >= 0);  // each call gives back exactly what it counted
   if (call->suspended) --self->waiting_calls_;
   delete call;
   *con_cls = nullptr;
@@ -321,29 +328,48 @@ MHD_Result Daemon::Read(MHD_Connection* connection, std::string_view url, const 
   if (too_large || body_bytes_.load() + static_cast<int64_t>(*upload_size) >
                        static_cast<int64_t>(options_.queue_bytes_max)) {
     *upload_size = 0;
-    body_bytes_ -= static_cast<int64_t>(call.body.capacity());
+    body_bytes_ -= call.body_counted;
+    call.body_counted = 0;
     std::string().swap(call.body);
     call.phase = Call::Phase::kDiscarding;
     call.discard_status = too_large ? 413 : 503;
     return MHD_YES;
   }
-  const size_t before = call.body.capacity();
   call.body.append(upload, *upload_size);
-  body_bytes_ += static_cast<int64_t>(call.body.capacity() - before);
+  const auto held = static_cast<int64_t>(call.body.capacity());
+  body_bytes_ += held - call.body_counted;
+  call.body_counted = held;
   *upload_size = 0;
   return MHD_YES;
 }
 
-// The source each event names, read as the envelope reads it (the DOM decodes escaped member
-// names: "sour\u0063e" is "source"); empty for an event without a readable one.
-std::string EventSource(simdjson::dom::parser& parser, const std::string& event) {
-  simdjson::dom::object object;
-  if (parser.parse(event).get(object) != simdjson::SUCCESS) return {};
+// The sources an event names, read as the envelope reads them through `profile`: the value at
+// the profile's pointer for source, else (passthrough) every top-level "source" member (the DOM
+// decodes escaped names: "sour\u0063e" is "source"; a repeated member is rejected later, but
+// each must be signed), else the profile's constant. Empty for an event without a readable one.
+std::vector<std::string> EventSources(simdjson::dom::parser& parser, const std::string& event,
+                                      const Profile& profile) {
+  std::vector<std::string> sources;
+  simdjson::dom::element root;
+  if (parser.parse(event).get(root) != simdjson::SUCCESS) return sources;
   std::string_view source;
-  for (auto [key, value] : object) {
-    if (key == "source" && value.get(source) == simdjson::SUCCESS) return std::string(source);
+  if (const std::string pointer = profile.PointerFor("source"); !pointer.empty()) {
+    simdjson::dom::element value;
+    if (root.at_pointer(pointer).get(value) == simdjson::SUCCESS && !value.is_null() &&
+        value.get(source) == simdjson::SUCCESS) {
+      sources.emplace_back(source);
+    }
+  } else if (simdjson::dom::object object;
+             profile.passthrough && root.get(object) == simdjson::SUCCESS) {
+    for (auto [key, value] : object) {
+      if (key == "source" && value.get(source) == simdjson::SUCCESS) sources.emplace_back(source);
+    }
   }
-  return {};
+  if (!sources.empty()) return sources;
+  for (const auto& [name, value] : profile.constants) {
+    if (name == "source") sources.push_back(value);
+  }
+  return sources;
 }
 
 // A signed source's events must come in a body the signature covers: structured or batch mode
@@ -360,11 +386,13 @@ serve::SignatureVerdict Daemon::CheckSignatures(const Headers& headers, std::str
   }
   simdjson::dom::parser parser;
   for (const std::string& event : bound.events) {
-    auto found = options_.webhook_secrets.find(EventSource(parser, event));
-    if (found == options_.webhook_secrets.end()) continue;
-    if (bound.mode == serve::BodyMode::kBinary) return serve::SignatureVerdict::kUnsigned;
-    if (std::find(secrets.begin(), secrets.end(), &found->second) == secrets.end()) {
-      secrets.push_back(&found->second);
+    for (const std::string& source : EventSources(parser, event, pipeline_.config().profile)) {
+      auto found = options_.webhook_secrets.find(source);
+      if (found == options_.webhook_secrets.end()) continue;
+      if (bound.mode == serve::BodyMode::kBinary) return serve::SignatureVerdict::kUnsigned;
+      if (std::find(secrets.begin(), secrets.end(), &found->second) == secrets.end()) {
+        secrets.push_back(&found->second);
+      }
     }
   }
   const serve::SignedRequest request{.id = HeaderOf(headers, "webhook-id"),

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "evident/profile.h"
 #include "evident/store_sqlite.h"
 #include "serve/http_test_client.h"
 #include "serve/signature.h"
@@ -59,6 +60,7 @@ class ServeTest : public ::testing::Test {
     auto config = LoadConfig(std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/evident.yaml");
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     config->linger_ms = linger_ms_;
+    if (!profile_.empty()) config->profile = Profile::Named(profile_).value();
     auto pipeline = Pipeline::Create(*config);
     ASSERT_TRUE(pipeline.ok());
     pipeline_ = std::move(pipeline).value();
@@ -102,6 +104,7 @@ class ServeTest : public ::testing::Test {
   fs::path dir_;
   std::string path_;
   int64_t linger_ms_ = 5;
+  std::string profile_;  // the config's own when empty
   int64_t busy_timeout_ms_ = 5000;
   ServeOptions options_;
   CancelToken cancel_;
@@ -282,6 +285,53 @@ TEST_F(ServeTest, WebhookHandshakeAnswersAllowedOrigins) {
       Http(port_, "OPTIONS", "/events", {{"WebHook-Request-Origin", "evil.example"}});
   EXPECT_EQ(other.status, 403);
   EXPECT_EQ(other.headers.count("webhook-allowed-origin"), 0u);
+}
+
+// The signed source is read as the config's profile reads it: under the flat layout it is
+// producer.id, in structured and in binary mode (where ce-producer.id carries it).
+TEST_F(ServeTest, SignaturesFollowTheProfilesSource) {
+  options_.webhook_secrets["urn:signed"] = {"0123456789abcdef0123456789abcdef"};
+  profile_ = "flat";
+  Start();
+  const std::string flat =
+      R"({"event.id":"fl-1","event.name":"order.status.changed","producer.id":"urn:signed",)"
+      R"("aggregate.id":"fl","payload":{"schemaVersion":1,"orderId":"o","status":"forged"}})";
+  const HttpAnswer structured = Post(flat);
+  EXPECT_EQ(structured.status, 401) << structured.body;
+  EXPECT_NE(structured.body.find("missing-signature"), std::string::npos) << structured.body;
+  EXPECT_EQ(Post("[" + flat + "]", kBatch).status, 401);
+  const HttpAnswer binary = Post(R"({"schemaVersion":1,"orderId":"o","status":"forged"})",
+                                 {{"Content-Type", "application/json"},
+                                  {"ce-event.id", "fl-2"},
+                                  {"ce-event.name", "order.status.changed"},
+                                  {"ce-producer.id", "urn:signed"}});
+  EXPECT_NE(binary.status, 200) << binary.body;
+  EXPECT_FALSE(Applied("fl-1", "urn:signed"));
+  EXPECT_FALSE(Applied("fl-2", "urn:signed"));
+  // A top-level "source" means nothing to this layout, signed or not.
+  const std::string other =
+      R"({"event.id":"fl-3","event.name":"order.status.changed","producer.id":"urn:plain",)"
+      R"("source":"urn:signed","aggregate.id":"fl","payload":{"schemaVersion":1,"orderId":"o",)"
+      R"("status":"paid"}})";
+  EXPECT_EQ(Post(other).status, 200);
+}
+
+// What an admin request's body counted against queue_bytes_max is given back when it ends,
+// although the admin worker took the body away: many such requests never starve /events.
+TEST_F(ServeTest, AdminBodiesGiveBackTheirBytes) {
+  options_.admin_token = "s3cret-token-of-enough-length";
+  options_.queue_bytes_max = size_t{1} << 20;
+  Start();
+  const std::string note = R"({"by":"x","note":")" + std::string(60000, 'a') + R"("})";
+  for (int i = 0; i < 40; ++i) {  // 2.4 MB in all, one request at a time
+    const HttpAnswer answer = Http(port_, "POST", "/api/quarantine/999999/discard",
+                                   {{"Authorization", "Bearer s3cret-token-of-enough-length"},
+                                    {"Content-Type", "application/json"}},
+                                   note);
+    ASSERT_NE(answer.status, 503) << i << " " << answer.body;
+  }
+  const HttpAnswer events = Post(StatusEvent("after-admin", "order-aa"));
+  EXPECT_EQ(events.status, 200) << events.body;
 }
 
 TEST_F(ServeTest, AdminRoutesAreDisabledWithoutAToken) {
