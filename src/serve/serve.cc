@@ -534,7 +534,11 @@ Status Daemon::StartHttp() {
 void Daemon::Drain() {
   stopping_ = true;
   intake_.Close();
-  const MHD_socket listener = MHD_quiesce_daemon(http_);
+  // The listening socket is ours once quiesced: closed at once, so a new connection is refused
+  // instead of waiting in the kernel's queue, never accepted, for the whole drain.
+  if (const MHD_socket listener = MHD_quiesce_daemon(http_); listener != MHD_INVALID_SOCKET) {
+    ::close(listener);
+  }
   const auto deadline = Clock_::now() + std::chrono::milliseconds(options_.drain_ms_max);
   while (intake_.outstanding() > 0 && loop_running_.load() && Clock_::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -552,7 +556,6 @@ void Daemon::Drain() {
   }
   MHD_stop_daemon(http_);
   http_ = nullptr;
-  if (listener != MHD_INVALID_SOCKET) ::close(listener);
 }
 
 void Daemon::LoopThread() {

@@ -412,6 +412,31 @@ TEST_F(ServeTest, AStoreThatFailsIsA503UntilItAnswersAgain) {
   EXPECT_GE(result_->restarts, 1);
 }
 
+// While it drains, the daemon no longer listens: a new connection is refused at once rather
+// than queued by the kernel and left unanswered until the drain ends.
+TEST_F(ServeTest, ANewConnectionDuringTheDrainIsRefusedAtOnce) {
+  busy_timeout_ms_ = 3000;
+  Start();
+  ASSERT_EQ(Post(StatusEvent("before", "order-d")).status, 200);
+  sqlite3* locker = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &locker), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::thread in_flight([this] { Post(StatusEvent("held", "order-d")); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the loop waits on the lock
+  cancel_.Cancel();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the drain has begun
+  const auto asked = std::chrono::steady_clock::now();
+  const HttpAnswer late = Http(port_, "GET", "/healthz", {}, {}, 5000);
+  const auto waited = std::chrono::steady_clock::now() - asked;
+  EXPECT_EQ(late.status, 0) << late.body;  // no connection
+  EXPECT_LT(waited, std::chrono::milliseconds(1000));
+  ASSERT_EQ(sqlite3_exec(locker, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(locker);
+  in_flight.join();
+  server_.join();
+  ASSERT_TRUE(result_.ok()) << result_.status().ToString();
+}
+
 TEST_F(ServeTest, StopUnderLoadCommitsEveryAnsweredEvent) {
   Start();
   constexpr int kThreads = 8;
