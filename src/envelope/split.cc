@@ -50,6 +50,7 @@ class EventSplitter::Impl {
   void Begin(size_t at, size_t index);
   size_t SkipStringBytes(std::string_view chunk, size_t at);
   void Track(char c, uint64_t offset);
+  void Close(char opener);
   Status End(std::string_view chunk, size_t at, const Sink& sink,
              std::optional<Rejection> rejection = std::nullopt);
   Status EmitEmpty(uint64_t offset, std::string message, const Sink& sink);
@@ -69,7 +70,15 @@ class EventSplitter::Impl {
   uint64_t event_offset_ = 0;
   uint64_t last_solid_ = 0;  // offset of its last non-whitespace byte
   uint64_t depth_ = 0;       // open brackets (a closer at depth 0 is left to the parser)
+  // The kinds of the first kTypedDepthMax open brackets, innermost last: a closer of the other
+  // kind closes through the nearest opener it matches ("[1}" ends the '{' it is in).
+  std::string open_;
+  static constexpr size_t kTypedDepthMax = 4096;
+  char last_solid_char_ = 0;  // the byte at last_solid_
   bool in_string_ = false, escaped_ = false;
+  // A batch element's string met a raw newline: where it goes on is decided at the next solid
+  // byte (StepBatchElement).
+  bool string_broken_ = false;
 };
 
 EventSplitter::EventSplitter(size_t event_bytes_max)
@@ -192,6 +201,23 @@ Status EventSplitter::Impl::StepBatchGap(std::string_view chunk, size_t at, cons
 
 Status EventSplitter::Impl::StepBatchElement(std::string_view chunk, size_t at, const Sink& sink) {
   const char c = chunk[at];
+  if (string_broken_ && !IsSpace(c)) {
+    // A raw newline inside a string (not JSON: the element is malformed either way); the next
+    // line's first solid byte tells how it goes on. '{' right after a ',' starts the next
+    // element (a pretty-printed batch; the string was never closed). A byte of JSON's structure
+    // ('}', ']', '[', '{', ',', ':', '"') means the string ended with its line (cut short) and
+    // the structure resumes. Anything else is more of the string, which held a raw newline and
+    // closes at its own quote.
+    string_broken_ = false;
+    if (c == '{' && last_solid_char_ == ',') {
+      EVIDENT_RETURN_IF_ERROR(End(chunk, at, sink));
+      Begin(at, next_index_++);
+      Track(c, consumed_ + at);
+      return Status::Ok();
+    }
+    constexpr std::string_view kStructure = "{}[],:\"";
+    if (kStructure.find(c) == std::string_view::npos) in_string_ = true;
+  }
   if (!in_string_ && depth_ == 0 && (c == ',' || c == ']')) {
     after_comma_ = c == ',';
     EVIDENT_RETURN_IF_ERROR(End(chunk, at, sink));
@@ -237,8 +263,10 @@ void EventSplitter::Impl::Begin(size_t at, size_t index) {
   event_offset_ = consumed_ + at;
   last_solid_ = event_offset_;
   depth_ = 0;
+  open_.clear();
   in_string_ = false;
   escaped_ = false;
+  string_broken_ = false;
 }
 
 // Returns the position of the first byte at or after `at` that a string's state depends on ('"',
@@ -250,6 +278,7 @@ size_t EventSplitter::Impl::SkipStringBytes(std::string_view chunk, size_t at) {
   for (size_t solid = end; solid > at; --solid) {
     if (!IsSpace(chunk[solid - 1])) {
       last_solid_ = consumed_ + solid - 1;
+      last_solid_char_ = chunk[solid - 1];
       break;
     }
   }
@@ -259,11 +288,15 @@ size_t EventSplitter::Impl::SkipStringBytes(std::string_view chunk, size_t at) {
 // Follows strings and brackets over one byte of an event; nothing else of JSON matters to where
 // events end.
 void EventSplitter::Impl::Track(char c, uint64_t offset) {
-  if (!IsSpace(c)) last_solid_ = offset;
+  if (!IsSpace(c)) {
+    last_solid_ = offset;
+    last_solid_char_ = c;
+  }
   if (in_string_) {
-    if (c == '\n') {  // a string never spans a line: a batch element resumes after it
+    if (c == '\n') {  // a raw newline: the string is broken (StepBatchElement decides the rest)
       in_string_ = false;
       escaped_ = false;
+      string_broken_ = true;
     } else if (escaped_) {
       escaped_ = false;
     } else if (c == '\\') {
@@ -279,15 +312,31 @@ void EventSplitter::Impl::Track(char c, uint64_t offset) {
       break;
     case '{':
     case '[':
+      if (depth_ < kTypedDepthMax) open_.push_back(c);
       ++depth_;
       break;
     case '}':
     case ']':
-      if (depth_ > 0) --depth_;
+      Close(c == '}' ? '{' : '[');
       break;
     default:
       break;
   }
+}
+
+// A closer of `opener`'s kind: closes the innermost bracket when it matches, else every bracket
+// down to the nearest one that does (a closer that matches none closes one, as before).
+void EventSplitter::Impl::Close(char opener) {
+  if (depth_ == 0) return;      // a closer at depth 0 is left to the parser
+  if (depth_ > open_.size()) {  // deeper than the kinds are kept: any closer closes one
+    --depth_;
+    return;
+  }
+  assert(open_.size() == depth_);
+  const size_t match = open_.rfind(opener);
+  const size_t keep = match == std::string::npos ? open_.size() - 1 : match;
+  open_.resize(keep);
+  depth_ = keep;
 }
 
 // Hands over the event whose bytes end before chunk[at] (a separator, a newline, or the end of
@@ -312,7 +361,9 @@ Status EventSplitter::Impl::End(std::string_view chunk, size_t at, const Sink& s
   held_.clear();  // the capacity stays: bounded by event_bytes_max + 1
   in_string_ = false;
   escaped_ = false;
+  string_broken_ = false;
   depth_ = 0;
+  open_.clear();
   return status;
 }
 

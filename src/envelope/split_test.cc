@@ -132,6 +132,41 @@ TEST(Split, UnterminatedStringEndsAtTheLine) {
   EXPECT_EQ(Verdicts(batch), (Strings{"malformed-json", "valid"}));
 }
 
+// A broken element never takes the elements after it along.
+TEST(Split, ABatchElementWithMismatchedBracketsEndsAtItsOwnComma) {
+  const std::string bad = R"({"specversion":"1.0","id":"x","source":"s","type":"t","data":[1})";
+  const auto got = Split("[" + bad + ",\n" + Event("a") + ",\n" + Event("b") + "]\n");
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].bytes, bad);
+  EXPECT_EQ(Verdicts(got), (Strings{"malformed-json", "valid", "valid"}));
+  // A closer that matches no open bracket closes one, as before.
+  EXPECT_EQ(Verdicts(Split("[{\"a\":1]," + Event("a") + "]")),
+            (Strings{"malformed-json", "valid"}));
+}
+
+TEST(Split, ARawNewlineInsideABatchStringLosesNoElement) {
+  const std::string broken = R"({"specversion":"1.0","id":"x","source":"s","type":"t","data":"ab)"
+                             "\n"
+                             R"(cd"})";
+  // Pretty-printed and compact: the string goes on across the line and closes at its quote.
+  for (const std::string& input :
+       {"[\n" + broken + ",\n" + Event("a") + ",\n" + Event("b") + "\n]\n",
+        "[" + broken + "," + Event("a") + "," + Event("b") + "]"}) {
+    const auto got = Split(input);
+    ASSERT_EQ(got.size(), 3u) << input;
+    EXPECT_EQ(got[0].bytes, broken);
+    EXPECT_EQ(Verdicts(got), (Strings{"malformed-json", "valid", "valid"}));
+    EXPECT_EQ(got[2].index, 2u);
+  }
+  // A string cut short in a pretty-printed batch: the next line's '{' after a ',' is the next
+  // element; a line that starts with structure ends the string.
+  const auto cut = Split("[\n  {\"id\":\"a\",\"x\":\"unterminated},\n  " + Event("a") + ",\n  " +
+                         Event("b") + "\n]\n");
+  EXPECT_EQ(Verdicts(cut), (Strings{"malformed-json", "valid", "valid"}));
+  const auto closed = Split("[\n  {\"id\":\"a\",\"x\":\"cut\n  },\n  " + Event("a") + "\n]\n");
+  EXPECT_EQ(Verdicts(closed), (Strings{"malformed-json", "valid"}));
+}
+
 TEST(Split, DeeplyNestedBracketsWithinLimits) {
   const std::string deep = R"({"specversion":"1.0","id":"d","source":"s","type":"t","data":)" +
                            std::string(60, '[') + std::string(60, ']') + "}";
@@ -172,6 +207,7 @@ TEST(Split, ChunkBoundariesDoNotMatter) {
   const std::string inputs[] = {
       "this is\nnot json\n{\"a\":\n\"x\"\n" + Event("a") + "\r\n\n{\n \"b\": [1,\n 2]\n}\n",
       "[" + Event("a") + ",\n {\"x\":\"a\\\"],\"},, 7 ,\"s\"]  trailing",
+      "[{\"d\":[1},\n{\"x\":\"ab\ncd\"}," + Event("a") + ",\n {\"y\":\"cut},\n {\"z\":1}]",
   };
   for (const std::string& input : inputs) {
     const auto whole = Split(input);
