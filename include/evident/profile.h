@@ -40,7 +40,9 @@ struct Profile {
   // The pointer for `attribute`, or empty when it has none.
   std::string PointerFor(std::string_view attribute) const;
 
-  // Returns a copy that reads the schema version from `pointer` (e.g. "/data/schemaVersion").
+  // Returns a copy that reads the schema version from `pointer` (e.g. "/data/schemaVersion"),
+  // written against the canonical envelope: "/data/..." is read inside this layout's payload
+  // (data_pointer).
   Profile WithSchemaVersionAt(std::string pointer) const;
 
   static Profile CloudEvents();

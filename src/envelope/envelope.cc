@@ -638,11 +638,17 @@ void EnvelopeParser::ParseRun::GatherTopLevelMember(std::string_view name, eleme
     slots_[index].value = value;
     return;
   }
-  if (bad_extension_.has_value() || value.is_null()) return;
+  // A bad name outranks a bad value wherever each stands (envelope.h's order: names, then
+  // values); within each kind the first in the document is reported.
+  if (value.is_null() || (bad_extension_.has_value() &&
+                          bad_extension_reason_ == EnvelopeReason::kInvalidAttributeName)) {
+    return;
+  }
   if (!syntax::IsExtensionName(name)) {
     bad_extension_ = name;
     bad_extension_reason_ = EnvelopeReason::kInvalidAttributeName;
-  } else if (value.is_object() || value.is_array() || value.type() == element_type::DOUBLE) {
+  } else if (!bad_extension_.has_value() &&
+             (value.is_object() || value.is_array() || value.type() == element_type::DOUBLE)) {
     bad_extension_ = name;
     bad_extension_reason_ = EnvelopeReason::kInvalidExtensionValue;
   }

@@ -159,6 +159,13 @@ std::vector<ReasonCase> ReasonCases() {
                    EnvelopeReason::kInvalidExtensionValue});
   cases.push_back({"extension_fraction", Mutate("\"subject\"", "\"ratio\":0.5,\"subject\""),
                    EnvelopeReason::kInvalidExtensionValue});
+  // Names before values, wherever each stands in the document.
+  cases.push_back({"extension_value_then_name",
+                   Mutate("\"subject\"", "\"ext\":{},\"Bad\":1,\"subject\""),
+                   EnvelopeReason::kInvalidAttributeName});
+  cases.push_back({"extension_name_then_value",
+                   Mutate("\"subject\"", "\"Bad\":1,\"ext\":{},\"subject\""),
+                   EnvelopeReason::kInvalidAttributeName});
   cases.push_back({"correlationid_number", Mutate("\"subject\"", "\"correlationid\":5,\"subject\""),
                    EnvelopeReason::kInvalidExtensionValue});
   cases.push_back({"schemaversion_string", Mutate("\"schemaversion\":1", "\"schemaversion\":\"1\""),
@@ -366,6 +373,22 @@ TEST(Envelope, SchemaVersionFromADataPointer) {
   ASSERT_FALSE(outcome.ok());
   EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kMissingSchemaVersion);
   EXPECT_NE(outcome.rejection->message.find("/data/schemaVersion"), std::string::npos);
+}
+
+// "/data/..." is written against the canonical envelope: under the flat layout it is read
+// inside "payload".
+TEST(Envelope, SchemaVersionAtDataFollowsTheProfilesPayload) {
+  EnvelopeOptions options{.require_schema_version = true,
+                          .profile = Profile::Flat().WithSchemaVersionAt("/data/schemaVersion")};
+  EXPECT_EQ(options.profile.PointerFor("schemaversion"), "/payload/schemaVersion");
+  auto parser = MakeParser(options);
+  const auto outcome = parser->Parse(
+      R"({"event.id":"f1","event.name":"n","producer.id":"p","payload":{"schemaVersion":3}})");
+  ASSERT_TRUE(outcome.ok()) << outcome.rejection->message;
+  EXPECT_EQ(outcome.event.schemaversion.value(), 3);
+  // Other pointers are left as written.
+  EXPECT_EQ(Profile::Flat().WithSchemaVersionAt("/database/v").PointerFor("schemaversion"),
+            "/database/v");
 }
 
 constexpr std::string_view kFlat =

@@ -25,6 +25,12 @@ std::string Profile::PointerFor(std::string_view attribute) const {
 
 Profile Profile::WithSchemaVersionAt(std::string pointer) const {
   Profile copy = *this;
+  // Written against the canonical envelope: "/data/..." is inside this layout's payload.
+  constexpr std::string_view kData = "/data";
+  if (pointer.rfind(kData, 0) == 0 &&
+      (pointer.size() == kData.size() || pointer[kData.size()] == '/')) {
+    pointer = data_pointer + pointer.substr(kData.size());
+  }
   for (auto& [attribute, existing] : copy.attribute_pointers) {
     if (attribute == "schemaversion") {
       existing = std::move(pointer);
