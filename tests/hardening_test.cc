@@ -85,6 +85,17 @@ class HardeningTest : public ::testing::Test {
 
 // --- every write is checked -------------------------------------------------------------------
 
+// --help and --version answer on standard output too: a full disk there is not an exit 0.
+TEST_F(HardeningTest, HelpAndVersionOnAFullDiskExit2) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--help"}, {"--version"}, {"validate", "--help"}, {"schema", "check", "--help"}}) {
+    const auto r = RunToFullDisk(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << " " << r.err;
+    EXPECT_NE(r.err.find("cannot write standard output"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(RunEvident({"--version"}).exit_code, 0);
+}
+
 TEST_F(HardeningTest, OutcomesOnAFullDiskExit2) {
   const auto r = Consume(events_, {"--outcomes", "/dev/full"});
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -8,6 +8,27 @@
 #include "cli/commands.h"
 #include "evident/store_sqlite.h"
 
+namespace {
+
+// Exit 0 means everything was written: a full disk or a closed pipe on standard output is an
+// I/O error, even when the command itself succeeded. fclose reports what fflush cannot (an
+// error surfacing at close, as on NFS).
+int FinishStdout(int exit_code) {
+  std::cout.flush();
+  errno = 0;
+  const bool written = std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout);
+  const int flush_errno = errno;
+  if (std::fclose(stdout) != 0 || !written) {
+    const int error = flush_errno != 0 ? flush_errno : errno;
+    std::fprintf(stderr, "evident: cannot write standard output: %s\n",
+                 error != 0 ? std::strerror(error) : "write error (a full disk, a closed pipe?)");
+    return evident::cli::kExitUsage;
+  }
+  return exit_code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace evident::cli;
   evident::ConfigureSqliteProcess();
@@ -29,29 +50,17 @@ int main(int argc, char** argv) {
   AddGroupCommands(app, run);
   AddServeCommand(app, run);
 
+  int exit_code = kExitUsage;
   try {
     app.parse(argc, argv);
+    if (run) {
+      exit_code = run();
+    } else {
+      std::cerr << "evident: no command chosen\n";
+    }
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    // --help and --version are answers on standard output: checked like any other below.
+    exit_code = app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  if (!run) {
-    std::cerr << "evident: no command chosen\n";
-    return kExitUsage;
-  }
-  const int exit_code = run();
-  // Exit 0 means everything was written: a full disk or a closed pipe on standard output is an
-  // I/O error, even when the command itself succeeded. fclose reports what fflush cannot (an
-  // error surfacing at close, as on NFS).
-  std::cout.flush();
-  errno = 0;
-  const bool written = std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout);
-  const int flush_errno = errno;
-  if (std::fclose(stdout) != 0 || !written) {
-    const int error = flush_errno != 0 ? flush_errno : errno;
-    std::fprintf(stderr, "evident: cannot write standard output: %s\n",
-                 error != 0 ? std::strerror(error) : "write error (a full disk, a closed pipe?)");
-    return kExitUsage;
-  }
-  return exit_code;
+  return FinishStdout(exit_code);
 }
