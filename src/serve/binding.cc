@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/base64.h"
+#include "evident/envelope.h"
 #include "json/writer.h"
 
 namespace evident::serve {
@@ -82,63 +83,33 @@ bool AllDigits(std::string_view s) {
 }
 
 // The elements of a batch body, each as the bytes it has in the array.
+// The elements of a batch body, each with its own bytes, split as `evident validate` splits a
+// batch (EventSplitter: strings and brackets only, no parse). An element that is not a good
+// event (bad UTF-8, a broken string, a number out of range) is taken like any other and decided
+// by the envelope, kept with its bytes; only a body whose array itself is broken (no closing
+// ']', an empty element, content after the array) is refused whole.
 BoundEvents SplitBatch(std::string_view body, const BindingLimits& limits) {
   if (Trim(body).empty()) {
     return Refuse(BodyMode::kBatch, 400, "no-event", "the batch body is empty");
   }
-  simdjson::padded_string padded(body);
-  {
-    // The on-demand walk below skips over elements without validating them: the whole body is
-    // validated first (and trailing bytes refused) by the DOM parser.
-    simdjson::dom::parser validator;
-    simdjson::dom::element root;
-    if (validator.parse(padded).get(root) != simdjson::SUCCESS) {
-      return Refuse(BodyMode::kBatch, 400, "batch-invalid-json",
-                    "the batch body is not valid JSON; no event was taken");
-    }
-    if (!root.is_array()) {
-      return Refuse(BodyMode::kBatch, 400, "batch-not-array",
-                    "a batch body is a JSON array of events");
-    }
-  }
-  simdjson::ondemand::parser parser;
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::array array;
-  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS || doc.get_array().get(array)) {
+  const SplitInput split = SplitEvents(body);
+  if (split.layout != InputLayout::kBatch) {
     return Refuse(BodyMode::kBatch, 400, "batch-not-array",
                   "a batch body is a JSON array of events");
   }
   BoundEvents bound;
   bound.mode = BodyMode::kBatch;
-  for (auto element : array) {
-    simdjson::ondemand::value value;
-    simdjson::ondemand::json_type type;
-    if (element.get(value) || value.type().get(type)) {
-      return Refuse(BodyMode::kBatch, 400, "batch-invalid-json",
-                    "the batch body is not valid JSON; no event was taken");
-    }
-    std::string_view raw;
-    simdjson::error_code error = simdjson::SUCCESS;
-    if (type == simdjson::ondemand::json_type::object) {
-      simdjson::ondemand::object object;
-      error = value.get_object().get(object);
-      if (error == simdjson::SUCCESS) error = object.raw_json().get(raw);
-    } else if (type == simdjson::ondemand::json_type::array) {
-      simdjson::ondemand::array inner;
-      error = value.get_array().get(inner);
-      if (error == simdjson::SUCCESS) error = inner.raw_json().get(raw);
-    } else {
-      raw = value.raw_json_token();
-    }
-    if (error != simdjson::SUCCESS) {
-      return Refuse(BodyMode::kBatch, 400, "batch-invalid-json",
-                    "the batch body is not valid JSON; no event was taken");
+  for (const InputSlice& slice : split.slices) {
+    if (slice.rejection.has_value()) {
+      return Refuse(
+          BodyMode::kBatch, 400, "batch-invalid-json",
+          "the batch array is broken (" + slice.rejection->message + "); no event was taken");
     }
     if (bound.events.size() == limits.events_max) {
       return Refuse(BodyMode::kBatch, 413, "too-many-events",
                     "a batch holds at most " + std::to_string(limits.events_max) + " events");
     }
-    bound.events.emplace_back(Trim(raw));
+    bound.events.emplace_back(slice.bytes);
   }
   if (bound.events.empty()) {
     return Refuse(BodyMode::kBatch, 400, "no-event", "the batch holds no event");

@@ -52,9 +52,23 @@ TEST(BindingTest, BatchThatIsNotAnArrayOfJsonIsRefusedWhole) {
             "batch-invalid-json");
   EXPECT_EQ(BindRequest(type, {}, "[{\"id\":\"a\"}] x").refusal.reason, "batch-invalid-json");
   EXPECT_EQ(BindRequest(type, {}, "[{\"id\":\"a\"}] x").refusal.status, 400);
-  // Nesting beyond the parser's depth is refused, not followed.
-  const std::string deep = "[" + std::string(5000, '[') + std::string(5000, ']') + "]";
-  EXPECT_EQ(BindRequest(type, {}, deep).refusal.status, 400);
+  EXPECT_EQ(BindRequest(type, {}, "[{\"id\":\"a\"},,{\"id\":\"b\"}]").refusal.reason,
+            "batch-invalid-json");
+}
+
+// An element that is no good event is still an element: the envelope decides it and keeps its
+// bytes, and the elements beside it are taken.
+TEST(BindingTest, ABadElementIsTakenWithItsNeighbours) {
+  const std::string_view type = "application/cloudevents-batch+json";
+  const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  const std::string body = "[{\"id\":\"a\"},{\"x\":\"\xc3\"},{\"n\":18446744073709551616}," + deep +
+                           ",{\"s\":\"\\ud800\"},{\"id\":\"b\"}]";
+  const BoundEvents bound = BindRequest(type, {}, body);
+  ASSERT_EQ(bound.refusal.status, 0) << bound.refusal.message;
+  ASSERT_EQ(bound.events.size(), 6u);
+  EXPECT_EQ(bound.events[1], "{\"x\":\"\xc3\"}");
+  EXPECT_EQ(bound.events[3], deep);
+  EXPECT_EQ(bound.events[5], "{\"id\":\"b\"}");
 }
 
 TEST(BindingTest, BatchOverTheEventBoundIs413) {

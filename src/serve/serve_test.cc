@@ -164,6 +164,30 @@ TEST_F(ServeTest, ABadEventIsADecisionKeptWithItsBytes) {
   EXPECT_EQ(kept->rows[0].raw, R"({"specversion":"1.0","id":"x", "source":)");
 }
 
+// One bad element of a batch is one rejected decision, kept with its bytes; its neighbours are
+// decided as usual.
+TEST_F(ServeTest, ABadBatchElementIsKeptAndItsNeighboursApplied) {
+  Start();
+  const std::string bad = "{\"specversion\":\"1.0\",\"id\":\"u\",\"x\":\"\xc3\"}";
+  const HttpAnswer answer = Post(
+      "[" + StatusEvent("ok-1", "order-b") + "," + bad + "," + StatusEvent("ok-2", "order-b") + "]",
+      kBatch);
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  EXPECT_NE(answer.body.find(R"("index":1,"consumer":null,"outcome":"rejected","reason":"invalid-utf8")"),
+            std::string::npos)
+      << answer.body;
+  EXPECT_TRUE(Applied("ok-1"));
+  EXPECT_TRUE(Applied("ok-2"));
+  auto store = OpenSqliteStore(path_, {.read_only = true});
+  ASSERT_TRUE(store.ok());
+  auto snapshot = (*store)->Read();
+  ASSERT_TRUE(snapshot.ok());
+  auto kept = (*snapshot)->ListQuarantine({}, {}, 10);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->rows.size(), 1u);
+  EXPECT_EQ(kept->rows[0].raw, bad);
+}
+
 TEST_F(ServeTest, RefusalsCarryAStatusAndAReason) {
   options_.body_bytes_max = 4096;
   Start();
