@@ -3,10 +3,12 @@
 // Input: the first byte picks the Content-Type; then header lines "name: value" up to an empty
 // line; the rest is the body. Invariants, whatever the bytes: no crash, leak or sanitizer
 // report; a refusal is 400, 413 or 415 and carries no event; otherwise at least one event and at
-// most events_max; structured mode hands the body over as it is; a batch element is a piece of
-// the body and valid JSON; a binary-mode event that parses is an object whose members are
-// exactly the ce-* attributes, datacontenttype when a Content-Type was given and data or
-// data_base64 when there is a body (a body can never add members of its own).
+// most events_max; structured mode hands the body over as it is; a batch element is a non-empty
+// piece of the body, and a body that is a well-formed array gives exactly its elements, each
+// valid JSON (an element that is not is still handed over, for the envelope to reject); a
+// binary-mode event that parses is an object whose members are exactly the ce-* attributes,
+// datacontenttype when a Content-Type was given and data or data_base64 when there is a body (a
+// body can never add members of its own).
 #include <simdjson.h>
 
 #include <cstddef>
@@ -95,14 +97,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case evident::serve::BodyMode::kStructured:
       Check(bound.events.size() == 1 && bound.events[0] == body);
       break;
-    case evident::serve::BodyMode::kBatch:
+    case evident::serve::BodyMode::kBatch: {
       for (const std::string& event : bound.events) {
-        Check(body.find(event) != std::string::npos);
-        simdjson::dom::parser parser;
-        simdjson::dom::element element;
-        Check(parser.parse(event).get(element) == simdjson::SUCCESS);
+        Check(!event.empty() && body.find(event) != std::string::npos);
+      }
+      // A body that is a well-formed array is split into exactly its elements, each whole.
+      simdjson::dom::parser parser;
+      simdjson::dom::array array;
+      if (parser.parse(body).get(array) == simdjson::SUCCESS) {
+        Check(bound.events.size() == array.size());
+        for (const std::string& event : bound.events) {
+          simdjson::dom::parser element_parser;
+          simdjson::dom::element element;
+          Check(element_parser.parse(event).get(element) == simdjson::SUCCESS);
+        }
       }
       break;
+    }
     case evident::serve::BodyMode::kBinary:
       Check(bound.events.size() == 1);
       CheckBinary(bound.events[0], content_type, headers, body);
