@@ -114,12 +114,26 @@ Exchange* Intake::Owner(int64_t seq) {
   return seq <= owner->last_seq_ ? owner : nullptr;
 }
 
+// True when `owner` was answered a deferral of the event and consumer `drained` names: the
+// drained decision is then for an event of this run, at that sequence number.
+bool Intake::DeferredHere(const Exchange& owner, const Decision& drained) {
+  const int64_t position = drained.index - owner.first_seq_;
+  return std::any_of(owner.decisions_.begin(), owner.decisions_.end(), [&](const Decision& d) {
+    return d.index == position && d.outcome == Outcome::kDeferred && d.consumer == drained.consumer;
+  });
+}
+
 Status Intake::OnCommitted(const CommittedBatch& batch) {
   std::lock_guard<std::mutex> lock(mu_);
   Exchange* trigger = nullptr;
   int64_t trigger_position = 0;
   for (const Decision& decision : batch.decisions) {
     Exchange* owner = Owner(decision.index);
+    if (decision.drained && owner != nullptr && !DeferredHere(*owner, decision)) {
+      // Deferred by an earlier run (or by `evident consume`): its stored index is not one of
+      // this run's sequence numbers, whatever request holds that number now.
+      owner = nullptr;
+    }
     int64_t position = 0;
     if (owner != nullptr) {
       position = decision.index - owner->first_seq_;

@@ -93,6 +93,7 @@ class Intake final : public Source {
     int64_t seq = 0;
   };
   Exchange* Owner(int64_t seq);  // the outstanding request holding event `seq`, or null
+  static bool DeferredHere(const Exchange& owner, const Decision& drained);
 
   const std::string name_ = "http";
   const size_t events_max_, bytes_max_;

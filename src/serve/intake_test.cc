@@ -72,6 +72,27 @@ TEST(IntakeTest, ADrainedEventOfAnAnsweredRequestGoesToTheRequestThatClosedTheGa
   EXPECT_NE(late->body().find(R"("drained":true)"), std::string::npos) << late->body();
 }
 
+// A drained event deferred by an earlier run carries that run's index, which may be a sequence
+// number of this run's requests: it still goes to the request whose event closed the gap.
+TEST(IntakeTest, ADrainedEventFromAnEarlierRunGoesToTheRequestThatClosedTheGap) {
+  Intake intake(100, 1 << 20);
+  int wakes = 0;
+  auto filler = NewExchange(&wakes), closer = NewExchange(&wakes);
+  ASSERT_EQ(intake.Submit(filler, {"d0", "d1", "d2"}), Intake::Taken::kTaken);
+  ASSERT_EQ(intake.Submit(closer, {"v1"}), Intake::Taken::kTaken);
+  // v1 (seq 3) closes a gap; v2, deferred in an earlier run at index 0, is drained.
+  const std::vector<Decision> batch = {At(0, Outcome::kApplied), At(1, Outcome::kApplied),
+                                       At(2, Outcome::kApplied), At(3, Outcome::kApplied),
+                                       At(0, Outcome::kApplied, true)};
+  ASSERT_TRUE(intake.OnCommitted({.decisions = batch, .events = 4}).ok());
+  ASSERT_TRUE(intake.Acknowledge(Cursor{.a = 3}).ok());
+  EXPECT_EQ(filler->body().find(R"("drained":true)"), std::string::npos) << filler->body();
+  EXPECT_NE(closer->body().find(R"("index":0,"consumer":"c","outcome":"applied")"),
+            std::string::npos)
+      << closer->body();
+  EXPECT_NE(closer->body().find(R"("drained":true)"), std::string::npos) << closer->body();
+}
+
 TEST(IntakeTest, BoundsClosingAndFailures) {
   Intake intake(3, 1 << 20);
   int wakes = 0;
