@@ -350,6 +350,13 @@ bool IsDotSegment(std::string_view segment) {
   return dots == 1 || dots == 2;
 }
 
+// 3 when `rest` starts with a percent-encoded '/' or '\' ("%2f", "%2F", "%5c", "%5C"), else 0.
+size_t EncodedSeparatorWidth(std::string_view rest) {
+  if (rest.size() < 3 || rest[0] != '%') return 0;
+  const char high = rest[1], low = static_cast<char>(rest[2] | 0x20);
+  return (high == '2' && low == 'f') || (high == '5' && low == 'c') ? 3 : 0;
+}
+
 // True when a segment of the source's path (before any '?' or '#') is "." or "..", also when
 // percent-encoded ("%2e%2E"). Such a source may name a place outside the prefix it starts with
 // ("https://example.test/order-service/../payment-service"), so a boundary refuses it rather
@@ -363,9 +370,13 @@ bool HasDotSegment(std::string_view source) {
   for (size_t i = 0; i <= source.size(); ++i) {
     const char c = i < source.size() ? source[i] : '/';  // the end closes the last segment
     if (c == '?' || c == '#') return IsDotSegment(source.substr(start, i - start));
-    if (c != '/' && c != '\\') continue;
+    // A percent-encoded '/' or '\' separates too: a reader that decodes before resolving
+    // would step out through "..%2f".
+    const size_t width = c == '%' ? EncodedSeparatorWidth(source.substr(i)) : 1;
+    if (width == 0 || (width == 1 && c != '/' && c != '\\')) continue;
     if (IsDotSegment(source.substr(start, i - start))) return true;
-    start = i + 1;
+    start = i + width;
+    i += width - 1;
   }
   return false;
 }

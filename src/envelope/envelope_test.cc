@@ -606,6 +606,11 @@ TEST(Boundary, DotSegmentsAreNeverInside) {
            "https://example.test/order-service/..?x=1",
            "https://example.test/order-service/.#fragment",
            "https://example.test/order-service/%2E",
+           // An encoded separator separates for a reader that decodes before resolving.
+           "https://example.test/order-service/%2e%2e%2fpayment-service",
+           "https://example.test/order-service/..%2Fpayment-service",
+           "https://example.test/order-service/%2e%2e%5cpayment-service",
+           "https://example.test/order-service/x/..%5C..%5Cpayment-service",
        }) {
     EXPECT_FALSE(SourceInsideBoundary(source, boundary)) << source;
   }
@@ -616,6 +621,8 @@ TEST(Boundary, DotSegmentsAreNeverInside) {
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/%2e%2e%2e", boundary));
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a/", boundary));
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a?#..", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a%2fb%5Cc%2", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/%2f%2f.x", boundary));
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include <cassert>
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -649,14 +648,9 @@ std::string WriteLockHolder(const std::string& path) {
   const bool found = fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
   close(fd);
   if (!found) return "";
-  std::string holder = "process " + std::to_string(lock.l_pid);
-  std::ifstream cmdline("/proc/" + std::to_string(lock.l_pid) + "/cmdline", std::ios::binary);
-  std::string command;
-  char c = 0;
-  while (command.size() < 200 && cmdline.get(c)) command.push_back(c == '\0' ? ' ' : c);
-  while (!command.empty() && command.back() == ' ') command.pop_back();
-  if (!command.empty()) holder += " (" + command + ")";
-  return holder;
+  // The process id only: its command line may carry secrets, and this message reaches the
+  // daemon's HTTP clients (`ps -p PID` tells the operator the rest).
+  return "process " + std::to_string(lock.l_pid);
 }
 
 std::string LockedMessage(const char* path) {
