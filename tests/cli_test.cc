@@ -308,4 +308,31 @@ TEST(CliOptions, TheTrailingInputIsReadAfterEveryOption) {
 }
 
 }  // namespace
+// Option values are checked where they are given: a usage error (exit 2) that names the option,
+// never a silent run or a verdict drawn from a nonsense value.
+TEST(CliOptions, ValuesOutOfTheirDomainAreUsageErrors) {
+  const std::string v1 =
+      SourcePath("examples/orders/contracts/order.status.changed/v1.schema.json");
+  const std::string v2 =
+      SourcePath("examples/orders/contracts/order.status.changed/v2.schema.json");
+  const std::string events = SourcePath("examples/envelopes/orders.ndjson");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"schema", "check", "--version-at", "nopointer", v1, v2}, "--version-at"},
+      {{"schema", "check", "--comparisons-max", "-5", v1, v2}, "--comparisons-max"},
+      {{"validate", "--event-bytes-max", "-1", events}, "--event-bytes-max"},
+      {{"validate", "--event-bytes-max", "99999999999999999999", events}, "--event-bytes-max"},
+      {{"validate", "--input-bytes-max", "0", events}, "--input-bytes-max"},
+      {{"validate", "--profile", "flat", "--profile-file", events, events}, "--profile"},
+      {{"effects", "run", "--config", SourcePath("examples/orders/evident.yaml"), "--store",
+        "sqlite:/nonexistent/x.db", "--until-idle", "nan"},
+       "--until-idle"},
+  };
+  for (const auto& [args, option] : cases) {
+    const auto r = RunEvident(args);
+    EXPECT_EQ(r.exit_code, 2) << args[1] << " " << option << ": " << r.err;
+    EXPECT_NE(r.err.find(option), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(RunEvident({"schema", "check", "--version-at", "/schemaVersion", v1, v2}).exit_code, 0);
+}
+
 }  // namespace evident::testing

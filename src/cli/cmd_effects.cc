@@ -235,7 +235,7 @@ void AddRun(CLI::App& parent, Runner& run) {
   cmd->add_option("--until-idle", flags->until_idle_seconds,
                   "End once no intent was due for this many seconds (default: run until "
                   "SIGTERM or SIGINT)")
-      ->check(CLI::Range(0.0, 86400.0 * 365));
+      ->check(SecondsUpTo(86400.0 * 365));
   cmd->add_option("--runner-id", flags->runner_id, "Name recorded with each claim");
   cmd->add_option("--claim-margin-ms", flags->claim_margin_ms,
                   "How long past its timeout a claim on an idempotent target is this runner's "

@@ -229,7 +229,8 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
       ->capture_default_str();
   cmd->add_option("--profile", append->profile, "Envelope profile: cloudevents, flat, ...")
       ->capture_default_str();
-  cmd->add_option("--profile-file", append->profile_file, "Envelope profile as JSON");
+  cmd->add_option("--profile-file", append->profile_file, "Envelope profile as JSON")
+      ->excludes("--profile");
   cmd->add_option("--schema-version-at", append->schema_version_at,
                   "JSON Pointer of the schema version, e.g. /data/schemaVersion");
   cmd->add_option("--partitions", append->partitions, "Partitions, by a hash of the subject")

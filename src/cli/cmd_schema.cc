@@ -177,7 +177,7 @@ void AddSchemaCommand(CLI::App& app, Runner& run) {
       ->add_option("--validation-steps-max", args->validation_steps_max,
                    "Work one instance may cost (docs/json-schema.md); beyond it the instance is "
                    "invalid with \"budgetExceeded\":true")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerFrom(1, int64_t{1} << 50))
       ->capture_default_str();
   validate->add_option("instances", args->instances_path, "NDJSON file, or - for stdin")
       ->capture_default_str();

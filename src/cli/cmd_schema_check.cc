@@ -149,9 +149,11 @@ void AddSchemaCheck(CLI::App& app, Runner& run) {
   cmd->add_option("--strictness", flags->strictness, "lenient or strict")->capture_default_str();
   AddFormatOption(*cmd, flags->format);
   cmd->add_option("--version-at", flags->version_at,
-                  "Data JSON Pointer of the version marker (default: /schemaVersion)");
+                  "Data JSON Pointer of the version marker (default: /schemaVersion)")
+      ->check(JsonPointer());
   cmd->add_option("--comparisons-max", flags->comparisons_max,
                   "Most subschema comparisons before giving up")
+      ->check(IntegerFrom(1, int64_t{1} << 40))
       ->capture_default_str();
   cmd->callback([flags, &run] { run = [flags] { return RunCheck(*flags); }; });
 }

@@ -168,7 +168,8 @@ void AddValidateCommand(CLI::App& app, Runner& run) {
       ->capture_default_str();
   cmd->add_option("--profile", flags->profile, "Envelope profile: cloudevents, flat or contract")
       ->capture_default_str();
-  cmd->add_option("--profile-file", flags->profile_file, "Envelope profile from a JSON file");
+  cmd->add_option("--profile-file", flags->profile_file, "Envelope profile from a JSON file")
+      ->excludes("--profile");
   cmd->add_option("--schema-version-at", flags->schema_version_at,
                   "JSON Pointer of the schema version, e.g. /data/schemaVersion");
   // One value per occurrence: a trailing input file is never taken as a second prefix.
@@ -177,11 +178,12 @@ void AddValidateCommand(CLI::App& app, Runner& run) {
   cmd->add_flag("--require-schema-version", flags->require_schema_version,
                 "Reject events without a schema version");
   cmd->add_option("--event-bytes-max", flags->event_bytes_max, "Largest accepted event in bytes")
+      ->check(IntegerFrom(int64_t{64} << 10, int64_t{64} << 20))
       ->capture_default_str();
   cmd->add_option(
          "--input-bytes-max", flags->input_bytes_max,
          "Largest batch array in bytes (exit 2 past it); other layouts have no total limit")
-      ->check(CLI::PositiveNumber)
+      ->check(IntegerFrom(1, int64_t{1} << 50))
       ->capture_default_str();
   cmd->callback([flags, &run] { run = [flags] { return RunValidate(*flags); }; });
 }

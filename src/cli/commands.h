@@ -54,6 +54,11 @@ bool WriteStdout(std::string_view text);
 // A CLI11 check that an option is a whole number from `min` to `max`, with a message that says
 // so in those words (CLI11's own range check prints doubles: "0.000000 to 1.797e308").
 CLI::Validator IntegerFrom(int64_t min, int64_t max);
+// A CLI11 check that an option is a number of seconds from 0 to `max` (NaN and infinities are
+// refused: CLI11's Range lets NaN through).
+CLI::Validator SecondsUpTo(double max);
+// A CLI11 check that an option is a JSON Pointer (RFC 6901: empty, or "/" and tokens).
+CLI::Validator JsonPointer();
 
 // What a run reads, by path, each with what it is ("the config"): a file a run writes must be
 // none of them (OutputClash).

@@ -4,8 +4,11 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -62,6 +65,34 @@ CLI::Validator IntegerFrom(int64_t min, int64_t max) {
         return "";
       },
       "INT in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+}
+
+CLI::Validator SecondsUpTo(double max) {
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%.0f", max);
+  const std::string range = std::string("a number of seconds from 0 to ") + bound;
+  return CLI::Validator(
+      [max, range](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || errno != 0 ||
+            !std::isfinite(value) || value < 0 || value > max) {
+          return "must be " + range + ", not '" + text + "'";
+        }
+        return "";
+      },
+      "SECONDS");
+}
+
+CLI::Validator JsonPointer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return IsValidJsonPointer(text)
+                   ? ""
+                   : "must be a JSON Pointer (\"/a/b\", RFC 6901), not '" + text + "'";
+      },
+      "POINTER");
 }
 
 void AddFormatOption(CLI::App& command, std::string& format) {

@@ -10,6 +10,7 @@
 #include <cassert>
 #include <condition_variable>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -648,9 +649,13 @@ std::string WriteLockHolder(const std::string& path) {
   const bool found = fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
   close(fd);
   if (!found) return "";
-  // The process id only: its command line may carry secrets, and this message reaches the
-  // daemon's HTTP clients (`ps -p PID` tells the operator the rest).
-  return "process " + std::to_string(lock.l_pid);
+  // Its id and program name, not its command line: arguments may carry secrets, and this
+  // message reaches the daemon's HTTP clients (`ps -p PID` tells the operator the rest).
+  std::string holder = "process " + std::to_string(lock.l_pid);
+  std::ifstream comm("/proc/" + std::to_string(lock.l_pid) + "/comm");
+  std::string name;
+  if (std::getline(comm, name) && !name.empty()) holder += " (" + name.substr(0, 64) + ")";
+  return holder;
 }
 
 std::string LockedMessage(const char* path) {
