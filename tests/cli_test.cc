@@ -227,6 +227,15 @@ TEST(CliValidate, PrettyPrintedObjectAndTheBatchLimit) {
   const auto partial = ParseOutput(refused.out);
   ASSERT_EQ(partial.size(), 1u);
   EXPECT_EQ(partial[0].id, "x");
+  // Whitespace before the array counts (it is input), after it does not: a batch whose ']' is
+  // the limit's last byte fits, with its final newline; blanks that fill the limit before the
+  // '[' leave no room for it.
+  const std::string limit = std::to_string(batch.size());
+  EXPECT_EQ(RunEvident({"validate", "--input-bytes-max", limit, "-"}, batch + "\n\n").exit_code, 0);
+  const auto padded =
+      RunEvident({"validate", "--input-bytes-max", "10", "-"}, std::string(20, ' ') + batch);
+  EXPECT_EQ(padded.exit_code, 2) << padded.out;
+  EXPECT_TRUE(padded.out.empty()) << padded.out;
 }
 
 // A result that cannot be written is an I/O error (exit 2), not a silent success.
@@ -333,6 +342,30 @@ TEST(CliOptions, ValuesOutOfTheirDomainAreUsageErrors) {
     EXPECT_NE(r.err.find(option), std::string::npos) << r.err;
   }
   EXPECT_EQ(RunEvident({"schema", "check", "--version-at", "/schemaVersion", v1, v2}).exit_code, 0);
+}
+
+// Standard input is read once: an option given "-" while the input also reads it is refused
+// before anything is read (the second reader found nothing and the run "succeeded").
+TEST(CliOptions, StandardInputHasOneReader) {
+  const std::string schema =
+      SourcePath("examples/orders/contracts/order.status.changed/v1.schema.json");
+  const std::string config = SourcePath("examples/orders/evident.yaml");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"schema", "validate", "--schema", "-"},
+           {"validate", "--profile-file", "-"},
+           {"consume", "--config", "-", "--store", "sqlite:/nonexistent/x.db"},
+           {"schema", "validate", "--schema", "-", "-"}}) {
+    const auto r = RunEvident(args, "{}\n");
+    EXPECT_EQ(r.exit_code, 2) << args[1] << " " << r.err;
+    EXPECT_NE(r.err.find("standard input can be read once"), std::string::npos) << r.err;
+  }
+  // One reader, and "-" as standard output, are fine.
+  EXPECT_EQ(RunEvident({"schema", "validate", "--schema", schema, "-"},
+                       R"({"schemaVersion":1,"orderId":"o","status":"paid"})"
+                       "\n")
+                .exit_code,
+            0);
+  EXPECT_EQ(RunEvident({"validate", "-"}, "").exit_code, 0);
 }
 
 }  // namespace evident::testing

@@ -86,13 +86,20 @@ Status FeedInput(int fd, const std::string& name, size_t batch_bytes_max, EventS
     if (splitter.layout() != InputLayout::kNdjson && total + chunk.size() > batch_bytes_max) {
       const size_t allowed = total < batch_bytes_max ? batch_bytes_max - total : 0;
       EVIDENT_RETURN_IF_ERROR(splitter.Feed(chunk.substr(0, allowed), sink));
-      if (splitter.layout() == InputLayout::kBatch) {
+      total += allowed;
+      chunk.remove_prefix(allowed);
+      // Past the limit, whitespace adds nothing to a batch (a final newline after its ']');
+      // the first other byte decides: more of a batch, or (layout still open) the first byte
+      // of the input, which makes it a batch or a sequence of values.
+      const size_t solid = chunk.find_first_not_of(" \t\r\n");
+      const bool batch = splitter.layout() == InputLayout::kBatch ||
+                         (!splitter.layout().has_value() && solid != std::string_view::npos &&
+                          chunk[solid] == '[');
+      if (batch && solid != std::string_view::npos) {
         return Status::LimitExceeded(name + " is a batch array larger than " +
                                      std::to_string(batch_bytes_max) +
                                      " bytes (--input-bytes-max)");
       }
-      total += allowed;
-      chunk.remove_prefix(allowed);
     }
     total += chunk.size();
     EVIDENT_RETURN_IF_ERROR(splitter.Feed(chunk, sink));

@@ -1,5 +1,6 @@
 // evident — the command-line tool. See README.md and docs/cli.md.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,31 @@ int FinishStdout(int exit_code) {
     return evident::cli::kExitUsage;
   }
   return exit_code;
+}
+
+// Standard input can be read once: "-" given to two options that read it, or to one while the
+// input is left at its default "-", would hand the second reader nothing (a schema read from
+// it, then no instances). Empty when at most one option reads it. ("-" for --outcomes and
+// --to is standard output.)
+std::string StdinClash(const CLI::App& app) {
+  const CLI::App* leaf = &app;
+  while (!leaf->get_subcommands().empty()) leaf = leaf->get_subcommands().front();
+  const bool from_broker = leaf->get_option_no_throw("--from") != nullptr &&
+                           leaf->get_option_no_throw("--from")->count() > 0;
+  std::vector<std::string> readers;
+  for (const CLI::Option* option : leaf->get_options()) {
+    const std::string name = option->get_name();
+    if (name == "--outcomes" || name == "--to") continue;
+    if (option->count() > 0) {
+      const auto& given = option->results();
+      if (std::find(given.begin(), given.end(), "-") != given.end()) readers.push_back(name);
+    } else if (option->get_default_str() == "-" && !from_broker) {
+      readers.push_back(name + " (not given, so standard input)");
+    }
+  }
+  if (readers.size() < 2) return "";
+  return "standard input can be read once, but " + readers[0] + " and " + readers[1] +
+         " would both read it; name a file for one of them";
 }
 
 }  // namespace
@@ -53,7 +79,9 @@ int main(int argc, char** argv) {
   int exit_code = kExitUsage;
   try {
     app.parse(argc, argv);
-    if (run) {
+    if (const std::string clash = StdinClash(app); !clash.empty()) {
+      std::cerr << "evident: " << clash << "\n";
+    } else if (run) {
       exit_code = run();
     } else {
       std::cerr << "evident: no command chosen\n";

@@ -173,8 +173,9 @@ TEST_F(ServeTest, ABadBatchElementIsKeptAndItsNeighboursApplied) {
       "[" + StatusEvent("ok-1", "order-b") + "," + bad + "," + StatusEvent("ok-2", "order-b") + "]",
       kBatch);
   ASSERT_EQ(answer.status, 200) << answer.body;
-  EXPECT_NE(answer.body.find(R"("index":1,"consumer":null,"outcome":"rejected","reason":"invalid-utf8")"),
-            std::string::npos)
+  EXPECT_NE(
+      answer.body.find(R"("index":1,"consumer":null,"outcome":"rejected","reason":"invalid-utf8")"),
+      std::string::npos)
       << answer.body;
   EXPECT_TRUE(Applied("ok-1"));
   EXPECT_TRUE(Applied("ok-2"));
