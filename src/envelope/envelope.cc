@@ -478,8 +478,11 @@ Result<std::unique_ptr<EnvelopeParser>> EnvelopeParser::Create(EnvelopeOptions o
   for (const auto& [name, value] : parser->options_.profile.constants) {
     parser->constant_attrs_.push_back(AttrIndex(name));
   }
+  // simdjson's depth counts the level a value sits in: containers nested nesting_depth_max deep
+  // may hold values only with one more (without it, 64 arrays around a number were "deeper
+  // than 64"). An empty container one level deeper still passes: it holds nothing.
   if (parser->parser_.allocate(parser->options_.event_bytes_max,
-                               parser->options_.nesting_depth_max) != simdjson::SUCCESS) {
+                               parser->options_.nesting_depth_max + 1) != simdjson::SUCCESS) {
     return Status::Internal("cannot allocate the JSON parser");
   }
   return parser;

@@ -377,6 +377,25 @@ TEST(Envelope, SchemaVersionFromADataPointer) {
 
 // "/data/..." is written against the canonical envelope: under the flat layout it is read
 // inside "payload".
+// nesting_depth_max counts arrays and objects: 64 of them around a value pass, 65 do not.
+TEST(Envelope, NestingDepthCountsContainers) {
+  auto parser = MakeParser({});
+  const auto wrapped = [](int containers, const std::string& inner) {
+    // The event object is one level; "data" holds the rest.
+    return R"({"specversion":"1.0","id":"d","source":"s","type":"t","data":)" +
+           std::string(containers - 1, '[') + inner + std::string(containers - 1, ']') + "}";
+  };
+  for (const std::string inner : {"1", "\"x\""}) {
+    const auto at_limit = parser->Parse(wrapped(64, inner));
+    EXPECT_TRUE(at_limit.ok()) << at_limit.rejection->message;
+    const auto over = parser->Parse(wrapped(65, inner));
+    ASSERT_FALSE(over.ok());
+    EXPECT_EQ(over.rejection->reason, EnvelopeReason::kNestingTooDeep);
+  }
+  EXPECT_TRUE(parser->Parse(wrapped(64, "")).ok());
+  EXPECT_FALSE(parser->Parse(wrapped(66, "")).ok());
+}
+
 TEST(Envelope, SchemaVersionAtDataFollowsTheProfilesPayload) {
   EnvelopeOptions options{.require_schema_version = true,
                           .profile = Profile::Flat().WithSchemaVersionAt("/data/schemaVersion")};
