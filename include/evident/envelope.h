@@ -66,8 +66,11 @@ enum class EnvelopeReason : uint8_t {
   kMissingSubject,          // missing-subject: absent, null or empty
   kMissingContractVersion,  // missing-contract-version: absent, null or empty
   kInvalidContractVersion,  // invalid-contract-version: not a positive integer or a string
+  // number-out-of-range: well-formed JSON whose number is beyond a 64-bit integer or an IEEE 754
+  // double (I-JSON, RFC 7493 section 2.2: no exact value to read)
+  kNumberOutOfRange,
 };
-inline constexpr int kEnvelopeReasonCount = 29;
+inline constexpr int kEnvelopeReasonCount = 30;
 
 // The stable kebab-case code, e.g. "missing-id".
 std::string_view ReasonCode(EnvelopeReason reason);

@@ -44,6 +44,7 @@ constexpr std::array<std::string_view, kEnvelopeReasonCount> kReasonCodes = {
     "missing-subject",
     "missing-contract-version",
     "invalid-contract-version",
+    "number-out-of-range",
 };
 static_assert(kReasonCodes.size() == kEnvelopeReasonCount);
 
@@ -203,6 +204,47 @@ bool HasLoneSurrogateEscape(std::string_view bytes) {
     i += 5;
   }
   return false;
+}
+
+// True when every number outside the strings of `bytes` follows JSON's grammar (RFC 8259
+// section 6). simdjson reports a number it cannot represent (2^64, 1e400) with the error of a
+// malformed one; when all are well formed, the parse failed on a number's range.
+bool NumbersAreWellFormed(std::string_view bytes) {
+  const auto digits = [&](size_t& i) {
+    const size_t start = i;
+    while (i < bytes.size() && bytes[i] >= '0' && bytes[i] <= '9') ++i;
+    return i > start;
+  };
+  bool in_string = false;
+  for (size_t i = 0; i < bytes.size();) {
+    const char c = bytes[i];
+    if (in_string) {
+      in_string = c != '"';
+      i += c == '\\' ? 2 : 1;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c != '-' && (c < '0' || c > '9')) {
+      ++i;
+      continue;
+    }
+    if (c == '-') ++i;
+    if (i < bytes.size() && bytes[i] == '0') {
+      ++i;
+    } else if (!digits(i)) {
+      return false;
+    }
+    if (i < bytes.size() && bytes[i] == '.' && !digits(++i)) return false;
+    if (i < bytes.size() && (bytes[i] == 'e' || bytes[i] == 'E')) {
+      ++i;
+      if (i < bytes.size() && (bytes[i] == '+' || bytes[i] == '-')) ++i;
+      if (!digits(i)) return false;
+    }
+    if (i < bytes.size() && ((bytes[i] >= '0' && bytes[i] <= '9') || bytes[i] == '.')) {
+      return false;  // "01", "1.2.3"
+    }
+  }
+  return true;
 }
 
 // A member name's bit in a 64-bit filter: names with different bits differ. Length and first
@@ -575,6 +617,15 @@ bool EnvelopeParser::ParseRun::ParseJson() {
     case simdjson::DEPTH_ERROR:
       return Reject(EnvelopeReason::kNestingTooDeep,
                     "nesting is deeper than " + std::to_string(options_.nesting_depth_max));
+    case simdjson::NUMBER_ERROR:
+      if (NumbersAreWellFormed(bytes)) {
+        return Reject(EnvelopeReason::kNumberOutOfRange,
+                      "a number is beyond what can be read exactly: an integer past 64 bits or "
+                      "a value past an IEEE 754 double (I-JSON, RFC 7493 section 2.2); send it "
+                      "as a string");
+      }
+      return Reject(EnvelopeReason::kMalformedJson,
+                    std::string("not well-formed JSON: ") + simdjson::error_message(parse_error));
     case simdjson::STRING_ERROR:
       if (HasLoneSurrogateEscape(bytes)) {
         return Reject(EnvelopeReason::kLoneSurrogate,

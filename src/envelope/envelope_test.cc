@@ -112,6 +112,16 @@ std::vector<ReasonCase> ReasonCases() {
       {"too_deep",
        Mutate("\"orderVersion\":2", "\"deep\":" + std::string(80, '[') + std::string(80, ']')),
        EnvelopeReason::kNestingTooDeep});
+  cases.push_back({"number_past_uint64",
+                   Mutate("\"orderVersion\":2", "\"orderVersion\":18446744073709551616"),
+                   EnvelopeReason::kNumberOutOfRange});
+  cases.push_back({"number_past_double", Mutate("\"orderVersion\":2", "\"orderVersion\":1e400"),
+                   EnvelopeReason::kNumberOutOfRange});
+  cases.push_back({"number_leading_zero", Mutate("\"orderVersion\":2", "\"orderVersion\":02"),
+                   EnvelopeReason::kMalformedJson});
+  cases.push_back({"number_bare_minus",
+                   Mutate("\"orderVersion\":2", "\"orderVersion\":-,\"x\":\"1e400\""),
+                   EnvelopeReason::kMalformedJson});
   cases.push_back({"array_element", "[1,2]", EnvelopeReason::kNotAnObject});
   cases.push_back({"scalar", "42", EnvelopeReason::kNotAnObject});
   cases.push_back({"missing_specversion", Mutate("\"specversion\":\"1.0\",", ""),
