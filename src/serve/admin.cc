@@ -73,10 +73,19 @@ std::optional<int64_t> ParseInt(std::string_view text) {
   return value;
 }
 
-int64_t Limit(const Query& query) {
+// The `limit` query parameter: 1000 when absent; a whole number from 1 to kReadRowsMaxDefault,
+// else null (the caller refuses: a typo is not silently the default).
+std::optional<int64_t> Limit(const Query& query) {
   const char* text = query("limit");
-  const std::optional<int64_t> n = text != nullptr ? ParseInt(text) : std::nullopt;
-  return n && *n >= 1 && *n <= kReadRowsMaxDefault ? *n : 1000;
+  if (text == nullptr) return 1000;
+  const std::optional<int64_t> n = ParseInt(text);
+  if (!n || *n < 1 || *n > kReadRowsMaxDefault) return std::nullopt;
+  return n;
+}
+
+AdminAnswer BadLimit() {
+  return Refusal(400, "invalid-argument",
+                 "limit: a whole number from 1 to " + std::to_string(kReadRowsMaxDefault));
 }
 
 // The members of an action's JSON body, each one of `allowed` and a string; else the refusal.
@@ -199,9 +208,11 @@ AdminAnswer Admin::Quarantine(const Query& query) {
   if (const char* reason = query("reason"); reason != nullptr && *reason != '\0') {
     filter.reason = reason;
   }
+  const std::optional<int64_t> limit = Limit(query);
+  if (!limit) return BadLimit();
   Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read();
   if (!snapshot.ok()) return FromStatus(snapshot.status());
-  Result<Rows<QuarantineRecord>> rows = (*snapshot)->ListQuarantine(filter, {}, Limit(query));
+  Result<Rows<QuarantineRecord>> rows = (*snapshot)->ListQuarantine(filter, {}, *limit);
   if (!rows.ok()) return FromStatus(rows.status());
   return ListAnswer("records", *rows, [](const QuarantineRecord& record, std::string& out) {
     AppendQuarantineJson(record, true, out);
@@ -307,9 +318,11 @@ AdminAnswer Admin::Effects(const Query& query) {
   if (const char* subject = query("subject"); subject != nullptr && *subject != '\0') {
     filter.subject = subject;
   }
+  const std::optional<int64_t> limit = Limit(query);
+  if (!limit) return BadLimit();
   Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read();
   if (!snapshot.ok()) return FromStatus(snapshot.status());
-  Result<Rows<EffectIntent>> rows = (*snapshot)->ListIntents(filter, 0, Limit(query));
+  Result<Rows<EffectIntent>> rows = (*snapshot)->ListIntents(filter, 0, *limit);
   if (!rows.ok()) return FromStatus(rows.status());
   return ListAnswer("effects", *rows, [](const EffectIntent& intent, std::string& out) {
     AppendEffectJson(intent, nullptr, out);

@@ -609,6 +609,18 @@ TEST_F(ServeTest, AdminActionsWaitOffTheHttpThread) {
         Http(port_, "GET", other_name, {{"Authorization", "Bearer s3cret-token-of-enough-length"}});
     EXPECT_EQ(refused.status, 400) << other_name << ": " << refused.body;
   }
+  // A list's limit is a whole number in range, or the request is refused (not the default).
+  for (const char* limit : {"abc", "-1", "0", "1e3"}) {
+    for (const std::string route : {"/api/quarantine?limit=", "/api/effects?limit="}) {
+      const HttpAnswer refused = Http(port_, "GET", route + limit,
+                                      {{"Authorization", "Bearer s3cret-token-of-enough-length"}});
+      EXPECT_EQ(refused.status, 400) << route << limit << ": " << refused.body;
+    }
+  }
+  EXPECT_EQ(Http(port_, "GET", "/api/quarantine?limit=5",
+                 {{"Authorization", "Bearer s3cret-token-of-enough-length"}})
+                .status,
+            200);
   sqlite3* locker = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &locker), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
