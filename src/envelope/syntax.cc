@@ -1,5 +1,6 @@
 #include "envelope/syntax.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -68,6 +69,30 @@ bool IsTokenChar(char c) {
   }
 }
 
+// RFC 3986 allows '[' and ']' only around an IP-literal host: "//[v6]" or "//user@[v6]:port".
+// True when every bracket of `text` is such a pair (`rest`: where the part after the scheme
+// begins).
+bool BracketsOnlyAroundAHost(std::string_view text, size_t rest) {
+  size_t open = std::string_view::npos, close = std::string_view::npos;
+  if (text.substr(rest, 2) == "//") {
+    const size_t start = rest + 2;
+    const size_t end = std::min(text.find_first_of("/?#", start), text.size());
+    const std::string_view authority = text.substr(start, end - start);
+    const size_t at = authority.rfind('@');
+    const size_t host = at == std::string_view::npos ? 0 : at + 1;
+    if (host < authority.size() && authority[host] == '[') {
+      open = start + host;
+      close = text.find(']', open);
+      if (close == std::string_view::npos || close >= end) return false;
+      if (close + 1 < end && text[close + 1] != ':') return false;  // "]" then a port, or end
+    }
+  }
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((text[i] == '[' || text[i] == ']') && i != open && i != close) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool IsRfc3339Timestamp(std::string_view t) { return rfc3339::IsDateTime(t); }
@@ -85,14 +110,21 @@ bool IsUriReference(std::string_view text) {
   // A ':' before any '/', '?' or '#' ends a scheme, which must be ALPHA *(ALPHA/DIGIT/+/-/.).
   const size_t colon = text.find(':');
   const size_t delimiter = text.find_first_of("/?#");
+  size_t rest = 0;  // where the hierarchical part begins
   if (colon != std::string_view::npos && colon < delimiter) {
     if (colon == 0 || !IsAlpha(text[0])) return false;
     for (size_t i = 1; i < colon; ++i) {
       const char c = text[i];
       if (!IsAlpha(c) && !IsDigit(c) && c != '+' && c != '-' && c != '.') return false;
     }
+    rest = colon + 1;
   }
-  return true;
+  // One fragment: a '#' after the first is not a URI character.
+  const size_t hash = text.find('#');
+  if (hash != std::string_view::npos && text.find('#', hash + 1) != std::string_view::npos) {
+    return false;
+  }
+  return BracketsOnlyAroundAHost(text, rest);
 }
 
 bool IsAbsoluteUri(std::string_view text) {

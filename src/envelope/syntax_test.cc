@@ -31,11 +31,16 @@ TEST(Syntax, Rfc3339LeapSecondOnlyAtTheEndOfTheUtcDay) {
 }
 
 TEST(Syntax, UriReference) {
-  for (const char* ok : {"https://example.test/order-service", "training://orders/checkout",
-                         "/relative", "orders-api", "urn:uuid:1234", "a%20b", "mailto:x@y.test"}) {
+  for (const char* ok :
+       {"https://example.test/order-service", "training://orders/checkout", "/relative",
+        "orders-api", "urn:uuid:1234", "a%20b", "mailto:x@y.test", "http://[::1]:8080/a",
+        "http://user@[2001:db8::7]/x#frag", "//[::1]", "a#b?c/d"}) {
     EXPECT_TRUE(IsUriReference(ok)) << ok;
   }
-  for (const char* bad : {"has space", "a%2", "a%zz", "1http://x", "é", "tab\there", "a\"b"}) {
+  for (const char* bad : {"has space", "a%2", "a%zz", "1http://x", "é", "tab\there", "a\"b",
+                          // Brackets only around an IP-literal host; one fragment.
+                          "http://x/a[b]", "http://x/a#c#d", "http://[::1", "http://[::1]x/",
+                          "http://x/]#a", "[::1]", "http://x?[a]"}) {
     EXPECT_FALSE(IsUriReference(bad)) << bad;
   }
   EXPECT_TRUE(IsAbsoluteUri("https://x.test/s.json"));
