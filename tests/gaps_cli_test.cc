@@ -118,6 +118,29 @@ TEST_F(GapsCliTest, AManualGapIsListedUntilAPersonResolvesIt) {
               std::string::npos);
 }
 
+// --store before `check` or `resolve` is theirs too; the listing's options there are refused,
+// not dropped.
+TEST_F(GapsCliTest, OptionsBeforeTheSubcommandAreTakenOrRefused) {
+  Route("manual");
+  OpenAGap();
+  ProcessResult r = RunEvident({"gaps", "--store", store_, "check"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "replay requested 0, opened for a person 1, reported 0, closed 0\n");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"gaps", "--all", "check", "--store", store_},
+           {"gaps", "--store", store_, "--format", "json", "check"},
+           {"gaps", "--within", "60", "resolve", "--store", store_, "--consumer", "fulfillment",
+            "--subject", "order-9", "--by", "ops", "--note", "n"}}) {
+    r = RunEvident(args);
+    EXPECT_EQ(r.exit_code, 2) << args[1];
+    EXPECT_NE(r.err.find("lists gaps"), std::string::npos) << r.err;
+  }
+  r = RunEvident({"gaps", "--store", store_, "resolve", "--consumer", "fulfillment", "--subject",
+                  "order-9", "--by", "ops", "--note", "resolved with the store given first"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(RunEvident({"gaps", "check"}).exit_code, 2);  // no store anywhere
+}
+
 TEST_F(GapsCliTest, GapsWithoutAStoreIsAUsageError) {
   EXPECT_EQ(RunEvident({"gaps"}).exit_code, 2);
   EXPECT_EQ(

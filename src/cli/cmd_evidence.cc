@@ -356,7 +356,18 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
   AddFormatOption(*cmd, gaps->format);
   CLI::App* gaps_cmd = cmd;
   cmd->callback([gaps, gaps_cmd, &run] {
-    if (!gaps_cmd->get_subcommands().empty()) return;  // check or resolve runs
+    if (!gaps_cmd->get_subcommands().empty()) {  // check or resolve runs
+      // --store before the word is theirs too (taken when they have none of their own); the
+      // listing's options are not, and are refused rather than dropped.
+      for (const char* listing : {"--within", "--all", "--format"}) {
+        if (gaps_cmd->count(listing) > 0) {
+          throw CLI::ValidationError(std::string(listing) +
+                                     " lists gaps; it does not apply to `gaps " +
+                                     gaps_cmd->get_subcommands().front()->get_name() + "`");
+        }
+      }
+      return;
+    }
     if (gaps->store.empty()) throw CLI::RequiredError("--store");
     run = [gaps] { return RunGaps(*gaps); };
   });
@@ -366,21 +377,29 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
       "check",
       "Act on every gap past its deadline, once: request a replay, open a record for a "
       "person, or report, per its route.");
-  sub->add_option("--store", check->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  sub->add_option("--store", check->store,
+                  "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB (also before `check`)");
   sub->add_option("--partitions", check->partitions, "Outbox partitions (as `outbox append`)")
       ->check(IntegerFrom(1, 1 << 20));
-  sub->callback([check, &run] { run = [check] { return RunGapsCheck(*check); }; });
+  sub->callback([check, gaps, &run] {
+    if (check->store.empty()) check->store = gaps->store;
+    if (check->store.empty()) throw CLI::RequiredError("--store");
+    run = [check] { return RunGapsCheck(*check); };
+  });
 
   auto resolve = std::make_shared<GapsResolveFlags>();
   sub = cmd->add_subcommand("resolve", "Close the open gap records of one consumer and subject.");
-  sub->add_option("--store", resolve->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  sub->add_option("--store", resolve->store,
+                  "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB (also before `resolve`)");
   sub->add_option("--consumer", resolve->consumer, "Consumer id")->required();
   sub->add_option("--subject", resolve->subject, "Subject")->required();
   sub->add_option("--by", resolve->by, "Who resolves it")->required();
   sub->add_option("--note", resolve->note, "How it was resolved")->required();
-  sub->callback([resolve, &run] { run = [resolve] { return RunGapsResolve(*resolve); }; });
+  sub->callback([resolve, gaps, &run] {
+    if (resolve->store.empty()) resolve->store = gaps->store;
+    if (resolve->store.empty()) throw CLI::RequiredError("--store");
+    run = [resolve] { return RunGapsResolve(*resolve); };
+  });
 
   auto guard = std::make_shared<GuardFlags>();
   cmd = app.add_subcommand(
