@@ -182,7 +182,7 @@ std::string OutputClash(std::string_view option, const std::string& output,
     if (path.empty() || path == "-") continue;
     std::error_code error;
     const bool directory = std::filesystem::is_directory(path, error);
-    if (directory ? Below(output, path) || SameFile(output, path) : SameFile(output, path)) {
+    if (SameFile(output, path) || (directory && Below(output, path))) {
       return std::string(option) + " " + output + " is " + (directory ? "in " : "") + what + " (" +
              path + "); writing there would destroy it";
     }

@@ -35,8 +35,8 @@ int FinishStdout(int exit_code) {
 std::string StdinClash(const CLI::App& app) {
   const CLI::App* leaf = &app;
   while (!leaf->get_subcommands().empty()) leaf = leaf->get_subcommands().front();
-  const bool from_broker = leaf->get_option_no_throw("--from") != nullptr &&
-                           leaf->get_option_no_throw("--from")->count() > 0;
+  const CLI::Option* from = leaf->get_option_no_throw("--from");
+  const bool from_broker = from != nullptr && from->count() > 0;
   std::vector<std::string> readers;
   for (const CLI::Option* option : leaf->get_options()) {
     const std::string name = option->get_name();
