@@ -253,6 +253,36 @@ TEST(CliValidate, UsageAndIoErrorsExitTwo) {
   EXPECT_EQ(RunEvident({}).exit_code, 2);
 }
 
+// A misspelt or missing command is named, with the closest command and the choices (CLI11 alone
+// said "A subcommand is required" for both); a command that runs without one still does.
+TEST(CliOptions, AMisspeltOrMissingCommandIsNamed) {
+  const ProcessResult misspelt = RunEvident({"valdate", "events.ndjson"});
+  EXPECT_EQ(misspelt.exit_code, 2);
+  EXPECT_NE(misspelt.err.find("evident: no command 'valdate'; did you mean 'validate'?"),
+            std::string::npos)
+      << misspelt.err;
+  const ProcessResult nested = RunEvident({"quarantine", "lisst", "--store", "sqlite:x.db"});
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_NE(nested.err.find("evident quarantine: no command 'lisst'; did you mean 'list'? "
+                            "Commands: list, show, replay, discard"),
+            std::string::npos)
+      << nested.err;
+  const ProcessResult far = RunEvident({"xyzzy"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_NE(far.err.find("evident: no command 'xyzzy'. Commands: validate, schema,"),
+            std::string::npos)
+      << far.err;
+  const ProcessResult missing = RunEvident({"schema"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("evident schema: a command is needed: validate, check"),
+            std::string::npos)
+      << missing.err;
+  EXPECT_EQ(RunEvident({"--version"}).exit_code, 0);
+  EXPECT_EQ(RunEvident({"schema", "--help"}).exit_code, 0);
+  // `gaps` runs without a command of its own: its own parse answers.
+  EXPECT_NE(RunEvident({"gaps"}).err.find("--store is required"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace evident::testing
 

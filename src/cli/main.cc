@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.h"
 #include "evident/store_sqlite.h"
@@ -53,6 +55,57 @@ std::string StdinClash(const CLI::App& app) {
          " would both read it; name a file for one of them";
 }
 
+// Levenshtein distance, for "did you mean": command names are short, so the quadratic table
+// is a few hundred cells.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The words before the first option name commands, each one of its parent's, as long as the
+// parent needs one. CLI11 reports a misspelt or missing one as "A subcommand is required"; this
+// names the word, the closest command and the choices instead. Empty when there is no such
+// problem (CLI11 then parses as usual).
+std::string CommandProblem(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* at = &app;
+  std::string path = "evident";
+  for (int i = 1;; ++i) {
+    // Option groups are nameless subcommands in CLI11: not commands.
+    const std::vector<const CLI::App*> commands =
+        at->get_subcommands([](const CLI::App* c) { return !c->get_name().empty(); });
+    if (commands.empty()) return "";
+    if (i < argc && argv[i][0] == '-') return "";  // --help, --version: CLI11's
+    std::string names, closest;
+    size_t closest_distance = 3;  // suggest within two edits only
+    const CLI::App* next = nullptr;
+    for (const CLI::App* c : commands) {
+      names += (names.empty() ? "" : ", ") + c->get_name();
+      if (i < argc && c->check_name(argv[i])) next = c;
+      const size_t d = i < argc ? EditDistance(argv[i], c->get_name()) : closest_distance;
+      if (d < closest_distance) closest_distance = d, closest = c->get_name();
+    }
+    if (next != nullptr) {
+      path += " " + next->get_name();
+      at = next;
+      continue;
+    }
+    if (at->get_require_subcommand_min() == 0) return "";  // the word is its positional
+    if (i >= argc) return path + ": a command is needed: " + names + " (see " + path + " --help)";
+    return path + ": no command '" + std::string(argv[i]) + "'" +
+           (closest.empty() ? "." : "; did you mean '" + closest + "'?") + " Commands: " + names;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,6 +130,10 @@ int main(int argc, char** argv) {
   AddServeCommand(app, run);
 
   int exit_code = kExitUsage;
+  if (const std::string problem = CommandProblem(app, argc, argv); !problem.empty()) {
+    std::cerr << problem << "\n";
+    return FinishStdout(exit_code);
+  }
   try {
     app.parse(argc, argv);
     if (const std::string clash = StdinClash(app); !clash.empty()) {

@@ -221,7 +221,7 @@ class Member {
     if (w.thread.joinable()) w.thread.join();
     if (w.result.ok()) {
       Add(summary_.total, *w.result);
-    } else if (LostTheLease(w.result.status())) {
+    } else if (LostTheLease(w.result.status()) || TakenByAnother(w)) {
       lost = true;
     } else {
       summary_.last_error =
@@ -235,6 +235,21 @@ class Member {
     (void)Write([&](Transaction& tx) {
       return tx.ReleaseLease(o_.group, w.partition, o_.member, w.epoch);
     });
+  }
+
+  // Whether the lease a failed loop held is now another holder's, or was taken again (a new
+  // epoch). A loop stopped past its lease may fail in ways its message does not name (the server
+  // ended its connection before the client read why); the lease row says what happened. False
+  // when the row cannot be read: the failure is then the loop's own.
+  bool TakenByAnother(const Worker& w) {
+    auto snapshot = store_->Read();
+    if (!snapshot.ok()) return false;
+    auto leases = (*snapshot)->GroupLeases(o_.group);
+    if (!leases.ok()) return false;
+    for (const GroupLease& l : *leases) {
+      if (l.partition == w.partition) return l.holder != o_.member || l.epoch != w.epoch;
+    }
+    return false;
   }
 
   // The consume loop of one partition: a store connection, a pipeline and a JetStream consumer
