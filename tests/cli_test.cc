@@ -12,6 +12,8 @@
 namespace evident::testing {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct Line {
   std::string outcome, reason, id;
   uint64_t index = 0;
@@ -251,6 +253,54 @@ TEST(CliValidate, UsageAndIoErrorsExitTwo) {
   EXPECT_EQ(RunEvident({"validate", "--profile", "avro"}, "{}").exit_code, 2);
   EXPECT_EQ(RunEvident({"validate", "--no-such-flag"}).exit_code, 2);
   EXPECT_EQ(RunEvident({}).exit_code, 2);
+}
+
+// An empty value is an unset variable, nearly always: refused with the option's name before
+// anything is opened, never read as "no outcomes", "every source outside" or a path.
+TEST(CliOptions, AnEmptyValueIsAUsageError) {
+  const fs::path dir = fs::temp_directory_path() / ("evident-empty-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string orders = SourcePath("examples/envelopes/orders.ndjson");
+  const std::string config = SourcePath("examples/orders/evident.yaml");
+  const std::string store = "sqlite:" + (dir / "s.db").string();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"validate", "--boundary", "", orders}, "--boundary was given an empty value"},
+      {{"validate", ""}, "the argument <input> was given an empty value"},
+      {{"consume", "--config", config, "--input", orders, "--store", store, "--outcomes", ""},
+       "--outcomes was given an empty value"},
+      {{"consume", "--config", config, "--input", "", "--store", store},
+       "--input was given an empty value"},
+      {{"quarantine", "list", "--store", ""}, "--store was given an empty value"},
+  };
+  for (const auto& [args, message] : cases) {
+    const ProcessResult r = RunEvident(args, "");
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.out;
+    EXPECT_NE(r.err.find("evident: " + message + " (an unset variable?)"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_FALSE(fs::exists(dir / "s.db")) << "the store was created before the refusal";
+  fs::remove_all(dir);
+}
+
+// Options of a JetStream destination are refused with another destination, not ignored.
+TEST(CliOptions, RelayRefusesJetStreamOptionsForAnotherDestination) {
+  const fs::path dir = fs::temp_directory_path() / ("evident-relayto-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string store = "sqlite:" + (dir / "s.db").string();
+  ASSERT_EQ(RunEvident({"store", "migrate", "--store", store}).exit_code, 0);
+  const ProcessResult r = RunEvident({"relay", "--store", store, "--to", "-", "--once", "--stream",
+                                      "ORDERS", "--subject-prefix", "shop"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--stream, --subject-prefix: for a JetStream destination (--to "
+                       "nats://HOST:PORT) only, and --to is -"),
+            std::string::npos)
+      << r.err;
+  const ProcessResult plain = RunEvident({"relay", "--store", store, "--to", "-", "--once"});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  fs::remove_all(dir);
 }
 
 // A misspelt or missing command is named, with the closest command and the choices (CLI11 alone

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "evident/cancel.h"
@@ -34,6 +36,7 @@ struct RelayFlags {
   int once_failures_max = 8;
   int64_t claim_partitions_max = 8;
   int64_t claim_hold_ms = 30'000;
+  std::vector<std::string> jetstream_only;  // such options given on the command line
 };
 
 // The destination a --to names, and how to open it (again).
@@ -68,6 +71,21 @@ Result<Destination> ChooseDestination(const RelayFlags& flags) {
   return Status::InvalidArgument("--to " + to + ": expected nats://HOST:PORT, file:PATH or -");
 }
 
+// Options of a JetStream destination, given with another: refused rather than ignored (a
+// `--to - --stream ORDERS` wrote to standard output as if the stream had been heard).
+Result<Destination> ChooseDestinationChecked(const RelayFlags& flags) {
+  if (!flags.jetstream_only.empty() && flags.to.rfind("nats://", 0) != 0) {
+    std::string names;
+    for (const std::string& name : flags.jetstream_only)
+      names += (names.empty() ? "" : ", ") + name;
+    return Status::InvalidArgument(names +
+                                   ": for a JetStream destination (--to nats://HOST:PORT) "
+                                   "only, and --to is " +
+                                   flags.to);
+  }
+  return ChooseDestination(flags);
+}
+
 void PrintSummary(const RelaySummary& s, const std::string& destination) {
   std::fprintf(stderr,
                "evident relay: %lld sent to %s (%lld the destination already held) in %.2f s; "
@@ -79,7 +97,7 @@ void PrintSummary(const RelaySummary& s, const std::string& destination) {
 }
 
 int RunRelayCommand(const RelayFlags& flags) {
-  Result<Destination> destination = ChooseDestination(flags);
+  Result<Destination> destination = ChooseDestinationChecked(flags);
   Result<int64_t> keep_sent_ms = ParseDurationMs(flags.keep_sent);
   if (!destination.ok() || !keep_sent_ms.ok()) {
     std::cerr << "evident relay: "
@@ -172,7 +190,13 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
                   "Failed rounds in a row after which --once gives up")
       ->check(IntegerFrom(1, 1'000'000))
       ->capture_default_str();
-  cmd->callback([flags, &run] { run = [flags] { return RunRelayCommand(*flags); }; });
+  cmd->callback([cmd, flags, &run] {
+    for (const char* name : {"--stream", "--subject-prefix", "--duplicate-window",
+                             "--in-flight-max", "--publish-timeout-ms"}) {
+      if (cmd->count(name) > 0) flags->jetstream_only.emplace_back(name);
+    }
+    run = [flags] { return RunRelayCommand(*flags); };
+  });
 }
 
 }  // namespace evident::cli

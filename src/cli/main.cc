@@ -55,6 +55,26 @@ std::string StdinClash(const CLI::App& app) {
          " would both read it; name a file for one of them";
 }
 
+// An option or positional given the empty string: an unset shell variable, nearly always, and
+// never a meaningful path, prefix or name (an empty --boundary refused every source, an empty
+// --outcomes ran without outcomes, an empty --input opened the store first). Empty when none.
+std::string EmptyValue(const CLI::App& app) {
+  for (const CLI::App* at = &app; at != nullptr;) {
+    for (const CLI::Option* option : at->get_options()) {
+      if (option->get_expected_min() == 0 || option->count() == 0) continue;  // flags
+      const auto& given = option->results();
+      if (std::find(given.begin(), given.end(), "") != given.end()) {
+        const std::string name = option->get_name(/*positional=*/false, /*all_options=*/false);
+        return (name.front() == '-' ? name : "the argument <" + name + ">") +
+               " was given an empty value (an unset variable?)";
+      }
+    }
+    const auto chosen = at->get_subcommands();
+    at = chosen.empty() ? nullptr : chosen.front();
+  }
+  return "";
+}
+
 // Levenshtein distance, for "did you mean": command names are short, so the quadratic table
 // is a few hundred cells.
 size_t EditDistance(std::string_view a, std::string_view b) {
@@ -136,7 +156,9 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
-    if (const std::string clash = StdinClash(app); !clash.empty()) {
+    if (const std::string empty = EmptyValue(app); !empty.empty()) {
+      std::cerr << "evident: " << empty << "\n";
+    } else if (const std::string clash = StdinClash(app); !clash.empty()) {
       std::cerr << "evident: " << clash << "\n";
     } else if (run) {
       exit_code = run();

@@ -784,6 +784,25 @@ TEST(Lint, MissingDirectoryIsAnError) {
   EXPECT_EQ(LintContractsDir("/nonexistent/evident/contracts").status().code(), Code::kNotFound);
 }
 
+// A directory with nothing to check is a finding, not "clean" (a wrong path, say the project
+// root or an empty checkout, passed lint before).
+TEST(Lint, ADirectoryWithoutContractsIsAFinding) {
+  TempDir dir;
+  auto empty = LintContractsDir(dir.path());
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(Codes(*empty), std::set<std::string>{"EMPTY_CONTRACTS_DIRECTORY"});
+  dir.Write("README.md", "contracts live elsewhere\n");
+  dir.Write("docs/notes.txt", "not here either\n");  // a directory, taken for a type
+  auto other = LintContractsDir(dir.path());
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(Codes(*other).contains("EMPTY_CONTRACTS_DIRECTORY")) << compat::LintToText(*other);
+  EXPECT_FALSE(other->empty());
+  dir.Write("only/consumers/reader.yaml", "id: reader\naccepts:\n  - type: a\n    versions: 1\n");
+  auto some = LintContractsDir(dir.path() + "/only");
+  ASSERT_TRUE(some.ok());
+  EXPECT_FALSE(Codes(*some).contains("EMPTY_CONTRACTS_DIRECTORY")) << compat::LintToText(*some);
+}
+
 // ---- rendering ------------------------------------------------------------------------------
 
 TEST(Report, DiffJsonHasTheDocumentedShape) {

@@ -88,6 +88,11 @@ Status Linter::Run() {
     }
   }
   for (const auto& [consumer, file] : consumers_) LintConsumer(consumer, file);
+  if (schemas_.empty() && consumers_.empty() && findings_.empty()) {
+    Add("EMPTY_CONTRACTS_DIRECTORY", dir_,
+        "no schema (<type>/v<N>.schema.json) and no consumer contract (consumers/<id>.yaml): "
+        "nothing was checked; is this the contracts directory?");
+  }
   return Status::Ok();
 }
 
