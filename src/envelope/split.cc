@@ -74,7 +74,11 @@ class EventSplitter::Impl {
   // kind closes through the nearest opener it matches ("[1}" ends the '{' it is in).
   std::string open_;
   static constexpr size_t kTypedDepthMax = 4096;
-  char last_solid_char_ = 0;  // the byte at last_solid_
+  // Whether the innermost open bracket is a '{' (false past kTypedDepthMax, where kinds are
+  // not kept).
+  bool InObject() const { return !open_.empty() && open_.size() == depth_ && open_.back() == '{'; }
+  char last_solid_char_ = 0;         // the byte at last_solid_
+  uint64_t solid_before_comma_ = 0;  // last_solid_ before the latest ',' outside strings
   bool in_string_ = false, escaped_ = false;
   // A batch element's string met a raw newline: where it goes on is decided at the next solid
   // byte (StepBatchElement).
@@ -209,7 +213,7 @@ Status EventSplitter::Impl::StepBatchElement(std::string_view chunk, size_t at, 
     // the structure resumes. Anything else is more of the string, which held a raw newline and
     // closes at its own quote.
     string_broken_ = false;
-    if (c == '{' && last_solid_char_ == ',') {
+    if (c == '{' && last_solid_char_ == ',') {  // (the ',' was read as the string's: kept)
       EVIDENT_RETURN_IF_ERROR(End(chunk, at, sink));
       Begin(at, next_index_++);
       Track(c, consumed_ + at);
@@ -217,6 +221,16 @@ Status EventSplitter::Impl::StepBatchElement(std::string_view chunk, size_t at, 
     }
     constexpr std::string_view kStructure = "{}[],:\"";
     if (kStructure.find(c) == std::string_view::npos) in_string_ = true;
+  }
+  if (!in_string_ && c == '{' && last_solid_char_ == ',' && InObject()) {
+    // "{"a":1,{": after a member, an object wants a name, never a '{'. The element was cut
+    // short (a missing '}') and the next element begins here; read on, it would have swallowed
+    // every element after it.
+    last_solid_ = solid_before_comma_;  // the ',' separates: it is no byte of either element
+    EVIDENT_RETURN_IF_ERROR(End(chunk, at, sink));
+    Begin(at, next_index_++);
+    Track(c, consumed_ + at);
+    return Status::Ok();
   }
   if (!in_string_ && depth_ == 0 && (c == ',' || c == ']')) {
     after_comma_ = c == ',';
@@ -289,6 +303,7 @@ size_t EventSplitter::Impl::SkipStringBytes(std::string_view chunk, size_t at) {
 // events end.
 void EventSplitter::Impl::Track(char c, uint64_t offset) {
   if (!IsSpace(c)) {
+    if (c == ',' && !in_string_) solid_before_comma_ = last_solid_;
     last_solid_ = offset;
     last_solid_char_ = c;
   }

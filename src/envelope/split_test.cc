@@ -144,6 +144,33 @@ TEST(Split, ABatchElementWithMismatchedBracketsEndsAtItsOwnComma) {
             (Strings{"malformed-json", "valid"}));
 }
 
+// An element cut short of its '}' ("{"a":1,{" cannot be one object: an object wants a member
+// name after a ',') ends at that ','; the elements after it are split and decided one by one.
+TEST(Split, ABatchElementMissingItsClosingBraceEndsAtItsComma) {
+  const std::string cut = R"({"specversion":"1.0","id":"x","source":"s","type":"t")";
+  for (const std::string& gap : {"", "\n", " \n  "}) {
+    const auto got = Split("[" + cut + gap + "," + gap + Event("a") + "," + gap + Event("b") + "]");
+    ASSERT_EQ(got.size(), 3u) << gap.size();
+    EXPECT_EQ(got[0].bytes, cut);
+    EXPECT_EQ(Verdicts(got), (Strings{"malformed-json", "valid", "valid"}));
+    EXPECT_EQ(got[1].index, 1u);
+    EXPECT_EQ(got[2].index, 2u);
+  }
+  // Cut short inside a nested object: the same.
+  const std::string nested =
+      R"({"specversion":"1.0","id":"y","source":"s","type":"t","data":{"k":1)";
+  EXPECT_EQ(Verdicts(Split("[" + nested + "," + Event("a") + "]")),
+            (Strings{"malformed-json", "valid"}));
+  // Inside an array, ",{" is an array of objects: one element, as it is.
+  const std::string array =
+      R"({"specversion":"1.0","id":"z","source":"s","type":"t","data":[{},{}]})";
+  EXPECT_EQ(Verdicts(Split("[" + array + "," + Event("a") + "]")), (Strings{"valid", "valid"}));
+  // And a ',{' inside a string is text.
+  const std::string text =
+      R"({"specversion":"1.0","id":"w","source":"s","type":"t","data":"a,{b"})";
+  EXPECT_EQ(Verdicts(Split("[" + text + "," + Event("a") + "]")), (Strings{"valid", "valid"}));
+}
+
 TEST(Split, ARawNewlineInsideABatchStringLosesNoElement) {
   const std::string broken = R"({"specversion":"1.0","id":"x","source":"s","type":"t","data":"ab)"
                              "\n"
