@@ -281,6 +281,18 @@ TEST(CliOptions, AnEmptyValueIsAUsageError) {
     EXPECT_EQ(r.out, "");
   }
   EXPECT_FALSE(fs::exists(dir / "s.db")) << "the store was created before the refusal";
+  // "--opt=" with nothing after: CLI11 would take the next argument as the value (the outcomes
+  // went to a file named --resume, and the run did not resume).
+  const ProcessResult assigned = RunEvident({"consume", "--config", config, "--input", orders,
+                                             "--store", store, "--outcomes=", "--resume"});
+  EXPECT_EQ(assigned.exit_code, 2);
+  EXPECT_NE(assigned.err.find("evident: --outcomes was given an empty value"), std::string::npos)
+      << assigned.err;
+  EXPECT_FALSE(fs::exists("--resume"));
+  EXPECT_FALSE(fs::exists(dir / "s.db"));
+  const ProcessResult boundary = RunEvident({"validate", "--boundary=", orders}, "");
+  EXPECT_EQ(boundary.exit_code, 2);
+  EXPECT_EQ(boundary.out, "");
   fs::remove_all(dir);
 }
 
@@ -298,6 +310,13 @@ TEST(CliOptions, RelayRefusesJetStreamOptionsForAnotherDestination) {
                        "nats://HOST:PORT) only, and --to is -"),
             std::string::npos)
       << r.err;
+  // A mistyped --to is named as such first.
+  const ProcessResult scheme =
+      RunEvident({"relay", "--store", store, "--to", "nat://127.0.0.1:4222", "--stream", "ORDERS"});
+  EXPECT_EQ(scheme.exit_code, 2);
+  EXPECT_NE(scheme.err.find("--to nat://127.0.0.1:4222: expected nats://HOST:PORT, file:PATH or -"),
+            std::string::npos)
+      << scheme.err;
   const ProcessResult plain = RunEvident({"relay", "--store", store, "--to", "-", "--once"});
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
   fs::remove_all(dir);
@@ -327,6 +346,14 @@ TEST(CliOptions, AMisspeltOrMissingCommandIsNamed) {
   EXPECT_NE(missing.err.find("evident schema: a command is needed: validate, check"),
             std::string::npos)
       << missing.err;
+  // Options before a missing command; a group's own options before its command still work.
+  const ProcessResult before = RunEvident({"quarantine", "--store", "sqlite:x.db"});
+  EXPECT_EQ(before.exit_code, 2);
+  EXPECT_NE(before.err.find("evident quarantine: a command is needed before its options: list, "
+                            "show, replay, discard"),
+            std::string::npos)
+      << before.err;
+  EXPECT_EQ(RunEvident({"quarantine", "--help"}).exit_code, 0);
   EXPECT_EQ(RunEvident({"--version"}).exit_code, 0);
   EXPECT_EQ(RunEvident({"schema", "--help"}).exit_code, 0);
   // `gaps` runs without a command of its own: its own parse answers.

@@ -74,6 +74,7 @@ Result<Destination> ChooseDestination(const RelayFlags& flags) {
 // Options of a JetStream destination, given with another: refused rather than ignored (a
 // `--to - --stream ORDERS` wrote to standard output as if the stream had been heard).
 Result<Destination> ChooseDestinationChecked(const RelayFlags& flags) {
+  EVIDENT_ASSIGN_OR_RETURN(Destination destination, ChooseDestination(flags));  // --to first
   if (!flags.jetstream_only.empty() && flags.to.rfind("nats://", 0) != 0) {
     std::string names;
     for (const std::string& name : flags.jetstream_only)
@@ -83,7 +84,7 @@ Result<Destination> ChooseDestinationChecked(const RelayFlags& flags) {
                                    "only, and --to is " +
                                    flags.to);
   }
-  return ChooseDestination(flags);
+  return destination;
 }
 
 void PrintSummary(const RelaySummary& s, const std::string& destination) {

@@ -75,6 +75,21 @@ std::string EmptyValue(const CLI::App& app) {
   return "";
 }
 
+// "--outcomes=" with nothing after the '=': CLI11 then takes the next argument as the value
+// ("--outcomes= --resume" wrote the outcomes to a file named --resume and did not resume), so
+// it is refused before CLI11 reads it. Empty when there is none.
+std::string EmptyAssignment(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;  // positionals from here
+    if (arg.size() > 3 && arg.starts_with("--") && arg.find('=') == arg.size() - 1) {
+      return std::string(arg.substr(0, arg.size() - 1)) +
+             " was given an empty value (an unset variable?)";
+    }
+  }
+  return "";
+}
+
 // Levenshtein distance, for "did you mean": command names are short, so the quadratic table
 // is a few hundred cells.
 size_t EditDistance(std::string_view a, std::string_view b) {
@@ -92,6 +107,27 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// Options before a command: fine when a command of `at` follows them (the group's own options)
+// or the option is --help, -h or --version; otherwise the command is missing, which CLI11 reports
+// as "A subcommand is required".
+std::string CommandAfterOptions(const CLI::App& at, const std::string& path, int argc, char** argv,
+                                int first) {
+  if (at.get_require_subcommand_min() == 0) return "";
+  std::string names;
+  for (const CLI::App* c :
+       at.get_subcommands([](const CLI::App* c) { return !c->get_name().empty(); })) {
+    names += (names.empty() ? "" : ", ") + c->get_name();
+    for (int i = first; i < argc; ++i) {
+      if (c->check_name(argv[i])) return "";
+    }
+  }
+  for (int i = first; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--version") return "";
+  }
+  return path + ": a command is needed before its options: " + names + " (see " + path + " --help)";
+}
+
 // The words before the first option name commands, each one of its parent's, as long as the
 // parent needs one. CLI11 reports a misspelt or missing one as "A subcommand is required"; this
 // names the word, the closest command and the choices instead. Empty when there is no such
@@ -104,7 +140,7 @@ std::string CommandProblem(const CLI::App& app, int argc, char** argv) {
     const std::vector<const CLI::App*> commands =
         at->get_subcommands([](const CLI::App* c) { return !c->get_name().empty(); });
     if (commands.empty()) return "";
-    if (i < argc && argv[i][0] == '-') return "";  // --help, --version: CLI11's
+    if (i < argc && argv[i][0] == '-') return CommandAfterOptions(*at, path, argc, argv, i);
     std::string names, closest;
     size_t closest_distance = 3;  // suggest within two edits only
     const CLI::App* next = nullptr;
@@ -152,6 +188,10 @@ int main(int argc, char** argv) {
   int exit_code = kExitUsage;
   if (const std::string problem = CommandProblem(app, argc, argv); !problem.empty()) {
     std::cerr << problem << "\n";
+    return FinishStdout(exit_code);
+  }
+  if (const std::string empty = EmptyAssignment(argc, argv); !empty.empty()) {
+    std::cerr << "evident: " << empty << "\n";
     return FinishStdout(exit_code);
   }
   try {

@@ -797,6 +797,12 @@ TEST(Lint, ADirectoryWithoutContractsIsAFinding) {
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(Codes(*other).contains("EMPTY_CONTRACTS_DIRECTORY")) << compat::LintToText(*other);
   EXPECT_FALSE(other->empty());
+  // Hidden directories are the repository's: neither a type nor a finding.
+  dir.Write("repo/.git/HEAD", "ref: refs/heads/main\n");
+  dir.Write("repo/a/v1.schema.json", R"({"type":"object"})");
+  auto repo = LintContractsDir(dir.path() + "/repo");
+  ASSERT_TRUE(repo.ok());
+  EXPECT_TRUE(repo->empty()) << compat::LintToText(*repo);
   dir.Write("only/consumers/reader.yaml", "id: reader\naccepts:\n  - type: a\n    versions: 1\n");
   auto some = LintContractsDir(dir.path() + "/only");
   ASSERT_TRUE(some.ok());

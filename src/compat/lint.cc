@@ -79,6 +79,7 @@ Status Linter::Run() {
   if (ec) return Status::IoError("cannot list " + dir_ + ": " + ec.message());
   for (const fs::path& entry : entries) {
     if (!fs::is_directory(entry, ec)) continue;  // README files and the like belong here
+    if (entry.filename().string().starts_with('.')) continue;  // .git, .github: not types
     if (entry.filename() == "consumers") {
       LintConsumersDir(entry);
     } else if (entry.filename() == "adapters") {

@@ -308,8 +308,9 @@ Result<ContractsDir> LoadContractsDir(const std::string& dir) {
   if (ec) return Status::IoError("cannot list " + dir + ": " + ec.message());
   std::sort(entries.begin(), entries.end());
   for (const fs::path& sub : entries) {
-    if (!fs::is_directory(sub)) continue;
     const std::string name = sub.filename().string();
+    // Hidden directories (.git, .github) are the repository's, not types.
+    if (!fs::is_directory(sub) || name.starts_with('.')) continue;
     std::vector<fs::path> files;
     for (const auto& f : fs::directory_iterator(sub, ec)) files.push_back(f.path());
     std::sort(files.begin(), files.end());

@@ -162,8 +162,11 @@ TEST(Contract, LoadsADirectory) {
   std::ofstream(dir / "order.status.changed" / "v2.schema.json") << "{}";
   std::ofstream(dir / "order.status.changed" / "notes.txt") << "ignored";
   std::ofstream(dir / "consumers" / "orders-projection.yaml") << kOrdersProjection;
+  fs::create_directories(dir / ".git");  // the repository's: no type
+  std::ofstream(dir / ".git" / "v1.schema.json") << "{}";
   auto loaded = LoadContractsDir(dir.string());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->schemas.size(), 1u);
   EXPECT_EQ(loaded->schemas.at("order.status.changed").size(), 2u);
   EXPECT_NE(loaded->SchemaPath("order.status.changed", 2), "");
   EXPECT_EQ(loaded->SchemaPath("order.status.changed", 3), "");

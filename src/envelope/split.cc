@@ -74,9 +74,6 @@ class EventSplitter::Impl {
   // kind closes through the nearest opener it matches ("[1}" ends the '{' it is in).
   std::string open_;
   static constexpr size_t kTypedDepthMax = 4096;
-  // Whether the innermost open bracket is a '{' (false past kTypedDepthMax, where kinds are
-  // not kept).
-  bool InObject() const { return !open_.empty() && open_.size() == depth_ && open_.back() == '{'; }
   char last_solid_char_ = 0;         // the byte at last_solid_
   uint64_t solid_before_comma_ = 0;  // last_solid_ before the latest ',' outside strings
   bool in_string_ = false, escaped_ = false;
@@ -222,10 +219,12 @@ Status EventSplitter::Impl::StepBatchElement(std::string_view chunk, size_t at, 
     constexpr std::string_view kStructure = "{}[],:\"";
     if (kStructure.find(c) == std::string_view::npos) in_string_ = true;
   }
-  if (!in_string_ && c == '{' && last_solid_char_ == ',' && InObject()) {
-    // "{"a":1,{": after a member, an object wants a name, never a '{'. The element was cut
-    // short (a missing '}') and the next element begins here; read on, it would have swallowed
-    // every element after it.
+  if (!in_string_ && c == '{' && last_solid_char_ == ',' && depth_ == 1 && open_ == "{") {
+    // "{"a":1,{" in the element's own object: after a member an object wants a name, never a
+    // '{'. The element was cut short (a missing '}') and the next element begins here; read on,
+    // it would have swallowed every element after it. Deeper in, the same bytes are as often a
+    // nested value missing its name as a cut: left to the closers' rule (Close), which keeps
+    // the elements after it whole.
     last_solid_ = solid_before_comma_;  // the ',' separates: it is no byte of either element
     EVIDENT_RETURN_IF_ERROR(End(chunk, at, sink));
     Begin(at, next_index_++);

@@ -156,11 +156,17 @@ TEST(Split, ABatchElementMissingItsClosingBraceEndsAtItsComma) {
     EXPECT_EQ(got[1].index, 1u);
     EXPECT_EQ(got[2].index, 2u);
   }
-  // Cut short inside a nested object: the same.
-  const std::string nested =
-      R"({"specversion":"1.0","id":"y","source":"s","type":"t","data":{"k":1)";
-  EXPECT_EQ(Verdicts(Split("[" + nested + "," + Event("a") + "]")),
-            (Strings{"malformed-json", "valid"}));
+  // Deeper in, ",{" may as well be a nested value missing its name: the element is not cut
+  // there, and its neighbours keep their own results and indices.
+  const std::string in_array =
+      R"({"specversion":"1.0","id":"y","source":"s","type":"t","data":{"lines":[{"q":1,{"q":2}]}})";
+  const auto kept = Split("[" + in_array + "," + Event("a") + "," + Event("b") + "]");
+  EXPECT_EQ(Verdicts(kept), (Strings{"malformed-json", "valid", "valid"}));
+  EXPECT_EQ(kept.at(2).index, 2u);
+  const std::string unnamed =
+      R"({"specversion":"1.0","id":"y","source":"s","type":"t","data":{"a":{"k":1},{"b":2}}})";
+  EXPECT_EQ(Verdicts(Split("[" + unnamed + "," + Event("a") + "," + Event("b") + "]")),
+            (Strings{"malformed-json", "valid", "valid"}));
   // Inside an array, ",{" is an array of objects: one element, as it is.
   const std::string array =
       R"({"specversion":"1.0","id":"z","source":"s","type":"t","data":[{},{}]})";
