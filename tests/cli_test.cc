@@ -281,6 +281,14 @@ TEST(CliOptions, AnEmptyValueIsAUsageError) {
     EXPECT_EQ(r.out, "");
   }
   EXPECT_FALSE(fs::exists(dir / "s.db")) << "the store was created before the refusal";
+  // gaps takes --store before or after its command's word: empty either way is named too.
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"gaps", "--store", ""},
+                                               {"gaps", "check", "--store", ""},
+                                               {"gaps", "--store", "", "check"}}) {
+    const ProcessResult r = RunEvident(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--store was given an empty value"), std::string::npos) << r.err;
+  }
   // "--opt=" with nothing after: CLI11 would take the next argument as the value (the outcomes
   // went to a file named --resume, and the run did not resume).
   const ProcessResult assigned = RunEvident({"consume", "--config", config, "--input", orders,

@@ -355,7 +355,14 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
   cmd->add_flag("--all", gaps->all, "Show every open gap");
   AddFormatOption(*cmd, gaps->format);
   CLI::App* gaps_cmd = cmd;
-  cmd->callback([gaps, gaps_cmd, &run] {
+  // No store for the command that runs: given empty (before or after its word), or not given.
+  const auto no_store = [gaps_cmd](const CLI::App* sub) -> CLI::ParseError {
+    if (gaps_cmd->count("--store") > 0 || (sub != nullptr && sub->count("--store") > 0)) {
+      return CLI::ValidationError("--store was given an empty value (an unset variable?)");
+    }
+    return CLI::RequiredError("--store");
+  };
+  cmd->callback([gaps, gaps_cmd, no_store, &run] {
     if (!gaps_cmd->get_subcommands().empty()) {  // check or resolve runs
       // --store before the word is theirs too (taken when they have none of their own); the
       // listing's options are not, and are refused rather than dropped.
@@ -368,7 +375,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
       }
       return;
     }
-    if (gaps->store.empty()) throw CLI::RequiredError("--store");
+    if (gaps->store.empty()) throw no_store(nullptr);
     run = [gaps] { return RunGaps(*gaps); };
   });
 
@@ -381,9 +388,9 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
                   "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB (also before `check`)");
   sub->add_option("--partitions", check->partitions, "Outbox partitions (as `outbox append`)")
       ->check(IntegerFrom(1, 1 << 20));
-  sub->callback([check, gaps, &run] {
+  sub->callback([check, gaps, sub, no_store, &run] {
     if (check->store.empty()) check->store = gaps->store;
-    if (check->store.empty()) throw CLI::RequiredError("--store");
+    if (check->store.empty()) throw no_store(sub);
     run = [check] { return RunGapsCheck(*check); };
   });
 
@@ -395,9 +402,9 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
   sub->add_option("--subject", resolve->subject, "Subject")->required();
   sub->add_option("--by", resolve->by, "Who resolves it")->required();
   sub->add_option("--note", resolve->note, "How it was resolved")->required();
-  sub->callback([resolve, gaps, &run] {
+  sub->callback([resolve, gaps, sub, no_store, &run] {
     if (resolve->store.empty()) resolve->store = gaps->store;
-    if (resolve->store.empty()) throw CLI::RequiredError("--store");
+    if (resolve->store.empty()) throw no_store(sub);
     run = [resolve] { return RunGapsResolve(*resolve); };
   });
 
