@@ -380,6 +380,17 @@ TEST_F(HardeningTest, ReadingCommandsWorkOnAReadOnlyMount) {
   EXPECT_NE(r.out.find("evt-order-417-paid-v1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("order-418"), std::string::npos) << r.out;  // its open gap
   EXPECT_EQ(Lines(r.out).back(), "s.db");                          // nothing created beside it
+  // A write-ahead log beside it holds commits the main file lacks, and immutable reads the main
+  // file only: refused, not answered as of before those commits.
+  const std::string with_wal =
+      "set -e; mount -t tmpfs none \"$1\"; cp \"$2\" \"$1\"/s.db; printf 'commits' > "
+      "\"$1\"/s.db-wal; mount -o remount,ro \"$1\"; "
+      "\"$3\" evidence order-417 --store \"sqlite:$1/s.db\"";
+  const auto stale = RunProcess({"/usr/bin/unshare", "-m", "/bin/sh", "-c", with_wal, "sh",
+                                 mount.string(), db_, EVIDENT_BINARY});
+  EXPECT_NE(stale.exit_code, 0) << stale.out;
+  EXPECT_NE(stale.err.find("its write-ahead log"), std::string::npos) << stale.err;
+  EXPECT_EQ(stale.out.find("evt-order-417"), std::string::npos) << stale.out;
 }
 
 // --- stored text is escaped on a terminal -------------------------------------------------------

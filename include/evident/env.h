@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -67,6 +68,8 @@ class Env {
   // (a permission denied on the way).
   virtual Result<bool> FileExists(const std::string& path) = 0;
   virtual Result<uint64_t> GetFileSize(const std::string& path) = 0;
+  // The file's last byte; nullopt for an empty file.
+  virtual Result<std::optional<char>> LastByte(const std::string& path) = 0;
   // Atomically replaces `to` when it exists. Durable once the directory is synced.
   virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
   virtual Status RemoveFile(const std::string& path) = 0;
@@ -121,7 +124,7 @@ struct FaultInjectionState;  // private to src/env/fault_injection_env.cc
 // Not modelled: a rename or a remove being undone (both are durable at once, so a lost rename
 // never brings back the file it replaced); reordering of writes within the unsynced tail (the
 // tail is lost whole); partial sector writes; files written through the base Env directly, which
-// count as durable. FileExists and GetFileSize are neither counted nor failed.
+// count as durable. FileExists, GetFileSize and LastByte are neither counted nor failed.
 //
 // Thread-safety: as any Env. The failure settings may change while other threads use it.
 class FaultInjectionEnv final : public Env {
@@ -137,6 +140,7 @@ class FaultInjectionEnv final : public Env {
   Result<std::unique_ptr<WritableFile>> NewAppendableFile(const std::string& path) override;
   Result<bool> FileExists(const std::string& path) override;
   Result<uint64_t> GetFileSize(const std::string& path) override;
+  Result<std::optional<char>> LastByte(const std::string& path) override;
   Status RenameFile(const std::string& from, const std::string& to) override;
   Status RemoveFile(const std::string& path) override;
   Status SyncDir(const std::string& dir) override;

@@ -101,6 +101,16 @@ TEST_P(EnvConformance, SizeCountsFlushedBytes) {
   EXPECT_EQ(env_->GetFileSize(Path("missing")).status().code(), Code::kNotFound);
 }
 
+TEST_P(EnvConformance, LastByteIsTheFilesLastOrNoneWhenEmpty) {
+  Write("a", "");
+  EXPECT_EQ(env_->LastByte(Path("a")).value(), std::nullopt);
+  Write("a", "{\"torn\":");
+  EXPECT_EQ(env_->LastByte(Path("a")).value(), std::optional<char>(':'));
+  Write("a", "{}\n");
+  EXPECT_EQ(env_->LastByte(Path("a")).value(), std::optional<char>('\n'));
+  EXPECT_EQ(env_->LastByte(Path("missing")).status().code(), Code::kNotFound);
+}
+
 TEST_P(EnvConformance, ExistsAnswersForFilesAndMissingOnes) {
   EXPECT_FALSE(env_->FileExists(Path("a")).value());
   Write("a", "x");

@@ -212,6 +212,10 @@ Result<uint64_t> FaultInjectionEnv::GetFileSize(const std::string& path) {
   return state_->base->GetFileSize(path);
 }
 
+Result<std::optional<char>> FaultInjectionEnv::LastByte(const std::string& path) {
+  return state_->base->LastByte(path);
+}
+
 Status FaultInjectionEnv::RenameFile(const std::string& from, const std::string& to) {
   EVIDENT_RETURN_IF_ERROR(state_->Admit(FileOperation::kRename, from + " to " + to, true));
   EVIDENT_RETURN_IF_ERROR(state_->base->RenameFile(from, to));

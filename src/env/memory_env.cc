@@ -102,6 +102,14 @@ class MemoryEnv final : public Env {
     return static_cast<uint64_t>(it->second->bytes.size());
   }
 
+  Result<std::optional<char>> LastByte(const std::string& path) override {
+    std::lock_guard lock(fs_->mu);
+    const auto it = fs_->files.find(path);
+    if (it == fs_->files.end()) return Missing("open", path);
+    const std::string& bytes = it->second->bytes;
+    return bytes.empty() ? std::nullopt : std::optional<char>(bytes.back());
+  }
+
   Status RenameFile(const std::string& from, const std::string& to) override {
     std::lock_guard lock(fs_->mu);
     auto node = fs_->files.extract(from);

@@ -171,6 +171,28 @@ class PosixEnvImpl final : public Env {
     return static_cast<uint64_t>(info.st_size);
   }
 
+  Result<std::optional<char>> LastByte(const std::string& path) override {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return PosixError("open", path, errno);
+    struct stat info;
+    std::optional<char> last;
+    Status status = Status::Ok();
+    if (::fstat(fd, &info) != 0) {
+      status = PosixError("stat", path, errno);
+    } else if (info.st_size > 0) {
+      char byte = 0;
+      ssize_t n = 0;
+      do {
+        n = ::pread(fd, &byte, 1, info.st_size - 1);
+      } while (n < 0 && errno == EINTR);
+      if (n == 1) last = byte;
+      if (n < 0) status = PosixError("read", path, errno);
+    }
+    ::close(fd);  // read-only: nothing of ours to lose at close
+    EVIDENT_RETURN_IF_ERROR(status);
+    return last;
+  }
+
   Status RenameFile(const std::string& from, const std::string& to) override {
     if (::rename(from.c_str(), to.c_str()) == 0) return Status::Ok();
     return PosixError("rename", from + " to " + to, errno);

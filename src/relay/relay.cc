@@ -112,6 +112,10 @@ class Relay {
   Result<Round> Step() {
     if (publisher_ == nullptr) {
       Result<std::unique_ptr<Publisher>> opened = open_();
+      const Code code = opened.status().code();
+      if (code == Code::kInvalidArgument || code == Code::kFailedPrecondition) {
+        return opened.status();  // a destination that does not fit the relay: retrying is no use
+      }
       if (!opened.ok()) return Failed(opened.status().ToString());
       publisher_ = std::move(opened).value();
     }

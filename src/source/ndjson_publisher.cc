@@ -9,8 +9,8 @@ namespace {
 
 class NdjsonPublisher final : public Publisher {
  public:
-  NdjsonPublisher(std::unique_ptr<WritableFile> file, std::string path)
-      : file_(std::move(file)), path_(std::move(path)) {}
+  NdjsonPublisher(std::unique_ptr<WritableFile> file, std::string path, bool torn_tail)
+      : file_(std::move(file)), path_(std::move(path)), torn_tail_(torn_tail) {}
 
   // The whole batch is one append and one sync: either every message is on disk or the call
   // fails and none counts as accepted (a torn tail is possible after a crash, as with any file;
@@ -38,6 +38,10 @@ class NdjsonPublisher final : public Publisher {
 
  private:
   Status Write() {
+    if (torn_tail_) {  // its own line for what follows; the fragment stays, as a line of its own
+      EVIDENT_RETURN_IF_ERROR(file_->Append("\n"));
+      torn_tail_ = false;
+    }
     EVIDENT_RETURN_IF_ERROR(file_->Append(text_));
     EVIDENT_RETURN_IF_ERROR(file_->Flush());
     return file_->Sync();
@@ -46,6 +50,10 @@ class NdjsonPublisher final : public Publisher {
   std::unique_ptr<WritableFile> file_;
   std::string path_;
   std::string text_;  // the batch being written
+  // The file ended inside a line (a write torn by a full disk or a crash, or someone else's
+  // fragment): the first batch starts a new line, or its first message would be glued onto the
+  // fragment, counted as accepted, and never readable.
+  bool torn_tail_ = false;
   // The first failed append, flush or sync. After it the refused batch's bytes may still sit in
   // the file (a failed fsync says nothing about what reached the disk), and the next batch's
   // sync would make them durable behind the caller's back; so this publisher takes no more.
@@ -59,12 +67,16 @@ class NdjsonPublisher final : public Publisher {
 Result<std::unique_ptr<Publisher>> OpenNdjsonPublisher(Env& env, const std::string& path) {
   EVIDENT_ASSIGN_OR_RETURN(const bool existed, env.FileExists(path));
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env.NewAppendableFile(path));
-  if (!existed) {
+  std::optional<char> last;
+  if (existed) {
+    EVIDENT_ASSIGN_OR_RETURN(last, env.LastByte(path));
+  } else {
     // A new file's directory entry is durable only once its directory is synced.
     std::string dir = std::filesystem::path(path).parent_path().string();
     EVIDENT_RETURN_IF_ERROR(env.SyncDir(dir.empty() ? "." : dir));
   }
-  return std::unique_ptr<Publisher>(new NdjsonPublisher(std::move(file), path));
+  return std::unique_ptr<Publisher>(
+      new NdjsonPublisher(std::move(file), path, last.has_value() && *last != '\n'));
 }
 
 }  // namespace evident

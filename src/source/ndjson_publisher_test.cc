@@ -62,6 +62,24 @@ TEST(NdjsonPublisher, ABatchAfterAFailedSyncDoesNotCarryTheRefusedLines) {
   EXPECT_EQ(ReadWholeFile(env, "/out/events.ndjson", 1 << 20).value(), "");
 }
 
+// A file that ends inside a line (a write torn by a full disk, or someone else's fragment): the
+// next publisher starts a new line, so its first message is not glued onto the fragment.
+TEST(NdjsonPublisher, AFileEndingInsideALineGetsANewLineFirst) {
+  auto env = NewMemoryEnv();
+  {
+    auto file = env->NewWritableFile("/events.ndjson").value();
+    ASSERT_TRUE(file->Append("{\"id\":\"a\"}\n{\"id\":\"b\",\"da").ok());
+    ASSERT_TRUE(file->Close().ok());
+  }
+  for (const char* id : {"b", "c"}) {  // the second publisher finds a whole last line
+    auto publisher = OpenNdjsonPublisher(*env, "/events.ndjson").value();
+    ASSERT_EQ(publisher->Publish(Batch({id})).value(), 1u);
+    ASSERT_TRUE(publisher->Close().ok());
+  }
+  EXPECT_EQ(ReadWholeFile(*env, "/events.ndjson", 1 << 20).value(),
+            "{\"id\":\"a\"}\n{\"id\":\"b\",\"da\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n");
+}
+
 TEST(NdjsonPublisher, RefusesAMessageHoldingANewline) {
   auto env = NewMemoryEnv();
   auto publisher = OpenNdjsonPublisher(*env, "/events.ndjson").value();

@@ -2477,6 +2477,20 @@ Result<std::unique_ptr<Store>> OpenSqliteStoreForReading(const std::string& path
         uri.push_back(c);
       }
     }
+    if (immutable) {
+      // Immutable reads the main file only: commits still in a write-ahead log (a writer that
+      // ended without its checkpoint) would be missing, and the store read as it was before
+      // them. Refused rather than answered stale.
+      struct stat wal {};
+      if (::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0) {
+        return Status::FailedPrecondition(
+            path + " cannot be read here: its write-ahead log (" + path +
+            "-wal) holds commits, and on a read-only location without its -shm file SQLite can "
+            "read the main file only, which would answer as of before them. Open it once where it "
+            "can be written (any evident command that writes checkpoints it), or copy the -shm "
+            "file along");
+      }
+    }
     uri += immutable ? "?mode=ro&immutable=1" : "?mode=ro";
     sqlite3* db = nullptr;
     const int rc = sqlite3_open_v2(

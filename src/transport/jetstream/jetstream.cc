@@ -67,14 +67,61 @@ Status Connect(Conn& c, const std::string& url, jsOptions* jo) {
   return Status::Ok();
 }
 
-// Creates the stream when it does not exist.
+// Whether the subject filter `pattern` takes every subject under `prefix` ("evident.>" and ">"
+// do; "evident.p0.>" does not): one of its tokens up to the prefix's end is '>', and those
+// before it are '*' or the prefix's own.
+bool CoversPrefix(std::string_view pattern, std::string_view prefix) {
+  for (size_t p = 0, t = 0;;) {
+    const size_t p_end = std::min(pattern.find('.', p), pattern.size());
+    const std::string_view token = pattern.substr(p, p_end - p);
+    if (token == ">") return true;
+    if (t > prefix.size()) return false;  // the pattern is narrower than the prefix
+    const size_t t_end = std::min(prefix.find('.', t), prefix.size());
+    if (token != "*" && token != prefix.substr(t, t_end - t)) return false;
+    if (p_end == pattern.size()) return false;
+    p = p_end + 1;
+    t = t_end + 1;
+  }
+}
+
+// An existing stream must take the relay's subjects and drop a copy offered again within two
+// minutes; otherwise its messages would go to another stream (the PubAck naming that one) or
+// land twice after a crash between the publish and the mark.
+Status CheckExistingStream(const jsStreamConfig& config, const JetStreamOptions& o) {
+  bool covered = false;
+  std::string subjects;
+  for (int i = 0; i < config.SubjectsLen; ++i) {
+    const std::string_view subject = config.Subjects[i] != nullptr ? config.Subjects[i] : "";
+    subjects += (subjects.empty() ? "" : ", ") + std::string(subject);
+    covered = covered || CoversPrefix(subject, o.subject_prefix);
+  }
+  if (!covered) {
+    return Status::InvalidArgument("stream " + o.stream + " takes the subjects " +
+                                   (subjects.empty() ? "(none)" : subjects) + ", not " +
+                                   o.subject_prefix + ".> (give --subject-prefix to match it)");
+  }
+  constexpr int64_t kWindowNsMin = int64_t{120} * 1'000'000'000;
+  if (config.Duplicates < kWindowNsMin) {
+    return Status::FailedPrecondition(
+        "stream " + o.stream + " drops repeats for " +
+        std::to_string(config.Duplicates / 1'000'000) +
+        " ms only; a row published again after a crash must be dropped, which takes a duplicate "
+        "window of at least two minutes (nats stream edit " +
+        o.stream + " --dupe-window 2m)");
+  }
+  return Status::Ok();
+}
+
+// Creates the stream when it does not exist; an existing one is checked (CheckExistingStream).
 Status EnsureStream(jsCtx* js, const JetStreamOptions& o) {
   jsStreamInfo* si = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_GetStreamInfo(&si, js, o.stream.c_str(), nullptr, &jerr);
   if (s == NATS_OK) {
+    const Status checked =
+        si->Config != nullptr ? CheckExistingStream(*si->Config, o) : Status::Ok();
     jsStreamInfo_Destroy(si);
-    return Status::Ok();
+    return checked;
   }
   if (s != NATS_NOT_FOUND) return NatsError("stream " + o.stream, s, jerr);
   std::string subjects = o.subject_prefix + ".>";
@@ -209,7 +256,11 @@ class JetStreamPublisher final : public Publisher {
       if (it != self->index_.end()) {
         Outcome& out = self->results_[it->second];
         out.done = true;
-        if (pa != nullptr) {
+        if (pa != nullptr && (pa->Stream == nullptr || self->o_.stream != pa->Stream)) {
+          out.error = Status::Unavailable("PubAck from stream " +
+                                          std::string(pa->Stream != nullptr ? pa->Stream : "?") +
+                                          ", not " + self->o_.stream + ": not marked sent");
+        } else if (pa != nullptr) {
           out.ack = PublishAck{pa->Sequence, pa->Duplicate};
         } else {
           out.error =

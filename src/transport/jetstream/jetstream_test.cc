@@ -125,18 +125,39 @@ TEST_F(JetStreamTest, SameIdsAgainAreAcceptedButStoredOnce) {
   EXPECT_EQ(StreamMessages(), 5u);
 }
 
-TEST_F(JetStreamTest, NothingAcceptedIsAnError) {
+// An existing stream that does not take the publisher's subjects is refused at open: its
+// messages would have gone to whichever stream takes them, and been marked as sent to this one.
+TEST_F(JetStreamTest, AStreamThatDoesNotTakeThePrefixIsRefusedAtOpen) {
   ASSERT_TRUE(OpenJetStreamPublisher(options_).ok());  // creates EVENTS on evident.>
   JetStreamOptions other = options_;
-  other.subject_prefix = "elsewhere";  // EVENTS exists, so no stream takes elsewhere.>
-  other.publish_timeout_ms = 1000;
+  other.stream = "OTHER";
+  other.subject_prefix = "other";
+  ASSERT_TRUE(OpenJetStreamPublisher(other).ok());  // creates OTHER on other.>
+  other.subject_prefix = "evident";                 // EVENTS' subjects, to stream OTHER
   auto p = OpenJetStreamPublisher(other);
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  auto batch = Batch(0, 3);
-  Result<size_t> n = p.value()->Publish(batch);
-  EXPECT_FALSE(n.ok()) << "accepted " << n.value();
-  EXPECT_TRUE(p.value()->acks().empty());
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("stream OTHER takes the subjects other.>, not evident.>"),
+            std::string::npos)
+      << p.status().ToString();
+  other.subject_prefix = "other";
+  EXPECT_TRUE(OpenJetStreamPublisher(other).ok());
   EXPECT_EQ(StreamMessages(), 0u);
+}
+
+// An existing stream whose duplicate window is under two minutes is refused: a row published
+// again after a crash before its mark would land twice.
+TEST_F(JetStreamTest, AStreamWithAShortDuplicateWindowIsRefused) {
+  JetStreamOptions brief = options_;
+  brief.stream = "BRIEF";
+  brief.subject_prefix = "brief";
+  brief.duplicate_window_ms = 1000;
+  ASSERT_TRUE(OpenJetStreamPublisher(brief).ok());  // created so by someone else
+  auto p = OpenJetStreamPublisher(brief);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(p.status().message().find("drops repeats for 1000 ms only"), std::string::npos)
+      << p.status().ToString();
 }
 
 TEST_F(JetStreamTest, SourceDeliversInOrderAndAcknowledgedAreNotRedelivered) {
