@@ -289,10 +289,10 @@ class ConsumeLoop {
       KeepInput(item->event->bytes(), item->index, item->cursor);
       ahead.Release(item->event);
       if (!decided.ok()) {
-        if (!Transient(decided)) {
-          return Fail(decided.Annotate("input line " + std::to_string(item->index)));
-        }
-        failed_ = decided.Annotate("input line " + std::to_string(item->index));
+        // The index the outcomes give it (0-based); a file's line is one more.
+        const std::string where = "input index " + std::to_string(item->index);
+        if (!Transient(decided)) return Fail(decided.Annotate(where));
+        failed_ = decided.Annotate(where);
       }
       decided_thru_ = item->cursor;
       last_decided_ = std::chrono::steady_clock::now();
