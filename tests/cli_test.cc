@@ -304,6 +304,28 @@ TEST(CliOptions, AnEmptyValueIsAUsageError) {
   fs::remove_all(dir);
 }
 
+// Flags that cannot work together with the store named are refused before it is created.
+TEST(CliOptions, ImpossibleStoreFlagsAreRefusedBeforeTheStoreIsCreated) {
+  const fs::path dir = fs::temp_directory_path() / ("evident-nostore-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string store = "sqlite:" + (dir / "s.db").string();
+  const ProcessResult group =
+      RunEvident({"consume", "--config", SourcePath("examples/orders/evident.yaml"), "--store",
+                  store, "--from", "nats://127.0.0.1:1", "--group", "g", "--partitions", "4"});
+  EXPECT_EQ(group.exit_code, 2);
+  EXPECT_NE(group.err.find("--group needs a store that several processes share"), std::string::npos)
+      << group.err;
+  // CloudEvents asks every reader to take events of 64 KiB: a smaller limit is out of range.
+  const ProcessResult small = RunEvident(
+      {"outbox", "append", "--store", store, "--contracts", SourcePath("examples/orders/contracts"),
+       "--event-bytes-max", "1000", SourcePath("examples/orders/events.ndjson")});
+  EXPECT_EQ(small.exit_code, 2);
+  EXPECT_NE(small.err.find("65536"), std::string::npos) << small.err;
+  EXPECT_FALSE(fs::exists(dir / "s.db"));
+  fs::remove_all(dir);
+}
+
 // Options of a JetStream destination are refused with another destination, not ignored.
 TEST(CliOptions, RelayRefusesJetStreamOptionsForAnotherDestination) {
   const fs::path dir = fs::temp_directory_path() / ("evident-relayto-" + std::to_string(getpid()));

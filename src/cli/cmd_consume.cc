@@ -131,6 +131,11 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
       }
     }
     if (cmd.count("--partitions") == 0) return "--group needs --partitions (the relay's)";
+    if (flags.store.rfind("sqlite:", 0) == 0 || flags.store.rfind("memory:", 0) == 0) {
+      // Refused before the store is opened (which would create it).
+      return "--group needs a store that several processes share (postgresql://...), not " +
+             flags.store.substr(0, flags.store.find(':') + 1);
+    }
   }
   if (cmd.count("--profile") > 0 && cmd.count("--profile-file") > 0)
     return "--profile and --profile-file exclude each other";

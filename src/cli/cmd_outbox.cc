@@ -240,7 +240,7 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
       ->check(IntegerFrom(1, 1'000'000))
       ->capture_default_str();
   cmd->add_option("--event-bytes-max", append->event_bytes_max, "Largest event, in bytes")
-      ->check(IntegerFrom(1, int64_t{64} << 20))
+      ->check(IntegerFrom(int64_t{64} << 10, int64_t{64} << 20))  // CloudEvents: 64 KiB at least
       ->capture_default_str();
   cmd->callback([append, &run] { run = [append] { return RunAppend(*append); }; });
 
