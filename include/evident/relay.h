@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -95,6 +96,9 @@ struct RelayOptions {
   // returns with `stopped`.
   const CancelToken* cancel = nullptr;
   Clock* clock = nullptr;  // null: the system clock
+  // Where a series of failed rounds is told as it goes: its first round and every tenth after,
+  // with the error (null: only the summary's last_error tells).
+  std::FILE* log = nullptr;
 };
 
 struct RelaySummary {

@@ -121,7 +121,8 @@ int RunRelayCommand(const RelayFlags& flags) {
                        .keep_sent_ms = *keep_sent_ms,
                        .once = flags.once,
                        .once_failures_max = flags.once_failures_max,
-                       .cancel = &stop};
+                       .cancel = &stop,
+                       .log = stderr};
   if (flags.partitions > 0) options.partition_count = flags.partitions;
   InstallStopSignals(stop);
   Result<RelaySummary> summary = RunRelay(**store, destination->open, options);

@@ -96,6 +96,11 @@ class Relay {
       }
       ++failures;
       ++summary_.failed_rounds;
+      if (options_.log != nullptr && (failures == 1 || failures % 10 == 0)) {
+        std::fprintf(options_.log, "evident relay: a round failed (%d in a row): %s\n", failures,
+                     summary_.last_error.c_str());
+        std::fflush(options_.log);  // a log line: nothing to do if it cannot be written
+      }
       if (options_.once && failures >= options_.once_failures_max) {
         return Status(Code::kUnavailable,
                       "gave up after " + std::to_string(failures) +

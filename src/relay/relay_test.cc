@@ -195,6 +195,30 @@ TEST_F(RelayTest, OnceGivesUpAfterItsLimitWithTheLastError) {
   EXPECT_FALSE(AllRows()[0].sent_at_ms.has_value());
 }
 
+// A series of failed rounds is told as it goes (its first, then every tenth), not only in the
+// summary at the end; and a destination that does not fit the relay ends the run at once.
+TEST_F(RelayTest, FailedRoundsAreLoggedAndAMisfitDestinationEndsTheRun) {
+  AppendRows(1);
+  options_.once_failures_max = 12;
+  for (int i = 0; i < 12; ++i) script_.push_back({.error = Status(Code::kUnavailable, "down")});
+  std::FILE* log = std::tmpfile();
+  ASSERT_NE(log, nullptr);
+  options_.log = log;
+  ASSERT_FALSE(RunRelay(*store_, Scripted(), options_).ok());
+  std::rewind(log);
+  std::string text(4096, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), log));
+  std::fclose(log);
+  EXPECT_NE(text.find("a round failed (1 in a row): unavailable: down"), std::string::npos) << text;
+  EXPECT_NE(text.find("(10 in a row)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("(2 in a row)"), std::string::npos) << text;
+  open_errors_ = {Status::InvalidArgument("stream S takes the subjects x.>, not evident.>")};
+  options_.log = nullptr;
+  const Result<RelaySummary> misfit = RunRelay(*store_, Scripted(), options_);
+  ASSERT_FALSE(misfit.ok());
+  EXPECT_EQ(misfit.status().code(), Code::kInvalidArgument);
+}
+
 // Runs a hook after every sleep of the code under test, on its thread: what a test does there
 // happens "while the relay waits".
 class HookClock final : public Clock {

@@ -17,10 +17,44 @@
 namespace evident {
 namespace {
 
+// What the JetStream error codes an operator meets mean (nats.c hands over the number; these
+// are the server's meanings, as nats/status.h gives them). Empty for the others.
+std::string_view JetStreamErrorMeaning(jsErrCode code) {
+  switch (code) {
+    case JSConsumerCreateErr:
+      return "the server could not create the consumer";
+    case JSConsumerNameExistErr:
+      return "a consumer of that name exists with another configuration";
+    case JSConsumerNotFoundErr:
+      return "no such consumer";
+    case JSStreamNameExistErr:
+      return "a stream of that name exists with another configuration";
+    case JSStreamNotFoundErr:
+      return "no such stream";
+    case JSStreamSubjectOverlapErr:
+      return "its subjects overlap those of another stream";
+    case JSConsumerFilterNotSubsetErr:
+      return "the filter subject is none of the stream's subjects (check --subject-prefix and "
+             "--filter against the stream's subjects)";
+    default:
+      return "";
+  }
+}
+
 Status NatsError(const std::string& what, natsStatus s,
                  jsErrCode jerr = static_cast<jsErrCode>(0)) {
   std::string m = what + ": " + natsStatus_GetText(s);
-  if (jerr != 0) m += " (JetStream error " + std::to_string(static_cast<int>(jerr)) + ")";
+  if (jerr != 0) {
+    m += " (JetStream error " + std::to_string(static_cast<int>(jerr));
+    if (const std::string_view meaning = JetStreamErrorMeaning(jerr); !meaning.empty()) {
+      m += ": " + std::string(meaning);
+    }
+    m += ")";
+  } else if (const char* detail = nats_GetLastError(nullptr);
+             detail != nullptr && *detail != '\0' &&
+             std::string_view(detail).find(natsStatus_GetText(s)) == std::string_view::npos) {
+    m += ": " + std::string(detail);  // the library's account, when it says more (the server's)
+  }
   if (s == NATS_TIMEOUT || s == NATS_NO_SERVER || s == NATS_CONNECTION_CLOSED ||
       s == NATS_NO_RESPONDERS) {
     return Status::Unavailable(std::move(m));
