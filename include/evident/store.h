@@ -575,6 +575,15 @@ struct StoreOptions {
   // program that only works on a store others made (a relay: a mistyped path must not become
   // an empty store it then watches forever).
   bool create = true;
+  // How deciders of one consumer in several processes keep apart (PostgreSQL; an embedded
+  // store has one writer at a time). kExclusive: a write transaction takes its consumers' lock
+  // before it reads their ledger, projections or deferred events, and holds it to its end, so
+  // two processes deciding for one consumer take turns batch by batch and never decide a subject
+  // from rows the other is changing. kShared: the caller keeps them apart itself (a consumer
+  // group's leases give each subject to one member); its transactions run side by side, and
+  // wait only for an exclusive holder (a replay, a consume outside the group).
+  enum class Deciders : uint8_t { kExclusive, kShared };
+  Deciders deciders = Deciders::kExclusive;
 };
 
 // Opens a store from a URI, dispatching on its scheme: "sqlite:PATH" (store_sqlite.h),

@@ -8,6 +8,10 @@
 // be absent are sent without waiting. A batch then costs a fixed number of round trips (its
 // Load and its Commit), whatever its size.
 //
+// Deciders of one consumer take turns: a transaction takes an advisory lock per consumer before
+// it reads that consumer's rows (StoreOptions::deciders), so that each statement's fresh
+// snapshot cannot show it another decider's half-done batch.
+//
 // Concurrency is the database's: transactions run at READ COMMITTED; a projection put whose
 // expected version no longer holds, an insert of a key another writer inserted meanwhile, a
 // serialization failure or a deadlock fail with kAborted (roll back and retry the batch); a lock
@@ -38,6 +42,8 @@ struct PostgresOptions {
   bool read_only = false;
   // Create the tables when the database has none. false: a database without them is kNotFound.
   bool create = true;
+  // Whether this store's transactions take their consumers' lock shared (StoreOptions).
+  bool deciders_shared = false;
 };
 
 // The schema layout this build writes, recorded in the `evident_schema` table. A store of an

@@ -258,6 +258,9 @@ class Member {
     w.result = [&]() -> Result<ConsumeSummary> {
       StoreOptions fenced = o_.store_options;
       fenced.idle_transaction_timeout_ms = o_.lease_ms;
+      // The leases keep the members' subjects apart; a decider outside the group (a replay, a
+      // consume without --group) still excludes them all while its batch runs.
+      fenced.deciders = StoreOptions::Deciders::kShared;
       EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(o_.store, fenced));
       EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(config_));
       const std::string filter =

@@ -38,7 +38,8 @@ Result<std::unique_ptr<Store>> OpenPostgresql(std::string_view rest, const Store
       PostgresOptions{.lock_timeout_ms = options.busy_timeout_ms,
                       .idle_transaction_timeout_ms = options.idle_transaction_timeout_ms,
                       .read_only = options.read_only,
-                      .create = options.create});
+                      .create = options.create,
+                      .deciders_shared = options.deciders == StoreOptions::Deciders::kShared});
 }
 Result<std::unique_ptr<Store>> OpenPostgres(std::string_view rest, const StoreOptions& options) {
   return OpenPostgresql(rest, options);

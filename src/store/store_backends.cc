@@ -33,25 +33,26 @@ Result<std::shared_ptr<MemoryDatabase>> MemoryDatabaseIn(const fs::path& dir) {
   return NamedMemoryDatabase(name);
 }
 
-Result<std::unique_ptr<Store>> OpenMemory(const fs::path& dir) {
+Result<std::unique_ptr<Store>> OpenMemory(const fs::path& dir, const StoreOptions&) {
   EVIDENT_ASSIGN_OR_RETURN(std::shared_ptr<MemoryDatabase> database, MemoryDatabaseIn(dir));
   return OpenMemoryStore(std::move(database));
 }
 
 // The fault wrapper with no faults set: it must change nothing.
-Result<std::unique_ptr<Store>> OpenFaultOverMemory(const fs::path& dir) {
-  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> inner, OpenMemory(dir));
+Result<std::unique_ptr<Store>> OpenFaultOverMemory(const fs::path& dir,
+                                                   const StoreOptions& options) {
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> inner, OpenMemory(dir, options));
   return std::unique_ptr<Store>(new FaultStore(std::move(inner)));
 }
 
 // A short busy timeout: the suite's second writer is refused after it, not after the default 5 s.
-Result<std::unique_ptr<Store>> OpenSqlite(const fs::path& dir) {
+Result<std::unique_ptr<Store>> OpenSqlite(const fs::path& dir, const StoreOptions&) {
   return OpenSqliteStore((dir / "store.db").string(), {.busy_timeout_ms = 100});
 }
 
 // A schema of the tests' PostgreSQL server per directory: a file there names it, as for the
 // memory backend. A short lock timeout, as SQLite's busy timeout above.
-Result<std::unique_ptr<Store>> OpenPostgres(const fs::path& dir) {
+Result<std::unique_ptr<Store>> OpenPostgres(const fs::path& dir, const StoreOptions& options) {
   const fs::path marker = dir / "postgres-schema";
   std::string uri;
   std::getline(std::ifstream(marker), uri);
@@ -61,7 +62,9 @@ Result<std::unique_ptr<Store>> OpenPostgres(const fs::path& dir) {
     out << uri << "\n";
     if (!out.flush()) return Status::IoError("cannot write " + marker.string());
   }
-  return OpenPostgresStore(uri, {.lock_timeout_ms = 100});
+  return OpenPostgresStore(
+      uri, {.lock_timeout_ms = 100,
+            .deciders_shared = options.deciders == StoreOptions::Deciders::kShared});
 }
 
 }  // namespace

@@ -19,8 +19,11 @@ struct StoreBackend {
   std::string name;  // part of the test names: letters, digits and underscores
   // Opens the store kept in `dir`: fresh and empty the first time, the same one after a restart
   // (the earlier store destroyed), or a second store on it while the first is open (a second
-  // process). `dir` exists; the suite empties it before each test.
-  std::function<Result<std::unique_ptr<Store>>(const std::filesystem::path& dir)> open;
+  // process). `dir` exists; the suite empties it before each test. A backend takes from
+  // `options` what it has (StoreOptions::deciders), and sets its own short lock wait.
+  std::function<Result<std::unique_ptr<Store>>(const std::filesystem::path& dir,
+                                               const StoreOptions& options)>
+      open;
 };
 
 // gtest prints a parameter it cannot format as raw bytes, padding included (valgrind reports the

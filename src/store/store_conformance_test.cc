@@ -188,7 +188,9 @@ class StoreConformance : public ::testing::TestWithParam<StoreBackend> {
     fs::remove_all(dir_);
   }
 
-  std::unique_ptr<Store> Open() { return Take(GetParam().open(dir_)); }
+  std::unique_ptr<Store> Open(const StoreOptions& options = {}) {
+    return Take(GetParam().open(dir_, options));
+  }
   void Reopen() {
     store_.reset();
     store_ = Open();
@@ -484,6 +486,10 @@ TEST_P(StoreConformance, ADeferredRowAnotherWriterAppliedIsAConflict) {
   Write([&](Transaction& tx) {
     EXPECT_EQ(Take(tx.InsertLedger(Receipt("e3", LedgerState::kDeferred))), Insert::kInserted);
   });
+  // Both writers say their deciders are kept apart (StoreOptions::deciders): an exclusive one
+  // would wait for the first instead of coming between (PgDecidersTest).
+  constexpr StoreOptions kShared{.deciders = StoreOptions::Deciders::kShared};
+  store_ = Open(kShared);
   auto late = Begin();
   (void)Take(late->Load({.ledger = {{"c", "s", "e2"}, {"c", "s", "e3"}}, .subjects = {}}));
   if (!store_->RelaysShare()) {  // whole transactions exclude each other: no one came between
@@ -494,7 +500,7 @@ TEST_P(StoreConformance, ADeferredRowAnotherWriterAppliedIsAConflict) {
     EXPECT_EQ(Take(Begin()->FindLedger("c", "s", "e3"))->committed_at_ms, 3100);
     return;
   }
-  auto other = Open();
+  auto other = Open(kShared);
   {
     auto tx = Take(other->Begin());
     EXPECT_OK(tx->MarkApplied("c", "s", "e3", 3, 3000));

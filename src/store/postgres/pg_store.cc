@@ -256,6 +256,7 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
                            postgres::Connection::Open(uri, options.lock_timeout_ms,
                                                       options.idle_transaction_timeout_ms));
   session->read_only = options.read_only;
+  session->deciders_shared = options.deciders_shared;
   return std::unique_ptr<Store>(new postgres::PgStore(std::move(session), uri));
 }
 

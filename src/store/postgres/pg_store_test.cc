@@ -1,10 +1,15 @@
 // The PostgreSQL store's layouts (store_postgres.h): a layout-1 store is refused until it is
 // migrated, migrating it keeps its rows and lets relays claim them, and a newer layout is refused.
+// Deciders of one consumer in several processes (StoreOptions::deciders) take turns, or run side
+// by side when they say their leases keep them apart.
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
+#include <chrono>
+#include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "evident/store_postgres.h"
 #include "store/postgres/pg_schema.h"
@@ -76,6 +81,119 @@ TEST_F(PgLayoutTest, ANewerLayoutIsRefusedByOpenAndByMigrate) {
     EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s.ToString();
     EXPECT_NE(s.message().find("newer evident"), std::string::npos) << s.ToString();
   }
+}
+
+// Two stores of one schema (two processes), their consumers' locks exclusive or shared; a lock
+// held elsewhere is waited for `lock_timeout_ms`.
+class PgDecidersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<std::string> uri = FreshPostgresSchema("deciders");
+    ASSERT_TRUE(uri.ok()) << uri.status().ToString();
+    uri_ = *uri;
+  }
+  std::unique_ptr<Store> Open(bool shared, int64_t lock_timeout_ms = 200) {
+    Result<std::unique_ptr<Store>> store =
+        OpenPostgresStore(uri_, {.lock_timeout_ms = lock_timeout_ms, .deciders_shared = shared});
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+  static BatchKeys Subject(const std::string& consumer, const std::string& subject) {
+    return BatchKeys{.ledger = {}, .subjects = {{consumer, subject}}};
+  }
+  std::string uri_;
+};
+
+TEST_F(PgDecidersTest, TwoExclusiveDecidersOfOneConsumerTakeTurnsAndOtherConsumersDoNotWait) {
+  std::unique_ptr<Store> a = Open(false), b = Open(false);
+  ASSERT_TRUE(a && b);
+  auto first = a->Begin();
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->Load(Subject("fulfillment", "order-1")).ok());
+
+  auto second = b->Begin();
+  ASSERT_TRUE(second.ok());
+  // Another subject of the same consumer waits too: the lock is the consumer's.
+  Result<BatchRows> refused = (*second)->Load(Subject("fulfillment", "order-2"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
+  (void)(*second)->Rollback();
+
+  auto other = b->Begin();
+  ASSERT_TRUE(other.ok());
+  Result<BatchRows> billing = (*other)->Load(Subject("billing", "order-1"));
+  EXPECT_TRUE(billing.ok()) << billing.status().ToString();
+  Projection scratch;
+  Result<bool> read = (*other)->ReadProjection("billing", "order-9", scratch);
+  EXPECT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_TRUE((*other)->Commit().ok());
+
+  ASSERT_TRUE((*first)->Commit().ok());
+  auto after = b->Begin();
+  ASSERT_TRUE(after.ok());
+  Result<BatchRows> loaded = (*after)->Load(Subject("fulfillment", "order-2"));
+  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_TRUE((*after)->Rollback().ok());
+}
+
+// What a waiting decider reads is what the one before it committed: no statement of its batch
+// sees the other's batch half done (at READ COMMITTED each statement has its own snapshot).
+TEST_F(PgDecidersTest, AWaitingDeciderReadsWhatTheOneBeforeItCommitted) {
+  std::unique_ptr<Store> a = Open(false), b = Open(false, 10'000);
+  ASSERT_TRUE(a && b);
+  auto first = a->Begin();
+  ASSERT_TRUE(first.ok());
+  Result<BatchRows> before = (*first)->Load(Subject("fulfillment", "order-1"));
+  ASSERT_TRUE(before.ok());
+  EXPECT_TRUE(before->projections.empty());
+
+  std::promise<void> started;
+  std::future<Result<BatchRows>> waited = std::async(std::launch::async, [&] {
+    auto second = b->Begin();
+    if (!second.ok()) return Result<BatchRows>(second.status());
+    started.set_value();
+    Result<BatchRows> rows = (*second)->Load(Subject("fulfillment", "order-1"));
+    (void)(*second)->Rollback();
+    return rows;
+  });
+  started.get_future().wait();
+  EXPECT_EQ(waited.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  Projection put{.consumer = "fulfillment", .subject = "order-1", .version = 1, .state = "paid"};
+  ASSERT_TRUE((*first)->PutProjection(put, std::nullopt).ok());
+  ASSERT_TRUE((*first)->Commit().ok());
+
+  Result<BatchRows> rows = waited.get();
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->projections.size(), 1U);
+  EXPECT_EQ(rows->projections[0].version, 1);
+}
+
+TEST_F(PgDecidersTest, SharedDecidersRunSideBySideAndAnExclusiveOneExcludesThem) {
+  std::unique_ptr<Store> a = Open(true), b = Open(true), outside = Open(false);
+  ASSERT_TRUE(a && b && outside);
+  auto first = a->Begin();
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->Load(Subject("fulfillment", "order-1")).ok());
+  auto second = b->Begin();
+  ASSERT_TRUE(second.ok());
+  Result<BatchRows> beside = (*second)->Load(Subject("fulfillment", "order-2"));
+  EXPECT_TRUE(beside.ok()) << beside.status().ToString();
+
+  auto replay = outside->Begin();
+  ASSERT_TRUE(replay.ok());
+  Projection scratch;
+  Result<bool> refused = (*replay)->ReadProjection("fulfillment", "order-3", scratch);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
+  (void)(*replay)->Rollback();
+
+  ASSERT_TRUE((*first)->Commit().ok());
+  ASSERT_TRUE((*second)->Commit().ok());
+  auto later = outside->Begin();
+  ASSERT_TRUE(later.ok());
+  Result<bool> read = (*later)->ReadProjection("fulfillment", "order-3", scratch);
+  EXPECT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE((*later)->Rollback().ok());
 }
 
 }  // namespace

@@ -40,6 +40,8 @@ std::string Qualified(std::string_view columns, std::string_view prefix) {
 }
 
 const std::string kRollbackSql = "ROLLBACK";
+// The first key of the consumers' advisory locks (LockConsumers): "EVDC".
+constexpr int32_t kConsumerLockClass = 0x45564443;
 
 const std::string kCompensationInsert =
     "INSERT INTO compensation(key, consumer, subject, owner_source, owner_version, event_id,"
@@ -308,6 +310,33 @@ void PgTransaction::Notify(Connection& db) {
   (void)db.Sync();
 }
 
+// One statement for the consumers not locked yet, in the order of their lock keys, so that two
+// transactions taking several never wait for each other in a circle. Advisory locks are the
+// database's, so the key is the schema (the deployment) and the consumer's name: deployments of
+// one database do not wait for each other. The two-int4 form (class, hash) keeps clear of the
+// bigint keys (the schema lock); two names of one hash only take turns they need not. Held to
+// the transaction's end.
+void PgTransaction::LockConsumers(std::vector<std::string_view> consumers) {
+  static const std::string kExclusive =
+      "SELECT pg_advisory_xact_lock(" + std::to_string(kConsumerLockClass) +
+      ", k) FROM (SELECT DISTINCT hashtext(coalesce(current_schema(), '') || '.' || c) AS k"
+      " FROM unnest($1::text[]) AS c ORDER BY 1) s";
+  static const std::string kShared =
+      "SELECT pg_advisory_xact_lock_shared(" + std::to_string(kConsumerLockClass) +
+      ", k) FROM (SELECT DISTINCT hashtext(coalesce(current_schema(), '') || '.' || c) AS k"
+      " FROM unnest($1::text[]) AS c ORDER BY 1) s";
+  std::sort(consumers.begin(), consumers.end());
+  consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
+  std::erase_if(consumers, [this](std::string_view c) { return locked_consumers_.contains(c); });
+  if (consumers.empty()) return;
+  locked_consumers_.insert(consumers.begin(), consumers.end());
+  Conn().Send(session_->deciders_shared ? kShared : kExclusive, Params().TextArray(consumers));
+}
+
+void PgTransaction::LockConsumer(std::string_view consumer) {
+  if (!locked_consumers_.contains(consumer)) LockConsumers({consumer});
+}
+
 Status PgTransaction::Rollback() {
   ledger_inserts_.clear();  // never sent
   ledger_buffered_.clear();
@@ -357,6 +386,9 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
     subject_consumers.push_back(k.consumer);
     subjects.push_back(k.subject);
   }
+  std::vector<std::string_view> deciding = consumers;
+  deciding.insert(deciding.end(), subject_consumers.begin(), subject_consumers.end());
+  LockConsumers(std::move(deciding));
   Connection& db = Db();
   db.SendWanted(kLedger, Params().TextArray(consumers).TextArray(sources).TextArray(ids));
   for (const std::string* sql : {&kProjections, &kDeferred, &kDeferredLedger, &kOpenGaps}) {
@@ -405,6 +437,7 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
 Result<std::optional<LedgerEntry>> PgTransaction::FindLedger(std::string_view consumer,
                                                              std::string_view source,
                                                              std::string_view event_id) {
+  LockConsumer(consumer);
   std::string key = Key(consumer, source, event_id);
   if (const auto it = ledger_.find(key); it != ledger_.end()) return it->second;
   EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> row,
@@ -416,6 +449,7 @@ Result<std::optional<LedgerEntry>> PgTransaction::FindLedger(std::string_view co
 // A key known to be absent is inserted without waiting: should another writer insert it first,
 // the transaction fails (kAborted) and the batch is retried.
 Result<Insert> PgTransaction::InsertLedger(const LedgerEntry& entry) {
+  LockConsumer(entry.consumer);
   std::string key = Key(entry.consumer, entry.source, entry.event_id);
   const auto it = ledger_.find(key);
   if (it != ledger_.end() && it->second) return Insert::kAlreadyThere;
@@ -438,6 +472,7 @@ Result<Insert> PgTransaction::InsertLedger(const LedgerEntry& entry) {
 Status PgTransaction::MarkApplied(std::string_view consumer, std::string_view source,
                                   std::string_view event_id, int64_t projection_version,
                                   int64_t committed_at_ms) {
+  LockConsumer(consumer);
   static const std::string kSql =
       "UPDATE ledger SET state='applied', projection_version=$4, committed_at_ms=$5"
       " WHERE consumer=$1 AND source=$2 AND event_id=$3 AND state='deferred'";
@@ -475,6 +510,7 @@ Status PgTransaction::MarkApplied(std::string_view consumer, std::string_view so
 
 Status PgTransaction::CountDuplicate(std::string_view consumer, std::string_view source,
                                      std::string_view event_id, int64_t at_ms) {
+  LockConsumer(consumer);
   static const std::string kSql =
       "UPDATE ledger SET duplicates=duplicates+1, last_duplicate_at_ms=$4"
       " WHERE consumer=$1 AND source=$2 AND event_id=$3";
@@ -500,6 +536,7 @@ LedgerEntry* PgTransaction::BufferedLedger(const std::string& key) {
 
 Result<bool> PgTransaction::ReadProjection(std::string_view consumer, std::string_view subject,
                                            Projection& out) {
+  LockConsumer(consumer);
   static const std::string kSql = std::string("SELECT ") + kProjectionColumns +
                                   " FROM projection WHERE subject=$2 AND consumer=$1";
   std::string key = Key(consumer, subject);
@@ -523,6 +560,7 @@ Result<bool> PgTransaction::ReadProjection(std::string_view consumer, std::strin
 // (FlushProjections: the row's version in the UPDATE, or the primary key of a new row).
 Status PgTransaction::PutProjection(const Projection& projection,
                                     std::optional<int64_t> expected_version) {
+  LockConsumer(projection.consumer);
   const std::string key = Key(projection.consumer, projection.subject);
   auto it = projections_.find(key);
   if (it == projections_.end()) {  // not loaded: read it, so that a mismatch leaves no trace
@@ -553,6 +591,7 @@ Status PgTransaction::PutProjection(const Projection& projection,
 Result<std::optional<DeferredEvent>> PgTransaction::FindDeferred(std::string_view consumer,
                                                                  std::string_view subject,
                                                                  int64_t subject_version) {
+  LockConsumer(consumer);
   static const std::string kSql =
       std::string("SELECT ") + kDeferredColumns +
       " FROM deferred WHERE subject=$2 AND consumer=$1 AND subject_version=$3";
@@ -568,6 +607,7 @@ Result<std::optional<DeferredEvent>> PgTransaction::FindDeferred(std::string_vie
 }
 
 Result<Insert> PgTransaction::InsertDeferred(const DeferredEvent& event) {
+  LockConsumer(event.consumer);
   std::string key = Key(event.consumer, event.subject, event.subject_version);
   const auto it = deferred_.find(key);
   const bool known =
@@ -587,6 +627,7 @@ Result<Insert> PgTransaction::InsertDeferred(const DeferredEvent& event) {
 
 Status PgTransaction::DeleteDeferred(std::string_view consumer, std::string_view subject,
                                      int64_t subject_version) {
+  LockConsumer(consumer);
   static const std::string kSql =
       "DELETE FROM deferred WHERE subject=$2 AND consumer=$1 AND subject_version=$3";
   Conn().Send(kSql, Params().Text(consumer).Text(subject).Int(subject_version));
@@ -632,6 +673,7 @@ Result<std::optional<QuarantineRecord>> PgTransaction::FindQuarantine(int64_t id
 Result<std::optional<GapRecord>> PgTransaction::FindGap(std::string_view consumer,
                                                         std::string_view subject,
                                                         int64_t expected_version) {
+  LockConsumer(consumer);
   static const std::string kSql =
       std::string("SELECT ") + kGapColumns +
       " FROM gap WHERE consumer=$1 AND subject=$2 AND expected_version=$3";
@@ -642,6 +684,7 @@ Result<std::optional<GapRecord>> PgTransaction::FindGap(std::string_view consume
 }
 
 Result<Insert> PgTransaction::InsertGap(const GapRecord& g) {
+  LockConsumer(g.consumer);
   static const std::string kSql =
       "INSERT INTO gap(consumer, subject, expected_version, missing_to, route, state,"
       " deadline_at_ms, acted_at_ms, request_event_id, closed_at_ms, closed_by, note)"
@@ -663,6 +706,7 @@ Result<Insert> PgTransaction::InsertGap(const GapRecord& g) {
 Result<int64_t> PgTransaction::CloseGaps(std::string_view consumer, std::string_view subject,
                                          int64_t through_version, int64_t at_ms,
                                          std::string_view by, std::string_view note) {
+  LockConsumer(consumer);
   static const std::string kSql =
       "UPDATE gap SET state='closed', closed_at_ms=$4, closed_by=$5, note=$6"
       " WHERE consumer=$1 AND subject=$2 AND state<>'closed' AND missing_to<=$3";

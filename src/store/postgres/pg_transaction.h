@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -22,6 +23,7 @@ struct Session {
   std::unique_ptr<Connection> connection;
   Open open = Open::kNone;
   bool read_only = false;
+  bool deciders_shared = false;  // consumers' locks taken shared (StoreOptions::deciders)
   // The highest partition the last ClaimOutbox returned rows of: the next claim starts above
   // it, so that one relay goes round the partitions instead of always taking the lowest.
   int64_t last_claimed_partition = -1;
@@ -112,9 +114,14 @@ class PgTransaction final : public Transaction {
   void FlushProjections();
   LedgerEntry* BufferedLedger(const std::string& key);  // the row in ledger_inserts_, if there
   Status End(const std::string& sql);
+  // Takes the lock of each of `consumers` this transaction does not hold yet (StoreOptions::
+  // deciders), sent ahead of the statements that read their rows.
+  void LockConsumers(std::vector<std::string_view> consumers);
+  void LockConsumer(std::string_view consumer);
   static void Notify(Connection& db);
 
-  std::shared_ptr<Session> session_;  // null once finished
+  std::shared_ptr<Session> session_;                     // null once finished
+  std::set<std::string, std::less<>> locked_consumers_;  // LockConsumers
   // What this transaction knows: a row, or that there is none (nullopt). Keys join their parts
   // with NUL, which PostgreSQL text cannot hold.
   std::unordered_map<std::string, std::optional<LedgerEntry>> ledger_;
