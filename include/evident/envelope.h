@@ -69,8 +69,11 @@ enum class EnvelopeReason : uint8_t {
   // number-out-of-range: well-formed JSON whose number is beyond a 64-bit integer or an IEEE 754
   // double (I-JSON, RFC 7493 section 2.2: no exact value to read)
   kNumberOutOfRange,
+  // control-character: a String attribute (id, source, type, subject, correlationid,
+  // causationid, an extension) holds U+0000-U+001F or U+007F-U+009F, which CloudEvents forbids
+  kControlCharacter,
 };
-inline constexpr int kEnvelopeReasonCount = 30;
+inline constexpr int kEnvelopeReasonCount = 31;
 
 // The stable kebab-case code, e.g. "missing-id".
 std::string_view ReasonCode(EnvelopeReason reason);

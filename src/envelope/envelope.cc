@@ -45,6 +45,7 @@ constexpr std::array<std::string_view, kEnvelopeReasonCount> kReasonCodes = {
     "missing-contract-version",
     "invalid-contract-version",
     "number-out-of-range",
+    "control-character",
 };
 static_assert(kReasonCodes.size() == kEnvelopeReasonCount);
 
@@ -567,6 +568,7 @@ class EnvelopeParser::ParseRun {
                                                     bool (*valid)(std::string_view),
                                                     std::string_view expected);
   bool Reject(EnvelopeReason reason, std::string message);
+  bool RejectControl(std::string_view attribute);
 
   EnvelopeParser& owner_;  // its simdjson parser, scratch space and source cache
   const EnvelopeOptions& options_;
@@ -586,10 +588,20 @@ bool EnvelopeParser::ParseRun::Reject(EnvelopeReason reason, std::string message
       Rejection{reason, std::move(message), std::string(event_.id), std::string(event_.source)};
   // The subject too, when the input has a string one: `evidence SUBJECT` then finds the input.
   std::string_view subject;
-  if (slots_[kSubject].present && StringOf(kSubject, subject)) {
+  if (slots_[kSubject].present && StringOf(kSubject, subject) &&
+      !syntax::HasControlCharacter(subject)) {
     outcome_.rejection->subject = std::string(subject);
   }
   return false;
+}
+
+// A String attribute that holds a control character. The rejection does not carry the value: a
+// store's text columns (PostgreSQL's) cannot hold a NUL, and the raw bytes keep it anyway.
+bool EnvelopeParser::ParseRun::RejectControl(std::string_view attribute) {
+  return Reject(EnvelopeReason::kControlCharacter,
+                "attribute '" + std::string(attribute) +
+                    "' holds a control character (U+0000-U+001F or U+007F-U+009F), which "
+                    "CloudEvents forbids in a String");
 }
 
 // 1. Size.
@@ -716,6 +728,11 @@ void EnvelopeParser::ParseRun::GatherTopLevelMember(std::string_view name, eleme
              (value.is_object() || value.is_array() || value.type() == element_type::DOUBLE)) {
     bad_extension_ = name;
     bad_extension_reason_ = EnvelopeReason::kInvalidExtensionValue;
+  } else if (std::string_view text; !bad_extension_.has_value() &&
+                                    value.get(text) == simdjson::SUCCESS &&
+                                    syntax::HasControlCharacter(text)) {
+    bad_extension_ = name;
+    bad_extension_reason_ = EnvelopeReason::kControlCharacter;
   }
 }
 
@@ -738,6 +755,9 @@ bool EnvelopeParser::ParseRun::OptionalString(Attr attr, EnvelopeReason reason,
   if (!StringOf(attr, value) || value.empty() || (valid != nullptr && !valid(value))) {
     return Reject(reason, std::string(kAttrNames[attr]) + " must be " + std::string(expected));
   }
+  // The grammars of the others (`valid`) already refuse control characters.
+  if (valid == nullptr && syntax::HasControlCharacter(value))
+    return RejectControl(kAttrNames[attr]);
   out = value;
   return true;
 }
@@ -765,6 +785,7 @@ bool EnvelopeParser::ParseRun::CheckRequiredAttributes() {
     if (required_values[i].empty()) {
       return Reject(reason, "required attribute '" + std::string(name) + "' is empty");
     }
+    if (syntax::HasControlCharacter(required_values[i])) return RejectControl(name);
     // Set as soon as read: a later rejection names the event by them.
     if (attr == kId) event_.id = required_values[i];
     if (attr == kSource) event_.source = required_values[i];
@@ -874,6 +895,9 @@ bool EnvelopeParser::ParseRun::CheckData() {
 // The first extension member GatherTopLevelMember found breaking a rule, if any.
 bool EnvelopeParser::ParseRun::CheckExtensionMembers() {
   if (!bad_extension_.has_value()) return true;
+  if (bad_extension_reason_ == EnvelopeReason::kControlCharacter) {
+    return RejectControl(*bad_extension_);
+  }
   return Reject(bad_extension_reason_,
                 bad_extension_reason_ == EnvelopeReason::kInvalidAttributeName
                     ? "extension attribute name '" + *bad_extension_ +

@@ -122,6 +122,15 @@ std::vector<ReasonCase> ReasonCases() {
   cases.push_back({"number_bare_minus",
                    Mutate("\"orderVersion\":2", "\"orderVersion\":-,\"x\":\"1e400\""),
                    EnvelopeReason::kMalformedJson});
+  cases.push_back({"control_in_id", Mutate("\"id\":\"evt-1\"", "\"id\":\"evt\\u0000-1\""),
+                   EnvelopeReason::kControlCharacter});
+  cases.push_back({"control_in_subject", Mutate("order-417\"", "order\\t417\""),
+                   EnvelopeReason::kControlCharacter});
+  cases.push_back({"c1_control_in_type", Mutate("order.paid\"", "order.paid\\u0085\""),
+                   EnvelopeReason::kControlCharacter});
+  cases.push_back({"control_in_extension",
+                   Mutate("\"subject\"", "\"tenant\":\"a\\u001fb\",\"subject\""),
+                   EnvelopeReason::kControlCharacter});
   cases.push_back({"array_element", "[1,2]", EnvelopeReason::kNotAnObject});
   cases.push_back({"scalar", "42", EnvelopeReason::kNotAnObject});
   cases.push_back({"missing_specversion", Mutate("\"specversion\":\"1.0\",", ""),
@@ -217,6 +226,39 @@ TEST(Envelope, EveryReasonCodeHasACaseAndIsReported) {
     seen.insert(c.reason);
   }
   EXPECT_EQ(seen.size(), static_cast<size_t>(kEnvelopeReasonCount)) << "a reason code has no test";
+}
+
+// A control character in a String attribute is refused, escaped or raw, C0 or C1; the rejection
+// carries no value that holds one (a PostgreSQL text column cannot hold a NUL; the raw bytes keep
+// it). Characters next to the C1 range (U+00A0, U+00E9) are no control characters.
+TEST(Envelope, AControlCharacterInAStringAttributeIsRefusedAndNotCarriedOn) {
+  auto parser = MakeParser();
+  const std::string nul_subject = Mutate("order-417\"", "order-\\u0000417\"");
+  const auto refused = parser->Parse(nul_subject);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.rejection->reason, EnvelopeReason::kControlCharacter);
+  EXPECT_EQ(refused.rejection->id, "evt-1");
+  EXPECT_TRUE(refused.rejection->subject.empty());
+  EXPECT_NE(refused.rejection->message.find("'subject'"), std::string::npos);
+
+  const std::string nul_id = Mutate("\"id\":\"evt-1\"", "\"id\":\"evt-\\u00001\"");
+  const auto no_id = parser->Parse(nul_id);
+  ASSERT_FALSE(no_id.ok());
+  EXPECT_EQ(no_id.rejection->reason, EnvelopeReason::kControlCharacter);
+  EXPECT_TRUE(no_id.rejection->id.empty());
+  EXPECT_EQ(no_id.rejection->subject, "order-417");
+
+  for (const char* raw : {"\x7f", "\xc2\x80", "\xc2\x9f"}) {  // raw C0 is not JSON
+    const std::string input = Mutate("order-417\"", std::string("order-") + raw + "417\"");
+    const auto outcome = parser->Parse(input);
+    ASSERT_FALSE(outcome.ok()) << raw;
+    EXPECT_EQ(outcome.rejection->reason, EnvelopeReason::kControlCharacter) << raw;
+  }
+  for (const char* fine : {"\xc2\xa0", "\xc3\xa9", "\\u00a0", "~"}) {
+    const std::string input = Mutate("order-417\"", std::string("order-") + fine + "417\"");
+    const auto outcome = parser->Parse(input);
+    EXPECT_TRUE(outcome.ok()) << fine << ": " << outcome.rejection->message;
+  }
 }
 
 TEST(Envelope, ReasonCodesAreStableKebabCase) {

@@ -196,4 +196,22 @@ bool IsExtensionName(std::string_view text) {
   return true;
 }
 
+// One pass without early exit (the common answer is false, over short strings); then, only
+// when a 0xC2 lead byte was seen, whether one starts U+0080-U+009F.
+bool HasControlCharacter(std::string_view text) {
+  unsigned control = 0, c2 = 0;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    control |= static_cast<unsigned>(c < 0x20 || c == 0x7F);
+    c2 |= static_cast<unsigned>(c == 0xC2);
+  }
+  if (control != 0) return true;
+  if (c2 == 0) return false;
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    const auto next = static_cast<unsigned char>(text[i + 1]);
+    if (static_cast<unsigned char>(text[i]) == 0xC2 && next >= 0x80 && next <= 0x9F) return true;
+  }
+  return false;
+}
+
 }  // namespace evident::syntax

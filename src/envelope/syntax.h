@@ -26,5 +26,8 @@ bool IsBase64(std::string_view text);
 bool IsTraceparent(std::string_view text);
 // CloudEvents extension attribute name: one or more of [a-z0-9].
 bool IsExtensionName(std::string_view text);
+// True when UTF-8 `text` holds a character CloudEvents forbids in a String: a control character,
+// U+0000-U+001F or U+007F-U+009F (its type system, "String").
+bool HasControlCharacter(std::string_view text);
 
 }  // namespace evident::syntax
