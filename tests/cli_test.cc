@@ -322,6 +322,19 @@ TEST(CliOptions, ImpossibleStoreFlagsAreRefusedBeforeTheStoreIsCreated) {
        "--event-bytes-max", "1000", SourcePath("examples/orders/events.ndjson")});
   EXPECT_EQ(small.exit_code, 2);
   EXPECT_NE(small.err.find("65536"), std::string::npos) << small.err;
+  // --subject-prefix reads a stream (--from), and names the subjects as --filter would.
+  const std::string config = SourcePath("examples/orders/evident.yaml");
+  const ProcessResult no_stream =
+      RunEvident({"consume", "--config", config, "--store", store, "--subject-prefix", "shop"});
+  EXPECT_EQ(no_stream.exit_code, 2);
+  EXPECT_NE(no_stream.err.find("--subject-prefix needs --from"), std::string::npos)
+      << no_stream.err;
+  const ProcessResult both =
+      RunEvident({"consume", "--config", config, "--store", store, "--from", "nats://127.0.0.1:1",
+                  "--filter", "shop.p1.>", "--subject-prefix", "shop"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--filter and --subject-prefix exclude each other"), std::string::npos)
+      << both.err;
   EXPECT_FALSE(fs::exists(dir / "s.db"));
   fs::remove_all(dir);
 }

@@ -329,6 +329,59 @@ TEST_F(RelayNats, WhileTheServerIsDownTheRelayWaitsWithoutSpinningThenFinishes) 
 }
 
 // The same fixture on a PostgreSQL store of its own (the tests' server, scripts/postgres.sh).
+// A relay with its own subject prefix, and a consumer that reads it with the same prefix: every
+// event is decided once. Without the prefix the consumer asks for evident.>, which the stream
+// does not hold, and is refused saying so; a prefix that no subject can begin with is refused
+// before anything is opened.
+TEST_F(RelayNats, AConsumerReadsARelaysStreamWithItsSubjectPrefix) {
+  Append(0, 50);
+  std::vector<std::string> relay = RelayArgs(true);
+  relay.insert(relay.end(), {"--subject-prefix", "shop.eu"});
+  const ProcessResult relayed = RunProcess(relay);
+  ASSERT_EQ(relayed.exit_code, 0) << relayed.err;
+  const auto consume = [this](const std::string& prefix, const std::string& store) {
+    std::vector<std::string> argv = {"consume",
+                                     "--config",
+                                     SourcePath("examples/orders/evident.yaml"),
+                                     "--store",
+                                     store,
+                                     "--from",
+                                     url_,
+                                     "--stream",
+                                     "ORDERS",
+                                     "--durable",
+                                     "d-" + std::to_string(prefix.size()),
+                                     "--until-idle",
+                                     "1",
+                                     "--outcomes",
+                                     "-"};
+    if (!prefix.empty()) argv.insert(argv.end(), {"--subject-prefix", prefix});
+    return RunEvident(argv);
+  };
+  const std::string store = "sqlite:" + (fs::path(dir_) / "consumer.db").string();
+  const ProcessResult unmatched = consume("", store);
+  EXPECT_EQ(unmatched.exit_code, 2) << unmatched.err;
+  EXPECT_NE(unmatched.err.find("evident.>"), std::string::npos) << unmatched.err;
+  EXPECT_NE(unmatched.err.find("--subject-prefix"), std::string::npos) << unmatched.err;
+  const ProcessResult read = consume("shop.eu", store);
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  size_t applied = 0;
+  for (size_t at = 0; (at = read.out.find("\"outcome\":\"applied\"", at)) != std::string::npos;
+       ++at) {
+    ++applied;
+  }
+  // 50 status events of 47 subjects; each decided once, applied or stale (a later status of a
+  // subject seen first), never rejected.
+  EXPECT_EQ(std::count(read.out.begin(), read.out.end(), '\n'), 50) << read.out;
+  EXPECT_GT(applied, 0U);
+  EXPECT_EQ(read.out.find("rejected"), std::string::npos) << read.out;
+  for (const std::string bad : {"shop.>", "shop..eu", "shop eu", ".shop"}) {
+    const ProcessResult refused = consume(bad, store);
+    EXPECT_EQ(refused.exit_code, 2) << bad;
+    EXPECT_NE(refused.err.find("subject prefix '" + bad + "'"), std::string::npos) << refused.err;
+  }
+}
+
 class RelayNatsPostgres : public RelayNats {
  protected:
   void SetUp() override {

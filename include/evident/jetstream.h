@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "evident/publisher.h"
 #include "evident/source.h"
@@ -46,6 +47,11 @@ struct JetStreamOptions {
   int64_t ack_wait_ms = 30000;
   int fetch_batch = 64;
 };
+
+// Whether `prefix` can begin a subject: dot-separated tokens, none empty, without wildcards
+// ('*', '>') or white space. kInvalidArgument naming what is wrong; the publisher and the
+// sources check it when they open.
+Status CheckSubjectPrefix(std::string_view prefix);
 
 Result<std::unique_ptr<Publisher>> OpenJetStreamPublisher(const JetStreamOptions& options);
 

@@ -24,6 +24,7 @@ struct ConsumeFlags {
   std::string store;
   std::string input = "-";
   std::string from, stream = "EVENTS", durable = "evident", filter, until_idle;
+  std::string subject_prefix = "evident";
   int64_t ack_wait_ms = 30'000;
   // --group: this process is a member of a consumer group (group.h).
   std::string group, member;
@@ -105,7 +106,10 @@ Result<std::unique_ptr<Source>> OpenConsumeSource(const ConsumeFlags& flags) {
   if (flags.from.rfind("nats://", 0) != 0) {
     return Status::InvalidArgument("--from " + flags.from + ": expected nats://HOST:PORT");
   }
-  JetStreamOptions js{.url = flags.from, .stream = flags.stream, .ack_wait_ms = flags.ack_wait_ms};
+  JetStreamOptions js{.url = flags.from,
+                      .stream = flags.stream,
+                      .subject_prefix = flags.subject_prefix,
+                      .ack_wait_ms = flags.ack_wait_ms};
   return OpenJetStreamSource(js, flags.durable, flags.filter);
 }
 
@@ -114,9 +118,13 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
   if (!flags.from.empty() && cmd.count("--input") > 0)
     return "--from and --input exclude each other";
   if (flags.from.empty()) {
-    for (const char* only : {"--stream", "--durable", "--filter", "--ack-wait-ms", "--group"}) {
+    for (const char* only :
+         {"--stream", "--durable", "--filter", "--subject-prefix", "--ack-wait-ms", "--group"}) {
       if (cmd.count(only) > 0) return std::string(only) + " needs --from";
     }
+  }
+  if (cmd.count("--filter") > 0 && cmd.count("--subject-prefix") > 0) {
+    return "--filter and --subject-prefix exclude each other (the filter names the subjects)";
   }
   if (flags.group.empty()) {
     for (const char* only : {"--partitions", "--lease-ms", "--member"}) {
@@ -159,14 +167,16 @@ int CloseOutcomes(const ConsumeFlags& flags, std::FILE* outcomes, const Status& 
 
 // --group: runs this process as a member of the group until SIGTERM or SIGINT.
 int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* outcomes) {
-  GroupOptions options{
-      .store = flags.store,
-      .store_options = {.busy_timeout_ms = flags.busy_timeout_ms},
-      .group = flags.group,
-      .member = flags.member,
-      .partition_count = flags.partitions,
-      .lease_ms = flags.lease_ms,
-      .jetstream = {.url = flags.from, .stream = flags.stream, .ack_wait_ms = flags.ack_wait_ms}};
+  GroupOptions options{.store = flags.store,
+                       .store_options = {.busy_timeout_ms = flags.busy_timeout_ms},
+                       .group = flags.group,
+                       .member = flags.member,
+                       .partition_count = flags.partitions,
+                       .lease_ms = flags.lease_ms,
+                       .jetstream = {.url = flags.from,
+                                     .stream = flags.stream,
+                                     .subject_prefix = flags.subject_prefix,
+                                     .ack_wait_ms = flags.ack_wait_ms}};
   options.consume.outcomes = outcomes;
   static CancelToken stop;
   options.cancel = &stop;
@@ -302,6 +312,10 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--durable", flags->durable, "Durable consumer name (with --from)")
       ->capture_default_str();
   cmd->add_option("--filter", flags->filter, "Subject filter, e.g. evident.p3.> (with --from)");
+  cmd->add_option("--subject-prefix", flags->subject_prefix,
+                  "The relay's --subject-prefix: reads PREFIX.> (with --from; with --group, "
+                  "each partition's PREFIX.p<N>.>)")
+      ->capture_default_str();
   cmd->add_option("--ack-wait-ms", flags->ack_wait_ms,
                   "Redelivery after this long unacknowledged (with --from; a new durable only)")
       ->check(IntegerFrom(1000, 3'600'000))

@@ -309,6 +309,7 @@ Result<GroupSummary> RunGroup(const Config& config, const GroupOptions& options)
     return Status::InvalidArgument(
         "a consumer group needs a name, 1 to 65,536 partitions and a lease of at least 100 ms");
   }
+  EVIDENT_RETURN_IF_ERROR(CheckSubjectPrefix(options.jetstream.subject_prefix));
   return Member(config, options).Run();
 }
 

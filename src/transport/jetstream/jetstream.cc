@@ -545,10 +545,27 @@ Status ProbeJetStream(const JetStreamOptions& options, int64_t timeout_ms) {
   return Status::Ok();
 }
 
+Status CheckSubjectPrefix(std::string_view prefix) {
+  const auto refuse = [prefix](std::string_view why) {
+    return Status::InvalidArgument("subject prefix '" + std::string(prefix) + "' " +
+                                   std::string(why) + " (dot-separated tokens, e.g. orders.eu)");
+  };
+  if (prefix.empty()) return refuse("is empty");
+  if (prefix.front() == '.' || prefix.back() == '.' || prefix.find("..") != std::string::npos) {
+    return refuse("has an empty token");
+  }
+  for (const char c : prefix) {
+    if (c == '*' || c == '>') return refuse("holds a wildcard");
+    if (static_cast<unsigned char>(c) <= ' ' || c == '\x7f') return refuse("holds white space");
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Publisher>> OpenJetStreamPublisher(const JetStreamOptions& options) {
   if (options.url.empty() || options.stream.empty()) {
     return Status::InvalidArgument("JetStream publisher needs a url and a stream");
   }
+  EVIDENT_RETURN_IF_ERROR(CheckSubjectPrefix(options.subject_prefix));
   auto p = std::make_unique<JetStreamPublisher>(options);
   EVIDENT_RETURN_IF_ERROR(p->Open());
   return std::unique_ptr<Publisher>(std::move(p));
@@ -560,6 +577,7 @@ Result<std::unique_ptr<Source>> OpenJetStreamSource(const JetStreamOptions& opti
   if (options.url.empty() || options.stream.empty() || durable.empty()) {
     return Status::InvalidArgument("JetStream source needs a url, a stream and a durable name");
   }
+  if (filter_subject.empty()) EVIDENT_RETURN_IF_ERROR(CheckSubjectPrefix(options.subject_prefix));
   auto s =
       std::make_unique<JetStreamSource>(options, std::move(durable), std::move(filter_subject));
   EVIDENT_RETURN_IF_ERROR(s->Open());

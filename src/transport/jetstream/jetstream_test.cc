@@ -233,4 +233,21 @@ TEST_F(JetStreamTest, RejectedAreRedelivered) {
 }
 
 }  // namespace
+// A subject prefix is dot-separated tokens: what could not begin a subject is refused by name,
+// by the publisher too, before it connects.
+TEST(SubjectPrefix, TokensWithoutWildcardsOrWhiteSpace) {
+  for (const char* fine : {"evident", "shop.eu", "a-b_c.9"}) {
+    EXPECT_TRUE(CheckSubjectPrefix(fine).ok()) << fine;
+  }
+  for (const char* bad : {"", ".a", "a.", "a..b", "a.*", "a.>", "a b", "a\tb"}) {
+    const Status s = CheckSubjectPrefix(bad);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("subject prefix"), std::string::npos) << s.ToString();
+  }
+  const auto refused = OpenJetStreamPublisher(
+      {.url = "nats://127.0.0.1:1", .stream = "EVENTS", .subject_prefix = "shop.>"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
+}
+
 }  // namespace evident
