@@ -377,6 +377,7 @@ class CrashingRuns {
   }
 
   int runs() const { return runs_; }
+  fs::path last_log() const { return dir_ / ("crashy-" + std::to_string(runs_ - 1) + ".log"); }
   const std::vector<Reported>& reported() const { return reported_; }
   const std::set<std::string>& applied() const { return applied_; }
 
@@ -466,7 +467,10 @@ TEST_P(ConsumeNatsCrash, KillNineMidStreamConvergesToTheUninterruptedStore) {
                 {"--ack-wait-ms", std::to_string(kAckWaitMs), "--until-idle", kFinalIdle});
   CrashingRuns runs(common, dir);
   for (const char* fault : kFaultPoints) {
-    ASSERT_TRUE(Killed(runs.Run(fault))) << "fault point " << fault << " was never reached";
+    const int status = runs.Run(fault);
+    ASSERT_TRUE(Killed(status)) << "fault point " << fault
+                                << " was never reached: the run ended by " << EndedBy(status)
+                                << " (its log: " << runs.last_log() << ")";
   }
   std::mt19937_64 rng(12345);
   for (int i = 0; i < kRandomKills; ++i) {
@@ -476,8 +480,9 @@ TEST_P(ConsumeNatsCrash, KillNineMidStreamConvergesToTheUninterruptedStore) {
     const int64_t lines_reported =
         1 + static_cast<int64_t>(rng() % std::max<int64_t>(1, 2 * left / (kRandomKills - i + 1)));
     const int64_t extra_us = static_cast<int64_t>(rng() % 20000);
-    ASSERT_TRUE(Killed(runs.RunKilledAfter(lines_reported, extra_us, kRandomRunMs)))
-        << "a random kill's run ended by itself";
+    const int status = runs.RunKilledAfter(lines_reported, extra_us, kRandomRunMs);
+    ASSERT_TRUE(Killed(status)) << "a random kill's run ended by itself, by " << EndedBy(status)
+                                << " (its log: " << runs.last_log() << ")";
   }
   ASSERT_TRUE(Finished(runs.Run(""))) << "the final run did not end cleanly";
   const double crashy_seconds = SecondsSince(start);

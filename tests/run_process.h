@@ -4,7 +4,9 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <csignal>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,6 +42,14 @@ pid_t StartProcess(const std::vector<std::string>& argv, ChildFds fds,
 int RunAndKill(const std::vector<std::string>& argv, const std::string& fault,
                int64_t kill_after_us, const std::string& log_path = "");
 inline bool Killed(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
+// How a process ended, for a failure message: "exit 2", "signal 6 (Aborted)".
+inline std::string EndedBy(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return "signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  }
+  return "status " + std::to_string(status);
+}
 inline bool Finished(int status) { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
 // Runs `argv` (argv[0] is the program path) with `input` on standard input.

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <set>
 
 #include "core/base64.h"
 #include "core/rfc3339.h"
@@ -279,6 +280,39 @@ Status CheckActor(const std::string& by, const std::string& note) {
   return Status::Ok();
 }
 
+// A --consumer or --reason that no record has, whatever its status, is most likely misspelt:
+// kNotFound naming the values the records do have (among the first kNamesScanMax), rather than a
+// replay of nothing that reads like success.
+Status CheckFilterNamesRecords(Store& store, const ReplayOptions& options) {
+  constexpr int64_t kNamesScanMax = 10'000;
+  if (!options.select.consumer && !options.select.reason) return Status::Ok();
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+  for (const bool by_consumer : {true, false}) {
+    const std::optional<std::string>& wanted =
+        by_consumer ? options.select.consumer : options.select.reason;
+    if (!wanted) continue;
+    QuarantineFilter one;
+    (by_consumer ? one.consumer : one.reason) = wanted;
+    EVIDENT_ASSIGN_OR_RETURN(const Rows<QuarantineRecord> found,
+                             snapshot->ListQuarantine(one, {}, 1));
+    if (!found.rows.empty()) continue;
+    EVIDENT_ASSIGN_OR_RETURN(const Rows<QuarantineRecord> some,
+                             snapshot->ListQuarantine({}, {}, kNamesScanMax));
+    std::set<std::string> names;
+    for (const QuarantineRecord& r : some.rows) {
+      names.insert(by_consumer ? (r.consumer.empty() ? "(no consumer)" : r.consumer) : r.reason);
+    }
+    std::string known;
+    for (const std::string& name : names) known += (known.empty() ? "" : ", ") + name;
+    return Status::NotFound(std::string("no quarantine record has ") +
+                            (by_consumer ? "consumer '" : "reason '") + *wanted + "' (" +
+                            (names.empty() ? std::string("the quarantine is empty")
+                                           : (by_consumer ? "consumers: " : "reasons: ") + known) +
+                            "; nothing was replayed)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ReplaySummary> ReplayQuarantine(Pipeline& pipeline, Store& store,
@@ -299,6 +333,7 @@ Result<ReplaySummary> ReplayQuarantine(Pipeline& pipeline, Store& store,
       }
     }
   }
+  if (options.select.ids.empty()) EVIDENT_RETURN_IF_ERROR(CheckFilterNamesRecords(store, options));
   Replay replay(pipeline, store, options);
   return replay.Run();
 }

@@ -302,6 +302,35 @@ TEST_P(QuarantineTest, ReplayOfAnIdThatIsNoRecordReplaysNothing) {
   EXPECT_FALSE(ProjectionOf("order-1").has_value());
 }
 
+// A consumer or reason no record has (a typo) replays nothing and says which ones there are; one
+// whose records are all closed already is no mistake: nothing to replay, and OK.
+TEST_P(QuarantineTest, AConsumerOrReasonNoRecordHasIsNamedWithTheOnesThereAre) {
+  ReplayOptions options{.by = "ops", .note = "n"};
+  options.select.consumer = "ledgerist";
+  Status empty = ReplayQuarantine(*pipeline_, *store_, options).status();
+  EXPECT_EQ(empty.code(), Code::kNotFound);
+  EXPECT_NE(empty.message().find("the quarantine is empty"), std::string::npos) << empty.ToString();
+
+  Consume({Paid("e1", 1, 2)});
+  Contracts("[1, 2]");
+  options.select.consumer = "ledgerst";
+  Status typo = ReplayQuarantine(*pipeline_, *store_, options).status();
+  EXPECT_EQ(typo.code(), Code::kNotFound);
+  EXPECT_NE(typo.message().find("consumer 'ledgerst' (consumers: ledgerist;"), std::string::npos)
+      << typo.ToString();
+  options.select.consumer = "ledgerist";
+  options.select.reason = "unaccepted-schema-versoin";
+  typo = ReplayQuarantine(*pipeline_, *store_, options).status();
+  EXPECT_EQ(typo.code(), Code::kNotFound);
+  EXPECT_NE(typo.message().find("reasons: unaccepted-schema-version;"), std::string::npos)
+      << typo.ToString();
+  EXPECT_EQ(List().at(0).status, QuarantineStatus::kOpen);
+
+  options.select.reason = "unaccepted-schema-version";
+  EXPECT_EQ(Replay(options).replayed, 1);
+  EXPECT_EQ(Replay(options).records, 0);  // closed now: nothing left, no error
+}
+
 TEST_P(QuarantineTest, ReplayNeedsWhoAndWhy) {
   ReplayOptions options{.by = "", .note = "n"};
   EXPECT_EQ(ReplayQuarantine(*pipeline_, *store_, options).status().code(), Code::kInvalidArgument);
