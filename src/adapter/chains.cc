@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/join.h"
 #include "evident/adapter.h"
 #include "json/files.h"
 
@@ -30,8 +31,7 @@ Result<std::string> FindOne(const std::vector<Adapter>& adapters, const Accepted
                                    " via_adapter, but no adapter leads from it to a version it "
                                    "accepts (a chain through other versions must be declared)");
   }
-  std::string names;
-  for (const std::string& id : found) names += (names.empty() ? "" : ", ") + id;
+  const std::string names = Join(found);
   return Status::InvalidArgument(
       who + " reads " + Versioned(accepted.type, version) +
       " via_adapter, and several adapters lead to an accepted version (" + names + "): name one");

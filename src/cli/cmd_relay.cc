@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/join.h"
 #include "evident/cancel.h"
 #include "evident/env.h"
 #include "evident/jetstream.h"
@@ -76,10 +77,7 @@ Result<Destination> ChooseDestination(const RelayFlags& flags) {
 Result<Destination> ChooseDestinationChecked(const RelayFlags& flags) {
   EVIDENT_ASSIGN_OR_RETURN(Destination destination, ChooseDestination(flags));  // --to first
   if (!flags.jetstream_only.empty() && flags.to.rfind("nats://", 0) != 0) {
-    std::string names;
-    for (const std::string& name : flags.jetstream_only)
-      names += (names.empty() ? "" : ", ") + name;
-    return Status::InvalidArgument(names +
+    return Status::InvalidArgument(Join(flags.jetstream_only) +
                                    ": for a JetStream destination (--to nats://HOST:PORT) "
                                    "only, and --to is " +
                                    flags.to);

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "compat/schema_doc.h"
+#include "core/join.h"
 #include "evident/compat.h"
 #include "json/files.h"
 
@@ -241,9 +242,7 @@ void Linter::LintConsumer(const ConsumerContract& consumer, const std::string& f
         if (defines == 0) missing.push_back(version);
       }
       if (usable == 0 || missing.empty()) continue;
-      std::string versions;
-      for (const int64_t v : missing)
-        versions += (versions.empty() ? "" : ", ") + std::to_string(v);
+      const std::string versions = JoinEach(missing, [](int64_t v) { return std::to_string(v); });
       const std::string what = is_read ? "reads " : "takes its schema version or ordering from ";
       if (static_cast<int>(missing.size()) == usable) {
         Add(is_read ? "READ_POINTER_UNDEFINED" : "ENVELOPE_POINTER_UNDEFINED", file,

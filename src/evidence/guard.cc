@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "core/join.h"
 #include "evident/evidence.h"
 
 namespace evident {
@@ -40,8 +41,8 @@ Result<GuardDecision> EvaluateGuard(Snapshot& store, const ConsumerConfig& consu
                                     std::string_view subject, std::string_view action) {
   const auto guard_it = consumer.guards.find(std::string(action));
   if (guard_it == consumer.guards.end()) {
-    std::string known;
-    for (const auto& [name, guard] : consumer.guards) known += (known.empty() ? "" : ", ") + name;
+    const std::string known = JoinEach(
+        consumer.guards, [](const auto& entry) -> const std::string& { return entry.first; });
     return Status::NotFound("consumer '" + consumer.contract.id + "' has no guard '" +
                             std::string(action) + "' (guards: " + (known.empty() ? "none" : known) +
                             ")");
@@ -72,8 +73,7 @@ Result<GuardDecision> EvaluateGuard(Snapshot& store, const ConsumerConfig& consu
   }
   if (!guard.states.empty() && std::find(guard.states.begin(), guard.states.end(),
                                          projection->state) == guard.states.end()) {
-    std::string allowed;
-    for (const std::string& s : guard.states) allowed += (allowed.empty() ? "" : ", ") + s;
+    const std::string allowed = Join(guard.states);
     decision.reasons.push_back("state '" + projection->state + "' (version " +
                                std::to_string(projection->version) + ") is not one of: " + allowed);
   }

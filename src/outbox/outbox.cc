@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/fnv1a.h"
+#include "core/join.h"
 #include "evident/contract.h"
 #include "evident/envelope.h"
 #include "evident/schema.h"
@@ -76,10 +77,8 @@ struct Outbox::Impl {
     }
     const auto it = type->second.find(version);
     if (it != type->second.end()) return it->second.get();
-    std::string known;
-    for (const auto& [v, unused] : type->second) {
-      known += (known.empty() ? "" : ", ") + std::to_string(v);
-    }
+    const std::string known =
+        JoinEach(type->second, [](const auto& entry) { return std::to_string(entry.first); });
     refusal = Refused(OutboxDecisionOutcome::kRejected, "unaccepted-schema-version",
                       std::string(event.type) + " has schema versions [" + known + "], not " +
                           std::to_string(version));

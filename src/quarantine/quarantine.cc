@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/base64.h"
+#include "core/join.h"
 #include "core/rfc3339.h"
 #include "evident/envelope.h"
 #include "json/writer.h"
@@ -302,8 +303,7 @@ Status CheckFilterNamesRecords(Store& store, const ReplayOptions& options) {
     for (const QuarantineRecord& r : some.rows) {
       names.insert(by_consumer ? (r.consumer.empty() ? "(no consumer)" : r.consumer) : r.reason);
     }
-    std::string known;
-    for (const std::string& name : names) known += (known.empty() ? "" : ", ") + name;
+    const std::string known = Join(names);
     return Status::NotFound(std::string("no quarantine record has ") +
                             (by_consumer ? "consumer '" : "reason '") + *wanted + "' (" +
                             (names.empty() ? std::string("the quarantine is empty")
