@@ -398,7 +398,7 @@ class JetStreamSource final : public Source {
       int chunk = wait_ms < 0 || wait_ms > 200 ? 200 : wait_ms;  // to notice Stop
       natsMsgList list{};
       jsErrCode jerr = static_cast<jsErrCode>(0);
-      natsStatus s = natsSubscription_Fetch(&list, sub_, o_.fetch_batch, chunk, &jerr);
+      natsStatus s = natsSubscription_Fetch(&list, sub_, FetchBatch(), chunk, &jerr);
       if (s != NATS_TIMEOUT && Transient(s)) {
         // The connection is down and reconnecting: wait out the chunk rather than spin.
         std::this_thread::sleep_for(std::chrono::milliseconds(chunk));
@@ -448,6 +448,19 @@ class JetStreamSource final : public Source {
     out.index = static_cast<int64_t>(h.seq);
     out.cursor = Cursor{static_cast<int64_t>(h.seq), h.count, 0};
     return Fetched::kMessage;
+  }
+
+  // How many messages to ask for. libnats before 3.10 writes past its message array when a
+  // fetch first finds messages an earlier pull left behind (they came after that fetch had
+  // stopped waiting, as under a stalled batch) and they fill more than half of the batch
+  // (nats.c issue 749, fixed in 3.10.0; Debian 12 ships 3.4.1): the heap corruption seen as
+  // "malloc(): invalid size" in consumers whose batches waited for a lock. While messages are
+  // left, they are taken one per fetch, which that code cannot overflow; a fetch that finds
+  // none asks the server for the full batch as before.
+  int FetchBatch() const {
+    int left = 0;
+    if (natsSubscription_GetPending(sub_, &left, nullptr) == NATS_OK && left > 0) return 1;
+    return o_.fetch_batch;
   }
 
   std::string EncodePosition(const Cursor& cursor) const override {
