@@ -115,6 +115,8 @@ class Pipeline {
                    int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
 
   const Config& config() const;
+  // The ids of the consumers it decides for, in the config's order (Transaction::WillDecide).
+  std::vector<std::string> ConsumerIds() const;
 
   // A quarantine record of `bytes` with what the envelope lets read of them (source, id, type,
   // subject; less when it refuses them) and the bytes: for an input quarantined outside a

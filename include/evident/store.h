@@ -291,6 +291,16 @@ class Transaction {
   virtual Status Commit() = 0;
   virtual Status Rollback() = 0;
 
+  // Names the consumers this transaction may decide for, before it reads any of their rows. A
+  // store that several processes share takes their locks here, all at once and in one order,
+  // so that two transactions never wait for each other in a circle (PostgreSQL: StoreOptions::
+  // deciders; a consumer not named is still locked when its rows are first read). The others
+  // need nothing.
+  virtual Status WillDecide(const std::vector<std::string>& consumers) {
+    (void)consumers;
+    return Status::Ok();
+  }
+
   // Everything a batch needs, read in one call: each row once, however often its key is listed.
   virtual Result<BatchRows> Load(const BatchKeys& keys) = 0;
 

@@ -1194,6 +1194,12 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
 
+std::vector<std::string> Pipeline::ConsumerIds() const {
+  std::vector<std::string> ids;
+  for (const ConsumerConfig& consumer : config().consumers) ids.push_back(consumer.contract.id);
+  return ids;
+}
+
 Result<std::unique_ptr<PreparedEvent>> Pipeline::NewPreparedEvent() const {
   auto impl = std::make_unique<PreparedEvent::Impl>();
   EVIDENT_ASSIGN_OR_RETURN(impl->parser, EnvelopeParser::Create(impl_->envelope_options));

@@ -214,7 +214,8 @@ class ConsumeLoop {
         store_(store),
         source_(source),
         options_(options),
-        clock_(options.clock != nullptr ? *options.clock : SystemClock()) {}
+        clock_(options.clock != nullptr ? *options.clock : SystemClock()),
+        deciding_(pipeline.ConsumerIds()) {}
 
   Result<ConsumeSummary> Run() {
     const Config& config = pipeline_.config();
@@ -392,7 +393,7 @@ class ConsumeLoop {
       if (!begun.ok()) return begun.status();
       tx_ = std::move(begun).value();
       ++transaction_number_;
-      return Status::Ok();
+      return tx_->WillDecide(deciding_);
     });
   }
 
@@ -557,7 +558,8 @@ class ConsumeLoop {
   template <typename Work>
   Status WithTransaction(const Cursor& cursor, Work work) {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
-    Status s = work(*tx);
+    Status s = tx->WillDecide(deciding_);
+    if (s.ok()) s = work(*tx);
     if (s.ok()) s = tx->SetPosition(source_.name(), source_.EncodePosition(cursor));
     if (s.ok() && options_.before_commit) s = options_.before_commit(*tx, cursor);
     if (s.ok()) return tx->Commit();
@@ -629,6 +631,7 @@ class ConsumeLoop {
   Source& source_;
   const ConsumeOptions& options_;
   Clock& clock_;
+  const std::vector<std::string> deciding_;  // the pipeline's consumers (Transaction::WillDecide)
   ConsumeSummary summary_;
   std::unique_ptr<Transaction> tx_;  // the open batch's, when one is open
   int64_t transaction_number_ = 0;   // raised by each Begin

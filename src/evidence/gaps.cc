@@ -2,11 +2,13 @@
 #include "evident/gaps.h"
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/fnv1a.h"
 #include "core/rfc3339.h"
 #include "evident/evidence.h"
+#include "evident/retry.h"
 #include "json/writer.h"
 
 namespace evident {
@@ -110,6 +112,10 @@ Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckO
   GapCheck check;
   if (overdue.empty() && arrived.empty()) return check;
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  std::vector<std::string> consumers;  // their locks all at once (Transaction::WillDecide)
+  for (const Gap& gap : overdue) consumers.push_back(gap.consumer);
+  for (const GapRecord& r : arrived) consumers.push_back(r.consumer);
+  EVIDENT_RETURN_IF_ERROR(tx->WillDecide(consumers));
   for (const Gap& gap : overdue) EVIDENT_RETURN_IF_ERROR(ActOn(*tx, gap, now_ms, options, check));
   for (const GapRecord& r : arrived) {
     EVIDENT_ASSIGN_OR_RETURN(
@@ -125,14 +131,20 @@ Result<int64_t> ResolveGap(Store& store, std::string_view consumer, std::string_
                            const std::string& by, const std::string& note, int64_t now_ms) {
   if (by.empty()) return Status::InvalidArgument("say who resolves the gap (--by)");
   if (note.empty()) return Status::InvalidArgument("say how it was resolved (--note)");
-  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
-  EVIDENT_ASSIGN_OR_RETURN(const int64_t closed,
-                           tx->CloseGaps(consumer, subject, INT64_MAX, now_ms, by, note));
-  if (closed == 0) {
-    return Status::NotFound("no open gap record of " + std::string(consumer) + " / " +
-                            std::string(subject));
-  }
-  EVIDENT_RETURN_IF_ERROR(tx->Commit());
+  // A consumer's batch holds its lock (PostgreSQL) until it commits: a wait past the store's
+  // lock timeout, or a conflict, is tried again with backoff before the resolve gives up.
+  RetryPolicy policy;
+  policy.retryable_codes.push_back(Code::kAborted);
+  int64_t closed = 0;
+  EVIDENT_RETURN_IF_ERROR(RetryBusy(policy, SystemClock(), nullptr, [&]() -> Status {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+    EVIDENT_ASSIGN_OR_RETURN(closed, tx->CloseGaps(consumer, subject, INT64_MAX, now_ms, by, note));
+    if (closed == 0) {
+      return Status::NotFound("no open gap record of " + std::string(consumer) + " / " +
+                              std::string(subject));
+    }
+    return tx->Commit();
+  }));
   return closed;
 }
 

@@ -107,7 +107,7 @@ class Replay {
       const bool new_since = StartedBefore(page.rows);
       if (page.rows.empty()) break;
       after = {page.rows.back().first_seen_ms, page.rows.back().id};
-      EVIDENT_RETURN_IF_ERROR(Batch(page.rows));
+      EVIDENT_RETURN_IF_ERROR(BatchRetried(page.rows));
       if (!page.truncated || new_since) break;
     }
     return summary_;
@@ -150,6 +150,20 @@ class Replay {
     return records.size() < before;
   }
 
+  // A batch that met another writer (a write conflict, a deadlock, a lock held past the store's
+  // wait: kAborted, kUnavailable) was rolled back whole: it is decided again, with backoff, as
+  // a consume run's batch is (busy_retry, kAborted added).
+  Status BatchRetried(const std::vector<QuarantineRecord>& records) {
+    const ReplaySummary before = summary_;
+    RetryPolicy policy = options_.busy_retry;
+    policy.retryable_codes.push_back(Code::kAborted);
+    return RetryBusy(policy, clock_, options_.cancel, [&]() -> Status {
+      summary_ = before;
+      lines_.clear();  // written after each commit: none are left from before this batch
+      return Batch(records);
+    });
+  }
+
   // Decides a batch of records in one transaction (a dry run: all of them in one it never
   // commits).
   Status Batch(const std::vector<QuarantineRecord>& records) {
@@ -159,7 +173,7 @@ class Replay {
             Result<std::unique_ptr<Transaction>> begun = store_.Begin();
             if (!begun.ok()) return begun.status();
             tx_ = std::move(begun).value();
-            return Status::Ok();
+            return tx_->WillDecide(pipeline_.ConsumerIds());
           }));
     }
     for (const QuarantineRecord& listed : records) {

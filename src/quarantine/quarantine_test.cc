@@ -419,4 +419,33 @@ TEST(QuarantineRetries, APartlyRecoveredBatchKeepsWhatItCommitted) {
 }
 
 }  // namespace
+// A replay batch that meets another writer (its commit aborted by a deadlock or a conflict, or
+// refused past the lock wait) is rolled back and decided again; the records are replayed once,
+// and the summary counts them once.
+TEST(QuarantineRetries, AReplayBatchThatMeetsAnotherWriterIsDecidedAgain) {
+  RetryRun run("quarantine_replay_retries");
+  auto source = NewMemorySource("m", {Paid("e1", 1, 2), Paid("e2", 2, 2)});
+  ManualClock clock(0);
+  ASSERT_TRUE(Consume(*run.pipeline, run.store, *source, {.clock = &clock}).ok());
+  ASSERT_EQ(run.Read()->ListQuarantine({}).value().rows.size(), 2U);
+  WriteContracts(run.dir, "[1, 2]");
+  auto accepting = Pipeline::Create(LoadConfig((run.dir / "evident.yaml").string()).value());
+  ASSERT_TRUE(accepting.ok());
+  const int64_t commits = run.store.calls(StoreCall::kCommit);
+  run.store.Add({.call = StoreCall::kCommit, .nth = commits + 1, .code = Code::kAborted});
+  run.store.Add({.call = StoreCall::kCommit, .nth = commits + 2, .code = Code::kUnavailable});
+  clock.Set(1000);  // the replay starts after the records were first seen
+  ReplayOptions options{.by = "ops", .note = "v2 accepted", .clock = &clock};
+  options.busy_retry = {.attempts_max = 3, .backoff_initial_ms = 1, .backoff_max_ms = 1};
+  const Result<ReplaySummary> summary = ReplayQuarantine(**accepting, run.store, options);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->records, 2);
+  EXPECT_EQ(summary->replayed, 2);
+  EXPECT_EQ(summary->batches, 1);
+  EXPECT_EQ(run.store.calls(StoreCall::kCommit), commits + 3);
+  for (const QuarantineRecord& r : run.Read()->ListQuarantine({}).value().rows) {
+    EXPECT_EQ(r.status, QuarantineStatus::kReplayed) << r.id;
+  }
+}
+
 }  // namespace evident

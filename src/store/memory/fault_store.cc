@@ -126,6 +126,9 @@ class FaultTransaction final : public Transaction {
     return inner->Rollback();
   }
 
+  Status WillDecide(const std::vector<std::string>& consumers) override {
+    return inner_->WillDecide(consumers);
+  }
   Result<BatchRows> Load(const BatchKeys& keys) override {
     EVIDENT_FAULT_ENTER(StoreCall::kLoad);
     return inner_->Load(keys);

@@ -1,5 +1,6 @@
 #include "store/postgres/pg_connection.h"
 
+#include <algorithm>
 #include <cassert>
 #include <charconv>
 #include <cstring>
@@ -195,7 +196,9 @@ Status Connection::Reset() {
     send_error_ = Status::Ok();
     const std::string setup =
         "SET TIME ZONE 'UTC'; SET bytea_output = 'hex'; SET lock_timeout = " +
-        std::to_string(lock_timeout_ms_) +
+        // 0 is "wait forever" to PostgreSQL but "do not wait" to SQLite's busy timeout, as to
+        // the options that set it: the shortest wait PostgreSQL has.
+        std::to_string(std::max<int64_t>(lock_timeout_ms_, 1)) +
         "; SET idle_in_transaction_session_timeout = " + std::to_string(idle_timeout_ms_) +
         "; SET client_min_messages = error";
     PGresult* result = PQexec(conn_, setup.c_str());

@@ -168,6 +168,33 @@ TEST_F(PgDecidersTest, AWaitingDeciderReadsWhatTheOneBeforeItCommitted) {
   EXPECT_EQ(rows->projections[0].version, 1);
 }
 
+// WillDecide takes every consumer's lock at once, before any row is read: a second decider of
+// any of them waits from the start, so that two deciders cannot each hold one lock and wait for
+// the other's (locks taken as rows are first read come in the order events arrive).
+TEST_F(PgDecidersTest, WillDecideTakesEveryConsumersLockAtOnce) {
+  std::unique_ptr<Store> a = Open(false), b = Open(false);
+  ASSERT_TRUE(a && b);
+  auto first = a->Begin();
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->WillDecide({"fulfillment", "billing"}).ok());
+  ASSERT_TRUE((*first)->Load(Subject("fulfillment", "order-1")).ok());  // sends what is queued
+  for (const char* consumer : {"billing", "fulfillment"}) {
+    auto second = b->Begin();
+    ASSERT_TRUE(second.ok());
+    Projection scratch;
+    Result<bool> read = (*second)->ReadProjection(consumer, "order-2", scratch);
+    ASSERT_FALSE(read.ok()) << consumer;
+    EXPECT_EQ(read.status().code(), Code::kUnavailable) << read.status().ToString();
+    (void)(*second)->Rollback();
+  }
+  auto other = b->Begin();
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE((*other)->WillDecide({"shipping"}).ok());
+  EXPECT_TRUE((*other)->Load(Subject("shipping", "order-1")).ok());
+  EXPECT_TRUE((*other)->Commit().ok());
+  EXPECT_TRUE((*first)->Commit().ok());
+}
+
 TEST_F(PgDecidersTest, SharedDecidersRunSideBySideAndAnExclusiveOneExcludesThem) {
   std::unique_ptr<Store> a = Open(true), b = Open(true), outside = Open(false);
   ASSERT_TRUE(a && b && outside);

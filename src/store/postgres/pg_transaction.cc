@@ -310,8 +310,11 @@ void PgTransaction::Notify(Connection& db) {
   (void)db.Sync();
 }
 
-// One statement for the consumers not locked yet, in the order of their lock keys, so that two
-// transactions taking several never wait for each other in a circle. Advisory locks are the
+// One statement for the consumers not locked yet, in the order of their lock keys. Two
+// transactions that take several in one statement never wait for each other in a circle;
+// deciders name all of theirs up front (WillDecide) for that reason, since locks taken one by
+// one as rows are first read can come in any order (a deadlock then aborts one of them after
+// the server's deadlock_timeout, and its batch is retried). Advisory locks are the
 // database's, so the key is the schema (the deployment) and the consumer's name: deployments of
 // one database do not wait for each other. The two-int4 form (class, hash) keeps clear of the
 // bigint keys (the schema lock); two names of one hash only take turns they need not. Held to
@@ -331,6 +334,11 @@ void PgTransaction::LockConsumers(std::vector<std::string_view> consumers) {
   if (consumers.empty()) return;
   locked_consumers_.insert(consumers.begin(), consumers.end());
   Conn().Send(session_->deciders_shared ? kShared : kExclusive, Params().TextArray(consumers));
+}
+
+Status PgTransaction::WillDecide(const std::vector<std::string>& consumers) {
+  LockConsumers(std::vector<std::string_view>(consumers.begin(), consumers.end()));
+  return Status::Ok();
 }
 
 void PgTransaction::LockConsumer(std::string_view consumer) {

@@ -39,6 +39,7 @@ class PgTransaction final : public Transaction {
 
   Status Commit() override;
   Status Rollback() override;
+  Status WillDecide(const std::vector<std::string>& consumers) override;
   Result<BatchRows> Load(const BatchKeys& keys) override;
 
   Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
