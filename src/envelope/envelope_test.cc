@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "envelope/syntax.h"
+
 namespace evident {
 namespace {
 
@@ -258,6 +260,27 @@ TEST(Envelope, AControlCharacterInAStringAttributeIsRefusedAndNotCarriedOn) {
     const std::string input = Mutate("order-417\"", std::string("order-") + fine + "417\"");
     const auto outcome = parser->Parse(input);
     EXPECT_TRUE(outcome.ok()) << fine << ": " << outcome.rejection->message;
+  }
+}
+
+// The eight-bytes-at-a-time filter of HasControlCharacter: a forbidden character at every
+// position of strings of every length up to 40, none for the characters beside the ranges.
+TEST(Envelope, AControlCharacterIsFoundAtEveryPositionOfEveryLength) {
+  for (size_t length = 1; length <= 40; ++length) {
+    for (size_t at = 0; at < length; ++at) {
+      for (const std::string bad : {std::string(1, '\0'), std::string("\x1f"), std::string("\x7f"),
+                                    std::string("\xc2\x80"), std::string("\xc2\x9f")}) {
+        std::string text(length, 'a');
+        text.replace(at, 1, bad);
+        EXPECT_TRUE(syntax::HasControlCharacter(text)) << length << " " << at;
+      }
+      for (const std::string fine : {std::string(" "), std::string("\x7e"), std::string("\xc2\xa0"),
+                                     std::string("\xc3\x80"), std::string("\xe2\x80\xae")}) {
+        std::string text(length, 'a');
+        text.replace(at, 1, fine);
+        EXPECT_FALSE(syntax::HasControlCharacter(text)) << length << " " << at;
+      }
+    }
   }
 }
 

@@ -196,9 +196,9 @@ bool IsExtensionName(std::string_view text) {
   return true;
 }
 
-// One pass without early exit (the common answer is false, over short strings); then, only
-// when a 0xC2 lead byte was seen, whether one starts U+0080-U+009F.
-bool HasControlCharacter(std::string_view text) {
+// One pass without early exit; then, only when a 0xC2 lead byte was seen, whether one starts
+// U+0080-U+009F.
+bool HasControlCharacterExactly(std::string_view text) {
   unsigned control = 0, c2 = 0;
   for (const char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
