@@ -289,8 +289,8 @@ INSTANTIATE_TEST_SUITE_P(
     BatchCountMax, Crash,
     ::testing::Values(BatchCase{"sqlite", 50, 3000}, BatchCase{"sqlite", 500, 10000},
                       BatchCase{"postgresql", 50, 0}, BatchCase{"postgresql", 500, 0}),
-    [](const ::testing::TestParamInfo<BatchCase>& info) {
-      return info.param.backend + "_" + std::to_string(info.param.batch_count_max);
+    [](const ::testing::TestParamInfo<BatchCase>& param_info) {
+      return param_info.param.backend + "_" + std::to_string(param_info.param.batch_count_max);
     });
 
 TEST_P(Crash, KillNineAtFaultPointsAndRandomTimesConvergesToTheUninterruptedStore) {

@@ -148,7 +148,8 @@ TEST(Split, ABatchElementWithMismatchedBracketsEndsAtItsOwnComma) {
 // name after a ',') ends at that ','; the elements after it are split and decided one by one.
 TEST(Split, ABatchElementMissingItsClosingBraceEndsAtItsComma) {
   const std::string cut = R"({"specversion":"1.0","id":"x","source":"s","type":"t")";
-  for (const std::string& gap : {"", "\n", " \n  "}) {
+  for (const char* spaces : {"", "\n", " \n  "}) {
+    const std::string gap = spaces;
     const auto got = Split("[" + cut + gap + "," + gap + Event("a") + "," + gap + Event("b") + "]");
     ASSERT_EQ(got.size(), 3u) << gap.size();
     EXPECT_EQ(got[0].bytes, cut);
