@@ -382,6 +382,61 @@ TEST_F(RelayNats, AConsumerReadsARelaysStreamWithItsSubjectPrefix) {
   }
 }
 
+// A consumer whose server is gone when its run ends cannot know its acknowledgements arrived:
+// it says so and exits 3, not 0. Its decisions are committed, so a run after the server is back
+// answers whatever comes again `duplicate`, never applies an event twice.
+TEST_F(RelayNats, AConsumerWhoseServerIsGoneAtTheEndSaysItsAcknowledgementsAreUnconfirmed) {
+  Append(0, 50);
+  const ProcessResult relayed = RunProcess(RelayArgs(true));
+  ASSERT_EQ(relayed.exit_code, 0) << relayed.err;
+  const std::string store = "sqlite:" + (fs::path(dir_) / "consumer.db").string();
+  const auto consume_args = [&](const std::string& outcomes, const std::string& idle) {
+    return std::vector<std::string>{
+        EVIDENT_BINARY, "consume", "--config",      SourcePath("examples/orders/evident.yaml"),
+        "--store",      store,     "--from",        url_,
+        "--stream",     "ORDERS",  "--ack-wait-ms", "1000",
+        "--until-idle", idle,      "--outcomes",    outcomes};
+  };
+  const std::string outcomes = (fs::path(dir_) / "first.ndjson").string();
+  const std::string err_path = (fs::path(dir_) / "first.err").string();
+  const int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(err_fd, 0);
+  const pid_t pid = StartProcess(consume_args(outcomes, "3"), {.err = err_fd});
+  close(err_fd);
+  ASSERT_GT(pid, 0);
+  const auto lines_in = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    return std::count(text.begin(), text.end(), '\n');
+  };
+  for (int i = 0; i < 200 && lines_in(outcomes) < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (lines_in(outcomes) != 50) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    std::ifstream err_in(err_path);
+    FAIL() << "the consumer did not decide the stream: "
+           << std::string((std::istreambuf_iterator<char>(err_in)), {});
+  }
+  const std::string port = Port();
+  KillServer();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  std::ifstream err_in(err_path);
+  const std::string err((std::istreambuf_iterator<char>(err_in)), {});
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << EndedBy(status) << "\n" << err;
+  EXPECT_NE(err.find("not every acknowledgement reached the broker"), std::string::npos) << err;
+  EXPECT_NE(err.find("did not confirm"), std::string::npos) << err;
+
+  StartServer(port);
+  const ProcessResult again = RunProcess(consume_args("-", "2"));
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  for (const std::string& line : Lines(again.out)) {
+    EXPECT_NE(line.find("\"outcome\":\"duplicate\""), std::string::npos) << line;
+  }
+}
+
 class RelayNatsPostgres : public RelayNats {
  protected:
   void SetUp() override {

@@ -157,6 +157,9 @@ struct ConsumeOptions {
   // End the run, as at the end of the source, once nothing arrived for this long (ms); -1:
   // never. A stream that never ends (JetStream, a pipe kept open) needs it to finish a run.
   int64_t until_idle_ms = -1;
+  // At the end of the run, how long to wait for the source to confirm the acknowledgements
+  // (Source::FlushAcknowledgements).
+  int64_t acknowledgement_wait_ms = 5000;
   // A store that is busy when a batch begins (kUnavailable: another writer holds it past the
   // store's own wait) is tried again with backoff before the run gives up. A batch that fails
   // transiently later (kUnavailable, kAborted) is decided again with the same backoff, then
@@ -191,6 +194,10 @@ struct ConsumeSummary {
   // The last gap check that failed (a busy store: it is tried again at the next interval, and
   // never fails the run); empty when none did.
   std::string gap_check_error;
+  // Acknowledgements that did not reach the source by the end of the run (a broker's connection
+  // was down): every decision is committed, and the broker delivers those messages again (the
+  // ledger answers them duplicate). Empty when all did.
+  std::string acknowledgement_error;
 };
 
 // Runs a source's events through the pipeline in batches: one store transaction per batch of at

@@ -19,9 +19,11 @@
 //
 // A server that goes away under a running publisher or source: the connection reconnects for
 // as long as it lives (every 250 ms). The source's Fetch waits meanwhile (kWouldWait, no error);
-// an ack or nak it cannot send is lost, which only means a redelivery after ack_wait (the ledger
-// answers duplicate). The publisher's Publish fails after publish_timeout_ms; the relay opens a
-// new one with backoff. The first connect does not wait for a server that is not there.
+// an ack it cannot send is kept and sent with the next batch's (at most 4096 kept), and
+// FlushAcknowledgements, at the end of a run, says how many never reached the server (a
+// redelivery after ack_wait, which the ledger answers duplicate); a nak it cannot send is lost. The
+// publisher's Publish fails after publish_timeout_ms; the relay opens a new one with backoff. The
+// first connect does not wait for a server that is not there.
 #pragma once
 
 #include <cstdint>

@@ -73,6 +73,15 @@ class Source {
   // Ends the source: a waiting Fetch returns soon, later ones return kEnd.
   virtual void Stop() = 0;
 
+  // Called once at the end of a run, after the last Acknowledge: waits at most `timeout_ms` for
+  // every acknowledgement given so far to reach the source. kUnavailable saying how many did
+  // not (a broker delivers those messages again, and the ledger answers them duplicate). A
+  // source whose acknowledgements cannot go astray (a file, memory) has nothing to wait for.
+  virtual Status FlushAcknowledgements(int64_t timeout_ms) {
+    (void)timeout_ms;
+    return Status::Ok();
+  }
+
   // Messages skipped at Start's position (NDJSON --resume: lines already decided).
   virtual int64_t skipped() const { return 0; }
 

@@ -282,6 +282,12 @@ int RunConsume(const ConsumeFlags& flags) {
                  "`evident gaps check` runs it again): "
               << summary->gap_check_error << "\n";
   }
+  const bool unacknowledged = !summary->acknowledgement_error.empty();
+  if (unacknowledged) {
+    std::cerr << "evident consume: every decision above is committed, but not every "
+                 "acknowledgement reached the broker: "
+              << summary->acknowledgement_error << "\n";
+  }
   if (summary->stopped) {
     const int signo = LastStopSignal() != 0 ? LastStopSignal() : SIGTERM;
     std::cerr << "evident consume: stopped by " << (signo == SIGINT ? "SIGINT" : "SIGTERM")
@@ -289,7 +295,7 @@ int RunConsume(const ConsumeFlags& flags) {
                  "continues from there\n";
     return 128 + signo;
   }
-  return kExitOk;
+  return unacknowledged ? kExitUnacknowledged : kExitOk;
 }
 
 }  // namespace

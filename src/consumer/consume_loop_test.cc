@@ -46,7 +46,14 @@ class RecordingSource final : public Source {
   }
   void Stop() override { inner_->Stop(); }
   int64_t skipped() const override { return inner_->skipped(); }
+  Status FlushAcknowledgements(int64_t timeout_ms) override {
+    flushes.push_back({static_cast<int64_t>(acks.size()), timeout_ms});
+    return flush_result;
+  }
 
+  // (acknowledgements before it, its timeout) of each FlushAcknowledgements, in call order.
+  std::vector<std::pair<int64_t, int64_t>> flushes;
+  Status flush_result = Status::Ok();
   // (cursor.a, the projection's committed version when Acknowledge was called), in call order.
   std::vector<std::pair<int64_t, int64_t>> acks;
   std::vector<int64_t> rejects;  // cursor.a of each Reject, in call order
@@ -149,6 +156,30 @@ TEST_F(ConsumeLoopTest, EachBatchIsAcknowledgedOnlyAfterItsCommit) {
   EXPECT_EQ(source->acks, (std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {4, 4}, {5, 5}}));
   EXPECT_TRUE(source->rejects.empty());
   EXPECT_EQ(Version(), 5);
+}
+
+// At the end of a run the source is asked once, after the last acknowledgement, to make sure
+// they arrived; one that cannot say so is in the summary, and the decisions stand.
+TEST_F(ConsumeLoopTest, TheAcknowledgementsAreFlushedOnceAtTheEndAndAFailureIsReported) {
+  auto store = OpenMemoryStore(database_).value();
+  auto source = Recording();
+  const auto summary =
+      Consume(*pipeline_, *store, *source, {.clock = &clock_, .acknowledgement_wait_ms = 1234});
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(source->flushes, (std::vector<std::pair<int64_t, int64_t>>{{3, 1234}}));
+  EXPECT_EQ(summary->acknowledgement_error, "");
+
+  messages_.push_back(Status104(5));
+  auto failing = Recording();
+  failing->flush_result = Status::Unavailable("2 acknowledgement(s) could not be sent");
+  const auto unconfirmed = Consume(*pipeline_, *store, *failing, {.clock = &clock_});
+  ASSERT_TRUE(unconfirmed.ok()) << unconfirmed.status().ToString();
+  EXPECT_NE(unconfirmed->acknowledgement_error.find("2 acknowledgement(s) could not be sent"),
+            std::string::npos)
+      << unconfirmed->acknowledgement_error;
+  EXPECT_EQ(unconfirmed->events, 6);
+  EXPECT_EQ(unconfirmed->batches, 3);  // committed all the same
+  EXPECT_EQ(failing->flushes.size(), 1u);
 }
 
 // A stop asked for while the first batch is being acknowledged ends the run there: the batch

@@ -243,6 +243,8 @@ class ConsumeLoop {
     if (Status s = Commit(); !s.ok()) return Fail(s);
     last_gap_check_ms_.reset();  // once more at the end, whatever the interval
     EVIDENT_RETURN_IF_ERROR(MaybeCheckGaps());
+    const Status flushed = source_.FlushAcknowledgements(options_.acknowledgement_wait_ms);
+    if (!flushed.ok()) summary_.acknowledgement_error = flushed.ToString();
     summary_.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     if (options_.progress != nullptr) {

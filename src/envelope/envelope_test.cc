@@ -269,13 +269,14 @@ TEST(Envelope, AControlCharacterIsFoundAtEveryPositionOfEveryLength) {
   for (size_t length = 1; length <= 40; ++length) {
     for (size_t at = 0; at < length; ++at) {
       for (const std::string& bad : {std::string(1, '\0'), std::string("\x1f"), std::string("\x7f"),
-                                    std::string("\xc2\x80"), std::string("\xc2\x9f")}) {
+                                     std::string("\xc2\x80"), std::string("\xc2\x9f")}) {
         std::string text(length, 'a');
         text.replace(at, 1, bad);
         EXPECT_TRUE(syntax::HasControlCharacter(text)) << length << " " << at;
       }
-      for (const std::string& fine : {std::string(" "), std::string("\x7e"), std::string("\xc2\xa0"),
-                                     std::string("\xc3\x80"), std::string("\xe2\x80\xae")}) {
+      for (const std::string& fine :
+           {std::string(" "), std::string("\x7e"), std::string("\xc2\xa0"), std::string("\xc3\x80"),
+            std::string("\xe2\x80\xae")}) {
         std::string text(length, 'a');
         text.replace(at, 1, fine);
         EXPECT_FALSE(syntax::HasControlCharacter(text)) << length << " " << at;

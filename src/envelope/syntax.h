@@ -53,7 +53,8 @@ inline bool HasControlCharacter(std::string_view text) {
   const size_t size = text.size();
   uint64_t flagged = 0;
   if (size >= 8) {
-    for (size_t i = 0; i + 8 <= size; i += 8) flagged |= ControlCharacterFilter(load(i, uint64_t{}));
+    for (size_t i = 0; i + 8 <= size; i += 8)
+      flagged |= ControlCharacterFilter(load(i, uint64_t{}));
     flagged |= ControlCharacterFilter(load(size - 8, uint64_t{}));
   } else if (size >= 4) {  // two four-byte halves, overlapping for fewer than eight bytes
     flagged = ControlCharacterFilter(load(0, uint32_t{}) | load(size - 4, uint32_t{}) << 32);

@@ -335,6 +335,7 @@ class JetStreamSource final : public Source {
   ~JetStreamSource() override {
     for (auto& p : pending_) natsMsg_Destroy(p.msg);
     for (auto& p : buffered_) natsMsg_Destroy(p.msg);
+    for (auto& p : unsent_) natsMsg_Destroy(p.msg);
     if (sub_ != nullptr) natsSubscription_Destroy(sub_);  // keeps the durable consumer
   }
 
@@ -467,20 +468,39 @@ class JetStreamSource final : public Source {
     return "stream_seq=" + std::to_string(cursor.a);
   }
 
+  // An ack the connection cannot carry now is not a failure: the message is kept and its ack
+  // tried again with the next batch's and at the end (FlushAcknowledgements); meanwhile the
+  // server may redeliver it after ack_wait, and the ledger answers duplicate.
   Status Acknowledge(const Cursor& cursor) override {
     std::lock_guard<std::mutex> lock(pending_mutex_);
+    EVIDENT_RETURN_IF_ERROR(AckUnsent());
     while (!pending_.empty() && pending_.front().count <= cursor.b) {
       Held h = pending_.front();
-      natsStatus s = natsMsg_Ack(h.msg, nullptr);
-      // An ack the connection cannot carry now is lost, not failed: the server redelivers the
-      // message after ack_wait and the ledger answers duplicate.
-      if (s != NATS_OK && !Transient(s)) {
-        return NatsError("ack " + std::to_string(h.seq) + " of " + name_, s);
-      }
       pending_.pop_front();
-      natsMsg_Destroy(h.msg);
+      EVIDENT_RETURN_IF_ERROR(AckOrKeep(h));
     }
     return Status::Ok();
+  }
+
+  // The unsent acks once more, then a round trip to the server: the server reads a connection's
+  // messages in order, so its answer means every ack sent before it arrived. Messages the
+  // reconnecting client still buffers, or that it could not take, count as not acknowledged.
+  Status FlushAcknowledgements(int64_t timeout_ms) override {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    EVIDENT_RETURN_IF_ERROR(AckUnsent());
+    const natsStatus s = natsConnection_FlushTimeout(c_.nc, std::max<int64_t>(timeout_ms, 1));
+    if (s == NATS_OK && unsent_.empty() && unsent_dropped_ == 0) return Status::Ok();
+    const int64_t unsent = static_cast<int64_t>(unsent_.size()) + unsent_dropped_;
+    std::string what =
+        unsent > 0 ? std::to_string(unsent) + " acknowledgement(s) could not be sent" : "";
+    if (s != NATS_OK) {
+      if (!what.empty()) what += ", and ";
+      what += "the server did not confirm the ones sent within " + std::to_string(timeout_ms) +
+              " ms (" + natsStatus_GetText(s) + ")";
+    }
+    return Status::Unavailable(name_ + ": " + what +
+                               "; their messages come again after ack_wait, and the ledger "
+                               "answers them duplicate");
   }
 
   Status Reject(const Cursor& cursor, int64_t delay_ms) override {
@@ -516,6 +536,40 @@ class JetStreamSource final : public Source {
     int64_t pending;  // the consumer's pending count after it; -1 when unknown
   };
 
+  // At most this many messages wait for an ack to be sent again; beyond, the oldest is let go
+  // (counted: the server redelivers it anyway).
+  static constexpr size_t kUnsentAcksMax = 4096;
+
+  // Acks `h`, or keeps it in unsent_ when the connection cannot carry the ack now.
+  Status AckOrKeep(Held h) {
+    const natsStatus s = natsMsg_Ack(h.msg, nullptr);
+    if (s == NATS_OK) {
+      natsMsg_Destroy(h.msg);
+      return Status::Ok();
+    }
+    if (!Transient(s) && s != NATS_INSUFFICIENT_BUFFER) {
+      natsMsg_Destroy(h.msg);
+      return NatsError("ack " + std::to_string(h.seq) + " of " + name_, s);
+    }
+    if (unsent_.size() == kUnsentAcksMax) {
+      natsMsg_Destroy(unsent_.front().msg);
+      unsent_.pop_front();
+      ++unsent_dropped_;
+    }
+    unsent_.push_back(h);
+    return Status::Ok();
+  }
+
+  // The acks that could not be sent before, oldest first; those that still cannot stay.
+  Status AckUnsent() {
+    for (size_t n = unsent_.size(); n > 0; --n) {
+      const Held h = unsent_.front();
+      unsent_.pop_front();
+      EVIDENT_RETURN_IF_ERROR(AckOrKeep(h));
+    }
+    return Status::Ok();
+  }
+
   JetStreamOptions o_;
   std::string durable_, filter_, name_;
   Conn c_;
@@ -525,6 +579,8 @@ class JetStreamSource final : public Source {
   // Acknowledge and Reject (its deciding thread) take.
   std::mutex pending_mutex_;
   std::deque<Held> pending_;
+  std::deque<Held> unsent_;     // decided, their acks not sent yet (pending_mutex_)
+  int64_t unsent_dropped_ = 0;  // let go from unsent_ when it was full (pending_mutex_)
   int64_t handed_out_ = 0;
   std::atomic<bool> stopped_{false};
   std::atomic<int64_t> backlog_{-1};
