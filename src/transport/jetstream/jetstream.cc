@@ -359,10 +359,41 @@ class JetStreamSource final : public Source {
     if (positioned_) so.Config.InactiveThreshold = inactive_ms_ * 1000000;
     so.Config.AckWait = o_.ack_wait_ms * 1000000;  // nanoseconds
     std::string subject = filter_.empty() ? o_.subject_prefix + ".>" : filter_;
+    if (!positioned_) EVIDENT_RETURN_IF_ERROR(MatchDurable(subject, so.Config.AckWait));
     jsErrCode jerr = static_cast<jsErrCode>(0);
     natsStatus s = js_PullSubscribe(&sub_, c_.js, subject.c_str(),
                                     positioned_ ? nullptr : durable_.c_str(), nullptr, &so, &jerr);
     if (s != NATS_OK) return NatsError("pull consumer " + name_ + " on " + subject, s, jerr);
+    return Status::Ok();
+  }
+
+  // A durable consumer made by an earlier run: one that reads another subject is refused,
+  // naming both (a durable's subject is its position's meaning; nats-server 2.9 cannot change
+  // it); one with another ack wait is given this run's (the server changes it in place).
+  Status MatchDurable(const std::string& subject, int64_t ack_wait_ns) {
+    jsConsumerInfo* info = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    natsStatus s =
+        js_GetConsumerInfo(&info, c_.js, o_.stream.c_str(), durable_.c_str(), nullptr, &jerr);
+    if (s == NATS_NOT_FOUND || jerr == JSConsumerNotFoundErr) return Status::Ok();  // a new one
+    if (s != NATS_OK) return NatsError("consumer " + name_, s, jerr);
+    const std::unique_ptr<jsConsumerInfo, void (*)(jsConsumerInfo*)> owned(info,
+                                                                           jsConsumerInfo_Destroy);
+    jsConsumerConfig& config = *info->Config;
+    const std::string has = config.FilterSubject != nullptr ? config.FilterSubject : "";
+    if (has != subject) {
+      return Status::FailedPrecondition(
+          "durable consumer " + name_ + " reads '" + (has.empty() ? "every subject" : has) +
+          "', not '" + subject + "': a durable consumer keeps its subject; give this run " +
+          "another --durable, or delete the old consumer first ($JS.API.CONSUMER.DELETE." +
+          o_.stream + "." + durable_ + ", `nats consumer rm` in the nats tool)");
+    }
+    if (config.AckWait == ack_wait_ns) return Status::Ok();
+    config.AckWait = ack_wait_ns;
+    jsConsumerInfo* updated = nullptr;
+    s = js_UpdateConsumer(&updated, c_.js, o_.stream.c_str(), &config, nullptr, &jerr);
+    if (s != NATS_OK) return NatsError("changing the ack wait of consumer " + name_, s, jerr);
+    jsConsumerInfo_Destroy(updated);
     return Status::Ok();
   }
 

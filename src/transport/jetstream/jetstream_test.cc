@@ -232,6 +232,52 @@ TEST_F(JetStreamTest, RejectedAreRedelivered) {
   EXPECT_EQ(f.value(), Source::Fetched::kEnd);
 }
 
+// A durable consumer opened again with another ack wait takes the new one; with another subject
+// it is refused, naming both, and left as it was.
+TEST_F(JetStreamTest, ADurableTakesANewAckWaitAndRefusesANewSubject) {
+  auto p = OpenJetStreamPublisher(options_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto batch = Batch(0, 1);
+  ASSERT_EQ(p.value()->Publish(batch).value(), 1u);
+  const auto ack_wait_ns = [this] {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    jsConsumerInfo* ci = nullptr;
+    int64_t ns = -1;
+    if (natsConnection_ConnectTo(&nc, url_.c_str()) == NATS_OK &&
+        natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
+        js_GetConsumerInfo(&ci, js, "EVENTS", "loop", nullptr, nullptr) == NATS_OK) {
+      ns = ci->Config->AckWait;
+      jsConsumerInfo_Destroy(ci);
+    }
+    if (js != nullptr) jsCtx_Destroy(js);
+    if (nc != nullptr) natsConnection_Destroy(nc);
+    return ns;
+  };
+  ASSERT_TRUE(OpenJetStreamSource(options_, "loop", "evident.p0.>").ok());
+  EXPECT_EQ(ack_wait_ns(), 1'000'000'000);
+  JetStreamOptions longer = options_;
+  longer.ack_wait_ms = 2500;
+  auto again = OpenJetStreamSource(longer, "loop", "evident.p0.>");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ack_wait_ns(), 2'500'000'000);
+  std::vector<Message> got = Drain(*again.value(), 1);
+  ASSERT_EQ(got.size(), 1u);
+  again.value().reset();
+
+  for (const std::string other : {"", "evident.p1.>"}) {
+    auto refused = OpenJetStreamSource(options_, "loop", other);
+    ASSERT_FALSE(refused.ok()) << other;
+    const Status& status = refused.status();
+    EXPECT_EQ(status.code(), Code::kFailedPrecondition) << status.ToString();
+    EXPECT_NE(status.message().find("reads 'evident.p0.>', not '" +
+                                    (other.empty() ? std::string("evident.>") : other) + "'"),
+              std::string::npos)
+        << status.ToString();
+  }
+  EXPECT_EQ(ack_wait_ns(), 2'500'000'000);
+}
+
 }  // namespace
 // A subject prefix is dot-separated tokens: what could not begin a subject is refused by name,
 // by the publisher too, before it connects.
