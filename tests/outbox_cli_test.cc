@@ -1,4 +1,4 @@
-// `evident outbox append|stats|list` end to end, on the orders example's contracts.
+// `evident outbox append|stats|list|park|unpark` end to end, on the orders example's contracts.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <unistd.h>
@@ -87,6 +87,53 @@ TEST_F(OutboxCliTest, AppendingTheSameEventsAgainIsAllDuplicatesAndExitsZero) {
   // The exact bytes are kept.
   EXPECT_NE(list.out.find(R"("bytes":"{\"specversion\":\"1.0\",\"id\":\"e1\")"), std::string::npos)
       << list.out;
+}
+
+// A parked row stays out of the relay's rounds while the rows behind it go out; it is listed and
+// counted apart with the operator's words, and once unparked the next round sends it.
+TEST_F(OutboxCliTest, AParkedRowWaitsAsideWhileTheRowsBehindItGoOut) {
+  ASSERT_EQ(Append(Status("e1", 1, "paid") + "\n" + Status("e2", 1, "packed") + "\n" +
+                   Status("e3", 1, "shipped") + "\n")
+                .exit_code,
+            0);
+  const auto park = [&](const std::string& seq, const std::string& reason) {
+    return RunEvident({"outbox", "park", "--store", store_, "--seq", seq, "--reason", reason});
+  };
+  const ProcessResult parked = park("1", "refused by the broker: ticket 7");
+  ASSERT_EQ(parked.exit_code, 0) << parked.err;
+  EXPECT_NE(parked.out.find("outbox row 1 parked"), std::string::npos) << parked.out;
+  const ProcessResult twice = park("1", "again");
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_NE(twice.err.find("parked already"), std::string::npos) << twice.err;
+  EXPECT_EQ(park("9", "absent").exit_code, 1);
+  EXPECT_EQ(park("2", " ").exit_code, 2);  // a reason must say something
+
+  const ProcessResult relayed = RunEvident({"relay", "--store", store_, "--to", "-", "--once"});
+  ASSERT_EQ(relayed.exit_code, 0) << relayed.err;
+  EXPECT_EQ(relayed.out, Status("e2", 1, "packed") + "\n" + Status("e3", 1, "shipped") + "\n");
+  const ProcessResult listed =
+      RunEvident({"outbox", "list", "--store", store_, "--parked", "--format", "json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  ASSERT_EQ(Lines(listed.out).size(), 1U) << listed.out;
+  simdjson::dom::parser parser;
+  const simdjson::dom::element row = parser.parse(listed.out).value();
+  EXPECT_EQ(row["seq"].get_int64().value(), 1);
+  EXPECT_EQ(row["parked_reason"].get_string().value(), "refused by the broker: ticket 7");
+  EXPECT_TRUE(row["sent_at_ms"].is_null());
+  EXPECT_EQ(row["bytes"].get_string().value(), Status("e1", 1, "paid"));
+  const ProcessResult stats =
+      RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
+  EXPECT_NE(stats.out.find(R"("pending":0,"sent":2,"parked":1)"), std::string::npos) << stats.out;
+  const ProcessResult sent_one = park("2", "too late");
+  EXPECT_EQ(sent_one.exit_code, 1);
+  EXPECT_NE(sent_one.err.find("sent already"), std::string::npos) << sent_one.err;
+
+  const ProcessResult unparked = RunEvident({"outbox", "unpark", "--store", store_, "--seq", "1"});
+  ASSERT_EQ(unparked.exit_code, 0) << unparked.err;
+  EXPECT_EQ(RunEvident({"outbox", "unpark", "--store", store_, "--seq", "1"}).exit_code, 1);
+  const ProcessResult last = RunEvident({"relay", "--store", store_, "--to", "-", "--once"});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  EXPECT_EQ(last.out, Status("e1", 1, "paid") + "\n");
 }
 
 TEST_F(OutboxCliTest, UsageAndStoreErrorsExitTwo) {

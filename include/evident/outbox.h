@@ -47,6 +47,9 @@ struct OutboxRow {
   std::optional<int64_t> sent_at_ms;       // set once the broker acknowledged it
   std::string stream;                      // the broker's acknowledgement: stream name ..
   std::optional<int64_t> stream_sequence;  // .. and sequence in it
+  // Set aside by an operator (Transaction::ParkOutbox): not pending, not sent, kept whole.
+  std::optional<int64_t> parked_at_ms;
+  std::string parked_reason;  // the operator's words; empty when not parked
 };
 
 // What an append found.
@@ -61,8 +64,9 @@ struct OutboxAppend {
 };
 
 struct OutboxStats {
-  int64_t pending = 0;
+  int64_t pending = 0;  // neither sent nor parked
   int64_t sent = 0;
+  int64_t parked = 0;
   std::optional<int64_t> oldest_pending_age_ms;  // nullopt when nothing is pending
   int64_t attempts_max = 0;                      // over pending rows; 0 when none
 };

@@ -391,6 +391,13 @@ class Transaction {
                                 std::optional<int64_t> stream_sequence, int64_t at_ms) = 0;
   // Counts a failed publish attempt. No row of that seq: kNotFound (as MarkOutboxSent).
   virtual Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) = 0;
+  // Sets an unsent row aside, for a row the destination keeps refusing (a poison row): no relay
+  // publishes it, the rows behind it in its partition go out, and it is kept whole with the
+  // operator's `reason` until UnparkOutbox makes it pending again (its attempts kept). No row
+  // of that seq: kNotFound; a sent or an already parked row: kFailedPrecondition (for Unpark: a
+  // row that is not parked).
+  virtual Status ParkOutbox(int64_t seq, std::string_view reason, int64_t at_ms) = 0;
+  virtual Status UnparkOutbox(int64_t seq) = 0;
   // Deletes at most `rows_max` sent rows, oldest seq first, sent before `sent_before_ms`;
   // returns how many. Called in bounded batches until it returns fewer than rows_max.
   virtual Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) = 0;

@@ -50,8 +50,9 @@ struct SqliteOptions {
 // writing (each step in its own transaction, recorded in the `evident_schema` table); a store of
 // a newer layout is refused (kFailedPrecondition) rather than misread.
 // Layout 3 added the outbox table, layout 4 the quarantine and gap records, layout 5 effect
-// intents, their logs and the compensation ledger.
-inline constexpr int64_t kSqliteLayoutVersion = 6;
+// intents, their logs and the compensation ledger, layout 6 what each receipt wrote, layout 7
+// parked outbox rows.
+inline constexpr int64_t kSqliteLayoutVersion = 7;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

@@ -1,4 +1,5 @@
-// `evident outbox append|stats|list`: appending events to a store's outbox, and reading it back.
+// `evident outbox append|stats|list|park|unpark`: appending events to a store's outbox, reading
+// it back, and setting a row the destination keeps refusing aside.
 // The checks and the store work are the library's (evident/outbox.h, store.h); this file parses
 // flags and formats.
 #include <CLI/CLI.hpp>
@@ -29,8 +30,13 @@ struct AppendFlags {
 struct ReadFlags {
   std::string store;
   std::string format = "text";
-  bool pending = false;
+  bool pending = false, parked = false;
   int64_t rows_max = kReadRowsMaxDefault;
+};
+
+struct ParkFlags {
+  std::string store, reason;
+  int64_t seq = 0;
 };
 
 void AppendResultJson(int64_t index, const OutboxDecision& d, std::string& out) {
@@ -127,6 +133,7 @@ int RunAppend(const AppendFlags& flags) {
 void PrintStatsText(const OutboxStats& s) {
   std::printf("pending               %lld\n", static_cast<long long>(s.pending));
   std::printf("sent                  %lld\n", static_cast<long long>(s.sent));
+  std::printf("parked                %lld\n", static_cast<long long>(s.parked));
   if (s.oldest_pending_age_ms) {
     std::printf("oldest pending age    %lld ms\n",
                 static_cast<long long>(*s.oldest_pending_age_ms));
@@ -152,6 +159,7 @@ int RunStats(const ReadFlags& flags) {
   std::string out;
   json::Writer w(out);
   w.BeginObject().Key("pending").Int(stats->pending).Key("sent").Int(stats->sent);
+  w.Key("parked").Int(stats->parked);
   w.Key("oldest_pending_age_ms");
   stats->oldest_pending_age_ms ? w.Int(*stats->oldest_pending_age_ms) : w.Null();
   w.Key("attempts_max").Int(stats->attempts_max).EndObject();
@@ -174,27 +182,57 @@ void RowJson(const OutboxRow& r, std::string& out) {
   optional_int("sent_at_ms", r.sent_at_ms);
   w.Field("stream", r.stream);
   optional_int("stream_sequence", r.stream_sequence);
+  optional_int("parked_at_ms", r.parked_at_ms);
+  w.Field("parked_reason", r.parked_reason);
   w.Field("bytes", r.bytes).EndObject();
   out.push_back('\n');
 }
 
 void RowText(const OutboxRow& r, std::string& out) {
-  out +=
-      std::to_string(r.seq) + "  " + Printable(r.source) + ":" + Printable(r.event_id) + "  " +
-      Printable(r.type) + "  subject " + (r.subject.empty() ? "-" : Printable(r.subject)) +
-      "  partition " + std::to_string(r.partition) + "  " +
-      (r.sent_at_ms
-           ? "sent to " + Printable(r.stream) + " #" + std::to_string(r.stream_sequence.value_or(0))
-           : "pending, " + std::to_string(r.attempts) + " attempt(s)" +
-                 (r.last_error.empty() ? "" : ", last error: " + Printable(r.last_error))) +
-      "\n";
+  const std::string attempts =
+      std::to_string(r.attempts) + " attempt(s)" +
+      (r.last_error.empty() ? "" : ", last error: " + Printable(r.last_error));
+  out += std::to_string(r.seq) + "  " + Printable(r.source) + ":" + Printable(r.event_id) + "  " +
+         Printable(r.type) + "  subject " + (r.subject.empty() ? "-" : Printable(r.subject)) +
+         "  partition " + std::to_string(r.partition) + "  ";
+  if (r.sent_at_ms) {
+    out += "sent to " + Printable(r.stream) +
+           (r.stream_sequence ? " #" + std::to_string(*r.stream_sequence) : "");
+  } else if (r.parked_at_ms) {
+    out += "parked: " + Printable(r.parked_reason) + "; " + attempts;
+  } else {
+    out += "pending, " + attempts;
+  }
+  out += "\n";
+}
+
+// The rows to list: all or pending ones (the store selects them), or parked ones, found over
+// the whole outbox a page at a time.
+Result<Rows<OutboxRow>> ListedRows(Snapshot& snapshot, const ReadFlags& flags) {
+  if (!flags.parked) return snapshot.OutboxRows(flags.pending, 0, flags.rows_max);
+  Rows<OutboxRow> parked;
+  constexpr int64_t kPageRowsMax = 10'000;
+  for (int64_t after_seq = 0;;) {
+    EVIDENT_ASSIGN_OR_RETURN(Rows<OutboxRow> page,
+                             snapshot.OutboxRows(false, after_seq, kPageRowsMax));
+    for (OutboxRow& row : page.rows) {
+      if (!row.parked_at_ms) continue;
+      if (static_cast<int64_t>(parked.rows.size()) == flags.rows_max) {
+        parked.truncated = true;
+        return parked;
+      }
+      parked.rows.push_back(std::move(row));
+    }
+    if (!page.truncated || page.rows.empty()) return parked;
+    after_seq = page.rows.back().seq;
+  }
 }
 
 int RunList(const ReadFlags& flags) {
   auto store = OpenStore(flags.store, {.read_only = true});
   auto snapshot = store.ok() ? (*store)->Read() : Result<std::unique_ptr<Snapshot>>(store.status());
-  auto rows = snapshot.ok() ? (*snapshot)->OutboxRows(flags.pending, 0, flags.rows_max)
-                            : Result<Rows<OutboxRow>>(snapshot.status());
+  auto rows =
+      snapshot.ok() ? ListedRows(**snapshot, flags) : Result<Rows<OutboxRow>>(snapshot.status());
   if (!rows.ok()) {
     std::cerr << "evident outbox list: " << rows.status().ToString() << "\n";
     return kExitUsage;
@@ -207,6 +245,37 @@ int RunList(const ReadFlags& flags) {
               << " rows; the first are shown (--limit)\n";
   }
   return kExitOk;
+}
+
+// Parks (`park`) or unparks one row in a transaction of its own. Exit 1 when the row is not
+// there or not in a state to change (the message says which), 2 when the store fails.
+int RunPark(const ParkFlags& flags, bool park) {
+  const char* command = park ? "evident outbox park" : "evident outbox unpark";
+  auto store = OpenStore(flags.store);
+  Status done = store.status();
+  if (store.ok()) {
+    auto tx = (*store)->Begin();
+    done = tx.status();
+    if (tx.ok()) {
+      done = park ? (*tx)->ParkOutbox(flags.seq, flags.reason, SystemClock().NowMs())
+                  : (*tx)->UnparkOutbox(flags.seq);
+      done = done.ok() ? (*tx)->Commit() : done;
+      if (!done.ok()) (void)(*tx)->Rollback();
+    }
+  }
+  if (!done.ok()) {
+    std::cerr << command << ": " << done.ToString() << "\n";
+    const bool refused = done.code() == Code::kNotFound || done.code() == Code::kFailedPrecondition;
+    return refused ? kExitNegative : kExitUsage;
+  }
+  const std::string seq = std::to_string(flags.seq);
+  const std::string said =
+      park ? "outbox row " + seq +
+                 " parked: no relay publishes it until `evident outbox unpark "
+                 "--seq " +
+                 seq + "`\n"
+           : "outbox row " + seq + " is pending again: the next relay round publishes it\n";
+  return WriteStdout(said) ? kExitOk : kExitUsage;
 }
 
 }  // namespace
@@ -255,12 +324,41 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
   cmd = outbox->add_subcommand("list", "The outbox's rows in sequence order.");
   cmd->add_option("--store", list->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
       ->required();
-  cmd->add_flag("--pending", list->pending, "Only rows not yet sent");
+  cmd->add_flag("--pending", list->pending, "Only rows waiting to be sent (not parked)");
+  cmd->add_flag("--parked", list->parked, "Only parked rows")->excludes("--pending");
   cmd->add_option("--limit", list->rows_max, "Rows shown at most")
       ->check(IntegerFrom(1, 1'000'000))
       ->capture_default_str();
   AddFormatOption(*cmd, list->format);
   cmd->callback([list, &run] { run = [list] { return RunList(*list); }; });
+
+  for (const bool park : {true, false}) {
+    auto flags = std::make_shared<ParkFlags>();
+    cmd = park ? outbox->add_subcommand(
+                     "park",
+                     "Set an unsent row aside (a row the destination keeps refusing): no relay "
+                     "publishes it, the rows behind it go out, and it is kept whole until "
+                     "unparked. Exit 1 when the row is not there, sent or parked already.")
+               : outbox->add_subcommand(
+                     "unpark", "Make a parked row pending again. Exit 1 when it is not parked.");
+    cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
+        ->required();
+    cmd->add_option("--seq", flags->seq, "The row's seq (outbox list)")
+        ->required()
+        ->check(IntegerFrom(1, INT64_MAX));
+    if (park) {
+      cmd->add_option("--reason", flags->reason, "Why, in the operator's words (kept with the row)")
+          ->required()
+          ->check(CLI::Validator(
+              [](const std::string& text) {
+                return text.find_first_not_of(" \t") == std::string::npos
+                           ? std::string("a reason must say something")
+                           : std::string();
+              },
+              "TEXT"));
+    }
+    cmd->callback([flags, park, &run] { run = [flags, park] { return RunPark(*flags, park); }; });
+  }
 }
 
 }  // namespace evident::cli

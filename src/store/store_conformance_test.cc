@@ -1513,6 +1513,63 @@ TEST_P(StoreConformance, OutboxStatsCountPendingAndSent) {
   EXPECT_EQ(stats.attempts_max, 2);
 }
 
+// A parked row is neither pending nor claimed nor sent, is kept whole with the operator's words,
+// and counts apart; the rows behind it in its partition go out. Unparked, it is pending again
+// with its attempts. Sent, parked or unknown rows are refused by name.
+TEST_P(StoreConformance, AParkedOutboxRowIsSetAsideUntilUnparked) {
+  std::vector<int64_t> seqs;
+  Write([&](Transaction& tx) { seqs = AppendOverFourPartitions(tx); });
+  Write([&](Transaction& tx) {
+    EXPECT_OK(tx.RecordOutboxAttempt(seqs[0], "maximum payload exceeded", 400));
+    EXPECT_OK(tx.MarkOutboxSent(seqs[1], "ORDERS", 1, 500));
+    EXPECT_OK(tx.ParkOutbox(seqs[0], "larger than max_payload; ticket 7", 600));
+    EXPECT_EQ(Take(tx.PendingOutbox(0, 100)).rows.size(), 6U);  // its own write seen
+    EXPECT_EQ(tx.ParkOutbox(seqs[0], "again", 700).code(), Code::kFailedPrecondition);
+    const Status sent = tx.ParkOutbox(seqs[1], "sent", 700);
+    EXPECT_EQ(sent.code(), Code::kFailedPrecondition);
+    EXPECT_NE(sent.message().find("sent already"), std::string::npos) << sent.ToString();
+    EXPECT_EQ(tx.ParkOutbox(seqs.back() + 100, "none", 700).code(), Code::kNotFound);
+    EXPECT_EQ(tx.UnparkOutbox(seqs[2]).code(), Code::kFailedPrecondition);
+    EXPECT_EQ(tx.UnparkOutbox(seqs.back() + 100).code(), Code::kNotFound);
+  });
+  const std::vector<int64_t> rest(seqs.begin() + 2, seqs.end());
+  {
+    auto tx = Begin();
+    EXPECT_EQ(SeqsOf(Take(tx->PendingOutbox(0, 100))), rest);
+    // Partition 0's next row (seqs[4]) goes out although its oldest row is parked.
+    std::vector<int64_t> claimed = SeqsOf(Take(tx->ClaimOutbox(100, 8, 30'000, 800)));
+    std::sort(claimed.begin(), claimed.end());
+    EXPECT_EQ(claimed, rest);
+    EXPECT_OK(tx->Rollback());
+  }
+  auto snapshot = Read();
+  EXPECT_EQ(SeqsOf(Take(snapshot->OutboxRows(true, 0))), rest);
+  const Rows<OutboxRow> all = Take(snapshot->OutboxRows(false, 0));
+  ASSERT_EQ(all.rows.size(), seqs.size());
+  const OutboxRow& parked = all.rows.front();
+  EXPECT_EQ(parked.parked_at_ms, 600);
+  EXPECT_EQ(parked.parked_reason, "larger than max_payload; ticket 7");
+  EXPECT_EQ(parked.bytes, "{}");
+  EXPECT_EQ(parked.attempts, 1);
+  EXPECT_FALSE(parked.sent_at_ms);
+  EXPECT_FALSE(all.rows[1].parked_at_ms);
+  const OutboxStats stats = Take(snapshot->OutboxStatsNow(1000));
+  EXPECT_EQ(stats.pending, 6);
+  EXPECT_EQ(stats.sent, 1);
+  EXPECT_EQ(stats.parked, 1);
+  EXPECT_EQ(stats.attempts_max, 0);  // over pending rows
+  snapshot.reset();
+
+  Write([&](Transaction& tx) { EXPECT_OK(tx.UnparkOutbox(seqs[0])); });
+  const Rows<OutboxRow> pending = Take(Read()->OutboxRows(true, 0));
+  ASSERT_EQ(pending.rows.size(), 7U);
+  EXPECT_EQ(pending.rows.front().seq, seqs[0]);
+  EXPECT_FALSE(pending.rows.front().parked_at_ms);
+  EXPECT_EQ(pending.rows.front().parked_reason, "");
+  EXPECT_EQ(pending.rows.front().attempts, 1);
+  EXPECT_EQ(Take(Read()->OutboxStatsNow(1000)).parked, 0);
+}
+
 // Effect intents: one per key, every field kept, seq in write order, revision 1 to begin with.
 TEST_P(StoreConformance, IntentsAreWrittenOncePerKeyWithEveryField) {
   Write([&](Transaction& tx) {

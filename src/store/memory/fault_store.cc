@@ -241,6 +241,10 @@ class FaultTransaction final : public Transaction {
     EVIDENT_FAULT_ENTER(StoreCall::kRecordOutboxAttempt);
     return inner_->RecordOutboxAttempt(seq, error, at_ms);
   }
+  Status ParkOutbox(int64_t seq, std::string_view reason, int64_t at_ms) override {
+    return inner_->ParkOutbox(seq, reason, at_ms);
+  }
+  Status UnparkOutbox(int64_t seq) override { return inner_->UnparkOutbox(seq); }
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override {
     EVIDENT_FAULT_ENTER(StoreCall::kDeleteSentOutbox);
     return inner_->DeleteSentOutbox(sent_before_ms, rows_max);

@@ -20,6 +20,7 @@
 
 #include "core/fnv1a.h"
 #include "evident/store_memory.h"
+#include "store/outbox_rules.h"
 #include "store/projection_copy.h"
 #include "store/quarantine_rules.h"
 
@@ -623,7 +624,9 @@ class MemoryTransaction final : public Transaction {
   Result<OutboxAppend> AppendOutbox(const OutboxRow& row) override;
   Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) override {
     RowsCut<OutboxRow> cut(rows_max);
-    ForEachOutbox(after_seq, [&](const OutboxRow& row) { return row.sent_at_ms || cut.Add(row); });
+    ForEachOutbox(after_seq, [&](const OutboxRow& row) {
+      return row.sent_at_ms || row.parked_at_ms || cut.Add(row);
+    });
     return cut.Take();
   }
   Status MarkOutboxSent(int64_t seq, std::string_view stream,
@@ -642,6 +645,28 @@ class MemoryTransaction final : public Transaction {
     ++row->attempts;
     row->last_error.assign(error);
     row->last_attempt_at_ms = at_ms;
+    return Status::Ok();
+  }
+  Status ParkOutbox(int64_t seq, std::string_view reason, int64_t at_ms) override {
+    OutboxRow* row = DraftOutbox(seq);
+    if (row == nullptr) return Status::NotFound("no outbox row " + std::to_string(seq));
+    if (Status refused = OutboxParkRefusal(seq, row->sent_at_ms.has_value(),
+                                           row->parked_at_ms.has_value(), true);
+        !refused.ok())
+      return refused;
+    row->parked_at_ms = at_ms;
+    row->parked_reason.assign(reason);
+    return Status::Ok();
+  }
+  Status UnparkOutbox(int64_t seq) override {
+    OutboxRow* row = DraftOutbox(seq);
+    if (row == nullptr) return Status::NotFound("no outbox row " + std::to_string(seq));
+    if (Status refused = OutboxParkRefusal(seq, row->sent_at_ms.has_value(),
+                                           row->parked_at_ms.has_value(), false);
+        !refused.ok())
+      return refused;
+    row->parked_at_ms.reset();
+    row->parked_reason.clear();
     return Status::Ok();
   }
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
@@ -1084,7 +1109,7 @@ class MemorySnapshot final : public Snapshot {
     RowsCut<OutboxRow> cut(rows_max);
     const auto& rows = state_->outbox->rows;
     for (auto it = rows.upper_bound(after_seq); it != rows.end(); ++it) {
-      if (pending_only && it->second.sent_at_ms) continue;
+      if (pending_only && (it->second.sent_at_ms || it->second.parked_at_ms)) continue;
       if (!cut.Add(it->second)) break;
     }
     return cut.Take();
@@ -1094,6 +1119,10 @@ class MemorySnapshot final : public Snapshot {
     for (const auto& [seq, row] : state_->outbox->rows) {
       if (row.sent_at_ms) {
         ++stats.sent;
+        continue;
+      }
+      if (row.parked_at_ms) {
+        ++stats.parked;
         continue;
       }
       ++stats.pending;

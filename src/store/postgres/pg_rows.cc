@@ -124,7 +124,9 @@ OutboxRow ReadOutbox(const Rowset& r, int i, Status& /*error*/) {
                    .last_attempt_at_ms = r.OptInt(i, 11),
                    .sent_at_ms = r.OptInt(i, 12),
                    .stream = Str(r, i, 13),
-                   .stream_sequence = r.OptInt(i, 14)};
+                   .stream_sequence = r.OptInt(i, 14),
+                   .parked_at_ms = r.OptInt(i, 15),
+                   .parked_reason = Str(r, i, 16)};
 }
 
 EffectIntent ReadIntent(const Rowset& r, int i, Status& error) {

@@ -34,7 +34,7 @@ inline constexpr const char* kGapColumns =
 inline constexpr const char* kOutboxColumns =
     "seq, source, event_id, type, subject, subject_version, event_partition, bytes, "
     "created_at_ms, attempts, last_error, last_attempt_at_ms, sent_at_ms, stream, "
-    "stream_sequence";
+    "stream_sequence, parked_at_ms, parked_reason";
 inline constexpr const char* kIntentColumns =
     "seq, key, effect, consumer, subject, source, event_id, subject_version, request, state, "
     "attempts, last_error, http_status, response_digest, intended_at_ms, last_attempt_at_ms, "

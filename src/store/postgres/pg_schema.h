@@ -124,6 +124,13 @@ ALTER TABLE ledger ADD COLUMN IF NOT EXISTS wrote text NOT NULL DEFAULT '';
 INSERT INTO evident_schema(version) VALUES(3);
 )sql";
 
+// Layout 4: parked outbox rows (Transaction::ParkOutbox).
+inline constexpr const char* kSchemaLayout4 = R"sql(
+ALTER TABLE outbox ADD COLUMN IF NOT EXISTS parked_at_ms bigint;
+ALTER TABLE outbox ADD COLUMN IF NOT EXISTS parked_reason text NOT NULL DEFAULT '';
+INSERT INTO evident_schema(version) VALUES(4);
+)sql";
+
 inline constexpr const char* kSchemaLayout2 = R"sql(
 CREATE TABLE IF NOT EXISTS outbox_partition(event_partition bigint PRIMARY KEY);
 INSERT INTO outbox_partition(event_partition)

@@ -193,9 +193,11 @@ Result<Rows<OutboxRow>> PgSnapshot::OutboxRows(bool pending_only, int64_t after_
                                                int64_t rows_max) {
   static const std::string kAll =
       std::string("SELECT ") + kOutboxColumns + " FROM outbox WHERE seq>$1 ORDER BY seq LIMIT $2";
-  static const std::string kPending = std::string("SELECT ") + kOutboxColumns +
-                                      " FROM outbox WHERE sent_at_ms IS NULL AND seq>$1"
-                                      " ORDER BY seq LIMIT $2";
+  static const std::string kPending =
+      std::string("SELECT ") + kOutboxColumns +
+      " FROM outbox WHERE sent_at_ms IS NULL AND parked_at_ms IS NULL"
+      " AND seq>$1"
+      " ORDER BY seq LIMIT $2";
   EVIDENT_ASSIGN_OR_RETURN(
       const Rowset rows,
       Db().Query(pending_only ? kPending : kAll, Params().Int(after_seq).Int(LimitOf(rows_max))));
@@ -204,10 +206,11 @@ Result<Rows<OutboxRow>> PgSnapshot::OutboxRows(bool pending_only, int64_t after_
 
 Result<OutboxStats> PgSnapshot::OutboxStatsNow(int64_t now_ms) {
   static const std::string kSql =
-      "SELECT count(*) FILTER (WHERE sent_at_ms IS NULL),"
+      "SELECT count(*) FILTER (WHERE sent_at_ms IS NULL AND parked_at_ms IS NULL),"
       " count(*) FILTER (WHERE sent_at_ms IS NOT NULL),"
-      " min(created_at_ms) FILTER (WHERE sent_at_ms IS NULL),"
-      " max(attempts) FILTER (WHERE sent_at_ms IS NULL) FROM outbox";
+      " min(created_at_ms) FILTER (WHERE sent_at_ms IS NULL AND parked_at_ms IS NULL),"
+      " max(attempts) FILTER (WHERE sent_at_ms IS NULL AND parked_at_ms IS NULL),"
+      " count(*) FILTER (WHERE parked_at_ms IS NOT NULL) FROM outbox";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(kSql, Params()));
   OutboxStats stats;
   if (rows.rows() != 1) return stats;
@@ -217,6 +220,7 @@ Result<OutboxStats> PgSnapshot::OutboxStatsNow(int64_t now_ms) {
     stats.oldest_pending_age_ms = now_ms - *oldest;
   }
   stats.attempts_max = rows.OptInt(0, 3).value_or(0);
+  stats.parked = rows.Int(0, 4);
   return stats;
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/fault_point.h"
+#include "store/outbox_rules.h"
 #include "store/postgres/pg_rows.h"
 #include "store/postgres/pg_schema.h"
 #include "store/projection_copy.h"
@@ -824,7 +825,8 @@ Result<OutboxAppend> PgTransaction::AppendOutbox(const OutboxRow& row) {
 
 Result<Rows<OutboxRow>> PgTransaction::PendingOutbox(int64_t after_seq, int64_t rows_max) {
   static const std::string kSql = std::string("SELECT ") + kOutboxColumns +
-                                  " FROM outbox WHERE sent_at_ms IS NULL AND seq>$1"
+                                  " FROM outbox WHERE sent_at_ms IS NULL AND parked_at_ms IS NULL"
+                                  " AND seq>$1"
                                   " ORDER BY seq LIMIT $2";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
                            Db().Query(kSql, Params().Int(after_seq).Int(LimitOf(rows_max))));
@@ -856,6 +858,25 @@ Status PgTransaction::RecordOutboxAttempt(int64_t seq, std::string_view error, i
   return Status::Ok();
 }
 
+// Parks (`park`) or unparks an unsent row: its state read first (and locked), so that a refusal
+// says why.
+Status PgTransaction::SetOutboxParked(int64_t seq, bool park, std::string_view reason,
+                                      int64_t at_ms) {
+  static const std::string kState =
+      "SELECT (sent_at_ms IS NOT NULL)::int, (parked_at_ms IS NOT NULL)::int FROM outbox"
+      " WHERE seq=$1 FOR UPDATE";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset state, Db().Query(kState, Params().Int(seq)));
+  if (state.rows() == 0) return Status::NotFound("no outbox row " + std::to_string(seq));
+  EVIDENT_RETURN_IF_ERROR(OutboxParkRefusal(seq, state.Int(0, 0) != 0, state.Int(0, 1) != 0, park));
+  static const std::string kPark =
+      "UPDATE outbox SET parked_at_ms=$2, parked_reason=$3 WHERE seq=$1";
+  static const std::string kUnpark =
+      "UPDATE outbox SET parked_at_ms=NULL, parked_reason='' WHERE seq=$1";
+  return (park ? Db().Query(kPark, Params().Int(seq).Int(at_ms).Text(reason))
+               : Db().Query(kUnpark, Params().Int(seq)))
+      .status();
+}
+
 // Two statements, two round trips: the partitions are locked (FOR UPDATE SKIP LOCKED in
 // outbox_partition) by the first, and the rows read by the second, whose snapshot is taken once
 // the locks are held. (Read in one statement, the rows would come from a snapshot older than the
@@ -869,7 +890,8 @@ Result<Rows<OutboxRow>> PgTransaction::ClaimOutbox(int64_t rows_max, int64_t par
       "SELECT set_config('idle_in_transaction_session_timeout', $1, true)";
   static const std::string kClaim =
       "SELECT p.event_partition FROM outbox_partition p WHERE EXISTS(SELECT 1 FROM outbox o"
-      " WHERE o.event_partition=p.event_partition AND o.sent_at_ms IS NULL)"
+      " WHERE o.event_partition=p.event_partition AND o.sent_at_ms IS NULL"
+      " AND o.parked_at_ms IS NULL)"
       " ORDER BY p.event_partition<=$2, p.event_partition LIMIT $1 FOR UPDATE OF p SKIP LOCKED";
   // Round the claimed partitions: each one's oldest row, then each one's second, and so on (each
   // partition's rows stay in seq order), so that one partition's backlog does not take the
@@ -879,7 +901,8 @@ Result<Rows<OutboxRow>> PgTransaction::ClaimOutbox(int64_t rows_max, int64_t par
       " FROM unnest($2::bigint[]) AS p(part) CROSS JOIN LATERAL (SELECT x.*, row_number() OVER"
       " (ORDER BY x.seq) AS turn FROM (SELECT " +
       kOutboxColumns +
-      " FROM outbox WHERE sent_at_ms IS NULL AND event_partition=p.part ORDER BY seq LIMIT $1) x)"
+      " FROM outbox WHERE sent_at_ms IS NULL AND parked_at_ms IS NULL AND event_partition=p.part"
+      " ORDER BY seq LIMIT $1) x)"
       " r ORDER BY r.turn, r.seq LIMIT $1";
   constexpr int kAttemptsMax = 4;
   Db().Send(kHold, Params().Text(std::to_string(hold_ms)));

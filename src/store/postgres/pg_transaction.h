@@ -78,6 +78,10 @@ class PgTransaction final : public Transaction {
   Status MarkOutboxSent(int64_t seq, std::string_view stream,
                         std::optional<int64_t> stream_sequence, int64_t at_ms) override;
   Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) override;
+  Status ParkOutbox(int64_t seq, std::string_view reason, int64_t at_ms) override {
+    return SetOutboxParked(seq, true, reason, at_ms);
+  }
+  Status UnparkOutbox(int64_t seq) override { return SetOutboxParked(seq, false, "", 0); }
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
   Result<Rows<OutboxRow>> ClaimOutbox(int64_t rows_max, int64_t partitions_max, int64_t hold_ms,
                                       int64_t now_ms) override;
@@ -119,6 +123,7 @@ class PgTransaction final : public Transaction {
   // deciders), sent ahead of the statements that read their rows.
   void LockConsumers(std::vector<std::string_view> consumers);
   void LockConsumer(std::string_view consumer);
+  Status SetOutboxParked(int64_t seq, bool park, std::string_view reason, int64_t at_ms);
   static void Notify(Connection& db);
 
   std::shared_ptr<Session> session_;                     // null once finished

@@ -25,6 +25,7 @@
 #include "core/fnv1a.h"
 #include "evident/store_sqlite.h"
 #include "json/writer.h"
+#include "store/outbox_rules.h"
 #include "store/projection_copy.h"
 #include "store/quarantine_rules.h"
 
@@ -81,7 +82,7 @@ CREATE TABLE IF NOT EXISTS outbox(
   event_partition INTEGER NOT NULL, created_at_ms INTEGER NOT NULL,
   attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '',
   last_attempt_at_ms INTEGER, sent_at_ms INTEGER, stream TEXT NOT NULL DEFAULT '',
-  stream_sequence INTEGER);
+  stream_sequence INTEGER, parked_at_ms INTEGER, parked_reason TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS outbox_body(seq INTEGER PRIMARY KEY, bytes BLOB NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS outbox_by_id ON outbox(source, event_id);
 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE sent_at_ms IS NULL;
@@ -466,7 +467,12 @@ constexpr const char* kDeferredColumns =
 constexpr const char* kOutboxColumns =
     "seq, source, event_id, type, subject, subject_version, event_partition, bytes, "
     "created_at_ms, attempts, last_error, last_attempt_at_ms, sent_at_ms, stream, "
-    "stream_sequence";
+    "stream_sequence, parked_at_ms, parked_reason";
+// The same from a layout before 7 (a read-only open), which parks nothing.
+constexpr const char* kOutboxColumns6 =
+    "seq, source, event_id, type, subject, subject_version, event_partition, bytes, "
+    "created_at_ms, attempts, last_error, last_attempt_at_ms, sent_at_ms, stream, "
+    "stream_sequence, NULL, ''";
 constexpr const char* kProjectionColumns =
     "consumer, subject, version, state, fields_json, owner_source, owner_version_seen, "
     "updated_at_ms, evidence_json";
@@ -635,7 +641,9 @@ OutboxRow ReadOutbox(const Statement& s, Status& /*error*/) {
                    .last_attempt_at_ms = s.OptionalInt(11),
                    .sent_at_ms = s.OptionalInt(12),
                    .stream = s.Text(13),
-                   .stream_sequence = s.OptionalInt(14)};
+                   .stream_sequence = s.OptionalInt(14),
+                   .parked_at_ms = s.OptionalInt(15),
+                   .parked_reason = s.Text(16)};
 }
 
 std::string WriteLockHolder(const std::string& path) {
@@ -923,6 +931,18 @@ class SqliteEngine {
         }
       }
       EVIDENT_RETURN_IF_ERROR(Exec("INSERT INTO evident_schema(version) VALUES(6);"));
+    }
+    if (layout <= 6) {
+      // Parked outbox rows (a table Schema() created above for an older layout has the columns).
+      EVIDENT_ASSIGN_OR_RETURN(
+          const int64_t present,
+          Count("SELECT count(*) FROM pragma_table_info('outbox') WHERE name='parked_at_ms'"));
+      if (present == 0) {
+        EVIDENT_RETURN_IF_ERROR(
+            Exec("ALTER TABLE outbox ADD COLUMN parked_at_ms INTEGER;"
+                 "ALTER TABLE outbox ADD COLUMN parked_reason TEXT NOT NULL DEFAULT '';"));
+      }
+      EVIDENT_RETURN_IF_ERROR(Exec("INSERT INTO evident_schema(version) VALUES(7);"));
     }
     return Status::Ok();
   }
@@ -2001,23 +2021,47 @@ class SqliteEngine {
 
   Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq, int64_t rows_max) {
     if (layout_ < 3) return Rows<OutboxRow>{};  // a read-only open of an older layout
-    static const std::string kAllSql = std::string("SELECT ") + kOutboxColumns +
-                                       " FROM outbox JOIN outbox_body USING(seq)"
-                                       " WHERE seq > ?1 ORDER BY seq LIMIT ?2";
-    static const std::string kPendingSql =
-        std::string("SELECT ") + kOutboxColumns +
-        " FROM outbox JOIN outbox_body USING(seq)"
-        " WHERE sent_at_ms IS NULL AND seq > ?1 ORDER BY seq LIMIT ?2";
-    // A read-only open of layout 3 finds the bytes in the row.
-    static const std::string kAllSql3 = std::string("SELECT ") + kOutboxColumns +
-                                        " FROM outbox WHERE seq > ?1 ORDER BY seq LIMIT ?2";
-    static const std::string kPendingSql3 =
-        std::string("SELECT ") + kOutboxColumns +
-        " FROM outbox WHERE sent_at_ms IS NULL AND seq > ?1 ORDER BY seq LIMIT ?2";
-    const std::string& sql = !outbox_bytes_in_row_ ? (pending_only ? kPendingSql : kAllSql)
-                                                   : (pending_only ? kPendingSql3 : kAllSql3);
+    // Pending: neither sent nor parked (a read-only open of layout 3-6 has no parked rows, and
+    // a layout-3 one finds the bytes in the row).
+    const auto build = [](const char* columns, const char* from, const char* pending) {
+      return std::string("SELECT ") + columns + " FROM " + from + " WHERE " + pending +
+             "seq > ?1 ORDER BY seq LIMIT ?2";
+    };
+    constexpr const char* kJoined = "outbox JOIN outbox_body USING(seq)";
+    constexpr const char* kPending = "sent_at_ms IS NULL AND parked_at_ms IS NULL AND ";
+    constexpr const char* kPending6 = "sent_at_ms IS NULL AND ";
+    static const std::string kAll = build(kOutboxColumns, kJoined, "");
+    static const std::string kPendingSql = build(kOutboxColumns, kJoined, kPending);
+    static const std::string kAll6 = build(kOutboxColumns6, kJoined, "");
+    static const std::string kPendingSql6 = build(kOutboxColumns6, kJoined, kPending6);
+    static const std::string kAll3 = build(kOutboxColumns6, "outbox", "");
+    static const std::string kPendingSql3 = build(kOutboxColumns6, "outbox", kPending6);
+    const std::string& sql = outbox_bytes_in_row_ ? (pending_only ? kPendingSql3 : kAll3)
+                             : layout_ < 7        ? (pending_only ? kPendingSql6 : kAll6)
+                                                  : (pending_only ? kPendingSql : kAll);
     return QueryBound<OutboxRow>(
         sql, [&](Statement& s) { s.Bind(after_seq); }, rows_max, ReadOutbox);
+  }
+
+  // Parks (`park`) or unparks an unsent row: its state read first, so that a refusal says why.
+  Status SetOutboxParked(int64_t seq, bool park, std::string_view reason, int64_t at_ms) {
+    static const std::string kState =
+        "SELECT sent_at_ms IS NOT NULL, parked_at_ms IS NOT NULL FROM outbox WHERE seq=?1";
+    using SentParked = std::pair<bool, bool>;
+    EVIDENT_ASSIGN_OR_RETURN(
+        const Rows<SentParked> found,
+        QueryBound<SentParked>(
+            kState, [&](Statement& s) { s.Bind(seq); }, 1,
+            [](const Statement& s, Status&) { return SentParked(s.Int(0) != 0, s.Int(1) != 0); }));
+    if (found.rows.empty()) return Status::NotFound("no outbox row " + std::to_string(seq));
+    const auto [sent, parked] = found.rows.front();
+    EVIDENT_RETURN_IF_ERROR(OutboxParkRefusal(seq, sent, parked, park));
+    static const std::string kPark =
+        "UPDATE outbox SET parked_at_ms=?2, parked_reason=?3 WHERE seq=?1";
+    static const std::string kUnpark =
+        "UPDATE outbox SET parked_at_ms=NULL, parked_reason='' WHERE seq=?1";
+    if (park) return Prepared(kPark).Bind(seq).Bind(at_ms).Bind(reason).Run();
+    return Prepared(kUnpark).Bind(seq).Run();
   }
 
   // A row already sent keeps its first acknowledgement.
@@ -2071,16 +2115,22 @@ class SqliteEngine {
     OutboxStats stats;
     if (layout_ < 3) return stats;
     static const std::string kSql =
+        "SELECT sum(sent_at_ms IS NULL AND parked_at_ms IS NULL), sum(sent_at_ms IS NOT NULL), "
+        "min(CASE WHEN sent_at_ms IS NULL AND parked_at_ms IS NULL THEN created_at_ms END), "
+        "max(CASE WHEN sent_at_ms IS NULL AND parked_at_ms IS NULL THEN attempts END), "
+        "sum(parked_at_ms IS NOT NULL) FROM outbox";
+    static const std::string kSql6 =
         "SELECT sum(sent_at_ms IS NULL), sum(sent_at_ms IS NOT NULL), "
         "min(CASE WHEN sent_at_ms IS NULL THEN created_at_ms END), "
-        "max(CASE WHEN sent_at_ms IS NULL THEN attempts END) FROM outbox";
-    Statement& s = Prepared(kSql);
+        "max(CASE WHEN sent_at_ms IS NULL THEN attempts END), 0 FROM outbox";
+    Statement& s = Prepared(layout_ < 7 ? kSql6 : kSql);
     Status status;
     if (s.Step(status)) {
       stats.pending = s.OptionalInt(0).value_or(0);
       stats.sent = s.OptionalInt(1).value_or(0);
       if (const auto oldest = s.OptionalInt(2)) stats.oldest_pending_age_ms = now_ms - *oldest;
       stats.attempts_max = s.OptionalInt(3).value_or(0);
+      stats.parked = s.OptionalInt(4).value_or(0);
     }
     s.Reset();
     if (!status.ok()) return status;
@@ -2275,6 +2325,10 @@ class SqliteTransaction final : public Transaction {
   Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) override {
     return Open()->RecordOutboxAttempt(seq, error, at_ms);
   }
+  Status ParkOutbox(int64_t seq, std::string_view reason, int64_t at_ms) override {
+    return Open()->SetOutboxParked(seq, true, reason, at_ms);
+  }
+  Status UnparkOutbox(int64_t seq) override { return Open()->SetOutboxParked(seq, false, "", 0); }
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override {
     return Open()->DeleteSentOutbox(sent_before_ms, rows_max);
   }
