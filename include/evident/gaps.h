@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "evident/clock.h"
 #include "evident/status.h"
 #include "evident/store.h"
 
@@ -46,9 +47,11 @@ struct GapCheck {
 Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms,
                                    const GapCheckOptions& options = {});
 
-// A person closes the open records of (consumer, subject). kNotFound when there is none; `by`
-// and `note` are required.
+// A person closes the open records of (consumer, subject), stamped with `clock`'s time. kNotFound
+// when there is none; `by` and `note` are required. A busy store, a lock wait past its timeout
+// or a write conflict (a consumer's batch holding the records) is tried again with backoff
+// (`clock` sleeps) before it gives up.
 Result<int64_t> ResolveGap(Store& store, std::string_view consumer, std::string_view subject,
-                           const std::string& by, const std::string& note, int64_t now_ms);
+                           const std::string& by, const std::string& note, Clock& clock);
 
 }  // namespace evident

@@ -271,7 +271,7 @@ struct GapsResolveFlags {
 int RunGapsResolve(const GapsResolveFlags& flags) {
   auto store = OpenStore(flags.store, {.create = false});
   auto resolved = store.ok() ? ResolveGap(**store, flags.consumer, flags.subject, flags.by,
-                                          flags.note, SystemClock().NowMs())
+                                          flags.note, SystemClock())
                              : Result<int64_t>(store.status());
   if (!resolved.ok()) {
     std::cerr << "evident gaps resolve: " << resolved.status().ToString() << "\n";

@@ -128,7 +128,7 @@ Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckO
 }
 
 Result<int64_t> ResolveGap(Store& store, std::string_view consumer, std::string_view subject,
-                           const std::string& by, const std::string& note, int64_t now_ms) {
+                           const std::string& by, const std::string& note, Clock& clock) {
   if (by.empty()) return Status::InvalidArgument("say who resolves the gap (--by)");
   if (note.empty()) return Status::InvalidArgument("say how it was resolved (--note)");
   // A consumer's batch holds its lock (PostgreSQL) until it commits: a wait past the store's
@@ -136,9 +136,10 @@ Result<int64_t> ResolveGap(Store& store, std::string_view consumer, std::string_
   RetryPolicy policy;
   policy.retryable_codes.push_back(Code::kAborted);
   int64_t closed = 0;
-  EVIDENT_RETURN_IF_ERROR(RetryBusy(policy, SystemClock(), nullptr, [&]() -> Status {
+  EVIDENT_RETURN_IF_ERROR(RetryBusy(policy, clock, nullptr, [&]() -> Status {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
-    EVIDENT_ASSIGN_OR_RETURN(closed, tx->CloseGaps(consumer, subject, INT64_MAX, now_ms, by, note));
+    EVIDENT_ASSIGN_OR_RETURN(closed,
+                             tx->CloseGaps(consumer, subject, INT64_MAX, clock.NowMs(), by, note));
     if (closed == 0) {
       return Status::NotFound("no open gap record of " + std::string(consumer) + " / " +
                               std::string(subject));

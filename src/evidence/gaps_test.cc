@@ -174,15 +174,17 @@ TEST_P(GapsTest, AManualGapOpensARecordThatAPersonResolves) {
     EXPECT_EQ(gaps.gaps[0].record->state, GapState::kManual);
     EXPECT_EQ(snapshot->OpenGapRecords().value().rows.size(), 1u);
   }
-  EXPECT_EQ(ResolveGap(*store_, "follower", "order-1", "", "n", 1).status().code(),
+  ManualClock clock(21000);
+  EXPECT_EQ(ResolveGap(*store_, "follower", "order-1", "", "n", clock).status().code(),
             Code::kInvalidArgument);
-  EXPECT_EQ(ResolveGap(*store_, "follower", "order-1", "ops", "asked the owner", 21000).value(), 1);
-  EXPECT_EQ(ResolveGap(*store_, "follower", "order-1", "ops", "again", 21001).status().code(),
+  EXPECT_EQ(ResolveGap(*store_, "follower", "order-1", "ops", "asked the owner", clock).value(), 1);
+  EXPECT_EQ(ResolveGap(*store_, "follower", "order-1", "ops", "again", clock).status().code(),
             Code::kNotFound);
   const std::vector<GapRecord> records = Records();
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].state, GapState::kClosed);
   EXPECT_EQ(records[0].closed_by, "ops");
+  EXPECT_EQ(records[0].closed_at_ms, 21000);  // the clock's time
   EXPECT_EQ(records[0].note, "asked the owner");
   EXPECT_TRUE(store_->Read().value()->OpenGapRecords().value().rows.empty());
   EXPECT_EQ(Check(30000).manual, 0);  // resolved: not opened again

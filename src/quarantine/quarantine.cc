@@ -84,7 +84,8 @@ class Replay {
       : pipeline_(pipeline),
         store_(store),
         options_(options),
-        clock_(options.clock != nullptr ? *options.clock : SystemClock()) {}
+        clock_(options.clock != nullptr ? *options.clock : SystemClock()),
+        deciding_(pipeline.ConsumerIds()) {}
 
   Result<ReplaySummary> Run() {
     EVIDENT_ASSIGN_OR_RETURN(slot_, pipeline_.NewPreparedEvent());
@@ -173,7 +174,7 @@ class Replay {
             Result<std::unique_ptr<Transaction>> begun = store_.Begin();
             if (!begun.ok()) return begun.status();
             tx_ = std::move(begun).value();
-            return tx_->WillDecide(pipeline_.ConsumerIds());
+            return tx_->WillDecide(deciding_);
           }));
     }
     for (const QuarantineRecord& listed : records) {
@@ -281,6 +282,7 @@ class Replay {
   Store& store_;
   const ReplayOptions& options_;
   Clock& clock_;
+  const std::vector<std::string> deciding_;  // the consumers a batch locks (WillDecide)
   std::unique_ptr<PreparedEvent> slot_;
   std::unique_ptr<Transaction> tx_;
   std::vector<Decision> decisions_;

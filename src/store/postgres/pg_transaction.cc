@@ -317,22 +317,26 @@ void PgTransaction::Notify(Connection& db) {
 // one as rows are first read can come in any order (a deadlock then aborts one of them after
 // the server's deadlock_timeout, and its batch is retried). Advisory locks are the
 // database's, so the key is the schema (the deployment) and the consumer's name: deployments of
-// one database do not wait for each other. The two-int4 form (class, hash) keeps clear of the
-// bigint keys (the schema lock); two names of one hash only take turns they need not. Held to
-// the transaction's end.
+// one database do not wait for each other (PostgreSQL layout 4 took the schema's length into
+// the key; no process of an older layout shares a store of this one). The two-int4 form (class,
+// hash) keeps clear of the bigint keys (the schema lock); two names of one hash only take turns
+// they need not. Held to the transaction's end.
 void PgTransaction::LockConsumers(std::vector<std::string_view> consumers) {
-  static const std::string kExclusive =
-      "SELECT pg_advisory_xact_lock(" + std::to_string(kConsumerLockClass) +
-      ", k) FROM (SELECT DISTINCT hashtext(coalesce(current_schema(), '') || '.' || c) AS k"
-      " FROM unnest($1::text[]) AS c ORDER BY 1) s";
-  static const std::string kShared =
-      "SELECT pg_advisory_xact_lock_shared(" + std::to_string(kConsumerLockClass) +
-      ", k) FROM (SELECT DISTINCT hashtext(coalesce(current_schema(), '') || '.' || c) AS k"
-      " FROM unnest($1::text[]) AS c ORDER BY 1) s";
-  std::sort(consumers.begin(), consumers.end());
-  consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
+  // The schema's length first: schema "a.b" with consumer "c" and schema "a" with consumer "b.c"
+  // have keys of their own.
+  const auto statement = [](const char* lock) {
+    return std::string("SELECT ") + lock + "(" + std::to_string(kConsumerLockClass) +
+           ", k) FROM (SELECT DISTINCT hashtext(length(s) || ':' || s || c) AS k"
+           " FROM unnest($1::text[]) AS c, coalesce(current_schema(), '') AS s ORDER BY 1) x";
+  };
+  static const std::string kExclusive = statement("pg_advisory_xact_lock");
+  static const std::string kShared = statement("pg_advisory_xact_lock_shared");
+  // Those held already out first: a batch's Load names each key's consumer, nearly always
+  // locked by WillDecide at the batch's start.
   std::erase_if(consumers, [this](std::string_view c) { return locked_consumers_.contains(c); });
   if (consumers.empty()) return;
+  std::sort(consumers.begin(), consumers.end());
+  consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
   locked_consumers_.insert(consumers.begin(), consumers.end());
   Conn().Send(session_->deciders_shared ? kShared : kExclusive, Params().TextArray(consumers));
 }
