@@ -648,30 +648,23 @@ class MemoryTransaction final : public Transaction {
     return Status::Ok();
   }
   Status ParkOutbox(int64_t seq, std::string_view reason, int64_t at_ms) override {
-    OutboxRow* row = DraftOutbox(seq);
-    if (row == nullptr) return Status::NotFound("no outbox row " + std::to_string(seq));
-    if (Status refused = OutboxParkRefusal(seq, row->sent_at_ms.has_value(),
-                                           row->parked_at_ms.has_value(), true);
-        !refused.ok())
-      return refused;
-    row->parked_at_ms = at_ms;
-    row->parked_reason.assign(reason);
-    return Status::Ok();
+    return SetOutboxParked(seq, reason, at_ms);
   }
-  Status UnparkOutbox(int64_t seq) override {
-    OutboxRow* row = DraftOutbox(seq);
-    if (row == nullptr) return Status::NotFound("no outbox row " + std::to_string(seq));
-    if (Status refused = OutboxParkRefusal(seq, row->sent_at_ms.has_value(),
-                                           row->parked_at_ms.has_value(), false);
-        !refused.ok())
-      return refused;
-    row->parked_at_ms.reset();
-    row->parked_reason.clear();
-    return Status::Ok();
-  }
+  Status UnparkOutbox(int64_t seq) override { return SetOutboxParked(seq, std::nullopt, 0); }
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
 
  private:
+  // Parks the row with `reason`, or (nullopt) makes it pending again.
+  Status SetOutboxParked(int64_t seq, std::optional<std::string_view> reason, int64_t at_ms) {
+    OutboxRow* row = DraftOutbox(seq);
+    if (row == nullptr) return Status::NotFound("no outbox row " + std::to_string(seq));
+    EVIDENT_RETURN_IF_ERROR(OutboxParkRefusal(seq, row->sent_at_ms.has_value(),
+                                              row->parked_at_ms.has_value(), reason.has_value()));
+    row->parked_at_ms = reason ? std::optional<int64_t>(at_ms) : std::nullopt;
+    row->parked_reason.assign(reason.value_or(""));
+    return Status::Ok();
+  }
+
   const EffectIntent* IntentRow(std::string_view key) const {
     assert(base_ != nullptr && "transaction used after Commit or Rollback");
     int64_t seq = 0;
