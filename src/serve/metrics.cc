@@ -83,6 +83,9 @@ Status RenderStore(std::string& out, Snapshot& snapshot, int64_t now_ms) {
   EVIDENT_ASSIGN_OR_RETURN(OutboxStats outbox, snapshot.OutboxStatsNow(now_ms));
   Header(out, "evident_outbox_pending", "gauge", "Outbox rows not yet sent.");
   Sample(out, "evident_outbox_pending", outbox.pending);
+  Header(out, "evident_outbox_parked", "gauge",
+         "Outbox rows an operator set aside (evident outbox park).");
+  Sample(out, "evident_outbox_parked", outbox.parked);
   Header(out, "evident_relay_lag_seconds", "gauge",
          "Age of the oldest unsent outbox row (0 when none).");
   out.append("evident_relay_lag_seconds ");

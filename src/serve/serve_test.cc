@@ -409,6 +409,7 @@ TEST_F(ServeTest, OperationsEndpoints) {
   EXPECT_NE(metrics.body.find(R"(evident_http_requests_total{status="200"})"), std::string::npos);
   EXPECT_NE(metrics.body.find("evident_commit_seconds_count 1"), std::string::npos);
   EXPECT_NE(metrics.body.find("evident_store_up 1"), std::string::npos);
+  EXPECT_NE(metrics.body.find("evident_outbox_parked 0"), std::string::npos) << metrics.body;
   HttpAnswer page = Http(port_, "GET", "/");
   EXPECT_EQ(page.status, 200);
   EXPECT_NE(page.headers["content-security-policy"].find("default-src 'self'"), std::string::npos);

@@ -372,12 +372,13 @@
       ["e-failed", "effects failed", one(samples, "evident_effects", {state: "failed"})],
       ["e-done", "effects done", one(samples, "evident_effects", {state: "done"})],
       ["outbox", "outbox pending", one(samples, "evident_outbox_pending")],
+      ["outbox-parked", "outbox parked", one(samples, "evident_outbox_parked")],
       ["restarts", "loop restarts", one(samples, "evident_loop_restarts_total")],
     ];
     for (const [key, label, value] of rows) {
       let cls = "";
       if (key === "store-up") cls = value === 1 ? "good" : "bad";
-      else if ((key === "q-open" || key === "gaps-overdue" || key === "e-unknown" || key === "e-failed" || key === "restarts") && value > 0) cls = "warn";
+      else if ((key === "q-open" || key === "gaps-overdue" || key === "e-unknown" || key === "e-failed" || key === "restarts" || key === "outbox-parked") && value > 0) cls = "warn";
       setCounter(storeList, key, "gauge", label, value, cls);
     }
     return {
