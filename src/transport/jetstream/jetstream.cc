@@ -519,6 +519,9 @@ class JetStreamSource final : public Source {
   Status FlushAcknowledgements(int64_t timeout_ms) override {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     EVIDENT_RETURN_IF_ERROR(AckUnsent());
+    // A partition's position is the store's: an ack that went astray only brings a redelivery
+    // that this source drops, and its ephemeral consumer goes with the member.
+    if (positioned_) return Status::Ok();
     const natsStatus s = natsConnection_FlushTimeout(c_.nc, std::max<int64_t>(timeout_ms, 1));
     if (s == NATS_OK && unsent_.empty() && unsent_dropped_ == 0) return Status::Ok();
     const int64_t unsent = static_cast<int64_t>(unsent_.size()) + unsent_dropped_;
