@@ -107,6 +107,14 @@ TEST_F(OutboxCliTest, AParkedRowWaitsAsideWhileTheRowsBehindItGoOut) {
   EXPECT_NE(twice.err.find("parked already"), std::string::npos) << twice.err;
   EXPECT_EQ(park("9", "absent").exit_code, 1);
   EXPECT_EQ(park("2", " ").exit_code, 2);  // a reason must say something
+  EXPECT_EQ(park("2", "\t\n ").exit_code, 2);
+  const ProcessResult not_text = park("2", "\xff\xfe");
+  EXPECT_EQ(not_text.exit_code, 2);
+  EXPECT_NE(not_text.err.find("UTF-8"), std::string::npos) << not_text.err;
+  const ProcessResult absent_store =
+      RunEvident({"outbox", "park", "--store", "sqlite:" + (dir_ / "no" / "s.db").string(), "--seq",
+                  "1", "--reason", "r"});
+  EXPECT_EQ(absent_store.exit_code, 2) << absent_store.err;  // a store failure, not a refusal
 
   const ProcessResult relayed = RunEvident({"relay", "--store", store_, "--to", "-", "--once"});
   ASSERT_EQ(relayed.exit_code, 0) << relayed.err;

@@ -383,7 +383,9 @@ class Transaction {
   // Unsent rows with a seq above `after_seq`, by seq. rows_max >= 0.
   virtual Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) = 0;
   // Records the broker's acknowledgement: the stream (or file) and the sequence it gave, nullopt
-  // for a destination that numbers nothing. A row already sent keeps its first acknowledgement;
+  // for a destination that numbers nothing. A row parked meanwhile (ParkOutbox while a relay
+  // had it in hand) is sent, no longer parked: the broker has it. A row already sent keeps its
+  // first acknowledgement;
   // no row of that seq: kNotFound (from this call, or from the commit of a store that sends the
   // call without waiting for its answer, as PostgreSQL does so that a relay's batch of marks
   // costs one round trip; the transaction then commits nothing).
@@ -392,7 +394,8 @@ class Transaction {
   // Counts a failed publish attempt. No row of that seq: kNotFound (as MarkOutboxSent).
   virtual Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) = 0;
   // Sets an unsent row aside, for a row the destination keeps refusing (a poison row): no relay
-  // publishes it, the rows behind it in its partition go out, and it is kept whole with the
+  // round that begins after the commit publishes it (one that had it in hand may still send it
+  // and mark it sent), the rows behind it in its partition go out, and it is kept whole with the
   // operator's `reason` until UnparkOutbox makes it pending again (its attempts kept). No row
   // of that seq: kNotFound; a sent or an already parked row: kFailedPrecondition (for Unpark: a
   // row that is not parked).

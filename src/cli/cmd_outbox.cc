@@ -2,7 +2,11 @@
 // it back, and setting a row the destination keeps refusing aside.
 // The checks and the store work are the library's (evident/outbox.h, store.h); this file parses
 // flags and formats.
+#include <simdjson.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -251,29 +255,31 @@ int RunList(const ReadFlags& flags) {
 // there or not in a state to change (the message says which), 2 when the store fails.
 int RunPark(const ParkFlags& flags, bool park) {
   const char* command = park ? "evident outbox park" : "evident outbox unpark";
+  const auto failed = [&](const Status& status, int exit_code) {
+    std::cerr << command << ": " << status.ToString() << "\n";
+    return exit_code;
+  };
   auto store = OpenStore(flags.store);
-  Status done = store.status();
-  if (store.ok()) {
-    auto tx = (*store)->Begin();
-    done = tx.status();
-    if (tx.ok()) {
-      done = park ? (*tx)->ParkOutbox(flags.seq, flags.reason, SystemClock().NowMs())
-                  : (*tx)->UnparkOutbox(flags.seq);
-      done = done.ok() ? (*tx)->Commit() : done;
-      if (!done.ok()) (void)(*tx)->Rollback();
-    }
+  if (!store.ok()) return failed(store.status(), kExitUsage);
+  auto tx = (*store)->Begin();
+  if (!tx.ok()) return failed(tx.status(), kExitUsage);
+  const Status changed = park ? (*tx)->ParkOutbox(flags.seq, flags.reason, SystemClock().NowMs())
+                              : (*tx)->UnparkOutbox(flags.seq);
+  if (!changed.ok()) {
+    (void)(*tx)->Rollback();
+    // The row is not there, or not in a state to change: a refusal, not a failure.
+    const bool refused =
+        changed.code() == Code::kNotFound || changed.code() == Code::kFailedPrecondition;
+    return failed(changed, refused ? kExitNegative : kExitUsage);
   }
-  if (!done.ok()) {
-    std::cerr << command << ": " << done.ToString() << "\n";
-    const bool refused = done.code() == Code::kNotFound || done.code() == Code::kFailedPrecondition;
-    return refused ? kExitNegative : kExitUsage;
-  }
+  if (Status committed = (*tx)->Commit(); !committed.ok()) return failed(committed, kExitUsage);
   const std::string seq = std::to_string(flags.seq);
   const std::string said =
       park ? "outbox row " + seq +
-                 " parked: no relay publishes it until `evident outbox unpark "
-                 "--seq " +
-                 seq + "`\n"
+                 " parked: no relay round that begins from now on publishes it (a round already "
+                 "sending it marks it sent; `evident outbox list` shows which); `evident outbox "
+                 "unpark --seq " +
+                 seq + "` makes it pending again\n"
            : "outbox row " + seq + " is pending again: the next relay round publishes it\n";
   return WriteStdout(said) ? kExitOk : kExitUsage;
 }
@@ -351,9 +357,13 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
           ->required()
           ->check(CLI::Validator(
               [](const std::string& text) {
-                return text.find_first_not_of(" \t") == std::string::npos
-                           ? std::string("a reason must say something")
-                           : std::string();
+                if (!simdjson::validate_utf8(text.data(), text.size())) {
+                  return std::string("a reason must be UTF-8 text");
+                }
+                const bool blank = std::all_of(text.begin(), text.end(), [](char c) {
+                  return std::isspace(static_cast<unsigned char>(c)) != 0;
+                });
+                return blank ? std::string("a reason must say something") : std::string();
               },
               "TEXT"));
     }

@@ -1568,6 +1568,18 @@ TEST_P(StoreConformance, AParkedOutboxRowIsSetAsideUntilUnparked) {
   EXPECT_EQ(pending.rows.front().parked_reason, "");
   EXPECT_EQ(pending.rows.front().attempts, 1);
   EXPECT_EQ(Take(Read()->OutboxStatsNow(1000)).parked, 0);
+
+  // Parked while a relay had it in hand: the relay's mark says the broker has it.
+  Write([&](Transaction& tx) { EXPECT_OK(tx.ParkOutbox(seqs[2], "too late", 1100)); });
+  Write([&](Transaction& tx) { EXPECT_OK(tx.MarkOutboxSent(seqs[2], "ORDERS", 9, 1200)); });
+  const Rows<OutboxRow> after = Take(Read()->OutboxRows(false, seqs[1], 1));
+  ASSERT_EQ(after.rows.size(), 1U);
+  EXPECT_EQ(after.rows[0].sent_at_ms, 1200);
+  EXPECT_FALSE(after.rows[0].parked_at_ms);
+  EXPECT_EQ(after.rows[0].parked_reason, "");
+  const OutboxStats last = Take(Read()->OutboxStatsNow(1300));
+  EXPECT_EQ(last.sent, 2);
+  EXPECT_EQ(last.parked, 0);
 }
 
 // Effect intents: one per key, every field kept, seq in write order, revision 1 to begin with.

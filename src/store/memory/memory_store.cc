@@ -637,6 +637,8 @@ class MemoryTransaction final : public Transaction {
     row->sent_at_ms = at_ms;
     row->stream.assign(stream);
     row->stream_sequence = stream_sequence;
+    row->parked_at_ms.reset();  // parked while a relay had it in hand: it went out
+    row->parked_reason.clear();
     return Status::Ok();
   }
   Status RecordOutboxAttempt(int64_t seq, std::string_view error, int64_t at_ms) override {

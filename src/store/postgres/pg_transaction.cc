@@ -842,8 +842,8 @@ Result<Rows<OutboxRow>> PgTransaction::PendingOutbox(int64_t after_seq, int64_t 
 Status PgTransaction::MarkOutboxSent(int64_t seq, std::string_view stream,
                                      std::optional<int64_t> stream_sequence, int64_t at_ms) {
   static const std::string kSql =
-      "WITH marked AS (UPDATE outbox SET sent_at_ms=$4, stream=$2, stream_sequence=$3"
-      " WHERE seq=$1 AND sent_at_ms IS NULL RETURNING 1)"
+      "WITH marked AS (UPDATE outbox SET sent_at_ms=$4, stream=$2, stream_sequence=$3,"
+      " parked_at_ms=NULL, parked_reason='' WHERE seq=$1 AND sent_at_ms IS NULL RETURNING 1)"
       " SELECT 1 / (CASE WHEN EXISTS(SELECT 1 FROM outbox WHERE seq=$1) THEN 1 ELSE 0 END)";
   Db().Send(kSql, Params().Int(seq).Text(stream).OptInt(stream_sequence).Int(at_ms),
             Expect{.checked_on_server = true,

@@ -2068,8 +2068,8 @@ class SqliteEngine {
   Status MarkOutboxSent(int64_t seq, std::string_view stream,
                         std::optional<int64_t> stream_sequence, int64_t at_ms) {
     static const std::string kSql =
-        "UPDATE outbox SET sent_at_ms=?2, stream=?3, stream_sequence=?4 "
-        "WHERE seq=?1 AND sent_at_ms IS NULL";
+        "UPDATE outbox SET sent_at_ms=?2, stream=?3, stream_sequence=?4, parked_at_ms=NULL, "
+        "parked_reason='' WHERE seq=?1 AND sent_at_ms IS NULL";
     EVIDENT_RETURN_IF_ERROR(
         Prepared(kSql).Bind(seq).Bind(at_ms).Bind(stream).Bind(stream_sequence).Run());
     if (sqlite3_changes(db_) == 1) return Status::Ok();

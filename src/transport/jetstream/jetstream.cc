@@ -68,6 +68,19 @@ bool Transient(natsStatus s) {
          s == NATS_NOT_YET_CONNECTED;
 }
 
+// A pull the server broke off because it is going away (libnats 3.4 answers its "409 Server
+// Shutdown" or "409 Leadership Change" with NATS_ERR and the text), or any failed pull on a
+// connection that is no longer up: the connection reconnects, so it is waited out as a down
+// server is.
+bool PullInterrupted(natsConnection* nc, natsStatus s) {
+  if (s != NATS_ERR) return false;
+  const char* text = nats_GetLastError(nullptr);
+  const std::string_view said = text != nullptr ? text : "";
+  return said.find("Server Shutdown") != std::string_view::npos ||
+         said.find("Leadership Change") != std::string_view::npos ||
+         natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED;
+}
+
 // A connection and its JetStream context, destroyed in order.
 struct Conn {
   natsConnection* nc = nullptr;
@@ -431,7 +444,7 @@ class JetStreamSource final : public Source {
       natsMsgList list{};
       jsErrCode jerr = static_cast<jsErrCode>(0);
       natsStatus s = natsSubscription_Fetch(&list, sub_, FetchBatch(), chunk, &jerr);
-      if (s != NATS_TIMEOUT && Transient(s)) {
+      if (s != NATS_TIMEOUT && (Transient(s) || PullInterrupted(c_.nc, s))) {
         // The connection is down and reconnecting: wait out the chunk rather than spin.
         std::this_thread::sleep_for(std::chrono::milliseconds(chunk));
         s = NATS_TIMEOUT;
