@@ -501,8 +501,14 @@ class ConsumeLoop {
       if (one.ok()) continue;
       if (Transient(one)) {
         const Status cause = one;
-        one = RetryBusy(per_input, clock_, options_.cancel,
-                        [&] { return QuarantineInput(inputs_[i], cause); });
+        // Each attempt decides the input once more before it quarantines it: the writer it met
+        // (another process's batch on the same consumers) may be gone by now, and an event that
+        // process applied is then answered duplicate here rather than kept as exhausted.
+        one = RetryBusy(per_input, clock_, options_.cancel, [&] {
+          const Status decided = DecideInputs(i, i + 1);
+          if (decided.ok() || !Transient(decided)) return decided;
+          return QuarantineInput(inputs_[i], cause);
+        });
       }
       if (!one.ok()) return Settled(i, one);
     }

@@ -375,14 +375,15 @@ struct RetryRun {
 TEST(QuarantineRetries, AnInputThatCannotBeDecidedEndsAsRetriesExhausted) {
   RetryRun run("quarantine_retries");
   FaultStore& store = run.store;
-  // Commits 1-6 fail: the batch three times (attempts_max 3), then its first input three
-  // times; the quarantine of that input and the second input commit.
-  for (int nth = 1; nth <= 6; ++nth) {
+  // Commits 1-7 fail: the batch three times (attempts_max 3), then its first input three
+  // times, then once more right before its quarantine; the quarantine of that input and the
+  // second input commit.
+  for (int nth = 1; nth <= 7; ++nth) {
     store.Add({.call = StoreCall::kCommit, .nth = nth, .code = Code::kUnavailable});
   }
   const auto summary = run.Run();
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
-  EXPECT_EQ(store.calls(StoreCall::kCommit), 8);
+  EXPECT_EQ(store.calls(StoreCall::kCommit), 9);
   auto snapshot = run.Read();
   const std::vector<QuarantineRecord> records = snapshot->ListQuarantine({}).value().rows;
   ASSERT_EQ(records.size(), 1u);
@@ -396,6 +397,26 @@ TEST(QuarantineRetries, AnInputThatCannotBeDecidedEndsAsRetriesExhausted) {
   // e2 waits for version 1, which is in the quarantine: deferred, not lost.
   EXPECT_TRUE(snapshot->FindLedger("ledgerist", "shop", "e2").value().has_value());
   EXPECT_EQ(summary->counts.at("").at(static_cast<size_t>(Outcome::kRejected)), 1);
+}
+
+// The writer an input kept meeting is gone by the time its retries are spent: the try right
+// before the quarantine decides it, and nothing is kept as exhausted.
+TEST(QuarantineRetries, AnInputIsDecidedOnceMoreBeforeItIsKeptAsExhausted) {
+  RetryRun run("quarantine_last_try");
+  FaultStore& store = run.store;
+  // Commits 1-6 fail: the batch three times, then its first input three times; the try before
+  // the quarantine (commit 7) and the second input (commit 8) commit.
+  for (int nth = 1; nth <= 6; ++nth) {
+    store.Add({.call = StoreCall::kCommit, .nth = nth, .code = Code::kUnavailable});
+  }
+  const auto summary = run.Run();
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(store.calls(StoreCall::kCommit), 8);
+  auto snapshot = run.Read();
+  EXPECT_TRUE(snapshot->ListQuarantine({}).value().rows.empty());
+  EXPECT_TRUE(snapshot->FindLedger("ledgerist", "shop", "e1").value().has_value());
+  EXPECT_TRUE(snapshot->FindLedger("ledgerist", "shop", "e2").value().has_value());
+  EXPECT_EQ(summary->counts.count(""), 0U);  // no decision without a consumer
 }
 
 // Input by input, the first input commits and the second fails for good: the run fails, and the
