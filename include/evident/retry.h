@@ -32,6 +32,13 @@ struct RetryPolicy {
   std::vector<Code> retryable_codes = {Code::kUnavailable};
 };
 
+// `policy`, retrying a write conflict too (kAborted: a deadlock, a serialization failure, a
+// conflicting writer), for work that is rolled back whole and decided again.
+inline RetryPolicy RetryingConflicts(RetryPolicy policy) {
+  policy.retryable_codes.push_back(Code::kAborted);
+  return policy;
+}
+
 // The wait after failed attempt number `attempt` (1-based): backoff_initial_ms doubled
 // attempt - 1 times, capped at backoff_max_ms.
 int64_t RetryBackoffMs(const RetryPolicy& policy, int attempt);

@@ -493,8 +493,7 @@ class ConsumeLoop {
       error = DecideInputs(0, inputs_used_);
       if (error.ok() || !Transient(error)) return error;
     }
-    RetryPolicy per_input = policy;  // a write conflict is worth another attempt too
-    per_input.retryable_codes.push_back(Code::kAborted);
+    const RetryPolicy per_input = RetryingConflicts(policy);
     for (size_t i = 0; i < inputs_used_; ++i) {
       Status one =
           RetryBusy(per_input, clock_, options_.cancel, [&] { return DecideInputs(i, i + 1); });

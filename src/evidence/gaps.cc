@@ -133,8 +133,7 @@ Result<int64_t> ResolveGap(Store& store, std::string_view consumer, std::string_
   if (note.empty()) return Status::InvalidArgument("say how it was resolved (--note)");
   // A consumer's batch holds its lock (PostgreSQL) until it commits: a wait past the store's
   // lock timeout, or a conflict, is tried again with backoff before the resolve gives up.
-  RetryPolicy policy;
-  policy.retryable_codes.push_back(Code::kAborted);
+  const RetryPolicy policy = RetryingConflicts(RetryPolicy{});
   int64_t closed = 0;
   EVIDENT_RETURN_IF_ERROR(RetryBusy(policy, clock, nullptr, [&]() -> Status {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());

@@ -156,8 +156,7 @@ class Replay {
   // a consume run's batch is (busy_retry, kAborted added).
   Status BatchRetried(const std::vector<QuarantineRecord>& records) {
     const ReplaySummary before = summary_;
-    RetryPolicy policy = options_.busy_retry;
-    policy.retryable_codes.push_back(Code::kAborted);
+    const RetryPolicy policy = RetryingConflicts(options_.busy_retry);
     return RetryBusy(policy, clock_, options_.cancel, [&]() -> Status {
       summary_ = before;
       lines_.clear();  // written after each commit: none are left from before this batch

@@ -363,6 +363,12 @@ struct RetryRun {
     return Consume(*pipeline, store, *source, options);
   }
   std::unique_ptr<Snapshot> Read() { return OpenMemoryStore(database).value()->Read().value(); }
+  // Commits 1 through `last` fail as a busy store's would.
+  void FailCommits(int last) {
+    for (int nth = 1; nth <= last; ++nth) {
+      store.Add({.call = StoreCall::kCommit, .nth = nth, .code = Code::kUnavailable});
+    }
+  }
 
   fs::path dir;
   std::unique_ptr<Pipeline> pipeline;
@@ -378,9 +384,7 @@ TEST(QuarantineRetries, AnInputThatCannotBeDecidedEndsAsRetriesExhausted) {
   // Commits 1-7 fail: the batch three times (attempts_max 3), then its first input three
   // times, then once more right before its quarantine; the quarantine of that input and the
   // second input commit.
-  for (int nth = 1; nth <= 7; ++nth) {
-    store.Add({.call = StoreCall::kCommit, .nth = nth, .code = Code::kUnavailable});
-  }
+  run.FailCommits(7);
   const auto summary = run.Run();
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(store.calls(StoreCall::kCommit), 9);
@@ -406,9 +410,7 @@ TEST(QuarantineRetries, AnInputIsDecidedOnceMoreBeforeItIsKeptAsExhausted) {
   FaultStore& store = run.store;
   // Commits 1-6 fail: the batch three times, then its first input three times; the try before
   // the quarantine (commit 7) and the second input (commit 8) commit.
-  for (int nth = 1; nth <= 6; ++nth) {
-    store.Add({.call = StoreCall::kCommit, .nth = nth, .code = Code::kUnavailable});
-  }
+  run.FailCommits(6);
   const auto summary = run.Run();
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(store.calls(StoreCall::kCommit), 8);
@@ -424,9 +426,7 @@ TEST(QuarantineRetries, AnInputIsDecidedOnceMoreBeforeItIsKeptAsExhausted) {
 TEST(QuarantineRetries, APartlyRecoveredBatchKeepsWhatItCommitted) {
   RetryRun run("quarantine_partly");
   FaultStore& store = run.store;
-  for (int nth = 1; nth <= 3; ++nth) {
-    store.Add({.call = StoreCall::kCommit, .nth = nth, .code = Code::kUnavailable});
-  }
+  run.FailCommits(3);
   store.Add({.call = StoreCall::kCommit, .nth = 5, .code = Code::kIoError});
   const auto summary = run.Run();
   ASSERT_FALSE(summary.ok());
