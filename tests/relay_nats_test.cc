@@ -428,6 +428,8 @@ TEST_F(RelayNats, AConsumerWhoseServerIsGoneAtTheEndSaysItsAcknowledgementsAreUn
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << EndedBy(status) << "\n" << err;
   EXPECT_NE(err.find("not every acknowledgement reached the broker"), std::string::npos) << err;
   EXPECT_NE(err.find("did not confirm"), std::string::npos) << err;
+  // It ended because the server was gone as long as --until-idle, not because it was idle.
+  EXPECT_NE(err.find("was unreachable for the last"), std::string::npos) << err;
 
   StartServer(port);
   const ProcessResult again = RunProcess(consume_args("-", "2"));
@@ -435,6 +437,59 @@ TEST_F(RelayNats, AConsumerWhoseServerIsGoneAtTheEndSaysItsAcknowledgementsAreUn
   for (const std::string& line : Lines(again.out)) {
     EXPECT_NE(line.find("\"outcome\":\"duplicate\""), std::string::npos) << line;
   }
+}
+
+// --until-idle counts silence from a server that answers: a consumer quiet for 3 s and then
+// without its server for 4 s (killed -9, restarted), 7 s in all, is still running with
+// --until-idle 6, and decides what the relay publishes after the restart before it ends with
+// exit 0.
+TEST_F(RelayNats, AnIdleConsumerDoesNotEndWhileTheServerIsDown) {
+  Append(0, 20);
+  ASSERT_EQ(RunProcess(RelayArgs(true)).exit_code, 0);
+  const std::string outcomes = (fs::path(dir_) / "outcomes.ndjson").string();
+  const std::string err_path = (fs::path(dir_) / "consume.err").string();
+  const int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(err_fd, 0);
+  const pid_t pid = StartProcess(
+      {EVIDENT_BINARY, "consume", "--config", SourcePath("examples/orders/evident.yaml"), "--store",
+       "sqlite:" + (fs::path(dir_) / "consumer.db").string(), "--from", url_, "--stream", "ORDERS",
+       "--until-idle", "6", "--outcomes", outcomes},
+      {.err = err_fd});
+  close(err_fd);
+  ASSERT_GT(pid, 0);
+  const auto decided = [&] {  // the distinct events in the outcomes so far
+    std::ifstream in(outcomes);
+    std::set<std::string> keys;
+    for (std::string line; std::getline(in, line);) {
+      const size_t at = line.find("\"key\":\"");
+      if (at == std::string::npos) continue;
+      keys.insert(line.substr(at + 7, line.find('"', at + 7) - (at + 7)));
+    }
+    return keys.size();
+  };
+  for (int i = 0; i < 200 && decided() < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(decided(), 20u);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const std::string port = Port();
+  KillServer();
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // 7 s without a message in all
+  int status = 0;
+  const pid_t ended = waitpid(pid, &status, WNOHANG);
+  if (ended != 0) {
+    std::ifstream err_in(err_path);
+    FAIL() << "the consumer ended while the server was down (" << EndedBy(status)
+           << "): " << std::string((std::istreambuf_iterator<char>(err_in)), {});
+  }
+  StartServer(port);
+  Append(20, 20);
+  ASSERT_EQ(RunProcess(RelayArgs(true)).exit_code, 0);
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  std::ifstream err_in(err_path);
+  const std::string err((std::istreambuf_iterator<char>(err_in)), {});
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << EndedBy(status) << "\n" << err;
+  EXPECT_EQ(decided(), 40u) << err;
 }
 
 class RelayNatsPostgres : public RelayNats {

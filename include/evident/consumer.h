@@ -154,8 +154,12 @@ struct ConsumeOptions {
   const CancelToken* cancel = nullptr;
   // The time each decision is stamped with; null: the system clock.
   Clock* clock = nullptr;
-  // End the run, as at the end of the source, once nothing arrived for this long (ms); -1:
-  // never. A stream that never ends (JetStream, a pipe kept open) needs it to finish a run.
+  // End the run, as at the end of the source, once nothing arrived for this long (ms) from a
+  // source that could be reached; -1: never. A stream that never ends (JetStream, a pipe kept
+  // open) needs it to finish a run. Time the source's broker is unreachable
+  // (Source::unreachable) is not idle: a shorter outage is waited out and the idle time starts
+  // again once it is back; an outage as long as this ends the run too, with
+  // ConsumeSummary::unreachable_error set (the stream may hold messages the run never saw).
   int64_t until_idle_ms = -1;
   // At the end of the run, how long to wait for the source to confirm the acknowledgements
   // (Source::FlushAcknowledgements).
@@ -198,6 +202,10 @@ struct ConsumeSummary {
   // was down): every decision is committed, and the broker delivers those messages again (the
   // ledger answers them duplicate). Empty when all did.
   std::string acknowledgement_error;
+  // Set when the run ended because the source's broker was unreachable for until_idle_ms (not
+  // because it was idle): every decision is committed, but the stream may hold messages this run
+  // did not read. Empty otherwise.
+  std::string unreachable_error;
 };
 
 // Runs a source's events through the pipeline in batches: one store transaction per batch of at

@@ -82,6 +82,11 @@ class Source {
     return Status::Ok();
   }
 
+  // True while the source cannot reach what it reads from (a broker that is down, restarting or
+  // cut off), as its last attempt found: a run that ends when idle does not count such time as
+  // idle. Read by the deciding thread.
+  virtual bool unreachable() const { return false; }
+
   // Messages skipped at Start's position (NDJSON --resume: lines already decided).
   virtual int64_t skipped() const { return 0; }
 

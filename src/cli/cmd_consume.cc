@@ -282,8 +282,13 @@ int RunConsume(const ConsumeFlags& flags) {
                  "`evident gaps check` runs it again): "
               << summary->gap_check_error << "\n";
   }
-  const bool unacknowledged = !summary->acknowledgement_error.empty();
-  if (unacknowledged) {
+  if (!summary->unreachable_error.empty()) {
+    std::cerr << "evident consume: every decision above is committed, but the run ended because "
+              << summary->unreachable_error << "; run it again once the broker is back\n";
+  }
+  const bool unacknowledged =
+      !summary->acknowledgement_error.empty() || !summary->unreachable_error.empty();
+  if (!summary->acknowledgement_error.empty()) {
     std::cerr << "evident consume: every decision above is committed, but not every "
                  "acknowledgement reached the broker: "
               << summary->acknowledgement_error << "\n";
@@ -339,7 +344,9 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--member", flags->member,
                   "This process's name in the group (default: host-pid-random; unique per run)");
   cmd->add_option("--until-idle", flags->until_idle,
-                  "End the run (exit 0) once nothing arrived for this long: 10 (seconds), 500ms")
+                  "End the run (exit 0) once nothing arrived for this long: 10 (seconds), "
+                  "500ms; time a broker is unreachable does not count, and an outage as long "
+                  "ends the run with exit 3")
       ->check([](const std::string& v) {
         const Result<int64_t> ms = ParseDurationMs(v);
         return ms.ok() ? std::string() : ms.status().message();

@@ -32,9 +32,10 @@ using Runner = std::function<int()>;
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitNegative = 1;
 inline constexpr int kExitUsage = 2;
-// Everything was decided and committed, but the broker was not told of every decision (its
-// connection was down at the end): it delivers those messages again, and the ledger answers
-// them duplicate.
+// Everything was decided and committed, but the broker's side is not confirmed: it was not told
+// of every decision (its connection was down at the end; it delivers those messages again, and
+// the ledger answers them duplicate), or it was unreachable for as long as --until-idle (the
+// stream may hold messages the run did not read).
 inline constexpr int kExitUnacknowledged = 3;
 
 // Reads one line (without its newline) into `line`, keeping at most `bytes_max` + 1 of its bytes

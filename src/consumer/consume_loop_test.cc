@@ -2,6 +2,7 @@
 // busy-store retry, cancellation, and a commit that fails.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -258,6 +259,69 @@ TEST_F(ConsumeLoopTest, ASteadyTrickleCommitsOnceABatchIsBatchMsMaxOld) {
       EXPECT_EQ(summary->batches, 1);  // only the end of the source closed the batch
     }
   }
+}
+
+// A source that first has nothing (reachable, as a quiet broker), then is unreachable (as a
+// broker that is down), then hands out its messages; the phases end at fixed times.
+class OutageSource final : public Source {
+ public:
+  OutageSource(Source& inner, int quiet_ms, int down_ms)
+      : inner_(inner),
+        down_from_(std::chrono::steady_clock::now() + std::chrono::milliseconds(quiet_ms)),
+        back_(down_from_ + std::chrono::milliseconds(down_ms)) {}
+  const std::string& name() const override { return inner_.name(); }
+  Status Start(const std::optional<std::string>& p) override { return inner_.Start(p); }
+  Result<Fetched> Fetch(Message& out, int wait_ms) override {
+    const auto now = std::chrono::steady_clock::now();
+    down_.store(now >= down_from_ && now < back_);
+    if (now < back_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms < 0 ? 20 : wait_ms));
+      return Fetched::kWouldWait;
+    }
+    return inner_.Fetch(out, wait_ms);
+  }
+  bool unreachable() const override { return down_.load(); }
+  std::string EncodePosition(const Cursor& c) const override { return inner_.EncodePosition(c); }
+  Status Acknowledge(const Cursor& c) override { return inner_.Acknowledge(c); }
+  Status Reject(const Cursor& c, int64_t d) override { return inner_.Reject(c, d); }
+  void Stop() override { inner_.Stop(); }
+
+ private:
+  Source& inner_;
+  std::chrono::steady_clock::time_point down_from_, back_;
+  std::atomic<bool> down_{false};
+};
+
+// --until-idle counts silence from a source that can answer, not time its broker is down: quiet
+// for 700 ms, then down for 700 ms, is not idle for 1 s, and the messages that come after are
+// decided (without that, the run ended 1 s in with nothing decided, and exit 0).
+TEST_F(ConsumeLoopTest, TimeTheSourceIsUnreachableIsNotIdle) {
+  auto store = OpenMemoryStore(database_).value();
+  auto source = NewMemorySource("m", messages_);
+  OutageSource outage(*source, 700, 700);
+  const auto summary =
+      Consume(*pipeline_, *store, outage, {.clock = &clock_, .until_idle_ms = 1000});
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(Version(), 5) << "the run ended during the outage";
+  EXPECT_EQ(summary->unreachable_error, "");
+}
+
+// An outage as long as --until-idle ends the run, and the summary says why: the source may hold
+// messages the run never saw.
+TEST_F(ConsumeLoopTest, AnOutageAsLongAsTheIdleTimeEndsTheRunSayingSo) {
+  auto store = OpenMemoryStore(database_).value();
+  auto source = NewMemorySource("m", messages_);
+  OutageSource outage(*source, 0, 60'000);
+  const auto started = std::chrono::steady_clock::now();
+  const auto summary =
+      Consume(*pipeline_, *store, outage, {.clock = &clock_, .until_idle_ms = 500});
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(Version(), 0);
+  EXPECT_NE(summary->unreachable_error.find("was unreachable for the last"), std::string::npos)
+      << summary->unreachable_error;
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(took, std::chrono::milliseconds(500));
+  EXPECT_LT(took, std::chrono::seconds(30));
 }
 
 }  // namespace

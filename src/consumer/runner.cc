@@ -270,8 +270,8 @@ class ConsumeLoop {
           if (Status s = Commit(); !s.ok()) return Fail(s);
         }
         EVIDENT_RETURN_IF_ERROR(MaybeCheckGaps());
-        if (options_.until_idle_ms >= 0 && IdleMs() >= options_.until_idle_ms) {
-          source_.Stop();  // idle long enough: ends as the source's end would
+        if (options_.until_idle_ms >= 0 && IdleEnough()) {
+          source_.Stop();  // ends as the source's end would
           return Status::Ok();
         }
         continue;
@@ -361,6 +361,35 @@ class ConsumeLoop {
         .count();
   }
 
+  // What --until-idle counts: the silence since the last decided event, or since the source
+  // last found its broker unreachable (a down server is not an empty one), whichever is later.
+  int64_t UntilIdleMs() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now() - std::max(last_decided_, reachable_since_))
+        .count();
+  }
+
+  // While the input pauses, with --until-idle: true once the source was idle that long, or its
+  // broker unreachable that long without a break (then the summary says so).
+  bool IdleEnough() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!source_.unreachable()) {
+      unreachable_since_.reset();
+      return UntilIdleMs() >= options_.until_idle_ms;
+    }
+    reachable_since_ = now;
+    if (!unreachable_since_) unreachable_since_ = now;
+    const auto unreachable_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - *unreachable_since_).count();
+    if (unreachable_ms < options_.until_idle_ms) return false;
+    summary_.unreachable_error = "the source (" + source_.name() +
+                                 ") was unreachable for the last " +
+                                 std::to_string(unreachable_ms) +
+                                 " ms, as long as --until-idle: it may hold messages this run "
+                                 "did not read";
+    return true;
+  }
+
   // How long the open batch has been open (since its first event was taken).
   int64_t BatchAgeMs() const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
@@ -382,7 +411,7 @@ class ConsumeLoop {
       wait_ms = wait_ms < 0 ? kStopPollMs : std::min<int64_t>(wait_ms, kStopPollMs);
     }
     if (options_.until_idle_ms >= 0) {
-      const int64_t left_ms = std::max<int64_t>(0, options_.until_idle_ms - IdleMs());
+      const int64_t left_ms = std::max<int64_t>(0, options_.until_idle_ms - UntilIdleMs());
       wait_ms = wait_ms < 0 ? left_ms : std::min(wait_ms, left_ms);
     }
     return static_cast<int>(wait_ms);
@@ -654,6 +683,9 @@ class ConsumeLoop {
   Cursor decided_thru_;  // the source up to the last event decided: the position to store
   Cursor taken_thru_;    // .. up to the last event taken, decided or not: what a rollback rejects
   std::chrono::steady_clock::time_point last_decided_;
+  std::chrono::steady_clock::time_point reachable_since_;  // when the source last was not
+  // Since when the source has been unreachable without a break; nullopt while it is reachable.
+  std::optional<std::chrono::steady_clock::time_point> unreachable_since_;
   std::chrono::steady_clock::time_point batch_started_;  // when the open batch began
   size_t batch_events_ = 0;
   size_t committed_events_ = 0;  // the events of the batch whose commit ran last

@@ -446,8 +446,14 @@ class JetStreamSource final : public Source {
       natsStatus s = natsSubscription_Fetch(&list, sub_, FetchBatch(), chunk, &jerr);
       if (s != NATS_TIMEOUT && (Transient(s) || PullInterrupted(c_.nc, s))) {
         // The connection is down and reconnecting: wait out the chunk rather than spin.
+        unreachable_.store(true);
         std::this_thread::sleep_for(std::chrono::milliseconds(chunk));
         s = NATS_TIMEOUT;
+      } else if (s == NATS_TIMEOUT) {
+        // A pull sent while reconnecting times out like one that found nothing.
+        unreachable_.store(natsConnection_Status(c_.nc) != NATS_CONN_STATUS_CONNECTED);
+      } else if (s == NATS_OK) {
+        unreachable_.store(false);
       }
       if (s == NATS_TIMEOUT) {
         if (wait_ms > 0) {
@@ -570,6 +576,8 @@ class JetStreamSource final : public Source {
 
   void Stop() override { stopped_.store(true); }
 
+  bool unreachable() const override { return unreachable_.load(); }
+
   std::optional<int64_t> backlog() const override {
     const int64_t pending = backlog_.load();
     return pending < 0 ? std::nullopt : std::optional<int64_t>(pending);
@@ -631,6 +639,7 @@ class JetStreamSource final : public Source {
   int64_t handed_out_ = 0;
   std::atomic<bool> stopped_{false};
   std::atomic<int64_t> backlog_{-1};
+  std::atomic<bool> unreachable_{false};  // the last pull found the server unreachable
   bool positioned_ = false;
   int64_t inactive_ms_ = 0;
   uint64_t last_seq_ = 0;  // positioned: the highest stream sequence fetched (or decided before)
