@@ -226,5 +226,26 @@ TEST_F(OutboxCliTest, RelayExitCodes) {
   EXPECT_FALSE(fs::exists(dir_ / "absent.db"));
 }
 
+// A park whose confirmation cannot be written still happened: exit 2, and standard error says
+// that the row is parked (or pending again), so the exit status is not read as "nothing done".
+TEST_F(OutboxCliTest, AParkThatCannotSaySoOnStandardOutputSaysItOnStandardError) {
+  ASSERT_EQ(Append(Status("e1", 1, "paid") + "\n").exit_code, 0);
+  const auto to_full = [&](const std::string& args) {
+    return RunProcess({"/bin/sh", "-c",
+                       std::string(EVIDENT_BINARY) + " outbox " + args + " --store " + store_ +
+                           " --seq 1 > /dev/full"});
+  };
+  const ProcessResult parked = to_full("park --reason stuck");
+  EXPECT_EQ(parked.exit_code, 2);
+  EXPECT_NE(parked.err.find("outbox row 1 parked (committed)"), std::string::npos) << parked.err;
+  const ProcessResult stats =
+      RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
+  EXPECT_NE(stats.out.find(R"("parked":1)"), std::string::npos) << stats.out;
+  const ProcessResult unparked = to_full("unpark");
+  EXPECT_EQ(unparked.exit_code, 2);
+  EXPECT_NE(unparked.err.find("outbox row 1 is pending again (committed)"), std::string::npos)
+      << unparked.err;
+}
+
 }  // namespace
 }  // namespace evident::testing

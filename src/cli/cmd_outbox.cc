@@ -274,14 +274,20 @@ int RunPark(const ParkFlags& flags, bool park) {
   }
   if (Status committed = (*tx)->Commit(); !committed.ok()) return failed(committed, kExitUsage);
   const std::string seq = std::to_string(flags.seq);
+  const std::string done = "outbox row " + seq + (park ? " parked" : " is pending again");
   const std::string said =
-      park ? "outbox row " + seq +
-                 " parked: no relay round that begins from now on publishes it (a round already "
+      park ? done +
+                 ": no relay round that begins from now on publishes it (a round already "
                  "sending it marks it sent; `evident outbox list` shows which); `evident outbox "
                  "unpark --seq " +
                  seq + "` makes it pending again\n"
-           : "outbox row " + seq + " is pending again: the next relay round publishes it\n";
-  return WriteStdout(said) ? kExitOk : kExitUsage;
+           : done + ": the next relay round publishes it\n";
+  if (WriteStdout(said) && std::fflush(stdout) == 0) return kExitOk;
+  // The change is committed: say so where it can still be read, or the exit status alone would
+  // suggest that it did not happen.
+  std::cerr << command << ": " << done
+            << " (committed), but standard output could not be written\n";
+  return kExitUsage;
 }
 
 }  // namespace
