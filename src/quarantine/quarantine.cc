@@ -296,6 +296,28 @@ Status CheckActor(const std::string& by, const std::string& note) {
   return Status::Ok();
 }
 
+// The consumers (or reasons) of the first `records_max` records, read a page at a time: a
+// record keeps its input's bytes (up to an event's size limit), so reading them all at once
+// could hold gigabytes for a message.
+Result<std::set<std::string>> NamesOfRecords(Snapshot& snapshot, bool by_consumer,
+                                             int64_t records_max) {
+  constexpr int64_t kPageRowsMax = 100;
+  std::set<std::string> names;
+  QuarantineCursor after;
+  for (int64_t read = 0; read < records_max;) {
+    EVIDENT_ASSIGN_OR_RETURN(
+        const Rows<QuarantineRecord> page,
+        snapshot.ListQuarantine({}, after, std::min(kPageRowsMax, records_max - read)));
+    for (const QuarantineRecord& r : page.rows) {
+      names.insert(by_consumer ? (r.consumer.empty() ? "(no consumer)" : r.consumer) : r.reason);
+    }
+    if (page.rows.empty() || !page.truncated) break;
+    read += static_cast<int64_t>(page.rows.size());
+    after = {page.rows.back().first_seen_ms, page.rows.back().id};
+  }
+  return names;
+}
+
 // A --consumer or --reason that no record has, whatever its status, is most likely misspelt:
 // kNotFound naming the values the records do have (among the first kNamesScanMax), rather than a
 // replay of nothing that reads like success.
@@ -312,12 +334,8 @@ Status CheckFilterNamesRecords(Store& store, const ReplayOptions& options) {
     EVIDENT_ASSIGN_OR_RETURN(const Rows<QuarantineRecord> found,
                              snapshot->ListQuarantine(one, {}, 1));
     if (!found.rows.empty()) continue;
-    EVIDENT_ASSIGN_OR_RETURN(const Rows<QuarantineRecord> some,
-                             snapshot->ListQuarantine({}, {}, kNamesScanMax));
-    std::set<std::string> names;
-    for (const QuarantineRecord& r : some.rows) {
-      names.insert(by_consumer ? (r.consumer.empty() ? "(no consumer)" : r.consumer) : r.reason);
-    }
+    EVIDENT_ASSIGN_OR_RETURN(const std::set<std::string> names,
+                             NamesOfRecords(*snapshot, by_consumer, kNamesScanMax));
     const std::string known = Join(names);
     return Status::NotFound(std::string("no quarantine record has ") +
                             (by_consumer ? "consumer '" : "reason '") + *wanted + "' (" +

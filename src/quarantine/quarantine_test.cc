@@ -302,6 +302,23 @@ TEST_P(QuarantineTest, ReplayOfAnIdThatIsNoRecordReplaysNothing) {
   EXPECT_FALSE(ProjectionOf("order-1").has_value());
 }
 
+// The names a typo's message offers come from records read a page at a time (a record keeps its
+// input's bytes): a reason first seen after the first page is named too.
+TEST_P(QuarantineTest, TheNamesOfferedForATypoComeFromRecordsPastTheFirstPage) {
+  std::vector<std::string> events;
+  for (int i = 0; i < 130; ++i) events.push_back(Paid("e" + std::to_string(i), 1, 2));
+  Consume(events, 1000);
+  Consume({"{not json"}, 2000);  // seen last: on the second page
+  ASSERT_EQ(List().size(), 131u);
+  ReplayOptions options{.by = "ops", .note = "n"};
+  options.select.reason = "malformed-jsno";
+  const Status typo = ReplayQuarantine(*pipeline_, *store_, options).status();
+  EXPECT_EQ(typo.code(), Code::kNotFound);
+  EXPECT_NE(typo.message().find("reasons: malformed-json, unaccepted-schema-version;"),
+            std::string::npos)
+      << typo.ToString();
+}
+
 // A consumer or reason no record has (a typo) replays nothing and says which ones there are; one
 // whose records are all closed already is no mistake: nothing to replay, and OK.
 TEST_P(QuarantineTest, AConsumerOrReasonNoRecordHasIsNamedWithTheOnesThereAre) {
