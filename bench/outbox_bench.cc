@@ -77,7 +77,8 @@ std::vector<evident::OutboxRow> RowsOf(const std::vector<std::string>& events) {
     }
   }
   if (auto s = (*tx)->Commit(); !s.ok()) Die(s.ToString());
-  auto rows = (*store)->Read().value()->OutboxRows(false, 0, static_cast<int64_t>(events.size()));
+  auto rows = (*store)->Read().value()->OutboxRows(evident::OutboxSelect::kAll, 0,
+                                                   static_cast<int64_t>(events.size()));
   if (!rows.ok() || rows->rows.size() != events.size()) Die("rows not read back");
   return std::move(rows->rows);
 }

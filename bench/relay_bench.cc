@@ -84,7 +84,8 @@ std::unique_ptr<evident::Store> FillOutbox(const fs::path& path,
 std::vector<evident::OutgoingMessage> MessagesOf(evident::Store& store, size_t count) {
   auto snapshot = store.Read();
   if (!snapshot.ok()) Die(snapshot.status().ToString());
-  auto rows = (*snapshot)->OutboxRows(/*pending_only=*/true, 0, static_cast<int64_t>(count));
+  auto rows =
+      (*snapshot)->OutboxRows(evident::OutboxSelect::kPending, 0, static_cast<int64_t>(count));
   if (!rows.ok() || rows->rows.size() != count) Die("outbox rows not read back");
   std::vector<evident::OutgoingMessage> messages;
   messages.reserve(count);
@@ -226,7 +227,7 @@ void PrintBreakdown(const std::string& url, const std::string& stream, evident::
     {
       auto snapshot = store.Read();
       if (!snapshot.ok()) Die(snapshot.status().ToString());
-      auto pending = (*snapshot)->OutboxRows(/*pending_only=*/true, 0, batch);
+      auto pending = (*snapshot)->OutboxRows(evident::OutboxSelect::kPending, 0, batch);
       if (!pending.ok() || pending->rows.empty()) Die("breakdown: no pending rows");
       rows = std::move(pending->rows);
     }

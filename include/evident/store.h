@@ -252,6 +252,10 @@ struct BatchRows {
 // (nothing written; the transaction goes on).
 enum class Insert : uint8_t { kInserted, kAlreadyThere };
 
+// Which outbox rows a list holds: every row; the pending ones (neither sent nor parked: what a
+// relay publishes); the parked ones (set aside unsent by an operator).
+enum class OutboxSelect : uint8_t { kAll, kPending, kParked };
+
 // A bounded list: at most the `rows_max` asked for, and whether more rows exist.
 template <typename T>
 struct Rows {
@@ -532,8 +536,8 @@ class Snapshot {
   // Rows per table, for tests and summaries: ledger, projection, deferred, quarantine, journal,
   // effect, compensation.
   virtual Result<std::vector<std::pair<std::string, int64_t>>> Counts() = 0;
-  // Outbox rows with a seq above `after_seq`, by seq; only the unsent ones when `pending_only`.
-  virtual Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
+  // Outbox rows with a seq above `after_seq`, by seq: all, the pending ones or the parked ones.
+  virtual Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                              int64_t rows_max = kReadRowsMaxDefault) = 0;
   // Counts over the whole outbox; ages are measured at `now_ms`.
   virtual Result<OutboxStats> OutboxStatsNow(int64_t now_ms) = 0;

@@ -210,26 +210,12 @@ void RowText(const OutboxRow& r, std::string& out) {
   out += "\n";
 }
 
-// The rows to list: all or pending ones (the store selects them), or parked ones, found over
-// the whole outbox a page at a time.
+// The rows to list: all, the pending ones or the parked ones.
 Result<Rows<OutboxRow>> ListedRows(Snapshot& snapshot, const ReadFlags& flags) {
-  if (!flags.parked) return snapshot.OutboxRows(flags.pending, 0, flags.rows_max);
-  Rows<OutboxRow> parked;
-  constexpr int64_t kPageRowsMax = 10'000;
-  for (int64_t after_seq = 0;;) {
-    EVIDENT_ASSIGN_OR_RETURN(Rows<OutboxRow> page,
-                             snapshot.OutboxRows(false, after_seq, kPageRowsMax));
-    for (OutboxRow& row : page.rows) {
-      if (!row.parked_at_ms) continue;
-      if (static_cast<int64_t>(parked.rows.size()) == flags.rows_max) {
-        parked.truncated = true;
-        return parked;
-      }
-      parked.rows.push_back(std::move(row));
-    }
-    if (!page.truncated || page.rows.empty()) return parked;
-    after_seq = page.rows.back().seq;
-  }
+  const OutboxSelect select = flags.parked    ? OutboxSelect::kParked
+                              : flags.pending ? OutboxSelect::kPending
+                                              : OutboxSelect::kAll;
+  return snapshot.OutboxRows(select, 0, flags.rows_max);
 }
 
 int RunList(const ReadFlags& flags) {

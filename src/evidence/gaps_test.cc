@@ -79,7 +79,7 @@ class GapsTest : public ::testing::TestWithParam<std::string> {
   }
 
   std::vector<OutboxRow> Outbox() {
-    return store_->Read().value()->OutboxRows(false, 0).value().rows;
+    return store_->Read().value()->OutboxRows(OutboxSelect::kAll, 0).value().rows;
   }
   std::vector<GapRecord> Records(const std::string& subject = "order-1") {
     return store_->Read().value()->GapRecordsOf("follower", subject).value().rows;

@@ -42,7 +42,7 @@ class OutboxTest : public ::testing::Test {
     return decision.ok() ? *decision : OutboxDecision{};
   }
   std::vector<OutboxRow> Rows() {
-    return store_->Read().value()->OutboxRows(false, 0).value().rows;
+    return store_->Read().value()->OutboxRows(OutboxSelect::kAll, 0).value().rows;
   }
 
   std::unique_ptr<Outbox> outbox_;

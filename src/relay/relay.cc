@@ -250,7 +250,7 @@ class Relay {
 
   Result<Rows<OutboxRow>> ReadPending(int64_t after_seq) {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store_.Read());
-    return snapshot->OutboxRows(/*pending_only=*/true, after_seq, options_.batch_count_max);
+    return snapshot->OutboxRows(OutboxSelect::kPending, after_seq, options_.batch_count_max);
   }
 
   void BuildMessages(const std::vector<OutboxRow>& rows, std::vector<OutgoingMessage>& messages) {

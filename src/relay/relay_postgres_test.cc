@@ -181,7 +181,7 @@ TEST_F(RelayPostgresTest, ARelayStalledPastItsHoldLosesItsRowsToAnotherAndCannot
   EXPECT_EQ(received.ids.size(), 100U);  // each row twice: JetStream's ids would drop the copies
   auto snapshot = producer_->Read();
   ASSERT_TRUE(snapshot.ok());
-  Result<Rows<OutboxRow>> rows = (*snapshot)->OutboxRows(false, 0);
+  Result<Rows<OutboxRow>> rows = (*snapshot)->OutboxRows(OutboxSelect::kAll, 0);
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->rows.size(), 50U);
   for (const OutboxRow& row : rows->rows) EXPECT_EQ(row.stream, "B") << row.seq;

@@ -80,7 +80,7 @@ class RelayTest : public ::testing::Test {
   }
 
   std::vector<OutboxRow> AllRows() {
-    return store_->Read().value()->OutboxRows(false, 0, 1000).value().rows;
+    return store_->Read().value()->OutboxRows(OutboxSelect::kAll, 0, 1000).value().rows;
   }
 
   PublisherFactory Scripted() {

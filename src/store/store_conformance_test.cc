@@ -1137,7 +1137,7 @@ TEST_P(StoreConformance, OutboxAppendsAssignIncreasingSeqsAndKeepTheBytesExactly
     EXPECT_GT(c.seq, second);
   });
   Reopen();
-  const Rows<OutboxRow> rows = Take(Read()->OutboxRows(false, 0));
+  const Rows<OutboxRow> rows = Take(Read()->OutboxRows(OutboxSelect::kAll, 0));
   ASSERT_EQ(rows.rows.size(), 3u);
   const OutboxRow& row = rows.rows[0];
   EXPECT_EQ(row.seq, first);
@@ -1180,7 +1180,7 @@ TEST_P(StoreConformance, OutboxDuplicateAndConflictWriteNothing) {
     EXPECT_EQ(again.seq, fresh.seq);
     EXPECT_EQ(Take(tx.AppendOutbox(OutboxEvent("e9", "y"))).outcome, OutboxOutcome::kConflict);
   });
-  const Rows<OutboxRow> rows = Take(Read()->OutboxRows(false, 0));
+  const Rows<OutboxRow> rows = Take(Read()->OutboxRows(OutboxSelect::kAll, 0));
   ASSERT_EQ(rows.rows.size(), 3u);
   EXPECT_EQ(rows.rows[0].bytes, "{\"a\":1}");
   EXPECT_EQ(rows.rows[0].created_at_ms, 100);
@@ -1197,7 +1197,7 @@ TEST_P(StoreConformance, OutboxRollbackDropsAppendedRows) {
     auto tx = Begin();
     EXPECT_EQ(Take(tx->AppendOutbox(OutboxEvent("e2", "{}"))).outcome, OutboxOutcome::kAppended);
   }  // destroyed without Commit: a crash
-  EXPECT_TRUE(Take(Read()->OutboxRows(false, 0)).rows.empty());
+  EXPECT_TRUE(Take(Read()->OutboxRows(OutboxSelect::kAll, 0)).rows.empty());
   Write([&](Transaction& tx) {
     EXPECT_EQ(Take(tx.AppendOutbox(OutboxEvent("e1", "{\"b\":1}"))).outcome,
               OutboxOutcome::kAppended);
@@ -1224,11 +1224,11 @@ TEST_P(StoreConformance, OutboxPendingListsUnsentRowsInSeqOrderAfterASeqBounded)
     EXPECT_FALSE(rest.truncated);
   });
   auto snapshot = Read();
-  EXPECT_EQ(SeqsOf(Take(snapshot->OutboxRows(true, 0))),
+  EXPECT_EQ(SeqsOf(Take(snapshot->OutboxRows(OutboxSelect::kPending, 0))),
             (std::vector<int64_t>{seqs[0], seqs[2], seqs[3], seqs[4]}));
-  EXPECT_EQ(SeqsOf(Take(snapshot->OutboxRows(false, seqs[2]))),
+  EXPECT_EQ(SeqsOf(Take(snapshot->OutboxRows(OutboxSelect::kAll, seqs[2]))),
             (std::vector<int64_t>{seqs[3], seqs[4]}));
-  const Rows<OutboxRow> cut = Take(snapshot->OutboxRows(false, 0, 1));
+  const Rows<OutboxRow> cut = Take(snapshot->OutboxRows(OutboxSelect::kAll, 0, 1));
   EXPECT_EQ(SeqsOf(cut), (std::vector<int64_t>{seqs[0]}));
   EXPECT_TRUE(cut.truncated);
 }
@@ -1265,7 +1265,8 @@ TEST_P(StoreConformance, AClaimReturnsTheOldestPendingRowsOfItsPartitionsBySeq) 
   EXPECT_EQ(SeqsOf(cut), (std::vector<int64_t>{seqs[1], seqs[2]}));
   EXPECT_TRUE(cut.truncated);
   EXPECT_OK(tx->Rollback());
-  EXPECT_EQ(Take(Read()->OutboxRows(true, 0)).rows.size(), 7U);  // a claim changes no row
+  EXPECT_EQ(Take(Read()->OutboxRows(OutboxSelect::kPending, 0)).rows.size(),
+            7U);  // a claim changes no row
 }
 
 // A partition with a backlog does not take a shared store's whole claim: the claimed partitions
@@ -1339,10 +1340,10 @@ TEST_P(StoreConformance, RelaysSharingAStoreClaimDisjointPartitionsAndLoseAClaim
   EXPECT_EQ(lapsed.code(), Code::kUnavailable) << lapsed.ToString();
   for (const OutboxRow& row : taken.rows) EXPECT_OK(taker->MarkOutboxSent(row.seq, "B", 2, 950));
   EXPECT_OK(taker->Commit());
-  const Rows<OutboxRow> rows = Take(Read()->OutboxRows(false, 0));
+  const Rows<OutboxRow> rows = Take(Read()->OutboxRows(OutboxSelect::kAll, 0));
   EXPECT_EQ(rows.rows.size(), 9U);
   for (const OutboxRow& row : rows.rows) EXPECT_NE(row.stream, "STALLED") << row.seq;
-  EXPECT_TRUE(Take(Read()->OutboxRows(true, 0)).rows.empty());
+  EXPECT_TRUE(Take(Read()->OutboxRows(OutboxSelect::kPending, 0)).rows.empty());
 }
 
 // Consumer groups (group.h): a store that processes share keeps members and partition leases
@@ -1450,7 +1451,7 @@ TEST_P(StoreConformance, OutboxMarkSentAndAttemptsAreRecorded) {
     if (missing.ok()) missing = tx->Commit();
     EXPECT_EQ(missing.code(), Code::kNotFound) << missing.ToString();
   }
-  OutboxRow row = Take(Read()->OutboxRows(true, 0)).rows.at(0);
+  OutboxRow row = Take(Read()->OutboxRows(OutboxSelect::kPending, 0)).rows.at(0);
   EXPECT_EQ(row.attempts, 2);
   EXPECT_EQ(row.last_error, "no responders");
   EXPECT_EQ(row.last_attempt_at_ms, 160);
@@ -1459,8 +1460,8 @@ TEST_P(StoreConformance, OutboxMarkSentAndAttemptsAreRecorded) {
     EXPECT_OK(tx.MarkOutboxSent(seq, "OTHER", 99, 180));  // the first acknowledgement stays
   });
   auto snapshot = Read();
-  EXPECT_TRUE(Take(snapshot->OutboxRows(true, 0)).rows.empty());
-  row = Take(snapshot->OutboxRows(false, 0)).rows.at(0);
+  EXPECT_TRUE(Take(snapshot->OutboxRows(OutboxSelect::kPending, 0)).rows.empty());
+  row = Take(snapshot->OutboxRows(OutboxSelect::kAll, 0)).rows.at(0);
   EXPECT_EQ(row.sent_at_ms, 170);
   EXPECT_EQ(row.stream, "ORDERS");
   EXPECT_EQ(row.stream_sequence, 41);
@@ -1482,7 +1483,7 @@ TEST_P(StoreConformance, OutboxDeleteSentDeletesOnlySentRowsBeforeTheCutoffBound
     EXPECT_EQ(Take(tx.DeleteSentOutbox(35, 2)), 1);  // e2; e3 was sent at 40
     EXPECT_EQ(Take(tx.DeleteSentOutbox(35, 2)), 0);
   });
-  EXPECT_EQ(SeqsOf(Take(Read()->OutboxRows(false, 0))),
+  EXPECT_EQ(SeqsOf(Take(Read()->OutboxRows(OutboxSelect::kAll, 0))),
             (std::vector<int64_t>{seqs[3], seqs[4], seqs[5]}));
   // A deleted row's (source, id) may be appended again, with a new seq.
   Write([&](Transaction& tx) {
@@ -1543,8 +1544,8 @@ TEST_P(StoreConformance, AParkedOutboxRowIsSetAsideUntilUnparked) {
     EXPECT_OK(tx->Rollback());
   }
   auto snapshot = Read();
-  EXPECT_EQ(SeqsOf(Take(snapshot->OutboxRows(true, 0))), rest);
-  const Rows<OutboxRow> all = Take(snapshot->OutboxRows(false, 0));
+  EXPECT_EQ(SeqsOf(Take(snapshot->OutboxRows(OutboxSelect::kPending, 0))), rest);
+  const Rows<OutboxRow> all = Take(snapshot->OutboxRows(OutboxSelect::kAll, 0));
   ASSERT_EQ(all.rows.size(), seqs.size());
   const OutboxRow& parked = all.rows.front();
   EXPECT_EQ(parked.parked_at_ms, 600);
@@ -1553,6 +1554,10 @@ TEST_P(StoreConformance, AParkedOutboxRowIsSetAsideUntilUnparked) {
   EXPECT_EQ(parked.attempts, 1);
   EXPECT_FALSE(parked.sent_at_ms);
   EXPECT_FALSE(all.rows[1].parked_at_ms);
+  const Rows<OutboxRow> parked_only = Take(snapshot->OutboxRows(OutboxSelect::kParked, 0));
+  EXPECT_EQ(SeqsOf(parked_only), std::vector<int64_t>{seqs[0]});
+  EXPECT_EQ(parked_only.rows.at(0).parked_reason, "larger than max_payload; ticket 7");
+  EXPECT_TRUE(Take(snapshot->OutboxRows(OutboxSelect::kParked, seqs[0])).rows.empty());
   const OutboxStats stats = Take(snapshot->OutboxStatsNow(1000));
   EXPECT_EQ(stats.pending, 6);
   EXPECT_EQ(stats.sent, 1);
@@ -1561,18 +1566,19 @@ TEST_P(StoreConformance, AParkedOutboxRowIsSetAsideUntilUnparked) {
   snapshot.reset();
 
   Write([&](Transaction& tx) { EXPECT_OK(tx.UnparkOutbox(seqs[0])); });
-  const Rows<OutboxRow> pending = Take(Read()->OutboxRows(true, 0));
+  const Rows<OutboxRow> pending = Take(Read()->OutboxRows(OutboxSelect::kPending, 0));
   ASSERT_EQ(pending.rows.size(), 7U);
   EXPECT_EQ(pending.rows.front().seq, seqs[0]);
   EXPECT_FALSE(pending.rows.front().parked_at_ms);
   EXPECT_EQ(pending.rows.front().parked_reason, "");
   EXPECT_EQ(pending.rows.front().attempts, 1);
   EXPECT_EQ(Take(Read()->OutboxStatsNow(1000)).parked, 0);
+  EXPECT_TRUE(Take(Read()->OutboxRows(OutboxSelect::kParked, 0)).rows.empty());
 
   // Parked while a relay had it in hand: the relay's mark says the broker has it.
   Write([&](Transaction& tx) { EXPECT_OK(tx.ParkOutbox(seqs[2], "too late", 1100)); });
   Write([&](Transaction& tx) { EXPECT_OK(tx.MarkOutboxSent(seqs[2], "ORDERS", 9, 1200)); });
-  const Rows<OutboxRow> after = Take(Read()->OutboxRows(false, seqs[1], 1));
+  const Rows<OutboxRow> after = Take(Read()->OutboxRows(OutboxSelect::kAll, seqs[1], 1));
   ASSERT_EQ(after.rows.size(), 1U);
   EXPECT_EQ(after.rows[0].sent_at_ms, 1200);
   EXPECT_FALSE(after.rows[0].parked_at_ms);

@@ -356,10 +356,10 @@ class FaultSnapshot final : public Snapshot {
     EVIDENT_FAULT_ENTER(StoreCall::kCounts);
     return inner_->Counts();
   }
-  Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
+  Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override {
     EVIDENT_FAULT_ENTER(StoreCall::kOutboxRows);
-    return inner_->OutboxRows(pending_only, after_seq, rows_max);
+    return inner_->OutboxRows(select, after_seq, rows_max);
   }
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override {
     EVIDENT_FAULT_ENTER(StoreCall::kOutboxStatsNow);

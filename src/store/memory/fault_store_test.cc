@@ -200,7 +200,7 @@ Status Look(Snapshot& snapshot, StoreCall call) {
     case StoreCall::kCounts:
       return snapshot.Counts().status();
     case StoreCall::kOutboxRows:
-      return snapshot.OutboxRows(false, 0).status();
+      return snapshot.OutboxRows(OutboxSelect::kAll, 0).status();
     case StoreCall::kOutboxStatsNow:
       return snapshot.OutboxStatsNow(10).status();
     case StoreCall::kListQuarantine:

@@ -1099,12 +1099,14 @@ class MemorySnapshot final : public Snapshot {
     return it == positions.end() ? std::optional<std::string>()
                                  : std::optional<std::string>(it->second);
   }
-  Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
+  Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override {
     RowsCut<OutboxRow> cut(rows_max);
     const auto& rows = state_->outbox->rows;
     for (auto it = rows.upper_bound(after_seq); it != rows.end(); ++it) {
-      if (pending_only && (it->second.sent_at_ms || it->second.parked_at_ms)) continue;
+      const OutboxRow& row = it->second;
+      if (select == OutboxSelect::kPending && (row.sent_at_ms || row.parked_at_ms)) continue;
+      if (select == OutboxSelect::kParked && !row.parked_at_ms) continue;
       if (!cut.Add(it->second)) break;
     }
     return cut.Take();

@@ -189,18 +189,20 @@ Result<std::vector<std::pair<std::string, int64_t>>> PgSnapshot::Counts() {
   return out;
 }
 
-Result<Rows<OutboxRow>> PgSnapshot::OutboxRows(bool pending_only, int64_t after_seq,
+Result<Rows<OutboxRow>> PgSnapshot::OutboxRows(OutboxSelect select, int64_t after_seq,
                                                int64_t rows_max) {
-  static const std::string kAll =
-      std::string("SELECT ") + kOutboxColumns + " FROM outbox WHERE seq>$1 ORDER BY seq LIMIT $2";
-  static const std::string kPending =
-      std::string("SELECT ") + kOutboxColumns +
-      " FROM outbox WHERE sent_at_ms IS NULL AND parked_at_ms IS NULL"
-      " AND seq>$1"
-      " ORDER BY seq LIMIT $2";
-  EVIDENT_ASSIGN_OR_RETURN(
-      const Rowset rows,
-      Db().Query(pending_only ? kPending : kAll, Params().Int(after_seq).Int(LimitOf(rows_max))));
+  const auto build = [](const char* where) {
+    return std::string("SELECT ") + kOutboxColumns + " FROM outbox WHERE " + where +
+           "seq>$1 ORDER BY seq LIMIT $2";
+  };
+  static const std::string kAll = build("");
+  static const std::string kPending = build("sent_at_ms IS NULL AND parked_at_ms IS NULL AND ");
+  static const std::string kParked = build("parked_at_ms IS NOT NULL AND ");
+  const std::string& sql = select == OutboxSelect::kPending  ? kPending
+                           : select == OutboxSelect::kParked ? kParked
+                                                             : kAll;
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                           Db().Query(sql, Params().Int(after_seq).Int(LimitOf(rows_max))));
   return ReadRows(rows, rows_max, &ReadOutbox);
 }
 

@@ -180,7 +180,7 @@ class PgSnapshot final : public Snapshot {
                                           int64_t rows_max) override;
   Result<std::optional<std::string>> GetPosition(std::string_view source) override;
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override;
-  Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
+  Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override;
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override;
   Result<std::vector<GroupLease>> GroupLeases(std::string_view group) override;

@@ -2019,12 +2019,13 @@ class SqliteEngine {
     return *out;
   }
 
-  Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq, int64_t rows_max) {
+  Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq, int64_t rows_max) {
     if (layout_ < 3) return Rows<OutboxRow>{};  // a read-only open of an older layout
-    // Pending: neither sent nor parked (a read-only open of layout 3-6 has no parked rows, and
-    // a layout-3 one finds the bytes in the row).
-    const auto build = [](const char* columns, const char* from, const char* pending) {
-      return std::string("SELECT ") + columns + " FROM " + from + " WHERE " + pending +
+    // Pending: neither sent nor parked. A read-only open of layout 3-6 has no parked rows (and
+    // no column for them), and a layout-3 one finds the bytes in the row.
+    if (select == OutboxSelect::kParked && layout_ < 7) return Rows<OutboxRow>{};
+    const auto build = [](const char* columns, const char* from, const char* where) {
+      return std::string("SELECT ") + columns + " FROM " + from + " WHERE " + where +
              "seq > ?1 ORDER BY seq LIMIT ?2";
     };
     constexpr const char* kJoined = "outbox JOIN outbox_body USING(seq)";
@@ -2032,13 +2033,17 @@ class SqliteEngine {
     constexpr const char* kPending6 = "sent_at_ms IS NULL AND ";
     static const std::string kAll = build(kOutboxColumns, kJoined, "");
     static const std::string kPendingSql = build(kOutboxColumns, kJoined, kPending);
+    static const std::string kParkedSql =
+        build(kOutboxColumns, kJoined, "parked_at_ms IS NOT NULL AND ");
     static const std::string kAll6 = build(kOutboxColumns6, kJoined, "");
     static const std::string kPendingSql6 = build(kOutboxColumns6, kJoined, kPending6);
     static const std::string kAll3 = build(kOutboxColumns6, "outbox", "");
     static const std::string kPendingSql3 = build(kOutboxColumns6, "outbox", kPending6);
-    const std::string& sql = outbox_bytes_in_row_ ? (pending_only ? kPendingSql3 : kAll3)
-                             : layout_ < 7        ? (pending_only ? kPendingSql6 : kAll6)
-                                                  : (pending_only ? kPendingSql : kAll);
+    const bool pending = select == OutboxSelect::kPending;
+    const std::string& sql = outbox_bytes_in_row_              ? (pending ? kPendingSql3 : kAll3)
+                             : layout_ < 7                     ? (pending ? kPendingSql6 : kAll6)
+                             : select == OutboxSelect::kParked ? kParkedSql
+                                                               : (pending ? kPendingSql : kAll);
     return QueryBound<OutboxRow>(
         sql, [&](Statement& s) { s.Bind(after_seq); }, rows_max, ReadOutbox);
   }
@@ -2316,7 +2321,7 @@ class SqliteTransaction final : public Transaction {
     return Open()->AppendOutbox(row);
   }
   Result<Rows<OutboxRow>> PendingOutbox(int64_t after_seq, int64_t rows_max) override {
-    return Open()->OutboxRows(true, after_seq, rows_max);
+    return Open()->OutboxRows(OutboxSelect::kPending, after_seq, rows_max);
   }
   Status MarkOutboxSent(int64_t seq, std::string_view stream,
                         std::optional<int64_t> stream_sequence, int64_t at_ms) override {
@@ -2422,9 +2427,9 @@ class SqliteSnapshot final : public Snapshot {
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
     return engine_.Counts();
   }
-  Result<Rows<OutboxRow>> OutboxRows(bool pending_only, int64_t after_seq,
+  Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override {
-    return engine_.OutboxRows(pending_only, after_seq, rows_max);
+    return engine_.OutboxRows(select, after_seq, rows_max);
   }
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override {
     return engine_.OutboxStatsNow(now_ms);

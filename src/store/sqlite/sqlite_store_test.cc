@@ -70,7 +70,7 @@ TEST_F(SqliteStore, ALayout2StoreMigratesToTheCurrentLayout) {
     auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
     ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
     auto snapshot = (*read_only)->Read().value();
-    EXPECT_TRUE(snapshot->OutboxRows(false, 0).value().rows.empty());
+    EXPECT_TRUE(snapshot->OutboxRows(OutboxSelect::kAll, 0).value().rows.empty());
     EXPECT_EQ(snapshot->OutboxStatsNow(10).value().pending, 0);
   }
   EXPECT_EQ(QueryInt("SELECT count(*) FROM sqlite_master WHERE name='outbox'"), 0);
@@ -81,7 +81,8 @@ TEST_F(SqliteStore, ALayout2StoreMigratesToTheCurrentLayout) {
   EXPECT_EQ(QueryInt("SELECT count(*) FROM evident_schema WHERE version=4"), 1);
   auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
   ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
-  EXPECT_EQ((*read_only)->Read().value()->OutboxRows(false, 0).value().rows.size(), 2u);
+  EXPECT_EQ((*read_only)->Read().value()->OutboxRows(OutboxSelect::kAll, 0).value().rows.size(),
+            2u);
 }
 
 // Layout 5 (receipts without what they wrote) reads as it is, read-only, and gains the two
@@ -252,7 +253,7 @@ TEST_F(SqliteStore, ALayout3OutboxMovesItsBytesOutOfTheRow) {
     auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
     ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
     const std::vector<OutboxRow> rows =
-        (*read_only)->Read().value()->OutboxRows(false, 0).value().rows;
+        (*read_only)->Read().value()->OutboxRows(OutboxSelect::kAll, 0).value().rows;
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_EQ(rows[0].bytes, R"({"a":1})");
   }
@@ -263,7 +264,7 @@ TEST_F(SqliteStore, ALayout3OutboxMovesItsBytesOutOfTheRow) {
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   {
     const std::vector<OutboxRow> rows =
-        (*opened)->Read().value()->OutboxRows(false, 0).value().rows;
+        (*opened)->Read().value()->OutboxRows(OutboxSelect::kAll, 0).value().rows;
     ASSERT_EQ(rows.size(), 3u);
     EXPECT_EQ(rows[0].bytes, R"({"a":1})");
     EXPECT_EQ(rows[0].sent_at_ms, 6);
@@ -301,7 +302,7 @@ TEST_F(SqliteStore, ALayout1StoreMigratesThrough2ToTheCurrentLayout) {
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   auto snapshot = (*opened)->Read().value();
   EXPECT_EQ(snapshot->GetPosition("in.ndjson").value(), "lines=7 bytes=700 hash=00000000000000ff");
-  EXPECT_EQ(snapshot->OutboxRows(false, 0).value().rows.size(), 1u);
+  EXPECT_EQ(snapshot->OutboxRows(OutboxSelect::kAll, 0).value().rows.size(), 1u);
 }
 
 TEST_F(SqliteStore, ANewerLayoutIsRefused) {
