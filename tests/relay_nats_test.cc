@@ -439,6 +439,55 @@ TEST_F(RelayNats, AConsumerWhoseServerIsGoneAtTheEndSaysItsAcknowledgementsAreUn
   }
 }
 
+// The end of an idle run is the server's word, not silence alone: with --until-idle 0 every
+// message in the stream is decided (the run used to end at its first pause, with the messages
+// of its first pull held from every consumer until their ack wait ended), and a frozen server
+// (SIGSTOP: its connection looks up, it answers nothing) ends the run with exit 3 saying it
+// could not be reached, never exit 0.
+TEST_F(RelayNats, AnIdleRunEndsOnTheServersWordNotOnSilence) {
+  Append(0, 500);
+  ASSERT_EQ(RunProcess(RelayArgs(true)).exit_code, 0);
+  const auto consume = [&](const std::string& durable, const std::string& idle) {
+    return std::vector<std::string>{
+        EVIDENT_BINARY, "consume",
+        "--config",     SourcePath("examples/orders/evident.yaml"),
+        "--store",      "sqlite:" + (fs::path(dir_) / (durable + ".db")).string(),
+        "--from",       url_,
+        "--stream",     "ORDERS",
+        "--durable",    durable,
+        "--until-idle", idle};
+  };
+  std::vector<std::string> zero = consume("zero", "0");
+  zero.insert(zero.end(), {"--outcomes", "-"});
+  const ProcessResult at_once = RunProcess(zero);
+  EXPECT_EQ(at_once.exit_code, 0) << at_once.err;
+  EXPECT_EQ(Lines(at_once.out).size(), 500u) << at_once.err;
+
+  const std::string err_path = (fs::path(dir_) / "frozen.err").string();
+  const int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(err_fd, 0);
+  const int null_fd = open("/dev/null", O_WRONLY);
+  const pid_t pid = StartProcess(consume("frozen", "2"), {.out = null_fd, .err = err_fd});
+  close(err_fd);
+  close(null_fd);
+  ASSERT_GT(pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // all 500 decided by then
+  std::ifstream pid_in(fs::path(NatsDir()) / "pid");
+  pid_t server = 0;
+  pid_in >> server;
+  ASSERT_GT(server, 0);
+  ASSERT_EQ(kill(server, SIGSTOP), 0);
+  int status = 0;
+  const pid_t ended = waitpid(pid, &status, 0);
+  kill(server, SIGCONT);
+  ASSERT_EQ(ended, pid);
+  std::ifstream err_in(err_path);
+  const std::string err((std::istreambuf_iterator<char>(err_in)), {});
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << EndedBy(status) << "\n" << err;
+  EXPECT_NE(err.find("was unreachable for the last"), std::string::npos) << err;
+  EXPECT_NE(err.find("a round trip to the server"), std::string::npos) << err;
+}
+
 // --until-idle counts silence from a server that answers: a consumer quiet for 5 s and then
 // without its server for 3 s plus the restart (killed -9, or stopped gracefully: a pull the
 // server breaks off as it shuts down), 8 s and more in all, is still running with --until-idle

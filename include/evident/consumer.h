@@ -160,6 +160,9 @@ struct ConsumeOptions {
   // (Source::unreachable) is not idle: a shorter outage is waited out and the idle time starts
   // again once it is back; an outage as long as this ends the run too, with
   // ConsumeSummary::unreachable_error set (the stream may hold messages the run never saw).
+  // Before it ends when idle, the run asks the source whether anything is left for it
+  // (Source::ConfirmIdle): a source that says so keeps it going, one that cannot answer counts
+  // as unreachable.
   int64_t until_idle_ms = -1;
   // At the end of the run, how long to wait for the source to confirm the acknowledgements
   // (Source::FlushAcknowledgements).

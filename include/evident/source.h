@@ -87,6 +87,15 @@ class Source {
   // idle. Read by the deciding thread.
   virtual bool unreachable() const { return false; }
 
+  // Asked when a run that ends when idle has had nothing for that long, before it ends: whether
+  // the source itself says nothing is left for this run. A broker's answer (JetStream: its
+  // consumer has no message waiting for delivery or for an acknowledgement, the
+  // acknowledgements sent so far having reached it) covers what silence cannot: a server frozen
+  // or restarted empty, messages held back until their ack wait ends, acknowledgements lost in
+  // a restart. false: wait on; an error: the source could not be asked (counted as
+  // unreachable). Called by the deciding thread while the reading thread may be in Fetch.
+  virtual Result<bool> ConfirmIdle() { return true; }
+
   // Messages skipped at Start's position (NDJSON --resume: lines already decided).
   virtual int64_t skipped() const { return 0; }
 

@@ -324,5 +324,68 @@ TEST_F(ConsumeLoopTest, AnOutageAsLongAsTheIdleTimeEndsTheRunSayingSo) {
   EXPECT_LT(took, std::chrono::seconds(30));
 }
 
+// A source that has nothing for `quiet_ms` and then hands out its messages, and answers
+// ConfirmIdle with `confirm` (as a broker asked whether anything is left).
+class AskedSource final : public Source {
+ public:
+  AskedSource(Source& inner, int quiet_ms, std::function<Result<bool>()> confirm)
+      : inner_(inner),
+        back_(std::chrono::steady_clock::now() + std::chrono::milliseconds(quiet_ms)),
+        confirm_(std::move(confirm)) {}
+  const std::string& name() const override { return inner_.name(); }
+  Status Start(const std::optional<std::string>& p) override { return inner_.Start(p); }
+  Result<Fetched> Fetch(Message& out, int wait_ms) override {
+    if (std::chrono::steady_clock::now() < back_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms < 0 ? 20 : wait_ms));
+      return Fetched::kWouldWait;
+    }
+    return inner_.Fetch(out, wait_ms);
+  }
+  Result<bool> ConfirmIdle() override {
+    ++asked;
+    return confirm_();
+  }
+  std::string EncodePosition(const Cursor& c) const override { return inner_.EncodePosition(c); }
+  Status Acknowledge(const Cursor& c) override { return inner_.Acknowledge(c); }
+  Status Reject(const Cursor& c, int64_t d) override { return inner_.Reject(c, d); }
+  void Stop() override { inner_.Stop(); }
+  std::atomic<int> asked{0};
+
+ private:
+  Source& inner_;
+  std::chrono::steady_clock::time_point back_;
+  std::function<Result<bool>()> confirm_;
+};
+
+// Silence is not enough: a source that says messages are still waiting for this run (a broker
+// holding them back until an ack wait ends) keeps the run going, and they are decided.
+TEST_F(ConsumeLoopTest, AnIdleRunEndsOnlyWhenTheSourceSaysNothingIsLeft) {
+  auto store = OpenMemoryStore(database_).value();
+  auto source = NewMemorySource("m", messages_);
+  const auto back = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+  AskedSource asked(*source, 1000,
+                    [&]() -> Result<bool> { return std::chrono::steady_clock::now() >= back; });
+  const auto summary = Consume(*pipeline_, *store, asked, {.clock = &clock_, .until_idle_ms = 200});
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(Version(), 5) << "the run ended while the source held messages";
+  EXPECT_GE(asked.asked.load(), 2);  // asked at each idle end, told to wait
+  EXPECT_EQ(summary->unreachable_error, "");
+}
+
+// A source that cannot be asked (a server that does not answer a ping) is unreachable: as long
+// as --until-idle ends the run, and the summary says why.
+TEST_F(ConsumeLoopTest, ASourceThatCannotBeAskedIsUnreachable) {
+  auto store = OpenMemoryStore(database_).value();
+  auto source = NewMemorySource("m", messages_);
+  AskedSource asked(*source, 60'000, []() -> Result<bool> {
+    return Status::Unavailable("no answer to a ping within 2000 ms");
+  });
+  const auto summary = Consume(*pipeline_, *store, asked, {.clock = &clock_, .until_idle_ms = 300});
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(Version(), 0);
+  EXPECT_NE(summary->unreachable_error.find("no answer to a ping"), std::string::npos)
+      << summary->unreachable_error;
+}
+
 }  // namespace
 }  // namespace evident

@@ -299,6 +299,7 @@ class ConsumeLoop {
       }
       decided_thru_ = item->cursor;
       last_decided_ = std::chrono::steady_clock::now();
+      unreachable_since_.reset();  // an event came: the source is reachable
       ++summary_.events;
       if (!failed_.ok() || ++batch_events_ >= static_cast<size_t>(config.batch_count_max) ||
           BatchAgeMs() >= config.batch_ms_max) {
@@ -369,25 +370,48 @@ class ConsumeLoop {
         .count();
   }
 
-  // While the input pauses, with --until-idle: true once the source was idle that long, or its
-  // broker unreachable that long without a break (then the summary says so).
+  // While the input pauses, with --until-idle: true once the source was idle that long and
+  // says so itself (Source::ConfirmIdle), or once its broker was unreachable that long without
+  // a break (then the summary says so). An outage ends with a fetch that reaches the broker
+  // again, a decided event or the source's answer.
   bool IdleEnough() {
     const auto now = std::chrono::steady_clock::now();
-    if (!source_.unreachable()) {
-      unreachable_since_.reset();
-      return UntilIdleMs() >= options_.until_idle_ms;
+    const bool flagged = source_.unreachable();
+    if (flagged) {
+      MarkUnreachable(now, "");
+    } else if (flagged_unreachable_) {
+      unreachable_since_.reset();  // back
     }
-    reachable_since_ = now;
-    if (!unreachable_since_) unreachable_since_ = now;
-    const auto unreachable_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - *unreachable_since_).count();
+    flagged_unreachable_ = flagged;
+    if (!flagged && UntilIdleMs() >= options_.until_idle_ms) {
+      const Result<bool> confirmed = source_.ConfirmIdle();
+      if (!confirmed.ok()) {
+        MarkUnreachable(now, confirmed.status().ToString());
+      } else if (*confirmed) {
+        return true;
+      } else {
+        unreachable_since_.reset();
+        reachable_since_ = std::chrono::steady_clock::now();  // messages wait: idle time anew
+      }
+    }
+    if (!unreachable_since_) return false;
+    const auto unreachable_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - *unreachable_since_)
+                                    .count();
     if (unreachable_ms < options_.until_idle_ms) return false;
-    summary_.unreachable_error = "the source (" + source_.name() +
-                                 ") was unreachable for the last " +
-                                 std::to_string(unreachable_ms) +
-                                 " ms, as long as --until-idle: it may hold messages this run "
-                                 "did not read";
+    summary_.unreachable_error =
+        "the source (" + source_.name() + ") was unreachable for the last " +
+        std::to_string(unreachable_ms) +
+        " ms, as long as --until-idle: it may hold messages this run did not read" +
+        (unreachable_why_.empty() ? std::string() : " (" + unreachable_why_ + ")");
     return true;
+  }
+
+  // The source could not be reached at `at` (`why`, when known): the idle time starts anew.
+  void MarkUnreachable(std::chrono::steady_clock::time_point at, const std::string& why) {
+    reachable_since_ = std::chrono::steady_clock::now();
+    if (!unreachable_since_) unreachable_since_ = at;
+    if (!why.empty()) unreachable_why_ = why;
   }
 
   // How long the open batch has been open (since its first event was taken).
@@ -686,6 +710,8 @@ class ConsumeLoop {
   std::chrono::steady_clock::time_point reachable_since_;  // when the source last was not
   // Since when the source has been unreachable without a break; nullopt while it is reachable.
   std::optional<std::chrono::steady_clock::time_point> unreachable_since_;
+  bool flagged_unreachable_ = false;  // Source::unreachable, when IdleEnough last looked
+  std::string unreachable_why_;       // the last failed ConfirmIdle's account
   std::chrono::steady_clock::time_point batch_started_;  // when the open batch began
   size_t batch_events_ = 0;
   size_t committed_events_ = 0;  // the events of the batch whose commit ran last

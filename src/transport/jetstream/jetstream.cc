@@ -538,6 +538,9 @@ class JetStreamSource final : public Source {
   Status FlushAcknowledgements(int64_t timeout_ms) override {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     EVIDENT_RETURN_IF_ERROR(AckUnsent());
+    // Fetched but never handed out (the run ended first; the reading thread is gone): given
+    // back at once, rather than held from every consumer until their ack wait ends.
+    for (const Held& h : buffered_) (void)natsMsg_Nak(h.msg, nullptr);
     // A partition's position is the store's: an ack that went astray only brings a redelivery
     // that this source drops, and its ephemeral consumer goes with the member.
     if (positioned_) return Status::Ok();
@@ -578,6 +581,28 @@ class JetStreamSource final : public Source {
 
   bool unreachable() const override { return unreachable_.load(); }
 
+  Result<bool> ConfirmIdle() override {
+    if (positioned_) return true;  // a partition's position is the store's
+    {
+      std::lock_guard<std::mutex> lock(pending_mutex_);
+      EVIDENT_RETURN_IF_ERROR(AckUnsent());
+      if (!unsent_.empty()) {
+        return Status::Unavailable(name_ + ": acknowledgements wait for the connection");
+      }
+    }
+    // The acks sent so far reach the server before the question (it reads a connection in
+    // order), and a server that does not answer a ping is not idle but unreachable.
+    natsStatus s = natsConnection_FlushTimeout(c_.nc, kConfirmWaitMs);
+    if (s != NATS_OK) return NatsError("a round trip to the server of " + name_, s);
+    jsConsumerInfo* info = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    s = js_GetConsumerInfo(&info, c_.js, o_.stream.c_str(), durable_.c_str(), nullptr, &jerr);
+    if (s != NATS_OK) return NatsError("consumer " + name_, s, jerr);
+    const bool idle = info->NumPending == 0 && info->NumAckPending == 0;
+    jsConsumerInfo_Destroy(info);
+    return idle;
+  }
+
   std::optional<int64_t> backlog() const override {
     const int64_t pending = backlog_.load();
     return pending < 0 ? std::nullopt : std::optional<int64_t>(pending);
@@ -594,6 +619,8 @@ class JetStreamSource final : public Source {
   // At most this many messages wait for an ack to be sent again; beyond, the oldest is let go
   // (counted: the server redelivers it anyway).
   static constexpr size_t kUnsentAcksMax = 4096;
+  // How long ConfirmIdle waits for the server's answer to a ping.
+  static constexpr int kConfirmWaitMs = 2000;
 
   // Acks `h`, or keeps it in unsent_ when the connection cannot carry the ack now.
   Status AckOrKeep(Held h) {
