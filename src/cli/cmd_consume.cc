@@ -289,8 +289,8 @@ int RunConsume(const ConsumeFlags& flags) {
   const bool unacknowledged =
       !summary->acknowledgement_error.empty() || !summary->unreachable_error.empty();
   if (!summary->acknowledgement_error.empty()) {
-    std::cerr << "evident consume: every decision above is committed, but not every "
-                 "acknowledgement reached the broker: "
+    std::cerr << "evident consume: every decision above is committed, but the broker did not "
+                 "confirm every acknowledgement: "
               << summary->acknowledgement_error << "\n";
   }
   if (summary->stopped) {

@@ -555,8 +555,8 @@ class JetStreamSource final : public Source {
               " ms (" + natsStatus_GetText(s) + ")";
     }
     return Status::Unavailable(name_ + ": " + what +
-                               "; their messages come again after ack_wait, and the ledger "
-                               "answers them duplicate");
+                               "; the messages of any that did not reach it come again after "
+                               "ack_wait, and the ledger answers them duplicate");
   }
 
   Status Reject(const Cursor& cursor, int64_t delay_ms) override {
