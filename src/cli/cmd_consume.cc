@@ -282,17 +282,21 @@ int RunConsume(const ConsumeFlags& flags) {
                  "`evident gaps check` runs it again): "
               << summary->gap_check_error << "\n";
   }
+  // Ended because the source could not be reached: its acknowledgements could not be
+  // confirmed either, which the one message says.
   if (!summary->unreachable_error.empty()) {
     std::cerr << "evident consume: every decision above is committed, but the run ended because "
-              << summary->unreachable_error << "; run it again once the broker is back\n";
-  }
-  const bool unacknowledged =
-      !summary->acknowledgement_error.empty() || !summary->unreachable_error.empty();
-  if (!summary->acknowledgement_error.empty()) {
+              << summary->unreachable_error
+              << "; nor could it confirm the acknowledgements (the messages of any that did not "
+                 "reach the broker come again, answered duplicate); run it again once the "
+                 "source answers\n";
+  } else if (!summary->acknowledgement_error.empty()) {
     std::cerr << "evident consume: every decision above is committed, but the broker did not "
                  "confirm every acknowledgement: "
               << summary->acknowledgement_error << "\n";
   }
+  const bool unacknowledged =
+      !summary->acknowledgement_error.empty() || !summary->unreachable_error.empty();
   if (summary->stopped) {
     const int signo = LastStopSignal() != 0 ? LastStopSignal() : SIGTERM;
     std::cerr << "evident consume: stopped by " << (signo == SIGINT ? "SIGINT" : "SIGTERM")

@@ -317,7 +317,8 @@ TEST_F(ConsumeLoopTest, AnOutageAsLongAsTheIdleTimeEndsTheRunSayingSo) {
       Consume(*pipeline_, *store, outage, {.clock = &clock_, .until_idle_ms = 500});
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(Version(), 0);
-  EXPECT_NE(summary->unreachable_error.find("was unreachable for the last"), std::string::npos)
+  EXPECT_NE(summary->unreachable_error.find("has not been reachable for at least"),
+            std::string::npos)
       << summary->unreachable_error;
   const auto took = std::chrono::steady_clock::now() - started;
   EXPECT_GE(took, std::chrono::milliseconds(500));

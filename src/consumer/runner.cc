@@ -243,7 +243,9 @@ class ConsumeLoop {
     if (Status s = Commit(); !s.ok()) return Fail(s);
     last_gap_check_ms_.reset();  // once more at the end, whatever the interval
     EVIDENT_RETURN_IF_ERROR(MaybeCheckGaps());
-    const Status flushed = source_.FlushAcknowledgements(options_.acknowledgement_wait_ms);
+    // A source that ended the run by being unreachable is not waited for once more.
+    const Status flushed = source_.FlushAcknowledgements(
+        summary_.unreachable_error.empty() ? options_.acknowledgement_wait_ms : 0);
     if (!flushed.ok()) summary_.acknowledgement_error = flushed.ToString();
     summary_.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -400,7 +402,7 @@ class ConsumeLoop {
                                     .count();
     if (unreachable_ms < options_.until_idle_ms) return false;
     summary_.unreachable_error =
-        "the source (" + source_.name() + ") was unreachable for the last " +
+        "the source (" + source_.name() + ") has not been reachable for at least " +
         std::to_string(unreachable_ms) +
         " ms, as long as --until-idle: it may hold messages this run did not read" +
         (unreachable_why_.empty() ? std::string() : " (" + unreachable_why_ + ")");
