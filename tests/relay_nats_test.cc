@@ -85,10 +85,15 @@ class RelayNats : public ::testing::Test {
     ASSERT_EQ(url_.rfind("nats://", 0), 0u) << url_;
   }
   std::string Port() const { return url_.substr(url_.rfind(':') + 1); }
-  void KillServer() {
+  // The running server's process id (0 when the pid file cannot be read).
+  pid_t ServerPid() const {
     std::ifstream in(fs::path(NatsDir()) / "pid");
     pid_t pid = 0;
     in >> pid;
+    return pid;
+  }
+  void KillServer() {
+    const pid_t pid = ServerPid();
     ASSERT_GT(pid, 0);
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     int rc = 0;
@@ -473,9 +478,7 @@ TEST_F(RelayNats, AnIdleRunEndsOnTheServersWordNotOnSilence) {
   close(null_fd);
   ASSERT_GT(pid, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // all 500 decided by then
-  std::ifstream pid_in(fs::path(NatsDir()) / "pid");
-  pid_t server = 0;
-  pid_in >> server;
+  const pid_t server = ServerPid();
   ASSERT_GT(server, 0);
   ASSERT_EQ(kill(server, SIGSTOP), 0);
   int status = 0;
