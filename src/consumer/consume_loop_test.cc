@@ -293,14 +293,15 @@ class OutageSource final : public Source {
 };
 
 // --until-idle counts silence from a source that can answer, not time its broker is down: quiet
-// for 700 ms, then down for 700 ms, is not idle for 1 s, and the messages that come after are
-// decided (without that, the run ended 1 s in with nothing decided, and exit 0).
+// for 800 ms, then down for 1400 ms, is not idle for 2 s, and the messages that come after are
+// decided (without that, the run ended 2 s in with nothing decided, and exit 0). Each phase is
+// at least 600 ms short of 2 s, so a stalled machine does not make either one idle enough.
 TEST_F(ConsumeLoopTest, TimeTheSourceIsUnreachableIsNotIdle) {
   auto store = OpenMemoryStore(database_).value();
   auto source = NewMemorySource("m", messages_);
-  OutageSource outage(*source, 700, 700);
+  OutageSource outage(*source, 800, 1400);
   const auto summary =
-      Consume(*pipeline_, *store, outage, {.clock = &clock_, .until_idle_ms = 1000});
+      Consume(*pipeline_, *store, outage, {.clock = &clock_, .until_idle_ms = 2000});
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(Version(), 5) << "the run ended during the outage";
   EXPECT_EQ(summary->unreachable_error, "");
@@ -326,10 +327,11 @@ TEST_F(ConsumeLoopTest, AnOutageAsLongAsTheIdleTimeEndsTheRunSayingSo) {
 }
 
 // A source that has nothing for `quiet_ms` and then hands out its messages, and answers
-// ConfirmIdle with `confirm` (as a broker asked whether anything is left).
+// ConfirmIdle with `confirm`, given how many messages it has handed out so far (as a broker
+// asked whether anything is left).
 class AskedSource final : public Source {
  public:
-  AskedSource(Source& inner, int quiet_ms, std::function<Result<bool>()> confirm)
+  AskedSource(Source& inner, int quiet_ms, std::function<Result<bool>(int handed)> confirm)
       : inner_(inner),
         back_(std::chrono::steady_clock::now() + std::chrono::milliseconds(quiet_ms)),
         confirm_(std::move(confirm)) {}
@@ -340,11 +342,13 @@ class AskedSource final : public Source {
       std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms < 0 ? 20 : wait_ms));
       return Fetched::kWouldWait;
     }
-    return inner_.Fetch(out, wait_ms);
+    auto fetched = inner_.Fetch(out, wait_ms);
+    if (fetched.ok() && *fetched == Fetched::kMessage) ++handed_;
+    return fetched;
   }
   Result<bool> ConfirmIdle() override {
     ++asked;
-    return confirm_();
+    return confirm_(handed_);
   }
   std::string EncodePosition(const Cursor& c) const override { return inner_.EncodePosition(c); }
   Status Acknowledge(const Cursor& c) override { return inner_.Acknowledge(c); }
@@ -355,17 +359,17 @@ class AskedSource final : public Source {
  private:
   Source& inner_;
   std::chrono::steady_clock::time_point back_;
-  std::function<Result<bool>()> confirm_;
+  std::function<Result<bool>(int handed)> confirm_;
+  int handed_ = 0;
 };
 
 // Silence is not enough: a source that says messages are still waiting for this run (a broker
-// holding them back until an ack wait ends) keeps the run going, and they are decided.
+// holding them back until an ack wait ends) keeps the run going, and they are decided. The
+// source says nothing is left only once it has handed out all five, as a broker would.
 TEST_F(ConsumeLoopTest, AnIdleRunEndsOnlyWhenTheSourceSaysNothingIsLeft) {
   auto store = OpenMemoryStore(database_).value();
   auto source = NewMemorySource("m", messages_);
-  const auto back = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
-  AskedSource asked(*source, 1000,
-                    [&]() -> Result<bool> { return std::chrono::steady_clock::now() >= back; });
+  AskedSource asked(*source, 1000, [](int handed) -> Result<bool> { return handed == 5; });
   const auto summary = Consume(*pipeline_, *store, asked, {.clock = &clock_, .until_idle_ms = 200});
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(Version(), 5) << "the run ended while the source held messages";
@@ -378,7 +382,7 @@ TEST_F(ConsumeLoopTest, AnIdleRunEndsOnlyWhenTheSourceSaysNothingIsLeft) {
 TEST_F(ConsumeLoopTest, ASourceThatCannotBeAskedIsUnreachable) {
   auto store = OpenMemoryStore(database_).value();
   auto source = NewMemorySource("m", messages_);
-  AskedSource asked(*source, 60'000, []() -> Result<bool> {
+  AskedSource asked(*source, 60'000, [](int /*handed*/) -> Result<bool> {
     return Status::Unavailable("no answer to a ping within 2000 ms");
   });
   const auto summary = Consume(*pipeline_, *store, asked, {.clock = &clock_, .until_idle_ms = 300});
