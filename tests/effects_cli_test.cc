@@ -172,14 +172,15 @@ class EffectsCliTest : public ::testing::Test {
 // Every answer path on a target that honours the key: 200 done; 409 failed; 500, a timeout
 // (the target performed it), a reset and 429 unknown, then retried with the same key until done.
 TEST_F(EffectsCliTest, EveryOutcomePathOnAnIdempotentTarget) {
-  Start({"--dedupe", "--slow-ms", "1500", "--answer", "order-1:=200", "--answer", "order-2:=409",
+  // A 3 s timeout, so that only the slow answer (5 s) runs out of it on a loaded machine.
+  Start({"--dedupe", "--slow-ms", "5000", "--answer", "order-1:=200", "--answer", "order-2:=409",
          "--answer", "order-3:=500,200", "--answer", "order-4:=slow,200", "--answer",
          "order-5:=reset,200", "--answer", "order-6:=429,201"},
-        /*idempotent=*/true, /*attempts_max=*/3);
+        /*idempotent=*/true, /*attempts_max=*/3, /*timeout_ms=*/3000);
   std::string input;
   for (int i = 1; i <= 6; ++i) input += Paid("order-" + std::to_string(i));
   ASSERT_EQ(Consume(input).exit_code, 0);
-  const ProcessResult run = RunEffects("1.5");
+  const ProcessResult run = RunEffects("3");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("10 attempt(s): 5 done, 1 failed, 4 unknown"), std::string::npos)
       << run.out;
@@ -319,8 +320,9 @@ TEST_F(EffectsCliTest, KillNineDuringACallLeavesTheIntentUnknownWithItsKey) {
     Intent intent = Intents()["reserve:order-1:v1"];
     EXPECT_EQ(intent.state, "unknown");
     EXPECT_EQ(intent.attempts, 1);
-    // The lease is the timeout (3 s) plus the margin (0.2 s); the run waits that long idle.
-    ASSERT_EQ(RunEffects("4").exit_code, 0);
+    // The lease is the timeout (3 s) plus the margin (0.2 s); the run waits that long idle
+    // (8 s: the lease runs out well before the run would end).
+    ASSERT_EQ(RunEffects("8").exit_code, 0);
     const std::map<std::string, Intent> intents = Intents();
     ASSERT_EQ(intents.size(), 1u);  // one intent, one key, whatever happened
     intent = intents.begin()->second;

@@ -273,14 +273,18 @@ class OutageSource final : public Source {
   Status Start(const std::optional<std::string>& p) override { return inner_.Start(p); }
   Result<Fetched> Fetch(Message& out, int wait_ms) override {
     const auto now = std::chrono::steady_clock::now();
-    down_.store(now >= down_from_ && now < back_);
     if (now < back_) {
       std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms < 0 ? 20 : wait_ms));
       return Fetched::kWouldWait;
     }
     return inner_.Fetch(out, wait_ms);
   }
-  bool unreachable() const override { return down_.load(); }
+  // Asked of the clock when asked (not of the last fetch), so that a reader stalled in the
+  // quiet phase does not see a down source as up.
+  bool unreachable() const override {
+    const auto now = std::chrono::steady_clock::now();
+    return now >= down_from_ && now < back_;
+  }
   std::string EncodePosition(const Cursor& c) const override { return inner_.EncodePosition(c); }
   Status Acknowledge(const Cursor& c) override { return inner_.Acknowledge(c); }
   Status Reject(const Cursor& c, int64_t d) override { return inner_.Reject(c, d); }
@@ -289,7 +293,6 @@ class OutageSource final : public Source {
  private:
   Source& inner_;
   std::chrono::steady_clock::time_point down_from_, back_;
-  std::atomic<bool> down_{false};
 };
 
 // --until-idle counts silence from a source that can answer, not time its broker is down: quiet

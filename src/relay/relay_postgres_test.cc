@@ -6,11 +6,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "evident/relay.h"
@@ -30,13 +33,13 @@ struct Received {
   std::map<std::string, std::vector<int64_t>> by_partition;  // event numbers per "pN"
 };
 
-// Accepts every batch whole, records it, and can stall once before answering.
+// Accepts every batch whole, records it, and can run a hook once before answering (a stall).
 class RecordingPublisher final : public Publisher {
  public:
-  RecordingPublisher(Received* received, milliseconds stall_first)
-      : received_(received), stall_(stall_first) {}
+  RecordingPublisher(Received* received, std::function<void()> before_first)
+      : received_(received), before_first_(std::move(before_first)) {}
   Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {
-    if (stall_.count() > 0) std::this_thread::sleep_for(std::exchange(stall_, milliseconds(0)));
+    if (before_first_) std::exchange(before_first_, nullptr)();
     const std::lock_guard<std::mutex> lock(received_->mutex);
     acks_.clear();
     for (const OutgoingMessage& m : batch) {
@@ -54,7 +57,7 @@ class RecordingPublisher final : public Publisher {
 
  private:
   Received* received_;
-  milliseconds stall_;
+  std::function<void()> before_first_;
   std::vector<PublishAck> acks_;
 };
 
@@ -101,12 +104,12 @@ class RelayPostgresTest : public ::testing::Test {
 
   // Runs a relay on a store of its own until `cancel`, returning its summary.
   Result<RelaySummary> RunOne(const std::string& name, RelayOptions options, Received* received,
-                              milliseconds stall_first = milliseconds(0)) {
+                              std::function<void()> stall_first = nullptr) {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenPostgresStore(uri_));
     options.destination_name = name;
     const PublisherFactory open = [&]() -> Result<std::unique_ptr<Publisher>> {
-      auto publisher = std::make_unique<RecordingPublisher>(received, stall_first);
-      stall_first = milliseconds(0);  // a publisher opened again does not stall
+      auto publisher =
+          std::make_unique<RecordingPublisher>(received, std::exchange(stall_first, nullptr));
       return std::unique_ptr<Publisher>(std::move(publisher));
     };
     return RunRelay(*store, open, options);
@@ -155,13 +158,27 @@ TEST_F(RelayPostgresTest, ThreeRelaysPublishAndMarkEveryRowOnceInOrderPerPartiti
   EXPECT_GE(relays_that_sent, 2);  // claims of disjoint partitions let relays work side by side
 }
 
+// A holds the claim and stalls in Publish until B has taken the rows over (the stall is told
+// when it begins and ended when B is done: no sleep stands in for either).
 TEST_F(RelayPostgresTest, ARelayStalledPastItsHoldLosesItsRowsToAnotherAndCannotMarkThem) {
   Append(50, 1);
   Received received;
   RelayOptions stalled{.claim_hold_ms = 300, .once = true};
   Result<RelaySummary> a = Status::Internal("not run");
-  std::thread first([&] { a = RunOne("A", stalled, &received, milliseconds(1500)); });
-  std::this_thread::sleep_for(milliseconds(100));  // A holds the claim and stalls in Publish
+  std::promise<void> stalling, b_done;
+  std::shared_future<void> b_finished = b_done.get_future().share();
+  std::future<void> a_stalls = stalling.get_future();
+  std::thread first([&] {
+    a = RunOne("A", stalled, &received, [&] {
+      stalling.set_value();
+      (void)b_finished.wait_for(std::chrono::seconds(30));
+    });
+  });
+  if (a_stalls.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    b_done.set_value();
+    first.join();
+    FAIL() << "relay A never published: " << (a.ok() ? "" : a.status().ToString());
+  }
   RelayOptions other{.once = true};
   Result<RelaySummary> b = Status::Internal("not run");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -171,6 +188,7 @@ TEST_F(RelayPostgresTest, ARelayStalledPastItsHoldLosesItsRowsToAnotherAndCannot
     if (!b.ok() || b->sent > 0) break;
     std::this_thread::sleep_for(milliseconds(50));
   }
+  b_done.set_value();
   first.join();
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
