@@ -42,7 +42,10 @@ class Publisher {
 
   // Sends `batch` in order. Returns how many messages, from the first, the destination has
   // durably accepted; fewer than the batch (with an error for the first refused one only when
-  // nothing was accepted) means the rest must be offered again.
+  // nothing was accepted) means the rest must be offered again. kInvalidArgument says the
+  // destination refuses that first message for what it is (too large for it; a newline in a
+  // line of a file) and will refuse it again as long as it is configured as now; any other
+  // error may pass (a destination that is down, slow or full).
   virtual Result<size_t> Publish(std::span<const OutgoingMessage> batch) = 0;
 
   // The acks of the accepted prefix of the last Publish, in order, when the destination gives

@@ -15,7 +15,11 @@
 // (RelayMessageId) lets JetStream drop the copy inside its duplicate window, and a consumer's
 // ledger recognises it after that. Rows go out in seq order; a row the destination keeps
 // refusing holds back the rows behind it (its attempts and last error show in `outbox stats`
-// and `outbox list`): order is kept, nothing is skipped.
+// and `outbox list`): order is kept, nothing is skipped. With park_refused_after_attempts, a
+// row the destination refuses for what it is (too large for it, say: Publisher's
+// kInvalidArgument), not for being down, is parked once its attempts reach that number, in the
+// transaction that counts the last one: kept whole with the relay's reason, out of the way of
+// the rows behind it, until an operator unparks it (Transaction::ParkOutbox).
 //
 // Subjects: a message goes to "<partition token>.<type tokens>" under the publisher's prefix,
 // e.g. evident.p3.order.cancelled (RelayDestination). A consumer that owns partition 3 filters
@@ -92,6 +96,10 @@ struct RelayOptions {
   // once_failures_max failed rounds in a row, returning the last error.
   bool once = false;
   int once_failures_max = 8;
+  // A row the destination refuses for what it is (Publisher: kInvalidArgument) is parked when
+  // the attempt that refusal counts brings its attempts (failed ones of any kind, this run's and
+  // earlier runs') to this number. 0: never; such a row holds back the rows behind it.
+  int64_t park_refused_after_attempts = 0;
   // Set to end a run cleanly: the round in hand finishes (its marks commit), then RunRelay
   // returns with `stopped`.
   const CancelToken* cancel = nullptr;
@@ -106,6 +114,7 @@ struct RelaySummary {
   int64_t duplicates = 0;  // of them, ones the destination already held (JetStream's duplicate)
   int64_t failed_rounds = 0;
   int64_t deleted = 0;  // sent rows deleted by retention
+  int64_t parked = 0;   // rows parked by park_refused_after_attempts
   double seconds = 0;
   bool stopped = false;    // ended by the cancel token
   std::string last_error;  // of the last failed round; empty when none failed

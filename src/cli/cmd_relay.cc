@@ -37,6 +37,7 @@ struct RelayFlags {
   int once_failures_max = 8;
   int64_t claim_partitions_max = 8;
   int64_t claim_hold_ms = 30'000;
+  int64_t park_refused_after = 0;           // 0: never
   std::vector<std::string> jetstream_only;  // such options given on the command line
 };
 
@@ -88,10 +89,11 @@ Result<Destination> ChooseDestinationChecked(const RelayFlags& flags) {
 void PrintSummary(const RelaySummary& s, const std::string& destination) {
   std::fprintf(stderr,
                "evident relay: %lld sent to %s (%lld the destination already held) in %.2f s; "
-               "%lld failed rounds; %lld sent rows deleted\n",
+               "%lld failed rounds; %lld parked; %lld sent rows deleted\n",
                static_cast<long long>(s.sent), destination.c_str(),
                static_cast<long long>(s.duplicates), s.seconds,
-               static_cast<long long>(s.failed_rounds), static_cast<long long>(s.deleted));
+               static_cast<long long>(s.failed_rounds), static_cast<long long>(s.parked),
+               static_cast<long long>(s.deleted));
   if (!s.last_error.empty()) std::fprintf(stderr, "  last error: %s\n", s.last_error.c_str());
 }
 
@@ -119,6 +121,7 @@ int RunRelayCommand(const RelayFlags& flags) {
                        .keep_sent_ms = *keep_sent_ms,
                        .once = flags.once,
                        .once_failures_max = flags.once_failures_max,
+                       .park_refused_after_attempts = flags.park_refused_after,
                        .cancel = &stop,
                        .log = stderr};
   if (flags.partitions > 0) options.partition_count = flags.partitions;
@@ -189,6 +192,13 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--once-failures-max", flags->once_failures_max,
                   "Failed rounds in a row after which --once gives up")
       ->check(IntegerFrom(1, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--park-refused-after", flags->park_refused_after,
+                  "Park a row the destination refuses for what it is (larger than JetStream's "
+                  "max_payload or the stream's max_msg_size; a newline for a file) once it has "
+                  "this many failed attempts, so the rows behind it go out (0: never; such a row "
+                  "holds them back)")
+      ->check(IntegerFrom(0, 1'000'000))
       ->capture_default_str();
   cmd->callback([cmd, flags, &run] {
     for (const char* name : {"--stream", "--subject-prefix", "--duplicate-window",

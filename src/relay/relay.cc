@@ -5,6 +5,7 @@
 #include <cassert>
 #include <chrono>
 #include <future>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -194,7 +195,12 @@ class Relay {
       error = "not acknowledged (the destination accepted " + std::to_string(accepted) + " of " +
               std::to_string(rows.size()) + ")";
     }
-    const Status marked = Mark(rows, accepted, error, acks, std::move(claim));
+    // The destination refuses the first row for what it is (Publisher: kInvalidArgument), and
+    // will again: a row past its attempts is parked, so that the rows behind it go out.
+    const bool refused_for_what_it_is =
+        !published.ok() && published.status().code() == Code::kInvalidArgument;
+    const Status marked =
+        Mark(rows, accepted, error, refused_for_what_it_is, acks, std::move(claim));
     if (!marked.ok()) {
       // The batch in flight (if any) is published but the rows before it are unmarked: finish
       // it without marking; the next round reads from the oldest pending row again.
@@ -269,9 +275,10 @@ class Relay {
   }
 
   // In one transaction (`tx`, or one begun here): the accepted prefix marked sent, an attempt
-  // counted on the rest.
+  // counted on the rest, and the first row parked when it was `refused` for what it is and has
+  // reached its attempts.
   Status Mark(const std::vector<OutboxRow>& rows, size_t accepted, const std::string& error,
-              const std::vector<PublishAck>& acks, std::unique_ptr<Transaction> tx) {
+              bool refused, const std::vector<PublishAck>& acks, std::unique_ptr<Transaction> tx) {
     if (tx == nullptr) {
       EVIDENT_ASSIGN_OR_RETURN(tx, store_.Begin());
     }
@@ -290,10 +297,45 @@ class Relay {
         EVIDENT_RETURN_IF_ERROR(tx->RecordOutboxAttempt(rows[i].seq, error, now_ms));
       }
     }
+    std::optional<int64_t> parked;
+    if (refused) {
+      assert(accepted == 0);  // Publisher: an error only when nothing was accepted
+      EVIDENT_ASSIGN_OR_RETURN(parked, ParkIfDue(*tx, rows.front(), error, now_ms));
+    }
     EVIDENT_RETURN_IF_ERROR(tx->Commit());
     summary_.sent += static_cast<int64_t>(accepted);
     summary_.duplicates += duplicates;
+    if (parked.has_value()) NoteParked(*parked, rows.front().attempts + 1, error);
     return Status::Ok();
+  }
+
+  // Parks `row`, refused for what it is with `error`, when the attempt just counted brings it
+  // to park_refused_after_attempts; returns its seq when it did. A row the operator parked
+  // meanwhile stays as they parked it.
+  Result<std::optional<int64_t>> ParkIfDue(Transaction& tx, const OutboxRow& row,
+                                           const std::string& error, int64_t now_ms) {
+    const int64_t attempts = row.attempts + 1;
+    if (options_.park_refused_after_attempts == 0 ||
+        attempts < options_.park_refused_after_attempts) {
+      return std::optional<int64_t>();
+    }
+    const std::string reason = "parked by the relay: the destination refused it for what it is, " +
+                               std::to_string(attempts) + " attempts; last: " + error;
+    const Status parked = tx.ParkOutbox(row.seq, reason, now_ms);
+    if (parked.code() == Code::kFailedPrecondition) return std::optional<int64_t>();
+    EVIDENT_RETURN_IF_ERROR(parked);
+    return std::optional<int64_t>(row.seq);
+  }
+
+  void NoteParked(int64_t seq, int64_t attempts, const std::string& error) {
+    ++summary_.parked;
+    if (options_.log == nullptr) return;
+    std::fprintf(options_.log,
+                 "evident relay: parked outbox row %lld after %lld attempts: the destination "
+                 "refuses it for what it is (%s); the rows behind it go out. `evident outbox "
+                 "list --parked` shows it, `evident outbox unpark` offers it again\n",
+                 static_cast<long long>(seq), static_cast<long long>(attempts), error.c_str());
+    std::fflush(options_.log);  // a log line: nothing to do if it cannot be written
   }
 
   Result<Round> Failed(std::string error) {
@@ -356,12 +398,13 @@ Result<RelaySummary> RunRelay(Store& store, const PublisherFactory& open_publish
       options.backoff_initial_ms < 1 || options.backoff_max_ms < options.backoff_initial_ms ||
       options.keep_sent_ms < 0 || options.once_failures_max < 1 ||
       options.claim_partitions_max < 1 || options.claim_hold_ms < 1 || options.notify_wait_ms < 0 ||
+      options.park_refused_after_attempts < 0 ||
       (options.partition_count.has_value() && *options.partition_count < 1)) {
     return Status::InvalidArgument(
         "relay options out of range: batch_count_max, delete_count_max, backoff_initial_ms, "
         "once_failures_max, claim_partitions_max and claim_hold_ms must be >= 1, "
-        "partition_count >= 1, backoff_max_ms >= backoff_initial_ms, poll_ms, notify_wait_ms "
-        "and keep_sent_ms >= 0");
+        "partition_count >= 1, backoff_max_ms >= backoff_initial_ms, poll_ms, notify_wait_ms, "
+        "keep_sent_ms and park_refused_after_attempts >= 0");
   }
   return Relay(store, open_publisher, options).Run();
 }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <string>
@@ -76,6 +78,21 @@ class RelayTest : public ::testing::Test {
                     .created_at_ms = clock_.NowMs()};
       ASSERT_TRUE(tx->AppendOutbox(row).ok());
     }
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+
+  // A row whose event is written over several lines (a newline-delimited file refuses it).
+  void AppendPrettyRow(const std::string& id) {
+    auto tx = store_->Begin().value();
+    const int k = appended_;
+    OutboxRow row{.source = "svc",
+                  .event_id = id,
+                  .type = "com.example.order.cancelled",
+                  .subject = "order-" + std::to_string(k % 3),
+                  .partition = k % 3,
+                  .bytes = "{\n\"id\": \"" + id + "\"\n}",
+                  .created_at_ms = clock_.NowMs()};
+    ASSERT_TRUE(tx->AppendOutbox(row).ok());
     ASSERT_TRUE(tx->Commit().ok());
   }
 
@@ -365,6 +382,84 @@ TEST_F(RelayTest, AFailedFileSyncIsRetriedOnAFreshPublisher) {
   EXPECT_EQ(summary->failed_rounds, 1);
   EXPECT_EQ(summary->sent, 2);
   for (const OutboxRow& row : AllRows()) EXPECT_EQ(row.attempts, 1);
+}
+
+// A row the destination refuses for what it is (a newline in a line of a file) is parked once
+// its attempts reach park_refused_after_attempts, and the rows behind it go out; it is kept
+// whole, with the relay's reason and the destination's words.
+TEST_F(RelayTest, ARowRefusedForWhatItIsIsParkedAtItsAttemptsAndTheRowsBehindItGoOut) {
+  const std::unique_ptr<Env> env = NewMemoryEnv();
+  AppendRows(1);
+  AppendPrettyRow("bad");
+  AppendRows(3);
+  options_.destination_name = "file:/out.ndjson";
+  options_.park_refused_after_attempts = 3;
+  char* log_bytes = nullptr;
+  size_t log_size = 0;
+  options_.log = open_memstream(&log_bytes, &log_size);
+  ASSERT_NE(options_.log, nullptr);
+  PublisherFactory open = [&]() { return OpenNdjsonPublisher(*env, "/out.ndjson"); };
+  const Result<RelaySummary> summary = RunRelay(*store_, open, options_);
+  ASSERT_EQ(std::fclose(options_.log), 0);
+  const std::string log(log_bytes, log_size);
+  std::free(log_bytes);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->sent, 4);
+  EXPECT_EQ(summary->parked, 1);
+  EXPECT_EQ(ReadWholeFile(*env, "/out.ndjson", 1 << 20).value(),
+            "{\"id\":\"e0\"}\n{\"id\":\"e1\"}\n{\"id\":\"e2\"}\n{\"id\":\"e3\"}\n");
+  const std::vector<OutboxRow> parked =
+      store_->Read().value()->OutboxRows(OutboxSelect::kParked, 0, 10).value().rows;
+  ASSERT_EQ(parked.size(), 1u);
+  EXPECT_EQ(parked[0].event_id, "bad");
+  EXPECT_EQ(parked[0].bytes, "{\n\"id\": \"bad\"\n}");
+  EXPECT_EQ(parked[0].attempts, 3);  // the batch's "not acknowledged", then two refusals
+  EXPECT_FALSE(parked[0].sent_at_ms.has_value());
+  EXPECT_NE(parked[0].parked_reason.find("parked by the relay"), std::string::npos)
+      << parked[0].parked_reason;
+  EXPECT_NE(parked[0].parked_reason.find("3 attempts"), std::string::npos)
+      << parked[0].parked_reason;
+  EXPECT_NE(parked[0].parked_reason.find("message svc bad holds a newline"), std::string::npos)
+      << parked[0].parked_reason;
+  EXPECT_NE(log.find("parked outbox row 2 after 3 attempts"), std::string::npos) << log;
+}
+
+// Without park_refused_after_attempts such a row holds back the rows behind it, as before:
+// --once gives up with the destination's words, nothing behind it is sent.
+TEST_F(RelayTest, WithoutParkingARefusedRowHoldsBackTheRowsBehindIt) {
+  const std::unique_ptr<Env> env = NewMemoryEnv();
+  AppendRows(1);
+  AppendPrettyRow("bad");
+  AppendRows(1);
+  options_.once_failures_max = 4;
+  PublisherFactory open = [&]() { return OpenNdjsonPublisher(*env, "/out.ndjson"); };
+  const Result<RelaySummary> summary = RunRelay(*store_, open, options_);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_NE(summary.status().message().find("holds a newline"), std::string::npos)
+      << summary.status().ToString();
+  const std::vector<OutboxRow> rows = AllRows();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(rows[0].sent_at_ms.has_value());
+  EXPECT_FALSE(rows[1].sent_at_ms.has_value());
+  EXPECT_FALSE(rows[1].parked_at_ms.has_value());
+  EXPECT_EQ(rows[1].attempts, 5);  // the batch's "not acknowledged", then four refusals
+  EXPECT_FALSE(rows[2].sent_at_ms.has_value());
+}
+
+// A destination that is down is not a refusal of the row: however many attempts fail that
+// way, nothing is parked, and the rows go out once it is back.
+TEST_F(RelayTest, ARowIsNeverParkedForADestinationThatIsDown) {
+  AppendRows(2);
+  options_.park_refused_after_attempts = 2;
+  for (int i = 0; i < 4; ++i) script_.push_back({.error = Status(Code::kUnavailable, "down")});
+  const Result<RelaySummary> summary = RunRelay(*store_, Scripted(), options_);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->sent, 2);
+  EXPECT_EQ(summary->parked, 0);
+  for (const OutboxRow& row : AllRows()) {
+    EXPECT_EQ(row.attempts, 4);
+    EXPECT_FALSE(row.parked_at_ms.has_value());
+  }
 }
 
 TEST(RelayDestination, KeepsTokensAndMakesAnyTypeAValidSubject) {

@@ -22,11 +22,11 @@ class FdPublisher final : public Publisher {
       return Status::FailedPrecondition(name_ + " refuses batches after a failed write (" +
                                         broken_.ToString() + ")");
     }
-    EVIDENT_RETURN_IF_ERROR(NdjsonLines(batch, name_, text_));
-    if (batch.empty()) return size_t{0};
+    EVIDENT_ASSIGN_OR_RETURN(const size_t lines, NdjsonLines(batch, name_, text_));
+    if (lines == 0) return size_t{0};
     broken_ = Write();
     if (!broken_.ok()) return broken_;
-    return batch.size();
+    return lines;
   }
 
   Status Close() override { return Status::Ok(); }  // the descriptor is the caller's

@@ -9,19 +9,23 @@
 
 namespace evident {
 
-// Writes each message's bytes and a newline into `text` (cleared first). A message whose bytes
-// hold a newline would read back as two: kInvalidArgument naming it and `destination`.
-inline Status NdjsonLines(std::span<const OutgoingMessage> batch, const std::string& destination,
-                          std::string& text) {
+// Writes into `text` (cleared first) the bytes and a newline of each message up to the first
+// that holds a newline (it would read back as two lines); returns how many. The first message
+// holding one: kInvalidArgument naming it and `destination` (Publisher: refused for what it
+// is), so that the refusal always names the first message not accepted.
+inline Result<size_t> NdjsonLines(std::span<const OutgoingMessage> batch,
+                                  const std::string& destination, std::string& text) {
   text.clear();
-  for (const OutgoingMessage& m : batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const OutgoingMessage& m = batch[i];
     if (m.bytes.find('\n') != std::string::npos) {
+      if (i > 0) return i;
       return Status::InvalidArgument("message " + m.id + " holds a newline; " + destination +
                                      " is newline-delimited");
     }
     text.append(m.bytes).push_back('\n');
   }
-  return Status::Ok();
+  return batch.size();
 }
 
 }  // namespace evident

@@ -12,13 +12,14 @@ class NdjsonPublisher final : public Publisher {
   NdjsonPublisher(std::unique_ptr<WritableFile> file, std::string path, bool torn_tail)
       : file_(std::move(file)), path_(std::move(path)), torn_tail_(torn_tail) {}
 
-  // The whole batch is one append and one sync: either every message is on disk or the call
-  // fails and none counts as accepted (a torn tail is possible after a crash, as with any file;
-  // the messages carry ids, so offering them again is safe).
+  // The whole batch (up to a message holding a newline: NdjsonLines) is one append and one
+  // sync: either every message of it is on disk or the call fails and none counts as accepted
+  // (a torn tail is possible after a crash, as with any file; the messages carry ids, so
+  // offering them again is safe).
   Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {
     if (file_ == nullptr) return Status::FailedPrecondition("publisher of " + path_ + " is closed");
-    EVIDENT_RETURN_IF_ERROR(NdjsonLines(batch, path_, text_));
-    if (batch.empty()) return size_t{0};
+    EVIDENT_ASSIGN_OR_RETURN(const size_t lines, NdjsonLines(batch, path_, text_));
+    if (lines == 0) return size_t{0};
     if (!broken_.ok()) {
       return Status::FailedPrecondition("publisher of " + path_ +
                                         " refuses batches after a failed write (" +
@@ -26,7 +27,7 @@ class NdjsonPublisher final : public Publisher {
     }
     broken_ = Write();
     if (!broken_.ok()) return broken_;
-    return batch.size();
+    return lines;
   }
 
   Status Close() override {

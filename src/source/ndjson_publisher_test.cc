@@ -80,13 +80,23 @@ TEST(NdjsonPublisher, AFileEndingInsideALineGetsANewLineFirst) {
             "{\"id\":\"a\"}\n{\"id\":\"b\",\"da\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n");
 }
 
-TEST(NdjsonPublisher, RefusesAMessageHoldingANewline) {
+// A message holding a newline is refused for what it is (kInvalidArgument), and the refusal
+// names the first message not accepted: the messages before it are accepted, then it is
+// refused on its own (the relay parks by that refusal, so it must not fall on another).
+TEST(NdjsonPublisher, RefusesAMessageHoldingANewlineAfterAcceptingTheOnesBeforeIt) {
   auto env = NewMemoryEnv();
   auto publisher = OpenNdjsonPublisher(*env, "/events.ndjson").value();
-  std::vector<OutgoingMessage> batch = {{"orders", "a", R"({"id":"a"})"}, {"orders", "x", "{\n}"}};
-  EXPECT_EQ(publisher->Publish(batch).status().code(), Code::kInvalidArgument);
+  const std::vector<OutgoingMessage> batch = {
+      {"orders", "a", R"({"id":"a"})"}, {"orders", "x", "{\n}"}, {"orders", "b", R"({"id":"b"})"}};
+  EXPECT_EQ(publisher->Publish(batch).value(), 1u);
+  const Result<size_t> refused = publisher->Publish(std::span(batch).subspan(1));
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("message x holds a newline"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(publisher->Publish(std::span(batch).subspan(2)).value(), 1u);
   ASSERT_TRUE(publisher->Close().ok());
-  EXPECT_EQ(ReadWholeFile(*env, "/events.ndjson", 1 << 20).value(), "");
+  EXPECT_EQ(ReadWholeFile(*env, "/events.ndjson", 1 << 20).value(),
+            "{\"id\":\"a\"}\n{\"id\":\"b\"}\n");
 }
 
 TEST(NdjsonPublisher, AppendsToAnExistingFileOnDisk) {

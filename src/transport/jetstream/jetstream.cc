@@ -33,6 +33,8 @@ std::string_view JetStreamErrorMeaning(jsErrCode code) {
       return "no such stream";
     case JSStreamSubjectOverlapErr:
       return "its subjects overlap those of another stream";
+    case JSStreamMessageExceedsMaximumErr:
+      return "the message is larger than the stream's max_msg_size";
     case JSConsumerFilterNotSubsetErr:
       return "the filter subject is none of the stream's subjects (check --subject-prefix and "
              "--filter against the stream's subjects)";
@@ -58,6 +60,12 @@ Status NatsError(const std::string& what, natsStatus s,
   if (s == NATS_TIMEOUT || s == NATS_NO_SERVER || s == NATS_CONNECTION_CLOSED ||
       s == NATS_NO_RESPONDERS) {
     return Status::Unavailable(std::move(m));
+  }
+  // Refused for what it is, and again as long as the server or the stream is configured as now
+  // (Publisher: kInvalidArgument): larger than the server's max_payload (the library's own
+  // check) or than the stream's max_msg_size (the server's PubAck).
+  if (s == NATS_MAX_PAYLOAD || jerr == JSStreamMessageExceedsMaximumErr) {
+    return Status::InvalidArgument(std::move(m));
   }
   return Status::IoError(std::move(m));
 }
