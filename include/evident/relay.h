@@ -19,7 +19,10 @@
 // row the destination refuses for what it is (too large for it, say: Publisher's
 // kInvalidArgument), not for being down, is parked once its attempts reach that number, in the
 // transaction that counts the last one: kept whole with the relay's reason, out of the way of
-// the rows behind it, until an operator unparks it (Transaction::ParkOutbox).
+// the rows behind it, until an operator unparks it (Transaction::ParkOutbox). A round whose
+// first row is refused so counts the attempt on that row alone (the rows behind it were held
+// back, not refused), and a round that parks a row is progress: the next round, at once, sends
+// the rows behind it.
 //
 // Subjects: a message goes to "<partition token>.<type tokens>" under the publisher's prefix,
 // e.g. evident.p3.order.cancelled (RelayDestination). A consumer that owns partition 3 filters
@@ -98,7 +101,8 @@ struct RelayOptions {
   int once_failures_max = 8;
   // A row the destination refuses for what it is (Publisher: kInvalidArgument) is parked when
   // the attempt that refusal counts brings its attempts (failed ones of any kind, this run's and
-  // earlier runs') to this number. 0: never; such a row holds back the rows behind it.
+  // earlier runs': an outage, a batch not acknowledged) to this number. 0: never; such a row
+  // holds back the rows behind it.
   int64_t park_refused_after_attempts = 0;
   // Set to end a run cleanly: the round in hand finishes (its marks commit), then RunRelay
   // returns with `stopped`.

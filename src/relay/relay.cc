@@ -199,8 +199,9 @@ class Relay {
     // will again: a row past its attempts is parked, so that the rows behind it go out.
     const bool refused_for_what_it_is =
         !published.ok() && published.status().code() == Code::kInvalidArgument;
-    const Status marked =
+    const Result<bool> parked =
         Mark(rows, accepted, error, refused_for_what_it_is, acks, std::move(claim));
+    const Status& marked = parked.status();
     if (!marked.ok()) {
       // The batch in flight (if any) is published but the rows before it are unmarked: finish
       // it without marking; the next round reads from the oldest pending row again.
@@ -213,7 +214,9 @@ class Relay {
       publisher_.reset();
     }
     if (!marked.ok()) return Failed(marked.ToString());  // published, re-offered: ids dedupe
-    if (accepted == 0) return Failed(error);
+    // A row parked is progress: the rows behind it go out next, at once (a run of poison rows
+    // is parked one per round, with no backoff, and does not make --once give up).
+    if (accepted == 0 && !*parked) return Failed(error);
     return Round::kProgress;
   }
 
@@ -276,9 +279,11 @@ class Relay {
 
   // In one transaction (`tx`, or one begun here): the accepted prefix marked sent, an attempt
   // counted on the rest, and the first row parked when it was `refused` for what it is and has
-  // reached its attempts.
-  Status Mark(const std::vector<OutboxRow>& rows, size_t accepted, const std::string& error,
-              bool refused, const std::vector<PublishAck>& acks, std::unique_ptr<Transaction> tx) {
+  // reached its attempts; then only that row counts an attempt (the rows behind it were held
+  // back by it, not refused, and keep their own last error). Returns whether it parked.
+  Result<bool> Mark(const std::vector<OutboxRow>& rows, size_t accepted, const std::string& error,
+                    bool refused, const std::vector<PublishAck>& acks,
+                    std::unique_ptr<Transaction> tx) {
     if (tx == nullptr) {
       EVIDENT_ASSIGN_OR_RETURN(tx, store_.Begin());
     }
@@ -293,7 +298,7 @@ class Relay {
         }
         EVIDENT_RETURN_IF_ERROR(
             tx->MarkOutboxSent(rows[i].seq, options_.destination_name, sequence, now_ms));
-      } else {
+      } else if (!refused || i == 0) {
         EVIDENT_RETURN_IF_ERROR(tx->RecordOutboxAttempt(rows[i].seq, error, now_ms));
       }
     }
@@ -306,7 +311,7 @@ class Relay {
     summary_.sent += static_cast<int64_t>(accepted);
     summary_.duplicates += duplicates;
     if (parked.has_value()) NoteParked(*parked, rows.front().attempts + 1, error);
-    return Status::Ok();
+    return parked.has_value();
   }
 
   // Parks `row`, refused for what it is with `error`, when the attempt just counted brings it

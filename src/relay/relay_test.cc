@@ -422,6 +422,36 @@ TEST_F(RelayTest, ARowRefusedForWhatItIsIsParkedAtItsAttemptsAndTheRowsBehindItG
   EXPECT_NE(parked[0].parked_reason.find("message svc bad holds a newline"), std::string::npos)
       << parked[0].parked_reason;
   EXPECT_NE(log.find("parked outbox row 2 after 3 attempts"), std::string::npos) << log;
+  // The rows behind it were held back by it, not refused: their own attempt and error stay.
+  for (const OutboxRow& row : AllRows()) {
+    if (row.event_id == "bad") continue;
+    EXPECT_LE(row.attempts, 1) << row.event_id;
+    EXPECT_EQ(row.last_error.find("newline"), std::string::npos) << row.last_error;
+  }
+}
+
+// A run of rows refused for what they are is parked one a round, each round progress: no
+// backoff between them, and --once does not give up however many there are.
+TEST_F(RelayTest, ARunOfRefusedRowsIsParkedOneARoundWithoutBackingOff) {
+  const std::unique_ptr<Env> env = NewMemoryEnv();
+  AppendPrettyRow("bad-1");
+  AppendPrettyRow("bad-2");
+  AppendPrettyRow("bad-3");
+  AppendRows(2);
+  options_.park_refused_after_attempts = 1;
+  options_.once_failures_max = 1;
+  PublisherFactory open = [&]() { return OpenNdjsonPublisher(*env, "/out.ndjson"); };
+  const Result<RelaySummary> summary = RunRelay(*store_, open, options_);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->parked, 3);
+  EXPECT_EQ(summary->sent, 2);
+  EXPECT_EQ(summary->failed_rounds, 0);
+  EXPECT_EQ(clock_.slept_ms(), 0);
+  for (const OutboxRow& row : AllRows()) {
+    EXPECT_EQ(row.attempts, row.event_id.rfind("bad", 0) == 0 ? 1 : 0) << row.event_id;
+  }
+  EXPECT_EQ(ReadWholeFile(*env, "/out.ndjson", 1 << 20).value(),
+            "{\"id\":\"e0\"}\n{\"id\":\"e1\"}\n");
 }
 
 // Without park_refused_after_attempts such a row holds back the rows behind it, as before:
@@ -444,6 +474,8 @@ TEST_F(RelayTest, WithoutParkingARefusedRowHoldsBackTheRowsBehindIt) {
   EXPECT_FALSE(rows[1].parked_at_ms.has_value());
   EXPECT_EQ(rows[1].attempts, 5);  // the batch's "not acknowledged", then four refusals
   EXPECT_FALSE(rows[2].sent_at_ms.has_value());
+  EXPECT_EQ(rows[2].attempts, 1);  // held back by it since: its own "not acknowledged" only
+  EXPECT_NE(rows[2].last_error.find("accepted 1 of 3"), std::string::npos) << rows[2].last_error;
 }
 
 // A destination that is down is not a refusal of the row: however many attempts fail that

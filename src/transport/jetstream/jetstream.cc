@@ -168,15 +168,18 @@ Status CheckExistingStream(const jsStreamConfig& config, const JetStreamOptions&
 }
 
 // Creates the stream when it does not exist; an existing one is checked (CheckExistingStream).
-Status EnsureStream(jsCtx* js, const JetStreamOptions& o) {
+// Returns its max_msg_size (-1: none).
+Result<int64_t> EnsureStream(jsCtx* js, const JetStreamOptions& o) {
   jsStreamInfo* si = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_GetStreamInfo(&si, js, o.stream.c_str(), nullptr, &jerr);
   if (s == NATS_OK) {
     const Status checked =
         si->Config != nullptr ? CheckExistingStream(*si->Config, o) : Status::Ok();
+    const int64_t msg_size_max = si->Config != nullptr ? si->Config->MaxMsgSize : -1;
     jsStreamInfo_Destroy(si);
-    return checked;
+    EVIDENT_RETURN_IF_ERROR(checked);
+    return msg_size_max;
   }
   if (s != NATS_NOT_FOUND) return NatsError("stream " + o.stream, s, jerr);
   std::string subjects = o.subject_prefix + ".>";
@@ -192,7 +195,14 @@ Status EnsureStream(jsCtx* js, const JetStreamOptions& o) {
   s = js_AddStream(&si, js, &cfg, nullptr, &jerr);
   if (s != NATS_OK) return NatsError("create stream " + o.stream, s, jerr);
   jsStreamInfo_Destroy(si);
-  return Status::Ok();
+  return int64_t{-1};
+}
+
+// The bytes a stream's max_msg_size counts for a message: its body and its headers as the
+// client encodes them ("NATS/1.0\r\nNats-Msg-Id: <id>\r\n\r\n").
+int64_t StoredSize(const OutgoingMessage& m) {
+  constexpr int64_t kHeaderFixed = 27;
+  return kHeaderFixed + static_cast<int64_t>(m.id.size() + m.bytes.size());
 }
 
 class JetStreamPublisher final : public Publisher {
@@ -208,7 +218,8 @@ class JetStreamPublisher final : public Publisher {
     jo.PublishAsync.AckHandler = &JetStreamPublisher::OnAck;
     jo.PublishAsync.AckHandlerClosure = this;
     EVIDENT_RETURN_IF_ERROR(Connect(c_, o_.url, &jo));
-    return EnsureStream(c_.js, o_);
+    EVIDENT_ASSIGN_OR_RETURN(stream_msg_size_max_, EnsureStream(c_.js, o_));
+    return Status::Ok();
   }
 
   Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {
@@ -225,6 +236,16 @@ class JetStreamPublisher final : public Publisher {
     for (const OutgoingMessage& m : batch) {
       subject.assign(o_.subject_prefix).push_back('.');
       subject.append(m.destination);
+      if (stream_msg_size_max_ >= 0 && StoredSize(m) > stream_msg_size_max_) {
+        // Refused before it is sent, as the library refuses one over max_payload: sent, the
+        // server would refuse it and store the messages pipelined behind it, which are then
+        // offered again with it, and stored twice once the duplicate window has passed.
+        first_error = Status::InvalidArgument(
+            "publish " + m.id + " on " + subject + ": " + std::to_string(StoredSize(m)) +
+            " bytes with its header, larger than stream " + o_.stream + "'s max_msg_size (" +
+            std::to_string(stream_msg_size_max_) + ")");
+        break;
+      }
       natsMsg* msg = nullptr;
       natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, m.bytes.data(),
                                     static_cast<int>(m.bytes.size()));
@@ -332,6 +353,7 @@ class JetStreamPublisher final : public Publisher {
 
   JetStreamOptions o_;
   Conn c_;
+  int64_t stream_msg_size_max_ = -1;  // the stream's max_msg_size when opened; -1: none
   std::mutex mu_;  // results_ and index_: the ack handler runs on the library's thread
   std::vector<Outcome> results_;
   std::unordered_map<natsMsg*, size_t> index_;

@@ -65,6 +65,14 @@ class JetStreamTest : public ::testing::Test {
     return v;
   }
 
+  // A body of `size` bytes for the message "id-1", which with its Nats-Msg-Id header takes 31
+  // bytes more: 69 fills a max_msg_size of 100 exactly.
+  static std::string Body(size_t size) {
+    std::string b = R"({"id":"id-1","d":")";
+    b += std::string(size - b.size() - 2, 'x');
+    return b + R"("})";
+  }
+
   uint64_t StreamMessages() {
     natsConnection* nc = nullptr;
     jsCtx* js = nullptr;
@@ -146,8 +154,10 @@ TEST_F(JetStreamTest, AStreamThatDoesNotTakeThePrefixIsRefusedAtOpen) {
   EXPECT_EQ(StreamMessages(), 0u);
 }
 
-// A message larger than the stream's max_msg_size is refused by the server's PubAck for what it
-// is (kInvalidArgument, which a relay may park by), after the messages before it are accepted.
+// A message larger than the stream's max_msg_size (its header counted, as the server counts it)
+// is refused for what it is (kInvalidArgument, which a relay may park by) before it is sent,
+// after the messages before it are accepted, and nothing behind it reaches the stream: sent,
+// the server would refuse it and store the pipelined messages behind it.
 TEST_F(JetStreamTest, AMessageLargerThanTheStreamTakesIsRefusedForWhatItIs) {
   natsConnection* nc = nullptr;
   jsCtx* js = nullptr;
@@ -170,15 +180,52 @@ TEST_F(JetStreamTest, AMessageLargerThanTheStreamTakesIsRefusedForWhatItIs) {
   auto p = OpenJetStreamPublisher(options_);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   std::vector<OutgoingMessage> batch = Batch(0, 3);
-  batch[1].bytes = R"({"id":"id-1","data":")" + std::string(200, 'x') + R"("})";
+  batch[1].bytes = Body(70);
   EXPECT_EQ(p.value()->Publish(batch).value(), 1u);  // the one before it
+  EXPECT_EQ(StreamMessages(), 1u) << "a message behind the refused one reached the stream";
   const Result<size_t> refused = p.value()->Publish(std::span(batch).subspan(1));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
-  EXPECT_NE(refused.status().message().find("max_msg_size"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("101 bytes with its header, larger than stream "
+                                            "EVENTS's max_msg_size (100)"),
+            std::string::npos)
       << refused.status().ToString();
-  EXPECT_EQ(p.value()->Publish(std::span(batch).subspan(2)).value(), 1u);
-  EXPECT_EQ(StreamMessages(), 2u);
+  batch[1].bytes = Body(69);  // the server takes it
+  EXPECT_EQ(p.value()->Publish(std::span(batch).subspan(1)).value(), 2u);
+  EXPECT_EQ(StreamMessages(), 3u);
+}
+
+// A limit set on the stream after the publisher opened it is the server's to apply: its PubAck
+// refusal (JetStream error 10054) is a refusal for what the message is too.
+TEST_F(JetStreamTest, AStreamLimitSetAfterOpenIsRefusedByTheServerForWhatItIs) {
+  auto p = OpenJetStreamPublisher(options_);  // creates EVENTS, no limit
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, url_.c_str()), NATS_OK);
+  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+  jsStreamInfo* si = nullptr;
+  ASSERT_EQ(js_GetStreamInfo(&si, js, "EVENTS", nullptr, nullptr), NATS_OK);
+  si->Config->MaxMsgSize = 100;
+  jsStreamInfo* updated = nullptr;
+  EXPECT_EQ(js_UpdateStream(&updated, js, si->Config, nullptr, nullptr), NATS_OK);
+  if (updated != nullptr) jsStreamInfo_Destroy(updated);
+  jsStreamInfo_Destroy(si);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+
+  // The server counts as the publisher does (StoredSize): 101 bytes refused, 100 taken.
+  std::vector<OutgoingMessage> batch = Batch(1, 1);
+  batch[0].bytes = Body(70);
+  const Result<size_t> refused = p.value()->Publish(batch);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("JetStream error 10054"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(StreamMessages(), 0u);
+  batch[0].bytes = Body(69);
+  EXPECT_EQ(p.value()->Publish(batch).value(), 1u);
+  EXPECT_EQ(StreamMessages(), 1u);
 }
 
 // An existing stream whose duplicate window is under two minutes is refused: a row published
