@@ -17,7 +17,8 @@
 // refusing holds back the rows behind it (its attempts and last error show in `outbox stats`
 // and `outbox list`): order is kept, nothing is skipped. With park_refused_after_attempts, a
 // row the destination refuses for what it is (too large for it, say: Publisher's
-// kInvalidArgument), not for being down, is parked once its attempts reach that number, in the
+// kInvalidArgument), not for being down, is parked once its attempts reach that number (or
+// more), in the
 // transaction that counts the last one: kept whole with the relay's reason, out of the way of
 // the rows behind it, until an operator unparks it (Transaction::ParkOutbox). A round whose
 // first row is refused so counts the attempt on that row alone (the rows behind it were held
@@ -101,8 +102,8 @@ struct RelayOptions {
   int once_failures_max = 8;
   // A row the destination refuses for what it is (Publisher: kInvalidArgument) is parked when
   // the attempt that refusal counts brings its attempts (failed ones of any kind, this run's and
-  // earlier runs': an outage, a batch not acknowledged) to this number. 0: never; such a row
-  // holds back the rows behind it.
+  // earlier runs': an outage, a batch not acknowledged) to this number or more. 0: never; such
+  // a row holds back the rows behind it.
   int64_t park_refused_after_attempts = 0;
   // Set to end a run cleanly: the round in hand finishes (its marks commit), then RunRelay
   // returns with `stopped`.

@@ -194,10 +194,10 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
       ->check(IntegerFrom(1, 1'000'000))
       ->capture_default_str();
   cmd->add_option("--park-refused-after", flags->park_refused_after,
-                  "Park a row the destination refuses for what it is (larger than JetStream's "
-                  "max_payload or the stream's max_msg_size; a newline for a file) once it has "
-                  "this many failed attempts, so the rows behind it go out (0: never; such a row "
-                  "holds them back)")
+                  "Park a row the destination refuses for what it is (larger than the NATS "
+                  "server's max_payload or the stream's max_msg_size; a newline for a file) once "
+                  "it has this many failed attempts or more, so the rows behind it go out (0: "
+                  "never; such a row holds them back)")
       ->check(IntegerFrom(0, 1'000'000))
       ->capture_default_str();
   cmd->callback([cmd, flags, &run] {

@@ -330,11 +330,12 @@ TEST_F(ConsumeLoopTest, AnOutageAsLongAsTheIdleTimeEndsTheRunSayingSo) {
 }
 
 // A source that has nothing for `quiet_ms` and then hands out its messages, and answers
-// ConfirmIdle with `confirm`, given how many messages it has handed out so far (as a broker
-// asked whether anything is left).
+// ConfirmIdle with `confirm`, given the position acknowledged so far (the memory source's
+// cursors count messages from 1; a broker asked whether anything is left or awaits its ack).
+// Acknowledge runs on the deciding thread, Fetch on the reader: the position is atomic.
 class AskedSource final : public Source {
  public:
-  AskedSource(Source& inner, int quiet_ms, std::function<Result<bool>(int handed)> confirm)
+  AskedSource(Source& inner, int quiet_ms, std::function<Result<bool>(int64_t acked)> confirm)
       : inner_(inner),
         back_(std::chrono::steady_clock::now() + std::chrono::milliseconds(quiet_ms)),
         confirm_(std::move(confirm)) {}
@@ -345,16 +346,17 @@ class AskedSource final : public Source {
       std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms < 0 ? 20 : wait_ms));
       return Fetched::kWouldWait;
     }
-    auto fetched = inner_.Fetch(out, wait_ms);
-    if (fetched.ok() && *fetched == Fetched::kMessage) ++handed_;
-    return fetched;
+    return inner_.Fetch(out, wait_ms);
   }
   Result<bool> ConfirmIdle() override {
     ++asked;
-    return confirm_(handed_);
+    return confirm_(acked_.load());
   }
   std::string EncodePosition(const Cursor& c) const override { return inner_.EncodePosition(c); }
-  Status Acknowledge(const Cursor& c) override { return inner_.Acknowledge(c); }
+  Status Acknowledge(const Cursor& c) override {
+    if (c.a > acked_.load()) acked_.store(c.a);  // one thread acknowledges
+    return inner_.Acknowledge(c);
+  }
   Status Reject(const Cursor& c, int64_t d) override { return inner_.Reject(c, d); }
   void Stop() override { inner_.Stop(); }
   std::atomic<int> asked{0};
@@ -362,17 +364,17 @@ class AskedSource final : public Source {
  private:
   Source& inner_;
   std::chrono::steady_clock::time_point back_;
-  std::function<Result<bool>(int handed)> confirm_;
-  int handed_ = 0;
+  std::function<Result<bool>(int64_t acked)> confirm_;
+  std::atomic<int64_t> acked_{0};
 };
 
 // Silence is not enough: a source that says messages are still waiting for this run (a broker
 // holding them back until an ack wait ends) keeps the run going, and they are decided. The
-// source says nothing is left only once it has handed out all five, as a broker would.
+// source says nothing is left only once all five are acknowledged, as a broker would.
 TEST_F(ConsumeLoopTest, AnIdleRunEndsOnlyWhenTheSourceSaysNothingIsLeft) {
   auto store = OpenMemoryStore(database_).value();
   auto source = NewMemorySource("m", messages_);
-  AskedSource asked(*source, 1000, [](int handed) -> Result<bool> { return handed == 5; });
+  AskedSource asked(*source, 1000, [](int64_t acked) -> Result<bool> { return acked == 5; });
   const auto summary = Consume(*pipeline_, *store, asked, {.clock = &clock_, .until_idle_ms = 200});
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(Version(), 5) << "the run ended while the source held messages";
@@ -385,7 +387,7 @@ TEST_F(ConsumeLoopTest, AnIdleRunEndsOnlyWhenTheSourceSaysNothingIsLeft) {
 TEST_F(ConsumeLoopTest, ASourceThatCannotBeAskedIsUnreachable) {
   auto store = OpenMemoryStore(database_).value();
   auto source = NewMemorySource("m", messages_);
-  AskedSource asked(*source, 60'000, [](int /*handed*/) -> Result<bool> {
+  AskedSource asked(*source, 60'000, [](int64_t /*acked*/) -> Result<bool> {
     return Status::Unavailable("no answer to a ping within 2000 ms");
   });
   const auto summary = Consume(*pipeline_, *store, asked, {.clock = &clock_, .until_idle_ms = 300});

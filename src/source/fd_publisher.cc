@@ -16,7 +16,8 @@ class FdPublisher final : public Publisher {
   FdPublisher(int fd, std::string name, bool regular)
       : fd_(fd), name_(std::move(name)), regular_(regular) {}
 
-  // One write of the whole batch (looping over short writes); a regular file is synced too.
+  // One write of the whole batch, up to a message holding a newline (NdjsonLines), looping over
+  // short writes; a regular file is synced too.
   Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {
     if (!broken_.ok()) {
       return Status::FailedPrecondition(name_ + " refuses batches after a failed write (" +

@@ -111,5 +111,30 @@ TEST(NdjsonPublisher, AppendsToAnExistingFileOnDisk) {
   std::filesystem::remove(path);
 }
 
+// The descriptor publisher (`relay --to -`) draws the same line: the messages before one holding
+// a newline are written and accepted, then that one is refused on its own.
+TEST(FdPublisher, RefusesAMessageHoldingANewlineAfterWritingTheOnesBeforeIt) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  auto publisher = OpenFdPublisher(fds[1], "the pipe").value();
+  const std::vector<OutgoingMessage> batch = {
+      {"orders", "a", R"({"id":"a"})"}, {"orders", "x", "{\n}"}, {"orders", "b", R"({"id":"b"})"}};
+  EXPECT_EQ(publisher->Publish(batch).value(), 1u);
+  const Result<size_t> refused = publisher->Publish(std::span(batch).subspan(1));
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument) << refused.status().ToString();
+  EXPECT_EQ(publisher->Publish(std::span(batch).subspan(2)).value(), 1u);
+  ASSERT_TRUE(publisher->Close().ok());
+  ASSERT_EQ(close(fds[1]), 0);
+  std::string got(64, '\0');
+  ssize_t n = 0;
+  size_t total = 0;
+  while ((n = read(fds[0], got.data() + total, got.size() - total)) > 0) {
+    total += static_cast<size_t>(n);
+  }
+  close(fds[0]);
+  got.resize(total);
+  EXPECT_EQ(got, "{\"id\":\"a\"}\n{\"id\":\"b\"}\n");
+}
+
 }  // namespace
 }  // namespace evident

@@ -236,16 +236,8 @@ class JetStreamPublisher final : public Publisher {
     for (const OutgoingMessage& m : batch) {
       subject.assign(o_.subject_prefix).push_back('.');
       subject.append(m.destination);
-      if (stream_msg_size_max_ >= 0 && StoredSize(m) > stream_msg_size_max_) {
-        // Refused before it is sent, as the library refuses one over max_payload: sent, the
-        // server would refuse it and store the messages pipelined behind it, which are then
-        // offered again with it, and stored twice once the duplicate window has passed.
-        first_error = Status::InvalidArgument(
-            "publish " + m.id + " on " + subject + ": " + std::to_string(StoredSize(m)) +
-            " bytes with its header, larger than stream " + o_.stream + "'s max_msg_size (" +
-            std::to_string(stream_msg_size_max_) + ")");
-        break;
-      }
+      first_error = CheckSize(m, subject);
+      if (!first_error.ok()) break;
       natsMsg* msg = nullptr;
       natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, m.bytes.data(),
                                     static_cast<int>(m.bytes.size()));
@@ -296,6 +288,26 @@ class JetStreamPublisher final : public Publisher {
   }
 
   const std::vector<PublishAck>& acks() const override { return acks_; }
+
+  // A message larger than the stream's max_msg_size is refused before it is sent, as the
+  // library refuses one over max_payload: sent, the server would refuse it and store the
+  // messages pipelined behind it, which are then offered again with it, and stored twice once
+  // the duplicate window has passed. The limit read at open is read again before a refusal (an
+  // operator may have raised it since); a failed read is no refusal.
+  Status CheckSize(const OutgoingMessage& m, const std::string& subject) {
+    if (stream_msg_size_max_ < 0 || StoredSize(m) <= stream_msg_size_max_) return Status::Ok();
+    jsStreamInfo* si = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    const natsStatus s = js_GetStreamInfo(&si, c_.js, o_.stream.c_str(), nullptr, &jerr);
+    if (s != NATS_OK) return NatsError("stream " + o_.stream, s, jerr);
+    stream_msg_size_max_ = si->Config != nullptr ? si->Config->MaxMsgSize : -1;
+    jsStreamInfo_Destroy(si);
+    if (stream_msg_size_max_ < 0 || StoredSize(m) <= stream_msg_size_max_) return Status::Ok();
+    return Status::InvalidArgument(
+        "publish " + m.id + " on " + subject + ": " + std::to_string(StoredSize(m)) +
+        " bytes with its header, larger than stream " + o_.stream + "'s max_msg_size (" +
+        std::to_string(stream_msg_size_max_) + ")");
+  }
 
   Status Close() override {
     if (c_.js != nullptr) {

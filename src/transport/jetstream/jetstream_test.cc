@@ -67,6 +67,23 @@ class JetStreamTest : public ::testing::Test {
 
   // A body of `size` bytes for the message "id-1", which with its Nats-Msg-Id header takes 31
   // bytes more: 69 fills a max_msg_size of 100 exactly.
+  // Sets the stream EVENTS' max_msg_size (the stream exists).
+  void SetMaxMsgSize(int64_t size) {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    jsStreamInfo* si = nullptr;
+    ASSERT_EQ(natsConnection_ConnectTo(&nc, url_.c_str()), NATS_OK);
+    ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+    ASSERT_EQ(js_GetStreamInfo(&si, js, "EVENTS", nullptr, nullptr), NATS_OK);
+    si->Config->MaxMsgSize = static_cast<int32_t>(size);
+    jsStreamInfo* updated = nullptr;
+    EXPECT_EQ(js_UpdateStream(&updated, js, si->Config, nullptr, nullptr), NATS_OK);
+    if (updated != nullptr) jsStreamInfo_Destroy(updated);
+    jsStreamInfo_Destroy(si);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+  }
+
   static std::string Body(size_t size) {
     std::string b = R"({"id":"id-1","d":")";
     b += std::string(size - b.size() - 2, 'x');
@@ -159,24 +176,8 @@ TEST_F(JetStreamTest, AStreamThatDoesNotTakeThePrefixIsRefusedAtOpen) {
 // after the messages before it are accepted, and nothing behind it reaches the stream: sent,
 // the server would refuse it and store the pipelined messages behind it.
 TEST_F(JetStreamTest, AMessageLargerThanTheStreamTakesIsRefusedForWhatItIs) {
-  natsConnection* nc = nullptr;
-  jsCtx* js = nullptr;
-  ASSERT_EQ(natsConnection_ConnectTo(&nc, url_.c_str()), NATS_OK);
-  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
-  jsStreamConfig cfg;
-  jsStreamConfig_Init(&cfg);
-  const char* subjects[] = {"evident.>"};
-  cfg.Name = "EVENTS";
-  cfg.Subjects = subjects;
-  cfg.SubjectsLen = 1;
-  cfg.Duplicates = int64_t{120} * 1'000'000'000;
-  cfg.MaxMsgSize = 100;
-  jsStreamInfo* si = nullptr;
-  EXPECT_EQ(js_AddStream(&si, js, &cfg, nullptr, nullptr), NATS_OK);
-  if (si != nullptr) jsStreamInfo_Destroy(si);
-  jsCtx_Destroy(js);
-  natsConnection_Destroy(nc);
-
+  ASSERT_TRUE(OpenJetStreamPublisher(options_).ok());  // creates EVENTS, no limit
+  SetMaxMsgSize(100);
   auto p = OpenJetStreamPublisher(options_);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   std::vector<OutgoingMessage> batch = Batch(0, 3);
@@ -190,7 +191,9 @@ TEST_F(JetStreamTest, AMessageLargerThanTheStreamTakesIsRefusedForWhatItIs) {
                                             "EVENTS's max_msg_size (100)"),
             std::string::npos)
       << refused.status().ToString();
-  batch[1].bytes = Body(69);  // the server takes it
+  // The operator raises the limit: the same publisher sends it (the limit is read again before
+  // a refusal).
+  SetMaxMsgSize(200);
   EXPECT_EQ(p.value()->Publish(std::span(batch).subspan(1)).value(), 2u);
   EXPECT_EQ(StreamMessages(), 3u);
 }
@@ -200,20 +203,7 @@ TEST_F(JetStreamTest, AMessageLargerThanTheStreamTakesIsRefusedForWhatItIs) {
 TEST_F(JetStreamTest, AStreamLimitSetAfterOpenIsRefusedByTheServerForWhatItIs) {
   auto p = OpenJetStreamPublisher(options_);  // creates EVENTS, no limit
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  natsConnection* nc = nullptr;
-  jsCtx* js = nullptr;
-  ASSERT_EQ(natsConnection_ConnectTo(&nc, url_.c_str()), NATS_OK);
-  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
-  jsStreamInfo* si = nullptr;
-  ASSERT_EQ(js_GetStreamInfo(&si, js, "EVENTS", nullptr, nullptr), NATS_OK);
-  si->Config->MaxMsgSize = 100;
-  jsStreamInfo* updated = nullptr;
-  EXPECT_EQ(js_UpdateStream(&updated, js, si->Config, nullptr, nullptr), NATS_OK);
-  if (updated != nullptr) jsStreamInfo_Destroy(updated);
-  jsStreamInfo_Destroy(si);
-  jsCtx_Destroy(js);
-  natsConnection_Destroy(nc);
-
+  SetMaxMsgSize(100);
   // The server counts as the publisher does (StoredSize): 101 bytes refused, 100 taken.
   std::vector<OutgoingMessage> batch = Batch(1, 1);
   batch[0].bytes = Body(70);
