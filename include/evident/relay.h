@@ -4,12 +4,13 @@
 // One round: read the oldest pending rows (a read snapshot, no write lock), hand them to the
 // Publisher as one batch, then in one transaction mark the accepted prefix sent (with the
 // destination's sequence) and count an attempt, with the error, on every row offered and not
-// accepted. When a batch was accepted whole, the next one is read and handed to the Publisher
-// (on a worker thread) before this one is marked, so the marking transaction and its fsync
-// overlap the next publish; a row is still marked only after its own acceptance. Those rows are
-// offered again, same bytes and same id, after a backoff that doubles from backoff_initial_ms up to
-// backoff_max_ms with jitter; while the destination is down the relay sleeps, it does not spin. A
-// publisher that fails is closed and opened again.
+// accepted (a refusal for what the first row is counts on that row alone; below). When a batch was
+// accepted whole, the next one is read and handed to the Publisher (on a worker thread) before this
+// one is marked, so the marking transaction and its fsync overlap the next publish; a row is still
+// marked only after its own acceptance. Those rows are offered again, same bytes and same id, after
+// a backoff that doubles from backoff_initial_ms up to backoff_max_ms with jitter; while the
+// destination is down the relay sleeps, it does not spin. A publisher that fails is closed and
+// opened again.
 //
 // A crash between the destination's acceptance and the mark sends a row twice: the message id
 // (RelayMessageId) lets JetStream drop the copy inside its duplicate window, and a consumer's
