@@ -65,8 +65,6 @@ class JetStreamTest : public ::testing::Test {
     return v;
   }
 
-  // A body of `size` bytes for the message "id-1", which with its Nats-Msg-Id header takes 31
-  // bytes more: 69 fills a max_msg_size of 100 exactly.
   // Sets the stream EVENTS' max_msg_size (the stream exists).
   void SetMaxMsgSize(int64_t size) {
     natsConnection* nc = nullptr;
@@ -84,6 +82,8 @@ class JetStreamTest : public ::testing::Test {
     natsConnection_Destroy(nc);
   }
 
+  // A body of `size` bytes for the message "id-1", which with its Nats-Msg-Id header takes 31
+  // bytes more: 69 fills a max_msg_size of 100 exactly.
   static std::string Body(size_t size) {
     std::string b = R"({"id":"id-1","d":")";
     b += std::string(size - b.size() - 2, 'x');
