@@ -3,7 +3,9 @@
 # orders example (examples/orders/) through `evident consume` on a fresh store file, then the
 # evidence packet of order-417, the open gaps, and the `ship` guard; then the stock reservations
 # the paid orders intend, performed against a small local stock service (tools/downstream, on a
-# free loopback port: one done, one whose outcome stays unknown until a person resolves it).
+# free loopback port): one reservation per order, none for an order cancelled before the run or
+# while a later version waits, a release for one reserved before its cancellation, and one whose
+# outcome stays unknown until a person resolves it.
 # Installs the Debian packages it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,25 +50,40 @@ echo
 echo "What was not applied: one quarantine record per input, with its attempts (docs/quarantine.md)."
 run quarantine list --store "$store"
 echo
-echo "Effects: each paid order intends to reserve stock (key reserve:SUBJECT:vVERSION), written"
-echo "with the decision. A local stock service honours Idempotency-Key; for order-418 it answers"
-echo "503 every time, so that reservation's outcome stays unknown (docs/effects.md)."
+echo "Effects: a paid order intends one reservation (key reserve:SUBJECT: the operation, not the"
+echo "version), written with the decision. Right before each attempt the runner reads the order's"
+echo "present projection: order-417 was cancelled before any attempt (its reservation was withdrawn"
+echo "by the compensation, never sent), order-418 waits for versions 2 and 3 (postponed, not"
+echo "attempted). A local stock service honours Idempotency-Key; for order-422 it answers 503, so"
+echo "that reservation's outcome stays unknown (docs/effects.md)."
 build/tools/downstream/evident-downstream --listen 127.0.0.1:0 --port-file "$work/stock.port" \
-  --log "$work/stock.ndjson" --dedupe --answer 'order-418:=503' &
+  --log "$work/stock.ndjson" --dedupe --answer 'reserve:order-422=503' &
 stock_pid=$!
 for _ in $(seq 100); do [ -s "$work/stock.port" ] && break; sleep 0.05; done
 [ -s "$work/stock.port" ] || { echo "the stock service did not start" >&2; exit 1; }
 export STOCK_SERVICE_URL="http://127.0.0.1:$(cat "$work/stock.port")/reservations"
+export STOCK_RELEASE_URL="http://127.0.0.1:$(cat "$work/stock.port")/releases"
 run effects run --config "$config" --store "$store" --until-idle 1
 run effects list --store "$store"
 run guard --config "$config" --store "$store" --consumer fulfillment --subject order-420 --action ship
-run guard --config "$config" --store "$store" --consumer fulfillment --subject order-418 --action ship
 echo
-echo "Someone checks the stock service and records what happened to order-418's reservation:"
-run effects resolve reserve:order-418:v1 --store "$store" --outcome done --by ops \
-  --note "reservation R-418 found in the stock service"
-run effects show reserve:order-418:v1 --store "$store"
+echo "Later the customers cancel order-420 and order-422. Each cancellation's compensation acts on"
+echo "facts only: order-420's reservation was done, so its release is intended once; order-422's"
+echo "outcome is unknown, so nothing is intended until someone reconciles it."
+run consume --config "$config" --store "$store" --input examples/orders/events-later.ndjson
 run compensations list --store "$store"
+run effects run --config "$config" --store "$store" --until-idle 1
+echo
+echo "Someone checks the stock service and records what happened to order-422's reservation; the"
+echo "release its compensation waited for is intended in the same transaction:"
+run effects resolve reserve:order-422 --store "$store" --outcome done --by ops \
+  --note "reservation R-422 found in the stock service"
+run effects run --config "$config" --store "$store" --until-idle 1
+run effects show reserve:order-417 --store "$store"
+run compensations list --store "$store"
+echo
+echo "What the stock service performed (the requests it acted on, by key):"
+grep '"performed":true' "$work/stock.ndjson" | grep -o '"key":"[^"]*"' | sort | uniq -c || true
 echo
 echo "Seed 000: its own event, as the seed writes it, is valid under the contract profile."
 run validate --profile contract examples/envelopes/seed-000.json

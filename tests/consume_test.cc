@@ -102,9 +102,10 @@ TEST_F(ConsumeTest, EveryOutcomeInProcessingOrder) {
       "13 fulfillment applied",
       "14 fulfillment deferred",
       "15 fulfillment applied",
-      "16 null unrouted",
-      "17 null rejected",
+      "16 fulfillment applied",
+      "17 null unrouted",
       "18 null rejected",
+      "19 null rejected",
   };
   EXPECT_EQ(seen, expected);
   // The deferred line carries the expected version, as documented.
@@ -143,9 +144,10 @@ TEST_F(ConsumeTest, RerunAppliesNothingTwice) {
       "13 fulfillment duplicate",
       "14 fulfillment duplicate",
       "15 fulfillment duplicate",
-      "16 null unrouted",
-      "17 null rejected",
+      "16 fulfillment duplicate",
+      "17 null unrouted",
       "18 null rejected",
+      "19 null rejected",
   };
   EXPECT_EQ(Summaries(Lines(r.out)), expected);
   // The projection is unchanged by the rerun.
@@ -238,8 +240,8 @@ TEST_F(ConsumeTest, GuardAndGaps) {
   r = guard("order-420");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("evidence 'reserve-stock' is not recorded"), std::string::npos) << r.out;
-  ASSERT_EQ(RunEvident({"effects", "resolve", "reserve:order-420:v1", "--store", store_,
-                        "--outcome", "done", "--by", "ops", "--note", "reserved by hand"})
+  ASSERT_EQ(RunEvident({"effects", "resolve", "reserve:order-420", "--store", store_, "--outcome",
+                        "done", "--by", "ops", "--note", "reserved by hand"})
                 .exit_code,
             0);
   r = guard("order-420");
@@ -268,7 +270,7 @@ TEST_F(ConsumeTest, ResumeSkipsCommittedLines) {
   const auto r = Consume({"--resume", "--outcomes", "-"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_NE(r.err.find("19 lines skipped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("20 lines skipped"), std::string::npos) << r.err;
 }
 
 TEST_F(ConsumeTest, StdinInputAndBadUsage) {
@@ -277,7 +279,7 @@ TEST_F(ConsumeTest, StdinInputAndBadUsage) {
   const auto r =
       RunEvident({"consume", "--config", config_, "--store", store_, "--outcomes", "-"}, text);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Lines(r.out).size(), 20u);
+  EXPECT_EQ(Lines(r.out).size(), 21u);
   EXPECT_EQ(RunEvident({"consume", "--config", "/nonexistent.yaml", "--store", store_}).exit_code,
             2);
   EXPECT_EQ(RunEvident({"consume", "--config", config_, "--store", "postgres://x"}).exit_code, 2);

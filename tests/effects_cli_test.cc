@@ -173,9 +173,9 @@ class EffectsCliTest : public ::testing::Test {
 // (the target performed it), a reset and 429 unknown, then retried with the same key until done.
 TEST_F(EffectsCliTest, EveryOutcomePathOnAnIdempotentTarget) {
   // A 3 s timeout, so that only the slow answer (5 s) runs out of it on a loaded machine.
-  Start({"--dedupe", "--slow-ms", "5000", "--answer", "order-1:=200", "--answer", "order-2:=409",
-         "--answer", "order-3:=500,200", "--answer", "order-4:=slow,200", "--answer",
-         "order-5:=reset,200", "--answer", "order-6:=429,201"},
+  Start({"--dedupe", "--slow-ms", "5000", "--answer", "order-1=200", "--answer", "order-2=409",
+         "--answer", "order-3=500,200", "--answer", "order-4=slow,200", "--answer",
+         "order-5=reset,200", "--answer", "order-6=429,201"},
         /*idempotent=*/true, /*attempts_max=*/3, /*timeout_ms=*/3000);
   std::string input;
   for (int i = 1; i <= 6; ++i) input += Paid("order-" + std::to_string(i));
@@ -186,22 +186,22 @@ TEST_F(EffectsCliTest, EveryOutcomePathOnAnIdempotentTarget) {
       << run.out;
   std::map<std::string, Intent> intents = Intents();
   ASSERT_EQ(intents.size(), 6u);
-  EXPECT_EQ(intents["reserve:order-1:v1"].state, "done");
-  EXPECT_EQ(intents["reserve:order-1:v1"].attempts, 1);
-  EXPECT_EQ(intents["reserve:order-2:v1"].state, "failed");
-  EXPECT_EQ(intents["reserve:order-2:v1"].last_error.rfind("HTTP 409, sha256:", 0), 0u);
+  EXPECT_EQ(intents["reserve:order-1"].state, "done");
+  EXPECT_EQ(intents["reserve:order-1"].attempts, 1);
+  EXPECT_EQ(intents["reserve:order-2"].state, "failed");
+  EXPECT_EQ(intents["reserve:order-2"].last_error.rfind("HTTP 409, sha256:", 0), 0u);
   for (const char* key :
-       {"reserve:order-3:v1", "reserve:order-4:v1", "reserve:order-5:v1", "reserve:order-6:v1"}) {
+       {"reserve:order-3", "reserve:order-4", "reserve:order-5", "reserve:order-6"}) {
     EXPECT_EQ(intents[key].state, "done") << key;
     EXPECT_EQ(intents[key].attempts, 2) << key;
   }
   // Performed once each, the slow one included (its retry was answered from the first result).
   const std::map<std::string, int> performed = downstream_->Performed();
-  EXPECT_EQ(performed, (std::map<std::string, int>{{"reserve:order-1:v1", 1},
-                                                   {"reserve:order-3:v1", 1},
-                                                   {"reserve:order-4:v1", 1},
-                                                   {"reserve:order-5:v1", 1},
-                                                   {"reserve:order-6:v1", 1}}));
+  EXPECT_EQ(performed, (std::map<std::string, int>{{"reserve:order-1", 1},
+                                                   {"reserve:order-3", 1},
+                                                   {"reserve:order-4", 1},
+                                                   {"reserve:order-5", 1},
+                                                   {"reserve:order-6", 1}}));
   // Done: the effect's evidence, with the answer's status and digest.
   ProcessResult r = RunEvident({"evidence", "order-4", "--store", store_, "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -226,7 +226,7 @@ TEST_F(EffectsCliTest, AnUnknownOutcomeWaitsForAPersonUnlessTheTargetHonoursTheK
   ASSERT_EQ(RunEffects("0.5").exit_code, 0);
   ASSERT_EQ(RunEffects("0.5").exit_code, 0);  // a restart does not call it again
   EXPECT_EQ(downstream_->RequestCount(), 1);
-  Intent intent = Intents()["reserve:order-1:v1"];
+  Intent intent = Intents()["reserve:order-1"];
   EXPECT_EQ(intent.state, "unknown");
   EXPECT_EQ(intent.attempts, 1);
   EXPECT_TRUE(intent.waits);
@@ -238,20 +238,20 @@ TEST_F(EffectsCliTest, AnUnknownOutcomeWaitsForAPersonUnlessTheTargetHonoursTheK
   EXPECT_NE(r.out.find("evidence 'reserve-stock' is not recorded"), std::string::npos) << r.out;
 
   // The person first finds that the stock service never saw it: call again, same key.
-  r = RunEvident({"effects", "resolve", "reserve:order-1:v1", "--store", store_, "--outcome",
-                  "retry", "--by", "ops", "--note", "no reservation in the stock service"});
+  r = RunEvident({"effects", "resolve", "reserve:order-1", "--store", store_, "--outcome", "retry",
+                  "--by", "ops", "--note", "no reservation in the stock service"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Intents()["reserve:order-1:v1"].state, "intended");
+  EXPECT_EQ(Intents()["reserve:order-1"].state, "intended");
   ASSERT_EQ(RunEffects("0.5").exit_code, 0);
-  EXPECT_EQ(downstream_->Requests(), (std::map<std::string, int>{{"reserve:order-1:v1", 2}}));
-  intent = Intents()["reserve:order-1:v1"];
+  EXPECT_EQ(downstream_->Requests(), (std::map<std::string, int>{{"reserve:order-1", 2}}));
+  intent = Intents()["reserve:order-1"];
   EXPECT_EQ(intent.state, "unknown");  // 500 again; still never retried by itself
   EXPECT_EQ(intent.attempts, 2);
   EXPECT_TRUE(intent.waits);
 
   const std::vector<std::string> resolve = {"effects",
                                             "resolve",
-                                            "reserve:order-1:v1",
+                                            "reserve:order-1",
                                             "--store",
                                             store_,
                                             "--outcome",
@@ -262,14 +262,14 @@ TEST_F(EffectsCliTest, AnUnknownOutcomeWaitsForAPersonUnlessTheTargetHonoursTheK
                                             "the stock service shows reservation 77"};
   r = RunEvident(resolve);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Intents()["reserve:order-1:v1"].state, "done");
+  EXPECT_EQ(Intents()["reserve:order-1"].state, "done");
   EXPECT_EQ(Ship("order-1").exit_code, 0) << Ship("order-1").out;
   EXPECT_EQ(RunEvident(resolve).exit_code, 1);  // already done
-  EXPECT_EQ(RunEvident({"effects", "resolve", "reserve:order-9:v1", "--store", store_, "--outcome",
+  EXPECT_EQ(RunEvident({"effects", "resolve", "reserve:order-9", "--store", store_, "--outcome",
                         "done", "--by", "ops", "--note", "n"})
                 .exit_code,
             1);
-  r = RunEvident({"effects", "show", "reserve:order-1:v1", "--store", store_});
+  r = RunEvident({"effects", "show", "reserve:order-1", "--store", store_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("resolve by ops -> done  the stock service shows reservation 77"),
             std::string::npos)
@@ -287,13 +287,13 @@ TEST_F(EffectsCliTest, RetriesStopAtTheLimitAndTheIntentWaits) {
   Start({"--answer", "=503"}, /*idempotent=*/true, /*attempts_max=*/2);
   ASSERT_EQ(Consume(Paid("order-1")).exit_code, 0);
   ASSERT_EQ(RunEffects("0.8").exit_code, 0);
-  const Intent intent = Intents()["reserve:order-1:v1"];
+  const Intent intent = Intents()["reserve:order-1"];
   EXPECT_EQ(intent.state, "unknown");
   EXPECT_EQ(intent.attempts, 2);
   EXPECT_TRUE(intent.waits);
   EXPECT_NE(intent.last_error.find("retry limit (2 attempts) reached"), std::string::npos)
       << intent.last_error;
-  EXPECT_EQ(downstream_->Requests(), (std::map<std::string, int>{{"reserve:order-1:v1", 2}}));
+  EXPECT_EQ(downstream_->Requests(), (std::map<std::string, int>{{"reserve:order-1", 2}}));
 }
 
 // kill -9 of the runner during a call leaves the intent unknown (never done, never forgotten,
@@ -317,7 +317,7 @@ TEST_F(EffectsCliTest, KillNineDuringACallLeavesTheIntentUnknownWithItsKey) {
     int status = 0;
     waitpid(runner, &status, 0);
     ASSERT_TRUE(Killed(status));
-    Intent intent = Intents()["reserve:order-1:v1"];
+    Intent intent = Intents()["reserve:order-1"];
     EXPECT_EQ(intent.state, "unknown");
     EXPECT_EQ(intent.attempts, 1);
     // The lease is the timeout (3 s) plus the margin (0.2 s); the run waits that long idle
@@ -326,18 +326,18 @@ TEST_F(EffectsCliTest, KillNineDuringACallLeavesTheIntentUnknownWithItsKey) {
     const std::map<std::string, Intent> intents = Intents();
     ASSERT_EQ(intents.size(), 1u);  // one intent, one key, whatever happened
     intent = intents.begin()->second;
-    EXPECT_EQ(intents.begin()->first, "reserve:order-1:v1");
+    EXPECT_EQ(intents.begin()->first, "reserve:order-1");
     if (idempotent) {
       EXPECT_EQ(intent.state, "done");
       EXPECT_EQ(intent.attempts, 2);
-      EXPECT_EQ(downstream_->Requests(), (std::map<std::string, int>{{"reserve:order-1:v1", 2}}));
+      EXPECT_EQ(downstream_->Requests(), (std::map<std::string, int>{{"reserve:order-1", 2}}));
     } else {
       EXPECT_EQ(intent.state, "unknown");
       EXPECT_EQ(intent.attempts, 1);
       EXPECT_TRUE(intent.waits);
       EXPECT_EQ(downstream_->RequestCount(), 1);
     }
-    EXPECT_EQ(downstream_->Performed(), (std::map<std::string, int>{{"reserve:order-1:v1", 1}}));
+    EXPECT_EQ(downstream_->Performed(), (std::map<std::string, int>{{"reserve:order-1", 1}}));
   }
 }
 
@@ -372,8 +372,10 @@ TEST_F(EffectsCliTest, TwoRunnersPerformEachIntentOnce) {
   EXPECT_EQ(by_runner["runner-a"] + by_runner["runner-b"], kOrders);
 }
 
-// Deliveries repeat; intents and compensations do not: one per key. The cancellation the
-// reservation's rejection caused requires one compensation, keyed by the owner's decision.
+// Deliveries repeat; intents and compensations do not: one per key. An order is reserved once,
+// whatever its number of `paid` versions (the second is a no-op its intent's log records). Each
+// cancellation requires one compensation, keyed by the owner's decision; a reservation never
+// performed is withdrawn by it, and nothing is released.
 TEST_F(EffectsCliTest, RedeliveriesIntendOnceAndCompensateOnce) {
   Start({"--answer", "=200"}, /*idempotent=*/true, 3);
   const std::string input =
@@ -381,15 +383,27 @@ TEST_F(EffectsCliTest, RedeliveriesIntendOnceAndCompensateOnce) {
       Order("cancelled", "order-417", 3, R"(,"reason":"reservation-rejected")") +
       Paid("order-418", 1) + Order("cancelled", "order-418", 2, R"(,"reason":"customer-request")");
   for (int i = 0; i < 3; ++i) ASSERT_EQ(Consume(input).exit_code, 0);
-  const std::map<std::string, Intent> intents = Intents();
-  EXPECT_EQ(intents.size(), 3u);
-  EXPECT_EQ(intents.count("reserve:order-417:v2"), 1u);
-  ProcessResult r = RunEvident({"compensations", "list", "--store", store_, "--format", "json"});
+  std::map<std::string, Intent> intents = Intents();
+  EXPECT_EQ(intents.size(), 2u);
+  EXPECT_EQ(intents["reserve:order-417"].state, "withdrawn");
+  EXPECT_EQ(intents["reserve:order-418"].state, "withdrawn");
+  ProcessResult r =
+      RunEvident({"effects", "show", "reserve:order-417", "--store", store_, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("action":"trigger")"), std::string::npos) << r.out;  // paid v2, once
+  r = RunEvident({"compensations", "list", "--store", store_, "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<std::string> lines = Lines(r.out);
-  ASSERT_EQ(lines.size(), 1u) << r.out;
+  ASSERT_EQ(lines.size(), 2u) << r.out;
   EXPECT_NE(lines[0].find(R"("key":"compensation:order-417:reservation:v2")"), std::string::npos);
   EXPECT_NE(lines[0].find(R"("owner_version":3)"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(R"("covers":["reserve:order-417"])"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find(R"("state":"nothing-performed")"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(R"("key":"compensation:order-418:customer-request:v1")"),
+            std::string::npos);
+  // Nothing was performed, so a runner calls nothing: no reservation, no release.
+  ASSERT_EQ(RunEffects("0.3").exit_code, 0);
+  EXPECT_EQ(downstream_->RequestCount(), 0);
   // The evidence packet answers seed 002's readiness test.
   r = RunEvident({"evidence", "order-417", "--store", store_, "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -407,8 +421,8 @@ TEST_F(EffectsCliTest, RedeliveriesIntendOnceAndCompensateOnce) {
   EXPECT_TRUE(readiness["gap_reason"].is_null());
   EXPECT_EQ(std::string_view(readiness["compensation_keys"].at(0)),
             "compensation:order-417:reservation:v2");
-  EXPECT_EQ(readiness["effects"].get_array().size(), 2u);
-  EXPECT_EQ(std::string_view(readiness["effects"].at(0)["state"]), "intended");
+  EXPECT_EQ(readiness["effects"].get_array().size(), 1u);
+  EXPECT_EQ(std::string_view(readiness["effects"].at(0)["state"]), "withdrawn");
 }
 
 TEST_F(EffectsCliTest, UsageErrors) {

@@ -1,7 +1,10 @@
-// The order service of seed 002, written with the outbox: it cancels an order and announces it
-// in ONE local transaction of the evident SQLite store, so the order row and the outbox row
-// commit together or not at all (no "updated but never announced", no "announced but never
-// updated").
+// The order service of seed 002, written with the outbox: the stock reservation of order-417's
+// version 2 was rejected, so the owner cancels the order and, in ONE local transaction of the
+// evident SQLite store, makes the conditional update (paid v2 -> cancelled v3), records the
+// compensation keyed by its decision (compensation:order-417:reservation:v2) and appends the
+// `cancelled` event to the outbox: all three commit together or not at all (no "updated but never
+// announced", no compensation without its decision). A retried cancel finds the order moved on
+// and inserts nothing twice.
 //
 //   build/examples/cpp/order_service CONTRACTS_DIR STORE_PATH
 //
@@ -17,6 +20,7 @@
 
 #include "core/fault_point.h"
 #include "evident/outbox.h"
+#include "evident/store.h"
 #include "evident/store_sqlite.h"
 
 namespace {
@@ -65,7 +69,17 @@ std::string CancelledEvent() {
          R"("type":"com.example.training.order.cancelled","subject":"order-417",)"
          R"("schemaversion":1,"subjectversion":)" +
          version + R"(,"data":{"orderId":"order-417","orderVersion":)" + version +
-         R"(,"reason":"customer-request"}})";
+         R"(,"reason":"reservation-rejected"}})";
+}
+
+// Seed 002's owner compensation, keyed by this decision: the reservation of the version read.
+OwnerCompensation Compensation() {
+  return {.key = std::string("compensation:") + kOrderId + ":reservation:v" +
+                 std::to_string(kReadVersion),
+          .subject = kOrderId,
+          .owner_source = "https://example.test/order-service",
+          .owner_version = kReadVersion,
+          .decision = "reservation-rejected"};
 }
 
 // One transaction: the conditional update, then the outbox row; commit.
@@ -78,6 +92,8 @@ Result<int> CancelAndAnnounce(Store& store, Outbox& outbox) {
     EVIDENT_RETURN_IF_ERROR(tx->Rollback());
     return 1;
   }
+  EVIDENT_ASSIGN_OR_RETURN(const bool recorded,
+                           RecordOwnerCompensation(*tx, Compensation(), kNowMs));
   FaultPoint("between-business-and-outbox");
   EVIDENT_ASSIGN_OR_RETURN(const OutboxDecision decision,
                            outbox.Append(*tx, CancelledEvent(), kNowMs));
@@ -89,8 +105,9 @@ Result<int> CancelAndAnnounce(Store& store, Outbox& outbox) {
     return 2;
   }
   EVIDENT_RETURN_IF_ERROR(tx->Commit());
-  std::printf("cancelled %s at version %lld; outbox seq %lld\n", kOrderId,
-              static_cast<long long>(kReadVersion + 1), static_cast<long long>(*decision.seq));
+  std::printf("cancelled %s at version %lld; compensation %s %s; outbox seq %lld\n", kOrderId,
+              static_cast<long long>(kReadVersion + 1), Compensation().key.c_str(),
+              recorded ? "recorded" : "already there", static_cast<long long>(*decision.seq));
   return 0;
 }
 

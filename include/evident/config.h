@@ -106,10 +106,21 @@ struct EffectTarget {
 inline constexpr int64_t kEffectTimeoutMsLimit = 600'000;
 
 struct EffectConfig {
-  std::string name;                    // also the name of the evidence a `done` records
-  std::vector<std::string> on;         // event types that trigger it
-  std::vector<std::string> states;     // the projection's state after the event; empty: any
+  std::string name;  // also the name of the evidence a `done` records
+  // Event types that trigger it; empty for an effect only a compensation intends
+  // (CompensationConfig::compensate_with).
+  std::vector<std::string> on;
+  // The projection's state that permits it; empty: any. Checked when an event triggers it and,
+  // by the runner, right before each attempt: an intent whose subject's state no longer permits
+  // it is withdrawn, never sent.
+  std::vector<std::string> states;
   std::vector<PayloadCondition> when;  // all must hold
+  // Event types whose application after the intent withdraws it before an attempt (an ordered
+  // consumer: applied at a subject version above the intent's; an unordered one: applied after
+  // it was written).
+  std::vector<std::string> withdrawn_by;
+  // Names the business operation ("reserve:{subject}"), never a delivery: a second trigger of a
+  // key already intended is a no-op recorded on that intent.
   KeyTemplate key;
   EffectTarget target;
   // Attempts in all (the first included) and the backoff between them, for an unknown outcome
@@ -117,11 +128,16 @@ struct EffectConfig {
   RetryPolicy retry{.attempts_max = 5, .backoff_initial_ms = 1000, .backoff_max_ms = 60'000};
 };
 
-// A compensation the owner's decision requires (seed 002): recorded once per key.
+// A compensation the owner's decision requires (seed 002): recorded once per key. It may name
+// the effect it compensates (the subject's latest intent of that effect for the same consumer)
+// and, opt-in, a compensating effect of the same consumer, intended only when the compensated
+// effect is done (docs/effects.md).
 struct CompensationConfig {
   std::vector<std::string> on;
   std::vector<PayloadCondition> when;
   KeyTemplate key;
+  std::string compensates;      // an effect's name; empty: the record only
+  std::string compensate_with;  // an effect's name; empty: none (needs `compensates`)
 };
 
 struct ConsumerConfig {

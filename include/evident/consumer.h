@@ -115,6 +115,18 @@ class Pipeline {
                    int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
 
   const Config& config() const;
+  // For a projection set otherwise than by an applied event (a person's correction,
+  // correction.h), before it is put, once the subject's gap records are closed: applies its
+  // deferred successors in version order, as after an applied event, and opens a gap record for
+  // a hole that remains behind them. `projection` (of a consumer this pipeline decides for) is
+  // updated; the caller puts it. kInvalidArgument for a consumer the pipeline does not decide
+  // for.
+  Status DrainAfterCorrection(Transaction& tx, Projection& projection, int64_t now_ms,
+                              std::vector<Decision>& decisions);
+  // Outbox partitions the reports a decision appends (a same-version conflict's report to the
+  // owner) are spread over by subject (outbox.h). Default 1; Consume sets its
+  // ConsumeOptions::outbox_partition_count.
+  void SetOutboxPartitionCount(int64_t partition_count);
   // The ids of the consumers it decides for, in the config's order (Transaction::WillDecide).
   std::vector<std::string> ConsumerIds() const;
 
@@ -177,7 +189,7 @@ struct ConsumeOptions {
   // of the run; -1: never. (While the source is silent and no cancel token is set, the loop
   // waits for input and checks nothing.)
   int64_t gap_check_interval_ms = 1000;
-  // Outbox partitions a replay request is spread over (outbox.h).
+  // Outbox partitions a replay request or a conflict's report is spread over (outbox.h).
   int64_t outbox_partition_count = 1;
   // Called in every transaction that records the source's position, last before its commit,
   // with the cursor recorded (a consumer group fences each batch with it: group.h). An error

@@ -16,6 +16,15 @@
 //   the request never left (no connection) -> intended again, retried with backoff, up to the
 //                                            limit, then waits for a person
 //
+// Before each attempt, in the claiming transaction, the runner reads the subject's present
+// projection for the intent's consumer (the intent's basis): while an ordered projection lags
+// the owner version seen (a deferred later version), the intent is postponed, not attempted;
+// when the projection's state is no longer one of the effect's `states`, or an event type the
+// effect lists under `withdrawn_by` applied after the intent's basis version, an intended
+// intent is withdrawn (never sent) and an unknown one is held for a person (it may have been
+// performed: never retried automatically once its basis changed). A compensation waiting for an
+// intent's outcome acts in the transaction that records it (effects/compensation.h).
+//
 // Several runners may share a store: a claim is a committed write guarded by the intent's
 // revision, and the answer is recorded only if the intent is still at the claimed revision (a
 // person's resolution, or another runner's claim after the claim's lease ran out, wins). The
@@ -93,8 +102,14 @@ struct EffectRunOptions {
   int64_t poll_ms = 200;           // how often to look for due intents while none is due
   int64_t claim_margin_ms = 5000;  // a claim's lease beyond the call's timeout
   RetryPolicy busy_retry;          // a busy store, at each claim and record
+  // How long an intent whose subject's projection lags its owner waits before it is looked at
+  // again (ms).
+  int64_t postpone_ms = 1000;
   // Called after each attempt is recorded (the CLI prints it); may be empty.
   std::function<void(const EffectIntent& after, const AttemptVerdict& verdict)> on_attempt;
+  // Called once an intent whose basis did not hold is postponed (the first time for a reason),
+  // withdrawn or held for a person, after that commits; may be empty.
+  std::function<void(const EffectIntent& after, EffectAction action)> on_basis;
 };
 
 struct EffectRunSummary {
@@ -102,6 +117,9 @@ struct EffectRunSummary {
   int64_t done = 0, failed = 0, unknown = 0, not_sent = 0;
   int64_t superseded = 0;    // answers not recorded: the intent changed during the call
   int64_t unconfigured = 0;  // due intents of an effect the config no longer has, set aside
+  int64_t postponed = 0;     // looks at intents whose projection lagged its owner
+  int64_t withdrawn = 0;     // intended intents whose basis no longer held: never sent
+  int64_t held = 0;          // unknown intents whose basis changed: left for a person
   bool stopped = false;
   double seconds = 0;
 };
@@ -111,8 +129,10 @@ Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTr
 
 // A person's record of what happened at the other side: an intended or unknown intent becomes
 // done (its evidence recorded) or failed, or intended again when the other side certainly never
-// performed it (a runner calls again at once, with the same key); audited in the intent's log.
-// kNotFound for an unknown key; kFailedPrecondition for an intent already done or failed.
+// performed it (a runner calls again at once, with the same key, once its basis holds); audited
+// in the intent's log. A compensation waiting for this intent acts in the same transaction
+// (done: its compensating effect is intended). kNotFound for an unknown key;
+// kFailedPrecondition for an intent already done, failed or withdrawn.
 inline constexpr size_t kResolutionByBytesMax = 256;
 inline constexpr size_t kResolutionNoteBytesMax = 4096;
 struct EffectResolution {

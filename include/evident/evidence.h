@@ -39,6 +39,16 @@ struct EffectWithLog {
   std::vector<EffectLogEntry> log;
 };
 
+// A same-version conflict's report to the owner (gaps.h, kConflictDetectedType): routed once a
+// relay has published its outbox row, recorded but not yet routed before.
+struct ConflictRouting {
+  int64_t quarantine_id = 0;  // the conflicting input's record
+  std::string report_id;
+  bool recorded = false;              // the report's outbox row is there
+  std::optional<int64_t> sent_at_ms;  // when a relay marked it sent: routed
+  std::string text() const;           // "routed at T", "recorded, not yet routed", ...
+};
+
 // Everything the store knows about one consumer's view of one subject.
 struct ConsumerEvidence {
   std::string consumer;
@@ -48,9 +58,13 @@ struct ConsumerEvidence {
   std::vector<JournalEntry> journal;
   std::vector<QuarantinedInput> quarantined;
   std::vector<EvidenceRecord> evidence;
-  std::vector<GapRecord> gap_records;      // gaps whose deadline passed: what was done, how closed
-  std::vector<EffectIntent> effects;       // by seq
-  std::vector<EffectWithLog> effect_logs;  // one per effect, in the same order
+  // The subject's gaps, open and closed: opened, what the route did at the deadline, how and why
+  // each closed, the owner's answer to a replay request.
+  std::vector<GapRecord> gap_records;
+  std::vector<ConflictRouting> conflict_reports;  // one per conflicting input kept
+  std::vector<ProjectionCorrection> corrections;  // by seq
+  std::vector<EffectIntent> effects;              // by seq
+  std::vector<EffectWithLog> effect_logs;         // one per effect, in the same order
   std::vector<CompensationRecord> compensations;  // by seq
 
   bool in_sync() const { return projection && InSync(*projection, deferred.size()); }

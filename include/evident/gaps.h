@@ -23,9 +23,25 @@
 namespace evident {
 
 // The type of the replay-request event, and the source it is sent from for consumer `consumer`
-// ("evident://consumers/<consumer>").
+// ("evident://consumers/<consumer>"). Its data: consumer, subject, owner_source (the source
+// whose outbox holds the missing versions), missing_from, missing_to, waiting_versions,
+// deadline_at.
 inline constexpr const char* kReplayRequestedType = "evident.replay.requested";
 std::string ReplayRequestSource(std::string_view consumer);
+
+// The owner's answer to a replay request (`evident replay-requests serve`), sent from
+// "evident://owners/<owner source>"; its data names the request, the consumer and subject, the
+// versions published again and the ones no longer kept. A consumer records it on the gap.
+inline constexpr const char* kReplayAnsweredType = "evident.replay.answered";
+
+// A same-version conflict reported to the subject's owner, appended to the deciding consumer's
+// outbox in the deciding transaction (sent from ReplayRequestSource(consumer)); its data:
+// consumer, subject, version, owner_source, reason, and of the event that holds the version
+// and of the conflicting one, source, id and payload digest.
+inline constexpr const char* kConflictDetectedType = "evident.conflict.detected";
+// The report's id: one report per conflicting event and version.
+std::string ConflictReportId(std::string_view consumer, std::string_view subject, int64_t version,
+                             std::string_view source, std::string_view event_id);
 
 struct GapCheckOptions {
   // Outbox partitions (outbox.h): a request lands in the partition of its subject.

@@ -102,6 +102,25 @@ struct OutboxOptions {
   int64_t event_bytes_max = int64_t{1} << 20;
 };
 
+// The owner's side of seed 002: a compensation keyed by the owner's decision
+// ("compensation:order-417:reservation:v2"), recorded in the same local transaction as the
+// decision itself (the conditional update and the announcing outbox row), inserted once per key.
+struct OwnerCompensation {
+  std::string key;                       // names the decision: at most 1,024 bytes, no control
+  std::string subject;                   // the object the decision is about
+  std::string owner_source;              // the owner (the source of its events)
+  std::optional<int64_t> owner_version;  // the version the decision compensates
+  std::string decision;                  // the owner's words for it ("reservation-rejected")
+};
+inline constexpr size_t kCompensationKeyBytesMax = 1024;
+
+// Records `compensation` in the caller's transaction (recorded_by owner): true when it was
+// inserted, false when its key is there already (a retried decision inserts nothing twice).
+// kInvalidArgument for an empty key, subject or owner, a key over kCompensationKeyBytesMax or
+// holding a control character, or a text field that is not UTF-8.
+Result<bool> RecordOwnerCompensation(Transaction& transaction,
+                                     const OwnerCompensation& compensation, int64_t now_ms);
+
 class Outbox {
  public:
   // Loads and compiles every payload schema of the contracts directory.

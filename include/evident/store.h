@@ -71,6 +71,11 @@ struct Projection {
   std::string owner_source;
   int64_t owner_version_seen = 0;
   int64_t updated_at_ms = 0;
+  // "sha256:<hex>" of the payload (the event's `data` as its bytes stand) of the event that set
+  // the projection's version, for an ordered consumer: a same-version conflict reports both
+  // payloads' digests to the owner. Empty when not known (an unordered consumer, a baseline, a
+  // correction, a store of an older layout).
+  std::string applied_digest;
 };
 
 struct DeferredEvent {
@@ -138,21 +143,58 @@ struct QuarantineAudit {
   int64_t at_ms = 0;
 };
 
-// A gap that stayed open past its deadline: what its route did about it, and how it closed. One
-// record per (consumer, subject, expected version): the gap's first missing version when the
-// deadline passed, so a gap is acted on once.
+// A version gap of an ordered projection, from the first deferral that opened it to its close:
+// what its route did once its deadline passed, and how and why it closed. One record per
+// (consumer, subject, expected version): the first missing version when the gap opened (or,
+// for a gap whose record an older layout only wrote at the deadline, when the deadline passed),
+// so a gap is acted on once.
 struct GapRecord {
   std::string consumer, subject;
   int64_t expected_version = 0;  // the first missing version
   int64_t missing_to = 0;        // the last missing version (below the lowest waiting one)
   GapRoute route = GapRoute::kWait;
-  GapState state = GapState::kReported;
+  GapState state = GapState::kReported;  // kOpen until the deadline is acted on or it closes
   int64_t deadline_at_ms = 0;
-  int64_t acted_at_ms = 0;       // when the deadline was acted on
-  std::string request_event_id;  // request-replay: the replay-request event's id
+  std::optional<int64_t> acted_at_ms;  // when the deadline was acted on
+  std::string request_event_id;        // request-replay: the replay-request event's id
   std::optional<int64_t> closed_at_ms;
-  std::string closed_by;  // "arrival": the missing versions arrived; else who resolved it
+  std::string closed_by;  // "arrival": the missing versions arrived; else who closed it
   std::string note;
+  // When the first deferral opened it; nullopt for a record an older layout wrote.
+  std::optional<int64_t> opened_at_ms;
+  // The versions that waited for it: as known when it opened or its deadline was acted on, and
+  // the ones applied when it drained.
+  std::vector<int64_t> waiting_versions;
+  GapClosedHow how = GapClosedHow::kNone;
+  GapCause cause = GapCause::kUnknown;
+  // The owner's answer to its replay request (replay-requests serve): what was published again,
+  // or what was gone; empty until an answer arrived.
+  std::string answer;
+  std::optional<int64_t> answered_at_ms;
+};
+
+// How CloseGaps closes the records it closes.
+struct GapClosing {
+  int64_t at_ms = 0;
+  GapClosedHow how = GapClosedHow::kDrained;
+  GapCause cause = GapCause::kOutOfOrder;
+  std::string_view by;    // "arrival", or who closed it
+  std::string_view note;  // a person's words; may be empty
+  // Drained: the versions applied as it closed (they replace the record's waiting versions);
+  // empty: the record's are kept.
+  std::vector<int64_t> waiting_versions;
+};
+
+// A person's correction of a projection (`evident projection correct`): the facts kept first,
+// the projection before and after, who and why, and what allowed it.
+struct ProjectionCorrection {
+  int64_t seq = 0;  // assigned by the store
+  std::string consumer, subject;
+  std::string before_json, after_json;  // {"version":..,"state":..,"fields":{..},"owner":..}
+  std::string by, note;
+  std::string basis;  // what allowed it: an open gap, a quarantine record, or "forced"
+  bool forced = false;
+  int64_t at_ms = 0;
 };
 
 // One delivery decision that has no ledger row of its own (an applied delivery's ledger row is
@@ -195,9 +237,14 @@ struct EffectIntent {
   // When a runner may take the intent (intended, or unknown on a target that honours the key);
   // nullopt: it waits for a person (unknown) or is settled (done, failed).
   std::optional<int64_t> next_attempt_at_ms;
-  std::optional<int64_t> settled_at_ms;  // when it became done or failed
+  std::optional<int64_t> settled_at_ms;  // when it became done, failed or withdrawn
   std::string claimed_by;                // the runner of the last attempt
   int64_t revision = 0;                  // assigned by the store; every update raises it by one
+  // The basis it was intended on: the subject's projection version right after the triggering
+  // event applied (an ordered consumer: the event's subject version; an unordered one: its count
+  // of applied events). A runner withdraws the intent when an event its effect lists under
+  // `withdrawn_by` applied above it. nullopt without a subject (never withdrawn).
+  std::optional<int64_t> basis_version;
 };
 
 // One entry of an intent's log: an attempt and what came of it, or a person's resolution.
@@ -220,14 +267,30 @@ struct EffectFilter {
 
 // A compensation the owner's decision requires, keyed by that decision
 // ("compensation:order-417:reservation:v2"): inserted once per key, whatever the deliveries.
+// The owner records its own in the transaction of its decision (recorded_by owner); a consumer
+// records one when it applies the deciding event, and, when its declaration names the effect it
+// compensates, acts on facts only (CompensationState): the subject's latest intent of that
+// effect decides whether a compensating effect is intended, waits for reconciliation, or was
+// never needed.
 struct CompensationRecord {
   int64_t seq = 0;  // assigned by the store
   std::string key;
-  std::string consumer, subject;
-  std::string owner_source;              // the source of the deciding event
+  std::string consumer, subject;         // consumer: empty for an owner's record
+  std::string owner_source;              // the source of the deciding event (the owner)
   std::optional<int64_t> owner_version;  // its subject version
-  std::string event_id, type;
+  std::string event_id, type;            // the deciding event; empty for an owner's record
   int64_t recorded_at_ms = 0;
+  CompensationBy recorded_by = CompensationBy::kConsumer;
+  std::string decision;  // the owner's decision in its words ("reservation-rejected"); may be empty
+  // The effect it compensates and the key of the intent it covers (empty: none declared, or the
+  // subject had no intent of it); the compensating effect, its key and the body its intent sends
+  // (kept so that a later reconciliation can intend it without the configuration).
+  std::string compensates, covers;
+  std::string compensate_with, compensating_key, compensating_request;
+  std::optional<int64_t> basis_version;  // of the compensating intent
+  CompensationState state = CompensationState::kRecorded;
+  std::string detail;  // for people: what came of it
+  int64_t updated_at_ms = 0;
 };
 
 // Keys of everything one batch of events touches, and the rows the store holds for them: a
@@ -265,6 +328,9 @@ struct Rows {
 
 // Rows returned by one Snapshot list call unless the caller asks otherwise.
 inline constexpr int64_t kReadRowsMaxDefault = 10000;
+// Compensations returned by Transaction::CompensationsCovering: one intent is covered by a few
+// owner decisions at most.
+inline constexpr int64_t kCoveringRowsMax = 64;
 
 // Consumer groups (group.h): a stream's partitions leased to the processes of a group, each
 // lease with a fencing epoch that goes up whenever the partition changes hands.
@@ -312,6 +378,16 @@ class Transaction {
                                                         std::string_view source,
                                                         std::string_view event_id) = 0;
   virtual Result<Insert> InsertLedger(const LedgerEntry& entry) = 0;
+  // Removes a ledger row (a deferred event a correction made stale: its redelivery is then
+  // decided afresh); nothing happens for a key with no row.
+  virtual Status DeleteLedger(std::string_view consumer, std::string_view source,
+                              std::string_view event_id) = 0;
+  // The first applied receipt of (consumer, subject) above `after_projection_version` whose type
+  // is one of `types`, by projection version: the event that withdrew an intent made at that
+  // version (effects.h). nullopt when none.
+  virtual Result<std::optional<LedgerEntry>> AppliedAfter(
+      std::string_view consumer, std::string_view subject, int64_t after_projection_version,
+      const std::vector<std::string>& types) = 0;
   // Marks a deferred ledger row applied, with its receipt fields. kInternal when the row is
   // not there or not deferred (the pipeline drains only what it deferred).
   virtual Status MarkApplied(std::string_view consumer, std::string_view source,
@@ -357,11 +433,14 @@ class Transaction {
                                                    int64_t expected_version) = 0;
   virtual Result<Insert> InsertGap(const GapRecord& record) = 0;
   // Closes the records of (consumer, subject) not closed yet whose missing versions are all at
-  // or below `through_version` (missing_to <= through_version), at `at_ms`, by `by` with
-  // `note`; returns how many.
+  // or below `through_version` (missing_to <= through_version) as `closing` says; returns how
+  // many.
   virtual Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
-                                    int64_t through_version, int64_t at_ms, std::string_view by,
-                                    std::string_view note) = 0;
+                                    int64_t through_version, const GapClosing& closing) = 0;
+  // Writes a record's changing fields (missing_to, route, state, deadline, acted, request,
+  // waiting versions, the close and the answer), found by (consumer, subject, expected
+  // version); kNotFound when there is none.
+  virtual Status UpdateGap(const GapRecord& record) = 0;
 
   // No record of that id: kNotFound.
   virtual Status SetQuarantineStatus(int64_t id, QuarantineStatus status) = 0;
@@ -438,8 +517,22 @@ class Transaction {
   virtual Status UpdateIntent(const EffectIntent& intent, int64_t expected_revision) = 0;
   // `entry.seq` is ignored; no intent of entry.key: kNotFound.
   virtual Status LogIntent(const EffectLogEntry& entry) = 0;
+  // The subject's latest intent (highest seq) of `effect` for `consumer`, or nullopt. A store
+  // that several processes share locks it until the transaction ends, so that a runner's answer
+  // and a compensation deciding on the intent take turns.
+  virtual Result<std::optional<EffectIntent>> LatestIntentOf(std::string_view consumer,
+                                                             std::string_view subject,
+                                                             std::string_view effect) = 0;
   // A key already there: kAlreadyThere, nothing written. record.seq is assigned.
   virtual Result<Insert> InsertCompensation(const CompensationRecord& record) = 0;
+  // Writes a compensation's changing fields (covers, the compensating key, state, detail,
+  // updated time), found by key; kNotFound when there is none.
+  virtual Status UpdateCompensation(const CompensationRecord& record) = 0;
+  // The compensations that cover the intent `key` (CompensationRecord::covers), by seq; at most
+  // kCoveringRowsMax.
+  virtual Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) = 0;
+  // A correction of a projection; correction.seq is assigned.
+  virtual Status InsertCorrection(const ProjectionCorrection& correction) = 0;
 
   // Consumer groups (group.h). A store that processes cannot share (SQLite, memory) refuses
   // them with kFailedPrecondition; the defaults do that.
@@ -480,12 +573,16 @@ class Transaction {
   // waiting for an answer (a networked store overrides them; the rest of the transaction learns
   // of a failure at the latest from its commit). IntendOnce inserts the intent unless its key
   // is there; a key another consumer's or effect's intent holds fails with kFailedPrecondition
-  // (two effects whose key templates meet: a configuration that would lose an effect).
-  virtual Status IntendOnce(const EffectIntent& intent);
+  // (two effects whose key templates meet: a configuration that would lose an effect). A key
+  // the same consumer's same effect holds already is the business operation triggered again: a
+  // no-op, logged on that intent (EffectAction::kTrigger, state unchanged) with `trigger_detail`.
+  virtual Status IntendOnce(const EffectIntent& intent, std::string_view trigger_detail);
   // Inserts the record unless its key is there.
   virtual Status RecordCompensation(const CompensationRecord& record) {
     return InsertCompensation(record).status();
   }
+  // Inserts the gap record unless its key is there (a gap opening, store.h's GapRecord).
+  virtual Status RecordGap(const GapRecord& record) { return InsertGap(record).status(); }
 };
 
 // One consistent read view, taken when Read() returns: every call sees the same committed state.
@@ -541,6 +638,18 @@ class Snapshot {
                                              int64_t rows_max = kReadRowsMaxDefault) = 0;
   // Counts over the whole outbox; ages are measured at `now_ms`.
   virtual Result<OutboxStats> OutboxStatsNow(int64_t now_ms) = 0;
+  // The outbox row of (source, id), sent or not, while the store keeps it.
+  virtual Result<std::optional<OutboxRow>> FindOutbox(std::string_view source,
+                                                      std::string_view event_id) = 0;
+  // The kept outbox rows of `source` and `subject` from subject version `from_version` on, by
+  // subject version, then seq (a row without a version is not listed).
+  virtual Result<Rows<OutboxRow>> OutboxOfSubject(std::string_view source, std::string_view subject,
+                                                  int64_t from_version,
+                                                  int64_t rows_max = kReadRowsMaxDefault) = 0;
+  // The corrections of (consumer, subject), by seq.
+  virtual Result<Rows<ProjectionCorrection>> CorrectionsOf(
+      std::string_view consumer, std::string_view subject,
+      int64_t rows_max = kReadRowsMaxDefault) = 0;
   // A consumer group's leases by partition, and its members by name (group.h); a store
   // without groups: kFailedPrecondition. The partition count the group was started with, 0 when
   // no member ever joined.

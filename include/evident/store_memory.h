@@ -44,6 +44,8 @@ enum class StoreCall : uint8_t {
   kInsertLedger,
   kMarkApplied,
   kCountDuplicate,
+  kDeleteLedger,
+  kAppliedAfter,
   kReadProjection,
   kPutProjection,
   kFindDeferred,
@@ -72,6 +74,8 @@ enum class StoreCall : uint8_t {
   kDeleteSentOutbox,
   kOutboxRows,
   kOutboxStatsNow,
+  kFindOutbox,
+  kOutboxOfSubject,
   // The quarantine beyond Quarantine and QuarantineOf (transaction calls, then snapshot reads;
   // FindQuarantine is both).
   kFindQuarantine,
@@ -83,6 +87,7 @@ enum class StoreCall : uint8_t {
   kFindGap,
   kInsertGap,
   kCloseGaps,
+  kUpdateGap,
   kGapRecordsOf,
   kOpenGapRecords,
   // Effects and compensations (transaction calls, then snapshot reads; FindIntent is both).
@@ -91,13 +96,19 @@ enum class StoreCall : uint8_t {
   kDueIntents,
   kUpdateIntent,
   kLogIntent,
+  kLatestIntentOf,
   kInsertCompensation,
+  kUpdateCompensation,
+  kCompensationsCovering,
   kListIntents,
   kIntentLogOf,
   kListCompensations,
+  // Corrections of projections (the transaction call, then the snapshot read).
+  kInsertCorrection,
+  kCorrectionsOf,
 };
-inline constexpr int kStoreCallCount = 53;
-static_assert(static_cast<int>(StoreCall::kListCompensations) + 1 == kStoreCallCount,
+inline constexpr int kStoreCallCount = 63;
+static_assert(static_cast<int>(StoreCall::kCorrectionsOf) + 1 == kStoreCallCount,
               "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 

@@ -50,7 +50,7 @@ struct PostgresOptions {
 // older layout is migrated by `evident store migrate` (MigratePostgresStore); opening one is
 // refused until then, since other processes may still run the older program. A store of a newer
 // layout is refused (kFailedPrecondition) rather than misread.
-inline constexpr int64_t kPostgresLayoutVersion = 4;
+inline constexpr int64_t kPostgresLayoutVersion = 5;
 
 // Opens the store at a libpq connection URI ("postgresql://..." or "postgres://...").
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,

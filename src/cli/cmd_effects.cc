@@ -55,7 +55,7 @@ std::string IntentText(const EffectIntent& e) {
                      std::to_string(e.attempts) + " attempt(s)";
   if (e.next_attempt_at_ms) {
     line += "  next " + rfc3339::FormatMs(*e.next_attempt_at_ms);
-  } else if (e.state == EffectState::kIntended || e.state == EffectState::kUnknown) {
+  } else if (!Settled(e.state)) {
     line += "  waits for reconciliation";
   }
   if (!e.last_error.empty()) line += "  last: " + P(e.last_error);
@@ -86,22 +86,31 @@ int RunEffectsCommand(const RunFlags& flags) {
       WriteStdout(P(after.key) + "  " + std::string(EffectStateName(after.state)) + "  attempt " +
                   std::to_string(after.attempts) + "  " + P(verdict.detail) + "\n");
     };
+    // Not attempted: postponed while the projection lags, withdrawn, or held for a person.
+    options.on_basis = [](const EffectIntent& after, EffectAction action) {
+      const std::string what = action == EffectAction::kPostpone ? "postponed"
+                               : action == EffectAction::kHold   ? "unknown, held"
+                                                                 : "withdrawn";
+      WriteStdout(P(after.key) + "  " + what + "  " + P(after.last_error) + "\n");
+    };
   }
   auto summary = RunEffects(*config, **store, **transport, options);
   if (!summary.ok()) {
     std::cerr << "evident effects run: " << summary.status().ToString() << "\n";
     return kExitUsage;
   }
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "%lld attempt(s): %lld done, %lld failed, %lld unknown, %lld not sent; %lld "
-                "answer(s) superseded, %lld intent(s) of effects not configured here put off%s\n",
-                static_cast<long long>(summary->attempts), static_cast<long long>(summary->done),
-                static_cast<long long>(summary->failed), static_cast<long long>(summary->unknown),
-                static_cast<long long>(summary->not_sent),
-                static_cast<long long>(summary->superseded),
-                static_cast<long long>(summary->unconfigured),
-                summary->stopped ? "; stopped after the call in flight" : "");
+  char line[768];
+  std::snprintf(
+      line, sizeof line,
+      "%lld attempt(s): %lld done, %lld failed, %lld unknown, %lld not sent; %lld "
+      "withdrawn, %lld held for a person, %lld postponement(s); %lld answer(s) "
+      "superseded, %lld intent(s) of effects not configured here put off%s\n",
+      static_cast<long long>(summary->attempts), static_cast<long long>(summary->done),
+      static_cast<long long>(summary->failed), static_cast<long long>(summary->unknown),
+      static_cast<long long>(summary->not_sent), static_cast<long long>(summary->withdrawn),
+      static_cast<long long>(summary->held), static_cast<long long>(summary->postponed),
+      static_cast<long long>(summary->superseded), static_cast<long long>(summary->unconfigured),
+      summary->stopped ? "; stopped after the call in flight" : "");
   if (!WriteStdout(line)) return kExitUsage;
   if (summary->stopped) return 128 + (LastStopSignal() != 0 ? LastStopSignal() : SIGTERM);
   return kExitOk;
@@ -213,9 +222,15 @@ int RunCompensations(const CompensationFlags& flags) {
       out.push_back('\n');
       continue;
     }
-    out += P(c.key) + "  " + P(c.consumer) + "  " + P(c.subject) + "  owner " + P(c.owner_source) +
+    out += P(c.key) + "  " + std::string(CompensationByName(c.recorded_by)) +
+           (c.consumer.empty() ? std::string() : " " + P(c.consumer)) + "  " + P(c.subject) +
+           "  owner " + P(c.owner_source) +
            (c.owner_version ? " v" + std::to_string(*c.owner_version) : std::string()) +
-           "  event " + P(c.event_id) + "  " + rfc3339::FormatMs(c.recorded_at_ms) + "\n";
+           (c.decision.empty() ? std::string() : "  decision " + P(c.decision)) +
+           (c.event_id.empty() ? std::string() : "  event " + P(c.event_id)) + "  " +
+           rfc3339::FormatMs(c.recorded_at_ms) + "  " +
+           std::string(CompensationStateName(c.state)) +
+           (c.detail.empty() ? std::string() : ": " + P(c.detail)) + "\n";
   }
   if (flags.format == "text" && rows->rows.empty()) out = "no compensations match\n";
   if (!WriteStdout(out)) return kExitUsage;
@@ -252,8 +267,8 @@ void AddList(CLI::App& parent, Runner& run) {
   CLI::App* cmd = parent.add_subcommand("list", "Effect intents, in the order they were written.");
   cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
       ->required();
-  cmd->add_option("--state", flags->state, "intended, done, failed or unknown")
-      ->check(CLI::IsMember({"intended", "done", "failed", "unknown"}));
+  cmd->add_option("--state", flags->state, "intended, done, failed, unknown or withdrawn")
+      ->check(CLI::IsMember({"intended", "done", "failed", "unknown", "withdrawn"}));
   cmd->add_option("--consumer", flags->consumer, "Only this consumer's intents");
   cmd->add_option("--effect", flags->effect, "Only this effect's intents");
   cmd->add_option("--subject", flags->subject, "Only this subject's intents");

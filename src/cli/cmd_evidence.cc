@@ -24,27 +24,45 @@ std::string P(std::string_view text) { return Printable(text); }
 
 std::string FormatTime(int64_t ms) { return rfc3339::FormatMs(ms); }
 
-// What a gap's route did, as text: "replay requested at T (id)", "closed at T by arrival".
-std::string GapRecordText(const GapRecord& g) {
-  std::string text =
-      "v" + std::to_string(g.expected_version) +
-      (g.missing_to > g.expected_version ? "-v" + std::to_string(g.missing_to) : "") +
-      " past its deadline " + FormatTime(g.deadline_at_ms) + ": ";
+// What the route of a gap did at its deadline: "replay requested at T (id)", ...; empty while
+// the deadline has not been acted on.
+std::string GapActText(const GapRecord& g) {
+  if (!g.acted_at_ms) return {};
+  const std::string at = FormatTime(*g.acted_at_ms);
   switch (g.route) {
     case GapRoute::kRequestReplay:
-      text +=
-          "replay requested at " + FormatTime(g.acted_at_ms) + " (" + P(g.request_event_id) + ")";
-      break;
+      return "replay requested at " + at + " (" + P(g.request_event_id) + ")" +
+             (g.answer.empty() ? "" : ", answered: " + P(g.answer));
     case GapRoute::kManual:
-      text += "opened for a person at " + FormatTime(g.acted_at_ms);
-      break;
+      return "opened for a person at " + at;
     case GapRoute::kWait:
-      text += "reported at " + FormatTime(g.acted_at_ms);
-      break;
+      return "reported past its deadline at " + at;
   }
+  return {};
+}
+
+// A gap's history as text: "v2 missing (v3 waited), opened T, deadline T; ...; closed at T:
+// drained (out-of-order)".
+std::string GapRecordText(const GapRecord& g) {
+  std::string waiting;
+  for (const int64_t v : g.waiting_versions) {
+    waiting += (waiting.empty() ? "v" : ", v") + std::to_string(v);
+  }
+  std::string text =
+      "v" + std::to_string(g.expected_version) +
+      (g.missing_to > g.expected_version ? "-v" + std::to_string(g.missing_to) : "") + " missing" +
+      (waiting.empty() ? "" : " (" + waiting + " waited)") +
+      (g.opened_at_ms ? ", opened " + FormatTime(*g.opened_at_ms) : "") + ", deadline " +
+      FormatTime(g.deadline_at_ms);
+  if (const std::string act = GapActText(g); !act.empty()) text += "; " + act;
   if (g.closed_at_ms) {
-    text += "; closed at " + FormatTime(*g.closed_at_ms) + " by " + P(g.closed_by) +
-            (g.note.empty() ? "" : " (" + P(g.note) + ")");
+    text += "; closed at " + FormatTime(*g.closed_at_ms) +
+            (g.closed_by == "arrival" ? "" : " by " + P(g.closed_by)) +
+            (g.note.empty() ? "" : " (" + P(g.note) + ")") + ": " +
+            std::string(GapClosedHowName(g.how)) +
+            (g.cause == GapCause::kUnknown ? "" : " (" + std::string(GapCauseName(g.cause)) + ")");
+  } else {
+    text += "; open";
   }
   return text;
 }
@@ -125,8 +143,18 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
                   P(j.event_id).c_str(), FormatTime(j.at_ms).c_str());
     }
     for (const QuarantinedInput& q : c.quarantined) PrintQuarantined(q, "  quarantined");
+    for (const ConflictRouting& r : c.conflict_reports) {
+      std::printf("  conflict  #%lld %s\n", static_cast<long long>(r.quarantine_id),
+                  P(r.text()).c_str());
+    }
     for (const GapRecord& g : c.gap_records) {
       std::printf("  gap       %s\n", GapRecordText(g).c_str());
+    }
+    for (const ProjectionCorrection& k : c.corrections) {
+      std::printf("  corrected by %s at %s (%s%s): %s\n      before %s\n      after  %s\n",
+                  P(k.by).c_str(), FormatTime(k.at_ms).c_str(), P(k.basis).c_str(),
+                  k.forced ? ", forced" : "", P(k.note).c_str(),
+                  PrintableJson(k.before_json).c_str(), PrintableJson(k.after_json).c_str());
     }
     for (const EvidenceRecord& r : c.evidence) {
       std::printf("  evidence  %-10s from %s:%s (v%s)%s\n", P(r.name).c_str(), P(r.source).c_str(),
@@ -141,10 +169,11 @@ void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvi
                   e.last_error.empty() ? "" : ("; last: " + P(e.last_error)).c_str());
     }
     for (const CompensationRecord& r : c.compensations) {
-      std::printf("  compensation    %s (owner %s v%s, event %s)\n", P(r.key).c_str(),
+      std::printf("  compensation    %s (owner %s v%s, event %s): %s%s\n", P(r.key).c_str(),
                   P(r.owner_source).c_str(),
                   r.owner_version ? std::to_string(*r.owner_version).c_str() : "-",
-                  P(r.event_id).c_str());
+                  P(r.event_id).c_str(), std::string(CompensationStateName(r.state)).c_str(),
+                  r.detail.empty() ? "" : (", " + P(r.detail)).c_str());
     }
   }
   if (!unassigned.empty()) std::printf("\n");

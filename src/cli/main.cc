@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
   AddRelayCommand(app, run);
   AddQuarantineCommands(app, run);
   AddBaselineCommands(app, run);
+  AddProjectionCommands(app, run);
   AddEffectsCommands(app, run);
   AddStoreCommands(app, run);
   AddGroupCommands(app, run);

@@ -199,23 +199,56 @@ void ParseEffects(const std::string& origin, const YAML::Node& list, ConsumerCon
     for (const auto& field : node) {
       const std::string key = field.first.as<std::string>();
       if (key != "name" && key != "on" && key != "states" && key != "when" && key != "key" &&
-          key != "target" && key != "retry") {
+          key != "target" && key != "retry" && key != "withdrawn_by") {
         Fail(origin, field.first, "unknown key '" + key + "' in effect '" + effect.name + "'");
       }
     }
     const std::string what = "effect '" + effect.name + "'";
-    for (const char* required : {"on", "key", "target"}) {
+    for (const char* required : {"key", "target"}) {
       if (!node[required]) {
         Fail(origin, node, what + " needs '" + required + "'");
       }
     }
-    effect.on = Triggers(origin, node["on"], consumer.contract, what);
+    // Without `on`, only a compensation intends it (checked once compensations are read).
+    if (node["on"]) effect.on = Triggers(origin, node["on"], consumer.contract, what);
     if (node["states"]) effect.states = Names(origin, node["states"], "states");
+    if (node["withdrawn_by"]) {
+      effect.withdrawn_by = Triggers(origin, node["withdrawn_by"], consumer.contract, what);
+    }
     effect.when = Conditions(origin, node["when"]);
     effect.key = Key(origin, node["key"], what);
     EffectTargetFrom(origin, node["target"], effect);
     EffectRetryFrom(origin, node["retry"], effect);
     consumer.effects.push_back(std::move(effect));
+  }
+}
+
+// `compensates: EFFECT` and `compensate_with: EFFECT`: effects of the same consumer; the
+// compensating one only together with the compensated one, and not the same.
+void CompensatedEffects(const std::string& origin, const YAML::Node& node,
+                        const ConsumerConfig& consumer, CompensationConfig& compensation) {
+  const auto effect_named = [&](const char* field) {
+    const YAML::Node value = node[field];
+    if (!value) return std::string();
+    if (!value.IsScalar()) Fail(origin, value, std::string("'") + field + "' names an effect");
+    const std::string name = value.as<std::string>();
+    if (consumer.FindEffect(name) == nullptr) {
+      Fail(origin, value,
+           std::string("'") + field + "' names effect '" + name + "', which consumer '" +
+               consumer.contract.id + "' does not declare");
+    }
+    return name;
+  };
+  compensation.compensates = effect_named("compensates");
+  compensation.compensate_with = effect_named("compensate_with");
+  if (!compensation.compensate_with.empty() && compensation.compensates.empty()) {
+    Fail(origin, node,
+         "'compensate_with' needs 'compensates': a compensating effect is intended only when "
+         "the effect it compensates was done");
+  }
+  if (!compensation.compensate_with.empty() &&
+      compensation.compensate_with == compensation.compensates) {
+    Fail(origin, node, "an effect cannot compensate itself");
   }
 }
 
@@ -226,7 +259,8 @@ void ParseCompensations(const std::string& origin, const YAML::Node& list,
     if (!node.IsMap()) Fail(origin, node, "a compensation is a mapping");
     for (const auto& field : node) {
       const std::string key = field.first.as<std::string>();
-      if (key != "on" && key != "when" && key != "key") {
+      if (key != "on" && key != "when" && key != "key" && key != "compensates" &&
+          key != "compensate_with") {
         Fail(origin, field.first, "unknown key '" + key + "' in a compensation");
       }
     }
@@ -238,7 +272,25 @@ void ParseCompensations(const std::string& origin, const YAML::Node& list,
     compensation.on = Triggers(origin, node["on"], consumer.contract, "a compensation");
     compensation.when = Conditions(origin, node["when"]);
     compensation.key = Key(origin, node["key"], "a compensation");
+    CompensatedEffects(origin, node, consumer, compensation);
     consumer.compensations.push_back(std::move(compensation));
+  }
+}
+
+// An effect without `on` is intended by a compensation alone: one must name it.
+void CheckEffectsIntended(const std::string& origin, const YAML::Node& entry,
+                          const ConsumerConfig& consumer) {
+  for (const EffectConfig& effect : consumer.effects) {
+    if (!effect.on.empty()) continue;
+    const bool named =
+        std::any_of(consumer.compensations.begin(), consumer.compensations.end(),
+                    [&](const CompensationConfig& c) { return c.compensate_with == effect.name; });
+    if (!named) {
+      Fail(origin, entry["effects"],
+           "effect '" + effect.name +
+               "' has no 'on' and no compensation names it under 'compensate_with': nothing "
+               "would ever intend it");
+    }
   }
 }
 
@@ -286,6 +338,7 @@ void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerCon
   if (const YAML::Node compensations = entry["compensations"]) {
     ParseCompensations(origin, compensations, consumer);
   }
+  CheckEffectsIntended(origin, entry, consumer);
   const ConsumerContract& contract = consumer.contract;
   if (const YAML::Node projection = entry["projection"]) {
     if (!projection.IsMap()) Fail(origin, projection, "'projection' maps event types to steps");

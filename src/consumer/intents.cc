@@ -139,6 +139,13 @@ std::string UnresolvedKey(const ConsumerConfig& consumer, const KeyInputs& in) {
     if (!ExpandKey(compensation.key, in, why)) {
       return "compensation " + compensation.key.text + ": " + why;
     }
+    const EffectConfig* with = compensation.compensate_with.empty()
+                                   ? nullptr
+                                   : consumer.FindEffect(compensation.compensate_with);
+    if (with != nullptr && !ExpandKey(with->key, in, why)) {
+      return "effect " + with->name + " (key " + with->key.text + "), which compensation " +
+             compensation.key.text + " would intend: " + why;
+    }
   }
   return {};
 }

@@ -4,6 +4,10 @@
 #include <map>
 
 #include "consumer/intents.h"
+#include "core/digest.h"
+#include "core/fnv1a.h"
+#include "core/rfc3339.h"
+#include "effects/compensation.h"
 #include "evident/adapter.h"
 #include "evident/consumer.h"
 #include "evident/envelope.h"
@@ -149,6 +153,51 @@ struct Verdict {
     message = std::move(m);
   }
 };
+
+// "sha256:<hex>" of an event's payload as the consumer's owner wrote it (its `data`, minified as
+// parsed; or its data_base64), for a same-version conflict's report; empty without a payload.
+std::string PayloadDigest(const EventView& event) {
+  if (event.data) return Sha256Digest(simdjson::to_string(*event.data));
+  if (event.data_base64) return Sha256Digest(*event.data_base64);
+  return {};
+}
+
+// One of the two events a same-version conflict is about.
+struct Claimant {
+  std::string source, event_id, digest;
+};
+
+// The report of a same-version conflict to the subject's owner (gaps.h): an outbox row of the
+// deciding consumer, so that it reaches the owner through the relay like any event.
+OutboxRow ConflictReport(std::string_view consumer, std::string_view subject, int64_t version,
+                         std::string_view owner_source, std::string_view reason,
+                         const Claimant& held, const Claimant& conflicting, int64_t now_ms,
+                         int64_t partition_count) {
+  OutboxRow row;
+  row.source = ReplayRequestSource(consumer);
+  row.event_id =
+      ConflictReportId(consumer, subject, version, conflicting.source, conflicting.event_id);
+  row.type = kConflictDetectedType;
+  row.subject = std::string(subject);
+  row.partition = static_cast<int64_t>(
+      Fnv1a(kFnv1aOffset, subject) % static_cast<uint64_t>(std::max<int64_t>(partition_count, 1)));
+  row.created_at_ms = now_ms;
+  json::Writer w(row.bytes);
+  w.BeginObject().Field("specversion", "1.0").Field("id", row.event_id);
+  w.Field("source", row.source).Field("type", row.type).Field("subject", row.subject);
+  w.Field("time", rfc3339::FormatMs(now_ms)).Field("datacontenttype", "application/json");
+  w.Key("data").BeginObject().Field("consumer", consumer).Field("subject", subject);
+  w.Key("version").Int(version).Field("owner_source", owner_source).Field("reason", reason);
+  for (const auto& [name, who] :
+       {std::pair{"held_by", &held}, std::pair{"conflicting", &conflicting}}) {
+    w.Key(name).BeginObject().Field("source", who->source).Field("id", who->event_id);
+    w.Key("payload_digest");
+    who->digest.empty() ? w.Null() : w.String(who->digest);
+    w.EndObject();
+  }
+  w.EndObject().EndObject();
+  return row;
+}
 
 // `consumerId:source:id`, built in one allocation (operator+ would allocate for each part).
 std::string LedgerKeyText(std::string_view consumer, std::string_view source, std::string_view id) {
@@ -343,6 +392,7 @@ struct Pipeline::Impl {
   const EventView* published = nullptr;
   EvidenceRecord evidence_scratch;
   Projection projection_scratch;
+  int64_t outbox_partition_count = 1;  // of the reports a decision appends (conflicts)
 
   void Check(const ConsumerState& consumer, const EventView& event, Verdict& v) const;
   static void CheckAdapted(const ConsumerState& consumer, const AdapterRoute& route,
@@ -367,8 +417,23 @@ struct Pipeline::Impl {
   Status Intend(Transaction& tx, const ConsumerConfig& consumer, const EventView& event,
                 const Projection& projection, std::optional<int64_t> subject_version,
                 int64_t now_ms);
+  Status Compensate(Transaction& tx, const ConsumerConfig& consumer,
+                    const CompensationConfig& compensation, const EventView& event,
+                    const Projection& projection, std::optional<int64_t> subject_version,
+                    int64_t now_ms);
+  static std::optional<int64_t> BasisOf(const Projection& projection);
+  static std::string TriggerDetail(const EventView& event, std::optional<int64_t> subject_version);
   Status Drain(Transaction& tx, ConsumerState& consumer, Projection& projection, int64_t now_ms,
                std::vector<Decision>& decisions);
+  Status Conflict(Delivery& delivery, const Projection& projection, std::string_view reason,
+                  const Claimant& held);
+  Status CloseDrainedGap(Transaction& tx, ConsumerState& consumer, Projection& projection,
+                         int64_t now_ms, std::vector<Decision>& decisions);
+  static Status ReopenGap(Transaction& tx, const ConsumerContract& contract,
+                          const Projection& projection, int64_t now_ms);
+  static Status OpenGap(Transaction& tx, const ConsumerContract& contract,
+                        const Projection& projection, int64_t missing_to,
+                        std::vector<int64_t> waiting, int64_t now_ms);
   std::string SubjectOf(const ConsumerContract& contract, const EventView& event) const;
 };
 
@@ -417,9 +482,11 @@ Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer
     intent.request = CloudEventJson(published != nullptr ? *published : event);
     intent.intended_at_ms = now_ms;
     intent.next_attempt_at_ms = now_ms;
+    intent.basis_version = BasisOf(projection);
     // A key already there from another event of the same effect (a redelivery is a duplicate
-    // and never gets here) is fine; another effect's key is a configuration that loses an effect.
-    EVIDENT_RETURN_IF_ERROR(store.IntendOnce(intent));
+    // and never gets here) is the same business operation triggered again: a no-op its log
+    // records. Another effect's key is a configuration that loses an effect.
+    EVIDENT_RETURN_IF_ERROR(store.IntendOnce(intent, TriggerDetail(event, subject_version)));
   }
   for (const CompensationConfig& compensation : consumer.compensations) {
     if (std::find(compensation.on.begin(), compensation.on.end(), event.type) ==
@@ -427,23 +494,67 @@ Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer
         !ConditionsHold(compensation.when, event)) {
       continue;
     }
-    std::optional<std::string> key = ExpandKey(compensation.key, in, why);
-    if (!key) {
-      return Status::FailedPrecondition("event " + std::string(event.source) + ":" +
-                                        std::string(event.id) + " cannot key compensation " +
-                                        compensation.key.text + ": " + why);
-    }
-    CompensationRecord record{.key = std::move(*key),
-                              .consumer = consumer.contract.id,
-                              .subject = projection.subject,
-                              .owner_source = std::string(event.source),
-                              .owner_version = subject_version,
-                              .event_id = std::string(event.id),
-                              .type = std::string(event.type),
-                              .recorded_at_ms = now_ms};
-    EVIDENT_RETURN_IF_ERROR(store.RecordCompensation(record));
+    EVIDENT_RETURN_IF_ERROR(
+        Compensate(store, consumer, compensation, event, projection, subject_version, now_ms));
   }
   return Status::Ok();
+}
+
+// The version an intent is made on: the projection's right after the event applied; none without
+// a subject (no projection to read it against).
+std::optional<int64_t> Pipeline::Impl::BasisOf(const Projection& projection) {
+  if (projection.subject.empty()) return std::nullopt;
+  return projection.version;
+}
+
+std::string Pipeline::Impl::TriggerDetail(const EventView& event,
+                                          std::optional<int64_t> subject_version) {
+  return "triggered again by " + std::string(event.source) + ":" + std::string(event.id) +
+         (subject_version ? " (version " + std::to_string(*subject_version) + ")" : "") +
+         ": the key is intended already, nothing more";
+}
+
+// One compensation the event's decision requires: the record, once per key; when the
+// declaration names the effect it compensates, it acts on facts (effects/compensation.h), with
+// the compensating effect's key and request prepared here from the deciding event.
+Status Pipeline::Impl::Compensate(Transaction& store, const ConsumerConfig& consumer,
+                                  const CompensationConfig& compensation, const EventView& event,
+                                  const Projection& projection,
+                                  std::optional<int64_t> subject_version, int64_t now_ms) {
+  const KeyInputs in{consumer.contract.id, projection.subject, subject_version, &event};
+  std::string why;
+  std::optional<std::string> key = ExpandKey(compensation.key, in, why);
+  if (!key) {
+    return Status::FailedPrecondition("event " + std::string(event.source) + ":" +
+                                      std::string(event.id) + " cannot key compensation " +
+                                      compensation.key.text + ": " + why);
+  }
+  CompensationRecord record{.key = std::move(*key),
+                            .consumer = consumer.contract.id,
+                            .subject = projection.subject,
+                            .owner_source = std::string(event.source),
+                            .owner_version = subject_version,
+                            .event_id = std::string(event.id),
+                            .type = std::string(event.type),
+                            .recorded_at_ms = now_ms};
+  record.updated_at_ms = now_ms;
+  if (compensation.compensates.empty()) return store.RecordCompensation(record);
+  record.compensates = compensation.compensates;
+  if (!compensation.compensate_with.empty()) {
+    const EffectConfig* with = consumer.FindEffect(compensation.compensate_with);
+    assert(with != nullptr);  // LoadConfig checked it
+    std::optional<std::string> compensating = ExpandKey(with->key, in, why);
+    if (!compensating) {
+      return Status::FailedPrecondition("event " + std::string(event.source) + ":" +
+                                        std::string(event.id) + " cannot key effect " + with->name +
+                                        ": " + why);
+    }
+    record.compensate_with = with->name;
+    record.compensating_key = std::move(*compensating);
+    record.compensating_request = CloudEventJson(published != nullptr ? *published : event);
+    record.basis_version = BasisOf(projection);
+  }
+  return RecordConsumerCompensation(store, std::move(record), now_ms).status();
 }
 
 Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
@@ -553,6 +664,7 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
       event.data = again.adapted.data;
     }
     projection.version = next->subject_version;
+    projection.applied_digest = PayloadDigest(reread.event);
     const EventView* outer = published;
     published = &reread.event;
     const Status applied = Apply(store, consumer, event, projection, next->subject_version, now_ms);
@@ -918,14 +1030,41 @@ Status Pipeline::Impl::Ordered(Delivery& delivery) {
                     std::to_string(projection.version));
   }
   if (version == projection.version) {
-    return Keep(delivery, Outcome::kSameVersionConflict, "version-already-applied",
-                "another event already applied version " + std::to_string(version) +
-                    "; routed to the owner " + projection.owner_source);
+    // The event that applied it, from its receipt (the version's lowest applied receipt).
+    EVIDENT_ASSIGN_OR_RETURN(
+        const std::optional<LedgerEntry> holder,
+        delivery.tx.AppliedAfter(contract.id, d.subject, version - 1, std::vector<std::string>{}));
+    Claimant held;
+    if (holder) held = {holder->source, holder->event_id, projection.applied_digest};
+    return Conflict(delivery, projection, "version-already-applied", held);
   }
   if (version > projection.version + 1) {
     return Defer(delivery, projection, stored_version, owner_advanced);
   }
   return ApplyNext(delivery, projection, stored_version);
+}
+
+// A same-version conflict never overwrites: the input is quarantined, and a report naming both
+// events goes to the subject's owner through the consumer's outbox, in this transaction. It is
+// routed once a relay has published that row (the evidence packet says which).
+Status Pipeline::Impl::Conflict(Delivery& delivery, const Projection& projection,
+                                std::string_view reason, const Claimant& held) {
+  const EventView& event = published != nullptr ? *published : delivery.event;
+  const int64_t version = *delivery.subject_version;
+  const Claimant conflicting{std::string(event.source), std::string(event.id),
+                             PayloadDigest(event)};
+  const std::string owner = projection.owner_source.empty() ? held.source : projection.owner_source;
+  const OutboxRow report =
+      ConflictReport(delivery.contract.id, delivery.d.subject, version, owner, reason, held,
+                     conflicting, delivery.now_ms, outbox_partition_count);
+  EVIDENT_RETURN_IF_ERROR(delivery.tx.AppendOutbox(report).status());
+  const std::string holder =
+      held.event_id.empty() ? std::string("another event") : held.source + ":" + held.event_id;
+  const std::string what = reason == "version-already-applied" ? " already applied version "
+                                                               : " already waits with version ";
+  return Keep(delivery, Outcome::kSameVersionConflict, std::string(reason),
+              holder + what + std::to_string(version) + "; reported to the owner " + owner + " (" +
+                  report.event_id + "): recorded, not yet routed");
 }
 
 // `start: first-seen`: a subject this consumer has never seen starts just below the version it
@@ -966,9 +1105,10 @@ Status Pipeline::Impl::Defer(Delivery& delivery, Projection& projection,
         std::optional<LedgerEntry> seen,
         delivery.tx.FindLedger(contract.id, delivery.event.source, delivery.event.id));
     if (seen) return Duplicate(delivery, std::move(seen));
-    return Keep(delivery, Outcome::kSameVersionConflict, "version-already-deferred",
-                "event " + occupied->source + ":" + occupied->event_id +
-                    " already waits with version " + std::to_string(version));
+    Claimant held{occupied->source, occupied->event_id, {}};
+    const EnvelopeParser::Outcome waiting = drain_parser->Parse(occupied->raw);
+    if (waiting.ok()) held.digest = PayloadDigest(waiting.event);
+    return Conflict(delivery, projection, "version-already-deferred", held);
   }
   LedgerEntry& receipt = receipt_scratch;
   receipt.state = LedgerState::kDeferred;
@@ -994,6 +1134,12 @@ Status Pipeline::Impl::Defer(Delivery& delivery, Projection& projection,
     // The look-up above (or owner_version_seen) said the version was free.
     return Status::Internal("deferred version taken after it was found free: " + d.key);
   }
+  // Every deferred event raised owner_version_seen: when it does not exceed the projection's
+  // version, nothing waited, and this deferral opens a gap (its record, kept after it closes).
+  if (projection.owner_version_seen <= projection.version) {
+    EVIDENT_RETURN_IF_ERROR(
+        OpenGap(delivery.tx, contract, projection, version - 1, {version}, now_ms));
+  }
   projection.owner_version_seen = std::max(projection.owner_version_seen, version);
   if (owner_advanced || !stored_version) {
     EVIDENT_RETURN_IF_ERROR(delivery.tx.PutProjection(projection, stored_version));
@@ -1016,6 +1162,7 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
   if (!inserted) return Duplicate(delivery, std::nullopt);
   projection.owner_version_seen = std::max(projection.owner_version_seen, version);
   projection.version = version;
+  projection.applied_digest = PayloadDigest(published != nullptr ? *published : delivery.event);
   EVIDENT_RETURN_IF_ERROR(
       Apply(delivery.tx, delivery.consumer, delivery.event, projection, version, delivery.now_ms));
   Decision& d = delivery.d;
@@ -1025,15 +1172,71 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
   // Every deferred event raised owner_version_seen; when it does not exceed the projection,
   // nothing waits and the store need not be asked.
   if (projection.owner_version_seen > projection.version) {
-    EVIDENT_RETURN_IF_ERROR(
-        Drain(delivery.tx, delivery.consumer, projection, delivery.now_ms, delivery.decisions));
-    // The gap this version closed: its record (gaps.h), if its deadline had passed, closes.
-    EVIDENT_RETURN_IF_ERROR(delivery.tx
-                                .CloseGaps(delivery.contract.id, projection.subject,
-                                           projection.version, delivery.now_ms, "arrival", "")
-                                .status());
+    EVIDENT_RETURN_IF_ERROR(CloseDrainedGap(delivery.tx, delivery.consumer, projection,
+                                            delivery.now_ms, delivery.decisions));
   }
   return delivery.tx.PutProjection(projection, stored_version);
+}
+
+// The missing version arrived: the waiting successors drain, and the gap's record closes as
+// drained, caused by events out of order. When another hole remains behind the drained ones, a
+// new gap opens at the next missing version.
+Status Pipeline::Impl::CloseDrainedGap(Transaction& tx, ConsumerState& consumer,
+                                       Projection& projection, int64_t now_ms,
+                                       std::vector<Decision>& decisions) {
+  const ConsumerContract& contract = consumer.config->contract;
+  const size_t decided = decisions.size();
+  EVIDENT_RETURN_IF_ERROR(Drain(tx, consumer, projection, now_ms, decisions));
+  GapClosing closing{.at_ms = now_ms,
+                     .how = GapClosedHow::kDrained,
+                     .cause = GapCause::kOutOfOrder,
+                     .by = "arrival",
+                     .note = ""};
+  for (size_t i = decided; i < decisions.size(); ++i) {
+    if (decisions[i].drained && decisions[i].subject_version) {
+      closing.waiting_versions.push_back(*decisions[i].subject_version);
+    }
+  }
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t closed, tx.CloseGaps(contract.id, projection.subject,
+                                                              projection.version, closing));
+  if (closed == 0) return Status::Ok();
+  return ReopenGap(tx, contract, projection, now_ms);
+}
+
+// Rare: versions still wait past another missing one once a gap closed. A gap opens at the next
+// missing version, with the waiting versions read from the store.
+Status Pipeline::Impl::ReopenGap(Transaction& tx, const ConsumerContract& contract,
+                                 const Projection& projection, int64_t now_ms) {
+  if (projection.owner_version_seen <= projection.version) return Status::Ok();
+  EVIDENT_ASSIGN_OR_RETURN(const BatchRows rows,
+                           tx.Load(BatchKeys{{}, {SubjectKey{contract.id, projection.subject}}}));
+  std::vector<int64_t> waiting;
+  for (const DeferredEvent& d : rows.deferred) {
+    if (d.subject_version > projection.version) waiting.push_back(d.subject_version);
+  }
+  if (waiting.empty()) return Status::Ok();
+  std::sort(waiting.begin(), waiting.end());
+  const int64_t missing_to = waiting.front() - 1;  // before `waiting` moves
+  return OpenGap(tx, contract, projection, missing_to, std::move(waiting), now_ms);
+}
+
+// A gap's record from its first deferral (gaps.h): open, with the deadline and route its
+// contract gives, the missing range and the versions waiting for it.
+Status Pipeline::Impl::OpenGap(Transaction& tx, const ConsumerContract& contract,
+                               const Projection& projection, int64_t missing_to,
+                               std::vector<int64_t> waiting, int64_t now_ms) {
+  assert(missing_to > projection.version);
+  GapRecord g{.consumer = contract.id,
+              .subject = projection.subject,
+              .expected_version = projection.version + 1,
+              .missing_to = missing_to,
+              .route = contract.gap.route,
+              .state = GapState::kOpen,
+              .deadline_at_ms = now_ms + contract.gap.deadline_seconds * 1000};
+  g.opened_at_ms = now_ms;
+  g.waiting_versions = std::move(waiting);
+  // A record of that key there already (closed by a person while its events still wait) stays.
+  return tx.RecordGap(g);
 }
 
 namespace {
@@ -1087,6 +1290,23 @@ Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Pipeline::~Pipeline() = default;
 
 const Config& Pipeline::config() const { return impl_->config; }
+
+Status Pipeline::DrainAfterCorrection(Transaction& tx, Projection& projection, int64_t now_ms,
+                                      std::vector<Decision>& decisions) {
+  for (ConsumerState& consumer : impl_->consumers) {
+    if (consumer.config->contract.id != projection.consumer) continue;
+    if (!consumer.config->contract.ordering.by_subject) return Status::Ok();
+    if (projection.owner_version_seen <= projection.version) return Status::Ok();
+    EVIDENT_RETURN_IF_ERROR(impl_->Drain(tx, consumer, projection, now_ms, decisions));
+    return Impl::ReopenGap(tx, consumer.config->contract, projection, now_ms);
+  }
+  return Status::InvalidArgument("consumer " + projection.consumer + " is not configured");
+}
+
+void Pipeline::SetOutboxPartitionCount(int64_t partition_count) {
+  assert(partition_count >= 1);
+  impl_->outbox_partition_count = partition_count;
+}
 
 QuarantineRecord Pipeline::Identify(std::string_view bytes) {
   QuarantineRecord record;

@@ -203,12 +203,12 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   EXPECT_EQ(d.projection_version, 1);
   // Paid, but the stock is not reserved yet: the effect's evidence is missing.
   ASSERT_EQ(Ship().reasons, std::vector<std::string>{"evidence 'reserve-stock' is not recorded"});
-  const std::optional<EffectIntent> intent = Read().FindIntent("reserve:order-417:v1").value();
+  const std::optional<EffectIntent> intent = Read().FindIntent("reserve:order-417").value();
   ASSERT_TRUE(intent.has_value());
   EXPECT_EQ(intent->state, EffectState::kIntended);
   snapshot_.reset();
   ASSERT_TRUE(ResolveEffect(*store_,
-                            {.key = "reserve:order-417:v1",
+                            {.key = "reserve:order-417",
                              .outcome = EffectState::kDone,
                              .by = "test",
                              .note = "the stock service shows the reservation"},
@@ -259,13 +259,14 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   EXPECT_EQ(drained.state, LedgerState::kApplied);
   EXPECT_EQ(drained.projection_version, 3);
   // v2 replaced the payment evidence; the drained v3 recorded the cancellation (the stock
-  // reserved for v1 stays recorded; v2's reservation is intended, not done).
+  // reserved for v1 stays recorded: v2 triggered the same operation, a no-op).
   const std::vector<std::string> evidence = {
       "cancellation " + owner + " evt-order-417-cancelled-v3 v3",
       "payment " + owner + " evt-order-417-paid-v2 v2",
       "reserve-stock " + owner + " evt-order-417-v1 v1"};
   EXPECT_EQ(Evidence(), evidence);
-  // The cancellation's reason requires compensating v2's reservation, once.
+  // The cancellation's reason requires compensating the reservation, once; it was done, so its
+  // release is intended, in the same transaction.
   const std::vector<CompensationRecord> compensations =
       Read().ListCompensations("fulfillment", "order-417").value().rows;
   ASSERT_EQ(compensations.size(), 1u);
@@ -273,6 +274,12 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   EXPECT_EQ(compensations[0].owner_source, owner);
   EXPECT_EQ(compensations[0].owner_version, 3);
   EXPECT_EQ(compensations[0].event_id, "evt-order-417-cancelled-v3");
+  EXPECT_EQ(compensations[0].covers, "reserve:order-417");
+  EXPECT_EQ(compensations[0].state, CompensationState::kCompensating);
+  const std::optional<EffectIntent> release = Read().FindIntent("release:order-417").value();
+  ASSERT_TRUE(release.has_value());
+  EXPECT_EQ(release->state, EffectState::kIntended);
+  EXPECT_EQ(release->basis_version, 3);
 
   // Repeats of v2 or v3 are duplicates.
   EXPECT_EQ(RunOne(Paid("evt-order-417-paid-v2", 2)).outcome, Outcome::kDuplicate);
@@ -283,15 +290,11 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
   EXPECT_EQ(RunOne(Paid("evt-late-v2", 2)).outcome, Outcome::kStale);
   EXPECT_EQ(FulfillmentProjection().state, "cancelled");
 
-  // The owner cancelled: ship is denied, with the state as the reason; and v2's reservation is
-  // intended, not done, so v1's evidence of the effect no longer counts.
+  // The owner cancelled: ship is denied, with the state as the reason.
   guard = Ship();
   EXPECT_FALSE(guard.allowed);
-  ASSERT_EQ(guard.reasons.size(), 2u);
+  ASSERT_EQ(guard.reasons.size(), 1u);
   EXPECT_NE(guard.reasons[0].find("state 'cancelled'"), std::string::npos) << guard.reasons[0];
-  EXPECT_EQ(guard.reasons[1],
-            "effect 'reserve-stock' is intended for reserve:order-417:v2 (the latest intent), not "
-            "done");
   EXPECT_EQ(Count("ledger"), 3);
   EXPECT_EQ(Count("quarantine"), 2);  // conflict + stale, with their bytes
   const std::vector<QuarantineRecord> kept = Read().QuarantineOf("order-417").value().rows;
@@ -301,8 +304,11 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
     int64_t version, index;
   } want[] = {
       {"same-version-conflict", "version-already-applied",
-       "another event already applied version 3; routed to the owner " + owner, "evt-impostor-v3",
-       "com.example.training.order.cancelled", Cancelled("evt-impostor-v3", 3), 3, 6},
+       owner + ":evt-order-417-cancelled-v3 already applied version 3; reported to the owner " +
+           owner + " (conflict:fulfillment:order-417:v3:" + owner +
+           ":evt-impostor-v3): recorded, not yet routed",
+       "evt-impostor-v3", "com.example.training.order.cancelled", Cancelled("evt-impostor-v3", 3),
+       3, 6},
       {"stale", "stale-version", "version 2 is below the projection version 3", "evt-late-v2",
        "com.example.training.order.paid", Paid("evt-late-v2", 2), 2, 7}};
   for (size_t i = 0; i < 2; ++i) {

@@ -735,6 +735,10 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, Source& source,
     EVIDENT_ASSIGN_OR_RETURN(position, snapshot->GetPosition(source.name()));
   }
   EVIDENT_RETURN_IF_ERROR(source.Start(position));
+  if (options.outbox_partition_count < 1) {
+    return Status::InvalidArgument("outbox_partition_count must be at least 1");
+  }
+  pipeline.SetOutboxPartitionCount(options.outbox_partition_count);
   ConsumeLoop loop(pipeline, store, source, options);
   return loop.Run();
 }

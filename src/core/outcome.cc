@@ -16,12 +16,20 @@ constexpr std::array<std::string_view, 3> kGapRouteNames = {"wait", "request-rep
 constexpr std::array<std::string_view, 3> kQuarantineStatusNames = {"open", "replayed",
                                                                     "discarded"};
 constexpr std::array<std::string_view, 2> kQuarantineActionNames = {"replay", "discard"};
-constexpr std::array<std::string_view, 4> kGapStateNames = {"requested", "manual", "reported",
-                                                            "closed"};
+constexpr std::array<std::string_view, 5> kGapStateNames = {"requested", "manual", "reported",
+                                                            "closed", "open"};
+constexpr std::array<std::string_view, 5> kGapClosedHowNames = {"", "drained", "resolved",
+                                                                "corrected", "skipped"};
+constexpr std::array<std::string_view, 3> kGapCauseNames = {"", "out-of-order", "missing"};
 
-constexpr std::array<std::string_view, kEffectStateCount> kEffectStateNames = {"intended", "done",
-                                                                               "failed", "unknown"};
-constexpr std::array<std::string_view, 2> kEffectActionNames = {"attempt", "resolve"};
+constexpr std::array<std::string_view, kEffectStateCount> kEffectStateNames = {
+    "intended", "done", "failed", "unknown", "withdrawn"};
+constexpr std::array<std::string_view, 6> kEffectActionNames = {"attempt",  "resolve",  "trigger",
+                                                                "postpone", "withdraw", "hold"};
+constexpr std::array<std::string_view, 2> kCompensationByNames = {"consumer", "owner"};
+constexpr std::array<std::string_view, 6> kCompensationStateNames = {
+    "recorded",          "compensating",         "performed", "waits-for-reconciliation",
+    "nothing-performed", "nothing-to-compensate"};
 
 template <typename Enum, size_t N>
 std::optional<Enum> Parse(const std::array<std::string_view, N>& names, std::string_view name) {
@@ -83,6 +91,32 @@ std::string_view EffectActionName(EffectAction action) {
 }
 std::optional<EffectAction> ParseEffectAction(std::string_view name) {
   return Parse<EffectAction>(kEffectActionNames, name);
+}
+
+std::string_view GapClosedHowName(GapClosedHow how) {
+  return kGapClosedHowNames[static_cast<size_t>(how)];
+}
+std::optional<GapClosedHow> ParseGapClosedHow(std::string_view name) {
+  return Parse<GapClosedHow>(kGapClosedHowNames, name);
+}
+
+std::string_view GapCauseName(GapCause cause) { return kGapCauseNames[static_cast<size_t>(cause)]; }
+std::optional<GapCause> ParseGapCause(std::string_view name) {
+  return Parse<GapCause>(kGapCauseNames, name);
+}
+
+std::string_view CompensationByName(CompensationBy by) {
+  return kCompensationByNames[static_cast<size_t>(by)];
+}
+std::optional<CompensationBy> ParseCompensationBy(std::string_view name) {
+  return Parse<CompensationBy>(kCompensationByNames, name);
+}
+
+std::string_view CompensationStateName(CompensationState state) {
+  return kCompensationStateNames[static_cast<size_t>(state)];
+}
+std::optional<CompensationState> ParseCompensationState(std::string_view name) {
+  return Parse<CompensationState>(kCompensationStateNames, name);
 }
 
 }  // namespace evident

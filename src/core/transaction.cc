@@ -7,17 +7,23 @@
 
 namespace evident {
 
-Status Transaction::IntendOnce(const EffectIntent& intent) {
+Status Transaction::IntendOnce(const EffectIntent& intent, std::string_view trigger_detail) {
   EVIDENT_ASSIGN_OR_RETURN(const Insert inserted, InsertIntent(intent));
   if (inserted == Insert::kInserted) return Status::Ok();
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> there, FindIntent(intent.key));
-  if (there && (there->consumer != intent.consumer || there->effect != intent.effect)) {
+  if (!there) return Status::Internal("effect intent " + intent.key + " was there, then not");
+  if (there->consumer != intent.consumer || there->effect != intent.effect) {
     return Status::FailedPrecondition(
         "effect " + intent.effect + " of " + intent.consumer + " keys " + intent.key +
         ", which effect " + there->effect + " of " + there->consumer +
         " already holds: give the two effects key templates that cannot meet");
   }
-  return Status::Ok();
+  return LogIntent({.key = intent.key,
+                    .action = EffectAction::kTrigger,
+                    .by = intent.consumer,
+                    .state_after = there->state,
+                    .detail = std::string(trigger_detail),
+                    .at_ms = intent.intended_at_ms});
 }
 
 Result<Rows<OutboxRow>> Transaction::ClaimOutbox(int64_t rows_max, int64_t /*partitions_max*/,

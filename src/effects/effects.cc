@@ -3,9 +3,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 
 #include "core/rfc3339.h"
+#include "effects/compensation.h"
 #include "json/writer.h"
 
 namespace evident {
@@ -53,6 +55,64 @@ struct Claim {
   const EffectConfig* effect = nullptr;
 };
 
+// Whether an intent's basis holds right before an attempt (docs/effects.md): the subject's
+// present projection, read in the claiming transaction.
+enum class Basis : uint8_t {
+  kHolds,    // attempt it
+  kBehind,   // the projection lags its owner: postpone, do not attempt
+  kChanged,  // its state no longer permits it, or a later event withdrew it
+};
+struct BasisCheck {
+  Basis basis = Basis::kHolds;
+  std::string why;
+};
+
+// The version an intent was intended on: its own record, or (an intent an older layout wrote)
+// its event's subject version for an ordered consumer.
+std::optional<int64_t> BasisVersionOf(const EffectIntent& intent, bool ordered) {
+  if (intent.basis_version) return intent.basis_version;
+  return ordered ? intent.subject_version : std::nullopt;
+}
+
+Result<BasisCheck> CheckBasis(Transaction& tx, const ConsumerConfig& consumer,
+                              const EffectConfig& effect, const EffectIntent& intent) {
+  if (intent.subject.empty()) return BasisCheck{};  // nothing to read it against
+  const std::string& id = consumer.contract.id;
+  const bool ordered = consumer.contract.ordering.by_subject;
+  const std::optional<int64_t> basis = BasisVersionOf(intent, ordered);
+  if (!effect.withdrawn_by.empty() && basis) {
+    EVIDENT_ASSIGN_OR_RETURN(const std::optional<LedgerEntry> later,
+                             tx.AppliedAfter(id, intent.subject, *basis, effect.withdrawn_by));
+    if (later) {
+      const int64_t version = later->subject_version.value_or(*later->projection_version);
+      return BasisCheck{Basis::kChanged, later->type + " " + later->source + ":" + later->event_id +
+                                             " applied at version " + std::to_string(version) +
+                                             ", after version " + std::to_string(*basis) +
+                                             " this intent was made on"};
+    }
+  }
+  Projection present;
+  EVIDENT_ASSIGN_OR_RETURN(const bool found, tx.ReadProjection(id, intent.subject, present));
+  if (!found) return BasisCheck{};
+  if (ordered && present.owner_version_seen > present.version) {
+    return BasisCheck{Basis::kBehind, "the projection of " + intent.subject + " is at version " +
+                                          std::to_string(present.version) + ", the owner's at " +
+                                          std::to_string(present.owner_version_seen) +
+                                          ": waits for version " +
+                                          std::to_string(present.version + 1)};
+  }
+  if (!effect.states.empty() &&
+      std::find(effect.states.begin(), effect.states.end(), present.state) == effect.states.end()) {
+    std::string allowed;
+    for (const std::string& state : effect.states) allowed += (allowed.empty() ? "" : ", ") + state;
+    return BasisCheck{Basis::kChanged, "the state of " + intent.subject + " is now '" +
+                                           present.state + "' (version " +
+                                           std::to_string(present.version) +
+                                           "), not one of: " + allowed};
+  }
+  return BasisCheck{};
+}
+
 class Runner {
  public:
   Runner(const Config& config, Store& store, EffectTransport& transport,
@@ -65,6 +125,10 @@ class Runner {
 
  private:
   Result<std::optional<Claim>> ClaimNext(Transaction& tx, int64_t now_ms);
+  // The basis did not hold: the intent is postponed, withdrawn or held for a person.
+  Status OnBasis(Transaction& tx, EffectIntent intent, const BasisCheck& check, int64_t now_ms);
+  Status Postpone(Transaction& tx, EffectIntent intent, const std::string& why, int64_t now_ms);
+  Status Hold(Transaction& tx, EffectIntent intent, const std::string& why, int64_t now_ms);
   Status Record(Transaction& tx, const Claim& claim, const CallResult& result, int64_t now_ms,
                 EffectIntent& after, AttemptVerdict& verdict);
   Status SetAside(Transaction& tx, EffectIntent intent, int64_t now_ms);
@@ -78,6 +142,9 @@ class Runner {
   Clock& clock_;
   std::string id_;
   EffectRunSummary summary_;
+  // What the claim's transaction did to intents whose basis did not hold, reported once it
+  // commits (a retried transaction starts the list again).
+  std::vector<std::pair<EffectIntent, EffectAction>> basis_events_;
 };
 
 Status Runner::Transact(const RetryPolicy& policy, const std::function<Status(Transaction&)>& op) {
@@ -109,8 +176,62 @@ Status Runner::SetAside(Transaction& tx, EffectIntent intent, int64_t now_ms) {
                        .at_ms = now_ms});
 }
 
-// The first due intent of a configured effect, committed as an unknown attempt of this runner
-// before the call (a crash during the call leaves exactly that).
+// A projection behind its owner gives no permission to act: the intent waits, and is looked at
+// again after `postpone_ms`. Its log says once what it waits for.
+Status Runner::Postpone(Transaction& tx, EffectIntent intent, const std::string& why,
+                        int64_t now_ms) {
+  const int64_t revision = intent.revision;
+  const std::string reason = "postponed: " + why;
+  const bool logged = intent.last_error == reason;
+  intent.next_attempt_at_ms = now_ms + options_.postpone_ms;
+  intent.last_error = reason;
+  EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(intent, revision));
+  intent.revision = revision + 1;
+  ++summary_.postponed;
+  if (logged) return Status::Ok();
+  basis_events_.emplace_back(intent, EffectAction::kPostpone);
+  return tx.LogIntent({.key = intent.key,
+                       .action = EffectAction::kPostpone,
+                       .by = id_,
+                       .state_after = intent.state,
+                       .detail = reason,
+                       .at_ms = now_ms});
+}
+
+// An unknown intent may have been performed: when its basis changed it is not retried, even on
+// a target that honours its key; it waits for a person (ResolveEffect).
+Status Runner::Hold(Transaction& tx, EffectIntent intent, const std::string& why, int64_t now_ms) {
+  const int64_t revision = intent.revision;
+  intent.next_attempt_at_ms = std::nullopt;
+  intent.last_error = "held: its basis changed (" + why +
+                      "); it may have been performed, so it is not retried: waits for a person";
+  EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(intent, revision));
+  intent.revision = revision + 1;
+  ++summary_.held;
+  basis_events_.emplace_back(intent, EffectAction::kHold);
+  return tx.LogIntent({.key = intent.key,
+                       .action = EffectAction::kHold,
+                       .by = id_,
+                       .state_after = intent.state,
+                       .detail = intent.last_error,
+                       .at_ms = now_ms});
+}
+
+Status Runner::OnBasis(Transaction& tx, EffectIntent intent, const BasisCheck& check,
+                       int64_t now_ms) {
+  assert(check.basis != Basis::kHolds);
+  if (check.basis == Basis::kBehind) return Postpone(tx, std::move(intent), check.why, now_ms);
+  if (intent.state == EffectState::kUnknown) return Hold(tx, std::move(intent), check.why, now_ms);
+  assert(intent.state == EffectState::kIntended);
+  EVIDENT_RETURN_IF_ERROR(WithdrawIntent(tx, intent, id_, "withdrawn: " + check.why, now_ms));
+  ++summary_.withdrawn;
+  basis_events_.emplace_back(intent, EffectAction::kWithdraw);
+  return Status::Ok();
+}
+
+// The first due intent of a configured effect whose basis holds, committed as an unknown attempt
+// of this runner before the call (a crash during the call leaves exactly that). Due intents
+// whose basis does not hold are postponed, withdrawn or held on the way.
 Result<std::optional<Claim>> Runner::ClaimNext(Transaction& tx, int64_t now_ms) {
   EVIDENT_ASSIGN_OR_RETURN(const Rows<EffectIntent> due, tx.DueIntents(now_ms, kDueRowsMax));
   for (const EffectIntent& intent : due.rows) {
@@ -122,6 +243,11 @@ Result<std::optional<Claim>> Runner::ClaimNext(Transaction& tx, int64_t now_ms) 
       continue;
     }
     assert(intent.state == EffectState::kIntended || intent.state == EffectState::kUnknown);
+    EVIDENT_ASSIGN_OR_RETURN(const BasisCheck check, CheckBasis(tx, *consumer, *effect, intent));
+    if (check.basis != Basis::kHolds) {
+      EVIDENT_RETURN_IF_ERROR(OnBasis(tx, intent, check, now_ms));
+      continue;
+    }
     Claim claim{intent, effect};
     EffectIntent& c = claim.intent;
     c.state = EffectState::kUnknown;
@@ -186,13 +312,16 @@ Status Runner::Record(Transaction& tx, const Claim& claim, const CallResult& res
   if (verdict.state == EffectState::kDone) {
     EVIDENT_RETURN_IF_ERROR(tx.PutEvidence(EvidenceOfDone(c, now_ms, verdict.detail)));
   }
-  return tx.LogIntent({.key = c.key,
-                       .action = EffectAction::kAttempt,
-                       .by = id_,
-                       .state_after = verdict.state,
-                       .http_status = after.http_status,
-                       .detail = verdict.detail,
-                       .at_ms = now_ms});
+  EVIDENT_RETURN_IF_ERROR(tx.LogIntent({.key = c.key,
+                                        .action = EffectAction::kAttempt,
+                                        .by = id_,
+                                        .state_after = verdict.state,
+                                        .http_status = after.http_status,
+                                        .detail = verdict.detail,
+                                        .at_ms = now_ms}));
+  // A compensation that waited for this outcome acts now (a claim made before the cancel
+  // committed, answered after it: the window docs/effects.md states).
+  return SettleCompensations(tx, after, now_ms).status();
 }
 
 void Count(const AttemptVerdict& verdict, const CallResult& result, EffectRunSummary& summary) {
@@ -209,6 +338,7 @@ void Count(const AttemptVerdict& verdict, const CallResult& result, EffectRunSum
       ++summary.unknown;
       break;
     case EffectState::kIntended:
+    case EffectState::kWithdrawn:
       break;
   }
 }
@@ -219,11 +349,18 @@ Result<EffectRunSummary> Runner::Run() {
   while (options_.cancel == nullptr || !options_.cancel->cancelled()) {
     std::optional<Claim> claim;
     const int64_t unconfigured = summary_.unconfigured;
+    const EffectRunSummary before = summary_;
     EVIDENT_RETURN_IF_ERROR(Transact(options_.busy_retry, [&](Transaction& tx) -> Status {
-      summary_.unconfigured = unconfigured;  // a retried transaction counts once
+      summary_ = before;  // a retried transaction counts once
+      summary_.unconfigured = unconfigured;
+      basis_events_.clear();
       EVIDENT_ASSIGN_OR_RETURN(claim, ClaimNext(tx, clock_.NowMs()));
       return Status::Ok();
     }));
+    if (options_.on_basis) {
+      for (const auto& [intent, action] : basis_events_) options_.on_basis(intent, action);
+    }
+    basis_events_.clear();
     if (!claim) {
       const int64_t now_ms = clock_.NowMs();
       if (options_.until_idle_ms >= 0 && now_ms - active_ms >= options_.until_idle_ms) break;
@@ -323,7 +460,7 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
   EVIDENT_ASSIGN_OR_RETURN(std::optional<EffectIntent> found, tx->FindIntent(r.key));
   if (!found) return Status::NotFound("no effect intent with key " + r.key);
   EffectIntent intent = std::move(*found);
-  if (intent.state == EffectState::kDone || intent.state == EffectState::kFailed) {
+  if (Settled(intent.state)) {
     return Status::FailedPrecondition("effect intent " + r.key + " is already " +
                                       std::string(EffectStateName(intent.state)));
   }
@@ -334,7 +471,7 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
                              " by " + r.by + ": " + r.note;
   intent.state = r.outcome;
   // Intended: the person found that the other side never performed it; a runner calls again,
-  // with the same key, now. Otherwise the intent is settled.
+  // with the same key, now (and checks its basis first). Otherwise the intent is settled.
   const bool again = r.outcome == EffectState::kIntended;
   intent.next_attempt_at_ms = again ? std::optional<int64_t>(now_ms) : std::nullopt;
   intent.settled_at_ms = again ? std::nullopt : std::optional<int64_t>(now_ms);
@@ -350,6 +487,8 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
                                          .state_after = r.outcome,
                                          .detail = r.note,
                                          .at_ms = now_ms}));
+  // A compensation that waited for this reconciliation acts in the same transaction.
+  EVIDENT_RETURN_IF_ERROR(SettleCompensations(*tx, intent, now_ms).status());
   EVIDENT_RETURN_IF_ERROR(tx->Commit());
   return intent;
 }
@@ -383,8 +522,8 @@ void AppendEffectJson(const EffectIntent& e, const std::vector<EffectLogEntry>* 
   OptionalTime(w, "last_attempt_at", e.last_attempt_at_ms);
   OptionalTime(w, "next_attempt_at", e.next_attempt_at_ms);
   OptionalTime(w, "settled_at", e.settled_at_ms);
-  w.Field("waits_for_reconciliation", !e.next_attempt_at_ms && e.state != EffectState::kDone &&
-                                          e.state != EffectState::kFailed);
+  w.Field("waits_for_reconciliation", !e.next_attempt_at_ms && !Settled(e.state));
+  OptionalInt(w, "basis_version", e.basis_version);
   w.Key("claimed_by");
   e.claimed_by.empty() ? w.Null() : w.String(e.claimed_by);
   if (log != nullptr) {
@@ -402,10 +541,26 @@ void AppendEffectJson(const EffectIntent& e, const std::vector<EffectLogEntry>* 
 
 void AppendCompensationJson(const CompensationRecord& c, std::string& out) {
   json::Writer w(out);
-  w.BeginObject().Field("key", c.key).Field("consumer", c.consumer).Field("subject", c.subject);
-  w.Field("owner_source", c.owner_source);
+  w.BeginObject().Field("key", c.key).Field("recorded_by", CompensationByName(c.recorded_by));
+  w.Key("consumer");
+  c.consumer.empty() ? w.Null() : w.String(c.consumer);
+  w.Field("subject", c.subject).Field("owner_source", c.owner_source);
   OptionalInt(w, "owner_version", c.owner_version);
-  w.Field("id", c.event_id).Field("type", c.type);
+  const auto optional_text = [&](std::string_view name, const std::string& value) {
+    w.Key(name);
+    value.empty() ? w.Null() : w.String(value);
+  };
+  optional_text("decision", c.decision);
+  optional_text("id", c.event_id);
+  optional_text("type", c.type);
+  optional_text("compensates", c.compensates);
+  w.Key("covers").BeginArray();
+  if (!c.covers.empty()) w.String(c.covers);
+  w.EndArray();
+  optional_text("compensate_with", c.compensate_with);
+  optional_text("compensating_key", c.compensating_key);
+  w.Field("state", CompensationStateName(c.state));
+  optional_text("detail", c.detail);
   w.Field("recorded_at", rfc3339::FormatMs(c.recorded_at_ms)).EndObject();
 }
 

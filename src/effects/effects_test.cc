@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 
+#include "effects/compensation.h"
 #include "evident/config.h"
 #include "evident/consumer.h"
 #include "evident/store_memory.h"
@@ -344,6 +345,281 @@ TEST_F(EffectRunner, ResolutionsAreCheckedAndLogged) {
             Code::kFailedPrecondition);
   EXPECT_TRUE(store_->Read().value()->EvidenceOf("fulfillment", "order-1").value().rows.empty());
   EXPECT_EQ(Run().attempts, 0);  // settled: nothing is due
+}
+
+// --- the basis of an intent, read right before each attempt (seed 002) ---
+
+// Sets the projection of `subject` as the pipeline would have left it.
+void SetProjection(Store& store, const std::string& subject, int64_t version, int64_t owner_version,
+                   const std::string& state) {
+  auto tx = store.Begin().value();
+  Projection p;
+  const bool found = tx->ReadProjection("fulfillment", subject, p).value();
+  const std::optional<int64_t> stored = found ? std::optional<int64_t>(p.version) : std::nullopt;
+  p.version = version;
+  p.owner_version_seen = owner_version;
+  p.state = state;
+  ASSERT_TRUE(tx->PutProjection(p, stored).ok());
+  ASSERT_TRUE(tx->Commit().ok());
+}
+
+// A receipt of `type` applied at `version` of order-1.
+void Applied(Store& store, const std::string& id, const std::string& type, int64_t version) {
+  auto tx = store.Begin().value();
+  LedgerEntry e{.consumer = "fulfillment",
+                .source = "s",
+                .event_id = id,
+                .type = type,
+                .subject = "order-1",
+                .subject_version = version,
+                .input_schema_version = 1,
+                .result_version = 1,
+                .projection_version = version,
+                .committed_at_ms = kNow};
+  ASSERT_EQ(tx->InsertLedger(e).value(), Insert::kInserted);
+  ASSERT_TRUE(tx->Commit().ok());
+}
+
+// While the projection lags the owner version seen, the intent is not attempted: postponed, its
+// log saying once which version it waits for; once in sync, it is performed.
+TEST_F(EffectRunner, AnIntentWaitsWhileItsProjectionLagsTheOwner) {
+  config_.consumers[0].contract.ordering.by_subject = true;
+  Intend("reserve:order-1");
+  SetProjection(*store_, "order-1", 1, 4, "awaiting-reservation");
+  EffectRunSummary s = Run(2500);  // a postponed intent is looked at again every second
+  EXPECT_EQ(s.attempts, 0);
+  EXPECT_GE(s.postponed, 2);
+  EXPECT_TRUE(transport_.calls.empty());
+  EffectIntent intent = Find("reserve:order-1");
+  EXPECT_EQ(intent.state, EffectState::kIntended);
+  EXPECT_EQ(intent.last_error,
+            "postponed: the projection of order-1 is at version 1, the owner's at 4: waits for "
+            "version 2");
+  std::vector<EffectLogEntry> log = Log("reserve:order-1");
+  ASSERT_EQ(log.size(), 1u);  // once, however often it is looked at
+  EXPECT_EQ(log[0].action, EffectAction::kPostpone);
+  SetProjection(*store_, "order-1", 4, 4, "awaiting-reservation");
+  clock_.Advance(1000);
+  s = Run();
+  EXPECT_EQ(s.done, 1);
+  ASSERT_EQ(transport_.calls.size(), 1u);
+  EXPECT_EQ(Find("reserve:order-1").state, EffectState::kDone);
+}
+
+// The projection's state no longer one of the effect's `states`: withdrawn, never sent, with
+// the reason in its last error and log.
+TEST_F(EffectRunner, AnIntentWhoseStateNoLongerPermitsItIsWithdrawnNeverSent) {
+  config_.consumers[0].effects[0].states = {"awaiting-reservation"};
+  Intend("reserve:order-1");
+  SetProjection(*store_, "order-1", 2, 2, "cancelled");
+  const EffectRunSummary s = Run();
+  EXPECT_EQ(s.withdrawn, 1);
+  EXPECT_EQ(s.attempts, 0);
+  EXPECT_TRUE(transport_.calls.empty());
+  const EffectIntent intent = Find("reserve:order-1");
+  EXPECT_EQ(intent.state, EffectState::kWithdrawn);
+  EXPECT_FALSE(intent.next_attempt_at_ms.has_value());
+  EXPECT_TRUE(intent.settled_at_ms.has_value());
+  EXPECT_EQ(intent.last_error,
+            "withdrawn: the state of order-1 is now 'cancelled' (version 2), not one of: "
+            "awaiting-reservation");
+  const std::vector<EffectLogEntry> log = Log("reserve:order-1");
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].action, EffectAction::kWithdraw);
+  EXPECT_EQ(log[0].by, "r1");
+  // Settled: a person cannot resolve it, no runner takes it again.
+  EXPECT_EQ(ResolveEffect(*store_, {.key = "reserve:order-1", .by = "ops", .note = "n"}, kNow)
+                .status()
+                .code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(Run().attempts, 0);
+}
+
+// An event type listed under `withdrawn_by` applied above the intent's basis withdraws it; one
+// applied at or below it (the event that intended it) does not.
+TEST_F(EffectRunner, AnEventListedUnderWithdrawnByWithdrawsAnIntentMadeBeforeIt) {
+  config_.consumers[0].contract.ordering.by_subject = true;
+  config_.consumers[0].effects[0].withdrawn_by = {"order.cancelled"};
+  Intend("reserve:order-1");                     // subject version 1: its basis
+  Applied(*store_, "c1", "order.cancelled", 1);  // at the basis itself: not after it
+  Applied(*store_, "p2", "order.paid", 2);       // not listed
+  EffectRunSummary s = Run();
+  EXPECT_EQ(s.withdrawn, 0);
+  EXPECT_EQ(s.done, 1);
+  Intend("reserve:order-1:v2");
+  Applied(*store_, "c3", "order.cancelled", 3);
+  s = Run();
+  EXPECT_EQ(s.withdrawn, 1);
+  EXPECT_EQ(transport_.calls.size(), 1u);
+  EXPECT_EQ(Find("reserve:order-1:v2").last_error,
+            "withdrawn: order.cancelled s:c3 applied at version 3, after version 1 this intent "
+            "was made on");
+}
+
+// An unknown intent may have been performed: when its basis changed it is held for a person,
+// not retried, even on a target that honours its key.
+TEST_F(EffectRunner, AnUnknownIntentWhoseBasisChangedIsHeldForAPerson) {
+  config_.consumers[0].effects[0].states = {"paid"};
+  Intend("reserve:order-1");
+  transport_.script = {Answer(503)};
+  transport_.during_call = [&](const EffectCall&) {
+    transport_.during_call = nullptr;
+    SetProjection(*store_, "order-1", 2, 2, "cancelled");
+  };
+  const EffectRunSummary s = Run();
+  EXPECT_EQ(s.unknown, 1);
+  EXPECT_EQ(s.held, 1);
+  EXPECT_EQ(transport_.calls.size(), 1u);
+  const EffectIntent intent = Find("reserve:order-1");
+  EXPECT_EQ(intent.state, EffectState::kUnknown);
+  EXPECT_FALSE(intent.next_attempt_at_ms.has_value());
+  EXPECT_NE(intent.last_error.find("held: its basis changed"), std::string::npos)
+      << intent.last_error;
+  EXPECT_EQ(Log("reserve:order-1").back().action, EffectAction::kHold);
+  EXPECT_EQ(Run().attempts, 0);
+}
+
+// --- compensations acting on facts (effects/compensation.h) ---
+
+class CompensationRunner : public EffectRunner {
+ protected:
+  void SetUp() override {
+    EffectRunner::SetUp();
+    EffectConfig release = Effect(true);
+    release.name = "release-stock";
+    config_.consumers[0].effects.push_back(release);
+  }
+  // The consumer's compensation of order-1's reservation, as the pipeline records it.
+  bool Compensate(const std::string& key = "compensation:order-1:v1") {
+    auto tx = store_->Begin().value();
+    CompensationRecord record{.key = key,
+                              .consumer = "fulfillment",
+                              .subject = "order-1",
+                              .owner_source = "s",
+                              .owner_version = 2,
+                              .event_id = "cancel-2",
+                              .type = "order.cancelled",
+                              .recorded_at_ms = clock_.NowMs()};
+    record.compensates = "reserve-stock";
+    record.compensate_with = "release-stock";
+    record.compensating_key = "release:order-1";
+    record.compensating_request = R"({"id":"cancel-2"})";
+    record.basis_version = 2;
+    const Result<bool> inserted = RecordConsumerCompensation(*tx, record, clock_.NowMs());
+    EXPECT_TRUE(inserted.ok()) << inserted.status().ToString();
+    EXPECT_TRUE(tx->Commit().ok());
+    return inserted.ok() && *inserted;
+  }
+  CompensationRecord Record(const std::string& key = "compensation:order-1:v1") {
+    for (const CompensationRecord& c :
+         store_->Read().value()->ListCompensations("fulfillment", "order-1").value().rows) {
+      if (c.key == key) return c;
+    }
+    ADD_FAILURE() << "no compensation " << key;
+    return {};
+  }
+  bool Intended(const std::string& key) {
+    return store_->Read().value()->FindIntent(key).value().has_value();
+  }
+};
+
+TEST_F(CompensationRunner, ADoneEffectIsCompensatedOnceByItsCompensatingEffect) {
+  Intend("reserve:order-1");
+  EXPECT_EQ(Run().done, 1);
+  EXPECT_TRUE(Compensate());
+  EXPECT_FALSE(Compensate());  // its key once: nothing more
+  CompensationRecord c = Record();
+  EXPECT_EQ(c.state, CompensationState::kCompensating);
+  EXPECT_EQ(c.covers, "reserve:order-1");
+  const EffectIntent release = Find("release:order-1");
+  EXPECT_EQ(release.state, EffectState::kIntended);
+  EXPECT_EQ(release.effect, "release-stock");
+  EXPECT_EQ(release.request, R"({"id":"cancel-2"})");
+  EXPECT_EQ(release.basis_version, 2);
+  EXPECT_EQ(Run().done, 1);
+  ASSERT_EQ(transport_.calls.size(), 2u);
+  EXPECT_EQ(transport_.calls[1].key, "release:order-1");
+}
+
+TEST_F(CompensationRunner, APendingEffectIsWithdrawnAndNothingIsCompensated) {
+  Intend("reserve:order-1");
+  EXPECT_TRUE(Compensate());
+  EXPECT_EQ(Record().state, CompensationState::kNothingPerformed);
+  EXPECT_EQ(Find("reserve:order-1").state, EffectState::kWithdrawn);
+  EXPECT_FALSE(Intended("release:order-1"));
+  EXPECT_EQ(Run().attempts, 0);
+  EXPECT_TRUE(transport_.calls.empty());
+}
+
+TEST_F(CompensationRunner, AnEffectNeverIntendedLeavesNothingToCompensate) {
+  EXPECT_TRUE(Compensate());
+  EXPECT_EQ(Record().state, CompensationState::kNothingToCompensate);
+  EXPECT_EQ(Record().covers, "");
+}
+
+// Unknown: nothing is intended until the outcome is reconciled; done then intends the
+// compensating effect in the resolution's own transaction, failed ends it with nothing.
+TEST_F(CompensationRunner, AnUnknownOutcomeWaitsForReconciliationBeforeAnythingIsIntended) {
+  Intend("reserve:order-1");
+  Intend("reserve:order-1:x");  // a second operation of the same effect: the latest is covered
+  transport_.script = {Answer(503), Answer(503), Answer(503),
+                       Answer(503), Answer(503), Answer(503)};
+  Run();
+  ASSERT_EQ(Find("reserve:order-1:x").state, EffectState::kUnknown);
+  EXPECT_TRUE(Compensate());
+  EXPECT_EQ(Record().state, CompensationState::kWaitsForReconciliation);
+  EXPECT_EQ(Record().covers, "reserve:order-1:x");
+  EXPECT_FALSE(Intended("release:order-1"));
+  const auto resolved = ResolveEffect(
+      *store_,
+      {.key = "reserve:order-1:x", .outcome = EffectState::kDone, .by = "ops", .note = "found"},
+      clock_.NowMs());
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  EXPECT_EQ(Record().state, CompensationState::kCompensating);
+  EXPECT_EQ(Find("release:order-1").state, EffectState::kIntended);
+
+  // Another decision covering the same, now done, intent: its compensating key is intended
+  // already, so the second trigger is a no-op on that intent's log.
+  EXPECT_TRUE(Compensate("compensation:order-1:v9"));
+  EXPECT_EQ(Record("compensation:order-1:v9").state, CompensationState::kCompensating);
+  const std::vector<EffectLogEntry> log = Log("release:order-1");
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].action, EffectAction::kTrigger);
+}
+
+// A claim made before the cancellation committed, answered after it (the window docs/effects.md
+// states): the compensation waits for the answer, and the runner's record of `done` intends the
+// compensating effect in the same transaction.
+TEST_F(CompensationRunner, AnAnswerRecordedAfterTheCompensationSettlesIt) {
+  Intend("reserve:order-1");
+  auto operators = OpenMemoryStore(database_).value();
+  bool compensated = false;
+  transport_.during_call = [&](const EffectCall& call) {
+    if (call.key != "reserve:order-1") return;
+    store_.swap(operators);  // the consumer's process writes while the call is in flight
+    compensated = Compensate();
+    store_.swap(operators);
+  };
+  EXPECT_EQ(Run().done, 2);  // the reservation, then its release
+  EXPECT_TRUE(compensated);
+  EXPECT_EQ(Record().state, CompensationState::kCompensating);
+  ASSERT_EQ(transport_.calls.size(), 2u);
+  EXPECT_EQ(transport_.calls[1].key, "release:order-1");
+}
+
+TEST_F(CompensationRunner, AFailedOutcomeMeansNothingWasPerformed) {
+  Intend("reserve:order-1");
+  transport_.script = {Answer(503), Answer(503), Answer(503)};
+  Run();
+  EXPECT_TRUE(Compensate());
+  ASSERT_EQ(Record().state, CompensationState::kWaitsForReconciliation);
+  const auto resolved = ResolveEffect(
+      *store_,
+      {.key = "reserve:order-1", .outcome = EffectState::kFailed, .by = "ops", .note = "none"},
+      clock_.NowMs());
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  EXPECT_EQ(Record().state, CompensationState::kNothingPerformed);
+  EXPECT_FALSE(Intended("release:order-1"));
 }
 
 TEST(KeyTemplate, PlaceholdersAreCheckedWhenTheConfigurationLoads) {

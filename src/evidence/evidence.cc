@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "evident/gaps.h"
+
 namespace evident {
 
 bool InSync(const Projection& projection, size_t deferred_count) {
@@ -19,7 +21,13 @@ int64_t ConsumerEvidence::duplicate_count() const {
 bool ConsumerEvidence::empty() const {
   return !projection && ledger.empty() && deferred.empty() && journal.empty() &&
          quarantined.empty() && gap_records.empty() && evidence.empty() && effects.empty() &&
-         compensations.empty();
+         compensations.empty() && corrections.empty();
+}
+
+std::string ConflictRouting::text() const {
+  if (sent_at_ms) return "routed to the owner (report " + report_id + " sent)";
+  if (recorded) return "recorded, not yet routed (report " + report_id + " waits for a relay)";
+  return "no report in the outbox (recorded before reports existed, or sent and removed since)";
 }
 
 bool EvidencePacket::known() const {
@@ -60,7 +68,27 @@ Status ReadConsumer(Snapshot& snapshot, std::string_view subject, int64_t rows_m
   }
   EVIDENT_RETURN_IF_ERROR(Take(snapshot.ListCompensations(c.consumer, subject, 0, rows_max),
                                c.compensations, truncated));
+  EVIDENT_RETURN_IF_ERROR(
+      Take(snapshot.CorrectionsOf(c.consumer, subject, rows_max), c.corrections, truncated));
   return Take(snapshot.EvidenceOf(c.consumer, subject, rows_max), c.evidence, truncated);
+}
+
+// Whether each conflicting input's report reached a relay (gaps.h: its id names the input).
+Status ReadConflictReports(Snapshot& snapshot, std::string_view subject, ConsumerEvidence& c) {
+  for (const QuarantinedInput& q : c.quarantined) {
+    const QuarantineRecord& r = q.record;
+    if (r.outcome != Outcome::kSameVersionConflict || !r.subject_version) continue;
+    ConflictRouting routing{.quarantine_id = r.id,
+                            .report_id = ConflictReportId(c.consumer, subject, *r.subject_version,
+                                                          r.source, r.event_id)};
+    EVIDENT_ASSIGN_OR_RETURN(
+        const std::optional<OutboxRow> row,
+        snapshot.FindOutbox(ReplayRequestSource(c.consumer), routing.report_id));
+    routing.recorded = row.has_value();
+    if (row) routing.sent_at_ms = row->sent_at_ms;
+    c.conflict_reports.push_back(std::move(routing));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -96,6 +124,7 @@ Result<EvidencePacket> ReadEvidence(Snapshot& snapshot, std::string_view subject
     for (const QuarantinedInput& q : quarantined) {
       if (q.record.consumer == id) c.quarantined.push_back(q);
     }
+    EVIDENT_RETURN_IF_ERROR(ReadConflictReports(snapshot, subject, c));
     packet.consumers.push_back(std::move(c));
   }
   return packet;

@@ -15,10 +15,20 @@ namespace {
 std::string FormatTime(int64_t ms) { return rfc3339::FormatMs(ms); }
 
 // A gap record's fields (evident/gaps.h), inside an object or as one.
+void OptionalTime(json::Writer& w, std::string_view key, const std::optional<int64_t>& ms) {
+  w.Key(key);
+  ms ? w.String(FormatTime(*ms)) : w.Null();
+}
+
 void GapRecordFields(const GapRecord& g, json::Writer& w) {
   w.Key("missing_from").Int(g.expected_version).Key("missing_to").Int(g.missing_to);
+  w.Key("waiting_versions").BeginArray();
+  for (const int64_t v : g.waiting_versions) w.Int(v);
+  w.EndArray();
   w.Field("route", GapRouteName(g.route)).Field("state", GapStateName(g.state));
-  w.Field("deadline_at", FormatTime(g.deadline_at_ms)).Field("acted_at", FormatTime(g.acted_at_ms));
+  OptionalTime(w, "opened_at", g.opened_at_ms);
+  w.Field("deadline_at", FormatTime(g.deadline_at_ms));
+  OptionalTime(w, "acted_at", g.acted_at_ms);
   w.Key("request_event_id");
   g.request_event_id.empty() ? w.Null() : w.String(g.request_event_id);
   w.Key("closed_at");
@@ -27,6 +37,13 @@ void GapRecordFields(const GapRecord& g, json::Writer& w) {
   g.closed_by.empty() ? w.Null() : w.String(g.closed_by);
   w.Key("note");
   g.note.empty() ? w.Null() : w.String(g.note);
+  w.Key("how");
+  g.how == GapClosedHow::kNone ? w.Null() : w.String(GapClosedHowName(g.how));
+  w.Key("cause");
+  g.cause == GapCause::kUnknown ? w.Null() : w.String(GapCauseName(g.cause));
+  w.Key("replay_answer");
+  g.answer.empty() ? w.Null() : w.String(g.answer);
+  OptionalTime(w, "answered_at", g.answered_at_ms);
 }
 void GapRecordJson(const GapRecord& g, json::Writer& w) {
   w.BeginObject();
@@ -67,8 +84,31 @@ void ReadinessJson(const ConsumerEvidence& c, json::Writer& w) {
   const std::string gap = GapReason(c);
   w.Key("gap_reason");
   gap.empty() ? w.Null() : w.String(gap);
-  w.Key("compensation_keys").BeginArray();
+  w.Key("gap_history").BeginArray();
+  for (const GapRecord& g : c.gap_records) {
+    w.BeginObject().Key("missing_from").Int(g.expected_version);
+    w.Key("missing_to").Int(g.missing_to).Key("waiting_versions").BeginArray();
+    for (const int64_t v : g.waiting_versions) w.Int(v);
+    w.EndArray();
+    OptionalTime(w, "opened_at", g.opened_at_ms);
+    OptionalTime(w, "closed_at", g.closed_at_ms);
+    w.Key("how");
+    g.how == GapClosedHow::kNone ? w.Null() : w.String(GapClosedHowName(g.how));
+    w.Key("cause");
+    g.cause == GapCause::kUnknown ? w.Null() : w.String(GapCauseName(g.cause));
+    w.EndObject();
+  }
+  w.EndArray().Key("compensation_keys").BeginArray();
   for (const CompensationRecord& r : c.compensations) w.String(r.key);
+  w.EndArray().Key("compensations").BeginArray();
+  for (const CompensationRecord& r : c.compensations) {
+    w.BeginObject().Field("key", r.key).Field("state", CompensationStateName(r.state));
+    w.Key("covers").BeginArray();
+    if (!r.covers.empty()) w.String(r.covers);
+    w.EndArray().Key("compensating_key");
+    r.compensating_key.empty() ? w.Null() : w.String(r.compensating_key);
+    w.EndObject();
+  }
   w.EndArray().Key("effects").BeginArray();
   for (const EffectIntent& e : c.effects) {
     w.BeginObject().Field("key", e.key).Field("effect", e.effect);
@@ -158,6 +198,19 @@ void ConsumerJson(const ConsumerEvidence& c, int64_t now_ms, json::Writer& w) {
   w.EndArray().EndObject().Key("conflicts").BeginArray();
   for (const QuarantinedInput& q : c.quarantined) {
     if (q.record.outcome == Outcome::kSameVersionConflict) KeptJson(q, w);
+  }
+  w.EndArray().Key("conflict_reports").BeginArray();
+  for (const ConflictRouting& r : c.conflict_reports) {
+    w.BeginObject().Key("quarantine_id").Int(r.quarantine_id).Field("report_id", r.report_id);
+    w.Field("recorded", r.recorded).Field("routed", r.sent_at_ms.has_value());
+    OptionalTime(w, "sent_at", r.sent_at_ms);
+    w.EndObject();
+  }
+  w.EndArray().Key("corrections").BeginArray();
+  for (const ProjectionCorrection& k : c.corrections) {
+    w.BeginObject().Key("seq").Int(k.seq).Field("by", k.by).Field("note", k.note);
+    w.Field("basis", k.basis).Field("forced", k.forced).Field("at", FormatTime(k.at_ms));
+    w.Key("before").Raw(k.before_json).Key("after").Raw(k.after_json).EndObject();
   }
   w.EndArray().Key("kept").BeginArray();
   for (const QuarantinedInput& q : c.quarantined) KeptJson(q, w);

@@ -16,8 +16,8 @@ namespace {
 
 // The replay request of one gap: a CloudEvent whose id names the gap, so that the outbox too
 // would refuse a second one.
-OutboxRow ReplayRequest(const GapRecord& g, const Gap& gap, int64_t now_ms,
-                        int64_t partition_count) {
+OutboxRow ReplayRequest(const GapRecord& g, const Gap& gap, std::string_view owner_source,
+                        int64_t now_ms, int64_t partition_count) {
   OutboxRow row;
   row.source = ReplayRequestSource(g.consumer);
   row.event_id = "replay-request:" + g.consumer + ":" + g.subject + ":" +
@@ -33,6 +33,7 @@ OutboxRow ReplayRequest(const GapRecord& g, const Gap& gap, int64_t now_ms,
   w.Field("source", row.source).Field("type", row.type).Field("subject", row.subject);
   w.Field("time", rfc3339::FormatMs(now_ms)).Field("datacontenttype", "application/json");
   w.Key("data").BeginObject().Field("consumer", g.consumer).Field("subject", g.subject);
+  w.Field("owner_source", owner_source);
   w.Key("missing_from").Int(g.expected_version).Key("missing_to").Int(g.missing_to);
   w.Key("waiting_versions").BeginArray();
   for (const int64_t v : gap.waiting_versions) w.Int(v);
@@ -53,32 +54,49 @@ GapState StateOf(GapRoute route) {
   return GapState::kReported;
 }
 
-// Acts on one overdue gap unless it has a record already, or closed since the snapshot (the
-// transaction sees the projection as it is now).
+// The owner the missing versions are asked of: the projection's, or (a subject whose first
+// event waits) the source of the lowest waiting event.
+Result<std::string> OwnerOf(Transaction& tx, const Gap& gap, const Projection& projection) {
+  if (!projection.owner_source.empty()) return projection.owner_source;
+  EVIDENT_ASSIGN_OR_RETURN(
+      const std::optional<DeferredEvent> first,
+      tx.FindDeferred(gap.consumer, gap.subject, gap.waiting_versions.front()));
+  return first ? first->source : std::string();
+}
+
+// Acts on one overdue gap unless its record was acted on already, or it closed since the
+// snapshot (the transaction sees the projection as it is now). The record the gap opened with
+// (or the open one covering it) takes the act; a gap without one (deferred under an older
+// layout) gets one now.
 Status ActOn(Transaction& tx, const Gap& gap, int64_t now_ms, const GapCheckOptions& options,
              GapCheck& check) {
-  EVIDENT_ASSIGN_OR_RETURN(const std::optional<GapRecord> there,
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<GapRecord> there,
                            tx.FindGap(gap.consumer, gap.subject, gap.expected_version));
-  if (there) return Status::Ok();
+  if (!there && gap.record && gap.record->state == GapState::kOpen) there = gap.record;
+  if (there && there->state != GapState::kOpen) return Status::Ok();
   Projection now;
   EVIDENT_ASSIGN_OR_RETURN(const bool found, tx.ReadProjection(gap.consumer, gap.subject, now));
   if ((found ? now.version : 0) + 1 != gap.expected_version) return Status::Ok();
-  GapRecord g{.consumer = gap.consumer,
-              .subject = gap.subject,
-              .expected_version = gap.expected_version,
-              .missing_to = gap.waiting_versions.front() - 1,
-              .route = gap.route,
-              .state = StateOf(gap.route),
-              .deadline_at_ms = gap.deadline_at_ms,
-              .acted_at_ms = now_ms};
+  GapRecord g = there ? *there
+                      : GapRecord{.consumer = gap.consumer,
+                                  .subject = gap.subject,
+                                  .expected_version = gap.expected_version};
+  g.missing_to = gap.waiting_versions.front() - 1;
+  g.route = gap.route;
+  g.state = StateOf(gap.route);
+  g.deadline_at_ms = gap.deadline_at_ms;
+  g.acted_at_ms = now_ms;
+  g.waiting_versions = gap.waiting_versions;
   if (gap.route == GapRoute::kRequestReplay) {
-    const OutboxRow request = ReplayRequest(g, gap, now_ms, options.partition_count);
+    EVIDENT_ASSIGN_OR_RETURN(const std::string owner, OwnerOf(tx, gap, now));
+    const OutboxRow request = ReplayRequest(g, gap, owner, now_ms, options.partition_count);
     g.request_event_id = request.event_id;
     EVIDENT_ASSIGN_OR_RETURN(const OutboxAppend appended, tx.AppendOutbox(request));
     if (appended.outcome == OutboxOutcome::kAppended) ++check.requested;
   } else {
     ++(gap.route == GapRoute::kManual ? check.manual : check.reported);
   }
+  if (there) return tx.UpdateGap(g);
   return tx.InsertGap(g).status();
 }
 
@@ -86,6 +104,12 @@ Status ActOn(Transaction& tx, const Gap& gap, int64_t now_ms, const GapCheckOpti
 
 std::string ReplayRequestSource(std::string_view consumer) {
   return "evident://consumers/" + std::string(consumer);
+}
+
+std::string ConflictReportId(std::string_view consumer, std::string_view subject, int64_t version,
+                             std::string_view source, std::string_view event_id) {
+  return "conflict:" + std::string(consumer) + ":" + std::string(subject) + ":v" +
+         std::to_string(version) + ":" + std::string(source) + ":" + std::string(event_id);
 }
 
 Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckOptions& options) {
@@ -98,7 +122,7 @@ Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckO
       // A gap exists while its expected version is below the lowest waiting one; one that has
       // a record (its own, or an open one covering it) was acted on.
       if (g.deadline_at_ms < now_ms && g.expected_version < g.waiting_versions.front() &&
-          !g.record) {
+          (!g.record || g.record->state == GapState::kOpen)) {
         overdue.push_back(std::move(g));
       }
     }
@@ -118,9 +142,13 @@ Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckO
   EVIDENT_RETURN_IF_ERROR(tx->WillDecide(consumers));
   for (const Gap& gap : overdue) EVIDENT_RETURN_IF_ERROR(ActOn(*tx, gap, now_ms, options, check));
   for (const GapRecord& r : arrived) {
-    EVIDENT_ASSIGN_OR_RETURN(
-        const int64_t closed,
-        tx->CloseGaps(r.consumer, r.subject, r.missing_to, now_ms, "arrival", ""));
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t closed,
+                             tx->CloseGaps(r.consumer, r.subject, r.missing_to,
+                                           {.at_ms = now_ms,
+                                            .how = GapClosedHow::kDrained,
+                                            .cause = GapCause::kOutOfOrder,
+                                            .by = "arrival",
+                                            .note = ""}));
     check.closed += closed;
   }
   EVIDENT_RETURN_IF_ERROR(tx->Commit());
@@ -137,8 +165,12 @@ Result<int64_t> ResolveGap(Store& store, std::string_view consumer, std::string_
   int64_t closed = 0;
   EVIDENT_RETURN_IF_ERROR(RetryBusy(policy, clock, nullptr, [&]() -> Status {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
-    EVIDENT_ASSIGN_OR_RETURN(closed,
-                             tx->CloseGaps(consumer, subject, INT64_MAX, clock.NowMs(), by, note));
+    EVIDENT_ASSIGN_OR_RETURN(closed, tx->CloseGaps(consumer, subject, INT64_MAX,
+                                                   {.at_ms = clock.NowMs(),
+                                                    .how = GapClosedHow::kResolved,
+                                                    .cause = GapCause::kMissing,
+                                                    .by = by,
+                                                    .note = note}));
     if (closed == 0) {
       return Status::NotFound("no open gap record of " + std::string(consumer) + " / " +
                               std::string(subject));

@@ -2,6 +2,9 @@
 // pipeline's payload step, then an append to the store's outbox in the caller's transaction.
 #include "evident/outbox.h"
 
+#include <simdjson.h>
+
+#include <algorithm>
 #include <cassert>
 #include <map>
 
@@ -115,6 +118,47 @@ Result<std::unique_ptr<Outbox>> Outbox::Create(const OutboxOptions& options) {
   EVIDENT_ASSIGN_OR_RETURN(const ContractsDir contracts, LoadContractsDir(options.contracts_dir));
   EVIDENT_ASSIGN_OR_RETURN(impl->schemas, CompileSchemas(contracts));
   return std::unique_ptr<Outbox>(new Outbox(std::move(impl)));
+}
+
+namespace {
+
+Status CheckCompensation(const OwnerCompensation& c) {
+  if (c.key.empty() || c.subject.empty() || c.owner_source.empty()) {
+    return Status::InvalidArgument("a compensation needs a key, a subject and an owner source");
+  }
+  if (c.key.size() > kCompensationKeyBytesMax) {
+    return Status::InvalidArgument("a compensation key is at most " +
+                                   std::to_string(kCompensationKeyBytesMax) + " bytes");
+  }
+  if (std::any_of(c.key.begin(), c.key.end(), [](char ch) {
+        const auto byte = static_cast<unsigned char>(ch);
+        return byte < 0x20 || byte == 0x7F;
+      })) {
+    return Status::InvalidArgument("a compensation key holds no control character");
+  }
+  for (const std::string* text : {&c.key, &c.subject, &c.owner_source, &c.decision}) {
+    if (!simdjson::validate_utf8(text->data(), text->size())) {
+      return Status::InvalidArgument("a compensation's texts are UTF-8");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<bool> RecordOwnerCompensation(Transaction& transaction, const OwnerCompensation& c,
+                                     int64_t now_ms) {
+  EVIDENT_RETURN_IF_ERROR(CheckCompensation(c));
+  CompensationRecord record{.key = c.key,
+                            .subject = c.subject,
+                            .owner_source = c.owner_source,
+                            .owner_version = c.owner_version,
+                            .recorded_at_ms = now_ms,
+                            .recorded_by = CompensationBy::kOwner,
+                            .decision = c.decision};
+  record.updated_at_ms = now_ms;
+  EVIDENT_ASSIGN_OR_RETURN(const Insert inserted, transaction.InsertCompensation(record));
+  return inserted == Insert::kInserted;
 }
 
 int64_t Outbox::PartitionOf(std::string_view subject) const {

@@ -18,6 +18,7 @@ inline void AssignProjection(const Projection& from, Projection& to) {
   to.owner_source.assign(from.owner_source);
   to.owner_version_seen = from.owner_version_seen;
   to.updated_at_ms = from.updated_at_ms;
+  to.applied_digest.assign(from.applied_digest);
 }
 
 // A projection of (consumer, subject) that is not stored yet: version 0, no fields.

@@ -966,10 +966,18 @@ TEST_P(StoreConformance, GapRecordsAreKeyedClosedOnceAndListedByDeadline) {
     // Loaded twice (and listed twice in one Load): each open record still counts once.
     (void)Take(tx.Load({.subjects = {{"c", "order-1"}, {"c", "order-1"}}}));
     (void)Take(tx.Load({.subjects = {{"c", "order-1"}}}));
-    EXPECT_EQ(Take(tx.CloseGaps("c", "order-1", 4, 50, "arrival", "")), 1);
-    (void)Take(tx.Load({.subjects = {{"c", "order-1"}}}));                   // the close is seen
-    EXPECT_EQ(Take(tx.CloseGaps("c", "order-1", 4, 60, "arrival", "")), 0);  // once
-    EXPECT_EQ(Take(tx.CloseGaps("d", "order-2", 9, 60, "x", "")), 0);
+    const auto drained = [](int64_t at_ms, std::vector<int64_t> waiting) {
+      return GapClosing{.at_ms = at_ms,
+                        .how = GapClosedHow::kDrained,
+                        .cause = GapCause::kOutOfOrder,
+                        .by = "arrival",
+                        .note = "",
+                        .waiting_versions = std::move(waiting)};
+    };
+    EXPECT_EQ(Take(tx.CloseGaps("c", "order-1", 4, drained(50, {4}))), 1);
+    (void)Take(tx.Load({.subjects = {{"c", "order-1"}}}));                 // the close is seen
+    EXPECT_EQ(Take(tx.CloseGaps("c", "order-1", 4, drained(60, {}))), 0);  // once
+    EXPECT_EQ(Take(tx.CloseGaps("d", "order-2", 9, drained(60, {}))), 0);
   });
   auto snapshot = Read();
   const Rows<GapRecord> of = Take(snapshot->GapRecordsOf("c", "order-1"));
@@ -978,7 +986,11 @@ TEST_P(StoreConformance, GapRecordsAreKeyedClosedOnceAndListedByDeadline) {
   EXPECT_EQ(of.rows[0].state, GapState::kClosed);
   EXPECT_EQ(of.rows[0].closed_at_ms, 50);
   EXPECT_EQ(of.rows[0].closed_by, "arrival");
+  EXPECT_EQ(of.rows[0].how, GapClosedHow::kDrained);
+  EXPECT_EQ(of.rows[0].cause, GapCause::kOutOfOrder);
+  EXPECT_EQ(of.rows[0].waiting_versions, (std::vector<int64_t>{4}));
   EXPECT_EQ(of.rows[1].state, GapState::kRequested);
+  EXPECT_EQ(of.rows[1].how, GapClosedHow::kNone);
   EXPECT_EQ(Take(snapshot->OpenGapRecords()).rows.size(), 2u);
   EXPECT_TRUE(Take(snapshot->GapRecordsOf("c", "order-9")).rows.empty());
 }
@@ -1822,6 +1834,344 @@ TEST_P(StoreConformance, EvidenceKeepsItsDetail) {
   EXPECT_EQ(got.rows[2].name, "resolved");
   EXPECT_EQ(got.rows[2].detail, "resolved done by ops");
   EXPECT_EQ(got.rows[2].source, "other-source");
+}
+
+// --- what seed 002's effects, compensations, gaps and corrections keep (layout 8 / 5) ---
+
+// AppliedAfter finds the first applied receipt above a projection version, of the listed types
+// (any type for none), this transaction's own included; DeleteLedger removes a row for good.
+TEST_P(StoreConformance, AppliedAfterFindsTheNextAppliedReceiptAndDeleteLedgerRemovesOne) {
+  const auto receipt = [](std::string id, std::string type, int64_t version,
+                          LedgerState state = LedgerState::kApplied) {
+    LedgerEntry e = Receipt(std::move(id), state);
+    e.type = std::move(type);
+    e.subject_version = version;
+    e.projection_version =
+        state == LedgerState::kApplied ? std::optional<int64_t>(version) : std::nullopt;
+    return e;
+  };
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertLedger(receipt("p1", "paid", 1))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertLedger(receipt("p2", "paid", 2))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertLedger(receipt("c5", "cancelled", 5, LedgerState::kDeferred))),
+              Insert::kInserted);
+    LedgerEntry other = receipt("x3", "cancelled", 3);
+    other.subject = "order-2";
+    EXPECT_EQ(Take(tx.InsertLedger(other)), Insert::kInserted);
+  });
+  auto tx = Begin();
+  EXPECT_EQ(Take(tx->InsertLedger(receipt("c3", "cancelled", 3))), Insert::kInserted);
+  const std::vector<std::string> cancelled = {"cancelled"};
+  std::optional<LedgerEntry> found = Take(tx->AppliedAfter("c", "order-1", 1, cancelled));
+  ASSERT_TRUE(found.has_value());  // its own insert; the deferred v5 and order-2's are not it
+  EXPECT_EQ(found->event_id, "c3");
+  EXPECT_EQ(found->projection_version, 3);
+  found = Take(tx->AppliedAfter("c", "order-1", 1, std::vector<std::string>{}));
+  ASSERT_TRUE(found.has_value());  // any type: the lowest version above 1
+  EXPECT_EQ(found->event_id, "p2");
+  EXPECT_FALSE(Take(tx->AppliedAfter("c", "order-1", 3, std::vector<std::string>{})).has_value());
+  EXPECT_FALSE(
+      Take(tx->AppliedAfter("c", "order-1", 0, std::vector<std::string>{"refunded"})).has_value());
+  EXPECT_FALSE(Take(tx->AppliedAfter("d", "order-1", 0, cancelled)).has_value());
+  EXPECT_OK(tx->DeleteLedger("c", "s", "p2"));
+  EXPECT_OK(tx->DeleteLedger("c", "s", "no-such"));
+  EXPECT_FALSE(Take(tx->FindLedger("c", "s", "p2")).has_value());
+  found = Take(tx->AppliedAfter("c", "order-1", 1, std::vector<std::string>{}));
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->event_id, "c3");
+  EXPECT_OK(tx->Commit());
+  tx.reset();
+  Reopen();
+  auto snapshot = Read();
+  EXPECT_FALSE(Take(snapshot->FindLedger("c", "s", "p2")).has_value());
+  EXPECT_EQ(Pluck(Take(snapshot->LedgerOf("c", "order-1")).rows, &LedgerEntry::event_id),
+            (std::vector<std::string>{"p1", "c3", "c5"}));
+}
+
+// A gap's record from its opening: UpdateGap changes what the deadline and the answer bring,
+// CloseGaps says how and why it closed, and every field reads back.
+TEST_P(StoreConformance, GapRecordsKeepTheirHistoryFromOpeningToClose) {
+  GapRecord opened{.consumer = "c",
+                   .subject = "order-1",
+                   .expected_version = 2,
+                   .missing_to = 3,
+                   .route = GapRoute::kRequestReplay,
+                   .state = GapState::kOpen,
+                   .deadline_at_ms = 300};
+  opened.opened_at_ms = 10;
+  opened.waiting_versions = {4, 6};
+  Write([&](Transaction& tx) {
+    EXPECT_OK(tx.RecordGap(opened));
+    GapRecord other = opened;
+    other.subject = "order-2";
+    EXPECT_EQ(Take(tx.InsertGap(other)), Insert::kInserted);
+  });
+  {
+    const std::optional<GapRecord> read = Take(Read()->GapRecordsOf("c", "order-1")).rows.front();
+    ASSERT_TRUE(read.has_value());
+    EXPECT_EQ(read->state, GapState::kOpen);
+    EXPECT_FALSE(read->acted_at_ms.has_value());
+    EXPECT_EQ(read->opened_at_ms, 10);
+    EXPECT_EQ(read->waiting_versions, (std::vector<int64_t>{4, 6}));
+    EXPECT_EQ(read->how, GapClosedHow::kNone);
+    EXPECT_EQ(read->cause, GapCause::kUnknown);
+  }
+  Write([&](Transaction& tx) {
+    GapRecord acted = Take(tx.FindGap("c", "order-1", 2)).value();
+    acted.state = GapState::kRequested;
+    acted.acted_at_ms = 301;
+    acted.request_event_id = "replay-request:c:order-1:2-3";
+    acted.waiting_versions = {4, 5, 6};
+    acted.answer = "republished versions 2-3";
+    acted.answered_at_ms = 320;
+    acted.opened_at_ms = 999;  // never changes
+    EXPECT_OK(tx.UpdateGap(acted));
+    GapRecord absent = acted;
+    absent.expected_version = 9;
+    EXPECT_EQ(tx.UpdateGap(absent).code(), Code::kNotFound);
+    EXPECT_EQ(Take(tx.CloseGaps("c", "order-1", 3,
+                                {.at_ms = 330,
+                                 .how = GapClosedHow::kDrained,
+                                 .cause = GapCause::kOutOfOrder,
+                                 .by = "arrival",
+                                 .note = "",
+                                 .waiting_versions = {4, 5, 6}})),
+              1);
+    EXPECT_EQ(Take(tx.CloseGaps("c", "order-2", 9,
+                                {.at_ms = 340,
+                                 .how = GapClosedHow::kCorrected,
+                                 .cause = GapCause::kMissing,
+                                 .by = "ops",
+                                 .note = "set to v9 by hand"})),
+              1);
+  });
+  Reopen();
+  auto snapshot = Read();
+  const GapRecord one = Take(snapshot->GapRecordsOf("c", "order-1")).rows.at(0);
+  EXPECT_EQ(one.state, GapState::kClosed);
+  EXPECT_EQ(one.acted_at_ms, 301);
+  EXPECT_EQ(one.request_event_id, "replay-request:c:order-1:2-3");
+  EXPECT_EQ(one.answer, "republished versions 2-3");
+  EXPECT_EQ(one.answered_at_ms, 320);
+  EXPECT_EQ(one.opened_at_ms, 10);
+  EXPECT_EQ(one.closed_at_ms, 330);
+  EXPECT_EQ(one.how, GapClosedHow::kDrained);
+  EXPECT_EQ(one.cause, GapCause::kOutOfOrder);
+  EXPECT_EQ(one.waiting_versions, (std::vector<int64_t>{4, 5, 6}));
+  const GapRecord two = Take(snapshot->GapRecordsOf("c", "order-2")).rows.at(0);
+  EXPECT_EQ(two.how, GapClosedHow::kCorrected);
+  EXPECT_EQ(two.cause, GapCause::kMissing);
+  EXPECT_EQ(two.closed_by, "ops");
+  EXPECT_EQ(two.note, "set to v9 by hand");
+  EXPECT_EQ(two.waiting_versions, (std::vector<int64_t>{4, 6}));  // kept: the closing named none
+  EXPECT_TRUE(Take(snapshot->OpenGapRecords()).rows.empty());
+}
+
+// The latest intent of an effect for a consumer's subject is the one with the highest seq; an
+// intent keeps the basis it was made on through its updates.
+TEST_P(StoreConformance, TheLatestIntentOfAnEffectKeepsItsBasis) {
+  Write([&](Transaction& tx) {
+    EffectIntent first = Intent("reserve:order-1:a", 10);
+    first.basis_version = 1;
+    EXPECT_EQ(Take(tx.InsertIntent(first)), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("notify:order-1", 10, "notify"))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("reserve:order-2", 10, "reserve-stock", "order-2"))),
+              Insert::kInserted);
+  });
+  auto tx = Begin();
+  EffectIntent second = Intent("reserve:order-1:b", 10);
+  second.basis_version = 4;
+  EXPECT_EQ(Take(tx->InsertIntent(second)), Insert::kInserted);
+  std::optional<EffectIntent> latest = Take(tx->LatestIntentOf("c", "order-1", "reserve-stock"));
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->key, "reserve:order-1:b");
+  EXPECT_EQ(latest->basis_version, 4);
+  EXPECT_FALSE(Take(tx->LatestIntentOf("d", "order-1", "reserve-stock")).has_value());
+  EXPECT_FALSE(Take(tx->LatestIntentOf("c", "order-9", "reserve-stock")).has_value());
+  EffectIntent changed = Take(tx->FindIntent("reserve:order-1:a")).value();
+  EXPECT_EQ(changed.basis_version, 1);
+  changed.state = EffectState::kWithdrawn;
+  changed.next_attempt_at_ms = std::nullopt;
+  changed.settled_at_ms = 12;
+  changed.basis_version = 77;  // not an updated field
+  EXPECT_OK(tx->UpdateIntent(changed, changed.revision));
+  EXPECT_OK(tx->Commit());
+  tx.reset();
+  Reopen();
+  auto snapshot = Read();
+  const EffectIntent read = Take(snapshot->FindIntent("reserve:order-1:a")).value();
+  EXPECT_EQ(read.state, EffectState::kWithdrawn);
+  EXPECT_EQ(read.basis_version, 1);
+  EXPECT_EQ(read.settled_at_ms, 12);
+  EXPECT_FALSE(Take(snapshot->FindIntent("notify:order-1")).value().basis_version.has_value());
+}
+
+// A second trigger of an intended key by the same effect is a no-op its log records; by another
+// effect, a configuration that would lose an effect.
+TEST_P(StoreConformance, IntendOnceLogsASecondTriggerOfTheSameOperation) {
+  Write([&](Transaction& tx) {
+    EXPECT_OK(tx.IntendOnce(Intent("reserve:order-1", 10), "first"));
+    EffectIntent again = Intent("reserve:order-1", 20);
+    again.intended_at_ms = 20;
+    EXPECT_OK(tx.IntendOnce(again, "triggered again by s:e2 (version 2)"));
+  });
+  auto tx = Begin();
+  // A networked store may send the insert without waiting: its refusal then comes from the
+  // commit (store.h).
+  Status refused = tx->IntendOnce(Intent("reserve:order-1", 10, "notify"), "x");
+  if (refused.ok()) refused = tx->Commit();
+  EXPECT_EQ(refused.code(), Code::kFailedPrecondition) << refused.ToString();
+  tx.reset();
+  auto snapshot = Read();
+  const EffectIntent intent = Take(snapshot->FindIntent("reserve:order-1")).value();
+  EXPECT_EQ(intent.revision, 1);  // unchanged
+  const Rows<EffectLogEntry> log = Take(snapshot->IntentLogOf("reserve:order-1"));
+  ASSERT_EQ(log.rows.size(), 1u);
+  EXPECT_EQ(log.rows[0].action, EffectAction::kTrigger);
+  EXPECT_EQ(log.rows[0].by, "c");
+  EXPECT_EQ(log.rows[0].state_after, EffectState::kIntended);
+  EXPECT_EQ(log.rows[0].detail, "triggered again by s:e2 (version 2)");
+  EXPECT_EQ(log.rows[0].at_ms, 20);
+}
+
+// An owner's record and a consumer's that acted on the effect it compensates keep every field;
+// the records that cover an intent are found by its key and change what they did.
+TEST_P(StoreConformance, CompensationsKeepWhatTheyDidAndAreFoundByTheIntentTheyCover) {
+  CompensationRecord owner{.key = "compensation:order-1:reservation:v2",
+                           .subject = "order-1",
+                           .owner_source = "https://orders.test",
+                           .owner_version = 2,
+                           .recorded_at_ms = 30,
+                           .recorded_by = CompensationBy::kOwner,
+                           .decision = "reservation-rejected"};
+  CompensationRecord consumer = Compensation("compensation:order-1:customer:v2");
+  consumer.compensates = "reserve-stock";
+  consumer.covers = "reserve:order-1";
+  consumer.compensate_with = "release-stock";
+  consumer.compensating_key = "release:order-1";
+  consumer.compensating_request = std::string("{\"id\":\"e3\"}\0z", 13);
+  consumer.basis_version = 3;
+  consumer.state = CompensationState::kWaitsForReconciliation;
+  consumer.detail = "the outcome of reserve:order-1 is unknown";
+  consumer.updated_at_ms = 41;
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertCompensation(owner)), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertCompensation(consumer)), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertCompensation(consumer)), Insert::kAlreadyThere);
+  });
+  auto tx = Begin();
+  std::vector<CompensationRecord> covering = Take(tx->CompensationsCovering("reserve:order-1"));
+  ASSERT_EQ(covering.size(), 1u);
+  EXPECT_EQ(covering[0].key, consumer.key);
+  EXPECT_EQ(covering[0].compensating_request, consumer.compensating_request);
+  EXPECT_TRUE(Take(tx->CompensationsCovering("")).empty());  // an owner's record covers none
+  CompensationRecord settled = covering[0];
+  settled.state = CompensationState::kCompensating;
+  settled.detail = "reconciled as done: release-stock intended";
+  settled.updated_at_ms = 50;
+  EXPECT_OK(tx->UpdateCompensation(settled));
+  CompensationRecord absent = settled;
+  absent.key = "no-such";
+  EXPECT_EQ(tx->UpdateCompensation(absent).code(), Code::kNotFound);
+  EXPECT_OK(tx->Commit());
+  tx.reset();
+  Reopen();
+  const Rows<CompensationRecord> all = Take(Read()->ListCompensations("", "order-1"));
+  ASSERT_EQ(all.rows.size(), 2u);
+  const CompensationRecord& o = all.rows[0];
+  EXPECT_EQ(o.recorded_by, CompensationBy::kOwner);
+  EXPECT_EQ(o.consumer, "");
+  EXPECT_EQ(o.decision, "reservation-rejected");
+  EXPECT_EQ(o.owner_version, 2);
+  EXPECT_EQ(o.state, CompensationState::kRecorded);
+  const CompensationRecord& c = all.rows[1];
+  EXPECT_EQ(c.recorded_by, CompensationBy::kConsumer);
+  EXPECT_EQ(c.compensates, "reserve-stock");
+  EXPECT_EQ(c.covers, "reserve:order-1");
+  EXPECT_EQ(c.compensate_with, "release-stock");
+  EXPECT_EQ(c.compensating_key, "release:order-1");
+  EXPECT_EQ(c.compensating_request, consumer.compensating_request);
+  EXPECT_EQ(c.basis_version, 3);
+  EXPECT_EQ(c.state, CompensationState::kCompensating);
+  EXPECT_EQ(c.detail, "reconciled as done: release-stock intended");
+  EXPECT_EQ(c.updated_at_ms, 50);
+}
+
+// A person's corrections of a projection, by seq; and the digest of the payload that set a
+// projection's version reads back.
+TEST_P(StoreConformance, CorrectionsAndAppliedDigestsReadBack) {
+  Write([&](Transaction& tx) {
+    Projection p = MakeProjection("c", "order-1", 2, "paid");
+    p.applied_digest = "sha256:ab12";
+    PutNew(tx, p);
+    for (int64_t i = 1; i <= 2; ++i) {
+      EXPECT_OK(tx.InsertCorrection({.consumer = "c",
+                                     .subject = "order-1",
+                                     .before_json = R"({"version":2})",
+                                     .after_json = Numbered(R"({"version":)", 2 + i) + "}",
+                                     .by = "ops",
+                                     .note = Numbered("fix ", i),
+                                     .basis = "open gap v3-v3",
+                                     .forced = i == 2,
+                                     .at_ms = 100 + i}));
+    }
+  });
+  Reopen();
+  auto snapshot = Read();
+  EXPECT_EQ(Take(snapshot->FindProjection("c", "order-1")).value().applied_digest, "sha256:ab12");
+  EXPECT_EQ(Take(snapshot->ProjectionsOf("order-1")).rows.at(0).applied_digest, "sha256:ab12");
+  const Rows<ProjectionCorrection> corrections = Take(snapshot->CorrectionsOf("c", "order-1"));
+  ASSERT_EQ(corrections.rows.size(), 2u);
+  EXPECT_LT(corrections.rows[0].seq, corrections.rows[1].seq);
+  EXPECT_EQ(corrections.rows[0].note, "fix 1");
+  EXPECT_EQ(corrections.rows[1].after_json, R"({"version":4})");
+  EXPECT_EQ(corrections.rows[1].basis, "open gap v3-v3");
+  EXPECT_FALSE(corrections.rows[0].forced);
+  EXPECT_TRUE(corrections.rows[1].forced);
+  EXPECT_EQ(corrections.rows[1].at_ms, 102);
+  EXPECT_TRUE(Take(snapshot->CorrectionsOf("c", "order-2")).rows.empty());
+  EXPECT_TRUE(Take(snapshot->CorrectionsOf("d", "order-1")).rows.empty());
+  EXPECT_TRUE(Take(snapshot->CorrectionsOf("c", "order-1", 1)).truncated);
+}
+
+// An owner finds its kept outbox rows by id, and a subject's by version from the first missing
+// one on (replay-requests serve), sent or not.
+TEST_P(StoreConformance, OutboxRowsAreFoundByIdAndBySubjectVersion) {
+  Write([&](Transaction& tx) {
+    for (int64_t v : {3, 1, 2}) {
+      OutboxRow row = OutboxEvent(Numbered("e", v), Numbered("bytes ", v));
+      row.subject_version = v;
+      (void)Take(tx.AppendOutbox(row));
+    }
+    OutboxRow unversioned = OutboxEvent("u", "u");
+    unversioned.subject_version = std::nullopt;
+    (void)Take(tx.AppendOutbox(unversioned));
+    OutboxRow elsewhere = OutboxEvent("o2", "o");
+    elsewhere.source = "other";
+    elsewhere.subject_version = 2;
+    (void)Take(tx.AppendOutbox(elsewhere));
+  });
+  auto tx = Begin();
+  const OutboxRow e2 = Take(tx->PendingOutbox(0, 100)).rows.at(2);  // by seq: e3, e1, e2
+  EXPECT_EQ(e2.event_id, "e2");
+  EXPECT_OK(tx->MarkOutboxSent(e2.seq, "ORDERS", 7, 6));
+  EXPECT_OK(tx->Commit());
+  tx.reset();
+  auto snapshot = Read();
+  const std::optional<OutboxRow> found = Take(snapshot->FindOutbox("s", "e2"));
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->bytes, "bytes 2");
+  EXPECT_EQ(found->sent_at_ms, 6);
+  EXPECT_EQ(found->stream_sequence, 7);
+  EXPECT_FALSE(Take(snapshot->FindOutbox("s", "e9")).has_value());
+  EXPECT_FALSE(Take(snapshot->FindOutbox("other", "e2")).has_value());
+  const Rows<OutboxRow> from2 = Take(snapshot->OutboxOfSubject("s", "order-1", 2));
+  EXPECT_EQ(Pluck(from2.rows, &OutboxRow::event_id), (std::vector<std::string>{"e2", "e3"}));
+  EXPECT_FALSE(from2.truncated);
+  const Rows<OutboxRow> cut = Take(snapshot->OutboxOfSubject("s", "order-1", 1, 2));
+  EXPECT_EQ(Pluck(cut.rows, &OutboxRow::event_id), (std::vector<std::string>{"e1", "e2"}));
+  EXPECT_TRUE(cut.truncated);
+  EXPECT_TRUE(Take(snapshot->OutboxOfSubject("s", "order-2", 1)).rows.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::ValuesIn(StoreBackends()),

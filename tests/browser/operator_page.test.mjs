@@ -19,8 +19,9 @@
 // quarantined as contract-update-required and order-418's gap goes overdue; phase B restarts it
 // on the same store with the example's contracts (v4 read through its adapter), posts the rest
 // of examples/orders/events.ndjson, has the effect intents performed against a small stock
-// service (order-418's reservation answers 503: unknown; by the daemon itself when it runs
-// effects, and by `evident effects run`), and then drives the page.
+// service (order-422's reservation answers 503: unknown; order-418's is postponed while its
+// gap is open; by the daemon itself when it runs effects, and by `evident effects run`), and
+// then drives the page.
 import {spawn} from "node:child_process";
 import fs from "node:fs/promises";
 import http from "node:http";
@@ -165,14 +166,14 @@ async function admin(base, pathAndQuery, init = {}) {
   return {status: response.status, body};
 }
 
-// The stock service of the example: a reservation of order-418 answers 503 (its effect stays
+// The stock service of the example: a reservation of order-422 answers 503 (its effect stays
 // unknown and waits for a person), every other one 200.
 async function startStockService() {
   const server = http.createServer((req, res) => {
     const key = String(req.headers["idempotency-key"] || "");
     req.resume();
     req.on("end", () => {
-      if (key.includes("order-418")) {
+      if (key.includes("order-422")) {
         res.writeHead(503, {"Content-Type": "text/plain"});
         res.end("stock service unavailable");
       } else {
@@ -398,19 +399,22 @@ async function main() {
   ok(`phase B: posted ${events.length - 2} example lines (the broken one kept as malformed-json), order-421 and a markup probe`);
 
   // The intents: a daemon that performs them itself (serve without --no-effects) and
-  // `evident effects run` share the store; either way order-418's ends unknown, the others done.
+  // `evident effects run` share the store; either way order-420's is done, order-422's unknown
+  // (503, waits for a person), order-417's withdrawn by its compensation before any attempt, and
+  // order-418's and order-421's postponed while a later version of each waits.
   const effectsOut = await runEffects(path.join(tmp, "b"), store);
-  const wanted = ["reserve:order-417:v1", "reserve:order-417:v2", "reserve:order-420:v1", "reserve:order-421:v1"];
   let effects = null;
-  await until("the effects to settle (order-418 unknown and waiting for a person, the others done)", async () => {
+  await until("the effects to settle (order-422 unknown and waiting for a person, order-420 done)", async () => {
     effects = (await admin(b.base, "/api/effects")).body.effects;
-    const state = (key) => (effects.find((e) => e.key === key) || {}).state;
-    const e418 = effects.find((e) => e.key === "reserve:order-418:v1");
-    return wanted.every((key) => state(key) === "done") && e418 && e418.state === "unknown" && e418.waits_for_reconciliation;
+    const of = (key) => effects.find((e) => e.key === key) || {};
+    return of("reserve:order-420").state === "done" && of("reserve:order-422").state === "unknown" &&
+           of("reserve:order-422").waits_for_reconciliation && of("reserve:order-417").state === "withdrawn" &&
+           ["reserve:order-418", "reserve:order-421"].every((key) =>
+             of(key).state === "intended" && String(of(key).last_error).startsWith("postponed: "));
   }, 20_000, 200).catch((e) => {
     throw new TestFailure(`${e.message}\n  effects: ${JSON.stringify(effects)}\n  effects run: ${effectsOut}`);
   });
-  ok("effects: order-418's reservation unknown (503, waits for a person), the others done");
+  ok("effects: order-420 done, order-422 unknown (503, waits for a person), order-417 withdrawn, order-418 and order-421 postponed");
 
   const openBefore = (await admin(b.base, "/api/quarantine?status=open")).body.records;
   const replayTarget = openBefore.find((r) => r.event_id === "evt-110");
@@ -485,8 +489,8 @@ async function main() {
   check(of("conflict").length === 1 && of("conflict")[0].eventId === "evt-order-417-other-v3",
         "order-417 has a same-version conflict (evt-order-417-other-v3)");
   check(of("quarantined").some((e) => e.eventId === "evt-order-417-replayed-v2"), "order-417's stale v2 is quarantined");
-  check(of("effect").length === 2 && of("effect").every((e) => e.state === "done"),
-        "order-417's two reserve-stock effects are done: " + JSON.stringify(of("effect")));
+  check(of("effect").length === 1 && of("effect")[0].state === "withdrawn",
+        "order-417's one reservation was withdrawn by its compensation: " + JSON.stringify(of("effect")));
   check(of("compensation").length === 1 && of("compensation")[0].key === "compensation:order-417:reservation:v2",
         "order-417's compensation: " + JSON.stringify(of("compensation")));
   const kinds = [...new Set(entries.map((e) => e.kind))].sort().join(", ");
@@ -504,9 +508,9 @@ async function main() {
   const deferred = await page.$$eval(`${card} li.entry[data-kind="deferred"]`, (n) => n.map((x) => ({...x.dataset, text: x.textContent})));
   check(deferred.length === 1 && deferred[0].version === "4" && deferred[0].overdue === "true" &&
         deferred[0].text.includes("v2"), "order-418's deferred v4 waits for v2, overdue: " + JSON.stringify(deferred));
-  check(await count(page, `${card} li.entry[data-kind="effect"][data-state="unknown"]`) === 1, "order-418's effect is unknown");
+  check(await count(page, `${card} li.entry[data-kind="effect"][data-state="intended"]`) === 1, "order-418's effect is postponed (intended)");
   check(await count(page, `${card} li.entry[data-kind="gap"][data-state="requested"]`) === 1, "order-418's gap record (requested)");
-  ok(`order-418 from #subject=: "${behind.trim()}", deferred v4 (overdue, waits for v2), effect unknown, gap requested`);
+  ok(`order-418 from #subject=: "${behind.trim()}", deferred v4 (overdue, waits for v2), effect postponed, gap requested`);
 
   // An input refused before any consumer was chosen, still found by its subject.
   await page.evaluate(() => {
@@ -537,8 +541,8 @@ async function main() {
   check(await page.$("#xss-probe") === null, "markup from the store became an element");
   ok(`quarantine: ${rows} open records with Replay/Discard; markup from the store shown as text`);
 
-  await waitFor(page, '#effects tr[data-key="reserve:order-418:v1"]', "the unknown effect of order-418");
-  ok("effects waiting for reconciliation: reserve:order-418:v1");
+  await waitFor(page, '#effects tr[data-key="reserve:order-422"]', "the unknown effect of order-422");
+  ok("effects waiting for reconciliation: reserve:order-422");
 
   const applied = Number(await until("the counters to show applied decisions", async () => {
     const value = await page.$eval('#counters-outcomes li[data-outcome="applied"]', (n) => n.dataset.value).catch(() => "0");

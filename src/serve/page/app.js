@@ -371,6 +371,7 @@
       ["e-unknown", "effects unknown", one(samples, "evident_effects", {state: "unknown"})],
       ["e-failed", "effects failed", one(samples, "evident_effects", {state: "failed"})],
       ["e-done", "effects done", one(samples, "evident_effects", {state: "done"})],
+      ["e-withdrawn", "effects withdrawn", one(samples, "evident_effects", {state: "withdrawn"})],
       ["outbox", "outbox pending", one(samples, "evident_outbox_pending")],
       ["outbox-parked", "outbox parked", one(samples, "evident_outbox_parked")],
       ["restarts", "loop restarts", one(samples, "evident_loop_restarts_total")],
@@ -386,7 +387,7 @@
       quarantine: [one(samples, "evident_quarantine_records", {status: "open"}),
                    one(samples, "evident_quarantine_records", {status: "replayed"}),
                    one(samples, "evident_quarantine_records", {status: "discarded"})].join("/"),
-      effects: ["intended", "done", "failed", "unknown"]
+      effects: ["intended", "done", "failed", "unknown", "withdrawn"]
         .map((s) => one(samples, "evident_effects", {state: s})).join("/"),
       gaps: one(samples, "evident_open_gaps"),
     };

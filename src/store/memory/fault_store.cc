@@ -20,6 +20,8 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "insert-ledger",
     "mark-applied",
     "count-duplicate",
+    "delete-ledger",
+    "applied-after",
     "read-projection",
     "put-projection",
     "find-deferred",
@@ -46,6 +48,8 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "delete-sent-outbox",
     "outbox-rows",
     "outbox-stats-now",
+    "find-outbox",
+    "outbox-of-subject",
     "find-quarantine",
     "set-quarantine-status",
     "audit-quarantine",
@@ -54,6 +58,7 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "find-gap",
     "insert-gap",
     "close-gaps",
+    "update-gap",
     "gap-records-of",
     "open-gap-records",
     "insert-intent",
@@ -61,10 +66,15 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "due-intents",
     "update-intent",
     "log-intent",
+    "latest-intent-of",
     "insert-compensation",
+    "update-compensation",
+    "compensations-covering",
     "list-intents",
     "intent-log-of",
     "list-compensations",
+    "insert-correction",
+    "corrections-of",
 };
 
 }  // namespace
@@ -142,6 +152,18 @@ class FaultTransaction final : public Transaction {
     EVIDENT_FAULT_ENTER(StoreCall::kInsertLedger);
     return inner_->InsertLedger(entry);
   }
+  Status DeleteLedger(std::string_view consumer, std::string_view source,
+                      std::string_view event_id) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kDeleteLedger);
+    return inner_->DeleteLedger(consumer, source, event_id);
+  }
+  Result<std::optional<LedgerEntry>> AppliedAfter(std::string_view consumer,
+                                                  std::string_view subject,
+                                                  int64_t after_projection_version,
+                                                  const std::vector<std::string>& types) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kAppliedAfter);
+    return inner_->AppliedAfter(consumer, subject, after_projection_version, types);
+  }
   Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
                      int64_t projection_version, int64_t committed_at_ms) override {
     EVIDENT_FAULT_ENTER(StoreCall::kMarkApplied);
@@ -203,10 +225,13 @@ class FaultTransaction final : public Transaction {
     return inner_->InsertGap(record);
   }
   Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
-                            int64_t through_version, int64_t at_ms, std::string_view by,
-                            std::string_view note) override {
+                            int64_t through_version, const GapClosing& closing) override {
     EVIDENT_FAULT_ENTER(StoreCall::kCloseGaps);
-    return inner_->CloseGaps(consumer, subject, through_version, at_ms, by, note);
+    return inner_->CloseGaps(consumer, subject, through_version, closing);
+  }
+  Status UpdateGap(const GapRecord& record) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kUpdateGap);
+    return inner_->UpdateGap(record);
   }
   Status Journal(const JournalEntry& entry) override {
     EVIDENT_FAULT_ENTER(StoreCall::kJournal);
@@ -269,9 +294,27 @@ class FaultTransaction final : public Transaction {
     EVIDENT_FAULT_ENTER(StoreCall::kLogIntent);
     return inner_->LogIntent(entry);
   }
+  Result<std::optional<EffectIntent>> LatestIntentOf(std::string_view consumer,
+                                                     std::string_view subject,
+                                                     std::string_view effect) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kLatestIntentOf);
+    return inner_->LatestIntentOf(consumer, subject, effect);
+  }
   Result<Insert> InsertCompensation(const CompensationRecord& record) override {
     EVIDENT_FAULT_ENTER(StoreCall::kInsertCompensation);
     return inner_->InsertCompensation(record);
+  }
+  Status UpdateCompensation(const CompensationRecord& record) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kUpdateCompensation);
+    return inner_->UpdateCompensation(record);
+  }
+  Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kCompensationsCovering);
+    return inner_->CompensationsCovering(key);
+  }
+  Status InsertCorrection(const ProjectionCorrection& correction) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kInsertCorrection);
+    return inner_->InsertCorrection(correction);
   }
 
  private:
@@ -364,6 +407,22 @@ class FaultSnapshot final : public Snapshot {
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override {
     EVIDENT_FAULT_ENTER(StoreCall::kOutboxStatsNow);
     return inner_->OutboxStatsNow(now_ms);
+  }
+  Result<std::optional<OutboxRow>> FindOutbox(std::string_view source,
+                                              std::string_view event_id) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kFindOutbox);
+    return inner_->FindOutbox(source, event_id);
+  }
+  Result<Rows<OutboxRow>> OutboxOfSubject(std::string_view source, std::string_view subject,
+                                          int64_t from_version, int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kOutboxOfSubject);
+    return inner_->OutboxOfSubject(source, subject, from_version, rows_max);
+  }
+  Result<Rows<ProjectionCorrection>> CorrectionsOf(std::string_view consumer,
+                                                   std::string_view subject,
+                                                   int64_t rows_max) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kCorrectionsOf);
+    return inner_->CorrectionsOf(consumer, subject, rows_max);
   }
   Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override {
     EVIDENT_FAULT_ENTER(StoreCall::kFindIntent);

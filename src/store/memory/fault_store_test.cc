@@ -19,6 +19,8 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kInsertLedger,
     StoreCall::kMarkApplied,
     StoreCall::kCountDuplicate,
+    StoreCall::kDeleteLedger,
+    StoreCall::kAppliedAfter,
     StoreCall::kReadProjection,
     StoreCall::kPutProjection,
     StoreCall::kFindDeferred,
@@ -45,6 +47,8 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kDeleteSentOutbox,
     StoreCall::kOutboxRows,
     StoreCall::kOutboxStatsNow,
+    StoreCall::kFindOutbox,
+    StoreCall::kOutboxOfSubject,
     StoreCall::kFindQuarantine,
     StoreCall::kSetQuarantineStatus,
     StoreCall::kAuditQuarantine,
@@ -53,6 +57,7 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kFindGap,
     StoreCall::kInsertGap,
     StoreCall::kCloseGaps,
+    StoreCall::kUpdateGap,
     StoreCall::kGapRecordsOf,
     StoreCall::kOpenGapRecords,
     StoreCall::kInsertIntent,
@@ -60,10 +65,15 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kDueIntents,
     StoreCall::kUpdateIntent,
     StoreCall::kLogIntent,
+    StoreCall::kLatestIntentOf,
     StoreCall::kInsertCompensation,
+    StoreCall::kUpdateCompensation,
+    StoreCall::kCompensationsCovering,
     StoreCall::kListIntents,
     StoreCall::kIntentLogOf,
     StoreCall::kListCompensations,
+    StoreCall::kInsertCorrection,
+    StoreCall::kCorrectionsOf,
 };
 static_assert(std::size(kEveryCall) == kStoreCallCount);
 
@@ -102,6 +112,10 @@ Status Transact(Transaction& tx, StoreCall call) {
     }
     case StoreCall::kCountDuplicate:
       return tx.CountDuplicate("c", "s", "e1", 10);
+    case StoreCall::kDeleteLedger:
+      return tx.DeleteLedger("c", "s", "e1");
+    case StoreCall::kAppliedAfter:
+      return tx.AppliedAfter("c", "order-1", 0, {}).status();
     case StoreCall::kReadProjection: {
       Projection out;
       return tx.ReadProjection("c", "order-1", out).status();
@@ -123,7 +137,12 @@ Status Transact(Transaction& tx, StoreCall call) {
     case StoreCall::kInsertGap:
       return tx.InsertGap(GapRecord{.consumer = "c", .subject = "order-1"}).status();
     case StoreCall::kCloseGaps:
-      return tx.CloseGaps("c", "order-1", 5, 10, "arrival", "").status();
+      return tx.CloseGaps("c", "order-1", 5, GapClosing{.at_ms = 10, .by = "arrival"}).status();
+    case StoreCall::kUpdateGap: {
+      EVIDENT_RETURN_IF_ERROR(
+          tx.InsertGap(GapRecord{.consumer = "c", .subject = "order-1"}).status());
+      return tx.UpdateGap(GapRecord{.consumer = "c", .subject = "order-1", .missing_to = 3});
+    }
     case StoreCall::kSetQuarantineStatus: {
       EVIDENT_ASSIGN_OR_RETURN(const QuarantineKept kept,
                                tx.Quarantine(QuarantineRecord{.subject = "order-1"}));
@@ -172,8 +191,18 @@ Status Transact(Transaction& tx, StoreCall call) {
       EVIDENT_RETURN_IF_ERROR(tx.InsertIntent(EffectIntent{.key = "k"}).status());
       return tx.LogIntent(EffectLogEntry{.key = "k", .by = "runner"});
     }
+    case StoreCall::kLatestIntentOf:
+      return tx.LatestIntentOf("c", "order-1", "e").status();
     case StoreCall::kInsertCompensation:
       return tx.InsertCompensation(CompensationRecord{.key = "c"}).status();
+    case StoreCall::kUpdateCompensation: {
+      EVIDENT_RETURN_IF_ERROR(tx.InsertCompensation(CompensationRecord{.key = "c"}).status());
+      return tx.UpdateCompensation(CompensationRecord{.key = "c", .detail = "d"});
+    }
+    case StoreCall::kCompensationsCovering:
+      return tx.CompensationsCovering("k").status();
+    case StoreCall::kInsertCorrection:
+      return tx.InsertCorrection(ProjectionCorrection{.consumer = "c", .subject = "order-1"});
     default:
       return Status::Internal("not a transaction call");
   }
@@ -203,6 +232,10 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.OutboxRows(OutboxSelect::kAll, 0).status();
     case StoreCall::kOutboxStatsNow:
       return snapshot.OutboxStatsNow(10).status();
+    case StoreCall::kFindOutbox:
+      return snapshot.FindOutbox("s", "e1").status();
+    case StoreCall::kOutboxOfSubject:
+      return snapshot.OutboxOfSubject("s", "order-1", 0).status();
     case StoreCall::kListQuarantine:
       return snapshot.ListQuarantine(QuarantineFilter{}).status();
     case StoreCall::kAuditOf:
@@ -217,6 +250,8 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.IntentLogOf("k").status();
     case StoreCall::kListCompensations:
       return snapshot.ListCompensations("", "").status();
+    case StoreCall::kCorrectionsOf:
+      return snapshot.CorrectionsOf("c", "order-1").status();
     default:
       return Status::Internal("not a snapshot call");
   }
@@ -228,7 +263,9 @@ bool IsSnapshotCall(StoreCall call) {
          call == StoreCall::kListQuarantine || call == StoreCall::kAuditOf ||
          call == StoreCall::kGapRecordsOf || call == StoreCall::kOpenGapRecords ||
          call == StoreCall::kListIntents || call == StoreCall::kIntentLogOf ||
-         call == StoreCall::kListCompensations || call == StoreCall::kRead;
+         call == StoreCall::kListCompensations || call == StoreCall::kFindOutbox ||
+         call == StoreCall::kOutboxOfSubject || call == StoreCall::kCorrectionsOf ||
+         call == StoreCall::kRead;
 }
 
 Status CallOnce(Store& store, StoreCall call) {

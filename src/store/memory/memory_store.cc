@@ -132,6 +132,9 @@ struct State {
   int64_t outbox_seq_last = 0;  // seqs are never reused, though sent rows are deleted
   std::shared_ptr<EffectTable> effects;
   int64_t intent_seq_last = 0, effect_log_seq_last = 0, compensation_seq_last = 0;
+  std::shared_ptr<Table<std::tuple<std::string, std::string, int64_t>, ProjectionCorrection>>
+      corrections;  // by consumer, subject, seq
+  int64_t correction_seq_last = 0;
 };
 
 State EmptyState() {
@@ -146,14 +149,17 @@ State EmptyState() {
       .positions = std::make_shared<Table<std::string, std::string>>(),
       .outbox = std::make_shared<OutboxTable>(),
       .effects = std::make_shared<EffectTable>(),
+      .corrections = std::make_shared<
+          Table<std::tuple<std::string, std::string, int64_t>, ProjectionCorrection>>(),
   };
 }
 
 // A transaction's writes, applied to the next State at Commit. Rows are whole: a changed ledger
 // row or projection is copied here from the base first, so applying never reads the base.
 struct Overlay {
-  Table<LedgerId, LedgerEntry> ledger;                                 // inserted or changed
-  Table<ProjectionId, ProjectionRow> projections;                      // put, or given evidence
+  Table<LedgerId, LedgerEntry> ledger;             // inserted or changed
+  std::set<LedgerId, KeyLess> ledger_deleted;      // deleted (and not inserted again since)
+  Table<ProjectionId, ProjectionRow> projections;  // put, or given evidence
   Table<DeferredId, std::optional<DeferredEvent>> deferred;            // nullopt: deleted
   Table<int64_t, QuarantineRecord> quarantine;                         // opened or changed records
   std::multimap<QuarantineIdent, int64_t, KeyLess> quarantine_opened;  // identities of new ones
@@ -168,8 +174,9 @@ struct Overlay {
   Table<int64_t, EffectIntent> intents;     // inserted or changed
   Table<std::string, int64_t> intent_keys;  // of the inserted ones
   std::vector<EffectLogEntry> effect_log;   // seq assigned
-  Table<int64_t, CompensationRecord> compensations;  // inserted
-  Table<std::string, int64_t> compensation_keys;
+  Table<int64_t, CompensationRecord> compensations;  // inserted or changed
+  Table<std::string, int64_t> compensation_keys;     // of the inserted ones
+  std::vector<ProjectionCorrection> corrections;     // seq assigned
 };
 
 // The table itself when no other State holds it, else a copy of it put in its place. Called
@@ -183,8 +190,16 @@ T& Writable(std::shared_ptr<T>& table) {
 }
 
 void ApplyLedger(Overlay& overlay, State& state) {
-  if (overlay.ledger.empty()) return;
+  if (overlay.ledger.empty() && overlay.ledger_deleted.empty()) return;
   auto& ledger = Writable(state.ledger);
+  for (const LedgerId& id : overlay.ledger_deleted) {
+    const auto it = ledger.find(id);
+    if (it == ledger.end()) continue;
+    const LedgerEntry& e = it->second;
+    Writable(state.ledger_by_subject)
+        .erase(std::make_tuple(e.subject, e.consumer, e.source, e.event_id));
+    ledger.erase(it);
+  }
   for (auto& [id, row] : overlay.ledger) {
     const auto [it, inserted] = ledger.insert_or_assign(id, std::move(row));
     if (inserted) {
@@ -259,6 +274,15 @@ void ApplyEffects(Overlay& overlay, State& state) {
   }
 }
 
+void ApplyCorrections(Overlay& overlay, State& state) {
+  for (ProjectionCorrection& c : overlay.corrections) {
+    assert(c.seq == state.correction_seq_last + 1);
+    state.correction_seq_last = c.seq;
+    Writable(state.corrections)
+        .emplace(std::make_tuple(c.consumer, c.subject, c.seq), std::move(c));
+  }
+}
+
 void ApplyGaps(Overlay& overlay, State& state) {
   if (overlay.gaps.empty()) return;
   auto& gaps = Writable(state.gaps);
@@ -285,6 +309,7 @@ void ApplyRows(Overlay& overlay, State& state) {
   ApplyQuarantine(overlay, state);
   ApplyGaps(overlay, state);
   ApplyEffects(overlay, state);
+  ApplyCorrections(overlay, state);
   for (JournalEntry& j : overlay.journal) {
     assert(j.seq == state.journal_seq_last + 1);
     state.journal_seq_last = j.seq;
@@ -447,6 +472,20 @@ class MemoryTransaction final : public Transaction {
     overlay_.ledger.emplace(LedgerId(id), entry);
     return Insert::kInserted;
   }
+  Status DeleteLedger(std::string_view consumer, std::string_view source,
+                      std::string_view event_id) override {
+    const LedgerIdView id(consumer, source, event_id);
+    if (LedgerRow(id) == nullptr) return Status::Ok();
+    if (const auto it = overlay_.ledger.find(id); it != overlay_.ledger.end()) {
+      overlay_.ledger.erase(it);
+    }
+    if (base_->ledger->find(id) != base_->ledger->end()) overlay_.ledger_deleted.emplace(id);
+    return Status::Ok();
+  }
+  Result<std::optional<LedgerEntry>> AppliedAfter(std::string_view consumer,
+                                                  std::string_view subject,
+                                                  int64_t after_projection_version,
+                                                  const std::vector<std::string>& types) override;
   Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
                      int64_t projection_version, int64_t committed_at_ms) override {
     LedgerEntry* row = WritableLedgerRow(LedgerIdView(consumer, source, event_id));
@@ -517,8 +556,7 @@ class MemoryTransaction final : public Transaction {
     return Insert::kInserted;
   }
   Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
-                            int64_t through_version, int64_t at_ms, std::string_view by,
-                            std::string_view note) override {
+                            int64_t through_version, const GapClosing& closing) override {
     std::vector<GapId> open;
     const auto in_range = [&](const GapId& id) {
       return std::get<0>(id) == consumer && std::get<1>(id) == subject;
@@ -536,12 +574,27 @@ class MemoryTransaction final : public Transaction {
       if (row->missing_to > through_version) continue;
       GapRecord& draft = overlay_.gaps.insert_or_assign(id, *row).first->second;
       draft.state = GapState::kClosed;
-      draft.closed_at_ms = at_ms;
-      draft.closed_by.assign(by);
-      draft.note.assign(note);
+      draft.closed_at_ms = closing.at_ms;
+      draft.closed_by.assign(closing.by);
+      draft.note.assign(closing.note);
+      draft.how = closing.how;
+      draft.cause = closing.cause;
+      if (!closing.waiting_versions.empty()) draft.waiting_versions = closing.waiting_versions;
       ++closed;
     }
     return closed;
+  }
+  Status UpdateGap(const GapRecord& record) override {
+    const GapId id(record.consumer, record.subject, record.expected_version);
+    const GapRecord* row = GapRow(id);
+    if (row == nullptr) {
+      return Status::NotFound("no gap record of " + record.consumer + "/" + record.subject +
+                              " at version " + std::to_string(record.expected_version));
+    }
+    GapRecord next = record;
+    next.opened_at_ms = row->opened_at_ms;  // when it opened never changes
+    overlay_.gaps.insert_or_assign(id, std::move(next));
+    return Status::Ok();
   }
   Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
     const QuarantineRecord* row = QuarantineRow(id);
@@ -608,11 +661,30 @@ class MemoryTransaction final : public Transaction {
     row.seq = base_->effect_log_seq_last + static_cast<int64_t>(overlay_.effect_log.size());
     return Status::Ok();
   }
+  Result<std::optional<EffectIntent>> LatestIntentOf(std::string_view consumer,
+                                                     std::string_view subject,
+                                                     std::string_view effect) override;
+  Status UpdateCompensation(const CompensationRecord& record) override {
+    const CompensationRecord* row = CompensationRow(record.key);
+    if (row == nullptr) return Status::NotFound("no compensation " + record.key);
+    CompensationRecord next = *row;
+    next.covers = record.covers;
+    next.compensating_key = record.compensating_key;
+    next.state = record.state;
+    next.detail = record.detail;
+    next.updated_at_ms = record.updated_at_ms;
+    const int64_t seq = next.seq;
+    overlay_.compensations.insert_or_assign(seq, std::move(next));
+    return Status::Ok();
+  }
+  Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) override;
+  Status InsertCorrection(const ProjectionCorrection& correction) override {
+    ProjectionCorrection& row = overlay_.corrections.emplace_back(correction);
+    row.seq = base_->correction_seq_last + static_cast<int64_t>(overlay_.corrections.size());
+    return Status::Ok();
+  }
   Result<Insert> InsertCompensation(const CompensationRecord& record) override {
-    if (overlay_.compensation_keys.count(record.key) != 0 ||
-        base_->effects->compensation_keys.count(record.key) != 0) {
-      return Insert::kAlreadyThere;
-    }
+    if (CompensationRow(record.key) != nullptr) return Insert::kAlreadyThere;
     const int64_t seq =
         base_->compensation_seq_last + static_cast<int64_t>(overlay_.compensation_keys.size()) + 1;
     CompensationRecord& row = overlay_.compensations.insert_or_assign(seq, record).first->second;
@@ -682,6 +754,33 @@ class MemoryTransaction final : public Transaction {
       return &it->second;
     }
     return &base_->effects->intents.at(seq);
+  }
+  const CompensationRecord* CompensationRow(std::string_view key) const {
+    int64_t seq = 0;
+    if (const auto it = overlay_.compensation_keys.find(key);
+        it != overlay_.compensation_keys.end()) {
+      seq = it->second;
+    } else if (const auto there = base_->effects->compensation_keys.find(key);
+               there != base_->effects->compensation_keys.end()) {
+      seq = there->second;
+    } else {
+      return nullptr;
+    }
+    if (const auto it = overlay_.compensations.find(seq); it != overlay_.compensations.end()) {
+      return &it->second;
+    }
+    return &base_->effects->compensations.at(seq);
+  }
+  // Calls `visit(row)` for every intent this transaction sees (the overlay's version of a changed
+  // one), by seq.
+  template <typename Visit>
+  void ForEachIntent(Visit visit) const {
+    for (const auto& [seq, intent] : base_->effects->intents) {
+      if (overlay_.intents.count(seq) == 0) visit(intent);
+    }
+    for (const auto& [seq, intent] : overlay_.intents) {
+      if (base_->effects->intents.count(seq) == 0) visit(intent);
+    }
   }
   const GapRecord* GapRow(const GapId& id) const {
     if (const auto it = overlay_.gaps.find(id); it != overlay_.gaps.end()) return &it->second;
@@ -765,6 +864,7 @@ class MemoryTransaction final : public Transaction {
   const LedgerEntry* LedgerRow(const LedgerIdView& id) const {
     assert(base_ != nullptr && "transaction used after Commit or Rollback");
     if (const auto it = overlay_.ledger.find(id); it != overlay_.ledger.end()) return &it->second;
+    if (!overlay_.ledger_deleted.empty() && overlay_.ledger_deleted.count(id) != 0) return nullptr;
     const auto it = base_->ledger->find(id);
     return it == base_->ledger->end() ? nullptr : &it->second;
   }
@@ -959,6 +1059,71 @@ Status MemoryTransaction::UpdateIntent(const EffectIntent& intent, int64_t expec
   return Status::Ok();
 }
 
+// Every ledger row of the subject this transaction sees is looked at: the base's through the
+// subject index, the overlay's in full (a batch's rows).
+Result<std::optional<LedgerEntry>> MemoryTransaction::AppliedAfter(
+    std::string_view consumer, std::string_view subject, int64_t after_projection_version,
+    const std::vector<std::string>& types) {
+  std::optional<LedgerEntry> first;
+  const auto consider = [&](const LedgerEntry& e) {
+    if (e.consumer != consumer || e.subject != subject || e.state != LedgerState::kApplied ||
+        !e.projection_version || *e.projection_version <= after_projection_version) {
+      return;
+    }
+    if (!types.empty() && std::find(types.begin(), types.end(), e.type) == types.end()) return;
+    if (!first || std::tie(*e.projection_version, e.committed_at_ms) <
+                      std::tie(*first->projection_version, first->committed_at_ms)) {
+      first = e;
+    }
+  };
+  const auto& index = *base_->ledger_by_subject;
+  for (auto it = index.lower_bound(
+           std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>(
+               subject, consumer, std::string_view(), std::string_view()));
+       it != index.end() && std::get<0>(*it) == subject && std::get<1>(*it) == consumer; ++it) {
+    const LedgerEntry* row =
+        LedgerRow(LedgerIdView(std::get<1>(*it), std::get<2>(*it), std::get<3>(*it)));
+    if (row != nullptr) consider(*row);
+  }
+  for (const auto& [id, row] : overlay_.ledger) {
+    if (base_->ledger->find(id) == base_->ledger->end()) consider(row);
+  }
+  return first;
+}
+
+Result<std::optional<EffectIntent>> MemoryTransaction::LatestIntentOf(std::string_view consumer,
+                                                                      std::string_view subject,
+                                                                      std::string_view effect) {
+  std::optional<EffectIntent> latest;
+  ForEachIntent([&](const EffectIntent& e) {
+    if (e.consumer != consumer || e.subject != subject || e.effect != effect) return;
+    if (!latest || e.seq > latest->seq) latest = e;
+  });
+  return latest;
+}
+
+Result<std::vector<CompensationRecord>> MemoryTransaction::CompensationsCovering(
+    std::string_view key) {
+  if (key.empty()) return std::vector<CompensationRecord>();  // an owner's record covers none
+  std::map<int64_t, const CompensationRecord*> rows;
+  for (const auto& [seq, record] : base_->effects->compensations) {
+    if (record.covers == key) rows[seq] = &record;
+  }
+  for (const auto& [seq, record] : overlay_.compensations) {
+    if (record.covers == key) {
+      rows[seq] = &record;
+    } else {
+      rows.erase(seq);
+    }
+  }
+  std::vector<CompensationRecord> out;
+  for (const auto& [seq, record] : rows) {
+    if (static_cast<int64_t>(out.size()) >= kCoveringRowsMax) break;
+    out.push_back(*record);
+  }
+  return out;
+}
+
 // One answer per distinct key, in the order of the keys (as the SQLite backend answers).
 Result<BatchRows> MemoryTransaction::Load(const BatchKeys& keys) {
   BatchRows out;
@@ -1128,6 +1293,45 @@ class MemorySnapshot final : public Snapshot {
           std::max(stats.oldest_pending_age_ms.value_or(0), now_ms - row.created_at_ms);
     }
     return stats;
+  }
+  Result<std::optional<OutboxRow>> FindOutbox(std::string_view source,
+                                              std::string_view event_id) override {
+    const OutboxTable& outbox = *state_->outbox;
+    const auto id =
+        outbox.ids.find(std::tuple<std::string_view, std::string_view>(source, event_id));
+    if (id == outbox.ids.end()) return std::optional<OutboxRow>();
+    return std::optional<OutboxRow>(outbox.rows.at(id->second));
+  }
+  Result<Rows<OutboxRow>> OutboxOfSubject(std::string_view source, std::string_view subject,
+                                          int64_t from_version, int64_t rows_max) override {
+    std::vector<const OutboxRow*> rows;
+    for (const auto& [seq, row] : state_->outbox->rows) {
+      if (row.source == source && row.subject == subject && row.subject_version &&
+          *row.subject_version >= from_version) {
+        rows.push_back(&row);
+      }
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const OutboxRow* a, const OutboxRow* b) {
+      return *a->subject_version < *b->subject_version;  // ties stay in seq order
+    });
+    RowsCut<OutboxRow> cut(rows_max);
+    for (const OutboxRow* row : rows) {
+      if (!cut.Add(*row)) break;
+    }
+    return cut.Take();
+  }
+  Result<Rows<ProjectionCorrection>> CorrectionsOf(std::string_view consumer,
+                                                   std::string_view subject,
+                                                   int64_t rows_max) override {
+    RowsCut<ProjectionCorrection> cut(rows_max);
+    ForRange(
+        *state_->corrections,
+        std::tuple<std::string_view, std::string_view, int64_t>(consumer, subject, kSeqMin),
+        [&](const std::tuple<std::string, std::string, int64_t>& id) {
+          return std::get<0>(id) == consumer && std::get<1>(id) == subject;
+        },
+        [&](const ProjectionCorrection& c) { return cut.Add(c); });
+    return cut.Take();
   }
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
     const auto count = [](const auto& table) { return static_cast<int64_t>(table.size()); };

@@ -1,5 +1,7 @@
 #include "store/postgres/pg_rows.h"
 
+#include <charconv>
+
 namespace evident::postgres {
 namespace {
 
@@ -17,7 +19,40 @@ void ReadName(const Rowset& r, int i, int column, std::optional<Enum> (*parse)(s
 
 std::string Str(const Rowset& r, int i, int column) { return std::string(r.Text(i, column)); }
 
+// The versions of a gap record's `waiting` column (JoinVersions); text that is not a list of
+// versions is reported in `error`.
+std::vector<int64_t> ReadVersions(const Rowset& r, int i, int column, Status& error) {
+  const std::string_view text = r.Text(i, column);
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (!text.empty() && start <= text.size()) {  // one version per pass
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view part = text.substr(start, comma - start);
+    int64_t version = 0;
+    const auto [end, failed] = std::from_chars(part.data(), part.data() + part.size(), version);
+    if (part.empty() || failed != std::errc() || end != part.data() + part.size()) {
+      if (error.ok()) {
+        error = Status::Corruption("stored waiting versions '" + std::string(text) +
+                                   "' are not a list of versions");
+      }
+      return {};
+    }
+    out.push_back(version);
+    start = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string JoinVersions(const std::vector<int64_t>& versions) {
+  std::string out;
+  for (const int64_t version : versions) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(version);
+  }
+  return out;
+}
 
 LedgerEntry ReadLedger(const Rowset& r, int i, Status& error) {
   LedgerEntry e;
@@ -49,6 +84,7 @@ Projection ReadProjectionRow(const Rowset& r, int i, Status& /*error*/) {
   p.owner_source = Str(r, i, 5);
   p.owner_version_seen = r.Int(i, 6);
   p.updated_at_ms = r.Int(i, 7);
+  p.applied_digest = Str(r, i, 8);
   return p;
 }
 
@@ -101,11 +137,17 @@ GapRecord ReadGap(const Rowset& r, int i, Status& error) {
   ReadName(r, i, 4, &ParseGapRoute, "gap route", g.route, error);
   ReadName(r, i, 5, &ParseGapState, "gap state", g.state, error);
   g.deadline_at_ms = r.Int(i, 6);
-  g.acted_at_ms = r.Int(i, 7);
+  g.acted_at_ms = r.OptInt(i, 7);
   g.request_event_id = Str(r, i, 8);
   g.closed_at_ms = r.OptInt(i, 9);
   g.closed_by = Str(r, i, 10);
   g.note = Str(r, i, 11);
+  g.opened_at_ms = r.OptInt(i, 12);
+  g.waiting_versions = ReadVersions(r, i, 13, error);
+  ReadName(r, i, 14, &ParseGapClosedHow, "gap close", g.how, error);
+  ReadName(r, i, 15, &ParseGapCause, "gap cause", g.cause, error);
+  g.answer = Str(r, i, 16);
+  g.answered_at_ms = r.OptInt(i, 17);
   return g;
 }
 
@@ -151,10 +193,11 @@ EffectIntent ReadIntent(const Rowset& r, int i, Status& error) {
   e.settled_at_ms = r.OptInt(i, 17);
   e.claimed_by = Str(r, i, 18);
   e.revision = r.Int(i, 19);
+  e.basis_version = r.OptInt(i, 20);
   return e;
 }
 
-CompensationRecord ReadCompensation(const Rowset& r, int i, Status& /*error*/) {
+CompensationRecord ReadCompensation(const Rowset& r, int i, Status& error) {
   CompensationRecord c;
   c.seq = r.Int(i, 0);
   c.key = Str(r, i, 1);
@@ -165,6 +208,17 @@ CompensationRecord ReadCompensation(const Rowset& r, int i, Status& /*error*/) {
   c.event_id = Str(r, i, 6);
   c.type = Str(r, i, 7);
   c.recorded_at_ms = r.Int(i, 8);
+  ReadName(r, i, 9, &ParseCompensationBy, "compensation recorder", c.recorded_by, error);
+  c.decision = Str(r, i, 10);
+  c.compensates = Str(r, i, 11);
+  c.covers = Str(r, i, 12);
+  c.compensate_with = Str(r, i, 13);
+  c.compensating_key = Str(r, i, 14);
+  c.compensating_request = r.Bytes(i, 15);
+  c.basis_version = r.OptInt(i, 16);
+  ReadName(r, i, 17, &ParseCompensationState, "compensation state", c.state, error);
+  c.detail = Str(r, i, 18);
+  c.updated_at_ms = r.Int(i, 19);
   return c;
 }
 
@@ -219,6 +273,21 @@ EffectLogEntry ReadEffectLog(const Rowset& r, int i, Status& error) {
   e.detail = Str(r, i, 6);
   e.at_ms = r.Int(i, 7);
   return e;
+}
+
+ProjectionCorrection ReadCorrection(const Rowset& r, int i, Status& /*error*/) {
+  ProjectionCorrection c;
+  c.seq = r.Int(i, 0);
+  c.consumer = Str(r, i, 1);
+  c.subject = Str(r, i, 2);
+  c.before_json = Str(r, i, 3);
+  c.after_json = Str(r, i, 4);
+  c.by = Str(r, i, 5);
+  c.note = Str(r, i, 6);
+  c.basis = Str(r, i, 7);
+  c.forced = r.Int(i, 8) != 0;  // a boolean column: 't' or 'f'
+  c.at_ms = r.Int(i, 9);
+  return c;
 }
 
 }  // namespace evident::postgres

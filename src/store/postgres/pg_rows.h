@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "evident/store.h"
 #include "store/postgres/pg_connection.h"
@@ -21,7 +22,7 @@ inline constexpr const char* kLedgerColumns =
     "adapter, wrote";
 inline constexpr const char* kProjectionColumns =
     "consumer, subject, version, state, fields_json, owner_source, owner_version_seen, "
-    "updated_at_ms";
+    "updated_at_ms, applied_digest";
 inline constexpr const char* kDeferredColumns =
     "consumer, subject, subject_version, source, event_id, type, schema_version, "
     "expected_version, raw, received_at_ms, deadline_at_ms, route, input_index";
@@ -30,7 +31,8 @@ inline constexpr const char* kQuarantineColumns =
     " schema_version, raw, attempts, first_seen_ms, last_seen_ms, status, input_index";
 inline constexpr const char* kGapColumns =
     "consumer, subject, expected_version, missing_to, route, state, deadline_at_ms, acted_at_ms,"
-    " request_event_id, closed_at_ms, closed_by, note";
+    " request_event_id, closed_at_ms, closed_by, note, opened_at_ms, waiting, how, cause, answer,"
+    " answered_at_ms";
 inline constexpr const char* kOutboxColumns =
     "seq, source, event_id, type, subject, subject_version, event_partition, bytes, "
     "created_at_ms, attempts, last_error, last_attempt_at_ms, sent_at_ms, stream, "
@@ -38,9 +40,11 @@ inline constexpr const char* kOutboxColumns =
 inline constexpr const char* kIntentColumns =
     "seq, key, effect, consumer, subject, source, event_id, subject_version, request, state, "
     "attempts, last_error, http_status, response_digest, intended_at_ms, last_attempt_at_ms, "
-    "next_attempt_at_ms, settled_at_ms, claimed_by, revision";
+    "next_attempt_at_ms, settled_at_ms, claimed_by, revision, basis_version";
 inline constexpr const char* kCompensationColumns =
-    "seq, key, consumer, subject, owner_source, owner_version, event_id, type, recorded_at_ms";
+    "seq, key, consumer, subject, owner_source, owner_version, event_id, type, recorded_at_ms, "
+    "recorded_by, decision, compensates, covers, compensate_with, compensating_key, "
+    "compensating_request, basis_version, state, detail, updated_at_ms";
 inline constexpr const char* kJournalColumns =
     "seq, consumer, outcome, source, event_id, subject, subject_version, at_ms";
 inline constexpr const char* kEvidenceColumns =
@@ -49,6 +53,8 @@ inline constexpr const char* kAuditColumns =
     "seq, record_id, action, by_whom, note, outcome, reason, status_after, at_ms";
 inline constexpr const char* kEffectLogColumns =
     "seq, key, action, by_whom, state_after, http_status, detail, at_ms";
+inline constexpr const char* kCorrectionColumns =
+    "seq, consumer, subject, before_json, after_json, by_whom, note, basis, forced, at_ms";
 
 // The LIMIT of a list read: one row more than asked for, so that a cut list says so.
 inline int64_t LimitOf(int64_t rows_max) {
@@ -68,6 +74,10 @@ JournalEntry ReadJournal(const Rowset& r, int i, Status& error);
 EvidenceRecord ReadEvidence(const Rowset& r, int i, Status& error);
 QuarantineAudit ReadAudit(const Rowset& r, int i, Status& error);
 EffectLogEntry ReadEffectLog(const Rowset& r, int i, Status& error);
+ProjectionCorrection ReadCorrection(const Rowset& r, int i, Status& error);
+
+// A gap record's waiting versions as its `waiting` column keeps them: "3,5", "" for none.
+std::string JoinVersions(const std::vector<int64_t>& versions);
 
 // Every row of `rows` read with `read`, cut at `rows_max` (the query asked for one more, so
 // that a cut list says it was cut).

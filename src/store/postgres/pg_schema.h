@@ -131,6 +131,50 @@ ALTER TABLE outbox ADD COLUMN IF NOT EXISTS parked_reason text NOT NULL DEFAULT 
 INSERT INTO evident_schema(version) VALUES(4);
 )sql";
 
+// Layout 5: the payload digest that set a projection's version; an intent's basis version; a
+// compensation's decision about the effect it compensates (found again by the intent it
+// covers); a gap's record from its first deferral (opened, waiting versions, how and why it
+// closed, the owner's answer), so acted_at_ms is empty until its deadline is acted on; people's
+// corrections of projections. Rows of older layouts read the defaults: no digest, no basis, a
+// consumer's compensation with nothing decided, a gap record with no waiting versions known.
+inline constexpr const char* kSchemaLayout5 = R"sql(
+ALTER TABLE projection ADD COLUMN IF NOT EXISTS applied_digest text NOT NULL DEFAULT '';
+ALTER TABLE effect_intent ADD COLUMN IF NOT EXISTS basis_version bigint;
+ALTER TABLE compensation ADD COLUMN IF NOT EXISTS recorded_by text NOT NULL DEFAULT 'consumer';
+ALTER TABLE compensation ADD COLUMN IF NOT EXISTS decision text NOT NULL DEFAULT '';
+ALTER TABLE compensation ADD COLUMN IF NOT EXISTS compensates text NOT NULL DEFAULT '';
+ALTER TABLE compensation ADD COLUMN IF NOT EXISTS covers text NOT NULL DEFAULT '';
+ALTER TABLE compensation ADD COLUMN IF NOT EXISTS compensate_with text NOT NULL DEFAULT '';
+ALTER TABLE compensation ADD COLUMN IF NOT EXISTS compensating_key text NOT NULL DEFAULT '';
+ALTER TABLE compensation
+  ADD COLUMN IF NOT EXISTS compensating_request bytea NOT NULL DEFAULT ''::bytea;
+ALTER TABLE compensation ADD COLUMN IF NOT EXISTS basis_version bigint;
+ALTER TABLE compensation ADD COLUMN IF NOT EXISTS state text NOT NULL DEFAULT 'recorded';
+ALTER TABLE compensation ADD COLUMN IF NOT EXISTS detail text NOT NULL DEFAULT '';
+ALTER TABLE compensation ADD COLUMN IF NOT EXISTS updated_at_ms bigint NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS compensation_by_covers ON compensation(covers) WHERE covers <> '';
+ALTER TABLE gap ALTER COLUMN acted_at_ms DROP NOT NULL;
+ALTER TABLE gap ADD COLUMN IF NOT EXISTS opened_at_ms bigint;
+ALTER TABLE gap ADD COLUMN IF NOT EXISTS waiting text NOT NULL DEFAULT '';
+ALTER TABLE gap ADD COLUMN IF NOT EXISTS how text NOT NULL DEFAULT '';
+ALTER TABLE gap ADD COLUMN IF NOT EXISTS cause text NOT NULL DEFAULT '';
+ALTER TABLE gap ADD COLUMN IF NOT EXISTS answer text NOT NULL DEFAULT '';
+ALTER TABLE gap ADD COLUMN IF NOT EXISTS answered_at_ms bigint;
+UPDATE gap SET how = CASE WHEN closed_by = 'arrival' THEN 'drained' ELSE 'resolved' END,
+  cause = CASE WHEN closed_by = 'arrival' THEN 'out-of-order' ELSE 'missing' END
+  WHERE state = 'closed' AND how = '';
+CREATE INDEX IF NOT EXISTS outbox_by_subject ON outbox(subject, subject_version)
+  WHERE subject_version IS NOT NULL;
+CREATE TABLE IF NOT EXISTS projection_correction(
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, consumer text NOT NULL,
+  subject text NOT NULL, before_json text NOT NULL, after_json text NOT NULL,
+  by_whom text NOT NULL, note text NOT NULL, basis text NOT NULL, forced boolean NOT NULL,
+  at_ms bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS projection_correction_by_subject
+  ON projection_correction(subject, consumer, seq);
+INSERT INTO evident_schema(version) VALUES(5);
+)sql";
+
 inline constexpr const char* kSchemaLayout2 = R"sql(
 CREATE TABLE IF NOT EXISTS outbox_partition(event_partition bigint PRIMARY KEY);
 INSERT INTO outbox_partition(event_partition)

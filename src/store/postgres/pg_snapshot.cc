@@ -226,6 +226,42 @@ Result<OutboxStats> PgSnapshot::OutboxStatsNow(int64_t now_ms) {
   return stats;
 }
 
+Result<std::optional<OutboxRow>> PgSnapshot::FindOutbox(std::string_view source,
+                                                        std::string_view event_id) {
+  static const std::string kSql =
+      std::string("SELECT ") + kOutboxColumns + " FROM outbox WHERE source=$1 AND event_id=$2";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                           Db().Query(kSql, Params().Text(source).Text(event_id)));
+  return ReadOne(rows, &ReadOutbox);
+}
+
+// Rare (an owner answering a replay request), over the rows the outbox keeps (sent rows are
+// deleted in time): no index of its own; the source's rows are filtered by subject.
+Result<Rows<OutboxRow>> PgSnapshot::OutboxOfSubject(std::string_view source,
+                                                    std::string_view subject, int64_t from_version,
+                                                    int64_t rows_max) {
+  static const std::string kSql = std::string("SELECT ") + kOutboxColumns +
+                                  " FROM outbox WHERE source=$1 AND subject=$2"
+                                  " AND subject_version>=$3 ORDER BY subject_version, seq"
+                                  " LIMIT $4";
+  Params p;
+  p.Text(source).Text(subject).Int(from_version).Int(LimitOf(rows_max));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(kSql, p));
+  return ReadRows(rows, rows_max, &ReadOutbox);
+}
+
+Result<Rows<ProjectionCorrection>> PgSnapshot::CorrectionsOf(std::string_view consumer,
+                                                             std::string_view subject,
+                                                             int64_t rows_max) {
+  static const std::string kSql = std::string("SELECT ") + kCorrectionColumns +
+                                  " FROM projection_correction WHERE subject=$2 AND consumer=$1"
+                                  " ORDER BY seq LIMIT $3";
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset rows,
+      Db().Query(kSql, Params().Text(consumer).Text(subject).Int(LimitOf(rows_max))));
+  return ReadRows(rows, rows_max, &ReadCorrection);
+}
+
 Result<std::optional<EffectIntent>> PgSnapshot::FindIntent(std::string_view key) {
   return QueryIntent(Db(), key);
 }

@@ -46,12 +46,18 @@ constexpr int32_t kConsumerLockClass = 0x45564443;
 
 const std::string kCompensationInsert =
     "INSERT INTO compensation(key, consumer, subject, owner_source, owner_version, event_id,"
-    " type, recorded_at_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (key) DO NOTHING";
+    " type, recorded_at_ms, recorded_by, decision, compensates, covers, compensate_with,"
+    " compensating_key, compensating_request, basis_version, state, detail, updated_at_ms)"
+    " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,"
+    " $19) ON CONFLICT (key) DO NOTHING";
 
 Params CompensationParams(const CompensationRecord& c) {
   Params p;
   p.Text(c.key).Text(c.consumer).Text(c.subject).Text(c.owner_source).OptInt(c.owner_version);
-  p.Text(c.event_id).Text(c.type).Int(c.recorded_at_ms);
+  p.Text(c.event_id).Text(c.type).Int(c.recorded_at_ms).Text(CompensationByName(c.recorded_by));
+  p.Text(c.decision).Text(c.compensates).Text(c.covers).Text(c.compensate_with);
+  p.Text(c.compensating_key).Bytes(c.compensating_request).OptInt(c.basis_version);
+  p.Text(CompensationStateName(c.state)).Text(c.detail).Int(c.updated_at_ms);
   return p;
 }
 
@@ -197,14 +203,15 @@ void PgTransaction::FlushWrites() {
 void PgTransaction::FlushProjections() {
   static const std::string kInsertRows =
       "INSERT INTO projection(consumer, subject, version, state, fields_json, owner_source,"
-      " owner_version_seen, updated_at_ms) SELECT * FROM unnest($1::text[], $2::text[],"
-      " $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])";
+      " owner_version_seen, updated_at_ms, applied_digest) SELECT * FROM unnest($1::text[],"
+      " $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[],"
+      " $8::bigint[], $9::text[])";
   static const std::string kUpdate =
       "WITH changed AS (UPDATE projection SET version=$3, state=$4, fields_json=$5,"
-      " owner_source=$6, owner_version_seen=GREATEST(owner_version_seen, $7), updated_at_ms=$8"
-      " WHERE subject=$2 AND consumer=$1 AND version=$9 RETURNING 1)"
+      " owner_source=$6, owner_version_seen=GREATEST(owner_version_seen, $7), updated_at_ms=$8,"
+      " applied_digest=$10 WHERE subject=$2 AND consumer=$1 AND version=$9 RETURNING 1)"
       " SELECT 1 / (SELECT count(*) FROM changed)::int";
-  std::vector<std::string_view> text[5];
+  std::vector<std::string_view> text[6];
   std::vector<int64_t> number[3];
   for (const auto& [key, put] : projection_puts_) {
     const Projection& v = put.value;
@@ -212,6 +219,7 @@ void PgTransaction::FlushProjections() {
       Params p;
       p.Text(v.consumer).Text(v.subject).Int(v.version).Text(v.state).Text(v.fields_json);
       p.Text(v.owner_source).Int(v.owner_version_seen).Int(v.updated_at_ms).Int(*put.expected);
+      p.Text(v.applied_digest);
       Conn().Send(kUpdate, p, Expect{.checked_on_server = true, .otherwise = ProjectionMoved(v)});
       continue;
     }
@@ -219,7 +227,8 @@ void PgTransaction::FlushProjections() {
                                         {1, v.subject},
                                         {2, v.state},
                                         {3, v.fields_json},
-                                        {4, v.owner_source}}) {
+                                        {4, v.owner_source},
+                                        {5, v.applied_digest}}) {
       text[column].push_back(value);
     }
     number[0].push_back(v.version);
@@ -230,6 +239,7 @@ void PgTransaction::FlushProjections() {
     Params p;
     p.TextArray(text[0]).TextArray(text[1]).IntArray(number[0]).TextArray(text[2]);
     p.TextArray(text[3]).TextArray(text[4]).IntArray(number[1]).IntArray(number[2]);
+    p.TextArray(text[5]);
     Conn().Send(kInsertRows, p, Expect{.unique_is_conflict = true});
   }
   projection_puts_.clear();
@@ -479,6 +489,37 @@ Result<Insert> PgTransaction::InsertLedger(const LedgerEntry& entry) {
   return Insert::kInserted;
 }
 
+// Sent without waiting, after the buffered inserts (one of them may be the row): the key is
+// then known to have no row.
+Status PgTransaction::DeleteLedger(std::string_view consumer, std::string_view source,
+                                   std::string_view event_id) {
+  LockConsumer(consumer);
+  static const std::string kSql =
+      "DELETE FROM ledger WHERE consumer=$1 AND source=$2 AND event_id=$3";
+  Db().Send(kSql, Params().Text(consumer).Text(source).Text(event_id));
+  ledger_.insert_or_assign(Key(consumer, source, event_id), std::nullopt);
+  return Status::Ok();
+}
+
+// An empty `types` is any type. The ledger's index on (subject, consumer) finds the subject's
+// rows; a subject has few.
+Result<std::optional<LedgerEntry>> PgTransaction::AppliedAfter(
+    std::string_view consumer, std::string_view subject, int64_t after_projection_version,
+    const std::vector<std::string>& types) {
+  LockConsumer(consumer);
+  static const std::string kSql =
+      std::string("SELECT ") + kLedgerColumns +
+      " FROM ledger WHERE subject=$2 AND consumer=$1 AND state='applied'"
+      " AND projection_version>$3 AND (cardinality($4::text[])=0 OR type=ANY($4::text[]))"
+      " ORDER BY projection_version, committed_at_ms, source COLLATE \"C\","
+      " event_id COLLATE \"C\" LIMIT 1";
+  Params p;
+  p.Text(consumer).Text(subject).Int(after_projection_version);
+  p.TextArray(std::vector<std::string_view>(types.begin(), types.end()));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(kSql, p));
+  return ReadOne(rows, &ReadLedger);
+}
+
 // A row this transaction knows is checked here and updated without waiting (a row still buffered
 // is changed in the buffer); another is updated at once, and a row that is not there or not
 // deferred is refused with the transaction still usable.
@@ -696,18 +737,45 @@ Result<std::optional<GapRecord>> PgTransaction::FindGap(std::string_view consume
   return ReadOne(rows, &ReadGap);
 }
 
-Result<Insert> PgTransaction::InsertGap(const GapRecord& g) {
-  LockConsumer(g.consumer);
-  static const std::string kSql =
-      "INSERT INTO gap(consumer, subject, expected_version, missing_to, route, state,"
-      " deadline_at_ms, acted_at_ms, request_event_id, closed_at_ms, closed_by, note)"
-      " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING";
+namespace {
+
+const std::string kGapInsert =
+    "INSERT INTO gap(consumer, subject, expected_version, missing_to, route, state,"
+    " deadline_at_ms, acted_at_ms, request_event_id, closed_at_ms, closed_by, note,"
+    " opened_at_ms, waiting, how, cause, answer, answered_at_ms)"
+    " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)"
+    " ON CONFLICT DO NOTHING";
+
+Params GapParams(const GapRecord& g) {
   Params p;
   p.Text(g.consumer).Text(g.subject).Int(g.expected_version).Int(g.missing_to);
   p.Text(GapRouteName(g.route)).Text(GapStateName(g.state)).Int(g.deadline_at_ms);
-  p.Int(g.acted_at_ms).Text(g.request_event_id).OptInt(g.closed_at_ms).Text(g.closed_by);
-  p.Text(g.note);
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  p.OptInt(g.acted_at_ms).Text(g.request_event_id).OptInt(g.closed_at_ms).Text(g.closed_by);
+  p.Text(g.note).OptInt(g.opened_at_ms).Text(JoinVersions(g.waiting_versions));
+  p.Text(GapClosedHowName(g.how)).Text(GapCauseName(g.cause)).Text(g.answer);
+  p.OptInt(g.answered_at_ms);
+  return p;
+}
+
+}  // namespace
+
+// A gap opening on the write path: sent without waiting, so that an ordered batch keeps its
+// fixed number of round trips. A loaded subject counts the record as open (a key already
+// there, which the server then keeps, is a closed record of a gap that opened again: rare, and
+// its only cost is one close the server finds nothing for).
+Status PgTransaction::RecordGap(const GapRecord& g) {
+  LockConsumer(g.consumer);
+  Db().Send(kGapInsert, GapParams(g));
+  const auto known = open_gaps_.find(Key(g.consumer, g.subject));
+  if (known != open_gaps_.end() && g.state != GapState::kClosed) {
+    known->second.push_back(g.missing_to);
+  }
+  return Status::Ok();
+}
+
+Result<Insert> PgTransaction::InsertGap(const GapRecord& g) {
+  LockConsumer(g.consumer);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kGapInsert, GapParams(g)));
   if (done.affected() != 1) return Insert::kAlreadyThere;
   const auto known = open_gaps_.find(Key(g.consumer, g.subject));
   if (known != open_gaps_.end() && g.state != GapState::kClosed) {
@@ -716,15 +784,23 @@ Result<Insert> PgTransaction::InsertGap(const GapRecord& g) {
   return Insert::kInserted;
 }
 
+// The waiting versions are replaced only when `closing` names some ($9 NULL keeps them).
 Result<int64_t> PgTransaction::CloseGaps(std::string_view consumer, std::string_view subject,
-                                         int64_t through_version, int64_t at_ms,
-                                         std::string_view by, std::string_view note) {
+                                         int64_t through_version, const GapClosing& closing) {
   LockConsumer(consumer);
   static const std::string kSql =
-      "UPDATE gap SET state='closed', closed_at_ms=$4, closed_by=$5, note=$6"
+      "UPDATE gap SET state='closed', closed_at_ms=$4, closed_by=$5, note=$6, how=$7, cause=$8,"
+      " waiting=COALESCE($9::text, waiting)"
       " WHERE consumer=$1 AND subject=$2 AND state<>'closed' AND missing_to<=$3";
   Params params;
-  params.Text(consumer).Text(subject).Int(through_version).Int(at_ms).Text(by).Text(note);
+  params.Text(consumer).Text(subject).Int(through_version).Int(closing.at_ms).Text(closing.by);
+  params.Text(closing.note).Text(GapClosedHowName(closing.how));
+  params.Text(GapCauseName(closing.cause));
+  if (closing.waiting_versions.empty()) {
+    params.Null();
+  } else {
+    params.Text(JoinVersions(closing.waiting_versions));
+  }
   const auto known = open_gaps_.find(Key(consumer, subject));
   if (known == open_gaps_.end()) {
     EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, params));
@@ -732,12 +808,36 @@ Result<int64_t> PgTransaction::CloseGaps(std::string_view consumer, std::string_
   }
   // A subject whose open records were loaded: counted here, and closed without waiting.
   std::vector<int64_t>& open = known->second;
-  const auto closing = std::partition(
+  const auto closed_from = std::partition(
       open.begin(), open.end(), [&](int64_t missing_to) { return missing_to > through_version; });
-  const auto closed = static_cast<int64_t>(open.end() - closing);
-  open.erase(closing, open.end());
+  const auto closed = static_cast<int64_t>(open.end() - closed_from);
+  open.erase(closed_from, open.end());
   if (closed > 0) Db().Send(kSql, params);
   return closed;
+}
+
+// Waits for the answer (a record not there is kNotFound). The subject's loaded open records
+// are forgotten: the update may have moved or closed one of them.
+Status PgTransaction::UpdateGap(const GapRecord& g) {
+  LockConsumer(g.consumer);
+  static const std::string kSql =
+      "UPDATE gap SET missing_to=$4, route=$5, state=$6, deadline_at_ms=$7, acted_at_ms=$8,"
+      " request_event_id=$9, closed_at_ms=$10, closed_by=$11, note=$12, waiting=$13, how=$14,"
+      " cause=$15, answer=$16, answered_at_ms=$17"
+      " WHERE consumer=$1 AND subject=$2 AND expected_version=$3";
+  Params p;
+  p.Text(g.consumer).Text(g.subject).Int(g.expected_version).Int(g.missing_to);
+  p.Text(GapRouteName(g.route)).Text(GapStateName(g.state)).Int(g.deadline_at_ms);
+  p.OptInt(g.acted_at_ms).Text(g.request_event_id).OptInt(g.closed_at_ms).Text(g.closed_by);
+  p.Text(g.note).Text(JoinVersions(g.waiting_versions)).Text(GapClosedHowName(g.how));
+  p.Text(GapCauseName(g.cause)).Text(g.answer).OptInt(g.answered_at_ms);
+  open_gaps_.erase(Key(g.consumer, g.subject));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  if (done.affected() == 0) {
+    return Status::NotFound("no gap record " + g.consumer + "/" + g.subject + " at version " +
+                            std::to_string(g.expected_version));
+  }
+  return Status::Ok();
 }
 
 Status PgTransaction::SetQuarantineStatus(int64_t id, QuarantineStatus status) {
@@ -947,8 +1047,8 @@ const std::string kIntentInsert =
     "INSERT INTO effect_intent(key, effect, consumer, subject, source, event_id,"
     " subject_version, request, state, attempts, last_error, http_status, response_digest,"
     " intended_at_ms, last_attempt_at_ms, next_attempt_at_ms, settled_at_ms, claimed_by,"
-    " revision) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,"
-    " $17, $18, 1) ON CONFLICT (key) DO NOTHING";
+    " revision, basis_version) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+    " $14, $15, $16, $17, $18, 1, $19) ON CONFLICT (key) DO NOTHING";
 
 Params IntentParams(const EffectIntent& e) {
   Params p;
@@ -956,21 +1056,29 @@ Params IntentParams(const EffectIntent& e) {
   p.OptInt(e.subject_version).Bytes(e.request).Text(EffectStateName(e.state)).Int(e.attempts);
   p.Text(e.last_error).OptInt(e.http_status).Text(e.response_digest).Int(e.intended_at_ms);
   p.OptInt(e.last_attempt_at_ms).OptInt(e.next_attempt_at_ms).OptInt(e.settled_at_ms);
-  p.Text(e.claimed_by);
+  p.Text(e.claimed_by).OptInt(e.basis_version);
   return p;
 }
 
 }  // namespace
 
-// Sent without waiting: the statement inserts the intent, or finds its key held by the same
-// consumer and effect, or fails on the server (checked_on_server) when another holds it.
-Status PgTransaction::IntendOnce(const EffectIntent& intent) {
+// Sent without waiting: the statement inserts the intent; or finds its key held by the same
+// consumer and effect and logs the trigger on that intent (every part of the statement sees the
+// table as it was before it, so `logged` finds the key only when `added` did not insert it); or
+// fails on the server (checked_on_server) when another consumer or effect holds the key.
+Status PgTransaction::IntendOnce(const EffectIntent& intent, std::string_view trigger_detail) {
   static const std::string kSql =
       "WITH added AS (" + kIntentInsert +
-      " RETURNING 1) SELECT 1 / (CASE WHEN EXISTS(SELECT 1 FROM added) OR EXISTS(SELECT 1 FROM"
+      " RETURNING 1), logged AS (INSERT INTO effect_log(key, action, by_whom, state_after,"
+      " http_status, detail, at_ms) SELECT key, 'trigger', consumer, state, NULL::bigint,"
+      " $20::text, $14::bigint FROM effect_intent WHERE key=$1 AND effect=$2 AND consumer=$3"
+      " AND NOT EXISTS(SELECT 1 FROM added) RETURNING 1)"
+      " SELECT 1 / (CASE WHEN EXISTS(SELECT 1 FROM added) OR EXISTS(SELECT 1 FROM"
       " effect_intent WHERE key=$1 AND effect=$2 AND consumer=$3) THEN 1 ELSE 0 END)";
+  Params p = IntentParams(intent);
+  p.Text(trigger_detail);
   Db().Send(
-      kSql, IntentParams(intent),
+      kSql, p,
       Expect{.checked_on_server = true,
              .otherwise = Status::FailedPrecondition(
                  "effect " + intent.effect + " of " + intent.consumer + " keys " + intent.key +
@@ -1039,6 +1147,57 @@ Result<Insert> PgTransaction::InsertCompensation(const CompensationRecord& c) {
   EVIDENT_ASSIGN_OR_RETURN(const Rowset done,
                            Db().Query(kCompensationInsert, CompensationParams(c)));
   return done.affected() == 1 ? Insert::kInserted : Insert::kAlreadyThere;
+}
+
+// Locked (FOR UPDATE) until the transaction ends: a runner's UpdateIntent of it and a
+// compensation deciding on it take turns, so neither decides on a state the other is changing.
+Result<std::optional<EffectIntent>> PgTransaction::LatestIntentOf(std::string_view consumer,
+                                                                  std::string_view subject,
+                                                                  std::string_view effect) {
+  static const std::string kSql =
+      std::string("SELECT ") + kIntentColumns +
+      " FROM effect_intent WHERE subject=$2 AND consumer=$1 AND effect=$3"
+      " ORDER BY seq DESC LIMIT 1 FOR UPDATE";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                           Db().Query(kSql, Params().Text(consumer).Text(subject).Text(effect)));
+  return ReadOne(rows, &ReadIntent);
+}
+
+Status PgTransaction::UpdateCompensation(const CompensationRecord& c) {
+  static const std::string kSql =
+      "UPDATE compensation SET covers=$2, compensating_key=$3, state=$4, detail=$5,"
+      " updated_at_ms=$6 WHERE key=$1";
+  Params p;
+  p.Text(c.key).Text(c.covers).Text(c.compensating_key).Text(CompensationStateName(c.state));
+  p.Text(c.detail).Int(c.updated_at_ms);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
+  if (done.affected() == 0) return Status::NotFound("no compensation " + c.key);
+  return Status::Ok();
+}
+
+// `covers<>''` lets the partial index compensation_by_covers serve every key (a prepared
+// statement's generic plan cannot prove it from covers=$1), and an empty key covers nothing.
+Result<std::vector<CompensationRecord>> PgTransaction::CompensationsCovering(std::string_view key) {
+  static const std::string kSql = std::string("SELECT ") + kCompensationColumns +
+                                  " FROM compensation WHERE covers=$1 AND covers<>''"
+                                  " ORDER BY seq LIMIT $2";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                           Db().Query(kSql, Params().Text(key).Int(kCoveringRowsMax)));
+  EVIDENT_ASSIGN_OR_RETURN(Rows<CompensationRecord> covering,
+                           ReadRows(rows, kCoveringRowsMax, &ReadCompensation));
+  return std::move(covering.rows);
+}
+
+// Sent without waiting: a correction has no key to collide on, and a failure fails the commit.
+Status PgTransaction::InsertCorrection(const ProjectionCorrection& c) {
+  static const std::string kSql =
+      "INSERT INTO projection_correction(consumer, subject, before_json, after_json, by_whom,"
+      " note, basis, forced, at_ms) VALUES($1, $2, $3, $4, $5, $6, $7, $8::boolean, $9)";
+  Params p;
+  p.Text(c.consumer).Text(c.subject).Text(c.before_json).Text(c.after_json).Text(c.by);
+  p.Text(c.note).Text(c.basis).Text(c.forced ? "true" : "false").Int(c.at_ms);
+  Db().Send(kSql, p);
+  return Status::Ok();
 }
 
 }  // namespace evident::postgres

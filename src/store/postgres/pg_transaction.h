@@ -45,6 +45,12 @@ class PgTransaction final : public Transaction {
   Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
                                                 std::string_view event_id) override;
   Result<Insert> InsertLedger(const LedgerEntry& entry) override;
+  Status DeleteLedger(std::string_view consumer, std::string_view source,
+                      std::string_view event_id) override;
+  Result<std::optional<LedgerEntry>> AppliedAfter(std::string_view consumer,
+                                                  std::string_view subject,
+                                                  int64_t after_projection_version,
+                                                  const std::vector<std::string>& types) override;
   Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
                      int64_t projection_version, int64_t committed_at_ms) override;
   Status CountDuplicate(std::string_view consumer, std::string_view source,
@@ -64,9 +70,10 @@ class PgTransaction final : public Transaction {
   Result<std::optional<GapRecord>> FindGap(std::string_view consumer, std::string_view subject,
                                            int64_t expected_version) override;
   Result<Insert> InsertGap(const GapRecord& record) override;
+  Status RecordGap(const GapRecord& record) override;
   Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
-                            int64_t through_version, int64_t at_ms, std::string_view by,
-                            std::string_view note) override;
+                            int64_t through_version, const GapClosing& closing) override;
+  Status UpdateGap(const GapRecord& record) override;
   Status SetQuarantineStatus(int64_t id, QuarantineStatus status) override;
   Status AuditQuarantine(const QuarantineAudit& entry) override;
   Status Journal(const JournalEntry& entry) override;
@@ -90,8 +97,14 @@ class PgTransaction final : public Transaction {
   Result<Rows<EffectIntent>> DueIntents(int64_t now_ms, int64_t rows_max) override;
   Status UpdateIntent(const EffectIntent& intent, int64_t expected_revision) override;
   Status LogIntent(const EffectLogEntry& entry) override;
+  Result<std::optional<EffectIntent>> LatestIntentOf(std::string_view consumer,
+                                                     std::string_view subject,
+                                                     std::string_view effect) override;
   Result<Insert> InsertCompensation(const CompensationRecord& record) override;
-  Status IntendOnce(const EffectIntent& intent) override;
+  Status UpdateCompensation(const CompensationRecord& record) override;
+  Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) override;
+  Status InsertCorrection(const ProjectionCorrection& correction) override;
+  Status IntendOnce(const EffectIntent& intent, std::string_view trigger_detail) override;
   Status RecordCompensation(const CompensationRecord& record) override;
   Result<std::vector<GroupMember>> JoinGroup(std::string_view group, std::string_view member,
                                              int64_t partition_count, int64_t now_ms,
@@ -147,7 +160,8 @@ class PgTransaction final : public Transaction {
   };
   std::map<std::string, ProjectionPut> projection_puts_;
   bool outbox_appended_ = false;  // a row appended: relays are told after the commit (NOTIFY)
-  // The missing_to of every open gap record of a loaded (consumer, subject).
+  // The missing_to of every open gap record of a loaded (consumer, subject); forgotten for a
+  // subject whose record UpdateGap changed (its CloseGaps then asks the server).
   std::unordered_map<std::string, std::vector<int64_t>> open_gaps_;
 };
 
@@ -183,6 +197,13 @@ class PgSnapshot final : public Snapshot {
   Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override;
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override;
+  Result<std::optional<OutboxRow>> FindOutbox(std::string_view source,
+                                              std::string_view event_id) override;
+  Result<Rows<OutboxRow>> OutboxOfSubject(std::string_view source, std::string_view subject,
+                                          int64_t from_version, int64_t rows_max) override;
+  Result<Rows<ProjectionCorrection>> CorrectionsOf(std::string_view consumer,
+                                                   std::string_view subject,
+                                                   int64_t rows_max) override;
   Result<std::vector<GroupLease>> GroupLeases(std::string_view group) override;
   Result<std::vector<GroupMember>> GroupMembers(std::string_view group) override;
   Result<int64_t> GroupPartitionCount(std::string_view group) override;

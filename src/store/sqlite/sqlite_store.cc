@@ -51,7 +51,7 @@ CREATE TABLE IF NOT EXISTS projection(
   consumer TEXT NOT NULL, subject TEXT NOT NULL, version INTEGER NOT NULL,
   state TEXT NOT NULL, fields_json TEXT NOT NULL, owner_source TEXT NOT NULL,
   owner_version_seen INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL,
-  evidence_json TEXT NOT NULL DEFAULT '{}',
+  evidence_json TEXT NOT NULL DEFAULT '{}', applied_digest TEXT NOT NULL DEFAULT '',
   PRIMARY KEY(subject, consumer)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS deferred(
   consumer TEXT NOT NULL, subject TEXT NOT NULL, subject_version INTEGER NOT NULL,
@@ -122,9 +122,11 @@ CREATE INDEX IF NOT EXISTS quarantine_audit_by_record ON quarantine_audit(record
 CREATE TABLE IF NOT EXISTS gap(
   consumer TEXT NOT NULL, subject TEXT NOT NULL, expected_version INTEGER NOT NULL,
   missing_to INTEGER NOT NULL, route TEXT NOT NULL, state TEXT NOT NULL,
-  deadline_at_ms INTEGER NOT NULL, acted_at_ms INTEGER NOT NULL,
+  deadline_at_ms INTEGER NOT NULL, acted_at_ms INTEGER,
   request_event_id TEXT NOT NULL, closed_at_ms INTEGER, closed_by TEXT NOT NULL,
-  note TEXT NOT NULL,
+  note TEXT NOT NULL, opened_at_ms INTEGER, waiting TEXT NOT NULL DEFAULT '',
+  how TEXT NOT NULL DEFAULT '', cause TEXT NOT NULL DEFAULT '', answer TEXT NOT NULL DEFAULT '',
+  answered_at_ms INTEGER,
   PRIMARY KEY(consumer, subject, expected_version)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS gap_open ON gap(deadline_at_ms) WHERE state<>'closed';
 )sql";
@@ -143,7 +145,7 @@ CREATE TABLE IF NOT EXISTS effect_intent(
   attempts INTEGER NOT NULL, last_error TEXT NOT NULL, http_status INTEGER,
   response_digest TEXT NOT NULL, intended_at_ms INTEGER NOT NULL, last_attempt_at_ms INTEGER,
   next_attempt_at_ms INTEGER, settled_at_ms INTEGER, claimed_by TEXT NOT NULL,
-  revision INTEGER NOT NULL);
+  revision INTEGER NOT NULL, basis_version INTEGER);
 CREATE INDEX IF NOT EXISTS effect_intent_due ON effect_intent(next_attempt_at_ms, seq)
   WHERE next_attempt_at_ms IS NOT NULL;
 CREATE INDEX IF NOT EXISTS effect_intent_by_subject ON effect_intent(subject, consumer, seq);
@@ -154,8 +156,58 @@ CREATE INDEX IF NOT EXISTS effect_log_by_key ON effect_log(key, seq);
 CREATE TABLE IF NOT EXISTS compensation(
   seq INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, consumer TEXT NOT NULL,
   subject TEXT NOT NULL, owner_source TEXT NOT NULL, owner_version INTEGER,
-  event_id TEXT NOT NULL, type TEXT NOT NULL, recorded_at_ms INTEGER NOT NULL);
+  event_id TEXT NOT NULL, type TEXT NOT NULL, recorded_at_ms INTEGER NOT NULL,
+  recorded_by TEXT NOT NULL DEFAULT 'consumer', decision TEXT NOT NULL DEFAULT '',
+  compensates TEXT NOT NULL DEFAULT '', covers TEXT NOT NULL DEFAULT '',
+  compensate_with TEXT NOT NULL DEFAULT '', compensating_key TEXT NOT NULL DEFAULT '',
+  compensating_request BLOB NOT NULL DEFAULT x'', basis_version INTEGER,
+  state TEXT NOT NULL DEFAULT 'recorded', detail TEXT NOT NULL DEFAULT '',
+  updated_at_ms INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS compensation_by_subject ON compensation(subject, consumer, seq);
+)sql";
+
+// Layout 8: what an effect's intent was intended on and what a compensation did about it
+// (effects/compensation.h), gap records from a gap's opening to its close with how and why it
+// closed, the payload digest of the event that set a projection's version, and a person's
+// corrections of projections. Its indexes name columns an older table gains in the migration,
+// so they are created after it.
+constexpr const char* kLayout8Schema = R"sql(
+CREATE INDEX IF NOT EXISTS compensation_by_covers ON compensation(covers) WHERE covers<>'';
+CREATE INDEX IF NOT EXISTS outbox_by_subject ON outbox(subject, subject_version)
+  WHERE subject_version IS NOT NULL;
+CREATE TABLE IF NOT EXISTS projection_correction(
+  seq INTEGER PRIMARY KEY, consumer TEXT NOT NULL, subject TEXT NOT NULL,
+  before_json TEXT NOT NULL, after_json TEXT NOT NULL, by_whom TEXT NOT NULL,
+  note TEXT NOT NULL, basis TEXT NOT NULL, forced INTEGER NOT NULL, at_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS projection_correction_by_subject
+  ON projection_correction(subject, consumer, seq);
+)sql";
+
+// A gap table of layout 7 or older (acted_at_ms NOT NULL, none of the layout-8 columns) is
+// rebuilt as layout 8's; its records keep every column they had.
+constexpr const char* kMigrateGap8 = R"sql(
+ALTER TABLE gap RENAME TO gap_7;
+DROP INDEX IF EXISTS gap_open;
+CREATE TABLE gap(
+  consumer TEXT NOT NULL, subject TEXT NOT NULL, expected_version INTEGER NOT NULL,
+  missing_to INTEGER NOT NULL, route TEXT NOT NULL, state TEXT NOT NULL,
+  deadline_at_ms INTEGER NOT NULL, acted_at_ms INTEGER,
+  request_event_id TEXT NOT NULL, closed_at_ms INTEGER, closed_by TEXT NOT NULL,
+  note TEXT NOT NULL, opened_at_ms INTEGER, waiting TEXT NOT NULL DEFAULT '',
+  how TEXT NOT NULL DEFAULT '', cause TEXT NOT NULL DEFAULT '', answer TEXT NOT NULL DEFAULT '',
+  answered_at_ms INTEGER,
+  PRIMARY KEY(consumer, subject, expected_version)) WITHOUT ROWID;
+INSERT INTO gap(consumer, subject, expected_version, missing_to, route, state, deadline_at_ms,
+  acted_at_ms, request_event_id, closed_at_ms, closed_by, note, how, cause)
+SELECT consumer, subject, expected_version, missing_to, route, state, deadline_at_ms,
+  acted_at_ms, request_event_id, closed_at_ms, closed_by, note,
+  CASE WHEN state='closed' THEN (CASE WHEN closed_by='arrival' THEN 'drained' ELSE 'resolved' END)
+    ELSE '' END,
+  CASE WHEN state='closed' THEN (CASE WHEN closed_by='arrival' THEN 'out-of-order' ELSE 'missing'
+    END) ELSE '' END
+FROM gap_7;
+DROP TABLE gap_7;
+CREATE INDEX IF NOT EXISTS gap_open ON gap(deadline_at_ms) WHERE state<>'closed';
 )sql";
 
 // The kept rows of an older layout become records: the deliveries of one input merge into one
@@ -190,7 +242,7 @@ DROP TABLE kept;
 // Every table and index of the current layout (each IF NOT EXISTS).
 const std::string& Schema() {
   static const std::string kSchema =
-      std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema + kEffectSchema;
+      std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema + kEffectSchema + kLayout8Schema;
   return kSchema;
 }
 
@@ -446,9 +498,19 @@ constexpr const char* kQuarantineColumns =
 constexpr const char* kIntentColumns =
     "seq, key, effect, consumer, subject, source, event_id, subject_version, request, state, "
     "attempts, last_error, http_status, response_digest, intended_at_ms, last_attempt_at_ms, "
-    "next_attempt_at_ms, settled_at_ms, claimed_by, revision";
+    "next_attempt_at_ms, settled_at_ms, claimed_by, revision, basis_version";
+// The same from a layout before 8 (a read-only open): no basis recorded.
+constexpr const char* kIntentColumns7 =
+    "seq, key, effect, consumer, subject, source, event_id, subject_version, request, state, "
+    "attempts, last_error, http_status, response_digest, intended_at_ms, last_attempt_at_ms, "
+    "next_attempt_at_ms, settled_at_ms, claimed_by, revision, NULL";
 constexpr const char* kCompensationColumns =
-    "seq, key, consumer, subject, owner_source, owner_version, event_id, type, recorded_at_ms";
+    "seq, key, consumer, subject, owner_source, owner_version, event_id, type, recorded_at_ms, "
+    "recorded_by, decision, compensates, covers, compensate_with, compensating_key, "
+    "compensating_request, basis_version, state, detail, updated_at_ms";
+constexpr const char* kCompensationColumns7 =
+    "seq, key, consumer, subject, owner_source, owner_version, event_id, type, recorded_at_ms, "
+    "'consumer', '', '', '', '', '', x'', NULL, 'recorded', '', recorded_at_ms";
 
 constexpr const char* kLedgerColumns =
     "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
@@ -475,7 +537,11 @@ constexpr const char* kOutboxColumns6 =
     "stream_sequence, NULL, ''";
 constexpr const char* kProjectionColumns =
     "consumer, subject, version, state, fields_json, owner_source, owner_version_seen, "
-    "updated_at_ms, evidence_json";
+    "updated_at_ms, evidence_json, applied_digest";
+// The same from a layout before 8 (a read-only open): no digest kept.
+constexpr const char* kProjectionColumns7 =
+    "consumer, subject, version, state, fields_json, owner_source, owner_version_seen, "
+    "updated_at_ms, evidence_json, ''";
 
 // Reads a stored name of a closed vocabulary (outcome.h) into `out`; a name outside it means
 // the row was not written by evident, or was changed: `error` says so.
@@ -512,10 +578,11 @@ EffectIntent ReadIntent(const Statement& s, Status& error) {
   e.settled_at_ms = s.OptionalInt(17);
   e.claimed_by = s.Text(18);
   e.revision = s.Int(19);
+  e.basis_version = s.OptionalInt(20);
   return e;
 }
 
-CompensationRecord ReadCompensation(const Statement& s, Status&) {
+CompensationRecord ReadCompensation(const Statement& s, Status& error) {
   CompensationRecord c;
   c.seq = s.Int(0);
   c.key = s.Text(1);
@@ -526,6 +593,17 @@ CompensationRecord ReadCompensation(const Statement& s, Status&) {
   c.event_id = s.Text(6);
   c.type = s.Text(7);
   c.recorded_at_ms = s.Int(8);
+  ReadName(s, 9, &ParseCompensationBy, "compensation recorder", c.recorded_by, error);
+  c.decision = s.Text(10);
+  c.compensates = s.Text(11);
+  c.covers = s.Text(12);
+  c.compensate_with = s.Text(13);
+  c.compensating_key = s.Text(14);
+  c.compensating_request = s.Blob(15);
+  c.basis_version = s.OptionalInt(16);
+  ReadName(s, 17, &ParseCompensationState, "compensation state", c.state, error);
+  c.detail = s.Text(18);
+  c.updated_at_ms = s.Int(19);
   return c;
 }
 
@@ -569,7 +647,44 @@ DeferredEvent ReadDeferred(const Statement& s, Status& error) {
 
 constexpr const char* kGapColumns =
     "consumer, subject, expected_version, missing_to, route, state, deadline_at_ms, acted_at_ms,"
-    " request_event_id, closed_at_ms, closed_by, note";
+    " request_event_id, closed_at_ms, closed_by, note, opened_at_ms, waiting, how, cause, answer,"
+    " answered_at_ms";
+// The same from a layout before 8 (a read-only open): records were written at the deadline, and
+// how a closed one closed is told by who closed it.
+constexpr const char* kGapColumns7 =
+    "consumer, subject, expected_version, missing_to, route, state, deadline_at_ms, acted_at_ms,"
+    " request_event_id, closed_at_ms, closed_by, note, NULL, '',"
+    " CASE WHEN state='closed' THEN (CASE WHEN closed_by='arrival' THEN 'drained' ELSE"
+    " 'resolved' END) ELSE '' END, CASE WHEN state='closed' THEN (CASE WHEN closed_by='arrival'"
+    " THEN 'out-of-order' ELSE 'missing' END) ELSE '' END, '', NULL";
+
+// "3,5" for versions 3 and 5, as the gap table keeps them; and back. A list that does not parse
+// is corruption.
+std::string VersionsText(const std::vector<int64_t>& versions) {
+  std::string out;
+  for (const int64_t v : versions) {
+    if (!out.empty()) out.push_back(',');
+    out += std::to_string(v);
+  }
+  return out;
+}
+std::vector<int64_t> VersionsOf(const std::string& text, Status& error) {
+  std::vector<int64_t> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string part = text.substr(at, comma - at);
+    char* end = nullptr;
+    const long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || end != part.c_str() + part.size()) {
+      error = Status::Corruption("stored gap versions '" + text + "' are not a list of versions");
+      return {};
+    }
+    out.push_back(v);
+    at = comma + 1;
+  }
+  return out;
+}
 
 GapRecord ReadGap(const Statement& s, Status& error) {
   GapRecord g;
@@ -580,11 +695,17 @@ GapRecord ReadGap(const Statement& s, Status& error) {
   ReadName(s, 4, &ParseGapRoute, "gap route", g.route, error);
   ReadName(s, 5, &ParseGapState, "gap state", g.state, error);
   g.deadline_at_ms = s.Int(6);
-  g.acted_at_ms = s.Int(7);
+  g.acted_at_ms = s.OptionalInt(7);
   g.request_event_id = s.Text(8);
   g.closed_at_ms = s.OptionalInt(9);
   g.closed_by = s.Text(10);
   g.note = s.Text(11);
+  g.opened_at_ms = s.OptionalInt(12);
+  g.waiting_versions = VersionsOf(s.Text(13), error);
+  ReadName(s, 14, &ParseGapClosedHow, "gap close", g.how, error);
+  ReadName(s, 15, &ParseGapCause, "gap cause", g.cause, error);
+  g.answer = s.Text(16);
+  g.answered_at_ms = s.OptionalInt(17);
   return g;
 }
 
@@ -620,6 +741,7 @@ Projection ReadProjectionRow(const Statement& s, Status& /*error*/) {
   p.owner_source = s.Text(5);
   p.owner_version_seen = s.Int(6);
   p.updated_at_ms = s.Int(7);
+  p.applied_digest = s.Text(9);  // 8 is the evidence, read by the caller
   return p;
 }
 
@@ -893,7 +1015,10 @@ class SqliteEngine {
   Status MigrateLocked() {
     EVIDENT_ASSIGN_OR_RETURN(const int64_t layout, LayoutOf());
     if (layout == 0) {
-      return Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(" +
+      // A projection table of a store older than evident_schema lacks later columns.
+      EVIDENT_RETURN_IF_ERROR(Exec(Schema()));
+      EVIDENT_RETURN_IF_ERROR(AddLayout8Columns());
+      return Exec("INSERT INTO evident_schema(version) VALUES(" +
                   std::to_string(kSqliteLayoutVersion) + ");");
     }
     if (layout == 1) {
@@ -944,7 +1069,51 @@ class SqliteEngine {
       }
       EVIDENT_RETURN_IF_ERROR(Exec("INSERT INTO evident_schema(version) VALUES(7);"));
     }
+    if (layout <= 7) EVIDENT_RETURN_IF_ERROR(MigrateTo8());
     return Status::Ok();
+  }
+
+  // Layout 8's columns on the tables an older layout made (a table Schema() created above for an
+  // older layout has them already), the gap table rebuilt, then its new tables and indexes.
+  Status MigrateTo8() {
+    EVIDENT_RETURN_IF_ERROR(AddLayout8Columns());
+    EVIDENT_ASSIGN_OR_RETURN(
+        const int64_t gap_is_8,
+        Count("SELECT count(*) FROM pragma_table_info('gap') WHERE name='opened_at_ms'"));
+    if (gap_is_8 == 0) EVIDENT_RETURN_IF_ERROR(Exec(kMigrateGap8));
+    return Exec(std::string(kLayout8Schema) + "INSERT INTO evident_schema(version) VALUES(8);");
+  }
+
+  Status AddLayout8Columns() {
+    EVIDENT_RETURN_IF_ERROR(AddColumn("projection", "applied_digest", "TEXT NOT NULL DEFAULT ''"));
+    EVIDENT_RETURN_IF_ERROR(AddColumn("effect_intent", "basis_version", "INTEGER"));
+    constexpr std::pair<const char*, const char*> kCompensation[] = {
+        {"recorded_by", "TEXT NOT NULL DEFAULT 'consumer'"},
+        {"decision", "TEXT NOT NULL DEFAULT ''"},
+        {"compensates", "TEXT NOT NULL DEFAULT ''"},
+        {"covers", "TEXT NOT NULL DEFAULT ''"},
+        {"compensate_with", "TEXT NOT NULL DEFAULT ''"},
+        {"compensating_key", "TEXT NOT NULL DEFAULT ''"},
+        {"compensating_request", "BLOB NOT NULL DEFAULT x''"},
+        {"basis_version", "INTEGER"},
+        {"state", "TEXT NOT NULL DEFAULT 'recorded'"},
+        {"detail", "TEXT NOT NULL DEFAULT ''"},
+        {"updated_at_ms", "INTEGER NOT NULL DEFAULT 0"},
+    };
+    for (const auto& [column, declaration] : kCompensation) {
+      EVIDENT_RETURN_IF_ERROR(AddColumn("compensation", column, declaration));
+    }
+    return Status::Ok();
+  }
+
+  // ALTER TABLE ... ADD COLUMN unless the table has the column.
+  Status AddColumn(const std::string& table, const std::string& column,
+                   const std::string& declaration) {
+    const std::string sql =
+        "SELECT count(*) FROM pragma_table_info('" + table + "') WHERE name='" + column + "'";
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t present, Count(sql.c_str()));
+    if (present != 0) return Status::Ok();
+    return Exec("ALTER TABLE " + table + " ADD COLUMN " + column + " " + declaration + ";");
   }
 
   // For a read-only open: which layout the file has (nothing is migrated).
@@ -1165,7 +1334,9 @@ class SqliteEngine {
     }
     static const std::string kSql = std::string("SELECT ") + kProjectionColumns +
                                     " FROM projection WHERE consumer=?1 AND subject=?2";
-    Statement& s = Prepared(kSql);
+    static const std::string kSql7 = std::string("SELECT ") + kProjectionColumns7 +
+                                     " FROM projection WHERE consumer=?1 AND subject=?2";
+    Statement& s = Prepared(layout_ >= 8 ? kSql : kSql7);
     s.Bind(consumer).Bind(subject);
     Status status;
     CachedProjection entry;
@@ -1242,11 +1413,11 @@ class SqliteEngine {
 
   Status WriteProjection(CachedProjection& cached) {
     static const std::string kInsert = std::string("INSERT INTO projection(") + kProjectionColumns +
-                                       ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)";
+                                       ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)";
     static const std::string kUpdate =
         "UPDATE projection SET version=?3, state=?4, fields_json=?5, owner_source=?6, "
-        "owner_version_seen=?7, updated_at_ms=?8, evidence_json=?9 WHERE consumer=?1 AND "
-        "subject=?2";
+        "owner_version_seen=?7, updated_at_ms=?8, evidence_json=?9, applied_digest=?10 WHERE "
+        "consumer=?1 AND subject=?2";
     Statement& s = Prepared(cached.in_table ? kUpdate : kInsert);
     const Projection& p = *cached.value;
     EvidenceJson(cached, evidence_json_);
@@ -1259,6 +1430,7 @@ class SqliteEngine {
                                 .Bind(p.owner_version_seen)
                                 .Bind(p.updated_at_ms)
                                 .Bind(evidence_json_)
+                                .Bind(p.applied_digest)
                                 .Run());
     cached.dirty = false;  // only once written: a failed write is still owed at commit
     cached.in_table = true;
@@ -1459,9 +1631,10 @@ class SqliteEngine {
   }
 
   Result<Insert> InsertGap(const GapRecord& g) {
-    static const std::string kSql = std::string("INSERT INTO gap(") + kGapColumns +
-                                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
-                                    " ON CONFLICT DO NOTHING";
+    static const std::string kSql =
+        std::string("INSERT INTO gap(") + kGapColumns +
+        ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)"
+        " ON CONFLICT DO NOTHING";
     EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
                                 .Bind(g.consumer)
                                 .Bind(g.subject)
@@ -1475,23 +1648,62 @@ class SqliteEngine {
                                 .Bind(g.closed_at_ms)
                                 .Bind(g.closed_by)
                                 .Bind(g.note)
+                                .Bind(g.opened_at_ms)
+                                .Bind(VersionsText(g.waiting_versions))
+                                .Bind(GapClosedHowName(g.how))
+                                .Bind(GapCauseName(g.cause))
+                                .Bind(g.answer)
+                                .Bind(g.answered_at_ms)
                                 .Run());
     return sqlite3_changes(db_) == 1 ? Insert::kInserted : Insert::kAlreadyThere;
   }
 
-  Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
-                            int64_t through_version, int64_t at_ms, std::string_view by,
-                            std::string_view note) {
+  Status UpdateGap(const GapRecord& g) {
     static const std::string kSql =
-        "UPDATE gap SET state='closed', closed_at_ms=?4, closed_by=?5, note=?6"
+        "UPDATE gap SET missing_to=?4, route=?5, state=?6, deadline_at_ms=?7, acted_at_ms=?8,"
+        " request_event_id=?9, closed_at_ms=?10, closed_by=?11, note=?12, waiting=?13, how=?14,"
+        " cause=?15, answer=?16, answered_at_ms=?17"
+        " WHERE consumer=?1 AND subject=?2 AND expected_version=?3";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+                                .Bind(g.consumer)
+                                .Bind(g.subject)
+                                .Bind(g.expected_version)
+                                .Bind(g.missing_to)
+                                .Bind(GapRouteName(g.route))
+                                .Bind(GapStateName(g.state))
+                                .Bind(g.deadline_at_ms)
+                                .Bind(g.acted_at_ms)
+                                .Bind(g.request_event_id)
+                                .Bind(g.closed_at_ms)
+                                .Bind(g.closed_by)
+                                .Bind(g.note)
+                                .Bind(VersionsText(g.waiting_versions))
+                                .Bind(GapClosedHowName(g.how))
+                                .Bind(GapCauseName(g.cause))
+                                .Bind(g.answer)
+                                .Bind(g.answered_at_ms)
+                                .Run());
+    if (sqlite3_changes(db_) == 1) return Status::Ok();
+    return Status::NotFound("no gap record of " + g.consumer + "/" + g.subject + " at version " +
+                            std::to_string(g.expected_version));
+  }
+
+  Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
+                            int64_t through_version, const GapClosing& closing) {
+    static const std::string kSql =
+        "UPDATE gap SET state='closed', closed_at_ms=?4, closed_by=?5, note=?6, how=?7, cause=?8,"
+        " waiting=CASE WHEN ?9='' THEN waiting ELSE ?9 END"
         " WHERE consumer=?1 AND subject=?2 AND missing_to<=?3 AND state<>'closed'";
     EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
                                 .Bind(consumer)
                                 .Bind(subject)
                                 .Bind(through_version)
-                                .Bind(at_ms)
-                                .Bind(by)
-                                .Bind(note)
+                                .Bind(closing.at_ms)
+                                .Bind(closing.by)
+                                .Bind(closing.note)
+                                .Bind(GapClosedHowName(closing.how))
+                                .Bind(GapCauseName(closing.cause))
+                                .Bind(VersionsText(closing.waiting_versions))
                                 .Run());
     return static_cast<int64_t>(sqlite3_changes(db_));
   }
@@ -1499,18 +1711,25 @@ class SqliteEngine {
   Result<Rows<GapRecord>> GapRecordsOf(std::string_view consumer, std::string_view subject,
                                        int64_t rows_max) {
     if (layout_ < 4) return Rows<GapRecord>{};  // a read-only open of an older layout
-    static const std::string kSql = std::string("SELECT ") + kGapColumns +
-                                    " FROM gap WHERE consumer=?1 AND subject=?2"
-                                    " ORDER BY expected_version LIMIT ?3";
-    return Query<GapRecord>(kSql, {consumer, subject}, rows_max, ReadGap);
+    const auto build = [](const char* columns) {
+      return std::string("SELECT ") + columns +
+             " FROM gap WHERE consumer=?1 AND subject=?2 ORDER BY expected_version LIMIT ?3";
+    };
+    static const std::string kSql = build(kGapColumns);
+    static const std::string kSql7 = build(kGapColumns7);
+    return Query<GapRecord>(layout_ >= 8 ? kSql : kSql7, {consumer, subject}, rows_max, ReadGap);
   }
 
   Result<Rows<GapRecord>> OpenGapRecords(int64_t rows_max) {
     if (layout_ < 4) return Rows<GapRecord>{};
-    static const std::string kSql = std::string("SELECT ") + kGapColumns +
-                                    " FROM gap WHERE state<>'closed' ORDER BY deadline_at_ms,"
-                                    " consumer, subject, expected_version LIMIT ?1";
-    return Query<GapRecord>(kSql, {}, rows_max, ReadGap);
+    const auto build = [](const char* columns) {
+      return std::string("SELECT ") + columns +
+             " FROM gap WHERE state<>'closed' ORDER BY deadline_at_ms, consumer, subject,"
+             " expected_version LIMIT ?1";
+    };
+    static const std::string kSql = build(kGapColumns);
+    static const std::string kSql7 = build(kGapColumns7);
+    return Query<GapRecord>(layout_ >= 8 ? kSql : kSql7, {}, rows_max, ReadGap);
   }
 
   Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) {
@@ -1608,7 +1827,8 @@ class SqliteEngine {
         "INSERT INTO effect_intent(key, effect, consumer, subject, source, event_id,"
         " subject_version, request, state, attempts, last_error, http_status, response_digest,"
         " intended_at_ms, last_attempt_at_ms, next_attempt_at_ms, settled_at_ms, claimed_by,"
-        " revision) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,1)"
+        " revision, basis_version)"
+        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,1,?19)"
         " ON CONFLICT DO NOTHING";
     EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
                                 .Bind(e.key)
@@ -1629,6 +1849,7 @@ class SqliteEngine {
                                 .Bind(e.next_attempt_at_ms)
                                 .Bind(e.settled_at_ms)
                                 .Bind(e.claimed_by)
+                                .Bind(e.basis_version)
                                 .Run());
     return sqlite3_changes(db_) == 1 ? Insert::kInserted : Insert::kAlreadyThere;
   }
@@ -1637,8 +1858,11 @@ class SqliteEngine {
     EVIDENT_RETURN_IF_ERROR(NeedLayout(5, "effects"));
     static const std::string kSql =
         std::string("SELECT ") + kIntentColumns + " FROM effect_intent WHERE key=?1";
-    EVIDENT_ASSIGN_OR_RETURN(Rows<EffectIntent> rows,
-                             Query<EffectIntent>(kSql, {key}, 1, ReadIntent));
+    static const std::string kSql7 =
+        std::string("SELECT ") + kIntentColumns7 + " FROM effect_intent WHERE key=?1";
+    EVIDENT_ASSIGN_OR_RETURN(
+        Rows<EffectIntent> rows,
+        Query<EffectIntent>(layout_ >= 8 ? kSql : kSql7, {key}, 1, ReadIntent));
     if (rows.rows.empty()) return std::optional<EffectIntent>();
     return std::optional<EffectIntent>(std::move(rows.rows.front()));
   }
@@ -1700,7 +1924,10 @@ class SqliteEngine {
     assert(in_transaction_);
     static const std::string kSql =
         "INSERT INTO compensation(key, consumer, subject, owner_source, owner_version, event_id,"
-        " type, recorded_at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT DO NOTHING";
+        " type, recorded_at_ms, recorded_by, decision, compensates, covers, compensate_with,"
+        " compensating_key, compensating_request, basis_version, state, detail, updated_at_ms)"
+        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)"
+        " ON CONFLICT DO NOTHING";
     EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
                                 .Bind(c.key)
                                 .Bind(c.consumer)
@@ -1710,31 +1937,161 @@ class SqliteEngine {
                                 .Bind(c.event_id)
                                 .Bind(c.type)
                                 .Bind(c.recorded_at_ms)
+                                .Bind(CompensationByName(c.recorded_by))
+                                .Bind(c.decision)
+                                .Bind(c.compensates)
+                                .Bind(c.covers)
+                                .Bind(c.compensate_with)
+                                .Bind(c.compensating_key)
+                                .BindBlob(c.compensating_request)
+                                .Bind(c.basis_version)
+                                .Bind(CompensationStateName(c.state))
+                                .Bind(c.detail)
+                                .Bind(c.updated_at_ms)
                                 .Run());
     return sqlite3_changes(db_) == 1 ? Insert::kInserted : Insert::kAlreadyThere;
+  }
+
+  Status UpdateCompensation(const CompensationRecord& c) {
+    assert(in_transaction_);
+    static const std::string kSql =
+        "UPDATE compensation SET covers=?2, compensating_key=?3, state=?4, detail=?5,"
+        " updated_at_ms=?6 WHERE key=?1";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+                                .Bind(c.key)
+                                .Bind(c.covers)
+                                .Bind(c.compensating_key)
+                                .Bind(CompensationStateName(c.state))
+                                .Bind(c.detail)
+                                .Bind(c.updated_at_ms)
+                                .Run());
+    if (sqlite3_changes(db_) == 1) return Status::Ok();
+    return Status::NotFound("no compensation " + c.key);
+  }
+
+  Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) {
+    static const std::string kSql = std::string("SELECT ") + kCompensationColumns +
+                                    " FROM compensation WHERE covers=?1 AND covers<>''"
+                                    " ORDER BY seq LIMIT ?2";
+    EVIDENT_ASSIGN_OR_RETURN(
+        Rows<CompensationRecord> rows,
+        Query<CompensationRecord>(kSql, {key}, kCoveringRowsMax, ReadCompensation));
+    return std::move(rows.rows);
+  }
+
+  Result<std::optional<EffectIntent>> LatestIntentOf(std::string_view consumer,
+                                                     std::string_view subject,
+                                                     std::string_view effect) {
+    static const std::string kSql = std::string("SELECT ") + kIntentColumns +
+                                    " FROM effect_intent WHERE subject=?1 AND consumer=?2"
+                                    " AND effect=?3 ORDER BY seq DESC LIMIT ?4";
+    EVIDENT_ASSIGN_OR_RETURN(Rows<EffectIntent> rows,
+                             Query<EffectIntent>(kSql, {subject, consumer, effect}, 1, ReadIntent));
+    if (rows.rows.empty()) return std::optional<EffectIntent>();
+    return std::optional<EffectIntent>(std::move(rows.rows.front()));
+  }
+
+  Status InsertCorrection(const ProjectionCorrection& c) {
+    assert(in_transaction_);
+    static const std::string kSql =
+        "INSERT INTO projection_correction(consumer, subject, before_json, after_json, by_whom,"
+        " note, basis, forced, at_ms) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)";
+    return Prepared(kSql)
+        .Bind(c.consumer)
+        .Bind(c.subject)
+        .Bind(c.before_json)
+        .Bind(c.after_json)
+        .Bind(c.by)
+        .Bind(c.note)
+        .Bind(c.basis)
+        .Bind(int64_t{c.forced ? 1 : 0})
+        .Bind(c.at_ms)
+        .Run();
+  }
+
+  Result<Rows<ProjectionCorrection>> CorrectionsOf(std::string_view consumer,
+                                                   std::string_view subject, int64_t rows_max) {
+    if (layout_ < 8) return Rows<ProjectionCorrection>{};  // a read-only open of an older layout
+    static const std::string kSql =
+        "SELECT seq, consumer, subject, before_json, after_json, by_whom, note, basis, forced,"
+        " at_ms FROM projection_correction WHERE subject=?2 AND consumer=?1 ORDER BY seq"
+        " LIMIT ?3";
+    return Query<ProjectionCorrection>(kSql, {consumer, subject}, rows_max,
+                                       [](const Statement& s, Status&) {
+                                         return ProjectionCorrection{.seq = s.Int(0),
+                                                                     .consumer = s.Text(1),
+                                                                     .subject = s.Text(2),
+                                                                     .before_json = s.Text(3),
+                                                                     .after_json = s.Text(4),
+                                                                     .by = s.Text(5),
+                                                                     .note = s.Text(6),
+                                                                     .basis = s.Text(7),
+                                                                     .forced = s.Int(8) != 0,
+                                                                     .at_ms = s.Int(9)};
+                                       });
+  }
+
+  Status DeleteLedger(std::string_view consumer, std::string_view source,
+                      std::string_view event_id) {
+    static const std::string kSql =
+        "DELETE FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3";
+    return Prepared(kSql).Bind(consumer).Bind(source).Bind(event_id).Run();
+  }
+
+  // The receipts of a subject are few; its index by (subject, consumer) finds them.
+  Result<std::optional<LedgerEntry>> AppliedAfter(std::string_view consumer,
+                                                  std::string_view subject,
+                                                  int64_t after_projection_version,
+                                                  const std::vector<std::string>& types) {
+    static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
+                                    " FROM ledger WHERE subject=?2 AND consumer=?1"
+                                    " AND state='applied' AND projection_version>?3"
+                                    " ORDER BY projection_version, committed_at_ms";
+    Statement& s = Prepared(kSql);
+    s.Bind(consumer).Bind(subject).Bind(after_projection_version);
+    Status status;
+    std::optional<LedgerEntry> out;
+    while (!out && s.Step(status)) {
+      LedgerEntry e = ReadLedger(s, status);
+      if (types.empty() || std::find(types.begin(), types.end(), e.type) != types.end()) {
+        out = std::move(e);
+      }
+    }
+    s.Reset();
+    if (!status.ok()) return status;
+    return out;
   }
 
   Result<Rows<EffectIntent>> ListIntents(const EffectFilter& f, int64_t after_seq,
                                          int64_t rows_max) {
     if (layout_ < 5) return Rows<EffectIntent>{};  // a read-only open of an older layout
     // Fixed text: an unset filter binds NULL and matches every row.
-    static const std::string kSql = std::string("SELECT ") + kIntentColumns +
-                                    " FROM effect_intent WHERE seq>?1"
-                                    " AND (?2 IS NULL OR state=?2) AND (?3 IS NULL OR consumer=?3)"
-                                    " AND (?4 IS NULL OR effect=?4) AND (?5 IS NULL OR subject=?5)"
-                                    " ORDER BY seq LIMIT ?6";
+    const auto all = [](const char* columns) {
+      return std::string("SELECT ") + columns +
+             " FROM effect_intent WHERE seq>?1"
+             " AND (?2 IS NULL OR state=?2) AND (?3 IS NULL OR consumer=?3)"
+             " AND (?4 IS NULL OR effect=?4) AND (?5 IS NULL OR subject=?5)"
+             " ORDER BY seq LIMIT ?6";
+    };
+    static const std::string kSql = all(kIntentColumns);
+    static const std::string kSql7 = all(kIntentColumns7);
     const auto text_or_null = [](Statement& s, const std::optional<std::string>& v) {
       v ? s.Bind(std::string_view(*v)) : s.Bind(std::optional<int64_t>());
     };
     // A subject's intents (evidence, guards) are read through the subject index; a statement
     // whose subject may be NULL could not use it.
-    static const std::string kOfSubjectSql = std::string("SELECT ") + kIntentColumns +
-                                             " FROM effect_intent WHERE subject=?5 AND seq>?1"
-                                             " AND (?2 IS NULL OR state=?2)"
-                                             " AND (?3 IS NULL OR consumer=?3)"
-                                             " AND (?4 IS NULL OR effect=?4) ORDER BY seq LIMIT ?6";
+    const auto of_subject = [](const char* columns) {
+      return std::string("SELECT ") + columns +
+             " FROM effect_intent WHERE subject=?5 AND seq>?1"
+             " AND (?2 IS NULL OR state=?2)"
+             " AND (?3 IS NULL OR consumer=?3)"
+             " AND (?4 IS NULL OR effect=?4) ORDER BY seq LIMIT ?6";
+    };
+    static const std::string kOfSubjectSql = of_subject(kIntentColumns);
+    static const std::string kOfSubjectSql7 = of_subject(kIntentColumns7);
+    const bool current = layout_ >= 8;
     return QueryBound<EffectIntent>(
-        f.subject ? kOfSubjectSql : kSql,
+        f.subject ? (current ? kOfSubjectSql : kOfSubjectSql7) : (current ? kSql : kSql7),
         [&](Statement& s) {
           s.Bind(after_seq);
           f.state ? s.Bind(EffectStateName(*f.state)) : s.Bind(std::optional<int64_t>());
@@ -1768,15 +2125,24 @@ class SqliteEngine {
                                                      std::string_view subject, int64_t after_seq,
                                                      int64_t rows_max) {
     if (layout_ < 5) return Rows<CompensationRecord>{};
-    static const std::string kSql = std::string("SELECT ") + kCompensationColumns +
-                                    " FROM compensation WHERE seq>?1"
-                                    " AND (?2='' OR consumer=?2) AND (?3='' OR subject=?3)"
-                                    " ORDER BY seq LIMIT ?4";
-    static const std::string kOfSubjectSql = std::string("SELECT ") + kCompensationColumns +
-                                             " FROM compensation WHERE subject=?3 AND seq>?1"
-                                             " AND (?2='' OR consumer=?2) ORDER BY seq LIMIT ?4";
+    const auto all = [](const char* columns) {
+      return std::string("SELECT ") + columns +
+             " FROM compensation WHERE seq>?1"
+             " AND (?2='' OR consumer=?2) AND (?3='' OR subject=?3)"
+             " ORDER BY seq LIMIT ?4";
+    };
+    const auto of_subject = [](const char* columns) {
+      return std::string("SELECT ") + columns +
+             " FROM compensation WHERE subject=?3 AND seq>?1"
+             " AND (?2='' OR consumer=?2) ORDER BY seq LIMIT ?4";
+    };
+    static const std::string kSql = all(kCompensationColumns);
+    static const std::string kSql7 = all(kCompensationColumns7);
+    static const std::string kOfSubjectSql = of_subject(kCompensationColumns);
+    static const std::string kOfSubjectSql7 = of_subject(kCompensationColumns7);
+    const bool current = layout_ >= 8;
     return QueryBound<CompensationRecord>(
-        subject.empty() ? kSql : kOfSubjectSql,
+        subject.empty() ? (current ? kSql : kSql7) : (current ? kOfSubjectSql : kOfSubjectSql7),
         [&](Statement& s) { s.Bind(after_seq).Bind(consumer).Bind(subject); }, rows_max,
         ReadCompensation);
   }
@@ -1886,11 +2252,14 @@ class SqliteEngine {
   Result<Rows<Projection>> ProjectionsOf(std::string_view subject, int64_t rows_max) {
     // Through the ledger's subject index: projection has no index of its own on subject, which
     // keeps every projection write to one B-tree.
-    static const std::string kSql =
-        std::string("SELECT ") + kProjectionColumns +
-        " FROM projection WHERE subject=?1 AND consumer IN "
-        "(SELECT DISTINCT consumer FROM ledger WHERE subject=?1) ORDER BY consumer LIMIT ?2";
-    return Query<Projection>(kSql, {subject}, rows_max, ReadProjectionRow);
+    const auto build = [](const char* columns) {
+      return std::string("SELECT ") + columns +
+             " FROM projection WHERE subject=?1 AND consumer IN "
+             "(SELECT DISTINCT consumer FROM ledger WHERE subject=?1) ORDER BY consumer LIMIT ?2";
+    };
+    static const std::string kSql = build(kProjectionColumns);
+    static const std::string kSql7 = build(kProjectionColumns7);
+    return Query<Projection>(layout_ >= 8 ? kSql : kSql7, {subject}, rows_max, ReadProjectionRow);
   }
   Result<Rows<LedgerEntry>> LedgerOf(std::string_view consumer, std::string_view subject,
                                      int64_t rows_max) {
@@ -2046,6 +2415,40 @@ class SqliteEngine {
                                                                : (pending ? kPendingSql : kAll);
     return QueryBound<OutboxRow>(
         sql, [&](Statement& s) { s.Bind(after_seq); }, rows_max, ReadOutbox);
+  }
+
+  Result<std::optional<OutboxRow>> FindOutbox(std::string_view source, std::string_view event_id) {
+    if (layout_ < 3) return std::optional<OutboxRow>();  // a read-only open of an older layout
+    const auto build = [](const char* columns, const char* from) {
+      return std::string("SELECT ") + columns + " FROM " + from +
+             " WHERE source=?1 AND event_id=?2 LIMIT ?3";
+    };
+    static const std::string kSql = build(kOutboxColumns, "outbox JOIN outbox_body USING(seq)");
+    static const std::string kSql6 = build(kOutboxColumns6, "outbox JOIN outbox_body USING(seq)");
+    static const std::string kSql3 = build(kOutboxColumns6, "outbox");
+    const std::string& sql = outbox_bytes_in_row_ ? kSql3 : layout_ < 7 ? kSql6 : kSql;
+    EVIDENT_ASSIGN_OR_RETURN(Rows<OutboxRow> rows,
+                             Query<OutboxRow>(sql, {source, event_id}, 1, ReadOutbox));
+    if (rows.rows.empty()) return std::optional<OutboxRow>();
+    return std::optional<OutboxRow>(std::move(rows.rows.front()));
+  }
+
+  // Through the subject index layout 8 adds (an older layout, read-only, scans the outbox).
+  Result<Rows<OutboxRow>> OutboxOfSubject(std::string_view source, std::string_view subject,
+                                          int64_t from_version, int64_t rows_max) {
+    if (layout_ < 3) return Rows<OutboxRow>{};
+    const auto build = [](const char* columns, const char* from) {
+      return std::string("SELECT ") + columns + " FROM " + from +
+             " WHERE subject=?2 AND subject_version>=?3 AND source=?1"
+             " ORDER BY subject_version, seq LIMIT ?4";
+    };
+    static const std::string kSql = build(kOutboxColumns, "outbox JOIN outbox_body USING(seq)");
+    static const std::string kSql6 = build(kOutboxColumns6, "outbox JOIN outbox_body USING(seq)");
+    static const std::string kSql3 = build(kOutboxColumns6, "outbox");
+    const std::string& sql = outbox_bytes_in_row_ ? kSql3 : layout_ < 7 ? kSql6 : kSql;
+    return QueryBound<OutboxRow>(
+        sql, [&](Statement& s) { s.Bind(source).Bind(subject).Bind(from_version); }, rows_max,
+        ReadOutbox);
   }
 
   // Parks (`park`) or unparks an unsent row: its state read first, so that a refusal says why.
@@ -2259,6 +2662,16 @@ class SqliteTransaction final : public Transaction {
   Result<Insert> InsertLedger(const LedgerEntry& entry) override {
     return Open()->InsertLedger(entry);
   }
+  Status DeleteLedger(std::string_view consumer, std::string_view source,
+                      std::string_view event_id) override {
+    return Open()->DeleteLedger(consumer, source, event_id);
+  }
+  Result<std::optional<LedgerEntry>> AppliedAfter(std::string_view consumer,
+                                                  std::string_view subject,
+                                                  int64_t after_projection_version,
+                                                  const std::vector<std::string>& types) override {
+    return Open()->AppliedAfter(consumer, subject, after_projection_version, types);
+  }
   Status MarkApplied(std::string_view consumer, std::string_view source, std::string_view event_id,
                      int64_t projection_version, int64_t committed_at_ms) override {
     return Open()->MarkApplied(consumer, source, event_id, projection_version, committed_at_ms);
@@ -2305,10 +2718,10 @@ class SqliteTransaction final : public Transaction {
   }
   Result<Insert> InsertGap(const GapRecord& record) override { return Open()->InsertGap(record); }
   Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
-                            int64_t through_version, int64_t at_ms, std::string_view by,
-                            std::string_view note) override {
-    return Open()->CloseGaps(consumer, subject, through_version, at_ms, by, note);
+                            int64_t through_version, const GapClosing& closing) override {
+    return Open()->CloseGaps(consumer, subject, through_version, closing);
   }
+  Status UpdateGap(const GapRecord& record) override { return Open()->UpdateGap(record); }
   Status Journal(const JournalEntry& entry) override { return Open()->Journal(entry); }
   Status PutEvidence(const EvidenceRecord& record) override { return Open()->PutEvidence(record); }
   Status SetPosition(std::string_view source, std::string_view position) override {
@@ -2352,6 +2765,20 @@ class SqliteTransaction final : public Transaction {
   Status LogIntent(const EffectLogEntry& entry) override { return Open()->LogIntent(entry); }
   Result<Insert> InsertCompensation(const CompensationRecord& record) override {
     return Open()->InsertCompensation(record);
+  }
+  Status UpdateCompensation(const CompensationRecord& record) override {
+    return Open()->UpdateCompensation(record);
+  }
+  Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) override {
+    return Open()->CompensationsCovering(key);
+  }
+  Result<std::optional<EffectIntent>> LatestIntentOf(std::string_view consumer,
+                                                     std::string_view subject,
+                                                     std::string_view effect) override {
+    return Open()->LatestIntentOf(consumer, subject, effect);
+  }
+  Status InsertCorrection(const ProjectionCorrection& correction) override {
+    return Open()->InsertCorrection(correction);
   }
 
   sqlite3* connection() const { return engine_ == nullptr ? nullptr : engine_->db(); }
@@ -2433,6 +2860,19 @@ class SqliteSnapshot final : public Snapshot {
   }
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override {
     return engine_.OutboxStatsNow(now_ms);
+  }
+  Result<std::optional<OutboxRow>> FindOutbox(std::string_view source,
+                                              std::string_view event_id) override {
+    return engine_.FindOutbox(source, event_id);
+  }
+  Result<Rows<OutboxRow>> OutboxOfSubject(std::string_view source, std::string_view subject,
+                                          int64_t from_version, int64_t rows_max) override {
+    return engine_.OutboxOfSubject(source, subject, from_version, rows_max);
+  }
+  Result<Rows<ProjectionCorrection>> CorrectionsOf(std::string_view consumer,
+                                                   std::string_view subject,
+                                                   int64_t rows_max) override {
+    return engine_.CorrectionsOf(consumer, subject, rows_max);
   }
   Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override {
     if (engine_.layout() < 5) return std::optional<EffectIntent>();
