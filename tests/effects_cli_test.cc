@@ -64,6 +64,7 @@ class Downstream {
   }
   bool up() const { return pid_ > 0 && !port_.empty(); }
   std::string url() const { return "http://127.0.0.1:" + port_ + "/reservations"; }
+  std::string release_url() const { return "http://127.0.0.1:" + port_ + "/releases"; }
   // Per key: how many requests came, and how many times the downstream performed it.
   std::map<std::string, int> Requests() const { return Tally(false); }
   std::map<std::string, int> Performed() const { return Tally(true); }
@@ -109,6 +110,7 @@ class EffectsCliTest : public ::testing::Test {
   void TearDown() override {
     downstream_.reset();
     unsetenv("STOCK_SERVICE_URL");
+    unsetenv("STOCK_RELEASE_URL");
     fs::remove_all(dir_);
   }
 
@@ -119,6 +121,7 @@ class EffectsCliTest : public ::testing::Test {
     downstream_ = std::make_unique<Downstream>(dir_, rules);
     ASSERT_TRUE(downstream_->up()) << "the downstream did not start";
     setenv("STOCK_SERVICE_URL", downstream_->url().c_str(), 1);  // the runners inherit it
+    setenv("STOCK_RELEASE_URL", downstream_->release_url().c_str(), 1);
     std::string text = ReadText(config_);
     text = std::regex_replace(text, std::regex("timeout_ms: 2000"),
                               "timeout_ms: " + std::to_string(timeout_ms));
@@ -370,6 +373,110 @@ TEST_F(EffectsCliTest, TwoRunnersPerformEachIntentOnce) {
   EXPECT_GT(by_runner["runner-a"], 0);
   EXPECT_GT(by_runner["runner-b"], 0);
   EXPECT_EQ(by_runner["runner-a"] + by_runner["runner-b"], kOrders);
+}
+
+// Seed 002's loop closed on facts: a reservation done before the customer's cancellation is
+// released once, whatever repeats. The cancellation redelivered, a conflicting cancellation
+// replayed from the quarantine, a second run, and a runner killed with SIGKILL during the
+// release's call: the stock service performs one reservation and one release.
+TEST_F(EffectsCliTest, AReservationDoneBeforeTheCancelIsReleasedOnceWhateverRepeats) {
+  Start({"--dedupe", "--slow-ms", "4000", "--answer", "release:=slow,200", "--answer", "=200"},
+        /*idempotent=*/true, 3, /*timeout_ms=*/3000);
+  ASSERT_EQ(Consume(Paid("order-420")).exit_code, 0);
+  ASSERT_EQ(RunEffects("0.5").exit_code, 0);
+  ASSERT_EQ(Intents()["reserve:order-420"].state, "done");
+  const std::string cancel =
+      Order("cancelled", "order-420", 2, R"(,"reason":"customer-request")");
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(Consume(cancel).exit_code, 0);  // two redeliveries
+  // Another event claiming the cancellation's version: a conflict, kept; its replay is one too.
+  std::string impostor = cancel;
+  impostor.replace(impostor.find("cancelled-order-420-2"), 21, "cancelled-order-420-X");
+  ASSERT_EQ(Consume(impostor).exit_code, 0);
+  ProcessResult r = RunEvident({"quarantine", "replay", "--store", store_, "--config", config_,
+                                "--all", "--by", "ops", "--note", "try again"});
+  ASSERT_NE(r.exit_code, 2) << r.err;
+  std::map<std::string, Intent> intents = Intents();
+  ASSERT_EQ(intents.size(), 2u);
+  EXPECT_EQ(intents["release:order-420"].state, "intended");
+  // The release's call is slow: the runner is killed during it.
+  const pid_t runner = StartProcess(RunArgs("30"), {});
+  ASSERT_GT(runner, 0);
+  for (int i = 0; i < 500 && downstream_->Requests().count("release:order-420") == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(downstream_->Requests().count("release:order-420"), 1u) << "the runner never called";
+  kill(runner, SIGKILL);
+  int status = 0;
+  waitpid(runner, &status, 0);
+  ASSERT_TRUE(Killed(status));
+  EXPECT_EQ(Intents()["release:order-420"].state, "unknown");
+  // After the claim's lease (3.2 s) the same key is called again; then a second run finds nothing.
+  ASSERT_EQ(RunEffects("8").exit_code, 0);
+  ASSERT_EQ(RunEffects("0.5").exit_code, 0);
+  intents = Intents();
+  EXPECT_EQ(intents.size(), 2u);
+  EXPECT_EQ(intents["release:order-420"].state, "done");
+  EXPECT_EQ(downstream_->Performed(), (std::map<std::string, int>{{"reserve:order-420", 1},
+                                                                  {"release:order-420", 1}}));
+  r = RunEvident({"compensations", "list", "--store", store_, "--format", "json"});
+  ASSERT_EQ(Lines(r.out).size(), 1u) << r.out;
+  EXPECT_NE(r.out.find(R"("state":"compensating")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("covers":["reserve:order-420"])"), std::string::npos) << r.out;
+}
+
+// Seed 002's readiness test, for the story it tells: v1 paid and reserved, v3 (cancelled because
+// the reservation was rejected) arrives before v2 and waits, v2 arrives and v3 drains. The
+// evidence packet alone answers: owner and version, the applied event ids, the projection's
+// version, the gap's history and cause, the compensation key and the effects it covers.
+TEST_F(EffectsCliTest, Seed002ReadinessOfADrainedV3BeforeV2Story) {
+  Start({"--dedupe", "--answer", "=200"}, /*idempotent=*/true, 3);
+  ASSERT_EQ(Consume(Paid("order-417", 1)).exit_code, 0);
+  ASSERT_EQ(RunEffects("0.5").exit_code, 0);
+  ASSERT_EQ(Consume(Order("cancelled", "order-417", 3, R"(,"reason":"reservation-rejected")"))
+                .exit_code,
+            0);
+  ASSERT_EQ(Consume(Paid("order-417", 2)).exit_code, 0);
+  const ProcessResult r =
+      RunEvident({"evidence", "order-417", "--store", store_, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element readiness;
+  for (simdjson::dom::element c : parser.parse(r.out).value()["consumers"].get_array()) {
+    if (std::string_view(c["consumer"]) == "fulfillment") readiness = c["readiness"];
+  }
+  ASSERT_EQ(readiness.type(), simdjson::dom::element_type::OBJECT) << r.out;
+  const std::string owner = "https://example.test/order-service";
+  EXPECT_EQ(std::string_view(readiness["owner_id"]), owner);
+  EXPECT_EQ(int64_t(readiness["owner_version"]), 3);
+  EXPECT_EQ(int64_t(readiness["projection_version"]), 3);
+  std::vector<std::string> applied;
+  for (simdjson::dom::element id : readiness["applied_event_ids"].get_array()) {
+    applied.emplace_back(std::string_view(id));
+  }
+  EXPECT_EQ(applied, (std::vector<std::string>{owner + ":paid-order-417-1",
+                                               owner + ":paid-order-417-2",
+                                               owner + ":cancelled-order-417-3"}));
+  EXPECT_TRUE(readiness["gap_reason"].is_null());
+  const simdjson::dom::element gap = readiness["gap_history"].at(0);
+  EXPECT_EQ(int64_t(gap["missing_from"]), 2);
+  EXPECT_EQ(int64_t(gap["missing_to"]), 2);
+  EXPECT_EQ(int64_t(gap["waiting_versions"].at(0)), 3);
+  EXPECT_FALSE(gap["opened_at"].is_null());
+  EXPECT_FALSE(gap["closed_at"].is_null());
+  EXPECT_EQ(std::string_view(gap["how"]), "drained");
+  EXPECT_EQ(std::string_view(gap["cause"]), "out-of-order");
+  EXPECT_EQ(std::string_view(readiness["compensation_keys"].at(0)),
+            "compensation:order-417:reservation:v2");
+  const simdjson::dom::element compensation = readiness["compensations"].at(0);
+  EXPECT_EQ(std::string_view(compensation["covers"].at(0)), "reserve:order-417");
+  EXPECT_EQ(std::string_view(compensation["state"]), "compensating");
+  EXPECT_EQ(std::string_view(compensation["compensating_key"]), "release:order-417");
+  std::map<std::string, std::string> effects;
+  for (simdjson::dom::element e : readiness["effects"].get_array()) {
+    effects[std::string(std::string_view(e["key"]))] = std::string(std::string_view(e["state"]));
+  }
+  EXPECT_EQ(effects, (std::map<std::string, std::string>{{"reserve:order-417", "done"},
+                                                         {"release:order-417", "intended"}}));
 }
 
 // Deliveries repeat; intents and compensations do not: one per key. An order is reserved once,

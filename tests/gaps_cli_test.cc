@@ -193,5 +193,121 @@ TEST_F(GapsCliTest, ABaselineImportIsAllOrNothing) {
   EXPECT_EQ(r.exit_code, 2) << "an unordered consumer has no versions to start from";
 }
 
+
+// --- `evident projection correct`: a person's correction with the facts kept first ---
+
+class CorrectCliTest : public GapsCliTest {
+ protected:
+  ProcessResult Correct(const std::string& subject, int version, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"projection", "correct",  "--config",
+                                     (dir_ / "evident.yaml").string(),
+                                     "--store",    store_,     "--consumer",
+                                     "fulfillment", "--subject", subject,
+                                     "--version",  std::to_string(version),
+                                     "--state",    "awaiting-reservation",
+                                     "--by",       "ops",      "--note",
+                                     "the owner says v2 and v3 changed nothing we read"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunEvident(args);
+  }
+  simdjson::dom::element Packet(const std::string& subject) {
+    const ProcessResult r =
+        RunEvident({"evidence", subject, "--store", store_, "--format", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    packet_text_ = r.out;
+    for (simdjson::dom::element c : parser_.parse(packet_text_).value()["consumers"].get_array()) {
+      if (std::string_view(c["consumer"]) == "fulfillment") return c;
+    }
+    ADD_FAILURE() << "no fulfillment in " << packet_text_;
+    return {};
+  }
+  std::string packet_text_;
+  simdjson::dom::parser parser_;
+};
+
+// v1 applied, v4 waits (v2 and v3 missing): a correction to v3 keeps the projection before and
+// after, closes the gap as corrected (cause missing), and v4 then applies as the next version;
+// the correction intends no effect of its own.
+TEST_F(CorrectCliTest, ACorrectionClosesTheGapAndTheWaitingVersionApplies) {
+  ASSERT_EQ(Consume(Paid("order-9", 1) + "\n" + Paid("order-9", 4) + "\n").exit_code, 0);
+  ProcessResult r = Correct("order-9", 3, {"--field", R"(/orderId="order-9")", "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("would correct (dry run)"), std::string::npos) << r.out;
+  EXPECT_EQ(int64_t(Packet("order-9")["projection_version"]), 1);  // nothing committed
+  r = Correct("order-9", 3, {"--field", R"(/orderId="order-9")"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("corrected fulfillment order-9 (open gap: v4 waiting)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("applied v4"), std::string::npos) << r.out;
+  const simdjson::dom::element c = Packet("order-9");
+  EXPECT_EQ(int64_t(c["projection_version"]), 4);
+  EXPECT_TRUE(bool(c["in_sync"]));
+  const simdjson::dom::element correction = c["corrections"].at(0);
+  EXPECT_EQ(std::string_view(correction["by"]), "ops");
+  EXPECT_EQ(std::string_view(correction["basis"]), "open gap: v4 waiting");
+  EXPECT_FALSE(bool(correction["forced"]));
+  EXPECT_EQ(int64_t(correction["before"]["version"]), 1);
+  EXPECT_EQ(int64_t(correction["after"]["version"]), 3);
+  const simdjson::dom::element gap = c["gaps"].at(0);
+  EXPECT_EQ(std::string_view(gap["how"]), "corrected");
+  EXPECT_EQ(std::string_view(gap["cause"]), "missing");
+  EXPECT_EQ(std::string_view(gap["closed_by"]), "ops");
+  // One intent, from v1: v4 triggered the same operation (a no-op), the correction nothing.
+  EXPECT_EQ(c["effects"].get_array().size(), 1u) << packet_text_;
+  // Guards read the corrected projection.
+  r = RunEvident({"guard", "--config", (dir_ / "evident.yaml").string(), "--store", store_,
+                  "--consumer", "fulfillment", "--subject", "order-9", "--action", "ship"});
+  EXPECT_EQ(r.out.find("gap open"), std::string::npos) << r.out;
+  // The version is now 4: a correction to 4 or below is refused.
+  EXPECT_EQ(Correct("order-9", 4, {"--force"}).exit_code, 1);
+}
+
+// A correction past a waiting version sets that event aside as stale (its receipt removed, so a
+// redelivery is decided afresh as stale) and the gap closes as skipped; a later waiting version
+// applies.
+TEST_F(CorrectCliTest, ACorrectionPastAWaitingVersionSetsItAsideAsStale) {
+  ASSERT_EQ(Consume(Paid("order-8", 1) + "\n" + Paid("order-8", 3) + "\n" + Paid("order-8", 5) +
+                    "\n")
+                .exit_code,
+            0);
+  ProcessResult r = Correct("order-8", 4, {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("stale v3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("applied v5"), std::string::npos) << r.out;
+  const simdjson::dom::element c = Packet("order-8");
+  EXPECT_EQ(int64_t(c["projection_version"]), 5);
+  EXPECT_NE(packet_text_.find(R"("how":"skipped")"), std::string::npos) << packet_text_;
+  EXPECT_NE(packet_text_.find(R"("reason":"stale-after-correction")"), std::string::npos)
+      << packet_text_;
+  r = RunEvident({"consume", "--config", (dir_ / "evident.yaml").string(), "--store", store_,
+                  "--input", "-", "--outcomes", "-"},
+                 Paid("order-8", 3) + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("outcome":"stale")"), std::string::npos) << r.out;
+}
+
+// Without an open gap or a quarantined input a correction is refused unless forced (and then
+// recorded as forced); a field the projection does not copy, or a value that is not JSON, is
+// refused before anything is read.
+TEST_F(CorrectCliTest, ACorrectionNeedsABasisOrForceAndStatesKnownFields) {
+  ASSERT_EQ(Consume(Paid("order-7", 1) + "\n").exit_code, 0);
+  ProcessResult r = Correct("order-7", 2, {});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no open gap and no quarantined input"), std::string::npos) << r.err;
+  EXPECT_EQ(int64_t(Packet("order-7")["projection_version"]), 1);
+  r = Correct("order-7", 2, {"--field", R"(/nope="x")", "--force"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is not one the projection of fulfillment copies"), std::string::npos)
+      << r.err;
+  r = Correct("order-7", 2, {"--field", "/orderId={not json", "--force"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is not JSON"), std::string::npos) << r.err;
+  r = Correct("order-7", 2, {"--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const simdjson::dom::element correction = Packet("order-7")["corrections"].at(0);
+  EXPECT_TRUE(bool(correction["forced"]));
+  EXPECT_EQ(std::string_view(correction["basis"]), "forced");
+}
+
 }  // namespace
 }  // namespace evident::testing
