@@ -44,6 +44,9 @@ struct Profile {
   // written against the canonical envelope: "/data/..." is read inside this layout's payload
   // (data_pointer).
   Profile WithSchemaVersionAt(std::string pointer) const;
+  // The same for any canonical attribute ("subjectversion": where an outbox reads the version it
+  // keeps with a row, for answering replay requests).
+  Profile WithAttributeAt(std::string_view attribute, std::string pointer) const;
 
   static Profile CloudEvents();
   // The flat layout of seed 001: event.id, event.name, event.schema_version, producer.id,

@@ -25,7 +25,7 @@ namespace {
 
 struct AppendFlags {
   std::string store, contracts, input = "-";
-  std::string profile = "cloudevents", profile_file, schema_version_at;
+  std::string profile = "cloudevents", profile_file, schema_version_at, subject_version_at;
   int64_t partitions = 1;
   int64_t batch_count_max = 1000;
   int64_t event_bytes_max = int64_t{1} << 20;
@@ -109,6 +109,13 @@ Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_cou
 int RunAppend(const AppendFlags& flags) {
   Result<Profile> profile =
       ChooseProfile(flags.profile, flags.profile_file, flags.schema_version_at);
+  if (profile.ok() && !flags.subject_version_at.empty()) {
+    profile = IsValidJsonPointer(flags.subject_version_at)
+                  ? Result<Profile>(profile->WithAttributeAt("subjectversion",
+                                                             flags.subject_version_at))
+                  : Result<Profile>(
+                        Status::InvalidArgument("--subject-version-at must be a JSON Pointer"));
+  }
   auto outbox = profile.ok() ? Outbox::Create({.contracts_dir = flags.contracts,
                                                .profile = *profile,
                                                .partition_count = flags.partitions,
@@ -300,6 +307,9 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
       ->excludes("--profile");
   cmd->add_option("--schema-version-at", append->schema_version_at,
                   "JSON Pointer of the schema version, e.g. /data/schemaVersion");
+  cmd->add_option("--subject-version-at", append->subject_version_at,
+                  "JSON Pointer of the owner's version of the subject, e.g. /data/orderVersion "
+                  "(kept with the row: a replay request is answered by version)");
   cmd->add_option("--partitions", append->partitions, "Partitions, by a hash of the subject")
       ->check(IntegerFrom(1, 1 << 16))
       ->capture_default_str();

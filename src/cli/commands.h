@@ -105,6 +105,7 @@ void AddQuarantineCommands(CLI::App& app, Runner& run);
 // `baseline import` (cmd_baseline.cc).
 void AddBaselineCommands(CLI::App& app, Runner& run);
 void AddProjectionCommands(CLI::App& app, Runner& run);
+void AddReplayRequestsCommands(CLI::App& app, Runner& run);
 // `store migrate` (cmd_store.cc).
 void AddStoreCommands(CLI::App& app, Runner& run);
 void AddGroupCommands(CLI::App& app, Runner& run);  // group status

@@ -181,6 +181,7 @@ int main(int argc, char** argv) {
   AddQuarantineCommands(app, run);
   AddBaselineCommands(app, run);
   AddProjectionCommands(app, run);
+  AddReplayRequestsCommands(app, run);
   AddEffectsCommands(app, run);
   AddStoreCommands(app, run);
   AddGroupCommands(app, run);

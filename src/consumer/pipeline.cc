@@ -435,7 +435,77 @@ struct Pipeline::Impl {
                         const Projection& projection, int64_t missing_to,
                         std::vector<int64_t> waiting, int64_t now_ms);
   std::string SubjectOf(const ConsumerContract& contract, const EventView& event) const;
+  Result<bool> RecordReplayAnswer(Transaction& tx, const EventView& event, std::string_view only,
+                                  int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
 };
+
+namespace {
+
+// "republished v2, v3; gone v5", from an answer's data (its kind when it lists nothing).
+std::string AnswerText(simdjson::dom::element data) {
+  std::string out;
+  for (const char* name : {"republished", "gone"}) {
+    simdjson::dom::array versions;
+    if (data[name].get(versions) != simdjson::SUCCESS || versions.size() == 0) continue;
+    std::string list;
+    for (simdjson::dom::element v : versions) {
+      int64_t version = 0;
+      if (v.get(version) == simdjson::SUCCESS) {
+        list += (list.empty() ? "v" : ", v") + std::to_string(version);
+      }
+    }
+    out += std::string(out.empty() ? "" : "; ") + name + " " + list;
+  }
+  std::string_view answer = "an answer";
+  if (out.empty() && data["answer"].get(answer) == simdjson::SUCCESS) out = answer;
+  return out.empty() ? std::string(answer) : out;
+}
+
+}  // namespace
+
+// The owner's answer to a replay request (replay_requests.h), for a consumer this pipeline
+// decides for: recorded on the gap record it answers (consumer, subject, first missing version),
+// so that the gap's evidence says what the owner did. False when no consumer here is named: the
+// event is then routed as any other (unrouted, quarantined).
+Result<bool> Pipeline::Impl::RecordReplayAnswer(Transaction& tx, const EventView& event,
+                                                std::string_view only, int64_t index,
+                                                int64_t now_ms, std::vector<Decision>& decisions) {
+  simdjson::dom::element data;
+  std::string_view consumer, subject;
+  int64_t missing_from = 0;
+  if (!event.data || event.data->get(data) != simdjson::SUCCESS ||
+      data["consumer"].get(consumer) != simdjson::SUCCESS ||
+      data["subject"].get(subject) != simdjson::SUCCESS ||
+      data["missing_from"].get(missing_from) != simdjson::SUCCESS) {
+    return false;
+  }
+  const bool ours = std::any_of(consumers.begin(), consumers.end(), [&](const ConsumerState& c) {
+    return c.config->contract.id == consumer && (only.empty() || only == consumer);
+  });
+  if (!ours) return false;
+  Decision d;
+  d.index = index;
+  d.consumer = std::string(consumer);
+  d.outcome = Outcome::kApplied;
+  d.reason = "replay-answer";
+  d.key = LedgerKeyText(consumer, event.source, event.id);
+  d.subject = std::string(subject);
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<GapRecord> gap,
+                           tx.FindGap(consumer, subject, missing_from));
+  const std::string answer = AnswerText(data);
+  if (gap) {
+    gap->answer = answer;
+    gap->answered_at_ms = now_ms;
+    EVIDENT_RETURN_IF_ERROR(tx.UpdateGap(*gap));
+    d.message = "the owner's answer, recorded on the gap from v" + std::to_string(missing_from) +
+                ": " + answer;
+  } else {
+    d.message = "the owner's answer names no gap from v" + std::to_string(missing_from) +
+                " of this consumer: nothing recorded (" + answer + ")";
+  }
+  decisions.push_back(std::move(d));
+  return true;
+}
 
 std::string Pipeline::Impl::SubjectOf(const ConsumerContract& contract,
                                       const EventView& event) const {
@@ -1492,6 +1562,11 @@ Status Pipeline::DecideFor(Transaction& store, PreparedEvent& slot, std::string_
     return Status::Ok();
   }
   const EventView& event = parsed.event;
+  if (event.type == kReplayAnsweredType) {
+    EVIDENT_ASSIGN_OR_RETURN(const bool recorded,
+                             impl.RecordReplayAnswer(store, event, only, index, now_ms, decisions));
+    if (recorded) return Status::Ok();
+  }
   bool routed = false;
   for (size_t i = 0; i < impl.consumers.size(); ++i) {
     if (!p.verdicts[i].routed) continue;

@@ -1,0 +1,127 @@
+// `evident replay-requests serve`: the owner's side of a gap's request-replay route
+// (evident/replay_requests.h). The work is the library's; this file parses flags and formats.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "evident/cancel.h"
+#include "evident/env.h"
+#include "evident/jetstream.h"
+#include "evident/replay_requests.h"
+#include "evident/store.h"
+
+namespace evident::cli {
+namespace {
+
+struct ServeFlags {
+  std::string store, input, from, stream, durable = "evident-replay-requests", filter;
+  std::string subject_prefix = "evident";
+  std::string to, to_stream, to_subject_prefix = "evident";
+  std::vector<std::string> owner_sources;
+  double until_idle_seconds = -1;
+  int64_t rows_max = ReplayServeOptions{}.rows_max;
+};
+
+Result<std::unique_ptr<Source>> OpenRequests(const ServeFlags& f) {
+  if (!f.from.empty() && !f.input.empty()) {
+    return Status::InvalidArgument("--from and --input exclude each other");
+  }
+  if (f.from.empty()) return OpenNdjsonSource(f.input.empty() ? "-" : f.input);
+  if (f.from.rfind("nats://", 0) != 0 || f.stream.empty()) {
+    return Status::InvalidArgument("--from takes nats://HOST:PORT, with --stream");
+  }
+  JetStreamOptions js{.url = f.from, .stream = f.stream, .subject_prefix = f.subject_prefix};
+  return OpenJetStreamSource(js, f.durable, f.filter);
+}
+
+Result<PublisherFactory> OpenAnswers(const ServeFlags& f) {
+  if (f.to == "-") {
+    return PublisherFactory([] { return OpenFdPublisher(STDOUT_FILENO, "standard output"); });
+  }
+  if (f.to.rfind("file:", 0) == 0 && f.to.size() > 5) {
+    const std::string path = f.to.substr(5);
+    return PublisherFactory([path] { return OpenNdjsonPublisher(PosixEnv(), path); });
+  }
+  if (f.to.rfind("nats://", 0) == 0 && !f.to_stream.empty()) {
+    const JetStreamOptions js{
+        .url = f.to, .stream = f.to_stream, .subject_prefix = f.to_subject_prefix};
+    return PublisherFactory([js] { return OpenJetStreamPublisher(js); });
+  }
+  return Status::InvalidArgument("--to takes nats://HOST:PORT with --to-stream, file:PATH or -");
+}
+
+int RunServe(const ServeFlags& flags) {
+  auto source = OpenRequests(flags);
+  auto publisher = source.ok() ? OpenAnswers(flags) : Result<PublisherFactory>(source.status());
+  auto store = publisher.ok() ? OpenStore(flags.store, {.create = false})
+                              : Result<std::unique_ptr<Store>>(publisher.status());
+  if (!store.ok()) {
+    std::cerr << "evident replay-requests serve: " << store.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  static CancelToken stop;
+  InstallStopSignals(stop);
+  ReplayServeOptions options{
+      .owner_sources = flags.owner_sources,
+      .rows_max = flags.rows_max,
+      .until_idle_ms = flags.until_idle_seconds < 0
+                           ? -1
+                           : static_cast<int64_t>(flags.until_idle_seconds * 1000),
+      .cancel = &stop,
+      .log = flags.to == "-" ? stderr : stdout};
+  auto summary = ServeReplayRequests(**store, **source, *publisher, options);
+  if (!summary.ok()) {
+    std::cerr << "evident replay-requests serve: " << summary.status().ToString() << "\n";
+    return summary.status().code() == Code::kUnavailable ? kExitUnacknowledged : kExitUsage;
+  }
+  std::fprintf(flags.to == "-" ? stderr : stdout,
+               "%lld request(s): %lld answered with every missing version, %lld with some or all "
+               "gone, %lld for other owners, %lld refused; %lld event(s) published again\n",
+               static_cast<long long>(summary->requests),
+               static_cast<long long>(summary->republished),
+               static_cast<long long>(summary->gone), static_cast<long long>(summary->not_ours),
+               static_cast<long long>(summary->refused),
+               static_cast<long long>(summary->messages));
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddReplayRequestsCommands(CLI::App& app, Runner& run) {
+  CLI::App* cmd = app.add_subcommand(
+      "replay-requests", "The owner's answers to consumers' replay requests (gap routes).");
+  cmd->require_subcommand(1);
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* serve = cmd->add_subcommand(
+      "serve",
+      "Read evident.replay.requested events and, for a source this owner serves, publish again "
+      "every kept outbox row of the subject from the first missing version on (message id "
+      "replay:REQUEST:SEQ), then an evident.replay.answered event naming what was gone.");
+  serve->add_option("--store", flags->store, "The owner's store (its outbox)")->required();
+  serve->add_option("--owner-source", flags->owner_sources,
+                    "A source this owner answers for (repeat for several)")
+      ->required();
+  serve->add_option("--input", flags->input, "Requests as NDJSON: FILE or - (default)");
+  serve->add_option("--from", flags->from, "nats://HOST:PORT: requests from a JetStream stream");
+  serve->add_option("--stream", flags->stream, "The requests' stream (with --from)");
+  serve->add_option("--durable", flags->durable, "Durable consumer name (with --from)");
+  serve->add_option("--filter", flags->filter, "Filter subject of the requests (with --from)");
+  serve->add_option("--subject-prefix", flags->subject_prefix,
+                    "Subject prefix of the requests' stream (with --from)");
+  serve->add_option("--to", flags->to, "nats://HOST:PORT, file:PATH or -: where answers go")
+      ->required();
+  serve->add_option("--to-stream", flags->to_stream, "The consumers' stream (with --to nats://)");
+  serve->add_option("--to-subject-prefix", flags->to_subject_prefix,
+                    "Subject prefix of the consumers' stream");
+  serve->add_option("--until-idle", flags->until_idle_seconds,
+                    "End once no request came for this many seconds (default: until SIGTERM)")
+      ->check(SecondsUpTo(86400.0 * 365));
+  serve->add_option("--rows-max", flags->rows_max, "Outbox rows published again per request")
+      ->check(IntegerFrom(1, 1'000'000));
+  serve->callback([flags, &run] { run = [flags] { return RunServe(*flags); }; });
+}
+
+}  // namespace evident::cli
