@@ -25,6 +25,9 @@
 // performed: never retried automatically once its basis changed). A compensation waiting for an
 // intent's outcome acts in the transaction that records it (effects/compensation.h).
 //
+// An intent covered by a compensation (its operation is being compensated) is never attempted
+// again either: withdrawn when intended, held when unknown.
+//
 // Several runners may share a store: a claim is a committed write guarded by the intent's
 // revision, and the answer is recorded only if the intent is still at the claimed revision (a
 // person's resolution, or another runner's claim after the claim's lease ran out, wins). The
@@ -103,8 +106,9 @@ struct EffectRunOptions {
   int64_t claim_margin_ms = 5000;  // a claim's lease beyond the call's timeout
   RetryPolicy busy_retry;          // a busy store, at each claim and record
   // How long an intent whose subject's projection lags its owner waits before it is looked at
-  // again (ms).
+  // again (ms): at least postpone_ms, a quarter of its age, at most postpone_max_ms.
   int64_t postpone_ms = 1000;
+  int64_t postpone_max_ms = 30'000;
   // Called after each attempt is recorded (the CLI prints it); may be empty.
   std::function<void(const EffectIntent& after, const AttemptVerdict& verdict)> on_attempt;
   // Called once an intent whose basis did not hold is postponed (the first time for a reason),

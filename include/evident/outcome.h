@@ -107,10 +107,12 @@ std::optional<CompensationBy> ParseCompensationBy(std::string_view name);
 
 // What a compensation did about the effect it compensates (config.h, `compensates`): nothing to
 // act on (none declared: kRecorded); the compensated effect was done and the compensating effect
-// is intended (kCompensating), or done without one declared (kPerformed: a person compensates);
-// its outcome is unknown (kWaitsForReconciliation, until a runner or a person records it); it
-// was never performed (kNothingPerformed: withdrawn, failed, or pending and now withdrawn); the
-// subject has no intent of that effect (kNothingToCompensate).
+// is intended (kCompensating), then done (kCompensated) or not (kCompensationFailed: it failed,
+// or was withdrawn: a person takes it from there), or the compensated effect was done without a
+// compensating effect declared (kPerformed: a person compensates); its outcome is unknown
+// (kWaitsForReconciliation, until a runner or a person records it); it was never performed
+// (kNothingPerformed: withdrawn, failed, or pending and now withdrawn); the subject has no
+// intent of that effect (kNothingToCompensate).
 enum class CompensationState : uint8_t {
   kRecorded,
   kCompensating,
@@ -118,9 +120,11 @@ enum class CompensationState : uint8_t {
   kWaitsForReconciliation,
   kNothingPerformed,
   kNothingToCompensate,
+  kCompensated,
+  kCompensationFailed,
 };
 // "recorded", "compensating", "performed", "waits-for-reconciliation", "nothing-performed",
-// "nothing-to-compensate"
+// "nothing-to-compensate", "compensated", "compensation-failed"
 std::string_view CompensationStateName(CompensationState state);
 std::optional<CompensationState> ParseCompensationState(std::string_view name);
 

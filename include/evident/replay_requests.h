@@ -47,6 +47,7 @@ struct ReplayAnswer {
   Kind kind = Kind::kRefused;
   std::string request_id, consumer, subject, owner_source;
   int64_t missing_from = 0, missing_to = 0;
+  int64_t gap_from = 0;  // the consumer's gap record (its first missing version), echoed back
   std::vector<int64_t> republished;  // the versions published again, missing and later
   std::vector<int64_t> gone;         // missing versions the outbox no longer keeps
   bool truncated = false;            // more rows than rows_max: the first ones were published

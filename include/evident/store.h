@@ -71,7 +71,7 @@ struct Projection {
   std::string owner_source;
   int64_t owner_version_seen = 0;
   int64_t updated_at_ms = 0;
-  // "sha256:<hex>" of the payload (the event's `data` as its bytes stand) of the event that set
+  // "sha256:<hex>" of the payload (the event's `data`, minified as parsed) of the event that set
   // the projection's version, for an ordered consumer: a same-version conflict reports both
   // payloads' digests to the owner. Empty when not known (an unordered consumer, a baseline, a
   // correction, a store of an older layout).
@@ -180,8 +180,9 @@ struct GapClosing {
   GapCause cause = GapCause::kOutOfOrder;
   std::string_view by;    // "arrival", or who closed it
   std::string_view note;  // a person's words; may be empty
-  // Drained: the versions applied as it closed (they replace the record's waiting versions);
-  // empty: the record's are kept.
+  // Drained: the versions applied as it closed. They replace the record's waiting versions, and
+  // its last missing version becomes at most the one below the lowest of them (a lower version
+  // deferred after the gap opened narrowed it); empty: the record's are kept.
   std::vector<int64_t> waiting_versions;
 };
 
@@ -266,7 +267,8 @@ struct EffectFilter {
 };
 
 // A compensation the owner's decision requires, keyed by that decision
-// ("compensation:order-417:reservation:v2"): inserted once per key, whatever the deliveries.
+// ("compensation:order-417:reservation:v2"): inserted once per (consumer, key), whatever the
+// deliveries.
 // The owner records its own in the transaction of its decision (recorded_by owner); a consumer
 // records one when it applies the deciding event, and, when its declaration names the effect it
 // compensates, acts on facts only (CompensationState): the subject's latest intent of that
@@ -328,7 +330,7 @@ struct Rows {
 
 // Rows returned by one Snapshot list call unless the caller asks otherwise.
 inline constexpr int64_t kReadRowsMaxDefault = 10000;
-// Compensations returned by Transaction::CompensationsCovering: one intent is covered by a few
+// Compensations returned by Transaction::CompensationsOfIntent: one intent is covered by a few
 // owner decisions at most.
 inline constexpr int64_t kCoveringRowsMax = 64;
 
@@ -402,6 +404,13 @@ class Transaction {
   // version 0 for that key, when none is stored.
   virtual Result<bool> ReadProjection(std::string_view consumer, std::string_view subject,
                                       Projection& out) = 0;
+  // ReadProjection, and a store that several processes share keeps the row from changing until
+  // this transaction ends (PostgreSQL: FOR SHARE): an effect runner's basis check is then
+  // ordered against the decision that changes the projection. Default: ReadProjection.
+  virtual Result<bool> ReadProjectionLocked(std::string_view consumer, std::string_view subject,
+                                            Projection& out) {
+    return ReadProjection(consumer, subject, out);
+  }
   // Writes a projection, expecting the stored one (as seen by this transaction) to have
   // `expected_version`, or to be absent when nullopt. A mismatch fails with kAborted and writes
   // nothing: another writer changed the projection since it was read. owner_version_seen never
@@ -523,14 +532,17 @@ class Transaction {
   virtual Result<std::optional<EffectIntent>> LatestIntentOf(std::string_view consumer,
                                                              std::string_view subject,
                                                              std::string_view effect) = 0;
-  // A key already there: kAlreadyThere, nothing written. record.seq is assigned.
+  // One record per (consumer, key): an owner's record (consumer empty) and a consumer's of the
+  // same decision live side by side, and so do two consumers'. That pair already there:
+  // kAlreadyThere, nothing written. record.seq is assigned.
   virtual Result<Insert> InsertCompensation(const CompensationRecord& record) = 0;
   // Writes a compensation's changing fields (covers, the compensating key, state, detail,
-  // updated time), found by key; kNotFound when there is none.
+  // updated time), found by (consumer, key); kNotFound when there is none.
   virtual Status UpdateCompensation(const CompensationRecord& record) = 0;
-  // The compensations that cover the intent `key` (CompensationRecord::covers), by seq; at most
-  // kCoveringRowsMax.
-  virtual Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) = 0;
+  // The compensations that cover the intent `key` (CompensationRecord::covers) or intend it as
+  // their compensating effect (compensating_key), by seq; at most kCoveringRowsMax. An empty
+  // key names none.
+  virtual Result<std::vector<CompensationRecord>> CompensationsOfIntent(std::string_view key) = 0;
   // A correction of a projection; correction.seq is assigned.
   virtual Status InsertCorrection(const ProjectionCorrection& correction) = 0;
 

@@ -99,7 +99,7 @@ enum class StoreCall : uint8_t {
   kLatestIntentOf,
   kInsertCompensation,
   kUpdateCompensation,
-  kCompensationsCovering,
+  kCompensationsOfIntent,
   kListIntents,
   kIntentLogOf,
   kListCompensations,

@@ -479,6 +479,10 @@ Result<bool> Pipeline::Impl::RecordReplayAnswer(Transaction& tx, const EventView
       data["missing_from"].get(missing_from) != simdjson::SUCCESS) {
     return false;
   }
+  // The gap's record is keyed by its first missing version when it opened (the request's
+  // gap_from, echoed back); missing_from is what was missing when it was asked.
+  int64_t gap_from = 0;
+  if (data["gap_from"].get(gap_from) == simdjson::SUCCESS && gap_from > 0) missing_from = gap_from;
   const bool ours = std::any_of(consumers.begin(), consumers.end(), [&](const ConsumerState& c) {
     return c.config->contract.id == consumer && (only.empty() || only == consumer);
   });
@@ -1116,7 +1120,8 @@ Status Pipeline::Impl::Ordered(Delivery& delivery) {
 
 // A same-version conflict never overwrites: the input is quarantined, and a report naming both
 // events goes to the subject's owner through the consumer's outbox, in this transaction. It is
-// routed once a relay has published that row (the evidence packet says which).
+// routed once a relay has published that row: the kept message says what was recorded, the
+// evidence packet whether it was routed.
 Status Pipeline::Impl::Conflict(Delivery& delivery, const Projection& projection,
                                 std::string_view reason, const Claimant& held) {
   const EventView& event = published != nullptr ? *published : delivery.event;
@@ -1134,7 +1139,7 @@ Status Pipeline::Impl::Conflict(Delivery& delivery, const Projection& projection
                                                                : " already waits with version ";
   return Keep(delivery, Outcome::kSameVersionConflict, std::string(reason),
               holder + what + std::to_string(version) + "; reported to the owner " + owner + " (" +
-                  report.event_id + "): recorded, not yet routed");
+                  report.event_id + ", routed once a relay sends it)");
 }
 
 // `start: first-seen`: a subject this consumer has never seen starts just below the version it

@@ -306,7 +306,7 @@ TEST_F(PipelineTest, Seed002GapDeferDrainDuplicatesConflictAndGuard) {
       {"same-version-conflict", "version-already-applied",
        owner + ":evt-order-417-cancelled-v3 already applied version 3; reported to the owner " +
            owner + " (conflict:fulfillment:order-417:v3:" + owner +
-           ":evt-impostor-v3): recorded, not yet routed",
+           ":evt-impostor-v3, routed once a relay sends it)",
        "evt-impostor-v3", "com.example.training.order.cancelled", Cancelled("evt-impostor-v3", 3),
        3, 6},
       {"stale", "stale-version", "version 2 is below the projection version 3", "evt-late-v2",

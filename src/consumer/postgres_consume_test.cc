@@ -36,7 +36,9 @@ std::vector<std::string> Events(int count, int subjects) {
 }
 
 // Orders of the ordered consumer (fulfillment): paid v1, paid v2, cancelled v3, every third
-// order's v2 before its v1 (deferred, then drained), and a status change per order.
+// order's v2 before its v1 (deferred, then drained), and a status change per order. The
+// cancellations' reason requires no compensation: a compensation that acts on the effect it
+// compensates reads that intent, locked, and costs round trips of its own (docs/postgresql.md).
 std::vector<std::string> OrderedEvents(int orders) {
   std::vector<std::string> out;
   for (int order = 0; order < orders; ++order) {
@@ -48,7 +50,7 @@ std::vector<std::string> OrderedEvents(int orders) {
           R"(","source":"https://example.test/order-service","type":"com.example.training.order.)" +
           (v == 3 ? "cancelled" : "paid") + R"(","subject":"order-)" + o +
           R"(","schemaversion":1,"data":{"orderId":"order-)" + o + R"(","orderVersion":)" +
-          std::to_string(v) + (v == 3 ? R"(,"reason":"customer-request")" : "") + "}}");
+          std::to_string(v) + (v == 3 ? R"(,"reason":"duplicate-order")" : "") + "}}");
     }
     if (order % 3 == 0) std::swap(lines[0], lines[1]);
     lines.push_back(StatusChange(order, order));

@@ -27,9 +27,9 @@ constexpr std::array<std::string_view, kEffectStateCount> kEffectStateNames = {
 constexpr std::array<std::string_view, 6> kEffectActionNames = {"attempt",  "resolve",  "trigger",
                                                                 "postpone", "withdraw", "hold"};
 constexpr std::array<std::string_view, 2> kCompensationByNames = {"consumer", "owner"};
-constexpr std::array<std::string_view, 6> kCompensationStateNames = {
-    "recorded",          "compensating",         "performed", "waits-for-reconciliation",
-    "nothing-performed", "nothing-to-compensate"};
+constexpr std::array<std::string_view, 8> kCompensationStateNames = {
+    "recorded",          "compensating",          "performed",   "waits-for-reconciliation",
+    "nothing-performed", "nothing-to-compensate", "compensated", "compensation-failed"};
 
 template <typename Enum, size_t N>
 std::optional<Enum> Parse(const std::array<std::string_view, N>& names, std::string_view name) {

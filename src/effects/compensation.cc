@@ -114,13 +114,52 @@ Result<bool> RecordConsumerCompensation(Transaction& tx, CompensationRecord reco
   return true;
 }
 
+Result<std::optional<CompensationRecord>> CompensationCovering(Transaction& tx,
+                                                               const EffectIntent& intent) {
+  EVIDENT_ASSIGN_OR_RETURN(std::vector<CompensationRecord> records,
+                           tx.CompensationsOfIntent(intent.key));
+  for (CompensationRecord& record : records) {
+    if (record.consumer == intent.consumer && record.covers == intent.key) {
+      return std::optional<CompensationRecord>(std::move(record));
+    }
+  }
+  return std::optional<CompensationRecord>();
+}
+
+namespace {
+
+// The compensating effect `intent` of `record` settled: the compensation is over, one way or
+// the other.
+void SettleCompensating(const EffectIntent& intent, CompensationRecord& record) {
+  if (intent.state == EffectState::kDone) {
+    record.state = CompensationState::kCompensated;
+    record.detail = intent.key + " was done: " + record.covers + " is compensated";
+    return;
+  }
+  record.state = CompensationState::kCompensationFailed;
+  record.detail = intent.key + " became " + std::string(EffectStateName(intent.state)) + ": " +
+                  record.covers + " is not compensated; a person takes it from here";
+}
+
+}  // namespace
+
 Result<int64_t> SettleCompensations(Transaction& tx, const EffectIntent& intent, int64_t now_ms) {
   if (!Settled(intent.state)) return int64_t{0};
   EVIDENT_ASSIGN_OR_RETURN(std::vector<CompensationRecord> covering,
-                           tx.CompensationsCovering(intent.key));
+                           tx.CompensationsOfIntent(intent.key));
   int64_t acted = 0;
   for (CompensationRecord& record : covering) {
-    if (record.state != CompensationState::kWaitsForReconciliation) continue;
+    if (record.consumer != intent.consumer) continue;
+    if (record.compensating_key == intent.key && record.state == CompensationState::kCompensating) {
+      SettleCompensating(intent, record);
+      record.updated_at_ms = now_ms;
+      EVIDENT_RETURN_IF_ERROR(tx.UpdateCompensation(record));
+      ++acted;
+      continue;
+    }
+    if (record.covers != intent.key || record.state != CompensationState::kWaitsForReconciliation) {
+      continue;
+    }
     const bool done = intent.state == EffectState::kDone;
     if (done && !record.compensate_with.empty()) {
       record.state = CompensationState::kCompensating;

@@ -39,9 +39,15 @@ EffectIntent CompensatingIntent(const CompensationRecord& record, int64_t now_ms
 // decided here.
 Result<bool> RecordConsumerCompensation(Transaction& tx, CompensationRecord record, int64_t now_ms);
 
-// `intent` has just become done, failed or withdrawn: every compensation that covers it and waits
-// for reconciliation acts now (done: the compensating effect is intended; otherwise nothing was
-// performed). Returns how many acted.
+// `intent` has just become done, failed or withdrawn: every compensation of its consumer that
+// covers it and waits for reconciliation acts now (done: the compensating effect is intended;
+// otherwise nothing was performed), and one that intended it as its compensating effect ends
+// compensated (done) or compensation-failed. Returns how many acted.
 Result<int64_t> SettleCompensations(Transaction& tx, const EffectIntent& intent, int64_t now_ms);
+
+// The compensation of the intent's consumer that covers it, if any: its operation is being
+// compensated, so it must not be attempted any more (the runner's basis check).
+Result<std::optional<CompensationRecord>> CompensationCovering(Transaction& tx,
+                                                               const EffectIntent& intent);
 
 }  // namespace evident

@@ -80,6 +80,14 @@ Result<BasisCheck> CheckBasis(Transaction& tx, const ConsumerConfig& consumer,
   const std::string& id = consumer.contract.id;
   const bool ordered = consumer.contract.ordering.by_subject;
   const std::optional<int64_t> basis = BasisVersionOf(intent, ordered);
+  // Its operation is being compensated: it must not be attempted any more.
+  EVIDENT_ASSIGN_OR_RETURN(const std::optional<CompensationRecord> covering,
+                           CompensationCovering(tx, intent));
+  if (covering) {
+    return BasisCheck{Basis::kChanged, "compensation " + covering->key + " (" +
+                                           std::string(CompensationStateName(covering->state)) +
+                                           ") covers it"};
+  }
   if (!effect.withdrawn_by.empty() && basis) {
     EVIDENT_ASSIGN_OR_RETURN(const std::optional<LedgerEntry> later,
                              tx.AppliedAfter(id, intent.subject, *basis, effect.withdrawn_by));
@@ -91,8 +99,10 @@ Result<BasisCheck> CheckBasis(Transaction& tx, const ConsumerConfig& consumer,
                                              " this intent was made on"};
     }
   }
+  // Locked where several processes share the store: the decision that changes it commits before
+  // this read or after this claim, never in between.
   Projection present;
-  EVIDENT_ASSIGN_OR_RETURN(const bool found, tx.ReadProjection(id, intent.subject, present));
+  EVIDENT_ASSIGN_OR_RETURN(const bool found, tx.ReadProjectionLocked(id, intent.subject, present));
   if (!found) return BasisCheck{};
   if (ordered && present.owner_version_seen > present.version) {
     return BasisCheck{Basis::kBehind, "the projection of " + intent.subject + " is at version " +
@@ -125,6 +135,7 @@ class Runner {
 
  private:
   Result<std::optional<Claim>> ClaimNext(Transaction& tx, int64_t now_ms);
+  Result<std::optional<Claim>> TakeRow(Transaction& tx, const EffectIntent& intent, int64_t now_ms);
   // The basis did not hold: the intent is postponed, withdrawn or held for a person.
   Status OnBasis(Transaction& tx, EffectIntent intent, const BasisCheck& check, int64_t now_ms);
   Status Postpone(Transaction& tx, EffectIntent intent, const std::string& why, int64_t now_ms);
@@ -145,6 +156,7 @@ class Runner {
   // What the claim's transaction did to intents whose basis did not hold, reported once it
   // commits (a retried transaction starts the list again).
   std::vector<std::pair<EffectIntent, EffectAction>> basis_events_;
+  bool acted_ = false;  // the claim's transaction acted on a due intent without claiming it
 };
 
 Status Runner::Transact(const RetryPolicy& policy, const std::function<Status(Transaction&)>& op) {
@@ -177,13 +189,18 @@ Status Runner::SetAside(Transaction& tx, EffectIntent intent, int64_t now_ms) {
 }
 
 // A projection behind its owner gives no permission to act: the intent waits, and is looked at
-// again after `postpone_ms`. Its log says once what it waits for.
+// again after postpone_ms, longer the longer it has waited (a quarter of its age, at most
+// postpone_max_ms), so that many lagging subjects do not crowd the runner. Its log says once
+// what it waits for.
 Status Runner::Postpone(Transaction& tx, EffectIntent intent, const std::string& why,
                         int64_t now_ms) {
   const int64_t revision = intent.revision;
   const std::string reason = "postponed: " + why;
   const bool logged = intent.last_error == reason;
-  intent.next_attempt_at_ms = now_ms + options_.postpone_ms;
+  const int64_t delay_ms =
+      std::clamp<int64_t>((now_ms - intent.intended_at_ms) / 4, options_.postpone_ms,
+                          std::max(options_.postpone_ms, options_.postpone_max_ms));
+  intent.next_attempt_at_ms = now_ms + delay_ms;
   intent.last_error = reason;
   EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(intent, revision));
   intent.revision = revision + 1;
@@ -235,44 +252,55 @@ Status Runner::OnBasis(Transaction& tx, EffectIntent intent, const BasisCheck& c
 Result<std::optional<Claim>> Runner::ClaimNext(Transaction& tx, int64_t now_ms) {
   EVIDENT_ASSIGN_OR_RETURN(const Rows<EffectIntent> due, tx.DueIntents(now_ms, kDueRowsMax));
   for (const EffectIntent& intent : due.rows) {
-    const ConsumerConfig* consumer = config_.Find(intent.consumer);
-    const EffectConfig* effect =
-        consumer == nullptr ? nullptr : consumer->FindEffect(intent.effect);
-    if (effect == nullptr) {
-      EVIDENT_RETURN_IF_ERROR(SetAside(tx, intent, now_ms));
-      continue;
-    }
-    assert(intent.state == EffectState::kIntended || intent.state == EffectState::kUnknown);
-    EVIDENT_ASSIGN_OR_RETURN(const BasisCheck check, CheckBasis(tx, *consumer, *effect, intent));
-    if (check.basis != Basis::kHolds) {
-      EVIDENT_RETURN_IF_ERROR(OnBasis(tx, intent, check, now_ms));
-      continue;
-    }
-    Claim claim{intent, effect};
-    EffectIntent& c = claim.intent;
-    c.state = EffectState::kUnknown;
-    c.attempts += 1;
-    c.last_attempt_at_ms = now_ms;
-    c.claimed_by = id_;
-    // Only a target that honours the key may be called again after a lost runner.
-    const bool retakable =
-        effect->target.idempotent_target && c.attempts < effect->retry.attempts_max;
-    c.next_attempt_at_ms =
-        retakable
-            ? std::optional<int64_t>(now_ms + effect->target.timeout_ms + options_.claim_margin_ms)
-            : std::nullopt;
-    EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(c, intent.revision));
-    c.revision = intent.revision + 1;
-    EVIDENT_RETURN_IF_ERROR(tx.LogIntent(
-        {.key = c.key,
-         .action = EffectAction::kAttempt,
-         .by = id_,
-         .state_after = EffectState::kUnknown,
-         .detail = "POST " + effect->target.url + " (attempt " + std::to_string(c.attempts) + ")",
-         .at_ms = now_ms}));
-    return std::optional<Claim>(std::move(claim));
+    Result<std::optional<Claim>> taken = TakeRow(tx, intent, now_ms);
+    // Another runner, a person or a compensation changed this intent since it was listed (a
+    // store that processes share): it is theirs now; the next row is looked at.
+    if (!taken.ok() && taken.status().code() == Code::kAborted) continue;
+    EVIDENT_RETURN_IF_ERROR(taken.status());
+    if (*taken) return taken;
+    acted_ = true;  // put off, postponed, withdrawn or held: more may be due behind it
   }
   return std::optional<Claim>();
+}
+
+// One due intent: set aside, postponed, withdrawn or held (nullopt), or claimed.
+Result<std::optional<Claim>> Runner::TakeRow(Transaction& tx, const EffectIntent& intent,
+                                             int64_t now_ms) {
+  const ConsumerConfig* consumer = config_.Find(intent.consumer);
+  const EffectConfig* effect = consumer == nullptr ? nullptr : consumer->FindEffect(intent.effect);
+  if (effect == nullptr) {
+    EVIDENT_RETURN_IF_ERROR(SetAside(tx, intent, now_ms));
+    return std::optional<Claim>();
+  }
+  assert(intent.state == EffectState::kIntended || intent.state == EffectState::kUnknown);
+  EVIDENT_ASSIGN_OR_RETURN(const BasisCheck check, CheckBasis(tx, *consumer, *effect, intent));
+  if (check.basis != Basis::kHolds) {
+    EVIDENT_RETURN_IF_ERROR(OnBasis(tx, intent, check, now_ms));
+    return std::optional<Claim>();
+  }
+  Claim claim{intent, effect};
+  EffectIntent& c = claim.intent;
+  c.state = EffectState::kUnknown;
+  c.attempts += 1;
+  c.last_attempt_at_ms = now_ms;
+  c.claimed_by = id_;
+  // Only a target that honours the key may be called again after a lost runner.
+  const bool retakable =
+      effect->target.idempotent_target && c.attempts < effect->retry.attempts_max;
+  c.next_attempt_at_ms =
+      retakable
+          ? std::optional<int64_t>(now_ms + effect->target.timeout_ms + options_.claim_margin_ms)
+          : std::nullopt;
+  EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(c, intent.revision));
+  c.revision = intent.revision + 1;
+  EVIDENT_RETURN_IF_ERROR(tx.LogIntent(
+      {.key = c.key,
+       .action = EffectAction::kAttempt,
+       .by = id_,
+       .state_after = EffectState::kUnknown,
+       .detail = "POST " + effect->target.url + " (attempt " + std::to_string(c.attempts) + ")",
+       .at_ms = now_ms}));
+  return std::optional<Claim>(std::move(claim));
 }
 
 // Records the answer, unless the intent changed since the claim (a person resolved it, or
@@ -350,18 +378,25 @@ Result<EffectRunSummary> Runner::Run() {
     std::optional<Claim> claim;
     const int64_t unconfigured = summary_.unconfigured;
     const EffectRunSummary before = summary_;
-    EVIDENT_RETURN_IF_ERROR(Transact(options_.busy_retry, [&](Transaction& tx) -> Status {
-      summary_ = before;  // a retried transaction counts once
-      summary_.unconfigured = unconfigured;
-      basis_events_.clear();
-      EVIDENT_ASSIGN_OR_RETURN(claim, ClaimNext(tx, clock_.NowMs()));
-      return Status::Ok();
-    }));
+    EVIDENT_RETURN_IF_ERROR(
+        Transact(RetryingConflicts(options_.busy_retry), [&](Transaction& tx) -> Status {
+          summary_ = before;  // a retried transaction counts once
+          summary_.unconfigured = unconfigured;
+          basis_events_.clear();
+          acted_ = false;
+          EVIDENT_ASSIGN_OR_RETURN(claim, ClaimNext(tx, clock_.NowMs()));
+          return Status::Ok();
+        }));
     if (options_.on_basis) {
       for (const auto& [intent, action] : basis_events_) options_.on_basis(intent, action);
     }
     basis_events_.clear();
+    if (summary_.withdrawn != before.withdrawn || summary_.held != before.held) {
+      active_ms = clock_.NowMs();  // a decision about an intent; a postponement is none
+    }
     if (!claim) {
+      // Due intents behind the ones just put off or postponed are looked at at once.
+      if (acted_) continue;
       const int64_t now_ms = clock_.NowMs();
       if (options_.until_idle_ms >= 0 && now_ms - active_ms >= options_.until_idle_ms) break;
       SleepUnlessCancelled(clock_, options_.poll_ms, options_.cancel);

@@ -406,6 +406,30 @@ TEST_F(EffectRunner, AnIntentWaitsWhileItsProjectionLagsTheOwner) {
   EXPECT_EQ(Find("reserve:order-1").state, EffectState::kDone);
 }
 
+// Many intents waiting on lagging projections do not hold back one that is ready, and a run that
+// ends when idle does not end while it is due: postponements are not activity, but the rows
+// behind them are looked at at once.
+TEST_F(EffectRunner, PostponedIntentsDoNotHoldBackAReadyOne) {
+  config_.consumers[0].contract.ordering.by_subject = true;
+  for (int i = 0; i < 100; ++i) {
+    const std::string subject = "lagging-" + std::to_string(i);
+    Intend("reserve:" + subject, "reserve-stock", subject);
+    SetProjection(*store_, subject, 1, 3, "paid");
+  }
+  clock_.Advance(1);
+  Intend("reserve:order-1");  // due after all of them
+  const EffectRunSummary s = Run(100);
+  EXPECT_EQ(s.done, 1);
+  EXPECT_GE(s.postponed, 100);
+  ASSERT_EQ(transport_.calls.size(), 1u);
+  EXPECT_EQ(transport_.calls[0].key, "reserve:order-1");
+  // Looked at again later, the longer the older they are (a quarter of their age, at least a
+  // second, at most postpone_max_ms).
+  const EffectIntent lagging = Find("reserve:lagging-0");
+  ASSERT_TRUE(lagging.next_attempt_at_ms.has_value());
+  EXPECT_GE(*lagging.next_attempt_at_ms - lagging.intended_at_ms, 1000);
+}
+
 // The projection's state no longer one of the effect's `states`: withdrawn, never sent, with
 // the reason in its last error and log.
 TEST_F(EffectRunner, AnIntentWhoseStateNoLongerPermitsItIsWithdrawnNeverSent) {
@@ -539,6 +563,48 @@ TEST_F(CompensationRunner, ADoneEffectIsCompensatedOnceByItsCompensatingEffect) 
   EXPECT_EQ(Run().done, 1);
   ASSERT_EQ(transport_.calls.size(), 2u);
   EXPECT_EQ(transport_.calls[1].key, "release:order-1");
+  EXPECT_EQ(Record().state, CompensationState::kCompensated);
+}
+
+// The compensating effect refused for good: the compensation ends compensation-failed, for a
+// person, not compensating for ever.
+TEST_F(CompensationRunner, ACompensatingEffectThatFailsEndsTheCompensationFailed) {
+  Intend("reserve:order-1");
+  EXPECT_EQ(Run().done, 1);
+  EXPECT_TRUE(Compensate());
+  transport_.script = {Answer(400)};
+  EXPECT_EQ(Run().failed, 1);
+  EXPECT_EQ(Record().state, CompensationState::kCompensationFailed);
+  EXPECT_NE(Record().detail.find("is not compensated"), std::string::npos) << Record().detail;
+}
+
+// A compensation covering an intent stops it for good: a person's "call again" on it, or a retry
+// the target would honour, is withdrawn by the runner, never sent.
+TEST_F(CompensationRunner, AnIntentACompensationCoversIsNeverAttemptedAgain) {
+  Intend("reserve:order-1");
+  const CallResult refused{.outcome = CallOutcome::kNotSent, .error = "refused"};
+  transport_.script = {refused, refused, refused};
+  EXPECT_EQ(Run().not_sent, 3);  // never reached the target: intended, waits for a person
+  EXPECT_TRUE(Compensate());     // pending: withdrawn at once
+  EXPECT_EQ(Find("reserve:order-1").state, EffectState::kWithdrawn);
+  Intend("reserve:order-1:b");
+  transport_.script = {Answer(503), Answer(503), Answer(503)};
+  Run();  // unknown, waits for reconciliation
+  EXPECT_TRUE(Compensate("compensation:order-1:b"));
+  ASSERT_EQ(Record("compensation:order-1:b").state, CompensationState::kWaitsForReconciliation);
+  const auto again = ResolveEffect(*store_,
+                                   {.key = "reserve:order-1:b",
+                                    .outcome = EffectState::kIntended,
+                                    .by = "ops",
+                                    .note = "call it again"},
+                                   clock_.NowMs());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  const size_t calls = transport_.calls.size();
+  const EffectRunSummary s = Run();
+  EXPECT_EQ(s.withdrawn, 1);
+  EXPECT_EQ(transport_.calls.size(), calls);
+  EXPECT_EQ(Find("reserve:order-1:b").state, EffectState::kWithdrawn);
+  EXPECT_EQ(Record("compensation:order-1:b").state, CompensationState::kNothingPerformed);
 }
 
 TEST_F(CompensationRunner, APendingEffectIsWithdrawnAndNothingIsCompensated) {
@@ -602,7 +668,7 @@ TEST_F(CompensationRunner, AnAnswerRecordedAfterTheCompensationSettlesIt) {
   };
   EXPECT_EQ(Run().done, 2);  // the reservation, then its release
   EXPECT_TRUE(compensated);
-  EXPECT_EQ(Record().state, CompensationState::kCompensating);
+  EXPECT_EQ(Record().state, CompensationState::kCompensated);
   ASSERT_EQ(transport_.calls.size(), 2u);
   EXPECT_EQ(transport_.calls[1].key, "release:order-1");
 }

@@ -106,7 +106,11 @@ void ReadinessJson(const ConsumerEvidence& c, json::Writer& w) {
     w.Key("covers").BeginArray();
     if (!r.covers.empty()) w.String(r.covers);
     w.EndArray().Key("compensating_key");
-    r.compensating_key.empty() ? w.Null() : w.String(r.compensating_key);
+    // Named only once it was intended: a key kept for a reconciliation that never came is none.
+    const bool intended = r.state == CompensationState::kCompensating ||
+                          r.state == CompensationState::kCompensated ||
+                          r.state == CompensationState::kCompensationFailed;
+    intended ? w.String(r.compensating_key) : w.Null();
     w.EndObject();
   }
   w.EndArray().Key("effects").BeginArray();

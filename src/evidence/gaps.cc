@@ -14,14 +14,16 @@
 namespace evident {
 namespace {
 
-// The replay request of one gap: a CloudEvent whose id names the gap, so that the outbox too
-// would refuse a second one.
+// The replay request of one gap: a CloudEvent whose id names what is missing now (the
+// projection may have moved into the range since the gap opened: the versions below it are not
+// asked for), so that the outbox too would refuse a second one. `gap_from` names the gap's
+// record (its first missing version when it opened): the owner's answer carries it back.
 OutboxRow ReplayRequest(const GapRecord& g, const Gap& gap, std::string_view owner_source,
                         int64_t now_ms, int64_t partition_count) {
   OutboxRow row;
   row.source = ReplayRequestSource(g.consumer);
   row.event_id = "replay-request:" + g.consumer + ":" + g.subject + ":" +
-                 std::to_string(g.expected_version) + "-" + std::to_string(g.missing_to);
+                 std::to_string(gap.expected_version) + "-" + std::to_string(g.missing_to);
   row.type = kReplayRequestedType;
   row.subject = g.subject;
   row.partition =
@@ -34,7 +36,8 @@ OutboxRow ReplayRequest(const GapRecord& g, const Gap& gap, std::string_view own
   w.Field("time", rfc3339::FormatMs(now_ms)).Field("datacontenttype", "application/json");
   w.Key("data").BeginObject().Field("consumer", g.consumer).Field("subject", g.subject);
   w.Field("owner_source", owner_source);
-  w.Key("missing_from").Int(g.expected_version).Key("missing_to").Int(g.missing_to);
+  w.Key("missing_from").Int(gap.expected_version).Key("missing_to").Int(g.missing_to);
+  w.Key("gap_from").Int(g.expected_version);
   w.Key("waiting_versions").BeginArray();
   for (const int64_t v : gap.waiting_versions) w.Int(v);
   w.EndArray().Field("deadline_at", rfc3339::FormatMs(g.deadline_at_ms));
@@ -72,7 +75,12 @@ Status ActOn(Transaction& tx, const Gap& gap, int64_t now_ms, const GapCheckOpti
              GapCheck& check) {
   EVIDENT_ASSIGN_OR_RETURN(std::optional<GapRecord> there,
                            tx.FindGap(gap.consumer, gap.subject, gap.expected_version));
-  if (!there && gap.record && gap.record->state == GapState::kOpen) there = gap.record;
+  if (!there && gap.record && gap.record->state == GapState::kOpen) {
+    // The open record covering the gap, read again in this transaction: a person may have
+    // closed it since the snapshot.
+    EVIDENT_ASSIGN_OR_RETURN(there,
+                             tx.FindGap(gap.consumer, gap.subject, gap.record->expected_version));
+  }
   if (there && there->state != GapState::kOpen) return Status::Ok();
   Projection now;
   EVIDENT_ASSIGN_OR_RETURN(const bool found, tx.ReadProjection(gap.consumer, gap.subject, now));

@@ -59,6 +59,8 @@ bool ReadRequest(std::string_view bytes, ReplayAnswer& answer) {
   answer.owner_source = TextOf(data, "owner_source");
   answer.missing_from = IntOf(data, "missing_from");
   answer.missing_to = IntOf(data, "missing_to");
+  answer.gap_from = IntOf(data, "gap_from");
+  if (answer.gap_from == 0) answer.gap_from = answer.missing_from;
   if (answer.request_id.empty() || answer.consumer.empty() || answer.subject.empty() ||
       answer.owner_source.empty()) {
     answer.error = "an id, and in its data a consumer, a subject and an owner_source, are needed";
@@ -84,7 +86,8 @@ OutgoingMessage AnswerMessage(const ReplayAnswer& a, int64_t partition, int64_t 
   w.Field("datacontenttype", "application/json").Key("data").BeginObject();
   w.Field("request_id", a.request_id).Field("consumer", a.consumer).Field("subject", a.subject);
   w.Field("owner_source", a.owner_source).Key("missing_from").Int(a.missing_from);
-  w.Key("missing_to").Int(a.missing_to).Field("answer", ReplayAnswerKindName(a.kind));
+  w.Key("missing_to").Int(a.missing_to).Key("gap_from").Int(a.gap_from);
+  w.Field("answer", ReplayAnswerKindName(a.kind));
   for (const auto& [name, versions] :
        {std::pair{"republished", &a.republished}, std::pair{"gone", &a.gone}}) {
     w.Key(name).BeginArray();
@@ -130,9 +133,8 @@ Result<ReplayPlan> PlanReplay(Snapshot& snapshot, std::string_view request_bytes
   std::vector<int64_t> kept;
   for (const OutboxRow& row : rows.rows) {
     assert(row.subject_version && *row.subject_version >= a.missing_from);
-    plan.messages.push_back(
-        {RelayDestination(row.partition, row.type),
-         "replay:" + a.request_id + ":" + std::to_string(row.seq), row.bytes});
+    plan.messages.push_back({RelayDestination(row.partition, row.type),
+                             "replay:" + a.request_id + ":" + std::to_string(row.seq), row.bytes});
     a.republished.push_back(*row.subject_version);
     kept.push_back(*row.subject_version);
   }
@@ -141,9 +143,9 @@ Result<ReplayPlan> PlanReplay(Snapshot& snapshot, std::string_view request_bytes
     if (!std::binary_search(kept.begin(), kept.end(), v)) a.gone.push_back(v);
   }
   const int64_t missing = a.missing_to - a.missing_from + 1;
-  a.kind = a.gone.empty()                                 ? ReplayAnswer::Kind::kRepublished
+  a.kind = a.gone.empty()                                  ? ReplayAnswer::Kind::kRepublished
            : static_cast<int64_t>(a.gone.size()) < missing ? ReplayAnswer::Kind::kPartlyGone
-                                                          : ReplayAnswer::Kind::kGone;
+                                                           : ReplayAnswer::Kind::kGone;
   const int64_t partition = rows.rows.empty() ? 0 : rows.rows.front().partition;
   plan.messages.push_back(AnswerMessage(a, partition, now_ms));
   return plan;
@@ -280,7 +282,8 @@ Status Server::Commit(const Cursor& cursor) {
 void Server::Log(const ReplayAnswer& a) const {
   if (options_.log == nullptr) return;
   std::string versions;
-  for (const int64_t v : a.republished) versions += (versions.empty() ? "v" : ", v") + std::to_string(v);
+  for (const int64_t v : a.republished)
+    versions += (versions.empty() ? "v" : ", v") + std::to_string(v);
   std::string gone;
   for (const int64_t v : a.gone) gone += (gone.empty() ? "v" : ", v") + std::to_string(v);
   std::fprintf(options_.log, "%s  %s  %s for %s: %s%s%s%s\n", a.request_id.c_str(),

@@ -1779,8 +1779,6 @@ TEST_P(StoreConformance, IntentLogsAndListsFilterAndPage) {
 TEST_P(StoreConformance, CompensationsAreRecordedOncePerKey) {
   Write([&](Transaction& tx) {
     EXPECT_EQ(Take(tx.InsertCompensation(Compensation("comp:order-1:v2"))), Insert::kInserted);
-    EXPECT_EQ(Take(tx.InsertCompensation(Compensation("comp:order-1:v2", "c2"))),
-              Insert::kAlreadyThere);
     EXPECT_EQ(Take(tx.InsertCompensation(Compensation("comp:order-2:v1", "c2", "order-2"))),
               Insert::kInserted);
   });
@@ -1788,8 +1786,21 @@ TEST_P(StoreConformance, CompensationsAreRecordedOncePerKey) {
   Write([&](Transaction& tx) {
     EXPECT_EQ(Take(tx.InsertCompensation(Compensation("comp:order-1:v2"))), Insert::kAlreadyThere);
   });
+  // One record per (consumer, key): another consumer's record of the same decision, and the
+  // owner's (no consumer), live beside it.
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertCompensation(Compensation("comp:order-2:v1", "c", "order-2"))),
+              Insert::kInserted);
+    CompensationRecord owner = Compensation("comp:order-2:v1", "", "order-2");
+    owner.recorded_by = CompensationBy::kOwner;
+    EXPECT_EQ(Take(tx.InsertCompensation(owner)), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertCompensation(owner)), Insert::kAlreadyThere);
+  });
+  EXPECT_EQ(Take(Read()->ListCompensations("", "order-2")).rows.size(), 3u);
   auto snapshot = Read();
-  const Rows<CompensationRecord> all = Take(snapshot->ListCompensations("", ""));
+  const Rows<CompensationRecord> every = Take(snapshot->ListCompensations("", ""));
+  ASSERT_EQ(every.rows.size(), 4u);
+  const Rows<CompensationRecord> all = Take(snapshot->ListCompensations("", "", 0, 2));
   ASSERT_EQ(all.rows.size(), 2u);
   const CompensationRecord& c = all.rows[0];
   EXPECT_EQ(c.key, "comp:order-1:v2");
@@ -1805,9 +1816,11 @@ TEST_P(StoreConformance, CompensationsAreRecordedOncePerKey) {
             std::vector<std::string>{"comp:order-2:v1"});
   EXPECT_EQ(Pluck(Take(snapshot->ListCompensations("", "order-1")).rows, &CompensationRecord::key),
             std::vector<std::string>{"comp:order-1:v2"});
-  EXPECT_TRUE(Take(snapshot->ListCompensations("", "", all.rows[1].seq)).rows.empty());
+  EXPECT_EQ(Pluck(Take(snapshot->ListCompensations("c", "")).rows, &CompensationRecord::key),
+            (std::vector<std::string>{"comp:order-1:v2", "comp:order-2:v1"}));
+  EXPECT_TRUE(Take(snapshot->ListCompensations("", "", every.rows[3].seq)).rows.empty());
   snapshot.reset();
-  EXPECT_EQ(Counts(), CountsOf(0, 0, 0, 0, 0, 0, 2));
+  EXPECT_EQ(Counts(), CountsOf(0, 0, 0, 0, 0, 0, 4));
 }
 
 // Evidence keeps its detail (an effect's answer) across a reopen, with a source of its own or
@@ -2060,11 +2073,11 @@ TEST_P(StoreConformance, CompensationsKeepWhatTheyDidAndAreFoundByTheIntentTheyC
     EXPECT_EQ(Take(tx.InsertCompensation(consumer)), Insert::kAlreadyThere);
   });
   auto tx = Begin();
-  std::vector<CompensationRecord> covering = Take(tx->CompensationsCovering("reserve:order-1"));
+  std::vector<CompensationRecord> covering = Take(tx->CompensationsOfIntent("reserve:order-1"));
   ASSERT_EQ(covering.size(), 1u);
   EXPECT_EQ(covering[0].key, consumer.key);
   EXPECT_EQ(covering[0].compensating_request, consumer.compensating_request);
-  EXPECT_TRUE(Take(tx->CompensationsCovering("")).empty());  // an owner's record covers none
+  EXPECT_TRUE(Take(tx->CompensationsOfIntent("")).empty());  // an owner's record covers none
   CompensationRecord settled = covering[0];
   settled.state = CompensationState::kCompensating;
   settled.detail = "reconciled as done: release-stock intended";

@@ -69,7 +69,7 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "latest-intent-of",
     "insert-compensation",
     "update-compensation",
-    "compensations-covering",
+    "compensations-of-intent",
     "list-intents",
     "intent-log-of",
     "list-compensations",
@@ -308,9 +308,9 @@ class FaultTransaction final : public Transaction {
     EVIDENT_FAULT_ENTER(StoreCall::kUpdateCompensation);
     return inner_->UpdateCompensation(record);
   }
-  Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) override {
-    EVIDENT_FAULT_ENTER(StoreCall::kCompensationsCovering);
-    return inner_->CompensationsCovering(key);
+  Result<std::vector<CompensationRecord>> CompensationsOfIntent(std::string_view key) override {
+    EVIDENT_FAULT_ENTER(StoreCall::kCompensationsOfIntent);
+    return inner_->CompensationsOfIntent(key);
   }
   Status InsertCorrection(const ProjectionCorrection& correction) override {
     EVIDENT_FAULT_ENTER(StoreCall::kInsertCorrection);

@@ -68,7 +68,7 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kLatestIntentOf,
     StoreCall::kInsertCompensation,
     StoreCall::kUpdateCompensation,
-    StoreCall::kCompensationsCovering,
+    StoreCall::kCompensationsOfIntent,
     StoreCall::kListIntents,
     StoreCall::kIntentLogOf,
     StoreCall::kListCompensations,
@@ -199,8 +199,8 @@ Status Transact(Transaction& tx, StoreCall call) {
       EVIDENT_RETURN_IF_ERROR(tx.InsertCompensation(CompensationRecord{.key = "c"}).status());
       return tx.UpdateCompensation(CompensationRecord{.key = "c", .detail = "d"});
     }
-    case StoreCall::kCompensationsCovering:
-      return tx.CompensationsCovering("k").status();
+    case StoreCall::kCompensationsOfIntent:
+      return tx.CompensationsOfIntent("k").status();
     case StoreCall::kInsertCorrection:
       return tx.InsertCorrection(ProjectionCorrection{.consumer = "c", .subject = "order-1"});
     default:

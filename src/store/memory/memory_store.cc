@@ -112,7 +112,7 @@ struct EffectTable {
   Table<std::string, int64_t> intent_keys;
   Table<std::tuple<std::string, int64_t>, EffectLogEntry> log;
   Table<int64_t, CompensationRecord> compensations;
-  Table<std::string, int64_t> compensation_keys;
+  Table<std::tuple<std::string, std::string>, int64_t> compensation_keys;  // consumer, key
 };
 
 // One committed version of the database.
@@ -174,9 +174,9 @@ struct Overlay {
   Table<int64_t, EffectIntent> intents;     // inserted or changed
   Table<std::string, int64_t> intent_keys;  // of the inserted ones
   std::vector<EffectLogEntry> effect_log;   // seq assigned
-  Table<int64_t, CompensationRecord> compensations;  // inserted or changed
-  Table<std::string, int64_t> compensation_keys;     // of the inserted ones
-  std::vector<ProjectionCorrection> corrections;     // seq assigned
+  Table<int64_t, CompensationRecord> compensations;                        // inserted or changed
+  Table<std::tuple<std::string, std::string>, int64_t> compensation_keys;  // inserted ones
+  std::vector<ProjectionCorrection> corrections;                           // seq assigned
 };
 
 // The table itself when no other State holds it, else a copy of it put in its place. Called
@@ -579,7 +579,12 @@ class MemoryTransaction final : public Transaction {
       draft.note.assign(closing.note);
       draft.how = closing.how;
       draft.cause = closing.cause;
-      if (!closing.waiting_versions.empty()) draft.waiting_versions = closing.waiting_versions;
+      if (!closing.waiting_versions.empty()) {
+        draft.waiting_versions = closing.waiting_versions;
+        const int64_t lowest =
+            *std::min_element(closing.waiting_versions.begin(), closing.waiting_versions.end());
+        draft.missing_to = std::max(draft.expected_version, std::min(draft.missing_to, lowest - 1));
+      }
       ++closed;
     }
     return closed;
@@ -665,7 +670,7 @@ class MemoryTransaction final : public Transaction {
                                                      std::string_view subject,
                                                      std::string_view effect) override;
   Status UpdateCompensation(const CompensationRecord& record) override {
-    const CompensationRecord* row = CompensationRow(record.key);
+    const CompensationRecord* row = CompensationRow(record.consumer, record.key);
     if (row == nullptr) return Status::NotFound("no compensation " + record.key);
     CompensationRecord next = *row;
     next.covers = record.covers;
@@ -677,19 +682,19 @@ class MemoryTransaction final : public Transaction {
     overlay_.compensations.insert_or_assign(seq, std::move(next));
     return Status::Ok();
   }
-  Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) override;
+  Result<std::vector<CompensationRecord>> CompensationsOfIntent(std::string_view key) override;
   Status InsertCorrection(const ProjectionCorrection& correction) override {
     ProjectionCorrection& row = overlay_.corrections.emplace_back(correction);
     row.seq = base_->correction_seq_last + static_cast<int64_t>(overlay_.corrections.size());
     return Status::Ok();
   }
   Result<Insert> InsertCompensation(const CompensationRecord& record) override {
-    if (CompensationRow(record.key) != nullptr) return Insert::kAlreadyThere;
+    if (CompensationRow(record.consumer, record.key) != nullptr) return Insert::kAlreadyThere;
     const int64_t seq =
         base_->compensation_seq_last + static_cast<int64_t>(overlay_.compensation_keys.size()) + 1;
     CompensationRecord& row = overlay_.compensations.insert_or_assign(seq, record).first->second;
     row.seq = seq;
-    overlay_.compensation_keys.emplace(record.key, seq);
+    overlay_.compensation_keys.emplace(std::make_tuple(record.consumer, record.key), seq);
     return Insert::kInserted;
   }
 
@@ -755,12 +760,13 @@ class MemoryTransaction final : public Transaction {
     }
     return &base_->effects->intents.at(seq);
   }
-  const CompensationRecord* CompensationRow(std::string_view key) const {
+  const CompensationRecord* CompensationRow(std::string_view consumer, std::string_view key) const {
+    const std::tuple<std::string_view, std::string_view> id(consumer, key);
     int64_t seq = 0;
-    if (const auto it = overlay_.compensation_keys.find(key);
+    if (const auto it = overlay_.compensation_keys.find(id);
         it != overlay_.compensation_keys.end()) {
       seq = it->second;
-    } else if (const auto there = base_->effects->compensation_keys.find(key);
+    } else if (const auto there = base_->effects->compensation_keys.find(id);
                there != base_->effects->compensation_keys.end()) {
       seq = there->second;
     } else {
@@ -1102,15 +1108,15 @@ Result<std::optional<EffectIntent>> MemoryTransaction::LatestIntentOf(std::strin
   return latest;
 }
 
-Result<std::vector<CompensationRecord>> MemoryTransaction::CompensationsCovering(
+Result<std::vector<CompensationRecord>> MemoryTransaction::CompensationsOfIntent(
     std::string_view key) {
   if (key.empty()) return std::vector<CompensationRecord>();  // an owner's record covers none
   std::map<int64_t, const CompensationRecord*> rows;
   for (const auto& [seq, record] : base_->effects->compensations) {
-    if (record.covers == key) rows[seq] = &record;
+    if (record.covers == key || record.compensating_key == key) rows[seq] = &record;
   }
   for (const auto& [seq, record] : overlay_.compensations) {
-    if (record.covers == key) {
+    if (record.covers == key || record.compensating_key == key) {
       rows[seq] = &record;
     } else {
       rows.erase(seq);

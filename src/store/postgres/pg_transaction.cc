@@ -49,7 +49,7 @@ const std::string kCompensationInsert =
     " type, recorded_at_ms, recorded_by, decision, compensates, covers, compensate_with,"
     " compensating_key, compensating_request, basis_version, state, detail, updated_at_ms)"
     " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,"
-    " $19) ON CONFLICT (key) DO NOTHING";
+    " $19) ON CONFLICT (consumer, key) DO NOTHING";
 
 Params CompensationParams(const CompensationRecord& c) {
   Params p;
@@ -609,6 +609,26 @@ Result<bool> PgTransaction::ReadProjection(std::string_view consumer, std::strin
   return true;
 }
 
+// Read from the server, FOR SHARE: a transaction that changes the row (a decision) commits before
+// this read returns, or waits for this transaction to end. The cache keeps what was read.
+Result<bool> PgTransaction::ReadProjectionLocked(std::string_view consumer,
+                                                 std::string_view subject, Projection& out) {
+  LockConsumer(consumer);
+  static const std::string kSql = std::string("SELECT ") + kProjectionColumns +
+                                  " FROM projection WHERE subject=$2 AND consumer=$1 FOR SHARE";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                           Db().Query(kSql, Params().Text(consumer).Text(subject)));
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<Projection> row, ReadOne(rows, &ReadProjectionRow));
+  auto& cached = projections_[Key(consumer, subject)];
+  cached = std::move(row);
+  if (!cached) {
+    FreshProjection(consumer, subject, out);
+    return false;
+  }
+  AssignProjection(*cached, out);
+  return true;
+}
+
 // The expected version is checked here against the projection as this transaction knows it
 // (read first when it was not loaded), and again by the server when the put is sent
 // (FlushProjections: the row's version in the UPDATE, or the primary key of a new row).
@@ -790,16 +810,19 @@ Result<int64_t> PgTransaction::CloseGaps(std::string_view consumer, std::string_
   LockConsumer(consumer);
   static const std::string kSql =
       "UPDATE gap SET state='closed', closed_at_ms=$4, closed_by=$5, note=$6, how=$7, cause=$8,"
-      " waiting=COALESCE($9::text, waiting)"
+      " waiting=COALESCE($9::text, waiting),"
+      " missing_to=GREATEST(expected_version, LEAST(missing_to, COALESCE($10::bigint, missing_to)))"
       " WHERE consumer=$1 AND subject=$2 AND state<>'closed' AND missing_to<=$3";
   Params params;
   params.Text(consumer).Text(subject).Int(through_version).Int(closing.at_ms).Text(closing.by);
   params.Text(closing.note).Text(GapClosedHowName(closing.how));
   params.Text(GapCauseName(closing.cause));
   if (closing.waiting_versions.empty()) {
-    params.Null();
+    params.Null().Null();
   } else {
     params.Text(JoinVersions(closing.waiting_versions));
+    params.Int(*std::min_element(closing.waiting_versions.begin(), closing.waiting_versions.end()) -
+               1);
   }
   const auto known = open_gaps_.find(Key(consumer, subject));
   if (known == open_gaps_.end()) {
@@ -1166,20 +1189,21 @@ Result<std::optional<EffectIntent>> PgTransaction::LatestIntentOf(std::string_vi
 Status PgTransaction::UpdateCompensation(const CompensationRecord& c) {
   static const std::string kSql =
       "UPDATE compensation SET covers=$2, compensating_key=$3, state=$4, detail=$5,"
-      " updated_at_ms=$6 WHERE key=$1";
+      " updated_at_ms=$6 WHERE key=$1 AND consumer=$7";
   Params p;
   p.Text(c.key).Text(c.covers).Text(c.compensating_key).Text(CompensationStateName(c.state));
-  p.Text(c.detail).Int(c.updated_at_ms);
+  p.Text(c.detail).Int(c.updated_at_ms).Text(c.consumer);
   EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, p));
   if (done.affected() == 0) return Status::NotFound("no compensation " + c.key);
   return Status::Ok();
 }
 
-// `covers<>''` lets the partial index compensation_by_covers serve every key (a prepared
-// statement's generic plan cannot prove it from covers=$1), and an empty key covers nothing.
-Result<std::vector<CompensationRecord>> PgTransaction::CompensationsCovering(std::string_view key) {
+// Through the indexes compensation_by_covers and compensation_by_compensating_key; an empty key
+// names none (an owner's record covers nothing).
+Result<std::vector<CompensationRecord>> PgTransaction::CompensationsOfIntent(std::string_view key) {
+  if (key.empty()) return std::vector<CompensationRecord>();
   static const std::string kSql = std::string("SELECT ") + kCompensationColumns +
-                                  " FROM compensation WHERE covers=$1 AND covers<>''"
+                                  " FROM compensation WHERE covers=$1 OR compensating_key=$1"
                                   " ORDER BY seq LIMIT $2";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
                            Db().Query(kSql, Params().Text(key).Int(kCoveringRowsMax)));

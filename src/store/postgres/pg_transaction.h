@@ -70,6 +70,8 @@ class PgTransaction final : public Transaction {
   Result<std::optional<GapRecord>> FindGap(std::string_view consumer, std::string_view subject,
                                            int64_t expected_version) override;
   Result<Insert> InsertGap(const GapRecord& record) override;
+  Result<bool> ReadProjectionLocked(std::string_view consumer, std::string_view subject,
+                                    Projection& out) override;
   Status RecordGap(const GapRecord& record) override;
   Result<int64_t> CloseGaps(std::string_view consumer, std::string_view subject,
                             int64_t through_version, const GapClosing& closing) override;
@@ -102,7 +104,7 @@ class PgTransaction final : public Transaction {
                                                      std::string_view effect) override;
   Result<Insert> InsertCompensation(const CompensationRecord& record) override;
   Status UpdateCompensation(const CompensationRecord& record) override;
-  Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) override;
+  Result<std::vector<CompensationRecord>> CompensationsOfIntent(std::string_view key) override;
   Status InsertCorrection(const ProjectionCorrection& correction) override;
   Status IntendOnce(const EffectIntent& intent, std::string_view trigger_detail) override;
   Status RecordCompensation(const CompensationRecord& record) override;

@@ -154,7 +154,7 @@ CREATE TABLE IF NOT EXISTS effect_log(
   state_after TEXT NOT NULL, http_status INTEGER, detail TEXT NOT NULL, at_ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS effect_log_by_key ON effect_log(key, seq);
 CREATE TABLE IF NOT EXISTS compensation(
-  seq INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, consumer TEXT NOT NULL,
+  seq INTEGER PRIMARY KEY, key TEXT NOT NULL, consumer TEXT NOT NULL,
   subject TEXT NOT NULL, owner_source TEXT NOT NULL, owner_version INTEGER,
   event_id TEXT NOT NULL, type TEXT NOT NULL, recorded_at_ms INTEGER NOT NULL,
   recorded_by TEXT NOT NULL DEFAULT 'consumer', decision TEXT NOT NULL DEFAULT '',
@@ -162,7 +162,7 @@ CREATE TABLE IF NOT EXISTS compensation(
   compensate_with TEXT NOT NULL DEFAULT '', compensating_key TEXT NOT NULL DEFAULT '',
   compensating_request BLOB NOT NULL DEFAULT x'', basis_version INTEGER,
   state TEXT NOT NULL DEFAULT 'recorded', detail TEXT NOT NULL DEFAULT '',
-  updated_at_ms INTEGER NOT NULL DEFAULT 0);
+  updated_at_ms INTEGER NOT NULL DEFAULT 0, UNIQUE(consumer, key));
 CREATE INDEX IF NOT EXISTS compensation_by_subject ON compensation(subject, consumer, seq);
 )sql";
 
@@ -172,7 +172,8 @@ CREATE INDEX IF NOT EXISTS compensation_by_subject ON compensation(subject, cons
 // corrections of projections. Its indexes name columns an older table gains in the migration,
 // so they are created after it.
 constexpr const char* kLayout8Schema = R"sql(
-CREATE INDEX IF NOT EXISTS compensation_by_covers ON compensation(covers) WHERE covers<>'';
+CREATE INDEX IF NOT EXISTS compensation_by_covers ON compensation(covers);
+CREATE INDEX IF NOT EXISTS compensation_by_compensating_key ON compensation(compensating_key);
 CREATE INDEX IF NOT EXISTS outbox_by_subject ON outbox(subject, subject_version)
   WHERE subject_version IS NOT NULL;
 CREATE TABLE IF NOT EXISTS projection_correction(
@@ -181,6 +182,30 @@ CREATE TABLE IF NOT EXISTS projection_correction(
   note TEXT NOT NULL, basis TEXT NOT NULL, forced INTEGER NOT NULL, at_ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS projection_correction_by_subject
   ON projection_correction(subject, consumer, seq);
+)sql";
+
+// A compensation table of layout 7 or older (one record per key, none of the layout-8 columns)
+// is rebuilt as layout 8's: one record per (consumer, key), so that an owner's record and a
+// consumer's of the same decision live side by side.
+constexpr const char* kMigrateCompensation8 = R"sql(
+ALTER TABLE compensation RENAME TO compensation_7;
+DROP INDEX IF EXISTS compensation_by_subject;
+CREATE TABLE compensation(
+  seq INTEGER PRIMARY KEY, key TEXT NOT NULL, consumer TEXT NOT NULL,
+  subject TEXT NOT NULL, owner_source TEXT NOT NULL, owner_version INTEGER,
+  event_id TEXT NOT NULL, type TEXT NOT NULL, recorded_at_ms INTEGER NOT NULL,
+  recorded_by TEXT NOT NULL DEFAULT 'consumer', decision TEXT NOT NULL DEFAULT '',
+  compensates TEXT NOT NULL DEFAULT '', covers TEXT NOT NULL DEFAULT '',
+  compensate_with TEXT NOT NULL DEFAULT '', compensating_key TEXT NOT NULL DEFAULT '',
+  compensating_request BLOB NOT NULL DEFAULT x'', basis_version INTEGER,
+  state TEXT NOT NULL DEFAULT 'recorded', detail TEXT NOT NULL DEFAULT '',
+  updated_at_ms INTEGER NOT NULL DEFAULT 0, UNIQUE(consumer, key));
+INSERT INTO compensation(seq, key, consumer, subject, owner_source, owner_version, event_id,
+  type, recorded_at_ms, updated_at_ms)
+SELECT seq, key, consumer, subject, owner_source, owner_version, event_id, type,
+  recorded_at_ms, recorded_at_ms FROM compensation_7;
+DROP TABLE compensation_7;
+CREATE INDEX IF NOT EXISTS compensation_by_subject ON compensation(subject, consumer, seq);
 )sql";
 
 // A gap table of layout 7 or older (acted_at_ms NOT NULL, none of the layout-8 columns) is
@@ -1076,6 +1101,10 @@ class SqliteEngine {
   // Layout 8's columns on the tables an older layout made (a table Schema() created above for an
   // older layout has them already), the gap table rebuilt, then its new tables and indexes.
   Status MigrateTo8() {
+    EVIDENT_ASSIGN_OR_RETURN(
+        const int64_t compensation_is_8,
+        Count("SELECT count(*) FROM pragma_table_info('compensation') WHERE name='recorded_by'"));
+    if (compensation_is_8 == 0) EVIDENT_RETURN_IF_ERROR(Exec(kMigrateCompensation8));
     EVIDENT_RETURN_IF_ERROR(AddLayout8Columns());
     EVIDENT_ASSIGN_OR_RETURN(
         const int64_t gap_is_8,
@@ -1692,19 +1721,27 @@ class SqliteEngine {
                             int64_t through_version, const GapClosing& closing) {
     static const std::string kSql =
         "UPDATE gap SET state='closed', closed_at_ms=?4, closed_by=?5, note=?6, how=?7, cause=?8,"
-        " waiting=CASE WHEN ?9='' THEN waiting ELSE ?9 END"
+        " waiting=CASE WHEN ?9='' THEN waiting ELSE ?9 END,"
+        " missing_to=CASE WHEN ?10 IS NULL THEN missing_to"
+        " ELSE max(expected_version, min(missing_to, ?10)) END"
         " WHERE consumer=?1 AND subject=?2 AND missing_to<=?3 AND state<>'closed'";
-    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
-                                .Bind(consumer)
-                                .Bind(subject)
-                                .Bind(through_version)
-                                .Bind(closing.at_ms)
-                                .Bind(closing.by)
-                                .Bind(closing.note)
-                                .Bind(GapClosedHowName(closing.how))
-                                .Bind(GapCauseName(closing.cause))
-                                .Bind(VersionsText(closing.waiting_versions))
-                                .Run());
+    EVIDENT_RETURN_IF_ERROR(
+        Prepared(kSql)
+            .Bind(consumer)
+            .Bind(subject)
+            .Bind(through_version)
+            .Bind(closing.at_ms)
+            .Bind(closing.by)
+            .Bind(closing.note)
+            .Bind(GapClosedHowName(closing.how))
+            .Bind(GapCauseName(closing.cause))
+            .Bind(VersionsText(closing.waiting_versions))
+            .Bind(closing.waiting_versions.empty()
+                      ? std::optional<int64_t>()
+                      : std::optional<int64_t>(*std::min_element(closing.waiting_versions.begin(),
+                                                                 closing.waiting_versions.end()) -
+                                               1))
+            .Run());
     return static_cast<int64_t>(sqlite3_changes(db_));
   }
 
@@ -1956,7 +1993,7 @@ class SqliteEngine {
     assert(in_transaction_);
     static const std::string kSql =
         "UPDATE compensation SET covers=?2, compensating_key=?3, state=?4, detail=?5,"
-        " updated_at_ms=?6 WHERE key=?1";
+        " updated_at_ms=?6 WHERE key=?1 AND consumer=?7";
     EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
                                 .Bind(c.key)
                                 .Bind(c.covers)
@@ -1964,14 +2001,16 @@ class SqliteEngine {
                                 .Bind(CompensationStateName(c.state))
                                 .Bind(c.detail)
                                 .Bind(c.updated_at_ms)
+                                .Bind(c.consumer)
                                 .Run());
     if (sqlite3_changes(db_) == 1) return Status::Ok();
     return Status::NotFound("no compensation " + c.key);
   }
 
-  Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) {
+  Result<std::vector<CompensationRecord>> CompensationsOfIntent(std::string_view key) {
+    if (key.empty()) return std::vector<CompensationRecord>();  // an owner's record covers none
     static const std::string kSql = std::string("SELECT ") + kCompensationColumns +
-                                    " FROM compensation WHERE covers=?1 AND covers<>''"
+                                    " FROM compensation WHERE covers=?1 OR compensating_key=?1"
                                     " ORDER BY seq LIMIT ?2";
     EVIDENT_ASSIGN_OR_RETURN(
         Rows<CompensationRecord> rows,
@@ -2769,8 +2808,8 @@ class SqliteTransaction final : public Transaction {
   Status UpdateCompensation(const CompensationRecord& record) override {
     return Open()->UpdateCompensation(record);
   }
-  Result<std::vector<CompensationRecord>> CompensationsCovering(std::string_view key) override {
-    return Open()->CompensationsCovering(key);
+  Result<std::vector<CompensationRecord>> CompensationsOfIntent(std::string_view key) override {
+    return Open()->CompensationsOfIntent(key);
   }
   Result<std::optional<EffectIntent>> LatestIntentOf(std::string_view consumer,
                                                      std::string_view subject,
