@@ -48,3 +48,36 @@ run guard --config "$config" --store "$consumer" --consumer fulfillment --subjec
 echo
 echo "The relay again: nothing is pending, nothing is sent twice."
 run relay --store "$producer" --to "$url" --stream ORDERS --once
+
+echo
+echo "A gap closed by a replay request (seed 002's request-replay route). The owner appends"
+echo "order-430 v1, v2 and v3, keeping each row's version (--subject-version-at); an operator parks"
+echo "v2 (its publish kept failing), so only v1 and v3 reach the stream. The consumer, whose gap"
+echo "deadline is one second here, defers v3 and, once the deadline passed, asks the owner for v2."
+for v in 1 2 3; do
+  type=paid extra=""
+  if [ "$v" = 3 ]; then type=cancelled extra=',"reason":"customer-request"'; fi
+  printf '{"specversion":"1.0","id":"evt-order-430-v%s","source":"https://example.test/order-service","type":"com.example.training.order.%s","subject":"order-430","schemaversion":1,"data":{"orderId":"order-430","orderVersion":%s%s}}\n' \
+    "$v" "$type" "$v" "$extra"
+done >"$work/order-430.ndjson"
+run outbox append --store "$producer" --contracts examples/orders/contracts --partitions 4 \
+  --subject-version-at /data/orderVersion "$work/order-430.ndjson"
+v2=$("$evident" outbox list --store "$producer" --pending --format json |
+  grep '"evt-order-430-v2"' | sed -E 's/.*"seq":([0-9]+).*/\1/')
+run outbox park --store "$producer" --seq "$v2" --reason "its publish kept failing"
+run relay --store "$producer" --to "$url" --stream ORDERS --once
+cp -r examples/orders "$work/orders"
+sed -i 's/deadline_seconds: 300/deadline_seconds: 1/' "$work/orders/contracts/consumers/fulfillment.yaml"
+run consume --config "$work/orders/evident.yaml" --store "$consumer" --from "$url" --stream ORDERS \
+  --until-idle 2
+echo
+echo "The consumer's relay publishes its replay request to a stream of requests; the owner answers"
+echo "it from its outbox: v2 (parked, but kept) and v3 again, under message ids of their own, then"
+echo "the answer itself."
+run relay --store "$consumer" --to "$url" --stream REQUESTS --subject-prefix requests --once
+run replay-requests serve --store "$producer" --from "$url" --stream REQUESTS \
+  --subject-prefix requests --owner-source https://example.test/order-service \
+  --to "$url" --to-stream ORDERS --until-idle 2
+run consume --config "$work/orders/evident.yaml" --store "$consumer" --from "$url" --stream ORDERS \
+  --until-idle 2
+run evidence order-430 --store "$consumer"

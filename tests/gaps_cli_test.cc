@@ -25,6 +25,11 @@ std::string Paid(const std::string& order, int version) {
          std::to_string(version) + "}}";
 }
 
+std::string ReadFileText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 class GapsCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -193,6 +198,80 @@ TEST_F(GapsCliTest, ABaselineImportIsAllOrNothing) {
   EXPECT_EQ(r.exit_code, 2) << "an unordered consumer has no versions to start from";
 }
 
+
+// --- `evident replay-requests serve`: the owner answers a gap's replay request ---
+
+// The owner keeps order-9 v1..v4 and order-8 v1..v3 in its outbox, with their versions; the
+// consumer has v1 and v4 of order-9 (v2, v3 missing) and v1 and v3 of order-8. Once the deadline
+// passed, its requests go to the owner, who publishes order-9's v2 onwards again and, for order-8
+// whose sent rows it no longer keeps, answers gone; the consumer applies what came and records
+// each answer on its gap.
+TEST_F(GapsCliTest, AReplayRequestIsAnsweredFromTheOwnersOutbox) {
+  Route("request-replay");
+  const std::string owner = "sqlite:" + (dir_ / "owner.db").string();
+  const auto events = [](const std::string& order, int last) {
+    std::string out;
+    for (int v = 1; v <= last; ++v) out += Paid(order, v) + "\n";
+    return out;
+  };
+  const auto append = [&](const std::string& input) {
+    return RunEvident({"outbox", "append", "--store", owner, "--contracts",
+                       (dir_ / "contracts").string(), "--subject-version-at", "/data/orderVersion",
+                       "-"},
+                      input);
+  };
+  // order-8's rows are sent and deleted (--keep-sent 0s) before order-9's are appended.
+  ASSERT_EQ(append(events("order-8", 3)).exit_code, 0);
+  ProcessResult r = RunEvident({"relay", "--store", owner, "--to",
+                                "file:" + (dir_ / "sent.ndjson").string(), "--once",
+                                "--keep-sent", "0s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(append(events("order-9", 4)).exit_code, 0);
+  ASSERT_EQ(Consume(Paid("order-9", 1) + "\n" + Paid("order-9", 4) + "\n" + Paid("order-8", 1) +
+                    "\n" + Paid("order-8", 3) + "\n")
+                .exit_code,
+            0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the deadline passes
+  ASSERT_EQ(RunEvident({"gaps", "check", "--store", store_}).exit_code, 0);
+  const std::string requests = (dir_ / "requests.ndjson").string();
+  r = RunEvident({"relay", "--store", store_, "--to", "file:" + requests, "--once"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // An owner that serves another source answers nothing.
+  const std::string answers = (dir_ / "answers.ndjson").string();
+  r = RunEvident({"replay-requests", "serve", "--store", owner, "--input", requests,
+                  "--owner-source", "https://example.test/someone-else", "--to",
+                  "file:" + answers});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 request(s): 0 answered with every missing version, 0 with some or all "
+                       "gone, 2 for other owners"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(answers) && fs::file_size(answers) > 0);
+  r = RunEvident({"replay-requests", "serve", "--store", owner, "--input", requests,
+                  "--owner-source", "https://example.test/order-service", "--to",
+                  "file:" + answers});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("republished  order-9 for fulfillment: v2, v3, v4"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("gone  order-8 for fulfillment: nothing published; gone: v2"),
+            std::string::npos)
+      << r.out;
+  // Each republished event keeps its bytes; its message carries a replay id of its own.
+  const std::vector<std::string> published = Lines(ReadFileText(answers));
+  ASSERT_EQ(published.size(), 5u);  // order-8's answer; order-9 v2, v3, v4 and its answer
+  EXPECT_EQ(published[1], Paid("order-9", 2));
+  r = RunEvident({"consume", "--config", (dir_ / "evident.yaml").string(), "--store", store_,
+                  "--input", answers, "--outcomes", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("reason":"replay-answer")"), std::string::npos) << r.out;
+  r = RunEvident({"evidence", "order-9", "--store", store_, "--format", "json"});
+  EXPECT_NE(r.out.find(R"("projection_version":4)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("replay_answer":"republished v2, v3, v4")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("how":"drained")"), std::string::npos) << r.out;
+  r = RunEvident({"evidence", "order-8", "--store", store_, "--format", "json"});
+  EXPECT_NE(r.out.find(R"("replay_answer":"gone v2")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("projection_version":1)"), std::string::npos) << r.out;
+}
 
 // --- `evident projection correct`: a person's correction with the facts kept first ---
 

@@ -65,6 +65,9 @@ struct ReplayServeOptions {
   std::vector<std::string> owner_sources;  // the sources this owner answers for; at least one
   int64_t rows_max = 10000;                // outbox rows published again per request, at most
   int64_t until_idle_ms = -1;              // end once no request came for this long; -1 never
+  // Start from the position the store keeps for the source (a file's requests answered by an
+  // earlier run are skipped); a broker's durable consumer remembers it by itself.
+  bool resume = false;
   int64_t publish_attempts_max = 8;        // per request, with backoff between, then the run fails
   Clock* clock = nullptr;                  // null: the system clock
   const CancelToken* cancel = nullptr;

@@ -22,6 +22,7 @@ struct ServeFlags {
   std::string to, to_stream, to_subject_prefix = "evident";
   std::vector<std::string> owner_sources;
   double until_idle_seconds = -1;
+  bool resume = false;
   int64_t rows_max = ReplayServeOptions{}.rows_max;
 };
 
@@ -70,6 +71,7 @@ int RunServe(const ServeFlags& flags) {
       .until_idle_ms = flags.until_idle_seconds < 0
                            ? -1
                            : static_cast<int64_t>(flags.until_idle_seconds * 1000),
+      .resume = flags.resume,
       .cancel = &stop,
       .log = flags.to == "-" ? stderr : stdout};
   auto summary = ServeReplayRequests(**store, **source, *publisher, options);
@@ -119,6 +121,9 @@ void AddReplayRequestsCommands(CLI::App& app, Runner& run) {
   serve->add_option("--until-idle", flags->until_idle_seconds,
                     "End once no request came for this many seconds (default: until SIGTERM)")
       ->check(SecondsUpTo(86400.0 * 365));
+  serve->add_flag("--resume", flags->resume,
+                  "Skip the requests of --input an earlier run answered (the store keeps where "
+                  "it ended)");
   serve->add_option("--rows-max", flags->rows_max, "Outbox rows published again per request")
       ->check(IntegerFrom(1, 1'000'000));
   serve->callback([flags, &run] { run = [flags] { return RunServe(*flags); }; });

@@ -44,11 +44,11 @@ bool ReadRequest(std::string_view bytes, ReplayAnswer& answer) {
     answer.error = "not a JSON object";
     return false;
   }
-  if (TextOf(event, "type") != kReplayRequestedType) {
-    answer.error = "its type is not " + std::string(kReplayRequestedType);
+  answer.request_id = TextOf(event, "id");
+  if (const std::string type = TextOf(event, "type"); type != kReplayRequestedType) {
+    answer.error = "not a replay request (type " + (type.empty() ? "none" : type) + ")";
     return false;
   }
-  answer.request_id = TextOf(event, "id");
   simdjson::dom::element data;
   if (event["data"].get(data) != simdjson::SUCCESS || !data.is_object()) {
     answer.error = "no data object";
@@ -179,8 +179,10 @@ class Server {
 Result<ReplayServeSummary> Server::Run() {
   {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store_.Read());
-    EVIDENT_ASSIGN_OR_RETURN(const std::optional<std::string> position,
-                             snapshot->GetPosition(source_.name()));
+    std::optional<std::string> position;
+    if (options_.resume) {
+      EVIDENT_ASSIGN_OR_RETURN(position, snapshot->GetPosition(source_.name()));
+    }
     EVIDENT_RETURN_IF_ERROR(source_.Start(position));
   }
   int64_t active_ms = clock_.NowMs();
@@ -281,6 +283,15 @@ Status Server::Commit(const Cursor& cursor) {
 
 void Server::Log(const ReplayAnswer& a) const {
   if (options_.log == nullptr) return;
+  if (a.kind == ReplayAnswer::Kind::kRefused || a.kind == ReplayAnswer::Kind::kNotOurs) {
+    std::fprintf(options_.log, "%s  %s  %s\n", a.request_id.empty() ? "-" : a.request_id.c_str(),
+                 std::string(ReplayAnswerKindName(a.kind)).c_str(),
+                 a.kind == ReplayAnswer::Kind::kNotOurs
+                     ? ("for " + a.owner_source + ", not an owner served here").c_str()
+                     : a.error.c_str());
+    std::fflush(options_.log);
+    return;
+  }
   std::string versions;
   for (const int64_t v : a.republished)
     versions += (versions.empty() ? "v" : ", v") + std::to_string(v);
