@@ -198,7 +198,6 @@ TEST_F(GapsCliTest, ABaselineImportIsAllOrNothing) {
   EXPECT_EQ(r.exit_code, 2) << "an unordered consumer has no versions to start from";
 }
 
-
 // --- `evident replay-requests serve`: the owner answers a gap's replay request ---
 
 // The owner keeps order-9 v1..v4 and order-8 v1..v3 in its outbox, with their versions; the
@@ -215,16 +214,16 @@ TEST_F(GapsCliTest, AReplayRequestIsAnsweredFromTheOwnersOutbox) {
     return out;
   };
   const auto append = [&](const std::string& input) {
-    return RunEvident({"outbox", "append", "--store", owner, "--contracts",
-                       (dir_ / "contracts").string(), "--subject-version-at", "/data/orderVersion",
-                       "-"},
-                      input);
+    return RunEvident(
+        {"outbox", "append", "--store", owner, "--contracts", (dir_ / "contracts").string(),
+         "--subject-version-at", "/data/orderVersion", "-"},
+        input);
   };
   // order-8's rows are sent and deleted (--keep-sent 0s) before order-9's are appended.
   ASSERT_EQ(append(events("order-8", 3)).exit_code, 0);
-  ProcessResult r = RunEvident({"relay", "--store", owner, "--to",
-                                "file:" + (dir_ / "sent.ndjson").string(), "--once",
-                                "--keep-sent", "0s"});
+  ProcessResult r =
+      RunEvident({"relay", "--store", owner, "--to", "file:" + (dir_ / "sent.ndjson").string(),
+                  "--once", "--keep-sent", "0s"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_EQ(append(events("order-9", 4)).exit_code, 0);
   ASSERT_EQ(Consume(Paid("order-9", 1) + "\n" + Paid("order-9", 4) + "\n" + Paid("order-8", 1) +
@@ -278,14 +277,16 @@ TEST_F(GapsCliTest, AReplayRequestIsAnsweredFromTheOwnersOutbox) {
 class CorrectCliTest : public GapsCliTest {
  protected:
   ProcessResult Correct(const std::string& subject, int version, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"projection", "correct",  "--config",
-                                     (dir_ / "evident.yaml").string(),
-                                     "--store",    store_,     "--consumer",
-                                     "fulfillment", "--subject", subject,
-                                     "--version",  std::to_string(version),
-                                     "--state",    "awaiting-reservation",
-                                     "--by",       "ops",      "--note",
-                                     "the owner says v2 and v3 changed nothing we read"};
+    std::vector<std::string> args = {
+        "projection", "correct",
+        "--config",   (dir_ / "evident.yaml").string(),
+        "--store",    store_,
+        "--consumer", "fulfillment",
+        "--subject",  subject,
+        "--version",  std::to_string(version),
+        "--state",    "awaiting-reservation",
+        "--by",       "ops",
+        "--note",     "the owner says v2 and v3 changed nothing we read"};
     args.insert(args.end(), extra.begin(), extra.end());
     return RunEvident(args);
   }
@@ -345,10 +346,10 @@ TEST_F(CorrectCliTest, ACorrectionClosesTheGapAndTheWaitingVersionApplies) {
 // redelivery is decided afresh as stale) and the gap closes as skipped; a later waiting version
 // applies.
 TEST_F(CorrectCliTest, ACorrectionPastAWaitingVersionSetsItAsideAsStale) {
-  ASSERT_EQ(Consume(Paid("order-8", 1) + "\n" + Paid("order-8", 3) + "\n" + Paid("order-8", 5) +
-                    "\n")
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      Consume(Paid("order-8", 1) + "\n" + Paid("order-8", 3) + "\n" + Paid("order-8", 5) + "\n")
+          .exit_code,
+      0);
   ProcessResult r = Correct("order-8", 4, {});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("stale v3"), std::string::npos) << r.out;

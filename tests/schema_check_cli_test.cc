@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "run_process.h"
@@ -241,6 +242,86 @@ TEST(CliContracts, LintFindingsJson) {
   EXPECT_EQ(codes.count("VERSION_GAP"), 1u) << r.out;
   EXPECT_EQ(codes.count("SCHEMA_NOT_JSON"), 1u) << r.out;
   EXPECT_EQ(codes.count("MISSING_SCHEMA_VERSION"), 1u) << r.out;
+}
+
+// Issue 40: a configuration reads only what its contracts declare. The orders example before
+// its correction (orders-projection copies /paymentReference without reading it) is reported by
+// lint --config and refused by every command that loads it; the corrected example is clean, and
+// `contracts impact` now weighs a change of the member it copies.
+TEST(CliContracts, LintConfigReportsReadsBeyondTheContract) {
+  Scratch scratch;
+  const std::string dir = scratch.CopyOrders();
+  fs::copy(SourcePath("examples/orders/evident.yaml"), scratch.path() + "/evident.yaml");
+  const std::string config = scratch.path() + "/evident.yaml";
+  const auto clean = RunEvident({"contracts", "lint", dir, "--config", config});
+  EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+
+  const std::string contract = dir + "/consumers/orders-projection.yaml";
+  std::ifstream in(contract);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find(", /paymentReference]");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, std::string(", /paymentReference]").size(), "]");
+  scratch.Write("contracts/consumers/orders-projection.yaml", text);
+
+  const auto found = RunEvident({"contracts", "lint", dir, "--config", config, "--format", "json"});
+  EXPECT_EQ(found.exit_code, 1) << found.out << found.err;
+  simdjson::dom::parser parser;
+  const auto root = Parse(parser, found.out);
+  int undeclared = 0;
+  for (const auto finding : root["findings"].get_array()) {
+    if (std::string_view(finding["code"].get_string().value()) != "UNDECLARED_READ") continue;
+    ++undeclared;
+    const std::string message(finding["message"].get_string().value());
+    EXPECT_EQ(message.rfind("consumer 'orders-projection': the projection's ", 0), 0u) << message;
+    EXPECT_NE(message.find(" reads /paymentReference of order.status.changed"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find(contract), std::string::npos) << message;
+  }
+  EXPECT_EQ(undeclared, 2) << found.out;  // copy and defaults
+
+  const auto refused = RunEvident({"consume", "--config", config, "--store",
+                                   "sqlite:" + scratch.path() + "/s.db", "--input", "/dev/null"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("reads /paymentReference of order.status.changed, which its "
+                             "contract (" +
+                             contract + ") does not declare in reads"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(scratch.path() + "/s.db"));
+  // The configuration must read the directory it is checked against.
+  EXPECT_EQ(RunEvident({"contracts", "lint", SourcePath(kOrders), "--config", config}).exit_code,
+            2);
+}
+
+TEST(CliContracts, ImpactWeighsWhatTheProjectionCopies) {
+  Scratch scratch;
+  std::ifstream in(SourcePath(kOrders + "/" + kType + "/v2.schema.json"));
+  std::string v5((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = v5.find(R"("paymentReference": {"type": "string")");
+  ASSERT_NE(at, std::string::npos) << v5;
+  v5.replace(at, std::string(R"("paymentReference": {"type": "string")").size(),
+             R"("paymentReference": {"type": "integer")");
+  const auto r = RunEvident({"contracts", "impact", "--contracts", SourcePath(kOrders), "--type",
+                             kType, "--schema", scratch.Write("v5.schema.json", v5)});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("orders-projection: contract-update-required"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/paymentReference"), std::string::npos) << r.out;
+}
+
+TEST(CliValidate, PrintSchemaPrintsTheProfilesEnvelopeAndReadsNoInput) {
+  const auto r = RunEvident({"validate", "--print-schema", "--profile", "contract"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  simdjson::dom::parser parser;
+  const auto root = Parse(parser, r.out);
+  EXPECT_EQ(std::string_view(root["$schema"].get_string().value()),
+            "https://json-schema.org/draft/2020-12/schema");
+  EXPECT_EQ(std::string_view(root["$id"].get_string().value()),
+            "https://evident.dev/schemas/envelope/contract.json");
+  EXPECT_EQ(RunEvident({"validate", "--print-schema", SourcePath("examples/envelopes/batch.json")})
+                .exit_code,
+            2);
+  EXPECT_EQ(RunEvident({"validate", "--print-schema", "--boundary", "x"}).exit_code, 2);
 }
 
 TEST(CliContracts, LintUsageErrors) {

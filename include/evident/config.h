@@ -146,6 +146,8 @@ struct ConsumerConfig {
   std::map<std::string, Guard> guards;               // by action
   std::vector<EffectConfig> effects;
   std::vector<CompensationConfig> compensations;
+  // Where the contract was read: its file in the contracts directory, or "inline in F".
+  std::string contract_origin;
 
   const EffectConfig* FindEffect(std::string_view name) const;
 };
@@ -192,11 +194,36 @@ struct Config {
   const ConsumerConfig* Find(std::string_view consumer_id) const;
 };
 
+// A payload member a consumer's configuration reads that its contract does not declare: a
+// projection step's `state_from`, `copy` or `defaults`, an effect's or compensation's `when` or
+// key template ({/p}), or the last adapter of a `via_adapter` chain (a move's destination, a
+// map's or convert's member). `contracts impact` judges a change by the contract's `reads`
+// alone, so a pointer read outside them would let it call a breaking change safe.
+struct UndeclaredRead {
+  std::string consumer;
+  std::string contract;  // ConsumerConfig::contract_origin
+  std::string type;      // the event type whose payload it reads
+  std::string what;      // "the projection step's copy", "effect 'reserve-stock''s key", ...
+  std::string pointer;   // into `data`
+};
+// Every undeclared read of `config`, in consumer order. A pointer is declared when it is one of
+// the type's `reads` or lies under one (/customer covers /customer/name).
+std::vector<UndeclaredRead> UndeclaredReads(const Config& config);
+std::string DescribeUndeclaredRead(const UndeclaredRead& read);
+
+struct ConfigOptions {
+  // Refuse a configuration with an undeclared read (the default). `contracts lint --config`
+  // loads without it to report every one.
+  bool check_reads = true;
+};
+
 // Reads and checks a configuration file: every consumer has a contract, every accepted
-// (type, version) has a schema file, every projection type is accepted, pointers are valid.
-Result<Config> LoadConfig(const std::string& path);
+// (type, version) has a schema file, every projection type is accepted, pointers are valid and
+// declared in the contract's `reads` (UndeclaredReads).
+Result<Config> LoadConfig(const std::string& path, const ConfigOptions& options = {});
 // The same from text; relative paths resolve against `base_dir`.
 Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& base_dir,
-                              const std::string& origin = "evident.yaml");
+                              const std::string& origin = "evident.yaml",
+                              const ConfigOptions& options = {});
 
 }  // namespace evident

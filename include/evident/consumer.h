@@ -60,6 +60,8 @@ struct Decision {
   bool drained = false;                       // applied from the deferred set when a gap closed
   std::vector<std::string> errors;            // payload-invalid: "instanceLocation: error" lines
   std::string adapter;  // the version adapters the payload was read through, or empty
+  // The event carried no schema version and was read as its contract's default_schema_version.
+  bool schema_version_defaulted = false;
 };
 
 // Appends the decision as one JSON object (no newline).

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,10 @@ struct AcceptedType {
   // stands for the one adapter of the contracts directory from that version to an accepted one
   // (LoadConfig resolves it). A chain is never found: it is declared, id by id.
   std::map<int64_t, std::vector<std::string>> via_adapter;
+  // Seed 000's explicit default rule for the schema version: an event of this type that carries
+  // none is read as this version (one of `versions` or `via_adapter`), and its receipt and
+  // decision say so. Without one, such an event is rejected (missing-schema-version).
+  std::optional<int64_t> default_schema_version;
 };
 // The longest adapter chain a consumer may declare for one version.
 inline constexpr size_t kAdapterChainMax = 8;
@@ -65,6 +70,10 @@ struct ConsumerContract {
   std::string id;
   int64_t result_version = 1;
   std::vector<std::string> boundary;  // allowed source prefixes (see envelope.h); empty: any
+  // An ordered projection's owner is the source of its first applied event (or of its
+  // baseline): an event of that subject from another source is rejected (owner-mismatch), unless
+  // both are listed here, as sources that share the ownership of the consumer's subjects.
+  std::vector<std::string> owners;
   // Canonical JSON Pointer of the schema version (e.g. "/data/schemaVersion"); empty means the
   // `schemaversion` attribute.
   std::string schema_version_at;

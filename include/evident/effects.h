@@ -59,6 +59,9 @@ struct EffectCall {
   std::string key;   // sent as Idempotency-Key
   std::string body;  // the event, CloudEvents structured JSON
   int64_t timeout_ms = 5000;
+  // Once cancelled, the call is given up within about a second (a daemon stopping within its
+  // drain bound): kNotSent when the request never left, else kReset (the target may have acted).
+  const CancelToken* abandon = nullptr;
 };
 
 // What the transport saw.
@@ -100,6 +103,9 @@ struct EffectRunOptions {
   std::string runner_id;                // recorded with each claim; empty: "runner-<pid>"
   Clock* clock = nullptr;               // null: the system clock
   const CancelToken* cancel = nullptr;  // set to stop after the call in flight
+  // Set to give up the call in flight too (EffectCall::abandon): its intent records unknown
+  // (never done), or stays intended when the request never left.
+  const CancelToken* abandon = nullptr;
   // End the run once no intent was due for this long (ms); -1: run until cancelled.
   int64_t until_idle_ms = -1;
   int64_t poll_ms = 200;           // how often to look for due intents while none is due

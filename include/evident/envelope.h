@@ -126,8 +126,15 @@ struct EnvelopeOptions {
 };
 inline constexpr size_t kCloudEventsBytesMin = size_t{64} << 10;
 
-// True when `source` lies inside one of the `boundary` prefixes (see EnvelopeOptions).
+// True when `source` lies inside one of the `boundary` prefixes (see EnvelopeOptions). A source
+// with a query or a fragment ('?', '#') lies inside none, unless the prefix itself ends in '?'
+// or '#': "https://a.test/orders" does not admit "https://a.test/orders?x=1".
 bool SourceInsideBoundary(std::string_view source, const std::vector<std::string>& boundary);
+
+// True when `source` is `prefix` or lies under it: at a segment end ('/'), or followed by a
+// query or fragment, or anywhere past a prefix that ends in '/', ':', '?' or '#'. A signature
+// required of a source covers every source under it (serve: Standard Webhooks secrets).
+bool SourceUnder(std::string_view source, std::string_view prefix);
 
 class EnvelopeParser {
  public:

@@ -68,8 +68,8 @@ struct ReplayServeOptions {
   // Start from the position the store keeps for the source (a file's requests answered by an
   // earlier run are skipped); a broker's durable consumer remembers it by itself.
   bool resume = false;
-  int64_t publish_attempts_max = 8;        // per request, with backoff between, then the run fails
-  Clock* clock = nullptr;                  // null: the system clock
+  int64_t publish_attempts_max = 8;  // per request, with backoff between, then the run fails
+  Clock* clock = nullptr;            // null: the system clock
   const CancelToken* cancel = nullptr;
   std::FILE* log = nullptr;  // one line per request answered or skipped; may be null
 };

@@ -59,11 +59,17 @@ struct ServeOptions {
   int64_t drain_ms_max = 30'000;
   // A failed run of the loop (a store that went away) is started again after this long.
   int64_t restart_ms = 1000;
+  // The store's gauges of GET /metrics are read on a thread of their own, at most this often
+  // (ms); a scrape serves the last reading and its age, never reads the store itself.
+  int64_t metrics_interval_ms = 5000;
   // The webhook handshake: origins allowed to send (WebHook-Request-Origin); "*" any. Empty:
   // the handshake is refused.
   std::vector<std::string> allowed_origins;
   // Standard Webhooks signatures: event source -> secrets (raw key bytes; any one verifies).
   // A request whose events come from a source listed here must be signed with its secret.
+  // By signed source; a source under a signed one (SourceUnder, envelope.h) must be signed with
+  // its keys too: a boundary that admits ".../order-service/x" admits no unsigned sibling of a
+  // signed ".../order-service".
   std::map<std::string, std::vector<std::string>> webhook_secrets;
   int64_t signature_tolerance_s = 300;
   // The bearer token of the admin API; empty: the admin routes are disabled (403).

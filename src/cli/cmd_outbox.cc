@@ -110,11 +110,11 @@ int RunAppend(const AppendFlags& flags) {
   Result<Profile> profile =
       ChooseProfile(flags.profile, flags.profile_file, flags.schema_version_at);
   if (profile.ok() && !flags.subject_version_at.empty()) {
-    profile = IsValidJsonPointer(flags.subject_version_at)
-                  ? Result<Profile>(profile->WithAttributeAt("subjectversion",
-                                                             flags.subject_version_at))
-                  : Result<Profile>(
-                        Status::InvalidArgument("--subject-version-at must be a JSON Pointer"));
+    profile =
+        IsValidJsonPointer(flags.subject_version_at)
+            ? Result<Profile>(profile->WithAttributeAt("subjectversion", flags.subject_version_at))
+            : Result<Profile>(
+                  Status::InvalidArgument("--subject-version-at must be a JSON Pointer"));
   }
   auto outbox = profile.ok() ? Outbox::Create({.contracts_dir = flags.contracts,
                                                .profile = *profile,

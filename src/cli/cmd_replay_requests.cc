@@ -68,9 +68,8 @@ int RunServe(const ServeFlags& flags) {
   ReplayServeOptions options{
       .owner_sources = flags.owner_sources,
       .rows_max = flags.rows_max,
-      .until_idle_ms = flags.until_idle_seconds < 0
-                           ? -1
-                           : static_cast<int64_t>(flags.until_idle_seconds * 1000),
+      .until_idle_ms =
+          flags.until_idle_seconds < 0 ? -1 : static_cast<int64_t>(flags.until_idle_seconds * 1000),
       .resume = flags.resume,
       .cancel = &stop,
       .log = flags.to == "-" ? stderr : stdout};
@@ -83,9 +82,8 @@ int RunServe(const ServeFlags& flags) {
                "%lld request(s): %lld answered with every missing version, %lld with some or all "
                "gone, %lld for other owners, %lld refused; %lld event(s) published again\n",
                static_cast<long long>(summary->requests),
-               static_cast<long long>(summary->republished),
-               static_cast<long long>(summary->gone), static_cast<long long>(summary->not_ours),
-               static_cast<long long>(summary->refused),
+               static_cast<long long>(summary->republished), static_cast<long long>(summary->gone),
+               static_cast<long long>(summary->not_ours), static_cast<long long>(summary->refused),
                static_cast<long long>(summary->messages));
   return kExitOk;
 }
@@ -103,8 +101,9 @@ void AddReplayRequestsCommands(CLI::App& app, Runner& run) {
       "every kept outbox row of the subject from the first missing version on (message id "
       "replay:REQUEST:SEQ), then an evident.replay.answered event naming what was gone.");
   serve->add_option("--store", flags->store, "The owner's store (its outbox)")->required();
-  serve->add_option("--owner-source", flags->owner_sources,
-                    "A source this owner answers for (repeat for several)")
+  serve
+      ->add_option("--owner-source", flags->owner_sources,
+                   "A source this owner answers for (repeat for several)")
       ->required();
   serve->add_option("--input", flags->input, "Requests as NDJSON: FILE or - (default)");
   serve->add_option("--from", flags->from, "nats://HOST:PORT: requests from a JetStream stream");
@@ -118,8 +117,9 @@ void AddReplayRequestsCommands(CLI::App& app, Runner& run) {
   serve->add_option("--to-stream", flags->to_stream, "The consumers' stream (with --to nats://)");
   serve->add_option("--to-subject-prefix", flags->to_subject_prefix,
                     "Subject prefix of the consumers' stream");
-  serve->add_option("--until-idle", flags->until_idle_seconds,
-                    "End once no request came for this many seconds (default: until SIGTERM)")
+  serve
+      ->add_option("--until-idle", flags->until_idle_seconds,
+                   "End once no request came for this many seconds (default: until SIGTERM)")
       ->check(SecondsUpTo(86400.0 * 365));
   serve->add_flag("--resume", flags->resume,
                   "Skip the requests of --input an earlier run answered (the store keeps where "

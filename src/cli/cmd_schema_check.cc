@@ -12,6 +12,7 @@
 #include "compat/report.h"
 #include "evident/adapter.h"
 #include "evident/compat.h"
+#include "evident/config.h"
 #include "evident/contract.h"
 #include "json/files.h"
 
@@ -40,6 +41,7 @@ struct ImpactFlags {
 
 struct LintFlags {
   std::string dir;
+  std::string config;  // an evident.yaml whose consumers read DIR's contracts: its reads checked
   std::string format = "text";
 };
 
@@ -120,12 +122,33 @@ int RunImpact(const ImpactFlags& flags) {
   return report->all_safe ? kExitOk : kExitNegative;
 }
 
+// The configuration's undeclared reads (UndeclaredReads) as UNDECLARED_READ findings. The
+// configuration must read its contracts from `dir`: otherwise the findings would be of others.
+Status LintConfigReads(const std::string& dir, const std::string& path,
+                       std::vector<LintFinding>& findings) {
+  Result<Config> config = LoadConfig(path, {.check_reads = false});
+  if (!config.ok()) return config.status();
+  std::error_code error;
+  if (!std::filesystem::equivalent(dir, config->contracts_dir, error) || error) {
+    return Status::InvalidArgument(path + " reads its contracts from " + config->contracts_dir +
+                                   ", not " + dir);
+  }
+  for (const UndeclaredRead& read : UndeclaredReads(*config)) {
+    findings.push_back({"UNDECLARED_READ", path, DescribeUndeclaredRead(read)});
+  }
+  return Status::Ok();
+}
+
 int RunLint(const LintFlags& flags) {
   Result<std::vector<LintFinding>> findings = LintContractsDir(flags.dir);
   if (!findings.ok()) return Fail("contracts lint", findings.status());
   Result<std::vector<LintFinding>> adapters = LintAdapters(flags.dir);
   if (!adapters.ok()) return Fail("contracts lint", adapters.status());
   findings->insert(findings->end(), adapters->begin(), adapters->end());
+  if (!flags.config.empty()) {
+    const Status checked = LintConfigReads(flags.dir, flags.config, *findings);
+    if (!checked.ok()) return Fail("contracts lint", checked);
+  }
   Print(flags.format == "json" ? compat::LintToJson(*findings) : compat::LintToText(*findings));
   return findings->empty() ? kExitOk : kExitNegative;
 }
@@ -164,6 +187,9 @@ void AddContracts(CLI::App& app, Runner& run) {
   CLI::App* lint_cmd = contracts->add_subcommand(
       "lint", "Report every problem in a contracts directory. Exit 0 clean, 1 findings, 2 usage.");
   lint_cmd->add_option("dir", lint->dir, "The contracts directory")->required();
+  lint_cmd->add_option("--config", lint->config,
+                       "An evident.yaml reading DIR: also report what its projections, adapters "
+                       "and effect templates read beyond their contracts' reads");
   AddFormatOption(*lint_cmd, lint->format);
   lint_cmd->callback([lint, &run] { run = [lint] { return RunLint(*lint); }; });
 

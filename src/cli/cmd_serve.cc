@@ -27,6 +27,7 @@ struct ServeFlags {
   int64_t batch_count_max = 0, linger_ms = 0;
   int64_t body_bytes_max = int64_t{16} << 20;
   int64_t connections_max = 1024, read_timeout_s = 10, header_timeout_s = 10;
+  int64_t metrics_interval_ms = 5000;
   std::string from, stream = "EVENTS", durable = "evident-serve", filter;
   bool no_effects = false;
 };
@@ -98,6 +99,7 @@ int RunServe(const ServeFlags& flags) {
   options.connections_max = static_cast<unsigned>(flags.connections_max);
   options.read_timeout_s = static_cast<unsigned>(flags.read_timeout_s);
   options.header_ms_max = flags.header_timeout_s * 1000;
+  options.metrics_interval_ms = flags.metrics_interval_ms;
   options.open_store = [&flags](bool read_only) { return OpenServeStore(flags, read_only); };
   if (flags.store.rfind("sqlite:", 0) == 0) options.consume.busy_retry.attempts_max = 1;
   options.log = stderr;
@@ -179,6 +181,11 @@ void AddServeCommand(CLI::App& app, Runner& run) {
                   "A new connection must send its request headers within this long, however "
                   "steadily it trickles them (an idle keep-alive one may wait --read-timeout-s)")
       ->check(IntegerFrom(1, 3600))
+      ->capture_default_str();
+  cmd->add_option("--metrics-interval-ms", flags->metrics_interval_ms,
+                  "Read the store's gauges of /metrics at most this often, off the request thread "
+                  "(a scrape serves the last reading)")
+      ->check(IntegerFrom(100, 3'600'000))
       ->capture_default_str();
   cmd->add_option("--busy-timeout-ms", flags->busy_timeout_ms,
                   "How long to wait for a store another process is writing")

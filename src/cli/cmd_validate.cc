@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "evident/envelope.h"
+#include "evident/envelope_schema.h"
 #include "json/files.h"
 #include "json/writer.h"
 
@@ -23,6 +24,7 @@ struct ValidateFlags {
   std::string schema_version_at;
   std::vector<std::string> boundary;
   bool require_schema_version = false;
+  bool print_schema = false;
   size_t event_bytes_max = size_t{1} << 20;
   size_t input_bytes_max = size_t{1} << 30;
 };
@@ -108,6 +110,22 @@ Status FeedInput(int fd, const std::string& name, size_t batch_bytes_max, EventS
   return splitter.Finish(sink);
 }
 
+// --print-schema: the chosen profile's envelope as a JSON Schema, one document and a newline;
+// no input is read.
+int PrintSchema(const EnvelopeOptions& options) {
+  Result<std::string> schema = EnvelopeJsonSchema(options);
+  if (!schema.ok()) {
+    std::cerr << "evident validate: " << schema.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  schema->push_back('\n');
+  if (!WriteStdout(*schema)) {
+    std::cerr << "evident validate: cannot write to standard output\n";
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
 int RunValidate(const ValidateFlags& flags) {
   Result<Profile> profile =
       ChooseProfile(flags.profile, flags.profile_file, flags.schema_version_at);
@@ -115,10 +133,12 @@ int RunValidate(const ValidateFlags& flags) {
     std::cerr << "evident validate: " << profile.status().ToString() << "\n";
     return kExitUsage;
   }
-  auto parser = EnvelopeParser::Create({.event_bytes_max = flags.event_bytes_max,
-                                        .source_boundary = flags.boundary,
-                                        .require_schema_version = flags.require_schema_version,
-                                        .profile = std::move(profile).value()});
+  EnvelopeOptions options{.event_bytes_max = flags.event_bytes_max,
+                          .source_boundary = flags.boundary,
+                          .require_schema_version = flags.require_schema_version,
+                          .profile = std::move(profile).value()};
+  if (flags.print_schema) return PrintSchema(options);
+  auto parser = EnvelopeParser::Create(std::move(options));
   if (!parser.ok()) {
     std::cerr << "evident validate: " << parser.status().ToString() << "\n";
     return kExitUsage;
@@ -171,8 +191,8 @@ void AddValidateCommand(CLI::App& app, Runner& run) {
       "Validate CloudEvents envelopes: NDJSON (one event per line), pretty-printed objects, or "
       "a batch array, streamed. One NDJSON result line per event; exit 0 all valid, 1 any "
       "rejected, 2 usage or I/O error.");
-  cmd->add_option("input", flags->input, "Input file, or - for standard input")
-      ->capture_default_str();
+  CLI::Option* input = cmd->add_option("input", flags->input, "Input file, or - for standard input")
+                           ->capture_default_str();
   cmd->add_option("--profile", flags->profile, "Envelope profile: cloudevents, flat or contract")
       ->capture_default_str();
   cmd->add_option("--profile-file", flags->profile_file, "Envelope profile from a JSON file")
@@ -180,10 +200,17 @@ void AddValidateCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--schema-version-at", flags->schema_version_at,
                   "JSON Pointer of the schema version, e.g. /data/schemaVersion");
   // One value per occurrence: a trailing input file is never taken as a second prefix.
-  cmd->add_option("--boundary", flags->boundary, "Allowed source prefix (repeatable)")
-      ->allow_extra_args(false);
+  CLI::Option* boundary =
+      cmd->add_option("--boundary", flags->boundary, "Allowed source prefix (repeatable)")
+          ->allow_extra_args(false);
   cmd->add_flag("--require-schema-version", flags->require_schema_version,
                 "Reject events without a schema version");
+  // The schema describes the envelope, not a stream: no input to read, and a boundary (a
+  // consumer's, not the envelope's) it cannot carry is refused rather than silently left out.
+  cmd->add_flag("--print-schema", flags->print_schema,
+                "Print the profile's envelope as a JSON Schema (2020-12) and exit; reads no input")
+      ->excludes(input)
+      ->excludes(boundary);
   cmd->add_option("--event-bytes-max", flags->event_bytes_max, "Largest accepted event in bytes")
       ->check(IntegerFrom(int64_t{64} << 10, int64_t{64} << 20))
       ->capture_default_str();

@@ -568,6 +568,9 @@ Status ParseConsumers(const std::string& origin, const YAML::Node& root, Config&
     ConsumerConfig consumer;
     const std::string id = entry["id"].as<std::string>();
     EVIDENT_ASSIGN_OR_RETURN(consumer.contract, EntryContract(origin, entry, id, config));
+    consumer.contract_origin =
+        entry["accepts"] ? "inline in " + origin
+                         : (fs::path(config.contracts_dir) / "consumers" / (id + ".yaml")).string();
     if (config.Find(consumer.contract.id) != nullptr) {
       Fail(origin, entry, "consumer '" + id + "' is listed twice");
     }
@@ -620,7 +623,126 @@ Status CheckSchemasExist(const std::string& origin, const Config& config) {
   return Status::Ok();
 }
 
+// Whether `pointer` is one of `reads` or lies under one.
+bool Declared(const std::vector<std::string>& reads, std::string_view pointer) {
+  return std::any_of(reads.begin(), reads.end(), [&](const std::string& read) {
+    return pointer == read ||
+           (pointer.size() > read.size() && pointer.substr(0, read.size()) == read &&
+            pointer[read.size()] == '/');
+  });
+}
+
+// Collects the undeclared reads of one consumer's configuration.
+class ReadsCheck {
+ public:
+  ReadsCheck(const ConsumerConfig& consumer, const std::vector<Adapter>& adapters,
+             std::vector<UndeclaredRead>& out)
+      : consumer_(consumer), adapters_(adapters), out_(out) {}
+
+  void Run() {
+    for (const auto& [type, step] : consumer_.projection) Projection(type, step);
+    for (const EffectConfig& effect : consumer_.effects) {
+      const std::string what = "effect '" + effect.name + "'";
+      for (const std::string& type : effect.on) Templates(type, what, effect.when, effect.key);
+    }
+    for (const CompensationConfig& compensation : consumer_.compensations) {
+      const std::string what = "the compensation keyed '" + compensation.key.text + "'";
+      const EffectConfig* with = consumer_.FindEffect(compensation.compensate_with);
+      for (const std::string& type : compensation.on) {
+        Templates(type, what, compensation.when, compensation.key);
+        // The compensating effect's key expands with the compensation's event.
+        if (with != nullptr) Templates(type, "effect '" + with->name + "'", {}, with->key);
+      }
+    }
+    for (const AcceptedType& accepted : consumer_.contract.accepts) Adapters(accepted);
+  }
+
+ private:
+  void Check(const std::string& type, const std::string& what, const std::string& pointer) {
+    const AcceptedType* accepted = consumer_.contract.Find(type);
+    if (accepted == nullptr || Declared(accepted->reads, pointer)) return;
+    for (const UndeclaredRead& seen : out_) {
+      if (seen.consumer == consumer_.contract.id && seen.type == type && seen.what == what &&
+          seen.pointer == pointer) {
+        return;
+      }
+    }
+    out_.push_back({consumer_.contract.id, consumer_.contract_origin, type, what, pointer});
+  }
+  void Projection(const std::string& type, const ProjectionStep& step) {
+    if (!step.state_from.empty()) Check(type, "the projection's state_from", step.state_from);
+    for (const std::string& p : step.copy) Check(type, "the projection's copy", p);
+    for (const auto& [p, unused] : step.defaults) Check(type, "the projection's defaults", p);
+  }
+  void Templates(const std::string& type, const std::string& what,
+                 const std::vector<PayloadCondition>& when, const KeyTemplate& key) {
+    for (const PayloadCondition& c : when) Check(type, what + "'s when", c.pointer);
+    for (const auto& [part, pointer] : key.parts) {
+      if (part == KeyTemplate::Part::kData) Check(type, what + "'s key", pointer);
+    }
+  }
+  // The last adapter of each chain writes the accepted version the consumer reads: a member it
+  // moves there, maps or converts must be read (a producer's change to it could fail the step).
+  void Adapters(const AcceptedType& accepted) {
+    for (const auto& [version, chain] : accepted.via_adapter) {
+      if (chain.empty()) continue;
+      const std::string& last = chain.back();
+      const auto found = std::find_if(adapters_.begin(), adapters_.end(),
+                                      [&last](const Adapter& a) { return a.id == last; });
+      if (found == adapters_.end()) continue;
+      const std::string what = "adapter '" + found->id + "'";
+      const std::vector<AdapterStep>& steps = found->steps;
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const AdapterStep& step = steps[i];
+        if (step.kind == AdapterStepKind::kMove) {
+          Check(accepted.type, what + "'s move", Delivered(steps, i + 1, step.to));
+        } else if (step.kind == AdapterStepKind::kMap) {
+          Check(accepted.type, what + "'s map", Delivered(steps, i + 1, step.at));
+        } else if (step.kind == AdapterStepKind::kConvert) {
+          Check(accepted.type, what + "'s convert", Delivered(steps, i + 1, step.at));
+        }
+      }
+    }
+  }
+
+  // Where the member at `pointer` ends up after the moves from step `from` on (a later move of
+  // it, or of a member it lies under, carries it along).
+  static std::string Delivered(const std::vector<AdapterStep>& steps, size_t from,
+                               std::string pointer) {
+    for (size_t i = from; i < steps.size(); ++i) {
+      if (steps[i].kind != AdapterStepKind::kMove) continue;
+      const std::string& moved = steps[i].at;
+      if (pointer == moved) {
+        pointer = steps[i].to;
+      } else if (pointer.size() > moved.size() && pointer.compare(0, moved.size(), moved) == 0 &&
+                 pointer[moved.size()] == '/') {
+        pointer = steps[i].to + pointer.substr(moved.size());
+      }
+    }
+    return pointer;
+  }
+
+  const ConsumerConfig& consumer_;
+  const std::vector<Adapter>& adapters_;
+  std::vector<UndeclaredRead>& out_;
+};
+
 }  // namespace
+
+std::vector<UndeclaredRead> UndeclaredReads(const Config& config) {
+  std::vector<UndeclaredRead> out;
+  for (const ConsumerConfig& consumer : config.consumers) {
+    ReadsCheck(consumer, config.adapters, out).Run();
+  }
+  return out;
+}
+
+std::string DescribeUndeclaredRead(const UndeclaredRead& read) {
+  return "consumer '" + read.consumer + "': " + read.what + " reads " + read.pointer + " of " +
+         read.type + ", which its contract (" + read.contract +
+         ") does not declare in reads; add it to the contract's reads (so contracts impact "
+         "weighs it), or stop reading it";
+}
 
 const EffectConfig* ConsumerConfig::FindEffect(std::string_view name) const {
   for (const EffectConfig& e : effects) {
@@ -696,7 +818,7 @@ const ConsumerConfig* Config::Find(std::string_view consumer_id) const {
 }
 
 Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& base_dir,
-                              const std::string& origin) {
+                              const std::string& origin, const ConfigOptions& options) {
   Config config;
   config.path = origin;
   // Loaded once, repeated keys refused: every error below cites a line of this very text.
@@ -715,14 +837,25 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
   }
   EVIDENT_RETURN_IF_ERROR(CheckSchemasExist(origin, config));
   EVIDENT_RETURN_IF_ERROR(CheckKeyTemplatesDiffer(origin, config));
+  if (options.check_reads) {
+    const std::vector<UndeclaredRead> undeclared = UndeclaredReads(config);
+    if (!undeclared.empty()) {
+      std::string more;
+      if (undeclared.size() > 1) {
+        more = " (and " + std::to_string(undeclared.size() - 1) +
+               " more: evident contracts lint DIR --config F lists them all)";
+      }
+      return Status::InvalidArgument(origin + ": " + DescribeUndeclaredRead(undeclared[0]) + more);
+    }
+  }
   return config;
 }
 
-Result<Config> LoadConfig(const std::string& path) {
+Result<Config> LoadConfig(const std::string& path, const ConfigOptions& options) {
   constexpr size_t kConfigBytesMax = 16u << 20;
   EVIDENT_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path, kConfigBytesMax));
   const std::string base = fs::path(path).parent_path().string();
-  return ConfigFromYaml(text, base.empty() ? "." : base, path);
+  return ConfigFromYaml(text, base.empty() ? "." : base, path, options);
 }
 
 }  // namespace evident

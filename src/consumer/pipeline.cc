@@ -143,8 +143,9 @@ struct Verdict {
   std::string reason, message;
   std::vector<std::string> errors;  // payload-invalid: "instanceLocation: error (keyword)"
   int64_t schema_version = 0;
-  bool schema_version_read = false;  // schema_version holds the event's
-  AdaptedPayload adapted;            // route set when the payload was read through adapters
+  bool schema_version_read = false;       // schema_version holds the event's
+  bool schema_version_defaulted = false;  // .. its accepts entry's default_schema_version
+  AdaptedPayload adapted;                 // route set when the payload was read through adapters
 
   void Keep(Outcome o, std::string r, std::string m) {
     keep = true;
@@ -199,6 +200,23 @@ OutboxRow ConflictReport(std::string_view consumer, std::string_view subject, in
   return row;
 }
 
+// Whether `source` may write the ordered projection whose owner is `owner` (empty: none yet):
+// the owner itself, or two sources the contract lists as sharing ownership.
+bool MayOwn(const ConsumerContract& contract, std::string_view owner, std::string_view source) {
+  if (owner.empty() || owner == source) return true;
+  const auto listed = [&](std::string_view s) {
+    return std::find(contract.owners.begin(), contract.owners.end(), s) != contract.owners.end();
+  };
+  return listed(owner) && listed(source);
+}
+
+std::string OwnerMismatch(std::string_view subject, std::string_view owner,
+                          std::string_view source) {
+  return "the owner of " + std::string(subject) + " is " + std::string(owner) +
+         " (the source of its first applied event or baseline); this event comes from " +
+         std::string(source);
+}
+
 // `consumerId:source:id`, built in one allocation (operator+ would allocate for each part).
 std::string LedgerKeyText(std::string_view consumer, std::string_view source, std::string_view id) {
   std::string key;
@@ -246,6 +264,7 @@ void AppendDecisionJson(const Decision& d, std::string& out) {
   optional_int("expected_version", d.expected_version);
   w.Field("drained", d.drained);
   if (!d.adapter.empty()) w.Field("adapter", d.adapter);
+  if (d.schema_version_defaulted) w.Field("schema_version_defaulted", true);
   if (!d.errors.empty()) {
     w.Key("errors").BeginArray();
     for (const std::string& e : d.errors) w.String(e);
@@ -315,6 +334,19 @@ void CollectWrites(const PreparedStep& prepared, const EventView& event, StepWri
     }
     if (defaulted) out.defaulted.push_back(name);
   }
+}
+
+// Adds `"schema_version_defaulted":N` to a receipt's record of what its event wrote (an empty
+// record becomes an object of that alone): the event carried no schema version and was read as
+// its contract's default_schema_version.
+void NoteDefaultedSchemaVersion(int64_t version, std::string& wrote_json) {
+  const std::string member = "\"schema_version_defaulted\":" + std::to_string(version);
+  if (wrote_json.empty()) {
+    wrote_json = "{" + member + "}";
+    return;
+  }
+  assert(wrote_json.back() == '}');
+  wrote_json.insert(wrote_json.size() - 1, (wrote_json.size() > 2 ? "," : "") + member);
 }
 
 // The receipt's record of what the event set (store.h, LedgerEntry::wrote_json), bounded by
@@ -427,6 +459,9 @@ struct Pipeline::Impl {
                std::vector<Decision>& decisions);
   Status Conflict(Delivery& delivery, const Projection& projection, std::string_view reason,
                   const Claimant& held);
+  Status RefuseForeignDeferred(Transaction& store, const DeferredEvent& d,
+                               const Projection& projection, int64_t now_ms,
+                               std::vector<Decision>& decisions);
   Status CloseDrainedGap(Transaction& tx, ConsumerState& consumer, Projection& projection,
                          int64_t now_ms, std::vector<Decision>& decisions);
   static Status ReopenGap(Transaction& tx, const ConsumerContract& contract,
@@ -635,7 +670,10 @@ Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
                              const EventView& event, Projection& projection,
                              std::optional<int64_t> subject_version, int64_t now_ms) {
   const ConsumerConfig& consumer_config = *consumer.config;
-  projection.owner_source.assign(event.source);
+  // An ordered projection keeps the owner its first applied event set (MayOwn).
+  if (!consumer_config.contract.ordering.by_subject || projection.owner_source.empty()) {
+    projection.owner_source.assign(event.source);
+  }
   projection.updated_at_ms = now_ms;
   const auto step_it = consumer.steps.find(event.type);
   const bool intends = !consumer_config.effects.empty() || !consumer_config.compensations.empty();
@@ -706,6 +744,42 @@ Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
                  : Status::Ok();
 }
 
+// A deferred event from a source that turned out not to own the subject (deferred before its
+// first applied event set the owner): its receipt goes, it is quarantined as owner-mismatch with
+// its bytes, and the version it held is missing again.
+Status Pipeline::Impl::RefuseForeignDeferred(Transaction& store, const DeferredEvent& d,
+                                             const Projection& projection, int64_t now_ms,
+                                             std::vector<Decision>& decisions) {
+  EVIDENT_RETURN_IF_ERROR(store.DeleteDeferred(d.consumer, d.subject, d.subject_version));
+  EVIDENT_RETURN_IF_ERROR(store.DeleteLedger(d.consumer, d.source, d.event_id));
+  Decision decision;
+  decision.index = d.input_index;
+  decision.consumer = d.consumer;
+  decision.outcome = Outcome::kRejected;
+  decision.reason = "owner-mismatch";
+  decision.message = OwnerMismatch(d.subject, projection.owner_source, d.source);
+  decision.key = LedgerKeyText(d.consumer, d.source, d.event_id);
+  decision.subject = d.subject;
+  decision.subject_version = d.subject_version;
+  decision.projection_version = projection.version;
+  const QuarantineRecord record{.consumer = d.consumer,
+                                .outcome = Outcome::kRejected,
+                                .reason = decision.reason,
+                                .message = decision.message,
+                                .source = d.source,
+                                .event_id = d.event_id,
+                                .type = d.type,
+                                .subject = d.subject,
+                                .subject_version = d.subject_version,
+                                .schema_version = d.schema_version,
+                                .raw = d.raw,
+                                .last_seen_ms = now_ms,
+                                .input_index = d.input_index};
+  EVIDENT_RETURN_IF_ERROR(store.Quarantine(record).status());
+  decisions.push_back(std::move(decision));
+  return Status::Ok();
+}
+
 Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projection& projection,
                              int64_t now_ms, std::vector<Decision>& decisions) {
   const ConsumerContract& contract = consumer.config->contract;
@@ -716,6 +790,10 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
         std::optional<DeferredEvent> next,
         store.FindDeferred(contract.id, projection.subject, projection.version + 1));
     if (!next) return Status::Ok();
+    if (!MayOwn(contract, projection.owner_source, next->source)) {
+      // Deferred before the subject had an owner, from another source: never applied.
+      return RefuseForeignDeferred(store, *next, projection, now_ms, decisions);
+    }
     const EnvelopeParser::Outcome reread = drain_parser->Parse(next->raw);
     if (!reread.ok()) {
       return Status::Corruption("deferred event " + next->source + ":" + next->event_id +
@@ -780,17 +858,24 @@ void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event
         "source '" + std::string(event.source) + "' is outside the boundary of " + contract.id);
   }
   int64_t& schema_version = v.schema_version;
-  if (contract.schema_version_at.empty()) {
-    if (!event.schemaversion) {
-      return v.Keep(Outcome::kRejected, "missing-schema-version", "no schemaversion attribute");
-    }
+  const AcceptedType* entry = contract.Find(event.type);
+  assert(entry != nullptr);  // the consumer subscribes to the type
+  simdjson::dom::element value;
+  const bool carried = contract.schema_version_at.empty()
+                           ? event.schemaversion.has_value()
+                           : event.At(contract.schema_version_at).get(value) == simdjson::SUCCESS;
+  if (!carried && entry->default_schema_version) {
+    // Seed 000's explicit default: declared by the contract, named in the receipt.
+    schema_version = *entry->default_schema_version;
+    v.schema_version_defaulted = true;
+  } else if (!carried) {
+    return v.Keep(Outcome::kRejected, "missing-schema-version",
+                  contract.schema_version_at.empty()
+                      ? "no schemaversion attribute"
+                      : "no schema version at " + contract.schema_version_at);
+  } else if (contract.schema_version_at.empty()) {
     schema_version = *event.schemaversion;
   } else {
-    simdjson::dom::element value;
-    if (event.At(contract.schema_version_at).get(value) != simdjson::SUCCESS) {
-      return v.Keep(Outcome::kRejected, "missing-schema-version",
-                    "no schema version at " + contract.schema_version_at);
-    }
     if (!ReadVersion(value, schema_version)) {
       return v.Keep(
           Outcome::kRejected, "invalid-schema-version",
@@ -811,11 +896,10 @@ void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event
       return CheckAdapted(consumer, *route, event, v);
     }
     std::string accepted;
-    const AcceptedType& entry = *contract.Find(event.type);
-    for (int64_t version : entry.versions) {
+    for (int64_t version : entry->versions) {
       accepted += (accepted.empty() ? "" : ", ") + std::to_string(version);
     }
-    for (const auto& [version, chain] : entry.via_adapter) {
+    for (const auto& [version, chain] : entry->via_adapter) {
       accepted += ", " + std::to_string(version) + " via adapter " + ChainName(chain);
     }
     return v.Keep(Outcome::kContractUpdateRequired,
@@ -977,6 +1061,10 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
     WroteJson(writes_scratch, receipt.wrote_json);
     writes_of = &event;
   }
+  if (verdict.schema_version_defaulted) {
+    NoteDefaultedSchemaVersion(verdict.schema_version, receipt.wrote_json);
+    d.schema_version_defaulted = true;
+  }
 
   // 4. Ledger, 5. ordering, 6. the projection step.
   return contract.ordering.by_subject ? Ordered(delivery) : Unordered(delivery);
@@ -1089,6 +1177,12 @@ Status Pipeline::Impl::Ordered(Delivery& delivery) {
       found ? std::optional<int64_t>(projection.version) : std::nullopt;
   if (!found && contract.ordering.start == Ordering::Start::kFirstSeen) {
     EVIDENT_RETURN_IF_ERROR(FirstSeenBaseline(delivery, projection));
+  }
+  // The owner is fixed by the subject's first applied event (or baseline): another source
+  // inside the boundary cannot take the subject over.
+  if (!MayOwn(contract, projection.owner_source, delivery.event.source)) {
+    return Keep(delivery, Outcome::kRejected, "owner-mismatch",
+                OwnerMismatch(d.subject, projection.owner_source, delivery.event.source));
   }
   const bool owner_advanced = version > projection.owner_version_seen;
   d.projection_version = projection.version;

@@ -8,6 +8,7 @@
 #include "evident/baseline.h"
 #include "evident/consumer.h"
 #include "evident/effects.h"
+#include "evident/store_memory.h"
 #include "evident/store_sqlite.h"
 
 namespace evident {
@@ -684,7 +685,7 @@ consumers:
   auto valid = ConfigFromYaml(R"(contracts: contracts
 consumers:
   - id: x
-    accepts: [{type: order.status.changed, versions: [1]}]
+    accepts: [{type: order.status.changed, versions: [1], reads: [/status]}]
     projection:
       order.status.changed: {state_from: /status}
 )",
@@ -789,6 +790,235 @@ TEST_F(PipelineTest, ExpectedVersionFollowsTheProjection) {
     EXPECT_NE(r.find("version 2 expected"), std::string::npos) << r;
   }
   EXPECT_TRUE(gap_reason);
+}
+
+// Issue 40's forged owner: a source the boundary admits beside the owner (a path under it) can
+// neither take a subject over nor write its intents; one deferred before the subject had an owner
+// is refused when the owner's version drains it.
+std::string FromSource(std::string event, std::string_view source) {
+  const std::string owner = "https://example.test/order-service";
+  event.replace(event.find(owner), owner.size(), source);
+  return event;
+}
+
+TEST_F(PipelineTest, ASourceBesideTheOwnerCannotTakeTheSubjectOver) {
+  const std::string owner = "https://example.test/order-service";
+  const std::string evil = owner + "/evil";
+  // Deferred before the subject had an owner; refused at drain, its version missing again.
+  EXPECT_EQ(RunOne(FromSource(Paid("e2", 2), evil)).outcome, Outcome::kDeferred);
+  std::vector<Decision> d = Run(Paid("a1", 1));
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].outcome, Outcome::kApplied);
+  EXPECT_EQ(d[1].outcome, Outcome::kRejected);
+  EXPECT_EQ(d[1].reason, "owner-mismatch");
+  EXPECT_EQ(d[1].message, "the owner of order-417 is " + owner +
+                              " (the source of its first applied event or baseline); this event "
+                              "comes from " +
+                              evil);
+  EXPECT_EQ(Count("deferred"), 0);
+  EXPECT_EQ(Count("ledger"), 1);
+  EXPECT_EQ(FulfillmentProjection().version, 1);
+  EXPECT_EQ(FulfillmentProjection().owner_source, owner);
+  // Once owned: rejected at once, whatever the version, with nothing written but the record.
+  const int64_t intents = Count("effect");
+  for (const std::string& forged :
+       {FromSource(Paid("e2b", 2), evil), FromSource(Cancelled("e3", 3), evil)}) {
+    const Decision r = RunOne(forged);
+    EXPECT_EQ(r.outcome, Outcome::kRejected);
+    EXPECT_EQ(r.reason, "owner-mismatch");
+  }
+  EXPECT_EQ(Count("ledger"), 1);
+  EXPECT_EQ(Count("deferred"), 0);
+  EXPECT_EQ(Count("effect"), intents);
+  EXPECT_EQ(FulfillmentProjection().version, 1);
+  EXPECT_EQ(FulfillmentProjection().owner_source, owner);
+  const std::vector<QuarantineRecord> kept = Read().QuarantineOf("order-417").value().rows;
+  ASSERT_EQ(kept.size(), 3u);
+  for (const QuarantineRecord& r : kept) {
+    EXPECT_EQ(r.reason, "owner-mismatch");
+    EXPECT_EQ(r.source, evil);
+    EXPECT_FALSE(r.raw.empty());
+  }
+  // A query or a fragment is another source, outside the boundary.
+  for (const char* suffix : {"?x=1", "#f"}) {
+    const Decision r = RunOne(FromSource(Paid(std::string("q") + suffix, 2), owner + suffix));
+    EXPECT_EQ(r.reason, "source-outside-boundary") << suffix;
+  }
+  // The owner's own next version applies.
+  EXPECT_EQ(RunOne(Paid("a2", 2)).outcome, Outcome::kApplied);
+  EXPECT_EQ(FulfillmentProjection().version, 2);
+}
+
+TEST_F(PipelineTest, SourcesTheContractListsShareTheOwnership) {
+  const std::string owner = "https://example.test/order-service";
+  const std::string second = owner + "/eu";
+  for (ConsumerConfig& c : config_.consumers) {
+    if (c.contract.id == "fulfillment") c.contract.owners = {owner, second};
+  }
+  pipeline_ = Pipeline::Create(config_).value();
+  EXPECT_EQ(RunOne(Paid("a1", 1)).outcome, Outcome::kApplied);
+  EXPECT_EQ(RunOne(FromSource(Paid("b2", 2), second)).outcome, Outcome::kApplied);
+  EXPECT_EQ(FulfillmentProjection().owner_source, owner);  // the first applied event's
+  const Decision other = RunOne(FromSource(Cancelled("c3", 3), owner + "/us"));
+  EXPECT_EQ(other.reason, "owner-mismatch");
+  EXPECT_EQ(RunOne(Cancelled("a3", 3)).outcome, Outcome::kApplied);
+}
+
+// Issue 40: a configuration reads only what its contract declares, or `contracts impact` could
+// call a breaking change of a member it reads safe. Each kind of reader is named in the refusal.
+TEST(PipelineConfig, RefusesReadingAMemberTheContractDoesNotDeclare) {
+  const std::string dir = std::string(EVIDENT_SOURCE_DIR) + "/examples/orders";
+  const auto load = [&](const std::string& extras) {
+    return ConfigFromYaml(R"(contracts: contracts
+consumers:
+  - id: x
+    accepts: [{type: order.status.changed, versions: [1, 2], reads: [/orderId, /status]}]
+)" + extras,
+                          dir, "evident.yaml");
+  };
+  ASSERT_TRUE(load("    projection:\n      order.status.changed: {state_from: /status, copy: "
+                   "[/orderId]}\n")
+                  .ok());
+  const struct {
+    std::string extras, what, pointer;
+  } cases[] = {
+      {"    projection:\n      order.status.changed: {copy: [/orderId, /paymentReference]}\n",
+       "the projection's copy", "/paymentReference"},
+      {"    projection:\n      order.status.changed: {state_from: /state}\n",
+       "the projection's state_from", "/state"},
+      {"    effects:\n      - {name: e, on: order.status.changed, key: 'k:{/customer/id}', "
+       "target: {url: 'http://127.0.0.1:1/'}}\n",
+       "effect 'e''s key", "/customer/id"},
+      {"    effects:\n      - {name: e, on: order.status.changed, when: {/channel: web}, key: "
+       "'k:{subject}', target: {url: 'http://127.0.0.1:1/'}}\n",
+       "effect 'e''s when", "/channel"},
+      {"    compensations:\n      - {on: order.status.changed, key: 'c:{/refund}'}\n",
+       "the compensation keyed 'c:{/refund}''s key", "/refund"},
+  };
+  for (const auto& c : cases) {
+    const Result<Config> config = load(c.extras);
+    ASSERT_FALSE(config.ok()) << c.extras;
+    const std::string message = config.status().message();
+    EXPECT_NE(message.find("consumer 'x': " + c.what + " reads " + c.pointer +
+                           " of order.status.changed, which its contract (inline in "
+                           "evident.yaml) does not declare in reads"),
+              std::string::npos)
+        << message;
+    // Loaded without the check, the same reads are listed (contracts lint --config).
+    const Result<Config> unchecked = ConfigFromYaml(R"(contracts: contracts
+consumers:
+  - id: x
+    accepts: [{type: order.status.changed, versions: [1, 2], reads: [/orderId, /status]}]
+)" + c.extras,
+                                                    dir, "evident.yaml", {.check_reads = false});
+    ASSERT_TRUE(unchecked.ok()) << unchecked.status().ToString();
+    const std::vector<UndeclaredRead> listed = UndeclaredReads(*unchecked);
+    ASSERT_EQ(listed.size(), 1u);
+    EXPECT_EQ(listed[0].pointer, c.pointer);
+  }
+  // A read covers the members under it.
+  const Result<Config> nested = ConfigFromYaml(R"(contracts: contracts
+consumers:
+  - id: x
+    accepts: [{type: order.status.changed, versions: [1], reads: [/status, /customer]}]
+    projection:
+      order.status.changed: {state_from: /status, copy: [/customer/name]}
+)",
+                                               dir, "evident.yaml");
+  EXPECT_TRUE(nested.ok()) << nested.status().ToString();
+  // The example reads what it declares (its contract lists /paymentReference).
+  EXPECT_TRUE(LoadConfig(dir + "/evident.yaml").ok());
+}
+
+// The last adapter of a via_adapter chain writes what the consumer reads: a member it moves there
+// (or maps, or converts) and the consumer does not read is an undeclared read.
+TEST(PipelineConfig, AnAdapterReadsOnlyWhatTheConsumerDeclares) {
+  const std::string dir = std::string(EVIDENT_SOURCE_DIR) + "/examples/orders";
+  const Result<Config> config = ConfigFromYaml(R"(contracts: contracts
+consumers:
+  - id: x
+    accepts:
+      - {type: order.status.changed, versions: [2], via_adapter: {4: order-status-v4-to-v2},
+         reads: [/orderId]}
+)",
+                                               dir, "evident.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find(
+                "adapter 'order-status-v4-to-v2''s move reads /status of order.status.changed"),
+            std::string::npos)
+      << config.status().message();
+}
+
+// Issue 40: seed 002's own event carries no schema version. A contract may declare the version
+// such an event is read as (seed 000's explicit default rule); the receipt and the decision say
+// it was defaulted. Without the declaration it stays missing-schema-version.
+TEST(DefaultSchemaVersion, TheSeedsOwnEventIsReadAsTheDeclaredVersion) {
+  const fs::path dir = fs::temp_directory_path() / ("evident-default-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "contracts" / "com.example.training.order.cancelled");
+  std::ofstream(dir / "contracts" / "com.example.training.order.cancelled" / "v1.schema.json")
+      << R"({"type":"object","required":["orderVersion","reason"]})";
+  const auto load = [&](const std::string& fallback) {
+    return ConfigFromYaml(R"(contracts: contracts
+consumers:
+  - id: fulfillment
+    boundary: ["https://example.test/order-service"]
+    accepts:
+      - {type: com.example.training.order.cancelled, versions: [1], reads: [/orderVersion, /reason])" +
+                              fallback + R"(}
+    ordering: {by: subject, version_at: /data/orderVersion, start: first-seen}
+    projection:
+      com.example.training.order.cancelled: {state: cancelled, copy: [/reason]}
+)",
+                          dir.string());
+  };
+  // The seed's envelope, verbatim (shared/seeds/002).
+  const std::string seed =
+      R"({"specversion":"1.0","id":"evt-order-417-cancelled-v3","source":"https://example.test/order-service","type":"com.example.training.order.cancelled","subject":"order-417","data":{"orderVersion":3,"reason":"reservation-rejected"}})";
+  const auto decide = [&](const Config& config, const std::string& event) {
+    auto pipeline = Pipeline::Create(config).value();
+    auto store = OpenMemoryStore(NewMemoryDatabase()).value();
+    auto tx = store->Begin().value();
+    std::vector<Decision> decisions;
+    EXPECT_TRUE(pipeline->Process(*tx, event, 0, kNow, decisions).ok());
+    std::optional<LedgerEntry> receipt =
+        tx->FindLedger("fulfillment", "https://example.test/order-service",
+                       "evt-order-417-cancelled-v3")
+            .value();
+    EXPECT_TRUE(tx->Commit().ok());
+    EXPECT_EQ(decisions.size(), 1u);
+    return std::make_pair(decisions.empty() ? Decision{} : decisions[0], receipt);
+  };
+  const Result<Config> without = load("");
+  ASSERT_TRUE(without.ok()) << without.status().ToString();
+  EXPECT_EQ(decide(*without, seed).first.reason, "missing-schema-version");
+
+  const Result<Config> with = load(", default_schema_version: 1");
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  const auto [d, receipt] = decide(*with, seed);
+  EXPECT_EQ(d.outcome, Outcome::kApplied) << d.reason << " " << d.message;
+  EXPECT_TRUE(d.schema_version_defaulted);
+  std::string line;
+  AppendDecisionJson(d, line);
+  EXPECT_NE(line.find(R"("schema_version_defaulted":true)"), std::string::npos) << line;
+  ASSERT_TRUE(receipt.has_value());
+  EXPECT_EQ(receipt->input_schema_version, 1);
+  EXPECT_EQ(
+      receipt->wrote_json,
+      R"({"state":"cancelled","fields":{"reason":"reservation-rejected"},"schema_version_defaulted":1})");
+  // An event that carries its version is read as it says, never as the default.
+  std::string carried = seed;
+  carried.insert(carried.find(R"("data")"), R"("schemaversion":2,)");
+  const Decision explicit_version = decide(*with, carried).first;
+  EXPECT_EQ(explicit_version.outcome, Outcome::kContractUpdateRequired);
+  EXPECT_FALSE(explicit_version.schema_version_defaulted);
+  // The default is one of the versions the entry reads.
+  const Result<Config> stray = load(", default_schema_version: 2");
+  ASSERT_FALSE(stray.ok());
+  EXPECT_NE(stray.status().message().find("'default_schema_version' 2 is not one of the versions"),
+            std::string::npos)
+      << stray.status().message();
+  fs::remove_all(dir);
 }
 
 }  // namespace

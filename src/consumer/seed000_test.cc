@@ -90,7 +90,9 @@ class Seed000Test : public ::testing::Test {
     const std::string yaml = "contracts: contracts\nprofile: " + profile +
                              "\nconsumers:\n  - id: p\n    resultversion: 1\n"
                              "    schemaversion_at: /data/schemaVersion\n    accepts:\n"
-                             "      - type: order.status.changed\n        versions: [1]\n" +
+                             "      - type: order.status.changed\n        versions: [1]\n"
+                             "        reads: [/orderId, /status, /amount, /paymentReference, "
+                             "/customer]\n" +
                              via + "    " + ordering +
                              "\n    projection:\n      order.status.changed:\n"
                              "        state_from: /status\n" +

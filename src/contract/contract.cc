@@ -115,7 +115,8 @@ void CheckKeys(std::string_view origin, const YAML::Node& node,
 }
 
 AcceptedType ParseAccepted(std::string_view origin, const YAML::Node& node) {
-  CheckKeys(origin, node, {"type", "versions", "reads", "via_adapter"}, "an accepts entry");
+  CheckKeys(origin, node, {"type", "versions", "reads", "via_adapter", "default_schema_version"},
+            "an accepts entry");
   AcceptedType accepted;
   if (!node["type"]) Fail(origin, node, "an accepts entry needs 'type'");
   accepted.type = String(origin, node["type"], "type");
@@ -139,6 +140,18 @@ AcceptedType ParseAccepted(std::string_view origin, const YAML::Node& node) {
   if (accepted.versions.front() < 1) Fail(origin, versions, "schema versions start at 1");
   if (node["reads"]) accepted.reads = StringList(origin, node["reads"], "reads", true);
   if (node["via_adapter"]) ParseViaAdapter(origin, node["via_adapter"], accepted);
+  if (const YAML::Node fallback = node["default_schema_version"]) {
+    const int64_t version = Integer(origin, fallback, "default_schema_version");
+    const bool accepted_version =
+        std::binary_search(accepted.versions.begin(), accepted.versions.end(), version) ||
+        accepted.via_adapter.count(version) > 0;
+    if (!accepted_version) {
+      Fail(origin, fallback,
+           "'default_schema_version' " + std::to_string(version) +
+               " is not one of the versions this entry accepts (or reads via_adapter)");
+    }
+    accepted.default_schema_version = version;
+  }
   return accepted;
 }
 
@@ -159,6 +172,7 @@ void ParseIdentity(std::string_view origin, const YAML::Node& root, ConsumerCont
 void ParseEnvelopeRules(std::string_view origin, const YAML::Node& root,
                         ConsumerContract& contract) {
   if (root["boundary"]) contract.boundary = StringList(origin, root["boundary"], "boundary", false);
+  if (root["owners"]) contract.owners = StringList(origin, root["owners"], "owners", false);
   if (root["schemaversion_at"]) {
     contract.schema_version_at = Pointer(origin, root["schemaversion_at"], "schemaversion_at");
   }
@@ -271,8 +285,8 @@ Result<ConsumerContract> ConsumerContractFromNode(const YAML::Node& root, std::s
   try {
     // Keys a consumer entry in evident.yaml may carry besides the contract itself.
     CheckKeys(origin, root,
-              {"id", "resultversion", "boundary", "schemaversion_at", "unknown_version", "accepts",
-               "ordering", "gap", "projection", "guards"},
+              {"id", "resultversion", "boundary", "owners", "schemaversion_at", "unknown_version",
+               "accepts", "ordering", "gap", "projection", "guards", "effects", "compensations"},
               "a consumer contract");
     ConsumerContract contract;
     ParseIdentity(origin, root, contract);

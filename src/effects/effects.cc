@@ -411,8 +411,9 @@ Result<EffectRunSummary> Runner::Run() {
       ++summary_.superseded;
       continue;
     }
-    const CallResult result = transport_.Post(
-        {effect.target.url, claim->intent.key, claim->intent.request, effect.target.timeout_ms});
+    const CallResult result =
+        transport_.Post({effect.target.url, claim->intent.key, claim->intent.request,
+                         effect.target.timeout_ms, options_.abandon});
     EffectIntent after;
     AttemptVerdict verdict;
     EVIDENT_RETURN_IF_ERROR(Transact(kRecordRetry, [&](Transaction& tx) {

@@ -756,7 +756,13 @@ TEST(EffectsConfig, MistakesAreRefusedWithTheirLine) {
 // invalid with effect-key-unresolved, quarantined, nothing applied, nothing intended. A payload
 // member of another kind (an object) is refused the same way; a matching event intends once.
 TEST(EffectsPipeline, AnEventWhoseKeyCannotBeBuiltIsRefusedBeforeItApplies) {
+  // The contract reads /warehouse (a configuration reads only what its contract declares);
+  // reading a member does not make it present.
   auto config = OrdersConfig(
+      "    boundary: [\"https://example.test/order-service\"]\n"
+      "    accepts:\n      - {type: com.example.training.order.paid, versions: [1],\n"
+      "         reads: [/orderId, /orderVersion, /warehouse]}\n"
+      "    ordering: {by: subject, version_at: /data/orderVersion}\n"
       "    effects:\n      - name: reserve-stock\n        on: com.example.training.order.paid\n"
       "        key: \"reserve:{/warehouse}:{subject}\"\n"
       "        target: {url: \"http://127.0.0.1:1/r\"}\n");

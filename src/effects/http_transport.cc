@@ -65,9 +65,10 @@ bool NeverSent(CURLcode code, CURL* handle) {
     case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT:
       return true;
-    case CURLE_OPERATION_TIMEDOUT: {
-      // 0: the timeout came before the request could be sent (during the connection or the
-      // TLS handshake).
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_ABORTED_BY_CALLBACK: {
+      // 0: the timeout (or the abandonment) came before the request could be sent (during the
+      // connection or the TLS handshake).
       curl_off_t pretransfer_us = 0;
       return curl_easy_getinfo(handle, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us) == CURLE_OK &&
              pretransfer_us == 0;
@@ -75,6 +76,14 @@ bool NeverSent(CURLcode code, CURL* handle) {
     default:
       return false;
   }
+}
+
+// libcurl's progress callback, at least about once a second during a transfer: a nonzero
+// answer aborts it (CURLE_ABORTED_BY_CALLBACK) once the call is abandoned.
+int OnProgress(void* abandon, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/, curl_off_t /*ultotal*/,
+               curl_off_t /*ulnow*/) {
+  const auto* token = static_cast<const CancelToken*>(abandon);
+  return token != nullptr && token->cancelled() ? 1 : 0;
 }
 
 class HttpTransport final : public EffectTransport {
@@ -114,6 +123,9 @@ class HttpTransport final : public EffectTransport {
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody),
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &body),
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https"),
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, call.abandon == nullptr ? 1L : 0L),
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &OnProgress),
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, static_cast<const void*>(call.abandon)),
     };
     for (const CURLcode c : set) {
       if (c != CURLE_OK) {
@@ -136,6 +148,9 @@ class HttpTransport final : public EffectTransport {
     } else if (code == CURLE_OPERATION_TIMEDOUT) {
       result.outcome = CallOutcome::kTimeout;
       result.error = "no answer within " + std::to_string(call.timeout_ms) + " ms";
+    } else if (code == CURLE_ABORTED_BY_CALLBACK) {
+      result.outcome = CallOutcome::kReset;
+      result.error = "abandoned before an answer came: the runner was stopping";
     } else {
       result.outcome = CallOutcome::kReset;
     }

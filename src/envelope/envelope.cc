@@ -426,16 +426,25 @@ bool HasDotSegment(std::string_view source) {
 
 }  // namespace
 
+bool SourceUnder(std::string_view source, std::string_view prefix) {
+  if (prefix.empty() || source.substr(0, prefix.size()) != prefix) return false;
+  if (source.size() == prefix.size()) return true;
+  const char last = prefix.back();
+  if (last == '/' || last == ':' || last == '#' || last == '?') return true;
+  const char next = source[prefix.size()];
+  return next == '/' || next == '?' || next == '#';
+}
+
 bool SourceInsideBoundary(std::string_view source, const std::vector<std::string>& boundary) {
   if (boundary.empty()) return true;
   if (HasDotSegment(source)) return false;
+  // A query or fragment makes another source of the same path (`...?x=1`, `...#f`): only a
+  // boundary entry that says so (ends in '?' or '#') admits one.
+  const bool query_or_fragment = source.find_first_of("?#") != std::string_view::npos;
   for (const std::string& prefix : boundary) {
-    if (prefix.empty() || source.substr(0, prefix.size()) != prefix) continue;
-    if (source.size() == prefix.size()) return true;
-    const char last = prefix.back();
-    if (last == '/' || last == ':' || last == '#' || last == '?') return true;
-    const char next = source[prefix.size()];
-    if (next == '/' || next == '?' || next == '#') return true;
+    if (!SourceUnder(source, prefix)) continue;
+    if (query_or_fragment && prefix.back() != '?' && prefix.back() != '#') continue;
+    return true;
   }
   return false;
 }

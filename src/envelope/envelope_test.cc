@@ -686,6 +686,30 @@ TEST(Boundary, MatchesAtSegmentEnds) {
   EXPECT_TRUE(SourceInsideBoundary("anything", {}));
 }
 
+// A query or fragment makes another source of the same path: outside every boundary unless the
+// entry itself ends in '?' or '#' (issue 40: a sibling of a signed owner took its subjects over
+// as ".../order-service?x=1"). SourceUnder, what a signature covers, still counts them in.
+TEST(Boundary, AQueryOrFragmentIsInsideOnlyAnEntryThatSaysSo) {
+  const std::vector<std::string> boundary = {"https://example.test/order-service",
+                                             "training://orders/"};
+  for (const char* source :
+       {"https://example.test/order-service?x=1", "https://example.test/order-service#f",
+        "https://example.test/order-service/eu?x=1", "training://orders/checkout#f"}) {
+    EXPECT_FALSE(SourceInsideBoundary(source, boundary)) << source;
+    EXPECT_TRUE(SourceUnder(source, "https://example.test/order-service") ||
+                SourceUnder(source, "training://orders/"))
+        << source;
+  }
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/q?tenant=1", {"https://example.test/q?"}));
+  EXPECT_TRUE(SourceInsideBoundary("urn:x#part", {"urn:x#"}));
+  EXPECT_FALSE(SourceInsideBoundary("urn:x#part", {"urn:x"}));
+  EXPECT_TRUE(
+      SourceUnder("https://example.test/order-service/evil", "https://example.test/order-service"));
+  EXPECT_FALSE(
+      SourceUnder("https://example.test/order-service-evil", "https://example.test/order-service"));
+  EXPECT_FALSE(SourceUnder("https://example.test/order", "https://example.test/order-service"));
+}
+
 // A dot segment can lead out of the prefix a source starts with; it is never inside a boundary.
 TEST(Boundary, DotSegmentsAreNeverInside) {
   const std::vector<std::string> boundary = {"https://example.test/order-service",
@@ -709,13 +733,17 @@ TEST(Boundary, DotSegmentsAreNeverInside) {
        }) {
     EXPECT_FALSE(SourceInsideBoundary(source, boundary)) << source;
   }
-  // Dots that are not whole segments, and dots after '?' or '#', are ordinary characters.
+  // Dots that are not whole segments, and dots after '?' or '#', are ordinary characters (a
+  // query or fragment itself needs an entry that ends in '?' or '#').
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/v1.2/...x", boundary));
-  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a?next=/../b", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a?next=/../b",
+                                   {"https://example.test/order-service/a?"}));
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/.well-known", boundary));
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/%2e%2e%2e", boundary));
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a/", boundary));
-  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a?#..", boundary));
+  EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a?#..",
+                                   {"https://example.test/order-service/a?"}));
+  EXPECT_FALSE(SourceInsideBoundary("https://example.test/order-service/a?#..", boundary));
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/a%2fb%5Cc%2", boundary));
   EXPECT_TRUE(SourceInsideBoundary("https://example.test/order-service/%2f%2f.x", boundary));
 }

@@ -219,8 +219,11 @@ Status Server::Publish(const std::vector<OutgoingMessage>& messages) {
     }
     if (publisher_ == nullptr) {
       Result<std::unique_ptr<Publisher>> opened = open_();
-      if (opened.ok()) publisher_ = std::move(opened).value();
-      if (!opened.ok()) last = opened.status();
+      if (opened.ok()) {
+        publisher_ = std::move(opened).value();
+      } else {
+        last = opened.status();
+      }
     }
     if (publisher_ != nullptr) {
       const std::span<const OutgoingMessage> rest(messages.data() + done, messages.size() - done);

@@ -1,5 +1,6 @@
 #include "serve/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "evident/evidence.h"
@@ -154,7 +155,22 @@ void Metrics::SetQueue(int64_t events, int64_t outstanding_requests) {
   outstanding_ = outstanding_requests;
 }
 
-std::string Metrics::Render(Store* reader, int64_t now_ms) const {
+bool Metrics::ReadStoreGauges(Store* reader, int64_t now_ms) {
+  std::string text;
+  bool up = false;
+  if (reader != nullptr) {
+    Result<std::unique_ptr<Snapshot>> snapshot = reader->Read();
+    up = snapshot.ok() && RenderStore(text, **snapshot, now_ms).ok();
+  }
+  if (!up) text.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  store_text_ = std::move(text);
+  store_up_ = up;
+  store_read_at_ms_ = now_ms;
+  return up;
+}
+
+std::string Metrics::Render(int64_t now_ms) const {
   std::string out;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -191,14 +207,17 @@ std::string Metrics::Render(Store* reader, int64_t now_ms) const {
     Sample(out, "evident_queue_events", queue_events_);
     Header(out, "evident_requests_waiting", "gauge", "Requests waiting for their commit.");
     Sample(out, "evident_requests_waiting", outstanding_);
+    if (store_read_at_ms_ < 0) return out;
+    Header(out, "evident_store_up", "gauge", "1 when the store answered its last reading.");
+    Sample(out, "evident_store_up", store_up_ ? 1 : 0);
+    Header(out, "evident_store_gauges_age_seconds", "gauge",
+           "Age of the store gauges below: they are read at most once per interval.");
+    out.append("evident_store_gauges_age_seconds ");
+    AppendNumber(out,
+                 static_cast<double>(std::max<int64_t>(0, now_ms - store_read_at_ms_)) / 1000.0);
+    out.push_back('\n');
+    out.append(store_text_);
   }
-  if (reader == nullptr) return out;
-  Header(out, "evident_store_up", "gauge", "1 when the store answered this scrape.");
-  std::string store_part;
-  Result<std::unique_ptr<Snapshot>> snapshot = reader->Read();
-  const bool up = snapshot.ok() && RenderStore(store_part, **snapshot, now_ms).ok();
-  Sample(out, "evident_store_up", up ? 1 : 0);
-  if (up) out.append(store_part);
   return out;
 }
 

@@ -1,7 +1,9 @@
 // serve/metrics.h — the daemon's counters and histograms, written in the Prometheus text
 // exposition format (version 0.0.4). Counters live in memory and start at zero with the
-// process; the store's gauges (open gaps, quarantine, effects, outbox) are read at each scrape
-// from a read-only handle, each list counted up to kScrapeRowsMax rows.
+// process; the store's gauges (open gaps, quarantine, effects, outbox) are read off the request
+// thread, at most once per interval, from a read-only handle of their own (each list counted up
+// to kScrapeRowsMax rows), and a scrape serves the last reading with its age: a scrape never
+// reads the store, so scrapers cannot hold up intake.
 //
 // Thread-safety: every member may be called from any thread.
 #pragma once
@@ -28,9 +30,15 @@ class Metrics {
   void CountRestart();
   void SetQueue(int64_t events, int64_t outstanding_requests);
 
-  // The whole exposition; the store part from `reader` (null: left out; a failing read is
-  // reported as evident_store_up 0).
-  std::string Render(Store* reader, int64_t now_ms) const;
+  // Reads the store's gauges from `reader` (its exposition text) and keeps them for the
+  // scrapes that follow; a failing read, or no reader (the store could not be opened), is kept
+  // as evident_store_up 0. Returns whether the read worked. Called by the gauges' own thread
+  // (Daemon), never by a scrape.
+  bool ReadStoreGauges(Store* reader, int64_t now_ms);
+
+  // The whole exposition: the counters, then the last store reading with its age (none before
+  // the first: the store part is left out).
+  std::string Render(int64_t now_ms) const;
 
  private:
   // Upper bounds of the buckets; +Inf is implied.
@@ -54,6 +62,10 @@ class Metrics {
   Histogram<kCommitBuckets.size()> commit_seconds_;
   Histogram<kBatchBuckets.size()> batch_events_;
   int64_t restarts_ = 0, queue_events_ = 0, outstanding_ = 0;
+  // The last store reading: its text (empty when it failed), whether it succeeded, and when.
+  std::string store_text_;
+  bool store_up_ = false;
+  int64_t store_read_at_ms_ = -1;  // -1: not read yet
 };
 
 }  // namespace evident::serve

@@ -40,8 +40,7 @@ MHD_Result Routes::Dispatch(MHD_Connection* connection, std::string_view url,
   }
   if (url == "/readyz") return Ready(connection);
   if (url == "/metrics") {
-    return responder_.Respond(connection, 200,
-                              metrics_.Render(reader_.get(), SystemClock().NowMs()),
+    return responder_.Respond(connection, 200, metrics_.Render(SystemClock().NowMs()),
                               "text/plain; version=0.0.4; charset=utf-8", {});
   }
   return Page(connection, url);

@@ -110,10 +110,12 @@ class Daemon final : public serve::Responder {
   MHD_Result DeferAdmin(MHD_Connection* connection, std::string_view url, std::string_view method,
                         Call& call);
   void ProbeThread();
+  void GaugesThread(std::unique_ptr<Store> reader);
   void SetTrouble(std::string why);
   MHD_Result Read(MHD_Connection* connection, std::string_view url, const char* upload,
                   size_t* upload_size, Call& call);
   MHD_Result PostEvents(MHD_Connection* connection, Call& call);
+  const std::vector<std::string>* SecretsFor(std::string_view source) const;
   serve::SignatureVerdict CheckSignatures(const Headers& headers, std::string_view body,
                                           const serve::BoundEvents& bound) const;
   size_t BodyBytesMax(std::string_view url) const;
@@ -137,10 +139,14 @@ class Daemon final : public serve::Responder {
   mutable std::mutex trouble_mu_;
   std::string store_trouble_;  // the loop's last store failure, until a commit or probe succeeds
   MHD_Daemon* http_ = nullptr;
-  std::thread loop_, broker_, effects_, probe_;
+  std::thread loop_, broker_, effects_, probe_, gauges_;
   std::atomic<bool> broker_running_{false};
   std::atomic<int64_t> broker_events_{0};
   CancelToken loop_stop_;
+  // Cancelled at the drain deadline: an effect call still in flight is given up (its intent
+  // stays unknown), so that a stop ends within drain_ms_max whatever the call's timeout_ms.
+  CancelToken effects_abandon_;
+  std::atomic<bool> effects_ended_{false};
   std::atomic<bool> loop_running_{false}, stopping_{false};
   std::atomic<int64_t> waiting_calls_{0}, body_bytes_{0}, requests_{0}, events_{0};
   std::mutex summary_mu_;
@@ -372,6 +378,21 @@ std::vector<std::string> EventSources(simdjson::dom::parser& parser, const std::
   return sources;
 }
 
+// The keys of the signed source `source` is, or lies under (SourceUnder: ".../order-service"
+// covers ".../order-service/evil", "...?x=1" and "...#f", which a boundary may admit): the
+// longest such signed source's. Null for a source no signature covers.
+const std::vector<std::string>* Daemon::SecretsFor(std::string_view source) const {
+  const std::vector<std::string>* keys = nullptr;
+  size_t longest = 0;
+  for (const auto& [signed_source, secrets] : options_.webhook_secrets) {
+    if (signed_source.size() >= longest && SourceUnder(source, signed_source)) {
+      keys = &secrets;
+      longest = signed_source.size();
+    }
+  }
+  return keys;
+}
+
 // A signed source's events must come in a body the signature covers: structured or batch mode
 // (binary mode keeps the attributes in headers that Standard Webhooks does not sign).
 serve::SignatureVerdict Daemon::CheckSignatures(const Headers& headers, std::string_view body,
@@ -379,7 +400,7 @@ serve::SignatureVerdict Daemon::CheckSignatures(const Headers& headers, std::str
   std::vector<const std::vector<std::string>*> secrets;
   if (bound.mode == serve::BodyMode::kBinary) {  // whether or not the event it makes parses
     for (const auto& [name, value] : headers) {
-      if (name == "ce-source" && options_.webhook_secrets.count(serve::PercentDecode(value)) > 0) {
+      if (name == "ce-source" && SecretsFor(serve::PercentDecode(value)) != nullptr) {
         return serve::SignatureVerdict::kUnsigned;
       }
     }
@@ -387,11 +408,11 @@ serve::SignatureVerdict Daemon::CheckSignatures(const Headers& headers, std::str
   simdjson::dom::parser parser;
   for (const std::string& event : bound.events) {
     for (const std::string& source : EventSources(parser, event, pipeline_.config().profile)) {
-      auto found = options_.webhook_secrets.find(source);
-      if (found == options_.webhook_secrets.end()) continue;
+      const std::vector<std::string>* keys = SecretsFor(source);
+      if (keys == nullptr) continue;
       if (bound.mode == serve::BodyMode::kBinary) return serve::SignatureVerdict::kUnsigned;
-      if (std::find(secrets.begin(), secrets.end(), &found->second) == secrets.end()) {
-        secrets.push_back(&found->second);
+      if (std::find(secrets.begin(), secrets.end(), keys) == secrets.end()) {
+        secrets.push_back(keys);
       }
     }
   }
@@ -544,7 +565,12 @@ void Daemon::Drain() {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   loop_stop_.Cancel();
-  for (std::thread* worker : {&loop_, &broker_, &effects_, &probe_}) {
+  // The effects runner ends after its call in flight, or gives the call up at the deadline.
+  while (effects_.joinable() && !effects_ended_.load() && Clock_::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  effects_abandon_.Cancel();
+  for (std::thread* worker : {&loop_, &broker_, &effects_, &probe_, &gauges_}) {
     if (worker->joinable()) worker->join();
   }
   intake_.FailOutstanding(503, "shutting-down",
@@ -647,7 +673,9 @@ Status Daemon::BrokerRun() {
 Status Daemon::EffectsRun() {
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, options_.open_store(false));
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<EffectTransport> transport, NewHttpTransport());
-  EffectRunOptions run{.runner_id = "serve-" + std::to_string(::getpid()), .cancel = &loop_stop_};
+  EffectRunOptions run{.runner_id = "serve-" + std::to_string(::getpid()),
+                       .cancel = &loop_stop_,
+                       .abandon = &effects_abandon_};
   run.busy_retry = options_.consume.busy_retry;
   return RunEffects(pipeline_.config(), *store, *transport, run).status();
 }
@@ -692,6 +720,22 @@ void Daemon::ProbeThread() {
   }
 }
 
+// The store's gauges of GET /metrics, read on a handle of this thread's own at most once per
+// metrics_interval_ms: a scrape serves the last reading (metrics.h) and never waits on the
+// store, so scrapers cannot hold up the HTTP thread that takes events in.
+// `reader` made the first reading before the daemon listened (null: it could not be opened).
+void Daemon::GaugesThread(std::unique_ptr<Store> reader) {
+  Clock& clock = options_.consume.clock != nullptr ? *options_.consume.clock : SystemClock();
+  while (SleepUnlessCancelled(clock, options_.metrics_interval_ms, &loop_stop_)) {
+    if (reader == nullptr) {
+      Result<std::unique_ptr<Store>> opened = options_.open_store(true);
+      if (opened.ok()) reader = std::move(opened).value();
+    }
+    // A failed read drops the handle: the next interval opens another.
+    if (!metrics_.ReadStoreGauges(reader.get(), clock.NowMs())) reader.reset();
+  }
+}
+
 // Why the broker is not ready, empty when it is (or there is none).
 std::string Daemon::BrokerTrouble() const {
   if (!options_.open_broker_source) return {};
@@ -711,6 +755,15 @@ Result<ServeSummary> Daemon::Run() {
   EVIDENT_RETURN_IF_ERROR(admin_.Start());
   loop_ = std::thread([this] { LoopThread(); });
   probe_ = std::thread([this] { ProbeThread(); });
+  {
+    // The first reading before the daemon listens: every scrape has store gauges.
+    Result<std::unique_ptr<Store>> opened = options_.open_store(true);
+    std::unique_ptr<Store> gauge_reader = opened.ok() ? std::move(opened).value() : nullptr;
+    Clock& clock = options_.consume.clock != nullptr ? *options_.consume.clock : SystemClock();
+    if (!metrics_.ReadStoreGauges(gauge_reader.get(), clock.NowMs())) gauge_reader.reset();
+    gauges_ = std::thread(
+        [this, reader = std::move(gauge_reader)]() mutable { GaugesThread(std::move(reader)); });
+  }
   if (options_.open_broker_source) {
     broker_ = std::thread(
         [this] { KeepRunning("the broker's consume loop", [this] { return BrokerRun(); }); });
@@ -719,12 +772,14 @@ Result<ServeSummary> Daemon::Run() {
       std::any_of(pipeline_.config().consumers.begin(), pipeline_.config().consumers.end(),
                   [](const ConsumerConfig& c) { return !c.effects.empty(); });
   if (options_.run_effects && any_effects) {
-    effects_ =
-        std::thread([this] { KeepRunning("the effects runner", [this] { return EffectsRun(); }); });
+    effects_ = std::thread([this] {
+      KeepRunning("the effects runner", [this] { return EffectsRun(); });
+      effects_ended_ = true;
+    });
   }
   if (Status started = StartHttp(); !started.ok()) {
     loop_stop_.Cancel();
-    for (std::thread* worker : {&loop_, &broker_, &effects_, &probe_}) {
+    for (std::thread* worker : {&loop_, &broker_, &effects_, &probe_, &gauges_}) {
       if (worker->joinable()) worker->join();
     }
     return started;

@@ -2,17 +2,22 @@
 // loopback (serve/http_test_client.h).
 #include "evident/serve.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "evident/profile.h"
 #include "evident/store_sqlite.h"
@@ -61,6 +66,7 @@ class ServeTest : public ::testing::Test {
     auto config = LoadConfig(std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/evident.yaml");
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     config->linger_ms = linger_ms_;
+    if (adjust_config_) adjust_config_(*config);
     if (!profile_.empty()) config->profile = Profile::Named(profile_).value();
     auto pipeline = Pipeline::Create(*config);
     ASSERT_TRUE(pipeline.ok());
@@ -122,7 +128,8 @@ class ServeTest : public ::testing::Test {
   fs::path dir_;
   std::string path_;
   int64_t linger_ms_ = 5;
-  std::string profile_;  // the config's own when empty
+  std::string profile_;                         // the config's own when empty
+  std::function<void(Config&)> adjust_config_;  // applied to the loaded config, when set
   int64_t busy_timeout_ms_ = 5000;
   ServeOptions options_;
   CancelToken cancel_;
@@ -241,6 +248,69 @@ TEST_F(ServeTest, ConcurrentRequestsShareCommits) {
   for (int t = 0; t < kThreads; ++t) EXPECT_TRUE(Applied("c-" + std::to_string(t) + "-9"));
 }
 
+// Issue 40's forged owner, replayed against the daemon with signatures on: a sibling of the
+// signed owner (a path, query or fragment under it) cannot send unsigned, and a sibling that signs
+// with its own key is rejected as owner-mismatch, nothing written but the quarantine record.
+std::string OrderPaid(const std::string& id, const std::string& source, int version) {
+  return R"({"specversion":"1.0","id":")" + id + R"(","source":")" + source +
+         R"(","type":"com.example.training.order.paid","subject":"order-417","schemaversion":1,)" +
+         R"("data":{"orderId":"order-417","orderVersion":)" + std::to_string(version) + "}}";
+}
+
+TEST_F(ServeTest, AForgedOwnerIsRefusedWithNothingWrittenButItsRecord) {
+  const std::string owner = "https://example.test/order-service";
+  const std::string evil = owner + "/evil";
+  const std::string owner_key = "0123456789abcdef0123456789abcdef";
+  const std::string evil_key = "fedcba9876543210fedcba9876543210";
+  options_.webhook_secrets[owner] = {owner_key};
+  options_.webhook_secrets[evil] = {evil_key};  // the longest signed source a source is under
+  Start();
+  const std::string now = std::to_string(std::time(nullptr));
+  auto signed_by = [&](const std::string& key, const std::string& body) {
+    auto h = kStructured;
+    h.emplace_back("webhook-id", "msg-" + std::to_string(body.size()));
+    h.emplace_back("webhook-timestamp", now);
+    h.emplace_back("webhook-signature",
+                   serve::SignV1(key, "msg-" + std::to_string(body.size()), now, body));
+    return h;
+  };
+  const std::string v1 = OrderPaid("a1", owner, 1);
+  ASSERT_EQ(Post(v1, signed_by(owner_key, v1)).status, 200);
+  auto counts = [&] {
+    auto store = OpenSqliteStore(path_, {.read_only = true}).value();
+    return store->Read().value()->Counts().value();
+  };
+  const auto before = counts();
+  // Unsigned, or signed with the owner's key by someone who lacks it: refused before intake.
+  for (const std::string& source : {evil, owner + "?x=1", owner + "#f", owner + "/eu"}) {
+    const std::string forged = OrderPaid("f2", source, 2);
+    EXPECT_EQ(Post(forged).status, 401) << source;
+    EXPECT_EQ(Post(forged, signed_by(evil_key, forged)).status, source == evil ? 200 : 401)
+        << source;
+  }
+  // The one that passed its own signature was rejected: the owner of order-417 stays.
+  const auto after = counts();
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].second - before[i].second, after[i].first == "quarantine" ? 1 : 0)
+        << after[i].first;
+  }
+  auto store = OpenSqliteStore(path_, {.read_only = true}).value();
+  auto snapshot = store->Read().value();
+  const Projection p = snapshot->FindProjection("fulfillment", "order-417").value().value();
+  EXPECT_EQ(p.version, 1);
+  EXPECT_EQ(p.owner_source, owner);
+  const auto kept = snapshot->QuarantineOf("order-417").value().rows;
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].reason, "owner-mismatch");
+  EXPECT_EQ(kept[0].source, evil);
+  EXPECT_NE(kept[0].message.find(owner + " (the source"), std::string::npos) << kept[0].message;
+  // The owner's next version applies.
+  const std::string v2 = OrderPaid("a2", owner, 2);
+  const HttpAnswer next = Post(v2, signed_by(owner_key, v2));
+  EXPECT_NE(next.body.find(R"("outcome":"applied")"), std::string::npos) << next.body;
+}
+
 TEST_F(ServeTest, SignedSourcesNeedAValidFreshSignature) {
   const std::string key = "0123456789abcdef0123456789abcdef";
   options_.webhook_secrets["urn:signed"] = {key};
@@ -267,6 +337,16 @@ TEST_F(ServeTest, SignedSourcesNeedAValidFreshSignature) {
   EXPECT_FALSE(Applied("sig-1", "urn:signed"));
   const HttpAnswer good = Post(body, headers(now, serve::SignV1(key, "msg-1", now, body)));
   EXPECT_EQ(good.status, 200) << good.body;
+  // A source under the signed one is signed with its key too: an unsigned sibling is refused.
+  for (const char* sibling : {"urn:signed/evil", "urn:signed?x=1", "urn:signed#f"}) {
+    const std::string forged = StatusEvent("forged-1", "order-s", sibling);
+    const HttpAnswer refused = Post(forged);
+    EXPECT_EQ(refused.status, 401) << sibling << ": " << refused.body;
+    EXPECT_NE(refused.body.find("missing-signature"), std::string::npos) << refused.body;
+    EXPECT_EQ(Post(forged, headers(now, serve::SignV1(key, "msg-2", now, forged))).status, 401)
+        << "the webhook-id is part of what is signed";
+  }
+  EXPECT_EQ(Post(StatusEvent("urn-signed-ish", "order-p", "urn:signedish")).status, 200);
   // Sources without a secret need no signature.
   EXPECT_EQ(Post(StatusEvent("plain-1", "order-p")).status, 200);
   // The source read as the envelope reads it: an escaped member name is still "source".
@@ -297,7 +377,7 @@ TEST_F(ServeTest, SignedSourcesNeedAValidFreshSignature) {
             401);
   const HttpAnswer metrics = Http(port_, "GET", "/metrics");
   EXPECT_NE(
-      metrics.body.find(R"(evident_webhook_signature_failures_total{reason="bad-signature"} 1)"),
+      metrics.body.find(R"(evident_webhook_signature_failures_total{reason="bad-signature"} 4)"),
       std::string::npos)
       << metrics.body;
 }
@@ -413,6 +493,115 @@ TEST_F(ServeTest, OperationsEndpoints) {
   HttpAnswer page = Http(port_, "GET", "/");
   EXPECT_EQ(page.status, 200);
   EXPECT_NE(page.headers["content-security-policy"].find("default-src 'self'"), std::string::npos);
+}
+
+// Issue 40: a scrape never reads the store (with 100,000 quarantine records one took 0.2 s on
+// the only HTTP thread, and 32 scrapers held intake up for seconds). The store gauges are read
+// on a thread of their own, at most once per interval; a scrape serves the last reading.
+TEST_F(ServeTest, AScrapeServesTheLastStoreReadingNotTheStore) {
+  options_.metrics_interval_ms = 3'600'000;
+  Start();
+  ASSERT_EQ(Post(R"({"specversion":"1.0","id":"x", "source":)").status, 200);
+  ASSERT_EQ(QuarantinedBytes().size(), 1u);
+  for (int scrape = 0; scrape < 3; ++scrape) {
+    const HttpAnswer metrics = Http(port_, "GET", "/metrics");
+    ASSERT_EQ(metrics.status, 200);
+    // The reading taken before the daemon listened: no record yet, and its age.
+    EXPECT_NE(metrics.body.find(R"(evident_quarantine_records{status="open"} 0)"),
+              std::string::npos)
+        << metrics.body;
+    EXPECT_NE(metrics.body.find("evident_store_gauges_age_seconds "), std::string::npos);
+    EXPECT_NE(metrics.body.find("evident_store_up 1"), std::string::npos);
+  }
+}
+
+TEST_F(ServeTest, TheStoreReadingFollowsTheStoreEachInterval) {
+  options_.metrics_interval_ms = 100;
+  Start();
+  ASSERT_EQ(Post(R"({"specversion":"1.0","id":"x", "source":)").status, 200);
+  bool seen = false;
+  for (int i = 0; i < 100 && !seen; ++i) {
+    seen = Http(port_, "GET", "/metrics")
+               .body.find(R"(evident_quarantine_records{status="open"} 1)") != std::string::npos;
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(seen);
+}
+
+// A stock service that takes connections and never answers.
+class SilentServer {
+ public:
+  SilentServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof address;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&address), size) != 0 || ::listen(fd_, 8) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+      ADD_FAILURE() << "cannot listen";
+    }
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] {
+      while (true) {
+        const int client = ::accept(fd_, nullptr, nullptr);
+        if (client < 0) return;  // the socket was shut down
+        accepted_ += 1;
+        clients_.push_back(client);  // held open, never answered
+      }
+    });
+  }
+  ~SilentServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+    for (const int client : clients_) ::close(client);
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_.load(); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> accepted_{0};
+  std::vector<int> clients_;
+  std::thread thread_;
+};
+
+// Issue 40: SIGTERM of serve ends within its drain bound whatever an effect call's timeout_ms
+// (60 s were seen against a 30 s bound): the call in flight at the deadline is abandoned, and
+// its intent is unknown, never done.
+TEST_F(ServeTest, AStopEndsWithinItsDrainBoundWhateverAnEffectCallTakes) {
+  SilentServer stock;
+  ::setenv("STOCK_SERVICE_URL",
+           ("http://127.0.0.1:" + std::to_string(stock.port()) + "/reservations").c_str(), 1);
+  adjust_config_ = [](Config& config) {
+    for (ConsumerConfig& consumer : config.consumers) {
+      for (EffectConfig& effect : consumer.effects) effect.target.timeout_ms = 60'000;
+    }
+  };
+  options_.drain_ms_max = 1000;
+  Start();
+  ::unsetenv("STOCK_SERVICE_URL");
+  const std::string paid = OrderPaid("a1", "https://example.test/order-service", 1);
+  ASSERT_EQ(Post(paid).status, 200);
+  for (int i = 0; i < 200 && stock.accepted() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_EQ(stock.accepted(), 1) << "the runner never called the stock service";
+  const auto begun = std::chrono::steady_clock::now();
+  Stop();
+  const auto took = std::chrono::steady_clock::now() - begun;
+  // The bound (1 s) plus libcurl's progress interval (about 1 s) and the recording, far below
+  // the call's 60 s.
+  EXPECT_LT(took, std::chrono::seconds(10));
+  auto store = OpenSqliteStore(path_, {.read_only = true}).value();
+  const auto intents = store->Read().value()->ListIntents({}, 0, 10).value();
+  ASSERT_EQ(intents.rows.size(), 1u);
+  EXPECT_EQ(intents.rows[0].key, "reserve:order-417");
+  EXPECT_EQ(intents.rows[0].state, EffectState::kUnknown);
+  EXPECT_NE(intents.rows[0].last_error.find("abandoned"), std::string::npos)
+      << intents.rows[0].last_error;
 }
 
 // Another process holds the store's write lock: requests are answered 503 (not taken) and

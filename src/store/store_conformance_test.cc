@@ -2073,6 +2073,11 @@ TEST_P(StoreConformance, CompensationsKeepWhatTheyDidAndAreFoundByTheIntentTheyC
     EXPECT_EQ(Take(tx.InsertCompensation(consumer)), Insert::kAlreadyThere);
   });
   auto tx = Begin();
+  // Found by the intent it compensates with, too.
+  const std::vector<CompensationRecord> compensating =
+      Take(tx->CompensationsOfIntent("release:order-1"));
+  ASSERT_EQ(compensating.size(), 1u);
+  EXPECT_EQ(compensating[0].key, consumer.key);
   std::vector<CompensationRecord> covering = Take(tx->CompensationsOfIntent("reserve:order-1"));
   ASSERT_EQ(covering.size(), 1u);
   EXPECT_EQ(covering[0].key, consumer.key);
@@ -2129,6 +2134,18 @@ TEST_P(StoreConformance, CorrectionsAndAppliedDigestsReadBack) {
                                      .at_ms = 100 + i}));
     }
   });
+  {
+    // The locked read answers as the plain one (a shared store also holds the row).
+    auto tx = Begin();
+    Projection locked;
+    ASSERT_TRUE(Take(tx->ReadProjectionLocked("c", "order-1", locked)));
+    EXPECT_EQ(locked.version, 2);
+    EXPECT_EQ(locked.applied_digest, "sha256:ab12");
+    EXPECT_FALSE(Take(tx->ReadProjectionLocked("c", "order-9", locked)));
+    EXPECT_EQ(locked.version, 0);
+    EXPECT_EQ(locked.subject, "order-9");
+    EXPECT_OK(tx->Rollback());
+  }
   Reopen();
   auto snapshot = Read();
   EXPECT_EQ(Take(snapshot->FindProjection("c", "order-1")).value().applied_digest, "sha256:ab12");
