@@ -9,14 +9,16 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh test
 jobs=$(nproc)
 
+# Both trees build evident's own code with warnings as errors (EVIDENT_WERROR): GCC the whole
+# project, Clang the libraries and fuzz targets (and clang-tidy, in the tests, every source).
 # 1. libFuzzer targets, built with clang under ASan+UBSan in their own tree.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++-14 -DEVIDENT_FUZZ=ON -DEVIDENT_TESTS=OFF -DEVIDENT_BENCH=OFF \
-  -DEVIDENT_ASSERTIONS=ON >/dev/null
+  -DEVIDENT_ASSERTIONS=ON -DEVIDENT_WERROR=ON >/dev/null
 cmake --build build-fuzz -j "$jobs" --target fuzzers
 
 # 2. The project itself, in Release (assertions on), with the tests that drive the fuzz binaries above.
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEVIDENT_ASSERTIONS=ON \
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEVIDENT_ASSERTIONS=ON -DEVIDENT_WERROR=ON \
   -DEVIDENT_FUZZ_BUILD_DIR="$PWD/build-fuzz" -DEVIDENT_FUZZ_SECONDS="${FUZZ_SECONDS:-60}" >/dev/null
 cmake --build build -j "$jobs"
 

@@ -219,6 +219,33 @@ TEST(CliSchemaCheck, CombinatorialSchemaIsCutOffWithAClearError) {
   EXPECT_NE(r.err.find("comparisons_max=50000"), std::string::npos) << r.err;
 }
 
+// Issue 40: the three lenient verdicts docs/contracts.md keeps on purpose, as documented.
+TEST(CliSchemaCheck, TheLenientVerdictsKeptOnPurpose) {
+  Scratch scratch;
+  const auto file = [&](const std::string& name, const std::string& extra) {
+    return scratch.Write(name,
+                         R"({"type":"object","properties":{"a":{"type":"string"})" + extra + "}");
+  };
+  const struct {
+    std::string old_extra, new_extra, code;
+    int backward, forward;  // exit codes: 0 compatible, 1 incompatible
+  } cases[] = {
+      {R"(,"b":{"type":"string"}})", "}", "PROPERTY_REMOVED", 0, 0},
+      {R"(},"additionalProperties":false)", "}", "ADDITIONAL_PROPERTIES_WIDENED", 0, 1},
+      {R"(},"additionalProperties":{"type":["string","number"]})",
+       R"(},"additionalProperties":{"type":"string"})", "TYPE_NARROWED", 1, 0},
+  };
+  for (const auto& c : cases) {
+    const std::string old_file = file("old.json", c.old_extra);
+    const std::string new_file = file("new.json", c.new_extra);
+    const auto backward = RunEvident({"schema", "check", old_file, new_file, "--mode", "backward"});
+    EXPECT_EQ(backward.exit_code, c.backward) << c.code << "\n" << backward.out << backward.err;
+    EXPECT_NE(backward.out.find(c.code), std::string::npos) << backward.out;
+    const auto forward = RunEvident({"schema", "check", old_file, new_file, "--mode", "forward"});
+    EXPECT_EQ(forward.exit_code, c.forward) << c.code << "\n" << forward.out << forward.err;
+  }
+}
+
 TEST(CliContracts, LintCleanExample) {
   const auto r = RunEvident({"contracts", "lint", SourcePath(kOrders)});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

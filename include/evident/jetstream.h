@@ -61,6 +61,10 @@ Result<std::unique_ptr<Publisher>> OpenJetStreamPublisher(const JetStreamOptions
 // connects, asks for the stream's info and closes).
 Status ProbeJetStream(const JetStreamOptions& options, int64_t timeout_ms = 1000);
 
+// A durable pull consumer of `options.stream`: of `filter_subject`; without one, of
+// `<subject_prefix>.>`; and with neither (an empty subject_prefix too), of every subject of the
+// stream (a stream of one subject pattern: that pattern; of several: a consumer without a
+// filter, created here and bound to).
 Result<std::unique_ptr<Source>> OpenJetStreamSource(const JetStreamOptions& options,
                                                     std::string durable,
                                                     std::string filter_subject);

@@ -107,11 +107,14 @@ class [[nodiscard]] Result {
 #define EVIDENT_CONCAT_INNER_(a, b) a##b
 #define EVIDENT_CONCAT_(a, b) EVIDENT_CONCAT_INNER_(a, b)
 
-// Returns the Status from the enclosing function when `expr` is not OK.
-#define EVIDENT_RETURN_IF_ERROR(expr)                  \
-  do {                                                 \
-    ::evident::Status evident_status_ = (expr);        \
-    if (!evident_status_.ok()) return evident_status_; \
+// Returns the Status from the enclosing function when `expr` is not OK. The temporary's name
+// carries its line: one of these inside a lambda inside another's expression does not shadow it.
+#define EVIDENT_RETURN_IF_ERROR(expr) \
+  EVIDENT_RETURN_IF_ERROR_IMPL_(EVIDENT_CONCAT_(evident_status_, __LINE__), expr)
+#define EVIDENT_RETURN_IF_ERROR_IMPL_(tmp, expr) \
+  do {                                           \
+    ::evident::Status tmp = (expr);              \
+    if (!tmp.ok()) return tmp;                   \
   } while (false)
 
 // `EVIDENT_ASSIGN_OR_RETURN(auto x, MakeX());` — declares x from the Result or returns its Status.

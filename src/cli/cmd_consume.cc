@@ -77,6 +77,31 @@ void PrintSummary(std::FILE* out, const ConsumeSummary& summary) {
   }
 }
 
+// What a run recovered from, on standard error: a failed gap deadline check, acknowledgements
+// the broker did not confirm, a broker unreachable for the whole idle bound. Returns whether
+// acknowledgements are unconfirmed (the exit status says so).
+bool ReportRecovered(const ConsumeSummary& summary) {
+  if (!summary.gap_check_error.empty()) {
+    std::cerr << "evident consume: a gap deadline check failed (the decisions are committed; "
+                 "`evident gaps check` runs it again): "
+              << summary.gap_check_error << "\n";
+  }
+  // Ended because the source could not be reached: its acknowledgements could not be
+  // confirmed either, which the one message says.
+  if (!summary.unreachable_error.empty()) {
+    std::cerr << "evident consume: every decision above is committed, but the run ended because "
+              << summary.unreachable_error
+              << "; nor could it confirm the acknowledgements (the messages of any that did not "
+                 "reach the broker come again, answered duplicate); run it again once the "
+                 "source answers\n";
+  } else if (!summary.acknowledgement_error.empty()) {
+    std::cerr << "evident consume: every decision above is committed, but the broker did not "
+                 "confirm every acknowledgement: "
+              << summary.acknowledgement_error << "\n";
+  }
+  return !summary.acknowledgement_error.empty() || !summary.unreachable_error.empty();
+}
+
 // Opening --outcomes truncates it, so it must not name a file this run reads or writes: the
 // store (with its -wal and -shm), the input, the config, the profile file and anything in the
 // contracts directory. Empty when the path is safe.
@@ -194,10 +219,13 @@ int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* o
                static_cast<long long>(summary->partitions_given_up),
                static_cast<long long>(summary->leases_lost));
   PrintSummary(out, summary->total);
+  const bool unacknowledged = ReportRecovered(summary->total);
   if (!summary->last_error.empty()) {
-    std::cerr << "evident consume: last error of a partition: " << summary->last_error << "\n";
+    std::cerr << "evident consume: a partition's loop ended on an error and was taken up again "
+                 "(every decision above is committed); the last: "
+              << summary->last_error << "\n";
   }
-  return kExitOk;
+  return unacknowledged ? kExitUnacknowledged : kExitOk;
 }
 
 int RunConsume(const ConsumeFlags& flags) {
@@ -277,26 +305,7 @@ int RunConsume(const ConsumeFlags& flags) {
     return failed;
   }
   PrintSummary(outcomes == stdout ? stderr : stdout, *summary);
-  if (!summary->gap_check_error.empty()) {
-    std::cerr << "evident consume: a gap deadline check failed (the decisions are committed; "
-                 "`evident gaps check` runs it again): "
-              << summary->gap_check_error << "\n";
-  }
-  // Ended because the source could not be reached: its acknowledgements could not be
-  // confirmed either, which the one message says.
-  if (!summary->unreachable_error.empty()) {
-    std::cerr << "evident consume: every decision above is committed, but the run ended because "
-              << summary->unreachable_error
-              << "; nor could it confirm the acknowledgements (the messages of any that did not "
-                 "reach the broker come again, answered duplicate); run it again once the "
-                 "source answers\n";
-  } else if (!summary->acknowledgement_error.empty()) {
-    std::cerr << "evident consume: every decision above is committed, but the broker did not "
-                 "confirm every acknowledgement: "
-              << summary->acknowledgement_error << "\n";
-  }
-  const bool unacknowledged =
-      !summary->acknowledgement_error.empty() || !summary->unreachable_error.empty();
+  const bool unacknowledged = ReportRecovered(*summary);
   if (summary->stopped) {
     const int signo = LastStopSignal() != 0 ? LastStopSignal() : SIGTERM;
     std::cerr << "evident consume: stopped by " << (signo == SIGINT ? "SIGINT" : "SIGTERM")
@@ -329,8 +338,8 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--filter", flags->filter, "Subject filter, e.g. evident.p3.> (with --from)");
   cmd->add_option("--subject-prefix", flags->subject_prefix,
                   "The relay's --subject-prefix: reads PREFIX.> (with --from; with --group, "
-                  "each partition's PREFIX.p<N>.>)")
-      ->capture_default_str();
+                  "each partition's PREFIX.p<N>.>, default evident). Without it and --filter, "
+                  "a consumer reads every subject of the stream");
   cmd->add_option("--ack-wait-ms", flags->ack_wait_ms,
                   "Redelivery after this long unacknowledged (with --from; a new durable only)")
       ->check(IntegerFrom(1000, 3'600'000))
@@ -379,6 +388,12 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
       ->capture_default_str();
   cmd->callback([flags, cmd, &run] {
     flags->clash = FlagsClash(*flags, *cmd);
+    // Neither --filter nor --subject-prefix: a lone consumer reads every subject of the stream
+    // (a group's partitions are the relay's PREFIX.p<N>.>, so it keeps the default prefix).
+    if (cmd->count("--filter") == 0 && cmd->count("--subject-prefix") == 0 &&
+        flags->group.empty()) {
+      flags->subject_prefix.clear();
+    }
     run = [flags] { return RunConsume(*flags); };
   });
 }

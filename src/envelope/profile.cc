@@ -27,7 +27,7 @@ Profile Profile::WithSchemaVersionAt(std::string pointer) const {
   return WithAttributeAt("schemaversion", std::move(pointer));
 }
 
-Profile Profile::WithAttributeAt(std::string_view name, std::string pointer) const {
+Profile Profile::WithAttributeAt(std::string_view attribute_name, std::string pointer) const {
   Profile copy = *this;
   // Written against the canonical envelope: "/data/..." is inside this layout's payload.
   constexpr std::string_view kData = "/data";
@@ -36,12 +36,12 @@ Profile Profile::WithAttributeAt(std::string_view name, std::string pointer) con
     pointer = data_pointer + pointer.substr(kData.size());
   }
   for (auto& [attribute, existing] : copy.attribute_pointers) {
-    if (attribute == name) {
+    if (attribute == attribute_name) {
       existing = std::move(pointer);
       return copy;
     }
   }
-  copy.attribute_pointers.emplace_back(std::string(name), std::move(pointer));
+  copy.attribute_pointers.emplace_back(std::string(attribute_name), std::move(pointer));
   return copy;
 }
 

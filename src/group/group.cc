@@ -28,12 +28,24 @@ std::string DefaultMemberName() {
          suffix;
 }
 
+// A partition loop's summary into the member's: counts summed, and the troubles it recovered
+// from (a failed gap check, unconfirmed acknowledgements, an unreachable broker) kept, the last
+// of each, so that the member's exit message says so.
 void Add(ConsumeSummary& total, const ConsumeSummary& one) {
   total.events += one.events;
   total.batches += one.batches;
   for (const auto& [consumer, counts] : one.counts) {
     auto& into = total.counts[consumer];
     for (size_t i = 0; i < counts.size(); ++i) into[i] += counts[i];
+  }
+  total.gap_actions.requested += one.gap_actions.requested;
+  total.gap_actions.manual += one.gap_actions.manual;
+  total.gap_actions.reported += one.gap_actions.reported;
+  total.gap_actions.closed += one.gap_actions.closed;
+  for (const auto& [into, from] : {std::pair{&total.gap_check_error, &one.gap_check_error},
+                                   {&total.acknowledgement_error, &one.acknowledgement_error},
+                                   {&total.unreachable_error, &one.unreachable_error}}) {
+    if (!from->empty()) *into = *from;
   }
 }
 

@@ -116,8 +116,24 @@ MHD_Result Routes::Handshake(MHD_Connection* connection) {
   return responder_.Respond(connection, 200, "", "text/plain", extra);
 }
 
-// The token compared in constant time (for equal lengths; a length differs in any case).
+namespace {
+
+// Counts the request's Authorization headers (MHD compares header names case-insensitively).
+MHD_Result CountAuthorization(void* count, MHD_ValueKind /*kind*/, const char* key,
+                              const char* /*value*/) {
+  if (key != nullptr && strcasecmp(key, "Authorization") == 0) ++*static_cast<int*>(count);
+  return MHD_YES;
+}
+
+}  // namespace
+
+// The token compared in constant time (for equal lengths; a length differs in any case). A
+// request with more than one Authorization header is refused whatever they hold: which one a
+// proxy or a server reads is not for this daemon to guess.
 bool Routes::Authorized(MHD_Connection* connection) const {
+  int headers = 0;
+  MHD_get_connection_values(connection, MHD_HEADER_KIND, &CountAuthorization, &headers);
+  if (headers != 1) return false;
   const char* header = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Authorization");
   if (header == nullptr) return false;
   std::string_view value(header);
@@ -137,7 +153,7 @@ bool Routes::AdminGate(MHD_Connection* connection, MHD_Result& refused) {
   }
   if (!Authorized(connection)) {
     refused = Refuse(connection, 401, "unauthorized",
-                     "the admin API needs 'Authorization: Bearer <token>'");
+                     "the admin API needs one 'Authorization: Bearer <token>' header");
     return false;
   }
   return true;

@@ -460,6 +460,17 @@ TEST_F(ServeTest, AdminRoutesNeedTheRightToken) {
                  {{"Authorization", "Basic s3cret-token-of-enough-length"}})
                 .status,
             401);
+  // Two Authorization headers are refused, whichever holds the token (issue 40).
+  for (const auto& [first, second] :
+       {std::pair<std::string, std::string>{"Bearer s3cret-token-of-enough-length", "Bearer x"},
+        {"Bearer x", "Bearer s3cret-token-of-enough-length"},
+        {"Bearer s3cret-token-of-enough-length", "Bearer s3cret-token-of-enough-length"}}) {
+    EXPECT_EQ(Http(port_, "GET", "/api/evidence/order-a",
+                   {{"Authorization", first}, {"authorization", second}})
+                  .status,
+              401)
+        << first << " / " << second;
+  }
   EXPECT_EQ(Http(port_, "GET", "/api/evidence/order-a?consumer=nobody",
                  {{"Authorization", "Bearer s3cret-token-of-enough-length"}})
                 .status,

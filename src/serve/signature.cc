@@ -66,7 +66,9 @@ SignatureVerdict VerifySignature(const SignedRequest& request,
       const size_t space = rest.find(' ');
       const std::string_view one = rest.substr(0, space);
       rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
-      if (one.empty()) continue;
+      // Only v1 (HMAC-SHA256) entries count: another scheme's ("v1a,": asymmetric) or a
+      // malformed entry is not a signature this daemon can check.
+      if (one.size() <= 3 || one.substr(0, 3) != "v1,") continue;
       ++seen;
       if (one.size() == expected.size() &&
           CRYPTO_memcmp(one.data(), expected.data(), expected.size()) == 0) {

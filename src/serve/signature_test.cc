@@ -53,6 +53,21 @@ TEST(SignatureTest, StaleMissingAndMalformed) {
             SignatureVerdict::kMalformed);
   EXPECT_EQ(VerifySignature({kId, kTimestamp, "   ", kBody}, {key}, 1614265330, 300),
             SignatureVerdict::kMalformed);
+  // Issue 40: entries of another scheme ("v1a": asymmetric) or without a version are not v1
+  // signatures that failed: the header holds none this daemon can check.
+  const std::string v1a = "v1a" + std::string(kSignature).substr(2);
+  for (const std::string& header : {v1a, std::string(kSignature).substr(3), std::string("v1,"),
+                                    std::string("v2,abc v1a,def")}) {
+    EXPECT_EQ(VerifySignature({kId, kTimestamp, header, kBody}, {key}, 1614265330, 300),
+              SignatureVerdict::kMalformed)
+        << header;
+  }
+  // Beside a v1 entry they are passed over: the v1 entry decides.
+  EXPECT_EQ(VerifySignature({kId, kTimestamp, v1a + " " + std::string(kSignature), kBody}, {key},
+                            1614265330, 300),
+            SignatureVerdict::kValid);
+  EXPECT_EQ(VerifySignature({kId, kTimestamp, v1a + " v1,AAAA", kBody}, {key}, 1614265330, 300),
+            SignatureVerdict::kMismatch);
   EXPECT_EQ(SignatureReason(SignatureVerdict::kStale), "stale-signature");
 }
 

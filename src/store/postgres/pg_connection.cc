@@ -231,7 +231,10 @@ std::string Connection::PreparedName(const std::string& sql, int param_count) {
     NoteSendError(Fail("prepare"));
     return "";
   }
-  pending_.push_back(Pending{.prepared_name = name});
+  // Built, then moved: GCC 12 takes the designated temporary's Status for maybe-uninitialized.
+  Pending pending;
+  pending.prepared_name = name;
+  pending_.push_back(std::move(pending));
   prepared_.emplace(&sql, name);
   return name;
 }

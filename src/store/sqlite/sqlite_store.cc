@@ -2439,7 +2439,7 @@ class SqliteEngine {
     constexpr const char* kJoined = "outbox JOIN outbox_body USING(seq)";
     constexpr const char* kPending = "sent_at_ms IS NULL AND parked_at_ms IS NULL AND ";
     constexpr const char* kPending6 = "sent_at_ms IS NULL AND ";
-    static const std::string kAll = build(kOutboxColumns, kJoined, "");
+    static const std::string kAllSql = build(kOutboxColumns, kJoined, "");
     static const std::string kPendingSql = build(kOutboxColumns, kJoined, kPending);
     static const std::string kParkedSql =
         build(kOutboxColumns, kJoined, "parked_at_ms IS NOT NULL AND ");
@@ -2451,7 +2451,7 @@ class SqliteEngine {
     const std::string& sql = outbox_bytes_in_row_              ? (pending ? kPendingSql3 : kAll3)
                              : layout_ < 7                     ? (pending ? kPendingSql6 : kAll6)
                              : select == OutboxSelect::kParked ? kParkedSql
-                                                               : (pending ? kPendingSql : kAll);
+                                                               : (pending ? kPendingSql : kAllSql);
     return QueryBound<OutboxRow>(
         sql, [&](Statement& s) { s.Bind(after_seq); }, rows_max, ReadOutbox);
   }

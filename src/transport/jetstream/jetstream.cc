@@ -414,11 +414,55 @@ class JetStreamSource final : public Source {
     if (positioned_) so.Config.InactiveThreshold = inactive_ms_ * 1000000;
     so.Config.AckWait = o_.ack_wait_ms * 1000000;  // nanoseconds
     std::string subject = filter_.empty() ? o_.subject_prefix + ".>" : filter_;
+    if (filter_.empty() && o_.subject_prefix.empty()) {
+      EVIDENT_ASSIGN_OR_RETURN(subject, EveryStreamSubject());
+    }
     if (!positioned_) EVIDENT_RETURN_IF_ERROR(MatchDurable(subject, so.Config.AckWait));
+    if (subject.empty()) {
+      // Several subject patterns: a consumer without a filter, made here, then bound to.
+      EVIDENT_RETURN_IF_ERROR(AddUnfilteredDurable(so.Config));
+      so.Consumer = durable_.c_str();
+    }
     jsErrCode jerr = static_cast<jsErrCode>(0);
-    natsStatus s = js_PullSubscribe(&sub_, c_.js, subject.c_str(),
+    natsStatus s = js_PullSubscribe(&sub_, c_.js, subject.empty() ? nullptr : subject.c_str(),
                                     positioned_ ? nullptr : durable_.c_str(), nullptr, &so, &jerr);
-    if (s != NATS_OK) return NatsError("pull consumer " + name_ + " on " + subject, s, jerr);
+    if (s != NATS_OK) {
+      return NatsError(
+          "pull consumer " + name_ + " on " + (subject.empty() ? "every subject" : subject), s,
+          jerr);
+    }
+    return Status::Ok();
+  }
+
+  // The stream's one subject pattern, or empty when it has several (a consumer of all of them
+  // has no filter; nats-server 2.9 takes one filter subject).
+  Result<std::string> EveryStreamSubject() {
+    jsStreamInfo* si = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    const natsStatus s = js_GetStreamInfo(&si, c_.js, o_.stream.c_str(), nullptr, &jerr);
+    if (s != NATS_OK) return NatsError("stream " + o_.stream, s, jerr);
+    const std::unique_ptr<jsStreamInfo, void (*)(jsStreamInfo*)> owned(si, jsStreamInfo_Destroy);
+    if (si->Config == nullptr || si->Config->SubjectsLen != 1) return std::string();
+    return std::string(si->Config->Subjects[0] != nullptr ? si->Config->Subjects[0] : "");
+  }
+
+  // The durable consumer of every subject, when it does not exist yet (MatchDurable checked an
+  // existing one).
+  Status AddUnfilteredDurable(const jsConsumerConfig& config) {
+    jsConsumerInfo* info = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    natsStatus s =
+        js_GetConsumerInfo(&info, c_.js, o_.stream.c_str(), durable_.c_str(), nullptr, &jerr);
+    if (s == NATS_OK) {
+      jsConsumerInfo_Destroy(info);
+      return Status::Ok();
+    }
+    jsConsumerConfig wanted = config;
+    wanted.FilterSubject = nullptr;
+    jerr = static_cast<jsErrCode>(0);
+    s = js_AddConsumer(&info, c_.js, o_.stream.c_str(), &wanted, nullptr, &jerr);
+    if (s != NATS_OK) return NatsError("create consumer " + name_, s, jerr);
+    jsConsumerInfo_Destroy(info);
     return Status::Ok();
   }
 
@@ -771,7 +815,9 @@ Result<std::unique_ptr<Source>> OpenJetStreamSource(const JetStreamOptions& opti
   if (options.url.empty() || options.stream.empty() || durable.empty()) {
     return Status::InvalidArgument("JetStream source needs a url, a stream and a durable name");
   }
-  if (filter_subject.empty()) EVIDENT_RETURN_IF_ERROR(CheckSubjectPrefix(options.subject_prefix));
+  if (filter_subject.empty() && !options.subject_prefix.empty()) {
+    EVIDENT_RETURN_IF_ERROR(CheckSubjectPrefix(options.subject_prefix));
+  }
   auto s =
       std::make_unique<JetStreamSource>(options, std::move(durable), std::move(filter_subject));
   EVIDENT_RETURN_IF_ERROR(s->Open());

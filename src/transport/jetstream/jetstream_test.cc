@@ -354,6 +354,60 @@ TEST_F(JetStreamTest, ADurableTakesANewAckWaitAndRefusesANewSubject) {
 }  // namespace
 // A subject prefix is dot-separated tokens: what could not begin a subject is refused by name,
 // by the publisher too, before it connects.
+// Issue 40: without a filter and a prefix, a consumer reads every subject of the stream (it used
+// to read evident.> and was refused on a stream of orders.>), of one subject pattern or several.
+TEST_F(JetStreamTest, WithoutAFilterOrPrefixEverySubjectOfTheStreamIsRead) {
+  {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    ASSERT_EQ(natsConnection_ConnectTo(&nc, url_.c_str()), NATS_OK);
+    ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+    const char* subjects[] = {"orders.>", "payments.>"};
+    jsStreamConfig config;
+    jsStreamConfig_Init(&config);
+    config.Name = "MIXED";
+    config.Subjects = subjects;
+    config.SubjectsLen = 2;
+    config.Duplicates = int64_t{120} * 1'000'000'000;
+    jsStreamInfo* info = nullptr;
+    ASSERT_EQ(js_AddStream(&info, js, &config, nullptr, nullptr), NATS_OK);
+    jsStreamInfo_Destroy(info);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+  }
+  for (const char* prefix : {"orders", "payments"}) {
+    JetStreamOptions o = options_;
+    o.stream = "MIXED";
+    o.subject_prefix = prefix;
+    auto p = OpenJetStreamPublisher(o);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    std::vector<OutgoingMessage> one = {
+        {"x", std::string(prefix) + "-1", R"({"id":")" + std::string(prefix) + R"("})"}};
+    ASSERT_EQ(p.value()->Publish(one).value(), 1u);
+  }
+  JetStreamOptions every = options_;
+  every.stream = "MIXED";
+  every.subject_prefix.clear();
+  auto s = OpenJetStreamSource(every, "all", "");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE(s.value()->Start(std::nullopt).ok());
+  const std::vector<Message> got = Drain(*s.value(), 2, 3000);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].bytes, R"({"id":"orders"})");
+  EXPECT_EQ(got[1].bytes, R"({"id":"payments"})");
+  // A stream of one pattern: that pattern, the relay's stream included.
+  auto p = OpenJetStreamPublisher(options_);
+  ASSERT_TRUE(p.ok());
+  auto batch = Batch(0, 3);
+  ASSERT_EQ(p.value()->Publish(batch).value(), 3u);
+  JetStreamOptions events = options_;
+  events.subject_prefix.clear();
+  auto one = OpenJetStreamSource(events, "every", "");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ASSERT_TRUE(one.value()->Start(std::nullopt).ok());
+  EXPECT_EQ(Drain(*one.value(), 3, 3000).size(), 3u);
+}
+
 TEST(SubjectPrefix, TokensWithoutWildcardsOrWhiteSpace) {
   for (const char* fine : {"evident", "shop.eu", "a-b_c.9"}) {
     EXPECT_TRUE(CheckSubjectPrefix(fine).ok()) << fine;
