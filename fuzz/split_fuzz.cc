@@ -5,7 +5,10 @@
 // one piece; no event holds more than event_bytes_max + 1 bytes; an event the splitter did not
 // reject is the input's own bytes at its offset, non-empty and without surrounding whitespace;
 // offsets rise; batch indices count 0, 1, 2, ...; line indices rise and name a line of the input;
-// SplitEvents' slices lie inside the input.
+// SplitEvents' slices lie inside the input; `next` lies past the event, at or before the
+// next one, within the chunk the event was handed over in (the end of the input at Finish):
+// the file source hashes each chunk up to its events' `next`.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -28,6 +31,7 @@ struct Got {
   std::string bytes;
   size_t index;
   uint64_t offset;
+  uint64_t next;
   std::optional<evident::EnvelopeReason> reason;
   bool operator==(const Got&) const = default;
 };
@@ -37,16 +41,21 @@ constexpr size_t kEventBytesMax = 64;  // small, so that inputs reach it
 std::vector<Got> Split(std::string_view input, size_t chunk_bytes,
                        std::optional<evident::InputLayout>& layout) {
   std::vector<Got> got;
+  size_t chunk_from = 0, chunk_to = 0;  // the chunk being fed
   const evident::EventSplitter::Sink keep = [&](const evident::SplitEvent& e) {
     Check(e.bytes.size() <= kEventBytesMax + 1);
-    got.push_back({std::string(e.bytes), e.index, e.offset,
+    Check(e.next >= chunk_from && e.next <= chunk_to);
+    got.push_back({std::string(e.bytes), e.index, e.offset, e.next,
                    e.rejection ? std::optional(e.rejection->reason) : std::nullopt});
     return evident::Status::Ok();
   };
   evident::EventSplitter splitter(kEventBytesMax);
   for (size_t at = 0; at < input.size(); at += chunk_bytes) {
+    chunk_from = at;
+    chunk_to = std::min(input.size(), at + chunk_bytes);
     Check(splitter.Feed(input.substr(at, chunk_bytes), keep).ok());
   }
+  chunk_from = chunk_to = input.size();
   Check(splitter.Finish(keep).ok());
   layout = splitter.layout();
   return got;
@@ -59,7 +68,9 @@ void CheckEvents(std::string_view input, const std::vector<Got>& events,
   for (size_t i = 0; i < events.size(); ++i) {
     const Got& e = events[i];
     Check(e.offset <= input.size());
-    if (i > 0) Check(e.offset > events[i - 1].offset);
+    if (i > 0) Check(e.offset > events[i - 1].offset && e.offset >= events[i - 1].next);
+    Check(e.next >= e.offset && e.next <= input.size());
+    if (!e.reason) Check(e.next >= e.offset + e.bytes.size());
     if (layout == evident::InputLayout::kBatch) {
       Check(e.index == i);
     } else {

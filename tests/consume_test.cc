@@ -270,7 +270,57 @@ TEST_F(ConsumeTest, ResumeSkipsCommittedLines) {
   const auto r = Consume({"--resume", "--outcomes", "-"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_NE(r.err.find("20 lines skipped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("20 events skipped"), std::string::npos) << r.err;
+}
+
+// consume reads what validate reads: a pretty-printed event is one decision (not one
+// malformed-json record per line), a batch array one per element; what the layout refuses (an
+// event after the array's ']') is rejected malformed-json and kept with its bytes.
+TEST_F(ConsumeTest, ReadsOneValueABatchOrNdjsonAsValidateDoes) {
+  const auto consume = [&](const std::string& input, const std::string& store) {
+    return RunEvident(
+        {"consume", "--config", config_, "--store", store, "--input", input, "--outcomes", "-"});
+  };
+  const auto pretty =
+      consume(SourcePath("examples/envelopes/seed-000.json"), "sqlite:" + (dir_ / "a.db").string());
+  ASSERT_EQ(pretty.exit_code, 0) << pretty.err;
+  ASSERT_EQ(Lines(pretty.out).size(), 1U) << pretty.out;
+  EXPECT_EQ(pretty.out.find("malformed-json"), std::string::npos) << pretty.out;
+  EXPECT_EQ(Summaries(Lines(pretty.out)), std::vector<std::string>{"0 null rejected"});
+
+  const auto batch = consume(SourcePath("examples/envelopes/batch.json"), store_);
+  ASSERT_EQ(batch.exit_code, 0) << batch.err;
+  EXPECT_EQ(
+      Summaries(Lines(batch.out)),
+      (std::vector<std::string>{"0 orders-projection applied", "1 orders-projection rejected"}));
+
+  // The same batch with an event after its ']': the event is valid, its place is not.
+  std::ifstream in(SourcePath("examples/envelopes/batch.json"));
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::string stray =
+      R"({"specversion":"1.0","id":"evt-stray","source":"training://orders/checkout","type":"order.status.changed","subject":"order-9","data":{"schemaVersion":1,"orderId":"order-9","status":"paid"}})";
+  const fs::path broken = dir_ / "broken.json";
+  std::ofstream(broken) << text << stray << "\n";
+  const auto trailing = consume(broken.string(), "sqlite:" + (dir_ / "b.db").string());
+  ASSERT_EQ(trailing.exit_code, 0) << trailing.err;
+  const std::vector<std::string> lines = Lines(trailing.out);
+  ASSERT_EQ(lines.size(), 3U) << trailing.out;
+  EXPECT_NE(lines[2].find("\"reason\":\"malformed-json\""), std::string::npos) << lines[2];
+  const auto kept =
+      RunEvident({"quarantine", "list", "--store", "sqlite:" + (dir_ / "b.db").string(), "--reason",
+                  "malformed-json", "--format", "json"});
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  ASSERT_EQ(Lines(kept.out).size(), 1U) << kept.out;
+  simdjson::dom::parser parser;
+  const int64_t id = parser.parse(Lines(kept.out)[0]).value()["id"].get_int64().value();
+  const auto shown =
+      RunEvident({"quarantine", "show", "--store", "sqlite:" + (dir_ / "b.db").string(),
+                  std::to_string(id), "--format", "json"});
+  // The stray event's own bytes, base64: {"specversion":"1.0","id":"evt-stray",...
+  EXPECT_NE(shown.out.find(
+                "\"original_bytes_base64\":\"eyJzcGVjdmVyc2lvbiI6IjEuMCIsImlkIjoiZXZ0LXN0cmF5Ii"),
+            std::string::npos)
+      << shown.out << shown.err;
 }
 
 TEST_F(ConsumeTest, StdinInputAndBadUsage) {

@@ -210,7 +210,7 @@ TEST_F(HardeningTest, ResumeContinuesAnInputThatGrew) {
   const std::string outcomes = (dir_ / "outcomes.ndjson").string();
   const auto r = Consume(input, {"--resume", "--outcomes", outcomes});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("7 lines skipped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("7 events skipped"), std::string::npos) << r.out;
   for (const std::string& line : Lines(Read(outcomes))) {
     const size_t at = line.find("\"index\":");
     ASSERT_NE(at, std::string::npos);
@@ -230,7 +230,7 @@ TEST_F(HardeningTest, ResumeRefusesADifferentStandardInput) {
   const auto same = RunEvident({"consume", "--config", config_, "--store", store_, "--resume"},
                                lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n");
   EXPECT_EQ(same.exit_code, 0) << same.err;
-  EXPECT_NE(same.out.find("2 lines skipped"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("2 events skipped"), std::string::npos) << same.out;
 }
 
 // --- --outcomes never destroys what the run reads or writes -------------------------------------

@@ -89,6 +89,20 @@ TEST_F(OutboxCliTest, AppendingTheSameEventsAgainIsAllDuplicatesAndExitsZero) {
       << list.out;
 }
 
+// An input is read as `validate` reads it: a batch array, one result per element (indexed by
+// its place), what follows the array refused malformed-json even when it is an event.
+TEST_F(OutboxCliTest, ABatchArrayIsOneResultPerElement) {
+  const ProcessResult r = Append("[\n  " + Status("e1", 1, "paid") + ",\n  " +
+                                 Status("e2", 1, "packed") + "\n] " + Status("e3", 1, "paid"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(Outcomes(r.out), (std::vector<std::string>{"appended", "appended", "rejected"}))
+      << r.out;
+  EXPECT_NE(r.out.find("malformed-json"), std::string::npos) << r.out;
+  const ProcessResult list =
+      RunEvident({"outbox", "list", "--store", store_, "--pending", "--format", "json"});
+  ASSERT_EQ(Lines(list.out).size(), 2U) << list.out;
+}
+
 // A parked row stays out of the relay's rounds while the rows behind it go out; it is listed and
 // counted apart with the operator's words, and once unparked the next round sends it.
 TEST_F(OutboxCliTest, AParkedRowWaitsAsideWhileTheRowsBehindItGoOut) {

@@ -96,15 +96,17 @@ class Pipeline {
 
   // Decides one input event for every subscribed consumer; appends one Decision per consumer
   // (plus one per drained successor). Writes go to `store`, whose transaction the caller owns.
+  // `refused`: the source's own rejection of the input (Message::rejection), decided as it is.
   Status Process(Transaction& store, std::string_view bytes, int64_t index, int64_t now_ms,
-                 std::vector<Decision>& decisions);
+                 std::vector<Decision>& decisions, const Rejection* refused = nullptr);
 
   // Process in two halves. Prepare copies `bytes` into `slot`, parses the envelope and runs every
   // check that needs no store (boundary, schema version, contract, payload); it only reads the
   // pipeline, so it may run on another thread than Decide, on another slot. Decide makes the
   // decisions of a prepared event against the store, in input order, on one thread.
   Result<std::unique_ptr<PreparedEvent>> NewPreparedEvent() const;
-  void Prepare(PreparedEvent& slot, std::string_view bytes) const;
+  void Prepare(PreparedEvent& slot, std::string_view bytes,
+               const Rejection* refused = nullptr) const;
   Status Decide(Transaction& store, PreparedEvent& slot, int64_t index, int64_t now_ms,
                 std::vector<Decision>& decisions);
   // Adds the keys Decide of a prepared event reads (its ledger row and subject for every

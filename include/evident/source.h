@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "evident/rejection.h"
 #include "evident/status.h"
 
 namespace evident {
@@ -37,8 +38,14 @@ struct Cursor {
 
 struct Message {
   std::string bytes;  // one event, as received
-  int64_t index = 0;  // where it stands in the source (NDJSON: the 0-based line), for decisions
-  Cursor cursor;      // the source's position just after this message
+  // Where it stands in the source, for decisions (a file: the 0-based line it begins on, or its
+  // place in a batch array).
+  int64_t index = 0;
+  Cursor cursor;  // the source's position just after this message
+  // Set when the source itself found the input cannot be an event, whatever its bytes say (an
+  // element of a broken batch array, content after the array, an input larger than the limit):
+  // it is decided as this rejection, its bytes kept. Empty for nearly every message.
+  std::optional<Rejection> rejection;
 };
 
 class Source {
@@ -105,15 +112,21 @@ class Source {
 };
 
 struct NdjsonSourceOptions {
-  // A line longer than this is cut to line_bytes_max + 1 bytes (enough for the parser to
-  // reject it as too large) and the rest is skipped unread into memory.
-  size_t line_bytes_max = size_t{1} << 20;
+  // An event longer than this keeps its first event_bytes_max + 1 bytes and is handed over
+  // rejected envelope-too-large; the rest is read past, never held in memory.
+  size_t event_bytes_max = size_t{1} << 20;
 };
 
-// A newline-delimited JSON file, or standard input for "-". Blank lines are skipped. Its
-// position is the lines decided and the size and 64-bit FNV-1a hash of exactly those bytes
-// ("lines=N bytes=B hash=H"): a resumed run skips the lines only when the input starts with the
-// same bytes, so a different file of the same name is refused rather than half-skipped.
+// A file of events, or standard input for "-", read as `evident validate` reads one
+// (EventSplitter, docs/envelope.md): one JSON value (pretty-printed or not), a batch array, or
+// NDJSON; blank lines are skipped, and memory stays bounded by the largest event, whatever the
+// input's size. Each event is handed over as it completes (a line of NDJSON at its newline).
+// Its position is the bytes decided, their newlines and their 64-bit FNV-1a hash ("lines=N
+// bytes=B hash=H", B just past the last decided event: its line's newline, or the ',' or ']'
+// after a batch element; a last line without a newline counts as if it had one): a resumed run
+// skips the events those bytes hold only when the input starts with the same bytes, so a
+// different file of the same name is refused rather than half-skipped, and a file that grew
+// (events appended) resumes where the last run ended.
 Result<std::unique_ptr<Source>> OpenNdjsonSource(const std::string& path,
                                                  const NdjsonSourceOptions& options = {});
 

@@ -49,7 +49,7 @@ void PrintSummary(std::FILE* out, const ConsumeSummary& summary) {
                summary.seconds > 0 ? static_cast<double>(summary.events) / summary.seconds : 0.0,
                static_cast<long long>(summary.batches));
   if (summary.skipped > 0) {
-    std::fprintf(out, ", %lld lines skipped (already committed)",
+    std::fprintf(out, ", %lld events skipped (already committed)",
                  static_cast<long long>(summary.skipped));
   }
   std::fprintf(out, "\n\n%-20s", "consumer");
@@ -369,7 +369,8 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--profile-file", flags->profile_file,
                   "Envelope profile from a JSON file (overrides the config)");
   cmd->add_option("--outcomes", flags->outcomes, "Write one NDJSON line per decision (FILE or -)");
-  cmd->add_flag("--resume", flags->resume, "Skip input lines an earlier run already committed");
+  cmd->add_flag("--resume", flags->resume,
+                "Skip the events of the input an earlier run already committed");
   cmd->add_option("--batch-count-max", flags->batch_count_max,
                   "Events per transaction (overrides the config)")
       ->check(IntegerFrom(1, kBatchCountMaxLimit));

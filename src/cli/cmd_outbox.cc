@@ -92,8 +92,13 @@ Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_cou
     if (tx == nullptr) {
       EVIDENT_ASSIGN_OR_RETURN(tx, store.Begin());
     }
+    // An input the file's layout already refused (a broken batch array) is not an event.
     const Result<OutboxDecision> decision =
-        outbox.Append(*tx, message.bytes, SystemClock().NowMs());
+        message.rejection
+            ? OutboxDecision{.outcome = OutboxDecisionOutcome::kRejected,
+                             .reason = std::string(ReasonCode(message.rejection->reason)),
+                             .message = message.rejection->message}
+            : outbox.Append(*tx, message.bytes, SystemClock().NowMs());
     if (!decision.ok()) return RolledBack(decision.status());
     refused = refused || (decision->outcome != OutboxDecisionOutcome::kAppended &&
                           decision->outcome != OutboxDecisionOutcome::kDuplicate);
@@ -125,7 +130,7 @@ int RunAppend(const AppendFlags& flags) {
       outbox.ok() ? OpenStore(flags.store) : Result<std::unique_ptr<Store>>(outbox.status());
   auto source =
       store.ok() ? OpenNdjsonSource(flags.input,
-                                    {.line_bytes_max = static_cast<size_t>(flags.event_bytes_max)})
+                                    {.event_bytes_max = static_cast<size_t>(flags.event_bytes_max)})
                  : Result<std::unique_ptr<Source>>(store.status());
   if (!source.ok()) {
     std::cerr << "evident outbox append: " << source.status().ToString() << "\n";

@@ -1596,9 +1596,14 @@ Result<std::unique_ptr<PreparedEvent>> Pipeline::NewPreparedEvent() const {
   return std::unique_ptr<PreparedEvent>(new PreparedEvent(std::move(impl)));
 }
 
-void Pipeline::Prepare(PreparedEvent& slot, std::string_view bytes) const {
+void Pipeline::Prepare(PreparedEvent& slot, std::string_view bytes,
+                       const Rejection* refused) const {
   PreparedEvent::Impl& p = *slot.impl_;
   p.bytes.assign(bytes);
+  if (refused != nullptr) {
+    p.parsed = EnvelopeParser::Outcome{*refused, {}};
+    return;
+  }
   p.parsed = p.parser->Parse(p.bytes);
   if (!p.parsed.ok()) return;
   for (size_t i = 0; i < impl_->consumers.size(); ++i) {
@@ -1612,11 +1617,11 @@ void Pipeline::Prepare(PreparedEvent& slot, std::string_view bytes) const {
 }
 
 Status Pipeline::Process(Transaction& store, std::string_view bytes, int64_t index, int64_t now_ms,
-                         std::vector<Decision>& decisions) {
+                         std::vector<Decision>& decisions, const Rejection* refused) {
   if (!impl_->own_slot) {
     EVIDENT_ASSIGN_OR_RETURN(impl_->own_slot, NewPreparedEvent());
   }
-  Prepare(*impl_->own_slot, bytes);
+  Prepare(*impl_->own_slot, bytes, refused);
   return Decide(store, *impl_->own_slot, index, now_ms, decisions);
 }
 

@@ -30,9 +30,10 @@ class PrepareAhead {
   struct Item {
     enum class Kind { kEvent, kEnd, kError } kind = Kind::kEvent;
     PreparedEvent* event = nullptr;
-    int64_t index = 0;  // where the message stands in its source
-    Cursor cursor;      // the source's position just after it
-    Status status;      // kError
+    int64_t index = 0;                 // where the message stands in its source
+    Cursor cursor;                     // the source's position just after it
+    Status status;                     // kError
+    std::optional<Rejection> refused;  // the source's own rejection (Message::rejection)
   };
 
   // The source has been started: its Fetch skips what the start position covers.
@@ -155,11 +156,13 @@ class PrepareAhead {
       }
       PreparedEvent* slot = mine.back();
       mine.pop_back();
-      pipeline_.Prepare(*slot, message.bytes);
+      pipeline_.Prepare(*slot, message.bytes, message.rejection ? &*message.rejection : nullptr);
       Item item;
       item.event = slot;
       item.index = message.index;
       item.cursor = message.cursor;
+      item.refused = std::move(message.rejection);
+      message.rejection.reset();
       done.push_back(std::move(item));
     }
   }
@@ -206,6 +209,7 @@ class ConsumeLoop {
     std::string bytes;
     int64_t index = 0;
     Cursor cursor;
+    std::optional<Rejection> refused;
   };
 
  public:
@@ -291,7 +295,7 @@ class ConsumeLoop {
       if (decided.ok()) {
         decided = pipeline_.Decide(*tx_, *item->event, item->index, clock_.NowMs(), decisions_);
       }
-      KeepInput(item->event->bytes(), item->index, item->cursor);
+      KeepInput(item->event->bytes(), item->index, item->cursor, item->refused);
       ahead.Release(item->event);
       if (!decided.ok()) {
         // The index the outcomes give it (0-based); a file's line is one more.
@@ -525,12 +529,14 @@ class ConsumeLoop {
 
   // A copy of each decided input of the open batch, to decide it again after a transient
   // failure (the prepared slots are reused at once). Strings keep their capacity.
-  void KeepInput(std::string_view bytes, int64_t index, const Cursor& cursor) {
+  void KeepInput(std::string_view bytes, int64_t index, const Cursor& cursor,
+                 const std::optional<Rejection>& refused) {
     if (inputs_used_ == inputs_.size()) inputs_.emplace_back();
     Input& input = inputs_[inputs_used_++];
     input.bytes.assign(bytes);
     input.index = index;
     input.cursor = cursor;
+    input.refused = refused;
   }
 
   // The batch failed transiently and was rolled back. It is decided again, whole, with backoff
@@ -588,8 +594,10 @@ class ConsumeLoop {
     const size_t decided_before = decisions_.size();
     Status s = WithTransaction(inputs_[to - 1].cursor, [&](Transaction& tx) -> Status {
       for (size_t i = from; i < to; ++i) {
-        EVIDENT_RETURN_IF_ERROR(
-            pipeline_.Process(tx, inputs_[i].bytes, inputs_[i].index, clock_.NowMs(), decisions_));
+        const Input& input = inputs_[i];
+        EVIDENT_RETURN_IF_ERROR(pipeline_.Process(tx, input.bytes, input.index, clock_.NowMs(),
+                                                  decisions_,
+                                                  input.refused ? &*input.refused : nullptr));
       }
       return Status::Ok();
     });
@@ -746,8 +754,8 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, Source& source,
 Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOptions& options) {
   EVIDENT_ASSIGN_OR_RETURN(
       std::unique_ptr<Source> source,
-      OpenNdjsonSource(options.input,
-                       {.line_bytes_max = static_cast<size_t>(pipeline.config().event_bytes_max)}));
+      OpenNdjsonSource(options.input, {.event_bytes_max = static_cast<size_t>(
+                                           pipeline.config().event_bytes_max)}));
   return Consume(pipeline, store, *source, options);
 }
 

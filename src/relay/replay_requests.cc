@@ -247,7 +247,11 @@ Status Server::Publish(const std::vector<OutgoingMessage>& messages) {
 Status Server::Answer(const Message& message) {
   ++summary_.requests;
   ReplayPlan plan;
-  {
+  if (message.rejection) {  // the source found no event there (a broken batch array)
+    plan.answer.kind = ReplayAnswer::Kind::kRefused;
+    plan.answer.error =
+        std::string(ReasonCode(message.rejection->reason)) + ": " + message.rejection->message;
+  } else {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store_.Read());
     EVIDENT_ASSIGN_OR_RETURN(plan, PlanReplay(*snapshot, message.bytes, options_, clock_.NowMs()));
   }

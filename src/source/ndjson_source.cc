@@ -1,11 +1,13 @@
-// The NDJSON source: lines of a file or of standard input, with a position that identifies the
-// consumed prefix (evident/source.h).
+// The file source: the events of a file or of standard input, split as `evident validate`
+// splits them (EventSplitter: one JSON value, a batch array or NDJSON), with a position that
+// identifies the consumed prefix (evident/source.h).
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -13,140 +15,158 @@
 #include <filesystem>
 
 #include "core/fnv1a.h"
+#include "evident/envelope.h"
 #include "evident/source.h"
 
 namespace evident {
 namespace {
 
-// How far a run got through one input: the lines taken, and the size and hash of exactly those
-// bytes (each line counted with its newline; a last line without one counts as if it had it).
+// A prefix of the input: its size, its newlines and its hash. A last line without a newline
+// counts as if it had one, so that appending to the input keeps the prefix.
 struct Consumed {
   int64_t lines = 0;
   int64_t bytes = 0;
-  uint64_t prefix_hash = 0;  // 64-bit FNV-1a of those bytes
+  uint64_t prefix_hash = kFnv1aOffset;  // 64-bit FNV-1a of those bytes
   // False for a position written before inputs were identified (only `lines` is known).
   bool identified = true;
+
+  void Take(std::string_view text) {
+    bytes += static_cast<int64_t>(text.size());
+    lines += std::count(text.begin(), text.end(), '\n');
+    prefix_hash = Fnv1a(prefix_hash, text);
+  }
 };
 
-// Reads lines from a file descriptor. A line longer than `line_bytes_max` is cut to that many
-// bytes plus one (enough for the parser to reject it as too large) and the rest is skipped, so
-// one oversized line never holds the whole input in memory.
-class LineReader {
+// Reads events from a file descriptor as they complete: each chunk read goes through an
+// EventSplitter, and the events it completes wait in a queue (the events of one chunk: at most
+// the chunk and one event's bytes, kept in one reused arena) with the prefix they end.
+class EventReader {
  public:
-  LineReader(int fd, size_t line_bytes_max) : fd_(fd), line_bytes_max_(line_bytes_max) {}
+  EventReader(int fd, size_t event_bytes_max) : fd_(fd), splitter_(event_bytes_max) {}
 
-  enum class Next { kLine, kEnd, kWouldWait };
+  enum class Next : uint8_t { kEvent, kEnd, kWouldWait };
 
-  // The lines taken so far and the size and hash of their bytes (each counted with a newline).
+  // Where the prefix ending `mark` bytes into the input should be kept (mark_reached(),
+  // at_mark()): how a resumed run checks that the input begins with the bytes it decided.
+  void SetMark(int64_t mark) {
+    mark_ = mark;
+    if (mark == consumed_.bytes) at_mark_ = consumed_;
+  }
+  bool mark_reached() const { return at_mark_.has_value(); }
+  const Consumed& at_mark() const { return *at_mark_; }
+  // The whole input read so far.
   const Consumed& consumed() const { return consumed_; }
-  bool eof() const { return eof_; }
+  bool ended() const { return finished_; }
 
-  // Produces the next complete line into `line`. With `wait_ms` >= 0, returns kWouldWait when no
-  // complete line arrives within that time.
-  Result<Next> Read(std::string& line, int wait_ms) {
-    while (true) {
-      const size_t newline = buffer_.find('\n', scan_from_);
-      if (newline != std::string::npos) {
-        TakeLine(newline, line);
-        return Next::kLine;
-      }
-      scan_from_ = buffer_.size();
-      if (eof_) {
-        if (start_ == buffer_.size()) return Next::kEnd;
-        TakeLine(buffer_.size(), line);  // a last line without a newline
-        skipping_ = false;
-        return Next::kLine;
-      }
-      if (wait_ms >= 0) {
-        pollfd pfd{fd_, POLLIN, 0};
-        const int ready = poll(&pfd, 1, wait_ms);
-        if (ready == 0) return Next::kWouldWait;
-        if (ready < 0) {
-          // A signal (SIGTERM asking for a stop) interrupts poll even under SA_RESTART: wait
-          // again from the caller, which looks at the stop first; never fall into a read().
-          if (errno == EINTR) return Next::kWouldWait;
-          return Status::IoError(std::string("waiting for input: ") + std::strerror(errno));
-        }
-      }
-      char chunk[1 << 16];
-      const ssize_t n = read(fd_, chunk, sizeof chunk);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::IoError(std::string("reading input: ") + std::strerror(errno));
-      }
-      if (n == 0) {
-        eof_ = true;
-        continue;
-      }
-      Compact();
-      Append(chunk, static_cast<size_t>(n));
+  // The next event into `out`. With `wait_ms` >= 0, kWouldWait when none completes in time.
+  Result<Next> Read(Message& out, int wait_ms) {
+    while (taken_ == pending_.size()) {
+      if (finished_) return Next::kEnd;
+      EVIDENT_ASSIGN_OR_RETURN(const bool waited, ReadChunk(wait_ms));
+      if (waited) return Next::kWouldWait;
     }
+    Pending& p = pending_[taken_++];
+    out.bytes.assign(arena_, p.begin, p.size);
+    out.index = p.index;
+    out.cursor = Cursor{p.after.lines, p.after.bytes, p.after.prefix_hash};
+    out.rejection = std::move(p.rejection);
+    return Next::kEvent;
   }
 
  private:
-  void Append(const char* data, size_t n) {
-    if (!skipping_) {
-      buffer_.append(data, n);
-      // Cut an oversized line: keep line_bytes_max + 1 bytes, drop the rest up to its newline.
-      if (buffer_.find('\n', scan_from_) == std::string::npos &&
-          buffer_.size() > line_bytes_max_ + 1) {
-        // The line's bytes are hashed as they go by: the kept ones now, the skipped ones next.
-        Consume(std::string_view(buffer_).substr(start_));
-        buffer_.resize(line_bytes_max_ + 1);
-        skipping_ = true;
-        hashed_ = true;
+  struct Pending {
+    size_t begin = 0, size = 0;  // its bytes in arena_
+    int64_t index = 0;
+    uint64_t next = 0;  // SplitEvent::next
+    Consumed after;     // the prefix through `next`
+    std::optional<Rejection> rejection;
+  };
+
+  // Reads and splits one chunk (or ends the input). True when nothing came within wait_ms.
+  Result<bool> ReadChunk(int wait_ms) {
+    pending_.clear();
+    arena_.clear();
+    taken_ = 0;
+    if (wait_ms >= 0) {
+      pollfd pfd{fd_, POLLIN, 0};
+      const int ready = poll(&pfd, 1, wait_ms);
+      if (ready == 0) return true;
+      if (ready < 0) {
+        // A signal (SIGTERM asking for a stop) interrupts poll even under SA_RESTART: wait
+        // again from the caller, which looks at the stop first; never fall into a read().
+        if (errno == EINTR) return true;
+        return Status::IoError(std::string("waiting for input: ") + std::strerror(errno));
       }
-      return;
     }
-    const void* nl = std::memchr(data, '\n', n);
-    const size_t skipped =
-        nl == nullptr ? n : static_cast<size_t>(static_cast<const char*>(nl) - data);
-    Consume(std::string_view(data, skipped));
-    if (nl == nullptr) return;
-    skipping_ = false;
-    buffer_.push_back('\n');
-    const size_t after = skipped + 1;
-    Append(data + after, n - after);
+    ssize_t n = 0;
+    do {
+      n = read(fd_, chunk_, sizeof chunk_);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return Status::IoError(std::string("reading input: ") + std::strerror(errno));
+    const auto keep = [this](const SplitEvent& event) { return Keep(event); };
+    if (n == 0) {
+      finished_ = true;
+      // The end of the input ends its last line.
+      if (consumed_.bytes > 0 && last_byte_ != '\n') TakeToMark("\n");
+      EVIDENT_RETURN_IF_ERROR(splitter_.Finish(keep));
+      for (Pending& p : pending_) p.after = consumed_;
+      return false;
+    }
+    const std::string_view chunk(chunk_, static_cast<size_t>(n));
+    EVIDENT_RETURN_IF_ERROR(splitter_.Feed(chunk, keep));
+    Account(chunk);
+    last_byte_ = chunk.back();
+    return false;
   }
 
-  void Consume(std::string_view bytes) {
-    consumed_.bytes += static_cast<int64_t>(bytes.size());
-    consumed_.prefix_hash = Fnv1a(consumed_.prefix_hash, bytes);
+  Status Keep(const SplitEvent& event) {
+    Pending& p = pending_.emplace_back();
+    p.begin = arena_.size();
+    p.size = event.bytes.size();
+    p.index = static_cast<int64_t>(event.index);
+    p.next = event.next;
+    p.rejection = event.rejection;
+    arena_.append(event.bytes);
+    return Status::Ok();
   }
 
-  // Lines are taken from `start_` on; the consumed prefix is dropped only before a read, so
-  // taking a line never moves the rest of the buffer (that was quadratic in lines per chunk).
-  void TakeLine(size_t end, std::string& line) {
-    if (!hashed_) Consume(std::string_view(buffer_).substr(start_, end - start_));
-    Consume("\n");  // also for a last line without one: appending to the input keeps the prefix
-    hashed_ = false;
-    ++consumed_.lines;
-    line.assign(buffer_, start_, end - start_);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    start_ = std::min(end + 1, buffer_.size());
-    scan_from_ = start_;
+  // Hashes `chunk` (the input from consumed_.bytes on), keeping the prefix each event of it
+  // ends with: every event's `next` lies within the chunk, as the splitter met it there.
+  void Account(std::string_view chunk) {
+    const int64_t start = consumed_.bytes;
+    for (Pending& p : pending_) {
+      const auto next = static_cast<int64_t>(p.next);
+      assert(next >= consumed_.bytes && next <= start + static_cast<int64_t>(chunk.size()));
+      TakeToMark(chunk.substr(static_cast<size_t>(consumed_.bytes - start),
+                              static_cast<size_t>(next - consumed_.bytes)));
+      p.after = consumed_;
+    }
+    TakeToMark(chunk.substr(static_cast<size_t>(consumed_.bytes - start)));
   }
 
-  void Compact() {
-    buffer_.erase(0, start_);
-    scan_from_ -= start_;
-    start_ = 0;
+  // Takes `text` into consumed_, keeping the prefix at the mark when it lies within.
+  void TakeToMark(std::string_view text) {
+    if (mark_ && !at_mark_ && *mark_ <= consumed_.bytes + static_cast<int64_t>(text.size())) {
+      const size_t before = static_cast<size_t>(*mark_ - consumed_.bytes);
+      consumed_.Take(text.substr(0, before));
+      at_mark_ = consumed_;
+      text.remove_prefix(before);
+    }
+    consumed_.Take(text);
   }
 
   int fd_;
-  size_t line_bytes_max_;
-  std::string buffer_;
-  size_t start_ = 0;  // where the next line begins
-  size_t scan_from_ = 0;
-  bool eof_ = false;
-  bool skipping_ = false;
-  bool hashed_ = false;  // the current (cut) line's bytes are already in consumed_
-  Consumed consumed_{.prefix_hash = kFnv1aOffset};
+  EventSplitter splitter_;
+  char chunk_[1 << 16];
+  std::vector<Pending> pending_;  // the events of the last chunk
+  size_t taken_ = 0;              // of them, handed out
+  std::string arena_;             // their bytes
+  Consumed consumed_;
+  char last_byte_ = '\n';
+  bool finished_ = false;
+  std::optional<int64_t> mark_;
+  std::optional<Consumed> at_mark_;
 };
-
-bool IsBlank(std::string_view line) {
-  return line.find_first_not_of(" \t\r") == std::string_view::npos;
-}
 
 // "lines=N bytes=B hash=H" (H: 16 hex digits), or "lines=N" from a store that predates input
 // identity.
@@ -171,14 +191,18 @@ Result<Consumed> Decode(const std::string& text) {
     c.identified = false;
     return c;
   }
-  return Status::Corruption("stored position '" + text + "' is not an NDJSON source's position");
+  return Status::Corruption("stored position '" + text + "' is not a file source's position");
 }
 
-class NdjsonSource final : public Source {
+constexpr std::string_view kRunAgain =
+    " (nothing was decided; run without --resume to decide it all, the ledger absorbs what was "
+    "applied before)";
+
+class FileSource final : public Source {
  public:
-  NdjsonSource(int fd, std::string name, size_t line_bytes_max)
-      : fd_(fd), name_(std::move(name)), reader_(fd, line_bytes_max) {}
-  ~NdjsonSource() override {
+  FileSource(int fd, std::string name, size_t event_bytes_max)
+      : fd_(fd), name_(std::move(name)), reader_(fd, event_bytes_max) {}
+  ~FileSource() override {
     if (fd_ > 0) close(fd_);
   }
 
@@ -187,28 +211,27 @@ class NdjsonSource final : public Source {
   Status Start(const std::optional<std::string>& position) override {
     if (!position) return Status::Ok();
     EVIDENT_ASSIGN_OR_RETURN(resume_, Decode(*position));
+    if (!resume_->identified) {
+      return Status::FailedPrecondition(
+          "cannot resume: the checkpoint was written by an earlier evident and does not identify "
+          "its input (nothing was decided; run without --resume once, the ledger absorbs what "
+          "was applied before)");
+    }
+    reader_.SetMark(resume_->bytes);
     return Status::Ok();
   }
 
   Result<Fetched> Fetch(Message& out, int wait_ms) override {
     while (true) {
       if (stopped_.load(std::memory_order_relaxed)) return Fetched::kEnd;
-      EVIDENT_ASSIGN_OR_RETURN(const LineReader::Next next, reader_.Read(out.bytes, wait_ms));
-      if (next == LineReader::Next::kWouldWait) return Fetched::kWouldWait;
-      if (next == LineReader::Next::kEnd) {
-        EVIDENT_RETURN_IF_ERROR(CheckResume());
-        return Fetched::kEnd;
-      }
-      const int64_t index = line_index_++;
-      if (resume_ && index < resume_->lines) {
+      EVIDENT_ASSIGN_OR_RETURN(const EventReader::Next next, reader_.Read(out, wait_ms));
+      if (next == EventReader::Next::kWouldWait) return Fetched::kWouldWait;
+      EVIDENT_RETURN_IF_ERROR(CheckResume());
+      if (next == EventReader::Next::kEnd) return Fetched::kEnd;
+      if (resume_ && out.cursor.b <= resume_->bytes) {  // decided by the run resumed
         ++skipped_;
-        if (index + 1 == resume_->lines) EVIDENT_RETURN_IF_ERROR(CheckResume());
         continue;
       }
-      if (IsBlank(out.bytes)) continue;
-      out.index = index;
-      const Consumed& consumed = reader_.consumed();
-      out.cursor = Cursor{consumed.lines, consumed.bytes, consumed.prefix_hash};
       return Fetched::kMessage;
     }
   }
@@ -225,42 +248,40 @@ class NdjsonSource final : public Source {
   int64_t skipped() const override { return skipped_; }
 
  private:
-  // Once the resumed lines are read (or the input ended first): are they the position's?
-  // Checked once; afterwards (or without a position) there is nothing to check.
+  // Once the input is read past the resumed prefix (or has ended short of it): is that prefix
+  // the position's? The events of a chunk are handed out only after the whole chunk is hashed,
+  // so no event past the prefix is handed out before this is known. Checked once.
   Status CheckResume() {
     if (!resume_ || resume_checked_) return Status::Ok();
-    resume_checked_ = true;
     const Consumed& was = *resume_;
-    const Consumed& is = reader_.consumed();
-    if (is.lines < was.lines) {
+    if (!reader_.mark_reached()) {
+      if (!reader_.ended()) return Status::Ok();
+      resume_checked_ = true;
+      const Consumed& is = reader_.consumed();
       return Status::FailedPrecondition(
-          "cannot resume: the checkpoint covers " + std::to_string(was.lines) +
-          " lines but the input has only " + std::to_string(is.lines) + " lines" +
-          "; it is not the input the checkpoint was taken from (nothing was decided; run "
-          "without --resume to decide it all, the ledger absorbs what was applied before)");
+          "cannot resume: the checkpoint covers " + std::to_string(was.lines) + " lines (" +
+          std::to_string(was.bytes) + " bytes) but the input has only " + std::to_string(is.lines) +
+          " lines (" + std::to_string(is.bytes) +
+          " bytes); it is a different input, or one cut short" + std::string(kRunAgain));
     }
-    if (!was.identified) {
+    resume_checked_ = true;
+    const Consumed& is = reader_.at_mark();
+    if (is.lines != was.lines || is.prefix_hash != was.prefix_hash) {
       return Status::FailedPrecondition(
-          "cannot resume: the checkpoint was written by an earlier evident and does not identify "
-          "its input (nothing was decided; run without --resume once, the ledger absorbs what "
-          "was applied before)");
-    }
-    if (is.bytes != was.bytes || is.prefix_hash != was.prefix_hash) {
-      return Status::FailedPrecondition(
-          "cannot resume: the first " + std::to_string(was.lines) + " lines of the input (" +
-          std::to_string(is.bytes) + " bytes) differ from the " + std::to_string(was.bytes) +
-          " bytes the checkpoint was taken from; it is a different input (nothing was decided; "
-          "run without --resume to decide it all, the ledger absorbs what was applied before)");
+          "cannot resume: the first " + std::to_string(was.bytes) + " bytes of the input (" +
+          std::to_string(is.lines) + " lines) differ from the " + std::to_string(was.bytes) +
+          " bytes (" + std::to_string(was.lines) +
+          " lines) the checkpoint was taken from; it is a different input" +
+          std::string(kRunAgain));
     }
     return Status::Ok();
   }
 
   int fd_;
   std::string name_;
-  LineReader reader_;
+  EventReader reader_;
   std::optional<Consumed> resume_;
   bool resume_checked_ = false;
-  int64_t line_index_ = 0;
   int64_t skipped_ = 0;
   std::atomic<bool> stopped_{false};
 };
@@ -269,12 +290,13 @@ class NdjsonSource final : public Source {
 
 Result<std::unique_ptr<Source>> OpenNdjsonSource(const std::string& path,
                                                  const NdjsonSourceOptions& options) {
-  if (path == "-")
-    return std::unique_ptr<Source>(new NdjsonSource(0, "stdin", options.line_bytes_max));
+  if (path == "-") {
+    return std::unique_ptr<Source>(new FileSource(0, "stdin", options.event_bytes_max));
+  }
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::IoError("cannot open " + path + ": " + std::strerror(errno));
   std::string name = std::filesystem::absolute(path).lexically_normal().string();
-  return std::unique_ptr<Source>(new NdjsonSource(fd, std::move(name), options.line_bytes_max));
+  return std::unique_ptr<Source>(new FileSource(fd, std::move(name), options.event_bytes_max));
 }
 
 }  // namespace evident
