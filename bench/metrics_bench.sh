@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# bench/metrics_bench.sh [RECORDS] [ROUNDS] [SCRAPERS]: does scraping GET /metrics hold up intake?
+# bench/metrics_bench.sh [RECORDS] [ROUNDS] [SCRAPERS] [PAUSE_MS]: does scraping GET /metrics
+# hold up intake?
 # (issue 40: with 100,000 quarantine records a scrape read the store on the HTTP thread, and 32
 # scrapers pushed POST /events latency from 2 ms to 6.5 s.)
 #   A store with RECORDS quarantine records (malformed events, each kept with its bytes), then
 #   per round, alternating: `evident serve` on it, structured POST /events at about 200
 #   requests/s for 10 s (bench/serve_structured.lua, 10 connections pausing 50 ms), (a) alone,
-#   (b) while SCRAPERS connections scrape /metrics as fast as they are answered (wrk). The figure
+#   (b) while SCRAPERS connections scrape /metrics (wrk), each as fast as it is answered or, with
+#   PAUSE_MS, pausing that long after each answer. The figure
 #   is the median over rounds of (b)'s latency over (a)'s, at p50 and at p99, each measured in
 #   the same round. docs/BENCHMARKS.md has the results.
 # Needs wrk (Debian's wrk: scripts/install-deps.sh bench) and a Release build in build/.
@@ -14,6 +16,7 @@ cd "$(dirname "$0")/.."
 records=${1:-100000}
 rounds=${2:-3}
 scrapers=${3:-32}
+pause_ms=${4:-0}
 bin=build/src/cli/evident
 config=examples/orders/evident.yaml
 command -v wrk >/dev/null || { echo "wrk is not installed (scripts/install-deps.sh bench)" >&2; exit 2; }
@@ -37,6 +40,7 @@ with open(sys.argv[2], "w") as out:
 EOF
 "$bin" consume --config "$config" --store "sqlite:$tmp/base.db" --input "$tmp/bad.ndjson" >/dev/null
 python3 bench/status_events.py 200000 "$tmp/events.ndjson"
+printf 'function delay() return %d end\n' "$pause_ms" > "$tmp/pause.lua"
 
 start_serve() {
   rm -f "$tmp"/s.db*
@@ -65,7 +69,8 @@ percentile_ms() {
 measure() {
   start_serve
   if [ "$1" = scraped ]; then
-    wrk -t2 -c"$scrapers" -d12s "http://127.0.0.1:$port/metrics" > "$tmp/scrape.log" &
+    wrk -t2 -c"$scrapers" -d12s -s "$tmp/pause.lua" "http://127.0.0.1:$port/metrics" \
+      > "$tmp/scrape.log" &
     scrape_pid=$!
     sleep 0.5
   fi
@@ -79,7 +84,8 @@ measure() {
   stop_serve
 }
 
-echo "store: $records quarantine records; scrapers: $scrapers connections on /metrics"
+echo "store: $records quarantine records; scrapers: $scrapers connections on /metrics," \
+  "pausing ${pause_ms} ms after each answer"
 printf "%-6s %10s %10s %12s %12s %12s %8s %8s\n" round "p50 alone" "p99 alone" "p50 scraped" \
   "p99 scraped" "scrapes/s" "p50 x" "p99 x"
 r50=()
