@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "evident/store.h"
+#include "evident/store_wrapper.h"
 
 namespace evident {
 
@@ -32,85 +33,6 @@ Result<std::unique_ptr<Store>> OpenMemoryStore(std::shared_ptr<MemoryDatabase> d
 // The process-wide database of that name, created empty on first use and kept for the life of
 // the process ("memory:NAME" opens a store on it). Thread-safe.
 std::shared_ptr<MemoryDatabase> NamedMemoryDatabase(std::string_view name);
-
-// Which Store, Transaction or Snapshot call a fault applies to. FindLedger and GetPosition count
-// the calls of both a Transaction and a Snapshot.
-enum class StoreCall : uint8_t {
-  kBegin,
-  kRead,
-  kCommit,
-  kLoad,
-  kFindLedger,
-  kInsertLedger,
-  kMarkApplied,
-  kCountDuplicate,
-  kDeleteLedger,
-  kAppliedAfter,
-  kReadProjection,
-  kPutProjection,
-  kFindDeferred,
-  kInsertDeferred,
-  kDeleteDeferred,
-  kQuarantine,
-  kJournal,
-  kPutEvidence,
-  kSetPosition,
-  kGetPosition,
-  // Snapshot reads.
-  kFindProjection,
-  kProjectionsOf,
-  kLedgerOf,
-  kDeferredOf,
-  kAllDeferred,
-  kQuarantineOf,
-  kJournalOf,
-  kEvidenceOf,
-  kCounts,
-  // The outbox (transaction calls, then snapshot reads).
-  kAppendOutbox,
-  kPendingOutbox,
-  kMarkOutboxSent,
-  kRecordOutboxAttempt,
-  kDeleteSentOutbox,
-  kOutboxRows,
-  kOutboxStatsNow,
-  kFindOutbox,
-  kOutboxOfSubject,
-  // The quarantine beyond Quarantine and QuarantineOf (transaction calls, then snapshot reads;
-  // FindQuarantine is both).
-  kFindQuarantine,
-  kSetQuarantineStatus,
-  kAuditQuarantine,
-  kListQuarantine,
-  kAuditOf,
-  // Gap records (transaction calls, then snapshot reads).
-  kFindGap,
-  kInsertGap,
-  kCloseGaps,
-  kUpdateGap,
-  kGapRecordsOf,
-  kOpenGapRecords,
-  // Effects and compensations (transaction calls, then snapshot reads; FindIntent is both).
-  kInsertIntent,
-  kFindIntent,
-  kDueIntents,
-  kUpdateIntent,
-  kLogIntent,
-  kLatestIntentOf,
-  kInsertCompensation,
-  kUpdateCompensation,
-  kCompensationsOfIntent,
-  kListIntents,
-  kIntentLogOf,
-  kListCompensations,
-  // Corrections of projections (the transaction call, then the snapshot read).
-  kInsertCorrection,
-  kCorrectionsOf,
-};
-inline constexpr int kStoreCallCount = 63;
-static_assert(static_cast<int>(StoreCall::kCorrectionsOf) + 1 == kStoreCallCount,
-              "kStoreCallCount counts every StoreCall");
-std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 
 // A fault-injecting store around any backend: fails or delays a chosen call. A failed call does
 // not reach the wrapped store (nothing is written); a failed Commit also rolls the wrapped
@@ -127,7 +49,7 @@ struct StoreFault {
 // Lifecycle: transactions and snapshots handed out share the counters and faults with the store
 // and may outlive it (the wrapped store's own rules then apply). Thread-safety: like any Store,
 // one thread at a time, its transactions and snapshots included.
-class FaultStore final : public Store {
+class FaultStore final : public StoreWrapper {
  public:
   // `sleep_ms` does the delays (a manual clock's advance in simulations); null: no delays.
   explicit FaultStore(std::unique_ptr<Store> inner,
@@ -145,7 +67,8 @@ class FaultStore final : public Store {
   struct State;  // shared with the wrapped transactions
 
  private:
-  std::unique_ptr<Store> inner_;
+  Status Enter(StoreCall call) override;  // WaitForOutbox, the calls not overridden here
+
   std::shared_ptr<State> state_;
 };
 

@@ -67,6 +67,14 @@ Result<std::unique_ptr<Store>> OpenPostgres(const fs::path& dir, const StoreOpti
             .deciders_shared = options.deciders == StoreOptions::Deciders::kShared});
 }
 
+// The fault wrapper around PostgreSQL, no faults set: every call, the group leases, claims and
+// locks included, must reach the server as it would unwrapped (store_wrapper.h).
+Result<std::unique_ptr<Store>> OpenFaultOverPostgres(const fs::path& dir,
+                                                     const StoreOptions& options) {
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> inner, OpenPostgres(dir, options));
+  return std::unique_ptr<Store>(new FaultStore(std::move(inner)));
+}
+
 }  // namespace
 
 std::vector<StoreBackend> StoreBackends() {
@@ -75,6 +83,7 @@ std::vector<StoreBackend> StoreBackends() {
       {"fault_over_memory", &OpenFaultOverMemory},
       {"sqlite", &OpenSqlite},
       {"postgresql", &OpenPostgres},
+      {"fault_over_postgresql", &OpenFaultOverPostgres},
   };
 }
 
