@@ -12,13 +12,15 @@
 // longer holds fails with Code::kAborted (another writer got there first: roll back and retry the
 // batch). Everything else that fails is the store failing.
 //
-// Backends: SQLite (embedded default, store_sqlite.h), memory (store_memory.h). OpenStore(uri)
+// Backends: SQLite (embedded default, store_sqlite.h), PostgreSQL (store_postgres.h), memory
+// (store_memory.h); wrappers of any of them derive from store_wrapper.h. OpenStore(uri)
 // dispatches on the URI's scheme. One conformance suite (src/store/store_conformance_test.cc)
 // runs against every backend.
 //
 // Thread-safety: a Store, its Transaction and its Snapshot are used by one thread at a time; a
 // process with several workers opens one Store per worker. A Store has at most one open
-// Transaction or Snapshot at a time (Begin or Read while one is open: kFailedPrecondition).
+// Transaction or Snapshot at a time (Begin or Read while one is open: kFailedPrecondition);
+// this is the one statement of that rule, the backends' headers refer to it.
 // A Transaction or Snapshot may outlive its Store: it still ends cleanly.
 // Times are milliseconds since the Unix epoch (UTC).
 #pragma once
@@ -374,6 +376,14 @@ class Transaction {
   }
 
   // Everything a batch needs, read in one call: each row once, however often its key is listed.
+  // Its duty is to prime this transaction: a backend that answers later reads from what Load
+  // read (PostgreSQL: the ledger rows, projections, deferred events and open gaps of the keys,
+  // one round trip for the batch instead of one per call) keeps them, and FindLedger,
+  // ReadProjection, FindDeferred and the gap calls of those keys are then answered without the
+  // server, with what this transaction wrote since laid over them. The consume loop calls it
+  // only when BatchLoadPays() and throws the returned rows away; `projection correct` and the
+  // reopening of a gap read them (the deferred versions of a subject). A backend without such a
+  // cache just returns the rows.
   virtual Result<BatchRows> Load(const BatchKeys& keys) = 0;
 
   virtual Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer,
