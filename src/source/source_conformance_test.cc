@@ -15,8 +15,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// What a backend claims; the suite runs every case it claims and checks the clear refusal of
+// the rest.
+struct SourceCapabilities {
+  bool resumes_from_position = false;  // Start(EncodePosition(cursor)) continues after it
+  bool redelivers = false;  // Reject: the messages after the last acknowledged come again
+};
+
 struct SourceBackend {
   std::string name;
+  SourceCapabilities can;
   // A new source (a new connection) over `messages`, kept in `dir` when it needs a file; the
   // same messages and dir give the same source again.
   std::function<std::unique_ptr<Source>(const fs::path& dir,
@@ -29,6 +37,7 @@ void PrintTo(const SourceBackend& backend, std::ostream* out) { *out << backend.
 std::vector<SourceBackend> Backends() {
   return {
       {"ndjson",
+       {.resumes_from_position = true, .redelivers = false},
        [](const fs::path& dir, const std::vector<std::string>& messages) {
          const fs::path path = dir / "events.ndjson";
          if (!fs::exists(path)) {
@@ -38,6 +47,7 @@ std::vector<SourceBackend> Backends() {
          return OpenNdjsonSource(path.string()).value();
        }},
       {"memory",
+       {.resumes_from_position = true, .redelivers = true},
        [](const fs::path&, const std::vector<std::string>& messages) {
          return NewMemorySource("memory-source", messages);
        }},
@@ -73,6 +83,19 @@ class SourceConformance : public ::testing::TestWithParam<SourceBackend> {
     return out;
   }
 
+  // A source that does not resume from a position refuses one (it knows where it is by other
+  // means, a broker's durable consumer) or ignores it: it never skips a message it was not
+  // told was decided.
+  void ExpectNothingSkipped(Source& source, const std::string& position) {
+    const Status started = source.Start(position);
+    if (!started.ok()) {
+      EXPECT_EQ(started.code(), Code::kFailedPrecondition) << started.ToString();
+      return;
+    }
+    EXPECT_EQ(Drain(source), messages_);
+    EXPECT_EQ(source.skipped(), 0);
+  }
+
   fs::path dir_;
   std::vector<std::string> messages_ = {R"({"id":"a"})", R"({"id":"b"})", R"({"id":"c"})",
                                         R"({"id":"d"})"};
@@ -103,6 +126,10 @@ TEST_P(SourceConformance, ResumesAfterTheEncodedPositionOfTheLastDecidedMessage)
   }
   auto source = Open();
   const std::string position = source->EncodePosition(after_second);
+  if (!GetParam().can.resumes_from_position) {
+    ExpectNothingSkipped(*source, position);
+    return;
+  }
   ASSERT_TRUE(source->Start(position).ok());
   EXPECT_EQ(Drain(*source), std::vector<std::string>(messages_.begin() + 2, messages_.end()));
   EXPECT_EQ(source->skipped(), 2);
@@ -116,6 +143,10 @@ TEST_P(SourceConformance, ThePositionOfTheLastMessageLeavesNothing) {
     ASSERT_EQ(Drain(*source, &last).size(), messages_.size());
   }
   auto source = Open();
+  if (!GetParam().can.resumes_from_position) {
+    ExpectNothingSkipped(*source, source->EncodePosition(last));
+    return;
+  }
   ASSERT_TRUE(source->Start(source->EncodePosition(last)).ok());
   EXPECT_TRUE(Drain(*source).empty());
 }
@@ -148,6 +179,41 @@ TEST_P(SourceConformance, ANameKeysItsPosition) {
   auto source = Open();
   EXPECT_FALSE(source->name().empty());
   EXPECT_EQ(Open()->name(), source->name());  // the same source, the same key
+}
+
+// Rejected messages are delivered again after the last acknowledged one, or, by a source that
+// cannot redeliver, the rejection is refused saying so (the run ends; a resumed run decides
+// them again).
+TEST_P(SourceConformance, ARejectionRedeliversOrIsRefusedClearly) {
+  auto source = Open();
+  ASSERT_TRUE(source->Start(std::nullopt).ok());
+  std::vector<Message> got(3);
+  for (Message& m : got) ASSERT_EQ(source->Fetch(m, 0).value(), Source::Fetched::kMessage);
+  ASSERT_TRUE(source->Acknowledge(got[0].cursor).ok());
+  const Status rejected = source->Reject(got[2].cursor, 0);
+  if (!GetParam().can.redelivers) {
+    EXPECT_EQ(rejected.code(), Code::kFailedPrecondition) << rejected.ToString();
+    EXPECT_FALSE(rejected.message().empty());
+    return;
+  }
+  ASSERT_TRUE(rejected.ok()) << rejected.ToString();
+  // The rejected ones again, in order, then the rest; never the acknowledged first.
+  EXPECT_EQ(Drain(*source), std::vector<std::string>(messages_.begin() + 1, messages_.end()));
+}
+
+// After every message is acknowledged, the acknowledgements are confirmed, the source has
+// nothing left for the run, and it is reachable.
+TEST_P(SourceConformance, AcknowledgedToTheEndItFlushesAndConfirmsIdle) {
+  auto source = Open();
+  ASSERT_TRUE(source->Start(std::nullopt).ok());
+  Cursor last;
+  ASSERT_EQ(Drain(*source, &last).size(), messages_.size());
+  ASSERT_TRUE(source->Acknowledge(last).ok());
+  EXPECT_TRUE(source->FlushAcknowledgements(5000).ok());
+  const Result<bool> idle = source->ConfirmIdle();
+  ASSERT_TRUE(idle.ok()) << idle.status().ToString();
+  EXPECT_TRUE(*idle);
+  EXPECT_FALSE(source->unreachable());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SourceConformance, ::testing::ValuesIn(Backends()),
