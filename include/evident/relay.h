@@ -30,7 +30,7 @@
 // e.g. evident.p3.order.cancelled (RelayDestination). A consumer that owns partition 3 filters
 // on "evident.p3.>".
 //
-// Sent rows are deleted once older than keep_sent_ms, in transactions of at most
+// Sent rows are deleted once kept keep_sent_ms (0: at once), in transactions of at most
 // delete_count_max rows, at most once per retention_interval_ms and at the end of a --once run.
 //
 // Several relays on one store (PostgreSQL, Store::RelaysShare), for availability: a round

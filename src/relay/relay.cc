@@ -348,14 +348,15 @@ class Relay {
     return Round::kFailed;
   }
 
-  // Deletes sent rows past keep_sent_ms, in bounded transactions; at most once per
-  // retention_interval_ms unless `now`.
+  // Deletes sent rows kept keep_sent_ms or longer (sent at or before now - keep_sent_ms, so
+  // `--keep-sent 0s` deletes a row sent in this very millisecond too), in bounded transactions;
+  // at most once per retention_interval_ms unless `now`.
   Status Retain(bool now) {
     const int64_t now_ms = clock_.NowMs();
     if (!now && now_ms - last_retention_ms_ < options_.retention_interval_ms) return Status::Ok();
     last_retention_ms_ = now_ms;
     while (!Cancelled()) {
-      Result<int64_t> deleted = DeleteOnce(now_ms - options_.keep_sent_ms);
+      Result<int64_t> deleted = DeleteOnce(now_ms - options_.keep_sent_ms + 1);
       if (!deleted.ok()) return Busy(deleted.status()) ? Status::Ok() : deleted.status();
       summary_.deleted += *deleted;
       if (*deleted < options_.delete_count_max) break;
