@@ -5,6 +5,7 @@
 #include <cassert>
 #include <map>
 
+#include "consumer/set_aside.h"
 #include "evident/correction.h"
 #include "evident/profile.h"
 #include "evident/retry.h"
@@ -152,36 +153,14 @@ Result<std::string> BasisOf(Store& store, const CorrectionRequest& r) {
 // redelivery is decided afresh, as stale) and it is quarantined with its bytes.
 Status SetAsideStale(Transaction& tx, const DeferredEvent& d, const CorrectionRequest& r,
                      int64_t now_ms, std::vector<Decision>& decisions) {
-  EVIDENT_RETURN_IF_ERROR(tx.DeleteDeferred(d.consumer, d.subject, d.subject_version));
-  EVIDENT_RETURN_IF_ERROR(tx.DeleteLedger(d.consumer, d.source, d.event_id));
-  Decision decision;
-  decision.index = d.input_index;
-  decision.consumer = d.consumer;
-  decision.outcome = Outcome::kStale;
-  decision.reason = "stale-after-correction";
-  decision.message = "version " + std::to_string(d.subject_version) +
-                     " waited for a gap that a correction to version " + std::to_string(r.version) +
-                     " by " + r.by + " closed";
-  decision.key = d.consumer + ":" + d.source + ":" + d.event_id;
-  decision.subject = d.subject;
-  decision.subject_version = d.subject_version;
-  decision.projection_version = r.version;
-  QuarantineRecord record{.consumer = d.consumer,
-                          .outcome = Outcome::kStale,
-                          .reason = decision.reason,
-                          .message = decision.message,
-                          .source = d.source,
-                          .event_id = d.event_id,
-                          .type = d.type,
-                          .subject = d.subject,
-                          .subject_version = d.subject_version,
-                          .schema_version = d.schema_version,
-                          .raw = d.raw,
-                          .last_seen_ms = now_ms,
-                          .input_index = d.input_index};
-  EVIDENT_RETURN_IF_ERROR(tx.Quarantine(record).status());
-  decisions.push_back(std::move(decision));
-  return Status::Ok();
+  return SetAsideDeferred(tx, d,
+                          {.outcome = Outcome::kStale,
+                           .reason = "stale-after-correction",
+                           .message = "version " + std::to_string(d.subject_version) +
+                                      " waited for a gap that a correction to version " +
+                                      std::to_string(r.version) + " by " + r.by + " closed",
+                           .projection_version = r.version},
+                          now_ms, decisions);
 }
 
 struct Prepared {

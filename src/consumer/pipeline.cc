@@ -4,6 +4,7 @@
 #include <map>
 
 #include "consumer/intents.h"
+#include "consumer/set_aside.h"
 #include "core/digest.h"
 #include "core/fnv1a.h"
 #include "core/rfc3339.h"
@@ -215,14 +216,6 @@ std::string OwnerMismatch(std::string_view subject, std::string_view owner,
   return "the owner of " + std::string(subject) + " is " + std::string(owner) +
          " (the source of its first applied event or baseline); this event comes from " +
          std::string(source);
-}
-
-// `consumerId:source:id`, built in one allocation (operator+ would allocate for each part).
-std::string LedgerKeyText(std::string_view consumer, std::string_view source, std::string_view id) {
-  std::string key;
-  key.reserve(consumer.size() + source.size() + id.size() + 2);
-  key.append(consumer).append(1, ':').append(source).append(1, ':').append(id);
-  return key;
 }
 
 }  // namespace
@@ -750,34 +743,12 @@ Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
 Status Pipeline::Impl::RefuseForeignDeferred(Transaction& store, const DeferredEvent& d,
                                              const Projection& projection, int64_t now_ms,
                                              std::vector<Decision>& decisions) {
-  EVIDENT_RETURN_IF_ERROR(store.DeleteDeferred(d.consumer, d.subject, d.subject_version));
-  EVIDENT_RETURN_IF_ERROR(store.DeleteLedger(d.consumer, d.source, d.event_id));
-  Decision decision;
-  decision.index = d.input_index;
-  decision.consumer = d.consumer;
-  decision.outcome = Outcome::kRejected;
-  decision.reason = "owner-mismatch";
-  decision.message = OwnerMismatch(d.subject, projection.owner_source, d.source);
-  decision.key = LedgerKeyText(d.consumer, d.source, d.event_id);
-  decision.subject = d.subject;
-  decision.subject_version = d.subject_version;
-  decision.projection_version = projection.version;
-  const QuarantineRecord record{.consumer = d.consumer,
-                                .outcome = Outcome::kRejected,
-                                .reason = decision.reason,
-                                .message = decision.message,
-                                .source = d.source,
-                                .event_id = d.event_id,
-                                .type = d.type,
-                                .subject = d.subject,
-                                .subject_version = d.subject_version,
-                                .schema_version = d.schema_version,
-                                .raw = d.raw,
-                                .last_seen_ms = now_ms,
-                                .input_index = d.input_index};
-  EVIDENT_RETURN_IF_ERROR(store.Quarantine(record).status());
-  decisions.push_back(std::move(decision));
-  return Status::Ok();
+  return SetAsideDeferred(store, d,
+                          {.outcome = Outcome::kRejected,
+                           .reason = "owner-mismatch",
+                           .message = OwnerMismatch(d.subject, projection.owner_source, d.source),
+                           .projection_version = projection.version},
+                          now_ms, decisions);
 }
 
 Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projection& projection,

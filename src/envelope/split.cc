@@ -71,6 +71,7 @@ class EventSplitter::Impl {
   size_t SkipStringBytes(std::string_view chunk, size_t at);
   size_t ScanLine(std::string_view chunk, size_t at);
   void Track(char c, uint64_t offset);
+  void Structure(char c);
   void Close(char opener);
   Status End(std::string_view chunk, size_t at, const Sink& sink,
              std::optional<Rejection> rejection = std::nullopt);
@@ -370,22 +371,7 @@ size_t EventSplitter::Impl::ScanLine(std::string_view chunk, size_t at) {
     if (c == ',')
       solid_before_comma_ = solid == std::string_view::npos ? last_solid_ : consumed_ + solid;
     solid = at;
-    switch (c) {
-      case '"':
-        in_string_ = true;
-        break;
-      case '{':
-      case '[':
-        if (depth_ < kTypedDepthMax) open_.push_back(c);
-        ++depth_;
-        break;
-      case '}':
-      case ']':
-        Close(c == '}' ? '{' : '[');
-        break;
-      default:
-        break;
-    }
+    Structure(c);
   }
   if (solid != std::string_view::npos) {
     last_solid_ = consumed_ + solid;
@@ -416,6 +402,11 @@ void EventSplitter::Impl::Track(char c, uint64_t offset) {
     }
     return;
   }
+  Structure(c);
+}
+
+// A byte outside strings: a string or a bracket opens, a bracket closes; others change nothing.
+void EventSplitter::Impl::Structure(char c) {
   switch (c) {
     case '"':
       in_string_ = true;
