@@ -39,7 +39,7 @@
 #include "evident/clock.h"
 #include "evident/config.h"
 #include "evident/consumer.h"
-#include "evident/jetstream.h"
+#include "evident/registry.h"
 #include "evident/status.h"
 #include "evident/store.h"
 
@@ -62,8 +62,12 @@ struct GroupOptions {
   int64_t partition_count = 0;
   // How long a lease lasts without renewal.
   int64_t lease_ms = 10'000;
-  // The stream (url, stream, subject_prefix, ack_wait_ms, fetch_batch).
-  JetStreamOptions jetstream;
+  // The source the partitions are of (registry.h: a URI, nats://HOST:PORT, and its options:
+  // stream, subject_prefix, ack_wait_ms). Its backend says how partitions are shared
+  // (GroupPartitions): leased through the store (JetStream), one source per partition held.
+  // A backend whose broker assigns the partitions itself is refused until one is built in.
+  std::string from;
+  SourceOptions source;
   // Each partition's consume loop runs with these (its cancel token, resume, the fence and the
   // progress output are the group's own).
   ConsumeOptions consume;
@@ -86,7 +90,8 @@ struct GroupSummary {
 // group refused (another partition count, a store without groups), the config's pipeline.
 Result<GroupSummary> RunGroup(const Config& config, const GroupOptions& options);
 
-// "jetstream:<stream>/<group>/p<partition>": a partition's position in the store.
+// "jetstream:<stream>/<group>/p<partition>": a partition's position in the store (the word
+// "jetstream" kept for the positions stores already hold, whatever the broker).
 std::string GroupPositionName(const GroupOptions& options, int64_t partition);
 
 }  // namespace evident

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -58,6 +59,9 @@ class Publisher {
   // Releases the destination; reports what a close reports (a file's last error).
   virtual Status Close() = 0;
 };
+
+// Opens (again) a destination: a relay calls it at the start and after a publisher failed.
+using PublisherFactory = std::function<Result<std::unique_ptr<Publisher>>()>;
 
 // Appends each message's bytes and a newline to the file at `path` (created when absent) and
 // syncs before Publish returns: accepted means on disk. A message whose bytes hold a newline is

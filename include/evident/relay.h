@@ -126,9 +126,6 @@ struct RelaySummary {
   std::string last_error;  // of the last failed round; empty when none failed
 };
 
-// Opens (again) the destination; called at the start and after a publisher failed.
-using PublisherFactory = std::function<Result<std::unique_ptr<Publisher>>()>;
-
 // Runs the relay until the token is cancelled (or, with options.once, until nothing is pending).
 // Errors: the store failing for a reason other than being busy; a --once run that gave up.
 Result<RelaySummary> RunRelay(Store& store, const PublisherFactory& open_publisher,

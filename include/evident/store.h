@@ -739,11 +739,14 @@ struct StoreOptions {
   // wait only for an exclusive holder (a replay, a consume outside the group).
   enum class Deciders : uint8_t { kExclusive, kShared };
   Deciders deciders = Deciders::kExclusive;
+  // SQLite's PRAGMA synchronous ("FULL", "NORMAL", "OFF"; empty: FULL). A server store keeps its
+  // own durability settings and does not read it.
+  std::string synchronous;
 };
 
-// Opens a store from a URI, dispatching on its scheme: "sqlite:PATH" (store_sqlite.h),
-// "memory:NAME" (store_memory.h; one process-wide store per name). kInvalidArgument for a URI
-// of no known scheme.
+// Opens a store from a URI, dispatching on its scheme through the registry (registry.h):
+// "sqlite:PATH" (store_sqlite.h), "memory:NAME" (store_memory.h; one process-wide store per
+// name), "postgresql://..." (store_postgres.h). kInvalidArgument for a URI of no known scheme.
 Result<std::unique_ptr<Store>> OpenStore(std::string_view uri, const StoreOptions& options = {});
 
 // What MigrateStore did: the layout the store had (nullopt when the backend does not say, or 0

@@ -114,8 +114,7 @@ void AddBaselineCommands(CLI::App& app, Runner& run) {
       "projections: all of it, or none when a line is bad or conflicts.");
   sub->add_option("input", flags->input, "Snapshot file, or - for standard input")->required();
   sub->add_option("--config", flags->config, "evident.yaml")->required();
-  sub->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  sub->add_option("--store", flags->store, StoreHelp())->required();
   sub->add_option("--consumer", flags->consumer, "The consumer the baseline is for")->required();
   sub->callback([flags, &run] { run = [flags] { return RunImport(*flags); }; });
 }

@@ -10,11 +10,11 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "core/join.h"
 #include "evident/cancel.h"
 #include "evident/consumer.h"
 #include "evident/group.h"
-#include "evident/jetstream.h"
-#include "evident/store_sqlite.h"
+#include "evident/registry.h"
 
 namespace evident::cli {
 namespace {
@@ -114,28 +114,49 @@ std::string OutcomesClash(const ConsumeFlags& flags, const Config& config) {
   return OutputClash("--outcomes", flags.outcomes, reads);
 }
 
-// sqlite:PATH gets the SQLite options the flags carry; any other URI goes to OpenStore.
 Result<std::unique_ptr<Store>> OpenConsumeStore(const ConsumeFlags& flags) {
-  constexpr std::string_view kSqlite = "sqlite:";
-  if (flags.store.rfind(kSqlite, 0) == 0 && flags.store.size() > kSqlite.size()) {
-    return OpenSqliteStore(
-        flags.store.substr(kSqlite.size()),
-        {.synchronous = flags.synchronous, .busy_timeout_ms = flags.busy_timeout_ms});
-  }
-  return OpenStore(flags.store, {.busy_timeout_ms = flags.busy_timeout_ms});
+  return OpenStore(flags.store,
+                   {.busy_timeout_ms = flags.busy_timeout_ms, .synchronous = flags.synchronous});
 }
 
-// --from nats://...: a durable pull consumer of the stream; null without --from.
+SourceOptions ConsumeSourceOptions(const ConsumeFlags& flags) {
+  return {.stream = flags.stream,
+          .consumer = flags.durable,
+          .filter = flags.filter,
+          .subject_prefix = flags.subject_prefix,
+          .ack_wait_ms = flags.ack_wait_ms};
+}
+
+// --from URI: the source it names (registry.h); null without --from.
 Result<std::unique_ptr<Source>> OpenConsumeSource(const ConsumeFlags& flags) {
   if (flags.from.empty()) return std::unique_ptr<Source>();
-  if (flags.from.rfind("nats://", 0) != 0) {
-    return Status::InvalidArgument("--from " + flags.from + ": expected nats://HOST:PORT");
+  Result<std::unique_ptr<Source>> source = OpenSource(flags.from, ConsumeSourceOptions(flags));
+  if (!source.ok()) return Status::InvalidArgument("--from " + source.status().message());
+  return source;
+}
+
+// The source's options given on the command line that the source --from names does not read:
+// refused rather than ignored.
+std::string UnreadSourceOptions(const ConsumeFlags& flags, const CLI::App& cmd) {
+  using enum SourceOption;
+  std::vector<std::string> unread;
+  for (const auto& [name, option] : {std::pair{"--stream", kStream},
+                                     {"--durable", kConsumer},
+                                     {"--filter", kFilter},
+                                     {"--subject-prefix", kSubjectPrefix},
+                                     {"--ack-wait-ms", kAckWait}}) {
+    if (cmd.count(name) > 0 && !SourceTakes(flags.from, option)) unread.emplace_back(name);
   }
-  JetStreamOptions js{.url = flags.from,
-                      .stream = flags.stream,
-                      .subject_prefix = flags.subject_prefix,
-                      .ack_wait_ms = flags.ack_wait_ms};
-  return OpenJetStreamSource(js, flags.durable, flags.filter);
+  if (unread.empty() || !SourceTraitsOf(flags.from).ok()) return "";  // an unknown --from: later
+  return Join(unread) + ": not options of the source --from " + flags.from;
+}
+
+// Whether --group can run on the store; empty when it can. Refused before the store is opened
+// (which would create it).
+std::string GroupStoreClash(const ConsumeFlags& flags) {
+  const Result<StoreTraits> store = StoreTraitsOf(flags.store);
+  if (!store.ok() || store->shared_by_processes) return "";  // an unknown store: at its opening
+  return "--group needs a store that several processes share; " + flags.store + " is one process's";
 }
 
 // Checks the flags that depend on each other; empty when they fit.
@@ -164,12 +185,9 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
       }
     }
     if (cmd.count("--partitions") == 0) return "--group needs --partitions (the relay's)";
-    if (flags.store.rfind("sqlite:", 0) == 0 || flags.store.rfind("memory:", 0) == 0) {
-      // Refused before the store is opened (which would create it).
-      return "--group needs a store that several processes share (postgresql://...), not " +
-             flags.store.substr(0, flags.store.find(':') + 1);
-    }
+    if (std::string clash = GroupStoreClash(flags); !clash.empty()) return clash;
   }
+  if (std::string unread = UnreadSourceOptions(flags, cmd); !unread.empty()) return unread;
   if (cmd.count("--profile") > 0 && cmd.count("--profile-file") > 0)
     return "--profile and --profile-file exclude each other";
   return "";
@@ -192,16 +210,16 @@ int CloseOutcomes(const ConsumeFlags& flags, std::FILE* outcomes, const Status& 
 
 // --group: runs this process as a member of the group until SIGTERM or SIGINT.
 int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* outcomes) {
-  GroupOptions options{.store = flags.store,
-                       .store_options = {.busy_timeout_ms = flags.busy_timeout_ms},
-                       .group = flags.group,
-                       .member = flags.member,
-                       .partition_count = flags.partitions,
-                       .lease_ms = flags.lease_ms,
-                       .jetstream = {.url = flags.from,
-                                     .stream = flags.stream,
-                                     .subject_prefix = flags.subject_prefix,
-                                     .ack_wait_ms = flags.ack_wait_ms}};
+  // Field by field: GCC 12 warns of an uninitialised string in the nested designated form.
+  GroupOptions options;
+  options.store = flags.store;
+  options.store_options.busy_timeout_ms = flags.busy_timeout_ms;
+  options.group = flags.group;
+  options.member = flags.member;
+  options.partition_count = flags.partitions;
+  options.lease_ms = flags.lease_ms;
+  options.from = flags.from;
+  options.source = ConsumeSourceOptions(flags);
   options.consume.outcomes = outcomes;
   static CancelToken stop;
   options.cancel = &stop;
@@ -297,7 +315,10 @@ int RunConsume(const ConsumeFlags& flags) {
   InstallStopSignals(stop);
   // SQLite's busy handler already waits for the lock, backing off, up to --busy-timeout-ms: the
   // user's bound is the whole wait, so the loop does not multiply it with retries of its own.
-  if (flags.store.rfind("sqlite:", 0) == 0) options.busy_retry.attempts_max = 1;
+  if (const auto store_traits = StoreTraitsOf(flags.store);
+      store_traits.ok() && store_traits->waits_for_locks) {
+    options.busy_retry.attempts_max = 1;
+  }
   if (!flags.until_idle.empty()) options.until_idle_ms = *ParseDurationMs(flags.until_idle);
   auto summary = *source != nullptr ? Consume(**pipeline, **store, **source, options)
                                     : Consume(**pipeline, **store, options);
@@ -325,12 +346,12 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
       "Run the consumers of a config file over NDJSON events against a store. Each batch is one "
       "transaction; outcomes are written (and the input checkpoint advanced) after it commits.");
   cmd->add_option("--config", flags->config, "evident.yaml")->required();
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
+  cmd->add_option("--store", flags->store, "Store: " + BackendUsages(BackendRole::kStore))
       ->required();
   cmd->add_option("--input", flags->input, "NDJSON input file, or - for standard input")
       ->capture_default_str();
   cmd->add_option("--from", flags->from,
-                  "nats://HOST:PORT: consume a JetStream stream instead of --input");
+                  "Consume a source instead of --input: " + BackendUsages(BackendRole::kSource));
   cmd->add_option("--stream", flags->stream, "JetStream stream (with --from)")
       ->capture_default_str();
   cmd->add_option("--durable", flags->durable, "Durable consumer name (with --from)")

@@ -245,8 +245,7 @@ void AddRun(CLI::App& parent, Runner& run) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* cmd = parent.add_subcommand("run", "Perform the intents that are due, and record.");
   cmd->add_option("--config", flags->config, "evident.yaml (the effects' targets)")->required();
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", flags->store, StoreHelp())->required();
   cmd->add_option("--until-idle", flags->until_idle_seconds,
                   "End once no intent was due for this many seconds (default: run until "
                   "SIGTERM or SIGINT)")
@@ -265,8 +264,7 @@ void AddRun(CLI::App& parent, Runner& run) {
 void AddList(CLI::App& parent, Runner& run) {
   auto flags = std::make_shared<ListFlags>();
   CLI::App* cmd = parent.add_subcommand("list", "Effect intents, in the order they were written.");
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", flags->store, StoreHelp())->required();
   cmd->add_option("--state", flags->state, "intended, done, failed, unknown or withdrawn")
       ->check(CLI::IsMember({"intended", "done", "failed", "unknown", "withdrawn"}));
   cmd->add_option("--consumer", flags->consumer, "Only this consumer's intents");
@@ -282,8 +280,7 @@ void AddShow(CLI::App& parent, Runner& run) {
   auto flags = std::make_shared<ShowFlags>();
   CLI::App* cmd = parent.add_subcommand("show", "One intent and its log of attempts.");
   cmd->add_option("key", flags->key, "Intent key")->required();
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", flags->store, StoreHelp())->required();
   AddFormatOption(*cmd, flags->format);
   cmd->callback([flags, &run] { run = [flags] { return RunShow(*flags); }; });
 }
@@ -293,8 +290,7 @@ void AddResolve(CLI::App& parent, Runner& run) {
   CLI::App* cmd = parent.add_subcommand(
       "resolve", "Record what a person found at the other side of an intended or unknown intent.");
   cmd->add_option("key", flags->key, "Intent key")->required();
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", flags->store, StoreHelp())->required();
   cmd->add_option("--outcome", flags->outcome,
                   "done, failed, or retry (the other side never performed it: call again with "
                   "the same key)")
@@ -328,8 +324,7 @@ void AddEffectsCommands(CLI::App& app, Runner& run) {
       app.add_subcommand("compensations", "The compensations owners' decisions required.");
   compensations->require_subcommand(1);
   CLI::App* list = compensations->add_subcommand("list", "Compensation records, oldest first.");
-  list->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  list->add_option("--store", flags->store, StoreHelp())->required();
   list->add_option("--consumer", flags->consumer, "Only this consumer's records");
   list->add_option("--subject", flags->subject, "Only this subject's records");
   list->add_option("--limit", flags->rows_max, "At most this many records")

@@ -14,7 +14,6 @@
 #include "evident/effects.h"
 #include "evident/evidence.h"
 #include "evident/gaps.h"
-#include "evident/store_sqlite.h"
 #include "json/writer.h"
 
 namespace evident::cli {
@@ -365,9 +364,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
       "evidence",
       "Everything the store knows about one subject, per consumer: the evidence packet.");
   cmd->add_option("subject", evidence->subject, "The subject, e.g. order-417")->required();
-  cmd->add_option("--store", evidence->store,
-                  "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", evidence->store, StoreHelp())->required();
   cmd->add_option("--consumer", evidence->consumer, "Only this consumer");
   AddFormatOption(*cmd, evidence->format);
   cmd->callback([evidence, &run] { run = [evidence] { return RunEvidence(*evidence); }; });
@@ -376,7 +373,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
   cmd = app.add_subcommand("gaps",
                            "Open version gaps past or near their deadline, overdue first; "
                            "`gaps check` acts on overdue ones, `gaps resolve` closes one.");
-  cmd->add_option("--store", gaps->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB");
+  cmd->add_option("--store", gaps->store, StoreHelp());
   cmd->add_option("--within", gaps->within_seconds,
                   "Show gaps whose deadline is at most this many seconds away (or past)")
       ->check(IntegerFrom(0, kGapDeadlineSecondsMax))
@@ -413,8 +410,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
       "check",
       "Act on every gap past its deadline, once: request a replay, open a record for a "
       "person, or report, per its route.");
-  sub->add_option("--store", check->store,
-                  "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB (also before `check`)");
+  sub->add_option("--store", check->store, StoreHelp() + " (also before `check`)");
   sub->add_option("--partitions", check->partitions, "Outbox partitions (as `outbox append`)")
       ->check(IntegerFrom(1, 1 << 20));
   sub->callback([check, gaps, sub, no_store, &run] {
@@ -425,8 +421,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
 
   auto resolve = std::make_shared<GapsResolveFlags>();
   sub = cmd->add_subcommand("resolve", "Close the open gap records of one consumer and subject.");
-  sub->add_option("--store", resolve->store,
-                  "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB (also before `resolve`)");
+  sub->add_option("--store", resolve->store, StoreHelp() + " (also before `resolve`)");
   sub->add_option("--consumer", resolve->consumer, "Consumer id")->required();
   sub->add_option("--subject", resolve->subject, "Subject")->required();
   sub->add_option("--by", resolve->by, "Who resolves it")->required();
@@ -443,8 +438,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
       "May ACTION be done to SUBJECT now? Prints allowed or denied with every reason; "
       "exit 0 allowed, 1 denied.");
   cmd->add_option("--config", guard->config, "evident.yaml")->required();
-  cmd->add_option("--store", guard->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", guard->store, StoreHelp())->required();
   cmd->add_option("--consumer", guard->consumer, "Consumer whose projection decides")->required();
   cmd->add_option("--subject", guard->subject, "Subject, e.g. order-417")->required();
   cmd->add_option("--action", guard->action, "Guarded action, e.g. ship")->required();

@@ -143,7 +143,8 @@ void AddGroupCommands(CLI::App& app, Runner& run) {
       "Who holds which partition, since when, its epoch, and its position and lag at the "
       "holder's last commit; the members and whether they are alive. Exit 0, 1 when the store "
       "has no such group, 2 on errors.");
-  cmd->add_option("--store", flags->store, "postgresql://USER@HOST:PORT/DB")->required();
+  cmd->add_option("--store", flags->store, StoreHelp() + " (one that several processes share)")
+      ->required();
   cmd->add_option("--group", flags->group, "The group's name")->required();
   AddFormatOption(*cmd, flags->format);
   cmd->callback([flags, &run] { run = [flags] { return RunStatus(*flags); }; });

@@ -300,8 +300,7 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
       "Check NDJSON CloudEvents (envelope and payload schema) and append them to the outbox; one "
       "result line per event. Exit 0 when every event was appended or a duplicate, 1 when any "
       "was refused, 2 usage or I/O.");
-  cmd->add_option("--store", append->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", append->store, StoreHelp())->required();
   cmd->add_option("--contracts", append->contracts, "Contracts directory (payload schemas)")
       ->required();
   cmd->add_option("input", append->input, "NDJSON file, or - for standard input")
@@ -328,15 +327,13 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
 
   auto stats = std::make_shared<ReadFlags>();
   cmd = outbox->add_subcommand("stats", "Pending and sent rows, the oldest pending age.");
-  cmd->add_option("--store", stats->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", stats->store, StoreHelp())->required();
   AddFormatOption(*cmd, stats->format);
   cmd->callback([stats, &run] { run = [stats] { return RunStats(*stats); }; });
 
   auto list = std::make_shared<ReadFlags>();
   cmd = outbox->add_subcommand("list", "The outbox's rows in sequence order.");
-  cmd->add_option("--store", list->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", list->store, StoreHelp())->required();
   cmd->add_flag("--pending", list->pending, "Only rows waiting to be sent (not parked)");
   cmd->add_flag("--parked", list->parked, "Only parked rows")->excludes("--pending");
   cmd->add_option("--limit", list->rows_max, "Rows shown at most")
@@ -354,8 +351,7 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
                      "unparked. Exit 1 when the row is not there, sent or parked already.")
                : outbox->add_subcommand(
                      "unpark", "Make a parked row pending again. Exit 1 when it is not parked.");
-    cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-        ->required();
+    cmd->add_option("--store", flags->store, StoreHelp())->required();
     cmd->add_option("--seq", flags->seq, "The row's seq (outbox list)")
         ->required()
         ->check(IntegerFrom(1, INT64_MAX));

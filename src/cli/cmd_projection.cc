@@ -85,8 +85,7 @@ void AddProjectionCommands(CLI::App& app, Runner& run) {
       "--force. Closes its gaps as corrected, re-examines its deferred events; intends no "
       "effect itself.");
   sub->add_option("--config", flags->config, "evident.yaml")->required();
-  sub->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  sub->add_option("--store", flags->store, StoreHelp())->required();
   sub->add_option("--consumer", r.consumer, "The consumer whose projection is corrected")
       ->required();
   sub->add_option("--subject", r.subject, "The subject")->required();

@@ -247,8 +247,7 @@ int RunDiscard(const DiscardFlags& flags) {
 void AddList(CLI::App& parent, Runner& run) {
   auto flags = std::make_shared<ListFlags>();
   CLI::App* cmd = parent.add_subcommand("list", "Quarantined inputs, by first-seen time.");
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", flags->store, StoreHelp())->required();
   cmd->add_option("--consumer", flags->consumer, "Only this consumer's records");
   cmd->add_option("--reason", flags->reason, "Only records with this reason code");
   cmd->add_option("--status", flags->status, "open, replayed or discarded")
@@ -263,8 +262,7 @@ void AddShow(CLI::App& parent, Runner& run) {
   auto flags = std::make_shared<ShowFlags>();
   CLI::App* cmd = parent.add_subcommand("show", "One quarantined input, its bytes and its audit.");
   cmd->add_option("id", flags->id, "Record id")->required()->check(IntegerFrom(1, INT64_MAX));
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", flags->store, StoreHelp())->required();
   AddFormatOption(*cmd, flags->format);
   cmd->callback([flags, &run] { run = [flags] { return RunShow(*flags); }; });
 }
@@ -275,8 +273,7 @@ void AddReplay(CLI::App& parent, Runner& run) {
       "replay", "Send quarantined inputs through today's pipeline, in first-seen order.");
   cmd->add_option("ids", flags->ids, "Record ids")->check(IntegerFrom(1, INT64_MAX));
   cmd->add_option("--config", flags->config, "evident.yaml")->required();
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", flags->store, StoreHelp())->required();
   cmd->add_option("--consumer", flags->consumer, "The open records of this consumer");
   cmd->add_option("--reason", flags->reason, "The open records with this reason code");
   cmd->add_flag("--all", flags->all, "Every open record");
@@ -295,8 +292,7 @@ void AddDiscard(CLI::App& parent, Runner& run) {
   CLI::App* cmd =
       parent.add_subcommand("discard", "Close open records without applying them (all or none).");
   cmd->add_option("ids", flags->ids, "Record ids")->required()->check(IntegerFrom(1, INT64_MAX));
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", flags->store, StoreHelp())->required();
   cmd->add_option("--by", flags->by, "Who discards (for the audit)")->required();
   cmd->add_option("--note", flags->note, "Why (for the audit)")->required();
   cmd->callback([flags, &run] { run = [flags] { return RunDiscard(*flags); }; });

@@ -14,7 +14,7 @@
 #include "core/join.h"
 #include "evident/cancel.h"
 #include "evident/env.h"
-#include "evident/jetstream.h"
+#include "evident/registry.h"
 #include "evident/relay.h"
 #include "evident/store.h"
 
@@ -37,50 +37,34 @@ struct RelayFlags {
   int once_failures_max = 8;
   int64_t claim_partitions_max = 8;
   int64_t claim_hold_ms = 30'000;
-  int64_t park_refused_after = 0;           // 0: never
-  std::vector<std::string> jetstream_only;  // such options given on the command line
+  int64_t park_refused_after = 0;  // 0: never
+  // The destination's options given on the command line, with what they are to a publisher.
+  std::vector<std::pair<std::string, PublisherOption>> given;
 };
 
-// The destination a --to names, and how to open it (again).
-struct Destination {
-  std::string name;
-  PublisherFactory open;
-};
-
+// The destination --to names, its options checked (registry.h).
 Result<Destination> ChooseDestination(const RelayFlags& flags) {
-  const std::string& to = flags.to;
-  if (to == "-") {
-    return Destination{"stdout", [] { return OpenFdPublisher(STDOUT_FILENO, "standard output"); }};
-  }
-  if (to.rfind("file:", 0) == 0 && to.size() > 5) {
-    std::string path = to.substr(5);
-    return Destination{to, [path] { return OpenNdjsonPublisher(PosixEnv(), path); }};
-  }
-  if (to.rfind("nats://", 0) == 0) {
-    EVIDENT_ASSIGN_OR_RETURN(const int64_t window_ms, ParseDurationMs(flags.duplicate_window));
-    if (window_ms < 120'000) {
-      return Status::InvalidArgument("--duplicate-window " + flags.duplicate_window +
-                                     " is shorter than two minutes");
-    }
-    JetStreamOptions js{.url = to,
-                        .stream = flags.stream,
-                        .subject_prefix = flags.subject_prefix,
-                        .duplicate_window_ms = window_ms,
-                        .publish_timeout_ms = flags.publish_timeout_ms,
-                        .in_flight_max = flags.in_flight_max};
-    return Destination{flags.stream, [js] { return OpenJetStreamPublisher(js); }};
-  }
-  return Status::InvalidArgument("--to " + to + ": expected nats://HOST:PORT, file:PATH or -");
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t window_ms, ParseDurationMs(flags.duplicate_window));
+  const PublisherOptions options{.stream = flags.stream,
+                                 .subject_prefix = flags.subject_prefix,
+                                 .duplicate_window_ms = window_ms,
+                                 .publish_timeout_ms = flags.publish_timeout_ms,
+                                 .in_flight_max = flags.in_flight_max};
+  Result<Destination> destination = ResolvePublisher(flags.to, options);
+  if (!destination.ok()) return Status::InvalidArgument("--to " + destination.status().message());
+  return destination;
 }
 
-// Options of a JetStream destination, given with another: refused rather than ignored (a
-// `--to - --stream ORDERS` wrote to standard output as if the stream had been heard).
+// Options the destination does not read, given on the command line: refused rather than
+// ignored (a `--to - --stream ORDERS` wrote to standard output as if the stream had been heard).
 Result<Destination> ChooseDestinationChecked(const RelayFlags& flags) {
   EVIDENT_ASSIGN_OR_RETURN(Destination destination, ChooseDestination(flags));  // --to first
-  if (!flags.jetstream_only.empty() && flags.to.rfind("nats://", 0) != 0) {
-    return Status::InvalidArgument(Join(flags.jetstream_only) +
-                                   ": for a JetStream destination (--to nats://HOST:PORT) "
-                                   "only, and --to is " +
+  std::vector<std::string> unread;
+  for (const auto& [name, option] : flags.given) {
+    if (!PublisherTakes(flags.to, option)) unread.push_back(name);
+  }
+  if (!unread.empty()) {
+    return Status::InvalidArgument(Join(unread) + ": not options of the destination --to " +
                                    flags.to);
   }
   return destination;
@@ -141,13 +125,13 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
   auto flags = std::make_shared<RelayFlags>();
   CLI::App* cmd = app.add_subcommand(
       "relay",
-      "Publish the outbox's pending rows, in order and with their exact bytes, to JetStream "
-      "(nats://HOST:PORT), a file (file:PATH) or standard output (-); a row is marked sent once "
-      "the destination durably accepted it. Runs until SIGTERM or SIGINT (then exit 0), or with "
+      "Publish the outbox's pending rows, in order and with their exact bytes, to a destination "
+      "(--to); a row is marked sent once the destination durably accepted it. Runs until SIGTERM "
+      "or SIGINT (then exit 0), or with "
       "--once until nothing is pending (exit 1 when the destination kept failing).");
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
+  cmd->add_option("--store", flags->store, "Store: " + BackendUsages(BackendRole::kStore))
       ->required();
-  cmd->add_option("--to", flags->to, "nats://HOST:PORT, file:PATH or -")->required();
+  cmd->add_option("--to", flags->to, BackendUsages(BackendRole::kPublisher))->required();
   cmd->add_option("--stream", flags->stream, "JetStream stream (created when absent)")
       ->capture_default_str();
   cmd->add_option("--subject-prefix", flags->subject_prefix,
@@ -201,9 +185,13 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
       ->check(IntegerFrom(0, 1'000'000))
       ->capture_default_str();
   cmd->callback([cmd, flags, &run] {
-    for (const char* name : {"--stream", "--subject-prefix", "--duplicate-window",
-                             "--in-flight-max", "--publish-timeout-ms"}) {
-      if (cmd->count(name) > 0) flags->jetstream_only.emplace_back(name);
+    using enum PublisherOption;
+    for (const auto& [name, option] : {std::pair{"--stream", kStream},
+                                       {"--subject-prefix", kSubjectPrefix},
+                                       {"--duplicate-window", kDuplicateWindow},
+                                       {"--in-flight-max", kInFlight},
+                                       {"--publish-timeout-ms", kPublishTimeout}}) {
+      if (cmd->count(name) > 0) flags->given.emplace_back(name, option);
     }
     run = [flags] { return RunRelayCommand(*flags); };
   });

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "evident/cancel.h"
 #include "evident/env.h"
-#include "evident/jetstream.h"
+#include "evident/registry.h"
 #include "evident/replay_requests.h"
 #include "evident/store.h"
 
@@ -31,27 +31,26 @@ Result<std::unique_ptr<Source>> OpenRequests(const ServeFlags& f) {
     return Status::InvalidArgument("--from and --input exclude each other");
   }
   if (f.from.empty()) return OpenNdjsonSource(f.input.empty() ? "-" : f.input);
-  if (f.from.rfind("nats://", 0) != 0 || f.stream.empty()) {
-    return Status::InvalidArgument("--from takes nats://HOST:PORT, with --stream");
+  const SourceOptions options{.stream = f.stream,
+                              .consumer = f.durable,
+                              .filter = f.filter,
+                              .subject_prefix = f.subject_prefix};
+  if (SourceTakes(f.from, SourceOption::kStream) && f.stream.empty()) {
+    return Status::InvalidArgument("--from " + f.from + " needs --stream");
   }
-  JetStreamOptions js{.url = f.from, .stream = f.stream, .subject_prefix = f.subject_prefix};
-  return OpenJetStreamSource(js, f.durable, f.filter);
+  Result<std::unique_ptr<Source>> source = OpenSource(f.from, options);
+  if (!source.ok()) return Status::InvalidArgument("--from " + source.status().message());
+  return source;
 }
 
 Result<PublisherFactory> OpenAnswers(const ServeFlags& f) {
-  if (f.to == "-") {
-    return PublisherFactory([] { return OpenFdPublisher(STDOUT_FILENO, "standard output"); });
+  if (PublisherTakes(f.to, PublisherOption::kStream) && f.to_stream.empty()) {
+    return Status::InvalidArgument("--to " + f.to + " needs --to-stream");
   }
-  if (f.to.rfind("file:", 0) == 0 && f.to.size() > 5) {
-    const std::string path = f.to.substr(5);
-    return PublisherFactory([path] { return OpenNdjsonPublisher(PosixEnv(), path); });
-  }
-  if (f.to.rfind("nats://", 0) == 0 && !f.to_stream.empty()) {
-    const JetStreamOptions js{
-        .url = f.to, .stream = f.to_stream, .subject_prefix = f.to_subject_prefix};
-    return PublisherFactory([js] { return OpenJetStreamPublisher(js); });
-  }
-  return Status::InvalidArgument("--to takes nats://HOST:PORT with --to-stream, file:PATH or -");
+  const PublisherOptions options{.stream = f.to_stream, .subject_prefix = f.to_subject_prefix};
+  Result<Destination> destination = ResolvePublisher(f.to, options);
+  if (!destination.ok()) return Status::InvalidArgument("--to " + destination.status().message());
+  return destination->open;
 }
 
 int RunServe(const ServeFlags& flags) {
@@ -106,15 +105,16 @@ void AddReplayRequestsCommands(CLI::App& app, Runner& run) {
                    "A source this owner answers for (repeat for several)")
       ->required();
   serve->add_option("--input", flags->input, "Requests as NDJSON: FILE or - (default)");
-  serve->add_option("--from", flags->from, "nats://HOST:PORT: requests from a JetStream stream");
+  serve->add_option("--from", flags->from, "Requests from a broker: " + BrokerUsages());
   serve->add_option("--stream", flags->stream, "The requests' stream (with --from)");
   serve->add_option("--durable", flags->durable, "Durable consumer name (with --from)");
   serve->add_option("--filter", flags->filter, "Filter subject of the requests (with --from)");
   serve->add_option("--subject-prefix", flags->subject_prefix,
                     "Subject prefix of the requests' stream (with --from)");
-  serve->add_option("--to", flags->to, "nats://HOST:PORT, file:PATH or -: where answers go")
+  serve
+      ->add_option("--to", flags->to, "Where answers go: " + BackendUsages(BackendRole::kPublisher))
       ->required();
-  serve->add_option("--to-stream", flags->to_stream, "The consumers' stream (with --to nats://)");
+  serve->add_option("--to-stream", flags->to_stream, "The consumers' stream (with a --to broker)");
   serve->add_option("--to-subject-prefix", flags->to_subject_prefix,
                     "Subject prefix of the consumers' stream");
   serve

@@ -8,9 +8,8 @@
 #include "cli/commands.h"
 #include "evident/cancel.h"
 #include "evident/consumer.h"
-#include "evident/jetstream.h"
+#include "evident/registry.h"
 #include "evident/serve.h"
-#include "evident/store_sqlite.h"
 #include "json/files.h"
 
 namespace evident::cli {
@@ -33,14 +32,25 @@ struct ServeFlags {
 };
 
 Result<std::unique_ptr<Store>> OpenServeStore(const ServeFlags& flags, bool read_only) {
-  constexpr std::string_view kSqlite = "sqlite:";
-  if (flags.store.rfind(kSqlite, 0) == 0 && flags.store.size() > kSqlite.size()) {
-    return OpenSqliteStore(flags.store.substr(kSqlite.size()),
-                           {.synchronous = flags.synchronous,
-                            .busy_timeout_ms = flags.busy_timeout_ms,
-                            .read_only = read_only});
+  return OpenStore(flags.store, {.busy_timeout_ms = flags.busy_timeout_ms,
+                                 .read_only = read_only,
+                                 .synchronous = flags.synchronous});
+}
+
+// --from: a broker read beside HTTP. A source that ends (a file) is refused: a daemon's broker
+// loop runs until it is stopped.
+Status AddBrokerSource(const ServeFlags& flags, ServeOptions& options) {
+  const Result<SourceTraits> traits = SourceTraitsOf(flags.from);
+  if (!traits.ok()) return Status::InvalidArgument("--from " + traits.status().message());
+  if (traits->ends) {
+    return Status::InvalidArgument("--from " + flags.from +
+                                   ": serve reads a broker beside HTTP, not an input that ends");
   }
-  return OpenStore(flags.store, {.busy_timeout_ms = flags.busy_timeout_ms, .read_only = read_only});
+  const SourceOptions source{
+      .stream = flags.stream, .consumer = flags.durable, .filter = flags.filter};
+  options.open_broker_source = [from = flags.from, source] { return OpenSource(from, source); };
+  options.probe_broker = [from = flags.from, source] { return ProbeSource(from, source); };
+  return Status::Ok();
 }
 
 // HOST:PORT into the options; false (with the reason printed) when it is not one.
@@ -101,19 +111,14 @@ int RunServe(const ServeFlags& flags) {
   options.header_ms_max = flags.header_timeout_s * 1000;
   options.metrics_interval_ms = flags.metrics_interval_ms;
   options.open_store = [&flags](bool read_only) { return OpenServeStore(flags, read_only); };
-  if (flags.store.rfind("sqlite:", 0) == 0) options.consume.busy_retry.attempts_max = 1;
+  if (const auto store_traits = StoreTraitsOf(flags.store);
+      store_traits.ok() && store_traits->waits_for_locks) {
+    options.consume.busy_retry.attempts_max = 1;
+  }
   options.log = stderr;
   options.run_effects = !flags.no_effects;
   if (!flags.from.empty()) {
-    if (flags.from.rfind("nats://", 0) != 0) {
-      std::cerr << "evident serve: --from " << flags.from << ": expected nats://HOST:PORT\n";
-      return kExitUsage;
-    }
-    const JetStreamOptions js{.url = flags.from, .stream = flags.stream};
-    options.open_broker_source = [js, &flags] {
-      return OpenJetStreamSource(js, flags.durable, flags.filter);
-    };
-    options.probe_broker = [js] { return ProbeJetStream(js); };
+    if (Status added = AddBrokerSource(flags, options); !added.ok()) return Fail(added);
   }
   static CancelToken stop;
   options.cancel = &stop;
@@ -144,15 +149,14 @@ void AddServeCommand(CLI::App& app, Runner& run) {
       "Answers each request once its decisions are committed. SIGTERM/SIGINT: stop accepting, "
       "finish what is in flight, exit 0.");
   cmd->add_option("--config", flags->config, "evident.yaml")->required();
-  cmd->add_option("--store", flags->store, "Store: sqlite:PATH or postgresql://USER@HOST:PORT/DB")
+  cmd->add_option("--store", flags->store, "Store: " + BackendUsages(BackendRole::kStore))
       ->required();
   cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (IPv4; port 0: any free)")
       ->capture_default_str();
   cmd->add_option("--admin-token-file", flags->admin_token_file,
                   "File holding the admin API's bearer token (at least 16 characters); without "
                   "it the admin routes are disabled");
-  cmd->add_option("--from", flags->from,
-                  "nats://HOST:PORT: also consume a JetStream stream, beside HTTP");
+  cmd->add_option("--from", flags->from, "Also consume a broker, beside HTTP: " + BrokerUsages());
   cmd->add_option("--stream", flags->stream, "JetStream stream (with --from)")
       ->capture_default_str();
   cmd->add_option("--durable", flags->durable, "Durable consumer name (with --from)")

@@ -42,8 +42,7 @@ void AddStoreCommands(CLI::App& app, Runner& run) {
       "Bring the store's tables to the layout this build writes (creating them when absent). "
       "A PostgreSQL store is migrated only by this command, once every process sharing it runs "
       "this build. Exit 0 done, 2 refused (a newer layout) or unreachable.");
-  cmd->add_option("--store", migrate->store, "sqlite:PATH or postgresql://USER@HOST:PORT/DB")
-      ->required();
+  cmd->add_option("--store", migrate->store, StoreHelp())->required();
   cmd->callback([migrate, &run] { run = [migrate] { return RunMigrate(*migrate); }; });
 }
 

@@ -71,13 +71,16 @@ using ReadPaths = std::vector<std::pair<std::string, std::string>>;
 // Adds the files a run under `config` reads: the config file, its profile file, and its
 // contracts directory (every path below it).
 void AddConfigReads(const Config& config, ReadPaths& reads);
-// Adds the files of the store `store_uri` names when it is sqlite:PATH (PATH and its -wal, -shm
-// and -journal); other stores are no file.
+// Adds the files the store `store_uri` keeps on this machine (StoreFiles, registry.h: SQLite's
+// database and its -wal, -shm and -journal); other stores are no file.
 void AddStoreReads(const std::string& store_uri, ReadPaths& reads);
 // Opening `output` for writing truncates it: empty when it names none of `reads` (nor a path
 // below a directory among them), else a message for `option` that says which it is. Checked
 // before anything is opened (cli/lines.cc).
 std::string OutputClash(std::string_view option, const std::string& output, const ReadPaths& reads);
+
+// "Store: sqlite:PATH, memory:NAME, ...": every store scheme built in (registry.h), for --store.
+std::string StoreHelp();
 
 // Adds `--format text|json` (default: the value `format` holds) to `command` (cli/lines.cc).
 void AddFormatOption(CLI::App& command, std::string& format);

@@ -15,6 +15,7 @@
 #include <istream>
 
 #include "cli/commands.h"
+#include "evident/registry.h"
 
 namespace evident::cli {
 
@@ -167,13 +168,10 @@ void AddConfigReads(const Config& config, ReadPaths& reads) {
   }
 }
 
+std::string StoreHelp() { return "Store: " + BackendUsages(BackendRole::kStore); }
+
 void AddStoreReads(const std::string& store_uri, ReadPaths& reads) {
-  constexpr std::string_view kSqlite = "sqlite:";
-  if (store_uri.rfind(kSqlite, 0) != 0) return;
-  const std::string path = store_uri.substr(kSqlite.size());
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-    reads.emplace_back(path + suffix, "the store");
-  }
+  for (std::string& path : StoreFiles(store_uri)) reads.emplace_back(std::move(path), "the store");
 }
 
 std::string OutputClash(std::string_view option, const std::string& output,

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "evident/store_sqlite.h"
+#include "evident/registry.h"
 
 namespace {
 
@@ -162,14 +162,29 @@ std::string CommandProblem(const CLI::App& app, int argc, char** argv) {
   }
 }
 
+// The version and every backend built in, by role: what this binary can open.
+std::string VersionText() {
+  std::string text = "evident 0.1.0\nbuilt in:";
+  for (const evident::BackendInfo& b : evident::BuiltInBackends()) {
+    const char* role = b.role == evident::BackendRole::kStore    ? "store"
+                       : b.role == evident::BackendRole::kSource ? "source"
+                                                                 : "publisher";
+    char line[160];
+    std::snprintf(line, sizeof line, "\n  %-10s %-32s %s", role, std::string(b.usage).c_str(),
+                  std::string(b.summary).c_str());
+    text += line;
+  }
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace evident::cli;
-  evident::ConfigureSqliteProcess();
+  evident::ConfigureBackendsForProcess();
   CLI::App app{"evident: event contracts with evidence", "evident"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "evident 0.1.0");
+  app.set_version_flag("--version", VersionText());
   Runner run;
   AddValidateCommand(app, run);
   AddSchemaCommand(app, run);

@@ -264,7 +264,7 @@ class Member {
     return false;
   }
 
-  // The consume loop of one partition: a store connection, a pipeline and a JetStream consumer
+  // The consume loop of one partition: a store connection, a pipeline and a broker consumer
   // of its own, from the stored position, every batch fenced by the lease.
   void RunLoop(Worker& w) {
     w.result = [&]() -> Result<ConsumeSummary> {
@@ -275,12 +275,10 @@ class Member {
       fenced.deciders = StoreOptions::Deciders::kShared;
       EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(o_.store, fenced));
       EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(config_));
-      const std::string filter =
-          o_.jetstream.subject_prefix + ".p" + std::to_string(w.partition) + ".>";
       EVIDENT_ASSIGN_OR_RETURN(
           std::unique_ptr<Source> source,
-          OpenJetStreamPartitionSource(o_.jetstream, GroupPositionName(o_, w.partition), filter,
-                                       std::max<int64_t>(o_.lease_ms * 3, 60'000)));
+          OpenPartitionSource(o_.from, o_.source, GroupPositionName(o_, w.partition), w.partition,
+                              std::max<int64_t>(o_.lease_ms * 3, 60'000)));
       ConsumeOptions options = o_.consume;
       options.resume = true;
       options.cancel = &w.cancel;
@@ -311,7 +309,7 @@ class Member {
 }  // namespace
 
 std::string GroupPositionName(const GroupOptions& options, int64_t partition) {
-  return "jetstream:" + options.jetstream.stream + "/" + options.group + "/p" +
+  return "jetstream:" + options.source.stream + "/" + options.group + "/p" +
          std::to_string(partition);
 }
 
@@ -321,7 +319,15 @@ Result<GroupSummary> RunGroup(const Config& config, const GroupOptions& options)
     return Status::InvalidArgument(
         "a consumer group needs a name, 1 to 65,536 partitions and a lease of at least 100 ms");
   }
-  EVIDENT_RETURN_IF_ERROR(CheckSubjectPrefix(options.jetstream.subject_prefix));
+  EVIDENT_ASSIGN_OR_RETURN(const SourceTraits source, SourceTraitsOf(options.from));
+  if (source.group != GroupPartitions::kLeasedByStore) {
+    return Status::FailedPrecondition(
+        options.from + ": a consumer group reads a source whose partitions the store leases (" +
+        (source.group == GroupPartitions::kNone ? "this one has no partitions"
+                                                : "this one's broker assigns them itself") +
+        ")");
+  }
+  EVIDENT_RETURN_IF_ERROR(CheckSourceOptions(options.from, options.source));
   return Member(config, options).Run();
 }
 

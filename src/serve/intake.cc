@@ -151,7 +151,13 @@ Status Intake::OnCommitted(const CommittedBatch& batch) {
   return Status::Ok();
 }
 
-Status Intake::Start(const std::optional<std::string>& /*position*/) { return Status::Ok(); }
+// Every request is answered once, after its events are committed or refused: nothing of an
+// earlier run is left to resume from.
+Status Intake::Start(const std::optional<std::string>& position) {
+  if (!position.has_value()) return Status::Ok();
+  return Status::FailedPrecondition(
+      "the HTTP intake has no position to resume from (each request was answered in its run)");
+}
 
 Result<Source::Fetched> Intake::Fetch(Message& out, int wait_ms) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -203,8 +209,11 @@ Status Intake::Acknowledge(const Cursor& cursor) {
 }
 
 Status Intake::Reject(const Cursor& /*cursor*/, int64_t /*delay_ms*/) {
-  // The loop's run ends after a rollback; Serve answers what is outstanding (FailOutstanding).
-  return Status::Ok();
+  // The loop's run ends after a rollback; Serve answers what is outstanding (FailOutstanding),
+  // and the clients send those requests again.
+  return Status::FailedPrecondition(
+      "the HTTP intake cannot deliver a request's events again; their requests are answered "
+      "with a refusal and sent again by their clients");
 }
 
 void Intake::Stop() {

@@ -488,7 +488,7 @@ TEST_P(StoreConformance, ADeferredRowAnotherWriterAppliedIsAConflict) {
   });
   // Both writers say their deciders are kept apart (StoreOptions::deciders): an exclusive one
   // would wait for the first instead of coming between (PgDecidersTest).
-  constexpr StoreOptions kShared{.deciders = StoreOptions::Deciders::kShared};
+  const StoreOptions kShared{.deciders = StoreOptions::Deciders::kShared};
   store_ = Open(kShared);
   auto late = Begin();
   (void)Take(late->Load({.ledger = {{"c", "s", "e2"}, {"c", "s", "e3"}}, .subjects = {}}));

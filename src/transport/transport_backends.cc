@@ -1,0 +1,228 @@
+// The backends of the Source and Publisher conformance suites (transport_backends.h).
+#include "transport/transport_backends.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <nats/nats.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+
+#include "core/fnv1a.h"
+#include "evident/env.h"
+#include "evident/jetstream.h"
+#include "serve/intake.h"
+
+namespace evident {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Shell(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) {
+    *rc = -1;
+    return out;
+  }
+  char buf[256];
+  while (fgets(buf, sizeof buf, f) != nullptr) out += buf;
+  *rc = pclose(f);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+// One nats-server for the test process, started on first use, stopped at exit.
+class NatsServer {
+ public:
+  ~NatsServer() {
+    if (dir_.empty()) return;
+    int rc = 0;
+    Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh stop " + dir_, &rc);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  // nats://127.0.0.1:PORT; the test fails when the server cannot start.
+  std::string Url() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (url_.empty()) {
+      char tmpl[] = "/tmp/evident-transport-js-XXXXXX";
+      if (mkdtemp(tmpl) == nullptr) return "";
+      dir_ = tmpl;
+      int rc = 0;
+      url_ = Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh start " + dir_, &rc);
+      EXPECT_EQ(rc, 0) << "nats-server did not start: " << url_;
+      if (rc != 0) url_.clear();
+    }
+    return url_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string dir_, url_;
+};
+
+NatsServer& Nats() {
+  static NatsServer server;
+  return server;
+}
+
+// A stream of its own per test directory, with subjects of its own (streams of one server may not
+// share subjects).
+JetStreamOptions StreamFor(const fs::path& dir) {
+  char name[32];
+  std::snprintf(name, sizeof name, "S%016llx",
+                static_cast<unsigned long long>(Fnv1a(kFnv1aOffset, dir.string())));
+  // 2 s: a delivery and its ack are apart far less than that, on a loaded machine too; a
+  // message fetched and never acknowledged comes again that soon.
+  return {.url = Nats().Url(), .stream = name, .subject_prefix = name, .ack_wait_ms = 2000};
+}
+
+std::unique_ptr<Source> OpenJetStream(const fs::path& dir,
+                                      const std::vector<std::string>& messages) {
+  const JetStreamOptions js = StreamFor(dir);
+  if (!fs::exists(dir / "published")) {
+    auto publisher = OpenJetStreamPublisher(js);
+    EXPECT_TRUE(publisher.ok()) << publisher.status().ToString();
+    if (!publisher.ok()) return nullptr;
+    std::vector<OutgoingMessage> batch;
+    for (size_t i = 0; i < messages.size(); ++i) {
+      batch.push_back({"p0.suite", "m" + std::to_string(i), messages[i]});
+    }
+    if (!batch.empty()) {
+      const Result<size_t> accepted = (*publisher)->Publish(batch);
+      EXPECT_TRUE(accepted.ok() && *accepted == batch.size()) << accepted.status().ToString();
+    }
+    EXPECT_TRUE((*publisher)->Close().ok());
+    std::ofstream(dir / "published") << "yes\n";
+  }
+  auto source = OpenJetStreamSource(js, "suite", "");
+  EXPECT_TRUE(source.ok()) << source.status().ToString();
+  return source.ok() ? std::move(source).value() : nullptr;
+}
+
+std::unique_ptr<Source> OpenIntake(const fs::path&, const std::vector<std::string>& messages) {
+  auto intake = std::make_unique<serve::Intake>(1024, size_t{1} << 20);
+  if (!messages.empty()) {
+    auto exchange = std::make_shared<serve::Exchange>([] {});
+    std::vector<std::string> events = messages;
+    EXPECT_EQ(intake->Submit(exchange, std::move(events)), serve::Intake::Taken::kTaken);
+  }
+  return intake;
+}
+
+// The messages a stream holds, in order (libnats: each by its sequence).
+std::vector<std::string> StreamHeld(const JetStreamOptions& js) {
+  std::vector<std::string> out;
+  natsConnection* nc = nullptr;
+  jsCtx* ctx = nullptr;
+  jsStreamInfo* si = nullptr;
+  if (natsConnection_ConnectTo(&nc, js.url.c_str()) == NATS_OK &&
+      natsConnection_JetStream(&ctx, nc, nullptr) == NATS_OK &&
+      js_GetStreamInfo(&si, ctx, js.stream.c_str(), nullptr, nullptr) == NATS_OK) {
+    for (uint64_t seq = si->State.FirstSeq; seq <= si->State.LastSeq && si->State.Msgs > 0; ++seq) {
+      natsMsg* msg = nullptr;
+      if (js_GetMsg(&msg, ctx, js.stream.c_str(), seq, nullptr, nullptr) != NATS_OK) continue;
+      out.emplace_back(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
+      natsMsg_Destroy(msg);
+    }
+    jsStreamInfo_Destroy(si);
+  }
+  if (ctx != nullptr) jsCtx_Destroy(ctx);
+  if (nc != nullptr) natsConnection_Destroy(nc);
+  return out;
+}
+
+std::vector<std::string> FileHeld(const fs::path& path) {
+  std::vector<std::string> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The fd publisher writes to a descriptor its caller keeps: this one keeps it for the test.
+class OwnedFdPublisher final : public Publisher {
+ public:
+  OwnedFdPublisher(int fd, std::unique_ptr<Publisher> target)
+      : fd_(fd), target_(std::move(target)) {}
+  ~OwnedFdPublisher() override { ::close(fd_); }
+  Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {
+    return target_->Publish(batch);
+  }
+  Status Close() override { return target_->Close(); }
+
+ private:
+  int fd_;
+  std::unique_ptr<Publisher> target_;
+};
+
+OutgoingMessage WithNewline() { return {"p0.suite", "bad", "{\"id\":\"bad\"}\n{}"}; }
+
+}  // namespace
+
+std::vector<SourceBackend> SourceBackends() {
+  using Redelivery = SourceCapabilities::Redelivery;
+  return {
+      {"ndjson",
+       {.ends = true, .resumes_from_position = true, .redelivers = Redelivery::kNo},
+       [](const fs::path& dir, const std::vector<std::string>& messages) {
+         const fs::path path = dir / "events.ndjson";
+         if (!fs::exists(path)) {
+           std::ofstream out(path);
+           for (const std::string& m : messages) out << m << '\n';
+         }
+         return OpenNdjsonSource(path.string()).value();
+       }},
+      {"memory",
+       {.ends = true, .resumes_from_position = true, .redelivers = Redelivery::kInOrder},
+       [](const fs::path&, const std::vector<std::string>& messages) {
+         return NewMemorySource("memory-source", messages);
+       }},
+      {"jetstream",
+       {.ends = false,
+        .resumes_from_position = false,
+        .remembers_acknowledgements = true,
+        .redelivers = Redelivery::kAnyOrder},
+       &OpenJetStream},
+      {"http_intake", {.ends = false, .redelivers = Redelivery::kNo}, &OpenIntake},
+  };
+}
+
+std::vector<PublisherBackend> PublisherBackends() {
+  return {
+      {"file",
+       {},
+       [](const fs::path& dir) { return OpenNdjsonPublisher(PosixEnv(), (dir / "out").string()); },
+       [](const fs::path& dir) { return FileHeld(dir / "out"); },
+       &WithNewline},
+      {"fd",
+       {},
+       [](const fs::path& dir) -> Result<std::unique_ptr<Publisher>> {
+         const std::string path = (dir / "out").string();
+         const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+         if (fd < 0) return Status::IoError("open " + path);
+         auto target = OpenFdPublisher(fd, path);
+         if (!target.ok()) {
+           ::close(fd);
+           return target.status();
+         }
+         return std::unique_ptr<Publisher>(new OwnedFdPublisher(fd, std::move(target).value()));
+       },
+       [](const fs::path& dir) { return FileHeld(dir / "out"); },
+       &WithNewline},
+      {"jetstream",
+       {.deduplicates = true, .numbers_messages = true},
+       [](const fs::path& dir) { return OpenJetStreamPublisher(StreamFor(dir)); },
+       [](const fs::path& dir) { return StreamHeld(StreamFor(dir)); },
+       // Larger than the server's max_payload (1 MiB): the client library refuses it.
+       [] {
+         return OutgoingMessage{
+             "p0.suite", "big",
+             "{\"id\":\"big\",\"d\":\"" + std::string(size_t{2} << 20, 'x') + "\"}"};
+       }},
+  };
+}
+
+}  // namespace evident
