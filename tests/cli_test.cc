@@ -304,6 +304,46 @@ TEST(CliOptions, AnEmptyValueIsAUsageError) {
   fs::remove_all(dir);
 }
 
+// --from takes any source of the registry: a file reads as --input does; a broker's options are
+// refused for a source that does not read them, an unknown scheme names the known ones, and a
+// group refuses a source whose partitions the store does not lease.
+TEST(CliOptions, FromNamesAnySourceAndItsOptionsAreChecked) {
+  const fs::path dir = fs::temp_directory_path() / ("evident-from-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string config = SourcePath("examples/orders/evident.yaml");
+  const std::string events = "file:" + SourcePath("examples/orders/events.ndjson");
+  const std::string store = "sqlite:" + (dir / "s.db").string();
+  const ProcessResult from_file = RunEvident(
+      {"consume", "--config", config, "--store", store, "--from", events, "--outcomes", "-"});
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  const ProcessResult from_input =
+      RunEvident({"consume", "--config", config, "--store", "sqlite:" + (dir / "t.db").string(),
+                  "--input", SourcePath("examples/orders/events.ndjson"), "--outcomes", "-"});
+  EXPECT_EQ(from_file.out, from_input.out);  // the same decisions, line for line
+  EXPECT_FALSE(from_file.out.empty());
+  const ProcessResult stream = RunEvident(
+      {"consume", "--config", config, "--store", store, "--from", events, "--stream", "ORDERS"});
+  EXPECT_EQ(stream.exit_code, 2);
+  EXPECT_NE(stream.err.find("--stream: not an option of the source --from " + events),
+            std::string::npos)
+      << stream.err;
+  const ProcessResult unknown =
+      RunEvident({"consume", "--config", config, "--store", store, "--from", "kafka://x:9092"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--from kafka://x:9092: expected nats://HOST:PORT, file:PATH or -"),
+            std::string::npos)
+      << unknown.err;
+  const ProcessResult group =
+      RunEvident({"consume", "--config", config, "--store", "postgresql://u@127.0.0.1:1/db",
+                  "--from", events, "--group", "g", "--partitions", "2"});
+  EXPECT_EQ(group.exit_code, 2);
+  EXPECT_NE(group.err.find("a consumer group reads a source whose partitions the store leases"),
+            std::string::npos)
+      << group.err;
+  fs::remove_all(dir);
+}
+
 // Flags that cannot work together with the store named are refused before it is created.
 TEST(CliOptions, ImpossibleStoreFlagsAreRefusedBeforeTheStoreIsCreated) {
   const fs::path dir = fs::temp_directory_path() / ("evident-nostore-" + std::to_string(getpid()));

@@ -148,7 +148,8 @@ std::string UnreadSourceOptions(const ConsumeFlags& flags, const CLI::App& cmd) 
     if (cmd.count(name) > 0 && !SourceTakes(flags.from, option)) unread.emplace_back(name);
   }
   if (unread.empty() || !SourceTraitsOf(flags.from).ok()) return "";  // an unknown --from: later
-  return Join(unread) + ": not options of the source --from " + flags.from;
+  return Join(unread) + (unread.size() == 1 ? ": not an option" : ": not options") +
+         " of the source --from " + flags.from;
 }
 
 // Whether --group can run on the store; empty when it can. Refused before the store is opened
@@ -352,7 +353,7 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
       ->capture_default_str();
   cmd->add_option("--from", flags->from,
                   "Consume a source instead of --input: " + BackendUsages(BackendRole::kSource));
-  cmd->add_option("--stream", flags->stream, "JetStream stream (with --from)")
+  cmd->add_option("--stream", flags->stream, "The broker's stream (with --from)")
       ->capture_default_str();
   cmd->add_option("--durable", flags->durable, "Durable consumer name (with --from)")
       ->capture_default_str();

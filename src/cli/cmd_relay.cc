@@ -1,4 +1,4 @@
-// `evident relay`: publishes a store's outbox to JetStream, a file or standard output. The loop,
+// `evident relay`: publishes a store's outbox to a destination (registry.h). The loop,
 // the marking and the backoff are the library's (evident/relay.h); this file parses flags,
 // chooses the destination and formats the summary.
 #include <unistd.h>
@@ -64,8 +64,9 @@ Result<Destination> ChooseDestinationChecked(const RelayFlags& flags) {
     if (!PublisherTakes(flags.to, option)) unread.push_back(name);
   }
   if (!unread.empty()) {
-    return Status::InvalidArgument(Join(unread) + ": not options of the destination --to " +
-                                   flags.to);
+    return Status::InvalidArgument(Join(unread) +
+                                   (unread.size() == 1 ? ": not an option" : ": not options") +
+                                   " of the destination --to " + flags.to);
   }
   return destination;
 }
@@ -132,7 +133,7 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--store", flags->store, "Store: " + BackendUsages(BackendRole::kStore))
       ->required();
   cmd->add_option("--to", flags->to, BackendUsages(BackendRole::kPublisher))->required();
-  cmd->add_option("--stream", flags->stream, "JetStream stream (created when absent)")
+  cmd->add_option("--stream", flags->stream, "The broker's stream (created when absent)")
       ->capture_default_str();
   cmd->add_option("--subject-prefix", flags->subject_prefix,
                   "Subjects are PREFIX.p<partition>.<type>")
@@ -144,7 +145,7 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--keep-sent", flags->keep_sent, "Delete sent rows older than this (7d, 12h)")
       ->capture_default_str();
   cmd->add_option("--duplicate-window", flags->duplicate_window,
-                  "JetStream duplicate window of a stream the relay creates (at least 2m)")
+                  "The broker's duplicate window of a stream the relay creates (at least 2m)")
       ->capture_default_str();
   cmd->add_option("--batch-count-max", flags->batch_count_max, "Rows per publish batch")
       ->check(IntegerFrom(1, 100'000))

@@ -157,7 +157,7 @@ void AddServeCommand(CLI::App& app, Runner& run) {
                   "File holding the admin API's bearer token (at least 16 characters); without "
                   "it the admin routes are disabled");
   cmd->add_option("--from", flags->from, "Also consume a broker, beside HTTP: " + BrokerUsages());
-  cmd->add_option("--stream", flags->stream, "JetStream stream (with --from)")
+  cmd->add_option("--stream", flags->stream, "The broker's stream (with --from)")
       ->capture_default_str();
   cmd->add_option("--durable", flags->durable, "Durable consumer name (with --from)")
       ->capture_default_str();
