@@ -39,14 +39,32 @@ def calls(body, marker):
     return names
 
 
+def bases(text, name):
+    match = re.search(r"^class %s\s*:([^{]*)\{" % name, text, re.M)
+    if match is None:
+        return []
+    return re.findall(r"public\s+(\w+)", match.group(1))
+
+
+def virtual_calls(text, name):
+    """The virtual calls of class `name` and of the bases it derives from, recursively."""
+    names = calls(class_body(text, name), "virtual") - {name}
+    for base in bases(text, name):
+        names |= virtual_calls(text, base)
+    return names
+
+
 def main():
     strip = lambda text: re.sub(r"//[^\n]*", "", text)
-    store = strip((ROOT / "include/evident/store.h").read_text())
+    # store.h composes the concern headers (store_decisions.h, store_outbox.h, ...).
+    store = "\n".join(strip(path.read_text())
+                      for path in sorted((ROOT / "include/evident").glob("store*.h"))
+                      if path.name != "store_wrapper.h")
     wrapper = strip((ROOT / "include/evident/store_wrapper.h").read_text())
     missing = []
     for base, wrap in (("Transaction", "TransactionWrapper"), ("Snapshot", "SnapshotWrapper"),
                        ("Store", "StoreWrapper")):
-        declared = calls(class_body(store, base), "virtual") - {base}
+        declared = virtual_calls(store, base)
         forwarded = calls(class_body(wrapper, wrap), "override")
         missing += ["%s::%s" % (base, name) for name in sorted(declared - forwarded)]
         if not declared:

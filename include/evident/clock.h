@@ -22,19 +22,28 @@ class Clock {
 
   // Waits `duration_ms`; nothing when it is <= 0. For retry backoff and linger waits.
   virtual void SleepMs(int64_t duration_ms) = 0;
+
+  // Milliseconds from a fixed point of this clock's own, never going back: what durations
+  // (linger, a batch's age, idle and unreachable time) are measured with, so that a step of
+  // the wall clock neither ends a wait early nor makes it last. Default: NowMs (a clock that
+  // never steps back).
+  virtual int64_t MonotonicMs() { return NowMs(); }
 };
 
-// The process-wide real clock: NowMs reads std::chrono::system_clock; SleepMs waits on the
-// steady clock, so a clock step does not lengthen or cut a wait. Never destroyed.
+// The process-wide real clock: NowMs reads std::chrono::system_clock; SleepMs waits on, and
+// MonotonicMs reads, the steady clock, so a clock step does not lengthen or cut a wait. Never
+// destroyed.
 Clock& SystemClock();
 
-// A clock that moves only when told to. SleepMs advances the time instead of waiting.
+// A clock that moves only when told to. SleepMs advances the time instead of waiting. Its
+// monotonic time moves with every advance and sleep, and with a Set forwards, never back.
 class ManualClock final : public Clock {
  public:
   explicit ManualClock(int64_t now_ms = 0) : now_ms_(now_ms) {}
 
   int64_t NowMs() override;
   void SleepMs(int64_t duration_ms) override;
+  int64_t MonotonicMs() override;
 
   // Sets the time; it may go backwards, as the system clock can.
   void Set(int64_t now_ms);
@@ -46,6 +55,7 @@ class ManualClock final : public Clock {
 
  private:
   std::atomic<int64_t> now_ms_;
+  std::atomic<int64_t> monotonic_ms_{0};
   std::atomic<int64_t> slept_ms_{0};
 };
 

@@ -168,8 +168,14 @@ struct ConsumeOptions {
   // Cancelled (from any thread, or a signal handler) to end the run cleanly: the source stops,
   // the open batch commits, and Consume returns with `stopped` set. Null: runs to the end.
   const CancelToken* cancel = nullptr;
-  // The time each decision is stamped with; null: the system clock.
+  // The time each decision is stamped with, and what linger, a batch's age, idle and unreachable
+  // time are measured with (Clock::MonotonicMs); null: the system clock.
   Clock* clock = nullptr;
+  // Read and prepare the next events on a thread of the loop's own while a batch is decided
+  // (true: the throughput path), or fetch each one on the deciding thread when it is needed
+  // (false: one thread, so that a run over a source and a ManualClock is the same run every
+  // time: the deterministic simulation drives linger, batch age, idle and unreachable time so).
+  bool read_ahead = true;
   // End the run, as at the end of the source, once nothing arrived for this long (ms) from a
   // source that could be reached; -1: never. A stream that never ends (JetStream, a pipe kept
   // open) needs it to finish a run. Time the source's broker is unreachable

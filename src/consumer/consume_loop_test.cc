@@ -248,7 +248,8 @@ TEST_F(ConsumeLoopTest, ASteadyTrickleCommitsOnceABatchIsBatchMsMaxOld) {
       Source& inner;
       std::chrono::steady_clock::time_point due = std::chrono::steady_clock::now();
     } trickle(*source);
-    const auto summary = Consume(*pipeline, *store, trickle, {.clock = &clock_});
+    // The system clock: the trickle's waits are real (loop_time_test.cc: the same on a manual one).
+    const auto summary = Consume(*pipeline, *store, trickle, {});
     ASSERT_TRUE(summary.ok()) << summary.status().ToString();
     EXPECT_EQ(Version(), 5);
     ASSERT_FALSE(source->acks.empty());
@@ -304,7 +305,7 @@ TEST_F(ConsumeLoopTest, TimeTheSourceIsUnreachableIsNotIdle) {
   auto source = NewMemorySource("m", messages_);
   OutageSource outage(*source, 800, 1400);
   const auto summary =
-      Consume(*pipeline_, *store, outage, {.clock = &clock_, .until_idle_ms = 2000});
+      Consume(*pipeline_, *store, outage, {.until_idle_ms = 2000});  // real waits: system clock
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(Version(), 5) << "the run ended during the outage";
   EXPECT_EQ(summary->unreachable_error, "");
@@ -318,7 +319,7 @@ TEST_F(ConsumeLoopTest, AnOutageAsLongAsTheIdleTimeEndsTheRunSayingSo) {
   OutageSource outage(*source, 0, 60'000);
   const auto started = std::chrono::steady_clock::now();
   const auto summary =
-      Consume(*pipeline_, *store, outage, {.clock = &clock_, .until_idle_ms = 500});
+      Consume(*pipeline_, *store, outage, {.until_idle_ms = 500});  // real waits: system clock
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(Version(), 0);
   EXPECT_NE(summary->unreachable_error.find("has not been reachable for at least"),
@@ -375,7 +376,7 @@ TEST_F(ConsumeLoopTest, AnIdleRunEndsOnlyWhenTheSourceSaysNothingIsLeft) {
   auto store = OpenMemoryStore(database_).value();
   auto source = NewMemorySource("m", messages_);
   AskedSource asked(*source, 1000, [](int64_t acked) -> Result<bool> { return acked == 5; });
-  const auto summary = Consume(*pipeline_, *store, asked, {.clock = &clock_, .until_idle_ms = 200});
+  const auto summary = Consume(*pipeline_, *store, asked, {.until_idle_ms = 200});  // real waits
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(Version(), 5) << "the run ended while the source held messages";
   EXPECT_GE(asked.asked.load(), 2);  // asked at each idle end, told to wait
@@ -390,7 +391,7 @@ TEST_F(ConsumeLoopTest, ASourceThatCannotBeAskedIsUnreachable) {
   AskedSource asked(*source, 60'000, [](int64_t /*acked*/) -> Result<bool> {
     return Status::Unavailable("no answer to a ping within 2000 ms");
   });
-  const auto summary = Consume(*pipeline_, *store, asked, {.clock = &clock_, .until_idle_ms = 300});
+  const auto summary = Consume(*pipeline_, *store, asked, {.until_idle_ms = 300});  // real waits
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(Version(), 0);
   EXPECT_NE(summary->unreachable_error.find("no answer to a ping"), std::string::npos)

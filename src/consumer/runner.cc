@@ -36,18 +36,21 @@ class PrepareAhead {
     std::optional<Rejection> refused;  // the source's own rejection (Message::rejection)
   };
 
-  // The source has been started: its Fetch skips what the start position covers.
+  // The source has been started: its Fetch skips what the start position covers. Without a
+  // thread (`threaded` false), Next fetches and prepares on the caller's thread.
   PrepareAhead(Pipeline& pipeline, Source& source,
-               std::vector<std::unique_ptr<PreparedEvent>> slots, size_t bytes_max)
+               std::vector<std::unique_ptr<PreparedEvent>> slots, size_t bytes_max, bool threaded)
       : pipeline_(pipeline),
         source_(source),
         slots_(std::move(slots)),
         hand_off_count_(std::clamp<size_t>(slots_.size() / 4, 1, kHandOffCount)),
-        bytes_max_(bytes_max) {
+        bytes_max_(bytes_max),
+        threaded_(threaded) {
     for (auto& slot : slots_) free_.push_back(slot.get());
-    thread_ = std::thread([this] { Run(); });
+    if (threaded_) thread_ = std::thread([this] { Run(); });
   }
   ~PrepareAhead() {
+    if (!threaded_) return;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stop_ = true;
@@ -60,6 +63,7 @@ class PrepareAhead {
 
   // The next item in input order; nullopt when none arrives within `wait_ms` (-1: no limit).
   std::optional<Item> Next(int wait_ms) {
+    if (!threaded_) return FetchHere(wait_ms);
     if (taken_.empty()) {
       std::unique_lock<std::mutex> lock(mutex_);
       GiveBack();  // the slots decided since the last hand-off
@@ -105,6 +109,33 @@ class PrepareAhead {
     }
     released_.clear();
     if (producer_waiting_ && !free_.empty()) free_cv_.notify_one();
+  }
+
+  // Without a thread: one fetch, on this thread, waiting as the source waits. nullopt as well
+  // when every slot holds an event not yet decided (the caller took events ahead).
+  std::optional<Item> FetchHere(int wait_ms) {
+    std::lock_guard<std::mutex> lock(mutex_);  // uncontended: GiveBack's invariant holds
+    GiveBack();
+    if (ended_ || free_.empty()) return std::nullopt;
+    Message& message = here_;
+    Result<Source::Fetched> next = source_.Fetch(message, wait_ms);
+    if (next.ok() && *next == Source::Fetched::kWouldWait) return std::nullopt;
+    Item item;
+    if (!next.ok() || *next == Source::Fetched::kEnd) {
+      ended_ = true;
+      item.kind = next.ok() ? Item::Kind::kEnd : Item::Kind::kError;
+      item.status = next.status();
+      return item;
+    }
+    item.event = free_.back();
+    free_.pop_back();
+    pipeline_.Prepare(*item.event, message.bytes,
+                      message.rejection ? &*message.rejection : nullptr);
+    item.index = message.index;
+    item.cursor = message.cursor;
+    item.refused = std::move(message.rejection);
+    message.rejection.reset();
+    return item;
   }
 
   void Run() {
@@ -182,6 +213,9 @@ class PrepareAhead {
   const size_t bytes_max_;
   size_t bytes_held_ = 0;
   bool consumer_waiting_ = false, producer_waiting_ = false, stop_ = false;
+  const bool threaded_;
+  Message here_;        // without a thread: the message being fetched
+  bool ended_ = false;  // without a thread: the end (or an error) was handed over
   std::thread thread_;  // last: starts after every member above exists
 };
 
@@ -223,9 +257,9 @@ class ConsumeLoop {
 
   Result<ConsumeSummary> Run() {
     const Config& config = pipeline_.config();
-    start_ = std::chrono::steady_clock::now();
-    last_progress_ = start_;
-    last_decided_ = start_;  // --until-idle counts from the start until the first event
+    start_ms_ = Mono();
+    last_progress_ms_ = start_ms_;
+    last_decided_ms_ = start_ms_;  // --until-idle counts from the start until the first event
     // Slots for events read ahead: enough to keep the deciding thread busy, few enough that an
     // event is still in the CPU cache when it is decided.
     // On a store where batch loads pay, enough for a whole batch of up to 1,024 events, so that
@@ -240,7 +274,7 @@ class ConsumeLoop {
       slots.push_back(std::move(slot));
     }
     {
-      PrepareAhead ahead(pipeline_, source_, std::move(slots), kAheadBytesMax);
+      PrepareAhead ahead(pipeline_, source_, std::move(slots), kAheadBytesMax, options_.read_ahead);
       EVIDENT_RETURN_IF_ERROR(Loop(ahead));
     }  // the reading thread has ended: the source is this thread's alone
     summary_.skipped = source_.skipped();
@@ -251,8 +285,7 @@ class ConsumeLoop {
     const Status flushed = source_.FlushAcknowledgements(
         summary_.unreachable_error.empty() ? options_.acknowledgement_wait_ms : 0);
     if (!flushed.ok()) summary_.acknowledgement_error = flushed.ToString();
-    summary_.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    summary_.seconds = static_cast<double>(Mono() - start_ms_) / 1000.0;
     if (options_.progress != nullptr) {
       PrintProgress(options_.progress, summary_, summary_.seconds);
       std::fputc('\n', options_.progress);
@@ -262,6 +295,9 @@ class ConsumeLoop {
 
  private:
   bool StopRequested() const { return options_.cancel != nullptr && options_.cancel->cancelled(); }
+
+  // Now on the clock's monotonic scale: every duration the loop acts on is measured so.
+  int64_t Mono() const { return clock_.MonotonicMs(); }
 
   // Decides events until the source ends or a stop is asked for (then after the current batch's
   // commit: a stop never leaves decided events uncommitted).
@@ -286,7 +322,7 @@ class ConsumeLoop {
       if (item->kind == PrepareAhead::Item::Kind::kEnd) return Status::Ok();
       taken_thru_ = item->cursor;
       if (tx_ == nullptr) {
-        batch_started_ = std::chrono::steady_clock::now();
+        batch_started_ms_ = Mono();
         const Status begun = Begin();
         if (!begun.ok() && StopRequested()) return Stop();  // the retry was cut short
         EVIDENT_RETURN_IF_ERROR(begun);
@@ -304,8 +340,8 @@ class ConsumeLoop {
         failed_ = decided.Annotate(where);
       }
       decided_thru_ = item->cursor;
-      last_decided_ = std::chrono::steady_clock::now();
-      unreachable_since_.reset();  // an event came: the source is reachable
+      last_decided_ms_ = Mono();
+      unreachable_since_ms_.reset();  // an event came: the source is reachable
       ++summary_.events;
       if (!failed_.ok() || ++batch_events_ >= static_cast<size_t>(config.batch_count_max) ||
           BatchAgeMs() >= config.batch_ms_max) {
@@ -362,48 +398,38 @@ class ConsumeLoop {
   }
 
   // How long the input has been silent since the last decided event.
-  int64_t IdleMs() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                 last_decided_)
-        .count();
-  }
+  int64_t IdleMs() const { return Mono() - last_decided_ms_; }
 
   // What --until-idle counts: the silence since the last decided event, or since the source
   // last found its broker unreachable (a down server is not an empty one), whichever is later.
-  int64_t UntilIdleMs() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now() - std::max(last_decided_, reachable_since_))
-        .count();
-  }
+  int64_t UntilIdleMs() const { return Mono() - std::max(last_decided_ms_, reachable_since_ms_); }
 
   // While the input pauses, with --until-idle: true once the source was idle that long and
   // says so itself (Source::ConfirmIdle), or once its broker was unreachable that long without
   // a break (then the summary says so). An outage ends with a fetch that reaches the broker
   // again, a decided event or the source's answer.
   bool IdleEnough() {
-    const auto now = std::chrono::steady_clock::now();
+    const int64_t now_ms = Mono();
     const bool flagged = source_.unreachable();
     if (flagged) {
-      MarkUnreachable(now, "");
+      MarkUnreachable(now_ms, "");
     } else if (flagged_unreachable_) {
-      unreachable_since_.reset();  // back
+      unreachable_since_ms_.reset();  // back
     }
     flagged_unreachable_ = flagged;
     if (!flagged && UntilIdleMs() >= options_.until_idle_ms) {
       const Result<bool> confirmed = source_.ConfirmIdle();
       if (!confirmed.ok()) {
-        MarkUnreachable(now, confirmed.status().ToString());
+        MarkUnreachable(now_ms, confirmed.status().ToString());
       } else if (*confirmed) {
         return true;
       } else {
-        unreachable_since_.reset();
-        reachable_since_ = std::chrono::steady_clock::now();  // messages wait: idle time anew
+        unreachable_since_ms_.reset();
+        reachable_since_ms_ = Mono();  // messages wait: idle time anew
       }
     }
-    if (!unreachable_since_) return false;
-    const auto unreachable_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    std::chrono::steady_clock::now() - *unreachable_since_)
-                                    .count();
+    if (!unreachable_since_ms_) return false;
+    const int64_t unreachable_ms = Mono() - *unreachable_since_ms_;
     if (unreachable_ms < options_.until_idle_ms) return false;
     summary_.unreachable_error =
         "the source (" + source_.name() + ") has not been reachable for at least " +
@@ -414,18 +440,14 @@ class ConsumeLoop {
   }
 
   // The source could not be reached at `at` (`why`, when known): the idle time starts anew.
-  void MarkUnreachable(std::chrono::steady_clock::time_point at, const std::string& why) {
-    reachable_since_ = std::chrono::steady_clock::now();
-    if (!unreachable_since_) unreachable_since_ = at;
+  void MarkUnreachable(int64_t at_ms, const std::string& why) {
+    reachable_since_ms_ = Mono();
+    if (!unreachable_since_ms_) unreachable_since_ms_ = at_ms;
     if (!why.empty()) unreachable_why_ = why;
   }
 
   // How long the open batch has been open (since its first event was taken).
-  int64_t BatchAgeMs() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                 batch_started_)
-        .count();
-  }
+  int64_t BatchAgeMs() const { return Mono() - batch_started_ms_; }
 
   // How long to wait for the next event: with a batch open, what is left of linger_ms (and of
   // batch_ms_max); with a
@@ -471,6 +493,7 @@ class ConsumeLoop {
       FaultPoint("after-checkpoint");
     }
     const bool commit_ran = committed.ok();
+    // The commit's own cost, a measure of the machine (metrics), not a time the loop acts on.
     const auto commit_started = std::chrono::steady_clock::now();
     if (commit_ran) committed = tx_->Commit();
     commit_seconds_ =
@@ -687,10 +710,10 @@ class ConsumeLoop {
 
   void MaybeProgress() {
     if (options_.progress == nullptr) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_progress_ <= std::chrono::milliseconds(500)) return;
-    last_progress_ = now;
-    PrintProgress(options_.progress, summary_, std::chrono::duration<double>(now - start_).count());
+    const int64_t now_ms = Mono();
+    if (now_ms - last_progress_ms_ <= 500) return;
+    last_progress_ms_ = now_ms;
+    PrintProgress(options_.progress, summary_, static_cast<double>(now_ms - start_ms_) / 1000.0);
   }
 
   static constexpr int kStopPollMs = 100;
@@ -716,17 +739,18 @@ class ConsumeLoop {
   std::string outcome_text_;
   Cursor decided_thru_;  // the source up to the last event decided: the position to store
   Cursor taken_thru_;    // .. up to the last event taken, decided or not: what a rollback rejects
-  std::chrono::steady_clock::time_point last_decided_;
-  std::chrono::steady_clock::time_point reachable_since_;  // when the source last was not
+  // Times on the clock's monotonic scale (Clock::MonotonicMs), in milliseconds.
+  int64_t last_decided_ms_ = 0;
+  int64_t reachable_since_ms_ = 0;  // when the source last was not
   // Since when the source has been unreachable without a break; nullopt while it is reachable.
-  std::optional<std::chrono::steady_clock::time_point> unreachable_since_;
+  std::optional<int64_t> unreachable_since_ms_;
   bool flagged_unreachable_ = false;  // Source::unreachable, when IdleEnough last looked
   std::string unreachable_why_;       // the last failed ConfirmIdle's account
-  std::chrono::steady_clock::time_point batch_started_;  // when the open batch began
+  int64_t batch_started_ms_ = 0;      // when the open batch began
   size_t batch_events_ = 0;
   size_t committed_events_ = 0;  // the events of the batch whose commit ran last
   double commit_seconds_ = 0;    // how long that commit took
-  std::chrono::steady_clock::time_point start_, last_progress_;
+  int64_t start_ms_ = 0, last_progress_ms_ = 0;
   std::vector<Input> inputs_;  // the open batch's decided inputs: the first inputs_used_
   size_t inputs_used_ = 0;
   Status failed_;  // a decision of the open batch failed transiently: redo it at the commit

@@ -11,7 +11,11 @@
 //   committed batch again;
 // - faults in the memory store (FaultStore): a call of a chosen kind fails, so the open batch
 //   is rolled back and the run dies, to restart on the same database;
-// - the batch size, and a manual clock.
+// - faults of the broker connection (FaultSource): a fetch fails (the run dies the same way),
+//   or the broker cannot be reached for a few fetches;
+// - the batch size, a manual clock, and pauses of the broker between messages, which the loop
+//   waits on that clock (events read on the deciding thread: one thread, the same run every
+//   time), so that batches also close on linger and on age, as they do in production.
 // The run restarts until the whole log is acknowledged. Then: no event took effect twice (a
 // projection's version is its number of receipts), the projections equal those of one
 // fault-free run of the same events in order, nothing is lost (every event has its receipt,
@@ -35,6 +39,7 @@
 #include "evident/clock.h"
 #include "evident/consumer.h"
 #include "evident/evidence.h"
+#include "evident/fault_transport.h"
 #include "evident/store_memory.h"
 
 namespace evident {
@@ -44,6 +49,7 @@ constexpr const char* kOwner = "https://example.test/order-service";
 constexpr const char* kCheckout = "training://orders/checkout";
 constexpr int64_t kStartMs = 1'785'000'000'000;
 constexpr int kRunsMax = 400;  // restarts before a seed is called stuck
+constexpr int64_t kSimLingerMs = 50;
 
 // SplitMix64: small, fast, and the same sequence on every platform.
 class Rng {
@@ -126,6 +132,10 @@ std::vector<std::string> MakeLog(Rng& rng, const std::vector<Event>& events) {
 // connection starts after the last acknowledged message.
 struct Broker {
   std::vector<std::string> log;
+  // How long the broker is silent before delivering each message (0 mostly); a connection that
+  // starts at a message waits its pause again.
+  std::vector<int64_t> pause_before_ms;
+  int64_t pauses = 0;  // pauses waited, over every connection
   int64_t acked = 0;
   int64_t crashes = 0;    // connections that died between a commit and its acknowledgement
   std::string violation;  // set when the store's position is behind an acknowledgement
@@ -135,8 +145,8 @@ struct Broker {
 // the broker never hears of it), which ends the run with an error.
 class SimSource final : public Source {
  public:
-  SimSource(Broker& broker, Rng& rng, int64_t crash_at_ack_percent)
-      : broker_(broker), rng_(rng), crash_percent_(crash_at_ack_percent) {}
+  SimSource(Broker& broker, Rng& rng, int64_t crash_at_ack_percent, ManualClock& clock)
+      : broker_(broker), rng_(rng), crash_percent_(crash_at_ack_percent), clock_(clock) {}
 
   const std::string& name() const override { return name_; }
 
@@ -152,8 +162,21 @@ class SimSource final : public Source {
     next_ = broker_.acked;
     return Status::Ok();
   }
-  Result<Fetched> Fetch(Message& out, int /*wait_ms*/) override {
+  // A pause passes as the loop's waits: each Fetch in it advances the clock by the wait asked
+  // for (or what is left of the pause) and says kWouldWait.
+  Result<Fetched> Fetch(Message& out, int wait_ms) override {
     if (next_ >= static_cast<int64_t>(broker_.log.size())) return Fetched::kEnd;
+    const int64_t pause_ms =
+        broker_.pause_before_ms.empty() ? 0 : broker_.pause_before_ms[static_cast<size_t>(next_)];
+    if (waited_ms_ < pause_ms) {
+      if (waited_ms_ == 0) ++broker_.pauses;
+      const int64_t left_ms = pause_ms - waited_ms_;
+      const int64_t step_ms = wait_ms < 0 ? left_ms : std::min<int64_t>(wait_ms, left_ms);
+      clock_.Advance(step_ms);
+      waited_ms_ += step_ms;
+      return Fetched::kWouldWait;
+    }
+    waited_ms_ = 0;
     out.bytes = broker_.log[static_cast<size_t>(next_)];
     out.index = next_;
     out.cursor = Cursor{next_ + 1, 0, 0};
@@ -178,10 +201,12 @@ class SimSource final : public Source {
 
  private:
   Broker& broker_;
-  Rng& rng_;  // the deciding thread's (Acknowledge); Fetch draws nothing
+  Rng& rng_;  // Acknowledge's; Fetch draws nothing
   const int64_t crash_percent_;
+  ManualClock& clock_;
   const std::string name_ = "sim-broker";
-  int64_t next_ = 0;  // the reading thread's
+  int64_t next_ = 0;
+  int64_t waited_ms_ = 0;  // of the pause before next_
 };
 
 Config SimulationConfig(int64_t batch_count_max) {
@@ -189,10 +214,11 @@ Config SimulationConfig(int64_t batch_count_max) {
   EXPECT_TRUE(config.ok()) << config.status().ToString();
   Config c = std::move(config).value();
   c.batch_count_max = static_cast<size_t>(batch_count_max);
-  // Batches close on their count or at the end of the log, never on a timer: a run's batches,
-  // and so the calls the faults count, are the same on every machine.
-  c.linger_ms = kLingerMsLimit;
-  c.batch_ms_max = kBatchMsMaxLimit;
+  // Batches close on their count, at the end of the log, and on the manual clock: after a pause
+  // of the broker longer than linger_ms, or when older than batch_ms_max. A run's batches, and
+  // so the calls the faults count, are the same on every machine.
+  c.linger_ms = kSimLingerMs;
+  c.batch_ms_max = 4 * kSimLingerMs;
   return c;
 }
 
@@ -211,7 +237,8 @@ StoreFault RandomFault(Rng& rng) {
 
 // What the seeds exercised, printed so that a run shows it tested something.
 struct Stats {
-  int64_t seeds = 0, runs = 0, crashes_at_ack = 0, store_faults = 0, deliveries = 0;
+  int64_t seeds = 0, runs = 0, crashes_at_ack = 0, store_faults = 0, deliveries = 0, pauses = 0,
+          source_faults = 0, unreachable_spells = 0;
 };
 
 // Runs the log until the broker has every message acknowledged; "" or what went wrong. Each run
@@ -222,6 +249,7 @@ std::string RunWithFaults(const Config& config, const std::shared_ptr<MemoryData
                           Broker& broker, Rng& rng, ManualClock& clock, int& runs, Stats& stats) {
   const int64_t crash_percent = rng.Below(40);
   const int64_t fault_percent = rng.Below(80);
+  const int64_t source_fault_percent = rng.Below(30);
   for (runs = 1; runs <= kRunsMax; ++runs) {
     auto pipeline = Pipeline::Create(config);
     if (!pipeline.ok()) return "pipeline: " + pipeline.status().ToString();
@@ -229,13 +257,24 @@ std::string RunWithFaults(const Config& config, const std::shared_ptr<MemoryData
     if (!opened.ok()) return "open: " + opened.status().ToString();
     FaultStore store(std::move(opened).value(), [&](int64_t ms) { clock.Advance(ms); });
     if (rng.Percent(fault_percent)) store.Add(RandomFault(rng));
-    SimSource source(broker, rng, crash_percent);
-    ConsumeOptions options{.resume = true, .clock = &clock};
+    FaultSource source(std::make_unique<SimSource>(broker, rng, crash_percent, clock));
+    const auto log_size = static_cast<int64_t>(broker.log.size());
+    if (rng.Percent(source_fault_percent)) {  // the broker connection breaks mid-run
+      source.Add({.call = SourceFault::Call::kFetch, .nth = 1 + rng.Below(log_size + 1)});
+    }
+    if (rng.Percent(source_fault_percent)) {  // or cannot reach the broker for a while
+      source.Add({.call = SourceFault::Call::kFetch,
+                  .nth = 1 + rng.Below(log_size + 1),
+                  .unreachable_calls = 1 + rng.Below(8)});
+    }
+    ConsumeOptions options{.resume = true, .clock = &clock, .read_ahead = false};
     options.busy_retry.attempts_max = 1;  // a busy store is a fault here, not a wait
     const int64_t crashes_before = broker.crashes;
     const int64_t faults_before = store.faults_fired();
     const Result<ConsumeSummary> summary = Consume(**pipeline, store, source, options);
-    const int64_t faults_fired = store.faults_fired() - faults_before;
+    const int64_t faults_fired = store.faults_fired() - faults_before + source.faults_fired();
+    stats.source_faults += source.faults_fired();
+    stats.unreachable_spells += source.unreachable_spells();
     const bool crashed = broker.crashes > crashes_before;
     stats.store_faults += faults_fired;
     clock.Advance(1000);
@@ -262,9 +301,9 @@ std::string RunClean(const Config& config, const std::shared_ptr<MemoryDatabase>
   if (!pipeline.ok()) return pipeline.status().ToString();
   auto store = OpenMemoryStore(database);
   if (!store.ok()) return store.status().ToString();
-  SimSource source(broker, never, 0);
+  SimSource source(broker, never, 0, clock);
   const Result<ConsumeSummary> summary =
-      Consume(**pipeline, **store, source, ConsumeOptions{.clock = &clock});
+      Consume(**pipeline, **store, source, ConsumeOptions{.clock = &clock, .read_ahead = false});
   return summary.ok() ? "" : "fault-free run: " + summary.status().ToString();
 }
 
@@ -363,11 +402,15 @@ std::string Simulate(uint64_t seed, int& runs, Stats& stats) {
   const std::vector<Event> events = MakeEvents(rng);
   Broker broker;
   broker.log = MakeLog(rng, events);
+  for (size_t i = 0; i < broker.log.size(); ++i) {  // some shorter than linger_ms, some longer
+    broker.pause_before_ms.push_back(rng.Percent(25) ? 1 + rng.Below(3 * kSimLingerMs) : 0);
+  }
   const Config config = SimulationConfig(1 + rng.Below(16));
   ManualClock clock(kStartMs);
   const auto faulty = NewMemoryDatabase();
   const std::string ran = RunWithFaults(config, faulty, broker, rng, clock, runs, stats);
   stats.crashes_at_ack += broker.crashes;
+  stats.pauses += broker.pauses;
   stats.deliveries += static_cast<int64_t>(broker.log.size());
   if (!ran.empty()) return ran;
   ManualClock clean_clock(kStartMs);
@@ -419,14 +462,20 @@ TEST(Simulation, EverySeedKeepsTheInvariantsThroughCrashesAndRedeliveries) {
   }
   std::printf(
       "%lld seeds, %lld runs (restarts included), %lld messages delivered, %lld crashes between "
-      "commit and acknowledgement, %lld store faults fired\n",
+      "commit and acknowledgement, %lld store faults fired, %lld broker pauses waited on the "
+      "manual clock, %lld source faults fired, %lld unreachable spells\n",
       static_cast<long long>(stats.seeds), static_cast<long long>(stats.runs),
       static_cast<long long>(stats.deliveries), static_cast<long long>(stats.crashes_at_ack),
-      static_cast<long long>(stats.store_faults));
+      static_cast<long long>(stats.store_faults), static_cast<long long>(stats.pauses),
+      static_cast<long long>(stats.source_faults),
+      static_cast<long long>(stats.unreachable_spells));
   // A simulation that injected nothing proves nothing.
   if (stats.seeds >= 100) {
     EXPECT_GT(stats.crashes_at_ack, stats.seeds / 10);
     EXPECT_GT(stats.store_faults, stats.seeds / 10);
+    EXPECT_GT(stats.pauses, stats.seeds / 10);
+    EXPECT_GT(stats.source_faults, stats.seeds / 20);
+    EXPECT_GT(stats.unreachable_spells, stats.seeds / 20);
   }
 }
 
@@ -439,6 +488,8 @@ TEST(Simulation, ASeedReproducesItsRun) {
     const std::string second = Simulate(seed, second_runs, second_stats);
     EXPECT_EQ(first_stats.crashes_at_ack, second_stats.crashes_at_ack) << "seed " << seed;
     EXPECT_EQ(first_stats.store_faults, second_stats.store_faults) << "seed " << seed;
+    EXPECT_EQ(first_stats.pauses, second_stats.pauses) << "seed " << seed;
+    EXPECT_EQ(first_stats.source_faults, second_stats.source_faults) << "seed " << seed;
     EXPECT_EQ(first, second) << "seed " << seed;
     EXPECT_EQ(first_runs, second_runs) << "seed " << seed;
     EXPECT_GT(first_runs, 0);

@@ -1,4 +1,4 @@
-// The default forms of Transaction's and Store's optional calls (evident/store.h), for every
+// The default forms of the store contract's optional calls (evident/store*.h), for every
 // backend that answers each insert at once and excludes other writers whole.
 #include <chrono>
 #include <thread>
@@ -7,7 +7,7 @@
 
 namespace evident {
 
-Status Transaction::IntendOnce(const EffectIntent& intent, std::string_view trigger_detail) {
+Status EffectWrites::IntendOnce(const EffectIntent& intent, std::string_view trigger_detail) {
   EVIDENT_ASSIGN_OR_RETURN(const Insert inserted, InsertIntent(intent));
   if (inserted == Insert::kInserted) return Status::Ok();
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> there, FindIntent(intent.key));
@@ -26,8 +26,8 @@ Status Transaction::IntendOnce(const EffectIntent& intent, std::string_view trig
                     .at_ms = intent.intended_at_ms});
 }
 
-Result<Rows<OutboxRow>> Transaction::ClaimOutbox(int64_t rows_max, int64_t /*partitions_max*/,
-                                                 int64_t /*hold_ms*/, int64_t /*now_ms*/) {
+Result<Rows<OutboxRow>> OutboxWrites::ClaimOutbox(int64_t rows_max, int64_t /*partitions_max*/,
+                                                  int64_t /*hold_ms*/, int64_t /*now_ms*/) {
   return PendingOutbox(0, rows_max);
 }
 
@@ -40,29 +40,29 @@ Status NoGroups() {
 
 }  // namespace
 
-Result<std::vector<GroupMember>> Transaction::JoinGroup(std::string_view, std::string_view, int64_t,
+Result<std::vector<GroupMember>> GroupWrites::JoinGroup(std::string_view, std::string_view, int64_t,
                                                         int64_t, int64_t) {
   return NoGroups();
 }
-Status Transaction::LeaveGroup(std::string_view, std::string_view) { return NoGroups(); }
-Result<std::optional<GroupLease>> Transaction::AcquireLease(std::string_view, int64_t,
+Status GroupWrites::LeaveGroup(std::string_view, std::string_view) { return NoGroups(); }
+Result<std::optional<GroupLease>> GroupWrites::AcquireLease(std::string_view, int64_t,
                                                             std::string_view, int64_t, int64_t) {
   return NoGroups();
 }
-Result<bool> Transaction::RenewLease(std::string_view, int64_t, std::string_view, int64_t,
+Result<bool> GroupWrites::RenewLease(std::string_view, int64_t, std::string_view, int64_t,
                                      int64_t) {
   return NoGroups();
 }
-Status Transaction::ReleaseLease(std::string_view, int64_t, std::string_view, int64_t) {
+Status GroupWrites::ReleaseLease(std::string_view, int64_t, std::string_view, int64_t) {
   return NoGroups();
 }
-Status Transaction::FenceLease(std::string_view, int64_t, std::string_view, int64_t,
+Status GroupWrites::FenceLease(std::string_view, int64_t, std::string_view, int64_t,
                                std::optional<int64_t>, std::optional<int64_t>, int64_t) {
   return NoGroups();
 }
-Result<std::vector<GroupLease>> Snapshot::GroupLeases(std::string_view) { return NoGroups(); }
-Result<std::vector<GroupMember>> Snapshot::GroupMembers(std::string_view) { return NoGroups(); }
-Result<int64_t> Snapshot::GroupPartitionCount(std::string_view) { return NoGroups(); }
+Result<std::vector<GroupLease>> GroupReads::GroupLeases(std::string_view) { return NoGroups(); }
+Result<std::vector<GroupMember>> GroupReads::GroupMembers(std::string_view) { return NoGroups(); }
+Result<int64_t> GroupReads::GroupPartitionCount(std::string_view) { return NoGroups(); }
 
 Result<bool> Store::WaitForOutbox(int64_t timeout_ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));

@@ -47,7 +47,7 @@ void Decide(const std::optional<EffectIntent>& latest, CompensationRecord& recor
   }
 }
 
-Status IntendCompensating(Transaction& tx, const CompensationRecord& record, int64_t now_ms) {
+Status IntendCompensating(EffectWrites& tx, const CompensationRecord& record, int64_t now_ms) {
   assert(!record.compensating_key.empty());
   return tx.IntendOnce(CompensatingIntent(record, now_ms),
                        "intended again by compensation " + record.key + ": no-op");
@@ -55,7 +55,7 @@ Status IntendCompensating(Transaction& tx, const CompensationRecord& record, int
 
 }  // namespace
 
-Status WithdrawIntent(Transaction& tx, EffectIntent& intent, std::string_view by,
+Status WithdrawIntent(EffectWrites& tx, EffectIntent& intent, std::string_view by,
                       const std::string& why, int64_t now_ms) {
   assert(!Settled(intent.state));
   const int64_t revision = intent.revision;
@@ -90,7 +90,7 @@ EffectIntent CompensatingIntent(const CompensationRecord& record, int64_t now_ms
   return intent;
 }
 
-Result<bool> RecordConsumerCompensation(Transaction& tx, CompensationRecord record,
+Result<bool> RecordConsumerCompensation(EffectWrites& tx, CompensationRecord record,
                                         int64_t now_ms) {
   assert(record.recorded_by == CompensationBy::kConsumer);
   std::optional<EffectIntent> latest;
@@ -114,7 +114,7 @@ Result<bool> RecordConsumerCompensation(Transaction& tx, CompensationRecord reco
   return true;
 }
 
-Result<std::optional<CompensationRecord>> CompensationCovering(Transaction& tx,
+Result<std::optional<CompensationRecord>> CompensationCovering(EffectWrites& tx,
                                                                const EffectIntent& intent) {
   EVIDENT_ASSIGN_OR_RETURN(std::vector<CompensationRecord> records,
                            tx.CompensationsOfIntent(intent.key));
@@ -143,7 +143,7 @@ void SettleCompensating(const EffectIntent& intent, CompensationRecord& record) 
 
 }  // namespace
 
-Result<int64_t> SettleCompensations(Transaction& tx, const EffectIntent& intent, int64_t now_ms) {
+Result<int64_t> SettleCompensations(EffectWrites& tx, const EffectIntent& intent, int64_t now_ms) {
   if (!Settled(intent.state)) return int64_t{0};
   EVIDENT_ASSIGN_OR_RETURN(std::vector<CompensationRecord> covering,
                            tx.CompensationsOfIntent(intent.key));

@@ -27,7 +27,7 @@ namespace evident {
 // Withdraws a pending intent (intended or unknown: a caller decides which may be), settled now
 // and never sent: its last error and its log say why, its revision rises. The compensations
 // waiting on it then find nothing performed.
-Status WithdrawIntent(Transaction& tx, EffectIntent& intent, std::string_view by,
+Status WithdrawIntent(EffectWrites& tx, EffectIntent& intent, std::string_view by,
                       const std::string& why, int64_t now_ms);
 
 // The intent a compensation's compensating effect sends, from what the record kept.
@@ -37,17 +37,18 @@ EffectIntent CompensatingIntent(const CompensationRecord& record, int64_t now_ms
 // is there already) and, when it names the effect it compensates, acts on the subject's latest
 // intent of that effect as the table above says. `record.state`, `covers` and `detail` are
 // decided here.
-Result<bool> RecordConsumerCompensation(Transaction& tx, CompensationRecord record, int64_t now_ms);
+Result<bool> RecordConsumerCompensation(EffectWrites& tx, CompensationRecord record,
+                                        int64_t now_ms);
 
 // `intent` has just become done, failed or withdrawn: every compensation of its consumer that
 // covers it and waits for reconciliation acts now (done: the compensating effect is intended;
 // otherwise nothing was performed), and one that intended it as its compensating effect ends
 // compensated (done) or compensation-failed. Returns how many acted.
-Result<int64_t> SettleCompensations(Transaction& tx, const EffectIntent& intent, int64_t now_ms);
+Result<int64_t> SettleCompensations(EffectWrites& tx, const EffectIntent& intent, int64_t now_ms);
 
 // The compensation of the intent's consumer that covers it, if any: its operation is being
 // compensated, so it must not be attempted any more (the runner's basis check).
-Result<std::optional<CompensationRecord>> CompensationCovering(Transaction& tx,
+Result<std::optional<CompensationRecord>> CompensationCovering(EffectWrites& tx,
                                                                const EffectIntent& intent);
 
 }  // namespace evident

@@ -138,11 +138,11 @@ class Runner {
   Result<std::optional<Claim>> TakeRow(Transaction& tx, const EffectIntent& intent, int64_t now_ms);
   // The basis did not hold: the intent is postponed, withdrawn or held for a person.
   Status OnBasis(Transaction& tx, EffectIntent intent, const BasisCheck& check, int64_t now_ms);
-  Status Postpone(Transaction& tx, EffectIntent intent, const std::string& why, int64_t now_ms);
-  Status Hold(Transaction& tx, EffectIntent intent, const std::string& why, int64_t now_ms);
+  Status Postpone(EffectWrites& tx, EffectIntent intent, const std::string& why, int64_t now_ms);
+  Status Hold(EffectWrites& tx, EffectIntent intent, const std::string& why, int64_t now_ms);
   Status Record(Transaction& tx, const Claim& claim, const CallResult& result, int64_t now_ms,
                 EffectIntent& after, AttemptVerdict& verdict);
-  Status SetAside(Transaction& tx, EffectIntent intent, int64_t now_ms);
+  Status SetAside(EffectWrites& tx, EffectIntent intent, int64_t now_ms);
   // Runs `op` in a transaction of its own, committed; retried while the store is busy.
   Status Transact(const RetryPolicy& policy, const std::function<Status(Transaction&)>& op);
 
@@ -170,7 +170,7 @@ Status Runner::Transact(const RetryPolicy& policy, const std::function<Status(Tr
 // An intent whose effect this runner's configuration lacks cannot be performed here: it is put
 // off (not dropped), so that it neither crowds the due list nor waits for a person when a runner
 // with the right configuration shares the store. Its log says so once.
-Status Runner::SetAside(Transaction& tx, EffectIntent intent, int64_t now_ms) {
+Status Runner::SetAside(EffectWrites& tx, EffectIntent intent, int64_t now_ms) {
   const int64_t revision = intent.revision;
   const std::string reason = "effect " + intent.effect + " of consumer " + intent.consumer +
                              " is not in " + config_.path + " of runner " + id_ + ": put off";
@@ -192,7 +192,7 @@ Status Runner::SetAside(Transaction& tx, EffectIntent intent, int64_t now_ms) {
 // again after postpone_ms, longer the longer it has waited (a quarter of its age, at most
 // postpone_max_ms), so that many lagging subjects do not crowd the runner. Its log says once
 // what it waits for.
-Status Runner::Postpone(Transaction& tx, EffectIntent intent, const std::string& why,
+Status Runner::Postpone(EffectWrites& tx, EffectIntent intent, const std::string& why,
                         int64_t now_ms) {
   const int64_t revision = intent.revision;
   const std::string reason = "postponed: " + why;
@@ -217,7 +217,7 @@ Status Runner::Postpone(Transaction& tx, EffectIntent intent, const std::string&
 
 // An unknown intent may have been performed: when its basis changed it is not retried, even on
 // a target that honours its key; it waits for a person (ResolveEffect).
-Status Runner::Hold(Transaction& tx, EffectIntent intent, const std::string& why, int64_t now_ms) {
+Status Runner::Hold(EffectWrites& tx, EffectIntent intent, const std::string& why, int64_t now_ms) {
   const int64_t revision = intent.revision;
   intent.next_attempt_at_ms = std::nullopt;
   intent.last_error = "held: its basis changed (" + why +

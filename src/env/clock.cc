@@ -20,6 +20,11 @@ class RealClock final : public Clock {
     // sleep_for measures on the steady clock and resumes after a signal.
     std::this_thread::sleep_for(std::chrono::milliseconds(duration_ms));
   }
+  int64_t MonotonicMs() override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
 };
 
 }  // namespace
@@ -37,13 +42,20 @@ int64_t ManualClock::NowMs() { return now_ms_.load(); }
 void ManualClock::SleepMs(int64_t duration_ms) {
   if (duration_ms <= 0) return;
   slept_ms_.fetch_add(duration_ms);
+  monotonic_ms_.fetch_add(duration_ms);
   now_ms_.fetch_add(duration_ms);
 }
 
-void ManualClock::Set(int64_t now_ms) { now_ms_.store(now_ms); }
+int64_t ManualClock::MonotonicMs() { return monotonic_ms_.load(); }
+
+void ManualClock::Set(int64_t now_ms) {
+  const int64_t before = now_ms_.exchange(now_ms);
+  if (now_ms > before) monotonic_ms_.fetch_add(now_ms - before);
+}
 
 void ManualClock::Advance(int64_t duration_ms) {
   assert(duration_ms >= 0 && "a clock advances forwards; Set() moves it back");
+  monotonic_ms_.fetch_add(duration_ms);
   now_ms_.fetch_add(duration_ms);
 }
 

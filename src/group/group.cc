@@ -81,7 +81,7 @@ class Member {
   }
 
   Result<GroupSummary> Run() {
-    const auto start = std::chrono::steady_clock::now();
+    const int64_t start_ms = clock_.MonotonicMs();
     StoreOptions leases = o_.store_options;
     leases.busy_timeout_ms = std::min(leases.busy_timeout_ms, o_.lease_ms / 3);
     EVIDENT_ASSIGN_OR_RETURN(store_, OpenStore(o_.store, leases));
@@ -98,8 +98,7 @@ class Member {
     workers_.clear();
     (void)Write([&](Transaction& tx) { return tx.LeaveGroup(o_.group, o_.member); });
     EVIDENT_RETURN_IF_ERROR(ended);
-    summary_.total.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    summary_.total.seconds = static_cast<double>(clock_.MonotonicMs() - start_ms) / 1000.0;
     return summary_;
   }
 
@@ -113,7 +112,7 @@ class Member {
   void WaitTick() {
     for (int64_t left = std::max<int64_t>(o_.lease_ms / 3, 1); left > 0 && !Cancelled();) {
       const int64_t slice = std::min<int64_t>(left, 50);
-      std::this_thread::sleep_for(std::chrono::milliseconds(slice));
+      clock_.SleepMs(slice);
       left -= slice;
       for (const auto& [partition, w] : workers_) {
         if (w->done.load()) return;

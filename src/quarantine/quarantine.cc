@@ -299,7 +299,7 @@ Status CheckActor(const std::string& by, const std::string& note) {
 // The consumers (or reasons) of the first `records_max` records, read a page at a time: a
 // record keeps its input's bytes (up to an event's size limit), so reading them all at once
 // could hold gigabytes for a message.
-Result<std::set<std::string>> NamesOfRecords(Snapshot& snapshot, bool by_consumer,
+Result<std::set<std::string>> NamesOfRecords(QuarantineReads& snapshot, bool by_consumer,
                                              int64_t records_max) {
   constexpr int64_t kPageRowsMax = 100;
   std::set<std::string> names;

@@ -50,7 +50,7 @@ class Relay {
   }
 
   Result<RelaySummary> Run() {
-    const auto start = std::chrono::steady_clock::now();
+    const int64_t start_ms = clock_.MonotonicMs();
     last_retention_ms_ = clock_.NowMs();
     Status ended = Loop();
     if (in_flight_.valid()) (void)in_flight_.get();  // an error left it: published, not marked
@@ -60,8 +60,7 @@ class Relay {
     }
     if (ended.ok() && options_.once) ended = Retain(true);
     EVIDENT_RETURN_IF_ERROR(ended);
-    summary_.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    summary_.seconds = static_cast<double>(clock_.MonotonicMs() - start_ms) / 1000.0;
     return summary_;
   }
 
@@ -317,7 +316,7 @@ class Relay {
   // Parks `row`, refused for what it is with `error`, when the attempt just counted brings it
   // to park_refused_after_attempts; returns its seq when it did. A row the operator parked
   // meanwhile stays as they parked it.
-  Result<std::optional<int64_t>> ParkIfDue(Transaction& tx, const OutboxRow& row,
+  Result<std::optional<int64_t>> ParkIfDue(OutboxWrites& tx, const OutboxRow& row,
                                            const std::string& error, int64_t now_ms) {
     const int64_t attempts = row.attempts + 1;
     if (options_.park_refused_after_attempts == 0 ||

@@ -12,6 +12,7 @@
 
 #include "core/fnv1a.h"
 #include "evident/env.h"
+#include "evident/fault_transport.h"
 #include "evident/jetstream.h"
 #include "serve/intake.h"
 
@@ -187,6 +188,12 @@ std::vector<SourceBackend> SourceBackends() {
         .redelivers = Redelivery::kAnyOrder},
        &OpenJetStream},
       {"http_intake", {.ends = false, .redelivers = Redelivery::kNo}, &OpenIntake},
+      // The fault wrapper with nothing armed forwards every call: a memory source's claims.
+      {"fault_over_memory",
+       {.ends = true, .resumes_from_position = true, .redelivers = Redelivery::kInOrder},
+       [](const fs::path&, const std::vector<std::string>& messages) -> std::unique_ptr<Source> {
+         return std::make_unique<FaultSource>(NewMemorySource("memory-source", messages));
+       }},
   };
 }
 
@@ -209,6 +216,15 @@ std::vector<PublisherBackend> PublisherBackends() {
            return target.status();
          }
          return std::unique_ptr<Publisher>(new OwnedFdPublisher(fd, std::move(target).value()));
+       },
+       [](const fs::path& dir) { return FileHeld(dir / "out"); },
+       &WithNewline},
+      {"fault_over_file",
+       {},
+       [](const fs::path& dir) -> Result<std::unique_ptr<Publisher>> {
+         auto inner = OpenNdjsonPublisher(PosixEnv(), (dir / "out").string());
+         if (!inner.ok()) return inner.status();
+         return std::unique_ptr<Publisher>(new FaultPublisher(std::move(inner).value()));
        },
        [](const fs::path& dir) { return FileHeld(dir / "out"); },
        &WithNewline},
