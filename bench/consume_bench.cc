@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "consume_input.h"
@@ -121,6 +122,14 @@ double InsertLedgerRows(const fs::path& store, int64_t count, int64_t batch = kB
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --write-input DIR COUNT: only the configuration (DIR/evident.yaml) and COUNT events
+  // (DIR/events.ndjson), for an A/B of two binaries (bench/ab.sh).
+  if (argc == 4 && std::string_view(argv[1]) == "--write-input") {
+    const fs::path dir = argv[2];
+    WriteConfigWithoutEffects(dir / "evident.yaml");
+    WriteEvents(dir / "events.ndjson", std::stoll(argv[3]));
+    return 0;
+  }
   // The same process-wide SQLite settings as the evident binary, for the sqlite3 figures.
   evident::ConfigureSqliteProcess();
   const int64_t count = argc > 1 ? std::stoll(argv[1]) : 1'000'000;

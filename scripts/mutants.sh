@@ -34,7 +34,7 @@ mutant() { names+=("$1"); files+=("$2"); olds+=("$3"); news+=("$4"); }
 
 P=src/consumer/pipeline.cc
 S=src/store/sqlite/sqlite_store.cc
-R=src/consumer/runner.cc
+R=src/consumer/consume_loop.cc
 mutant duplicate-reapplies $P \
   'if (status.code() == Code::kAlreadyExists) return false;' \
   'if (status.code() == Code::kAlreadyExists) return true;'
