@@ -247,59 +247,55 @@ int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* o
   return unacknowledged ? kExitUnacknowledged : kExitOk;
 }
 
-int RunConsume(const ConsumeFlags& flags) {
-  if (!flags.clash.empty()) {
-    std::cerr << "evident consume: " << flags.clash << "\n";
-    return kExitUsage;
-  }
+// The config with the flags' overrides; false (said on standard error) when it cannot be.
+bool LoadConsumeConfig(const ConsumeFlags& flags, Config& out) {
   auto config = LoadConfig(flags.config);
   if (!config.ok()) {
     std::cerr << "evident consume: " << config.status().ToString() << "\n";
-    return kExitUsage;
+    return false;
   }
   if (!flags.profile.empty() || !flags.profile_file.empty()) {
     auto profile = flags.profile_file.empty() ? Profile::Named(flags.profile)
                                               : LoadProfileFile(flags.profile_file);
     if (!profile.ok()) {
       std::cerr << "evident consume: " << profile.status().ToString() << "\n";
-      return kExitUsage;
+      return false;
     }
     config->profile = std::move(profile).value();
   }
   if (!flags.outcomes.empty() && flags.outcomes != "-") {
     if (const std::string clash = OutcomesClash(flags, *config); !clash.empty()) {
       std::cerr << "evident consume: " << clash << "\n";
-      return kExitUsage;
+      return false;
     }
   }
   if (flags.batch_count_max > 0)
     config->batch_count_max = static_cast<size_t>(flags.batch_count_max);
   if (flags.linger_ms >= 0) config->linger_ms = flags.linger_ms;
   if (flags.batch_ms_max > 0) config->batch_ms_max = flags.batch_ms_max;
-  auto pipeline = Pipeline::Create(*config);
-  if (!pipeline.ok()) {
-    std::cerr << "evident consume: " << pipeline.status().ToString() << "\n";
-    return kExitUsage;
-  }
-  // A group member opens its own connections (group.h).
-  auto store = flags.group.empty() ? OpenConsumeStore(flags)
-                                   : Result<std::unique_ptr<Store>>(std::unique_ptr<Store>());
-  if (!store.ok()) {
-    std::cerr << "evident consume: " << store.status().ToString() << "\n";
-    return kExitUsage;
-  }
-  std::FILE* outcomes = nullptr;
+  out = *std::move(config);
+  return true;
+}
+
+// Opens --outcomes into `out` (null without it); false (said) when it cannot be written.
+bool OpenOutcomes(const ConsumeFlags& flags, std::FILE*& out) {
+  out = nullptr;
   if (flags.outcomes == "-") {
-    outcomes = stdout;
+    out = stdout;
   } else if (!flags.outcomes.empty()) {
     // A resumed run, and a group member run again, add to the outcomes of the runs before it.
-    outcomes = std::fopen(flags.outcomes.c_str(), flags.resume || !flags.group.empty() ? "a" : "w");
-    if (outcomes == nullptr) {
+    out = std::fopen(flags.outcomes.c_str(), flags.resume || !flags.group.empty() ? "a" : "w");
+    if (out == nullptr) {
       std::cerr << "evident consume: cannot write " << flags.outcomes << "\n";
-      return kExitUsage;
+      return false;
     }
   }
-  if (!flags.group.empty()) return RunGroupMember(flags, *config, outcomes);
+  return true;
+}
+
+// One run over --input or the source --from names, until its end, idle time or a stop signal;
+// its summary, and the exit code.
+int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, std::FILE* outcomes) {
   Result<std::unique_ptr<Source>> source = OpenConsumeSource(flags);
   if (!source.ok()) {
     std::cerr << "evident consume: " << source.status().ToString() << "\n";
@@ -321,8 +317,8 @@ int RunConsume(const ConsumeFlags& flags) {
     options.busy_retry.attempts_max = 1;
   }
   if (!flags.until_idle.empty()) options.until_idle_ms = *ParseDurationMs(flags.until_idle);
-  auto summary = *source != nullptr ? Consume(**pipeline, **store, **source, options)
-                                    : Consume(**pipeline, **store, options);
+  auto summary = *source != nullptr ? Consume(pipeline, store, **source, options)
+                                    : Consume(pipeline, store, options);
   if (const int failed = CloseOutcomes(flags, outcomes, summary.status()); failed != kExitOk) {
     return failed;
   }
@@ -338,6 +334,86 @@ int RunConsume(const ConsumeFlags& flags) {
   return unacknowledged ? kExitUnacknowledged : kExitOk;
 }
 
+int RunConsume(const ConsumeFlags& flags) {
+  if (!flags.clash.empty()) {
+    std::cerr << "evident consume: " << flags.clash << "\n";
+    return kExitUsage;
+  }
+  Config config;
+  if (!LoadConsumeConfig(flags, config)) return kExitUsage;
+  auto pipeline = Pipeline::Create(config);
+  if (!pipeline.ok()) {
+    std::cerr << "evident consume: " << pipeline.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  // A group member opens its own connections (group.h).
+  auto store = flags.group.empty() ? OpenConsumeStore(flags)
+                                   : Result<std::unique_ptr<Store>>(std::unique_ptr<Store>());
+  if (!store.ok()) {
+    std::cerr << "evident consume: " << store.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  std::FILE* outcomes = nullptr;
+  if (!OpenOutcomes(flags, outcomes)) return kExitUsage;
+  if (!flags.group.empty()) return RunGroupMember(flags, config, outcomes);
+  return RunOnce(flags, **pipeline, **store, outcomes);
+}
+
+// --from and the options of the source it names.
+void AddSourceOptions(CLI::App* cmd, ConsumeFlags& flags) {
+  cmd->add_option("--from", flags.from,
+                  "Consume a source instead of --input: " + BackendUsages(BackendRole::kSource));
+  cmd->add_option("--stream", flags.stream, "The broker's stream (with --from)")
+      ->capture_default_str();
+  cmd->add_option("--durable", flags.durable, "Durable consumer name (with --from)")
+      ->capture_default_str();
+  cmd->add_option("--filter", flags.filter, "Subject filter, e.g. evident.p3.> (with --from)");
+  cmd->add_option("--subject-prefix", flags.subject_prefix,
+                  "The relay's --subject-prefix: reads PREFIX.> (with --from; with --group, "
+                  "each partition's PREFIX.p<N>.>, default evident). Without it and --filter, "
+                  "a consumer reads every subject of the stream");
+  cmd->add_option("--ack-wait-ms", flags.ack_wait_ms,
+                  "Redelivery after this long unacknowledged (with --from; a new durable only)")
+      ->check(IntegerFrom(1000, 3'600'000))
+      ->capture_default_str();
+}
+
+// --group and its lease.
+void AddGroupOptions(CLI::App* cmd, ConsumeFlags& flags) {
+  cmd->add_option("--group", flags.group,
+                  "Consumer group: processes of one group share the stream's partitions through "
+                  "leases in the store (with --from and a postgresql:// store)");
+  cmd->add_option("--partitions", flags.partitions,
+                  "The stream's partitions, as the relay's --partitions (with --group)")
+      ->check(IntegerFrom(1, 1 << 16));
+  cmd->add_option("--lease-ms", flags.lease_ms,
+                  "A partition's lease lasts this long without renewal (with --group)")
+      ->check(IntegerFrom(100, 3'600'000))
+      ->capture_default_str();
+  cmd->add_option("--member", flags.member,
+                  "This process's name in the group (default: host-pid-random; unique per run)");
+}
+
+// How batches close, and the store's waits and durability.
+void AddBatchOptions(CLI::App* cmd, ConsumeFlags& flags) {
+  cmd->add_option("--batch-count-max", flags.batch_count_max,
+                  "Events per transaction (overrides the config)")
+      ->check(IntegerFrom(1, kBatchCountMaxLimit));
+  cmd->add_option("--linger-ms", flags.linger_ms,
+                  "Commit a partial batch after this pause (overrides the config)")
+      ->check(IntegerFrom(0, kLingerMsLimit));
+  cmd->add_option("--batch-ms-max", flags.batch_ms_max,
+                  "Commit a batch at the latest this long after its first event (overrides the "
+                  "config)")
+      ->check(IntegerFrom(1, kBatchMsMaxLimit));
+  cmd->add_option("--busy-timeout-ms", flags.busy_timeout_ms,
+                  "How long to wait for a store another process is writing")
+      ->check(IntegerFrom(0, 3'600'000))
+      ->capture_default_str();
+  cmd->add_option("--synchronous", flags.synchronous, "SQLite synchronous: FULL, NORMAL or OFF")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void AddConsumeCommand(CLI::App& app, Runner& run) {
@@ -351,33 +427,8 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
       ->required();
   cmd->add_option("--input", flags->input, "NDJSON input file, or - for standard input")
       ->capture_default_str();
-  cmd->add_option("--from", flags->from,
-                  "Consume a source instead of --input: " + BackendUsages(BackendRole::kSource));
-  cmd->add_option("--stream", flags->stream, "The broker's stream (with --from)")
-      ->capture_default_str();
-  cmd->add_option("--durable", flags->durable, "Durable consumer name (with --from)")
-      ->capture_default_str();
-  cmd->add_option("--filter", flags->filter, "Subject filter, e.g. evident.p3.> (with --from)");
-  cmd->add_option("--subject-prefix", flags->subject_prefix,
-                  "The relay's --subject-prefix: reads PREFIX.> (with --from; with --group, "
-                  "each partition's PREFIX.p<N>.>, default evident). Without it and --filter, "
-                  "a consumer reads every subject of the stream");
-  cmd->add_option("--ack-wait-ms", flags->ack_wait_ms,
-                  "Redelivery after this long unacknowledged (with --from; a new durable only)")
-      ->check(IntegerFrom(1000, 3'600'000))
-      ->capture_default_str();
-  cmd->add_option("--group", flags->group,
-                  "Consumer group: processes of one group share the stream's partitions through "
-                  "leases in the store (with --from and a postgresql:// store)");
-  cmd->add_option("--partitions", flags->partitions,
-                  "The stream's partitions, as the relay's --partitions (with --group)")
-      ->check(IntegerFrom(1, 1 << 16));
-  cmd->add_option("--lease-ms", flags->lease_ms,
-                  "A partition's lease lasts this long without renewal (with --group)")
-      ->check(IntegerFrom(100, 3'600'000))
-      ->capture_default_str();
-  cmd->add_option("--member", flags->member,
-                  "This process's name in the group (default: host-pid-random; unique per run)");
+  AddSourceOptions(cmd, *flags);
+  AddGroupOptions(cmd, *flags);
   cmd->add_option("--until-idle", flags->until_idle,
                   "End the run (exit 0) once nothing arrived for this long: 10 (seconds), "
                   "500ms; time a broker is unreachable does not count, and an outage as long "
@@ -393,22 +444,7 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--outcomes", flags->outcomes, "Write one NDJSON line per decision (FILE or -)");
   cmd->add_flag("--resume", flags->resume,
                 "Skip the events of the input an earlier run already committed");
-  cmd->add_option("--batch-count-max", flags->batch_count_max,
-                  "Events per transaction (overrides the config)")
-      ->check(IntegerFrom(1, kBatchCountMaxLimit));
-  cmd->add_option("--linger-ms", flags->linger_ms,
-                  "Commit a partial batch after this pause (overrides the config)")
-      ->check(IntegerFrom(0, kLingerMsLimit));
-  cmd->add_option("--batch-ms-max", flags->batch_ms_max,
-                  "Commit a batch at the latest this long after its first event (overrides the "
-                  "config)")
-      ->check(IntegerFrom(1, kBatchMsMaxLimit));
-  cmd->add_option("--busy-timeout-ms", flags->busy_timeout_ms,
-                  "How long to wait for a store another process is writing")
-      ->check(IntegerFrom(0, 3'600'000))
-      ->capture_default_str();
-  cmd->add_option("--synchronous", flags->synchronous, "SQLite synchronous: FULL, NORMAL or OFF")
-      ->capture_default_str();
+  AddBatchOptions(cmd, *flags);
   cmd->callback([flags, cmd, &run] {
     flags->clash = FlagsClash(*flags, *cmd);
     // Neither --filter nor --subject-prefix: a lone consumer reads every subject of the stream

@@ -91,89 +91,99 @@ void PrintQuarantined(const QuarantinedInput& q, const char* label) {
   }
 }
 
+// A consumer's projection and its applied receipts.
+void WriteProjectionText(const ConsumerEvidence& c) {
+  if (c.projection) {
+    const Projection& p = *c.projection;
+    const bool in_sync = c.in_sync();
+    std::printf("  owner            %s\n", P(p.owner_source).c_str());
+    std::printf("  owner version    %lld (highest seen, deferred included)\n",
+                static_cast<long long>(p.owner_version_seen));
+    std::printf("  projection       version %lld, state '%s', %s\n",
+                static_cast<long long>(p.version), P(p.state).c_str(),
+                in_sync ? "in sync" : "NOT in sync");
+    std::printf("  fields           %s\n", PrintableJson(p.fields_json).c_str());
+  } else {
+    std::printf("  no projection\n");
+  }
+  for (const LedgerEntry& e : c.ledger) {
+    if (e.state != LedgerState::kApplied) continue;
+    std::printf("  applied   v%-4s %s:%s (%s) schema v%lld -> result v%lld, projection v%s, %s%s\n",
+                e.subject_version ? std::to_string(*e.subject_version).c_str() : "-",
+                P(e.source).c_str(), P(e.event_id).c_str(), P(e.type).c_str(),
+                static_cast<long long>(e.input_schema_version),
+                static_cast<long long>(e.result_version),
+                e.projection_version ? std::to_string(*e.projection_version).c_str() : "-",
+                FormatTime(e.committed_at_ms).c_str(),
+                e.duplicates > 0
+                    ? (", " + std::to_string(e.duplicates) + " duplicate(s) suppressed").c_str()
+                    : "");
+    if (!e.adapter.empty())
+      std::printf("            read through adapter %s\n", P(e.adapter).c_str());
+    if (!e.wrote_json.empty()) {
+      std::printf("            wrote %s\n", PrintableJson(e.wrote_json).c_str());
+    }
+  }
+}
+
+// What else the store holds for a consumer and the subject: deferred events, duplicates,
+// quarantine, conflicts, gaps, corrections, evidence, effects and compensations.
+void WriteRecordsText(const ConsumerEvidence& c, int64_t now_ms) {
+  for (const DeferredEvent& d : c.deferred) {
+    std::printf("  deferred  v%-4lld %s:%s waits for v%lld, age %llds, deadline %s%s, route %s\n",
+                static_cast<long long>(d.subject_version), P(d.source).c_str(),
+                P(d.event_id).c_str(), static_cast<long long>(ExpectedVersion(c.projection)),
+                static_cast<long long>((now_ms - d.received_at_ms) / 1000),
+                FormatTime(d.deadline_at_ms).c_str(), now_ms > d.deadline_at_ms ? " (OVERDUE)" : "",
+                std::string(GapRouteName(d.route)).c_str());
+  }
+  for (const JournalEntry& j : c.journal) {
+    if (j.outcome != Outcome::kDuplicate) continue;
+    std::printf("  duplicate       %s:%s delivered again at %s, no effect\n", P(j.source).c_str(),
+                P(j.event_id).c_str(), FormatTime(j.at_ms).c_str());
+  }
+  for (const QuarantinedInput& q : c.quarantined) PrintQuarantined(q, "  quarantined");
+  for (const ConflictRouting& r : c.conflict_reports) {
+    std::printf("  conflict  #%lld %s\n", static_cast<long long>(r.quarantine_id),
+                P(r.text()).c_str());
+  }
+  for (const GapRecord& g : c.gap_records) {
+    std::printf("  gap       %s\n", GapRecordText(g).c_str());
+  }
+  for (const ProjectionCorrection& k : c.corrections) {
+    std::printf("  corrected by %s at %s (%s%s): %s\n      before %s\n      after  %s\n",
+                P(k.by).c_str(), FormatTime(k.at_ms).c_str(), P(k.basis).c_str(),
+                k.forced ? ", forced" : "", P(k.note).c_str(), PrintableJson(k.before_json).c_str(),
+                PrintableJson(k.after_json).c_str());
+  }
+  for (const EvidenceRecord& r : c.evidence) {
+    std::printf("  evidence  %-10s from %s:%s (v%s)%s\n", P(r.name).c_str(), P(r.source).c_str(),
+                P(r.event_id).c_str(),
+                r.subject_version ? std::to_string(*r.subject_version).c_str() : "-",
+                r.detail.empty() ? "" : ("  " + P(r.detail)).c_str());
+  }
+  for (const EffectIntent& e : c.effects) {
+    std::printf("  effect    %-10s %s  %s, %lld attempt(s)%s\n", P(e.effect).c_str(),
+                P(e.key).c_str(), std::string(EffectStateName(e.state)).c_str(),
+                static_cast<long long>(e.attempts),
+                e.last_error.empty() ? "" : ("; last: " + P(e.last_error)).c_str());
+  }
+  for (const CompensationRecord& r : c.compensations) {
+    std::printf("  compensation    %s (owner %s v%s, event %s): %s%s\n", P(r.key).c_str(),
+                P(r.owner_source).c_str(),
+                r.owner_version ? std::to_string(*r.owner_version).c_str() : "-",
+                P(r.event_id).c_str(), std::string(CompensationStateName(r.state)).c_str(),
+                r.detail.empty() ? "" : (", " + P(r.detail)).c_str());
+  }
+}
+
 void WriteEvidenceText(const std::string& subject, const std::vector<ConsumerEvidence>& all,
                        const std::vector<QuarantinedInput>& unassigned, int64_t now_ms) {
   std::printf("evidence for %s\n", P(subject).c_str());
   for (const ConsumerEvidence& c : all) {
     std::printf("\n== consumer %s\n", P(c.consumer).c_str());
-    if (c.projection) {
-      const Projection& p = *c.projection;
-      const bool in_sync = c.in_sync();
-      std::printf("  owner            %s\n", P(p.owner_source).c_str());
-      std::printf("  owner version    %lld (highest seen, deferred included)\n",
-                  static_cast<long long>(p.owner_version_seen));
-      std::printf("  projection       version %lld, state '%s', %s\n",
-                  static_cast<long long>(p.version), P(p.state).c_str(),
-                  in_sync ? "in sync" : "NOT in sync");
-      std::printf("  fields           %s\n", PrintableJson(p.fields_json).c_str());
-    } else {
-      std::printf("  no projection\n");
-    }
-    for (const LedgerEntry& e : c.ledger) {
-      if (e.state != LedgerState::kApplied) continue;
-      std::printf(
-          "  applied   v%-4s %s:%s (%s) schema v%lld -> result v%lld, projection v%s, %s%s\n",
-          e.subject_version ? std::to_string(*e.subject_version).c_str() : "-", P(e.source).c_str(),
-          P(e.event_id).c_str(), P(e.type).c_str(), static_cast<long long>(e.input_schema_version),
-          static_cast<long long>(e.result_version),
-          e.projection_version ? std::to_string(*e.projection_version).c_str() : "-",
-          FormatTime(e.committed_at_ms).c_str(),
-          e.duplicates > 0
-              ? (", " + std::to_string(e.duplicates) + " duplicate(s) suppressed").c_str()
-              : "");
-      if (!e.adapter.empty())
-        std::printf("            read through adapter %s\n", P(e.adapter).c_str());
-      if (!e.wrote_json.empty()) {
-        std::printf("            wrote %s\n", PrintableJson(e.wrote_json).c_str());
-      }
-    }
-    for (const DeferredEvent& d : c.deferred) {
-      std::printf("  deferred  v%-4lld %s:%s waits for v%lld, age %llds, deadline %s%s, route %s\n",
-                  static_cast<long long>(d.subject_version), P(d.source).c_str(),
-                  P(d.event_id).c_str(), static_cast<long long>(ExpectedVersion(c.projection)),
-                  static_cast<long long>((now_ms - d.received_at_ms) / 1000),
-                  FormatTime(d.deadline_at_ms).c_str(),
-                  now_ms > d.deadline_at_ms ? " (OVERDUE)" : "",
-                  std::string(GapRouteName(d.route)).c_str());
-    }
-    for (const JournalEntry& j : c.journal) {
-      if (j.outcome != Outcome::kDuplicate) continue;
-      std::printf("  duplicate       %s:%s delivered again at %s, no effect\n", P(j.source).c_str(),
-                  P(j.event_id).c_str(), FormatTime(j.at_ms).c_str());
-    }
-    for (const QuarantinedInput& q : c.quarantined) PrintQuarantined(q, "  quarantined");
-    for (const ConflictRouting& r : c.conflict_reports) {
-      std::printf("  conflict  #%lld %s\n", static_cast<long long>(r.quarantine_id),
-                  P(r.text()).c_str());
-    }
-    for (const GapRecord& g : c.gap_records) {
-      std::printf("  gap       %s\n", GapRecordText(g).c_str());
-    }
-    for (const ProjectionCorrection& k : c.corrections) {
-      std::printf("  corrected by %s at %s (%s%s): %s\n      before %s\n      after  %s\n",
-                  P(k.by).c_str(), FormatTime(k.at_ms).c_str(), P(k.basis).c_str(),
-                  k.forced ? ", forced" : "", P(k.note).c_str(),
-                  PrintableJson(k.before_json).c_str(), PrintableJson(k.after_json).c_str());
-    }
-    for (const EvidenceRecord& r : c.evidence) {
-      std::printf("  evidence  %-10s from %s:%s (v%s)%s\n", P(r.name).c_str(), P(r.source).c_str(),
-                  P(r.event_id).c_str(),
-                  r.subject_version ? std::to_string(*r.subject_version).c_str() : "-",
-                  r.detail.empty() ? "" : ("  " + P(r.detail)).c_str());
-    }
-    for (const EffectIntent& e : c.effects) {
-      std::printf("  effect    %-10s %s  %s, %lld attempt(s)%s\n", P(e.effect).c_str(),
-                  P(e.key).c_str(), std::string(EffectStateName(e.state)).c_str(),
-                  static_cast<long long>(e.attempts),
-                  e.last_error.empty() ? "" : ("; last: " + P(e.last_error)).c_str());
-    }
-    for (const CompensationRecord& r : c.compensations) {
-      std::printf("  compensation    %s (owner %s v%s, event %s): %s%s\n", P(r.key).c_str(),
-                  P(r.owner_source).c_str(),
-                  r.owner_version ? std::to_string(*r.owner_version).c_str() : "-",
-                  P(r.event_id).c_str(), std::string(CompensationStateName(r.state)).c_str(),
-                  r.detail.empty() ? "" : (", " + P(r.detail)).c_str());
-    }
+    WriteProjectionText(c);
+    WriteRecordsText(c, now_ms);
   }
   if (!unassigned.empty()) std::printf("\n");
   for (const QuarantinedInput& q : unassigned) PrintQuarantined(q, "  quarantined (no consumer)");
@@ -356,9 +366,8 @@ int RunGuard(const GuardFlags& flags) {
   return decision->allowed ? kExitOk : kExitNegative;
 }
 
-}  // namespace
-
-void AddEvidenceCommands(CLI::App& app, Runner& run) {
+// `evidence SUBJECT`.
+void AddEvidenceCommand(CLI::App& app, Runner& run) {
   auto evidence = std::make_shared<EvidenceFlags>();
   CLI::App* cmd = app.add_subcommand(
       "evidence",
@@ -368,11 +377,15 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
   cmd->add_option("--consumer", evidence->consumer, "Only this consumer");
   AddFormatOption(*cmd, evidence->format);
   cmd->callback([evidence, &run] { run = [evidence] { return RunEvidence(*evidence); }; });
+}
 
+// `gaps`, `gaps check` and `gaps resolve`.
+void AddGapsCommands(CLI::App& app, Runner& run) {
   auto gaps = std::make_shared<GapsFlags>();
-  cmd = app.add_subcommand("gaps",
-                           "Open version gaps past or near their deadline, overdue first; "
-                           "`gaps check` acts on overdue ones, `gaps resolve` closes one.");
+  CLI::App* cmd =
+      app.add_subcommand("gaps",
+                         "Open version gaps past or near their deadline, overdue first; "
+                         "`gaps check` acts on overdue ones, `gaps resolve` closes one.");
   cmd->add_option("--store", gaps->store, StoreHelp());
   cmd->add_option("--within", gaps->within_seconds,
                   "Show gaps whose deadline is at most this many seconds away (or past)")
@@ -431,9 +444,12 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
     if (resolve->store.empty()) throw no_store(sub);
     run = [resolve] { return RunGapsResolve(*resolve); };
   });
+}
 
+// `guard`.
+void AddGuardCommand(CLI::App& app, Runner& run) {
   auto guard = std::make_shared<GuardFlags>();
-  cmd = app.add_subcommand(
+  CLI::App* cmd = app.add_subcommand(
       "guard",
       "May ACTION be done to SUBJECT now? Prints allowed or denied with every reason; "
       "exit 0 allowed, 1 denied.");
@@ -444,6 +460,14 @@ void AddEvidenceCommands(CLI::App& app, Runner& run) {
   cmd->add_option("--action", guard->action, "Guarded action, e.g. ship")->required();
   AddFormatOption(*cmd, guard->format);
   cmd->callback([guard, &run] { run = [guard] { return RunGuard(*guard); }; });
+}
+
+}  // namespace
+
+void AddEvidenceCommands(CLI::App& app, Runner& run) {
+  AddEvidenceCommand(app, run);
+  AddGapsCommands(app, run);
+  AddGuardCommand(app, run);
 }
 
 }  // namespace evident::cli

@@ -288,14 +288,10 @@ int RunPark(const ParkFlags& flags, bool park) {
   return kExitUsage;
 }
 
-}  // namespace
-
-void AddOutboxCommands(CLI::App& app, Runner& run) {
-  CLI::App* outbox = app.add_subcommand("outbox", "The transactional outbox of a store.");
-  outbox->require_subcommand(1);
-
+// `outbox append`.
+void AddAppendCommand(CLI::App& outbox, Runner& run) {
   auto append = std::make_shared<AppendFlags>();
-  CLI::App* cmd = outbox->add_subcommand(
+  CLI::App* cmd = outbox.add_subcommand(
       "append",
       "Check NDJSON CloudEvents (envelope and payload schema) and append them to the outbox; one "
       "result line per event. Exit 0 when every event was appended or a duplicate, 1 when any "
@@ -324,9 +320,18 @@ void AddOutboxCommands(CLI::App& app, Runner& run) {
       ->check(IntegerFrom(int64_t{64} << 10, int64_t{64} << 20))  // CloudEvents: 64 KiB at least
       ->capture_default_str();
   cmd->callback([append, &run] { run = [append] { return RunAppend(*append); }; });
+}
+
+}  // namespace
+
+void AddOutboxCommands(CLI::App& app, Runner& run) {
+  CLI::App* outbox = app.add_subcommand("outbox", "The transactional outbox of a store.");
+  outbox->require_subcommand(1);
+
+  AddAppendCommand(*outbox, run);
 
   auto stats = std::make_shared<ReadFlags>();
-  cmd = outbox->add_subcommand("stats", "Pending and sent rows, the oldest pending age.");
+  CLI::App* cmd = outbox->add_subcommand("stats", "Pending and sent rows, the oldest pending age.");
   cmd->add_option("--store", stats->store, StoreHelp())->required();
   AddFormatOption(*cmd, stats->format);
   cmd->callback([stats, &run] { run = [stats] { return RunStats(*stats); }; });

@@ -120,6 +120,33 @@ int RunRelayCommand(const RelayFlags& flags) {
   return kExitOk;
 }
 
+// What the relay does when rounds fail: backoff, claims on a shared store, giving up, parking.
+void AddFailureOptions(CLI::App* cmd, RelayFlags& flags) {
+  cmd->add_option("--backoff-max-ms", flags.backoff_max_ms, "Longest wait between failed rounds")
+      ->check(IntegerFrom(100, 3'600'000))
+      ->capture_default_str();
+  cmd->add_option("--claim-partitions-max", flags.claim_partitions_max,
+                  "PostgreSQL store (several relays may share it): partitions claimed per round")
+      ->check(IntegerFrom(1, 1 << 16))
+      ->capture_default_str();
+  cmd->add_option("--claim-hold-ms", flags.claim_hold_ms,
+                  "PostgreSQL store: a claim held this long without a word to the store is lost "
+                  "to another relay (keep it above --publish-timeout-ms)")
+      ->check(IntegerFrom(1000, 3'600'000))
+      ->capture_default_str();
+  cmd->add_option("--once-failures-max", flags.once_failures_max,
+                  "Failed rounds in a row after which --once gives up")
+      ->check(IntegerFrom(1, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--park-refused-after", flags.park_refused_after,
+                  "Park a row the destination refuses for what it is (larger than the NATS "
+                  "server's max_payload or the stream's max_msg_size; a newline for a file) once "
+                  "it has this many failed attempts or more, so the rows behind it go out (0: "
+                  "never; such a row holds them back)")
+      ->check(IntegerFrom(0, 1'000'000))
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void AddRelayCommand(CLI::App& app, Runner& run) {
@@ -162,29 +189,7 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
                   "How long a batch waits for its PubAcks")
       ->check(IntegerFrom(1, 600'000))
       ->capture_default_str();
-  cmd->add_option("--backoff-max-ms", flags->backoff_max_ms, "Longest wait between failed rounds")
-      ->check(IntegerFrom(100, 3'600'000))
-      ->capture_default_str();
-  cmd->add_option("--claim-partitions-max", flags->claim_partitions_max,
-                  "PostgreSQL store (several relays may share it): partitions claimed per round")
-      ->check(IntegerFrom(1, 1 << 16))
-      ->capture_default_str();
-  cmd->add_option("--claim-hold-ms", flags->claim_hold_ms,
-                  "PostgreSQL store: a claim held this long without a word to the store is lost "
-                  "to another relay (keep it above --publish-timeout-ms)")
-      ->check(IntegerFrom(1000, 3'600'000))
-      ->capture_default_str();
-  cmd->add_option("--once-failures-max", flags->once_failures_max,
-                  "Failed rounds in a row after which --once gives up")
-      ->check(IntegerFrom(1, 1'000'000))
-      ->capture_default_str();
-  cmd->add_option("--park-refused-after", flags->park_refused_after,
-                  "Park a row the destination refuses for what it is (larger than the NATS "
-                  "server's max_payload or the stream's max_msg_size; a newline for a file) once "
-                  "it has this many failed attempts or more, so the rows behind it go out (0: "
-                  "never; such a row holds them back)")
-      ->check(IntegerFrom(0, 1'000'000))
-      ->capture_default_str();
+  AddFailureOptions(cmd, *flags);
   cmd->callback([cmd, flags, &run] {
     using enum PublisherOption;
     for (const auto& [name, option] : {std::pair{"--stream", kStream},

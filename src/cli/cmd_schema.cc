@@ -66,29 +66,31 @@ void WriteResult(std::string& out, size_t index, const schema::Output& output) {
   out.push_back('\n');
 }
 
-int RunValidate(const ValidateArgs& args) {
+// The schema of `args`, compiled with its remotes and its own directory; null (said on standard
+// error) when it cannot be.
+std::shared_ptr<const schema::Schema> CompileSchemaArg(const ValidateArgs& args) {
   auto dialect = schema::ParseDialect(args.draft);
   if (!dialect.ok()) {
     std::cerr << "evident schema validate: " << dialect.status().message() << "\n";
-    return kExitUsage;
+    return nullptr;
   }
   schema::Registry registry;
   for (const std::string& remote : args.remotes) {
     const size_t equals = remote.find('=');
     if (equals == std::string::npos) {
       std::cerr << "evident schema validate: --remote expects PREFIX=DIR, got " << remote << "\n";
-      return kExitUsage;
+      return nullptr;
     }
     if (Status status = registry.AddDirectory(remote.substr(0, equals), remote.substr(equals + 1));
         !status.ok()) {
       std::cerr << "evident schema validate: " << status.message() << "\n";
-      return kExitUsage;
+      return nullptr;
     }
   }
   auto schema_text = ReadFileToString(args.schema_path, kSchemaBytesMax);
   if (!schema_text.ok()) {
     std::cerr << "evident schema validate: " << schema_text.status().ToString() << "\n";
-    return kExitUsage;
+    return nullptr;
   }
   // The schema's own directory serves relative references to sibling schema files.
   std::error_code ignored;
@@ -104,9 +106,14 @@ int RunValidate(const ValidateArgs& args) {
   if (!compiled.ok()) {
     std::cerr << "evident schema validate: schema does not compile: "
               << compiled.status().ToString() << "\n";
-    return kExitUsage;
+    return nullptr;
   }
+  return std::move(compiled).value();
+}
 
+int RunValidate(const ValidateArgs& args) {
+  const std::shared_ptr<const schema::Schema> compiled = CompileSchemaArg(args);
+  if (compiled == nullptr) return kExitUsage;
   std::ifstream file;
   NoteTerminalInput(args.instances_path, "schema validate");
   std::istream* in = OpenInput(args.instances_path, file);
@@ -131,7 +138,7 @@ int RunValidate(const ValidateArgs& args) {
       output.errors.push_back(
           {"", "", "", std::string("not JSON: ") + simdjson::error_message(error)});
     } else {
-      output = (*compiled)->Validate(instance, args.errors_max);
+      output = compiled->Validate(instance, args.errors_max);
     }
     all_valid &= output.valid;
     WriteResult(out, index++, output);

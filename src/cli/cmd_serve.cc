@@ -138,6 +138,29 @@ int RunServe(const ServeFlags& flags) {
   return kExitOk;
 }
 
+// The HTTP intake's bounds and timeouts, and how often /metrics reads the store.
+void AddHttpOptions(CLI::App* cmd, ServeFlags& flags) {
+  cmd->add_option("--body-bytes-max", flags.body_bytes_max, "Largest request body (413 above)")
+      ->check(IntegerFrom(1024, int64_t{1} << 30))
+      ->capture_default_str();
+  cmd->add_option("--connections-max", flags.connections_max, "Open connections at most")
+      ->check(IntegerFrom(1, 65536))
+      ->capture_default_str();
+  cmd->add_option("--read-timeout-s", flags.read_timeout_s, "Close a connection silent this long")
+      ->check(IntegerFrom(1, 3600))
+      ->capture_default_str();
+  cmd->add_option("--header-timeout-s", flags.header_timeout_s,
+                  "A new connection must send its request headers within this long, however "
+                  "steadily it trickles them (an idle keep-alive one may wait --read-timeout-s)")
+      ->check(IntegerFrom(1, 3600))
+      ->capture_default_str();
+  cmd->add_option("--metrics-interval-ms", flags.metrics_interval_ms,
+                  "Read the store's gauges of /metrics at most this often, off the request thread "
+                  "(a scrape serves the last reading)")
+      ->check(IntegerFrom(100, 3'600'000))
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void AddServeCommand(CLI::App& app, Runner& run) {
@@ -172,25 +195,7 @@ void AddServeCommand(CLI::App& app, Runner& run) {
                   "more is queued; the config's linger_ms is not used)")
       ->check(IntegerFrom(0, kLingerMsLimit))
       ->capture_default_str();
-  cmd->add_option("--body-bytes-max", flags->body_bytes_max, "Largest request body (413 above)")
-      ->check(IntegerFrom(1024, int64_t{1} << 30))
-      ->capture_default_str();
-  cmd->add_option("--connections-max", flags->connections_max, "Open connections at most")
-      ->check(IntegerFrom(1, 65536))
-      ->capture_default_str();
-  cmd->add_option("--read-timeout-s", flags->read_timeout_s, "Close a connection silent this long")
-      ->check(IntegerFrom(1, 3600))
-      ->capture_default_str();
-  cmd->add_option("--header-timeout-s", flags->header_timeout_s,
-                  "A new connection must send its request headers within this long, however "
-                  "steadily it trickles them (an idle keep-alive one may wait --read-timeout-s)")
-      ->check(IntegerFrom(1, 3600))
-      ->capture_default_str();
-  cmd->add_option("--metrics-interval-ms", flags->metrics_interval_ms,
-                  "Read the store's gauges of /metrics at most this often, off the request thread "
-                  "(a scrape serves the last reading)")
-      ->check(IntegerFrom(100, 3'600'000))
-      ->capture_default_str();
+  AddHttpOptions(cmd, *flags);
   cmd->add_option("--busy-timeout-ms", flags->busy_timeout_ms,
                   "How long to wait for a store another process is writing")
       ->check(IntegerFrom(0, 3'600'000))

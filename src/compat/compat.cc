@@ -108,6 +108,7 @@ Result<Strictness> ParseStrictness(std::string_view name) {
                                  "' (lenient, strict)");
 }
 
+// NOLINTNEXTLINE(readability-function-size): a table, one case per ChangeCode (two lines each).
 std::string_view ChangeCodeName(ChangeCode code) {
   switch (code) {
     case ChangeCode::kTypeNarrowed:

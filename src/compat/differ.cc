@@ -614,24 +614,29 @@ Status Differ::ComparePatternProperties(const Side& s) {
 // their declarations. Other patterns, or unevaluatedProperties, on the other side: names may
 // fall under both, which evident does not decide (backward no for an added pattern, forward no
 // for a removed one).
+// Whether the names `other` matches reach past what a pattern's judgement looks into: patterns
+// of its own, applicators, layers, conditionals, dynamic references, unevaluatedProperties.
+static bool NamesOutOfReach(const Node& other) {
+  const JsonValue* patterns = other.Keyword("patternProperties");
+  if (patterns != nullptr && patterns->IsObject() && !patterns->object.empty()) return true;
+  if (CombinatorsOf(other) != 0 || !other.sites.empty()) return true;
+  for (const char* keyword :
+       {"if", "dependentSchemas", "$dynamicRef", "$recursiveRef", "unevaluatedProperties"}) {
+    if (other.Keyword(keyword) != nullptr) return true;
+  }
+  return false;
+}
+
 Result<Differ::Verdict> Differ::JudgePattern(const Side& s, const std::string& pattern,
                                              const JsonValue* schema, const std::string& at,
                                              bool added) {
   const Node& other = added ? s.old_node : s.new_node;
-  const JsonValue* other_patterns = other.Keyword("patternProperties");
-  const bool other_has_patterns =
-      other_patterns != nullptr && other_patterns->IsObject() && !other_patterns->object.empty();
   const re2::RE2* regex = RegexOf(pattern);
   const JsonValue* rest = other.Keyword("additionalProperties");
-  // Names the other side declares in applicators, layers or the levels around this one (an
-  // allOf member's parent) are not looked into here.
+  // Names the other side declares in the levels around this one (an allOf member's parent) are
+  // not looked into here either.
   const bool nested = levels_.size() >= 2 && *levels_[levels_.size() - 2].data == s.data;
-  bool applicators = nested || CombinatorsOf(other) != 0 || !other.sites.empty();
-  for (const char* keyword : {"if", "dependentSchemas", "$dynamicRef", "$recursiveRef"}) {
-    applicators = applicators || other.Keyword(keyword) != nullptr;
-  }
-  if (other_has_patterns || regex == nullptr || applicators ||
-      other.Keyword("unevaluatedProperties") != nullptr) {
+  if (regex == nullptr || nested || NamesOutOfReach(other)) {
     return Verdict{.backward = !added, .forward = added};
   }
   const std::string data = AppendToken(s.data, "*");

@@ -277,6 +277,52 @@ struct StepWrites {
   std::vector<std::string_view> defaulted;                                  // field names
 };
 
+using Fields = std::vector<std::pair<std::string_view, simdjson::dom::element>>;
+
+// A projection's fields after a step wrote `written`, into `out`: a pure function of
+// `existing_json` and `written` (the parser and `merged` are scratch space, reused across
+// events so that the hot path allocates nothing).
+void MergeFields(std::string_view existing_json, const Fields& written,
+                 simdjson::dom::parser& parser, Fields& merged, std::string& out) {
+  // Merge: copied fields replace fields of the same name, others stay; names sorted. The
+  // existing fields are the writer's own output, so they are already one per name.
+  merged.clear();
+  simdjson::dom::object existing;
+  if (existing_json != "{}" && parser.parse(existing_json).get(existing) == simdjson::SUCCESS) {
+    for (auto field : existing) merged.emplace_back(field.key, field.value);
+  }
+  const size_t existing_count = merged.size();
+  for (const auto& [name, value] : written) {
+    bool replaced = false;
+    for (size_t i = 0; i < existing_count; ++i) {
+      if (merged[i].first == name) {
+        merged[i].second = value;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) merged.emplace_back(name, value);
+  }
+  // Stable insertion sort: a handful of fields, and std::stable_sort would allocate a buffer.
+  for (size_t i = 1; i < merged.size(); ++i) {
+    for (size_t j = i; j > 0 && merged[j].first < merged[j - 1].first; --j) {
+      std::swap(merged[j], merged[j - 1]);
+    }
+  }
+  out.clear();
+  json::Writer w(out);
+  w.BeginObject();
+  for (size_t i = 0; i < merged.size(); ++i) {
+    // Two copied pointers may end in the same name: the later one wins.
+    if (i + 1 < merged.size() && merged[i + 1].first == merged[i].first) {
+      continue;
+    }
+    w.Key(merged[i].first);
+    WriteElement(w, merged[i].second);
+  }
+  w.EndObject();
+}
+
 // A value as a projection state: a string as it is, anything else as its JSON text.
 void AssignState(simdjson::dom::element value, std::string& state) {
   std::string_view text;
@@ -681,44 +727,7 @@ Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
   writes_of = nullptr;
   if (writes.sets_state) projection.state.assign(writes.state);
   if (!writes.fields.empty()) {
-    // Merge: copied fields replace fields of the same name, others stay; names sorted. The
-    // existing fields are the writer's own output, so they are already one per name.
-    merged_fields.clear();
-    simdjson::dom::object existing;
-    if (projection.fields_json != "{}" &&
-        fields_parser.parse(projection.fields_json).get(existing) == simdjson::SUCCESS) {
-      for (auto field : existing) merged_fields.emplace_back(field.key, field.value);
-    }
-    const size_t existing_count = merged_fields.size();
-    for (const auto& [name, value] : writes.fields) {
-      bool replaced = false;
-      for (size_t i = 0; i < existing_count; ++i) {
-        if (merged_fields[i].first == name) {
-          merged_fields[i].second = value;
-          replaced = true;
-          break;
-        }
-      }
-      if (!replaced) merged_fields.emplace_back(name, value);
-    }
-    // Stable insertion sort: a handful of fields, and std::stable_sort would allocate a buffer.
-    for (size_t i = 1; i < merged_fields.size(); ++i) {
-      for (size_t j = i; j > 0 && merged_fields[j].first < merged_fields[j - 1].first; --j) {
-        std::swap(merged_fields[j], merged_fields[j - 1]);
-      }
-    }
-    fields_out.clear();
-    json::Writer w(fields_out);
-    w.BeginObject();
-    for (size_t i = 0; i < merged_fields.size(); ++i) {
-      // Two copied pointers may end in the same name: the later one wins.
-      if (i + 1 < merged_fields.size() && merged_fields[i + 1].first == merged_fields[i].first) {
-        continue;
-      }
-      w.Key(merged_fields[i].first);
-      WriteElement(w, merged_fields[i].second);
-    }
-    w.EndObject();
+    MergeFields(projection.fields_json, writes.fields, fields_parser, merged_fields, fields_out);
     projection.fields_json.swap(fields_out);
   }
   // One scratch record, assigned field by field: its strings keep their capacity across events.
@@ -786,6 +795,7 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
       }
       event.data = again.adapted.data;
     }
+    assert(next->subject_version == projection.version + 1);  // drained in order, one by one
     projection.version = next->subject_version;
     projection.applied_digest = PayloadDigest(reread.event);
     const EventView* outer = published;
@@ -815,6 +825,18 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
 // Steps 1-3 of DESIGN.md's order, which need no store: boundary, schema version, contract
 // choice, payload. Const, and the compiled schemas are immutable: safe to run on one event while
 // another thread decides earlier ones.
+// The versions a contract accepts of a type, for a refusal: "1, 2, 3 via adapter v3-to-v2".
+static std::string AcceptedVersionsText(const AcceptedType& entry) {
+  std::string accepted;
+  for (int64_t version : entry.versions) {
+    accepted += (accepted.empty() ? "" : ", ") + std::to_string(version);
+  }
+  for (const auto& [version, chain] : entry.via_adapter) {
+    accepted += ", " + std::to_string(version) + " via adapter " + ChainName(chain);
+  }
+  return accepted;
+}
+
 void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event,
                            Verdict& v) const {
   const ConsumerContract& contract = consumer.config->contract;
@@ -866,13 +888,7 @@ void Pipeline::Impl::Check(const ConsumerState& consumer, const EventView& event
     if (const AdapterRoute* route = RouteOf(consumer, event.type, schema_version)) {
       return CheckAdapted(consumer, *route, event, v);
     }
-    std::string accepted;
-    for (int64_t version : entry->versions) {
-      accepted += (accepted.empty() ? "" : ", ") + std::to_string(version);
-    }
-    for (const auto& [version, chain] : entry->via_adapter) {
-      accepted += ", " + std::to_string(version) + " via adapter " + ChainName(chain);
-    }
+    const std::string accepted = AcceptedVersionsText(*entry);
     return v.Keep(Outcome::kContractUpdateRequired,
                   contract.unknown_version == UnknownVersionOutcome::kManual
                       ? "manual-review"
@@ -957,6 +973,42 @@ void Pipeline::Impl::CheckDefaults(const ConsumerState& consumer, const EventVie
   }
 }
 
+// The subject's version an event carries where its contract says (ordering.version_at), or its
+// subjectversion attribute; nullopt when it carries none that reads as one.
+static std::optional<int64_t> SubjectVersionOf(const ConsumerContract& contract,
+                                               const EventView& event) {
+  if (contract.ordering.version_at.empty()) return event.subjectversion;
+  simdjson::dom::element value;
+  int64_t version = 0;
+  if (event.At(contract.ordering.version_at).get(value) == simdjson::SUCCESS &&
+      ReadVersion(value, version)) {
+    return version;
+  }
+  return std::nullopt;
+}
+
+// The receipt of an applied event, every field assigned (its strings keep their capacity from
+// the previous event); what the step wrote is added by the caller.
+static void AssignReceipt(const ConsumerContract& contract, const EventView& event,
+                          const Decision& d, std::optional<int64_t> subject_version,
+                          int64_t schema_version, int64_t now_ms, LedgerEntry& receipt) {
+  receipt.consumer.assign(contract.id);
+  receipt.source.assign(event.source);
+  receipt.event_id.assign(event.id);
+  receipt.state = LedgerState::kApplied;
+  receipt.type.assign(event.type);
+  receipt.subject.assign(d.subject);
+  receipt.subject_version = subject_version;
+  receipt.input_schema_version = schema_version;
+  receipt.result_version = contract.result_version;
+  receipt.projection_version.reset();
+  receipt.committed_at_ms = now_ms;
+  receipt.duplicates = 0;
+  receipt.last_duplicate_at_ms.reset();
+  receipt.adapter.assign(d.adapter);
+  receipt.wrote_json.clear();
+}
+
 Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consumer,
                                           Verdict& verdict, const EventView& original,
                                           int64_t index, int64_t now_ms,
@@ -985,17 +1037,8 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   d.key = LedgerKeyText(contract.id, event.source, event.id);
   d.subject = SubjectOf(contract, event);
 
-  std::optional<int64_t>& subject_version = delivery.subject_version;
-  if (contract.ordering.version_at.empty()) {
-    subject_version = event.subjectversion;
-  } else {
-    simdjson::dom::element value;
-    int64_t v = 0;
-    if (event.At(contract.ordering.version_at).get(value) == simdjson::SUCCESS &&
-        ReadVersion(value, v)) {
-      subject_version = v;
-    }
-  }
+  const std::optional<int64_t> subject_version = SubjectVersionOf(contract, event);
+  delivery.subject_version = subject_version;
   if (contract.ordering.by_subject) d.subject_version = subject_version;
 
   // Steps 1-3 ran in Check (Prepare): an early outcome is quarantined here, with its reason,
@@ -1012,21 +1055,7 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
 
   // Every field is assigned (the strings keep their capacity from the previous event).
   LedgerEntry& receipt = receipt_scratch;
-  receipt.consumer.assign(contract.id);
-  receipt.source.assign(event.source);
-  receipt.event_id.assign(event.id);
-  receipt.state = LedgerState::kApplied;
-  receipt.type.assign(event.type);
-  receipt.subject.assign(d.subject);
-  receipt.subject_version = subject_version;
-  receipt.input_schema_version = verdict.schema_version;
-  receipt.result_version = contract.result_version;
-  receipt.projection_version.reset();
-  receipt.committed_at_ms = now_ms;
-  receipt.duplicates = 0;
-  receipt.last_duplicate_at_ms.reset();
-  receipt.adapter.assign(d.adapter);
-  receipt.wrote_json.clear();
+  AssignReceipt(contract, event, d, subject_version, verdict.schema_version, now_ms, receipt);
   if (const auto step = consumer.steps.find(event.type); step != consumer.steps.end()) {
     CollectWrites(step->second, event, writes_scratch);
     WroteJson(writes_scratch, receipt.wrote_json);
@@ -1281,6 +1310,7 @@ Status Pipeline::Impl::Defer(Delivery& delivery, Projection& projection,
         OpenGap(delivery.tx, contract, projection, version - 1, {version}, now_ms));
   }
   projection.owner_version_seen = std::max(projection.owner_version_seen, version);
+  assert(!stored_version || projection.version == *stored_version);  // a deferral leaves it
   if (owner_advanced || !stored_version) {
     EVIDENT_RETURN_IF_ERROR(delivery.tx.PutProjection(projection, stored_version));
   }
@@ -1302,6 +1332,8 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
   if (!inserted) return Duplicate(delivery, std::nullopt);
   projection.owner_version_seen = std::max(projection.owner_version_seen, version);
   projection.version = version;
+  // The receipt and the projection are written together, and name the same version.
+  assert(receipt_scratch.projection_version == projection.version);
   projection.applied_digest = PayloadDigest(published != nullptr ? *published : delivery.event);
   EVIDENT_RETURN_IF_ERROR(
       Apply(delivery.tx, delivery.consumer, delivery.event, projection, version, delivery.now_ms));
@@ -1315,6 +1347,7 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
     EVIDENT_RETURN_IF_ERROR(CloseDrainedGap(delivery.tx, delivery.consumer, projection,
                                             delivery.now_ms, delivery.decisions));
   }
+  assert(!stored_version || projection.version > *stored_version);  // an apply raises it
   return delivery.tx.PutProjection(projection, stored_version);
 }
 
@@ -1414,6 +1447,10 @@ Status Pipeline::Impl::Unordered(Delivery& delivery) {
     EVIDENT_ASSIGN_OR_RETURN(const bool inserted, InsertReceipt(delivery));
     if (!inserted) return Duplicate(delivery, std::nullopt);
     projection.version += 1;
+    // The receipt and the projection are written together, and name the same version; an
+    // apply raises the version by one.
+    assert(receipt_scratch.projection_version == projection.version);
+    assert(!stored_version || projection.version == *stored_version + 1);
     projection.owner_version_seen = std::max(projection.owner_version_seen,
                                              delivery.subject_version.value_or(projection.version));
     EVIDENT_RETURN_IF_ERROR(Apply(delivery.tx, delivery.consumer, delivery.event, projection,

@@ -153,19 +153,8 @@ void KeptJson(const QuarantinedInput& q, json::Writer& w) {
 }
 
 // One consumer's part of the packet.
-void ConsumerJson(const ConsumerEvidence& c, int64_t now_ms, json::Writer& w) {
-  w.BeginObject().Field("consumer", c.consumer);
-  if (c.projection) {
-    w.Field("owner_source", c.projection->owner_source);
-    w.Key("projection_version").Int(c.projection->version);
-    w.Key("owner_version_seen").Int(c.projection->owner_version_seen);
-    w.Field("state", c.projection->state).Key("fields").Raw(c.projection->fields_json);
-    w.Field("in_sync", c.in_sync());
-  } else {
-    w.Key("owner_source").Null().Key("projection_version").Null();
-    w.Key("owner_version_seen").Null().Key("state").Null();
-  }
-  w.Key("applied").BeginArray();
+// The consumer's applied receipts of the subject, as array elements.
+void AppliedJson(const ConsumerEvidence& c, json::Writer& w) {
   for (const LedgerEntry& e : c.ledger) {
     if (e.state != LedgerState::kApplied) continue;
     w.BeginObject().Field("source", e.source).Field("id", e.event_id).Field("type", e.type);
@@ -182,7 +171,10 @@ void ConsumerJson(const ConsumerEvidence& c, int64_t now_ms, json::Writer& w) {
     e.wrote_json.empty() ? w.Null() : w.Raw(e.wrote_json);
     w.Key("duplicates").Int(e.duplicates).EndObject();
   }
-  w.EndArray().Key("deferred").BeginArray();
+}
+
+// The consumer's deferred events of the subject, as array elements.
+void DeferredJson(const ConsumerEvidence& c, int64_t now_ms, json::Writer& w) {
   for (const DeferredEvent& d : c.deferred) {
     w.BeginObject().Field("source", d.source).Field("id", d.event_id).Field("type", d.type);
     w.Key("subject_version").Int(d.subject_version);
@@ -192,6 +184,24 @@ void ConsumerJson(const ConsumerEvidence& c, int64_t now_ms, json::Writer& w) {
     w.Field("deadline_at", FormatTime(d.deadline_at_ms));
     w.Field("overdue", now_ms > d.deadline_at_ms).Field("route", GapRouteName(d.route)).EndObject();
   }
+}
+
+void ConsumerJson(const ConsumerEvidence& c, int64_t now_ms, json::Writer& w) {
+  w.BeginObject().Field("consumer", c.consumer);
+  if (c.projection) {
+    w.Field("owner_source", c.projection->owner_source);
+    w.Key("projection_version").Int(c.projection->version);
+    w.Key("owner_version_seen").Int(c.projection->owner_version_seen);
+    w.Field("state", c.projection->state).Key("fields").Raw(c.projection->fields_json);
+    w.Field("in_sync", c.in_sync());
+  } else {
+    w.Key("owner_source").Null().Key("projection_version").Null();
+    w.Key("owner_version_seen").Null().Key("state").Null();
+  }
+  w.Key("applied").BeginArray();
+  AppliedJson(c, w);
+  w.EndArray().Key("deferred").BeginArray();
+  DeferredJson(c, now_ms, w);
   w.EndArray().Key("duplicates").BeginObject().Key("count").Int(c.duplicate_count());
   w.Key("deliveries").BeginArray();
   for (const JournalEntry& j : c.journal) {

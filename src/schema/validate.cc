@@ -869,6 +869,10 @@ class Evaluator {
     return nullptr;
   }
 
+  // Longer than 70 lines: the validator's hottest loop, one pass over an object's members for
+  // properties, patternProperties, additionalProperties and the marks; not split yet (its cost
+  // is measured by schema_bench, docs/BENCHMARKS.md).
+  // NOLINTNEXTLINE(readability-function-size)
   bool Properties(const Node& node, const ObjectPlan& plan, dom::object object, Marks* marks) {
     // Every member is looked up and matched against every pattern.
     Charge(object.size() * (1 + plan.patterns.size()));

@@ -375,30 +375,46 @@ Status PgTransaction::Rollback() {
 // IN list, the planner took a hash join over a sequential scan of the whole table whenever that
 // looked cheaper than a thousand index lookups: a read that grew with the table (6.8 ms a batch
 // for the projections at 50,000 rows; postgres_bench with EVIDENT_BENCH_STATEMENTS).
-Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
-  static const std::string kLedger =
+namespace {
+
+// The five statements of a batch load, sent in one pipeline: the ledger rows of the keys, the
+// projections, deferred events, their ledger rows and the open gaps of the subjects.
+struct LoadStatements {
+  std::string ledger, projections, deferred, deferred_ledger, open_gaps;
+};
+
+LoadStatements MakeLoadStatements() {
+  LoadStatements out;
+  out.ledger =
       std::string("SELECT ") + Qualified(kLedgerColumns, "l.") +
       " FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[], $3::text[])) AS k(c, s, e)"
       " CROSS JOIN LATERAL (SELECT " +
       kLedgerColumns + " FROM ledger WHERE consumer=k.c AND source=k.s AND event_id=k.e LIMIT 1) l";
-  static const std::string kProjections =
-      std::string("SELECT ") + Qualified(kProjectionColumns, "p.") +
-      " FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[])) AS k(c, s)"
-      " CROSS JOIN LATERAL (SELECT " +
-      kProjectionColumns + " FROM projection WHERE subject=k.s AND consumer=k.c LIMIT 1) p";
+  out.projections = std::string("SELECT ") + Qualified(kProjectionColumns, "p.") +
+                    " FROM (SELECT DISTINCT * FROM unnest($1::text[], $2::text[])) AS k(c, s)"
+                    " CROSS JOIN LATERAL (SELECT " +
+                    kProjectionColumns +
+                    " FROM projection WHERE subject=k.s AND consumer=k.c LIMIT 1) p";
   // The deferred rows are few (each waits for its predecessor): a hash join over them is right.
-  static const std::string kDeferred =
+  out.deferred =
       std::string("SELECT ") + kDeferredColumns +
       " FROM deferred WHERE (subject, consumer) IN"
       " (SELECT * FROM unnest($2::text[], $1::text[])) ORDER BY consumer, subject, subject_version";
-  static const std::string kDeferredLedger =
+  out.deferred_ledger =
       std::string("SELECT ") + Qualified(kLedgerColumns, "l.") +
       " FROM deferred d JOIN ledger l ON l.consumer=d.consumer AND l.source=d.source"
       " AND l.event_id=d.event_id WHERE (d.subject, d.consumer) IN"
       " (SELECT * FROM unnest($2::text[], $1::text[]))";
-  static const std::string kOpenGaps =
+  out.open_gaps =
       "SELECT consumer, subject, missing_to FROM gap WHERE state<>'closed' AND (consumer, subject)"
       " IN (SELECT * FROM unnest($1::text[], $2::text[]))";
+  return out;
+}
+
+}  // namespace
+
+Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
+  static const LoadStatements kLoad = MakeLoadStatements();
   std::vector<std::string_view> consumers, sources, ids, subject_consumers, subjects;
   for (const LedgerKey& k : keys.ledger) {
     consumers.push_back(k.consumer);
@@ -413,8 +429,9 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
   deciding.insert(deciding.end(), subject_consumers.begin(), subject_consumers.end());
   LockConsumers(std::move(deciding));
   Connection& db = Db();
-  db.SendWanted(kLedger, Params().TextArray(consumers).TextArray(sources).TextArray(ids));
-  for (const std::string* sql : {&kProjections, &kDeferred, &kDeferredLedger, &kOpenGaps}) {
+  db.SendWanted(kLoad.ledger, Params().TextArray(consumers).TextArray(sources).TextArray(ids));
+  for (const std::string* sql :
+       {&kLoad.projections, &kLoad.deferred, &kLoad.deferred_ledger, &kLoad.open_gaps}) {
     db.SendWanted(*sql, Params().TextArray(subject_consumers).TextArray(subjects));
   }
   EVIDENT_ASSIGN_OR_RETURN(const std::vector<Rowset> found, db.Fetch());
