@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "evident/consumer.h"
+#include "evident/fault_store.h"
 #include "evident/store_memory.h"
 
 namespace evident {

@@ -39,6 +39,7 @@
 #include "evident/clock.h"
 #include "evident/consumer.h"
 #include "evident/evidence.h"
+#include "evident/fault_store.h"
 #include "evident/fault_transport.h"
 #include "evident/store_memory.h"
 

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "evident/fault_store.h"
 #include "evident/store.h"
 #include "evident/store_memory.h"
 

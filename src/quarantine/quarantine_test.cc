@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "evident/fault_store.h"
 #include "evident/store_memory.h"
 #include "evident/store_sqlite.h"
 #include "paid_contracts.h"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "evident/env.h"
+#include "evident/fault_store.h"
 #include "evident/store_memory.h"
 
 namespace evident {

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "evident/fault_store.h"
 #include "evident/store_memory.h"
 #include "evident/store_postgres.h"
 #include "evident/store_sqlite.h"

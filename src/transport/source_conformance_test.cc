@@ -230,6 +230,44 @@ TEST_P(SourceConformance, AcknowledgedToTheEndItFlushesAndConfirmsIdle) {
   EXPECT_FALSE(source->unreachable());
 }
 
+// What it reads from goes away mid-run: the source says so and waits (no error, no end); back,
+// it delivers what was not acknowledged. A source that reads nothing remote has no outage.
+TEST_P(SourceConformance, AnOutageIsReportedWaitedOutAndHealed) {
+  if (!GetParam().can.reports_outages) {
+    auto source = Open();
+    ASSERT_TRUE(source->Start(std::nullopt).ok());
+    EXPECT_FALSE(source->unreachable());
+    return;
+  }
+  auto source = Open();
+  ASSERT_TRUE(source->Start(std::nullopt).ok());
+  Message m;
+  ASSERT_NO_FATAL_FAILURE(FetchOne(*source, m));
+  ASSERT_TRUE(source->Acknowledge(m.cursor).ok());
+  ASSERT_TRUE(source->FlushAcknowledgements(5000).ok());
+  GetParam().outage(false);
+  bool reported = false;
+  std::vector<std::string> rest;  // handed out during and after the outage, unacknowledged
+  for (int i = 0; i < 40 && !reported; ++i) {  // up to ~20 s
+    const Result<Source::Fetched> fetched = source->Fetch(m, kQuietMs);
+    ASSERT_TRUE(fetched.ok()) << fetched.status().ToString();
+    // Messages already pulled may still be handed out; then nothing, and unreachable.
+    if (*fetched == Source::Fetched::kMessage) rest.push_back(m.bytes);
+    reported = *fetched == Source::Fetched::kWouldWait && source->unreachable();
+  }
+  GetParam().outage(true);
+  EXPECT_TRUE(reported) << "the source never said its server was away";
+  // Back: every message after the acknowledged first comes (those handed out already come again
+  // after the ack wait), and it is reachable.
+  for (std::string& again : Drain(*source, messages_.size() - 1)) rest.push_back(std::move(again));
+  std::sort(rest.begin(), rest.end());
+  rest.erase(std::unique(rest.begin(), rest.end()), rest.end());
+  std::vector<std::string> expected(messages_.begin() + 1, messages_.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(rest, expected);
+  EXPECT_FALSE(source->unreachable());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, SourceConformance, ::testing::ValuesIn(SourceBackends()),
                          [](const auto& param_info) { return param_info.param.name; });
 

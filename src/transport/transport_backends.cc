@@ -45,6 +45,18 @@ class NatsServer {
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
+  // Stops the server (false) or starts it again on its port with its streams (true).
+  void SetUp(bool up) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (dir_.empty()) return;
+    int rc = 0;
+    const std::string port = url_.substr(url_.rfind(':') + 1);
+    const std::string out =
+        Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh " +
+                  std::string(up ? "start " + dir_ + " " + port : "stop " + dir_),
+              &rc);
+    EXPECT_EQ(rc, 0) << "nats-server did not " << (up ? "start again: " : "stop: ") << out;
+  }
   // nats://127.0.0.1:PORT; the test fails when the server cannot start.
   std::string Url() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -185,8 +197,10 @@ std::vector<SourceBackend> SourceBackends() {
        {.ends = false,
         .resumes_from_position = false,
         .remembers_acknowledgements = true,
-        .redelivers = Redelivery::kAnyOrder},
-       &OpenJetStream},
+        .redelivers = Redelivery::kAnyOrder,
+        .reports_outages = true},
+       &OpenJetStream,
+       [](bool up) { Nats().SetUp(up); }},
       {"http_intake", {.ends = false, .redelivers = Redelivery::kNo}, &OpenIntake},
       // The fault wrapper with nothing armed forwards every call: a memory source's claims.
       {"fault_over_memory",

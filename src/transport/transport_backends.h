@@ -36,6 +36,9 @@ struct SourceCapabilities {
   // in an order of the broker's), or the rejection is refused (kFailedPrecondition).
   enum class Redelivery : uint8_t { kNo, kInOrder, kAnyOrder };
   Redelivery redelivers = Redelivery::kNo;
+  // What it reads from can go away and come back (a broker's server): while it is away the
+  // source says unreachable() and Fetch waits; once back, what was not acknowledged comes.
+  bool reports_outages = false;
 };
 
 struct SourceBackend {
@@ -46,6 +49,9 @@ struct SourceBackend {
   std::function<std::unique_ptr<Source>(const std::filesystem::path& dir,
                                         const std::vector<std::string>& messages)>
       open;
+  // With reports_outages: takes what the source reads from away (false) or brings it back
+  // (true), keeping what it held.
+  std::function<void(bool up)> outage;
 };
 
 // What a publisher backend claims.

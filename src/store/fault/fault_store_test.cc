@@ -1,6 +1,8 @@
 // FaultStore: each call's fault fires on exactly its nth call, a failed call or commit leaves
 // nothing behind, and delays go through the sleep function. (With no faults set, the wrapper
 // passes the Store conformance suite: src/store/store_backends.cc.)
+#include "evident/fault_store.h"
+
 #include <gtest/gtest.h>
 
 #include <set>

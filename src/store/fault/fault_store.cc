@@ -2,12 +2,12 @@
 // forwarding bases (store_wrapper.h), so every call of the Store, its Transactions and its
 // Snapshots reaches the wrapped store after FaultStore::State::Enter, which counts it and fires
 // the faults set for that count: no call is left to a default of store.h by omission.
+#include "evident/fault_store.h"
+
 #include <array>
 #include <cassert>
 #include <utility>
 #include <vector>
-
-#include "evident/store_memory.h"
 
 namespace evident {
 namespace {
