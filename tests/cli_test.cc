@@ -322,6 +322,29 @@ TEST(CliOptions, FromNamesAnySourceAndItsOptionsAreChecked) {
                   "--input", SourcePath("examples/orders/events.ndjson"), "--outcomes", "-"});
   EXPECT_EQ(from_file.out, from_input.out);  // the same decisions, line for line
   EXPECT_FALSE(from_file.out.empty());
+  // The config's event_bytes_max holds for a file named by --from as for --input.
+  std::string yaml;
+  {
+    std::ifstream in(SourcePath("examples/orders/evident.yaml"));
+    yaml.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string relative = "contracts: contracts";
+  ASSERT_NE(yaml.find(relative), std::string::npos);
+  yaml.replace(yaml.find(relative), relative.size(),
+               "contracts: " + SourcePath("examples/orders/contracts"));
+  std::ofstream(dir / "small.yaml") << yaml << "\nevent_bytes_max: 65536\n";
+  std::ofstream(dir / "big.ndjson")
+      << R"({"specversion":"1.0","id":"big","source":"training://orders/checkout",)"
+      << R"("type":"order.status.changed","subject":"order-1","data":{"pad":")"
+      << std::string(70'000, 'x') << "\"}}\n";
+  for (const bool from : {true, false}) {
+    const std::string big_file = (dir / "big.ndjson").string();
+    const ProcessResult big = RunEvident(
+        {"consume", "--config", (dir / "small.yaml").string(), "--store",
+         "sqlite:" + (dir / (from ? "f.db" : "i.db")).string(), from ? "--from" : "--input",
+         from ? "file:" + big_file : big_file, "--outcomes", "-"});
+    EXPECT_NE(big.out.find("envelope-too-large"), std::string::npos) << from << big.out << big.err;
+  }
   const ProcessResult stream = RunEvident(
       {"consume", "--config", config, "--store", store, "--from", events, "--stream", "ORDERS"});
   EXPECT_EQ(stream.exit_code, 2);

@@ -127,10 +127,13 @@ SourceOptions ConsumeSourceOptions(const ConsumeFlags& flags) {
           .ack_wait_ms = flags.ack_wait_ms};
 }
 
-// --from URI: the source it names (registry.h); null without --from.
-Result<std::unique_ptr<Source>> OpenConsumeSource(const ConsumeFlags& flags) {
+// --from URI: the source it names (registry.h); null without --from. A file reads events up to
+// the config's event_bytes_max, as --input does.
+Result<std::unique_ptr<Source>> OpenConsumeSource(const ConsumeFlags& flags, const Config& config) {
   if (flags.from.empty()) return std::unique_ptr<Source>();
-  Result<std::unique_ptr<Source>> source = OpenSource(flags.from, ConsumeSourceOptions(flags));
+  SourceOptions options = ConsumeSourceOptions(flags);
+  options.event_bytes_max = static_cast<size_t>(config.event_bytes_max);
+  Result<std::unique_ptr<Source>> source = OpenSource(flags.from, options);
   if (!source.ok()) return Status::InvalidArgument("--from " + source.status().message());
   return source;
 }
@@ -296,7 +299,7 @@ bool OpenOutcomes(const ConsumeFlags& flags, std::FILE*& out) {
 // One run over --input or the source --from names, until its end, idle time or a stop signal;
 // its summary, and the exit code.
 int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, std::FILE* outcomes) {
-  Result<std::unique_ptr<Source>> source = OpenConsumeSource(flags);
+  Result<std::unique_ptr<Source>> source = OpenConsumeSource(flags, pipeline.config());
   if (!source.ok()) {
     std::cerr << "evident consume: " << source.status().ToString() << "\n";
     return kExitUsage;
