@@ -134,7 +134,7 @@ Result<std::unique_ptr<Source>> OpenConsumeSource(const ConsumeFlags& flags, con
   SourceOptions options = ConsumeSourceOptions(flags);
   options.event_bytes_max = static_cast<size_t>(config.event_bytes_max);
   Result<std::unique_ptr<Source>> source = OpenSource(flags.from, options);
-  if (!source.ok()) return Status::InvalidArgument("--from " + source.status().message());
+  if (!source.ok()) return Status(source.status().code(), "--from " + source.status().message());
   return source;
 }
 

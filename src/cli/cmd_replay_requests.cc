@@ -39,7 +39,7 @@ Result<std::unique_ptr<Source>> OpenRequests(const ServeFlags& f) {
     return Status::InvalidArgument("--from " + f.from + " needs --stream");
   }
   Result<std::unique_ptr<Source>> source = OpenSource(f.from, options);
-  if (!source.ok()) return Status::InvalidArgument("--from " + source.status().message());
+  if (!source.ok()) return Status(source.status().code(), "--from " + source.status().message());
   return source;
 }
 

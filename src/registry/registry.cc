@@ -358,7 +358,9 @@ bool SourceTakes(std::string_view uri, SourceOption option) {
 Result<std::unique_ptr<Source>> OpenSource(std::string_view uri, const SourceOptions& options) {
   const SourceRow* row = Find<SourceRow>(kSources, uri);
   if (row == nullptr) return Unknown<SourceRow>(kSources, uri);
-  return row->open(uri, options);
+  Result<std::unique_ptr<Source>> source = row->open(uri, options);
+  if (!source.ok()) return source.status().Annotate(uri);  // "<uri>: why", its code kept
+  return source;
 }
 
 Result<std::unique_ptr<Source>> OpenPartitionSource(std::string_view uri,
