@@ -17,6 +17,10 @@ wrote. A page steers its session with HTML comments (invisible when rendered):
                                                  (tools/downstream) and exports
                                                  STOCK_SERVICE_URL and STOCK_RELEASE_URL; each
                                                  ANSWER is a --answer of evident-downstream
+  <!-- doc-samples: kafka TOPIC:PARTITIONS... -->  starts a mock Kafka cluster (scripts/kafka.sh,
+                                                 three brokers) with those topics and exports
+                                                 KAFKA_URL (kafka://127.0.0.1:P1,...) and
+                                                 KAFKA_DIR (for `scripts/kafka.sh ctl`)
   <!-- doc-samples: skip REASON -->              the next block is not run (REASON is printed)
 
 Usage: doc-samples.py BUILD_DIR [PAGE...]   (pages default to README.md and docs/*.md)
@@ -145,6 +149,7 @@ class Session:
         self.env = dict(os.environ)
         self.env["PATH"] = str(bin_dir) + os.pathsep + self.env.get("PATH", "")
         self.stock = None
+        self.kafka = None
 
     def start_stock_service(self, answers):
         port_file = self.dir / ".stock.port"
@@ -164,6 +169,20 @@ class Session:
         self.env["STOCK_SERVICE_URL"] = "http://127.0.0.1:%s/reservations" % port
         self.env["STOCK_RELEASE_URL"] = "http://127.0.0.1:%s/releases" % port
 
+    def start_kafka(self, topics):
+        self.kafka = self.dir / ".kafka"
+        env = dict(self.env)
+        env["EVIDENT_KAFKA_MOCK"] = str(self.build / "tools" / "kafka-mock" / "evident-kafka-mock")
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "kafka.sh"), "start",
+                               str(self.kafka), "3"] + topics.split(), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError("the mock Kafka cluster did not start: " + done.stderr)
+        self.env["KAFKA_URL"] = done.stdout.strip()
+        self.env["KAFKA_DIR"] = str(self.kafka)
+        self.env["EVIDENT_KAFKA_MOCK"] = env["EVIDENT_KAFKA_MOCK"]
+
     def run(self, command):
         done = subprocess.run(["bash", "-c", command], cwd=self.dir, env=self.env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -171,6 +190,9 @@ class Session:
         return done.returncode, done.stdout, done.stderr
 
     def close(self):
+        if self.kafka is not None:
+            subprocess.run(["bash", str(ROOT / "scripts" / "kafka.sh"), "stop", str(self.kafka)],
+                           timeout=30)
         if self.stock is not None:
             self.stock.send_signal(signal.SIGTERM)
             try:
@@ -197,6 +219,9 @@ def check_page(build, page):
                 elif kind == "stock-service":
                     session = session or Session(build)
                     session.start_stock_service(argument)
+                elif kind == "kafka":
+                    session = session or Session(build)
+                    session.start_kafka(argument)
                 else:
                     failures.append("%s:%d: unknown doc-samples directive '%s'" %
                                     (name, first_line, kind))

@@ -352,9 +352,10 @@ TEST(CliOptions, FromNamesAnySourceAndItsOptionsAreChecked) {
             std::string::npos)
       << stream.err;
   const ProcessResult unknown =
-      RunEvident({"consume", "--config", config, "--store", store, "--from", "kafka://x:9092"});
+      RunEvident({"consume", "--config", config, "--store", store, "--from", "amqp://x:5672"});
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("--from kafka://x:9092: expected nats://HOST:PORT, file:PATH or -"),
+  EXPECT_NE(unknown.err.find("--from amqp://x:5672: expected nats://HOST:PORT, "
+                             "kafka://HOST:PORT[,HOST:PORT...], file:PATH or -"),
             std::string::npos)
       << unknown.err;
   const ProcessResult group =
@@ -419,7 +420,8 @@ TEST(CliOptions, RelayRefusesJetStreamOptionsForAnotherDestination) {
   const ProcessResult scheme =
       RunEvident({"relay", "--store", store, "--to", "nat://127.0.0.1:4222", "--stream", "ORDERS"});
   EXPECT_EQ(scheme.exit_code, 2);
-  EXPECT_NE(scheme.err.find("--to nat://127.0.0.1:4222: expected nats://HOST:PORT, file:PATH or -"),
+  EXPECT_NE(scheme.err.find("--to nat://127.0.0.1:4222: expected nats://HOST:PORT, "
+                            "kafka://HOST:PORT[,HOST:PORT...], file:PATH or -"),
             std::string::npos)
       << scheme.err;
   const ProcessResult plain = RunEvident({"relay", "--store", store, "--to", "-", "--once"});

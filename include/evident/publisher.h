@@ -7,7 +7,8 @@
 // a message twice, so every message carries an id the destination (or its consumers' ledger)
 // deduplicates by: JetStream's Nats-Msg-Id, the CloudEvents id.
 //
-// Implementations: an NDJSON file (OpenNdjsonPublisher, below); JetStream (evident/jetstream.h).
+// Implementations: an NDJSON file (OpenNdjsonPublisher, below); JetStream (evident/jetstream.h);
+// Kafka (evident/kafka.h).
 // Thread-safety: one thread at a time.
 #pragma once
 
@@ -28,6 +29,9 @@ struct OutgoingMessage {
   std::string destination;  // a broker subject; ignored by a file
   std::string id;           // the deduplication id (the event's CloudEvents id)
   std::string bytes;        // the event, exactly as stored in the outbox
+  // The event's subject (a partitioning key: Kafka's record key; empty when it names none), and
+  // its CloudEvents source, type and id (routing headers a destination may add).
+  std::string key, source, type, event_id;
 };
 
 // What a destination that numbers messages says about one it accepted (JetStream: the stream

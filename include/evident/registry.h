@@ -77,10 +77,19 @@ struct SourceOptions {
   std::string filter;  // the subjects read; empty: every subject of the prefix
   std::string subject_prefix = "evident";
   int64_t ack_wait_ms = 30'000;  // before the broker delivers an unacknowledged message again
-  // A file's or standard input's longest event (NdjsonSourceOptions).
+  // A file's or standard input's longest event (NdjsonSourceOptions); a broker's too.
   size_t event_bytes_max = size_t{1} << 20;
+  // The client library's own settings, "KEY=VALUE" (Kafka: librdkafka's properties: TLS, SASL).
+  std::vector<std::string> properties;
 };
-enum class SourceOption : uint8_t { kStream, kConsumer, kFilter, kSubjectPrefix, kAckWait };
+enum class SourceOption : uint8_t {
+  kStream,
+  kConsumer,
+  kFilter,
+  kSubjectPrefix,
+  kAckWait,
+  kProperties
+};
 
 // How a source's partitions are shared by the members of a consumer group (group.h).
 enum class GroupPartitions : uint8_t {
@@ -101,6 +110,9 @@ struct SourceTraits {
   // The broker remembers what was acknowledged, so Start ignores a stored position (the
   // durable consumer is the position).
   bool remembers_acknowledgements = false;
+  // Its position lives in the store alone: every run begins where the store's last commit left
+  // it (as a --resume run does), the first at the beginning (Kafka).
+  bool resumes_from_store = false;
 };
 Result<SourceTraits> SourceTraitsOf(std::string_view uri);
 // Whether `options` can be those of the source `uri` names, before anything is opened (a subject
@@ -109,7 +121,9 @@ Status CheckSourceOptions(std::string_view uri, const SourceOptions& options);
 // Whether the source `uri` names reads `option` (false for a URI of no known scheme).
 bool SourceTakes(std::string_view uri, SourceOption option);
 // Opens the source `uri` names: "-" (standard input) and "file:PATH" read events as
-// OpenNdjsonSource does; "nats://HOST:PORT" is a JetStream durable pull consumer.
+// OpenNdjsonSource does; "nats://HOST:PORT" is a JetStream durable pull consumer;
+// "kafka://HOST:PORT[,HOST:PORT...]" every partition of the topic `options.stream` names, its
+// offsets committed under the group `options.consumer`.
 Result<std::unique_ptr<Source>> OpenSource(std::string_view uri, const SourceOptions& options);
 // The source of one partition of a group whose partitions the store leases
 // (GroupPartitions::kLeasedByStore): `name` keys its position in the store, where it begins;
@@ -132,13 +146,16 @@ struct PublisherOptions {
   int64_t duplicate_window_ms = 120'000;
   int64_t publish_timeout_ms = 5000;  // for the broker's acknowledgements of one Publish
   int64_t in_flight_max = 256;        // messages awaiting the broker's acknowledgement
+  // The client library's own settings, "KEY=VALUE" (Kafka: librdkafka's properties).
+  std::vector<std::string> properties;
 };
 enum class PublisherOption : uint8_t {
   kStream,
   kSubjectPrefix,
   kDuplicateWindow,
   kPublishTimeout,
-  kInFlight
+  kInFlight,
+  kProperties
 };
 bool PublisherTakes(std::string_view uri, PublisherOption option);
 
@@ -149,8 +166,9 @@ struct Destination {
   PublisherFactory open;
 };
 // "-" (standard output), "file:PATH" (appended and synced), "nats://HOST:PORT" (the stream of
-// `options`). Checks the options now (a duplicate window under two minutes, an empty stream or
-// a subject prefix that cannot begin a subject): kInvalidArgument saying which.
+// `options`), "kafka://HOST:PORT[,HOST:PORT...]" (the topic `options.stream` names). Checks the
+// options now (a duplicate window under two minutes, an empty stream or a subject prefix that
+// cannot begin a subject): kInvalidArgument saying which.
 Result<Destination> ResolvePublisher(std::string_view uri, const PublisherOptions& options);
 
 }  // namespace evident

@@ -83,6 +83,9 @@ struct ServeOptions {
   std::function<Result<std::unique_ptr<Source>>()> open_broker_source;
   // Whether the broker answers, for /readyz (with open_broker_source).
   std::function<Status()> probe_broker;
+  // The broker's position lives in the store (SourceTraits::resumes_from_store: Kafka): its loop
+  // begins at the stored position, as a --resume run does.
+  bool broker_resumes = false;
   // Perform the effect intents of the config's consumers (effects.h RunEffects) on a thread of
   // the daemon; their claims make it safe beside other runners. Ignored when no consumer has
   // effects.

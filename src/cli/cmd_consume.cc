@@ -26,6 +26,7 @@ struct ConsumeFlags {
   std::string from, stream = "EVENTS", durable = "evident", filter, until_idle;
   std::string subject_prefix = "evident";
   int64_t ack_wait_ms = 30'000;
+  std::vector<std::string> broker_config;  // --broker-config KEY=VALUE, repeatable
   // --group: this process is a member of a consumer group (group.h).
   std::string group, member;
   int64_t partitions = 0;
@@ -124,7 +125,8 @@ SourceOptions ConsumeSourceOptions(const ConsumeFlags& flags) {
           .consumer = flags.durable,
           .filter = flags.filter,
           .subject_prefix = flags.subject_prefix,
-          .ack_wait_ms = flags.ack_wait_ms};
+          .ack_wait_ms = flags.ack_wait_ms,
+          .properties = flags.broker_config};
 }
 
 // --from URI: the source it names (registry.h); null without --from. A file reads events up to
@@ -147,7 +149,8 @@ std::string UnreadSourceOptions(const ConsumeFlags& flags, const CLI::App& cmd) 
                                      {"--durable", kConsumer},
                                      {"--filter", kFilter},
                                      {"--subject-prefix", kSubjectPrefix},
-                                     {"--ack-wait-ms", kAckWait}}) {
+                                     {"--ack-wait-ms", kAckWait},
+                                     {"--broker-config", kProperties}}) {
     if (cmd.count(name) > 0 && !SourceTakes(flags.from, option)) unread.emplace_back(name);
   }
   if (unread.empty() || !SourceTraitsOf(flags.from).ok()) return "";  // an unknown --from: later
@@ -168,8 +171,8 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
   if (!flags.from.empty() && cmd.count("--input") > 0)
     return "--from and --input exclude each other";
   if (flags.from.empty()) {
-    for (const char* only :
-         {"--stream", "--durable", "--filter", "--subject-prefix", "--ack-wait-ms", "--group"}) {
+    for (const char* only : {"--stream", "--durable", "--filter", "--subject-prefix",
+                             "--ack-wait-ms", "--broker-config", "--group"}) {
       if (cmd.count(only) > 0) return std::string(only) + " needs --from";
     }
   }
@@ -305,8 +308,11 @@ int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, std::FI
     return kExitUsage;
   }
   if (flags.from.empty()) NoteTerminalInput(flags.input, "consume");
+  // A source whose position lives in the store alone (Kafka) always begins there.
+  const Result<SourceTraits> traits = SourceTraitsOf(flags.from);
+  const bool from_store = !flags.from.empty() && traits.ok() && traits->resumes_from_store;
   ConsumeOptions options{.input = flags.input,
-                         .resume = flags.resume,
+                         .resume = flags.resume || from_store,
                          .outcomes = outcomes,
                          .progress = isatty(2) ? stderr : nullptr};
   // SIGTERM and SIGINT end the run cleanly after its current commit; a second one kills.
@@ -366,10 +372,14 @@ int RunConsume(const ConsumeFlags& flags) {
 void AddSourceOptions(CLI::App* cmd, ConsumeFlags& flags) {
   cmd->add_option("--from", flags.from,
                   "Consume a source instead of --input: " + BackendUsages(BackendRole::kSource));
-  cmd->add_option("--stream", flags.stream, "The broker's stream (with --from)")
+  cmd->add_option("--stream,--topic", flags.stream, "The broker's stream or topic (with --from)")
       ->capture_default_str();
-  cmd->add_option("--durable", flags.durable, "Durable consumer name (with --from)")
+  cmd->add_option("--durable", flags.durable,
+                  "Durable consumer name, or Kafka group id (with --from)")
       ->capture_default_str();
+  cmd->add_option("--broker-config,--kafka-config", flags.broker_config,
+                  "KEY=VALUE: a property of the broker's client library (Kafka: librdkafka's: "
+                  "TLS, SASL); repeatable (with --from)");
   cmd->add_option("--filter", flags.filter, "Subject filter, e.g. evident.p3.> (with --from)");
   cmd->add_option("--subject-prefix", flags.subject_prefix,
                   "The relay's --subject-prefix: reads PREFIX.> (with --from; with --group, "

@@ -37,7 +37,8 @@ struct RelayFlags {
   int once_failures_max = 8;
   int64_t claim_partitions_max = 8;
   int64_t claim_hold_ms = 30'000;
-  int64_t park_refused_after = 0;  // 0: never
+  int64_t park_refused_after = 0;          // 0: never
+  std::vector<std::string> broker_config;  // --broker-config KEY=VALUE, repeatable
   // The destination's options given on the command line, with what they are to a publisher.
   std::vector<std::pair<std::string, PublisherOption>> given;
 };
@@ -49,7 +50,8 @@ Result<Destination> ChooseDestination(const RelayFlags& flags) {
                                  .subject_prefix = flags.subject_prefix,
                                  .duplicate_window_ms = window_ms,
                                  .publish_timeout_ms = flags.publish_timeout_ms,
-                                 .in_flight_max = flags.in_flight_max};
+                                 .in_flight_max = flags.in_flight_max,
+                                 .properties = flags.broker_config};
   Result<Destination> destination = ResolvePublisher(flags.to, options);
   if (!destination.ok()) return Status::InvalidArgument("--to " + destination.status().message());
   return destination;
@@ -160,8 +162,12 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--store", flags->store, "Store: " + BackendUsages(BackendRole::kStore))
       ->required();
   cmd->add_option("--to", flags->to, BackendUsages(BackendRole::kPublisher))->required();
-  cmd->add_option("--stream", flags->stream, "The broker's stream (created when absent)")
+  cmd->add_option("--stream,--topic", flags->stream,
+                  "The broker's stream (JetStream: created when absent) or topic (Kafka)")
       ->capture_default_str();
+  cmd->add_option("--broker-config,--kafka-config", flags->broker_config,
+                  "KEY=VALUE: a property of the broker's client library (Kafka: librdkafka's: "
+                  "TLS, SASL); repeatable");
   cmd->add_option("--subject-prefix", flags->subject_prefix,
                   "Subjects are PREFIX.p<partition>.<type>")
       ->capture_default_str();
@@ -196,7 +202,8 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
                                        {"--subject-prefix", kSubjectPrefix},
                                        {"--duplicate-window", kDuplicateWindow},
                                        {"--in-flight-max", kInFlight},
-                                       {"--publish-timeout-ms", kPublishTimeout}}) {
+                                       {"--publish-timeout-ms", kPublishTimeout},
+                                       {"--broker-config", kProperties}}) {
       if (cmd->count(name) > 0) flags->given.emplace_back(name, option);
     }
     run = [flags] { return RunRelayCommand(*flags); };

@@ -28,6 +28,7 @@ struct ServeFlags {
   int64_t connections_max = 1024, read_timeout_s = 10, header_timeout_s = 10;
   int64_t metrics_interval_ms = 5000;
   std::string from, stream = "EVENTS", durable = "evident-serve", filter;
+  std::vector<std::string> broker_config;  // --broker-config KEY=VALUE, repeatable
   bool no_effects = false;
 };
 
@@ -46,8 +47,12 @@ Status AddBrokerSource(const ServeFlags& flags, ServeOptions& options) {
     return Status::InvalidArgument("--from " + flags.from +
                                    ": serve reads a broker beside HTTP, not an input that ends");
   }
-  const SourceOptions source{
-      .stream = flags.stream, .consumer = flags.durable, .filter = flags.filter};
+  const SourceOptions source{.stream = flags.stream,
+                             .consumer = flags.durable,
+                             .filter = flags.filter,
+                             .properties = flags.broker_config};
+  EVIDENT_RETURN_IF_ERROR(CheckSourceOptions(flags.from, source).Annotate("--from " + flags.from));
+  options.broker_resumes = traits->resumes_from_store;
   options.open_broker_source = [from = flags.from, source] { return OpenSource(from, source); };
   options.probe_broker = [from = flags.from, source] { return ProbeSource(from, source); };
   return Status::Ok();
@@ -180,11 +185,15 @@ void AddServeCommand(CLI::App& app, Runner& run) {
                   "File holding the admin API's bearer token (at least 16 characters); without "
                   "it the admin routes are disabled");
   cmd->add_option("--from", flags->from, "Also consume a broker, beside HTTP: " + BrokerUsages());
-  cmd->add_option("--stream", flags->stream, "The broker's stream (with --from)")
+  cmd->add_option("--stream,--topic", flags->stream, "The broker's stream or topic (with --from)")
       ->capture_default_str();
-  cmd->add_option("--durable", flags->durable, "Durable consumer name (with --from)")
+  cmd->add_option("--durable", flags->durable,
+                  "Durable consumer name, or Kafka group id (with --from)")
       ->capture_default_str();
   cmd->add_option("--filter", flags->filter, "Subject filter, e.g. evident.p3.> (with --from)");
+  cmd->add_option("--broker-config,--kafka-config", flags->broker_config,
+                  "KEY=VALUE: a property of the broker's client library (Kafka: librdkafka's: "
+                  "TLS, SASL); repeatable (with --from)");
   cmd->add_flag("--no-effects", flags->no_effects,
                 "Do not perform effect intents here (another `evident effects run` does)");
   cmd->add_option("--batch-count-max", flags->batch_count_max,

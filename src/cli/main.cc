@@ -165,14 +165,16 @@ std::string CommandProblem(const CLI::App& app, int argc, char** argv) {
 // The version and every backend built in, by role: what this binary can open.
 std::string VersionText() {
   std::string text = "evident 0.1.0\nbuilt in:";
-  for (const evident::BackendInfo& b : evident::BuiltInBackends()) {
+  const std::vector<evident::BackendInfo> backends = evident::BuiltInBackends();
+  size_t width = 0;  // the longest usage's, so that the summaries line up
+  for (const evident::BackendInfo& b : backends) width = std::max(width, b.usage.size());
+  for (const evident::BackendInfo& b : backends) {
     const char* role = b.role == evident::BackendRole::kStore    ? "store"
                        : b.role == evident::BackendRole::kSource ? "source"
                                                                  : "publisher";
-    char line[160];
-    std::snprintf(line, sizeof line, "\n  %-10s %-32s %s", role, std::string(b.usage).c_str(),
-                  std::string(b.summary).c_str());
-    text += line;
+    text += "\n  " + std::string(role) + std::string(11 - std::strlen(role), ' ');
+    text += std::string(b.usage) + std::string(width + 1 - b.usage.size(), ' ');
+    text += b.summary;
   }
   return text;
 }

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "evident/jetstream.h"
+#include "evident/kafka.h"
 #include "evident/store_memory.h"
 #include "evident/store_postgres.h"
 #include "evident/store_sqlite.h"
@@ -201,8 +202,46 @@ Status CheckJetStream(const SourceOptions& options) {
   return CheckSubjectPrefix(options.subject_prefix);
 }
 
+// "kafka://a:9092,b:9092": the bootstrap list; each option "KEY=VALUE" a librdkafka property.
+Result<KafkaOptions> KafkaOf(std::string_view uri, std::string topic,
+                             const std::vector<std::string>& properties) {
+  KafkaOptions kafka{.bootstrap = std::string(uri.substr(std::string_view("kafka://").size())),
+                     .topic = std::move(topic)};
+  for (const std::string& text : properties) {
+    EVIDENT_ASSIGN_OR_RETURN(auto property, ParseKafkaProperty(text));
+    kafka.properties.push_back(std::move(property));
+  }
+  EVIDENT_RETURN_IF_ERROR(CheckKafkaProperties(kafka.properties));
+  return kafka;
+}
+
+Result<KafkaOptions> KafkaSourceOf(std::string_view uri, const SourceOptions& options) {
+  EVIDENT_ASSIGN_OR_RETURN(KafkaOptions kafka, KafkaOf(uri, options.stream, options.properties));
+  kafka.group = options.consumer;
+  kafka.event_bytes_max = options.event_bytes_max;
+  return kafka;
+}
+
+Result<std::unique_ptr<Source>> OpenKafka(std::string_view uri, const SourceOptions& options) {
+  EVIDENT_ASSIGN_OR_RETURN(const KafkaOptions kafka, KafkaSourceOf(uri, options));
+  return OpenKafkaSource(kafka);
+}
+
+Status ProbeKafkaSource(std::string_view uri, const SourceOptions& options, int64_t timeout_ms) {
+  EVIDENT_ASSIGN_OR_RETURN(const KafkaOptions kafka, KafkaSourceOf(uri, options));
+  return ProbeKafka(kafka, timeout_ms);
+}
+
+Status CheckKafka(const SourceOptions& options) {
+  if (options.stream.empty()) return Status::InvalidArgument("a Kafka source needs a topic");
+  for (const std::string& text : options.properties) {
+    EVIDENT_RETURN_IF_ERROR(ParseKafkaProperty(text).status());
+  }
+  return Status::Ok();
+}
+
 using S = SourceOption;
-const std::array<SourceRow, 3> kSources = {{
+const std::array<SourceRow, 4> kSources = {{
     {"nats://",
      "nats://HOST:PORT",
      "NATS JetStream, a durable pull consumer",
@@ -212,6 +251,15 @@ const std::array<SourceRow, 3> kSources = {{
      &OpenJetStreamPartition,
      &ProbeJetStreamSource,
      &CheckJetStream},
+    {"kafka://",
+     "kafka://HOST:PORT[,HOST:PORT...]",
+     "Apache Kafka, every partition of a topic, positions in the store",
+     {.resumes_from_store = true},
+     Bits({S::kStream, S::kConsumer, S::kProperties}),
+     &OpenKafka,
+     nullptr,
+     &ProbeKafkaSource,
+     &CheckKafka},
     {"file:",
      "file:PATH",
      "a file of events (NDJSON, an array or one event)",
@@ -270,11 +318,21 @@ Result<Destination> ResolveJetStream(std::string_view uri, const PublisherOption
   return Destination{options.stream, [js] { return OpenJetStreamPublisher(js); }};
 }
 
+Result<Destination> ResolveKafka(std::string_view uri, const PublisherOptions& options) {
+  EVIDENT_ASSIGN_OR_RETURN(KafkaOptions kafka, KafkaOf(uri, options.stream, options.properties));
+  if (kafka.topic.empty()) return Status::InvalidArgument("a Kafka destination needs a topic");
+  kafka.publish_timeout_ms = options.publish_timeout_ms;
+  return Destination{options.stream, [kafka] { return OpenKafkaPublisher(kafka); }};
+}
+
 using P = PublisherOption;
-const std::array<PublisherRow, 3> kPublishers = {{
+const std::array<PublisherRow, 4> kPublishers = {{
     {"nats://", "nats://HOST:PORT", "NATS JetStream, deduplicated by the event id",
      Bits({P::kStream, P::kSubjectPrefix, P::kDuplicateWindow, P::kPublishTimeout, P::kInFlight}),
      &ResolveJetStream},
+    {"kafka://", "kafka://HOST:PORT[,HOST:PORT...]",
+     "Apache Kafka, the idempotent producer, keyed by subject",
+     Bits({P::kStream, P::kPublishTimeout, P::kProperties}), &ResolveKafka},
     {"file:", "file:PATH", "a file, appended one event per line and synced", 0, &ResolveFile},
     {"-", "-", "standard output, one event per line", 0, &ResolveStdout},
 }};

@@ -273,6 +273,10 @@ class Relay {
       messages[i].destination = RelayDestination(partition, row.type);
       messages[i].id = RelayMessageId(row.source, row.event_id);
       messages[i].bytes = row.bytes;
+      messages[i].key = row.subject;
+      messages[i].source = row.source;
+      messages[i].type = row.type;
+      messages[i].event_id = row.event_id;
     }
   }
 

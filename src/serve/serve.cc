@@ -658,6 +658,7 @@ Status Daemon::BrokerRun() {
                            Pipeline::Create(pipeline_.config()));
   ConsumeOptions consume = options_.consume;
   consume.cancel = &loop_stop_;
+  consume.resume = options_.broker_resumes;
   consume.on_committed = [this](const CommittedBatch& batch) {
     metrics_.CountBatch(batch);
     events_ += static_cast<int64_t>(batch.events);

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
 #include <nats/nats.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "evident/env.h"
 #include "evident/fault_transport.h"
 #include "evident/jetstream.h"
+#include "evident/kafka.h"
 #include "serve/intake.h"
 
 namespace evident {
@@ -116,6 +118,126 @@ std::unique_ptr<Source> OpenJetStream(const fs::path& dir,
   return source.ok() ? std::move(source).value() : nullptr;
 }
 
+// One mock Kafka cluster (scripts/kafka.sh, tools/kafka-mock) for the test process, started on
+// first use, stopped at exit: its data lives in that process, so an outage takes its brokers
+// down and brings them up again rather than restarting it.
+class KafkaCluster {
+ public:
+  ~KafkaCluster() {
+    if (dir_.empty()) return;
+    int rc = 0;
+    Shell("bash " EVIDENT_SOURCE_DIR "/scripts/kafka.sh stop " + dir_, &rc);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  // "host:port,..."; the test fails when the cluster cannot start.
+  std::string Bootstrap() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bootstrap_.empty()) {
+      char tmpl[] = "/tmp/evident-transport-kafka-XXXXXX";
+      if (mkdtemp(tmpl) == nullptr) return "";
+      dir_ = tmpl;
+      int rc = 0;
+      const std::string url = Shell("EVIDENT_KAFKA_MOCK=" EVIDENT_BINARY_DIR
+                                    "/tools/kafka-mock/evident-kafka-mock bash " EVIDENT_SOURCE_DIR
+                                    "/scripts/kafka.sh start " +
+                                        dir_ + " 3",
+                                    &rc);
+      EXPECT_EQ(rc, 0) << "the mock Kafka cluster did not start: " << url;
+      if (rc == 0) bootstrap_ = url.substr(std::string("kafka://").size());
+    }
+    return bootstrap_;
+  }
+  // A command of scripts/kafka.sh ctl: "topic T 1", "down -1", "up -1".
+  void Control(const std::string& command) {
+    (void)Bootstrap();
+    int rc = 0;
+    const std::string out = Shell("EVIDENT_KAFKA_MOCK=" EVIDENT_BINARY_DIR
+                                  "/tools/kafka-mock/evident-kafka-mock bash " EVIDENT_SOURCE_DIR
+                                  "/scripts/kafka.sh ctl " +
+                                      dir_ + " " + command,
+                                  &rc);
+    EXPECT_EQ(rc, 0) << command << ": " << out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string dir_, bootstrap_;
+};
+
+KafkaCluster& Kafka() {
+  static KafkaCluster cluster;
+  return cluster;
+}
+
+// A topic of its own per test directory, of one partition (the suite's order is one
+// partition's), made on first use.
+KafkaOptions TopicFor(const fs::path& dir) {
+  char name[32];
+  std::snprintf(name, sizeof name, "T%016llx",
+                static_cast<unsigned long long>(Fnv1a(kFnv1aOffset, dir.string())));
+  if (!fs::exists(dir / "topic")) {
+    Kafka().Control(std::string("topic ") + name + " 1");
+    std::ofstream(dir / "topic") << name << "\n";
+  }
+  return {.bootstrap = Kafka().Bootstrap(),
+          .topic = name,
+          .publish_timeout_ms = 10'000,
+          .group = "suite"};
+}
+
+std::unique_ptr<Source> OpenKafka(const fs::path& dir, const std::vector<std::string>& messages) {
+  const KafkaOptions kafka = TopicFor(dir);
+  if (!fs::exists(dir / "published")) {
+    auto publisher = OpenKafkaPublisher(kafka);
+    EXPECT_TRUE(publisher.ok()) << publisher.status().ToString();
+    if (!publisher.ok()) return nullptr;
+    std::vector<OutgoingMessage> batch;
+    for (size_t i = 0; i < messages.size(); ++i) {
+      batch.push_back({.id = "m" + std::to_string(i), .bytes = messages[i]});
+    }
+    if (!batch.empty()) {
+      const Result<size_t> accepted = (*publisher)->Publish(batch);
+      EXPECT_TRUE(accepted.ok() && *accepted == batch.size()) << accepted.status().ToString();
+    }
+    EXPECT_TRUE((*publisher)->Close().ok());
+    std::ofstream(dir / "published") << "yes\n";
+  }
+  auto source = OpenKafkaSource(kafka);
+  EXPECT_TRUE(source.ok()) << source.status().ToString();
+  return source.ok() ? std::move(source).value() : nullptr;
+}
+
+// The records of a topic's partition 0, in order, read from its beginning to its end.
+std::vector<std::string> TopicHeld(const KafkaOptions& kafka) {
+  std::vector<std::string> out;
+  char why[256];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", kafka.bootstrap.c_str(), why, sizeof why);
+  rd_kafka_conf_set(conf, "group.id", "suite-reader", why, sizeof why);
+  rd_kafka_conf_set(conf, "enable.partition.eof", "true", why, sizeof why);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
+  if (rk == nullptr) return out;
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, kafka.topic.c_str(), 0)->offset =
+      RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(rk, list);
+  rd_kafka_topic_partition_list_destroy(list);
+  for (int polls = 0; polls < 100; ++polls) {  // 10 s at most
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+    if (m == nullptr) continue;
+    const bool end = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      out.emplace_back(static_cast<const char*>(m->payload), m->len);
+    }
+    rd_kafka_message_destroy(m);
+    if (end) break;
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return out;
+}
+
 std::unique_ptr<Source> OpenIntake(const fs::path&, const std::vector<std::string>& messages) {
   auto intake = std::make_unique<serve::Intake>(1024, size_t{1} << 20);
   if (!messages.empty()) {
@@ -201,6 +323,13 @@ std::vector<SourceBackend> SourceBackends() {
         .reports_outages = true},
        &OpenJetStream,
        [](bool up) { Nats().SetUp(up); }},
+      {"kafka",
+       {.ends = false,
+        .resumes_from_position = true,
+        .redelivers = Redelivery::kInOrder,
+        .reports_outages = true},
+       &OpenKafka,
+       [](bool up) { Kafka().Control(up ? "up -1" : "down -1"); }},
       {"http_intake", {.ends = false, .redelivers = Redelivery::kNo}, &OpenIntake},
       // The fault wrapper with nothing armed forwards every call: a memory source's claims.
       {"fault_over_memory",
@@ -251,6 +380,16 @@ std::vector<PublisherBackend> PublisherBackends() {
          return OutgoingMessage{
              "p0.suite", "big",
              "{\"id\":\"big\",\"d\":\"" + std::string(size_t{2} << 20, 'x') + "\"}"};
+       }},
+      {"kafka",
+       {},
+       [](const fs::path& dir) { return OpenKafkaPublisher(TopicFor(dir)); },
+       [](const fs::path& dir) { return TopicHeld(TopicFor(dir)); },
+       // Larger than the producer's message.max.bytes (1,000,000): refused before it is sent.
+       [] {
+         return OutgoingMessage{
+             .id = "big",
+             .bytes = "{\"id\":\"big\",\"d\":\"" + std::string(size_t{2} << 20, 'x') + "\"}"};
        }},
   };
 }

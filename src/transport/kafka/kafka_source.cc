@@ -1,0 +1,436 @@
+// The Kafka source (evident/kafka.h): every partition of a topic, assigned by evident, its
+// position in the store ("p0=12 p1=40"), Kafka's committed offsets following the store's.
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/kafka/kafka_client.h"
+
+namespace evident {
+namespace {
+
+using Offsets = std::map<int32_t, int64_t>;  // partition -> the next offset
+
+// "p0=12 p1=40" into offsets; nullopt when it is not such a text.
+std::optional<Offsets> ParsePosition(const std::string& text) {
+  Offsets out;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    int32_t partition = -1;
+    long long offset = -1;
+    char tail = 0;
+    if (std::sscanf(word.c_str(), "p%d=%lld%c", &partition, &offset, &tail) != 2 || partition < 0 ||
+        offset < 0 || out.count(partition) > 0) {
+      return std::nullopt;
+    }
+    out[partition] = offset;
+  }
+  return out;
+}
+
+std::string FormatPosition(const Offsets& offsets) {
+  std::string out;
+  for (const auto& [partition, next] : offsets) {
+    if (!out.empty()) out.push_back(' ');
+    out += "p" + std::to_string(partition) + "=" + std::to_string(next);
+  }
+  return out;
+}
+
+struct ListDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* list) const {
+    rd_kafka_topic_partition_list_destroy(list);
+  }
+};
+using PartitionList = std::unique_ptr<rd_kafka_topic_partition_list_t, ListDeleter>;
+
+class KafkaSource final : public Source {
+ public:
+  explicit KafkaSource(const KafkaOptions& options)
+      : options_(options), name_("kafka:" + options.topic + "/" + options.group) {}
+
+  ~KafkaSource() override {
+    if (rk_ != nullptr) (void)rd_kafka_consumer_close(rk_.get());
+  }
+
+  Status Open() {
+    EVIDENT_ASSIGN_OR_RETURN(
+        rd_kafka_conf_t * conf,
+        kafka::NewConf(options_, {{"group.id", options_.group},
+                                  {"enable.auto.commit", "false"},
+                                  {"enable.auto.offset.store", "false"},
+                                  {"auto.offset.reset", "error"},
+                                  {"enable.partition.eof", "true"},
+                                  {"allow.auto.create.topics", "false"},
+                                  {"socket.connection.setup.timeout.ms", "5000"}}));
+    rd_kafka_conf_set_opaque(conf, this);
+    rd_kafka_conf_set_error_cb(conf, &OnError);
+    rd_kafka_conf_set_offset_commit_cb(conf, &OnCommitted);
+    EVIDENT_ASSIGN_OR_RETURN(rk_, kafka::NewHandle(RD_KAFKA_CONSUMER, conf));
+    // Errors and commit results come through the consumer's queue, which Fetch polls.
+    (void)rd_kafka_poll_set_consumer(rk_.get());
+    EVIDENT_ASSIGN_OR_RETURN(
+        partitions_, kafka::PartitionCount(rk_.get(), options_.topic, options_.connect_timeout_ms));
+    return Status::Ok();
+  }
+
+  const std::string& name() const override { return name_; }
+
+  Status Start(const std::optional<std::string>& position) override {
+    Offsets stored;
+    if (position.has_value()) {
+      std::optional<Offsets> parsed = ParsePosition(*position);
+      if (!parsed.has_value()) {
+        return Status::FailedPrecondition("the stored position '" + *position + "' of " + name_ +
+                                          " is not a Kafka position (p<partition>=<offset> ...)");
+      }
+      stored = std::move(parsed).value();
+    }
+    if (!stored.empty() && stored.rbegin()->first >= partitions_) {
+      return Status::FailedPrecondition("the stored position of " + name_ + " names partition " +
+                                        std::to_string(stored.rbegin()->first) + ", but topic " +
+                                        options_.topic + " has " + std::to_string(partitions_) +
+                                        " (the topic was made again with fewer)");
+    }
+    PartitionList list(rd_kafka_topic_partition_list_new(partitions_));
+    for (int32_t p = 0; p < partitions_; ++p) {
+      const auto at = stored.find(p);
+      rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), p)->offset =
+          at == stored.end() ? RD_KAFKA_OFFSET_BEGINNING : at->second;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      acked_ = stored;
+      eof_.clear();
+    }
+    skipped_ = Behind(stored);
+    const rd_kafka_resp_err_t err = rd_kafka_assign(rk_.get(), list.get());
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return kafka::ErrorStatus("assign " + name_, err);
+    return Status::Ok();
+  }
+
+  Result<Fetched> Fetch(Message& out, int wait_ms) override {
+    for (;;) {
+      if (stopped_.load()) return Fetched::kEnd;
+      const int chunk = wait_ms < 0 || wait_ms > 200 ? 200 : wait_ms;
+      if (HeldBack(chunk)) {
+        if (wait_ms == 0 || (wait_ms > 0 && (wait_ms -= std::max(chunk, 1)) <= 0)) {
+          return Fetched::kWouldWait;
+        }
+        continue;
+      }
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_.get(), chunk);
+      if (m == nullptr) {
+        MaybeReachable();
+        if (wait_ms == 0 || (wait_ms > 0 && (wait_ms -= chunk) <= 0)) return Fetched::kWouldWait;
+        continue;
+      }
+      const Result<bool> handed = Take(m, out);
+      rd_kafka_message_destroy(m);
+      if (!handed.ok()) return handed.status();
+      if (*handed) return Fetched::kMessage;
+    }
+  }
+
+  std::string EncodePosition(const Cursor& cursor) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Offsets next = acked_;
+    for (const Handed& h : handed_) {
+      if (h.count > cursor.b) break;
+      int64_t& n = next[h.partition];
+      n = std::max(n, h.offset + 1);
+    }
+    // The cursor's own message, and every one of its partition before it, whatever this
+    // instance handed out (a cursor of an earlier run).
+    int64_t& own = next[static_cast<int32_t>(cursor.a)];
+    own = std::max(own, static_cast<int64_t>(cursor.c) + 1);
+    return FormatPosition(next);
+  }
+
+  Status Acknowledge(const Cursor& cursor) override {
+    PartitionList commit(rd_kafka_topic_partition_list_new(partitions_));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (!handed_.empty() && handed_.front().count <= cursor.b) {
+        const Handed& h = handed_.front();
+        int64_t& n = acked_[h.partition];
+        n = std::max(n, h.offset + 1);
+        handed_.pop_front();
+      }
+      for (const auto& [partition, next] : acked_) {
+        rd_kafka_topic_partition_list_add(commit.get(), options_.topic.c_str(), partition)->offset =
+            next;
+      }
+    }
+    // Kafka's committed offsets follow the store's positions, for the cluster's own tools; a
+    // failure is reported at the end of the run (FlushAcknowledgements).
+    if (commit->cnt > 0) (void)rd_kafka_commit(rk_.get(), commit.get(), 1);
+    return Status::Ok();
+  }
+
+  Status Reject(const Cursor& cursor, int64_t delay_ms) override {
+    (void)cursor;  // every message handed out and not acknowledged comes again
+    Offsets rewind;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const Handed& h : handed_) {
+        const auto at = rewind.find(h.partition);
+        if (at == rewind.end() || h.offset < at->second) rewind[h.partition] = h.offset;
+      }
+      handed_.clear();
+      for (const auto& [partition, offset] : rewind) eof_.erase(partition);
+    }
+    if (rewind.empty()) return Status::Ok();
+    PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(rewind.size())));
+    for (const auto& [partition, offset] : rewind) {
+      rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), partition)->offset =
+          offset;
+    }
+    held_until_ms_.store(NowMs() + delay_ms);
+    rd_kafka_error_t* error = rd_kafka_seek_partitions(rk_.get(), list.get(), 10'000);
+    if (error != nullptr) {
+      const Status s = Status::Unavailable(std::string("seek back in ") + name_ + ": " +
+                                           rd_kafka_error_string(error));
+      rd_kafka_error_destroy(error);
+      return s;
+    }
+    return Status::Ok();
+  }
+
+  void Stop() override { stopped_.store(true); }
+
+  Status FlushAcknowledgements(int64_t timeout_ms) override;
+  bool unreachable() const override { return unreachable_.load(); }
+  Result<bool> ConfirmIdle() override;
+  int64_t skipped() const override { return skipped_; }
+
+ private:
+  struct Handed {
+    int64_t count = 0;
+    int32_t partition = 0;
+    int64_t offset = 0;
+  };
+
+  static int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // Waits out (at most `chunk` ms of) a rejection's delay; true while it lasts.
+  bool HeldBack(int chunk) {
+    const int64_t left = held_until_ms_.load() - NowMs();
+    if (left <= 0) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(left, chunk)));
+    return true;
+  }
+
+  // One polled message: a record into `out` (true), or an event (false), or the run's end.
+  Result<bool> Take(const rd_kafka_message_t* m, Message& out);
+
+  // The records the topic still holds before `stored` (what a resumed run passes over); 0 when
+  // the cluster cannot say in time.
+  int64_t Behind(const Offsets& stored) {
+    const Result<Offsets> low = ListOffsets(RD_KAFKA_OFFSET_BEGINNING, 2000);
+    int64_t behind = 0;
+    for (const auto& [partition, next] : stored) {
+      if (!low.ok() || low->count(partition) == 0) continue;
+      behind += std::max<int64_t>(0, next - low->at(partition));
+    }
+    return behind;
+  }
+
+  // Each partition's first offset (RD_KAFKA_OFFSET_BEGINNING) or end, its high watermark
+  // (RD_KAFKA_OFFSET_END), as the partitions' leaders say within `timeout_ms` (ListOffsets: the
+  // librdkafka call that keeps its timeout while brokers are down).
+  Result<Offsets> ListOffsets(int64_t which, int64_t timeout_ms) {
+    PartitionList list(rd_kafka_topic_partition_list_new(partitions_));
+    for (int32_t p = 0; p < partitions_; ++p) {
+      rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), p)->offset = which;
+    }
+    const rd_kafka_resp_err_t err =
+        rd_kafka_offsets_for_times(rk_.get(), list.get(), static_cast<int>(timeout_ms));
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return kafka::ErrorStatus("the offsets of topic " + options_.topic, err);
+    }
+    Offsets out;
+    for (int i = 0; i < list->cnt; ++i) {
+      const rd_kafka_topic_partition_t& e = list->elems[i];
+      if (e.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return kafka::ErrorStatus("the offsets of partition " + std::to_string(e.partition), e.err);
+      }
+      out[e.partition] = e.offset;
+    }
+    return out;
+  }
+
+  // While every broker was found down, asks one (at most once a second) whether it is back:
+  // silence alone cannot say so.
+  void MaybeReachable() {
+    if (!unreachable_.load() || NowMs() - last_probe_ms_ < 1000) return;
+    last_probe_ms_ = NowMs();
+    const rd_kafka_metadata_t* metadata = nullptr;
+    if (rd_kafka_metadata(rk_.get(), 0, nullptr, &metadata, 500) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      unreachable_.store(false);
+    }
+    if (metadata != nullptr) rd_kafka_metadata_destroy(metadata);
+  }
+
+  static void OnError(rd_kafka_t*, int err, const char* reason, void* opaque) {
+    auto* self = static_cast<KafkaSource*>(opaque);
+    if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) self->unreachable_.store(true);
+    std::lock_guard<std::mutex> lock(self->mutex_);
+    self->last_error_ = reason;
+  }
+
+  static void OnCommitted(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t*,
+                          void* opaque) {
+    auto* self = static_cast<KafkaSource*>(opaque);
+    std::lock_guard<std::mutex> lock(self->mutex_);
+    self->commit_error_ = err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET
+                              ? std::string()
+                              : std::string(rd_kafka_err2name(err));
+  }
+
+  KafkaOptions options_;
+  std::string name_;
+  kafka::Handle rk_;
+  int32_t partitions_ = 0;
+  std::atomic<bool> stopped_{false}, unreachable_{false};
+  std::atomic<int64_t> held_until_ms_{0};
+  int64_t handed_out_ = 0;     // the reading thread's count of messages handed out
+  int64_t last_probe_ms_ = 0;  // the reading thread's last MaybeReachable question
+  int64_t skipped_ = 0;
+
+  mutable std::mutex mutex_;   // guards what follows: the reading and deciding threads share it
+  std::deque<Handed> handed_;  // handed out, not yet acknowledged, in delivery order
+  Offsets acked_;              // the next offset after the acknowledged ones
+  Offsets eof_;                // partitions at their end: the offset their end was seen at
+  std::string last_error_, commit_error_;
+};
+
+Result<bool> KafkaSource::Take(const rd_kafka_message_t* m, Message& out) {
+  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+    unreachable_.store(false);
+    std::lock_guard<std::mutex> lock(mutex_);
+    eof_[m->partition] = m->offset;
+    return false;
+  }
+  if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+      m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+    return Status::FailedPrecondition(
+        "partition " + std::to_string(m->partition) + " of topic " + options_.topic +
+        " no longer holds the stored position of " + name_ +
+        " (its records were removed by retention before this store decided them, or the topic "
+        "was made again): " +
+        rd_kafka_message_errstr(m));
+  }
+  if (m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+      m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+    return kafka::ErrorStatus("reading topic " + options_.topic, m->err);
+  }
+  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    // Broker and transport trouble: librdkafka retries on its own; the run waits meanwhile.
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_error_ = rd_kafka_message_errstr(m);
+    return false;
+  }
+  unreachable_.store(false);
+  const size_t length = m->len;
+  const size_t kept = std::min(length, options_.event_bytes_max + 1);
+  out.bytes.assign(static_cast<const char*>(m->payload), m->payload == nullptr ? 0 : kept);
+  out.rejection.reset();
+  if (length > options_.event_bytes_max) {
+    out.rejection =
+        Rejection{EnvelopeReason::kEnvelopeTooLarge,
+                  "event of " + std::to_string(length) + " bytes exceeds the limit of " +
+                      std::to_string(options_.event_bytes_max) + " bytes",
+                  {},
+                  {},
+                  {}};
+  }
+  out.index = m->offset;
+  out.cursor = Cursor{.a = m->partition, .b = ++handed_out_, .c = static_cast<uint64_t>(m->offset)};
+  std::lock_guard<std::mutex> lock(mutex_);
+  handed_.push_back(Handed{out.cursor.b, m->partition, m->offset});
+  eof_.erase(m->partition);
+  return true;
+}
+
+// Kafka's committed offsets brought to the store's, waiting at most `timeout_ms`.
+Status KafkaSource::FlushAcknowledgements(int64_t timeout_ms) {
+  PartitionList commit(rd_kafka_topic_partition_list_new(partitions_));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [partition, next] : acked_) {
+      rd_kafka_topic_partition_list_add(commit.get(), options_.topic.c_str(), partition)->offset =
+          next;
+    }
+  }
+  if (commit->cnt == 0) return Status::Ok();
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk_.get());
+  rd_kafka_resp_err_t err = rd_kafka_commit_queue(rk_.get(), commit.get(), queue, nullptr, nullptr);
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    rd_kafka_event_t* event = rd_kafka_queue_poll(queue, static_cast<int>(timeout_ms));
+    err = event == nullptr ? RD_KAFKA_RESP_ERR__TIMED_OUT : rd_kafka_event_error(event);
+    if (event != nullptr) rd_kafka_event_destroy(event);
+  }
+  rd_kafka_queue_destroy(queue);
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return Status::Ok();
+  return Status::Unavailable(
+      "Kafka's committed offsets of group " + options_.group +
+      " could not be brought to the "
+      "store's positions (" +
+      rd_kafka_err2name(err) +
+      "); the store's positions are where the "
+      "next run begins, so nothing is read twice or skipped, but the cluster's tools show a lag");
+}
+
+// Idle when everything handed out is acknowledged and every partition's end, as the brokers
+// say now, is reached (acknowledged up to it, or seen as the end since nothing came).
+Result<bool> KafkaSource::ConfirmIdle() {
+  Offsets acked, eof;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!handed_.empty()) return false;
+    acked = acked_;
+    eof = eof_;
+  }
+  EVIDENT_ASSIGN_OR_RETURN(const Offsets ends, ListOffsets(RD_KAFKA_OFFSET_END, 2000));
+  EVIDENT_ASSIGN_OR_RETURN(const Offsets firsts, ListOffsets(RD_KAFKA_OFFSET_BEGINNING, 2000));
+  for (const auto& [p, high] : ends) {
+    int64_t reached = firsts.count(p) > 0 ? firsts.at(p) : 0;
+    if (const auto a = acked.find(p); a != acked.end()) reached = std::max(reached, a->second);
+    if (const auto e = eof.find(p); e != eof.end()) reached = std::max(reached, e->second);
+    if (reached < high) return false;
+  }
+  unreachable_.store(false);
+  return true;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Source>> OpenKafkaSource(const KafkaOptions& options) {
+  if (options.topic.empty()) return Status::InvalidArgument("a Kafka source needs a topic");
+  if (options.group.empty()) return Status::InvalidArgument("a Kafka source needs a group id");
+  auto source = std::make_unique<KafkaSource>(options);
+  EVIDENT_RETURN_IF_ERROR(source->Open());
+  return std::unique_ptr<Source>(std::move(source));
+}
+
+Status ProbeKafka(const KafkaOptions& options, int64_t timeout_ms) {
+  EVIDENT_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::NewConf(options, {}));
+  EVIDENT_ASSIGN_OR_RETURN(kafka::Handle rk, kafka::NewHandle(RD_KAFKA_PRODUCER, conf));
+  return kafka::PartitionCount(rk.get(), options.topic, timeout_ms).status();
+}
+
+}  // namespace evident
