@@ -223,9 +223,12 @@ std::vector<std::string> TopicHeld(const KafkaOptions& kafka) {
       RD_KAFKA_OFFSET_BEGINNING;
   rd_kafka_assign(rk, list);
   rd_kafka_topic_partition_list_destroy(list);
-  for (int polls = 0; polls < 100; ++polls) {  // 10 s at most
+  for (int quiet = 0; quiet < 100;) {  // 10 s of silence at most
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
-    if (m == nullptr) continue;
+    if (m == nullptr) {
+      ++quiet;
+      continue;
+    }
     const bool end = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       out.emplace_back(static_cast<const char*>(m->payload), m->len);

@@ -1,0 +1,387 @@
+// `evident relay --to kafka://` and `evident consume --from kafka://` against librdkafka's mock
+// cluster (tools/kafka-mock through scripts/kafka.sh: three brokers on loopback, a topic of four
+// partitions), with faults injected through the mock's control socket. Never skipped: a cluster
+// that cannot start fails the test. What the mock cannot prove is in docs/kafka.md.
+//
+//   - the relay through request errors on produce, a broker down and up again, a leader moved,
+//     a slow broker, and kills -9 at random moments, then a --once run: the topic holds every
+//     outbox row at least once, with its exact bytes and its subject as the key, the first copy of
+//     each row in the outbox's order per subject, and every row is marked sent;
+//   - the consumer killed -9 at the fault points of its commit path (after the store's commit
+//     and before Kafka's, among them), at random moments, and through errors on offset commits
+//     and a broker down, each run restarted from the store's positions: the store it ends with
+//     equals, row for row, that of one uninterrupted run over the same topic (a Kafka source
+//     begins at the store's positions, so a killed run's uncommitted batch is read again in the
+//     same order and nothing is decided twice); and no event was reported applied twice.
+#include "evident/kafka.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "orders_input.h"
+#include "run_process.h"
+#include "store_dump.h"
+
+namespace evident::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kTopic = "orders";
+
+std::string StatusEvent(int n) {
+  return R"({"specversion":"1.0","id":"evt-)" + std::to_string(n) +
+         R"(","source":"training://orders/checkout","type":"order.status.changed","subject":"order-)" +
+         std::to_string(n % 97) + R"(","data":{"schemaVersion":1,"orderId":"order-)" +
+         std::to_string(n % 97) + R"(","status":"s)" + std::to_string(n) + R"("}})";
+}
+
+// A record of the topic.
+struct Record {
+  int32_t partition = 0;
+  int64_t offset = 0;
+  std::string key, value, content_type;
+};
+
+class KafkaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/evident-kafka-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    int rc = 0;
+    url_ = Shell(Script() + " start " + KafkaDir() + " 3 " + kTopic + ":4", &rc);
+    ASSERT_EQ(rc, 0) << "the mock Kafka cluster did not start: " << url_;
+    ASSERT_EQ(url_.rfind("kafka://", 0), 0u) << url_;
+  }
+
+  void TearDown() override {
+    int rc = 0;
+    Shell(Script() + " stop " + KafkaDir(), &rc);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  static std::string Script() {
+    return "EVIDENT_KAFKA_MOCK=" EVIDENT_BINARY_DIR
+           "/tools/kafka-mock/evident-kafka-mock bash " EVIDENT_SOURCE_DIR "/scripts/kafka.sh";
+  }
+  std::string KafkaDir() const { return (fs::path(dir_) / "kafka").string(); }
+  std::string Path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+
+  // A fault, through the mock's control socket.
+  void Control(const std::string& command) {
+    int rc = 0;
+    const std::string answer = Shell(Script() + " ctl " + KafkaDir() + " " + command, &rc);
+    EXPECT_EQ(rc, 0) << command << ": " << answer;
+  }
+
+  // Every record of the topic, partition by partition, from the beginning to the end.
+  std::vector<Record> ReadTopic() {
+    std::vector<Record> out;
+    char why[256];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", url_.substr(8).c_str(), why, sizeof why);
+    rd_kafka_conf_set(conf, "group.id", "test-reader", why, sizeof why);
+    rd_kafka_conf_set(conf, "enable.partition.eof", "true", why, sizeof why);
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
+    if (rk == nullptr) {
+      ADD_FAILURE() << why;
+      return out;
+    }
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(4);
+    for (int p = 0; p < 4; ++p) {
+      rd_kafka_topic_partition_list_add(list, kTopic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_assign(rk, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    std::set<int32_t> ended;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (ended.size() < 4 && std::chrono::steady_clock::now() < deadline) {
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+      if (m == nullptr) continue;
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) ended.insert(m->partition);
+      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) out.push_back(ToRecord(m));
+      rd_kafka_message_destroy(m);
+    }
+    std::map<int32_t, int> per;
+    for (const Record& r : out) per[r.partition]++;
+    std::string counts;
+    for (const auto& [p, n] : per) counts += " p" + std::to_string(p) + "=" + std::to_string(n);
+    EXPECT_EQ(ended.size(), 4u) << "the topic could not be read to its end:" << counts;
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return out;
+  }
+
+  static Record ToRecord(const rd_kafka_message_t* m) {
+    Record r{.partition = m->partition, .offset = m->offset};
+    if (m->key != nullptr) r.key.assign(static_cast<const char*>(m->key), m->key_len);
+    if (m->payload != nullptr) r.value.assign(static_cast<const char*>(m->payload), m->len);
+    rd_kafka_headers_t* headers = nullptr;
+    const void* value = nullptr;
+    size_t size = 0;
+    if (rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        rd_kafka_header_get_last(headers, "content-type", &value, &size) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR) {
+      r.content_type.assign(static_cast<const char*>(value), size);
+    }
+    return r;
+  }
+
+  std::string dir_, url_;
+};
+
+// ---- The relay ----
+
+class KafkaRelay : public KafkaTest {
+ protected:
+  void SetUp() override {
+    KafkaTest::SetUp();
+    store_ = "sqlite:" + Path("outbox.db");
+  }
+
+  void Append(int from, int n) {
+    std::string input;
+    for (int i = from; i < from + n; ++i) {
+      input += StatusEvent(i) + "\n";
+      appended_.push_back(i);
+    }
+    const ProcessResult r = RunEvident({"outbox", "append", "--store", store_, "--contracts",
+                                        SourcePath("examples/orders/contracts"),
+                                        "--schema-version-at", "/data/schemaVersion", "-"},
+                                       input);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  std::vector<std::string> RelayArgs(bool once) const {
+    std::vector<std::string> argv = {
+        EVIDENT_BINARY,      "relay", "--store",          store_, "--to", url_, "--topic", kTopic,
+        "--batch-count-max", "100",   "--backoff-max-ms", "200"};
+    if (once) argv.push_back("--once");
+    return argv;
+  }
+
+  // The topic holds every appended event, exactly as appended, keyed by its subject; per subject
+  // the first copies come in the outbox's order; every row is marked sent.
+  void ExpectEveryRowInTheTopic() {
+    std::map<std::string, std::vector<int>> firsts_by_subject;
+    std::set<int> seen;
+    size_t copies = 0;
+    for (const Record& r : ReadTopic()) {
+      const size_t at = r.value.find("\"id\":\"evt-");
+      ASSERT_NE(at, std::string::npos) << r.value;
+      const int n = std::stoi(r.value.substr(at + 10));
+      EXPECT_EQ(r.value, StatusEvent(n)) << "record " << r.partition << ":" << r.offset;
+      EXPECT_EQ(r.key, "order-" + std::to_string(n % 97));
+      EXPECT_EQ(r.content_type, "application/cloudevents+json");
+      ++copies;
+      if (seen.insert(n).second) firsts_by_subject[r.key].push_back(n);
+    }
+    EXPECT_EQ(seen, std::set<int>(appended_.begin(), appended_.end()));
+    for (const auto& [subject, ns] : firsts_by_subject) {
+      EXPECT_TRUE(std::is_sorted(ns.begin(), ns.end())) << subject << " out of order";
+    }
+    const ProcessResult stats =
+        RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
+    EXPECT_NE(stats.out.find("\"pending\":0"), std::string::npos) << stats.out;
+    EXPECT_NE(stats.out.find("\"sent\":" + std::to_string(appended_.size())), std::string::npos)
+        << stats.out;
+    std::printf("topic: %zu records for %zu events\n", copies, appended_.size());
+  }
+
+  std::string store_;
+  std::vector<int> appended_;
+};
+
+TEST_F(KafkaRelay, ThroughProduceErrorsABrokerDownALeaderMovedAndKillsEveryRowArrives) {
+  Append(0, 1500);
+  // Retriable errors on the first produce requests: the idempotent producer retries them.
+  Control("errors Produce NOT_LEADER_FOR_PARTITION REQUEST_TIMED_OUT NOT_ENOUGH_REPLICAS");
+  const int log = open(Path("relay.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const pid_t relay = StartProcess(RelayArgs(false), {.out = log, .err = log});
+  close(log);
+  ASSERT_GT(relay, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Control("down 1");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  Control("up 1");
+  Append(1500, 500);
+  Control("leader orders 0 2");
+  Control("rtt 3 50");
+  Append(2000, 500);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Control("rtt 3 0");
+  // Killed at random moments while new rows keep coming: some kills land between a batch's
+  // delivery and its mark (the next run sends those rows again).
+  kill(relay, SIGKILL);
+  int status = 0;
+  waitpid(relay, &status, 0);
+  std::mt19937_64 rng(20261205);
+  for (int run = 0; run < 6; ++run) {
+    Append(2500 + run * 200, 200);
+    const int64_t after_us = std::uniform_int_distribution<int64_t>(20'000, 400'000)(rng);
+    status = RunAndKill(RelayArgs(false), "", after_us);
+    EXPECT_TRUE(Killed(status)) << EndedBy(status);
+  }
+  const ProcessResult once = RunProcess(RelayArgs(true));
+  ASSERT_EQ(once.exit_code, 0) << once.err;
+  ExpectEveryRowInTheTopic();
+}
+
+TEST_F(KafkaRelay, ARecordTooLargeForTheClusterIsParkedAndTheRestGoOn) {
+  Append(0, 10);
+  std::string big = StatusEvent(10);
+  big.insert(big.find("\"status\""), "\"pad\":\"" + std::string(1'100'000, 'x') + "\",");
+  ProcessResult r = RunEvident({"outbox", "append", "--store", store_, "--contracts",
+                                SourcePath("examples/orders/contracts"), "--schema-version-at",
+                                "/data/schemaVersion", "--event-bytes-max", "2000000", "-"},
+                               big + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Append(11, 10);
+  std::vector<std::string> args = RelayArgs(true);
+  args.insert(args.end(), {"--park-refused-after", "2"});
+  r = RunProcess(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 parked"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("MSG_SIZE_TOO_LARGE"), std::string::npos) << r.err;
+  ExpectEveryRowInTheTopic();
+}
+
+// ---- The consumer ----
+
+class KafkaConsume : public KafkaTest {
+ protected:
+  static constexpr int kOrders = 250;
+
+  void SetUp() override {
+    KafkaTest::SetUp();
+    if (HasFatalFailure()) return;
+    lines_ = MakeInput(kOrders, 77);
+    Publish(lines_);
+  }
+
+  // Each line one record, keyed by its subject when it has one.
+  void Publish(const std::vector<std::string>& lines) {
+    auto publisher = OpenKafkaPublisher({.bootstrap = url_.substr(8), .topic = kTopic});
+    ASSERT_TRUE(publisher.ok()) << publisher.status().ToString();
+    std::vector<OutgoingMessage> batch;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      OutgoingMessage m{.id = "line-" + std::to_string(i), .bytes = lines[i]};
+      const size_t at = lines[i].find("\"subject\":\"");
+      if (at != std::string::npos) {
+        m.key = lines[i].substr(at + 11, lines[i].find('"', at + 11) - (at + 11));
+      }
+      batch.push_back(std::move(m));
+    }
+    const Result<size_t> accepted = (*publisher)->Publish(batch);
+    ASSERT_TRUE(accepted.ok() && *accepted == batch.size()) << accepted.status().ToString();
+    ASSERT_TRUE((*publisher)->Close().ok());
+  }
+
+  std::vector<std::string> ConsumeArgs(const std::string& db, const std::string& group,
+                                       const std::string& outcomes, const std::string& idle) {
+    return {EVIDENT_BINARY,
+            "consume",
+            "--config",
+            SourcePath("examples/orders/evident.yaml"),
+            "--store",
+            "sqlite:" + Path(db),
+            "--from",
+            url_,
+            "--topic",
+            kTopic,
+            "--durable",
+            group,
+            "--outcomes",
+            Path(outcomes),
+            "--until-idle",
+            idle,
+            "--batch-count-max",
+            "200"};
+  }
+
+  StoreRows Read(const std::string& db, const std::string& group) {
+    DumpOptions read{.consumers = {std::begin(kOrderConsumers), std::end(kOrderConsumers)},
+                     .subjects = {""},
+                     .position_source = std::string("kafka:") + kTopic + "/" + group};
+    for (int o = 0; o < kOrders; ++o) read.subjects.push_back("order-" + std::to_string(o));
+    StoreRows rows = ReadStoreRows(Path(db), read);
+    // Across partitions, arrival interleaves differently from run to run: the store-wide
+    // numbering of kept and journal rows records that, nothing else does.
+    for (QuarantineRecord& k : rows.kept) k.id = 0;
+    for (JournalEntry& j : rows.journal) j.seq = 0;
+    return rows;
+  }
+
+  std::vector<std::string> lines_;
+};
+
+TEST_F(KafkaConsume, KilledAtItsCommitPointsAndAtRandomItEndsWithTheStoreOfOneCleanRun) {
+  const ProcessResult clean = RunProcess(ConsumeArgs("clean.db", "clean", "clean.ndjson", "2"));
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  // Killed before the position is written, after the store's commit, after the outcomes and
+  // before Kafka's commit ("after-ack"); then at random moments, with offset commits failing, a
+  // partition's leader moved and a broker down during a run.
+  int runs = 0;
+  for (const char* fault :
+       {"before-checkpoint:2", "after-commit:2", "after-commit:1", "before-ack:2", "after-ack:3"}) {
+    const int status = RunAndKill(
+        ConsumeArgs("crashed.db", "crashy", "crashed-" + std::to_string(runs++) + ".ndjson", "2"),
+        fault, -1, Path("crashy.log"));
+    EXPECT_TRUE(Killed(status)) << fault << ": " << EndedBy(status);
+  }
+  Control("errors OffsetCommit COORDINATOR_NOT_AVAILABLE REQUEST_TIMED_OUT NOT_COORDINATOR");
+  std::mt19937_64 rng(4242);
+  for (int kill = 0; kill < 4; ++kill) {
+    if (kill == 1) Control("leader orders 1 3");
+    if (kill == 2) Control("down 2");
+    const int64_t after_us = std::uniform_int_distribution<int64_t>(100'000, 900'000)(rng);
+    const int status = RunAndKill(
+        ConsumeArgs("crashed.db", "crashy", "crashed-" + std::to_string(runs++) + ".ndjson", "2"),
+        "", after_us, Path("crashy.log"));
+    EXPECT_TRUE(Killed(status) || Finished(status)) << EndedBy(status);
+    if (kill == 2) Control("up 2");
+  }
+  const ProcessResult last =
+      RunProcess(ConsumeArgs("crashed.db", "crashy", "crashed-last.ndjson", "2"));
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+
+  StoreRows want = Read("clean.db", "clean"), got = Read("crashed.db", "crashy");
+  EXPECT_EQ(got.position, want.position) << "the positions differ";
+  want.position_source.reset();
+  got.position_source.reset();
+  EXPECT_EQ(FirstDifference(Tables(want), Tables(got)), "");
+
+  // No event reported applied twice over all the runs (a killed run's torn last line aside).
+  std::map<std::string, int> applied;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("crashed-", 0) != 0) continue;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("\"consumer\":\"fulfillment\"") == std::string::npos ||
+          line.find("\"outcome\":\"applied\"") == std::string::npos) {
+        continue;
+      }
+      const size_t at = line.find("\"key\":\"");
+      applied[line.substr(at + 7, line.find('"', at + 7) - (at + 7))] += 1;
+    }
+  }
+  EXPECT_FALSE(applied.empty());
+  for (const auto& [key, count] : applied) EXPECT_EQ(count, 1) << key << " applied twice";
+}
+
+}  // namespace
+}  // namespace evident::testing
