@@ -29,14 +29,18 @@
 #include <set>
 #include <thread>
 
+#include "evident/store_sqlite.h"
 #include "orders_input.h"
 #include "run_process.h"
+#include "serve/http_test_client.h"
+#include "serve_process.h"
 #include "store_dump.h"
 
 namespace evident::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using serve::testing::Http;
 
 constexpr const char* kTopic = "orders";
 
@@ -381,6 +385,65 @@ TEST_F(KafkaConsume, KilledAtItsCommitPointsAndAtRandomItEndsWithTheStoreOfOneCl
   }
   EXPECT_FALSE(applied.empty());
   for (const auto& [key, count] : applied) EXPECT_EQ(count, 1) << key << " applied twice";
+}
+
+// ---- The daemon ----
+
+TEST_F(KafkaTest, ServeReadsTheTopicBesideHttpAndARestartBeginsAtTheStoresPositions) {
+  const std::string store = Path("served.db");
+  auto publish = [&](const std::vector<std::string>& ids) {
+    auto publisher = OpenKafkaPublisher({.bootstrap = url_.substr(8), .topic = kTopic});
+    ASSERT_TRUE(publisher.ok()) << publisher.status().ToString();
+    std::vector<OutgoingMessage> batch;
+    for (const std::string& id : ids) {
+      batch.push_back({.id = id, .bytes = ServeStatusEvent(id), .key = "order-" + id});
+    }
+    const Result<size_t> sent = (*publisher)->Publish(batch);
+    ASSERT_TRUE(sent.ok() && *sent == ids.size()) << sent.status().ToString();
+  };
+  auto applied = [&](const std::string& id) {
+    auto opened = OpenSqliteStore(store, {.read_only = true});
+    if (!opened.ok()) return false;
+    auto snapshot = (*opened)->Read();
+    if (!snapshot.ok()) return false;
+    auto entry = (*snapshot)->FindLedger("orders-projection", kServeSource, id);
+    return entry.ok() && entry->has_value();
+  };
+  auto eventually = [](auto condition) {
+    for (int i = 0; i < 400; ++i) {
+      if (condition()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  const std::vector<std::string> args = {"--config",    SourcePath("examples/orders/evident.yaml"),
+                                         "--store",     "sqlite:" + store,
+                                         "--from",      url_,
+                                         "--topic",     kTopic,
+                                         "--durable",   "daemon",
+                                         "--no-effects"};
+  publish({"k-1", "k-2", "k-3"});
+  pid_t pid = -1;
+  int port = StartServe(args, Path("serve.log"), &pid);
+  ASSERT_NE(port, 0);
+  EXPECT_TRUE(eventually([&] { return applied("k-1") && applied("k-2") && applied("k-3"); }));
+  EXPECT_EQ(Http(port, "GET", "/readyz").status, 200);
+  EXPECT_TRUE(Finished(StopServe(&pid)));
+
+  // Started again: it begins where its store left each partition, so only the new event is
+  // decided (an event read again would count as a duplicate).
+  publish({"k-4"});
+  port = StartServe(args, Path("serve.log"), &pid);
+  ASSERT_NE(port, 0);
+  EXPECT_TRUE(eventually([&] { return applied("k-4"); }));
+  const auto metrics = Http(port, "GET", "/metrics");
+  EXPECT_NE(
+      metrics.body.find(
+          R"(evident_decisions_total{consumer="orders-projection",outcome="applied",reason=""} 1)"),
+      std::string::npos)
+      << metrics.body;
+  EXPECT_EQ(metrics.body.find(R"(outcome="duplicate")"), std::string::npos) << metrics.body;
+  EXPECT_TRUE(Finished(StopServe(&pid)));
 }
 
 }  // namespace
