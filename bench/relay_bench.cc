@@ -31,15 +31,16 @@
 #include "median.h"
 #include "nats_server.h"
 #include "order_events.h"
+#include "outbox_fill.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using evident::bench::FillOutbox;
 using evident::bench::NatsAdmin;
 
 constexpr const char* kSubjectPrefix = "evident";
-constexpr int64_t kAppendBatch = 256;
 
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "relay_bench: %s\n", what.c_str());
@@ -48,36 +49,6 @@ constexpr int64_t kAppendBatch = 256;
 
 double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// A fresh SQLite outbox holding `events`, appended through evident::Outbox in transactions of
-// kAppendBatch (not timed). The store is closed and opened again, so the relay does not start
-// beside the checkpoints of the appends (the last connection's close checkpoints the WAL).
-std::unique_ptr<evident::Store> FillOutbox(const fs::path& path,
-                                           const std::vector<std::string>& events) {
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path.string() + suffix);
-  auto store = evident::OpenSqliteStore(path.string());
-  if (!store.ok()) Die(store.status().ToString());
-  auto outbox = evident::Outbox::Create(
-      {.contracts_dir = std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/contracts"});
-  if (!outbox.ok()) Die(outbox.status().ToString());
-  for (size_t i = 0; i < events.size(); i += kAppendBatch) {
-    auto tx = (*store)->Begin();
-    if (!tx.ok()) Die(tx.status().ToString());
-    for (size_t j = i; j < std::min(events.size(), i + kAppendBatch); ++j) {
-      auto decision = (*outbox)->Append(**tx, events[j], 1'785'000'000'000);
-      if (!decision.ok()) Die(decision.status().ToString());
-      if (decision->outcome != evident::OutboxDecisionOutcome::kAppended) {
-        Die("event " + std::to_string(j) + " not appended: " + decision->reason + " " +
-            decision->message);
-      }
-    }
-    if (auto s = (*tx)->Commit(); !s.ok()) Die(s.ToString());
-  }
-  store->reset();
-  auto reopened = evident::OpenSqliteStore(path.string());
-  if (!reopened.ok()) Die(reopened.status().ToString());
-  return std::move(reopened).value();
 }
 
 // The messages the relay builds from the outbox's rows: subject, id and bytes.

@@ -32,7 +32,9 @@ class KafkaPublisher final : public Publisher {
     rd_kafka_conf_set_opaque(conf, this);
     rd_kafka_conf_set_dr_msg_cb(conf, &OnDelivery);
     EVIDENT_ASSIGN_OR_RETURN(rk_, kafka::NewHandle(RD_KAFKA_PRODUCER, conf));
-    return Status::Ok();
+    // The topic's metadata now: a topic the cluster does not have is said at once, and the first
+    // batch does not wait for the client's periodic scan (a second) to learn its partitions.
+    return kafka::PartitionCount(rk_.get(), topic_, options.connect_timeout_ms).status();
   }
 
   Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {

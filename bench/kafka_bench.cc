@@ -1,0 +1,287 @@
+// Kafka, measured in one run against librdkafka's mock cluster (tools/kafka-mock, three brokers
+// on loopback, started through scripts/kafka.sh; docs/kafka.md says what the mock is not):
+//   relay:   evident's relay (RunRelay, once, a SQLite outbox of N order events, the Kafka
+//            publisher) against a raw librdkafka idempotent producer sending the same bytes,
+//            keys (the subjects) and headers (content-type, ce_id, ce_source, ce_type), with the
+//            producer settings evident's publisher uses, flushed to the last delivery report;
+//            each side into a topic of its own of four partitions. Ratio: raw s / evident s.
+//   consume: the consume loop (examples/orders without effects, a fresh SQLite store) over a
+//            Kafka topic holding N events against the same loop over a file of the same events;
+//            the Kafka run is timed to the commit of its last event. Ratio: file s / Kafka s.
+// The sides alternate round by round; each figure is the median of the per-round ratios.
+//
+//   build/bench/kafka_bench [N=50000] [ROUNDS=5] [RELAY_BATCH=1024]   (docs/BENCHMARKS.md)
+#include <librdkafka/rdkafka.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "consume_input.h"
+#include "evident/cancel.h"
+#include "evident/config.h"
+#include "evident/consumer.h"
+#include "evident/kafka.h"
+#include "evident/relay.h"
+#include "evident/store_sqlite.h"
+#include "median.h"
+#include "order_events.h"
+#include "outbox_fill.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "kafka_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string Shell(const std::string& command) {
+  std::string out;
+  FILE* f = popen(command.c_str(), "r");
+  if (f == nullptr) Die("cannot run " + command);
+  char buf[512];
+  while (fgets(buf, sizeof buf, f) != nullptr) out += buf;
+  if (pclose(f) != 0) Die(command + " failed: " + out);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// The mock cluster of this run, stopped when the run ends.
+class Cluster {
+ public:
+  explicit Cluster(fs::path dir) : dir_(std::move(dir)) {
+    const std::string url = Shell(Script() + " start " + dir_.string() + " 3");
+    bootstrap_ = url.substr(std::string("kafka://").size());
+  }
+  ~Cluster() { (void)std::system((Script() + " stop " + dir_.string()).c_str()); }
+  void Topic(const std::string& name) {
+    (void)Shell(Script() + " ctl " + dir_.string() + " topic " + name + " 4");
+  }
+  const std::string& bootstrap() const { return bootstrap_; }
+
+ private:
+  static std::string Script() {
+    return "EVIDENT_KAFKA_MOCK=" EVIDENT_KAFKA_MOCK " bash " EVIDENT_SOURCE_DIR "/scripts/kafka.sh";
+  }
+  fs::path dir_;
+  std::string bootstrap_;
+};
+
+double RunEvidentRelay(const Cluster& cluster, const std::string& topic, evident::Store& store,
+                       size_t count, int64_t batch) {
+  const evident::KafkaOptions kafka{.bootstrap = cluster.bootstrap(), .topic = topic};
+  const evident::PublisherFactory open = [&kafka] { return evident::OpenKafkaPublisher(kafka); };
+  const auto start = Clock::now();
+  auto summary = evident::RunRelay(
+      store, open, {.destination_name = topic, .batch_count_max = batch, .once = true});
+  const double seconds = Seconds(start);
+  if (!summary.ok()) Die("relay: " + summary.status().ToString());
+  if (summary->sent != static_cast<int64_t>(count) || summary->failed_rounds != 0) {
+    Die("relay sent " + std::to_string(summary->sent) + " of " + std::to_string(count) + ": " +
+        summary->last_error);
+  }
+  return seconds;
+}
+
+struct RawReports {
+  size_t done = 0, failed = 0;
+};
+
+void OnRawReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+  auto* reports = static_cast<RawReports*>(opaque);
+  ++reports->done;
+  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) ++reports->failed;
+}
+
+// The raw librdkafka program: the idempotent producer with evident's publisher settings, every
+// row's bytes, key and headers, then a flush to the last delivery report; with `flush_every`,
+// also a flush after each batch of that many (the discipline of a relay that marks a batch
+// sent once its reports are in).
+double RunRawProducer(const Cluster& cluster, const std::string& topic,
+                      const std::vector<evident::OutboxRow>& rows, size_t flush_every) {
+  const auto start = Clock::now();
+  char why[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", cluster.bootstrap()},
+                                                        {"enable.idempotence", "true"},
+                                                        {"acks", "all"},
+                                                        {"partitioner", "murmur2_random"},
+                                                        {"linger.ms", "2"}}) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), why, sizeof why) != RD_KAFKA_CONF_OK) {
+      Die(why);
+    }
+  }
+  RawReports reports;
+  rd_kafka_conf_set_opaque(conf, &reports);
+  rd_kafka_conf_set_dr_msg_cb(conf, &OnRawReport);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+  if (rk == nullptr) Die(why);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const evident::OutboxRow& row = rows[i];
+    if (flush_every > 0 && i > 0 && i % flush_every == 0) (void)rd_kafka_flush(rk, 60'000);
+    rd_kafka_headers_t* headers = rd_kafka_headers_new(4);
+    rd_kafka_header_add(headers, "content-type", -1, "application/cloudevents+json", -1);
+    rd_kafka_header_add(headers, "ce_id", -1, row.event_id.data(), row.event_id.size());
+    rd_kafka_header_add(headers, "ce_source", -1, row.source.data(), row.source.size());
+    rd_kafka_header_add(headers, "ce_type", -1, row.type.data(), row.type.size());
+    rd_kafka_resp_err_t err;
+    while ((err = rd_kafka_producev(
+                rk, RD_KAFKA_V_TOPIC(topic.c_str()),
+                RD_KAFKA_V_KEY(row.subject.data(), row.subject.size()),
+                RD_KAFKA_V_VALUE(const_cast<char*>(row.bytes.data()), row.bytes.size()),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(headers),
+                RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      rd_kafka_poll(rk, 10);
+    }
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) Die(std::string("raw: ") + rd_kafka_err2str(err));
+  }
+  if (rd_kafka_flush(rk, 60'000) != RD_KAFKA_RESP_ERR_NO_ERROR) Die("raw: flush timed out");
+  rd_kafka_destroy(rk);
+  const double seconds = Seconds(start);
+  if (reports.done != rows.size() || reports.failed != 0) Die("raw: deliveries failed");
+  return seconds;
+}
+
+// The orders consumers over `source` into a fresh store at `db`, until `count` events are
+// committed; its seconds.
+double RunConsume(const evident::Config& config, evident::Source& source, const fs::path& db,
+                  int64_t count) {
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db.string() + suffix);
+  auto store = evident::OpenSqliteStore(db.string());
+  if (!store.ok()) Die(store.status().ToString());
+  auto pipeline = evident::Pipeline::Create(config);
+  if (!pipeline.ok()) Die(pipeline.status().ToString());
+  evident::CancelToken done;
+  int64_t committed = 0;
+  evident::ConsumeOptions options{.cancel = &done};
+  options.on_committed = [&](const evident::CommittedBatch& batch) {
+    committed += static_cast<int64_t>(batch.events);
+    if (committed >= count) done.Cancel();
+    return evident::Status::Ok();
+  };
+  const auto start = Clock::now();
+  auto summary = evident::Consume(**pipeline, **store, source, options);
+  const double seconds = Seconds(start);
+  if (!summary.ok()) Die("consume: " + summary.status().ToString());
+  if (summary->events != count) Die("consume decided " + std::to_string(summary->events));
+  return seconds;
+}
+
+std::vector<evident::OutboxRow> RowsOf(evident::Store& store, size_t count) {
+  auto snapshot = store.Read();
+  if (!snapshot.ok()) Die(snapshot.status().ToString());
+  auto rows =
+      (*snapshot)->OutboxRows(evident::OutboxSelect::kPending, 0, static_cast<int64_t>(count));
+  if (!rows.ok() || rows->rows.size() != count) Die("outbox rows not read back");
+  return std::move(rows->rows);
+}
+
+// The file's lines into `topic`, keyed by subject, through evident's publisher (not timed).
+void Load(const Cluster& cluster, const std::string& topic, const fs::path& file) {
+  auto publisher = evident::OpenKafkaPublisher({.bootstrap = cluster.bootstrap(), .topic = topic});
+  if (!publisher.ok()) Die(publisher.status().ToString());
+  std::ifstream in(file);
+  std::vector<evident::OutgoingMessage> batch;
+  for (std::string line; std::getline(in, line);) {
+    evident::OutgoingMessage m{.id = std::to_string(batch.size()), .bytes = line};
+    const size_t at = line.find("\"subject\":\"");
+    if (at != std::string::npos) m.key = line.substr(at + 11, line.find('"', at + 11) - at - 11);
+    batch.push_back(std::move(m));
+  }
+  for (size_t i = 0; i < batch.size();) {
+    auto accepted =
+        (*publisher)
+            ->Publish(std::span(batch).subspan(i, std::min<size_t>(4096, batch.size() - i)));
+    if (!accepted.ok() || *accepted == 0) Die("load: " + accepted.status().ToString());
+    i += *accepted;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const size_t count = argc > 1 ? std::stoul(argv[1]) : 50'000;
+  const int rounds = argc > 2 ? std::stoi(argv[2]) : 5;
+  const int64_t batch = argc > 3 ? std::stoll(argv[3]) : evident::RelayOptions{}.batch_count_max;
+  const fs::path dir =
+      fs::temp_directory_path() / ("evident-kafka-bench-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  Cluster cluster(dir / "kafka");
+  std::printf("kafka_bench: %zu events, %d rounds, relay batches of %lld, the mock cluster at %s\n",
+              count, rounds, static_cast<long long>(batch), cluster.bootstrap().c_str());
+
+  std::vector<double> relay_ratios, batched_ratios, consume_ratios;
+  for (int round = 0; round < rounds; ++round) {
+    const std::vector<std::string> events =
+        evident::bench::MakeContractOrderEvents(count, 1000 + static_cast<uint64_t>(round));
+    std::unique_ptr<evident::Store> store = evident::bench::FillOutbox(dir / "outbox.db", events);
+    const std::vector<evident::OutboxRow> rows = RowsOf(*store, count);
+    const std::string suffix = std::to_string(round);
+    cluster.Topic("relay-" + suffix);
+    cluster.Topic("raw-" + suffix);
+    cluster.Topic("batched-" + suffix);
+    double evident_s = 0, raw_s = 0, batched_s = 0;
+    if (round % 2 == 0) {
+      evident_s = RunEvidentRelay(cluster, "relay-" + suffix, *store, count, batch);
+      raw_s = RunRawProducer(cluster, "raw-" + suffix, rows, 0);
+      batched_s = RunRawProducer(cluster, "batched-" + suffix, rows, static_cast<size_t>(batch));
+    } else {
+      batched_s = RunRawProducer(cluster, "batched-" + suffix, rows, static_cast<size_t>(batch));
+      raw_s = RunRawProducer(cluster, "raw-" + suffix, rows, 0);
+      evident_s = RunEvidentRelay(cluster, "relay-" + suffix, *store, count, batch);
+    }
+    relay_ratios.push_back(raw_s / evident_s);
+    batched_ratios.push_back(batched_s / evident_s);
+    std::printf(
+        "round %d relay: evident %.3f s (%.0f/s); raw producer %.3f s (%.0f/s), %.3f; "
+        "raw flushing per batch %.3f s (%.0f/s), %.3f\n",
+        round, evident_s, count / evident_s, raw_s, count / raw_s, raw_s / evident_s, batched_s,
+        count / batched_s, batched_s / evident_s);
+  }
+
+  const fs::path config_path = dir / "evident.yaml", events_path = dir / "events.ndjson";
+  evident::bench::WriteConfigWithoutEffects(config_path);
+  evident::bench::WriteEvents(events_path, static_cast<int64_t>(count));
+  auto config = evident::LoadConfig(config_path.string());
+  if (!config.ok()) Die(config.status().ToString());
+  cluster.Topic("consume-in");
+  Load(cluster, "consume-in", events_path);
+  for (int round = 0; round < rounds; ++round) {
+    auto file = evident::OpenNdjsonSource(events_path.string());
+    auto kafka = evident::OpenKafkaSource({.bootstrap = cluster.bootstrap(),
+                                           .topic = "consume-in",
+                                           .group = "bench-" + std::to_string(round)});
+    if (!file.ok() || !kafka.ok()) Die("cannot open the sources");
+    double file_s = 0, kafka_s = 0;
+    if (round % 2 == 0) {
+      kafka_s = RunConsume(*config, **kafka, dir / "kafka.db", static_cast<int64_t>(count));
+      file_s = RunConsume(*config, **file, dir / "file.db", static_cast<int64_t>(count));
+    } else {
+      file_s = RunConsume(*config, **file, dir / "file.db", static_cast<int64_t>(count));
+      kafka_s = RunConsume(*config, **kafka, dir / "kafka.db", static_cast<int64_t>(count));
+    }
+    consume_ratios.push_back(file_s / kafka_s);
+    std::printf("round %d consume: from Kafka %.3f s (%.0f/s), from a file %.3f s (%.0f/s), %.3f\n",
+                round, kafka_s, count / kafka_s, file_s, count / file_s, file_s / kafka_s);
+  }
+  std::printf("median relay to Kafka / raw librdkafka producer: %.3f\n",
+              evident::bench::Median(relay_ratios));
+  std::printf("median relay to Kafka / raw producer flushing per batch: %.3f\n",
+              evident::bench::Median(batched_ratios));
+  std::printf("median consume from Kafka / consume from a file: %.3f\n",
+              evident::bench::Median(consume_ratios));
+  fs::remove_all(dir);
+  return 0;
+}
