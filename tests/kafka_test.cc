@@ -263,6 +263,31 @@ TEST_F(KafkaRelay, ARecordTooLargeForTheClusterIsParkedAndTheRestGoOn) {
   ExpectEveryRowInTheTopic();
 }
 
+TEST_F(KafkaRelay, ADeniedPermissionOrARequestRefusedWholeParksNothing) {
+  Append(0, 300);
+  // The broker refuses whole produce requests: for a record too large in it (the head row is
+  // then sent alone, and taken), and for a permission it denies (not the rows' fault).
+  Control(
+      "errors Produce MSG_SIZE_TOO_LARGE TOPIC_AUTHORIZATION_FAILED TOPIC_AUTHORIZATION_FAILED");
+  std::vector<std::string> args = RelayArgs(true);
+  args.insert(args.end(), {"--park-refused-after", "1"});
+  const ProcessResult r = RunProcess(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(" 0 parked"), std::string::npos) << r.err;
+  ExpectEveryRowInTheTopic();
+}
+
+TEST_F(KafkaRelay, PropertiesItsGuaranteesRestOnAreRefused) {
+  for (const char* property :
+       {"acks=1", "enable.idempotence=false", "message.timeout.ms=1000", "partitioner=random"}) {
+    std::vector<std::string> args = RelayArgs(true);
+    args.insert(args.end(), {"--kafka-config", property});
+    const ProcessResult r = RunProcess(args);
+    EXPECT_EQ(r.exit_code, 2) << property << ": " << r.err;
+    EXPECT_NE(r.err.find("is evident's own"), std::string::npos) << r.err;
+  }
+}
+
 // ---- The consumer ----
 
 class KafkaConsume : public KafkaTest {
@@ -385,6 +410,66 @@ TEST_F(KafkaConsume, KilledAtItsCommitPointsAndAtRandomItEndsWithTheStoreOfOneCl
   }
   EXPECT_FALSE(applied.empty());
   for (const auto& [key, count] : applied) EXPECT_EQ(count, 1) << key << " applied twice";
+}
+
+TEST_F(KafkaConsume, WithEveryBrokerDownARunEndsOnItsIdleBoundAndSaysSo) {
+  Control("down -1");
+  const auto begun = std::chrono::steady_clock::now();
+  const ProcessResult r = RunProcess(ConsumeArgs("down.db", "down", "down.ndjson", "3"));
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - begun)
+          .count();
+  Control("up -1");
+  // Opening needs the cluster's metadata: refused after its connect timeout, exit 2; nothing
+  // hangs on a commit or a close.
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("unavailable"), std::string::npos) << r.err;
+  EXPECT_LT(seconds, 20) << r.err;
+}
+
+TEST_F(KafkaConsume, BrokersGoingDownMidRunEndItAsUnreachableWithoutHanging) {
+  const pid_t pid = [&] {
+    const int log = open(Path("mid.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const pid_t child =
+        StartProcess(ConsumeArgs("mid.db", "mid", "mid.ndjson", "3"), {.out = log, .err = log});
+    close(log);
+    return child;
+  }();
+  ASSERT_GT(pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // some batches committed
+  Control("down -1");
+  const auto begun = std::chrono::steady_clock::now();
+  int status = 0;
+  for (int i = 0; i < 400 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - begun)
+          .count();
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    ADD_FAILURE() << "the run did not end within 40 s of its brokers going down";
+  }
+  Control("up -1");
+  std::ifstream in(Path("mid.log"));
+  const std::string log((std::istreambuf_iterator<char>(in)), {});
+  // Either it had decided everything already (exit 0), or it ends as unreachable (exit 3)
+  // after its idle bound, not after a commit's or a close's timeout.
+  EXPECT_TRUE(Finished(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 3))
+      << EndedBy(status) << "\n"
+      << log;
+  EXPECT_LT(seconds, 15) << log;
+  // The next run, the brokers back, decides the rest: the store ends as one clean run's.
+  const ProcessResult rest = RunProcess(ConsumeArgs("mid.db", "mid", "mid-rest.ndjson", "2"));
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  const ProcessResult clean = RunProcess(ConsumeArgs("clean.db", "clean", "clean.ndjson", "2"));
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  StoreRows want = Read("clean.db", "clean"), got = Read("mid.db", "mid");
+  EXPECT_EQ(got.position, want.position);
+  want.position_source.reset();
+  got.position_source.reset();
+  EXPECT_EQ(FirstDifference(Tables(want), Tables(got)), "");
 }
 
 // ---- The daemon ----

@@ -9,9 +9,10 @@ namespace evident {
 namespace {
 
 // The properties evident's guarantees rest on; a user who sets one is refused.
-constexpr std::array<std::string_view, 7> kOwnProperties = {
-    "enable.idempotence", "acks",     "enable.auto.commit", "enable.auto.offset.store",
-    "auto.offset.reset",  "group.id", "bootstrap.servers"};
+constexpr std::array<std::string_view, 12> kOwnProperties = {
+    "enable.idempotence", "acks",        "enable.auto.commit",   "enable.auto.offset.store",
+    "auto.offset.reset",  "group.id",    "bootstrap.servers",    "metadata.broker.list",
+    "message.timeout.ms", "partitioner", "enable.partition.eof", "allow.auto.create.topics"};
 
 void Quiet(const rd_kafka_t*, int, const char*, const char*) {}
 
@@ -112,6 +113,11 @@ Status ErrorStatus(std::string_view what, rd_kafka_resp_err_t err) {
     case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
     case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
       return Status::NotFound(text);
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_INVALID_REQUIRED_ACKS:
+      return Status::FailedPrecondition(text);
     case RD_KAFKA_RESP_ERR__INVALID_ARG:
     case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
       return Status::InvalidArgument(text);
@@ -120,14 +126,13 @@ Status ErrorStatus(std::string_view what, rd_kafka_resp_err_t err) {
   }
 }
 
+// A permission the cluster denies is not the record's fault: it is no reason to park it (the
+// relay would park the whole outbox), so it is kFailedPrecondition (see ErrorStatus).
 bool RefusedForWhatItIs(rd_kafka_resp_err_t err) {
   switch (err) {
     case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
     case RD_KAFKA_RESP_ERR_INVALID_RECORD:
     case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
-    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
-    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
-    case RD_KAFKA_RESP_ERR_INVALID_REQUIRED_ACKS:
       return true;
     default:
       return false;

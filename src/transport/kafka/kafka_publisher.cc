@@ -28,6 +28,7 @@ class KafkaPublisher final : public Publisher {
                                  {"partitioner", "murmur2_random"},
                                  {"linger.ms", "2"},
                                  {"message.timeout.ms", timeout},
+                                 {"allow.auto.create.topics", "false"},
                                  {"socket.connection.setup.timeout.ms", "5000"}}));
     rd_kafka_conf_set_opaque(conf, this);
     rd_kafka_conf_set_dr_msg_cb(conf, &OnDelivery);
@@ -39,30 +40,25 @@ class KafkaPublisher final : public Publisher {
 
   Result<size_t> Publish(std::span<const OutgoingMessage> batch) override {
     if (!broken_.empty()) return Status::FailedPrecondition(broken_);
-    results_.assign(batch.size(), kPending);
-    outstanding_ = 0;
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_ + 2000);
-    size_t produced = 0;
+    if (batch.empty()) return size_t{0};
     Status refused;
-    for (; produced < batch.size(); ++produced) {
-      refused = Produce(batch[produced], produced, deadline);
-      if (!refused.ok()) break;
-      ++outstanding_;
-    }
-    while (outstanding_ > 0 && Clock::now() < deadline) rd_kafka_poll(rk_.get(), 20);
-    if (Status fatal = Fatal(); !fatal.ok()) broken_ = fatal.message();
-    if (outstanding_ > 0) {
-      broken_ = std::to_string(outstanding_) +
-                " of the last batch's delivery reports did not come "
-                "within " +
-                std::to_string(timeout_ms_) + " ms; open a new producer";
-    }
+    const size_t produced = ProduceAndWait(batch, refused);
     size_t accepted = 0;
     while (accepted < produced && results_[accepted] == RD_KAFKA_RESP_ERR_NO_ERROR) ++accepted;
     if (accepted > 0) return accepted;
-    if (produced == 0 && !batch.empty()) return refused;
-    if (batch.empty()) return size_t{0};
+    if (produced == 0) return refused;  // the client refused the first message itself
     if (results_[0] == kPending) return Status::Unavailable(broken_);
+    // The broker refuses a whole request for one record in it (too large for the topic, a
+    // record a compacted topic cannot take): the first row is blamed only once it is refused
+    // when sent alone.
+    if (kafka::RefusedForWhatItIs(results_[0]) && produced > 1 && broken_.empty()) {
+      if (ProduceAndWait(batch.first(1), refused) == 1 &&
+          results_[0] == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return size_t{1};
+      }
+      if (!refused.ok()) return refused;
+      if (results_[0] == kPending) return Status::Unavailable(broken_);
+    }
     return kafka::ErrorStatus("topic " + topic_ + " refused message " + batch[0].id, results_[0]);
   }
 
@@ -80,6 +76,30 @@ class KafkaPublisher final : public Publisher {
   ~KafkaPublisher() override { (void)Close(); }
 
  private:
+  // Hands `batch` to the producer and waits for its delivery reports (results_): how many were
+  // handed over; `refused` says why the next one was not. A wait that ends with reports
+  // outstanding, or a fatal producer error, breaks the publisher.
+  size_t ProduceAndWait(std::span<const OutgoingMessage> batch, Status& refused) {
+    results_.assign(batch.size(), kPending);
+    outstanding_ = 0;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_ + 2000);
+    size_t produced = 0;
+    for (; produced < batch.size(); ++produced) {
+      refused = Produce(batch[produced], produced, deadline);
+      if (!refused.ok()) break;
+      ++outstanding_;
+    }
+    while (outstanding_ > 0 && Clock::now() < deadline) rd_kafka_poll(rk_.get(), 20);
+    if (Status fatal = Fatal(); !fatal.ok()) broken_ = fatal.message();
+    if (outstanding_ > 0) {
+      broken_ = std::to_string(outstanding_) +
+                " of the last batch's delivery reports did not come "
+                "within " +
+                std::to_string(timeout_ms_) + " ms; open a new producer";
+    }
+    return produced;
+  }
+
   static void OnDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
     auto* self = static_cast<KafkaPublisher*>(opaque);
     const auto index = reinterpret_cast<uintptr_t>(m->_private);

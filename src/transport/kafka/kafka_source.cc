@@ -5,7 +5,9 @@
 #include <cassert>
 #include <chrono>
 #include <deque>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -58,8 +60,22 @@ class KafkaSource final : public Source {
   explicit KafkaSource(const KafkaOptions& options)
       : options_(options), name_("kafka:" + options.topic + "/" + options.group) {}
 
+  // Without the consumer's close: Kafka's offsets are informational, the store holds the
+  // positions. Destroying the handle waits for librdkafka's threads, which wait out the requests
+  // in flight (a commit to a coordinator that is down: up to socket.timeout.ms); that wait is
+  // bounded here, and past it the handle is destroyed on a thread of its own (the process may
+  // end first). No callback of this object runs there: they run only in Fetch's polls.
   ~KafkaSource() override {
-    if (rk_ != nullptr) (void)rd_kafka_consumer_close(rk_.get());
+    if (rk_ == nullptr) return;
+    (void)rd_kafka_assign(rk_.get(), nullptr);
+    rd_kafka_t* rk = rk_.release();
+    auto destroyed = std::make_shared<std::promise<void>>();
+    std::future<void> done = destroyed->get_future();
+    std::thread([rk, destroyed] {
+      rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+      destroyed->set_value();
+    }).detach();
+    (void)done.wait_for(std::chrono::milliseconds(kDestroyWaitMs));
   }
 
   Status Open() {
@@ -101,18 +117,26 @@ class KafkaSource final : public Source {
                                         options_.topic + " has " + std::to_string(partitions_) +
                                         " (the topic was made again with fewer)");
     }
+    // A partition the position does not name begins at its first offset, and enters the
+    // position there at once: should retention remove records past it before they are
+    // decided, the next run finds its stored offset gone and says so.
+    const Result<Offsets> firsts = ListOffsets(RD_KAFKA_OFFSET_BEGINNING, 2000);
+    Offsets begin = stored;
+    for (int32_t p = 0; p < partitions_; ++p) {
+      if (begin.count(p) == 0 && firsts.ok() && firsts->count(p) > 0) begin[p] = firsts->at(p);
+    }
     PartitionList list(rd_kafka_topic_partition_list_new(partitions_));
     for (int32_t p = 0; p < partitions_; ++p) {
-      const auto at = stored.find(p);
+      const auto at = begin.find(p);
       rd_kafka_topic_partition_list_add(list.get(), options_.topic.c_str(), p)->offset =
-          at == stored.end() ? RD_KAFKA_OFFSET_BEGINNING : at->second;
+          at == begin.end() ? RD_KAFKA_OFFSET_BEGINNING : at->second;
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      acked_ = stored;
+      acked_ = begin;
       eof_.clear();
     }
-    skipped_ = Behind(stored);
+    skipped_ = Behind(stored, firsts);
     const rd_kafka_resp_err_t err = rd_kafka_assign(rk_.get(), list.get());
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return kafka::ErrorStatus("assign " + name_, err);
     return Status::Ok();
@@ -128,13 +152,14 @@ class KafkaSource final : public Source {
         }
         continue;
       }
+      const uint64_t rewinds = rewinds_.load();
       rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_.get(), chunk);
       if (m == nullptr) {
         MaybeReachable();
         if (wait_ms == 0 || (wait_ms > 0 && (wait_ms -= chunk) <= 0)) return Fetched::kWouldWait;
         continue;
       }
-      const Result<bool> handed = Take(m, out);
+      const Result<bool> handed = Take(m, out, rewinds);
       rd_kafka_message_destroy(m);
       if (!handed.ok()) return handed.status();
       if (*handed) return Fetched::kMessage;
@@ -172,8 +197,9 @@ class KafkaSource final : public Source {
       }
     }
     // Kafka's committed offsets follow the store's positions, for the cluster's own tools; a
-    // failure is reported at the end of the run (FlushAcknowledgements).
-    if (commit->cnt > 0) (void)rd_kafka_commit(rk_.get(), commit.get(), 1);
+    // failure is reported at the end of the run (FlushAcknowledgements). None is queued while
+    // every broker is down: it would only wait there.
+    if (commit->cnt > 0 && !unreachable_.load()) (void)rd_kafka_commit(rk_.get(), commit.get(), 1);
     return Status::Ok();
   }
 
@@ -187,6 +213,7 @@ class KafkaSource final : public Source {
         if (at == rewind.end() || h.offset < at->second) rewind[h.partition] = h.offset;
       }
       handed_.clear();
+      rewinds_.fetch_add(1);  // a record polled before the seek is not handed out (Take)
       for (const auto& [partition, offset] : rewind) eof_.erase(partition);
     }
     if (rewind.empty()) return Status::Ok();
@@ -214,6 +241,8 @@ class KafkaSource final : public Source {
   int64_t skipped() const override { return skipped_; }
 
  private:
+  static constexpr int64_t kDestroyWaitMs = 2000;
+
   struct Handed {
     int64_t count = 0;
     int32_t partition = 0;
@@ -235,12 +264,12 @@ class KafkaSource final : public Source {
   }
 
   // One polled message: a record into `out` (true), or an event (false), or the run's end.
-  Result<bool> Take(const rd_kafka_message_t* m, Message& out);
+  // `rewinds`: Reject's count when `m` was polled.
+  Result<bool> Take(const rd_kafka_message_t* m, Message& out, uint64_t rewinds);
 
   // The records the topic still holds before `stored` (what a resumed run passes over); 0 when
   // the cluster cannot say in time.
-  int64_t Behind(const Offsets& stored) {
-    const Result<Offsets> low = ListOffsets(RD_KAFKA_OFFSET_BEGINNING, 2000);
+  static int64_t Behind(const Offsets& stored, const Result<Offsets>& low) {
     int64_t behind = 0;
     for (const auto& [partition, next] : stored) {
       if (!low.ok() || low->count(partition) == 0) continue;
@@ -307,8 +336,9 @@ class KafkaSource final : public Source {
   int32_t partitions_ = 0;
   std::atomic<bool> stopped_{false}, unreachable_{false};
   std::atomic<int64_t> held_until_ms_{0};
-  int64_t handed_out_ = 0;     // the reading thread's count of messages handed out
-  int64_t last_probe_ms_ = 0;  // the reading thread's last MaybeReachable question
+  std::atomic<uint64_t> rewinds_{0};  // Reject's seeks, counted (changed under mutex_)
+  int64_t handed_out_ = 0;            // the reading thread's count of messages handed out
+  int64_t last_probe_ms_ = 0;         // the reading thread's last MaybeReachable question
   int64_t skipped_ = 0;
 
   mutable std::mutex mutex_;   // guards what follows: the reading and deciding threads share it
@@ -318,7 +348,7 @@ class KafkaSource final : public Source {
   std::string last_error_, commit_error_;
 };
 
-Result<bool> KafkaSource::Take(const rd_kafka_message_t* m, Message& out) {
+Result<bool> KafkaSource::Take(const rd_kafka_message_t* m, Message& out, uint64_t rewinds) {
   if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
     unreachable_.store(false);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -335,6 +365,8 @@ Result<bool> KafkaSource::Take(const rd_kafka_message_t* m, Message& out) {
         rd_kafka_message_errstr(m));
   }
   if (m->err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+      m->err == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC ||
+      m->err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
       m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
     return kafka::ErrorStatus("reading topic " + options_.topic, m->err);
   }
@@ -358,9 +390,10 @@ Result<bool> KafkaSource::Take(const rd_kafka_message_t* m, Message& out) {
                   {},
                   {}};
   }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (rewinds_.load() != rewinds) return false;  // polled before a seek back: it comes again
   out.index = m->offset;
   out.cursor = Cursor{.a = m->partition, .b = ++handed_out_, .c = static_cast<uint64_t>(m->offset)};
-  std::lock_guard<std::mutex> lock(mutex_);
   handed_.push_back(Handed{out.cursor.b, m->partition, m->offset});
   eof_.erase(m->partition);
   return true;
@@ -428,7 +461,8 @@ Result<std::unique_ptr<Source>> OpenKafkaSource(const KafkaOptions& options) {
 }
 
 Status ProbeKafka(const KafkaOptions& options, int64_t timeout_ms) {
-  EVIDENT_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::NewConf(options, {}));
+  EVIDENT_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
+                           kafka::NewConf(options, {{"allow.auto.create.topics", "false"}}));
   EVIDENT_ASSIGN_OR_RETURN(kafka::Handle rk, kafka::NewHandle(RD_KAFKA_PRODUCER, conf));
   return kafka::PartitionCount(rk.get(), options.topic, timeout_ms).status();
 }
