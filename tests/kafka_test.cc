@@ -472,6 +472,17 @@ TEST_F(KafkaConsume, BrokersGoingDownMidRunEndItAsUnreachableWithoutHanging) {
   EXPECT_EQ(FirstDifference(Tables(want), Tables(got)), "");
 }
 
+// Groups by Kafka's own protocol are not built: a --group over a kafka:// source is refused
+// clearly, before any store or broker is reached.
+TEST_F(KafkaTest, AConsumerGroupOverKafkaIsRefusedUntilBuilt) {
+  const ProcessResult r =
+      RunEvident({"consume", "--config", SourcePath("examples/orders/evident.yaml"), "--store",
+                  "postgresql://nobody@127.0.0.1:1/none", "--from", url_, "--topic", kTopic,
+                  "--group", "g", "--partitions", "4"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("run it without --group"), std::string::npos) << r.err;
+}
+
 // ---- The daemon ----
 
 TEST_F(KafkaTest, ServeReadsTheTopicBesideHttpAndARestartBeginsAtTheStoresPositions) {

@@ -322,8 +322,10 @@ Result<GroupSummary> RunGroup(const Config& config, const GroupOptions& options)
   if (source.group != GroupPartitions::kLeasedByStore) {
     return Status::FailedPrecondition(
         options.from + ": a consumer group reads a source whose partitions the store leases (" +
-        (source.group == GroupPartitions::kNone ? "this one has no partitions"
-                                                : "this one's broker assigns them itself") +
+        (source.group == GroupPartitions::kNone
+             ? "this one is read whole, every partition it has, by one process: run it without "
+               "--group"
+             : "this one's broker assigns them itself") +
         ")");
   }
   EVIDENT_RETURN_IF_ERROR(CheckSourceOptions(options.from, options.source));
