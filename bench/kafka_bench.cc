@@ -31,6 +31,7 @@
 #include "median.h"
 #include "order_events.h"
 #include "outbox_fill.h"
+#include "shell.h"
 
 namespace {
 
@@ -46,14 +47,11 @@ double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string Shell(const std::string& command) {
-  std::string out;
-  FILE* f = popen(command.c_str(), "r");
-  if (f == nullptr) Die("cannot run " + command);
-  char buf[512];
-  while (fgets(buf, sizeof buf, f) != nullptr) out += buf;
-  if (pclose(f) != 0) Die(command + " failed: " + out);
-  while (!out.empty() && out.back() == '\n') out.pop_back();
+// `command`'s output; exits when it fails.
+std::string Run(const std::string& command) {
+  int rc = 0;
+  std::string out = evident::bench::Shell(command, rc);
+  if (rc != 0) Die(command + " failed: " + out);
   return out;
 }
 
@@ -61,12 +59,12 @@ std::string Shell(const std::string& command) {
 class Cluster {
  public:
   explicit Cluster(fs::path dir) : dir_(std::move(dir)) {
-    const std::string url = Shell(Script() + " start " + dir_.string() + " 3");
+    const std::string url = Run(Script() + " start " + dir_.string() + " 3");
     bootstrap_ = url.substr(std::string("kafka://").size());
   }
   ~Cluster() { (void)std::system((Script() + " stop " + dir_.string()).c_str()); }
   void Topic(const std::string& name) {
-    (void)Shell(Script() + " ctl " + dir_.string() + " topic " + name + " 4");
+    (void)Run(Script() + " ctl " + dir_.string() + " topic " + name + " 4");
   }
   const std::string& bootstrap() const { return bootstrap_; }
 

@@ -12,22 +12,9 @@
 #include <filesystem>
 #include <string>
 
-namespace evident::bench {
+#include "shell.h"
 
-// The output of `command`, without its trailing newlines; `rc` is pclose's status.
-inline std::string Shell(const std::string& command, int& rc) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    rc = -1;
-    return out;
-  }
-  char buffer[256];
-  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
-  rc = pclose(pipe);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
+namespace evident::bench {
 
 // Lifecycle: Start() once; the destructor stops the server and removes its directory, and so
 // does std::exit (a benchmark that fails midway exits without running destructors).

@@ -90,7 +90,6 @@ class KafkaSource final : public Source {
                                   {"socket.connection.setup.timeout.ms", "5000"}}));
     rd_kafka_conf_set_opaque(conf, this);
     rd_kafka_conf_set_error_cb(conf, &OnError);
-    rd_kafka_conf_set_offset_commit_cb(conf, &OnCommitted);
     EVIDENT_ASSIGN_OR_RETURN(rk_, kafka::NewHandle(RD_KAFKA_CONSUMER, conf));
     // Errors and commit results come through the consumer's queue, which Fetch polls.
     (void)rd_kafka_poll_set_consumer(rk_.get());
@@ -314,20 +313,9 @@ class KafkaSource final : public Source {
     if (metadata != nullptr) rd_kafka_metadata_destroy(metadata);
   }
 
-  static void OnError(rd_kafka_t*, int err, const char* reason, void* opaque) {
+  static void OnError(rd_kafka_t*, int err, const char*, void* opaque) {
     auto* self = static_cast<KafkaSource*>(opaque);
     if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) self->unreachable_.store(true);
-    std::lock_guard<std::mutex> lock(self->mutex_);
-    self->last_error_ = reason;
-  }
-
-  static void OnCommitted(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t*,
-                          void* opaque) {
-    auto* self = static_cast<KafkaSource*>(opaque);
-    std::lock_guard<std::mutex> lock(self->mutex_);
-    self->commit_error_ = err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__NO_OFFSET
-                              ? std::string()
-                              : std::string(rd_kafka_err2name(err));
   }
 
   KafkaOptions options_;
@@ -345,7 +333,6 @@ class KafkaSource final : public Source {
   std::deque<Handed> handed_;  // handed out, not yet acknowledged, in delivery order
   Offsets acked_;              // the next offset after the acknowledged ones
   Offsets eof_;                // partitions at their end: the offset their end was seen at
-  std::string last_error_, commit_error_;
 };
 
 Result<bool> KafkaSource::Take(const rd_kafka_message_t* m, Message& out, uint64_t rewinds) {
@@ -371,10 +358,7 @@ Result<bool> KafkaSource::Take(const rd_kafka_message_t* m, Message& out, uint64
     return kafka::ErrorStatus("reading topic " + options_.topic, m->err);
   }
   if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    // Broker and transport trouble: librdkafka retries on its own; the run waits meanwhile.
-    std::lock_guard<std::mutex> lock(mutex_);
-    last_error_ = rd_kafka_message_errstr(m);
-    return false;
+    return false;  // broker and transport trouble: librdkafka retries; the run waits meanwhile
   }
   unreachable_.store(false);
   const size_t length = m->len;
