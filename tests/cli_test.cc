@@ -306,7 +306,7 @@ TEST(CliOptions, AnEmptyValueIsAUsageError) {
 
 // --from takes any source of the registry: a file reads as --input does; a broker's options are
 // refused for a source that does not read them, an unknown scheme names the known ones, and a
-// group refuses a source whose partitions the store does not lease.
+// group refuses a source whose partitions are not shared out (a file).
 TEST(CliOptions, FromNamesAnySourceAndItsOptionsAreChecked) {
   const fs::path dir = fs::temp_directory_path() / ("evident-from-" + std::to_string(getpid()));
   fs::remove_all(dir);
@@ -362,7 +362,7 @@ TEST(CliOptions, FromNamesAnySourceAndItsOptionsAreChecked) {
       RunEvident({"consume", "--config", config, "--store", "postgresql://u@127.0.0.1:1/db",
                   "--from", events, "--group", "g", "--partitions", "2"});
   EXPECT_EQ(group.exit_code, 2);
-  EXPECT_NE(group.err.find("a consumer group reads a source whose partitions the store leases"),
+  EXPECT_NE(group.err.find("a consumer group reads a source whose partitions are shared out"),
             std::string::npos)
       << group.err;
   fs::remove_all(dir);

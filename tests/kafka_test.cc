@@ -18,7 +18,9 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
+#include <signal.h>
 #include <simdjson.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -29,11 +31,14 @@
 #include <set>
 #include <thread>
 
+#include "evident/store.h"
+#include "evident/store_groups.h"
 #include "evident/store_sqlite.h"
 #include "orders_input.h"
 #include "run_process.h"
 #include "serve/http_test_client.h"
 #include "serve_process.h"
+#include "store/postgres/test_database.h"
 #include "store_dump.h"
 
 namespace evident::testing {
@@ -127,6 +132,24 @@ class KafkaTest : public ::testing::Test {
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
     return out;
+  }
+
+  // Each line one record, keyed by its subject when it has one.
+  void Publish(const std::vector<std::string>& lines) {
+    auto publisher = OpenKafkaPublisher({.bootstrap = url_.substr(8), .topic = kTopic});
+    ASSERT_TRUE(publisher.ok()) << publisher.status().ToString();
+    std::vector<OutgoingMessage> batch;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      OutgoingMessage m{.id = "line-" + std::to_string(i), .bytes = lines[i]};
+      const size_t at = lines[i].find("\"subject\":\"");
+      if (at != std::string::npos) {
+        m.key = lines[i].substr(at + 11, lines[i].find('"', at + 11) - (at + 11));
+      }
+      batch.push_back(std::move(m));
+    }
+    const Result<size_t> accepted = (*publisher)->Publish(batch);
+    ASSERT_TRUE(accepted.ok() && *accepted == batch.size()) << accepted.status().ToString();
+    ASSERT_TRUE((*publisher)->Close().ok());
   }
 
   static Record ToRecord(const rd_kafka_message_t* m) {
@@ -301,24 +324,6 @@ class KafkaConsume : public KafkaTest {
     Publish(lines_);
   }
 
-  // Each line one record, keyed by its subject when it has one.
-  void Publish(const std::vector<std::string>& lines) {
-    auto publisher = OpenKafkaPublisher({.bootstrap = url_.substr(8), .topic = kTopic});
-    ASSERT_TRUE(publisher.ok()) << publisher.status().ToString();
-    std::vector<OutgoingMessage> batch;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      OutgoingMessage m{.id = "line-" + std::to_string(i), .bytes = lines[i]};
-      const size_t at = lines[i].find("\"subject\":\"");
-      if (at != std::string::npos) {
-        m.key = lines[i].substr(at + 11, lines[i].find('"', at + 11) - (at + 11));
-      }
-      batch.push_back(std::move(m));
-    }
-    const Result<size_t> accepted = (*publisher)->Publish(batch);
-    ASSERT_TRUE(accepted.ok() && *accepted == batch.size()) << accepted.status().ToString();
-    ASSERT_TRUE((*publisher)->Close().ok());
-  }
-
   std::vector<std::string> ConsumeArgs(const std::string& db, const std::string& group,
                                        const std::string& outcomes, const std::string& idle) {
     return {EVIDENT_BINARY,
@@ -472,17 +477,6 @@ TEST_F(KafkaConsume, BrokersGoingDownMidRunEndItAsUnreachableWithoutHanging) {
   EXPECT_EQ(FirstDifference(Tables(want), Tables(got)), "");
 }
 
-// Groups by Kafka's own protocol are not built: a --group over a kafka:// source is refused
-// clearly, before any store or broker is reached.
-TEST_F(KafkaTest, AConsumerGroupOverKafkaIsRefusedUntilBuilt) {
-  const ProcessResult r =
-      RunEvident({"consume", "--config", SourcePath("examples/orders/evident.yaml"), "--store",
-                  "postgresql://nobody@127.0.0.1:1/none", "--from", url_, "--topic", kTopic,
-                  "--group", "g", "--partitions", "4"});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("run it without --group"), std::string::npos) << r.err;
-}
-
 // ---- The daemon ----
 
 TEST_F(KafkaTest, ServeReadsTheTopicBesideHttpAndARestartBeginsAtTheStoresPositions) {
@@ -540,6 +534,245 @@ TEST_F(KafkaTest, ServeReadsTheTopicBesideHttpAndARestartBeginsAtTheStoresPositi
       << metrics.body;
   EXPECT_EQ(metrics.body.find(R"(outcome="duplicate")"), std::string::npos) << metrics.body;
   EXPECT_TRUE(Finished(StopServe(&pid)));
+}
+
+// ---- Consumer groups by Kafka's own protocol ----
+
+// Three `consume --group` members over one topic and one PostgreSQL store, against one
+// uninterrupted member over the same topic: the topic grows in thirds while they run; after the
+// first third member 0 is killed -9, after the second member 1 is stopped past its session and
+// then continued. Every record is decided exactly once, per subject in the topic's order: the
+// group's store equals the single member's, and no event was reported applied twice.
+class KafkaGroup : public KafkaTest {
+ protected:
+  static constexpr int kGroupOrders = 450;
+
+  std::vector<std::string> Member(const std::string& store, const std::string& group,
+                                  const std::string& name) const {
+    return {EVIDENT_BINARY,
+            "consume",
+            "--config",
+            SourcePath("examples/orders/evident.yaml"),
+            "--from",
+            url_,
+            "--topic",
+            kTopic,
+            "--store",
+            store,
+            "--group",
+            group,
+            "--lease-ms",
+            "3000",
+            "--member",
+            name,
+            "--batch-count-max",
+            "40",
+            "--outcomes",
+            Path(group + "-" + name + ".ndjson")};
+  }
+
+  // The store's position of each partition of `group` ("kafka:orders/<group>/p<k>").
+  static std::map<int32_t, int64_t> Positions(const std::string& store_uri,
+                                              const std::string& group) {
+    std::map<int32_t, int64_t> out;
+    auto store = OpenStore(store_uri, {.read_only = true});  // a member may not have made it yet
+    if (!store.ok()) return out;
+    auto snapshot = (*store)->Read();
+    if (!snapshot.ok()) return out;
+    for (int32_t p = 0; p < 4; ++p) {
+      auto stored = (*snapshot)->GetPosition(std::string("kafka:") + kTopic + "/" + group + "/p" +
+                                             std::to_string(p));
+      if (stored.ok() && stored->has_value()) out[p] = std::stoll(**stored);
+    }
+    return out;
+  }
+
+  // Whether, within `seconds`, the store's positions reach `ends` (each partition's end).
+  static bool WaitUntilDecided(const std::string& store_uri, const std::string& group,
+                               const std::map<int32_t, int64_t>& ends, int seconds) {
+    for (int i = 0; i < seconds * 10; ++i) {
+      if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const std::map<int32_t, int64_t> at = Positions(store_uri, group);
+      bool all = true;
+      for (const auto& [p, end] : ends) all = all && at.count(p) > 0 && at.at(p) >= end;
+      if (all) return true;
+    }
+    return false;
+  }
+
+  // Whether, within `seconds`, the partitions held (their leases seized and not released) are
+  // held by exactly `names`, every partition by one of them.
+  static bool WaitUntilHeldBy(const std::string& store_uri, const std::string& group,
+                              const std::set<std::string>& names, int seconds) {
+    for (int i = 0; i < seconds * 10; ++i) {
+      if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      auto store = OpenStore(store_uri, {.read_only = true});
+      if (!store.ok()) continue;
+      auto snapshot = (*store)->Read();
+      auto leases = snapshot.ok() ? (*snapshot)->GroupLeases(group)
+                                  : Result<std::vector<GroupLease>>(snapshot.status());
+      if (!leases.ok()) continue;
+      std::set<std::string> holding;
+      int held = 0;
+      for (const GroupLease& l : *leases) {
+        if (l.expires_at_ms == 0) continue;  // released
+        holding.insert(l.holder);
+        ++held;
+      }
+      if (held == 4 && holding == names) return true;
+    }
+    return false;
+  }
+
+  // Each partition's end: the offset after its last record.
+  std::map<int32_t, int64_t> Ends() {
+    std::map<int32_t, int64_t> ends;
+    for (const Record& r : ReadTopic()) {
+      ends[r.partition] = std::max(ends[r.partition], r.offset + 1);
+    }
+    return ends;
+  }
+
+  StoreRows Rows(const std::string& store_uri) const {
+    DumpOptions read{.consumers = {std::begin(kOrderConsumers), std::end(kOrderConsumers)},
+                     .subjects = {""}};
+    for (int o = 0; o < kGroupOrders; ++o) read.subjects.push_back("order-" + std::to_string(o));
+    StoreRows rows = ReadStoreRows(store_uri, read);
+    // Store-wide numbering records how the members' batches interleaved, nothing else.
+    for (QuarantineRecord& k : rows.kept) k.id = 0;
+    for (JournalEntry& j : rows.journal) j.seq = 0;
+    return rows;
+  }
+};
+
+TEST_F(KafkaGroup, ThreeMembersOneKilledOneStoppedPastItsSessionEqualOneUninterrupted) {
+  const Result<std::string> grouped = FreshPostgresSchema("kafka_group");
+  const Result<std::string> reference = FreshPostgresSchema("kafka_group_reference");
+  ASSERT_TRUE(grouped.ok() && reference.ok()) << grouped.status().ToString();
+  const std::vector<std::string> lines = MakeInput(kGroupOrders, 31);
+  const size_t third = lines.size() / 3;
+  const auto part = [&](size_t from, size_t n) {
+    return std::vector<std::string>(lines.begin() + static_cast<std::ptrdiff_t>(from),
+                                    lines.begin() + static_cast<std::ptrdiff_t>(from + n));
+  };
+  const auto stop = [](pid_t pid) {
+    int status = 0;
+    kill(pid, SIGTERM);
+    waitpid(pid, &status, 0);
+    return status;
+  };
+  // Member 1 stops itself (SIGSTOP) at its second commit, before the fence: a batch in hand,
+  // its transaction open. Once the broker has shared the partitions between members 0 and 2,
+  // member 0 is killed -9; once member 2 seized every partition, member 1 is continued: its
+  // batch must not commit.
+  Publish(part(0, third));
+  std::vector<pid_t> members;
+  std::vector<int> logs;
+  for (int m = 0; m < 3; ++m) {
+    const std::string name = "m" + std::to_string(m);
+    logs.push_back(
+        open(Path(name + ".log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    std::vector<std::pair<std::string, std::optional<std::string>>> env;
+    if (m == 1) env.emplace_back("EVIDENT_FAULT_POINT", "before-checkpoint:2:stop");
+    members.push_back(StartProcess(Member(*grouped, "g", name),
+                                   {.out = logs.back(), .err = logs.back()}, {}, env));
+    ASSERT_GT(members.back(), 0);
+  }
+  int status = 0;
+  bool stopped = false;
+  for (int i = 0; i < 600 && !stopped; ++i) {
+    stopped = waitpid(members[1], &status, WUNTRACED | WNOHANG) == members[1] && WIFSTOPPED(status);
+    if (!stopped) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(stopped) << "member 1 did not reach its second commit in 60 s: see " << dir_;
+  ASSERT_TRUE(WaitUntilHeldBy(*grouped, "g", {"m0", "m2"}, 60))
+      << "the broker did not share the partitions between members 0 and 2: see " << dir_;
+  Publish(part(third, third));
+  ASSERT_EQ(kill(members[0], SIGKILL), 0);
+  waitpid(members[0], &status, 0);
+  const bool taken_over = WaitUntilHeldBy(*grouped, "g", {"m2"}, 60);
+  Publish(part(2 * third, lines.size() - 2 * third));
+  ASSERT_EQ(kill(members[1], SIGCONT), 0);
+  ASSERT_TRUE(taken_over) << "member 2 did not take every partition over: see " << dir_;
+  const std::map<int32_t, int64_t> ends = Ends();
+  const bool decided = WaitUntilDecided(*grouped, "g", ends, 90);
+  EXPECT_TRUE(Finished(stop(members[1]))) << "member 1 did not stop cleanly: see " << dir_;
+  EXPECT_TRUE(Finished(stop(members[2]))) << "member 2 did not stop cleanly: see " << dir_;
+  for (const int fd : logs) close(fd);
+  ASSERT_TRUE(decided) << "the group did not decide the whole topic in 90 s: see " << dir_;
+  for (const char* name : {"m1", "m2"}) {
+    std::ifstream log(Path(std::string(name) + ".log"));
+    const std::string text((std::istreambuf_iterator<char>(log)), {});
+    std::printf("%s: %s", name, text.c_str());
+    if (std::string(name) == "m1") {
+      EXPECT_EQ(text.find(" 0 lost to another member"), std::string::npos)
+          << "the stopped member's batch in hand was not fenced off: " << text;
+    }
+  }
+
+  const pid_t alone = StartProcess(Member(*reference, "ref", "alone"), {});
+  ASSERT_GT(alone, 0);
+  const bool reference_decided = WaitUntilDecided(*reference, "ref", ends, 90);
+  EXPECT_TRUE(Finished(stop(alone)));
+  ASSERT_TRUE(reference_decided) << "the reference did not decide the whole topic in 90 s";
+
+  // No event reported applied twice, by one member or by two.
+  std::map<std::string, int> applied;
+  for (const char* name : {"g-m0", "g-m1", "g-m2"}) {
+    std::ifstream in(Path(std::string(name) + ".ndjson"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("\"outcome\":\"applied\"") == std::string::npos) continue;
+      const size_t at = line.find("\"key\":\"");
+      if (at == std::string::npos) continue;  // a killed run's torn last line
+      applied[line.substr(at + 7, line.find('"', at + 7) - (at + 7))] += 1;
+    }
+  }
+  EXPECT_GT(applied.size(), 0U);
+  for (const auto& [key, count] : applied) EXPECT_EQ(count, 1) << key << " applied twice";
+  EXPECT_EQ(FirstDifference(Tables(Rows(*reference)), Tables(Rows(*grouped))), "")
+      << "the group's store differs from one uninterrupted member's";
+}
+
+// A group of one on SQLite (the broker assigns it every partition): it decides the whole topic,
+// its batches fenced by the leases it seized there; run again under another name, it seizes them
+// again and begins at the store's positions: nothing is decided twice.
+TEST_F(KafkaGroup, AGroupOfOneOnSqliteBeginsAgainAtTheStoresPositions) {
+  const std::string store = "sqlite:" + Path("member.db");
+  const auto run = [&](const std::string& name) {
+    const pid_t member = StartProcess(Member(store, "solo", name), {});
+    EXPECT_GT(member, 0);
+    const bool decided = WaitUntilDecided(store, "solo", Ends(), 60);
+    int status = 0;
+    kill(member, SIGTERM);
+    waitpid(member, &status, 0);
+    EXPECT_TRUE(Finished(status)) << name << " did not stop cleanly";
+    return decided;
+  };
+  const std::vector<std::string> lines = MakeInput(60, 5);
+  Publish(std::vector<std::string>(lines.begin(), lines.begin() + 200));
+  ASSERT_TRUE(run("first")) << "the first run did not decide the topic";
+  Publish(std::vector<std::string>(lines.begin() + 200, lines.end()));
+  ASSERT_TRUE(run("second")) << "the second run did not decide the rest";
+
+  std::map<std::string, int> applied;
+  for (const char* name : {"solo-first", "solo-second"}) {
+    std::ifstream in(Path(std::string(name) + ".ndjson"));
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("\"outcome\":\"applied\"") == std::string::npos) continue;
+      const size_t at = line.find("\"key\":\"");
+      applied[line.substr(at + 7, line.find('"', at + 7) - (at + 7))] += 1;
+    }
+  }
+  EXPECT_GT(applied.size(), 100U);
+  for (const auto& [key, count] : applied) EXPECT_EQ(count, 1) << key << " applied twice";
+  auto opened = OpenStore(store, {.read_only = true});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  const std::vector<GroupLease> leases = (*opened)->Read().value()->GroupLeases("solo").value();
+  ASSERT_EQ(leases.size(), 4U);
+  for (const GroupLease& l : leases) {
+    EXPECT_EQ(l.epoch, 2) << "partition " << l.partition << " seized once per run";
+    EXPECT_EQ(l.holder, "second");
+  }
 }
 
 }  // namespace

@@ -205,6 +205,9 @@ struct ConsumeOptions {
   // with the cursor recorded (a consumer group fences each batch with it: group.h). An error
   // fails the batch as a store error would (kFailedPrecondition: the run ends).
   std::function<Status(Transaction&, const Cursor&)> before_commit;
+  // Whether each batch records the source's position under its name (Source::name). false when
+  // before_commit records positions itself (a group member's, one per partition it holds).
+  bool record_position = true;
   // Called after each commit, before the batch is acknowledged to the source (a daemon answers
   // its requests from it). An error ends the run as a failed write of the outcomes would: the
   // decisions stand. Null: nothing is called.

@@ -15,9 +15,10 @@
 // one (a new producer id: what the old one still had in flight may reach the topic twice, and
 // the consumer's ledger answers it duplicate).
 //
-// Source: a consumer of every partition of `topic` (assigned by evident, not by the group
-// protocol: one process reads the topic; the broker-assigned consumer group is a later step),
-// committing offsets under the group id `group` for the cluster's own tools. The position is
+// Source: a consumer of every partition of `topic` (assigned by evident: one process reads the
+// topic), committing offsets under the group id `group` for the cluster's own tools; or, with an
+// owner, one member of the consumer group `group` (Kafka's group protocol assigns the
+// partitions; group.h runs the members). The position is
 // kept in evident's store, written in each batch's transaction: "p0=12 p1=40", the next offset
 // of each partition; a run begins there, and a partition the position does not name at its
 // first offset (a topic read by this store for the first time, or grown). Kafka's committed
@@ -58,6 +59,13 @@ struct KafkaOptions {
   // is handed over rejected envelope-too-large, its first event_bytes_max + 1 bytes kept).
   std::string group = "evident";
   size_t event_bytes_max = size_t{1} << 20;
+  // Set: the source is a member of `group` by Kafka's own group protocol (subscribe, the broker
+  // assigns the partitions, session.timeout.ms = session_ms); `owner` is told of each
+  // assignment before any of its records is read, and keeps the positions, one per partition
+  // (PartitionPositions); a revocation waits, at most session_ms, for the records handed out of
+  // those partitions to be committed. Null: every partition, assigned by evident.
+  PartitionOwner* owner = nullptr;
+  int64_t session_ms = 10'000;
   // How long opening waits for the cluster's metadata (the topic's partitions).
   int64_t connect_timeout_ms = 10'000;
 };

@@ -81,6 +81,12 @@ struct SourceOptions {
   size_t event_bytes_max = size_t{1} << 20;
   // The client library's own settings, "KEY=VALUE" (Kafka: librdkafka's properties: TLS, SASL).
   std::vector<std::string> properties;
+  // Set: the source is one member of the group `consumer` names, whose broker assigns the
+  // partitions (GroupPartitions::kAssignedByBroker); the owner is told of each assignment and
+  // keeps the positions, one per partition; a member the broker hears nothing from for
+  // `session_ms` loses its partitions. Null: the source reads every partition itself.
+  PartitionOwner* owner = nullptr;
+  int64_t session_ms = 10'000;
 };
 enum class SourceOption : uint8_t {
   kStream,

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -109,6 +110,34 @@ class Source {
   // How many messages were behind the last one handed out, as the source last heard (JetStream:
   // the consumer's pending count); nullopt when it does not know. Read by the deciding thread.
   virtual std::optional<int64_t> backlog() const { return std::nullopt; }
+
+  // A member of a group whose broker assigns the partitions (PartitionOwner): each partition of
+  // the messages handed out through `cursor` and not acknowledged yet, with the position just
+  // after the last of them (what a batch that ends at `cursor` records, one position per
+  // partition). kFailedPrecondition ("lease lost") when one of those messages was handed out
+  // before a revocation: that batch must not commit, whoever holds its partitions now. Empty
+  // for every other source. Called by the deciding thread.
+  virtual Result<std::map<int64_t, int64_t>> PartitionPositions(const Cursor& cursor) const {
+    (void)cursor;
+    return std::map<int64_t, int64_t>();
+  }
+};
+
+// The owner of a group member's partitions when the broker assigns them (Kafka's group
+// protocol; registry.h, GroupPartitions::kAssignedByBroker): the source tells it of every
+// assignment before it reads a message of it, and of every revocation after the messages it
+// handed out of those partitions are committed (or, past a bound, abandoned: the owner's fence
+// then refuses them). Called on the source's reading thread, inside Fetch.
+class PartitionOwner {
+ public:
+  virtual ~PartitionOwner() = default;
+  // `partitions` were given to this member (of `partition_count`): the owner fences off whoever
+  // held them before, then answers where each begins (the position stored for it; one it
+  // leaves out begins at the broker's first message). An error ends the source's run with it.
+  virtual Result<std::map<int64_t, int64_t>> Assigned(const std::vector<int64_t>& partitions,
+                                                      int64_t partition_count) = 0;
+  // `partitions` are this member's no longer.
+  virtual void Revoked(const std::vector<int64_t>& partitions) = 0;
 };
 
 struct NdjsonSourceOptions {

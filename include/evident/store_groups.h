@@ -77,6 +77,14 @@ class GroupWrites {
   virtual Status FenceLease(std::string_view group, int64_t partition, std::string_view holder,
                             int64_t epoch, std::optional<int64_t> position,
                             std::optional<int64_t> lag, int64_t hold_ms);
+
+  // Takes `partition` for `holder` whoever holds it, for as long as it holds it: the broker
+  // assigned it (a group whose broker assigns the partitions: Kafka's group protocol), so it is
+  // not the store's to refuse. The epoch goes up, fencing off the earlier holder's batches
+  // (FenceLease), and the lease never expires by time (expires_at_ms INT64_MAX): the broker
+  // decides when it ends, and the next holder's SeizeLease ends it.
+  virtual Result<GroupLease> SeizeLease(std::string_view group, int64_t partition,
+                                        std::string_view holder, int64_t now_ms);
 };
 
 // A consumer group as one snapshot sees it (store.h, Snapshot).

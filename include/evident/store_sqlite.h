@@ -53,7 +53,7 @@ struct SqliteOptions {
 // intents, their logs and the compensation ledger, layout 6 what each receipt wrote, layout 7
 // parked outbox rows, layout 8 the basis of intents, what compensations did, gap records from
 // the gap's opening with how and why it closed, applied payload digests and corrections.
-inline constexpr int64_t kSqliteLayoutVersion = 8;
+inline constexpr int64_t kSqliteLayoutVersion = 9;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

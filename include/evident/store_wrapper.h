@@ -102,6 +102,7 @@ enum class StoreCall : uint8_t {
   kRenewLease,
   kReleaseLease,
   kFenceLease,
+  kSeizeLease,
   kIntendOnce,
   kRecordCompensation,
   kRecordGap,
@@ -110,7 +111,7 @@ enum class StoreCall : uint8_t {
   kGroupPartitionCount,
   kWaitForOutbox,
 };
-inline constexpr int kStoreCallCount = 81;
+inline constexpr int kStoreCallCount = 82;
 static_assert(static_cast<int>(StoreCall::kWaitForOutbox) + 1 == kStoreCallCount,
               "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
@@ -350,6 +351,11 @@ class TransactionWrapper : public Transaction {
                     int64_t hold_ms) override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kFenceLease));
     return target_->FenceLease(group, partition, holder, epoch, position, lag, hold_ms);
+  }
+  Result<GroupLease> SeizeLease(std::string_view group, int64_t partition, std::string_view holder,
+                                int64_t now_ms) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kSeizeLease));
+    return target_->SeizeLease(group, partition, holder, now_ms);
   }
   Status IntendOnce(const EffectIntent& intent, std::string_view trigger_detail) override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kIntendOnce));

@@ -191,8 +191,18 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
                "and starts from its stored position)";
       }
     }
-    if (cmd.count("--partitions") == 0) return "--group needs --partitions (the relay's)";
-    if (std::string clash = GroupStoreClash(flags); !clash.empty()) return clash;
+    const Result<SourceTraits> source = SourceTraitsOf(flags.from);
+    if (source.ok() && source->group == GroupPartitions::kAssignedByBroker) {
+      // The broker assigns the topic's own partitions; one process on a store of its own may
+      // be a member too (a group of one, or one beside members on other stores' topics).
+      if (cmd.count("--partitions") > 0) {
+        return "--partitions does not fit --group over " + flags.from +
+               " (its broker assigns the topic's own partitions)";
+      }
+    } else {
+      if (cmd.count("--partitions") == 0) return "--group needs --partitions (the relay's)";
+      if (std::string clash = GroupStoreClash(flags); !clash.empty()) return clash;
+    }
   }
   if (std::string unread = UnreadSourceOptions(flags, cmd); !unread.empty()) return unread;
   if (cmd.count("--profile") > 0 && cmd.count("--profile-file") > 0)
@@ -394,13 +404,16 @@ void AddSourceOptions(CLI::App* cmd, ConsumeFlags& flags) {
 // --group and its lease.
 void AddGroupOptions(CLI::App* cmd, ConsumeFlags& flags) {
   cmd->add_option("--group", flags.group,
-                  "Consumer group: processes of one group share the stream's partitions through "
-                  "leases in the store (with --from and a postgresql:// store)");
+                  "Consumer group: processes of one group share the stream's partitions, through "
+                  "leases in a postgresql:// store (JetStream) or assigned by the broker (Kafka's "
+                  "group protocol, on PostgreSQL or SQLite), every batch fenced in the store");
   cmd->add_option("--partitions", flags.partitions,
-                  "The stream's partitions, as the relay's --partitions (with --group)")
+                  "The stream's partitions, as the relay's --partitions (with --group over "
+                  "JetStream)")
       ->check(IntegerFrom(1, 1 << 16));
   cmd->add_option("--lease-ms", flags.lease_ms,
-                  "A partition's lease lasts this long without renewal (with --group)")
+                  "A partition's lease lasts this long without renewal (with --group; Kafka: "
+                  "the member's session timeout)")
       ->check(IntegerFrom(100, 3'600'000))
       ->capture_default_str();
   cmd->add_option("--member", flags.member,

@@ -486,7 +486,9 @@ class ConsumeLoop {
     failed_ = Status::Ok();
     if (committed.ok()) {
       FaultPoint("before-checkpoint");
-      committed = tx_->SetPosition(source_.name(), source_.EncodePosition(decided_thru_));
+      if (options_.record_position) {
+        committed = tx_->SetPosition(source_.name(), source_.EncodePosition(decided_thru_));
+      }
       if (committed.ok() && options_.before_commit) {
         committed = options_.before_commit(*tx_, decided_thru_);
       }
@@ -653,7 +655,9 @@ class ConsumeLoop {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_.Begin());
     Status s = tx->WillDecide(deciding_);
     if (s.ok()) s = work(*tx);
-    if (s.ok()) s = tx->SetPosition(source_.name(), source_.EncodePosition(cursor));
+    if (s.ok() && options_.record_position) {
+      s = tx->SetPosition(source_.name(), source_.EncodePosition(cursor));
+    }
     if (s.ok() && options_.before_commit) s = options_.before_commit(*tx, cursor);
     if (s.ok()) return tx->Commit();
     (void)tx->Rollback();

@@ -35,7 +35,11 @@ FaultPointArming ParseFaultPoint(std::string_view value) {
   arming.point = value.substr(0, colon);
   arming.hit = 1;
   if (colon != std::string_view::npos) {
-    const std::string_view count = value.substr(colon + 1);
+    std::string_view count = value.substr(colon + 1);
+    if (count.size() > 5 && count.substr(count.size() - 5) == ":stop") {
+      arming.stop = true;
+      count.remove_suffix(5);
+    }
     const auto [end, error] =
         std::from_chars(count.data(), count.data() + count.size(), arming.hit);
     if (error != std::errc() || end != count.data() + count.size()) arming.hit = 0;
@@ -48,6 +52,10 @@ void FaultPoint(std::string_view point) {
   Armed& armed = ArmedPoint();
   if (armed.arming.hit == 0 || point != armed.arming.point) return;
   if (armed.hits.fetch_add(1) + 1 != armed.arming.hit) return;
+  if (armed.arming.stop) {
+    kill(getpid(), SIGSTOP);  // every thread stops here; SIGCONT continues from this point
+    return;
+  }
   // SIGKILL, not abort(): no handler, no flush of stdio buffers, no destructors; exactly what a
   // `kill -9` from outside would leave behind, but at a chosen place.
   kill(getpid(), SIGKILL);

@@ -13,6 +13,11 @@ TEST(FaultPoint, ParsesNameAndHit) {
   EXPECT_EQ(ParseFaultPoint("before-commit").hit, 1);
   EXPECT_EQ(ParseFaultPoint("after-ack:12").point, "after-ack");
   EXPECT_EQ(ParseFaultPoint("after-ack:12").hit, 12);
+  EXPECT_FALSE(ParseFaultPoint("after-ack:12").stop);
+  EXPECT_EQ(ParseFaultPoint("after-ack:3:stop").point, "after-ack");
+  EXPECT_EQ(ParseFaultPoint("after-ack:3:stop").hit, 3);
+  EXPECT_TRUE(ParseFaultPoint("after-ack:3:stop").stop);
+  EXPECT_EQ(ParseFaultPoint("after-ack:3:halt").hit, 0);
   // Anything malformed arms nothing rather than a surprising point.
   EXPECT_EQ(ParseFaultPoint("").hit, 0);
   EXPECT_EQ(ParseFaultPoint(":3").hit, 0);

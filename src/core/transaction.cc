@@ -35,7 +35,7 @@ namespace {
 
 Status NoGroups() {
   return Status::FailedPrecondition(
-      "consumer groups need a store that several processes share (postgresql://...)");
+      "consumer groups need a store that keeps them (postgresql://... or sqlite:PATH)");
 }
 
 }  // namespace
@@ -58,6 +58,9 @@ Status GroupWrites::ReleaseLease(std::string_view, int64_t, std::string_view, in
 }
 Status GroupWrites::FenceLease(std::string_view, int64_t, std::string_view, int64_t,
                                std::optional<int64_t>, std::optional<int64_t>, int64_t) {
+  return NoGroups();
+}
+Result<GroupLease> GroupWrites::SeizeLease(std::string_view, int64_t, std::string_view, int64_t) {
   return NoGroups();
 }
 Result<std::vector<GroupLease>> GroupReads::GroupLeases(std::string_view) { return NoGroups(); }

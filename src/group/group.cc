@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "evident/retry.h"
+#include "group/group_parts.h"
 
 namespace evident {
-namespace {
 
 std::string DefaultMemberName() {
   char host[256] = {};
@@ -31,7 +31,7 @@ std::string DefaultMemberName() {
 // A partition loop's summary into the member's: counts summed, and the troubles it recovered
 // from (a failed gap check, unconfirmed acknowledgements, an unreachable broker) kept, the last
 // of each, so that the member's exit message says so.
-void Add(ConsumeSummary& total, const ConsumeSummary& one) {
+void AddSummary(ConsumeSummary& total, const ConsumeSummary& one) {
   total.events += one.events;
   total.batches += one.batches;
   for (const auto& [consumer, counts] : one.counts) {
@@ -59,6 +59,8 @@ bool LostTheLease(const Status& status) {
          (status.code() == Code::kUnavailable &&
           status.message().find("idle past its hold") != std::string::npos);
 }
+
+namespace {
 
 // One partition's consume loop, on a thread of its own.
 struct Worker {
@@ -231,7 +233,7 @@ class Member {
   void Reap(Worker& w, bool lost) {
     if (w.thread.joinable()) w.thread.join();
     if (w.result.ok()) {
-      Add(summary_.total, *w.result);
+      AddSummary(summary_.total, *w.result);
     } else if (LostTheLease(w.result.status()) || TakenByAnother(w)) {
       lost = true;
     } else {
@@ -313,22 +315,23 @@ std::string GroupPositionName(const GroupOptions& options, int64_t partition) {
 }
 
 Result<GroupSummary> RunGroup(const Config& config, const GroupOptions& options) {
-  if (options.group.empty() || options.partition_count < 1 || options.partition_count > 65536 ||
-      options.lease_ms < 100) {
-    return Status::InvalidArgument(
-        "a consumer group needs a name, 1 to 65,536 partitions and a lease of at least 100 ms");
+  if (options.group.empty() || options.lease_ms < 100) {
+    return Status::InvalidArgument("a consumer group needs a name and a lease of at least 100 ms");
   }
   EVIDENT_ASSIGN_OR_RETURN(const SourceTraits source, SourceTraitsOf(options.from));
-  if (source.group != GroupPartitions::kLeasedByStore) {
+  if (source.group == GroupPartitions::kLeasedByStore &&
+      (options.partition_count < 1 || options.partition_count > 65536)) {
+    return Status::InvalidArgument("a consumer group of " + options.from +
+                                   " needs 1 to 65,536 partitions (the relay's)");
+  }
+  if (source.group == GroupPartitions::kNone) {
     return Status::FailedPrecondition(
-        options.from + ": a consumer group reads a source whose partitions the store leases (" +
-        (source.group == GroupPartitions::kNone
-             ? "this one is read whole, every partition it has, by one process: run it without "
-               "--group"
-             : "this one's broker assigns them itself") +
-        ")");
+        options.from +
+        ": a consumer group reads a source whose partitions are shared out (this one is read "
+        "whole, every partition it has, by one process: run it without --group)");
   }
   EVIDENT_RETURN_IF_ERROR(CheckSourceOptions(options.from, options.source));
+  if (source.group == GroupPartitions::kAssignedByBroker) return RunBrokerGroup(config, options);
   return Member(config, options).Run();
 }
 

@@ -219,6 +219,8 @@ Result<KafkaOptions> KafkaSourceOf(std::string_view uri, const SourceOptions& op
   EVIDENT_ASSIGN_OR_RETURN(KafkaOptions kafka, KafkaOf(uri, options.stream, options.properties));
   kafka.group = options.consumer;
   kafka.event_bytes_max = options.event_bytes_max;
+  kafka.owner = options.owner;
+  kafka.session_ms = options.session_ms;
   return kafka;
 }
 
@@ -253,8 +255,8 @@ const std::array<SourceRow, 4> kSources = {{
      &CheckJetStream},
     {"kafka://",
      "kafka://HOST:PORT[,HOST:PORT...]",
-     "Apache Kafka, every partition of a topic, positions in the store",
-     {.resumes_from_store = true},
+     "Apache Kafka, every partition of a topic (or a group's share), positions in the store",
+     {.group = GroupPartitions::kAssignedByBroker, .resumes_from_store = true},
      Bits({S::kStream, S::kConsumer, S::kProperties}),
      &OpenKafka,
      nullptr,

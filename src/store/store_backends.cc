@@ -80,8 +80,8 @@ Result<std::unique_ptr<Store>> OpenFaultOverPostgres(const fs::path& dir,
 
 std::vector<StoreBackend> StoreBackends() {
   return {
-      {"memory", &OpenMemory},
-      {"fault_over_memory", &OpenFaultOverMemory},
+      {"memory", &OpenMemory, false},
+      {"fault_over_memory", &OpenFaultOverMemory, false},
       {"sqlite", &OpenSqlite},
       {"postgresql", &OpenPostgres},
       {"fault_over_postgresql", &OpenFaultOverPostgres},

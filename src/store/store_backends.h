@@ -24,6 +24,8 @@ struct StoreBackend {
   std::function<Result<std::unique_ptr<Store>>(const std::filesystem::path& dir,
                                                const StoreOptions& options)>
       open;
+  // It keeps consumer groups (store_groups.h); one that does not refuses them.
+  bool keeps_groups = true;
 };
 
 // gtest prints a parameter it cannot format as raw bytes, padding included (valgrind reports the

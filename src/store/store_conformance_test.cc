@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -1368,12 +1369,12 @@ TEST_P(StoreConformance, RelaysSharingAStoreClaimDisjointPartitionsAndLoseAClaim
   EXPECT_TRUE(Take(Read()->OutboxRows(OutboxSelect::kPending, 0)).rows.empty());
 }
 
-// Consumer groups (group.h): a store that processes share keeps members and partition leases
-// with fencing epochs, and a batch fenced by a lease its holder lost does not commit. A store
-// that processes cannot share refuses groups.
+// Consumer groups (group.h): a store that keeps them keeps members and partition leases with
+// fencing epochs, and a batch fenced by a lease its holder lost does not commit. A store that
+// does not keep them (memory) refuses groups.
 TEST_P(StoreConformance, AGroupLeaseFencesTheCommitsOfAHolderThatLostIt) {
   const Result<std::vector<GroupMember>> joined = Begin()->JoinGroup("g", "a", 4, 1000, 2000);
-  if (!store_->RelaysShare()) {
+  if (!GetParam().keeps_groups) {
     EXPECT_EQ(joined.status().code(), Code::kFailedPrecondition) << joined.status().ToString();
     EXPECT_EQ(Read()->GroupLeases("g").status().code(), Code::kFailedPrecondition);
     return;
@@ -1454,6 +1455,46 @@ TEST_P(StoreConformance, AGroupLeaseFencesTheCommitsOfAHolderThatLostIt) {
   ASSERT_EQ(leases.size(), 1U);
   EXPECT_EQ(leases[0].holder, "a");
   EXPECT_EQ(leases[0].position, 10);  // the fenced-off batch recorded nothing
+}
+
+// A partition the broker assigned (Kafka's group protocol) is seized whoever holds it, however
+// recently renewed: the epoch goes up, the earlier holder's batches are fenced off, and the lease
+// never expires by time.
+TEST_P(StoreConformance, ASeizedLeaseFencesOffItsHolderWhateverItsExpiry) {
+  if (!GetParam().keeps_groups) {
+    EXPECT_EQ(Begin()->SeizeLease("g", 0, "a", 1000).status().code(), Code::kFailedPrecondition);
+    return;
+  }
+  Write([&](Transaction& tx) {
+    const GroupLease first = Take(tx.SeizeLease("g", 2, "a", 1000));
+    EXPECT_EQ(first.epoch, 1);
+    EXPECT_EQ(first.holder, "a");
+    EXPECT_EQ(first.expires_at_ms, std::numeric_limits<int64_t>::max());
+    EXPECT_FALSE(Take(tx.AcquireLease("g", 2, "b", 5000, 6000)).has_value());  // never expires
+  });
+  Write([&](Transaction& tx) { EXPECT_OK(tx.FenceLease("g", 2, "a", 1, 7, std::nullopt, 1000)); });
+  Write([&](Transaction& tx) {
+    const GroupLease taken = Take(tx.SeizeLease("g", 2, "b", 1100));
+    EXPECT_EQ(taken.epoch, 2);
+    EXPECT_EQ(taken.holder, "b");
+    EXPECT_EQ(taken.position, 7);  // the last batch's, for the new holder to see
+  });
+  {
+    auto tx = Begin();
+    EXPECT_EQ(Take(tx->InsertLedger(Receipt("late"))), Insert::kInserted);
+    Status fenced = tx->FenceLease("g", 2, "a", 1, 9, std::nullopt, 1000);
+    if (fenced.ok()) fenced = tx->Commit();
+    EXPECT_EQ(fenced.code(), Code::kFailedPrecondition) << fenced.ToString();
+  }
+  EXPECT_FALSE(Take(Read()->FindLedger("c", "s", "late")).has_value());
+  Write([&](Transaction& tx) {  // seized again by a run of the same name: a new epoch
+    EXPECT_EQ(Take(tx.SeizeLease("g", 2, "b", 1200)).epoch, 3);
+  });
+  const std::vector<GroupLease> leases = Take(Read()->GroupLeases("g"));
+  ASSERT_EQ(leases.size(), 1U);
+  EXPECT_EQ(leases[0].partition, 2);
+  EXPECT_EQ(leases[0].holder, "b");
+  EXPECT_EQ(leases[0].epoch, 3);
 }
 
 TEST_P(StoreConformance, OutboxMarkSentAndAttemptsAreRecorded) {

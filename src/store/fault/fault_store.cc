@@ -87,6 +87,7 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "renew-lease",
     "release-lease",
     "fence-lease",
+    "seize-lease",
     "intend-once",
     "record-compensation",
     "record-gap",

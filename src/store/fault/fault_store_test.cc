@@ -87,6 +87,7 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kRenewLease,
     StoreCall::kReleaseLease,
     StoreCall::kFenceLease,
+    StoreCall::kSeizeLease,
     StoreCall::kIntendOnce,
     StoreCall::kRecordCompensation,
     StoreCall::kRecordGap,
@@ -254,6 +255,8 @@ Status Transact(Transaction& tx, StoreCall call) {
       return tx.ReleaseLease("g", 0, "m", 1);
     case StoreCall::kFenceLease:
       return tx.FenceLease("g", 0, "m", 1, 5, 0, 0);
+    case StoreCall::kSeizeLease:
+      return tx.SeizeLease("g", 0, "m", 10).status();
     case StoreCall::kIntendOnce:
       return tx.IntendOnce(EffectIntent{.key = "k"}, "trigger");
     case StoreCall::kRecordCompensation:

@@ -153,6 +153,26 @@ Status PgTransaction::FenceLease(std::string_view group, int64_t partition, std:
   return Status::Ok();
 }
 
+// The row lock this takes waits for an earlier holder's batch that fenced it (FenceLease) to end:
+// that batch commits before the seize (and its position is then read by the new holder) or
+// fails after it.
+Result<GroupLease> PgTransaction::SeizeLease(std::string_view group, int64_t partition,
+                                             std::string_view holder, int64_t now_ms) {
+  static const std::string kSql =
+      "INSERT INTO group_lease AS l(group_name, event_partition, holder, epoch, acquired_at_ms,"
+      " expires_at_ms) VALUES($1, $2, $3, 1, $4, 9223372036854775807)"
+      " ON CONFLICT (group_name, event_partition) DO UPDATE SET epoch=l.epoch+1,"
+      " acquired_at_ms=$4, holder=EXCLUDED.holder, expires_at_ms=EXCLUDED.expires_at_ms"
+      " RETURNING " +
+      std::string(kLeaseColumns);
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset rows,
+      Db().Query(kSql, Params().Text(group).Int(partition).Text(holder).Int(now_ms)));
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<GroupLease> lease, ReadOne(rows, &ReadLease));
+  if (!lease.has_value()) return Status::IoError("seizing a lease returned no row");
+  return *std::move(lease);
+}
+
 Result<std::vector<GroupLease>> PgSnapshot::GroupLeases(std::string_view group) {
   static const std::string kSql = std::string("SELECT ") + kLeaseColumns +
                                   " FROM group_lease WHERE group_name=$1 ORDER BY event_partition";

@@ -122,6 +122,8 @@ class PgTransaction final : public Transaction {
   Status FenceLease(std::string_view group, int64_t partition, std::string_view holder,
                     int64_t epoch, std::optional<int64_t> position, std::optional<int64_t> lag,
                     int64_t hold_ms) override;
+  Result<GroupLease> SeizeLease(std::string_view group, int64_t partition, std::string_view holder,
+                                int64_t now_ms) override;
 
  private:
   // The connection, after sending the rows buffered so far (FlushWrites): every statement then

@@ -264,10 +264,28 @@ WHERE latest=1 ORDER BY first_seq;
 DROP TABLE kept;
 )sql";
 
+// Layout 9: consumer groups (group.h). Their members share one file: the processes of one
+// machine, or one process whose partitions a broker assigns (Kafka), each batch fenced by the
+// lease's epoch as on PostgreSQL; SQLite's single writer orders a fence against a takeover.
+constexpr const char* kGroupSchema = R"sql(
+CREATE TABLE IF NOT EXISTS consumer_group(
+  group_name TEXT PRIMARY KEY, partition_count INTEGER NOT NULL, created_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS group_member(
+  group_name TEXT NOT NULL, member TEXT NOT NULL, joined_at_ms INTEGER NOT NULL,
+  expires_at_ms INTEGER NOT NULL, PRIMARY KEY(group_name, member)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS group_lease(
+  group_name TEXT NOT NULL, event_partition INTEGER NOT NULL, holder TEXT NOT NULL,
+  epoch INTEGER NOT NULL, acquired_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL,
+  position INTEGER, lag INTEGER, PRIMARY KEY(group_name, event_partition)
+) WITHOUT ROWID;
+)sql";
+
 // Every table and index of the current layout (each IF NOT EXISTS).
 const std::string& Schema() {
-  static const std::string kSchema =
-      std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema + kEffectSchema + kLayout8Schema;
+  static const std::string kSchema = std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema +
+                                     kEffectSchema + kLayout8Schema + kGroupSchema;
   return kSchema;
 }
 
@@ -1095,6 +1113,10 @@ class SqliteEngine {
       EVIDENT_RETURN_IF_ERROR(Exec("INSERT INTO evident_schema(version) VALUES(7);"));
     }
     if (layout <= 7) EVIDENT_RETURN_IF_ERROR(MigrateTo8());
+    if (layout <= 8) {
+      // The group tables (Schema() creates only what is missing).
+      EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(9);"));
+    }
     return Status::Ok();
   }
 
@@ -2257,6 +2279,145 @@ class SqliteEngine {
     return position;
   }
 
+  // ---- Consumer groups (store_groups.h): the statements PostgreSQL's pg_group.cc runs ----
+
+  static constexpr const char* kLeaseColumns =
+      "group_name, event_partition, holder, epoch, acquired_at_ms, expires_at_ms, position, lag";
+
+  Result<int64_t> GroupPartitionCount(std::string_view group) {
+    static const std::string kSql =
+        "SELECT partition_count FROM consumer_group WHERE group_name=?1";
+    Statement& s = Prepared(kSql);
+    s.Bind(group);
+    Status status;
+    const int64_t count = s.Step(status) ? s.Int(0) : 0;
+    s.Reset();
+    if (!status.ok()) return status;
+    return count;
+  }
+
+  Result<std::vector<GroupMember>> JoinGroup(std::string_view group, std::string_view member,
+                                             int64_t partition_count, int64_t now_ms,
+                                             int64_t expires_at_ms) {
+    static const std::string kGroup =
+        "INSERT INTO consumer_group(group_name, partition_count, created_at_ms)"
+        " VALUES(?1, ?2, ?3) ON CONFLICT DO NOTHING";
+    static const std::string kMember =
+        "INSERT INTO group_member(group_name, member, joined_at_ms, expires_at_ms)"
+        " VALUES(?1, ?2, ?3, ?4) ON CONFLICT (group_name, member)"
+        " DO UPDATE SET expires_at_ms=excluded.expires_at_ms";
+    static const std::string kForget =
+        "DELETE FROM group_member WHERE group_name=?1 AND expires_at_ms<?2";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kGroup).Bind(group).Bind(partition_count).Bind(now_ms).Run());
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t count, GroupPartitionCount(group));
+    if (count != partition_count) {
+      return Status::FailedPrecondition(
+          "group " + std::string(group) + " has " + std::to_string(count) + " partitions; this " +
+          "member was started with " + std::to_string(partition_count) +
+          " (every member of a group, and the relay, must agree)");
+    }
+    EVIDENT_RETURN_IF_ERROR(
+        Prepared(kMember).Bind(group).Bind(member).Bind(now_ms).Bind(expires_at_ms).Run());
+    // Members gone for an hour are forgotten (every process run is a member of its own).
+    EVIDENT_RETURN_IF_ERROR(Prepared(kForget).Bind(group).Bind(now_ms - int64_t{3'600'000}).Run());
+    return GroupMembers(group, now_ms);
+  }
+
+  Status LeaveGroup(std::string_view group, std::string_view member) {
+    static const std::string kSql = "DELETE FROM group_member WHERE group_name=?1 AND member=?2";
+    return Prepared(kSql).Bind(group).Bind(member).Run();
+  }
+
+  // The members of `group` alive at `alive_at_ms` (every member for INT64_MIN), by name.
+  Result<std::vector<GroupMember>> GroupMembers(std::string_view group, int64_t alive_at_ms) {
+    static const std::string kSql =
+        "SELECT group_name, member, joined_at_ms, expires_at_ms FROM group_member"
+        " WHERE group_name=?1 AND expires_at_ms>=?2 ORDER BY member";
+    Statement& s = Prepared(kSql);
+    s.Bind(group).Bind(alive_at_ms);
+    std::vector<GroupMember> out;
+    Status status;
+    while (s.Step(status)) {
+      out.push_back(GroupMember{.group = s.Text(0),
+                                .member = s.Text(1),
+                                .joined_at_ms = s.Int(2),
+                                .expires_at_ms = s.Int(3)});
+    }
+    s.Reset();
+    if (!status.ok()) return status;
+    return out;
+  }
+
+  // Every lease of `group`, or the one of `partition` (>= 0).
+  Result<std::vector<GroupLease>> GroupLeases(std::string_view group, int64_t partition = -1) {
+    static const std::string kSql = std::string("SELECT ") + kLeaseColumns +
+                                    " FROM group_lease WHERE group_name=?1 AND"
+                                    " (?2<0 OR event_partition=?2) ORDER BY event_partition";
+    Statement& s = Prepared(kSql);
+    s.Bind(group).Bind(partition);
+    std::vector<GroupLease> out;
+    Status status;
+    while (s.Step(status)) {
+      out.push_back(GroupLease{.group = s.Text(0),
+                               .partition = s.Int(1),
+                               .holder = s.Text(2),
+                               .epoch = s.Int(3),
+                               .acquired_at_ms = s.Int(4),
+                               .expires_at_ms = s.Int(5),
+                               .position = s.OptionalInt(6),
+                               .lag = s.OptionalInt(7)});
+    }
+    s.Reset();
+    if (!status.ok()) return status;
+    return out;
+  }
+
+  // Takes the lease for `holder` (epoch + 1) when `force`, when nobody holds it, when it expired
+  // before `now_ms`, or when `holder` holds it; nullopt when another holds it unexpired.
+  Result<std::optional<GroupLease>> TakeLease(std::string_view group, int64_t partition,
+                                              std::string_view holder, int64_t now_ms,
+                                              int64_t expires_at_ms, bool force) {
+    static const std::string kSql =
+        "INSERT INTO group_lease AS l(group_name, event_partition, holder, epoch, acquired_at_ms,"
+        " expires_at_ms) VALUES(?1, ?2, ?3, 1, ?4, ?5) ON CONFLICT (group_name, event_partition)"
+        " DO UPDATE SET epoch=l.epoch+1, acquired_at_ms=?4, holder=excluded.holder,"
+        " expires_at_ms=excluded.expires_at_ms"
+        " WHERE ?6 OR l.holder=excluded.holder OR l.expires_at_ms<?4";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+                                .Bind(group)
+                                .Bind(partition)
+                                .Bind(holder)
+                                .Bind(now_ms)
+                                .Bind(expires_at_ms)
+                                .Bind(int64_t{force ? 1 : 0})
+                                .Run());
+    if (sqlite3_changes(db_) == 0) return std::optional<GroupLease>();
+    EVIDENT_ASSIGN_OR_RETURN(std::vector<GroupLease> taken, GroupLeases(group, partition));
+    if (taken.size() != 1) return Status::IoError("a lease taken is not there to read");
+    return std::optional<GroupLease>(std::move(taken.front()));
+  }
+
+  // Sets the lease's expiry, or (fence) its position and lag, when `holder` holds it at `epoch`;
+  // whether it did.
+  Result<bool> TouchLease(std::string_view group, int64_t partition, std::string_view holder,
+                          int64_t epoch, std::optional<int64_t> expires_at_ms,
+                          std::optional<int64_t> position, std::optional<int64_t> lag) {
+    static const std::string kSql =
+        "UPDATE group_lease SET expires_at_ms=COALESCE(?5, expires_at_ms),"
+        " position=COALESCE(?6, position), lag=COALESCE(?7, lag)"
+        " WHERE group_name=?1 AND event_partition=?2 AND holder=?3 AND epoch=?4";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+                                .Bind(group)
+                                .Bind(partition)
+                                .Bind(holder)
+                                .Bind(epoch)
+                                .Bind(expires_at_ms)
+                                .Bind(position)
+                                .Bind(lag)
+                                .Run());
+    return sqlite3_changes(db_) == 1;
+  }
+
   // Everything a batch reads, in one call: each ledger key, each subject's projection (cached
   // for the transaction's writes) and deferred events. SQLite answers from one file in process,
   // so this is the same look-ups the events would make one by one; a networked backend makes it
@@ -2819,6 +2980,54 @@ class SqliteTransaction final : public Transaction {
   Status InsertCorrection(const ProjectionCorrection& correction) override {
     return Open()->InsertCorrection(correction);
   }
+  Result<std::vector<GroupMember>> JoinGroup(std::string_view group, std::string_view member,
+                                             int64_t partition_count, int64_t now_ms,
+                                             int64_t expires_at_ms) override {
+    return Open()->JoinGroup(group, member, partition_count, now_ms, expires_at_ms);
+  }
+  Status LeaveGroup(std::string_view group, std::string_view member) override {
+    return Open()->LeaveGroup(group, member);
+  }
+  Result<std::optional<GroupLease>> AcquireLease(std::string_view group, int64_t partition,
+                                                 std::string_view holder, int64_t now_ms,
+                                                 int64_t expires_at_ms) override {
+    return Open()->TakeLease(group, partition, holder, now_ms, expires_at_ms, false);
+  }
+  Result<GroupLease> SeizeLease(std::string_view group, int64_t partition, std::string_view holder,
+                                int64_t now_ms) override {
+    EVIDENT_ASSIGN_OR_RETURN(std::optional<GroupLease> lease,
+                             Open()->TakeLease(group, partition, holder, now_ms,
+                                               std::numeric_limits<int64_t>::max(), true));
+    if (!lease.has_value()) return Status::IoError("a lease seized is not there to read");
+    return *std::move(lease);
+  }
+  Result<bool> RenewLease(std::string_view group, int64_t partition, std::string_view holder,
+                          int64_t epoch, int64_t expires_at_ms) override {
+    return Open()->TouchLease(group, partition, holder, epoch, expires_at_ms, std::nullopt,
+                              std::nullopt);
+  }
+  Status ReleaseLease(std::string_view group, int64_t partition, std::string_view holder,
+                      int64_t epoch) override {
+    return Open()
+        ->TouchLease(group, partition, holder, epoch, 0, std::nullopt, std::nullopt)
+        .status();
+  }
+  // SQLite has one writer: this transaction holds the write lock from its first write to its
+  // commit, so a takeover (a SeizeLease or AcquireLease of another connection) comes before the
+  // check or after the commit, never between. `hold_ms` has no counterpart here: a stalled
+  // writer holds the lock until it ends, and the taker waits for it (busy_timeout_ms).
+  Status FenceLease(std::string_view group, int64_t partition, std::string_view holder,
+                    int64_t epoch, std::optional<int64_t> position, std::optional<int64_t> lag,
+                    int64_t hold_ms) override {
+    (void)hold_ms;
+    EVIDENT_ASSIGN_OR_RETURN(const bool held, Open()->TouchLease(group, partition, holder, epoch,
+                                                                 std::nullopt, position, lag));
+    if (held) return Status::Ok();
+    return Status::FailedPrecondition("lease lost: partition " + std::to_string(partition) +
+                                      " of group " + std::string(group) + " is no longer " +
+                                      std::string(holder) + "'s at epoch " + std::to_string(epoch) +
+                                      " (another member took it over)");
+  }
 
   sqlite3* connection() const { return engine_ == nullptr ? nullptr : engine_->db(); }
 
@@ -2889,6 +3098,15 @@ class SqliteSnapshot final : public Snapshot {
   }
   Result<std::optional<std::string>> GetPosition(std::string_view source) override {
     return engine_.GetPosition(source);
+  }
+  Result<std::vector<GroupLease>> GroupLeases(std::string_view group) override {
+    return engine_.GroupLeases(group);
+  }
+  Result<std::vector<GroupMember>> GroupMembers(std::string_view group) override {
+    return engine_.GroupMembers(group, std::numeric_limits<int64_t>::min());
+  }
+  Result<int64_t> GroupPartitionCount(std::string_view group) override {
+    return engine_.GroupPartitionCount(group);
   }
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
     return engine_.Counts();

@@ -85,6 +85,25 @@ TEST_F(SqliteStore, ALayout2StoreMigratesToTheCurrentLayout) {
             2u);
 }
 
+// Layout 8 (no consumer groups) gains the group tables when opened for writing, and keeps what it
+// held; a group's lease then fences as on PostgreSQL.
+TEST_F(SqliteStore, ALayout8StoreGainsTheGroupTables) {
+  AppendOne("e1");
+  ExecSql(
+      "DROP TABLE consumer_group; DROP TABLE group_member; DROP TABLE group_lease;"
+      "UPDATE evident_schema SET version=8;");
+  ASSERT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 8);
+  auto store = OpenSqliteStore(path_.string());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), kSqliteLayoutVersion);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM outbox"), 1);
+  auto tx = (*store)->Begin().value();
+  const Result<GroupLease> lease = tx->SeizeLease("g", 0, "m", 10);
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  EXPECT_EQ(lease->epoch, 1);
+  ASSERT_TRUE(tx->Commit().ok());
+}
+
 // Layout 5 (receipts without what they wrote) reads as it is, read-only, and gains the two
 // columns, its receipts kept, when opened for writing.
 TEST_F(SqliteStore, ALayout5LedgerReadsAndGainsTheReceiptColumns) {

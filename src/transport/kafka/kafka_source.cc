@@ -4,12 +4,14 @@
 #include <atomic>
 #include <cassert>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -55,41 +57,67 @@ struct ListDeleter {
 };
 using PartitionList = std::unique_ptr<rd_kafka_topic_partition_list_t, ListDeleter>;
 
+class KafkaSource;
+
+// What librdkafka's callbacks reach the source through: the handle may outlive the source (it is
+// destroyed on a thread of its own), and its callbacks then find no source and do only what
+// the client needs (a member leaving the group gives its partitions up).
+struct Link {
+  std::mutex mutex;
+  KafkaSource* self = nullptr;
+};
+
 class KafkaSource final : public Source {
  public:
   explicit KafkaSource(const KafkaOptions& options)
-      : options_(options), name_("kafka:" + options.topic + "/" + options.group) {}
+      : options_(options),
+        name_("kafka:" + options.topic + "/" + options.group),
+        link_(std::make_shared<Link>()) {
+    link_->self = this;
+  }
 
   // Without the consumer's close: Kafka's offsets are informational, the store holds the
   // positions. Destroying the handle waits for librdkafka's threads, which wait out the requests
   // in flight (a commit to a coordinator that is down: up to socket.timeout.ms); that wait is
   // bounded here, and past it the handle is destroyed on a thread of its own (the process may
   // end first). No callback of this object runs there: they run only in Fetch's polls.
+  // A member closes the consumer (it leaves the group, so that its partitions go to the others
+  // at once rather than when its session ends).
   ~KafkaSource() override {
+    {
+      std::lock_guard<std::mutex> lock(link_->mutex);
+      link_->self = nullptr;
+    }
     if (rk_ == nullptr) return;
-    (void)rd_kafka_assign(rk_.get(), nullptr);
+    if (options_.owner == nullptr) (void)rd_kafka_assign(rk_.get(), nullptr);
     rd_kafka_t* rk = rk_.release();
     auto destroyed = std::make_shared<std::promise<void>>();
     std::future<void> done = destroyed->get_future();
-    std::thread([rk, destroyed] {
-      rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    const int flags = options_.owner == nullptr ? RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE : 0;
+    std::thread([rk, destroyed, flags, link = link_] {
+      rd_kafka_destroy_flags(rk, flags);
       destroyed->set_value();
     }).detach();
     (void)done.wait_for(std::chrono::milliseconds(kDestroyWaitMs));
   }
 
   Status Open() {
-    EVIDENT_ASSIGN_OR_RETURN(
-        rd_kafka_conf_t * conf,
-        kafka::NewConf(options_, {{"group.id", options_.group},
-                                  {"enable.auto.commit", "false"},
-                                  {"enable.auto.offset.store", "false"},
-                                  {"auto.offset.reset", "error"},
-                                  {"enable.partition.eof", "true"},
-                                  {"allow.auto.create.topics", "false"},
-                                  {"socket.connection.setup.timeout.ms", "5000"}}));
-    rd_kafka_conf_set_opaque(conf, this);
+    kafka::Properties ours = {{"group.id", options_.group},
+                              {"enable.auto.commit", "false"},
+                              {"enable.auto.offset.store", "false"},
+                              {"auto.offset.reset", "error"},
+                              {"enable.partition.eof", "true"},
+                              {"allow.auto.create.topics", "false"},
+                              {"socket.connection.setup.timeout.ms", "5000"}};
+    if (options_.owner != nullptr) {
+      ours.emplace_back("session.timeout.ms", std::to_string(options_.session_ms));
+      ours.emplace_back("heartbeat.interval.ms",
+                        std::to_string(std::max<int64_t>(options_.session_ms / 4, 100)));
+    }
+    EVIDENT_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf, kafka::NewConf(options_, ours));
+    rd_kafka_conf_set_opaque(conf, link_.get());
     rd_kafka_conf_set_error_cb(conf, &OnError);
+    if (options_.owner != nullptr) rd_kafka_conf_set_rebalance_cb(conf, &OnRebalance);
     EVIDENT_ASSIGN_OR_RETURN(rk_, kafka::NewHandle(RD_KAFKA_CONSUMER, conf));
     // Errors and commit results come through the consumer's queue, which Fetch polls.
     (void)rd_kafka_poll_set_consumer(rk_.get());
@@ -101,6 +129,7 @@ class KafkaSource final : public Source {
   const std::string& name() const override { return name_; }
 
   Status Start(const std::optional<std::string>& position) override {
+    if (options_.owner != nullptr) return Subscribe();
     Offsets stored;
     if (position.has_value()) {
       std::optional<Offsets> parsed = ParsePosition(*position);
@@ -144,6 +173,7 @@ class KafkaSource final : public Source {
   Result<Fetched> Fetch(Message& out, int wait_ms) override {
     for (;;) {
       if (stopped_.load()) return Fetched::kEnd;
+      if (!assign_error_.ok()) return assign_error_;
       const int chunk = wait_ms < 0 || wait_ms > 200 ? 200 : wait_ms;
       if (HeldBack(chunk)) {
         if (wait_ms == 0 || (wait_ms > 0 && (wait_ms -= std::max(chunk, 1)) <= 0)) {
@@ -186,8 +216,10 @@ class KafkaSource final : public Source {
       std::lock_guard<std::mutex> lock(mutex_);
       while (!handed_.empty() && handed_.front().count <= cursor.b) {
         const Handed& h = handed_.front();
-        int64_t& n = acked_[h.partition];
-        n = std::max(n, h.offset + 1);
+        if (options_.owner == nullptr || assigned_.count(h.partition) > 0) {
+          int64_t& n = acked_[h.partition];
+          n = std::max(n, h.offset + 1);
+        }
         handed_.pop_front();
       }
       for (const auto& [partition, next] : acked_) {
@@ -195,6 +227,7 @@ class KafkaSource final : public Source {
             next;
       }
     }
+    settled_.notify_all();
     // Kafka's committed offsets follow the store's positions, for the cluster's own tools; a
     // failure is reported at the end of the run (FlushAcknowledgements). None is queued while
     // every broker is down: it would only wait there.
@@ -214,7 +247,12 @@ class KafkaSource final : public Source {
       handed_.clear();
       rewinds_.fetch_add(1);  // a record polled before the seek is not handed out (Take)
       for (const auto& [partition, offset] : rewind) eof_.erase(partition);
+      // A member seeks only what is still its own; the rest is its new owner's to read.
+      if (options_.owner != nullptr) {
+        std::erase_if(rewind, [&](const auto& r) { return assigned_.count(r.first) == 0; });
+      }
     }
+    settled_.notify_all();
     if (rewind.empty()) return Status::Ok();
     PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(rewind.size())));
     for (const auto& [partition, offset] : rewind) {
@@ -232,7 +270,26 @@ class KafkaSource final : public Source {
     return Status::Ok();
   }
 
-  void Stop() override { stopped_.store(true); }
+  void Stop() override {
+    stopped_.store(true);
+    settled_.notify_all();
+  }
+
+  Result<std::map<int64_t, int64_t>> PartitionPositions(const Cursor& cursor) const override {
+    std::map<int64_t, int64_t> next;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Handed& h : handed_) {
+      if (h.count > cursor.b) break;
+      if (h.assignment != assignment_) {
+        return Status::FailedPrecondition(
+            "lease lost: partition " + std::to_string(h.partition) + " of " + name_ +
+            " was revoked while a batch held its record at offset " + std::to_string(h.offset));
+      }
+      int64_t& n = next[h.partition];
+      n = std::max(n, h.offset + 1);
+    }
+    return next;
+  }
 
   Status FlushAcknowledgements(int64_t timeout_ms) override;
   bool unreachable() const override { return unreachable_.load(); }
@@ -246,6 +303,7 @@ class KafkaSource final : public Source {
     int64_t count = 0;
     int32_t partition = 0;
     int64_t offset = 0;
+    uint64_t assignment = 0;  // the revocations before it was handed out (a member's)
   };
 
   static int64_t NowMs() {
@@ -314,12 +372,37 @@ class KafkaSource final : public Source {
   }
 
   static void OnError(rd_kafka_t*, int err, const char*, void* opaque) {
-    auto* self = static_cast<KafkaSource*>(opaque);
-    if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) self->unreachable_.store(true);
+    auto* link = static_cast<Link*>(opaque);
+    std::lock_guard<std::mutex> lock(link->mutex);
+    if (link->self != nullptr && err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+      link->self->unreachable_.store(true);
+    }
   }
+
+  // Kafka's group protocol (eager: every rebalance revokes all of a member's partitions, then
+  // assigns anew), served inside Fetch's poll.
+  static void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                          rd_kafka_topic_partition_list_t* partitions, void* opaque) {
+    auto* link = static_cast<Link*>(opaque);
+    std::lock_guard<std::mutex> lock(link->mutex);
+    if (link->self == nullptr) {
+      (void)rd_kafka_assign(rk, nullptr);  // closing: whatever was assigned is given up
+      return;
+    }
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      link->self->Assign(partitions);
+    } else {
+      link->self->Revoke(partitions);
+    }
+  }
+
+  Status Subscribe();
+  void Assign(rd_kafka_topic_partition_list_t* partitions);
+  void Revoke(rd_kafka_topic_partition_list_t* partitions);
 
   KafkaOptions options_;
   std::string name_;
+  std::shared_ptr<Link> link_;
   kafka::Handle rk_;
   int32_t partitions_ = 0;
   std::atomic<bool> stopped_{false}, unreachable_{false};
@@ -328,12 +411,81 @@ class KafkaSource final : public Source {
   int64_t handed_out_ = 0;            // the reading thread's count of messages handed out
   int64_t last_probe_ms_ = 0;         // the reading thread's last MaybeReachable question
   int64_t skipped_ = 0;
+  Status assign_error_;  // the owner's refusal of an assignment (the reading thread's)
 
   mutable std::mutex mutex_;   // guards what follows: the reading and deciding threads share it
   std::deque<Handed> handed_;  // handed out, not yet acknowledged, in delivery order
-  Offsets acked_;              // the next offset after the acknowledged ones
-  Offsets eof_;                // partitions at their end: the offset their end was seen at
+  // The next offset after the acknowledged ones, per partition read (a member: per partition
+  // assigned to it now).
+  Offsets acked_;
+  std::condition_variable settled_;  // handed_ shrank, or the source stopped
+  Offsets eof_;                      // partitions at their end: the offset their end was seen at
+  std::set<int32_t> assigned_;       // a member's partitions now
+  uint64_t assignment_ = 0;          // a member's revocations so far
 };
+
+Status KafkaSource::Subscribe() {
+  PartitionList topics(rd_kafka_topic_partition_list_new(1));
+  rd_kafka_topic_partition_list_add(topics.get(), options_.topic.c_str(), RD_KAFKA_PARTITION_UA);
+  const rd_kafka_resp_err_t err = rd_kafka_subscribe(rk_.get(), topics.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) return kafka::ErrorStatus("subscribe " + name_, err);
+  return Status::Ok();
+}
+
+// The owner fences the partitions off for their earlier holders and says where each begins;
+// reading starts there. Should it refuse, nothing is read and Fetch ends the run with why.
+void KafkaSource::Assign(rd_kafka_topic_partition_list_t* partitions) {
+  std::vector<int64_t> given;
+  for (int i = 0; i < partitions->cnt; ++i) given.push_back(partitions->elems[i].partition);
+  Result<std::map<int64_t, int64_t>> begin = options_.owner->Assigned(given, partitions_);
+  if (!begin.ok()) {
+    assign_error_ = begin.status();
+    (void)rd_kafka_assign(rk_.get(), nullptr);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int i = 0; i < partitions->cnt; ++i) {
+      rd_kafka_topic_partition_t& e = partitions->elems[i];
+      const auto at = begin->find(e.partition);
+      e.offset = at == begin->end() ? RD_KAFKA_OFFSET_BEGINNING : at->second;
+      if (at != begin->end()) acked_[e.partition] = at->second;
+      if (at == begin->end()) acked_.erase(e.partition);
+      eof_.erase(e.partition);
+      assigned_.insert(e.partition);
+    }
+  }
+  const rd_kafka_resp_err_t err = rd_kafka_assign(rk_.get(), partitions);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) assign_error_ = kafka::ErrorStatus("assign " + name_, err);
+}
+
+// Waits (at most a session) for what was handed out of the revoked partitions to be committed
+// or rejected by the deciding thread, then gives them up. What is still in hand past that is
+// abandoned: its batch cannot commit once the partition's next holder has seized it.
+void KafkaSource::Revoke(rd_kafka_topic_partition_list_t* partitions) {
+  std::set<int32_t> taken;
+  std::vector<int64_t> given_up;
+  for (int i = 0; i < partitions->cnt; ++i) {
+    taken.insert(partitions->elems[i].partition);
+    given_up.push_back(partitions->elems[i].partition);
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    (void)settled_.wait_for(lock, std::chrono::milliseconds(options_.session_ms), [&] {
+      return stopped_.load() || std::none_of(handed_.begin(), handed_.end(), [&](const Handed& h) {
+               return taken.count(h.partition) > 0;
+             });
+    });
+    for (const int32_t p : taken) {
+      acked_.erase(p);
+      eof_.erase(p);
+      assigned_.erase(p);
+    }
+    ++assignment_;  // what is still in hand past the wait can no longer commit
+  }
+  options_.owner->Revoked(given_up);
+  (void)rd_kafka_assign(rk_.get(), nullptr);
+}
 
 Result<bool> KafkaSource::Take(const rd_kafka_message_t* m, Message& out, uint64_t rewinds) {
   if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -378,7 +530,7 @@ Result<bool> KafkaSource::Take(const rd_kafka_message_t* m, Message& out, uint64
   if (rewinds_.load() != rewinds) return false;  // polled before a seek back: it comes again
   out.index = m->offset;
   out.cursor = Cursor{.a = m->partition, .b = ++handed_out_, .c = static_cast<uint64_t>(m->offset)};
-  handed_.push_back(Handed{out.cursor.b, m->partition, m->offset});
+  handed_.push_back(Handed{out.cursor.b, m->partition, m->offset, assignment_});
   eof_.erase(m->partition);
   return true;
 }
@@ -403,6 +555,13 @@ Status KafkaSource::FlushAcknowledgements(int64_t timeout_ms) {
   }
   rd_kafka_queue_destroy(queue);
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return Status::Ok();
+  // A member whose group is rebalancing, or that is no longer in it, holds those partitions no
+  // more: their offsets are their next holder's to commit.
+  if (options_.owner != nullptr &&
+      (err == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
+       err == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION || err == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID)) {
+    return Status::Ok();
+  }
   return Status::Unavailable(
       "Kafka's committed offsets of group " + options_.group +
       " could not be brought to the "

@@ -1,0 +1,273 @@
+// A member of a consumer group whose broker assigns the partitions (group.h, Kafka's group
+// protocol): one source and one consume loop. Each partition the broker assigns is seized in the
+// store (Transaction::SeizeLease: its epoch goes up) in a transaction of its own before its
+// position is read, and every batch is fenced, partition by partition, by the epochs this member
+// seized: a member that lost a partition (its session ended, a pause past it) cannot commit a
+// batch for it once the new holder has seized it, and the new holder reads the position of
+// whatever committed before. Positions are one per partition ("<source name>/p<k>": the next
+// offset), written in each batch's transaction.
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "evident/gaps.h"
+#include "group/group_parts.h"
+
+namespace evident {
+namespace {
+
+// What a run of the loop cannot get past by being run again: the topic, the settings, a
+// stored position the topic no longer holds, a group whose partition count changed.
+bool EndsTheMember(const Status& s) {
+  return s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound ||
+         s.code() == Code::kFailedPrecondition || s.code() == Code::kCorruption ||
+         s.code() == Code::kInternal;
+}
+
+class BrokerMember final : public PartitionOwner {
+ public:
+  BrokerMember(const Config& config, GroupOptions options)
+      : config_(config),
+        o_(std::move(options)),
+        clock_(o_.clock != nullptr ? *o_.clock : SystemClock()) {
+    if (o_.member.empty()) o_.member = DefaultMemberName();
+    summary_.member = o_.member;
+  }
+
+  Result<GroupSummary> Run() {
+    const int64_t start_ms = clock_.MonotonicMs();
+    StoreOptions leases = o_.store_options;
+    leases.busy_timeout_ms = std::min(leases.busy_timeout_ms, o_.lease_ms);
+    leases.deciders = StoreOptions::Deciders::kShared;  // its gap checks run beside the loop's
+    EVIDENT_ASSIGN_OR_RETURN(store_, OpenStore(o_.store, leases));
+    std::thread keeper([this] { Keep(); });
+    Status ended = Status::Ok();
+    while (!Cancelled()) {
+      Result<ConsumeSummary> run = RunLoop();
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (run.ok()) {
+        AddSummary(summary_.total, *run);
+        continue;
+      }
+      if (LostTheLease(run.status())) {
+        ++summary_.leases_lost;
+        continue;  // joins again at once: the broker assigns it what it may read now
+      }
+      if (EndsTheMember(run.status())) {
+        ended = run.status();
+        break;
+      }
+      summary_.last_error = run.status().ToString();
+      lock.unlock();
+      Sleep(o_.lease_ms);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    keeper.join();
+    (void)Write([&](Transaction& tx) { return tx.LeaveGroup(o_.group, o_.member); });
+    EVIDENT_RETURN_IF_ERROR(ended);
+    summary_.total.seconds = static_cast<double>(clock_.MonotonicMs() - start_ms) / 1000.0;
+    return summary_;
+  }
+
+  // On the source's reading thread: seizes each partition (one transaction, committed before
+  // any position is read), then reads where each begins.
+  Result<std::map<int64_t, int64_t>> Assigned(const std::vector<int64_t>& partitions,
+                                              int64_t partition_count) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    partition_count_ = partition_count;
+    std::map<int64_t, int64_t> seized;
+    EVIDENT_RETURN_IF_ERROR(WriteLocked([&](Transaction& tx) -> Status {
+      seized.clear();
+      const int64_t now = clock_.NowMs();
+      EVIDENT_RETURN_IF_ERROR(
+          tx.JoinGroup(o_.group, o_.member, partition_count, now, now + o_.lease_ms).status());
+      for (const int64_t p : partitions) {
+        EVIDENT_ASSIGN_OR_RETURN(const GroupLease lease,
+                                 tx.SeizeLease(o_.group, p, o_.member, now));
+        seized[p] = lease.epoch;
+      }
+      return Status::Ok();
+    }));
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store_->Read());
+    std::map<int64_t, int64_t> begin;
+    for (const int64_t p : partitions) {
+      EVIDENT_ASSIGN_OR_RETURN(const std::optional<std::string> stored,
+                               snapshot->GetPosition(PositionName(p)));
+      if (!stored.has_value()) continue;
+      int64_t next = -1;
+      const auto [end, error] =
+          std::from_chars(stored->data(), stored->data() + stored->size(), next);
+      if (error != std::errc() || end != stored->data() + stored->size() || next < 0) {
+        return Status::FailedPrecondition("the stored position '" + *stored + "' of " +
+                                          PositionName(p) + " is not a partition's next offset");
+      }
+      begin[p] = next;
+    }
+    for (const auto& [p, epoch] : seized) epochs_[p] = epoch;
+    summary_.partitions_taken += static_cast<int64_t>(partitions.size());
+    return begin;
+  }
+
+  void Revoked(const std::vector<int64_t>& partitions) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const int64_t p : partitions) {
+      const auto at = epochs_.find(p);
+      if (at == epochs_.end()) continue;
+      // Marked free for `group status`; a later holder seizes it whatever this says.
+      (void)WriteLocked(
+          [&](Transaction& tx) { return tx.ReleaseLease(o_.group, p, o_.member, at->second); });
+      epochs_.erase(at);
+      ++summary_.partitions_given_up;
+    }
+  }
+
+ private:
+  bool Cancelled() const { return o_.cancel != nullptr && o_.cancel->cancelled(); }
+
+  std::string PositionName(int64_t partition) const {
+    return position_prefix_ + std::to_string(partition);
+  }
+
+  // One run of the loop: a store connection, a pipeline and a member source of its own, until
+  // the run is cancelled or the loop ends (a partition lost, an error).
+  Result<ConsumeSummary> RunLoop() {
+    StoreOptions fenced = o_.store_options;
+    fenced.idle_transaction_timeout_ms = o_.lease_ms;
+    fenced.deciders = StoreOptions::Deciders::kShared;
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(o_.store, fenced));
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline, Pipeline::Create(config_));
+    SourceOptions member = o_.source;
+    member.consumer = o_.group;
+    member.owner = this;
+    member.session_ms = o_.lease_ms;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      epochs_.clear();
+      position_prefix_.clear();
+    }
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, OpenSource(o_.from, member));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      position_prefix_ = source->name() + "/p";
+    }
+    ConsumeOptions options = o_.consume;
+    options.resume = false;
+    options.record_position = false;
+    options.cancel = o_.cancel;
+    options.progress = nullptr;
+    options.until_idle_ms = -1;
+    options.clock = o_.clock;
+    options.gap_check_interval_ms = -1;  // the keeper checks, while this member holds partition 0
+    const Source* from = source.get();
+    options.before_commit = [this, from](Transaction& tx, const Cursor& cursor) -> Status {
+      EVIDENT_ASSIGN_OR_RETURN(const auto positions, from->PartitionPositions(cursor));
+      return Fence(tx, positions);
+    };
+    return Consume(*pipeline, *store, *source, options);
+  }
+
+  // A batch's fence and positions: each partition it holds messages of must still be this
+  // member's at the epoch it was seized with.
+  Status Fence(Transaction& tx, const std::map<int64_t, int64_t>& positions) {
+    for (const auto& [p, next] : positions) {
+      int64_t epoch = 0;
+      std::string name;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const auto at = epochs_.find(p);
+        if (at == epochs_.end()) {
+          return Status::FailedPrecondition(
+              "lease lost: partition " + std::to_string(p) + " of group " + o_.group +
+              " was taken back from " + o_.member + " by the broker before its batch committed");
+        }
+        epoch = at->second;
+        name = PositionName(p);
+      }
+      EVIDENT_RETURN_IF_ERROR(
+          tx.FenceLease(o_.group, p, o_.member, epoch, next, std::nullopt, o_.lease_ms));
+      EVIDENT_RETURN_IF_ERROR(tx.SetPosition(name, std::to_string(next)));
+    }
+    return Status::Ok();
+  }
+
+  // Until the run ends: renews this member's row (what `group status` lists) every third of a
+  // lease, and runs the store-wide gap deadline checks while this member holds partition 0.
+  void Keep() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    int64_t last_gaps_ms = 0;
+    while (!done_) {
+      if (partition_count_ > 0) {
+        const int64_t now = clock_.NowMs();
+        const Status joined = WriteLocked([&](Transaction& tx) {
+          return tx.JoinGroup(o_.group, o_.member, partition_count_, now, now + o_.lease_ms)
+              .status();
+        });
+        if (!joined.ok()) summary_.last_error = joined.ToString();
+      }
+      const int64_t interval = o_.consume.gap_check_interval_ms;
+      if (interval >= 0 && epochs_.count(0) > 0 &&
+          clock_.MonotonicMs() - last_gaps_ms >= interval) {
+        last_gaps_ms = clock_.MonotonicMs();
+        const Result<GapCheck> gaps = CheckGapDeadlines(
+            *store_, clock_.NowMs(), {.partition_count = o_.consume.outbox_partition_count});
+        if (!gaps.ok()) summary_.total.gap_check_error = gaps.status().ToString();
+      }
+      wake_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(o_.lease_ms / 3, 50)));
+    }
+  }
+
+  // Sleeps `ms`, or until the run is cancelled.
+  void Sleep(int64_t ms) {
+    for (int64_t left = ms; left > 0 && !Cancelled(); left -= 50) {
+      clock_.SleepMs(std::min<int64_t>(left, 50));
+    }
+  }
+
+  template <typename Work>
+  Status Write(Work work) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return WriteLocked(work);
+  }
+  // A transaction on the leases' store (mutex_ held: the reading thread, the keeper and Run
+  // share it).
+  template <typename Work>
+  Status WriteLocked(Work work) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_->Begin());
+    Status s = work(*tx);
+    if (!s.ok()) {
+      (void)tx->Rollback();
+      return s;
+    }
+    return tx->Commit();
+  }
+
+  const Config& config_;
+  GroupOptions o_;
+  Clock& clock_;
+  std::unique_ptr<Store> store_;  // the leases' and the members'; guarded by mutex_
+
+  std::mutex mutex_;  // guards what follows, and store_
+  std::condition_variable wake_;
+  bool done_ = false;
+  int64_t partition_count_ = 0;        // the topic's, as the last assignment said
+  std::map<int64_t, int64_t> epochs_;  // partition -> the epoch this member seized it at
+  std::string position_prefix_;        // "<source name>/p"
+  GroupSummary summary_;               // partitions_* and last_error change under mutex_
+};
+
+}  // namespace
+
+Result<GroupSummary> RunBrokerGroup(const Config& config, const GroupOptions& options) {
+  return BrokerMember(config, options).Run();
+}
+
+}  // namespace evident
