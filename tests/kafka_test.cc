@@ -773,6 +773,24 @@ TEST_F(KafkaGroup, AGroupOfOneOnSqliteBeginsAgainAtTheStoresPositions) {
     EXPECT_EQ(l.epoch, 2) << "partition " << l.partition << " seized once per run";
     EXPECT_EQ(l.holder, "second");
   }
+  // `group status` asks the broker too: each partition's committed offset is the store's
+  // position, at the partition's end, and nothing is left.
+  const ProcessResult status = RunEvident({"group", "status", "--store", store, "--group", "solo",
+                                           "--from", url_, "--topic", kTopic, "--format", "json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const std::map<int32_t, int64_t> ends = Ends();
+  for (const auto& [p, end] : ends) {
+    const std::string want =
+        "{\"partition\":" + std::to_string(p) + ",\"holder\":\"second\",\"epoch\":2,";
+    const size_t at = status.out.find(want);
+    ASSERT_NE(at, std::string::npos) << status.out;
+    const std::string lease = status.out.substr(at, status.out.find('}', at) - at);
+    const std::string e = std::to_string(end);
+    EXPECT_NE(lease.find("\"state\":\"released\",\"position\":" + e +
+                         ",\"lag\":0,\"committed\":" + e + ",\"end\":" + e),
+              std::string::npos)
+        << lease;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // evident/group.h — consumer groups: several processes (`evident consume --group NAME`) share one
-// store that processes can share (PostgreSQL) and one JetStream stream.
+// store that processes can share (PostgreSQL) and one JetStream stream; or one Kafka topic, whose
+// broker assigns the partitions (see GroupOptions::from).
 //
 // The stream's partitions are those of the relay (relay.h: subjects "<prefix>.p<k>.<type>", one
 // subject always in one partition). Each partition is leased, through the store, to one member
@@ -62,10 +63,14 @@ struct GroupOptions {
   int64_t partition_count = 0;
   // How long a lease lasts without renewal.
   int64_t lease_ms = 10'000;
-  // The source the partitions are of (registry.h: a URI, nats://HOST:PORT, and its options:
-  // stream, subject_prefix, ack_wait_ms). Its backend says how partitions are shared
-  // (GroupPartitions): leased through the store (JetStream), one source per partition held.
-  // A backend whose broker assigns the partitions itself is refused until one is built in.
+  // The source the partitions are of (registry.h: a URI, nats://HOST:PORT or kafka://..., and
+  // its options). Its backend says how partitions are shared (GroupPartitions): leased through
+  // the store (JetStream: one source per partition held), or assigned by the broker (Kafka's
+  // group protocol: one source, the group's member; partition_count is then the topic's own and
+  // lease_ms the member's session timeout). A broker-assigned partition is seized in the store
+  // (Transaction::SeizeLease) before its position is read, in a transaction of its own, and
+  // every batch is fenced by the epochs seized, partition by partition; a store that keeps
+  // groups serves (PostgreSQL, or SQLite for the processes of one machine).
   std::string from;
   SourceOptions source;
   // Each partition's consume loop runs with these (its cancel token, resume, the fence and the
@@ -81,7 +86,7 @@ struct GroupSummary {
   std::string member;
   ConsumeSummary total;             // over every partition loop of the run
   int64_t partitions_taken = 0;     // leases acquired (a partition taken twice counts twice)
-  int64_t partitions_given_up = 0;  // released for balance
+  int64_t partitions_given_up = 0;  // released for balance, or revoked by the broker
   int64_t leases_lost = 0;          // loops ended by a fence or a renewal that found another holder
   std::string last_error;           // of the last loop that ended on an error; empty when none
 };

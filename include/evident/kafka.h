@@ -80,6 +80,11 @@ Result<std::unique_ptr<Publisher>> OpenKafkaPublisher(const KafkaOptions& option
 // A source named "kafka:<topic>/<group>" (its position's key in the store).
 Result<std::unique_ptr<Source>> OpenKafkaSource(const KafkaOptions& options);
 
+// Every partition of the topic as the cluster keeps it for the group `options.group`: the offset
+// committed under it (OffsetFetch) and the partition's end (ListOffsets), within `timeout_ms`.
+Result<std::vector<BrokerPartition>> DescribeKafkaGroup(const KafkaOptions& options,
+                                                        int64_t timeout_ms);
+
 // Whether the cluster answers and has the topic, within `timeout_ms`.
 Status ProbeKafka(const KafkaOptions& options, int64_t timeout_ms);
 

@@ -141,6 +141,12 @@ Result<std::unique_ptr<Source>> OpenPartitionSource(std::string_view uri,
 // Whether the broker behind `uri` answers and has what `options` name, within `timeout_ms` (a
 // readiness check); Ok for a source with nothing to reach (a file).
 Status ProbeSource(std::string_view uri, const SourceOptions& options, int64_t timeout_ms = 1000);
+// The partitions of the group `options.consumer` as the broker behind `uri` keeps them, for a
+// source whose broker assigns partitions (GroupPartitions::kAssignedByBroker; others:
+// kFailedPrecondition), within `timeout_ms`.
+Result<std::vector<BrokerPartition>> DescribeBrokerGroup(std::string_view uri,
+                                                         const SourceOptions& options,
+                                                         int64_t timeout_ms = 5000);
 
 // ---- Publishers (publisher.h) ----
 

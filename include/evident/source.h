@@ -123,6 +123,15 @@ class Source {
   }
 };
 
+// One partition of a group, as a broker that assigns partitions keeps it (Kafka: OffsetFetch and
+// ListOffsets): the offset committed under the group (nullopt: none) and the partition's end,
+// the offset after its last record.
+struct BrokerPartition {
+  int64_t partition = 0;
+  std::optional<int64_t> committed;
+  int64_t end = 0;
+};
+
 // The owner of a group member's partitions when the broker assigns them (Kafka's group
 // protocol; registry.h, GroupPartitions::kAssignedByBroker): the source tells it of every
 // assignment before it reads a message of it, and of every revocation after the messages it

@@ -247,7 +247,8 @@ int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* o
   }
   std::FILE* out = outcomes == stdout ? stderr : stdout;
   std::fprintf(out,
-               "member %s of group %s: %lld partition leases taken, %lld given up for balance, "
+               "member %s of group %s: %lld partition leases taken, %lld given up (for balance, or "
+               "revoked by the broker), "
                "%lld lost to another member\n",
                summary->member.c_str(), flags.group.c_str(),
                static_cast<long long>(summary->partitions_taken),

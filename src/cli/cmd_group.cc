@@ -1,8 +1,10 @@
 // `evident group status`: who holds which partition of a consumer group (group.h), since when,
 // and how far behind the stream each partition was at its holder's last commit.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -10,6 +12,7 @@
 #include "cli/text.h"
 #include "core/rfc3339.h"
 #include "evident/clock.h"
+#include "evident/registry.h"
 #include "evident/store.h"
 #include "json/writer.h"
 
@@ -19,12 +22,17 @@ namespace {
 struct StatusFlags {
   std::string store, group;
   std::string format = "text";
+  // A group whose broker assigns the partitions (Kafka): where to ask it.
+  std::string from, topic;
+  std::vector<std::string> broker_config;
 };
 
 struct GroupView {
   int64_t partition_count = 0;
   std::vector<GroupMember> members;
   std::vector<GroupLease> leases;
+  // With --from: each partition as the broker keeps it for the group (by partition).
+  std::map<int64_t, BrokerPartition> broker;
 };
 
 Result<GroupView> ReadGroup(const StatusFlags& flags) {
@@ -38,6 +46,15 @@ Result<GroupView> ReadGroup(const StatusFlags& flags) {
   }
   EVIDENT_ASSIGN_OR_RETURN(view.members, snapshot->GroupMembers(flags.group));
   EVIDENT_ASSIGN_OR_RETURN(view.leases, snapshot->GroupLeases(flags.group));
+  if (!flags.from.empty()) {
+    const SourceOptions source{
+        .stream = flags.topic, .consumer = flags.group, .properties = flags.broker_config};
+    Result<std::vector<BrokerPartition>> broker = DescribeBrokerGroup(flags.from, source);
+    if (!broker.ok()) {
+      return Status(broker.status().code(), "--from " + broker.status().message());
+    }
+    for (const BrokerPartition& b : *broker) view.broker[b.partition] = b;
+  }
   return view;
 }
 
@@ -45,6 +62,14 @@ Result<GroupView> ReadGroup(const StatusFlags& flags) {
 std::string_view LeaseState(const GroupLease& l, int64_t now_ms) {
   if (l.expires_at_ms == 0) return "released";
   return l.expires_at_ms >= now_ms ? "held" : "expired";
+}
+
+// The lease's lag: as its holder recorded it, or, where the broker was asked, the records of the
+// partition past the store's position.
+std::optional<int64_t> Lag(const GroupLease& l, const GroupView& v) {
+  const auto broker = v.broker.find(l.partition);
+  if (broker == v.broker.end() || !l.position.has_value()) return l.lag;
+  return std::max<int64_t>(0, broker->second.end - *l.position);
 }
 
 std::string OptText(const std::optional<int64_t>& v) {
@@ -65,8 +90,9 @@ std::string Text(const StatusFlags& flags, const GroupView& v, int64_t now_ms) {
                   m.expires_at_ms >= now_ms ? "alive" : "gone");
     out += line;
   }
-  std::snprintf(line, sizeof(line), "\n%-9s %-32s %6s %-24s %-8s %10s %8s\n", "partition", "holder",
-                "epoch", "since", "state", "position", "lag");
+  std::snprintf(line, sizeof(line), "\n%-9s %-32s %6s %-24s %-8s %10s %8s%s\n", "partition",
+                "holder", "epoch", "since", "state", "position", "lag",
+                v.broker.empty() ? "" : "  committed        end");
   out += line;
   std::vector<const GroupLease*> by_partition(static_cast<size_t>(v.partition_count), nullptr);
   for (const GroupLease& l : v.leases) {
@@ -76,15 +102,24 @@ std::string Text(const StatusFlags& flags, const GroupView& v, int64_t now_ms) {
   }
   for (int64_t p = 0; p < v.partition_count; ++p) {
     const GroupLease* l = by_partition[static_cast<size_t>(p)];
+    const auto broker = v.broker.find(p);
     if (l == nullptr) {
       std::snprintf(line, sizeof(line), "%-9lld %-32s\n", static_cast<long long>(p),
                     "(never taken)");
     } else {
-      std::snprintf(line, sizeof(line), "%-9lld %-32s %6lld %-24s %-8s %10s %8s\n",
+      std::snprintf(line, sizeof(line), "%-9lld %-32s %6lld %-24s %-8s %10s %8s",
                     static_cast<long long>(p), Printable(l->holder).c_str(),
                     static_cast<long long>(l->epoch), rfc3339::FormatMs(l->acquired_at_ms).c_str(),
                     std::string(LeaseState(*l, now_ms)).c_str(), OptText(l->position).c_str(),
-                    OptText(l->lag).c_str());
+                    OptText(Lag(*l, v)).c_str());
+      out += line;
+      line[0] = '\0';
+      if (broker != v.broker.end()) {
+        std::snprintf(line, sizeof(line), "  %9s %10lld", OptText(broker->second.committed).c_str(),
+                      static_cast<long long>(broker->second.end));
+      }
+      out += line;
+      std::snprintf(line, sizeof(line), "\n");
     }
     out += line;
   }
@@ -111,7 +146,11 @@ std::string Json(const StatusFlags& flags, const GroupView& v, int64_t now_ms) {
     w.Key("epoch").Int(l.epoch).Key("acquired_at_ms").Int(l.acquired_at_ms);
     w.Key("expires_at_ms").Int(l.expires_at_ms).Field("state", LeaseState(l, now_ms));
     optional_int("position", l.position);
-    optional_int("lag", l.lag);
+    optional_int("lag", Lag(l, v));
+    if (const auto broker = v.broker.find(l.partition); broker != v.broker.end()) {
+      optional_int("committed", broker->second.committed);
+      w.Key("end").Int(broker->second.end);
+    }
     w.EndObject();
   }
   w.EndArray().EndObject();
@@ -143,9 +182,16 @@ void AddGroupCommands(CLI::App& app, Runner& run) {
       "Who holds which partition, since when, its epoch, and its position and lag at the "
       "holder's last commit; the members and whether they are alive. Exit 0, 1 when the store "
       "has no such group, 2 on errors.");
-  cmd->add_option("--store", flags->store, StoreHelp() + " (one that several processes share)")
+  cmd->add_option("--store", flags->store, StoreHelp() + " (the one the members share)")
       ->required();
   cmd->add_option("--group", flags->group, "The group's name")->required();
+  cmd->add_option("--from", flags->from,
+                  "A group whose broker assigns the partitions (kafka://...): ask it too for each "
+                  "partition's committed offset and end; the lag is then the end past the store's "
+                  "position");
+  cmd->add_option("--stream,--topic", flags->topic, "The topic (with --from)");
+  cmd->add_option("--broker-config,--kafka-config", flags->broker_config,
+                  "KEY=VALUE: a property of the broker's client library; repeatable (with --from)");
   AddFormatOption(*cmd, flags->format);
   cmd->callback([flags, &run] { run = [flags] { return RunStatus(*flags); }; });
 }

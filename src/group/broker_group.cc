@@ -72,7 +72,14 @@ class BrokerMember final : public PartitionOwner {
     }
     wake_.notify_all();
     keeper.join();
-    (void)Write([&](Transaction& tx) { return tx.LeaveGroup(o_.group, o_.member); });
+    // The partitions held at the end are released (a next holder seizes them anyway), and the
+    // member leaves.
+    (void)Write([&](Transaction& tx) -> Status {
+      for (const auto& [p, epoch] : epochs_) {
+        EVIDENT_RETURN_IF_ERROR(tx.ReleaseLease(o_.group, p, o_.member, epoch));
+      }
+      return tx.LeaveGroup(o_.group, o_.member);
+    });
     EVIDENT_RETURN_IF_ERROR(ended);
     summary_.total.seconds = static_cast<double>(clock_.MonotonicMs() - start_ms) / 1000.0;
     return summary_;

@@ -156,6 +156,10 @@ struct SourceRow {
                                                     int64_t partition, int64_t forget_after_ms);
   Status (*probe)(std::string_view uri, const SourceOptions& options, int64_t timeout_ms);
   Status (*check)(const SourceOptions& options);
+  // Null unless traits.group is kAssignedByBroker.
+  Result<std::vector<BrokerPartition>> (*describe)(std::string_view uri,
+                                                   const SourceOptions& options,
+                                                   int64_t timeout_ms);
 };
 
 Result<std::unique_ptr<Source>> OpenStdin(std::string_view, const SourceOptions& options) {
@@ -234,6 +238,13 @@ Status ProbeKafkaSource(std::string_view uri, const SourceOptions& options, int6
   return ProbeKafka(kafka, timeout_ms);
 }
 
+Result<std::vector<BrokerPartition>> DescribeKafka(std::string_view uri,
+                                                   const SourceOptions& options,
+                                                   int64_t timeout_ms) {
+  EVIDENT_ASSIGN_OR_RETURN(const KafkaOptions kafka, KafkaSourceOf(uri, options));
+  return DescribeKafkaGroup(kafka, timeout_ms);
+}
+
 Status CheckKafka(const SourceOptions& options) {
   if (options.stream.empty()) return Status::InvalidArgument("a Kafka source needs a topic");
   for (const std::string& text : options.properties) {
@@ -252,16 +263,18 @@ const std::array<SourceRow, 4> kSources = {{
      &OpenJetStream,
      &OpenJetStreamPartition,
      &ProbeJetStreamSource,
-     &CheckJetStream},
+     &CheckJetStream,
+     nullptr},
     {"kafka://",
      "kafka://HOST:PORT[,HOST:PORT...]",
-     "Apache Kafka, every partition of a topic (or a group's share), positions in the store",
+     "Apache Kafka, a topic (or a group's share of it), positions in the store",
      {.group = GroupPartitions::kAssignedByBroker, .resumes_from_store = true},
      Bits({S::kStream, S::kConsumer, S::kProperties}),
      &OpenKafka,
      nullptr,
      &ProbeKafkaSource,
-     &CheckKafka},
+     &CheckKafka,
+     &DescribeKafka},
     {"file:",
      "file:PATH",
      "a file of events (NDJSON, an array or one event)",
@@ -270,7 +283,8 @@ const std::array<SourceRow, 4> kSources = {{
      &OpenFile,
      nullptr,
      &ProbeNothing,
-     &CheckNothing},
+     &CheckNothing,
+     nullptr},
     {"-",
      "-",
      "standard input (NDJSON, an array or one event)",
@@ -279,7 +293,8 @@ const std::array<SourceRow, 4> kSources = {{
      &OpenStdin,
      nullptr,
      &ProbeNothing,
-     &CheckNothing},
+     &CheckNothing,
+     nullptr},
 }};
 
 // ---- Publishers ----
@@ -433,6 +448,18 @@ Result<std::unique_ptr<Source>> OpenPartitionSource(std::string_view uri,
                                       " source has no partitions a store leases");
   }
   return row->open_partition(uri, options, std::move(name), partition, forget_after_ms);
+}
+
+Result<std::vector<BrokerPartition>> DescribeBrokerGroup(std::string_view uri,
+                                                         const SourceOptions& options,
+                                                         int64_t timeout_ms) {
+  const SourceRow* row = Find<SourceRow>(kSources, uri);
+  if (row == nullptr) return Unknown<SourceRow>(kSources, uri);
+  if (row->describe == nullptr) {
+    return Status::FailedPrecondition("a " + std::string(row->usage) +
+                                      " source has no group its broker keeps");
+  }
+  return row->describe(uri, options, timeout_ms);
 }
 
 Status ProbeSource(std::string_view uri, const SourceOptions& options, int64_t timeout_ms) {

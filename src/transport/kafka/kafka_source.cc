@@ -603,6 +603,45 @@ Result<std::unique_ptr<Source>> OpenKafkaSource(const KafkaOptions& options) {
   return std::unique_ptr<Source>(std::move(source));
 }
 
+// A consumer handle of the group that never joins it: it only asks.
+Result<std::vector<BrokerPartition>> DescribeKafkaGroup(const KafkaOptions& options,
+                                                        int64_t timeout_ms) {
+  EVIDENT_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
+                           kafka::NewConf(options, {{"group.id", options.group},
+                                                    {"enable.auto.commit", "false"},
+                                                    {"allow.auto.create.topics", "false"}}));
+  EVIDENT_ASSIGN_OR_RETURN(kafka::Handle rk, kafka::NewHandle(RD_KAFKA_CONSUMER, conf));
+  EVIDENT_ASSIGN_OR_RETURN(const int32_t count,
+                           kafka::PartitionCount(rk.get(), options.topic, timeout_ms));
+  const auto list_of = [&](int64_t offset) {
+    PartitionList list(rd_kafka_topic_partition_list_new(count));
+    for (int32_t p = 0; p < count; ++p) {
+      rd_kafka_topic_partition_list_add(list.get(), options.topic.c_str(), p)->offset = offset;
+    }
+    return list;
+  };
+  PartitionList committed = list_of(RD_KAFKA_OFFSET_INVALID);
+  rd_kafka_resp_err_t err =
+      rd_kafka_committed(rk.get(), committed.get(), static_cast<int>(timeout_ms));
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return kafka::ErrorStatus("the committed offsets of group " + options.group, err);
+  }
+  PartitionList ends = list_of(RD_KAFKA_OFFSET_END);
+  err = rd_kafka_offsets_for_times(rk.get(), ends.get(), static_cast<int>(timeout_ms));
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return kafka::ErrorStatus("the offsets of topic " + options.topic, err);
+  }
+  std::vector<BrokerPartition> out(static_cast<size_t>(count));
+  for (int32_t p = 0; p < count; ++p) {
+    const rd_kafka_topic_partition_t& c = committed->elems[p];
+    out[static_cast<size_t>(p)] = BrokerPartition{
+        .partition = p,
+        .committed = c.offset >= 0 ? std::optional<int64_t>(c.offset) : std::nullopt,
+        .end = ends->elems[p].offset};
+  }
+  return out;
+}
+
 Status ProbeKafka(const KafkaOptions& options, int64_t timeout_ms) {
   EVIDENT_ASSIGN_OR_RETURN(rd_kafka_conf_t * conf,
                            kafka::NewConf(options, {{"allow.auto.create.topics", "false"}}));
