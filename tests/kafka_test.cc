@@ -417,6 +417,69 @@ TEST_F(KafkaConsume, KilledAtItsCommitPointsAndAtRandomItEndsWithTheStoreOfOneCl
   for (const auto& [key, count] : applied) EXPECT_EQ(count, 1) << key << " applied twice";
 }
 
+// Records no event can be made of (a null value, as a tombstone has; bytes that are not JSON; a
+// record past the config's event_bytes_max) are each decided rejected with their reason, their
+// bytes kept in quarantine (the long one's first event_bytes_max + 1 bytes), and the run goes on
+// to the records after them.
+TEST_F(KafkaConsume, RecordsNoEventCanBeMadeOfAreQuarantinedAndTheRunGoesOn) {
+  char why[256];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", url_.substr(8).c_str(), why, sizeof why);
+  rd_kafka_t* producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+  ASSERT_NE(producer, nullptr) << why;
+  const std::string long_record(200'000, 'x');
+  const std::string not_json = "not json at all";
+  const std::string key = "order-1";
+  for (const std::string* value :
+       {static_cast<const std::string*>(nullptr), &not_json, &long_record}) {
+    void* bytes = value == nullptr ? nullptr : const_cast<char*>(value->data());
+    const size_t size = value == nullptr ? 0 : value->size();
+    const rd_kafka_resp_err_t err = rd_kafka_producev(
+        producer, RD_KAFKA_V_TOPIC(kTopic), RD_KAFKA_V_KEY(key.data(), key.size()),
+        RD_KAFKA_V_VALUE(bytes, size), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    ASSERT_EQ(err, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(err);
+  }
+  ASSERT_EQ(rd_kafka_flush(producer, 10'000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_destroy(producer);
+  Publish(MakeInput(5, 9, 1000));  // events after them, on every partition their keys reach
+
+  std::ifstream in(SourcePath("examples/orders/evident.yaml"));
+  std::string config((std::istreambuf_iterator<char>(in)), {});
+  config.replace(
+      config.find("contracts: contracts"), 20,
+      "contracts: " + SourcePath("examples/orders/contracts") + "\nevent_bytes_max: 65536");
+  std::ofstream(Path("small.yaml")) << config;
+  std::vector<std::string> argv = ConsumeArgs("odd.db", "odd", "odd.ndjson", "2");
+  argv[3] = Path("small.yaml");
+  const ProcessResult r = RunProcess(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream outcomes(Path("odd.ndjson"));
+  std::map<std::string, int> reasons;
+  int decided = 0;
+  for (std::string line; std::getline(outcomes, line);) {
+    ++decided;
+    const size_t at = line.find("\"reason\":\"");
+    if (at != std::string::npos)
+      reasons[line.substr(at + 10, line.find('"', at + 10) - (at + 10))]++;
+  }
+  EXPECT_EQ(reasons["envelope-too-large"], 1);
+  // The inputs' own broken lines, and the null value and the text.
+  int broken = 0;
+  simdjson::dom::parser parser;
+  std::vector<std::string> inputs = lines_;
+  for (const std::string& line : MakeInput(5, 9, 1000)) inputs.push_back(line);
+  for (const std::string& line : inputs) {
+    simdjson::dom::element e;
+    broken += parser.parse(line).get(e) == simdjson::SUCCESS ? 0 : 1;
+  }
+  EXPECT_EQ(reasons["malformed-json"], broken + 2);
+  EXPECT_GT(decided, 3);
+  const ProcessResult kept =
+      RunEvident({"quarantine", "list", "--store", "sqlite:" + Path("odd.db"), "--format", "json"});
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  EXPECT_NE(kept.out.find("envelope-too-large"), std::string::npos) << kept.out;
+}
+
 TEST_F(KafkaConsume, WithEveryBrokerDownARunEndsOnItsIdleBoundAndSaysSo) {
   Control("down -1");
   const auto begun = std::chrono::steady_clock::now();
