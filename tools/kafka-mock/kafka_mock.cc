@@ -23,11 +23,15 @@
 //
 // Written by hand because it is the one place the mock cluster's C API becomes a process: the
 // library offers it only inside a client's own process.
+#include <dirent.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -308,12 +312,51 @@ bool WriteAll(int fd, const std::string& text) {
   return true;
 }
 
+// Sets TCP_NODELAY on every TCP connection of this process that lacks it. A Kafka broker sets it
+// on each connection it accepts; librdkafka's mock does not, and its answers then wait for the
+// client's delayed ACK (Nagle's algorithm): about 40 ms per produce round trip on loopback,
+// which no real cluster has. The mock's sockets are this process's own descriptors, so they are
+// found in /proc/self/fd, a few milliseconds after they are accepted.
+constexpr int kNoDelayScanMs = 5;
+
+void SetNoDelay() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return;
+  while (const dirent* entry = readdir(dir)) {
+    const int fd = std::atoi(entry->d_name);
+    if (fd <= 2 || fd == dirfd(dir)) continue;
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    int domain = 0, type = 0, listening = 0, nodelay = 0;
+    socklen_t size = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0 ||
+        (domain != AF_INET && domain != AF_INET6)) {
+      continue;
+    }
+    size = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) != 0 || type != SOCK_STREAM) continue;
+    size = sizeof(int);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || listening != 0) {
+      continue;
+    }
+    size = sizeof(int);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &size) == 0 && nodelay == 0) {
+      nodelay = 1;
+      (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof nodelay);
+    }
+  }
+  closedir(dir);
+}
+
 void Serve(Mock& mock, int control) {
   bool stdin_open = true;
   for (;;) {
+    SetNoDelay();
     pollfd fds[3] = {{g_signal_pipe[0], POLLIN, 0}, {control, POLLIN, 0}, {0, POLLIN, 0}};
     const nfds_t count = stdin_open ? 3 : 2;
-    if (poll(fds, count, -1) < 0) {
+    const int ready = poll(fds, count, kNoDelayScanMs);
+    if (ready == 0) continue;
+    if (ready < 0) {
       if (errno == EINTR) continue;
       return;
     }
