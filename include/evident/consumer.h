@@ -156,6 +156,8 @@ struct CommittedBatch {
   double commit_seconds = 0;            // the store's commit of the batch
 };
 
+struct ConsumeSummary;
+
 struct ConsumeOptions {
   std::string input =
       "-";  // NDJSON file, or "-" for standard input (the overload without a Source)
@@ -212,6 +214,10 @@ struct ConsumeOptions {
   // its requests from it). An error ends the run as a failed write of the outcomes would: the
   // decisions stand. Null: nothing is called.
   std::function<Status(const CommittedBatch&)> on_committed;
+  // When set, and the run ends with an error, receives what it did before the error: its
+  // committed batches and their decisions' counts (a consumer group adds up the runs a lost
+  // partition ended). Untouched by a run that succeeds.
+  ConsumeSummary* partial = nullptr;
 };
 
 struct ConsumeSummary {

@@ -255,6 +255,9 @@ class ConsumeLoop {
         clock_(options.clock != nullptr ? *options.clock : SystemClock()),
         deciding_(pipeline.ConsumerIds()) {}
 
+  // What the run committed so far (its summary, before the end of the run fills it in).
+  const ConsumeSummary& summary() const { return summary_; }
+
   Result<ConsumeSummary> Run() {
     const Config& config = pipeline_.config();
     start_ms_ = Mono();
@@ -776,7 +779,9 @@ Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, Source& source,
   }
   pipeline.SetOutboxPartitionCount(options.outbox_partition_count);
   ConsumeLoop loop(pipeline, store, source, options);
-  return loop.Run();
+  Result<ConsumeSummary> ran = loop.Run();
+  if (!ran.ok() && options.partial != nullptr) *options.partial = loop.summary();
+  return ran;
 }
 
 Result<ConsumeSummary> Consume(Pipeline& pipeline, Store& store, const ConsumeOptions& options) {

@@ -149,6 +149,28 @@ TEST_F(ConsumeLoopTest, AFailedCommitLosesOnlyItsBatchAndResumeFinishes) {
 
 // Each batch is acknowledged once, in order, through its last event, and only when its commit
 // is already in the store (the projection's committed version equals the events acknowledged).
+// A run that ends on an error says, when asked (ConsumeOptions::partial), what it committed before:
+// the batches and their decisions, not the one that failed.
+TEST_F(ConsumeLoopTest, ARunEndedByAnErrorReportsWhatItCommittedBefore) {
+  int batches = 0;
+  ConsumeSummary partial;
+  ConsumeOptions options{.clock = &clock_};
+  options.partial = &partial;
+  options.before_commit = [&](Transaction&, const Cursor&) {
+    return ++batches == 3 ? Status::FailedPrecondition("lease lost: test") : Status::Ok();
+  };
+  auto source = NewMemorySource("m", messages_);
+  const auto summary = Consume(*pipeline_, *OpenMemoryStore(database_).value(), *source, options);
+  EXPECT_EQ(summary.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(partial.batches, 2);
+  int64_t applied = 0;
+  for (const auto& [consumer, counts] : partial.counts) {
+    applied += counts[static_cast<size_t>(Outcome::kApplied)];
+  }
+  EXPECT_EQ(applied, 4) << "two batches of two events, one consumer of order-104 applying each";
+  EXPECT_EQ(Version(), 4);
+}
+
 TEST_F(ConsumeLoopTest, EachBatchIsAcknowledgedOnlyAfterItsCommit) {
   auto store = OpenMemoryStore(database_).value();
   auto source = Recording();

@@ -48,12 +48,11 @@ class BrokerMember final : public PartitionOwner {
     std::thread keeper([this] { Keep(); });
     Status ended = Status::Ok();
     while (!Cancelled()) {
-      Result<ConsumeSummary> run = RunLoop();
+      ConsumeSummary partial;
+      Result<ConsumeSummary> run = RunLoop(partial);
       std::unique_lock<std::mutex> lock(mutex_);
-      if (run.ok()) {
-        AddSummary(summary_.total, *run);
-        continue;
-      }
+      AddSummary(summary_.total, run.ok() ? *run : partial);
+      if (run.ok()) continue;
       if (LostTheLease(run.status())) {
         ++summary_.leases_lost;
         continue;  // joins again at once: the broker assigns it what it may read now
@@ -145,8 +144,9 @@ class BrokerMember final : public PartitionOwner {
   }
 
   // One run of the loop: a store connection, a pipeline and a member source of its own, until
-  // the run is cancelled or the loop ends (a partition lost, an error).
-  Result<ConsumeSummary> RunLoop() {
+  // the run is cancelled or the loop ends (a partition lost, an error: `partial` then says what
+  // it committed before).
+  Result<ConsumeSummary> RunLoop(ConsumeSummary& partial) {
     StoreOptions fenced = o_.store_options;
     fenced.idle_transaction_timeout_ms = o_.lease_ms;
     fenced.deciders = StoreOptions::Deciders::kShared;
@@ -174,6 +174,7 @@ class BrokerMember final : public PartitionOwner {
     options.until_idle_ms = -1;
     options.clock = o_.clock;
     options.gap_check_interval_ms = -1;  // the keeper checks, while this member holds partition 0
+    options.partial = &partial;
     const Source* from = source.get();
     options.before_commit = [this, from](Transaction& tx, const Cursor& cursor) -> Status {
       EVIDENT_ASSIGN_OR_RETURN(const auto positions, from->PartitionPositions(cursor));

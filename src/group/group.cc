@@ -69,6 +69,7 @@ struct Worker {
   CancelToken cancel;
   std::atomic<bool> done{false};
   Result<ConsumeSummary> result = Status::Internal("not finished");
+  ConsumeSummary partial;  // what a loop that ended on an error committed before
   std::thread thread;
 };
 
@@ -232,8 +233,9 @@ class Member {
   // unless it was lost.
   void Reap(Worker& w, bool lost) {
     if (w.thread.joinable()) w.thread.join();
+    AddSummary(summary_.total, w.result.ok() ? *w.result : w.partial);
     if (w.result.ok()) {
-      AddSummary(summary_.total, *w.result);
+      // ended cleanly (cancelled, or given up for balance)
     } else if (LostTheLease(w.result.status()) || TakenByAnother(w)) {
       lost = true;
     } else {
@@ -286,6 +288,7 @@ class Member {
       options.progress = nullptr;
       options.until_idle_ms = -1;
       options.clock = o_.clock;
+      options.partial = &w.partial;
       if (w.partition != 0) options.gap_check_interval_ms = -1;  // partition 0's holder checks
       Source* from = source.get();
       options.before_commit = [&, from](Transaction& tx, const Cursor& cursor) {
