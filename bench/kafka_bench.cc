@@ -38,8 +38,23 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// The mock cluster's directory while it runs: a benchmark that dies stops it first (its process
+// would outlive the benchmark).
+std::string g_cluster_dir;  // NOLINT: one per process, read by Die
+
+std::string KafkaScript() {
+  return "EVIDENT_KAFKA_MOCK=" EVIDENT_KAFKA_MOCK " bash " EVIDENT_SOURCE_DIR "/scripts/kafka.sh";
+}
+
+void StopCluster() {
+  if (g_cluster_dir.empty()) return;
+  (void)std::system((KafkaScript() + " stop " + g_cluster_dir).c_str());
+  g_cluster_dir.clear();
+}
+
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "kafka_bench: %s\n", what.c_str());
+  StopCluster();
   std::exit(1);
 }
 
@@ -59,19 +74,19 @@ std::string Run(const std::string& command) {
 class Cluster {
  public:
   explicit Cluster(fs::path dir) : dir_(std::move(dir)) {
-    const std::string url = Run(Script() + " start " + dir_.string() + " 3");
+    const std::string url = Run(KafkaScript() + " start " + dir_.string() + " 3");
+    g_cluster_dir = dir_.string();
     bootstrap_ = url.substr(std::string("kafka://").size());
   }
-  ~Cluster() { (void)std::system((Script() + " stop " + dir_.string()).c_str()); }
+  ~Cluster() { StopCluster(); }
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
   void Topic(const std::string& name) {
-    (void)Run(Script() + " ctl " + dir_.string() + " topic " + name + " 4");
+    (void)Run(KafkaScript() + " ctl " + dir_.string() + " topic " + name + " 4");
   }
   const std::string& bootstrap() const { return bootstrap_; }
 
  private:
-  static std::string Script() {
-    return "EVIDENT_KAFKA_MOCK=" EVIDENT_KAFKA_MOCK " bash " EVIDENT_SOURCE_DIR "/scripts/kafka.sh";
-  }
   fs::path dir_;
   std::string bootstrap_;
 };
@@ -302,6 +317,7 @@ int main(int argc, char** argv) {
               evident::bench::Median(batched_ratios));
   std::printf("median consume from Kafka / consume from a file: %.3f\n",
               evident::bench::Median(consume_ratios));
+  StopCluster();  // before its directory goes: kafka.sh finds the mock by the pid file there
   fs::remove_all(dir);
   return 0;
 }

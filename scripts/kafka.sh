@@ -13,6 +13,8 @@
 #
 # The mock is the build's tools/kafka-mock/evident-kafka-mock (EVIDENT_KAFKA_MOCK names another).
 set -euo pipefail
+# shellcheck source=lib/stop-by-pid.sh
+. "$(dirname "$0")/lib/stop-by-pid.sh"
 
 cmd=${1:-}
 dir=${2:-}
@@ -50,22 +52,10 @@ start() {
   exit 1
 }
 
-stop() {
-  [ -f "$dir/pid" ] || exit 0
-  local pid
-  pid=$(cat "$dir/pid")
-  kill "$pid" 2>/dev/null || { rm -f "$dir/pid"; exit 0; }
-  for _ in $(seq 1 100); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$dir/pid"; exit 0; }
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$dir/pid"
-}
 
 case "$cmd" in
   start) shift 2; start "$@" ;;
   ctl) shift 2; exec "$mock" --control "$dir/control" --send "$*" ;;
-  stop) stop ;;
+  stop) stop_by_pid "$dir" ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac

@@ -10,6 +10,8 @@
 #
 # The server comes from Debian's nats-server package (scripts/install-deps.sh test).
 set -euo pipefail
+# shellcheck source=lib/stop-by-pid.sh
+. "$(dirname "$0")/lib/stop-by-pid.sh"
 
 cmd=${1:-}
 dir=${2:-}
@@ -53,21 +55,9 @@ jetstream_on() {
   [[ "$info" == INFO* && "$info" == *'"jetstream":true'* ]]
 }
 
-stop() {
-  [ -f "$dir/pid" ] || exit 0
-  local pid
-  pid=$(cat "$dir/pid")
-  kill "$pid" 2>/dev/null || exit 0
-  for _ in $(seq 1 100); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$dir/pid"; exit 0; }
-    sleep 0.1
-  done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$dir/pid"
-}
 
 case "$cmd" in
   start) start ;;
-  stop) stop ;;
+  stop) stop_by_pid "$dir" ;;
   *) echo "usage: $0 start DIR [PORT] | stop DIR" >&2; exit 2 ;;
 esac

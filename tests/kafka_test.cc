@@ -724,11 +724,11 @@ TEST_F(KafkaGroup, ThreeMembersOneKilledOneStoppedPastItsSessionEqualOneUninterr
     waitpid(pid, &status, 0);
     return status;
   };
+  // The three join before the first third is published, so that each has records to decide.
   // Member 1 stops itself (SIGSTOP) at its second commit, before the fence: a batch in hand,
   // its transaction open. Once the broker has shared the partitions between members 0 and 2,
   // member 0 is killed -9; once member 2 seized every partition, member 1 is continued: its
   // batch must not commit.
-  Publish(part(0, third));
   std::vector<pid_t> members;
   std::vector<int> logs;
   for (int m = 0; m < 3; ++m) {
@@ -741,6 +741,9 @@ TEST_F(KafkaGroup, ThreeMembersOneKilledOneStoppedPastItsSessionEqualOneUninterr
                                    {.out = logs.back(), .err = logs.back()}, {}, env));
     ASSERT_GT(members.back(), 0);
   }
+  ASSERT_TRUE(WaitUntilHeldBy(*grouped, "g", {"m0", "m1", "m2"}, 60))
+      << "the broker did not share the partitions among the three: see " << dir_;
+  Publish(part(0, third));
   int status = 0;
   bool stopped = false;
   for (int i = 0; i < 600 && !stopped; ++i) {
