@@ -237,48 +237,10 @@ void Load(const Cluster& cluster, const std::string& topic, const fs::path& file
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const size_t count = argc > 1 ? std::stoul(argv[1]) : 50'000;
-  const int rounds = argc > 2 ? std::stoi(argv[2]) : 5;
-  const int64_t batch = argc > 3 ? std::stoll(argv[3]) : evident::RelayOptions{}.batch_count_max;
-  const fs::path dir =
-      fs::temp_directory_path() / ("evident-kafka-bench-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  Cluster cluster(dir / "kafka");
-  std::printf("kafka_bench: %zu events, %d rounds, relay batches of %lld, the mock cluster at %s\n",
-              count, rounds, static_cast<long long>(batch), cluster.bootstrap().c_str());
-
-  std::vector<double> relay_ratios, batched_ratios, consume_ratios;
-  for (int round = 0; round < rounds; ++round) {
-    const std::vector<std::string> events =
-        evident::bench::MakeContractOrderEvents(count, 1000 + static_cast<uint64_t>(round));
-    std::unique_ptr<evident::Store> store = evident::bench::FillOutbox(dir / "outbox.db", events);
-    const std::vector<evident::OutboxRow> rows = RowsOf(*store, count);
-    const std::string suffix = std::to_string(round);
-    cluster.Topic("relay-" + suffix);
-    cluster.Topic("raw-" + suffix);
-    cluster.Topic("batched-" + suffix);
-    double evident_s = 0, raw_s = 0, batched_s = 0;
-    if (round % 2 == 0) {
-      evident_s = RunEvidentRelay(cluster, "relay-" + suffix, *store, count, batch);
-      raw_s = RunRawProducer(cluster, "raw-" + suffix, rows, 0);
-      batched_s = RunRawProducer(cluster, "batched-" + suffix, rows, static_cast<size_t>(batch));
-    } else {
-      batched_s = RunRawProducer(cluster, "batched-" + suffix, rows, static_cast<size_t>(batch));
-      raw_s = RunRawProducer(cluster, "raw-" + suffix, rows, 0);
-      evident_s = RunEvidentRelay(cluster, "relay-" + suffix, *store, count, batch);
-    }
-    relay_ratios.push_back(raw_s / evident_s);
-    batched_ratios.push_back(batched_s / evident_s);
-    std::printf(
-        "round %d relay: evident %.3f s (%.0f/s); raw producer %.3f s (%.0f/s), %.3f; "
-        "raw flushing per batch %.3f s (%.0f/s), %.3f\n",
-        round, evident_s, count / evident_s, raw_s, count / raw_s, raw_s / evident_s, batched_s,
-        count / batched_s, batched_s / evident_s);
-  }
-
+// The consume rounds: the loop over the topic, and over a file of the same events, alternating
+// which goes first; each round also drains a fresh Kafka source alone. Returns file / Kafka.
+std::vector<double> ConsumeRounds(Cluster& cluster, const fs::path& dir, size_t count, int rounds) {
+  std::vector<double> consume_ratios;
   const fs::path config_path = dir / "evident.yaml", events_path = dir / "events.ndjson";
   evident::bench::WriteConfigWithoutEffects(config_path);
   evident::bench::WriteEvents(events_path, static_cast<int64_t>(count));
@@ -311,6 +273,52 @@ int main(int argc, char** argv) {
         "Kafka source alone %.3f s\n",
         round, kafka_s, count / kafka_s, file_s, count / file_s, file_s / kafka_s, drain_s);
   }
+  return consume_ratios;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const size_t count = argc > 1 ? std::stoul(argv[1]) : 50'000;
+  const int rounds = argc > 2 ? std::stoi(argv[2]) : 5;
+  const int64_t batch = argc > 3 ? std::stoll(argv[3]) : evident::RelayOptions{}.batch_count_max;
+  const fs::path dir =
+      fs::temp_directory_path() / ("evident-kafka-bench-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  Cluster cluster(dir / "kafka");
+  std::printf("kafka_bench: %zu events, %d rounds, relay batches of %lld, the mock cluster at %s\n",
+              count, rounds, static_cast<long long>(batch), cluster.bootstrap().c_str());
+
+  std::vector<double> relay_ratios, batched_ratios;
+  for (int round = 0; round < rounds; ++round) {
+    const std::vector<std::string> events =
+        evident::bench::MakeContractOrderEvents(count, 1000 + static_cast<uint64_t>(round));
+    std::unique_ptr<evident::Store> store = evident::bench::FillOutbox(dir / "outbox.db", events);
+    const std::vector<evident::OutboxRow> rows = RowsOf(*store, count);
+    const std::string suffix = std::to_string(round);
+    cluster.Topic("relay-" + suffix);
+    cluster.Topic("raw-" + suffix);
+    cluster.Topic("batched-" + suffix);
+    double evident_s = 0, raw_s = 0, batched_s = 0;
+    if (round % 2 == 0) {
+      evident_s = RunEvidentRelay(cluster, "relay-" + suffix, *store, count, batch);
+      raw_s = RunRawProducer(cluster, "raw-" + suffix, rows, 0);
+      batched_s = RunRawProducer(cluster, "batched-" + suffix, rows, static_cast<size_t>(batch));
+    } else {
+      batched_s = RunRawProducer(cluster, "batched-" + suffix, rows, static_cast<size_t>(batch));
+      raw_s = RunRawProducer(cluster, "raw-" + suffix, rows, 0);
+      evident_s = RunEvidentRelay(cluster, "relay-" + suffix, *store, count, batch);
+    }
+    relay_ratios.push_back(raw_s / evident_s);
+    batched_ratios.push_back(batched_s / evident_s);
+    std::printf(
+        "round %d relay: evident %.3f s (%.0f/s); raw producer %.3f s (%.0f/s), %.3f; "
+        "raw flushing per batch %.3f s (%.0f/s), %.3f\n",
+        round, evident_s, count / evident_s, raw_s, count / raw_s, raw_s / evident_s, batched_s,
+        count / batched_s, batched_s / evident_s);
+  }
+
+  const std::vector<double> consume_ratios = ConsumeRounds(cluster, dir, count, rounds);
   std::printf("median relay to Kafka / raw librdkafka producer: %.3f\n",
               evident::bench::Median(relay_ratios));
   std::printf("median relay to Kafka / raw producer flushing per batch: %.3f\n",
