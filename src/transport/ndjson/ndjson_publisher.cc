@@ -2,7 +2,7 @@
 #include <filesystem>
 
 #include "evident/publisher.h"
-#include "source/ndjson_lines.h"
+#include "transport/ndjson/ndjson_lines.h"
 
 namespace evident {
 namespace {

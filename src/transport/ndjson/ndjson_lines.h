@@ -1,4 +1,4 @@
-// source/ndjson_lines.h — a publisher batch as NDJSON text, shared by the file and descriptor
+// transport/ndjson/ndjson_lines.h — a publisher batch as NDJSON text, shared by the file and descriptor
 // publishers (evident/publisher.h).
 #pragma once
 

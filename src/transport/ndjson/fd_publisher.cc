@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "evident/publisher.h"
-#include "source/ndjson_lines.h"
+#include "transport/ndjson/ndjson_lines.h"
 
 namespace evident {
 namespace {
