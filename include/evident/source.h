@@ -12,7 +12,7 @@
 // next run, Start receives that text back.
 //
 // Implementations: NDJSON files and standard input (OpenNdjsonSource), a list in memory
-// (NewMemorySource); a conformance suite (src/source/source_conformance_test.cc) runs each.
+// (NewMemorySource); a conformance suite (src/transport/source_conformance_test.cc) runs each.
 // Thread-safety: Start is called before anything else. Then the loop's reading thread calls
 // Fetch while its deciding thread calls Acknowledge and Reject (never at the same time as each
 // other, but at the same time as a Fetch): an implementation guards what those share. Stop may
