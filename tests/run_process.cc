@@ -152,18 +152,4 @@ std::string SourcePath(const std::string& relative) {
   return std::string(EVIDENT_SOURCE_DIR) + "/" + relative;
 }
 
-std::string Shell(const std::string& command, int* rc) {
-  std::string out;
-  FILE* f = popen(command.c_str(), "r");
-  if (f == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buffer[256];
-  while (fgets(buffer, sizeof buffer, f) != nullptr) out += buffer;
-  *rc = pclose(f);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
 }  // namespace evident::testing

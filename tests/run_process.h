@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "testing/shell.h"
+
 namespace evident::testing {
 
 struct ProcessResult {
@@ -58,9 +60,8 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
 // Runs the evident binary under test with `args`.
 ProcessResult RunEvident(const std::vector<std::string>& args, const std::string& input = "");
 
-// Runs `command` through /bin/sh; returns its standard output without trailing newlines and
-// sets *rc to pclose's status (-1 when it could not start).
-std::string Shell(const std::string& command, int* rc);
+// Runs `command` through /bin/sh (src/testing/shell.h).
+using test_support::Shell;
 
 // Splits text into lines (without the newlines), dropping a final empty line.
 std::vector<std::string> Lines(const std::string& text);

@@ -17,25 +17,14 @@
 #include "evident/jetstream.h"
 #include "evident/kafka.h"
 #include "serve/intake.h"
+#include "testing/shell.h"
 
 namespace evident {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Shell(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (f == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buf[256];
-  while (fgets(buf, sizeof buf, f) != nullptr) out += buf;
-  *rc = pclose(f);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
+using test_support::Shell;
 
 // One nats-server for the test process, started on first use, stopped at exit.
 class NatsServer {

@@ -12,22 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "testing/shell.h"
+
 namespace evident {
 namespace {
 
-std::string Shell(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (f == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buf[256];
-  while (fgets(buf, sizeof buf, f) != nullptr) out += buf;
-  *rc = pclose(f);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
+using test_support::Shell;
 
 class JetStreamTest : public ::testing::Test {
  protected:

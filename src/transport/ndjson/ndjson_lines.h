@@ -1,5 +1,5 @@
-// transport/ndjson/ndjson_lines.h — a publisher batch as NDJSON text, shared by the file and descriptor
-// publishers (evident/publisher.h).
+// transport/ndjson/ndjson_lines.h — a publisher batch as NDJSON text, shared by the file and
+// descriptor publishers (evident/publisher.h).
 #pragma once
 
 #include <span>
