@@ -185,21 +185,26 @@ class BrokerMember final : public PartitionOwner {
 
   // A batch's fence and positions: each partition it holds messages of must still be this
   // member's at the epoch it was seized with.
+  // The epochs are read first, all at once: once this batch fences a partition it holds that
+  // lease's row, and waiting for mutex_ then could wait for an assignment whose seize waits for
+  // this batch.
   Status Fence(Transaction& tx, const std::map<int64_t, int64_t>& positions) {
-    for (const auto& [p, next] : positions) {
-      int64_t epoch = 0;
-      std::string name;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::pair<int64_t, std::string>> fences;  // epoch, position name
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& [p, next] : positions) {
         const auto at = epochs_.find(p);
         if (at == epochs_.end()) {
           return Status::FailedPrecondition(
               "lease lost: partition " + std::to_string(p) + " of group " + o_.group +
               " was taken back from " + o_.member + " by the broker before its batch committed");
         }
-        epoch = at->second;
-        name = PositionName(p);
+        fences.emplace_back(at->second, PositionName(p));
       }
+    }
+    size_t i = 0;
+    for (const auto& [p, next] : positions) {
+      const auto& [epoch, name] = fences[i++];
       EVIDENT_RETURN_IF_ERROR(
           tx.FenceLease(o_.group, p, o_.member, epoch, next, std::nullopt, o_.lease_ms));
       EVIDENT_RETURN_IF_ERROR(tx.SetPosition(name, std::to_string(next)));
@@ -209,9 +214,12 @@ class BrokerMember final : public PartitionOwner {
 
   // Until the run ends: renews this member's row (what `group status` lists) every third of a
   // lease, and runs the store-wide gap deadline checks while this member holds partition 0.
+  // The gap checks run on a connection of their own, without mutex_: they may take a while, and
+  // neither an assignment nor a batch's fence waits for them.
   void Keep() {
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_ptr<Store> gaps_store;
     int64_t last_gaps_ms = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
     while (!done_) {
       if (partition_count_ > 0) {
         const int64_t now = clock_.NowMs();
@@ -225,12 +233,32 @@ class BrokerMember final : public PartitionOwner {
       if (interval >= 0 && epochs_.count(0) > 0 &&
           clock_.MonotonicMs() - last_gaps_ms >= interval) {
         last_gaps_ms = clock_.MonotonicMs();
-        const Result<GapCheck> gaps = CheckGapDeadlines(
-            *store_, clock_.NowMs(), {.partition_count = o_.consume.outbox_partition_count});
-        if (!gaps.ok()) summary_.total.gap_check_error = gaps.status().ToString();
+        lock.unlock();
+        const Result<GapCheck> checked = CheckGaps(gaps_store);
+        lock.lock();
+        if (checked.ok()) {
+          GapCheck& total = summary_.total.gap_actions;
+          total.requested += checked->requested;
+          total.manual += checked->manual;
+          total.reported += checked->reported;
+          total.closed += checked->closed;
+        } else {
+          summary_.total.gap_check_error = checked.status().ToString();
+        }
       }
       wake_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(o_.lease_ms / 3, 50)));
     }
+  }
+
+  // The store-wide gap deadline checks (consumer.h), on `store`, opened on first use.
+  Result<GapCheck> CheckGaps(std::unique_ptr<Store>& store) {
+    if (store == nullptr) {
+      StoreOptions options = o_.store_options;
+      options.deciders = StoreOptions::Deciders::kShared;
+      EVIDENT_ASSIGN_OR_RETURN(store, OpenStore(o_.store, options));
+    }
+    return CheckGapDeadlines(*store, clock_.NowMs(),
+                             {.partition_count = o_.consume.outbox_partition_count});
   }
 
   // Sleeps `ms`, or until the run is cancelled.

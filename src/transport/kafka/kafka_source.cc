@@ -271,7 +271,11 @@ class KafkaSource final : public Source {
   }
 
   void Stop() override {
-    stopped_.store(true);
+    {
+      // Under the mutex: a revocation that just found stopped_ false is then waiting already.
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopped_.store(true);
+    }
     settled_.notify_all();
   }
 
