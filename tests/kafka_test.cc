@@ -152,6 +152,27 @@ class KafkaTest : public ::testing::Test {
     ASSERT_TRUE((*publisher)->Close().ok());
   }
 
+  // How often each key was reported applied in the outcome files `paths` (of `consumer` only,
+  // when given); a killed run's torn last line is left out.
+  static std::map<std::string, int> AppliedKeys(const std::vector<std::string>& paths,
+                                                const std::string& consumer = "") {
+    std::map<std::string, int> applied;
+    for (const std::string& path : paths) {
+      std::ifstream in(path);
+      for (std::string line; std::getline(in, line);) {
+        if (line.find("\"outcome\":\"applied\"") == std::string::npos) continue;
+        if (!consumer.empty() &&
+            line.find("\"consumer\":\"" + consumer + "\"") == std::string::npos) {
+          continue;
+        }
+        const size_t at = line.find("\"key\":\"");
+        if (at == std::string::npos) continue;
+        applied[line.substr(at + 7, line.find('"', at + 7) - (at + 7))] += 1;
+      }
+    }
+    return applied;
+  }
+
   static Record ToRecord(const rd_kafka_message_t* m) {
     Record r{.partition = m->partition, .offset = m->offset};
     if (m->key != nullptr) r.key.assign(static_cast<const char*>(m->key), m->key_len);
@@ -405,20 +426,12 @@ TEST_F(KafkaConsume, KilledAtItsCommitPointsAndAtRandomItEndsWithTheStoreOfOneCl
   EXPECT_EQ(FirstDifference(Tables(want), Tables(got)), "");
 
   // No event reported applied twice over all the runs (a killed run's torn last line aside).
-  std::map<std::string, int> applied;
+  std::vector<std::string> outcomes;
   for (const auto& entry : fs::directory_iterator(dir_)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("crashed-", 0) != 0) continue;
-    std::ifstream in(entry.path());
-    for (std::string line; std::getline(in, line);) {
-      if (line.find("\"consumer\":\"fulfillment\"") == std::string::npos ||
-          line.find("\"outcome\":\"applied\"") == std::string::npos) {
-        continue;
-      }
-      const size_t at = line.find("\"key\":\"");
-      applied[line.substr(at + 7, line.find('"', at + 7) - (at + 7))] += 1;
-    }
+    if (name.rfind("crashed-", 0) == 0) outcomes.push_back(entry.path().string());
   }
+  const std::map<std::string, int> applied = AppliedKeys(outcomes, "fulfillment");
   EXPECT_FALSE(applied.empty());
   for (const auto& [key, count] : applied) EXPECT_EQ(count, 1) << key << " applied twice";
 }
@@ -794,16 +807,8 @@ TEST_F(KafkaGroup, ThreeMembersOneKilledOneStoppedPastItsSessionEqualOneUninterr
   ASSERT_TRUE(reference_decided) << "the reference did not decide the whole topic in 90 s";
 
   // No event reported applied twice, by one member or by two.
-  std::map<std::string, int> applied;
-  for (const char* name : {"g-m0", "g-m1", "g-m2"}) {
-    std::ifstream in(Path(std::string(name) + ".ndjson"));
-    for (std::string line; std::getline(in, line);) {
-      if (line.find("\"outcome\":\"applied\"") == std::string::npos) continue;
-      const size_t at = line.find("\"key\":\"");
-      if (at == std::string::npos) continue;  // a killed run's torn last line
-      applied[line.substr(at + 7, line.find('"', at + 7) - (at + 7))] += 1;
-    }
-  }
+  const std::map<std::string, int> applied =
+      AppliedKeys({Path("g-m0.ndjson"), Path("g-m1.ndjson"), Path("g-m2.ndjson")});
   EXPECT_GT(applied.size(), 0U);
   for (const auto& [key, count] : applied) EXPECT_EQ(count, 1) << key << " applied twice";
   EXPECT_EQ(FirstDifference(Tables(Rows(*reference)), Tables(Rows(*grouped))), "")
@@ -831,15 +836,8 @@ TEST_F(KafkaGroup, AGroupOfOneOnSqliteBeginsAgainAtTheStoresPositions) {
   Publish(std::vector<std::string>(lines.begin() + 200, lines.end()));
   ASSERT_TRUE(run("second")) << "the second run did not decide the rest";
 
-  std::map<std::string, int> applied;
-  for (const char* name : {"solo-first", "solo-second"}) {
-    std::ifstream in(Path(std::string(name) + ".ndjson"));
-    for (std::string line; std::getline(in, line);) {
-      if (line.find("\"outcome\":\"applied\"") == std::string::npos) continue;
-      const size_t at = line.find("\"key\":\"");
-      applied[line.substr(at + 7, line.find('"', at + 7) - (at + 7))] += 1;
-    }
-  }
+  const std::map<std::string, int> applied =
+      AppliedKeys({Path("solo-first.ndjson"), Path("solo-second.ndjson")});
   EXPECT_GT(applied.size(), 100U);
   for (const auto& [key, count] : applied) EXPECT_EQ(count, 1) << key << " applied twice";
   auto opened = OpenStore(store, {.read_only = true});

@@ -123,17 +123,25 @@ class BrokerMember final : public PartitionOwner {
     return begin;
   }
 
+  // The leases are marked free for `group status`, in one transaction; a later holder seizes
+  // them whatever this says.
   void Revoked(const std::vector<int64_t>& partitions) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    std::map<int64_t, int64_t> given_up;
     for (const int64_t p : partitions) {
       const auto at = epochs_.find(p);
       if (at == epochs_.end()) continue;
-      // Marked free for `group status`; a later holder seizes it whatever this says.
-      (void)WriteLocked(
-          [&](Transaction& tx) { return tx.ReleaseLease(o_.group, p, o_.member, at->second); });
+      given_up.insert(*at);
       epochs_.erase(at);
-      ++summary_.partitions_given_up;
     }
+    if (given_up.empty()) return;
+    summary_.partitions_given_up += static_cast<int64_t>(given_up.size());
+    (void)WriteLocked([&](Transaction& tx) -> Status {
+      for (const auto& [p, epoch] : given_up) {
+        EVIDENT_RETURN_IF_ERROR(tx.ReleaseLease(o_.group, p, o_.member, epoch));
+      }
+      return Status::Ok();
+    });
   }
 
  private:
