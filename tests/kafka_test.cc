@@ -827,7 +827,7 @@ TEST_F(KafkaGroup, AGroupOfOneOnSqliteBeginsAgainAtTheStoresPositions) {
     int status = 0;
     kill(member, SIGTERM);
     waitpid(member, &status, 0);
-    EXPECT_TRUE(Finished(status)) << name << " did not stop cleanly";
+    EXPECT_TRUE(Finished(status)) << name << " did not stop cleanly: " << EndedBy(status);
     return decided;
   };
   const std::vector<std::string> lines = MakeInput(60, 5);

@@ -73,8 +73,13 @@ class BrokerMember final : public PartitionOwner {
     keeper.join();
     // The partitions held at the end are released (a next holder seizes them anyway), and the
     // member leaves.
+    std::map<int64_t, int64_t> held;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      held = epochs_;
+    }
     (void)Write([&](Transaction& tx) -> Status {
-      for (const auto& [p, epoch] : epochs_) {
+      for (const auto& [p, epoch] : held) {
         EVIDENT_RETURN_IF_ERROR(tx.ReleaseLease(o_.group, p, o_.member, epoch));
       }
       return tx.LeaveGroup(o_.group, o_.member);
@@ -88,8 +93,11 @@ class BrokerMember final : public PartitionOwner {
   // any position is read), then reads where each begins.
   Result<std::map<int64_t, int64_t>> Assigned(const std::vector<int64_t>& partitions,
                                               int64_t partition_count) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    partition_count_ = partition_count;
+    std::lock_guard<std::mutex> store_lock(store_mutex_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      partition_count_ = partition_count;
+    }
     std::map<int64_t, int64_t> seized;
     EVIDENT_RETURN_IF_ERROR(WriteLocked([&](Transaction& tx) -> Status {
       seized.clear();
@@ -118,6 +126,7 @@ class BrokerMember final : public PartitionOwner {
       }
       begin[p] = next;
     }
+    std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [p, epoch] : seized) epochs_[p] = epoch;
     summary_.partitions_taken += static_cast<int64_t>(partitions.size());
     return begin;
@@ -126,17 +135,19 @@ class BrokerMember final : public PartitionOwner {
   // The leases are marked free for `group status`, in one transaction; a later holder seizes
   // them whatever this says.
   void Revoked(const std::vector<int64_t>& partitions) override {
-    std::lock_guard<std::mutex> lock(mutex_);
     std::map<int64_t, int64_t> given_up;
-    for (const int64_t p : partitions) {
-      const auto at = epochs_.find(p);
-      if (at == epochs_.end()) continue;
-      given_up.insert(*at);
-      epochs_.erase(at);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const int64_t p : partitions) {
+        const auto at = epochs_.find(p);
+        if (at == epochs_.end()) continue;
+        given_up.insert(*at);
+        epochs_.erase(at);
+      }
+      summary_.partitions_given_up += static_cast<int64_t>(given_up.size());
     }
     if (given_up.empty()) return;
-    summary_.partitions_given_up += static_cast<int64_t>(given_up.size());
-    (void)WriteLocked([&](Transaction& tx) -> Status {
+    (void)Write([&](Transaction& tx) -> Status {
       for (const auto& [p, epoch] : given_up) {
         EVIDENT_RETURN_IF_ERROR(tx.ReleaseLease(o_.group, p, o_.member, epoch));
       }
@@ -229,12 +240,13 @@ class BrokerMember final : public PartitionOwner {
     int64_t last_gaps_ms = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     while (!done_) {
-      if (partition_count_ > 0) {
+      if (const int64_t count = partition_count_; count > 0) {
+        lock.unlock();  // a batch's fence may need mutex_ while its transaction holds the store
         const int64_t now = clock_.NowMs();
-        const Status joined = WriteLocked([&](Transaction& tx) {
-          return tx.JoinGroup(o_.group, o_.member, partition_count_, now, now + o_.lease_ms)
-              .status();
+        const Status joined = Write([&](Transaction& tx) {
+          return tx.JoinGroup(o_.group, o_.member, count, now, now + o_.lease_ms).status();
         });
+        lock.lock();
         if (!joined.ok()) summary_.last_error = joined.ToString();
       }
       const int64_t interval = o_.consume.gap_check_interval_ms;
@@ -276,13 +288,15 @@ class BrokerMember final : public PartitionOwner {
     }
   }
 
+  // A transaction on the leases' store (the reading thread, the keeper and Run share it). Never
+  // called with mutex_ held: a batch's fence takes mutex_ while its transaction may hold the
+  // store (SQLite's one writer), and this would wait for that transaction.
   template <typename Work>
   Status Write(Work work) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(store_mutex_);
     return WriteLocked(work);
   }
-  // A transaction on the leases' store (mutex_ held: the reading thread, the keeper and Run
-  // share it).
+  // The same with store_mutex_ already held.
   template <typename Work>
   Status WriteLocked(Work work) {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store_->Begin());
@@ -297,9 +311,10 @@ class BrokerMember final : public PartitionOwner {
   const Config& config_;
   GroupOptions o_;
   Clock& clock_;
-  std::unique_ptr<Store> store_;  // the leases' and the members'; guarded by mutex_
+  std::mutex store_mutex_;        // taken before mutex_, never after it
+  std::unique_ptr<Store> store_;  // the leases' and the members'; guarded by store_mutex_
 
-  std::mutex mutex_;  // guards what follows, and store_
+  std::mutex mutex_;  // guards what follows
   std::condition_variable wake_;
   bool done_ = false;
   int64_t partition_count_ = 0;        // the topic's, as the last assignment said

@@ -4,10 +4,12 @@
 #include <simdjson.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
+#include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -788,9 +791,6 @@ Projection ReadProjectionRow(const Statement& s, Status& /*error*/) {
   return p;
 }
 
-// Who holds the write lock of the WAL database at `path`: SQLite (unix VFS) takes it as a POSIX
-// lock on byte 120 of the -shm file (the first of its eight lock bytes), and fcntl(F_GETLK)
-// names the process holding a lock that conflicts. Empty when no process is found.
 OutboxRow ReadOutbox(const Statement& s, Status& /*error*/) {
   return OutboxRow{.seq = s.Int(0),
                    .source = s.Text(1),
@@ -811,24 +811,55 @@ OutboxRow ReadOutbox(const Statement& s, Status& /*error*/) {
                    .parked_reason = s.Text(16)};
 }
 
+// Who holds the write lock of the WAL database at `path`: SQLite (unix VFS) takes it as a POSIX
+// lock on byte 120 of the -shm file (the first of its eight lock bytes), and /proc/locks names
+// the process of every lock on that file. The file itself is never opened here: closing any
+// descriptor of a file drops every POSIX lock this process holds on it, SQLite's own among them,
+// and a reader in another process would then take the -shm for abandoned and truncate it under
+// this process's mapping (SIGBUS). Empty when no process is found.
+constexpr int64_t kWriteLockByte = 120;
+constexpr int kLockLinesMax = 100000;  // /proc/locks lists every lock of the machine
+
+std::string Hex2(unsigned value) {
+  char out[16];
+  std::snprintf(out, sizeof out, "%02x", value);
+  return out;
+}
+
+bool ParseInt64(const std::string& text, int64_t& out) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
 std::string WriteLockHolder(const std::string& path) {
-  const int fd = open((path + "-shm").c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  struct flock lock {};
-  lock.l_type = F_WRLCK;
-  lock.l_whence = SEEK_SET;
-  lock.l_start = 120;
-  lock.l_len = 1;
-  const bool found = fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
-  close(fd);
-  if (!found) return "";
-  // Its id and program name, not its command line: arguments may carry secrets, and this
-  // message reaches the daemon's HTTP clients (`ps -p PID` tells the operator the rest).
-  std::string holder = "process " + std::to_string(lock.l_pid);
-  std::ifstream comm("/proc/" + std::to_string(lock.l_pid) + "/comm");
-  std::string name;
-  if (std::getline(comm, name) && !name.empty()) holder += " (" + name.substr(0, 64) + ")";
-  return holder;
+  struct stat shm {};
+  if (::stat((path + "-shm").c_str(), &shm) != 0) return "";
+  const std::string file =
+      Hex2(major(shm.st_dev)) + ":" + Hex2(minor(shm.st_dev)) + ":" + std::to_string(shm.st_ino);
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  for (int n = 0; n < kLockLinesMax && std::getline(locks, line); ++n) {
+    // "<id>: POSIX  ADVISORY  WRITE <pid> <major>:<minor>:<inode> <start> <end|EOF>"; a waiter's
+    // line has "->" after the id.
+    std::istringstream fields(line);
+    std::string id, kind, mode, access, device, end;
+    int64_t pid = 0;
+    int64_t start = 0;
+    if (!(fields >> id >> kind >> mode >> access >> pid >> device >> start >> end)) continue;
+    if ((kind != "POSIX" && kind != "OFDLCK") || access != "WRITE" || device != file) continue;
+    int64_t last = std::numeric_limits<int64_t>::max();
+    if (end != "EOF" && !ParseInt64(end, last)) continue;
+    if (start > kWriteLockByte || last < kWriteLockByte || pid <= 0) continue;
+    if (pid == static_cast<int64_t>(getpid())) return "this process (another of its connections)";
+    // Its id and program name, not its command line: arguments may carry secrets, and this
+    // message reaches the daemon's HTTP clients (`ps -p PID` tells the operator the rest).
+    std::string holder = "process " + std::to_string(pid);
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && !name.empty()) holder += " (" + name.substr(0, 64) + ")";
+    return holder;
+  }
+  return "";
 }
 
 std::string LockedMessage(const char* path) {

@@ -1,10 +1,15 @@
 // SQLite-specific behaviour of the store, beyond the conformance suite.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "evident/store_sqlite.h"
@@ -531,6 +536,62 @@ TEST_F(SqliteStore, AnInMemoryStoreNeedsNoCheckpoints) {
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   CommitRows(**opened, 0, 50);
   EXPECT_EQ(LedgerRows(**opened), 50);
+}
+
+}  // namespace
+}  // namespace evident
+
+namespace evident {
+namespace {
+
+// This process's POSIX locks on `file`, as /proc/locks lists them: "<READ|WRITE> <start>".
+std::set<std::string> OwnLocks(const std::string& file) {
+  struct stat info {};
+  std::set<std::string> out;
+  if (::stat(file.c_str(), &info) != 0) return out;
+  char device[64];
+  std::snprintf(device, sizeof device, "%02x:%02x:%llu", major(info.st_dev), minor(info.st_dev),
+                static_cast<unsigned long long>(info.st_ino));
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    std::istringstream fields(line);
+    std::string id, kind, mode, access, at, start;
+    long long pid = 0;
+    if (fields >> id >> kind >> mode >> access >> pid >> at >> start && kind == "POSIX" &&
+        pid == getpid() && at == device) {
+      out.insert(access + " " + start);
+    }
+  }
+  return out;
+}
+
+// A store that finds the file locked names who holds it without opening the -shm file: closing
+// any descriptor of a file drops every POSIX lock the process holds on it, and with SQLite's
+// "attached" read lock (byte 128) gone, a reader in another process takes the -shm for
+// abandoned and truncates it under this process's mapping (a consumer group's member died of
+// SIGBUS so, its lease connection refused while its loop's batch held the lock).
+TEST_F(SqliteStore, NamingTheLocksHolderKeepsThisProcesssOwnLocks) {
+  auto holder = OpenSqliteStore(path_.string());
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  auto waiter = OpenSqliteStore(path_.string(), {.busy_timeout_ms = 50});
+  ASSERT_TRUE(waiter.ok()) << waiter.status().ToString();
+  auto held = (*holder)->Begin().value();
+  ASSERT_TRUE(held->AppendOutbox(OutboxRow{.source = "s", .event_id = "a", .bytes = "{}"}).ok());
+  const std::string shm = path_.string() + "-shm";
+  ASSERT_EQ(OwnLocks(shm).count("READ 128"), 1U) << "SQLite's attached lock is not where expected";
+
+  auto refused = (*waiter)->Begin();
+  Status status = refused.status();
+  if (refused.ok()) {
+    status =
+        (*refused)->AppendOutbox(OutboxRow{.source = "s", .event_id = "b", .bytes = "{}"}).status();
+  }
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("this process (another of its connections)"), std::string::npos)
+      << status.ToString();
+  EXPECT_EQ(OwnLocks(shm).count("READ 128"), 1U) << "naming the holder dropped SQLite's locks";
+  EXPECT_TRUE(held->Commit().ok());
 }
 
 }  // namespace
