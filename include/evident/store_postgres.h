@@ -60,6 +60,18 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
 // one transaction under an advisory lock; returns the layout found before.
 Result<int64_t> MigratePostgresStore(const std::string& uri);
 
+// The libpq connection of `transaction` (a transaction of a PostgreSQL store), for the caller's
+// own statements in that transaction, as SqliteConnection: a business row and an outbox row
+// then commit together or not at all. Until the transaction's next call the connection is the
+// caller's, out of pipeline mode, so that libpq's synchronous calls (PQexec, PQexecParams)
+// work. Read every result of yours (PQexec does), leave COMMIT and ROLLBACK to the
+// transaction, and write tables of your own only: the transaction keeps what it read of
+// evident's. A statement of yours that fails aborts the server's transaction: the
+// transaction's next call then fails (kAborted) and its Commit is refused.
+// kInvalidArgument for a transaction of another store; the first failure among the
+// transaction's writes so far, when one failed.
+Result<pg_conn*> PostgresConnection(Transaction& transaction);
+
 // Round trips to the server this store's connection has made (for tests and metrics); -1 when
 // `store` is not a PostgreSQL store.
 int64_t PostgresRoundTrips(const Store& store);

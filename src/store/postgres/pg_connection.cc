@@ -244,7 +244,52 @@ void Connection::NoteSendError(Status status) {
   if (failure_.ok()) failure_ = std::move(status);
 }
 
+Result<PGconn*> Connection::Lend() {
+  EVIDENT_RETURN_IF_ERROR(Resume());
+  EVIDENT_RETURN_IF_ERROR(Sync());
+  EVIDENT_RETURN_IF_ERROR(failure_);
+  if (PQtransactionStatus(conn_) != PQTRANS_INTRANS) {
+    return Status::FailedPrecondition("PostgreSQL: no transaction is open on this connection");
+  }
+  if (PQexitPipelineMode(conn_) != 1) return Fail("leave pipeline mode");
+  lent_ = true;
+  return conn_;
+}
+
+Status Connection::Resume() {
+  if (!lent_) return Status::Ok();
+  lent_ = false;
+  const PGTransactionStatusType state = PQtransactionStatus(conn_);
+  if (state == PQTRANS_ACTIVE) {  // a statement of the caller's still runs: nothing pairs up
+    Poison();
+    return Failed(Status::FailedPrecondition(
+        "PostgreSQL: the caller's statement on the transaction's connection left its results "
+        "unread; the transaction is lost"));
+  }
+  if (PQenterPipelineMode(conn_) != 1) {
+    const Status failed = Fail("enter pipeline mode");
+    Poison();
+    return Failed(failed);
+  }
+  if (state == PQTRANS_INERROR) {
+    return Failed(Status::Aborted(
+        "PostgreSQL: a statement of the caller's failed in this transaction, which the server "
+        "has aborted: roll it back (nothing of it is committed)"));
+  }
+  if (state != PQTRANS_INTRANS) {
+    return Failed(Status::FailedPrecondition(
+        "PostgreSQL: the caller's statements ended the transaction (COMMIT or ROLLBACK on the "
+        "lent connection): what evident wrote before was committed or rolled back with it, and "
+        "nothing after it is; end transactions through Transaction::Commit and Rollback only"));
+  }
+  return Status::Ok();
+}
+
 void Connection::Send(const std::string& sql, const Params& params, Expect expect) {
+  if (const Status resumed = Resume(); !resumed.ok()) {
+    NoteSendError(resumed);
+    return;
+  }
   if (!params.status().ok()) {
     NoteSendError(params.status());
     return;
@@ -304,6 +349,7 @@ Status Connection::ResultStatus(PGresult* result, const Pending& pending) {
 // Reads every pending result through the sync point. The first failure wins; a statement after
 // a failed one in the same pipeline was never run (PGRES_PIPELINE_ABORTED).
 Status Connection::Drain(std::vector<Rowset>* wanted) {
+  EVIDENT_RETURN_IF_ERROR(Resume());
   const int64_t wanted_count = std::exchange(wanted_, 0);
   Status first = std::exchange(send_error_, Status::Ok());
   if (PQpipelineSync(conn_) != 1) {
@@ -362,6 +408,7 @@ Status Connection::Failed(Status status) {
 // The connection can no longer be trusted to pair results with statements: it is closed, and
 // the next Reset opens a new session.
 void Connection::Poison() {
+  lent_ = false;
   pending_.clear();
   prepared_.clear();
   PQreset(conn_);  // a new session, out of pipeline mode: Reset sets it up again

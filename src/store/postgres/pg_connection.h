@@ -119,6 +119,14 @@ class Connection {
   // Makes the connection ready for a new transaction: reconnects when it was lost, starts a
   // new session when an earlier one was left mid-way, and clears the failure.
   Status Reset();
+  // Lends the connection to the caller's own statements inside the transaction open on it:
+  // waits for every result still unread (their first failure), then leaves pipeline mode, so
+  // that libpq's synchronous calls (PQexec, PQexecParams) work on it.
+  Result<PGconn*> Lend();
+  // Takes a lent connection back (nothing when it is not lent): pipeline mode again. Fails (and
+  // records the failure as the transaction's) when the caller's statements left the transaction
+  // aborted, ended or busy.
+  Status Resume();
   // Round trips made so far (each Sync or Query that waited on the server), for tests.
   int64_t round_trips() const { return round_trips_; }
 
@@ -145,6 +153,7 @@ class Connection {
   int64_t prepared_count_ = 0;  // names are never reused
   int64_t round_trips_ = 0;
   int64_t wanted_ = 0;  // SendWanted calls since the last drain
+  bool lent_ = false;   // out of pipeline mode, the caller's (Lend) until Resume
   int64_t lock_timeout_ms_ = 0;
   int64_t idle_timeout_ms_ = 0;
   std::string uri_;

@@ -267,6 +267,14 @@ Result<int64_t> MigratePostgresStore(const std::string& uri) {
   return postgres::CreateOrMigrate(db);
 }
 
+Result<pg_conn*> PostgresConnection(Transaction& transaction) {
+  auto* pg = dynamic_cast<postgres::PgTransaction*>(&transaction);
+  if (pg == nullptr) {
+    return Status::InvalidArgument("PostgresConnection: not a transaction of a PostgreSQL store");
+  }
+  return pg->Lend();
+}
+
 int64_t PostgresRoundTrips(const Store& store) {
   const auto* pg = dynamic_cast<const postgres::PgStore*>(&store);
   return pg == nullptr ? -1 : pg->round_trips();

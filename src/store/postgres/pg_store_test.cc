@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "evident/store_memory.h"
 #include "evident/store_postgres.h"
 #include "store/postgres/pg_schema.h"
 #include "store/postgres/test_database.h"
@@ -221,6 +222,118 @@ TEST_F(PgDecidersTest, SharedDecidersRunSideBySideAndAnExclusiveOneExcludesThem)
   Result<bool> read = (*later)->ReadProjection("fulfillment", "order-3", scratch);
   EXPECT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_TRUE((*later)->Rollback().ok());
+}
+
+}  // namespace
+}  // namespace evident
+
+namespace evident {
+namespace {
+
+// The caller's own statements in a transaction of the store (PostgresConnection): a business
+// table beside evident's, on the store's schema.
+class PgLentConnectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<std::string> uri = FreshPostgresSchema("lent");
+    ASSERT_TRUE(uri.ok()) << uri.status().ToString();
+    uri_ = *uri;
+    Result<std::unique_ptr<Store>> store = OpenPostgresStore(uri_);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    Exec(uri_, "CREATE TABLE orders(id text PRIMARY KEY, status text NOT NULL)");
+  }
+  // Runs `sql` on `conn`; its error message, empty when it ran.
+  static std::string Run(PGconn* conn, const std::string& sql) {
+    PGresult* result = PQexec(conn, sql.c_str());
+    const ExecStatusType status = PQresultStatus(result);
+    std::string message = PQresultErrorMessage(result);
+    PQclear(result);
+    return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK ? "" : message;
+  }
+  // What the store's tables hold, as another session sees it: orders, then outbox rows.
+  std::pair<int64_t, int64_t> Counts() {
+    std::unique_ptr<PGconn, void (*)(PGconn*)> conn(PQconnectdb(uri_.c_str()), &PQfinish);
+    PGresult* result =
+        PQexec(conn.get(), "SELECT (SELECT count(*) FROM orders), (SELECT count(*) FROM outbox)");
+    std::pair<int64_t, int64_t> out{-1, -1};
+    if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1) {
+      out = {std::stoll(PQgetvalue(result, 0, 0)), std::stoll(PQgetvalue(result, 0, 1))};
+    }
+    PQclear(result);
+    return out;
+  }
+  static OutboxRow Row(const std::string& id) {
+    return OutboxRow{.source = "s", .event_id = id, .type = "t", .subject = id, .bytes = "{}"};
+  }
+  std::string uri_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(PgLentConnectionTest, TheCallersRowAndTheOutboxRowCommitTogetherOrNotAtAll) {
+  {
+    auto tx = store_->Begin().value();
+    ASSERT_TRUE(tx->AppendOutbox(Row("a")).ok());  // buffered or pipelined before the lending
+    Result<PGconn*> conn = PostgresConnection(*tx);
+    ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+    EXPECT_EQ(Run(*conn, "INSERT INTO orders VALUES('order-1', 'paid')"), "");
+    EXPECT_EQ(Run(*conn, "SELECT count(*) FROM outbox"), "");  // synchronous calls work
+    ASSERT_TRUE(tx->AppendOutbox(Row("b")).ok());              // evident's calls go on after it
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  EXPECT_EQ(Counts(), std::make_pair(int64_t{1}, int64_t{2}));
+  {
+    auto tx = store_->Begin().value();
+    Result<PGconn*> conn = PostgresConnection(*tx);
+    ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+    EXPECT_EQ(Run(*conn, "INSERT INTO orders VALUES('order-2', 'paid')"), "");
+    ASSERT_TRUE(tx->AppendOutbox(Row("c")).ok());
+    ASSERT_TRUE(tx->Rollback().ok());
+  }
+  EXPECT_EQ(Counts(), std::make_pair(int64_t{1}, int64_t{2})) << "a rollback kept a row";
+}
+
+TEST_F(PgLentConnectionTest, AFailedStatementOfTheCallersRefusesTheCommitAndWritesNothing) {
+  {
+    auto tx = store_->Begin().value();
+    ASSERT_TRUE(tx->AppendOutbox(Row("a")).ok());
+    PGconn* conn = PostgresConnection(*tx).value();
+    EXPECT_EQ(Run(conn, "INSERT INTO orders VALUES('order-1', 'paid')"), "");
+    EXPECT_NE(Run(conn, "INSERT INTO orders VALUES('order-1', 'again')"), "");  // duplicate key
+    const Status committed = tx->Commit();
+    EXPECT_EQ(committed.code(), Code::kAborted) << committed.ToString();
+    EXPECT_NE(committed.message().find("statement of the caller's failed"), std::string::npos)
+        << committed.ToString();
+  }
+  EXPECT_EQ(Counts(), std::make_pair(int64_t{0}, int64_t{0}));
+  // The connection serves the next transaction as before.
+  auto tx = store_->Begin().value();
+  ASSERT_TRUE(tx->AppendOutbox(Row("b")).ok());
+  ASSERT_TRUE(tx->Commit().ok());
+  EXPECT_EQ(Counts(), std::make_pair(int64_t{0}, int64_t{1}));
+}
+
+TEST_F(PgLentConnectionTest, ACommitOfTheCallersOwnIsRefusedAtTheTransactionsNextCall) {
+  {
+    auto tx = store_->Begin().value();
+    PGconn* conn = PostgresConnection(*tx).value();
+    EXPECT_EQ(Run(conn, "INSERT INTO orders VALUES('order-1', 'paid')"), "");
+    EXPECT_EQ(Run(conn, "COMMIT"), "");
+    const Status committed = tx->Commit();
+    EXPECT_EQ(committed.code(), Code::kFailedPrecondition) << committed.ToString();
+    EXPECT_NE(committed.message().find("ended the transaction"), std::string::npos)
+        << committed.ToString();
+  }
+  auto tx = store_->Begin().value();  // the connection serves the next transaction as before
+  ASSERT_TRUE(tx->AppendOutbox(Row("b")).ok());
+  ASSERT_TRUE(tx->Commit().ok());
+  EXPECT_EQ(Counts(), std::make_pair(int64_t{1}, int64_t{1}));
+}
+
+TEST_F(PgLentConnectionTest, ATransactionOfAnotherStoreHasNoPostgresConnection) {
+  auto memory = OpenMemoryStore(NewMemoryDatabase()).value();
+  auto tx = memory->Begin().value();
+  EXPECT_EQ(PostgresConnection(*tx).status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace

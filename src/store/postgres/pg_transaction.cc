@@ -146,6 +146,8 @@ PgTransaction::~PgTransaction() {
 
 Connection& PgTransaction::Conn() {
   assert(session_ != nullptr && "transaction used after Commit or Rollback");
+  // Lent to the caller (Lend): taken back first; a failure is the transaction's (failure()).
+  (void)session_->connection->Resume();
   return *session_->connection;
 }
 

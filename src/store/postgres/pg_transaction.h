@@ -39,6 +39,8 @@ class PgTransaction final : public Transaction {
 
   Status Commit() override;
   Status Rollback() override;
+  // The connection, for the caller's own statements in this transaction (PostgresConnection).
+  Result<PGconn*> Lend() { return Db().Lend(); }
   Status WillDecide(const std::vector<std::string>& consumers) override;
   Result<BatchRows> Load(const BatchKeys& keys) override;
 
