@@ -2,6 +2,7 @@
 # Installs the Debian 12 packages evident needs, and only those that are missing.
 #   scripts/install-deps.sh build   # compiler, CMake, libraries: enough to build and run
 #   scripts/install-deps.sh test    # build + what the test run needs (clang/libFuzzer, clang-tidy,
+#                                   # systemd-analyze for the service units,
 #                                   # the servers, Chromium and npm for the browser test, Python
 #                                   # for the documentation's samples)
 #   scripts/install-deps.sh bench   # build + the peers the benchmarks compare against
@@ -17,7 +18,7 @@ packages=(build-essential cmake ninja-build pkg-config git
 case "$want" in
   build) ;;
   test) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 clang-format-14
-    nats-server postgresql-15 chromium nodejs npm python3) ;;
+    nats-server postgresql-15 chromium nodejs npm python3 systemd) ;;
   bench) packages+=(libvalijson-dev rapidjson-dev nodejs npm python3 nats-server postgresql-15
     wrk bc curl) ;;
   jetstream) packages+=(nats-server) ;;

@@ -19,10 +19,11 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
-#include "core/fault_point.h"
 #include "evident/outbox.h"
 #include "evident/store.h"
 #include "evident/store_postgres.h"
@@ -45,6 +46,13 @@ constexpr const char* kInsertOrder =
 // The conditional update: it changes the row only at the version read.
 constexpr const char* kCancel =
     "UPDATE orders SET status='cancelled', version = version + 1 WHERE id=$1 AND version=$2";
+
+// The crash test's switch: EVIDENT_FAULT_POINT=`name` kills the process here (SIGKILL: no
+// cleanup, no rollback sent; the server or SQLite's journal must undo the open transaction).
+void FaultPoint(const char* name) {
+  const char* armed = std::getenv("EVIDENT_FAULT_POINT");
+  if (armed != nullptr && std::string(armed) == name) std::raise(SIGKILL);
+}
 
 // The service's own statements, in the store's transaction: on SQLite through its connection,
 // on PostgreSQL through libpq's.

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs the build tree $1 under a temporary prefix and uses it as a user would: runs the
+# installed program, builds the installed C++ examples against the installed package
+# (find_package(evident)) and runs them, and builds a program with pkg-config's flags alone.
+# Exit 0 when all of it works; otherwise what failed, on standard error.
+#   scripts/check-install.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+work=$(mktemp -d /tmp/evident-install.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+fail() { echo "check-install: $*" >&2; exit 1; }
+
+cmake --install "$build" --prefix "$prefix" >"$work/install.log" || { cat "$work/install.log" >&2; fail "cmake --install failed"; }
+"$prefix/bin/evident" --version >/dev/null || fail "the installed evident does not run"
+for header in consumer.h outbox.h store_sqlite.h store_postgres.h; do
+  [ -f "$prefix/include/evident/$header" ] || fail "include/evident/$header is not installed"
+done
+
+examples=$prefix/share/doc/evident/examples
+cmake -S "$examples/cpp" -B "$work/examples" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" >"$work/configure.log" 2>&1 ||
+  { cat "$work/configure.log" >&2; fail "the installed examples do not configure (find_package(evident))"; }
+cmake --build "$work/examples" >"$work/build.log" 2>&1 ||
+  { tail -n 30 "$work/build.log" >&2; fail "the installed examples do not build"; }
+
+contracts=$examples/orders/contracts
+out=$("$work/examples/orders_consumer" "$contracts" "$work/orders.db") || fail "orders_consumer failed: $out"
+case $out in *"ship order-417: denied"*) ;; *) fail "orders_consumer printed: $out" ;; esac
+out=$("$work/examples/order_service" "$contracts" "$work/service.db") || fail "order_service failed: $out"
+case $out in *"cancelled order-417 at version 3"*) ;; *) fail "order_service printed: $out" ;; esac
+
+pc=$(find "$prefix" -name evident.pc | head -n 1)
+[ -n "$pc" ] || fail "no evident.pc installed"
+cat >"$work/status.cc" <<'CC'
+#include <cstdio>
+#include "evident/status.h"
+int main() {
+  const evident::Status s = evident::Status::NotFound("pkg-config works");
+  std::printf("%s\n", s.ToString().c_str());
+  return s.code() == evident::Code::kNotFound ? 0 : 1;
+}
+CC
+flags=$(PKG_CONFIG_PATH=$(dirname "$pc") pkg-config --cflags --libs evident) ||
+  fail "pkg-config cannot read $pc"
+# shellcheck disable=SC2086 # the flags are words
+g++ -std=c++20 -o "$work/status" "$work/status.cc" $flags || fail "a program built with pkg-config's flags does not link"
+"$work/status" | grep -q "pkg-config works" || fail "the pkg-config program did not run"
+echo "installed under a temporary prefix: program, headers, find_package(evident), pkg-config: ok"
