@@ -52,6 +52,17 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/evident.pc
 install(DIRECTORY examples/cpp examples/orders
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
+# Manual pages rendered from the program's own --help (scripts/make-man.sh: help2man, one page
+# per command), and the bash completion (it reads the same help when a user presses tab).
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/man/evident.1
+  COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/make-man.sh $<TARGET_FILE:evident>
+    ${CMAKE_BINARY_DIR}/man ${PROJECT_VERSION}
+  DEPENDS evident ${PROJECT_SOURCE_DIR}/scripts/make-man.sh VERBATIM)
+add_custom_target(evident_man ALL DEPENDS ${CMAKE_BINARY_DIR}/man/evident.1)
+install(DIRECTORY ${CMAKE_BINARY_DIR}/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES packaging/bash-completion/evident
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+
 # The services (packaging/systemd: a user of their own, hardened) and a sample of their settings.
 install(FILES packaging/systemd/evident-serve.service packaging/systemd/evident-relay.service
   DESTINATION lib/systemd/system)

@@ -17,6 +17,14 @@ for header in consumer.h outbox.h store_sqlite.h store_postgres.h; do
   [ -f "$prefix/include/evident/$header" ] || fail "include/evident/$header is not installed"
 done
 
+for file in share/man/man1/evident.1 share/man/man1/evident-outbox-append.1 \
+  share/bash-completion/completions/evident lib/systemd/system/evident-serve.service; do
+  [ -f "$prefix/$file" ] || fail "$file is not installed"
+done
+grep -q '^\.SH OPTIONS' "$prefix/share/man/man1/evident-consume.1" &&
+  grep -q 'store' "$prefix/share/man/man1/evident-consume.1" ||
+  fail "the installed evident-consume(1) lacks its options"
+
 examples=$prefix/share/doc/evident/examples
 cmake -S "$examples/cpp" -B "$work/examples" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" >"$work/configure.log" 2>&1 ||

@@ -21,7 +21,8 @@ dpkg-deb -x "$deb" "$work/root"
 for file in usr/bin/evident usr/lib/libevident.a usr/include/evident/consumer.h \
   usr/lib/cmake/evident/evidentConfig.cmake usr/lib/pkgconfig/evident.pc \
   usr/lib/systemd/system/evident-serve.service usr/lib/systemd/system/evident-relay.service \
-  usr/share/doc/evident/examples/cpp/CMakeLists.txt usr/share/doc/evident/default-evident.sample; do
+  usr/share/doc/evident/examples/cpp/CMakeLists.txt usr/share/doc/evident/default-evident.sample \
+  usr/share/man/man1/evident.1 usr/share/bash-completion/completions/evident; do
   [ -e "$work/root/$file" ] || fail "the package lacks /$file"
 done
 version=$("$work/root/usr/bin/evident" --version | head -n 1) || fail "the packaged evident does not run"

@@ -12,7 +12,7 @@
 set -euo pipefail
 
 want=${1:-build}
-packages=(build-essential cmake ninja-build pkg-config git
+packages=(build-essential cmake ninja-build pkg-config git help2man
   libsimdjson-dev libre2-dev libsqlite3-dev sqlite3 libyaml-cpp-dev libcli11-dev libnats-dev librdkafka-dev
   libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libpq-dev libgtest-dev libgmock-dev libbenchmark-dev)
 case "$want" in
