@@ -44,6 +44,9 @@ struct ReplayOptions {
   // One NDJSON line per record, written after its batch commits (for a dry run, at the end);
   // may be null.
   std::FILE* outcomes = nullptr;
+  // A progress line here (ProgressBar, evident/progress.h): the records decided, and a bar of
+  // them when the selection names its records (select.ids); null: none.
+  std::FILE* progress = nullptr;
   Clock* clock = nullptr;               // null: the system clock
   const CancelToken* cancel = nullptr;  // checked between batches
   RetryPolicy busy_retry;               // a busy store when a batch begins

@@ -101,6 +101,9 @@ struct RelayOptions {
   // once_failures_max failed rounds in a row, returning the last error.
   bool once = false;
   int once_failures_max = 8;
+  // With `once`: a progress line here (ProgressBar, evident/progress.h) of the rows sent out of
+  // those pending when the run began; null: none.
+  std::FILE* progress = nullptr;
   // A row the destination refuses for what it is (Publisher: kInvalidArgument) is parked when
   // the attempt that refusal counts brings its attempts (failed ones of any kind, this run's and
   // earlier runs': an outage, a batch not acknowledged) to this number or more. 0: never; such

@@ -104,6 +104,15 @@ class Source {
   // unreachable). Called by the deciding thread while the reading thread may be in Fetch.
   virtual Result<bool> ConfirmIdle() { return true; }
 
+  // How far through its input the source has handed messages out, when the input has a size
+  // (a file): `done` of `total` bytes; total -1 when it has none (a pipe, a broker). Read by
+  // the deciding thread while the reading thread may be in Fetch.
+  struct InputProgress {
+    int64_t done = 0;
+    int64_t total = -1;
+  };
+  virtual InputProgress input_progress() const { return {}; }
+
   // Messages skipped at Start's position (NDJSON --resume: lines already decided).
   virtual int64_t skipped() const { return 0; }
 

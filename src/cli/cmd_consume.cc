@@ -23,6 +23,7 @@ struct ConsumeFlags {
   std::string config;
   std::string store;
   std::string input = "-";
+  std::string progress = "auto";
   std::string from, stream = "EVENTS", durable = "evident", filter, until_idle;
   std::string subject_prefix = "evident";
   int64_t ack_wait_ms = 30'000;
@@ -325,7 +326,7 @@ int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, std::FI
   ConsumeOptions options{.input = flags.input,
                          .resume = flags.resume || from_store,
                          .outcomes = outcomes,
-                         .progress = isatty(2) ? stderr : nullptr};
+                         .progress = ProgressFile(flags.progress)};
   // SIGTERM and SIGINT end the run cleanly after its current commit; a second one kills.
   static CancelToken stop;
   options.cancel = &stop;
@@ -469,6 +470,7 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
   cmd->add_option("--profile-file", flags->profile_file,
                   "Envelope profile from a JSON file (overrides the config)");
   cmd->add_option("--outcomes", flags->outcomes, "Write one NDJSON line per decision (FILE or -)");
+  AddProgressOption(*cmd, flags->progress);
   cmd->add_flag("--resume", flags->resume,
                 "Skip the events of the input an earlier run already committed");
   AddBatchOptions(cmd, *flags);

@@ -16,6 +16,7 @@
 #include "cli/text.h"
 #include "evident/clock.h"
 #include "evident/outbox.h"
+#include "evident/progress.h"
 #include "evident/source.h"
 #include "evident/store.h"
 #include "json/writer.h"
@@ -29,6 +30,7 @@ struct AppendFlags {
   int64_t partitions = 1;
   int64_t batch_count_max = 1000;
   int64_t event_bytes_max = int64_t{1} << 20;
+  std::string progress = "auto";
 };
 
 struct ReadFlags {
@@ -80,12 +82,18 @@ Status CommitBatch(std::unique_ptr<Transaction>& tx, std::string& results) {
 // Appends every event of the source, in transactions of batch_count_max; true in `refused`
 // when any event was not appended (nor a duplicate).
 Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_count_max,
-                 bool& refused) {
+                 ProgressBar& progress, bool& refused) {
   std::unique_ptr<Transaction> tx;
   std::string results;
   Message message;
-  int64_t in_batch = 0;
+  int64_t in_batch = 0, events = 0, refusals = 0;
+  const auto show = [&] {
+    const Source::InputProgress input = source.input_progress();
+    progress.Update(input.done, input.total, events,
+                    refusals == 0 ? "" : std::to_string(refusals) + " refused");
+  };
   while (true) {
+    if (progress.Due()) show();
     const Result<Source::Fetched> fetched = source.Fetch(message, -1);
     if (!fetched.ok()) return tx == nullptr ? fetched.status() : RolledBack(fetched.status());
     if (*fetched != Source::Fetched::kMessage) break;
@@ -100,15 +108,21 @@ Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_cou
                              .message = message.rejection->message}
             : outbox.Append(*tx, message.bytes, SystemClock().NowMs());
     if (!decision.ok()) return RolledBack(decision.status());
-    refused = refused || (decision->outcome != OutboxDecisionOutcome::kAppended &&
-                          decision->outcome != OutboxDecisionOutcome::kDuplicate);
+    const bool taken = decision->outcome == OutboxDecisionOutcome::kAppended ||
+                       decision->outcome == OutboxDecisionOutcome::kDuplicate;
+    refused = refused || !taken;
+    refusals += taken ? 0 : 1;
+    ++events;
     AppendResultJson(message.index, *decision, results);
     if (++in_batch >= batch_count_max) {
       EVIDENT_RETURN_IF_ERROR(CommitBatch(tx, results));
       in_batch = 0;
     }
   }
-  return CommitBatch(tx, results);
+  EVIDENT_RETURN_IF_ERROR(CommitBatch(tx, results));
+  show();
+  progress.Finish();
+  return Status::Ok();
 }
 
 int RunAppend(const AppendFlags& flags) {
@@ -138,8 +152,11 @@ int RunAppend(const AppendFlags& flags) {
   }
   NoteTerminalInput(flags.input, "outbox append");
   bool refused = false;
-  const Status appended = AppendAll(**outbox, **store, **source, flags.batch_count_max, refused);
+  ProgressBar progress(ProgressFile(flags.progress), "events");
+  const Status appended =
+      AppendAll(**outbox, **store, **source, flags.batch_count_max, progress, refused);
   if (!appended.ok()) {
+    progress.Finish();  // the line ends before the error is said
     std::cerr << "evident outbox append: " << appended.ToString() << "\n";
     return kExitUsage;
   }
@@ -319,6 +336,7 @@ void AddAppendCommand(CLI::App& outbox, Runner& run) {
   cmd->add_option("--event-bytes-max", append->event_bytes_max, "Largest event, in bytes")
       ->check(IntegerFrom(int64_t{64} << 10, int64_t{64} << 20))  // CloudEvents: 64 KiB at least
       ->capture_default_str();
+  AddProgressOption(*cmd, append->progress);
   cmd->callback([append, &run] { run = [append] { return RunAppend(*append); }; });
 }
 

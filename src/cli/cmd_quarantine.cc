@@ -37,6 +37,7 @@ struct ReplayFlags {
   std::vector<int64_t> ids;
   bool all = false, dry_run = false;
   int64_t batch_count_max = 256;
+  std::string progress = "auto";
 };
 
 struct DiscardFlags {
@@ -194,7 +195,8 @@ int RunReplay(const ReplayFlags& flags) {
                         .note = flags.note,
                         .dry_run = flags.dry_run,
                         .batch_count_max = flags.batch_count_max,
-                        .outcomes = outcomes};
+                        .outcomes = outcomes,
+                        .progress = ProgressFile(flags.progress)};
   options.select.ids = flags.ids;
   if (!flags.consumer.empty()) options.select.consumer = flags.consumer;
   if (!flags.reason.empty()) options.select.reason = flags.reason;
@@ -280,6 +282,7 @@ void AddReplay(CLI::App& parent, Runner& run) {
   cmd->add_option("--by", flags->by, "Who replays (for the audit)")->required();
   cmd->add_option("--note", flags->note, "Why (for the audit)")->required();
   cmd->add_flag("--dry-run", flags->dry_run, "Decide and print, commit nothing");
+  AddProgressOption(*cmd, flags->progress);
   cmd->add_option("--outcomes", flags->outcomes, "One NDJSON line per record (FILE or -)");
   cmd->add_option("--profile", flags->profile, "Envelope profile (overrides the config)");
   cmd->add_option("--batch-count-max", flags->batch_count_max, "Records per transaction")

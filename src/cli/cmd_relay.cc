@@ -27,6 +27,7 @@ struct RelayFlags {
   std::string subject_prefix = "evident";
   int64_t partitions = 0;  // 0: the partition stored with each row
   bool once = false;
+  std::string progress = "auto";  // with --once
   std::string keep_sent = "7d";
   std::string duplicate_window = "2m";
   int64_t batch_count_max = 1024;
@@ -108,6 +109,7 @@ int RunRelayCommand(const RelayFlags& flags) {
                        .keep_sent_ms = *keep_sent_ms,
                        .once = flags.once,
                        .once_failures_max = flags.once_failures_max,
+                       .progress = flags.once ? ProgressFile(flags.progress) : nullptr,
                        .park_refused_after_attempts = flags.park_refused_after,
                        .cancel = &stop,
                        .log = stderr};
@@ -175,6 +177,7 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
                   "Spread subjects over N partitions (default: the partition of each row)")
       ->check(IntegerFrom(1, 1 << 16));
   cmd->add_flag("--once", flags->once, "Publish what is pending, then exit");
+  AddProgressOption(*cmd, flags->progress);
   cmd->add_option("--keep-sent", flags->keep_sent, "Delete sent rows older than this (7d, 12h)")
       ->capture_default_str();
   cmd->add_option("--duplicate-window", flags->duplicate_window,

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <iosfwd>
@@ -84,6 +85,10 @@ std::string StoreHelp();
 
 // Adds `--format text|json` (default: the value `format` holds) to `command` (cli/lines.cc).
 void AddFormatOption(CLI::App& command, std::string& format);
+// --progress auto|always|never (ProgressMode): a progress line on standard error.
+void AddProgressOption(CLI::App& command, std::string& mode);
+// Where --progress `mode` (checked by AddProgressOption) writes: standard error, or null.
+std::FILE* ProgressFile(const std::string& mode);
 
 // A duration such as "500ms", "30s", "2m", "12h" or "7d" (a bare number is seconds), in ms.
 // At most 10 years; anything else is kInvalidArgument.

@@ -15,6 +15,7 @@
 #include <istream>
 
 #include "cli/commands.h"
+#include "evident/progress.h"
 #include "evident/registry.h"
 
 namespace evident::cli {
@@ -100,6 +101,21 @@ void AddFormatOption(CLI::App& command, std::string& format) {
   command.add_option("--format", format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+}
+
+void AddProgressOption(CLI::App& command, std::string& mode) {
+  command
+      .add_option("--progress", mode,
+                  "A progress line on standard error (a bar with the percentage, the rate and the "
+                  "time left when the input's size is known): auto (when it is a terminal), "
+                  "always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+}
+
+std::FILE* ProgressFile(const std::string& mode) {
+  const Result<ProgressMode> parsed = ParseProgressMode(mode);
+  return ProgressOutput(parsed.ok() ? *parsed : ProgressMode::kNever);
 }
 
 std::istream* OpenInput(const std::string& path, std::ifstream& file) {

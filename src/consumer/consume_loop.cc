@@ -13,6 +13,7 @@
 
 #include "core/fault_point.h"
 #include "evident/consumer.h"
+#include "evident/progress.h"
 
 namespace evident {
 namespace {
@@ -219,20 +220,20 @@ class PrepareAhead {
   std::thread thread_;  // last: starts after every member above exists
 };
 
-void PrintProgress(std::FILE* out, const ConsumeSummary& s, double seconds) {
+// "applied 120, duplicate 3": each outcome so far, over every consumer (the progress line's
+// detail).
+std::string OutcomeTotals(const ConsumeSummary& s) {
   std::array<int64_t, kOutcomeCount> totals{};
   for (const auto& [consumer, counts] : s.counts) {
     for (int i = 0; i < kOutcomeCount; ++i) totals[i] += counts[i];
   }
-  std::fprintf(out, "\r%lld events, %.0f/s", static_cast<long long>(s.events),
-               seconds > 0 ? static_cast<double>(s.events) / seconds : 0.0);
+  std::string out;
   for (int i = 0; i < kOutcomeCount; ++i) {
     if (totals[i] == 0) continue;
-    const std::string_view name = OutcomeName(static_cast<Outcome>(i));
-    std::fprintf(out, ", %.*s %lld", static_cast<int>(name.size()), name.data(),
-                 static_cast<long long>(totals[i]));
+    if (!out.empty()) out += ", ";
+    out += std::string(OutcomeName(static_cast<Outcome>(i))) + " " + std::to_string(totals[i]);
   }
-  std::fflush(out);
+  return out;
 }
 
 // One run of the loop: batches of prepared events decided in one transaction each; the
@@ -261,7 +262,7 @@ class ConsumeLoop {
   Result<ConsumeSummary> Run() {
     const Config& config = pipeline_.config();
     start_ms_ = Mono();
-    last_progress_ms_ = start_ms_;
+    if (options_.progress != nullptr) progress_.emplace(options_.progress, "events", clock_, 500);
     last_decided_ms_ = start_ms_;  // --until-idle counts from the start until the first event
     // Slots for events read ahead: enough to keep the deciding thread busy, few enough that an
     // event is still in the CPU cache when it is decided.
@@ -289,9 +290,10 @@ class ConsumeLoop {
         summary_.unreachable_error.empty() ? options_.acknowledgement_wait_ms : 0);
     if (!flushed.ok()) summary_.acknowledgement_error = flushed.ToString();
     summary_.seconds = static_cast<double>(Mono() - start_ms_) / 1000.0;
-    if (options_.progress != nullptr) {
-      PrintProgress(options_.progress, summary_, summary_.seconds);
-      std::fputc('\n', options_.progress);
+    if (progress_) {
+      const Source::InputProgress input = source_.input_progress();
+      progress_->Update(input.done, input.total, summary_.events, OutcomeTotals(summary_));
+      progress_->Finish();
     }
     return summary_;
   }
@@ -716,11 +718,9 @@ class ConsumeLoop {
   }
 
   void MaybeProgress() {
-    if (options_.progress == nullptr) return;
-    const int64_t now_ms = Mono();
-    if (now_ms - last_progress_ms_ <= 500) return;
-    last_progress_ms_ = now_ms;
-    PrintProgress(options_.progress, summary_, static_cast<double>(now_ms - start_ms_) / 1000.0);
+    if (!progress_ || !progress_->Due()) return;
+    const Source::InputProgress input = source_.input_progress();
+    progress_->Update(input.done, input.total, summary_.events, OutcomeTotals(summary_));
   }
 
   static constexpr int kStopPollMs = 100;
@@ -757,8 +757,9 @@ class ConsumeLoop {
   size_t batch_events_ = 0;
   size_t committed_events_ = 0;  // the events of the batch whose commit ran last
   double commit_seconds_ = 0;    // how long that commit took
-  int64_t start_ms_ = 0, last_progress_ms_ = 0;
-  std::vector<Input> inputs_;  // the open batch's decided inputs: the first inputs_used_
+  int64_t start_ms_ = 0;
+  std::optional<ProgressBar> progress_;  // with options_.progress
+  std::vector<Input> inputs_;            // the open batch's decided inputs: the first inputs_used_
   size_t inputs_used_ = 0;
   Status failed_;  // a decision of the open batch failed transiently: redo it at the commit
   std::optional<int64_t> last_gap_check_ms_;

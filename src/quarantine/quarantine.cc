@@ -6,12 +6,14 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "core/base64.h"
 #include "core/join.h"
 #include "core/rfc3339.h"
 #include "evident/envelope.h"
+#include "evident/progress.h"
 #include "json/writer.h"
 
 namespace evident {
@@ -92,7 +94,24 @@ class Replay {
     QuarantineFilter filter = options_.select;
     if (filter.ids.empty() && !filter.status) filter.status = QuarantineStatus::kOpen;
     started_ms_ = clock_.NowMs();
-    if (options_.dry_run) return DryRun(filter);
+    if (options_.progress != nullptr) progress_.emplace(options_.progress, "records", clock_);
+    const Result<ReplaySummary> done = options_.dry_run ? DryRun(filter) : Pages(filter);
+    if (progress_) {
+      ShowProgress();
+      progress_->Finish();
+    }
+    return done;
+  }
+
+ private:
+  void ShowProgress() {
+    const auto total = static_cast<int64_t>(options_.select.ids.size());
+    progress_->Update(summary_.records, total > 0 ? total : -1, summary_.records,
+                      std::to_string(summary_.refused) + " refused again");
+  }
+
+  // The selected records, page by page, a transaction per page.
+  Result<ReplaySummary> Pages(const QuarantineFilter& filter) {
     QuarantineCursor after;
     while (true) {
       if (options_.cancel != nullptr && options_.cancel->cancelled()) {
@@ -109,12 +128,12 @@ class Replay {
       if (page.rows.empty()) break;
       after = {page.rows.back().first_seen_ms, page.rows.back().id};
       EVIDENT_RETURN_IF_ERROR(BatchRetried(page.rows));
+      if (progress_ && progress_->Due()) ShowProgress();
       if (!page.truncated || new_since) break;
     }
     return summary_;
   }
 
- private:
   // Every selected record decided in one transaction that is rolled back, so that each decision
   // sees the ones before it, as a real replay would. A store has one open handle at a time, so
   // the records are listed first, all of them: at most kDryRunRecordsMax.
@@ -287,6 +306,7 @@ class Replay {
   std::vector<Decision> decisions_;
   std::vector<ReplayLine> lines_;
   ReplaySummary summary_;
+  std::optional<ProgressBar> progress_;  // with options_.progress
   int64_t started_ms_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/fnv1a.h"
+#include "evident/progress.h"
 #include "evident/retry.h"
 
 namespace evident {
@@ -52,7 +53,17 @@ class Relay {
   Result<RelaySummary> Run() {
     const int64_t start_ms = clock_.MonotonicMs();
     last_retention_ms_ = clock_.NowMs();
+    if (options_.once && options_.progress != nullptr) {
+      progress_.emplace(options_.progress, "rows", clock_);
+      EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store_.Read());
+      EVIDENT_ASSIGN_OR_RETURN(const OutboxStats stats, snapshot->OutboxStatsNow(clock_.NowMs()));
+      pending_at_start_ = stats.pending;
+    }
     Status ended = Loop();
+    if (progress_) {
+      progress_->Update(summary_.sent, pending_at_start_, summary_.sent);
+      progress_->Finish();
+    }
     if (in_flight_.valid()) (void)in_flight_.get();  // an error left it: published, not marked
     if (publisher_ != nullptr) {
       const Status closed = publisher_->Close();
@@ -313,6 +324,9 @@ class Relay {
     EVIDENT_RETURN_IF_ERROR(tx->Commit());
     summary_.sent += static_cast<int64_t>(accepted);
     summary_.duplicates += duplicates;
+    if (progress_ && progress_->Due()) {
+      progress_->Update(summary_.sent, pending_at_start_, summary_.sent);
+    }
     if (parked.has_value()) NoteParked(*parked, rows.front().attempts + 1, error);
     return parked.has_value();
   }
@@ -396,6 +410,8 @@ class Relay {
   int current_ = 0;                        // the slot of the batch in flight
   std::future<Result<size_t>> in_flight_;  // its Publish, on a worker thread
   RelaySummary summary_;
+  std::optional<ProgressBar> progress_;  // --once with options_.progress
+  int64_t pending_at_start_ = -1;
   int64_t last_retention_ms_ = 0;
 };
 

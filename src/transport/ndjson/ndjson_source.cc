@@ -3,6 +3,7 @@
 // identifies the consumed prefix (evident/source.h).
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -201,7 +202,10 @@ constexpr std::string_view kRunAgain =
 class FileSource final : public Source {
  public:
   FileSource(int fd, std::string name, size_t event_bytes_max)
-      : fd_(fd), name_(std::move(name)), reader_(fd, event_bytes_max) {}
+      : fd_(fd), name_(std::move(name)), reader_(fd, event_bytes_max) {
+    struct stat info {};
+    if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode)) total_bytes_ = info.st_size;
+  }
   ~FileSource() override {
     if (fd_ > 0) close(fd_);
   }
@@ -227,13 +231,21 @@ class FileSource final : public Source {
       EVIDENT_ASSIGN_OR_RETURN(const EventReader::Next next, reader_.Read(out, wait_ms));
       if (next == EventReader::Next::kWouldWait) return Fetched::kWouldWait;
       EVIDENT_RETURN_IF_ERROR(CheckResume());
-      if (next == EventReader::Next::kEnd) return Fetched::kEnd;
+      if (next == EventReader::Next::kEnd) {
+        done_bytes_.store(reader_.consumed().bytes, std::memory_order_relaxed);
+        return Fetched::kEnd;
+      }
       if (resume_ && out.cursor.b <= resume_->bytes) {  // decided by the run resumed
         ++skipped_;
         continue;
       }
+      done_bytes_.store(out.cursor.b, std::memory_order_relaxed);
       return Fetched::kMessage;
     }
+  }
+
+  InputProgress input_progress() const override {
+    return {.done = done_bytes_.load(std::memory_order_relaxed), .total = total_bytes_};
   }
 
   std::string EncodePosition(const Cursor& cursor) const override {
@@ -284,6 +296,8 @@ class FileSource final : public Source {
   bool resume_checked_ = false;
   int64_t skipped_ = 0;
   std::atomic<bool> stopped_{false};
+  int64_t total_bytes_ = -1;            // a regular file's size; -1 for a pipe or a terminal
+  std::atomic<int64_t> done_bytes_{0};  // through the last event handed out
 };
 
 }  // namespace
