@@ -259,6 +259,7 @@ Result<PGconn*> Connection::Lend() {
 Status Connection::Resume() {
   if (!lent_) return Status::Ok();
   lent_ = false;
+  if (broken()) return Failed(Fail("while lent to the caller's statements"));
   const PGTransactionStatusType state = PQtransactionStatus(conn_);
   if (state == PQTRANS_ACTIVE) {  // a statement of the caller's still runs: nothing pairs up
     Poison();

@@ -330,6 +330,24 @@ TEST_F(PgLentConnectionTest, ACommitOfTheCallersOwnIsRefusedAtTheTransactionsNex
   EXPECT_EQ(Counts(), std::make_pair(int64_t{1}, int64_t{1}));
 }
 
+TEST_F(PgLentConnectionTest, AConnectionLostWhileLentIsSaidSoAndTheNextTransactionReconnects) {
+  {
+    auto tx = store_->Begin().value();
+    PGconn* conn = PostgresConnection(*tx).value();
+    EXPECT_EQ(Run(conn, "INSERT INTO orders VALUES('order-1', 'paid')"), "");
+    EXPECT_NE(Run(conn, "SELECT pg_terminate_backend(pg_backend_pid())"), "");
+    const Status committed = tx->Commit();
+    EXPECT_EQ(committed.code(), Code::kUnavailable) << committed.ToString();
+    EXPECT_NE(committed.message().find("connection lost"), std::string::npos)
+        << committed.ToString();
+  }
+  EXPECT_EQ(Counts(), std::make_pair(int64_t{0}, int64_t{0}));
+  auto tx = store_->Begin().value();
+  ASSERT_TRUE(tx->AppendOutbox(Row("b")).ok());
+  ASSERT_TRUE(tx->Commit().ok());
+  EXPECT_EQ(Counts(), std::make_pair(int64_t{0}, int64_t{1}));
+}
+
 TEST_F(PgLentConnectionTest, ATransactionOfAnotherStoreHasNoPostgresConnection) {
   auto memory = OpenMemoryStore(NewMemoryDatabase()).value();
   auto tx = memory->Begin().value();
