@@ -110,7 +110,6 @@ Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_cou
     if (!decision.ok()) return RolledBack(decision.status());
     const bool taken = decision->outcome == OutboxDecisionOutcome::kAppended ||
                        decision->outcome == OutboxDecisionOutcome::kDuplicate;
-    refused = refused || !taken;
     refusals += taken ? 0 : 1;
     ++events;
     AppendResultJson(message.index, *decision, results);
@@ -122,6 +121,7 @@ Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_cou
   EVIDENT_RETURN_IF_ERROR(CommitBatch(tx, results));
   show();
   progress.Finish();
+  refused = refusals > 0;
   return Status::Ok();
 }
 

@@ -263,6 +263,21 @@ class PgLentConnectionTest : public ::testing::Test {
     PQclear(result);
     return out;
   }
+  // A transaction in which the caller writes order-1 through the lent connection, then runs
+  // `then` there (refused by the server when `then_fails`): its Commit's status.
+  Status CommitAfter(const std::string& then, bool then_fails) {
+    auto tx = store_->Begin().value();
+    PGconn* conn = PostgresConnection(*tx).value();
+    EXPECT_EQ(Run(conn, "INSERT INTO orders VALUES('order-1', 'paid')"), "");
+    EXPECT_EQ(Run(conn, then).empty(), !then_fails) << then;
+    return tx->Commit();
+  }
+  // The store's connection serves the next transaction as before: one more outbox row commits.
+  void ExpectTheNextTransactionCommits() {
+    auto tx = store_->Begin().value();
+    ASSERT_TRUE(tx->AppendOutbox(Row("b")).ok());
+    ASSERT_TRUE(tx->Commit().ok());
+  }
   static OutboxRow Row(const std::string& id) {
     return OutboxRow{.source = "s", .event_id = id, .type = "t", .subject = id, .bytes = "{}"};
   }
@@ -294,57 +309,30 @@ TEST_F(PgLentConnectionTest, TheCallersRowAndTheOutboxRowCommitTogetherOrNotAtAl
 }
 
 TEST_F(PgLentConnectionTest, AFailedStatementOfTheCallersRefusesTheCommitAndWritesNothing) {
-  {
-    auto tx = store_->Begin().value();
-    ASSERT_TRUE(tx->AppendOutbox(Row("a")).ok());
-    PGconn* conn = PostgresConnection(*tx).value();
-    EXPECT_EQ(Run(conn, "INSERT INTO orders VALUES('order-1', 'paid')"), "");
-    EXPECT_NE(Run(conn, "INSERT INTO orders VALUES('order-1', 'again')"), "");  // duplicate key
-    const Status committed = tx->Commit();
-    EXPECT_EQ(committed.code(), Code::kAborted) << committed.ToString();
-    EXPECT_NE(committed.message().find("statement of the caller's failed"), std::string::npos)
-        << committed.ToString();
-  }
+  const Status committed = CommitAfter("INSERT INTO orders VALUES('order-1', 'again')", true);
+  EXPECT_EQ(committed.code(), Code::kAborted) << committed.ToString();
+  EXPECT_NE(committed.message().find("statement of the caller's failed"), std::string::npos)
+      << committed.ToString();
   EXPECT_EQ(Counts(), std::make_pair(int64_t{0}, int64_t{0}));
-  // The connection serves the next transaction as before.
-  auto tx = store_->Begin().value();
-  ASSERT_TRUE(tx->AppendOutbox(Row("b")).ok());
-  ASSERT_TRUE(tx->Commit().ok());
+  ExpectTheNextTransactionCommits();
   EXPECT_EQ(Counts(), std::make_pair(int64_t{0}, int64_t{1}));
 }
 
 TEST_F(PgLentConnectionTest, ACommitOfTheCallersOwnIsRefusedAtTheTransactionsNextCall) {
-  {
-    auto tx = store_->Begin().value();
-    PGconn* conn = PostgresConnection(*tx).value();
-    EXPECT_EQ(Run(conn, "INSERT INTO orders VALUES('order-1', 'paid')"), "");
-    EXPECT_EQ(Run(conn, "COMMIT"), "");
-    const Status committed = tx->Commit();
-    EXPECT_EQ(committed.code(), Code::kFailedPrecondition) << committed.ToString();
-    EXPECT_NE(committed.message().find("ended the transaction"), std::string::npos)
-        << committed.ToString();
-  }
-  auto tx = store_->Begin().value();  // the connection serves the next transaction as before
-  ASSERT_TRUE(tx->AppendOutbox(Row("b")).ok());
-  ASSERT_TRUE(tx->Commit().ok());
-  EXPECT_EQ(Counts(), std::make_pair(int64_t{1}, int64_t{1}));
+  const Status committed = CommitAfter("COMMIT", false);
+  EXPECT_EQ(committed.code(), Code::kFailedPrecondition) << committed.ToString();
+  EXPECT_NE(committed.message().find("ended the transaction"), std::string::npos)
+      << committed.ToString();
+  ExpectTheNextTransactionCommits();
+  EXPECT_EQ(Counts(), std::make_pair(int64_t{1}, int64_t{1}));  // order-1 went with its COMMIT
 }
 
 TEST_F(PgLentConnectionTest, AConnectionLostWhileLentIsSaidSoAndTheNextTransactionReconnects) {
-  {
-    auto tx = store_->Begin().value();
-    PGconn* conn = PostgresConnection(*tx).value();
-    EXPECT_EQ(Run(conn, "INSERT INTO orders VALUES('order-1', 'paid')"), "");
-    EXPECT_NE(Run(conn, "SELECT pg_terminate_backend(pg_backend_pid())"), "");
-    const Status committed = tx->Commit();
-    EXPECT_EQ(committed.code(), Code::kUnavailable) << committed.ToString();
-    EXPECT_NE(committed.message().find("connection lost"), std::string::npos)
-        << committed.ToString();
-  }
+  const Status committed = CommitAfter("SELECT pg_terminate_backend(pg_backend_pid())", true);
+  EXPECT_EQ(committed.code(), Code::kUnavailable) << committed.ToString();
+  EXPECT_NE(committed.message().find("connection lost"), std::string::npos) << committed.ToString();
   EXPECT_EQ(Counts(), std::make_pair(int64_t{0}, int64_t{0}));
-  auto tx = store_->Begin().value();
-  ASSERT_TRUE(tx->AppendOutbox(Row("b")).ok());
-  ASSERT_TRUE(tx->Commit().ok());
+  ExpectTheNextTransactionCommits();
   EXPECT_EQ(Counts(), std::make_pair(int64_t{0}, int64_t{1}));
 }
 

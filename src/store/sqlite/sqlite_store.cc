@@ -811,31 +811,26 @@ OutboxRow ReadOutbox(const Statement& s, Status& /*error*/) {
                    .parked_reason = s.Text(16)};
 }
 
-// Who holds the write lock of the WAL database at `path`: SQLite (unix VFS) takes it as a POSIX
-// lock on byte 120 of the -shm file (the first of its eight lock bytes), and /proc/locks names
-// the process of every lock on that file. The file itself is never opened here: closing any
-// descriptor of a file drops every POSIX lock this process holds on it, SQLite's own among them,
-// and a reader in another process would then take the -shm for abandoned and truncate it under
-// this process's mapping (SIGBUS). Empty when no process is found.
-constexpr int64_t kWriteLockByte = 120;
-constexpr int kLockLinesMax = 100000;  // /proc/locks lists every lock of the machine
-
-std::string Hex2(unsigned value) {
-  char out[16];
-  std::snprintf(out, sizeof out, "%02x", value);
-  return out;
-}
+constexpr int64_t kWriteLockByte = 120;  // of the -shm file: SQLite's write lock
+constexpr int kLockLinesMax = 100000;    // /proc/locks lists every lock of the machine
 
 bool ParseInt64(const std::string& text, int64_t& out) {
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
   return error == std::errc() && end == text.data() + text.size();
 }
 
+// Who holds the write lock of the WAL database at `path`: SQLite (unix VFS) takes it as a POSIX
+// lock on byte 120 of the -shm file (the first of its eight lock bytes), and /proc/locks names
+// the process of every lock on that file. The file itself is never opened here: closing any
+// descriptor of a file drops every POSIX lock this process holds on it, SQLite's own among them,
+// and a reader in another process would then take the -shm for abandoned and truncate it under
+// this process's mapping (SIGBUS). Empty when no process is found.
 std::string WriteLockHolder(const std::string& path) {
   struct stat shm {};
   if (::stat((path + "-shm").c_str(), &shm) != 0) return "";
-  const std::string file =
-      Hex2(major(shm.st_dev)) + ":" + Hex2(minor(shm.st_dev)) + ":" + std::to_string(shm.st_ino);
+  char file[64];  // as /proc/locks writes it: major and minor in hex, then the inode
+  std::snprintf(file, sizeof file, "%02x:%02x:%llu", major(shm.st_dev), minor(shm.st_dev),
+                static_cast<unsigned long long>(shm.st_ino));
   std::ifstream locks("/proc/locks");
   std::string line;
   for (int n = 0; n < kLockLinesMax && std::getline(locks, line); ++n) {
