@@ -67,6 +67,7 @@ install(FILES packaging/bash-completion/evident
 install(FILES packaging/systemd/evident-serve.service packaging/systemd/evident-relay.service
   DESTINATION lib/systemd/system)
 install(FILES packaging/default-evident.sample README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES schemas/evident-config.schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/evident/schemas)
 
 # The Debian package (scripts/package.sh): evident_<version>_amd64.deb, its shared libraries'
 # packages found by dpkg-shlibdeps; what building against it needs besides, recommended.

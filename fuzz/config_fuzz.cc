@@ -16,6 +16,8 @@
 // version, each reads what the one before gave, the last gives an accepted version) and its
 // defaults name pointers the step copies or takes its state from. Inputs over 16 KiB are
 // skipped: configuration files are small, and yaml-cpp (not instrumented) is not under test.
+// Every configuration is loaded a second time collecting every problem (ConfigOptions::problems)
+// and checked whole (CheckConfigText, `config check`): both must agree with the first load.
 #include <simdjson.h>
 #include <yaml-cpp/yaml.h>
 
@@ -149,6 +151,23 @@ void CheckAdapterChains(const evident::Config& config, const evident::ConsumerCo
   }
 }
 
+// Collecting every problem (config check) agrees with stopping at the first (consume): a problem
+// recorded exactly when the load fails, and `config check` silent on what the loader refuses
+// only where the loader is satisfied.
+void CheckEveryProblemAtOnce(const std::string& text, bool loaded) {
+  std::vector<evident::ConfigProblem> problems;
+  const auto collected =
+      evident::ConfigFromYaml(text, EVIDENT_EXAMPLE_DIR, "evident.yaml", {.problems = &problems});
+  if (collected.ok() != loaded || problems.empty() != loaded) __builtin_trap();
+  const std::vector<evident::ConfigProblem> checked =
+      evident::CheckConfigText(text, EVIDENT_EXAMPLE_DIR, "evident.yaml");
+  if (!loaded && checked.empty()) __builtin_trap();
+  for (const evident::ConfigProblem& p : checked) {
+    if (p.code.empty() || p.message.empty() || p.line < 0) __builtin_trap();
+    if (loaded && p.code != "CONFIG_SCHEMA") __builtin_trap();
+  }
+}
+
 }  // namespace
 
 // The example's contracts directory must load, or every configuration input would fail for a
@@ -188,6 +207,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (!NamesTheExampleContracts(text)) return 0;
   const auto config = ConfigFromYaml(text, EVIDENT_EXAMPLE_DIR, "evident.yaml");
+  CheckEveryProblemAtOnce(text, config.ok());
   if (!config.ok()) {
     if (config.status().code() != Code::kInvalidArgument) __builtin_trap();
     return 0;

@@ -24,6 +24,11 @@ done
 grep -q '^\.SH OPTIONS' "$prefix/share/man/man1/evident-consume.1" &&
   grep -q 'store' "$prefix/share/man/man1/evident-consume.1" ||
   fail "the installed evident-consume(1) lacks its options"
+# The configuration's schema for editors is the one the binary checks with.
+schema=$prefix/share/evident/schemas/evident-config.schema.json
+[ -f "$schema" ] || fail "share/evident/schemas/evident-config.schema.json is not installed"
+"$prefix/bin/evident" config schema | cmp -s - "$schema" ||
+  fail "evident config schema differs from the installed $schema"
 
 examples=$prefix/share/doc/evident/examples
 cmake -S "$examples/cpp" -B "$work/examples" -G Ninja -DCMAKE_BUILD_TYPE=Release \

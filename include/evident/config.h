@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "evident/adapter.h"
@@ -211,10 +212,25 @@ struct UndeclaredRead {
 std::vector<UndeclaredRead> UndeclaredReads(const Config& config);
 std::string DescribeUndeclaredRead(const UndeclaredRead& read);
 
+// One problem of a configuration (`evident config check`).
+struct ConfigProblem {
+  // CONFIG_UNREADABLE, CONFIG_SYNTAX (not YAML, or a key twice), CONFIG_SCHEMA (against
+  // ConfigSchemaJson), CONFIG_INVALID (what consume and serve refuse), UNDECLARED_READ, or a code
+  // of `contracts lint` for the contracts directory it reads (docs/contracts.md).
+  std::string code;
+  std::string file;
+  int64_t line = 0;  // 1-based; 0 when the problem has no one line (a file, a directory)
+  std::string message;
+};
+
 struct ConfigOptions {
   // Refuse a configuration with an undeclared read (the default). `contracts lint --config`
   // loads without it to report every one.
   bool check_reads = true;
+  // Without it the first problem ends the load (its status says it). With it every problem the
+  // parse meets goes here and the parse goes on with the next part (a consumer, an effect, a
+  // projection step, a setting); the load then fails if any was recorded.
+  std::vector<ConfigProblem>* problems = nullptr;
 };
 
 // Reads and checks a configuration file: every consumer has a contract, every accepted
@@ -225,5 +241,19 @@ Result<Config> LoadConfig(const std::string& path, const ConfigOptions& options 
 Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& base_dir,
                               const std::string& origin = "evident.yaml",
                               const ConfigOptions& options = {});
+
+// The JSON Schema (2020-12) of evident.yaml: its keys, their types and ranges, for editors
+// (yaml-language-server) and `config check`. Also in schemas/evident-config.schema.json.
+std::string_view ConfigSchemaJson();
+
+// Every problem of the configuration at `path` at once, sorted by file and line: its YAML, the
+// schema, everything consume and serve would refuse (ConfigOptions::problems), its undeclared
+// reads, and `contracts lint` of the contracts directory it reads. Empty: consume and serve
+// accept it. Bounded: a document whose aliases expand beyond a million nodes, or nested deeper
+// than 64, is one problem, never unbounded work.
+std::vector<ConfigProblem> CheckConfig(const std::string& path);
+// The same of text read from `path`; relative paths resolve against `base_dir`.
+std::vector<ConfigProblem> CheckConfigText(std::string_view yaml_text, const std::string& base_dir,
+                                           const std::string& path);
 
 }  // namespace evident

@@ -120,5 +120,6 @@ void AddGroupCommands(CLI::App& app, Runner& run);  // group status
 // `effects run|list|show|resolve` and `compensations list` (cmd_effects.cc).
 void AddEffectsCommands(CLI::App& app, Runner& run);
 void AddServeCommand(CLI::App& app, Runner& run);
+void AddConfigCommands(CLI::App& app, Runner& run);  // config check, config schema
 
 }  // namespace evident::cli

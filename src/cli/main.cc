@@ -203,6 +203,7 @@ int main(int argc, char** argv) {
   AddStoreCommands(app, run);
   AddGroupCommands(app, run);
   AddServeCommand(app, run);
+  AddConfigCommands(app, run);
 
   int exit_code = kExitUsage;
   if (const std::string problem = CommandProblem(app, argc, argv); !problem.empty()) {

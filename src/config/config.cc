@@ -10,6 +10,7 @@
 #include <map>
 
 #include "adapter/yaml_json.h"
+#include "config/problem.h"
 #include "contract/contract_yaml.h"
 #include "json/files.h"
 #include "json/writer.h"
@@ -32,6 +33,45 @@ struct ConfigError {
   }
   throw ConfigError{where + ": " + what};
 }
+
+// Where the parse's problems go: the first one ends the parse (consume, serve), or each is
+// recorded and the parse goes on with its next part (config check: ConfigOptions::problems).
+class Sink {
+ public:
+  explicit Sink(std::vector<ConfigProblem>* problems) : problems_(problems) {}
+
+  // Runs one part of the parse (a setting, a consumer, an effect, a projection step). Without a
+  // list its failure ends the parse (the exception goes on); with one it is recorded. Returns
+  // whether the part succeeded.
+  template <typename Part>
+  bool Attempt(const std::string& origin, Part&& part) {
+    if (problems_ == nullptr) {
+      part();
+      return true;
+    }
+    try {
+      part();
+      return true;
+    } catch (const ConfigError& e) {
+      problems_->push_back(config::ProblemFromMessage("CONFIG_INVALID", origin, e.message));
+    } catch (const YAML::Exception& e) {
+      problems_->push_back({"CONFIG_INVALID", origin, e.mark.line + 1, e.msg});
+    }
+    return false;
+  }
+
+  // A problem found outside Fail: returned as it is without a list; recorded (then Ok) with one.
+  Status Add(const std::string& origin, Status status) {
+    if (problems_ == nullptr || status.ok()) return status;
+    problems_->push_back(config::ProblemFromMessage("CONFIG_INVALID", origin, status.message()));
+    return Status::Ok();
+  }
+
+  size_t recorded() const { return problems_ == nullptr ? 0 : problems_->size(); }
+
+ private:
+  std::vector<ConfigProblem>* problems_;
+};
 
 std::vector<std::string> Pointers(const std::string& origin, const YAML::Node& node,
                                   const std::string& name) {
@@ -187,39 +227,45 @@ void EffectRetryFrom(const std::string& origin, const YAML::Node& node, EffectCo
   }
 }
 
-void ParseEffects(const std::string& origin, const YAML::Node& list, ConsumerConfig& consumer) {
+EffectConfig ParseEffect(const std::string& origin, const YAML::Node& node,
+                         const ConsumerConfig& consumer) {
+  if (!node.IsMap() || !node["name"]) Fail(origin, node, "an effect needs a 'name'");
+  EffectConfig effect;
+  effect.name = node["name"].as<std::string>();
+  if (effect.name.empty() || consumer.FindEffect(effect.name) != nullptr) {
+    Fail(origin, node, "effect names must be non-empty and unique: '" + effect.name + "'");
+  }
+  for (const auto& field : node) {
+    const std::string key = field.first.as<std::string>();
+    if (key != "name" && key != "on" && key != "states" && key != "when" && key != "key" &&
+        key != "target" && key != "retry" && key != "withdrawn_by") {
+      Fail(origin, field.first, "unknown key '" + key + "' in effect '" + effect.name + "'");
+    }
+  }
+  const std::string what = "effect '" + effect.name + "'";
+  for (const char* required : {"key", "target"}) {
+    if (!node[required]) {
+      Fail(origin, node, what + " needs '" + required + "'");
+    }
+  }
+  // Without `on`, only a compensation intends it (checked once compensations are read).
+  if (node["on"]) effect.on = Triggers(origin, node["on"], consumer.contract, what);
+  if (node["states"]) effect.states = Names(origin, node["states"], "states");
+  if (node["withdrawn_by"]) {
+    effect.withdrawn_by = Triggers(origin, node["withdrawn_by"], consumer.contract, what);
+  }
+  effect.when = Conditions(origin, node["when"]);
+  effect.key = Key(origin, node["key"], what);
+  EffectTargetFrom(origin, node["target"], effect);
+  EffectRetryFrom(origin, node["retry"], effect);
+  return effect;
+}
+
+void ParseEffects(const std::string& origin, const YAML::Node& list, ConsumerConfig& consumer,
+                  Sink& sink) {
   if (!list.IsSequence()) Fail(origin, list, "'effects' must be a list");
   for (const YAML::Node& node : list) {
-    if (!node.IsMap() || !node["name"]) Fail(origin, node, "an effect needs a 'name'");
-    EffectConfig effect;
-    effect.name = node["name"].as<std::string>();
-    if (effect.name.empty() || consumer.FindEffect(effect.name) != nullptr) {
-      Fail(origin, node, "effect names must be non-empty and unique: '" + effect.name + "'");
-    }
-    for (const auto& field : node) {
-      const std::string key = field.first.as<std::string>();
-      if (key != "name" && key != "on" && key != "states" && key != "when" && key != "key" &&
-          key != "target" && key != "retry" && key != "withdrawn_by") {
-        Fail(origin, field.first, "unknown key '" + key + "' in effect '" + effect.name + "'");
-      }
-    }
-    const std::string what = "effect '" + effect.name + "'";
-    for (const char* required : {"key", "target"}) {
-      if (!node[required]) {
-        Fail(origin, node, what + " needs '" + required + "'");
-      }
-    }
-    // Without `on`, only a compensation intends it (checked once compensations are read).
-    if (node["on"]) effect.on = Triggers(origin, node["on"], consumer.contract, what);
-    if (node["states"]) effect.states = Names(origin, node["states"], "states");
-    if (node["withdrawn_by"]) {
-      effect.withdrawn_by = Triggers(origin, node["withdrawn_by"], consumer.contract, what);
-    }
-    effect.when = Conditions(origin, node["when"]);
-    effect.key = Key(origin, node["key"], what);
-    EffectTargetFrom(origin, node["target"], effect);
-    EffectRetryFrom(origin, node["retry"], effect);
-    consumer.effects.push_back(std::move(effect));
+    sink.Attempt(origin, [&] { consumer.effects.push_back(ParseEffect(origin, node, consumer)); });
   }
 }
 
@@ -252,28 +298,34 @@ void CompensatedEffects(const std::string& origin, const YAML::Node& node,
   }
 }
 
-void ParseCompensations(const std::string& origin, const YAML::Node& list,
-                        ConsumerConfig& consumer) {
+CompensationConfig ParseCompensation(const std::string& origin, const YAML::Node& node,
+                                     const ConsumerConfig& consumer) {
+  if (!node.IsMap()) Fail(origin, node, "a compensation is a mapping");
+  for (const auto& field : node) {
+    const std::string key = field.first.as<std::string>();
+    if (key != "on" && key != "when" && key != "key" && key != "compensates" &&
+        key != "compensate_with") {
+      Fail(origin, field.first, "unknown key '" + key + "' in a compensation");
+    }
+  }
+  for (const char* required : {"on", "key"}) {
+    if (!node[required]) Fail(origin, node, std::string("a compensation needs '") + required + "'");
+  }
+  CompensationConfig compensation;
+  compensation.on = Triggers(origin, node["on"], consumer.contract, "a compensation");
+  compensation.when = Conditions(origin, node["when"]);
+  compensation.key = Key(origin, node["key"], "a compensation");
+  CompensatedEffects(origin, node, consumer, compensation);
+  return compensation;
+}
+
+void ParseCompensations(const std::string& origin, const YAML::Node& list, ConsumerConfig& consumer,
+                        Sink& sink) {
   if (!list.IsSequence()) Fail(origin, list, "'compensations' must be a list");
   for (const YAML::Node& node : list) {
-    if (!node.IsMap()) Fail(origin, node, "a compensation is a mapping");
-    for (const auto& field : node) {
-      const std::string key = field.first.as<std::string>();
-      if (key != "on" && key != "when" && key != "key" && key != "compensates" &&
-          key != "compensate_with") {
-        Fail(origin, field.first, "unknown key '" + key + "' in a compensation");
-      }
-    }
-    for (const char* required : {"on", "key"}) {
-      if (!node[required])
-        Fail(origin, node, std::string("a compensation needs '") + required + "'");
-    }
-    CompensationConfig compensation;
-    compensation.on = Triggers(origin, node["on"], consumer.contract, "a compensation");
-    compensation.when = Conditions(origin, node["when"]);
-    compensation.key = Key(origin, node["key"], "a compensation");
-    CompensatedEffects(origin, node, consumer, compensation);
-    consumer.compensations.push_back(std::move(compensation));
+    sink.Attempt(origin, [&] {
+      consumer.compensations.push_back(ParseCompensation(origin, node, consumer));
+    });
   }
 }
 
@@ -333,64 +385,86 @@ void ParseDefaults(const std::string& origin, const YAML::Node& node, Projection
   }
 }
 
-void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerConfig& consumer) {
-  if (const YAML::Node effects = entry["effects"]) ParseEffects(origin, effects, consumer);
-  if (const YAML::Node compensations = entry["compensations"]) {
-    ParseCompensations(origin, compensations, consumer);
+// One projection step: what an applied event of `type` writes.
+ProjectionStep ParseStep(const std::string& origin, const YAML::Node& type_node,
+                         const YAML::Node& step_node, const ConsumerContract& contract) {
+  const std::string type = type_node.as<std::string>();
+  if (contract.Find(type) == nullptr) {
+    Fail(origin, type_node,
+         "projection for type '" + type + "' that consumer '" + contract.id + "' does not accept");
   }
-  CheckEffectsIntended(origin, entry, consumer);
-  const ConsumerContract& contract = consumer.contract;
+  if (!step_node.IsMap()) Fail(origin, step_node, "a projection step must be a mapping");
+  ProjectionStep step;
+  for (const auto& field : step_node) {
+    const std::string key = field.first.as<std::string>();
+    if (key == "state")
+      step.state = field.second.as<std::string>();
+    else if (key == "state_from")
+      step.state_from = OnePointer(origin, field.second, key);
+    else if (key == "copy")
+      step.copy = Pointers(origin, field.second, key);
+    else if (key == "evidence")
+      step.evidence = Names(origin, field.second, key);
+    else if (key != "defaults")
+      Fail(origin, field.first, "unknown key '" + key + "' in a projection step");
+  }
+  if (step_node["defaults"]) ParseDefaults(origin, step_node["defaults"], step);
+  if (!step.state.empty() && !step.state_from.empty()) {
+    Fail(origin, step_node, "a projection step has 'state' or 'state_from', not both");
+  }
+  return step;
+}
+
+Guard ParseGuard(const std::string& origin, const YAML::Node& action, const YAML::Node& node) {
+  Guard guard;
+  guard.action = action.as<std::string>();
+  if (!node.IsMap()) Fail(origin, node, "a guard must be a mapping");
+  for (const auto& field : node) {
+    const std::string key = field.first.as<std::string>();
+    if (key == "in_sync")
+      guard.in_sync = field.second.as<bool>();
+    else if (key == "states")
+      guard.states = Names(origin, field.second, key);
+    else if (key == "evidence")
+      guard.evidence = Names(origin, field.second, key);
+    else
+      Fail(origin, field.first, "unknown key '" + key + "' in guard '" + guard.action + "'");
+  }
+  return guard;
+}
+
+// What a consumers entry adds to its contract: effects, compensations, projection, guards; each
+// item one part of the parse (Sink).
+void ParseExtras(const std::string& origin, const YAML::Node& entry, ConsumerConfig& consumer,
+                 Sink& sink) {
+  if (const YAML::Node effects = entry["effects"]) {
+    sink.Attempt(origin, [&] { ParseEffects(origin, effects, consumer, sink); });
+  }
+  if (const YAML::Node compensations = entry["compensations"]) {
+    sink.Attempt(origin, [&] { ParseCompensations(origin, compensations, consumer, sink); });
+  }
+  sink.Attempt(origin, [&] { CheckEffectsIntended(origin, entry, consumer); });
   if (const YAML::Node projection = entry["projection"]) {
-    if (!projection.IsMap()) Fail(origin, projection, "'projection' maps event types to steps");
-    for (const auto& item : projection) {
-      const std::string type = item.first.as<std::string>();
-      if (contract.Find(type) == nullptr) {
-        Fail(origin, item.first,
-             "projection for type '" + type + "' that consumer '" + contract.id +
-                 "' does not accept");
+    sink.Attempt(origin, [&] {
+      if (!projection.IsMap()) Fail(origin, projection, "'projection' maps event types to steps");
+      for (const auto& item : projection) {
+        sink.Attempt(origin, [&] {
+          consumer.projection[item.first.as<std::string>()] =
+              ParseStep(origin, item.first, item.second, consumer.contract);
+        });
       }
-      const YAML::Node step_node = item.second;
-      if (!step_node.IsMap()) Fail(origin, step_node, "a projection step must be a mapping");
-      ProjectionStep step;
-      for (const auto& field : step_node) {
-        const std::string key = field.first.as<std::string>();
-        if (key == "state")
-          step.state = field.second.as<std::string>();
-        else if (key == "state_from")
-          step.state_from = OnePointer(origin, field.second, key);
-        else if (key == "copy")
-          step.copy = Pointers(origin, field.second, key);
-        else if (key == "evidence")
-          step.evidence = Names(origin, field.second, key);
-        else if (key != "defaults")
-          Fail(origin, field.first, "unknown key '" + key + "' in a projection step");
-      }
-      if (step_node["defaults"]) ParseDefaults(origin, step_node["defaults"], step);
-      if (!step.state.empty() && !step.state_from.empty()) {
-        Fail(origin, step_node, "a projection step has 'state' or 'state_from', not both");
-      }
-      consumer.projection[type] = std::move(step);
-    }
+    });
   }
   if (const YAML::Node guards = entry["guards"]) {
-    if (!guards.IsMap()) Fail(origin, guards, "'guards' maps action names to rules");
-    for (const auto& item : guards) {
-      Guard guard;
-      guard.action = item.first.as<std::string>();
-      if (!item.second.IsMap()) Fail(origin, item.second, "a guard must be a mapping");
-      for (const auto& field : item.second) {
-        const std::string key = field.first.as<std::string>();
-        if (key == "in_sync")
-          guard.in_sync = field.second.as<bool>();
-        else if (key == "states")
-          guard.states = Names(origin, field.second, key);
-        else if (key == "evidence")
-          guard.evidence = Names(origin, field.second, key);
-        else
-          Fail(origin, field.first, "unknown key '" + key + "' in guard '" + guard.action + "'");
+    sink.Attempt(origin, [&] {
+      if (!guards.IsMap()) Fail(origin, guards, "'guards' maps action names to rules");
+      for (const auto& item : guards) {
+        sink.Attempt(origin, [&] {
+          Guard guard = ParseGuard(origin, item.first, item.second);
+          consumer.guards[guard.action] = std::move(guard);
+        });
       }
-      consumer.guards[guard.action] = std::move(guard);
-    }
+    });
   }
 }
 
@@ -409,38 +483,38 @@ Status CatchParseErrors(const std::string& origin, Parse&& parse) {
 
 // batch_count_max, linger_ms, batch_ms_max and event_bytes_max, each within its limits
 // (config.h).
-void ParseLimits(const std::string& origin, const YAML::Node& root, Config& config) {
-  if (root["batch_count_max"]) {
-    const int64_t n = root["batch_count_max"].as<int64_t>();
-    if (n < 1 || n > kBatchCountMaxLimit) {
-      Fail(origin, root["batch_count_max"],
-           "batch_count_max must be from 1 to " + std::to_string(kBatchCountMaxLimit));
-    }
-    config.batch_count_max = static_cast<size_t>(n);
+void ParseLimits(const std::string& origin, const YAML::Node& root, Config& config, Sink& sink) {
+  int64_t batch_count_max = static_cast<int64_t>(config.batch_count_max);
+  int64_t event_bytes_max = static_cast<int64_t>(config.event_bytes_max);
+  struct Limit {
+    const char* name;
+    int64_t low;
+    int64_t high;
+    int64_t* value;
+    const char* why_low;
+  };
+  const Limit limits[] = {
+      {"batch_count_max", 1, kBatchCountMaxLimit, &batch_count_max, ""},
+      {"linger_ms", 0, kLingerMsLimit, &config.linger_ms, ""},
+      {"batch_ms_max", 1, kBatchMsMaxLimit, &config.batch_ms_max, ""},
+      {"event_bytes_max", kEventBytesFloor, kEventBytesLimit, &event_bytes_max,
+       " (the CloudEvents minimum)"},
+  };
+  for (const Limit& limit : limits) {
+    const YAML::Node node = root[limit.name];
+    if (!node) continue;
+    sink.Attempt(origin, [&] {
+      const int64_t n = node.as<int64_t>();
+      if (n < limit.low || n > limit.high) {
+        Fail(origin, node,
+             std::string(limit.name) + " must be from " + std::to_string(limit.low) +
+                 limit.why_low + " to " + std::to_string(limit.high));
+      }
+      *limit.value = n;
+    });
   }
-  if (root["linger_ms"]) {
-    config.linger_ms = root["linger_ms"].as<int64_t>();
-    if (config.linger_ms < 0 || config.linger_ms > kLingerMsLimit) {
-      Fail(origin, root["linger_ms"],
-           "linger_ms must be from 0 to " + std::to_string(kLingerMsLimit));
-    }
-  }
-  if (root["batch_ms_max"]) {
-    config.batch_ms_max = root["batch_ms_max"].as<int64_t>();
-    if (config.batch_ms_max < 1 || config.batch_ms_max > kBatchMsMaxLimit) {
-      Fail(origin, root["batch_ms_max"],
-           "batch_ms_max must be from 1 to " + std::to_string(kBatchMsMaxLimit));
-    }
-  }
-  if (root["event_bytes_max"]) {
-    const int64_t n = root["event_bytes_max"].as<int64_t>();
-    if (n < kEventBytesFloor || n > kEventBytesLimit) {
-      Fail(origin, root["event_bytes_max"],
-           "event_bytes_max must be from " + std::to_string(kEventBytesFloor) +
-               " (the CloudEvents minimum) to " + std::to_string(kEventBytesLimit));
-    }
-    config.event_bytes_max = static_cast<size_t>(n);
-  }
+  config.batch_count_max = static_cast<size_t>(batch_count_max);
+  config.event_bytes_max = static_cast<size_t>(event_bytes_max);
   assert(config.batch_count_max >= 1 && config.linger_ms >= 0 && config.batch_ms_max >= 1 &&
          config.event_bytes_max >= static_cast<size_t>(kEventBytesFloor));
 }
@@ -495,24 +569,9 @@ void ParseHttp(const std::string& origin, const YAML::Node& node, const std::str
   }
 }
 
-// Everything but the consumers: the known keys only, the contracts directory (resolved against
-// `base_dir`), the envelope profile and the limits.
-void ParseSettings(const std::string& origin, const YAML::Node& root, const std::string& base_dir,
-                   Config& config) {
-  if (!root.IsMap()) Fail(origin, root, "the configuration must be a mapping");
-  for (const auto& item : root) {
-    const std::string key = item.first.as<std::string>();
-    if (key != "contracts" && key != "profile" && key != "profile_file" && key != "consumers" &&
-        key != "batch_count_max" && key != "linger_ms" && key != "batch_ms_max" &&
-        key != "event_bytes_max" && key != "http") {
-      Fail(origin, item.first, "unknown key '" + key + "'");
-    }
-  }
-  if (!root["contracts"]) Fail(origin, root, "'contracts' (the contracts directory) is required");
-  const fs::path contracts = root["contracts"].as<std::string>();
-  config.contracts_dir = (contracts.is_absolute() ? contracts : fs::path(base_dir) / contracts)
-                             .lexically_normal()
-                             .string();
+// The envelope profile: a built-in one by name, or one from a file, not both.
+void ParseProfile(const std::string& origin, const YAML::Node& root, const std::string& base_dir,
+                  Config& config) {
   if (root["profile"]) {
     auto profile = Profile::Named(root["profile"].as<std::string>());
     if (!profile.ok()) Fail(origin, root["profile"], profile.status().message());
@@ -526,8 +585,35 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
     if (!profile.ok()) Fail(origin, root["profile_file"], profile.status().message());
     config.profile = std::move(profile).value();
   }
-  ParseLimits(origin, root, config);
-  if (root["http"]) ParseHttp(origin, root["http"], base_dir, config.http);
+}
+
+// Everything but the consumers: the known keys only, the contracts directory (resolved against
+// `base_dir`), the envelope profile and the limits.
+void ParseSettings(const std::string& origin, const YAML::Node& root, const std::string& base_dir,
+                   Config& config, Sink& sink) {
+  if (!root.IsMap()) Fail(origin, root, "the configuration must be a mapping");
+  for (const auto& item : root) {
+    sink.Attempt(origin, [&] {
+      const std::string key = item.first.as<std::string>();
+      if (key != "contracts" && key != "profile" && key != "profile_file" && key != "consumers" &&
+          key != "batch_count_max" && key != "linger_ms" && key != "batch_ms_max" &&
+          key != "event_bytes_max" && key != "http") {
+        Fail(origin, item.first, "unknown key '" + key + "'");
+      }
+    });
+  }
+  sink.Attempt(origin, [&] {
+    if (!root["contracts"]) Fail(origin, root, "'contracts' (the contracts directory) is required");
+    const fs::path contracts = root["contracts"].as<std::string>();
+    config.contracts_dir = (contracts.is_absolute() ? contracts : fs::path(base_dir) / contracts)
+                               .lexically_normal()
+                               .string();
+  });
+  sink.Attempt(origin, [&] { ParseProfile(origin, root, base_dir, config); });
+  ParseLimits(origin, root, config, sink);
+  if (root["http"]) {
+    sink.Attempt(origin, [&] { ParseHttp(origin, root["http"], base_dir, config.http); });
+  }
 }
 
 // The contract of one consumers entry: given inline (it has 'accepts'; read where it stands,
@@ -558,41 +644,45 @@ Result<ConsumerContract> EntryContract(const std::string& origin, const YAML::No
 }
 
 // 'consumers': at least one, each id once, each with its contract and extras.
-Status ParseConsumers(const std::string& origin, const YAML::Node& root, Config& config) {
+void ParseConsumers(const std::string& origin, const YAML::Node& root, Config& config, Sink& sink) {
   const YAML::Node consumers = root["consumers"];
   if (!consumers || !consumers.IsSequence() || consumers.size() == 0) {
     Fail(origin, root, "'consumers' must list at least one consumer");
   }
   for (const YAML::Node& entry : consumers) {
-    if (!entry.IsMap() || !entry["id"]) Fail(origin, entry, "a consumer needs an 'id'");
-    ConsumerConfig consumer;
-    const std::string id = entry["id"].as<std::string>();
-    EVIDENT_ASSIGN_OR_RETURN(consumer.contract, EntryContract(origin, entry, id, config));
-    consumer.contract_origin =
-        entry["accepts"] ? "inline in " + origin
-                         : (fs::path(config.contracts_dir) / "consumers" / (id + ".yaml")).string();
-    if (config.Find(consumer.contract.id) != nullptr) {
-      Fail(origin, entry, "consumer '" + id + "' is listed twice");
-    }
-    ParseExtras(origin, entry, consumer);
-    config.consumers.push_back(std::move(consumer));
+    sink.Attempt(origin, [&] {
+      if (!entry.IsMap() || !entry["id"]) Fail(origin, entry, "a consumer needs an 'id'");
+      ConsumerConfig consumer;
+      const std::string id = entry["id"].as<std::string>();
+      Result<ConsumerContract> contract = EntryContract(origin, entry, id, config);
+      if (!contract.ok()) throw ConfigError{contract.status().message()};
+      consumer.contract = std::move(contract).value();
+      consumer.contract_origin =
+          entry["accepts"]
+              ? "inline in " + origin
+              : (fs::path(config.contracts_dir) / "consumers" / (id + ".yaml")).string();
+      if (config.Find(consumer.contract.id) != nullptr) {
+        Fail(origin, entry, "consumer '" + id + "' is listed twice");
+      }
+      ParseExtras(origin, entry, consumer, sink);
+      config.consumers.push_back(std::move(consumer));
+    });
   }
-  assert(!config.consumers.empty());
-  return Status::Ok();
 }
 
 // Keys name one intent in the whole store: two effects with one template would share keys, and
 // the second would never be intended.
-Status CheckKeyTemplatesDiffer(const std::string& origin, const Config& config) {
+Status CheckKeyTemplatesDiffer(const std::string& origin, const Config& config, Sink& sink) {
   std::map<std::string, std::string> effect_keys;
   for (const ConsumerConfig& consumer : config.consumers) {
     for (const EffectConfig& effect : consumer.effects) {
       const std::string who = "effect " + effect.name + " of " + consumer.contract.id;
       const auto [it, fresh] = effect_keys.emplace(effect.key.text, who);
       if (!fresh) {
-        return Status::InvalidArgument(origin + ": " + who + " has the key template '" +
-                                       effect.key.text + "' of " + it->second +
-                                       "; keys name one intent in the store");
+        EVIDENT_RETURN_IF_ERROR(sink.Add(
+            origin, Status::InvalidArgument(origin + ": " + who + " has the key template '" +
+                                            effect.key.text + "' of " + it->second +
+                                            "; keys name one intent in the store")));
       }
     }
   }
@@ -600,22 +690,26 @@ Status CheckKeyTemplatesDiffer(const std::string& origin, const Config& config) 
 }
 
 // Every accepted (type, version) needs its payload schema in the contracts directory.
-Status CheckSchemasExist(const std::string& origin, const Config& config) {
+Status CheckSchemasExist(const std::string& origin, const Config& config, Sink& sink) {
   for (const ConsumerConfig& consumer : config.consumers) {
     for (const AcceptedType& accepted : consumer.contract.accepts) {
       for (int64_t version : accepted.versions) {
         if (config.contracts.SchemaPath(accepted.type, version).empty()) {
-          return Status::InvalidArgument(
-              origin + ": consumer '" + consumer.contract.id + "' accepts " + accepted.type + " v" +
-              std::to_string(version) + " but " + config.contracts_dir + "/" + accepted.type +
-              "/v" + std::to_string(version) + ".schema.json does not exist");
+          EVIDENT_RETURN_IF_ERROR(sink.Add(
+              origin,
+              Status::InvalidArgument(
+                  origin + ": consumer '" + consumer.contract.id + "' accepts " + accepted.type +
+                  " v" + std::to_string(version) + " but " + config.contracts_dir + "/" +
+                  accepted.type + "/v" + std::to_string(version) + ".schema.json does not exist")));
         }
       }
       for (const auto& [version, chain] : accepted.via_adapter) {
         if (config.contracts.SchemaPath(accepted.type, version).empty()) {
-          return Status::InvalidArgument(
-              origin + ": consumer '" + consumer.contract.id + "' reads " + accepted.type + " v" +
-              std::to_string(version) + " via_adapter, but it has no schema");
+          EVIDENT_RETURN_IF_ERROR(sink.Add(
+              origin,
+              Status::InvalidArgument(origin + ": consumer '" + consumer.contract.id + "' reads " +
+                                      accepted.type + " v" + std::to_string(version) +
+                                      " via_adapter, but it has no schema")));
         }
       }
     }
@@ -727,6 +821,13 @@ class ReadsCheck {
   std::vector<UndeclaredRead>& out_;
 };
 
+// The load's outcome when the sink recorded problems (ConfigOptions::problems lists them).
+Status Problems(const std::string& origin, const Sink& sink) {
+  return Status::InvalidArgument(origin + ": " + std::to_string(sink.recorded()) +
+                                 " problem(s); evident config check --config " + origin +
+                                 " lists them");
+}
+
 }  // namespace
 
 std::vector<UndeclaredRead> UndeclaredReads(const Config& config) {
@@ -817,36 +918,69 @@ const ConsumerConfig* Config::Find(std::string_view consumer_id) const {
   return nullptr;
 }
 
+namespace {
+
+// Undeclared reads refuse the configuration: the first, with their count, or each one recorded
+// (ConfigOptions::problems) with the file of its contract, where the fix goes.
+Status CheckReads(const std::string& origin, const Config& config, const ConfigOptions& options) {
+  const std::vector<UndeclaredRead> undeclared = UndeclaredReads(config);
+  if (undeclared.empty()) return Status::Ok();
+  if (options.problems != nullptr) {
+    for (const UndeclaredRead& read : undeclared) {
+      const bool inline_contract = read.contract.starts_with("inline in ");
+      options.problems->push_back({"UNDECLARED_READ", inline_contract ? origin : read.contract, 0,
+                                   DescribeUndeclaredRead(read)});
+    }
+    return Status::Ok();
+  }
+  std::string more;
+  if (undeclared.size() > 1) {
+    more = " (and " + std::to_string(undeclared.size() - 1) +
+           " more: evident config check --config " + origin + " lists them all)";
+  }
+  return Status::InvalidArgument(origin + ": " + DescribeUndeclaredRead(undeclared[0]) + more);
+}
+
+}  // namespace
+
 Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& base_dir,
                               const std::string& origin, const ConfigOptions& options) {
   Config config;
   config.path = origin;
+  Sink sink(options.problems);
   // Loaded once, repeated keys refused: every error below cites a line of this very text.
-  EVIDENT_ASSIGN_OR_RETURN(const YAML::Node root, LoadYaml(yaml_text, origin));
-  EVIDENT_RETURN_IF_ERROR(CatchParseErrors(origin, [&] {
-    ParseSettings(origin, root, base_dir, config);
-    return Status::Ok();
-  }));
-  EVIDENT_ASSIGN_OR_RETURN(config.contracts, LoadContractsDir(config.contracts_dir));
-  EVIDENT_ASSIGN_OR_RETURN(config.adapters, LoadAdapters(config.contracts));
-  EVIDENT_RETURN_IF_ERROR(
-      CatchParseErrors(origin, [&] { return ParseConsumers(origin, root, config); }));
+  Result<YAML::Node> loaded = LoadYaml(yaml_text, origin);
+  EVIDENT_RETURN_IF_ERROR(sink.Add(origin, loaded.status()));
+  if (!loaded.ok()) return Problems(origin, sink);
+  const YAML::Node root = std::move(loaded).value();
+  EVIDENT_RETURN_IF_ERROR(sink.Add(origin, CatchParseErrors(origin, [&] {
+                                     ParseSettings(origin, root, base_dir, config, sink);
+                                     return Status::Ok();
+                                   })));
+  if (config.contracts_dir.empty()) return Problems(origin, sink);
+  Result<ContractsDir> contracts = LoadContractsDir(config.contracts_dir);
+  EVIDENT_RETURN_IF_ERROR(sink.Add(origin, contracts.status()));
+  if (!contracts.ok()) return Problems(origin, sink);
+  config.contracts = std::move(contracts).value();
+  Result<std::vector<Adapter>> adapters = LoadAdapters(config.contracts);
+  EVIDENT_RETURN_IF_ERROR(sink.Add(origin, adapters.status()));
+  if (adapters.ok()) config.adapters = std::move(adapters).value();
+  EVIDENT_RETURN_IF_ERROR(sink.Add(origin, CatchParseErrors(origin, [&] {
+                                     ParseConsumers(origin, root, config, sink);
+                                     return Status::Ok();
+                                   })));
   for (ConsumerConfig& consumer : config.consumers) {
     const Status resolved = ResolveAdapterChains(config.adapters, consumer.contract);
-    if (!resolved.ok()) return Status::InvalidArgument(origin + ": " + resolved.message());
-  }
-  EVIDENT_RETURN_IF_ERROR(CheckSchemasExist(origin, config));
-  EVIDENT_RETURN_IF_ERROR(CheckKeyTemplatesDiffer(origin, config));
-  if (options.check_reads) {
-    const std::vector<UndeclaredRead> undeclared = UndeclaredReads(config);
-    if (!undeclared.empty()) {
-      std::string more;
-      if (undeclared.size() > 1) {
-        more = " (and " + std::to_string(undeclared.size() - 1) +
-               " more: evident contracts lint DIR --config F lists them all)";
-      }
-      return Status::InvalidArgument(origin + ": " + DescribeUndeclaredRead(undeclared[0]) + more);
+    if (!resolved.ok()) {
+      EVIDENT_RETURN_IF_ERROR(
+          sink.Add(origin, Status::InvalidArgument(origin + ": " + resolved.message())));
     }
+  }
+  EVIDENT_RETURN_IF_ERROR(CheckSchemasExist(origin, config, sink));
+  EVIDENT_RETURN_IF_ERROR(CheckKeyTemplatesDiffer(origin, config, sink));
+  if (options.check_reads) EVIDENT_RETURN_IF_ERROR(CheckReads(origin, config, options));
+  if (sink.recorded() > 0 || (options.problems != nullptr && !options.problems->empty())) {
+    return Problems(origin, sink);
   }
   return config;
 }

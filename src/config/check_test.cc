@@ -1,0 +1,234 @@
+// CheckConfig (`evident config check`): every problem at once, at its line; the schema agrees with
+// the code's limits; hostile documents are decided in bounded time.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/problem.h"
+#include "evident/config.h"
+#include "evident/contract.h"
+
+namespace evident {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kContracts = std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/contracts";
+
+class ConfigCheck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string dir = (fs::temp_directory_path() / "evident-config-check-XXXXXX").string();
+    ASSERT_NE(mkdtemp(dir.data()), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes `text` as the configuration (its contracts are the orders example's) and checks it.
+  std::vector<ConfigProblem> Check(const std::string& text) {
+    const std::string path = dir_ + "/evident.yaml";
+    std::ofstream(path) << text;
+    return CheckConfig(path);
+  }
+
+  static std::string Describe(const std::vector<ConfigProblem>& problems) {
+    std::string out;
+    for (const ConfigProblem& p : problems) {
+      out += p.file + ":" + std::to_string(p.line) + ": " + p.code + ": " + p.message + "\n";
+    }
+    return out;
+  }
+
+  // The problem at `line` whose message holds `words`, or null.
+  static const ConfigProblem* At(const std::vector<ConfigProblem>& problems, int64_t line,
+                                 const std::string& words) {
+    for (const ConfigProblem& p : problems) {
+      if (p.line == line && p.message.find(words) != std::string::npos) return &p;
+    }
+    return nullptr;
+  }
+
+  std::string dir_;
+};
+
+int64_t SchemaInt(simdjson::dom::element schema, std::string_view pointer) {
+  int64_t n = -1;
+  EXPECT_EQ(schema.at_pointer(pointer).get(n), simdjson::SUCCESS) << pointer;
+  return n;
+}
+
+TEST(ConfigSchema, ItsRangesAreTheCodes) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element schema;
+  const std::string text(ConfigSchemaJson());
+  ASSERT_EQ(parser.parse(text).get(schema), simdjson::SUCCESS);
+  EXPECT_EQ(SchemaInt(schema, "/properties/batch_count_max/maximum"), kBatchCountMaxLimit);
+  EXPECT_EQ(SchemaInt(schema, "/properties/linger_ms/maximum"), kLingerMsLimit);
+  EXPECT_EQ(SchemaInt(schema, "/properties/batch_ms_max/maximum"), kBatchMsMaxLimit);
+  EXPECT_EQ(SchemaInt(schema, "/properties/event_bytes_max/minimum"), kEventBytesFloor);
+  EXPECT_EQ(SchemaInt(schema, "/properties/event_bytes_max/maximum"), kEventBytesLimit);
+  EXPECT_EQ(SchemaInt(schema, "/$defs/effect/properties/target/properties/timeout_ms/maximum"),
+            kEffectTimeoutMsLimit);
+  EXPECT_EQ(SchemaInt(schema, "/$defs/gap/properties/deadline_seconds/maximum"),
+            kGapDeadlineSecondsMax);
+}
+
+TEST_F(ConfigCheck, TheOrdersExampleIsClean) {
+  const std::vector<ConfigProblem> problems =
+      CheckConfig(std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/evident.yaml");
+  EXPECT_TRUE(problems.empty()) << Describe(problems);
+}
+
+TEST_F(ConfigCheck, EveryProblemAtOnceEachAtItsLine) {
+  const std::vector<ConfigProblem> problems =
+      Check("contracts: " + kContracts +
+            "\n"                                           // 1
+            "linger_ms: 90000\n"                           // 2: above the range
+            "batch_size: 10\n"                             // 3: unknown key
+            "consumers:\n"                                 // 4
+            "  - id: fulfillment\n"                        // 5
+            "    projection:\n"                            // 6
+            "      com.example.training.order.shipped:\n"  // 7: a type it does not accept
+            "        state: shipped\n"                     // 8
+            "    effects:\n"                               // 9
+            "      - name: reserve-stock\n"                // 10
+            "        on: com.example.training.order.paid\n"
+            "        key: \"reserve:{subjekt}\"\n"  // 12: unknown placeholder
+            "        target: {url: http://127.0.0.1:1/r}\n"
+            "        retry: {attempts_max: 5000}\n"  // 14: above the range
+            "    guards:\n"
+            "      ship: {in_sync: true, when: paid}\n");  // 16: unknown key
+  EXPECT_NE(At(problems, 2, "linger_ms"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 3, "batch_size"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 7, "com.example.training.order.shipped"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 12, "subjekt"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 14, "attempts_max"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 16, "when"), nullptr) << Describe(problems);
+  EXPECT_EQ(problems.size(), 6u) << Describe(problems);
+  for (const ConfigProblem& p : problems) EXPECT_EQ(p.file, dir_ + "/evident.yaml");
+}
+
+TEST_F(ConfigCheck, WhatOnlyTheParseSeesIsReportedTooAndNothingTwice) {
+  const std::vector<ConfigProblem> problems =
+      Check("contracts: " + kContracts +
+            "\n"
+            "consumers:\n"
+            "  - id: fulfillment\n"
+            "    effects:\n"
+            "      - {name: a, on: com.example.training.order.paid, key: \"k:{subject}\",\n"  // 5
+            "         target: {url: http://127.0.0.1:1/a}}\n"
+            "      - {name: b, on: com.example.training.order.paid, key: \"k:{subject}\",\n"  // 7
+            "         target: {url: http://127.0.0.1:1/b}}\n"
+            "      - {name: c, key: \"c:{subject}\", target: {url: http://127.0.0.1:1/c}}\n"  // 9
+            "    compensations:\n"
+            "      - {on: com.example.training.order.cancelled, key: \"x:{subject}\",\n"  // 11
+            "         compensates: nowhere}\n"                                            // 12
+            "  - id: fulfillment\n");                                                     // 13
+  // The same key template twice, an effect nothing intends, a compensation of an unknown effect,
+  // and a consumer listed twice: none is the schema's to see.
+  EXPECT_NE(At(problems, 0, "has the key template 'k:{subject}'"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 12, "'nowhere'"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 5, "nothing would ever intend it"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 13, "listed twice"), nullptr) << Describe(problems);
+  EXPECT_EQ(problems.size(), 4u) << Describe(problems);
+  for (const ConfigProblem& p : problems) EXPECT_EQ(p.code, "CONFIG_INVALID") << p.message;
+}
+
+TEST_F(ConfigCheck, EachUndeclaredReadIsOneProblemInTheFileOfItsContract) {
+  const std::vector<ConfigProblem> problems =
+      Check("contracts: " + kContracts +
+            "\n"
+            "consumers:\n"
+            "  - id: fulfillment\n"
+            "    projection:\n"
+            "      com.example.training.order.paid: {state: paid, copy: [/orderId, /amount, "
+            "/currency]}\n");
+  ASSERT_EQ(problems.size(), 2u) << Describe(problems);
+  for (const ConfigProblem& p : problems) {
+    EXPECT_EQ(p.code, "UNDECLARED_READ");
+    EXPECT_EQ(p.file, kContracts + "/consumers/fulfillment.yaml");
+  }
+  EXPECT_NE(problems[0].message.find("/amount"), std::string::npos) << Describe(problems);
+  EXPECT_NE(problems[1].message.find("/currency"), std::string::npos) << Describe(problems);
+}
+
+TEST_F(ConfigCheck, TheContractsDirectoryIsLintedToo) {
+  const std::string contracts = dir_ + "/contracts";
+  fs::copy(kContracts, contracts, fs::copy_options::recursive);
+  std::ofstream(contracts + "/consumers/stray.yaml")
+      << "id: stray\naccepts:\n  - type: com.example.nowhere\n    versions: [1]\n";
+  const std::vector<ConfigProblem> problems = Check(
+      "contracts: contracts\nconsumers:\n  - id: fulfillment\n    projection:\n"
+      "      com.example.training.order.paid: {state: paid}\n");
+  ASSERT_EQ(problems.size(), 1u) << Describe(problems);
+  EXPECT_EQ(problems[0].code, "UNKNOWN_TYPE") << Describe(problems);
+  EXPECT_EQ(problems[0].file, contracts + "/consumers/stray.yaml");
+}
+
+TEST_F(ConfigCheck, NotYamlIsOneProblemAtItsLine) {
+  std::vector<ConfigProblem> problems = Check("contracts: x\nconsumers:\n  - id: [a\n");
+  ASSERT_EQ(problems.size(), 1u) << Describe(problems);
+  EXPECT_EQ(problems[0].code, "CONFIG_SYNTAX");
+  EXPECT_GT(problems[0].line, 0);
+  problems = Check("contracts: x\nlinger_ms: 1\nlinger_ms: 2\n");
+  ASSERT_EQ(problems.size(), 1u) << Describe(problems);
+  EXPECT_EQ(problems[0].code, "CONFIG_SYNTAX");
+  EXPECT_EQ(problems[0].line, 3);
+  EXPECT_NE(problems[0].message.find("duplicate key 'linger_ms'"), std::string::npos);
+}
+
+TEST_F(ConfigCheck, AnUnreadableFileIsOneProblem) {
+  const std::vector<ConfigProblem> problems = CheckConfig(dir_ + "/missing.yaml");
+  ASSERT_EQ(problems.size(), 1u) << Describe(problems);
+  EXPECT_EQ(problems[0].code, "CONFIG_UNREADABLE");
+}
+
+// Nine levels of ten aliases each name 10^9 values in a few hundred bytes: the check says so
+// instead of expanding them.
+TEST_F(ConfigCheck, AnAliasBombIsOneProblemDecidedInBoundedTime) {
+  std::string text = "contracts: " + kContracts + "\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level < 10; ++level) {
+    const std::string prev = "*l" + std::to_string(level - 1);
+    text += "l" + std::to_string(level) + ": &l" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) text += (i > 0 ? ", " : "") + prev;
+    text += "]\n";
+  }
+  text += "consumers: [{id: fulfillment}]\n";
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<ConfigProblem> problems = Check(text);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 20.0);  // a bound, not a benchmark: the expansion would take hours
+  EXPECT_NE(At(problems, 0, "expands to more than"), nullptr) << Describe(problems);
+  // The unknown keys are still each reported by the parse.
+  EXPECT_NE(At(problems, 2, "unknown key 'l0'"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 11, "unknown key 'l9'"), nullptr) << Describe(problems);
+}
+
+TEST(ConfigProblemFromMessage, SplitsFileLineAndWords) {
+  ConfigProblem p = config::ProblemFromMessage("C", "a.yaml", "a.yaml:12: bad thing");
+  EXPECT_EQ(p.file, "a.yaml");
+  EXPECT_EQ(p.line, 12);
+  EXPECT_EQ(p.message, "bad thing");
+  p = config::ProblemFromMessage("C", "a.yaml", "b/c.yaml:3: other: words");
+  EXPECT_EQ(p.file, "b/c.yaml");
+  EXPECT_EQ(p.line, 3);
+  EXPECT_EQ(p.message, "other: words");
+  p = config::ProblemFromMessage("C", "a.yaml", "a.yaml: yaml-cpp: error at line 4, column 2: x");
+  EXPECT_EQ(p.line, 4);
+  p = config::ProblemFromMessage("C", "a.yaml", "no place at all");
+  EXPECT_EQ(p.file, "a.yaml");
+  EXPECT_EQ(p.line, 0);
+  EXPECT_EQ(p.message, "no place at all");
+}
+
+}  // namespace
+}  // namespace evident
