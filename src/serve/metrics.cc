@@ -1,11 +1,13 @@
 #include "serve/metrics.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdio>
 
 #include "evident/evidence.h"
 #include "evident/outbox.h"
 #include "evident/outcome.h"
+#include "json/writer.h"
 
 namespace evident::serve {
 namespace {
@@ -51,48 +53,65 @@ Result<int64_t> CountRows(List list) {
   return static_cast<int64_t>(rows->rows.size());
 }
 
-Status RenderStore(std::string& out, Snapshot& snapshot, int64_t now_ms) {
+// One reading of the store's figures, each list counted up to kScrapeRowsMax rows.
+Result<StoreGauges> ReadGauges(Snapshot& snapshot, int64_t now_ms) {
+  StoreGauges g;
   // An open gap is a (consumer, subject) with deferred events waiting for a missing version.
   EVIDENT_ASSIGN_OR_RETURN(Gaps gaps, ReadGaps(snapshot, kScrapeRowsMax));
-  int64_t overdue = 0;
-  for (const Gap& gap : gaps.gaps) overdue += gap.deadline_at_ms < now_ms ? 1 : 0;
+  g.open_gaps = static_cast<int64_t>(gaps.gaps.size());
+  for (const Gap& gap : gaps.gaps) g.overdue_gaps += gap.deadline_at_ms < now_ms ? 1 : 0;
+  for (QuarantineStatus status :
+       {QuarantineStatus::kOpen, QuarantineStatus::kReplayed, QuarantineStatus::kDiscarded}) {
+    EVIDENT_ASSIGN_OR_RETURN(g.quarantine[std::string(QuarantineStatusName(status))],
+                             CountRows([&](int64_t rows_max) {
+                               return snapshot.ListQuarantine({.status = status}, {}, rows_max);
+                             }));
+  }
+  for (int i = 0; i < kEffectStateCount; ++i) {
+    const auto state = static_cast<EffectState>(i);
+    EVIDENT_ASSIGN_OR_RETURN(g.effects[std::string(EffectStateName(state))],
+                             CountRows([&](int64_t rows_max) {
+                               return snapshot.ListIntents({.state = state}, 0, rows_max);
+                             }));
+  }
+  EVIDENT_ASSIGN_OR_RETURN(OutboxStats outbox, snapshot.OutboxStatsNow(now_ms));
+  g.outbox_pending = outbox.pending;
+  g.outbox_parked = outbox.parked;
+  g.outbox_oldest_age_ms = outbox.oldest_pending_age_ms.value_or(0);
+  return g;
+}
+
+void RenderStore(std::string& out, const StoreGauges& g) {
   Header(out, "evident_open_gaps", "gauge",
          "Subjects waiting for a missing version (over the first 100000 deferred events).");
-  Sample(out, "evident_open_gaps", static_cast<int64_t>(gaps.gaps.size()));
+  Sample(out, "evident_open_gaps", g.open_gaps);
   Header(out, "evident_overdue_gaps", "gauge", "Open gaps past their deadline.");
-  Sample(out, "evident_overdue_gaps", overdue);
+  Sample(out, "evident_overdue_gaps", g.overdue_gaps);
   Header(out, "evident_quarantine_records", "gauge", "Quarantine records by status.");
   for (QuarantineStatus status :
        {QuarantineStatus::kOpen, QuarantineStatus::kReplayed, QuarantineStatus::kDiscarded}) {
-    EVIDENT_ASSIGN_OR_RETURN(int64_t n, CountRows([&](int64_t rows_max) {
-                               return snapshot.ListQuarantine({.status = status}, {}, rows_max);
-                             }));
+    const std::string name(QuarantineStatusName(status));
     out.append("evident_quarantine_records{");
-    AppendLabel(out, "status", QuarantineStatusName(status), true);
-    out.append("} ").append(std::to_string(n)).append("\n");
+    AppendLabel(out, "status", name, true);
+    out.append("} ").append(std::to_string(g.quarantine.at(name))).append("\n");
   }
   Header(out, "evident_effects", "gauge", "Effect intents by state.");
   for (int i = 0; i < kEffectStateCount; ++i) {
-    const auto state = static_cast<EffectState>(i);
-    EVIDENT_ASSIGN_OR_RETURN(int64_t n, CountRows([&](int64_t rows_max) {
-                               return snapshot.ListIntents({.state = state}, 0, rows_max);
-                             }));
+    const std::string name(EffectStateName(static_cast<EffectState>(i)));
     out.append("evident_effects{");
-    AppendLabel(out, "state", EffectStateName(state), true);
-    out.append("} ").append(std::to_string(n)).append("\n");
+    AppendLabel(out, "state", name, true);
+    out.append("} ").append(std::to_string(g.effects.at(name))).append("\n");
   }
-  EVIDENT_ASSIGN_OR_RETURN(OutboxStats outbox, snapshot.OutboxStatsNow(now_ms));
   Header(out, "evident_outbox_pending", "gauge", "Outbox rows not yet sent.");
-  Sample(out, "evident_outbox_pending", outbox.pending);
+  Sample(out, "evident_outbox_pending", g.outbox_pending);
   Header(out, "evident_outbox_parked", "gauge",
          "Outbox rows an operator set aside (evident outbox park).");
-  Sample(out, "evident_outbox_parked", outbox.parked);
+  Sample(out, "evident_outbox_parked", g.outbox_parked);
   Header(out, "evident_relay_lag_seconds", "gauge",
          "Age of the oldest unsent outbox row (0 when none).");
   out.append("evident_relay_lag_seconds ");
-  AppendNumber(out, static_cast<double>(outbox.oldest_pending_age_ms.value_or(0)) / 1000.0);
+  AppendNumber(out, static_cast<double>(g.outbox_oldest_age_ms) / 1000.0);
   out.push_back('\n');
-  return Status::Ok();
 }
 
 }  // namespace
@@ -157,17 +176,78 @@ void Metrics::SetQueue(int64_t events, int64_t outstanding_requests) {
 
 bool Metrics::ReadStoreGauges(Store* reader, int64_t now_ms) {
   std::string text;
+  StoreGauges gauges;
   bool up = false;
   if (reader != nullptr) {
     Result<std::unique_ptr<Snapshot>> snapshot = reader->Read();
-    up = snapshot.ok() && RenderStore(text, **snapshot, now_ms).ok();
+    if (snapshot.ok()) {
+      Result<StoreGauges> read = ReadGauges(**snapshot, now_ms);
+      up = read.ok();
+      if (up) gauges = std::move(read).value();
+    }
   }
-  if (!up) text.clear();
+  if (up) RenderStore(text, gauges);
   std::lock_guard<std::mutex> lock(mu_);
   store_text_ = std::move(text);
   store_up_ = up;
   store_read_at_ms_ = now_ms;
+  AddHistoryPoint(now_ms, up, gauges);
   return up;
+}
+
+void Metrics::AddHistoryPoint(int64_t now_ms, bool up, const StoreGauges& gauges) {
+  HistoryPoint point{.at_ms = now_ms,
+                     .interval_ms = history_.empty() ? 0 : now_ms - history_.back().at_ms,
+                     .intake_backlog = queue_events_,
+                     .store_up = up};
+  std::map<std::string, int64_t> decided;
+  for (const auto& [key, n] : decisions_) decided[std::get<1>(key)] += n;
+  for (const auto& [outcome, n] : decided) {
+    const int64_t in_interval = n - decided_at_last_point_[outcome];
+    if (in_interval > 0) point.decisions[outcome] = in_interval;
+  }
+  decided_at_last_point_ = std::move(decided);
+  if (up) {
+    point.open_gaps = gauges.open_gaps;
+    point.overdue_gaps = gauges.overdue_gaps;
+    const auto open = gauges.quarantine.find("open");
+    point.quarantine_open = open == gauges.quarantine.end() ? 0 : open->second;
+    point.outbox_pending = gauges.outbox_pending;
+    point.outbox_oldest_age_ms = gauges.outbox_oldest_age_ms;
+  }
+  history_.push_back(std::move(point));
+  while (history_.size() > kHistoryPointsMax ||
+         history_.front().at_ms < now_ms - kHistoryWindowMs) {
+    history_.pop_front();
+  }
+  assert(!history_.empty() && history_.size() <= kHistoryPointsMax);
+}
+
+std::string Metrics::RenderHistory() const {
+  std::string text;
+  json::Writer out(text);
+  out.BeginObject()
+      .Field("window_ms", kHistoryWindowMs)
+      .Field("points_max", static_cast<int64_t>(kHistoryPointsMax))
+      .Key("points")
+      .BeginArray();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const HistoryPoint& p : history_) {
+    out.BeginObject().Field("at_ms", p.at_ms).Field("interval_ms", p.interval_ms);
+    out.Key("decisions").BeginObject();
+    for (const auto& [outcome, n] : p.decisions) out.Field(outcome, n);
+    out.EndObject()
+        .Field("intake_backlog", p.intake_backlog)
+        .Field("store_up", p.store_up)
+        .Field("open_gaps", p.open_gaps)
+        .Field("overdue_gaps", p.overdue_gaps)
+        .Field("quarantine_open", p.quarantine_open)
+        .Field("outbox_pending", p.outbox_pending)
+        .Field("outbox_oldest_age_ms", p.outbox_oldest_age_ms)
+        .EndObject();
+  }
+  out.EndArray().EndObject();
+  return text;
 }
 
 std::string Metrics::Render(int64_t now_ms) const {

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -21,6 +22,36 @@
 namespace evident::serve {
 
 inline constexpr int64_t kScrapeRowsMax = 100'000;
+
+// The operator page's charts (GET /metrics/history): one point per store reading, kept for the
+// last hour and at most kHistoryPointsMax of them (an hour at the default 5 s interval; a
+// shorter interval keeps a shorter stretch), so the daemon's memory for them is bounded.
+inline constexpr size_t kHistoryPointsMax = 720;
+inline constexpr int64_t kHistoryWindowMs = 3'600'000;
+
+struct HistoryPoint {
+  int64_t at_ms = 0;
+  int64_t interval_ms = 0;                   // since the point before; 0 for the first
+  std::map<std::string, int64_t> decisions;  // by outcome, decided in that interval
+  int64_t intake_backlog = 0;                // events received, not yet decided: the lag
+  bool store_up = false;                     // the store's figures below were read
+  int64_t open_gaps = 0;
+  int64_t overdue_gaps = 0;
+  int64_t quarantine_open = 0;
+  int64_t outbox_pending = 0;
+  int64_t outbox_oldest_age_ms = 0;  // 0 when nothing is pending
+};
+
+// What one reading of the store found (the store part of /metrics, and a history point's).
+struct StoreGauges {
+  int64_t open_gaps = 0;
+  int64_t overdue_gaps = 0;
+  std::map<std::string, int64_t> quarantine;  // by status
+  std::map<std::string, int64_t> effects;     // by state
+  int64_t outbox_pending = 0;
+  int64_t outbox_parked = 0;
+  int64_t outbox_oldest_age_ms = 0;
+};
 
 class Metrics {
  public:
@@ -39,6 +70,11 @@ class Metrics {
   // The whole exposition: the counters, then the last store reading with its age (none before
   // the first: the store part is left out).
   std::string Render(int64_t now_ms) const;
+
+  // The history as JSON: {"window_ms", "points_max", "points": [{"at_ms", "interval_ms",
+  // "decisions": {OUTCOME: n}, "intake_backlog", "store_up", "open_gaps", "overdue_gaps",
+  // "quarantine_open", "outbox_pending", "outbox_oldest_age_ms"}]}, oldest first.
+  std::string RenderHistory() const;
 
  private:
   // Upper bounds of the buckets; +Inf is implied.
@@ -62,10 +98,15 @@ class Metrics {
   Histogram<kCommitBuckets.size()> commit_seconds_;
   Histogram<kBatchBuckets.size()> batch_events_;
   int64_t restarts_ = 0, queue_events_ = 0, outstanding_ = 0;
+  // Adds the point of a reading at `now_ms` (mu_ held).
+  void AddHistoryPoint(int64_t now_ms, bool up, const StoreGauges& gauges);
+
   // The last store reading: its text (empty when it failed), whether it succeeded, and when.
   std::string store_text_;
   bool store_up_ = false;
   int64_t store_read_at_ms_ = -1;  // -1: not read yet
+  std::deque<HistoryPoint> history_;
+  std::map<std::string, int64_t> decided_at_last_point_;  // by outcome, since the start
 };
 
 }  // namespace evident::serve

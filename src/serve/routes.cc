@@ -28,8 +28,8 @@ MHD_Result Routes::Dispatch(MHD_Connection* connection, std::string_view url,
     return Refuse(connection, 405, "method-not-allowed", "/events takes POST (and OPTIONS)",
                   "POST, OPTIONS");
   }
-  const bool known = url == "/healthz" || url == "/readyz" || url == "/metrics" || url == "/" ||
-                     FindAsset(url).has_value();
+  const bool known = url == "/healthz" || url == "/readyz" || url == "/metrics" ||
+                     url == "/metrics/history" || url == "/" || FindAsset(url).has_value();
   if (!known) return Refuse(connection, 404, "not-found", "no route " + std::string(url));
   if (method != "GET" && method != "HEAD") {
     return Refuse(connection, 405, "method-not-allowed", std::string(url) + " takes GET",
@@ -42,6 +42,9 @@ MHD_Result Routes::Dispatch(MHD_Connection* connection, std::string_view url,
   if (url == "/metrics") {
     return responder_.Respond(connection, 200, metrics_.Render(SystemClock().NowMs()),
                               "text/plain; version=0.0.4; charset=utf-8", {});
+  }
+  if (url == "/metrics/history") {
+    return responder_.Respond(connection, 200, metrics_.RenderHistory(), "application/json", {});
   }
   return Page(connection, url);
 }

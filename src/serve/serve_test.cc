@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <simdjson.h>
 #include <sqlite3.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "evident/profile.h"
 #include "evident/store_sqlite.h"
 #include "serve/http_test_client.h"
+#include "serve/metrics.h"
 #include "serve/signature.h"
 
 namespace evident {
@@ -537,6 +539,45 @@ TEST_F(ServeTest, TheStoreReadingFollowsTheStoreEachInterval) {
     if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(seen);
+}
+
+// The operator page's charts: a point per store reading with the decisions of its interval by
+// outcome and the store's figures then; bounded (metrics.h).
+TEST_F(ServeTest, TheHistoryHasAPointPerReadingWithItsIntervalsDecisions) {
+  options_.metrics_interval_ms = 100;
+  Start();
+  ASSERT_EQ(Post(StatusEvent("h-1", "order-h")).status, 200);
+  ASSERT_EQ(Post(StatusEvent("h-2", "order-h")).status, 200);
+  ASSERT_EQ(Post(R"({"specversion":"1.0","id":"x", "source":)").status, 200);
+  int64_t applied = 0;
+  int64_t quarantine_open = -1;
+  size_t points = 0;
+  for (int i = 0; i < 100 && (applied < 2 || quarantine_open != 1); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const HttpAnswer history = Http(port_, "GET", "/metrics/history");
+    ASSERT_EQ(history.status, 200);
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    ASSERT_EQ(parser.parse(history.body).get(root), simdjson::SUCCESS) << history.body;
+    EXPECT_EQ(int64_t(root["points_max"]), static_cast<int64_t>(serve::kHistoryPointsMax));
+    simdjson::dom::array list = root["points"];
+    points = list.size();
+    applied = 0;
+    int64_t previous_at = -1;
+    for (simdjson::dom::element point : list) {
+      int64_t n = 0;
+      if (point["decisions"]["applied"].get(n) == simdjson::SUCCESS) applied += n;
+      quarantine_open = int64_t(point["quarantine_open"]);
+      const int64_t at = int64_t(point["at_ms"]);
+      EXPECT_GT(at, previous_at);  // oldest first
+      previous_at = at;
+    }
+  }
+  // Each event counted once, in the interval it was decided in, however many points followed.
+  EXPECT_EQ(applied, 2);
+  EXPECT_EQ(quarantine_open, 1);
+  EXPECT_GE(points, 2u);
+  EXPECT_LE(points, serve::kHistoryPointsMax);
 }
 
 // A stock service that takes connections and never answers.

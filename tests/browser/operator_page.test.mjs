@@ -11,7 +11,7 @@
 //                        of the compiled-in copy (the default; the test then checks that the
 //                        copy is the one in src/serve/page)
 //   CHROMIUM_BIN         the browser (default /usr/bin/chromium)
-//   EVIDENT_SCREENSHOTS  1: write docs/operator-page-evidence.png and -quarantine.png
+//   EVIDENT_SCREENSHOTS  1: write docs/operator-page-evidence.png, -quarantine.png and -charts.png
 //   EVIDENT_KEEP_TMP     1: keep the temporary directory (it is kept on failure anyway)
 //
 // The scenario: phase A runs the daemon with a contract that does not yet read schema
@@ -104,7 +104,8 @@ function daemonEnv(extra) {
 
 async function startDaemon(name, dir, store, tokenFile) {
   const child = spawn(BIN, ["serve", "--config", path.join(dir, "evident.yaml"), "--store", store,
-                            "--listen", "127.0.0.1:0", "--admin-token-file", tokenFile],
+                            "--listen", "127.0.0.1:0", "--admin-token-file", tokenFile,
+                            "--metrics-interval-ms", "500"],
                       {cwd: dir, env: daemonEnv(), stdio: ["ignore", "ignore", "pipe"]});
   children.add(child);
   const daemon = {name, child, stderr: "", exit: null};
@@ -450,6 +451,30 @@ async function main() {
   }
   await waitFor(page, "#token-input", "the token field (is this the operator page?)");
   ok("the page renders (CSP set" + (PAGE_DIR ? "" : "; the compiled-in page is src/serve/page") + ")");
+
+  // The last hour: five charts drawn from /metrics/history, and one that moves when events
+  // arrive (the daemon reads its store every 500 ms here, every 5 s by default).
+  const decisionsChart = 'figure[data-chart="decisions"]';
+  await waitFor(page, `${decisionsChart} polyline.series.o-applied`, "the decisions chart's applied line");
+  for (const id of ["decisions", "lag", "attention", "outbox", "outbox-age"]) {
+    check(await count(page, `figure[data-chart="${id}"] svg polyline.series`) > 0, `the ${id} chart has no line`);
+  }
+  check(Number(await data(page, 'figure[data-chart="attention"]', "max")) >= 1,
+        "the open gaps and quarantine chart should show the open records and gaps");
+  const sumBefore = Number(await data(page, decisionsChart, "sum"));
+  const pointsBefore = Number(await data(page, decisionsChart, "points"));
+  check(sumBefore > 0, "the decisions chart should show the decisions made before the page opened");
+  // Redeliveries: each is decided again (duplicate), so the chart gains a duplicate line.
+  for (const line of events.filter((l) => subjectOf(l) === "order-420")) await postEvent(b.base, line);
+  await until("the decisions chart to move after events are posted", async () =>
+    Number(await data(page, decisionsChart, "sum")) > sumBefore &&
+    Number(await data(page, decisionsChart, "points")) > pointsBefore &&
+    (await count(page, `${decisionsChart} polyline.series.o-duplicate`)) === 1, 20_000, 200);
+  const duplicateLine = await page.$eval(`${decisionsChart} polyline.o-duplicate`, (n) => n.getAttribute("points"));
+  check(duplicateLine.split(" ").length >= 1, "the duplicate line has no points");
+  ok(`the last hour: 5 charts; the decisions chart moved (${sumBefore.toFixed(2)} -> ` +
+     `${Number(await data(page, decisionsChart, "sum")).toFixed(2)} decisions/s summed, a duplicate line)`);
+  await shot(page, "#history", "operator-page-charts.png");
 
   // 1. Without a token: a clear message, no request to the admin API.
   await waitFor(page, '#gaps-msg[data-kind="need-token"]', "the need-a-token message of the gaps");

@@ -429,6 +429,136 @@
     }
   }
 
+  // ---------------------------------------------------------------- the last hour
+  // Line charts drawn as SVG by this script (no chart library: nothing may come from outside
+  // the daemon). Colours come from app.css classes: the CSP allows no inline style.
+
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  const CHART = {w: 360, h: 130, left: 44, right: 10, top: 10, bottom: 20};
+  const CHART_SPAN_MIN_MS = 60000;  // a young daemon's points are spread over a minute at least
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [k, value] of Object.entries(attrs || {})) node.setAttribute(k, String(value));
+    for (const child of children) node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    return node;
+  }
+
+  // Decisions per second in each point's interval, one series per outcome seen.
+  function decisionSeries(points) {
+    const names = OUTCOMES.filter((o) => points.some((p) => p.decisions[o]));
+    for (const p of points) {
+      for (const o of Object.keys(p.decisions)) if (!names.includes(o)) names.push(o);
+    }
+    return names.map((o) => ({
+      name: o, cls: "o-" + o, unit: "/s",
+      values: points.map((p) => (p.interval_ms > 0 ? (p.decisions[o] || 0) * 1000 / p.interval_ms : null)),
+    }));
+  }
+
+  // A store figure: no value where the store could not be read.
+  function gauge(points, name, cls, field) {
+    return {name, cls, unit: "", values: points.map((p) => (p.store_up ? p[field] : null))};
+  }
+
+  const CHARTS = [
+    {id: "decisions", title: "Decisions per second, by outcome", series: decisionSeries},
+    {id: "lag", title: "Consumer lag: events received, not yet decided",
+     series: (pts) => [{name: "backlog", cls: "c-lag", unit: "", values: pts.map((p) => p.intake_backlog)}]},
+    {id: "attention", title: "Open gaps and open quarantine", series: (pts) => [
+      gauge(pts, "open gaps", "c-gaps", "open_gaps"),
+      gauge(pts, "overdue gaps", "c-overdue", "overdue_gaps"),
+      gauge(pts, "quarantine open", "c-quarantine", "quarantine_open")]},
+    {id: "outbox", title: "Outbox pending", series: (pts) => [gauge(pts, "pending", "c-outbox", "outbox_pending")]},
+    {id: "outbox-age", title: "Oldest pending outbox row", series: (pts) => [{
+      name: "age", cls: "c-age", unit: " s",
+      values: pts.map((p) => (p.store_up ? p.outbox_oldest_age_ms / 1000 : null))}]},
+  ];
+
+  function niceMax(value) {
+    if (!(value > 0)) return 1;
+    const step = Math.pow(10, Math.floor(Math.log10(value)));
+    for (const m of [1, 2, 5, 10]) if (m * step >= value) return m * step;
+    return 10 * step;
+  }
+
+  function fmtNumber(value) {
+    if (value === null || value === undefined) return "—";
+    if (Math.abs(value) >= 100 || Number.isInteger(value)) return String(Math.round(value));
+    return value.toFixed(value >= 10 ? 1 : 2);
+  }
+
+  function ensureChart(def) {
+    let figure = document.querySelector('figure[data-chart="' + def.id + '"]');
+    if (figure) return figure;
+    figure = el("figure", {class: "chart", data: {chart: def.id}}, el("figcaption", {}, def.title));
+    figure.appendChild(svg("svg", {viewBox: `0 0 ${CHART.w} ${CHART.h}`, role: "img", "aria-label": def.title}));
+    figure.appendChild(el("ul", {class: "legend"}));
+    $("charts").appendChild(figure);
+    return figure;
+  }
+
+  function drawChart(def, points, span) {
+    const figure = ensureChart(def);
+    const series = def.series(points);
+    const plotW = CHART.w - CHART.left - CHART.right;
+    const plotH = CHART.h - CHART.top - CHART.bottom;
+    let max = 0;
+    let sum = 0;
+    for (const s of series) {
+      for (const value of s.values) {
+        if (value === null) continue;
+        max = Math.max(max, value);
+        sum += value;
+      }
+    }
+    const top = niceMax(max);
+    const x = (at) => CHART.left + ((at - span.from) / (span.to - span.from)) * plotW;
+    const y = (value) => CHART.top + plotH - (value / top) * plotH;
+    const chart = figure.querySelector("svg");
+    clear(chart);
+    chart.appendChild(svg("line", {class: "axis", x1: CHART.left, y1: CHART.top + plotH, x2: CHART.left + plotW, y2: CHART.top + plotH}));
+    chart.appendChild(svg("line", {class: "grid", x1: CHART.left, y1: CHART.top, x2: CHART.left + plotW, y2: CHART.top}));
+    chart.appendChild(svg("text", {class: "tick", x: CHART.left - 4, y: CHART.top + 4, "text-anchor": "end"}, fmtNumber(top)));
+    chart.appendChild(svg("text", {class: "tick", x: CHART.left - 4, y: CHART.top + plotH + 4, "text-anchor": "end"}, "0"));
+    const minutes = Math.round((span.to - span.from) / 60000);
+    chart.appendChild(svg("text", {class: "tick", x: CHART.left, y: CHART.h - 4}, "−" + minutes + " min"));
+    chart.appendChild(svg("text", {class: "tick", x: CHART.left + plotW, y: CHART.h - 4, "text-anchor": "end"}, "now"));
+    const legend = figure.querySelector(".legend");
+    clear(legend);
+    for (const s of series) {
+      const coords = [];
+      s.values.forEach((value, i) => {
+        if (value !== null) coords.push(x(points[i].at_ms).toFixed(1) + "," + y(value).toFixed(1));
+      });
+      chart.appendChild(svg("polyline", {class: "series " + s.cls, points: coords.join(" ")}));
+      const last = [...s.values].reverse().find((value) => value !== null);
+      legend.appendChild(el("li", {class: s.cls, data: {series: s.name}},
+                            el("span", {class: "swatch"}), s.name + " ",
+                            el("b", {}, fmtNumber(last === undefined ? null : last) + s.unit)));
+    }
+    if (series.length === 0) legend.appendChild(el("li", {class: "none"}, "nothing decided in this hour"));
+    figure.dataset.points = String(points.length);
+    figure.dataset.max = String(max);
+    figure.dataset.sum = String(sum);
+  }
+
+  async function pollHistory() {
+    try {
+      const history = await getJson("/metrics/history");
+      const points = history.points || [];
+      const to = points.length ? points[points.length - 1].at_ms : Date.now();
+      const from = Math.min(points.length ? points[0].at_ms : to, to - CHART_SPAN_MIN_MS);
+      for (const def of CHARTS) drawChart(def, points, {from, to});
+      hideMsg("history-error");
+      $("history-updated").textContent = points.length + " points, updated " + new Date().toISOString().slice(11, 19) + "Z";
+    } catch (error) {
+      showError("history-error", "reading /metrics/history", error);
+    } finally {
+      window.setTimeout(pollHistory, METRICS_EVERY_MS);
+    }
+  }
+
   // ---------------------------------------------------------------- evidence
 
   function subjectFromHash() {
@@ -1076,6 +1206,7 @@
     state.subject = subjectFromHash();
     refreshAdmin(true);
     pollMetrics();
+    pollHistory();
   }
 
   // Nothing may fail silently: an unexpected error is shown at the top of the page too.
