@@ -175,6 +175,12 @@ struct HttpConfig {
   int64_t signature_tolerance_s = 300;
 };
 
+// `tracing:` in evident.yaml: where spans of evident's work go (evident/tracing.h).
+struct TracingConfig {
+  std::string otlp_endpoint;  // an OTLP/HTTP collector's base URL; empty: no spans
+  std::string service_name = "evident";
+};
+
 struct Config {
   std::string path;           // the file it was read from
   std::string contracts_dir;  // resolved against the file's directory
@@ -191,6 +197,7 @@ struct Config {
   size_t event_bytes_max = size_t{1} << 20;
   std::vector<ConsumerConfig> consumers;
   HttpConfig http;
+  TracingConfig tracing;
 
   const ConsumerConfig* Find(std::string_view consumer_id) const;
 };

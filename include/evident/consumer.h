@@ -42,6 +42,7 @@
 #include "evident/source.h"
 #include "evident/status.h"
 #include "evident/store.h"
+#include "evident/tracing.h"
 
 namespace evident {
 
@@ -62,6 +63,9 @@ struct Decision {
   std::string adapter;  // the version adapters the payload was read through, or empty
   // The event carried no schema version and was read as its contract's default_schema_version.
   bool schema_version_defaulted = false;
+  // The event's W3C traceparent (the trace a decision batch's span links to); empty when none.
+  // Not part of the outcome line: the receipt keeps it (LedgerEntry::traceparent).
+  std::string traceparent;
 };
 
 // Appends the decision as one JSON object (no newline).
@@ -214,6 +218,9 @@ struct ConsumeOptions {
   // its requests from it). An error ends the run as a failed write of the outcomes would: the
   // decisions stand. Null: nothing is called.
   std::function<Status(const CommittedBatch&)> on_committed;
+  // When set, a span per committed batch ("evident.decide", evident/tracing.h), linked to the
+  // traces of its events.
+  Tracer* tracer = nullptr;
   // When set, and the run ends with an error, receives what it did before the error: its
   // committed batches and their decisions' counts (a consumer group adds up the runs a lost
   // partition ended). Untouched by a run that succeeds.

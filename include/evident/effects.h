@@ -50,6 +50,7 @@
 #include "evident/retry.h"
 #include "evident/status.h"
 #include "evident/store.h"
+#include "evident/tracing.h"
 
 namespace evident {
 
@@ -62,6 +63,9 @@ struct EffectCall {
   // Once cancelled, the call is given up within about a second (a daemon stopping within its
   // drain bound): kNotSent when the request never left, else kReset (the target may have acted).
   const CancelToken* abandon = nullptr;
+  // W3C Trace Context headers of the call (`traceparent`, `tracestate`), empty: none. The
+  // triggering event's, or, with a Tracer, the attempt's own span under the event's trace.
+  std::string traceparent, tracestate;
 };
 
 // What the transport saw.
@@ -100,7 +104,10 @@ AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect
                             int64_t now_ms);
 
 struct EffectRunOptions {
-  std::string runner_id;                // recorded with each claim; empty: "runner-<pid>"
+  std::string runner_id;  // recorded with each claim; empty: "runner-<pid>"
+  // When set, a span per attempt ("evident.effect"), a child of the triggering event's span
+  // (evident/tracing.h); its id goes to the target as the call's traceparent.
+  Tracer* tracer = nullptr;
   Clock* clock = nullptr;               // null: the system clock
   const CancelToken* cancel = nullptr;  // set to stop after the call in flight
   // Set to give up the call in flight too (EffectCall::abandon): its intent records unknown

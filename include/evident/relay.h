@@ -61,6 +61,7 @@
 #include "evident/publisher.h"
 #include "evident/status.h"
 #include "evident/store.h"
+#include "evident/tracing.h"
 
 namespace evident {
 
@@ -104,6 +105,9 @@ struct RelayOptions {
   // With `once`: a progress line here (ProgressBar, evident/progress.h) of the rows sent out of
   // those pending when the run began; null: none.
   std::FILE* progress = nullptr;
+  // When set, a span per batch ("evident.relay", evident/tracing.h) from its read to its
+  // marking, linked to the traces of its events (their `traceparent`).
+  Tracer* tracer = nullptr;
   // A row the destination refuses for what it is (Publisher: kInvalidArgument) is parked when
   // the attempt that refusal counts brings its attempts (failed ones of any kind, this run's and
   // earlier runs': an outage, a batch not acknowledged) to this number or more. 0: never; such

@@ -35,7 +35,13 @@ struct LedgerEntry {
   // What the event set in the projection when it applied (JSON, kReceiptWroteBytesMax at most):
   // {"state":..,"fields":{..},"defaulted":[..]}; empty when its type has no projection step.
   std::string wrote_json;
+  // The event's W3C Trace Context (the CloudEvents distributed-tracing extension), so that a
+  // receipt and its evidence name the trace the event belongs to: `traceparent` as validated by
+  // the envelope, `tracestate` as given (kTracestateBytesMax at most, printable ASCII); empty
+  // when the event carried none.
+  std::string traceparent, tracestate;
 };
+inline constexpr size_t kTracestateBytesMax = 512;
 // The largest `wrote_json` kept. A larger one keeps the state (its first 512 bytes) and the
 // names of the members it set, {"state":..,"members":[..],"truncated_bytes":N}, instead of their
 // values; should even that be too large, {"truncated_bytes":N}.

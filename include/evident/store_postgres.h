@@ -50,7 +50,8 @@ struct PostgresOptions {
 // older layout is migrated by `evident store migrate` (MigratePostgresStore); opening one is
 // refused until then, since other processes may still run the older program. A store of a newer
 // layout is refused (kFailedPrecondition) rather than misread.
-inline constexpr int64_t kPostgresLayoutVersion = 5;
+// Layout 6 added each receipt's trace context.
+inline constexpr int64_t kPostgresLayoutVersion = 6;
 
 // Opens the store at a libpq connection URI ("postgresql://..." or "postgres://...").
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,

@@ -52,8 +52,9 @@ struct SqliteOptions {
 // Layout 3 added the outbox table, layout 4 the quarantine and gap records, layout 5 effect
 // intents, their logs and the compensation ledger, layout 6 what each receipt wrote, layout 7
 // parked outbox rows, layout 8 the basis of intents, what compensations did, gap records from
-// the gap's opening with how and why it closed, applied payload digests and corrections.
-inline constexpr int64_t kSqliteLayoutVersion = 9;
+// the gap's opening with how and why it closed, applied payload digests and corrections, layout 9
+// consumer groups, layout 10 each receipt's trace context (traceparent, tracestate).
+inline constexpr int64_t kSqliteLayoutVersion = 10;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

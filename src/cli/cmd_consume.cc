@@ -24,6 +24,7 @@ struct ConsumeFlags {
   std::string store;
   std::string input = "-";
   std::string progress = "auto";
+  std::string otlp_endpoint;
   std::string from, stream = "EVENTS", durable = "evident", filter, until_idle;
   std::string subject_prefix = "evident";
   int64_t ack_wait_ms = 30'000;
@@ -227,7 +228,8 @@ int CloseOutcomes(const ConsumeFlags& flags, std::FILE* outcomes, const Status& 
 }
 
 // --group: runs this process as a member of the group until SIGTERM or SIGINT.
-int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* outcomes) {
+int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* outcomes,
+                   Tracer* tracer) {
   // Field by field: GCC 12 warns of an uninitialised string in the nested designated form.
   GroupOptions options;
   options.store = flags.store;
@@ -239,6 +241,7 @@ int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* o
   options.from = flags.from;
   options.source = ConsumeSourceOptions(flags);
   options.consume.outcomes = outcomes;
+  options.consume.tracer = tracer;
   static CancelToken stop;
   options.cancel = &stop;
   InstallStopSignals(stop);
@@ -313,7 +316,8 @@ bool OpenOutcomes(const ConsumeFlags& flags, std::FILE*& out) {
 
 // One run over --input or the source --from names, until its end, idle time or a stop signal;
 // its summary, and the exit code.
-int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, std::FILE* outcomes) {
+int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, std::FILE* outcomes,
+            Tracer* tracer) {
   Result<std::unique_ptr<Source>> source = OpenConsumeSource(flags, pipeline.config());
   if (!source.ok()) {
     std::cerr << "evident consume: " << source.status().ToString() << "\n";
@@ -327,6 +331,7 @@ int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, std::FI
                          .resume = flags.resume || from_store,
                          .outcomes = outcomes,
                          .progress = ProgressFile(flags.progress)};
+  options.tracer = tracer;
   // SIGTERM and SIGINT end the run cleanly after its current commit; a second one kills.
   static CancelToken stop;
   options.cancel = &stop;
@@ -374,10 +379,18 @@ int RunConsume(const ConsumeFlags& flags) {
     std::cerr << "evident consume: " << store.status().ToString() << "\n";
     return kExitUsage;
   }
+  Result<std::unique_ptr<OtlpTracer>> tracer = OpenTracer(flags.otlp_endpoint, &config);
+  if (!tracer.ok()) {
+    std::cerr << "evident consume: " << tracer.status().ToString() << "\n";
+    return kExitUsage;
+  }
   std::FILE* outcomes = nullptr;
   if (!OpenOutcomes(flags, outcomes)) return kExitUsage;
-  if (!flags.group.empty()) return RunGroupMember(flags, config, outcomes);
-  return RunOnce(flags, **pipeline, **store, outcomes);
+  const int code = !flags.group.empty()
+                       ? RunGroupMember(flags, config, outcomes, tracer->get())
+                       : RunOnce(flags, **pipeline, **store, outcomes, tracer->get());
+  CloseTracer(std::move(*tracer), "consume");
+  return code;
 }
 
 // --from and the options of the source it names.
@@ -471,6 +484,7 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
                   "Envelope profile from a JSON file (overrides the config)");
   cmd->add_option("--outcomes", flags->outcomes, "Write one NDJSON line per decision (FILE or -)");
   AddProgressOption(*cmd, flags->progress);
+  AddOtlpOption(*cmd, flags->otlp_endpoint);
   cmd->add_flag("--resume", flags->resume,
                 "Skip the events of the input an earlier run already committed");
   AddBatchOptions(cmd, *flags);

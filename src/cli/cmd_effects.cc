@@ -24,6 +24,7 @@ struct RunFlags {
   int64_t claim_margin_ms = EffectRunOptions{}.claim_margin_ms;
   int64_t poll_ms = EffectRunOptions{}.poll_ms;
   bool quiet = false;
+  std::string otlp_endpoint;
 };
 
 struct ListFlags {
@@ -72,10 +73,16 @@ int RunEffectsCommand(const RunFlags& flags) {
     std::cerr << "evident effects run: " << transport.status().ToString() << "\n";
     return kExitUsage;
   }
+  Result<std::unique_ptr<OtlpTracer>> tracer = OpenTracer(flags.otlp_endpoint, &*config);
+  if (!tracer.ok()) {
+    std::cerr << "evident effects run: " << tracer.status().ToString() << "\n";
+    return kExitUsage;
+  }
   static CancelToken stop;
   InstallStopSignals(stop);
   EffectRunOptions options;
   options.runner_id = flags.runner_id;
+  options.tracer = tracer->get();
   options.cancel = &stop;
   options.claim_margin_ms = flags.claim_margin_ms;
   options.poll_ms = flags.poll_ms;
@@ -95,6 +102,7 @@ int RunEffectsCommand(const RunFlags& flags) {
     };
   }
   auto summary = RunEffects(*config, **store, **transport, options);
+  CloseTracer(std::move(*tracer), "effects run");
   if (!summary.ok()) {
     std::cerr << "evident effects run: " << summary.status().ToString() << "\n";
     return kExitUsage;
@@ -258,6 +266,7 @@ void AddRun(CLI::App& parent, Runner& run) {
   cmd->add_option("--poll-ms", flags->poll_ms, "How often to look for due intents")
       ->check(IntegerFrom(1, 60'000));
   cmd->add_flag("--quiet", flags->quiet, "No line per attempt");
+  AddOtlpOption(*cmd, flags->otlp_endpoint);
   cmd->callback([flags, &run] { run = [flags] { return RunEffectsCommand(*flags); }; });
 }
 

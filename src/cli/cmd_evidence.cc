@@ -123,6 +123,10 @@ void WriteProjectionText(const ConsumerEvidence& c) {
     if (!e.wrote_json.empty()) {
       std::printf("            wrote %s\n", PrintableJson(e.wrote_json).c_str());
     }
+    if (!e.traceparent.empty()) {
+      std::printf("            trace %s%s%s\n", P(e.traceparent).c_str(),
+                  e.tracestate.empty() ? "" : " state ", P(e.tracestate).c_str());
+    }
   }
 }
 

@@ -22,7 +22,7 @@ namespace evident::cli {
 namespace {
 
 struct RelayFlags {
-  std::string store, to;
+  std::string store, to, otlp_endpoint;
   std::string stream = "EVENTS";
   std::string subject_prefix = "evident";
   int64_t partitions = 0;  // 0: the partition stored with each row
@@ -99,6 +99,11 @@ int RunRelayCommand(const RelayFlags& flags) {
     std::cerr << "evident relay: " << store.status().ToString() << "\n";
     return kExitUsage;
   }
+  Result<std::unique_ptr<OtlpTracer>> tracer = OpenTracer(flags.otlp_endpoint, nullptr);
+  if (!tracer.ok()) {
+    std::cerr << "evident relay: " << tracer.status().ToString() << "\n";
+    return kExitUsage;
+  }
   static CancelToken stop;
   RelayOptions options{.destination_name = destination->name,
                        .batch_count_max = flags.batch_count_max,
@@ -114,8 +119,10 @@ int RunRelayCommand(const RelayFlags& flags) {
                        .cancel = &stop,
                        .log = stderr};
   if (flags.partitions > 0) options.partition_count = flags.partitions;
+  options.tracer = tracer->get();
   InstallStopSignals(stop);
   Result<RelaySummary> summary = RunRelay(**store, destination->open, options);
+  CloseTracer(std::move(*tracer), "relay");
   if (!summary.ok()) {
     std::cerr << "evident relay: " << summary.status().ToString() << "\n";
     return summary.status().code() == Code::kUnavailable ? kExitNegative : kExitUsage;
@@ -178,6 +185,7 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
       ->check(IntegerFrom(1, 1 << 16));
   cmd->add_flag("--once", flags->once, "Publish what is pending, then exit");
   AddProgressOption(*cmd, flags->progress);
+  AddOtlpOption(*cmd, flags->otlp_endpoint);
   cmd->add_option("--keep-sent", flags->keep_sent, "Delete sent rows older than this (7d, 12h)")
       ->capture_default_str();
   cmd->add_option("--duplicate-window", flags->duplicate_window,

@@ -16,7 +16,7 @@ namespace evident::cli {
 namespace {
 
 struct ServeFlags {
-  std::string config, store, listen = "127.0.0.1:8080", admin_token_file;
+  std::string config, store, listen = "127.0.0.1:8080", admin_token_file, otlp_endpoint;
   std::string synchronous = "FULL";
   // Short: a store another process holds is answered 503 (not taken) rather than kept waiting,
   // and a stop is not held up by it for long.
@@ -125,6 +125,9 @@ int RunServe(const ServeFlags& flags) {
   if (!flags.from.empty()) {
     if (Status added = AddBrokerSource(flags, options); !added.ok()) return Fail(added);
   }
+  Result<std::unique_ptr<OtlpTracer>> tracer = OpenTracer(flags.otlp_endpoint, &*config);
+  if (!tracer.ok()) return Fail(tracer.status());
+  options.consume.tracer = tracer->get();
   static CancelToken stop;
   options.cancel = &stop;
   InstallStopSignals(stop);
@@ -133,6 +136,7 @@ int RunServe(const ServeFlags& flags) {
     std::fflush(stderr);
   };
   Result<ServeSummary> summary = Serve(**pipeline, **store, options);
+  CloseTracer(std::move(*tracer), "serve");
   if (!summary.ok()) return Fail(summary.status());
   std::fprintf(stderr,
                "evident serve: stopped; %lld requests answered, %lld events decided in %lld "
@@ -159,6 +163,7 @@ void AddHttpOptions(CLI::App* cmd, ServeFlags& flags) {
                   "steadily it trickles them (an idle keep-alive one may wait --read-timeout-s)")
       ->check(IntegerFrom(1, 3600))
       ->capture_default_str();
+  AddOtlpOption(*cmd, flags.otlp_endpoint);
   cmd->add_option("--metrics-interval-ms", flags.metrics_interval_ms,
                   "Read the store's gauges of /metrics at most this often, off the request thread "
                   "(a scrape serves the last reading)")

@@ -20,6 +20,7 @@
 #include "evident/config.h"
 #include "evident/profile.h"
 #include "evident/status.h"
+#include "evident/tracing.h"
 
 namespace CLI {
 class App;
@@ -89,6 +90,15 @@ void AddFormatOption(CLI::App& command, std::string& format);
 void AddProgressOption(CLI::App& command, std::string& mode);
 // Where --progress `mode` (checked by AddProgressOption) writes: standard error, or null.
 std::FILE* ProgressFile(const std::string& mode);
+
+// Adds --otlp-endpoint URL to `command`: spans of the run over OTLP/HTTP (evident/tracing.h).
+void AddOtlpOption(CLI::App& command, std::string& endpoint);
+// The run's span exporter: --otlp-endpoint `endpoint` when given, else the configuration's
+// `tracing.otlp_endpoint` (`config` may be null); null when neither names one.
+Result<std::unique_ptr<OtlpTracer>> OpenTracer(const std::string& endpoint, const Config* config);
+// Sends what `tracer` still holds and says on standard error what it could not export (spans
+// are best effort: the run's exit code does not change). Null: nothing.
+void CloseTracer(std::unique_ptr<OtlpTracer> tracer, std::string_view command);
 
 // A duration such as "500ms", "30s", "2m", "12h" or "7d" (a bare number is seconds), in ms.
 // At most 10 years; anything else is kInvalidArgument.

@@ -204,4 +204,34 @@ std::string OutputClash(std::string_view option, const std::string& output,
   return "";
 }
 
+void AddOtlpOption(CLI::App& command, std::string& endpoint) {
+  command.add_option("--otlp-endpoint", endpoint,
+                     "Export a span per decision batch, relay batch and effect attempt to this "
+                     "OTLP/HTTP collector (URL; spans go to URL/v1/traces); overrides the "
+                     "config's tracing.otlp_endpoint");
+}
+
+Result<std::unique_ptr<OtlpTracer>> OpenTracer(const std::string& endpoint, const Config* config) {
+  OtlpOptions options;
+  options.endpoint = endpoint;
+  if (config != nullptr) {
+    if (options.endpoint.empty()) options.endpoint = config->tracing.otlp_endpoint;
+    options.service_name = config->tracing.service_name;
+  }
+  if (options.endpoint.empty()) return std::unique_ptr<OtlpTracer>();
+  return OtlpTracer::Open(std::move(options));
+}
+
+void CloseTracer(std::unique_ptr<OtlpTracer> tracer, std::string_view command) {
+  if (tracer == nullptr) return;
+  tracer->Flush();
+  const OtlpStats stats = tracer->stats();
+  if (stats.failed > 0 || stats.dropped > 0) {
+    std::cerr << "evident " << command << ": " << stats.exported << " span(s) exported, "
+              << stats.failed << " not accepted by the collector"
+              << (stats.last_error.empty() ? "" : " (" + stats.last_error + ")") << ", "
+              << stats.dropped << " dropped (queue full)\n";
+  }
+}
+
 }  // namespace evident::cli

@@ -587,6 +587,27 @@ void ParseProfile(const std::string& origin, const YAML::Node& root, const std::
   }
 }
 
+// tracing: the OTLP collector spans go to, and the service name they carry.
+void ParseTracing(const std::string& origin, const YAML::Node& node, TracingConfig& tracing) {
+  if (!node.IsMap()) Fail(origin, node, "'tracing' must be a mapping");
+  for (const auto& field : node) {
+    const std::string key = field.first.as<std::string>();
+    if (key == "otlp_endpoint") {
+      tracing.otlp_endpoint =
+          ExpandEnvironment(origin, field.second, field.second.as<std::string>());
+      if (tracing.otlp_endpoint.rfind("http://", 0) != 0 &&
+          tracing.otlp_endpoint.rfind("https://", 0) != 0) {
+        Fail(origin, field.second, "'otlp_endpoint' must start with http:// or https://");
+      }
+    } else if (key == "service_name") {
+      tracing.service_name = field.second.as<std::string>();
+      if (tracing.service_name.empty()) Fail(origin, field.second, "'service_name' is empty");
+    } else {
+      Fail(origin, field.first, "unknown key '" + key + "' in 'tracing'");
+    }
+  }
+}
+
 // Everything but the consumers: the known keys only, the contracts directory (resolved against
 // `base_dir`), the envelope profile and the limits.
 void ParseSettings(const std::string& origin, const YAML::Node& root, const std::string& base_dir,
@@ -597,7 +618,7 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
       const std::string key = item.first.as<std::string>();
       if (key != "contracts" && key != "profile" && key != "profile_file" && key != "consumers" &&
           key != "batch_count_max" && key != "linger_ms" && key != "batch_ms_max" &&
-          key != "event_bytes_max" && key != "http") {
+          key != "event_bytes_max" && key != "http" && key != "tracing") {
         Fail(origin, item.first, "unknown key '" + key + "'");
       }
     });
@@ -613,6 +634,9 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
   ParseLimits(origin, root, config, sink);
   if (root["http"]) {
     sink.Attempt(origin, [&] { ParseHttp(origin, root["http"], base_dir, config.http); });
+  }
+  if (root["tracing"]) {
+    sink.Attempt(origin, [&] { ParseTracing(origin, root["tracing"], config.tracing); });
   }
 }
 

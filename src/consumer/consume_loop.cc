@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "core/fault_point.h"
@@ -17,6 +18,39 @@
 
 namespace evident {
 namespace {
+
+// A committed batch's span, from its first event to its commit: its counts by outcome, linked
+// to the traces of its events (a child of the one trace when they share it).
+void TraceBatch(Tracer& tracer, const std::vector<Decision>& decisions, size_t events,
+                double commit_seconds, int64_t batch_ms) {
+  Span span;
+  span.name = "evident.decide";
+  span.end_unix_ns = UnixNanosNow();
+  span.start_unix_ns = span.end_unix_ns - std::max<int64_t>(batch_ms, 0) * 1'000'000;
+  std::array<int64_t, kOutcomeCount> counts{};
+  std::set<std::string_view> traces;
+  for (const Decision& d : decisions) {
+    ++counts[static_cast<size_t>(d.outcome)];
+    if (d.traceparent.empty() || span.links.size() >= kSpanLinksMax) continue;
+    if (!traces.insert(d.traceparent).second) continue;
+    if (std::optional<TraceContext> c = TraceContext::Parse(d.traceparent)) {
+      span.links.push_back(std::move(*c));
+    }
+  }
+  const bool one_trace = span.links.size() == 1;
+  span.trace_id = one_trace ? span.links[0].trace_id : NewTraceId();
+  span.parent_span_id = one_trace ? span.links[0].span_id : std::string();
+  span.span_id = NewSpanId();
+  span.int_attributes = {{"evident.events", static_cast<int64_t>(events)},
+                         {"evident.decisions", static_cast<int64_t>(decisions.size())},
+                         {"evident.commit_us", static_cast<int64_t>(commit_seconds * 1e6)}};
+  for (size_t i = 0; i < kOutcomeCount; ++i) {
+    if (counts[i] == 0) continue;
+    span.int_attributes.emplace_back(
+        "evident.outcome." + std::string(OutcomeName(static_cast<Outcome>(i))), counts[i]);
+  }
+  tracer.Record(std::move(span));
+}
 
 // Reads and prepares events (Pipeline::Prepare: parse, payload checks) on a thread of its own,
 // ahead of the thread that decides them against the store: while that thread works in SQLite or
@@ -677,6 +711,10 @@ class ConsumeLoop {
         AppendDecisionJson(d, outcome_text_);
         outcome_text_.push_back('\n');
       }
+    }
+    if (options_.tracer != nullptr) {
+      TraceBatch(*options_.tracer, decisions_, committed_events_, commit_seconds_,
+                 Mono() - batch_started_ms_);
     }
     if (options_.on_committed) {
       const Status told = options_.on_committed(CommittedBatch{

@@ -118,6 +118,7 @@ std::string CloudEventJson(const EventView& event) {
   optional_text("time", event.time);
   optional_text("datacontenttype", event.datacontenttype);
   optional_text("dataschema", event.dataschema);
+  optional_text("traceparent", event.traceparent);  // the distributed-tracing extension
   if (event.schemaversion) w.Key("schemaversion").Int(*event.schemaversion);
   if (event.subjectversion) w.Key("subjectversion").Int(*event.subjectversion);
   if (event.data) w.Key("data").Raw(simdjson::to_string(*event.data));

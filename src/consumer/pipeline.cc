@@ -817,6 +817,7 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
     d.projection_version = projection.version;
     d.drained = true;
     if (route != nullptr) d.adapter = route->name;
+    d.traceparent.assign(reread.event.traceparent.value_or(std::string_view()));
     decisions.push_back(std::move(d));
   }
   return Status::Ok();
@@ -987,6 +988,19 @@ static std::optional<int64_t> SubjectVersionOf(const ConsumerContract& contract,
   return std::nullopt;
 }
 
+// The event's tracestate as its receipt keeps it: printable ASCII up to kTracestateBytesMax,
+// else nothing (W3C Trace Context: vendors' entries, never a reason to refuse the event).
+static std::string_view Tracestate(const EventView& event) {
+  std::string_view text;
+  if (!event.root.is_object() || event.root["tracestate"].get(text) != simdjson::SUCCESS ||
+      text.size() > kTracestateBytesMax) {
+    return {};
+  }
+  const bool printable =
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+  return printable ? text : std::string_view();
+}
+
 // The receipt of an applied event, every field assigned (its strings keep their capacity from
 // the previous event); what the step wrote is added by the caller.
 static void AssignReceipt(const ConsumerContract& contract, const EventView& event,
@@ -1007,6 +1021,8 @@ static void AssignReceipt(const ConsumerContract& contract, const EventView& eve
   receipt.last_duplicate_at_ms.reset();
   receipt.adapter.assign(d.adapter);
   receipt.wrote_json.clear();
+  receipt.traceparent.assign(event.traceparent.value_or(std::string_view()));
+  receipt.tracestate.assign(Tracestate(event));
 }
 
 Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consumer,
@@ -1036,6 +1052,7 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   if (verdict.adapted.route != nullptr) d.adapter = verdict.adapted.route->name;
   d.key = LedgerKeyText(contract.id, event.source, event.id);
   d.subject = SubjectOf(contract, event);
+  d.traceparent.assign(event.traceparent.value_or(std::string_view()));
 
   const std::optional<int64_t> subject_version = SubjectVersionOf(contract, event);
   delivery.subject_version = subject_version;

@@ -1,10 +1,13 @@
 // Performing effect intents (evident/effects.h): claim, call, record; and a person's resolution.
 #include "evident/effects.h"
 
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
+#include <optional>
+#include <utility>
 
 #include "core/rfc3339.h"
 #include "effects/compensation.h"
@@ -12,6 +15,51 @@
 
 namespace evident {
 namespace {
+
+// The triggering event's trace context, read from the request (the event's JSON).
+std::pair<std::string, std::string> EventTrace(const std::string& request) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element event;
+  std::string_view traceparent, tracestate;
+  if (parser.parse(request).get(event) != simdjson::SUCCESS) return {};
+  if (event["traceparent"].get(traceparent) != simdjson::SUCCESS) return {};
+  if (event["tracestate"].get(tracestate) != simdjson::SUCCESS ||
+      tracestate.size() > kTracestateBytesMax ||
+      !std::all_of(tracestate.begin(), tracestate.end(),
+                   [](char c) { return c >= 0x20 && c <= 0x7e; })) {
+    tracestate = {};
+  }
+  return {std::string(traceparent), std::string(tracestate)};
+}
+
+// The attempt's span and the call's trace headers: with a tracer, a child of the event's span
+// whose id goes out as the call's traceparent (a new trace for an event without one); without,
+// the event's own traceparent passed on as it came.
+Span AttemptSpan(const Tracer* tracer, const EffectIntent& intent, const EffectConfig& effect,
+                 EffectCall& call) {
+  auto [traceparent, tracestate] = EventTrace(intent.request);
+  const std::optional<TraceContext> event = TraceContext::Parse(traceparent);
+  call.tracestate = event ? tracestate : std::string();
+  Span span;
+  if (tracer == nullptr) {
+    if (event) call.traceparent = traceparent;
+    return span;
+  }
+  span.name = "evident.effect";
+  span.trace_id = event ? event->trace_id : NewTraceId();
+  span.parent_span_id = event ? event->span_id : std::string();
+  span.span_id = NewSpanId();
+  span.start_unix_ns = UnixNanosNow();
+  call.traceparent =
+      TraceContext{span.trace_id, span.span_id, event ? event->flags : uint8_t{1}}.Traceparent();
+  span.attributes = {{"evident.effect", effect.name},
+                     {"evident.key", intent.key},
+                     {"evident.consumer", intent.consumer},
+                     {"evident.subject", intent.subject},
+                     {"url.full", effect.target.url}};
+  span.int_attributes = {{"evident.attempt", intent.attempts}};
+  return span;
+}
 
 // How many due intents one claim looks at: enough to step over those whose effect the
 // configuration no longer has.
@@ -411,9 +459,19 @@ Result<EffectRunSummary> Runner::Run() {
       ++summary_.superseded;
       continue;
     }
-    const CallResult result =
-        transport_.Post({effect.target.url, claim->intent.key, claim->intent.request,
-                         effect.target.timeout_ms, options_.abandon});
+    EffectCall call{effect.target.url, claim->intent.key, claim->intent.request,
+                    effect.target.timeout_ms, options_.abandon};
+    Span span = AttemptSpan(options_.tracer, claim->intent, effect, call);
+    const CallResult result = transport_.Post(call);
+    if (options_.tracer != nullptr) {
+      span.end_unix_ns = UnixNanosNow();
+      span.int_attributes.emplace_back("http.response.status_code", result.http_status);
+      const bool answered_2xx = result.outcome == CallOutcome::kAnswered &&
+                                result.http_status >= 200 && result.http_status <= 299;
+      span.error = !answered_2xx;
+      if (span.error) span.status_message = AnswerText(result);
+      options_.tracer->Record(std::move(span));
+    }
     EffectIntent after;
     AttemptVerdict verdict;
     EVIDENT_RETURN_IF_ERROR(Transact(kRecordRetry, [&](Transaction& tx) {

@@ -102,6 +102,16 @@ class HttpTransport final : public EffectTransport {
     curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/cloudevents+json");
     list = list == nullptr ? nullptr : curl_slist_append(list, key_header.c_str());
     list = list == nullptr ? nullptr : curl_slist_append(list, "Expect:");
+    // Trace context as W3C Trace Context asks: its own headers (checked texts: the traceparent
+    // by the envelope, the tracestate printable ASCII).
+    const std::string traceparent_header = "traceparent: " + call.traceparent;
+    const std::string tracestate_header = "tracestate: " + call.tracestate;
+    if (list != nullptr && !call.traceparent.empty()) {
+      list = curl_slist_append(list, traceparent_header.c_str());
+      if (list != nullptr && !call.tracestate.empty()) {
+        list = curl_slist_append(list, tracestate_header.c_str());
+      }
+    }
     std::unique_ptr<curl_slist, HeadersDeleter> headers(list);
     if (!headers) {
       result.error = "cannot set up an HTTP call (out of memory)";

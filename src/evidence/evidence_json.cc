@@ -169,6 +169,11 @@ void AppliedJson(const ConsumerEvidence& c, json::Writer& w) {
     // What this event set in the projection (store.h: LedgerEntry::wrote_json), as written.
     w.Key("wrote");
     e.wrote_json.empty() ? w.Null() : w.Raw(e.wrote_json);
+    // The event's trace context (CloudEvents distributed tracing), null when it had none.
+    w.Key("traceparent");
+    e.traceparent.empty() ? w.Null() : w.String(e.traceparent);
+    w.Key("tracestate");
+    e.tracestate.empty() ? w.Null() : w.String(e.tracestate);
     w.Key("duplicates").Int(e.duplicates).EndObject();
   }
 }

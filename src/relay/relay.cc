@@ -1,10 +1,13 @@
 // The relay (evident/relay.h): outbox rows to a Publisher, marked sent on acceptance.
 #include "evident/relay.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
 #include <cassert>
 #include <chrono>
 #include <future>
+#include <map>
 #include <optional>
 #include <random>
 #include <vector>
@@ -272,7 +275,44 @@ class Relay {
     return snapshot->OutboxRows(OutboxSelect::kPending, after_seq, options_.batch_count_max);
   }
 
+  // The batch's span: from the read of its rows (BuildMessages) to their marking, linked to the
+  // traces its events carry.
+  void TraceBatch(const std::vector<OutboxRow>& rows, size_t accepted, const std::string& error) {
+    Span span;
+    span.name = "evident.relay";
+    span.end_unix_ns = UnixNanosNow();
+    const auto started = batch_started_ns_.find(rows.front().seq);
+    span.start_unix_ns = started == batch_started_ns_.end() ? span.end_unix_ns : started->second;
+    // Only this batch's and older: the next one may be read already (two are in flight).
+    batch_started_ns_.erase(batch_started_ns_.begin(),
+                            batch_started_ns_.upper_bound(rows.back().seq));
+    simdjson::dom::parser parser;
+    for (const OutboxRow& row : rows) {
+      if (span.links.size() >= kSpanLinksMax) break;
+      simdjson::dom::element event;
+      std::string_view traceparent;
+      if (parser.parse(row.bytes).get(event) != simdjson::SUCCESS ||
+          event["traceparent"].get(traceparent) != simdjson::SUCCESS) {
+        continue;
+      }
+      if (auto c = TraceContext::Parse(traceparent)) span.links.push_back(std::move(*c));
+    }
+    const bool one = span.links.size() == 1;
+    span.trace_id = one ? span.links[0].trace_id : NewTraceId();
+    span.parent_span_id = one ? span.links[0].span_id : std::string();
+    span.span_id = NewSpanId();
+    span.attributes = {{"evident.destination", options_.destination_name}};
+    span.int_attributes = {{"evident.rows", static_cast<int64_t>(rows.size())},
+                           {"evident.sent", static_cast<int64_t>(accepted)}};
+    span.error = accepted < rows.size();
+    if (span.error) span.status_message = error;
+    options_.tracer->Record(std::move(span));
+  }
+
   void BuildMessages(const std::vector<OutboxRow>& rows, std::vector<OutgoingMessage>& messages) {
+    if (options_.tracer != nullptr && !rows.empty()) {
+      batch_started_ns_[rows.front().seq] = UnixNanosNow();
+    }
     messages.resize(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       const OutboxRow& row = rows[i];
@@ -322,6 +362,7 @@ class Relay {
       EVIDENT_ASSIGN_OR_RETURN(parked, ParkIfDue(*tx, rows.front(), error, now_ms));
     }
     EVIDENT_RETURN_IF_ERROR(tx->Commit());
+    if (options_.tracer != nullptr) TraceBatch(rows, accepted, error);
     summary_.sent += static_cast<int64_t>(accepted);
     summary_.duplicates += duplicates;
     if (progress_ && progress_->Due()) {
@@ -407,8 +448,9 @@ class Relay {
   // Two batches at most: the one in flight and the one being marked, in alternating slots.
   std::vector<OutboxRow> rows_[2];
   std::vector<OutgoingMessage> messages_[2];
-  int current_ = 0;                        // the slot of the batch in flight
-  std::future<Result<size_t>> in_flight_;  // its Publish, on a worker thread
+  std::map<int64_t, int64_t> batch_started_ns_;  // by a batch's first seq, with a tracer
+  int current_ = 0;                              // the slot of the batch in flight
+  std::future<Result<size_t>> in_flight_;        // its Publish, on a worker thread
   RelaySummary summary_;
   std::optional<ProgressBar> progress_;  // --once with options_.progress
   int64_t pending_at_start_ = -1;

@@ -678,6 +678,7 @@ Status Daemon::EffectsRun() {
                        .cancel = &loop_stop_,
                        .abandon = &effects_abandon_};
   run.busy_retry = options_.consume.busy_retry;
+  run.tracer = options_.consume.tracer;
   return RunEffects(pipeline_.config(), *store, *transport, run).status();
 }
 

@@ -349,7 +349,9 @@ TEST_P(StoreConformance, LedgerRowsKeepEveryField) {
   e.last_duplicate_at_ms = 99;
   e.adapter = "order-status-v4-to-v2";
   e.wrote_json = R"({"state":"paid","fields":{"orderId":"o-1","note":"\u00e9 \" ,"}})";
-  LedgerEntry plain = Receipt("e2");  // nothing adapted, nothing written
+  e.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  e.tracestate = "vendor=opaque,other=1";
+  LedgerEntry plain = Receipt("e2");  // nothing adapted, nothing written, no trace
   Write([&](Transaction& tx) {
     EXPECT_EQ(Take(tx.InsertLedger(e)), Insert::kInserted);
     EXPECT_EQ(Take(tx.InsertLedger(plain)), Insert::kInserted);
@@ -359,9 +361,13 @@ TEST_P(StoreConformance, LedgerRowsKeepEveryField) {
   const LedgerEntry read_plain = Take(tx->FindLedger("c", "s", "e2")).value();
   EXPECT_EQ(read_plain.adapter, "");
   EXPECT_EQ(read_plain.wrote_json, "");
+  EXPECT_EQ(read_plain.traceparent, "");
+  EXPECT_EQ(read_plain.tracestate, "");
   const LedgerEntry read = Take(tx->FindLedger("c", "s", "e1")).value();
   EXPECT_EQ(read.adapter, "order-status-v4-to-v2");
   EXPECT_EQ(read.wrote_json, e.wrote_json);
+  EXPECT_EQ(read.traceparent, e.traceparent);
+  EXPECT_EQ(read.tracestate, e.tracestate);
   EXPECT_EQ(read.state, LedgerState::kDeferred);
   EXPECT_EQ(read.type, "t");
   EXPECT_EQ(read.subject, "");

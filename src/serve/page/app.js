@@ -715,6 +715,7 @@
              a.adapter ? [" through adapter ", el("code", null, a.adapter)] : "",
              a.duplicates ? [" · ", badge("delivered again ×" + a.duplicates, "dup")] : ""),
         names.length ? line("evidence", names.map((ev) => badge(ev.name, "evidence-name", {evidence: ev.name}))) : null,
+        a.traceparent ? line("trace", el("code", null, a.traceparent)) : null,
       ], {eventId: a.id}));
     }
     for (const d of c.deferred || []) {

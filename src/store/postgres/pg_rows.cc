@@ -71,6 +71,8 @@ LedgerEntry ReadLedger(const Rowset& r, int i, Status& error) {
   e.last_duplicate_at_ms = r.OptInt(i, 12);
   e.adapter = Str(r, i, 13);
   e.wrote_json = Str(r, i, 14);
+  e.traceparent = Str(r, i, 15);
+  e.tracestate = Str(r, i, 16);
   return e;
 }
 

@@ -19,7 +19,7 @@ namespace evident::postgres {
 inline constexpr const char* kLedgerColumns =
     "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
     "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms, "
-    "adapter, wrote";
+    "adapter, wrote, traceparent, tracestate";
 inline constexpr const char* kProjectionColumns =
     "consumer, subject, version, state, fields_json, owner_source, owner_version_seen, "
     "updated_at_ms, applied_digest";

@@ -178,6 +178,13 @@ CREATE INDEX IF NOT EXISTS projection_correction_by_subject
 INSERT INTO evident_schema(version) VALUES(5);
 )sql";
 
+// Layout 6: each receipt's trace context (the CloudEvents distributed-tracing extension).
+inline constexpr const char* kSchemaLayout6 = R"sql(
+ALTER TABLE ledger ADD COLUMN IF NOT EXISTS traceparent text NOT NULL DEFAULT '';
+ALTER TABLE ledger ADD COLUMN IF NOT EXISTS tracestate text NOT NULL DEFAULT '';
+INSERT INTO evident_schema(version) VALUES(6);
+)sql";
+
 inline constexpr const char* kSchemaLayout2 = R"sql(
 CREATE TABLE IF NOT EXISTS outbox_partition(event_partition bigint PRIMARY KEY);
 INSERT INTO outbox_partition(event_partition)

@@ -170,7 +170,8 @@ Result<int64_t> CreateOrMigrate(PlainConnection& db) {
     if (layout < 3) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout3).status());
     if (layout < 4) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout4).status());
     if (layout < 5) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout5).status());
-    static_assert(kPostgresLayoutVersion == 5, "a new layout needs its step here");
+    if (layout < 6) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout6).status());
+    static_assert(kPostgresLayoutVersion == 6, "a new layout needs its step here");
     return layout;
   };
   Result<int64_t> layout = run();

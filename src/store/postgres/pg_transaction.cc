@@ -67,8 +67,8 @@ const std::string kLedgerByKey = std::string("SELECT ") + kLedgerColumns +
 const std::string kLedgerInsertValues =
     "INSERT INTO ledger(consumer, source, event_id, state, type, subject, subject_version,"
     " input_schema_version, result_version, projection_version, committed_at_ms, duplicates,"
-    " last_duplicate_at_ms, adapter, wrote)"
-    " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+    " last_duplicate_at_ms, adapter, wrote, traceparent, tracestate)"
+    " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
 const std::string kLedgerInsertIfAbsent = kLedgerInsertValues + " ON CONFLICT DO NOTHING";
 
 Params LedgerParams(const LedgerEntry& e) {
@@ -76,7 +76,8 @@ Params LedgerParams(const LedgerEntry& e) {
   p.Text(e.consumer).Text(e.source).Text(e.event_id).Text(LedgerStateName(e.state)).Text(e.type);
   p.Text(e.subject).OptInt(e.subject_version).Int(e.input_schema_version).Int(e.result_version);
   p.OptInt(e.projection_version).Int(e.committed_at_ms).Int(e.duplicates);
-  p.OptInt(e.last_duplicate_at_ms).Text(e.adapter).Text(e.wrote_json);
+  p.OptInt(e.last_duplicate_at_ms).Text(e.adapter).Text(e.wrote_json).Text(e.traceparent);
+  p.Text(e.tracestate);
   return p;
 }
 
@@ -159,14 +160,14 @@ Connection& PgTransaction::Db() {
 void PgTransaction::FlushWrites() {
   static const std::string kLedgerRows =
       "INSERT INTO ledger(consumer, source, event_id, state, type, subject, adapter, wrote,"
-      " subject_version, input_schema_version, result_version, projection_version,"
-      " committed_at_ms, duplicates, last_duplicate_at_ms) SELECT * FROM unnest($1::text[], "
-      "$2::text[],"
-      " $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[],"
-      " $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[],"
-      " $15::bigint[])";
+      " traceparent, tracestate, subject_version, input_schema_version, result_version,"
+      " projection_version, committed_at_ms, duplicates, last_duplicate_at_ms)"
+      " SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],"
+      " $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[],"
+      " $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[],"
+      " $17::bigint[])";
   if (!ledger_inserts_.empty()) {
-    std::vector<std::string_view> text[8];
+    std::vector<std::string_view> text[10];
     std::vector<std::optional<int64_t>> number[7];
     for (const LedgerEntry& e : ledger_inserts_) {
       for (const auto& [column, value] : {std::pair{0, std::string_view(e.consumer)},
@@ -176,7 +177,9 @@ void PgTransaction::FlushWrites() {
                                           {4, e.type},
                                           {5, e.subject},
                                           {6, e.adapter},
-                                          {7, e.wrote_json}}) {
+                                          {7, e.wrote_json},
+                                          {8, e.traceparent},
+                                          {9, e.tracestate}}) {
         text[column].push_back(value);
       }
       number[0].push_back(e.subject_version);

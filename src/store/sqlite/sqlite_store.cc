@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS ledger(
   result_version INTEGER NOT NULL, projection_version INTEGER,
   committed_at_ms INTEGER NOT NULL, duplicates INTEGER NOT NULL DEFAULT 0,
   last_duplicate_at_ms INTEGER, adapter TEXT NOT NULL DEFAULT '', wrote TEXT NOT NULL DEFAULT '',
+  traceparent TEXT NOT NULL DEFAULT '', tracestate TEXT NOT NULL DEFAULT '',
   PRIMARY KEY(consumer, source, event_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS ledger_by_subject ON ledger(subject, consumer);
 CREATE TABLE IF NOT EXISTS projection(
@@ -561,13 +562,28 @@ constexpr const char* kCompensationColumns7 =
 constexpr const char* kLedgerColumns =
     "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
     "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms, "
-    "adapter, wrote";
-// The same from a ledger of layout 5 or older (a read-only open is not migrated): no adapter,
-// nothing recorded of what was written.
+    "adapter, wrote, traceparent, tracestate";
+// The same from a ledger of layout 9 or older (a read-only open is not migrated): no trace.
+constexpr const char* kLedgerColumnsBefore10 =
+    "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
+    "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms, "
+    "adapter, wrote, '', ''";
+// .. and of layout 5 or older: no adapter, nothing recorded of what was written.
 constexpr const char* kLedgerColumnsBefore6 =
     "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
     "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms, "
-    "'' AS adapter, '' AS wrote";
+    "'' AS adapter, '' AS wrote, '', ''";
+// A SELECT of ledger rows with the columns the store's layout has.
+struct LedgerSql {
+  explicit LedgerSql(const std::string& tail)
+      : now(std::string("SELECT ") + kLedgerColumns + tail),
+        before10(std::string("SELECT ") + kLedgerColumnsBefore10 + tail),
+        before6(std::string("SELECT ") + kLedgerColumnsBefore6 + tail) {}
+  const std::string& For(int64_t layout) const {
+    return layout >= 10 ? now : layout >= 6 ? before10 : before6;
+  }
+  std::string now, before10, before6;
+};
 constexpr const char* kDeferredColumns =
     "consumer, subject, subject_version, source, event_id, type, schema_version, "
     "expected_version, raw, received_at_ms, deadline_at_ms, route, input_index";
@@ -670,6 +686,8 @@ LedgerEntry ReadLedger(const Statement& s, Status& error) {
   e.last_duplicate_at_ms = s.OptionalInt(12);
   e.adapter = s.Text(13);
   e.wrote_json = s.Text(14);
+  e.traceparent = s.Text(15);
+  e.tracestate = s.Text(16);
   return e;
 }
 
@@ -1087,6 +1105,7 @@ class SqliteEngine {
       // A projection table of a store older than evident_schema lacks later columns.
       EVIDENT_RETURN_IF_ERROR(Exec(Schema()));
       EVIDENT_RETURN_IF_ERROR(AddLayout8Columns());
+      EVIDENT_RETURN_IF_ERROR(AddLayout10Columns());
       return Exec("INSERT INTO evident_schema(version) VALUES(" +
                   std::to_string(kSqliteLayoutVersion) + ");");
     }
@@ -1143,6 +1162,12 @@ class SqliteEngine {
       // The group tables (Schema() creates only what is missing).
       EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(9);"));
     }
+    if (layout <= 9) {
+      // Each receipt's trace context.
+      EVIDENT_RETURN_IF_ERROR(AddLayout10Columns());
+      EVIDENT_RETURN_IF_ERROR(Exec("INSERT INTO evident_schema(version) VALUES(10);"));
+    }
+    static_assert(kSqliteLayoutVersion == 10, "a new layout needs its step here");
     return Status::Ok();
   }
 
@@ -1159,6 +1184,11 @@ class SqliteEngine {
         Count("SELECT count(*) FROM pragma_table_info('gap') WHERE name='opened_at_ms'"));
     if (gap_is_8 == 0) EVIDENT_RETURN_IF_ERROR(Exec(kMigrateGap8));
     return Exec(std::string(kLayout8Schema) + "INSERT INTO evident_schema(version) VALUES(8);");
+  }
+
+  Status AddLayout10Columns() {
+    EVIDENT_RETURN_IF_ERROR(AddColumn("ledger", "traceparent", "TEXT NOT NULL DEFAULT ''"));
+    return AddColumn("ledger", "tracestate", "TEXT NOT NULL DEFAULT ''");
   }
 
   Status AddLayout8Columns() {
@@ -1308,12 +1338,8 @@ class SqliteEngine {
 
   Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
                                                 std::string_view event_id) {
-    static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
-                                    " FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3";
-    static const std::string kSqlBefore6 =
-        std::string("SELECT ") + kLedgerColumnsBefore6 +
-        " FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3";
-    Statement& s = Prepared(layout_ >= 6 ? kSql : kSqlBefore6);
+    static const LedgerSql kSql(" FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3");
+    Statement& s = Prepared(kSql.For(layout_));
     s.Bind(consumer).Bind(source).Bind(event_id);
     Status status;
     std::optional<LedgerEntry> out;
@@ -1327,7 +1353,8 @@ class SqliteEngine {
   // failed statement would abort it on PostgreSQL).
   Result<Insert> InsertLedger(const LedgerEntry& e) {
     static const std::string kSql = std::string("INSERT INTO ledger(") + kLedgerColumns +
-                                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)"
+                                    ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
+                                    "?16,?17)"
                                     " ON CONFLICT DO NOTHING";
     Statement& s = Prepared(kSql);
     EVIDENT_RETURN_IF_ERROR(s.Bind(e.consumer)
@@ -1345,6 +1372,8 @@ class SqliteEngine {
                                 .Bind(e.last_duplicate_at_ms)
                                 .Bind(e.adapter)
                                 .Bind(e.wrote_json)
+                                .Bind(e.traceparent)
+                                .Bind(e.tracestate)
                                 .Run());
     return sqlite3_changes(db_) == 1 ? Insert::kInserted : Insert::kAlreadyThere;
   }
@@ -2130,11 +2159,11 @@ class SqliteEngine {
                                                   std::string_view subject,
                                                   int64_t after_projection_version,
                                                   const std::vector<std::string>& types) {
-    static const std::string kSql = std::string("SELECT ") + kLedgerColumns +
-                                    " FROM ledger WHERE subject=?2 AND consumer=?1"
-                                    " AND state='applied' AND projection_version>?3"
-                                    " ORDER BY projection_version, committed_at_ms";
-    Statement& s = Prepared(kSql);
+    static const LedgerSql kSql(
+        " FROM ledger WHERE subject=?2 AND consumer=?1"
+        " AND state='applied' AND projection_version>?3"
+        " ORDER BY projection_version, committed_at_ms");
+    Statement& s = Prepared(kSql.For(layout_));
     s.Bind(consumer).Bind(subject).Bind(after_projection_version);
     Status status;
     std::optional<LedgerEntry> out;
@@ -2495,10 +2524,8 @@ class SqliteEngine {
     constexpr const char* kWhere =
         " FROM ledger INDEXED BY ledger_by_subject WHERE consumer=?1 AND subject=?2"
         " ORDER BY subject_version, committed_at_ms LIMIT ?3";
-    static const std::string kSql = std::string("SELECT ") + kLedgerColumns + kWhere;
-    static const std::string kSqlBefore6 = std::string("SELECT ") + kLedgerColumnsBefore6 + kWhere;
-    return Query<LedgerEntry>(layout_ >= 6 ? kSql : kSqlBefore6, {consumer, subject}, rows_max,
-                              ReadLedger);
+    static const LedgerSql kSql(kWhere);
+    return Query<LedgerEntry>(kSql.For(layout_), {consumer, subject}, rows_max, ReadLedger);
   }
   Result<Rows<DeferredEvent>> DeferredOf(std::string_view consumer, std::string_view subject,
                                          int64_t rows_max) {

@@ -164,6 +164,54 @@ TEST_F(SqliteStore, ALayout5LedgerReadsAndGainsTheReceiptColumns) {
   EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), kSqliteLayoutVersion);
 }
 
+// Layout 9 (receipts without their trace context) reads as it is, read-only, and gains the two
+// columns, its receipts kept, when opened for writing.
+TEST_F(SqliteStore, ALayout9LedgerReadsAndGainsTheTraceColumns) {
+  LedgerEntry e;
+  e.consumer = "c";
+  e.source = "s";
+  e.event_id = "e1";
+  e.type = "t";
+  e.subject = "x";
+  e.subject_version = 1;
+  e.input_schema_version = 1;
+  e.result_version = 1;
+  e.adapter = "a21";
+  e.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  {
+    auto store = OpenSqliteStore(path_.string()).value();
+    auto tx = store->Begin().value();
+    ASSERT_TRUE(tx->InsertLedger(e).ok());
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  ExecSql(
+      "ALTER TABLE ledger DROP COLUMN traceparent; ALTER TABLE ledger DROP COLUMN tracestate;"
+      "UPDATE evident_schema SET version=9;");
+  ASSERT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 9);
+  {
+    auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
+    ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
+    auto snapshot = (*read_only)->Read().value();
+    auto of = snapshot->LedgerOf("c", "x");
+    ASSERT_TRUE(of.ok()) << of.status().ToString();
+    ASSERT_EQ(of->rows.size(), 1u);
+    EXPECT_EQ(of->rows[0].adapter, "a21");
+    EXPECT_EQ(of->rows[0].traceparent, "");
+  }
+  {
+    auto store = OpenSqliteStore(path_.string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    e.event_id = "e2";
+    auto tx = (*store)->Begin().value();
+    ASSERT_TRUE(tx->InsertLedger(e).ok());
+    ASSERT_TRUE(tx->Commit().ok());
+    auto snapshot = (*store)->Read().value();
+    EXPECT_EQ(snapshot->FindLedger("c", "s", "e1").value()->traceparent, "");
+    EXPECT_EQ(snapshot->FindLedger("c", "s", "e2").value()->traceparent, e.traceparent);
+  }
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), kSqliteLayoutVersion);
+}
+
 // Layout 4 (before effects) opens read-only with no intents and no compensations, and gains
 // their tables, its rows kept, when opened for writing.
 TEST_F(SqliteStore, ALayout4StoreGainsTheEffectTables) {
