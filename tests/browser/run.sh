@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The operator page's browser test as ctest runs it: installs puppeteer-core from the lock file
+# The operator page's browser test (and the progress bar's picture, progress_screenshot.mjs) as
+# ctest runs them: installs puppeteer-core from the lock file
 # (npm ci, into tests/browser/node_modules, only when the lock changed) and runs the test on the
 # binary given. Chromium comes from Debian (scripts/install-deps.sh test).
 #   tests/browser/run.sh /path/to/evident
@@ -12,3 +13,4 @@ if ! cmp -s package-lock.json "$stamp" 2>/dev/null; then
   cp package-lock.json "$stamp"
 fi
 EVIDENT_BIN="$1" node operator_page.test.mjs
+EVIDENT_BIN="$1" node progress_screenshot.mjs
