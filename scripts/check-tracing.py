@@ -7,7 +7,9 @@ carrying a W3C traceparent and a tracestate; `relay --once` to a file; `consume`
 relay wrote; `effects run`; `evidence`. Checks that the receipt and the evidence keep each
 event's traceparent and tracestate, that the stock service got a traceparent of the event's
 trace whose parent is evident's effect span, and that the receiver holds an `evident.relay`, an
-`evident.decide` and an `evident.effect` span tied to the event's trace.
+`evident.decide` and an `evident.effect` span tied to the event's trace. Then the same events
+go through a NATS JetStream server (scripts/nats.sh: started here, stopped after) from the relay
+to `consume --from`, and their receipts keep their trace context too.
 
 Usage: check-tracing.py EVIDENT_BINARY
 """
@@ -84,6 +86,34 @@ def spans_of(collector):
     return spans
 
 
+def through_jetstream(binary, work, env, contracts, config, by_id):
+    """The same events through a real broker: a NATS JetStream server (scripts/nats.sh)."""
+    nats_dir = work / "nats"
+    started = subprocess.run(["bash", str(ROOT / "scripts" / "nats.sh"), "start", str(nats_dir)],
+                             capture_output=True, text=True, timeout=60)
+    if started.returncode != 0:
+        print("# nats-server did not start:\n" + started.stdout + started.stderr)
+        raise SystemExit(1)
+    url = started.stdout.strip()
+    try:
+        run(binary, ["outbox", "append", "--store", "sqlite:producer-js.db", "--contracts",
+                     contracts, "events.ndjson"], work, env)
+        run(binary, ["relay", "--store", "sqlite:producer-js.db", "--to", url, "--stream", "TRACES",
+                     "--once"], work, env)
+        run(binary, ["consume", "--config", config, "--store", "sqlite:consumer-js.db", "--from",
+                     url, "--stream", "TRACES", "--until-idle", "2"], work, env)
+        packet = json.loads(run(binary, ["evidence", "order-420", "--store",
+                                         "sqlite:consumer-js.db", "--format", "json"], work, env))
+        applied = [a for c in packet["consumers"] for a in c.get("applied", [])]
+        check(applied and all(a["traceparent"] == by_id[a["id"]]["traceparent"] and
+                              a["tracestate"] == TRACESTATE for a in applied),
+              "through JetStream, each receipt keeps its event's trace context (%d applied)" %
+              len(applied))
+    finally:
+        subprocess.run(["bash", str(ROOT / "scripts" / "nats.sh"), "stop", str(nats_dir)],
+                       capture_output=True, timeout=60)
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     collector, stock = Recorder(), Recorder()
@@ -145,6 +175,7 @@ def main():
         paid = [e for e in events if e["type"].endswith(".paid")][-1]
         check(len(effect) == 1 and effect[0].get("parentSpanId") == paid["traceparent"].split("-")[2],
               "the effect span's parent is the span of the event that triggered it")
+        through_jetstream(binary, work, env, contracts, config, by_id)
         for name in ("evident.relay", "evident.decide"):
             linked = [s for s in spans if s["name"] == name and
                       any(link["traceId"] == TRACE_ID for link in s["links"])]
