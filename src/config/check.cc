@@ -243,6 +243,7 @@ std::vector<ConfigProblem> CheckConfigText(std::string_view yaml_text, const std
   std::vector<ConfigProblem> problems;
   SchemaProblems(path, *root, problems);
   std::vector<ConfigProblem> parsed;
+  if (!root->IsMap()) return problems;  // the schema said what it is; nothing more to parse
   const Result<Config> config = ConfigFromYaml(yaml_text, base_dir, path, {.problems = &parsed});
   if (!config.ok() && parsed.empty()) {
     parsed.push_back(config::ProblemFromMessage("CONFIG_INVALID", path, config.status().message()));

@@ -185,6 +185,19 @@ TEST_F(ConfigCheck, NotYamlIsOneProblemAtItsLine) {
   EXPECT_NE(problems[0].message.find("duplicate key 'linger_ms'"), std::string::npos);
 }
 
+TEST_F(ConfigCheck, AMissingContractsDirectoryIsNamedAtItsLine) {
+  const std::vector<ConfigProblem> problems =
+      Check("linger_ms: 5\ncontracts: nowhere\nconsumers:\n  - id: fulfillment\n");
+  ASSERT_EQ(problems.size(), 1u) << Describe(problems);
+  EXPECT_EQ(problems[0].line, 2);
+  EXPECT_NE(problems[0].message.find("no contracts directory at " + dir_ + "/nowhere"),
+            std::string::npos)
+      << Describe(problems);
+  // Not a mapping at all: the schema says so, once.
+  EXPECT_EQ(Check("").size(), 1u);
+  EXPECT_EQ(Check("- a\n- b\n").size(), 1u);
+}
+
 TEST_F(ConfigCheck, AnUnreadableFileIsOneProblem) {
   const std::vector<ConfigProblem> problems = CheckConfig(dir_ + "/missing.yaml");
   ASSERT_EQ(problems.size(), 1u) << Describe(problems);

@@ -983,6 +983,11 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
                                    })));
   if (config.contracts_dir.empty()) return Problems(origin, sink);
   Result<ContractsDir> contracts = LoadContractsDir(config.contracts_dir);
+  if (!contracts.ok() && contracts.status().code() == Code::kNotFound) {
+    // The directory itself is missing: the `contracts:` line is where to look.
+    contracts = Status::NotFound(origin + ":" + std::to_string(root["contracts"].Mark().line + 1) +
+                                 ": " + contracts.status().message());
+  }
   EVIDENT_RETURN_IF_ERROR(sink.Add(origin, contracts.status()));
   if (!contracts.ok()) return Problems(origin, sink);
   config.contracts = std::move(contracts).value();
