@@ -67,8 +67,11 @@ struct OtlpOptions {
   std::string service_name = "evident";
   size_t queue_spans_max = 4096;  // beyond it new spans are dropped and counted
   size_t batch_spans_max = 512;   // spans per request
-  int64_t linger_ms = 1000;       // a partial batch is sent after this long
-  int64_t timeout_ms = 5000;      // per request
+  int64_t linger_ms = 1000;       // a partial batch is sent after this long (1 .. 60,000)
+  int64_t timeout_ms = 5000;      // per request (1 .. 60,000)
+  // Close sends what is queued for at most this long; what is left then is dropped (counted),
+  // so a stopping process is never held up by a collector that does not answer.
+  int64_t close_ms_max = 5000;
 };
 
 struct OtlpStats {
@@ -82,7 +85,7 @@ class OtlpTracer final : public Tracer {
  public:
   // kInvalidArgument for an endpoint that is not an http(s) URL.
   static Result<std::unique_ptr<OtlpTracer>> Open(OtlpOptions options);
-  // Sends what is queued (for at most one request timeout), then stops.
+  // Close, unless done.
   ~OtlpTracer() override;
   OtlpTracer(const OtlpTracer&) = delete;
   OtlpTracer& operator=(const OtlpTracer&) = delete;
@@ -90,6 +93,8 @@ class OtlpTracer final : public Tracer {
   void Record(Span span) override;
   // Sends every queued span now and waits for it (at most the request timeout per batch).
   void Flush();
+  // Sends what is queued, for at most close_ms_max, and stops; later spans are dropped.
+  void Close();
   OtlpStats stats() const;
 
  private:

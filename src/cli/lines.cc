@@ -224,7 +224,7 @@ Result<std::unique_ptr<OtlpTracer>> OpenTracer(const std::string& endpoint, cons
 
 void CloseTracer(std::unique_ptr<OtlpTracer> tracer, std::string_view command) {
   if (tracer == nullptr) return;
-  tracer->Flush();
+  tracer->Close();  // what is queued, for at most OtlpOptions::close_ms_max
   const OtlpStats stats = tracer->stats();
   if (stats.failed > 0 || stats.dropped > 0) {
     std::cerr << "evident " << command << ": " << stats.exported << " span(s) exported, "

@@ -74,6 +74,7 @@ constexpr size_t kConfigBytesMax = 16u << 20;
 // The converted document's size: aliases can make a small file name a huge tree (the "billion
 // laughs"), so the walk stops here instead of running out of time or memory.
 constexpr size_t kJsonNodesMax = 1'000'000;
+constexpr size_t kJsonBytesMax = size_t{64} << 20;
 constexpr int kDepthMax = 64;
 constexpr size_t kSchemaErrorsMax = 200;
 
@@ -83,9 +84,10 @@ class JsonOfYaml {
  public:
   // False when the document is too large or too deep (`why` says which).
   bool Append(const YAML::Node& node, int depth, std::string& out, std::string& why) {
-    if (++nodes_ > kJsonNodesMax) {
-      why = "it expands to more than " + std::to_string(kJsonNodesMax) +
-            " values (aliases naming aliases?); nothing larger is checked";
+    if (++nodes_ > kJsonNodesMax || out.size() > kJsonBytesMax) {
+      why = "it expands to more than " + std::to_string(kJsonNodesMax) + " values or " +
+            std::to_string(kJsonBytesMax >> 20) +
+            " MiB (aliases naming aliases?); nothing larger is checked";
       return false;
     }
     if (depth > kDepthMax) {
@@ -174,20 +176,22 @@ std::shared_ptr<const schema::Schema> ConfigSchema() {
   return compiled;
 }
 
-// What the schema says of the document, each problem at the line of what it concerns.
-void SchemaProblems(const std::string& path, const YAML::Node& root,
-                    std::vector<ConfigProblem>& problems) {
+// What the schema says of the document, each problem at the line of what it concerns; the
+// lines of the values it found wrong go to `pinpointed` (a missing member is its object's, which
+// may hold other problems). False when the document is too large to look at further.
+bool SchemaProblems(const std::string& path, const YAML::Node& root,
+                    std::vector<ConfigProblem>& problems, std::vector<int64_t>& pinpointed) {
   std::string json;
   std::string why;
   if (!JsonOfYaml().Append(root, 0, json, why)) {
-    problems.push_back({"CONFIG_SCHEMA", path, 0, "not checked against the schema: " + why});
-    return;
+    problems.push_back({"CONFIG_SCHEMA", path, 0, "not checked: " + why});
+    return false;
   }
   const std::shared_ptr<const schema::Schema> compiled = ConfigSchema();
-  if (compiled == nullptr) return;
+  if (compiled == nullptr) return true;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (parser.parse(json).get(doc) != simdjson::SUCCESS) return;  // written above: cannot happen
+  if (parser.parse(json).get(doc) != simdjson::SUCCESS) return true;  // written above
   const schema::Output output = compiled->Validate(doc, kSchemaErrorsMax);
   for (const schema::Error& error : output.errors) {
     const std::string where = error.instance_location.empty() ? "/" : error.instance_location;
@@ -196,11 +200,15 @@ void SchemaProblems(const std::string& path, const YAML::Node& root,
     const bool seen = std::any_of(problems.begin(), problems.end(), [&](const ConfigProblem& p) {
       return p.line == problem.line && p.message == problem.message;
     });
+    if (error.keyword_location.find("required") == std::string::npos) {
+      pinpointed.push_back(problem.line);
+    }
     if (!seen) problems.push_back(std::move(problem));
   }
   if (output.budget_exceeded) {
     problems.push_back({"CONFIG_SCHEMA", path, 0, "the schema check ran out of its step budget"});
   }
+  return true;
 }
 
 // `contracts lint` of the contracts directory the configuration names, when it names one.
@@ -241,19 +249,20 @@ std::vector<ConfigProblem> CheckConfigText(std::string_view yaml_text, const std
     return {config::ProblemFromMessage("CONFIG_SYNTAX", path, root.status().message())};
   }
   std::vector<ConfigProblem> problems;
-  SchemaProblems(path, *root, problems);
+  std::vector<int64_t> pinpointed;
+  // Too large to look at (aliases), or not a mapping: the schema's word is all there is to say.
+  if (!SchemaProblems(path, *root, problems, pinpointed) || !root->IsMap()) return problems;
   std::vector<ConfigProblem> parsed;
-  if (!root->IsMap()) return problems;  // the schema said what it is; nothing more to parse
   const Result<Config> config = ConfigFromYaml(yaml_text, base_dir, path, {.problems = &parsed});
   if (!config.ok() && parsed.empty()) {
     parsed.push_back(config::ProblemFromMessage("CONFIG_INVALID", path, config.status().message()));
   }
-  // The schema said it first: a parse problem on a line the schema flagged repeats it.
+  // The schema said it first: a parse problem on the line of a value the schema found wrong
+  // repeats it.
   for (ConfigProblem& problem : parsed) {
-    const bool flagged = problem.line > 0 &&
-                         std::any_of(problems.begin(), problems.end(), [&](const ConfigProblem& p) {
-                           return p.file == problem.file && p.line == problem.line;
-                         });
+    const bool flagged =
+        problem.line > 0 && problem.file == path &&
+        std::find(pinpointed.begin(), pinpointed.end(), problem.line) != pinpointed.end();
     if (!flagged) problems.push_back(std::move(problem));
   }
   LintProblems(base_dir, *root, problems);

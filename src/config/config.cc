@@ -49,6 +49,8 @@ class Sink {
       part();
       return true;
     }
+    // Enough to read: a hostile file (aliases repeating one bad entry) is not parsed further.
+    if (problems_->size() >= kProblemsMax) return false;
     try {
       part();
       return true;
@@ -70,6 +72,7 @@ class Sink {
   size_t recorded() const { return problems_ == nullptr ? 0 : problems_->size(); }
 
  private:
+  static constexpr size_t kProblemsMax = 1000;
   std::vector<ConfigProblem>* problems_;
 };
 

@@ -101,6 +101,17 @@ bool ConditionsHold(const std::vector<PayloadCondition>& when, const EventView& 
   });
 }
 
+std::string_view TracestateOf(const EventView& event) {
+  std::string_view text;
+  if (!event.root.is_object() || event.root["tracestate"].get(text) != simdjson::SUCCESS ||
+      text.size() > kTracestateBytesMax) {
+    return {};
+  }
+  const bool printable =
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+  return printable ? text : std::string_view();
+}
+
 std::string CloudEventJson(const EventView& event) {
   const Profile* p = event.profile;
   if (p == nullptr || (p->passthrough && p->attribute_pointers.empty() && p->constants.empty() &&
@@ -119,6 +130,7 @@ std::string CloudEventJson(const EventView& event) {
   optional_text("datacontenttype", event.datacontenttype);
   optional_text("dataschema", event.dataschema);
   optional_text("traceparent", event.traceparent);  // the distributed-tracing extension
+  if (event.traceparent && !TracestateOf(event).empty()) w.Field("tracestate", TracestateOf(event));
   if (event.schemaversion) w.Key("schemaversion").Int(*event.schemaversion);
   if (event.subjectversion) w.Key("subjectversion").Int(*event.subjectversion);
   if (event.data) w.Key("data").Raw(simdjson::to_string(*event.data));

@@ -9,6 +9,7 @@
 
 #include "evident/config.h"
 #include "evident/envelope.h"
+#include "evident/store_decisions.h"
 
 namespace evident {
 
@@ -32,6 +33,11 @@ bool ConditionsHold(const std::vector<PayloadCondition>& when, const EventView& 
 // The event as CloudEvents structured JSON: its own bytes when they are that already (the
 // cloudevents profile), else the envelope rebuilt from what the profile read.
 std::string CloudEventJson(const EventView& event);
+
+// The event's `tracestate` (CloudEvents distributed tracing) as evident keeps and passes it on:
+// printable ASCII up to kTracestateBytesMax, else nothing (W3C Trace Context: vendors' entries,
+// never a reason to refuse the event).
+std::string_view TracestateOf(const EventView& event);
 
 // For every effect and compensation of `consumer` that `event` triggers by type and payload
 // conditions (states are known only once applied, so not checked here): the first key that

@@ -988,19 +988,6 @@ static std::optional<int64_t> SubjectVersionOf(const ConsumerContract& contract,
   return std::nullopt;
 }
 
-// The event's tracestate as its receipt keeps it: printable ASCII up to kTracestateBytesMax,
-// else nothing (W3C Trace Context: vendors' entries, never a reason to refuse the event).
-static std::string_view Tracestate(const EventView& event) {
-  std::string_view text;
-  if (!event.root.is_object() || event.root["tracestate"].get(text) != simdjson::SUCCESS ||
-      text.size() > kTracestateBytesMax) {
-    return {};
-  }
-  const bool printable =
-      std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
-  return printable ? text : std::string_view();
-}
-
 // The receipt of an applied event, every field assigned (its strings keep their capacity from
 // the previous event); what the step wrote is added by the caller.
 static void AssignReceipt(const ConsumerContract& contract, const EventView& event,
@@ -1022,7 +1009,7 @@ static void AssignReceipt(const ConsumerContract& contract, const EventView& eve
   receipt.adapter.assign(d.adapter);
   receipt.wrote_json.clear();
   receipt.traceparent.assign(event.traceparent.value_or(std::string_view()));
-  receipt.tracestate.assign(Tracestate(event));
+  receipt.tracestate.assign(TracestateOf(event));
 }
 
 Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consumer,

@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <string_view>
 
 #include "evident/contract.h"
@@ -25,6 +26,13 @@ Result<YAML::Node> LoadYaml(std::string_view yaml_text, std::string_view origin,
 // and sequence is walked once (an alias is the very node it names, so it is not walked again),
 // with one hash set per mapping, and without recursion, so deep nesting cannot exhaust the stack.
 Status CheckUniqueKeys(const YAML::Node& root, std::string_view origin);
+
+// The document's size with every alias expanded (bytes of scalar text, plus one per node),
+// measured once per collection, without expanding anything: InvalidArgument beyond
+// kYamlExpandedBytesMax, or for an alias inside the node it names. LoadYaml checks it, so no
+// small file (aliases of aliases, or of one large scalar) can make a reader build a huge tree.
+inline constexpr uint64_t kYamlExpandedBytesMax = uint64_t{64} << 20;
+Status CheckExpandedSize(const YAML::Node& root, std::string_view origin);
 
 // Parses one consumer contract from `root`; `origin` names the file in messages. Besides the
 // contract's own keys, `projection` and `guards` are allowed (and ignored here). `root` must come

@@ -1,5 +1,6 @@
 // Loading YAML for evident's readers: syntax errors and repeated keys become InvalidArgument.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -39,7 +40,81 @@ Status CheckMapping(const YAML::Node& mapping, std::string_view origin,
   return Status::Ok();
 }
 
+// One collection being measured: its children, the next to look at, the size so far.
+struct Measuring {
+  YAML::Node node;
+  std::vector<YAML::Node> children;
+  size_t next = 0;
+  uint64_t size = 1;
+};
+
+void StartMeasuring(const YAML::Node& node, std::vector<Measuring>& stack) {
+  Measuring m;
+  m.node.reset(node);
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      m.children.push_back(entry.first);
+      m.children.push_back(entry.second);
+    }
+  } else {
+    for (const YAML::Node& item : node) m.children.push_back(item);
+  }
+  stack.push_back(std::move(m));
+}
+
 }  // namespace
+
+Status CheckExpandedSize(const YAML::Node& root, std::string_view origin) {
+  const auto too_large = [&] {
+    return Status::InvalidArgument(
+        std::string(origin) + ": the document expands (through its aliases) to more than " +
+        std::to_string(kYamlExpandedBytesMax >> 20) + " MiB; no reader of evident expands it");
+  };
+  std::unordered_map<int64_t, uint64_t> measured;  // by collection: its expanded size
+  std::unordered_set<int64_t> open;                // collections on the stack
+  std::vector<Measuring> stack;
+  // The size of `node` when it is known (a scalar, a collection measured before), else it is
+  // pushed to be measured; nullopt also for an alias of a collection that contains it.
+  const auto size_of = [&](const YAML::Node& node, bool& cycle) -> std::optional<uint64_t> {
+    if (!node.IsMap() && !node.IsSequence()) {
+      return 1 + (node.IsScalar() ? node.Scalar().size() : 0);
+    }
+    const int64_t key = CollectionKey(node);
+    if (const auto found = measured.find(key); found != measured.end()) return found->second;
+    if (!open.insert(key).second) {
+      cycle = true;
+      return std::nullopt;
+    }
+    StartMeasuring(node, stack);
+    return std::nullopt;
+  };
+  bool cycle = false;
+  std::optional<uint64_t> total = size_of(root, cycle);
+  while (!stack.empty() && !cycle) {
+    const size_t top = stack.size() - 1;
+    if (stack[top].next < stack[top].children.size()) {
+      const YAML::Node child = stack[top].children[stack[top].next++];
+      if (const std::optional<uint64_t> size = size_of(child, cycle)) stack[top].size += *size;
+    } else {
+      const uint64_t size = stack[top].size;
+      const int64_t key = CollectionKey(stack[top].node);
+      measured[key] = size;
+      open.erase(key);
+      stack.pop_back();
+      if (stack.empty()) {
+        total = size;
+      } else {
+        stack.back().size += size;
+      }
+    }
+    if (!stack.empty() && stack.back().size > kYamlExpandedBytesMax) return too_large();
+  }
+  if (cycle) {
+    return Status::InvalidArgument(std::string(origin) + ": an alias names a node that holds it");
+  }
+  if (total.value_or(0) > kYamlExpandedBytesMax) return too_large();
+  return Status::Ok();
+}
 
 Status CheckUniqueKeys(const YAML::Node& root, std::string_view origin) {
   std::vector<YAML::Node> pending{root};
@@ -67,6 +142,7 @@ Result<YAML::Node> LoadYaml(std::string_view yaml_text, std::string_view origin,
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(std::string(origin) + ": " + e.what());
   }
+  if (Status size = CheckExpandedSize(root, origin); !size.ok()) return size;
   Status unique = CheckUniqueKeys(root, origin);
   if (!unique.ok()) {
     if (problem != nullptr) *problem = ContractProblem::kDuplicateKey;

@@ -32,6 +32,16 @@ std::pair<std::string, std::string> EventTrace(const std::string& request) {
   return {std::string(traceparent), std::string(tracestate)};
 }
 
+// The host (and port) of `url`: never its user info, path or query, where secrets may be.
+std::string ServerAddress(std::string_view url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return {};
+  std::string_view rest = url.substr(scheme + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  const size_t at = rest.rfind('@');
+  return std::string(at == std::string_view::npos ? rest : rest.substr(at + 1));
+}
+
 // The attempt's span and the call's trace headers: with a tracer, a child of the event's span
 // whose id goes out as the call's traceparent (a new trace for an event without one); without,
 // the event's own traceparent passed on as it came.
@@ -56,7 +66,7 @@ Span AttemptSpan(const Tracer* tracer, const EffectIntent& intent, const EffectC
                      {"evident.key", intent.key},
                      {"evident.consumer", intent.consumer},
                      {"evident.subject", intent.subject},
-                     {"url.full", effect.target.url}};
+                     {"server.address", ServerAddress(effect.target.url)}};
   span.int_attributes = {{"evident.attempt", intent.attempts}};
   return span;
 }

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <sys/random.h>
 
+#include <atomic>
 #include <cassert>
 #include <chrono>
 #include <condition_variable>
@@ -78,6 +79,15 @@ size_t DiscardBody(char* /*data*/, size_t size, size_t count, void* /*user*/) {
   return size * count;
 }
 
+// libcurl's progress callback (about once a second, or sooner): a request still running when
+// Close's time is up is given up.
+int AbortWhenClosed(void* stop_by_ns, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const int64_t deadline = static_cast<std::atomic<int64_t>*>(stop_by_ns)->load();
+  return deadline != 0 && std::chrono::steady_clock::now().time_since_epoch().count() >= deadline
+             ? 1
+             : 0;
+}
+
 }  // namespace
 
 std::optional<TraceContext> TraceContext::Parse(std::string_view t) {
@@ -132,13 +142,16 @@ struct OtlpTracer::Impl {
   std::condition_variable settled;  // Flush: the queue is empty and nothing in flight
   std::deque<Span> queue;
   bool stopping = false;
+  bool closed = false;
+  std::chrono::steady_clock::time_point stop_by;  // once stopping: when what is left is dropped
+  std::atomic<int64_t> stop_by_ticks{0};  // the same, for libcurl's callback; 0 until stopping
   int64_t flushes_asked = 0, flushes_done = 0;
   bool sending = false;
   OtlpStats stats;
   std::thread sender;
 
-  // One request of `batch`; the outcome counted.
-  void Send(const std::vector<Span>& batch) {
+  // One request of `batch`, within `timeout_ms`; the outcome counted.
+  void Send(const std::vector<Span>& batch, int64_t timeout_ms) {
     const std::string body = OtlpJson(batch, options.service_name);
     std::string error;
     std::unique_ptr<CURL, void (*)(CURL*)> h(curl_easy_init(), &curl_easy_cleanup);
@@ -152,9 +165,12 @@ struct OtlpTracer::Impl {
       curl_easy_setopt(h.get(), CURLOPT_POSTFIELDS, body.data());
       curl_easy_setopt(h.get(), CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
       curl_easy_setopt(h.get(), CURLOPT_HTTPHEADER, headers);
-      curl_easy_setopt(h.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout_ms));
+      curl_easy_setopt(h.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
       curl_easy_setopt(h.get(), CURLOPT_WRITEFUNCTION, &DiscardBody);
       curl_easy_setopt(h.get(), CURLOPT_PROTOCOLS_STR, "http,https");
+      curl_easy_setopt(h.get(), CURLOPT_NOPROGRESS, 0L);
+      curl_easy_setopt(h.get(), CURLOPT_XFERINFOFUNCTION, &AbortWhenClosed);
+      curl_easy_setopt(h.get(), CURLOPT_XFERINFODATA, static_cast<void*>(&stop_by_ticks));
       const CURLcode rc = curl_easy_perform(h.get());
       if (rc != CURLE_OK) {
         error = curl_easy_strerror(rc);
@@ -182,11 +198,22 @@ struct OtlpTracer::Impl {
       wake.wait_until(lock, due, [&] {
         return stopping || flushes_asked > flushes_done || queue.size() >= options.batch_spans_max;
       });
+      const auto now = std::chrono::steady_clock::now();
+      if (stopping && now >= stop_by) {
+        stats.dropped += static_cast<int64_t>(queue.size());  // out of time to close
+        queue.clear();
+      }
       if (queue.empty()) {
         flushes_done = flushes_asked;
         settled.notify_all();
         if (stopping) return;
         continue;
+      }
+      int64_t timeout_ms = options.timeout_ms;
+      if (stopping) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(stop_by - now).count();
+        timeout_ms = std::max<int64_t>(1, std::min<int64_t>(timeout_ms, left));
       }
       const size_t n = std::min(queue.size(), options.batch_spans_max);
       std::vector<Span> batch(std::make_move_iterator(queue.begin()),
@@ -194,7 +221,7 @@ struct OtlpTracer::Impl {
       queue.erase(queue.begin(), queue.begin() + static_cast<long>(n));
       sending = true;
       lock.unlock();
-      Send(batch);
+      Send(batch, timeout_ms);
       lock.lock();
       sending = false;
     }
@@ -209,9 +236,11 @@ Result<std::unique_ptr<OtlpTracer>> OtlpTracer::Open(OtlpOptions options) {
     return Status::InvalidArgument("the OTLP endpoint must be an http:// or https:// URL: '" + e +
                                    "'");
   }
-  if (options.batch_spans_max == 0 || options.queue_spans_max == 0 || options.linger_ms < 0 ||
-      options.timeout_ms < 1) {
-    return Status::InvalidArgument("OTLP batch, queue and timeout must be positive");
+  if (options.batch_spans_max == 0 || options.queue_spans_max == 0 || options.linger_ms < 1 ||
+      options.linger_ms > 60'000 || options.timeout_ms < 1 || options.timeout_ms > 60'000 ||
+      options.close_ms_max < 0) {
+    return Status::InvalidArgument(
+        "OTLP batch and queue sizes must be positive, linger and timeout from 1 to 60000 ms");
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);  // thread-safe in Debian 12's libcurl 7.88
   auto impl = std::make_unique<Impl>();
@@ -224,10 +253,17 @@ Result<std::unique_ptr<OtlpTracer>> OtlpTracer::Open(OtlpOptions options) {
   return std::unique_ptr<OtlpTracer>(new OtlpTracer(std::move(impl)));
 }
 
-OtlpTracer::~OtlpTracer() {
+OtlpTracer::~OtlpTracer() { Close(); }
+
+void OtlpTracer::Close() {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->closed) return;
+    impl_->closed = true;
     impl_->stopping = true;
+    impl_->stop_by =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(impl_->options.close_ms_max);
+    impl_->stop_by_ticks = std::max<int64_t>(1, impl_->stop_by.time_since_epoch().count());
   }
   impl_->wake.notify_all();
   impl_->sender.join();
@@ -237,7 +273,7 @@ void OtlpTracer::Record(Span span) {
   if (span.links.size() > kSpanLinksMax) span.links.resize(kSpanLinksMax);
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    if (impl_->queue.size() >= impl_->options.queue_spans_max) {
+    if (impl_->stopping || impl_->queue.size() >= impl_->options.queue_spans_max) {
       ++impl_->stats.dropped;
       return;
     }

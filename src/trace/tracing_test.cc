@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -180,8 +181,42 @@ TEST(OtlpTracer, ACollectorsRefusalIsCountedAsFailed) {
   EXPECT_EQ(receiver.paths()[0], "POST /v1/traces HTTP/1.1");
 }
 
-TEST(OtlpTracer, RefusesAnEndpointThatIsNotHttp) {
+TEST(OtlpTracer, RefusesAnEndpointThatIsNotHttpAndLimitsOutOfRange) {
   EXPECT_FALSE(OtlpTracer::Open({.endpoint = "grpc://127.0.0.1:4317"}).ok());
+  EXPECT_FALSE(OtlpTracer::Open({.endpoint = "http://127.0.0.1:1", .linger_ms = 0}).ok());
+  EXPECT_FALSE(OtlpTracer::Open({.endpoint = "http://127.0.0.1:1", .timeout_ms = 0}).ok());
+}
+
+// A collector that takes connections and never answers holds a closing process up for
+// close_ms_max at most: what is left is dropped, and counted.
+TEST(OtlpTracer, CloseIsBoundedByACollectorThatNeverAnswers) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), size), 0);
+  ASSERT_EQ(::listen(fd, 64), 0);  // connections complete in the backlog; nothing answers
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  auto tracer =
+      OtlpTracer::Open({.endpoint = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)),
+                        .batch_spans_max = 100,
+                        .linger_ms = 60'000,
+                        .timeout_ms = 10'000,
+                        .close_ms_max = 300});
+  ASSERT_TRUE(tracer.ok());
+  for (int i = 0; i < 600; ++i) (*tracer)->Record(SomeSpan("evident.decide"));
+  const auto start = std::chrono::steady_clock::now();
+  (*tracer)->Close();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 5.0);  // 0.3 s asked; six requests of 10 s each would be a minute
+  const OtlpStats stats = (*tracer)->stats();
+  EXPECT_EQ(stats.exported, 0);
+  EXPECT_EQ(stats.failed + stats.dropped, 600);
+  (*tracer)->Record(SomeSpan("evident.decide"));  // after Close: dropped, never sent
+  EXPECT_EQ((*tracer)->stats().dropped, stats.dropped + 1);
+  ::close(fd);
 }
 
 }  // namespace
