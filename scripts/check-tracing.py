@@ -9,7 +9,8 @@ event's traceparent and tracestate, that the stock service got a traceparent of 
 trace whose parent is evident's effect span, and that the receiver holds an `evident.relay`, an
 `evident.decide` and an `evident.effect` span tied to the event's trace. Then the same events
 go through a NATS JetStream server (scripts/nats.sh: started here, stopped after) from the relay
-to `consume --from`, and their receipts keep their trace context too.
+to `consume --from`, and their receipts keep their trace context too; and an event posted to
+`evident serve --otlp-endpoint` is decided in a batch whose span joins the event's trace.
 
 Usage: check-tracing.py EVIDENT_BINARY
 """
@@ -26,6 +27,7 @@ import threading
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACESTATE = "vendor=opaque,other=1"
+SERVE_TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 
 
 class Recorder(http.server.ThreadingHTTPServer):
@@ -114,6 +116,37 @@ def through_jetstream(binary, work, env, contracts, config, by_id):
                        capture_output=True, timeout=60)
 
 
+def through_serve(binary, work, env, config, collector):
+    """The daemon: an event posted to `evident serve --otlp-endpoint` is decided in a batch whose
+    span is a child of the event's trace, exported before the daemon exits on SIGTERM."""
+    import re
+    import signal
+    import urllib.request
+    event = {"specversion": "1.0", "id": "evt-serve-1", "source": "training://orders/checkout",
+             "type": "order.status.changed", "subject": "order-900",
+             "traceparent": "00-%s-00000000000000aa-01" % SERVE_TRACE_ID,
+             "data": {"schemaVersion": 1, "orderId": "order-900", "status": "paid"}}
+    daemon = subprocess.Popen([binary, "serve", "--config", config, "--store", "sqlite:served.db",
+                               "--listen", "127.0.0.1:0", "--no-effects", "--otlp-endpoint",
+                               collector.url], cwd=work, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        line = daemon.stderr.readline()
+        port = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        check(port is not None, "serve listens: " + line.strip())
+        request = urllib.request.Request(
+            "http://127.0.0.1:%s/events" % port.group(1), data=json.dumps(event).encode(),
+            headers={"Content-Type": "application/cloudevents+json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            check(answer.status == 200, "serve answered the event 200")
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=60)
+    check(daemon.returncode == 0, "serve exits 0 on SIGTERM (%s)" % daemon.returncode)
+    decided = [s for s in spans_of(collector) if s["name"] == "evident.decide" and
+               s["traceId"] == SERVE_TRACE_ID and s.get("parentSpanId") == "00000000000000aa"]
+    check(len(decided) == 1, "serve's decision batch span is a child of the posted event's span")
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     collector, stock = Recorder(), Recorder()
@@ -176,6 +209,7 @@ def main():
         check(len(effect) == 1 and effect[0].get("parentSpanId") == paid["traceparent"].split("-")[2],
               "the effect span's parent is the span of the event that triggered it")
         through_jetstream(binary, work, env, contracts, config, by_id)
+        through_serve(binary, work, env, config, collector)
         for name in ("evident.relay", "evident.decide"):
             linked = [s for s in spans if s["name"] == name and
                       any(link["traceId"] == TRACE_ID for link in s["links"])]
