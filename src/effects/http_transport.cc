@@ -86,6 +86,30 @@ int OnProgress(void* abandon, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/, curl
   return token != nullptr && token->cancelled() ? 1 : 0;
 }
 
+// The call's headers; null when out of memory. The trace context goes as W3C Trace Context
+// asks, in headers of its own (texts checked by the caller: a traceparent that parsed, a
+// printable-ASCII tracestate).
+std::unique_ptr<curl_slist, HeadersDeleter> RequestHeaders(const EffectCall& call) {
+  std::unique_ptr<curl_slist, HeadersDeleter> headers;
+  const auto add = [&headers](const std::string& line) {
+    curl_slist* grown = curl_slist_append(headers.get(), line.c_str());
+    if (grown == nullptr) {
+      headers.reset();  // out of memory: the call is not made
+      return false;
+    }
+    (void)headers.release();
+    headers.reset(grown);
+    return true;
+  };
+  bool ok = add("Content-Type: application/cloudevents+json") &&
+            add("Idempotency-Key: " + call.key) && add("Expect:");
+  if (ok && !call.traceparent.empty()) {
+    ok = add("traceparent: " + call.traceparent) &&
+         (call.tracestate.empty() || add("tracestate: " + call.tracestate));
+  }
+  return ok ? std::move(headers) : nullptr;
+}
+
 class HttpTransport final : public EffectTransport {
  public:
   explicit HttpTransport(int64_t response_bytes_max) : response_bytes_max_(response_bytes_max) {}
@@ -98,21 +122,7 @@ class HttpTransport final : public EffectTransport {
       result.error = "cannot set up an HTTP call (out of memory)";
       return result;  // kNotSent: nothing left this process
     }
-    const std::string key_header = "Idempotency-Key: " + call.key;
-    curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/cloudevents+json");
-    list = list == nullptr ? nullptr : curl_slist_append(list, key_header.c_str());
-    list = list == nullptr ? nullptr : curl_slist_append(list, "Expect:");
-    // Trace context as W3C Trace Context asks: its own headers (checked texts: the traceparent
-    // by the envelope, the tracestate printable ASCII).
-    const std::string traceparent_header = "traceparent: " + call.traceparent;
-    const std::string tracestate_header = "tracestate: " + call.tracestate;
-    if (list != nullptr && !call.traceparent.empty()) {
-      list = curl_slist_append(list, traceparent_header.c_str());
-      if (list != nullptr && !call.tracestate.empty()) {
-        list = curl_slist_append(list, tracestate_header.c_str());
-      }
-    }
-    std::unique_ptr<curl_slist, HeadersDeleter> headers(list);
+    std::unique_ptr<curl_slist, HeadersDeleter> headers = RequestHeaders(call);
     if (!headers) {
       result.error = "cannot set up an HTTP call (out of memory)";
       return result;
