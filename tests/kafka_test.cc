@@ -415,8 +415,13 @@ TEST_F(KafkaConsume, KilledAtItsCommitPointsAndAtRandomItEndsWithTheStoreOfOneCl
     EXPECT_TRUE(Killed(status) || Finished(status)) << EndedBy(status);
     if (kill == 2) Control("up 2");
   }
-  const ProcessResult last =
-      RunProcess(ConsumeArgs("crashed.db", "crashy", "crashed-last.ndjson", "2"));
+  ProcessResult last = RunProcess(ConsumeArgs("crashed.db", "crashy", "crashed-last.ndjson", "2"));
+  if (last.exit_code == 3) {
+    // Every decision committed, but Kafka's offsets not confirmed in time: the OffsetCommit
+    // errors injected above may outlast the killed runs and meet this one (seen under load in
+    // a full test run). The next run brings Kafka's offsets to the store's positions.
+    last = RunProcess(ConsumeArgs("crashed.db", "crashy", "crashed-last-again.ndjson", "2"));
+  }
   ASSERT_EQ(last.exit_code, 0) << last.err;
 
   StoreRows want = Read("clean.db", "clean"), got = Read("crashed.db", "crashy");
