@@ -78,6 +78,11 @@ struct EvidencePacket {
   std::vector<QuarantinedInput> unassigned;  // quarantined before any consumer was chosen
   // Some list was cut at rows_max: the packet is a prefix of what the store holds.
   bool truncated = false;
+  // The store's latest retention run (retention.h): journal entries, closed quarantine records
+  // and gap records, settled effects' logs and sent outbox rows settled before its horizon are
+  // gone from these lists (into its archive, when it had one); the ledger, projections, intents
+  // and everything open stay.
+  std::optional<RetentionRun> retention;
 
   bool known() const;  // the store knows something of the subject
 };
@@ -109,6 +114,8 @@ Result<Gaps> ReadGaps(Snapshot& snapshot, int64_t rows_max = kReadRowsMaxDefault
 void AppendEvidenceJson(const EvidencePacket& packet, int64_t now_ms, std::string& out);
 // One gap as `evident gaps --format json` lists it, measured at `now_ms`.
 void AppendGapJson(const Gap& gap, int64_t now_ms, std::string& out);
+// One gap record as the packet shows it (its "records" entries): one object, no newline.
+void AppendGapRecordJson(const GapRecord& record, std::string& out);
 
 // The answer of a guard: "may `action` be done to `subject` now?"
 struct GuardDecision {

@@ -84,6 +84,9 @@ enum class OutboxDecisionOutcome : uint8_t {
 };
 std::string_view OutboxDecisionName(OutboxDecisionOutcome outcome);  // "appended", ...
 
+// One outbox row as `evident outbox list --format json` prints it: one object, then a newline.
+void AppendOutboxRowJson(const OutboxRow& row, std::string& out);
+
 struct OutboxDecision {
   OutboxDecisionOutcome outcome = OutboxDecisionOutcome::kAppended;
   std::optional<int64_t> seq;  // appended, duplicate, conflict: the row's seq

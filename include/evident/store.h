@@ -4,10 +4,10 @@
 // The contract is composed of one interface pair per concern, each in its own header: the
 // decision core (store_decisions.h: DecisionWrites, DecisionReads), quarantine
 // (store_quarantine.h), the outbox (store_outbox.h), effects and compensations
-// (store_effects.h) and consumer groups (store_groups.h). A Transaction is all the write
-// interfaces and Commit; a Snapshot all the read ones; a module that needs one concern takes
-// that interface (the relay's outbox calls, a runner's effect calls). A backend implements
-// Transaction, Snapshot and Store whole; a wrapper derives from store_wrapper.h.
+// (store_effects.h), consumer groups (store_groups.h) and retention (store_retention.h). A
+// Transaction is all the write interfaces and Commit; a Snapshot all the read ones; a module that
+// needs one concern takes that interface (the relay's outbox calls, a runner's effect calls). A
+// backend implements Transaction, Snapshot and Store whole; a wrapper derives from store_wrapper.h.
 //
 // Writes happen through a Transaction (Store::Begin): the pipeline puts every write of a batch
 // in one — receipts + ledger + projection + deferred + quarantine + journal + source position
@@ -50,6 +50,7 @@
 #include "evident/store_groups.h"
 #include "evident/store_outbox.h"
 #include "evident/store_quarantine.h"
+#include "evident/store_retention.h"
 #include "evident/store_rows.h"
 
 namespace evident {
@@ -59,7 +60,8 @@ class Transaction : public DecisionWrites,
                     public QuarantineWrites,
                     public OutboxWrites,
                     public EffectWrites,
-                    public GroupWrites {
+                    public GroupWrites,
+                    public RetentionWrites {
  public:
   ~Transaction() override = default;
 
@@ -76,7 +78,8 @@ class Snapshot : public DecisionReads,
                  public QuarantineReads,
                  public OutboxReads,
                  public EffectReads,
-                 public GroupReads {
+                 public GroupReads,
+                 public RetentionReads {
  public:
   ~Snapshot() override = default;
 
@@ -103,6 +106,29 @@ class Store {
   // `timeout_ms` passed (false), for an idle relay. Default: sleeps `timeout_ms` and says false
   // (the relay then looks again); a store that can be told of commits returns at once.
   virtual Result<bool> WaitForOutbox(int64_t timeout_ms);
+
+  // The store's file and what of it is free (pages left by removed rows), for a store that
+  // keeps one file (SQLite); `applies` false for a store whose server manages its own space
+  // (PostgreSQL's autovacuum reuses the space of removed rows).
+  struct Space {
+    bool applies = false;
+    bool incremental = false;  // free pages can be given back without a rewrite
+    int64_t file_bytes = 0, free_bytes = 0;
+  };
+  virtual Result<Space> SpaceNow() { return Space{}; }
+  // Gives up to `pages_max` free pages back to the file system, in short steps that never
+  // rewrite the file (SQLite's incremental vacuum); returns the bytes given back. 0 where it
+  // does not apply or the store was created without incremental vacuum.
+  virtual Result<int64_t> ReturnSpace(int64_t pages_max) {
+    (void)pages_max;
+    return int64_t{0};
+  }
+  // Rewrites the whole store so that it holds no free page and, from then on, gives free pages
+  // back incrementally (SQLite: VACUUM, which locks the store for its whole run and needs as
+  // much free disk as the store's size). kFailedPrecondition where it does not apply.
+  virtual Status Compact() {
+    return Status::FailedPrecondition("this store manages its own space");
+  }
 };
 
 // Options every backend understands; a backend's own header adds its own.

@@ -50,8 +50,9 @@ struct PostgresOptions {
 // older layout is migrated by `evident store migrate` (MigratePostgresStore); opening one is
 // refused until then, since other processes may still run the older program. A store of a newer
 // layout is refused (kFailedPrecondition) rather than misread.
-// Layout 6 added each receipt's trace context.
-inline constexpr int64_t kPostgresLayoutVersion = 6;
+// Layout 6 added each receipt's trace context, layout 7 retention's runs and its index of closed
+// gaps.
+inline constexpr int64_t kPostgresLayoutVersion = 7;
 
 // Opens the store at a libpq connection URI ("postgresql://..." or "postgres://...").
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,

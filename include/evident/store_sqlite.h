@@ -53,8 +53,10 @@ struct SqliteOptions {
 // intents, their logs and the compensation ledger, layout 6 what each receipt wrote, layout 7
 // parked outbox rows, layout 8 the basis of intents, what compensations did, gap records from
 // the gap's opening with how and why it closed, applied payload digests and corrections, layout 9
-// consumer groups, layout 10 each receipt's trace context (traceparent, tracestate).
-inline constexpr int64_t kSqliteLayoutVersion = 10;
+// consumer groups, layout 10 each receipt's trace context (traceparent, tracestate), layout 11
+// retention's runs and its index of closed gaps (a store created at 11 or later also has
+// auto_vacuum=INCREMENTAL, so retention can give its space back).
+inline constexpr int64_t kSqliteLayoutVersion = 11;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

@@ -110,9 +110,18 @@ enum class StoreCall : uint8_t {
   kGroupMembers,
   kGroupPartitionCount,
   kWaitForOutbox,
+  // Retention (the transaction call, then the snapshot reads).
+  kRemoveRetained,
+  kRecordRetention,
+  kRetainable,
+  kCountRetainable,
+  kLatestRetention,
+  kSpaceNow,
+  kReturnSpace,
+  kCompact,
 };
-inline constexpr int kStoreCallCount = 82;
-static_assert(static_cast<int>(StoreCall::kWaitForOutbox) + 1 == kStoreCallCount,
+inline constexpr int kStoreCallCount = 90;
+static_assert(static_cast<int>(StoreCall::kCompact) + 1 == kStoreCallCount,
               "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 
@@ -272,6 +281,14 @@ class TransactionWrapper : public Transaction {
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kDeleteSentOutbox));
     return target_->DeleteSentOutbox(sent_before_ms, rows_max);
+  }
+  Result<int64_t> RemoveRetained(const RetainedRows& rows, int64_t before_ms) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kRemoveRetained));
+    return target_->RemoveRetained(rows, before_ms);
+  }
+  Status RecordRetention(const RetentionRun& run) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kRecordRetention));
+    return target_->RecordRetention(run);
   }
   Result<Rows<OutboxRow>> ClaimOutbox(int64_t rows_max, int64_t partitions_max, int64_t hold_ms,
                                       int64_t now_ms) override {
@@ -457,6 +474,19 @@ class SnapshotWrapper : public Snapshot {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kCounts));
     return target_->Counts();
   }
+  Result<RetainedRows> Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
+                                  int64_t rows_max) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kRetainable));
+    return target_->Retainable(kind, before_ms, after, rows_max);
+  }
+  Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kCountRetainable));
+    return target_->CountRetainable(kind, before_ms);
+  }
+  Result<std::optional<RetentionRun>> LatestRetention() override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLatestRetention));
+    return target_->LatestRetention();
+  }
   Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kOutboxRows));
@@ -543,9 +573,21 @@ class StoreWrapper : public Store {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kWaitForOutbox));
     return target_->WaitForOutbox(timeout_ms);
   }
+  Result<Space> SpaceNow() override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kSpaceNow));
+    return target_->SpaceNow();
+  }
+  Result<int64_t> ReturnSpace(int64_t pages_max) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kReturnSpace));
+    return target_->ReturnSpace(pages_max);
+  }
+  Status Compact() override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kCompact));
+    return target_->Compact();
+  }
 
  protected:
-  // As TransactionWrapper::Enter, for Begin, Read and WaitForOutbox.
+  // As TransactionWrapper::Enter, for Begin, Read, WaitForOutbox and the space calls.
   virtual Status Enter(StoreCall call) {
     (void)call;
     return Status::Ok();

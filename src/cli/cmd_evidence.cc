@@ -218,12 +218,20 @@ int RunEvidence(const EvidenceFlags& flags) {
     std::string out;
     AppendEvidenceJson(*packet, now, out);
     out.push_back('\n');
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    if (!WriteStdout(out)) return kExitUsage;
   } else {
     WriteEvidenceText(flags.subject, all, unassigned, now);
+    if (const std::optional<RetentionRun>& r = packet->retention; r.has_value()) {
+      std::cout << "Retention: what settled before " << rfc3339::FormatMs(r->horizon_ms)
+                << " (journal entries, closed records, settled effects' logs, sent outbox rows) "
+                   "was removed at "
+                << rfc3339::FormatMs(r->at_ms)
+                << (r->archive.empty() ? std::string(", not archived")
+                                       : ", archived to " + r->archive)
+                << "; the ledger, projections, intents and anything open stay.\n";
+    }
   }
-  return packet->known() ? kExitOk : kExitNegative;  // 1: the store knows nothing of the subject //
-                                                     // 1: the store knows nothing of the subject
+  return packet->known() ? kExitOk : kExitNegative;  // 1: the store knows nothing of the subject
 }
 
 struct GapsFlags {

@@ -200,27 +200,6 @@ int RunStats(const ReadFlags& flags) {
   return WriteStdout(out) ? kExitOk : kExitUsage;
 }
 
-void RowJson(const OutboxRow& r, std::string& out) {
-  json::Writer w(out);
-  const auto optional_int = [&](std::string_view key, const std::optional<int64_t>& v) {
-    w.Key(key);
-    v ? w.Int(*v) : w.Null();
-  };
-  w.BeginObject().Key("seq").Int(r.seq).Field("source", r.source).Field("id", r.event_id);
-  w.Field("type", r.type).Field("subject", r.subject);
-  optional_int("subject_version", r.subject_version);
-  w.Key("partition").Int(r.partition).Key("created_at_ms").Int(r.created_at_ms);
-  w.Key("attempts").Int(r.attempts).Field("last_error", r.last_error);
-  optional_int("last_attempt_at_ms", r.last_attempt_at_ms);
-  optional_int("sent_at_ms", r.sent_at_ms);
-  w.Field("stream", r.stream);
-  optional_int("stream_sequence", r.stream_sequence);
-  optional_int("parked_at_ms", r.parked_at_ms);
-  w.Field("parked_reason", r.parked_reason);
-  w.Field("bytes", r.bytes).EndObject();
-  out.push_back('\n');
-}
-
 void RowText(const OutboxRow& r, std::string& out) {
   const std::string attempts =
       std::to_string(r.attempts) + " attempt(s)" +
@@ -257,7 +236,8 @@ int RunList(const ReadFlags& flags) {
     return kExitUsage;
   }
   std::string out;
-  for (const OutboxRow& r : rows->rows) flags.format == "json" ? RowJson(r, out) : RowText(r, out);
+  for (const OutboxRow& r : rows->rows)
+    flags.format == "json" ? AppendOutboxRowJson(r, out) : RowText(r, out);
   if (!WriteStdout(out)) return kExitUsage;
   if (rows->truncated) {
     std::cerr << "evident outbox list: more than " << flags.rows_max

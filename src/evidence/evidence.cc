@@ -127,6 +127,7 @@ Result<EvidencePacket> ReadEvidence(Snapshot& snapshot, std::string_view subject
     EVIDENT_RETURN_IF_ERROR(ReadConflictReports(snapshot, subject, c));
     packet.consumers.push_back(std::move(c));
   }
+  EVIDENT_ASSIGN_OR_RETURN(packet.retention, snapshot.LatestRetention());
   return packet;
 }
 

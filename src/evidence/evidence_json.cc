@@ -268,7 +268,21 @@ void AppendEvidenceJson(const EvidencePacket& packet, int64_t now_ms, std::strin
   for (const ConsumerEvidence& c : packet.consumers) ConsumerJson(c, now_ms, w);
   w.EndArray().Key("kept").BeginArray();  // inputs quarantined before any consumer was chosen
   for (const QuarantinedInput& q : packet.unassigned) KeptJson(q, w);
-  w.EndArray().EndObject();
+  w.EndArray().Key("retention");
+  if (const std::optional<RetentionRun>& r = packet.retention; r.has_value()) {
+    w.BeginObject().Field("horizon", FormatTime(r->horizon_ms)).Field("at", FormatTime(r->at_ms));
+    w.Key("archive");
+    r->archive.empty() ? w.Null() : w.String(r->archive);
+    w.Key("removed").Int(r->removed).EndObject();
+  } else {
+    w.Null();
+  }
+  w.EndObject();
+}
+
+void AppendGapRecordJson(const GapRecord& record, std::string& out) {
+  json::Writer w(out);
+  GapRecordJson(record, w);
 }
 
 void AppendGapJson(const Gap& g, int64_t now_ms, std::string& out) {

@@ -14,6 +14,7 @@
 #include "evident/envelope.h"
 #include "evident/schema.h"
 #include "evident/store.h"
+#include "json/writer.h"
 #include "payload/payload.h"
 
 namespace evident {
@@ -207,6 +208,27 @@ Result<OutboxDecision> Outbox::Append(Transaction& transaction, std::string_view
                         .reason = "id-conflict",
                         .message = "the outbox holds another event with source '" + row.source +
                                    "' and id '" + row.event_id + "' (other bytes)"};
+}
+
+void AppendOutboxRowJson(const OutboxRow& r, std::string& out) {
+  json::Writer w(out);
+  const auto optional_int = [&](std::string_view key, const std::optional<int64_t>& v) {
+    w.Key(key);
+    v ? w.Int(*v) : w.Null();
+  };
+  w.BeginObject().Key("seq").Int(r.seq).Field("source", r.source).Field("id", r.event_id);
+  w.Field("type", r.type).Field("subject", r.subject);
+  optional_int("subject_version", r.subject_version);
+  w.Key("partition").Int(r.partition).Key("created_at_ms").Int(r.created_at_ms);
+  w.Key("attempts").Int(r.attempts).Field("last_error", r.last_error);
+  optional_int("last_attempt_at_ms", r.last_attempt_at_ms);
+  optional_int("sent_at_ms", r.sent_at_ms);
+  w.Field("stream", r.stream);
+  optional_int("stream_sequence", r.stream_sequence);
+  optional_int("parked_at_ms", r.parked_at_ms);
+  w.Field("parked_reason", r.parked_reason);
+  w.Field("bytes", r.bytes).EndObject();
+  out.push_back('\n');
 }
 
 }  // namespace evident

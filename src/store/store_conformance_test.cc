@@ -2251,6 +2251,226 @@ TEST_P(StoreConformance, OutboxRowsAreFoundByIdAndBySubjectVersion) {
   EXPECT_TRUE(Take(snapshot->OutboxOfSubject("s", "order-2", 1)).rows.empty());
 }
 
+// Retention (store_retention.h). The horizon is 25 throughout: what settled before it goes,
+// what settled at or after it, and whatever is open, stays.
+constexpr int64_t kHorizon = 25;
+
+// Every retainable record of `kind`, looked at `rows_max` at a time, as "journal:<seq>",
+// "quarantine:<id>", "gap:<subject>", "effect-log:<seq>" or "outbox:<seq>".
+int RetainedKindIndex(RetainedKind kind) { return static_cast<int>(kind); }
+
+std::vector<std::string> RetainableNames(Snapshot& snapshot, RetainedKind kind, int64_t rows_max,
+                                         int* looks = nullptr) {
+  std::vector<std::string> out;
+  int64_t after = std::numeric_limits<int64_t>::min();
+  for (int look = 0; look < 100; ++look) {
+    const RetainedRows rows = Take(snapshot.Retainable(kind, kHorizon, after, rows_max));
+    EXPECT_EQ(rows.kind, kind);
+    EXPECT_LE(static_cast<int64_t>(rows.size()), rows_max);
+    for (const JournalEntry& j : rows.journal) out.push_back(Numbered("journal:", j.seq));
+    for (const QuarantineRecord& r : rows.quarantine) out.push_back(Numbered("quarantine:", r.id));
+    for (const GapRecord& g : rows.gaps) out.push_back("gap:" + g.subject);
+    for (const EffectLogEntry& e : rows.effect_log) out.push_back(Numbered("effect-log:", e.seq));
+    for (const OutboxRow& o : rows.outbox) out.push_back(Numbered("outbox:", o.seq));
+    if (looks != nullptr) *looks = look + 1;
+    if (rows.end) return out;
+    // Gaps and outbox rows are all retainable: a look that is not the last is full.
+    if (kind == RetainedKind::kGap || kind == RetainedKind::kOutbox) {
+      EXPECT_EQ(static_cast<int64_t>(rows.size()), rows_max);
+      return out;  // not removed here: the next look would find them again
+    }
+    after = rows.next;
+  }
+  ADD_FAILURE() << "the looks never ended";
+  return out;
+}
+
+struct RetentionScene {
+  std::vector<int64_t> journal;     // at 10, 20, 30
+  std::vector<int64_t> quarantine;  // discarded at 15, discarded at 40, open
+  std::vector<int64_t> outbox;      // sent at 10, sent at 40, pending, parked
+  std::vector<int64_t> logs;        // of intents done at 15 (two), unknown, done at 30
+};
+
+GapRecord ClosedGap(std::string subject, std::optional<int64_t> closed_at_ms) {
+  GapRecord g{.consumer = "c",
+              .subject = std::move(subject),
+              .expected_version = 2,
+              .missing_to = 2,
+              .route = GapRoute::kWait,
+              .state = closed_at_ms ? GapState::kClosed : GapState::kOpen,
+              .deadline_at_ms = 5};
+  g.closed_at_ms = closed_at_ms;
+  if (closed_at_ms) g.how = GapClosedHow::kDrained;
+  return g;
+}
+
+TEST_P(StoreConformance, RetentionFindsAndRemovesOnlyWhatSettledBeforeTheHorizon) {
+  RetentionScene scene;
+  Write([&](Transaction& tx) {
+    for (const int64_t at : {10, 20, 30}) EXPECT_OK(tx.Journal(Journaled("c", "order-1", at)));
+    for (const char* m : {"old", "recent", "open"}) {
+      scene.quarantine.push_back(Take(tx.Quarantine(Kept("order-1", m))).id);
+    }
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_OK(tx.SetQuarantineStatus(scene.quarantine[i], QuarantineStatus::kDiscarded));
+      EXPECT_OK(tx.AuditQuarantine(QuarantineAudit{.record_id = scene.quarantine[i],
+                                                   .action = QuarantineAction::kDiscard,
+                                                   .by = "ops",
+                                                   .outcome = "discarded",
+                                                   .status_after = QuarantineStatus::kDiscarded,
+                                                   .at_ms = i == 0 ? 15 : 40}));
+    }
+    EXPECT_OK(tx.RecordGap(ClosedGap("order-1", 12)));
+    EXPECT_OK(tx.RecordGap(ClosedGap("order-2", 50)));
+    EXPECT_OK(tx.RecordGap(ClosedGap("order-3", std::nullopt)));
+    for (int i = 0; i < 4; ++i) {
+      scene.outbox.push_back(Take(tx.AppendOutbox(OutboxEvent(Numbered("e", i), "{}"))).seq);
+    }
+    EXPECT_OK(tx.MarkOutboxSent(scene.outbox[0], "S", 1, 10));
+    EXPECT_OK(tx.MarkOutboxSent(scene.outbox[1], "S", 2, 40));
+    EXPECT_OK(tx.ParkOutbox(scene.outbox[3], "too large", 12));
+  });
+  // Intents: done at 15 (two log entries), unknown, done at 30.
+  const std::pair<const char*, std::optional<int64_t>> intents[] = {
+      {"k-done-old", 15}, {"k-unknown", std::nullopt}, {"k-done-recent", 30}};
+  Write([&](Transaction& tx) {
+    for (const auto& [key, settled] : intents) {
+      EXPECT_EQ(Take(tx.InsertIntent(Intent(key, std::nullopt))), Insert::kInserted);
+      for (int n = std::string_view(key) == "k-done-old" ? 2 : 1; n > 0; --n) {
+        EXPECT_OK(tx.LogIntent(EffectLogEntry{.key = key,
+                                              .action = EffectAction::kAttempt,
+                                              .by = "runner",
+                                              .state_after = EffectState::kUnknown,
+                                              .at_ms = 11}));
+      }
+      EffectIntent e = Take(tx.FindIntent(key)).value();
+      e.state = settled ? EffectState::kDone : EffectState::kUnknown;
+      e.settled_at_ms = settled;
+      EXPECT_OK(tx.UpdateIntent(e, 1));
+    }
+  });
+  std::vector<int64_t> old_logs;
+  {
+    auto snapshot = Read();
+    for (const EffectLogEntry& e : Take(snapshot->IntentLogOf("k-done-old")).rows) {
+      old_logs.push_back(e.seq);
+    }
+  }
+  ASSERT_EQ(old_logs.size(), 2u);
+  auto snapshot = Read();
+  const std::vector<int64_t> journal = [&] {
+    std::vector<int64_t> seqs;
+    for (const JournalEntry& j : Take(snapshot->JournalOf("c", "order-1")).rows) {
+      seqs.push_back(j.seq);
+    }
+    return seqs;
+  }();
+  ASSERT_EQ(journal.size(), 3u);
+  const std::vector<std::string> want_journal = {Numbered("journal:", journal[0]),
+                                                 Numbered("journal:", journal[1])};
+  for (const int64_t rows_max : {1, 2, 100}) {
+    SCOPED_TRACE(rows_max);
+    EXPECT_EQ(RetainableNames(*snapshot, RetainedKind::kJournal, rows_max), want_journal);
+    EXPECT_EQ(RetainableNames(*snapshot, RetainedKind::kQuarantine, rows_max),
+              std::vector<std::string>{Numbered("quarantine:", scene.quarantine[0])});
+    EXPECT_EQ(RetainableNames(*snapshot, RetainedKind::kEffectLog, rows_max),
+              (std::vector<std::string>{Numbered("effect-log:", old_logs[0]),
+                                        Numbered("effect-log:", old_logs[1])}));
+  }
+  EXPECT_EQ(RetainableNames(*snapshot, RetainedKind::kGap, 100),
+            std::vector<std::string>{"gap:order-1"});
+  EXPECT_EQ(RetainableNames(*snapshot, RetainedKind::kOutbox, 100),
+            std::vector<std::string>{Numbered("outbox:", scene.outbox[0])});
+  const std::pair<RetainedKind, int64_t> counts[] = {{RetainedKind::kJournal, 2},
+                                                     {RetainedKind::kQuarantine, 1},
+                                                     {RetainedKind::kGap, 1},
+                                                     {RetainedKind::kEffectLog, 2},
+                                                     {RetainedKind::kOutbox, 1}};
+  for (const auto& [kind, count] : counts) {
+    EXPECT_EQ(Take(snapshot->CountRetainable(kind, kHorizon)), count);
+  }
+  // The quarantine record comes with its audit entries.
+  const RetainedRows kept = Take(snapshot->Retainable(RetainedKind::kQuarantine, kHorizon,
+                                                      std::numeric_limits<int64_t>::min(), 100));
+  ASSERT_EQ(kept.quarantine.size(), 1u);
+  EXPECT_EQ(kept.quarantine[0].raw, std::string("k\0ept", 5));
+  ASSERT_EQ(kept.audit.size(), 1u);
+  EXPECT_EQ(kept.audit[0].record_id, scene.quarantine[0]);
+  snapshot.reset();
+
+  // Removed, kind by kind, from what was read; a second removal of the same finds nothing.
+  for (const auto& [kind, count] : counts) {
+    const RetainedRows rows =
+        Take(Read()->Retainable(kind, kHorizon, std::numeric_limits<int64_t>::min(), 100));
+    Write([&, kind = kind, count = count](Transaction& tx) {
+      EXPECT_EQ(Take(tx.RemoveRetained(rows, kHorizon)), count) << RetainedKindIndex(kind);
+      EXPECT_EQ(Take(tx.RemoveRetained(rows, kHorizon)), 0);
+    });
+  }
+  Write([&](Transaction& tx) {
+    EXPECT_OK(tx.RecordRetention(RetentionRun{
+        .seq = 99, .at_ms = 60, .horizon_ms = kHorizon, .archive = "a", .removed = 7}));
+  });
+  snapshot = Read();
+  for (const auto& [kind, count] : counts) {
+    EXPECT_EQ(Take(snapshot->CountRetainable(kind, kHorizon)), 0);
+  }
+  const Rows<JournalEntry> left = Take(snapshot->JournalOf("c", "order-1"));
+  ASSERT_EQ(left.rows.size(), 1u);
+  EXPECT_EQ(left.rows[0].seq, journal[2]);
+  EXPECT_FALSE(Take(snapshot->FindQuarantine(scene.quarantine[0])).has_value());
+  EXPECT_TRUE(Take(snapshot->AuditOf(scene.quarantine[0])).rows.empty());
+  EXPECT_TRUE(Take(snapshot->FindQuarantine(scene.quarantine[1])).has_value());
+  EXPECT_EQ(Take(snapshot->AuditOf(scene.quarantine[1])).rows.size(), 1u);
+  EXPECT_TRUE(Take(snapshot->FindQuarantine(scene.quarantine[2])).has_value());
+  EXPECT_TRUE(Take(snapshot->GapRecordsOf("c", "order-1")).rows.empty());
+  EXPECT_EQ(Take(snapshot->GapRecordsOf("c", "order-2")).rows.size(), 1u);
+  EXPECT_EQ(Take(snapshot->GapRecordsOf("c", "order-3")).rows.size(), 1u);
+  EXPECT_TRUE(Take(snapshot->IntentLogOf("k-done-old")).rows.empty());
+  EXPECT_TRUE(Take(snapshot->FindIntent("k-done-old")).has_value());  // the key stays
+  EXPECT_EQ(Take(snapshot->IntentLogOf("k-unknown")).rows.size(), 1u);
+  EXPECT_EQ(Take(snapshot->IntentLogOf("k-done-recent")).rows.size(), 1u);
+  EXPECT_EQ(SeqsOf(Take(snapshot->OutboxRows(OutboxSelect::kAll, 0))),
+            (std::vector<int64_t>{scene.outbox[1], scene.outbox[2], scene.outbox[3]}));
+  const std::optional<RetentionRun> run = Take(snapshot->LatestRetention());
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(run->at_ms, 60);
+  EXPECT_EQ(run->horizon_ms, kHorizon);
+  EXPECT_EQ(run->archive, "a");
+  EXPECT_EQ(run->removed, 7);
+}
+
+// A record that changed between the look and the removal (delivered again, audited, its
+// intent resolved anew) stays; and the newest journal entry, quarantine record and log entry
+// always stay, so that no seq or id is ever given twice.
+TEST_P(StoreConformance, RetentionKeepsWhatChangedSinceItsLookAndTheNewestOfEachSequence) {
+  int64_t id = 0;
+  Write([&](Transaction& tx) {
+    for (const int64_t at : {10, 11, 12}) EXPECT_OK(tx.Journal(Journaled("c", "order-1", at)));
+    id = Take(tx.Quarantine(Kept("order-1", "a"))).id;
+    EXPECT_OK(tx.SetQuarantineStatus(id, QuarantineStatus::kReplayed));
+    (void)Take(tx.Quarantine(Kept("order-1", "b")));
+    EXPECT_OK(tx.SetQuarantineStatus(id + 1, QuarantineStatus::kReplayed));
+  });
+  {
+    auto snapshot = Read();
+    EXPECT_EQ(Take(snapshot->CountRetainable(RetainedKind::kJournal, kHorizon)), 2);     // of 3
+    EXPECT_EQ(Take(snapshot->CountRetainable(RetainedKind::kQuarantine, kHorizon)), 1);  // of 2
+  }
+  const RetainedRows rows = Take(Read()->Retainable(RetainedKind::kQuarantine, kHorizon,
+                                                    std::numeric_limits<int64_t>::min(), 10));
+  ASSERT_EQ(rows.quarantine.size(), 1u);
+  EXPECT_EQ(rows.quarantine[0].id, id);
+  Write([&](Transaction& tx) {
+    QuarantineRecord again = Kept("order-1", "a");
+    again.last_seen_ms = 30;  // delivered again after the horizon
+    EXPECT_FALSE(Take(tx.Quarantine(again)).added);
+  });
+  Write([&](Transaction& tx) { EXPECT_EQ(Take(tx.RemoveRetained(rows, kHorizon)), 0); });
+  EXPECT_TRUE(Take(Read()->FindQuarantine(id)).has_value());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::ValuesIn(StoreBackends()),
                          [](const ::testing::TestParamInfo<StoreBackend>& param_info) {
                            return param_info.param.name;

@@ -95,6 +95,14 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "group-members",
     "group-partition-count",
     "wait-for-outbox",
+    "remove-retained",
+    "record-retention",
+    "retainable",
+    "count-retainable",
+    "latest-retention",
+    "space-now",
+    "return-space",
+    "compact",
 };
 
 }  // namespace

@@ -95,6 +95,14 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kGroupMembers,
     StoreCall::kGroupPartitionCount,
     StoreCall::kWaitForOutbox,
+    StoreCall::kRemoveRetained,
+    StoreCall::kRecordRetention,
+    StoreCall::kRetainable,
+    StoreCall::kCountRetainable,
+    StoreCall::kLatestRetention,
+    StoreCall::kSpaceNow,
+    StoreCall::kReturnSpace,
+    StoreCall::kCompact,
 };
 static_assert(std::size(kEveryCall) == kStoreCallCount);
 
@@ -198,6 +206,10 @@ Status Transact(Transaction& tx, StoreCall call) {
     }
     case StoreCall::kDeleteSentOutbox:
       return tx.DeleteSentOutbox(10, 10).status();
+    case StoreCall::kRemoveRetained:
+      return tx.RemoveRetained(RetainedRows{}, 10).status();
+    case StoreCall::kRecordRetention:
+      return tx.RecordRetention(RetentionRun{.at_ms = 20, .horizon_ms = 10});
     case StoreCall::kInsertIntent:
       return tx.InsertIntent(EffectIntent{.key = "k"}).status();
     case StoreCall::kFindIntent:
@@ -288,6 +300,12 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.EvidenceOf("c", "order-1").status();
     case StoreCall::kCounts:
       return snapshot.Counts().status();
+    case StoreCall::kRetainable:
+      return snapshot.Retainable(RetainedKind::kJournal, 10, 0, 10).status();
+    case StoreCall::kCountRetainable:
+      return snapshot.CountRetainable(RetainedKind::kOutbox, 10).status();
+    case StoreCall::kLatestRetention:
+      return snapshot.LatestRetention().status();
     case StoreCall::kOutboxRows:
       return snapshot.OutboxRows(OutboxSelect::kAll, 0).status();
     case StoreCall::kOutboxStatsNow:
@@ -332,11 +350,16 @@ bool IsSnapshotCall(StoreCall call) {
          call == StoreCall::kListCompensations || call == StoreCall::kFindOutbox ||
          call == StoreCall::kOutboxOfSubject || call == StoreCall::kCorrectionsOf ||
          call == StoreCall::kGroupLeases || call == StoreCall::kGroupMembers ||
-         call == StoreCall::kGroupPartitionCount || call == StoreCall::kRead;
+         call == StoreCall::kGroupPartitionCount || call == StoreCall::kRead ||
+         call == StoreCall::kRetainable || call == StoreCall::kCountRetainable ||
+         call == StoreCall::kLatestRetention;
 }
 
 Status CallOnce(Store& store, StoreCall call) {
   if (call == StoreCall::kWaitForOutbox) return store.WaitForOutbox(0).status();
+  if (call == StoreCall::kSpaceNow) return store.SpaceNow().status();
+  if (call == StoreCall::kReturnSpace) return store.ReturnSpace(10).status();
+  if (call == StoreCall::kCompact) return store.Compact();
   if (IsSnapshotCall(call)) {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
     return call == StoreCall::kRead ? Status::Ok() : Look(*snapshot, call);

@@ -135,6 +135,7 @@ struct State {
   std::shared_ptr<Table<std::tuple<std::string, std::string, int64_t>, ProjectionCorrection>>
       corrections;  // by consumer, subject, seq
   int64_t correction_seq_last = 0;
+  std::shared_ptr<const RetentionRun> retention;  // the latest run that removed anything
 };
 
 State EmptyState() {
@@ -177,6 +178,12 @@ struct Overlay {
   Table<int64_t, CompensationRecord> compensations;                        // inserted or changed
   Table<std::tuple<std::string, std::string>, int64_t> compensation_keys;  // inserted ones
   std::vector<ProjectionCorrection> corrections;                           // seq assigned
+  // Removed by retention (store_retention.h); outbox rows go as deleted rows above.
+  std::set<JournalId, KeyLess> journal_removed;
+  std::set<int64_t> quarantine_removed;  // with their audit entries
+  std::set<GapId, KeyLess> gaps_removed;
+  std::set<std::tuple<std::string, int64_t>, KeyLess> effect_log_removed;
+  std::optional<RetentionRun> retention;
 };
 
 // The table itself when no other State holds it, else a copy of it put in its place. Called
@@ -289,6 +296,32 @@ void ApplyGaps(Overlay& overlay, State& state) {
   for (auto& [id, record] : overlay.gaps) gaps.insert_or_assign(id, std::move(record));
 }
 
+void ApplyRetained(const Overlay& overlay, State& state) {
+  if (overlay.retention) {
+    RetentionRun run = *overlay.retention;
+    run.seq = state.retention ? state.retention->seq + 1 : 1;
+    state.retention = std::make_shared<const RetentionRun>(std::move(run));
+  }
+  for (const JournalId& id : overlay.journal_removed) Writable(state.journal).erase(id);
+  for (const GapId& id : overlay.gaps_removed) Writable(state.gaps).erase(id);
+  for (const auto& id : overlay.effect_log_removed) Writable(state.effects).log.erase(id);
+  for (const int64_t id : overlay.quarantine_removed) {
+    QuarantineTable& table = Writable(state.quarantine);
+    const auto it = table.records.find(id);
+    if (it == table.records.end()) continue;
+    for (auto [i, end] = table.by_ident.equal_range(IdentOf(it->second)); i != end; ++i) {
+      if (i->second == id) {
+        table.by_ident.erase(i);
+        break;
+      }
+    }
+    table.by_subject.erase(std::make_tuple(it->second.subject, id));
+    table.audit.erase(table.audit.lower_bound(std::make_tuple(id, kSeqMin)),
+                      table.audit.lower_bound(std::make_tuple(id + 1, kSeqMin)));
+    table.records.erase(it);
+  }
+}
+
 void ApplyRows(Overlay& overlay, State& state) {
   if (!overlay.projections.empty()) {
     auto& projections = Writable(state.projections);
@@ -319,6 +352,7 @@ void ApplyRows(Overlay& overlay, State& state) {
     Writable(state.positions).insert_or_assign(source, std::move(position));
   }
   ApplyOutbox(overlay, state);
+  ApplyRetained(overlay, state);
 }
 
 // Which handle a store has open (one at a time); shared with that handle, which may outlive
@@ -420,6 +454,150 @@ void ForRange(const Map& table, const From& from, InRange in_range, Add add) {
   for (auto it = table.lower_bound(from); it != table.end() && in_range(it->first); ++it) {
     if (!add(it->second)) return;
   }
+}
+
+// The rules of store_retention.h, as the memory backend applies them.
+bool QuarantineSettled(const QuarantineTable& table, const QuarantineRecord& r, int64_t before_ms) {
+  if (r.status == QuarantineStatus::kOpen || r.last_seen_ms >= before_ms) return false;
+  for (auto it = table.audit.lower_bound(std::make_tuple(r.id, kSeqMin));
+       it != table.audit.end() && std::get<0>(it->first) == r.id; ++it) {
+    if (it->second.at_ms >= before_ms) return false;
+  }
+  return true;
+}
+bool GapSettled(const GapRecord& g, int64_t before_ms) {
+  return g.state == GapState::kClosed && g.closed_at_ms && *g.closed_at_ms < before_ms;
+}
+bool IntentSettledBefore(const EffectTable& table, std::string_view key, int64_t before_ms) {
+  const auto seq = table.intent_keys.find(key);
+  if (seq == table.intent_keys.end()) return false;
+  const EffectIntent& intent = table.intents.at(seq->second);
+  return Settled(intent.state) && intent.settled_at_ms && *intent.settled_at_ms < before_ms;
+}
+
+// Looks at the candidates (sorted in the kind's order, past the cursor) as
+// RetentionReads::Retainable does: the first `rows_max`, keeping those `settled` says.
+template <typename Row, typename Settled>
+void Look(std::vector<const Row*> candidates, int64_t rows_max, Settled settled,
+          std::vector<Row>& out, RetainedRows& rows) {
+  rows.end = static_cast<int64_t>(candidates.size()) < rows_max;
+  if (!rows.end) candidates.resize(static_cast<size_t>(rows_max));
+  for (const Row* row : candidates) {
+    if (settled(*row)) out.push_back(*row);
+  }
+  if (candidates.empty()) return;
+  if constexpr (std::is_same_v<Row, QuarantineRecord>) {
+    rows.next = candidates.back()->id;
+  } else if constexpr (std::is_same_v<Row, JournalEntry> || std::is_same_v<Row, EffectLogEntry>) {
+    rows.next = candidates.back()->seq;
+  }
+}
+
+template <typename Row, typename Map, typename Take>
+std::vector<const Row*> Candidates(const Map& table, Take take) {
+  std::vector<const Row*> out;
+  for (const auto& [key, row] : table) {
+    if (take(row)) out.push_back(&row);
+  }
+  return out;
+}
+
+// The looks of RetainableOf, one per kind.
+void LookJournal(const State& state, int64_t before_ms, int64_t after, int64_t rows_max,
+                 RetainedRows& out) {
+  auto c = Candidates<JournalEntry>(*state.journal,
+                                    [&](const JournalEntry& j) { return j.seq > after; });
+  std::sort(c.begin(), c.end(), [](const auto* a, const auto* b) { return a->seq < b->seq; });
+  const int64_t newest = c.empty() ? 0 : c.back()->seq;  // stays: its seq is never reused
+  Look(
+      c, rows_max, [&](const JournalEntry& j) { return j.at_ms < before_ms && j.seq < newest; },
+      out.journal, out);
+}
+
+void LookQuarantine(const State& state, int64_t before_ms, int64_t after, int64_t rows_max,
+                    RetainedRows& out) {
+  const QuarantineTable& table = *state.quarantine;
+  const auto c = Candidates<QuarantineRecord>(
+      table.records, [&](const QuarantineRecord& r) { return r.id > after; });
+  const int64_t newest = c.empty() ? 0 : c.back()->id;
+  Look(
+      c, rows_max,
+      [&](const QuarantineRecord& r) {
+        return r.id < newest && QuarantineSettled(table, r, before_ms);
+      },
+      out.quarantine, out);
+  for (const QuarantineRecord& r : out.quarantine) {
+    ForRange(
+        table.audit, std::make_tuple(r.id, kSeqMin),
+        [&](const std::tuple<int64_t, int64_t>& key) { return std::get<0>(key) == r.id; },
+        [&](const QuarantineAudit& a) {
+          out.audit.push_back(a);
+          return true;
+        });
+  }
+}
+
+void LookEffectLog(const State& state, int64_t before_ms, int64_t after, int64_t rows_max,
+                   RetainedRows& out) {
+  auto c = Candidates<EffectLogEntry>(state.effects->log,
+                                      [&](const EffectLogEntry& e) { return e.seq > after; });
+  std::sort(c.begin(), c.end(), [](const auto* a, const auto* b) { return a->seq < b->seq; });
+  const int64_t newest = c.empty() ? 0 : c.back()->seq;
+  Look(
+      c, rows_max,
+      [&](const EffectLogEntry& e) {
+        return e.seq < newest && IntentSettledBefore(*state.effects, e.key, before_ms);
+      },
+      out.effect_log, out);
+}
+
+// Gaps and outbox rows: every candidate is retainable, so no cursor.
+void LookGapsAndOutbox(const State& state, int64_t before_ms, int64_t rows_max, RetainedRows& out) {
+  const auto all = [](const auto&) { return true; };
+  if (out.kind == RetainedKind::kGap) {
+    auto c = Candidates<GapRecord>(*state.gaps,
+                                   [&](const GapRecord& g) { return GapSettled(g, before_ms); });
+    std::stable_sort(c.begin(), c.end(), [](const GapRecord* a, const GapRecord* b) {
+      return *a->closed_at_ms < *b->closed_at_ms;  // ties stay in key order
+    });
+    Look(c, rows_max, all, out.gaps, out);
+    return;
+  }
+  auto c = Candidates<OutboxRow>(state.outbox->rows, [&](const OutboxRow& row) {
+    return row.sent_at_ms && *row.sent_at_ms < before_ms;
+  });
+  std::stable_sort(c.begin(), c.end(), [](const OutboxRow* a, const OutboxRow* b) {
+    return *a->sent_at_ms < *b->sent_at_ms;  // ties stay in seq order
+  });
+  Look(c, rows_max, all, out.outbox, out);
+  out.next = 0;
+}
+
+RetainedRows RetainableOf(const State& state, RetainedKind kind, int64_t before_ms, int64_t after,
+                          int64_t rows_max) {
+  assert(rows_max > 0);
+  RetainedRows out{.kind = kind};
+  switch (kind) {
+    case RetainedKind::kJournal:
+      LookJournal(state, before_ms, after, rows_max, out);
+      break;
+    case RetainedKind::kQuarantine:
+      LookQuarantine(state, before_ms, after, rows_max, out);
+      break;
+    case RetainedKind::kEffectLog:
+      LookEffectLog(state, before_ms, after, rows_max, out);
+      break;
+    case RetainedKind::kGap:
+    case RetainedKind::kOutbox:
+      LookGapsAndOutbox(state, before_ms, rows_max, out);
+      break;
+  }
+  return out;
+}
+
+int64_t CountRetainableOf(const State& state, RetainedKind kind, int64_t before_ms) {
+  constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(RetainableOf(state, kind, before_ms, kSeqMin, kAll).size());
 }
 
 // One record per name, sorted by name: the latest record of a name replaces the earlier one.
@@ -731,6 +909,11 @@ class MemoryTransaction final : public Transaction {
   }
   Status UnparkOutbox(int64_t seq) override { return SetOutboxParked(seq, std::nullopt, 0); }
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
+  Result<int64_t> RemoveRetained(const RetainedRows& rows, int64_t before_ms) override;
+  Status RecordRetention(const RetentionRun& run) override {
+    overlay_.retention = run;
+    return Status::Ok();
+  }
 
  private:
   // Parks the row with `reason`, or (nullopt) makes it pending again.
@@ -789,12 +972,14 @@ class MemoryTransaction final : public Transaction {
     }
   }
   const GapRecord* GapRow(const GapId& id) const {
+    if (overlay_.gaps_removed.count(id) > 0) return nullptr;
     if (const auto it = overlay_.gaps.find(id); it != overlay_.gaps.end()) return &it->second;
     const auto it = base_->gaps->find(id);
     return it == base_->gaps->end() ? nullptr : &it->second;
   }
   const QuarantineRecord* QuarantineRow(int64_t id) const {
     assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    if (overlay_.quarantine_removed.count(id) > 0) return nullptr;
     if (const auto it = overlay_.quarantine.find(id); it != overlay_.quarantine.end()) {
       return &it->second;
     }
@@ -1021,6 +1206,48 @@ Result<int64_t> MemoryTransaction::DeleteSentOutbox(int64_t sent_before_ms, int6
   return static_cast<int64_t>(doomed.size());
 }
 
+// Each record is checked again against what this transaction sees: one changed since it was
+// read (reopened, delivered again, its intent resolved anew) stays.
+Result<int64_t> MemoryTransaction::RemoveRetained(const RetainedRows& rows, int64_t before_ms) {
+  int64_t removed = 0;
+  for (const JournalEntry& j : rows.journal) {
+    if (j.at_ms >= before_ms || j.seq >= base_->journal_seq_last) continue;  // the newest stays
+    const JournalId id(j.consumer, j.subject, j.seq);
+    removed += base_->journal->count(id) > 0 && overlay_.journal_removed.insert(id).second;
+  }
+  for (const QuarantineRecord& r : rows.quarantine) {
+    const QuarantineRecord* row = QuarantineRow(r.id);
+    if (row == nullptr || overlay_.quarantine.count(r.id) > 0) continue;
+    if (r.id >= base_->quarantine_id_last) continue;
+    if (!QuarantineSettled(*base_->quarantine, *row, before_ms)) continue;
+    removed += overlay_.quarantine_removed.insert(r.id).second;
+  }
+  for (const GapRecord& g : rows.gaps) {
+    const GapId id(g.consumer, g.subject, g.expected_version);
+    const GapRecord* row = GapRow(id);
+    if (row == nullptr || !GapSettled(*row, before_ms)) continue;
+    removed += overlay_.gaps_removed.insert(id).second;
+  }
+  for (const EffectLogEntry& e : rows.effect_log) {
+    const auto id = std::make_tuple(e.key, e.seq);
+    if (base_->effects->log.count(id) == 0 || e.seq >= base_->effect_log_seq_last) continue;
+    const EffectIntent* intent = IntentRow(e.key);
+    if (intent == nullptr || !Settled(intent->state) || !intent->settled_at_ms ||
+        *intent->settled_at_ms >= before_ms) {
+      continue;
+    }
+    removed += overlay_.effect_log_removed.insert(id).second;
+  }
+  for (const OutboxRow& o : rows.outbox) {
+    const OutboxRow* row = OutboxRowAt(o.seq);
+    if (row == nullptr || !row->sent_at_ms || *row->sent_at_ms >= before_ms) continue;
+    overlay_.outbox_ids.insert_or_assign(OutboxId(row->source, row->event_id), std::nullopt);
+    overlay_.outbox.insert_or_assign(o.seq, std::nullopt);
+    ++removed;
+  }
+  return removed;
+}
+
 // Every intent is looked at (no index by due time here), the overlay's version of a changed one.
 Result<Rows<EffectIntent>> MemoryTransaction::DueIntents(int64_t now_ms, int64_t rows_max) {
   std::vector<const EffectIntent*> due;
@@ -1199,6 +1426,17 @@ class MemorySnapshot final : public Snapshot {
       if (!cut.Add(table.records.at(std::get<1>(*it)))) break;
     }
     return cut.Take();
+  }
+  Result<RetainedRows> Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
+                                  int64_t rows_max) override {
+    return RetainableOf(*state_, kind, before_ms, after, rows_max);
+  }
+  Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) override {
+    return CountRetainableOf(*state_, kind, before_ms);
+  }
+  Result<std::optional<RetentionRun>> LatestRetention() override {
+    if (state_->retention == nullptr) return std::optional<RetentionRun>();
+    return std::optional<RetentionRun>(*state_->retention);
   }
   Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
     const auto& records = state_->quarantine->records;

@@ -185,6 +185,16 @@ ALTER TABLE ledger ADD COLUMN IF NOT EXISTS tracestate text NOT NULL DEFAULT '';
 INSERT INTO evident_schema(version) VALUES(6);
 )sql";
 
+// Layout 7: retention (store_retention.h). Closed gaps are found by their close time, and each
+// run that removed anything is kept for evidence.
+inline constexpr const char* kSchemaLayout7 = R"sql(
+CREATE INDEX IF NOT EXISTS gap_closed ON gap(closed_at_ms) WHERE state = 'closed';
+CREATE TABLE IF NOT EXISTS retention_run(
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at_ms bigint NOT NULL,
+  horizon_ms bigint NOT NULL, archive text NOT NULL, removed bigint NOT NULL);
+INSERT INTO evident_schema(version) VALUES(7);
+)sql";
+
 inline constexpr const char* kSchemaLayout2 = R"sql(
 CREATE TABLE IF NOT EXISTS outbox_partition(event_partition bigint PRIMARY KEY);
 INSERT INTO outbox_partition(event_partition)

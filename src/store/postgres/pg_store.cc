@@ -171,7 +171,8 @@ Result<int64_t> CreateOrMigrate(PlainConnection& db) {
     if (layout < 4) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout4).status());
     if (layout < 5) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout5).status());
     if (layout < 6) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout6).status());
-    static_assert(kPostgresLayoutVersion == 6, "a new layout needs its step here");
+    if (layout < 7) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout7).status());
+    static_assert(kPostgresLayoutVersion == 7, "a new layout needs its step here");
     return layout;
   };
   Result<int64_t> layout = run();

@@ -94,6 +94,8 @@ class PgTransaction final : public Transaction {
   }
   Status UnparkOutbox(int64_t seq) override { return SetOutboxParked(seq, false, "", 0); }
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
+  Result<int64_t> RemoveRetained(const RetainedRows& rows, int64_t before_ms) override;
+  Status RecordRetention(const RetentionRun& run) override;
   Result<Rows<OutboxRow>> ClaimOutbox(int64_t rows_max, int64_t partitions_max, int64_t hold_ms,
                                       int64_t now_ms) override;
   Result<Insert> InsertIntent(const EffectIntent& intent) override;
@@ -200,6 +202,10 @@ class PgSnapshot final : public Snapshot {
                                           int64_t rows_max) override;
   Result<std::optional<std::string>> GetPosition(std::string_view source) override;
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override;
+  Result<RetainedRows> Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
+                                  int64_t rows_max) override;
+  Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) override;
+  Result<std::optional<RetentionRun>> LatestRetention() override;
   Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override;
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override;

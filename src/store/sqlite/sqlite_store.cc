@@ -286,10 +286,20 @@ CREATE TABLE IF NOT EXISTS group_lease(
 ) WITHOUT ROWID;
 )sql";
 
+// Layout 11: retention (store_retention.h). Closed gaps are found by their close time, and each
+// run that removed anything is kept for evidence.
+constexpr const char* kRetentionSchema = R"sql(
+CREATE INDEX IF NOT EXISTS gap_closed ON gap(closed_at_ms) WHERE state='closed';
+CREATE TABLE IF NOT EXISTS retention_run(
+  seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, horizon_ms INTEGER NOT NULL,
+  archive TEXT NOT NULL, removed INTEGER NOT NULL);
+)sql";
+
 // Every table and index of the current layout (each IF NOT EXISTS).
 const std::string& Schema() {
   static const std::string kSchema = std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema +
-                                     kEffectSchema + kLayout8Schema + kGroupSchema;
+                                     kEffectSchema + kLayout8Schema + kGroupSchema +
+                                     kRetentionSchema;
   return kSchema;
 }
 
@@ -829,6 +839,50 @@ OutboxRow ReadOutbox(const Statement& s, Status& /*error*/) {
                    .parked_reason = s.Text(16)};
 }
 
+constexpr const char* kJournalColumns =
+    "seq, consumer, outcome, source, event_id, subject, subject_version, at_ms";
+JournalEntry ReadJournal(const Statement& s, Status& error) {
+  JournalEntry j;
+  j.seq = s.Int(0);
+  j.consumer = s.Text(1);
+  ReadName(s, 2, &ParseOutcome, "outcome", j.outcome, error);
+  j.source = s.Text(3);
+  j.event_id = s.Text(4);
+  j.subject = s.Text(5);
+  j.subject_version = s.OptionalInt(6);
+  j.at_ms = s.Int(7);
+  return j;
+}
+
+constexpr const char* kEffectLogColumns =
+    "seq, key, action, by_whom, state_after, http_status, detail, at_ms";
+EffectLogEntry ReadEffectLog(const Statement& s, Status& error) {
+  EffectLogEntry l;
+  l.seq = s.Int(0);
+  l.key = s.Text(1);
+  ReadName(s, 2, &ParseEffectAction, "effect action", l.action, error);
+  l.by = s.Text(3);
+  ReadName(s, 4, &ParseEffectState, "effect state", l.state_after, error);
+  l.http_status = s.OptionalInt(5);
+  l.detail = s.Text(6);
+  l.at_ms = s.Int(7);
+  return l;
+}
+
+QuarantineAudit ReadAudit(const Statement& s, Status& error) {
+  QuarantineAudit a;
+  a.seq = s.Int(0);
+  a.record_id = s.Int(1);
+  ReadName(s, 2, &ParseQuarantineAction, "action", a.action, error);
+  a.by = s.Text(3);
+  a.note = s.Text(4);
+  a.outcome = s.Text(5);
+  a.reason = s.Text(6);
+  ReadName(s, 7, &ParseQuarantineStatus, "status", a.status_after, error);
+  a.at_ms = s.Int(8);
+  return a;
+}
+
 constexpr int64_t kWriteLockByte = 120;  // of the -shm file: SQLite's write lock
 constexpr int kLockLinesMax = 100000;    // /proc/locks lists every lock of the machine
 
@@ -1133,16 +1187,8 @@ class SqliteEngine {
     if (layout <= 5) {
       // What each receipt wrote, and the adapter its payload was read through (a table that
       // Schema() created above for an older layout has them already).
-      for (const char* column : {"adapter", "wrote"}) {
-        const std::string sql =
-            std::string("SELECT count(*) FROM pragma_table_info('ledger') WHERE name='") + column +
-            "'";
-        EVIDENT_ASSIGN_OR_RETURN(const int64_t present, Count(sql.c_str()));
-        if (present == 0) {
-          EVIDENT_RETURN_IF_ERROR(Exec(std::string("ALTER TABLE ledger ADD COLUMN ") + column +
-                                       " TEXT NOT NULL DEFAULT '';"));
-        }
-      }
+      EVIDENT_RETURN_IF_ERROR(AddColumn("ledger", "adapter", "TEXT NOT NULL DEFAULT ''"));
+      EVIDENT_RETURN_IF_ERROR(AddColumn("ledger", "wrote", "TEXT NOT NULL DEFAULT ''"));
       EVIDENT_RETURN_IF_ERROR(Exec("INSERT INTO evident_schema(version) VALUES(6);"));
     }
     if (layout <= 6) {
@@ -1167,7 +1213,11 @@ class SqliteEngine {
       EVIDENT_RETURN_IF_ERROR(AddLayout10Columns());
       EVIDENT_RETURN_IF_ERROR(Exec("INSERT INTO evident_schema(version) VALUES(10);"));
     }
-    static_assert(kSqliteLayoutVersion == 10, "a new layout needs its step here");
+    if (layout <= 10) {
+      // Retention's index and its runs (Schema() creates only what is missing).
+      EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(11);"));
+    }
+    static_assert(kSqliteLayoutVersion == 11, "a new layout needs its step here");
     return Status::Ok();
   }
 
@@ -1919,20 +1969,7 @@ class SqliteEngine {
         "SELECT seq, record_id, action, by_whom, note, outcome, reason, status_after, at_ms"
         " FROM quarantine_audit WHERE record_id=?1 ORDER BY seq LIMIT ?2";
     return QueryBound<QuarantineAudit>(
-        kSql, [&](Statement& s) { s.Bind(record_id); }, rows_max,
-        [](const Statement& s, Status& error) {
-          QuarantineAudit a;
-          a.seq = s.Int(0);
-          a.record_id = s.Int(1);
-          ReadName(s, 2, &ParseQuarantineAction, "action", a.action, error);
-          a.by = s.Text(3);
-          a.note = s.Text(4);
-          a.outcome = s.Text(5);
-          a.reason = s.Text(6);
-          ReadName(s, 7, &ParseQuarantineStatus, "status", a.status_after, error);
-          a.at_ms = s.Int(8);
-          return a;
-        });
+        kSql, [&](Statement& s) { s.Bind(record_id); }, rows_max, ReadAudit);
   }
 
   Result<Insert> InsertIntent(const EffectIntent& e) {
@@ -2220,21 +2257,9 @@ class SqliteEngine {
 
   Result<Rows<EffectLogEntry>> IntentLogOf(std::string_view key, int64_t rows_max) {
     if (layout_ < 5) return Rows<EffectLogEntry>{};
-    static const std::string kSql =
-        "SELECT seq, key, action, by_whom, state_after, http_status, detail, at_ms"
-        " FROM effect_log WHERE key=?1 ORDER BY seq LIMIT ?2";
-    return Query<EffectLogEntry>(kSql, {key}, rows_max, [](const Statement& s, Status& error) {
-      EffectLogEntry l;
-      l.seq = s.Int(0);
-      l.key = s.Text(1);
-      ReadName(s, 2, &ParseEffectAction, "effect action", l.action, error);
-      l.by = s.Text(3);
-      ReadName(s, 4, &ParseEffectState, "effect state", l.state_after, error);
-      l.http_status = s.OptionalInt(5);
-      l.detail = s.Text(6);
-      l.at_ms = s.Int(7);
-      return l;
-    });
+    static const std::string kSql = std::string("SELECT ") + kEffectLogColumns +
+                                    " FROM effect_log WHERE key=?1 ORDER BY seq LIMIT ?2";
+    return Query<EffectLogEntry>(kSql, {key}, rows_max, ReadEffectLog);
   }
 
   Result<Rows<CompensationRecord>> ListCompensations(std::string_view consumer,
@@ -2556,19 +2581,7 @@ class SqliteEngine {
     static const std::string kSql =
         "SELECT seq, consumer, outcome, source, event_id, subject, subject_version, at_ms "
         "FROM journal WHERE consumer=?1 AND subject=?2 ORDER BY seq LIMIT ?3";
-    return Query<JournalEntry>(kSql, {consumer, subject}, rows_max,
-                               [](const Statement& s, Status& error) {
-                                 JournalEntry j;
-                                 j.seq = s.Int(0);
-                                 j.consumer = s.Text(1);
-                                 ReadName(s, 2, &ParseOutcome, "outcome", j.outcome, error);
-                                 j.source = s.Text(3);
-                                 j.event_id = s.Text(4);
-                                 j.subject = s.Text(5);
-                                 j.subject_version = s.OptionalInt(6);
-                                 j.at_ms = s.Int(7);
-                                 return j;
-                               });
+    return Query<JournalEntry>(kSql, {consumer, subject}, rows_max, ReadJournal);
   }
   Result<Rows<EvidenceRecord>> EvidenceOf(std::string_view consumer, std::string_view subject,
                                           int64_t rows_max) {
@@ -2770,6 +2783,243 @@ class SqliteEngine {
                                 std::to_string(bodies) + " bodies deleted");
     }
     return static_cast<int64_t>(rows);
+  }
+
+  // Retention (store_retention.h). Each look reads at most rows_max + 1 rows by an index; the
+  // last column of each query says whether a candidate is retainable (?1 the horizon, ?2 the
+  // cursor, ?3 the limit).
+  Result<RetainedRows> Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
+                                  int64_t rows_max) {
+    assert(rows_max > 0);
+    RetainedRows out{.kind = kind};
+    if (layout_ < kSqliteLayoutVersion) {  // a read-only open of an older layout
+      out.end = true;
+      return out;
+    }
+    static const std::string kJournal = std::string("SELECT ") + kJournalColumns +
+                                        ", at_ms < ?1 AND seq < (SELECT max(seq) FROM journal)"
+                                        " FROM journal WHERE seq > ?2"
+                                        " ORDER BY seq LIMIT ?3";
+    static const std::string kGap = std::string("SELECT ") + kGapColumns +
+                                    ", ?2 = ?2 FROM gap WHERE state='closed' AND closed_at_ms < ?1"
+                                    " ORDER BY closed_at_ms, consumer, subject, expected_version"
+                                    " LIMIT ?3";
+    static const std::string kEffectLog =
+        "SELECT l.seq, l.key, l.action, l.by_whom, l.state_after, l.http_status, l.detail,"
+        " l.at_ms, coalesce(i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < ?1"
+        " AND l.seq < (SELECT max(seq) FROM effect_log), 0)"
+        " FROM effect_log l LEFT JOIN effect_intent i ON i.key=l.key WHERE l.seq > ?2"
+        " ORDER BY l.seq LIMIT ?3";
+    static const std::string kOutbox =
+        std::string("SELECT ") + kOutboxColumns +
+        ", ?2 = ?2 FROM outbox JOIN outbox_body USING(seq) WHERE sent_at_ms IS NOT NULL"
+        " AND sent_at_ms < ?1 ORDER BY sent_at_ms, seq LIMIT ?3";
+    const Window w{before_ms, after, rows_max};
+    switch (kind) {
+      case RetainedKind::kJournal:
+        return Look(kJournal, w, ReadJournal, &RetainedRows::journal, std::move(out));
+      case RetainedKind::kQuarantine:
+        return RetainableQuarantine(w, std::move(out));
+      case RetainedKind::kGap:
+        return Look(kGap, w, ReadGap, &RetainedRows::gaps, std::move(out));
+      case RetainedKind::kEffectLog:
+        return Look(kEffectLog, w, ReadEffectLog, &RetainedRows::effect_log, std::move(out));
+      case RetainedKind::kOutbox:
+        return Look(kOutbox, w, ReadOutbox, &RetainedRows::outbox, std::move(out));
+    }
+    return Status::Internal("unknown retained kind");
+  }
+
+  struct Window {
+    int64_t before_ms, after, rows_max;
+  };
+  template <typename Row>
+  struct Looked {
+    Row row;
+    bool retainable = false;
+  };
+
+  // The candidates `sql` reads in the window, those retainable put in `out.*kept`.
+  template <typename Row, typename Reader>
+  Result<RetainedRows> Look(const std::string& sql, const Window& w, Reader read,
+                            std::vector<Row> RetainedRows::*kept, RetainedRows out) {
+    EVIDENT_ASSIGN_OR_RETURN(
+        Rows<Looked<Row>> looked,
+        QueryBound<Looked<Row>>(
+            sql, [&](Statement& s) { s.Bind(w.before_ms).Bind(w.after); }, w.rows_max,
+            [&](const Statement& s, Status& error) {
+              const int last = sqlite3_column_count(s.handle()) - 1;
+              return Looked<Row>{read(s, error), s.Int(last) != 0};
+            }));
+    out.end = !looked.truncated;
+    for (Looked<Row>& l : looked.rows) {
+      if constexpr (std::is_same_v<Row, QuarantineRecord>) {
+        out.next = l.row.id;
+      } else if constexpr (std::is_same_v<Row, JournalEntry> ||
+                           std::is_same_v<Row, EffectLogEntry>) {
+        out.next = l.row.seq;
+      }
+      if (l.retainable) (out.*kept).push_back(std::move(l.row));
+    }
+    return out;
+  }
+
+  // Quarantine records by id, each with its audit entries when it is retainable.
+  Result<RetainedRows> RetainableQuarantine(const Window& w, RetainedRows out) {
+    static const std::string kSql =
+        std::string("SELECT ") + kQuarantineColumns +
+        ", status<>'open' AND last_seen_ms < ?1 AND id < (SELECT max(id) FROM quarantine)"
+        " AND NOT EXISTS (SELECT 1 FROM quarantine_audit a"
+        " WHERE a.record_id=quarantine.id AND a.at_ms >= ?1) FROM quarantine WHERE id > ?2"
+        " ORDER BY id LIMIT ?3";
+    EVIDENT_ASSIGN_OR_RETURN(
+        out, Look(kSql, w, ReadQuarantine, &RetainedRows::quarantine, std::move(out)));
+    for (const QuarantineRecord& r : out.quarantine) {
+      EVIDENT_ASSIGN_OR_RETURN(Rows<QuarantineAudit> audit, AuditOf(r.id, kAll));
+      for (QuarantineAudit& a : audit.rows) out.audit.push_back(std::move(a));
+    }
+    return out;
+  }
+
+  Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) {
+    if (layout_ < kSqliteLayoutVersion) return int64_t{0};
+    static const std::string kSql[] = {
+        "SELECT count(*) FROM journal WHERE at_ms < ?1 AND seq < (SELECT max(seq) FROM journal)",
+        "SELECT count(*) FROM quarantine WHERE status<>'open' AND last_seen_ms < ?1"
+        " AND id < (SELECT max(id) FROM quarantine) AND NOT EXISTS"
+        " (SELECT 1 FROM quarantine_audit a WHERE a.record_id=quarantine.id AND a.at_ms >= ?1)",
+        "SELECT count(*) FROM gap WHERE state='closed' AND closed_at_ms < ?1",
+        "SELECT count(*) FROM effect_log l JOIN effect_intent i ON i.key=l.key"
+        " WHERE i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < ?1"
+        " AND l.seq < (SELECT max(seq) FROM effect_log)",
+        "SELECT count(*) FROM outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < ?1"};
+    const std::string& sql = kSql[static_cast<size_t>(kind)];
+    EVIDENT_ASSIGN_OR_RETURN(const Rows<int64_t> count,
+                             QueryBound<int64_t>(
+                                 sql, [&](Statement& s) { s.Bind(before_ms); }, 1,
+                                 [](const Statement& s, Status&) { return s.Int(0); }));
+    return count.rows.empty() ? 0 : count.rows.front();
+  }
+
+  Status RecordRetention(const RetentionRun& run) {
+    static const std::string kSql =
+        "INSERT INTO retention_run(at_ms, horizon_ms, archive, removed) VALUES(?1, ?2, ?3, ?4)";
+    return Prepared(kSql)
+        .Bind(run.at_ms)
+        .Bind(run.horizon_ms)
+        .Bind(run.archive)
+        .Bind(run.removed)
+        .Run();
+  }
+  // The file's pages (PRAGMA page_count, freelist_count, page_size, auto_vacuum).
+  Result<Store::Space> SpaceNow() {
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t pages, Count("PRAGMA page_count"));
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t free_pages, Count("PRAGMA freelist_count"));
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t page_bytes, Count("PRAGMA page_size"));
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t auto_vacuum, Count("PRAGMA auto_vacuum"));
+    return Store::Space{.applies = true,
+                        .incremental = auto_vacuum == 2,
+                        .file_bytes = pages * page_bytes,
+                        .free_bytes = free_pages * page_bytes};
+  }
+  // Each step is a write transaction of its own (at most kPagesPerStep pages), so a writer
+  // waits for one step at most; the WAL's checkpoint then shortens the file.
+  Result<int64_t> ReturnSpace(int64_t pages_max) {
+    EVIDENT_ASSIGN_OR_RETURN(const Store::Space before, SpaceNow());
+    if (!before.incremental || before.free_bytes == 0) return int64_t{0};
+    constexpr int64_t kPagesPerStep = 2048;
+    for (int64_t left = pages_max; left > 0; left -= kPagesPerStep) {
+      EVIDENT_ASSIGN_OR_RETURN(const int64_t free_pages, Count("PRAGMA freelist_count"));
+      if (free_pages == 0) break;
+      EVIDENT_RETURN_IF_ERROR(
+          Exec("PRAGMA incremental_vacuum(" + std::to_string(std::min(left, kPagesPerStep)) + ")"));
+    }
+    EVIDENT_RETURN_IF_ERROR(Exec("PRAGMA wal_checkpoint(TRUNCATE)"));
+    EVIDENT_ASSIGN_OR_RETURN(const Store::Space after, SpaceNow());
+    return std::max<int64_t>(before.file_bytes - after.file_bytes, 0);
+  }
+  Status Compact() {
+    EVIDENT_RETURN_IF_ERROR(Exec("PRAGMA auto_vacuum=INCREMENTAL"));
+    EVIDENT_RETURN_IF_ERROR(Exec("VACUUM"));
+    return Exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+
+  Result<std::optional<RetentionRun>> LatestRetention() {
+    if (layout_ < 11) return std::optional<RetentionRun>();
+    static const std::string kSql =
+        "SELECT seq, at_ms, horizon_ms, archive, removed FROM retention_run ORDER BY seq DESC"
+        " LIMIT ?1";
+    EVIDENT_ASSIGN_OR_RETURN(Rows<RetentionRun> rows, QueryBound<RetentionRun>(
+                                                          kSql, [](Statement&) {}, 1,
+                                                          [](const Statement& s, Status&) {
+                                                            return RetentionRun{
+                                                                .seq = s.Int(0),
+                                                                .at_ms = s.Int(1),
+                                                                .horizon_ms = s.Int(2),
+                                                                .archive = s.Text(3),
+                                                                .removed = s.Int(4)};
+                                                          }));
+    if (rows.rows.empty()) return std::optional<RetentionRun>();
+    return std::optional<RetentionRun>(std::move(rows.rows.front()));
+  }
+
+  // Each record again under the write lock, by its key and the rule that made it retainable.
+  Result<int64_t> RemoveRetained(const RetainedRows& rows, int64_t before_ms) {
+    static const std::string kJournal =
+        "DELETE FROM journal WHERE seq=?1 AND at_ms < ?2 AND seq < (SELECT max(seq) FROM journal)";
+    static const std::string kQuarantine =
+        "DELETE FROM quarantine WHERE id=?1 AND status<>'open' AND last_seen_ms < ?2"
+        " AND id < (SELECT max(id) FROM quarantine) AND NOT EXISTS"
+        " (SELECT 1 FROM quarantine_audit a WHERE a.record_id=?1 AND a.at_ms >= ?2)";
+    static const std::string kAudit = "DELETE FROM quarantine_audit WHERE record_id=?1";
+    static const std::string kGap =
+        "DELETE FROM gap WHERE consumer=?1 AND subject=?2 AND expected_version=?3"
+        " AND state='closed' AND closed_at_ms < ?4";
+    static const std::string kEffectLog =
+        "DELETE FROM effect_log WHERE seq=?1 AND seq < (SELECT max(seq) FROM effect_log)"
+        " AND EXISTS (SELECT 1 FROM effect_intent i WHERE"
+        " i.key=effect_log.key AND i.state IN ('done','failed','withdrawn')"
+        " AND i.settled_at_ms < ?2)";
+    static const std::string kOutbox =
+        "DELETE FROM outbox WHERE seq=?1 AND sent_at_ms IS NOT NULL AND sent_at_ms < ?2";
+    static const std::string kBody = "DELETE FROM outbox_body WHERE seq=?1";
+    int64_t removed = 0;
+    const auto run = [&](const std::string& sql, auto bind) -> Result<bool> {
+      Statement& s = Prepared(sql);
+      bind(s);
+      EVIDENT_RETURN_IF_ERROR(s.Run());
+      return sqlite3_changes(db_) == 1;
+    };
+    for (const JournalEntry& j : rows.journal) {
+      EVIDENT_ASSIGN_OR_RETURN(const bool gone,
+                               run(kJournal, [&](Statement& s) { s.Bind(j.seq).Bind(before_ms); }));
+      removed += gone;
+    }
+    for (const QuarantineRecord& r : rows.quarantine) {
+      EVIDENT_ASSIGN_OR_RETURN(
+          const bool gone, run(kQuarantine, [&](Statement& s) { s.Bind(r.id).Bind(before_ms); }));
+      if (gone) EVIDENT_RETURN_IF_ERROR(run(kAudit, [&](Statement& s) { s.Bind(r.id); }).status());
+      removed += gone;
+    }
+    for (const GapRecord& g : rows.gaps) {
+      EVIDENT_ASSIGN_OR_RETURN(const bool gone, run(kGap, [&](Statement& s) {
+                                 s.Bind(g.consumer).Bind(g.subject).Bind(g.expected_version);
+                                 s.Bind(before_ms);
+                               }));
+      removed += gone;
+    }
+    for (const EffectLogEntry& e : rows.effect_log) {
+      EVIDENT_ASSIGN_OR_RETURN(
+          const bool gone, run(kEffectLog, [&](Statement& s) { s.Bind(e.seq).Bind(before_ms); }));
+      removed += gone;
+    }
+    for (const OutboxRow& o : rows.outbox) {
+      EVIDENT_ASSIGN_OR_RETURN(const bool gone,
+                               run(kOutbox, [&](Statement& s) { s.Bind(o.seq).Bind(before_ms); }));
+      if (gone) EVIDENT_RETURN_IF_ERROR(run(kBody, [&](Statement& s) { s.Bind(o.seq); }).status());
+      removed += gone;
+    }
+    return removed;
   }
 
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) {
@@ -3003,6 +3253,10 @@ class SqliteTransaction final : public Transaction {
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override {
     return Open()->DeleteSentOutbox(sent_before_ms, rows_max);
   }
+  Result<int64_t> RemoveRetained(const RetainedRows& rows, int64_t before_ms) override {
+    return Open()->RemoveRetained(rows, before_ms);
+  }
+  Status RecordRetention(const RetentionRun& run) override { return Open()->RecordRetention(run); }
   Result<Insert> InsertIntent(const EffectIntent& intent) override {
     return Open()->InsertIntent(intent);
   }
@@ -3164,6 +3418,16 @@ class SqliteSnapshot final : public Snapshot {
   Result<std::vector<std::pair<std::string, int64_t>>> Counts() override {
     return engine_.Counts();
   }
+  Result<RetainedRows> Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
+                                  int64_t rows_max) override {
+    return engine_.Retainable(kind, before_ms, after, rows_max);
+  }
+  Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) override {
+    return engine_.CountRetainable(kind, before_ms);
+  }
+  Result<std::optional<RetentionRun>> LatestRetention() override {
+    return engine_.LatestRetention();
+  }
   Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override {
     return engine_.OutboxRows(select, after_seq, rows_max);
@@ -3219,6 +3483,18 @@ class SqliteStore final : public Store {
     EVIDENT_RETURN_IF_ERROR(Idle("Read"));
     EVIDENT_RETURN_IF_ERROR(engine_->BeginRead());
     return std::unique_ptr<Snapshot>(new SqliteSnapshot(engine_));
+  }
+  Result<Space> SpaceNow() override {
+    EVIDENT_RETURN_IF_ERROR(Idle("SpaceNow"));
+    return engine_->SpaceNow();
+  }
+  Result<int64_t> ReturnSpace(int64_t pages_max) override {
+    EVIDENT_RETURN_IF_ERROR(Idle("ReturnSpace"));
+    return engine_->ReturnSpace(pages_max);
+  }
+  Status Compact() override {
+    EVIDENT_RETURN_IF_ERROR(Idle("Compact"));
+    return engine_->Compact();
   }
 
  private:
@@ -3361,6 +3637,11 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
   auto store = std::make_unique<SqliteEngine>(db);
   SetBusyTimeout(db, options.busy_timeout_ms);
   sqlite3_extended_result_codes(db, 1);  // tells a duplicate key from other constraint failures
+  // Takes effect on a new file only (before its first table, and before WAL mode writes its
+  // header): pages that retention frees then go back to the file system through `PRAGMA
+  // incremental_vacuum` (Store::ReturnSpace) without a rewrite. An older store keeps its mode
+  // until Store::Compact.
+  EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA auto_vacuum=INCREMENTAL"));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=" + options.synchronous));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA cache_size=-" + std::to_string(options.cache_kib)));

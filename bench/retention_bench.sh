@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# bench/retention_bench.sh [EVENTS] [ROUNDS]: what retention leaves per decided event, and what
+# it costs a consume running beside it (issue 48).
+#   Input: the orders example (examples/orders/events.ndjson: applied, deferred, duplicate,
+#   stale and rejected events) repeated with distinct ids and subjects up to EVENTS events.
+#   (1) Size: one consume into a new SQLite store; its bytes per input event (WAL checkpointed
+#   into the file), then after `evident store retain --older-than 1ms` (which gives the freed
+#   pages back), and the ratio.
+#   (2) Beside: per round, alternating, a store holding one consume of the input is copied
+#   twice; a second input (other ids) is consumed into (a) one copy alone, (b) the other while
+#   `store retain --older-than 1ms` runs in a loop beside it (its first run removes the first
+#   consume's journal, closed records and logs). The figure is the median over rounds of (b)'s
+#   events/s over (a)'s, each pair measured in the same round. docs/BENCHMARKS.md has results.
+# Needs a Release build in build/ and python3 (its sqlite3 module checkpoints the WAL).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+events=${1:-100000}
+rounds=${2:-3}
+bin=build/src/cli/evident
+config=examples/orders/evident.yaml
+[ -x "$bin" ] || { echo "build $bin first" >&2; exit 2; }
+tmp=$(mktemp -d /tmp/evident-retention-bench-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# Two inputs of EVENTS events each, ids and subjects prefixed by the copy (and the input).
+python3 - "$events" examples/orders/events.ndjson "$tmp/first.ndjson" "$tmp/second.ndjson" <<'EOF'
+import sys
+count, example = int(sys.argv[1]), open(sys.argv[2]).read().splitlines()
+for name, tag in ((sys.argv[3], "a"), (sys.argv[4], "b")):
+    with open(name, "w") as out:
+        n = 0
+        copy = 0
+        while n < count:
+            for line in example:
+                if n == count:
+                    break
+                for key in ('"id":"', '"subject":"'):
+                    at = line.find(key)
+                    if at >= 0:
+                        at += len(key)
+                        line = line[:at] + "%s%d-" % (tag, copy) + line[at:]
+                out.write(line + "\n")
+                n += 1
+            copy += 1
+EOF
+
+checkpoint() {  # the WAL copied into the file and emptied, so the file's size is the store's
+  python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("PRAGMA wal_checkpoint(TRUNCATE)"); c.close()' "$1"
+}
+size() { stat -c %s "$1"; }
+consume() {  # consume STORE INPUT: prints the seconds it took
+  local start end
+  start=$(date +%s.%N)
+  "$bin" consume --config "$config" --store "sqlite:$1" --input "$2" >/dev/null
+  end=$(date +%s.%N)
+  python3 -c "print(${end} - ${start})"
+}
+
+# (1) Size.
+consume "$tmp/size.db" "$tmp/first.ndjson" >/dev/null
+checkpoint "$tmp/size.db"
+before=$(size "$tmp/size.db")
+"$bin" store retain --store "sqlite:$tmp/size.db" --older-than 1ms >"$tmp/retain.txt"
+checkpoint "$tmp/size.db"
+after=$(size "$tmp/size.db")
+python3 - "$events" "$before" "$after" <<'EOF'
+import sys
+events, before, after = (int(x) for x in sys.argv[1:])
+print("size: %d events; before retention %d bytes (%.0f bytes/event), after %d bytes "
+      "(%.0f bytes/event); after/before %.2f" %
+      (events, before, before / events, after, after / events, after / before))
+EOF
+sed 's/^/  /' "$tmp/retain.txt"
+
+# (2) Beside.
+consume "$tmp/base.db" "$tmp/first.ndjson" >/dev/null
+checkpoint "$tmp/base.db"
+ratios=()
+for ((round = 1; round <= rounds; round++)); do
+  cp "$tmp/base.db" "$tmp/alone.db"
+  cp "$tmp/base.db" "$tmp/beside.db"
+  alone=$(consume "$tmp/alone.db" "$tmp/second.ndjson")
+  (
+    while [ ! -f "$tmp/stop" ]; do
+      "$bin" store retain --store "sqlite:$tmp/beside.db" --older-than 1ms >/dev/null
+    done
+  ) &
+  loop=$!
+  beside=$(consume "$tmp/beside.db" "$tmp/second.ndjson")
+  touch "$tmp/stop"
+  wait "$loop"
+  rm -f "$tmp/stop"
+  ratio=$(python3 -c "print('%.3f' % (${alone} / ${beside}))")
+  ratios+=("$ratio")
+  python3 -c "print('round %d: alone %.0f events/s, beside retention %.0f events/s, ratio %s' % (${round}, ${events} / ${alone}, ${events} / ${beside}, '${ratio}'))"
+done
+python3 -c "import statistics,sys; print('beside/alone (median of %d rounds): %.3f' % (len(sys.argv) - 1, statistics.median(float(x) for x in sys.argv[1:])))" "${ratios[@]}"

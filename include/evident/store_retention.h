@@ -1,0 +1,96 @@
+// evident/store_retention.h — the store contract's retention concern: settled records older
+// than a horizon, read for the archive and then removed (retention.h runs it).
+//
+// What is settled, per kind (every backend applies exactly these rules; the conformance suite
+// holds them to it):
+//   kJournal     a journal entry written before the horizon.
+//   kQuarantine  a record replayed or discarded whose last delivery and every audit entry came
+//                before it, with its audit entries. An open record is never removed.
+//   kGap         a gap record closed before it. An open gap (requested, manual, reported, open)
+//                is never removed.
+//   kEffectLog   the log entries of an intent settled (done, failed, withdrawn) before it. The
+//                intent itself stays: its key is what keeps the effect from being intended
+//                twice, and guards read it. An intended or unknown intent's log is never removed.
+//   kOutbox      an outbox row sent before it. A pending or parked row is never removed.
+// Ledger rows, projections, deferred events, intents and compensations are never removed here,
+// nor the newest journal entry, quarantine record and effect log entry (a store that numbers
+// them by the largest plus one then never gives a removed one's seq or id again).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "evident/status.h"
+#include "evident/store_decisions.h"
+#include "evident/store_effects.h"
+#include "evident/store_outbox.h"
+#include "evident/store_quarantine.h"
+
+namespace evident {
+
+enum class RetainedKind : uint8_t { kJournal, kQuarantine, kGap, kEffectLog, kOutbox };
+inline constexpr RetainedKind kRetainedKinds[] = {RetainedKind::kJournal, RetainedKind::kQuarantine,
+                                                  RetainedKind::kGap, RetainedKind::kEffectLog,
+                                                  RetainedKind::kOutbox};
+
+// One retention run, as the store keeps it for evidence: what it removed, up to which horizon,
+// and where it archived it (empty: nowhere).
+struct RetentionRun {
+  int64_t seq = 0;  // assigned by the store
+  int64_t at_ms = 0;
+  int64_t horizon_ms = 0;  // records settled before it were removed
+  std::string archive;
+  int64_t removed = 0;
+};
+
+// Records of one kind, read for removal: only the vectors of that kind are filled (a
+// quarantine record's audit entries come with it).
+struct RetainedRows {
+  RetainedKind kind = RetainedKind::kJournal;
+  std::vector<JournalEntry> journal;         // by seq
+  std::vector<QuarantineRecord> quarantine;  // by id
+  std::vector<QuarantineAudit> audit;        // of those records, by seq
+  std::vector<GapRecord> gaps;               // by close time, consumer, subject, version
+  std::vector<EffectLogEntry> effect_log;    // by seq
+  std::vector<OutboxRow> outbox;             // by send time, seq
+  // Where the next look goes on (see RetentionReads), and whether nothing is left to look at.
+  int64_t next = 0;
+  bool end = false;
+  // The records of the kind (audit entries are part of their record).
+  size_t size() const {
+    return journal.size() + quarantine.size() + gaps.size() + effect_log.size() + outbox.size();
+  }
+};
+
+// Candidates are looked at in the kind's order: journal entries by seq, quarantine records by
+// id, effect log entries by seq (each a candidate whatever its intent's state), closed gaps
+// closed before the horizon by close time, sent outbox rows sent before it by send time. A
+// look reads a bounded number of rows, whatever the store holds.
+class RetentionReads {
+ public:
+  virtual ~RetentionReads() = default;
+  // Looks at up to `rows_max` (> 0) candidates of `kind` past `after` (a seq or an id; gaps and
+  // outbox rows, every one of which is retainable, ignore it: what is removed is not looked at
+  // again) and returns the retainable ones; `next` is the last candidate's seq or id, `end` set
+  // when fewer than `rows_max` were found.
+  virtual Result<RetainedRows> Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
+                                          int64_t rows_max) = 0;
+  // How many retainable records of `kind` there are (a whole scan, for a dry run).
+  virtual Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) = 0;
+  // The latest run that removed anything (nullopt: none ever did).
+  virtual Result<std::optional<RetentionRun>> LatestRetention() = 0;
+};
+
+class RetentionWrites {
+ public:
+  virtual ~RetentionWrites() = default;
+  // Removes the records of `rows` (read by Retainable) that are still settled and older than
+  // `before_ms` (one changed since it was read stays), and returns how many records went.
+  virtual Result<int64_t> RemoveRetained(const RetainedRows& rows, int64_t before_ms) = 0;
+  // Keeps `run` (its seq assigned); written in the transaction of its last removal.
+  virtual Status RecordRetention(const RetentionRun& run) = 0;
+};
+
+}  // namespace evident

@@ -1,0 +1,195 @@
+// Retention over a Store (evident/retention.h): per kind, a look in a snapshot, the archive's
+// lines made durable, then the removal in a transaction of its own.
+#include "evident/retention.h"
+
+#include <cassert>
+#include <limits>
+
+#include "core/rfc3339.h"
+#include "evident/evidence.h"
+#include "evident/outbox.h"
+#include "evident/quarantine.h"
+#include "json/writer.h"
+
+namespace evident {
+namespace {
+
+constexpr std::array<std::string_view, kRetainedKindCount> kKindNames = {
+    "journal", "quarantine", "gap", "effect-log", "outbox"};
+
+class FileArchive final : public RetentionArchive {
+ public:
+  FileArchive(std::string path, std::unique_ptr<WritableFile> file)
+      : path_(std::move(path)), file_(std::move(file)) {}
+  Status Append(std::string_view lines) override { return file_->Append(lines); }
+  Status Sync() override { return file_->Sync(); }
+  Status Close() override { return file_->Close(); }
+  const std::string& name() const override { return path_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<WritableFile> file_;
+};
+
+// The record of a journal entry or an effect log entry, in the shapes the evidence packet and
+// `evident effects show` give them, with the keys that place them.
+void JournalJson(const JournalEntry& j, std::string& out) {
+  json::Writer w(out);
+  w.BeginObject().Key("seq").Int(j.seq).Field("consumer", j.consumer);
+  w.Field("outcome", OutcomeName(j.outcome)).Field("source", j.source).Field("id", j.event_id);
+  w.Field("subject", j.subject).Key("subject_version");
+  j.subject_version ? w.Int(*j.subject_version) : w.Null();
+  w.Field("at", rfc3339::FormatMs(j.at_ms)).EndObject();
+}
+void EffectLogJson(const EffectLogEntry& l, std::string& out) {
+  json::Writer w(out);
+  w.BeginObject().Key("seq").Int(l.seq).Field("key", l.key);
+  w.Field("action", EffectActionName(l.action)).Field("by", l.by);
+  w.Field("state_after", EffectStateName(l.state_after)).Key("http_status");
+  l.http_status ? w.Int(*l.http_status) : w.Null();
+  w.Field("detail", l.detail).Field("at", rfc3339::FormatMs(l.at_ms)).EndObject();
+}
+// A quarantine record with its original bytes and its audit entries.
+void QuarantineWithAuditJson(const QuarantineRecord& r, const std::vector<QuarantineAudit>& audit,
+                             std::string& out) {
+  std::string entries;
+  json::Writer w(entries);
+  w.BeginArray();
+  for (const QuarantineAudit& a : audit) {
+    if (a.record_id != r.id) continue;
+    w.BeginObject().Field("action", QuarantineActionName(a.action)).Field("by", a.by);
+    w.Field("note", a.note).Field("outcome", a.outcome).Field("reason", a.reason);
+    w.Field("status_after", QuarantineStatusName(a.status_after));
+    w.Field("at", rfc3339::FormatMs(a.at_ms)).EndObject();
+  }
+  w.EndArray();
+  const size_t start = out.size();
+  AppendQuarantineJson(r, true, out);
+  assert(out.size() > start && out.back() == '}');
+  out.pop_back();
+  out += R"(,"audit":)" + entries + "}";
+}
+
+// One archive line per record of `rows`.
+std::string ArchiveLines(const RetainedRows& rows, int64_t horizon_ms) {
+  std::string out;
+  const std::string head = std::string(R"({"retained":")") +
+                           std::string(RetainedKindName(rows.kind)) + R"(","horizon":")" +
+                           rfc3339::FormatMs(horizon_ms) + R"(","record":)";
+  const auto line = [&](auto&& write) {
+    out += head;
+    write();
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    out += "}\n";
+  };
+  for (const JournalEntry& j : rows.journal) line([&] { JournalJson(j, out); });
+  for (const QuarantineRecord& r : rows.quarantine) {
+    line([&] { QuarantineWithAuditJson(r, rows.audit, out); });
+  }
+  for (const GapRecord& g : rows.gaps) {
+    line([&] {
+      std::string record;
+      AppendGapRecordJson(g, record);
+      json::Writer w(out);
+      w.BeginObject().Field("consumer", g.consumer).Field("subject", g.subject);
+      w.Key("gap").Raw(record).EndObject();
+    });
+  }
+  for (const EffectLogEntry& e : rows.effect_log) line([&] { EffectLogJson(e, out); });
+  for (const OutboxRow& o : rows.outbox) line([&] { AppendOutboxRowJson(o, out); });
+  return out;
+}
+
+// Counts what a run would remove of `kind`.
+Status CountKind(Store& store, RetainedKind kind, int64_t horizon_ms, RetainSummary& summary) {
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t count, snapshot->CountRetainable(kind, horizon_ms));
+  summary.removed[static_cast<size_t>(kind)] = count;
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view RetainedKindName(RetainedKind kind) {
+  return kKindNames[static_cast<size_t>(kind)];
+}
+
+int64_t RetainSummary::total() const {
+  int64_t sum = 0;
+  for (const int64_t n : removed) sum += n;
+  return sum;
+}
+
+Result<std::unique_ptr<RetentionArchive>> OpenRetentionArchive(Env& env, const std::string& path) {
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env.NewAppendableFile(path));
+  return std::unique_ptr<RetentionArchive>(std::make_unique<FileArchive>(path, std::move(file)));
+}
+
+namespace {
+
+// One kind, batch by batch: look, archive and sync, remove and commit. The run's record goes
+// in with the last removal of the run (Retain writes it at the end, in a transaction of its
+// own when the last batch removed nothing).
+Status RetainKind(Store& store, RetainedKind kind, const RetainOptions& options,
+                  RetentionArchive* archive, RetainSummary& summary) {
+  int64_t after = std::numeric_limits<int64_t>::min();
+  for (bool end = false; !end;) {
+    if (options.cancel != nullptr && options.cancel->cancelled()) {
+      summary.cancelled = true;
+      return Status::Ok();
+    }
+    RetainedRows rows;
+    {
+      EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+      EVIDENT_ASSIGN_OR_RETURN(
+          rows, snapshot->Retainable(kind, summary.horizon_ms, after, options.batch_count_max));
+    }
+    assert(rows.kind == kind);
+    end = rows.end;
+    after = rows.next;
+    if (rows.size() == 0) continue;
+    if (archive != nullptr) {
+      EVIDENT_RETURN_IF_ERROR(archive->Append(ArchiveLines(rows, summary.horizon_ms)));
+      EVIDENT_RETURN_IF_ERROR(archive->Sync());  // durable before the removal commits
+      summary.archived += static_cast<int64_t>(rows.size());
+    }
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t removed, tx->RemoveRetained(rows, summary.horizon_ms));
+    assert(removed >= 0 && removed <= static_cast<int64_t>(rows.size()));
+    EVIDENT_RETURN_IF_ERROR(tx->Commit());
+    summary.removed[static_cast<size_t>(kind)] += removed;
+    ++summary.transactions;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<RetainSummary> Retain(Store& store, const RetainOptions& options,
+                             RetentionArchive* archive) {
+  assert(options.older_than_ms > 0 && options.batch_count_max > 0);
+  Clock& clock = options.clock != nullptr ? *options.clock : SystemClock();
+  RetainSummary summary;
+  summary.dry_run = options.dry_run;
+  const int64_t now_ms = clock.NowMs();
+  summary.horizon_ms = now_ms - options.older_than_ms;
+  for (const RetainedKind kind : kRetainedKinds) {
+    if (options.dry_run) {
+      EVIDENT_RETURN_IF_ERROR(CountKind(store, kind, summary.horizon_ms, summary));
+      continue;
+    }
+    EVIDENT_RETURN_IF_ERROR(RetainKind(store, kind, options, archive, summary));
+    if (summary.cancelled) break;
+  }
+  if (options.dry_run || summary.total() == 0) return summary;
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  EVIDENT_RETURN_IF_ERROR(tx->RecordRetention(
+      RetentionRun{.at_ms = now_ms,
+                   .horizon_ms = summary.horizon_ms,
+                   .archive = archive != nullptr ? archive->name() : std::string(),
+                   .removed = summary.total()}));
+  EVIDENT_RETURN_IF_ERROR(tx->Commit());
+  return summary;
+}
+
+}  // namespace evident

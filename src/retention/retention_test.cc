@@ -1,0 +1,223 @@
+// Retention over a store (evident/retention.h): batches, the archive first, a failure at any
+// step leaving every record in the store or in the archive, the run recorded, a dry run.
+#include "evident/retention.h"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <map>
+
+#include "evident/fault_store.h"
+#include "evident/store_memory.h"
+#include "evident/store_sqlite.h"
+
+namespace evident {
+namespace {
+
+constexpr int64_t kHourMs = 3'600'000;
+constexpr int64_t kNowMs = 100 * kHourMs;
+
+// An archive in memory that counts its syncs and can be told to fail them.
+class MemoryArchive final : public RetentionArchive {
+ public:
+  Status Append(std::string_view lines) override {
+    pending_ += lines;
+    return Status::Ok();
+  }
+  Status Sync() override {
+    if (fail_syncs_) return Status::IoError("sync archive: no space left on device");
+    synced_ += pending_;
+    pending_.clear();
+    ++syncs_;
+    return Status::Ok();
+  }
+  Status Close() override { return Status::Ok(); }
+  const std::string& name() const override { return name_; }
+
+  bool fail_syncs_ = false;
+  std::string synced_, pending_;
+  int syncs_ = 0;
+
+ private:
+  std::string name_ = "memory-archive";
+};
+
+// "kind" -> archived records, every line checked to be one JSON object of the documented shape.
+std::map<std::string, int> ArchivedKinds(const std::string& lines) {
+  std::map<std::string, int> kinds;
+  simdjson::dom::parser parser;
+  size_t start = 0;
+  while (start < lines.size()) {
+    const size_t end = lines.find('\n', start);
+    EXPECT_NE(end, std::string::npos) << "an archive line ends with a newline";
+    const std::string line = lines.substr(start, end - start);
+    simdjson::dom::element e;
+    EXPECT_EQ(parser.parse(line).get(e), simdjson::SUCCESS) << line;
+    std::string_view kind;
+    EXPECT_EQ(e["retained"].get(kind), simdjson::SUCCESS) << line;
+    EXPECT_TRUE(e["horizon"].is_string()) << line;
+    EXPECT_TRUE(e["record"].is_object()) << line;
+    ++kinds[std::string(kind)];
+    start = end + 1;
+  }
+  return kinds;
+}
+
+class Retention : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    database_ = NewMemoryDatabase();
+    store_ = std::move(OpenMemoryStore(database_)).value();
+  }
+
+  // `old` journal entries an hour before the horizon and `recent` ones after it, and one sent
+  // outbox row of each age.
+  void Fill(int old, int recent) {
+    auto tx = std::move(store_->Begin()).value();
+    for (int i = 0; i < old + recent; ++i) {
+      const int64_t at = i < old ? kNowMs - 3 * kHourMs : kNowMs - kHourMs / 2;
+      ASSERT_TRUE(tx->Journal(JournalEntry{.consumer = "c",
+                                           .outcome = Outcome::kApplied,
+                                           .source = "s",
+                                           .event_id = "e" + std::to_string(i),
+                                           .subject = "order-1",
+                                           .at_ms = at})
+                      .ok());
+    }
+    for (const int64_t sent : {kNowMs - 3 * kHourMs, kNowMs - 60'000}) {
+      const OutboxAppend row =
+          std::move(tx->AppendOutbox(OutboxRow{.source = "s",
+                                               .event_id = "o" + std::to_string(sent),
+                                               .type = "t",
+                                               .subject = "order-1",
+                                               .bytes = R"({"id":"x"})",
+                                               .created_at_ms = sent}))
+              .value();
+      ASSERT_TRUE(tx->MarkOutboxSent(row.seq, "S", 1, sent).ok());
+    }
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+
+  int64_t JournalLeft() {
+    auto snapshot = std::move(store_->Read()).value();
+    return static_cast<int64_t>(std::move(snapshot->JournalOf("c", "order-1")).value().rows.size());
+  }
+
+  RetainOptions Options(int64_t batch = 500) {
+    return RetainOptions{.older_than_ms = 2 * kHourMs, .batch_count_max = batch, .clock = &clock_};
+  }
+
+  ManualClock clock_{kNowMs};
+  std::shared_ptr<MemoryDatabase> database_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(Retention, RemovesWhatSettledBeforeTheHorizonInBatchesArchivingEachFirst) {
+  Fill(25, 5);
+  MemoryArchive archive;
+  const RetainSummary s = std::move(Retain(*store_, Options(10), &archive)).value();
+  EXPECT_EQ(s.horizon_ms, kNowMs - 2 * kHourMs);
+  EXPECT_EQ(s.removed[static_cast<size_t>(RetainedKind::kJournal)], 25);
+  EXPECT_EQ(s.removed[static_cast<size_t>(RetainedKind::kOutbox)], 1);
+  EXPECT_EQ(s.total(), 26);
+  EXPECT_EQ(s.transactions, 4);  // journal 10 + 10 + 5, outbox 1
+  EXPECT_EQ(archive.syncs_, 4);  // one per transaction, before it
+  EXPECT_TRUE(archive.pending_.empty());
+  EXPECT_EQ(ArchivedKinds(archive.synced_),
+            (std::map<std::string, int>{{"journal", 25}, {"outbox", 1}}));
+  EXPECT_EQ(JournalLeft(), 5);
+  const std::optional<RetentionRun> run =
+      std::move(std::move(store_->Read()).value()->LatestRetention()).value();
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(run->horizon_ms, s.horizon_ms);
+  EXPECT_EQ(run->archive, "memory-archive");
+  EXPECT_EQ(run->removed, 26);
+  // Again: nothing left to remove, nothing archived, no run recorded.
+  MemoryArchive second;
+  const RetainSummary again = std::move(Retain(*store_, Options(10), &second)).value();
+  EXPECT_EQ(again.total(), 0);
+  EXPECT_TRUE(second.synced_.empty());
+}
+
+TEST_F(Retention, ADryRunCountsAndChangesNothing) {
+  Fill(7, 3);
+  RetainOptions options = Options();
+  options.dry_run = true;
+  const RetainSummary s = std::move(Retain(*store_, options, nullptr)).value();
+  EXPECT_TRUE(s.dry_run);
+  EXPECT_EQ(s.removed[static_cast<size_t>(RetainedKind::kJournal)], 7);
+  EXPECT_EQ(s.transactions, 0);
+  EXPECT_EQ(JournalLeft(), 10);
+  EXPECT_FALSE(std::move(std::move(store_->Read()).value()->LatestRetention()).value());
+}
+
+// An archive that cannot be made durable stops the run before the removal: the records stay.
+TEST_F(Retention, AnArchiveThatCannotSyncRemovesNothing) {
+  Fill(5, 0);
+  MemoryArchive archive;
+  archive.fail_syncs_ = true;
+  const Result<RetainSummary> s = Retain(*store_, Options(), &archive);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().ToString().find("no space left"), std::string::npos);
+  EXPECT_EQ(JournalLeft(), 5);
+}
+
+// A removal that fails to commit (the process killed between the archive's sync and the
+// commit) leaves its records in the store and in the archive; the next run archives them again
+// and removes them: no record is ever in neither.
+TEST_F(Retention, ACommitThatFailsAfterTheArchiveLeavesRecordsInBoth) {
+  Fill(12, 0);
+  auto faulty = std::make_unique<FaultStore>(std::move(store_));
+  FaultStore* fault = faulty.get();
+  store_ = std::move(faulty);
+  fault->Add({.call = StoreCall::kCommit, .nth = fault->calls(StoreCall::kCommit) + 2});
+  MemoryArchive archive;
+  const Result<RetainSummary> first = Retain(*store_, Options(5), &archive);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(JournalLeft(), 12 - 5);  // the second batch stayed
+  EXPECT_EQ(ArchivedKinds(archive.synced_)["journal"], 10);
+  const RetainSummary second = std::move(Retain(*store_, Options(5), &archive)).value();
+  EXPECT_EQ(second.removed[static_cast<size_t>(RetainedKind::kJournal)], 6);
+  EXPECT_EQ(JournalLeft(), 1);                               // the newest always stays
+  EXPECT_EQ(ArchivedKinds(archive.synced_)["journal"], 16);  // the failed batch twice
+}
+
+// On SQLite, a new store gives the pages retention frees back to the file system.
+TEST(RetentionSqlite, ANewStoreGivesItsFreedSpaceBack) {
+  const std::string path = ::testing::TempDir() + "/retention-space.db";
+  std::remove(path.c_str());
+  std::unique_ptr<Store> store = std::move(OpenSqliteStore(path)).value();
+  {
+    auto tx = std::move(store->Begin()).value();
+    const std::string padding(400, 'x');
+    for (int i = 0; i < 20000; ++i) {
+      ASSERT_TRUE(tx->Journal(JournalEntry{.consumer = "c",
+                                           .outcome = Outcome::kApplied,
+                                           .source = "s",
+                                           .event_id = padding + std::to_string(i),
+                                           .subject = "order-1",
+                                           .at_ms = 1000})
+                      .ok());
+    }
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  ASSERT_TRUE(store->ReturnSpace(1'000'000).ok());
+  const Store::Space before = std::move(store->SpaceNow()).value();
+  EXPECT_TRUE(before.applies);
+  EXPECT_TRUE(before.incremental);
+  ManualClock clock(kNowMs);
+  const RetainSummary s =
+      std::move(Retain(*store, {.older_than_ms = kHourMs, .clock = &clock}, nullptr)).value();
+  EXPECT_EQ(s.removed[static_cast<size_t>(RetainedKind::kJournal)], 19999);
+  const Store::Space freed = std::move(store->SpaceNow()).value();
+  EXPECT_GT(freed.free_bytes, before.file_bytes / 2);
+  const int64_t given = std::move(store->ReturnSpace(1'000'000)).value();
+  const Store::Space after = std::move(store->SpaceNow()).value();
+  EXPECT_EQ(after.free_bytes, 0);
+  EXPECT_EQ(given, before.file_bytes - after.file_bytes);
+  EXPECT_LT(after.file_bytes, before.file_bytes / 4);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace evident

@@ -1,0 +1,224 @@
+// `evident store retain` driven as a user runs it: SIGKILLed around each commit and at random
+// times, every record stays in the store or in the archive (never in neither) and a last run
+// ends with the store holding only what the horizon keeps; and retention running beside
+// `evident consume` on the same SQLite store, both ending 0 with every event decided once.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include "evident/clock.h"
+#include "evident/store_sqlite.h"
+#include "run_process.h"
+
+namespace evident::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kJournal = 1500;  // journal entries, all a day old
+constexpr int kSent = 300;      // sent outbox rows, a day old
+constexpr int64_t kDayMs = 86'400'000;
+
+class RetentionCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("retention-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // A store of a day-old journal and day-old sent outbox rows.
+  void Fill(const std::string& db) {
+    std::unique_ptr<Store> store = std::move(OpenSqliteStore(db)).value();
+    auto tx = std::move(store->Begin()).value();
+    const int64_t day_ago = SystemClock().NowMs() - kDayMs;
+    for (int i = 0; i < kJournal; ++i) {
+      ASSERT_TRUE(tx->Journal(JournalEntry{.consumer = "c",
+                                           .outcome = Outcome::kApplied,
+                                           .source = "s",
+                                           .event_id = "e" + std::to_string(i),
+                                           .subject = "order-" + std::to_string(i % 7),
+                                           .at_ms = day_ago})
+                      .ok());
+    }
+    for (int i = 0; i < kSent; ++i) {
+      const OutboxAppend row =
+          std::move(tx->AppendOutbox(OutboxRow{.source = "s",
+                                               .event_id = "o" + std::to_string(i),
+                                               .type = "t",
+                                               .subject = "order-1",
+                                               .bytes = R"({"n":)" + std::to_string(i) + "}",
+                                               .created_at_ms = day_ago}))
+              .value();
+      ASSERT_TRUE(tx->MarkOutboxSent(row.seq, "S", i, day_ago).ok());
+    }
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+
+  // The journal entries' ids and the outbox rows' ids the store still holds.
+  std::set<std::string> InStore(const std::string& db) {
+    std::set<std::string> out;
+    std::unique_ptr<Store> store = std::move(OpenSqliteStore(db, {.read_only = true})).value();
+    auto snapshot = std::move(store->Read()).value();
+    for (int s = 0; s < 7; ++s) {
+      for (const JournalEntry& j :
+           std::move(snapshot->JournalOf("c", "order-" + std::to_string(s))).value().rows) {
+        out.insert("journal:" + j.event_id);
+      }
+    }
+    for (const OutboxRow& o : std::move(snapshot->OutboxRows(OutboxSelect::kAll, 0)).value().rows) {
+      out.insert("outbox:" + o.event_id);
+    }
+    return out;
+  }
+
+  // The same of the archive, every line whole JSON (a killed run syncs whole batches only).
+  std::set<std::string> InArchive(const std::string& path) {
+    std::set<std::string> out;
+    std::ifstream in(path);
+    simdjson::dom::parser parser;
+    for (std::string line; std::getline(in, line);) {
+      simdjson::dom::element e;
+      EXPECT_EQ(parser.parse(line).get(e), simdjson::SUCCESS) << line;
+      std::string_view kind, id;
+      EXPECT_EQ(e["retained"].get(kind), simdjson::SUCCESS);
+      EXPECT_EQ(e["record"]["id"].get(id), simdjson::SUCCESS) << line;
+      out.insert(std::string(kind) + ":" + std::string(id));
+    }
+    return out;
+  }
+
+  std::vector<std::string> RetainArgs(const std::string& db, const std::string& archive) {
+    return {EVIDENT_BINARY,
+            "store",
+            "retain",
+            "--store",
+            "sqlite:" + db,
+            "--older-than",
+            "1h",
+            "--archive",
+            archive,
+            "--batch-count-max",
+            "50"};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RetentionCli, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
+  const std::string db = Path("store.db"), archive = Path("archive.ndjson");
+  Fill(db);
+  std::set<std::string> all = InStore(db);
+  ASSERT_EQ(all.size(), static_cast<size_t>(kJournal + kSent));
+  const auto check = [&](const std::string& when) {
+    const std::set<std::string> store = InStore(db), archived = InArchive(archive);
+    for (const std::string& record : all) {
+      EXPECT_TRUE(store.count(record) > 0 || archived.count(record) > 0)
+          << record << " is in neither, " << when;
+    }
+  };
+  int runs = 0;
+  // 36 batches in all (1,500 + 300 records, 50 a batch): the points below leave 14 to the
+  // random kills.
+  for (const char* fault : {"before-commit:1", "after-commit:1", "before-commit:5",
+                            "after-commit:9", "before-commit:6", "after-commit:3"}) {
+    const int status = RunAndKill(RetainArgs(db, archive), fault, -1, Path("retain.log"));
+    EXPECT_TRUE(Killed(status)) << fault << ": " << EndedBy(status);
+    check(std::string("after a kill at ") + fault);
+    ++runs;
+  }
+  std::mt19937_64 rng(4848);
+  for (int kill = 0; kill < 6; ++kill) {
+    const int64_t after_us = std::uniform_int_distribution<int64_t>(5'000, 200'000)(rng);
+    const int status = RunAndKill(RetainArgs(db, archive), "", after_us, Path("retain.log"));
+    EXPECT_TRUE(Killed(status) || Finished(status)) << EndedBy(status);
+    check("after a kill at " + std::to_string(after_us) + " us");
+  }
+  const ProcessResult last = RunProcess(RetainArgs(db, archive));
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  check("at the end");
+  // Only the newest journal entry stays (its seq is never given again).
+  const std::set<std::string> left = InStore(db);
+  EXPECT_EQ(left, std::set<std::string>{"journal:e" + std::to_string(kJournal - 1)});
+  EXPECT_EQ(InArchive(archive).size(), all.size() - 1);
+  // The evidence of a subject says what retention removed.
+  const ProcessResult evidence =
+      RunProcess({EVIDENT_BINARY, "evidence", "order-1", "--store", "sqlite:" + db});
+  EXPECT_NE(evidence.out.find("Retention: what settled before"), std::string::npos)
+      << evidence.out << evidence.err;
+  EXPECT_NE(evidence.out.find("archived to " + archive), std::string::npos) << evidence.out;
+}
+
+// The store's rows per table but the journal (which retention shortens).
+std::map<std::string, int64_t> Decided(const std::string& db) {
+  std::unique_ptr<Store> store = std::move(OpenSqliteStore(db, {.read_only = true})).value();
+  std::map<std::string, int64_t> out;
+  for (const auto& [table, rows] : std::move(std::move(store->Read()).value()->Counts()).value()) {
+    if (table != "journal") out[table] = rows;
+  }
+  return out;
+}
+
+// Retention beside a consume of the orders example many times over (distinct ids): both end 0,
+// and the consume decides exactly what it decides alone.
+TEST_F(RetentionCli, RunsBesideConsumeOnTheSameStore) {
+  const std::string input = Path("orders.ndjson");
+  {
+    std::ifstream example(SourcePath("examples/orders/events.ndjson"));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(example, line);) lines.push_back(line);
+    std::ofstream out(input);
+    for (int copy = 0; copy < 400; ++copy) {
+      for (const std::string& line : lines) {
+        std::string changed = line;  // distinct event ids and subjects per copy
+        for (const char* key : {"\"id\":\"", "\"subject\":\""}) {
+          const size_t at = changed.find(key);
+          if (at != std::string::npos) {
+            changed.insert(at + std::strlen(key), std::to_string(copy) + "-");
+          }
+        }
+        out << changed << "\n";
+      }
+    }
+  }
+  const auto consume = [&](const std::string& db) -> std::vector<std::string> {
+    return {EVIDENT_BINARY,      "consume",
+            "--config",          SourcePath("examples/orders/evident.yaml"),
+            "--store",           "sqlite:" + db,
+            "--input",           input,
+            "--batch-count-max", "20"};
+  };
+  const ProcessResult alone = RunProcess(consume(Path("alone.db")));
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const std::string db = Path("beside.db");
+  Fill(db);
+  const pid_t child = StartProcess(consume(db), {});
+  ASSERT_GT(child, 0);
+  int retains = 0, status = 0;
+  while (::waitpid(child, &status, WNOHANG) == 0) {
+    const ProcessResult r = RunProcess(RetainArgs(db, Path("archive.ndjson")));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ++retains;
+  }
+  EXPECT_TRUE(Finished(status)) << EndedBy(status);
+  EXPECT_GE(retains, 1);
+  std::map<std::string, int64_t> want = Decided(Path("alone.db")), got = Decided(db);
+  EXPECT_GT(want["ledger"], 1000);
+  EXPECT_EQ(got, want);
+}
+
+}  // namespace
+}  // namespace evident::testing
