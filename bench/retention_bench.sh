@@ -95,3 +95,18 @@ for ((round = 1; round <= rounds; round++)); do
   python3 -c "print('round %d: alone %.0f events/s, beside retention %.0f events/s, ratio %s' % (${round}, ${events} / ${alone}, ${events} / ${beside}, '${ratio}'))"
 done
 python3 -c "import statistics,sys; print('beside/alone (median of %d rounds): %.3f' % (len(sys.argv) - 1, statistics.median(float(x) for x in sys.argv[1:])))" "${ratios[@]}"
+
+# (3) The cost of incremental vacuum on the write path: per round, alternating, the first input
+# consumed into a new store (auto_vacuum=INCREMENTAL, as evident creates it) and into a store
+# whose file was made without it first (auto_vacuum=NONE, as before layout 11).
+vacuum_ratios=()
+for ((round = 1; round <= rounds; round++)); do
+  rm -f "$tmp"/incr.db* "$tmp"/none.db*
+  incr=$(consume "$tmp/incr.db" "$tmp/first.ndjson")
+  python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("CREATE TABLE x(a)"); c.execute("DROP TABLE x"); c.commit(); c.close()' "$tmp/none.db"
+  none=$(consume "$tmp/none.db" "$tmp/first.ndjson")
+  ratio=$(python3 -c "print('%.3f' % (${none} / ${incr}))")
+  vacuum_ratios+=("$ratio")
+  python3 -c "print('round %d: incremental %.0f events/s, none %.0f events/s, ratio %s' % (${round}, ${events} / ${incr}, ${events} / ${none}, '${ratio}'))"
+done
+python3 -c "import statistics,sys; print('incremental/none (median of %d rounds): %.3f' % (len(sys.argv) - 1, statistics.median(float(x) for x in sys.argv[1:])))" "${vacuum_ratios[@]}"

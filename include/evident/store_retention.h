@@ -6,8 +6,10 @@
 //   kJournal     a journal entry written before the horizon.
 //   kQuarantine  a record replayed or discarded whose last delivery and every audit entry came
 //                before it, with its audit entries. An open record is never removed.
-//   kGap         a gap record closed before it. An open gap (requested, manual, reported, open)
-//                is never removed.
+//   kGap         a gap record closed before it while no event of its consumer and subject
+//                waits (a record a person closed with events still deferred stays: it keeps
+//                the deadline from being acted on again). An open gap (requested, manual,
+//                reported, open) is never removed.
 //   kEffectLog   the log entries of an intent settled (done, failed, withdrawn) before it. The
 //                intent itself stays: its key is what keeps the effect from being intended
 //                twice, and guards read it. An intended or unknown intent's log is never removed.
@@ -74,7 +76,8 @@ class RetentionReads {
   // Looks at up to `rows_max` (> 0) candidates of `kind` past `after` (a seq or an id; gaps and
   // outbox rows, every one of which is retainable, ignore it: what is removed is not looked at
   // again) and returns the retainable ones; `next` is the last candidate's seq or id, `end` set
-  // when fewer than `rows_max` were found.
+  // when no candidate is left past them (a store may say so only once a look finds fewer than
+  // `rows_max`).
   virtual Result<RetainedRows> Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
                                           int64_t rows_max) = 0;
   // How many retainable records of `kind` there are (a whole scan, for a dry run).
@@ -89,7 +92,8 @@ class RetentionWrites {
   // Removes the records of `rows` (read by Retainable) that are still settled and older than
   // `before_ms` (one changed since it was read stays), and returns how many records went.
   virtual Result<int64_t> RemoveRetained(const RetainedRows& rows, int64_t before_ms) = 0;
-  // Keeps `run` (its seq assigned); written in the transaction of its last removal.
+  // Keeps `run` (its seq assigned), or updates the run of the same start time (at_ms): a run
+  // records itself in each of its removals' transactions.
   virtual Status RecordRetention(const RetentionRun& run) = 0;
 };
 

@@ -120,18 +120,35 @@ int64_t RetainSummary::total() const {
   return sum;
 }
 
+// A new archive's name is made durable (its directory synced) before anything is removed; an
+// archive whose last line was cut (a full disk, a kill inside a large write) gets the newline it
+// lacks, so that the lines appended after it stay whole.
 Result<std::unique_ptr<RetentionArchive>> OpenRetentionArchive(Env& env, const std::string& path) {
+  EVIDENT_ASSIGN_OR_RETURN(const bool existed, env.FileExists(path));
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env.NewAppendableFile(path));
+  if (existed) {
+    EVIDENT_ASSIGN_OR_RETURN(const std::optional<char> last, env.LastByte(path));
+    if (last.has_value() && *last != '\n') {
+      EVIDENT_RETURN_IF_ERROR(file->Append("\n"));
+      EVIDENT_RETURN_IF_ERROR(file->Sync());
+    }
+  } else {
+    const size_t slash = path.rfind('/');
+    EVIDENT_RETURN_IF_ERROR(file->Sync());
+    EVIDENT_RETURN_IF_ERROR(env.SyncDir(slash == std::string::npos ? "."
+                                        : slash == 0               ? "/"
+                                                                   : path.substr(0, slash)));
+  }
   return std::unique_ptr<RetentionArchive>(std::make_unique<FileArchive>(path, std::move(file)));
 }
 
 namespace {
 
-// One kind, batch by batch: look, archive and sync, remove and commit. The run's record goes
-// in with the last removal of the run (Retain writes it at the end, in a transaction of its
-// own when the last batch removed nothing).
+// One kind, batch by batch: look, archive and sync, remove and commit. Each removal's
+// transaction records the run as it stands (RetentionRun, one per run: the same start time), so
+// the evidence names the run from its first removal on, whatever ends it.
 Status RetainKind(Store& store, RetainedKind kind, const RetainOptions& options,
-                  RetentionArchive* archive, RetainSummary& summary) {
+                  RetentionArchive* archive, RetentionRun& run, RetainSummary& summary) {
   int64_t after = std::numeric_limits<int64_t>::min();
   for (bool end = false; !end;) {
     if (options.cancel != nullptr && options.cancel->cancelled()) {
@@ -156,6 +173,10 @@ Status RetainKind(Store& store, RetainedKind kind, const RetainOptions& options,
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
     EVIDENT_ASSIGN_OR_RETURN(const int64_t removed, tx->RemoveRetained(rows, summary.horizon_ms));
     assert(removed >= 0 && removed <= static_cast<int64_t>(rows.size()));
+    if (removed > 0) {
+      run.removed = summary.total() + removed;
+      EVIDENT_RETURN_IF_ERROR(tx->RecordRetention(run));
+    }
     EVIDENT_RETURN_IF_ERROR(tx->Commit());
     summary.removed[static_cast<size_t>(kind)] += removed;
     ++summary.transactions;
@@ -173,22 +194,17 @@ Result<RetainSummary> Retain(Store& store, const RetainOptions& options,
   summary.dry_run = options.dry_run;
   const int64_t now_ms = clock.NowMs();
   summary.horizon_ms = now_ms - options.older_than_ms;
+  RetentionRun run{.at_ms = now_ms,
+                   .horizon_ms = summary.horizon_ms,
+                   .archive = archive != nullptr ? archive->name() : std::string()};
   for (const RetainedKind kind : kRetainedKinds) {
     if (options.dry_run) {
       EVIDENT_RETURN_IF_ERROR(CountKind(store, kind, summary.horizon_ms, summary));
       continue;
     }
-    EVIDENT_RETURN_IF_ERROR(RetainKind(store, kind, options, archive, summary));
+    EVIDENT_RETURN_IF_ERROR(RetainKind(store, kind, options, archive, run, summary));
     if (summary.cancelled) break;
   }
-  if (options.dry_run || summary.total() == 0) return summary;
-  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
-  EVIDENT_RETURN_IF_ERROR(tx->RecordRetention(
-      RetentionRun{.at_ms = now_ms,
-                   .horizon_ms = summary.horizon_ms,
-                   .archive = archive != nullptr ? archive->name() : std::string(),
-                   .removed = summary.total()}));
-  EVIDENT_RETURN_IF_ERROR(tx->Commit());
   return summary;
 }
 

@@ -2442,8 +2442,9 @@ TEST_P(StoreConformance, RetentionFindsAndRemovesOnlyWhatSettledBeforeTheHorizon
 }
 
 // A record that changed between the look and the removal (delivered again, audited, its
-// intent resolved anew) stays; and the newest journal entry, quarantine record and log entry
-// always stay, so that no seq or id is ever given twice.
+// intent resolved anew) stays; a gap a person closed while events still wait stays; and the
+// newest journal entry, quarantine record and log entry always stay, so that no seq or id is
+// ever given twice.
 TEST_P(StoreConformance, RetentionKeepsWhatChangedSinceItsLookAndTheNewestOfEachSequence) {
   int64_t id = 0;
   Write([&](Transaction& tx) {
@@ -2452,6 +2453,19 @@ TEST_P(StoreConformance, RetentionKeepsWhatChangedSinceItsLookAndTheNewestOfEach
     EXPECT_OK(tx.SetQuarantineStatus(id, QuarantineStatus::kReplayed));
     (void)Take(tx.Quarantine(Kept("order-1", "b")));
     EXPECT_OK(tx.SetQuarantineStatus(id + 1, QuarantineStatus::kReplayed));
+    // A gap a person closed while its subject's events still wait.
+    EXPECT_EQ(Take(tx.InsertDeferred(Deferred("c", "order-9", 3))), Insert::kInserted);
+    EXPECT_OK(tx.RecordGap(ClosedGap("order-9", 12)));
+  });
+  {
+    auto snapshot = Read();
+    EXPECT_EQ(Take(snapshot->CountRetainable(RetainedKind::kGap, kHorizon)), 0);
+    EXPECT_TRUE(Take(snapshot->Retainable(RetainedKind::kGap, kHorizon, 0, 10)).gaps.empty());
+  }
+  Write([&](Transaction& tx) {
+    RetainedRows gap{.kind = RetainedKind::kGap};
+    gap.gaps.push_back(ClosedGap("order-9", 12));
+    EXPECT_EQ(Take(tx.RemoveRetained(gap, kHorizon)), 0);
   });
   {
     auto snapshot = Read();

@@ -299,7 +299,9 @@ void ApplyGaps(Overlay& overlay, State& state) {
 void ApplyRetained(const Overlay& overlay, State& state) {
   if (overlay.retention) {
     RetentionRun run = *overlay.retention;
-    run.seq = state.retention ? state.retention->seq + 1 : 1;
+    // A run is recorded again by each of its transactions: the same start time, the same seq.
+    const bool same = state.retention && state.retention->at_ms == run.at_ms;
+    run.seq = state.retention ? state.retention->seq + (same ? 0 : 1) : 1;
     state.retention = std::make_shared<const RetentionRun>(std::move(run));
   }
   for (const JournalId& id : overlay.journal_removed) Writable(state.journal).erase(id);
@@ -468,6 +470,15 @@ bool QuarantineSettled(const QuarantineTable& table, const QuarantineRecord& r, 
 bool GapSettled(const GapRecord& g, int64_t before_ms) {
   return g.state == GapState::kClosed && g.closed_at_ms && *g.closed_at_ms < before_ms;
 }
+// Whether an event of (consumer, subject) waits in `deferred`: a closed gap record of a subject
+// whose events still wait (a person closed it) stays, or its deadline would be acted on again.
+template <typename Map>
+bool AnyDeferred(const Map& deferred, std::string_view consumer, std::string_view subject) {
+  const auto it = deferred.lower_bound(
+      std::tuple<std::string_view, std::string_view, int64_t>(consumer, subject, kSeqMin));
+  return it != deferred.end() && std::get<0>(it->first) == consumer &&
+         std::get<1>(it->first) == subject;
+}
 bool IntentSettledBefore(const EffectTable& table, std::string_view key, int64_t before_ms) {
   const auto seq = table.intent_keys.find(key);
   if (seq == table.intent_keys.end()) return false;
@@ -555,8 +566,9 @@ void LookEffectLog(const State& state, int64_t before_ms, int64_t after, int64_t
 void LookGapsAndOutbox(const State& state, int64_t before_ms, int64_t rows_max, RetainedRows& out) {
   const auto all = [](const auto&) { return true; };
   if (out.kind == RetainedKind::kGap) {
-    auto c = Candidates<GapRecord>(*state.gaps,
-                                   [&](const GapRecord& g) { return GapSettled(g, before_ms); });
+    auto c = Candidates<GapRecord>(*state.gaps, [&](const GapRecord& g) {
+      return GapSettled(g, before_ms) && !AnyDeferred(*state.deferred, g.consumer, g.subject);
+    });
     std::stable_sort(c.begin(), c.end(), [](const GapRecord* a, const GapRecord* b) {
       return *a->closed_at_ms < *b->closed_at_ms;  // ties stay in key order
     });
@@ -1226,6 +1238,8 @@ Result<int64_t> MemoryTransaction::RemoveRetained(const RetainedRows& rows, int6
     const GapId id(g.consumer, g.subject, g.expected_version);
     const GapRecord* row = GapRow(id);
     if (row == nullptr || !GapSettled(*row, before_ms)) continue;
+    if (AnyDeferred(*base_->deferred, g.consumer, g.subject)) continue;
+    if (AnyDeferred(overlay_.deferred, g.consumer, g.subject)) continue;
     removed += overlay_.gaps_removed.insert(id).second;
   }
   for (const EffectLogEntry& e : rows.effect_log) {

@@ -55,6 +55,8 @@ const std::string kQuarantineLook =
     " FROM quarantine q WHERE id > $2 ORDER BY id LIMIT $3";
 const std::string kGapLook = std::string("SELECT ") + kGapColumns +
                              ", 1 FROM gap WHERE state='closed' AND closed_at_ms < $1"
+                             " AND NOT EXISTS (SELECT 1 FROM deferred d WHERE"
+                             " d.consumer=gap.consumer AND d.subject=gap.subject)"
                              " AND $2::bigint = $2::bigint ORDER BY closed_at_ms,"
                              " consumer COLLATE \"C\", subject COLLATE \"C\", expected_version"
                              " LIMIT $3";
@@ -109,7 +111,8 @@ Result<int64_t> PgSnapshot::CountRetainable(RetainedKind kind, int64_t before_ms
       "SELECT count(*) FROM quarantine q WHERE status<>'open' AND last_seen_ms < $1"
       " AND id < (SELECT max(id) FROM quarantine) AND NOT"
       " EXISTS (SELECT 1 FROM quarantine_audit a WHERE a.record_id=q.id AND a.at_ms >= $1)",
-      "SELECT count(*) FROM gap WHERE state='closed' AND closed_at_ms < $1",
+      "SELECT count(*) FROM gap WHERE state='closed' AND closed_at_ms < $1 AND NOT EXISTS"
+      " (SELECT 1 FROM deferred d WHERE d.consumer=gap.consumer AND d.subject=gap.subject)",
       "SELECT count(*) FROM effect_log l JOIN effect_intent i ON i.key=l.key"
       " WHERE i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < $1"
       " AND l.seq < (SELECT max(seq) FROM effect_log)",
@@ -139,9 +142,13 @@ const std::string kQuarantineRemove =
     " last_seen_ms < $2 AND NOT EXISTS (SELECT 1 FROM quarantine_audit a WHERE"
     " a.record_id=q.id AND a.at_ms >= $2) RETURNING id), audit AS (DELETE FROM quarantine_audit"
     " WHERE record_id IN (SELECT id FROM gone)) SELECT count(*) FROM gone";
+const std::string kQuarantineLock =
+    "WITH locked AS (SELECT id FROM quarantine WHERE id = ANY($1) AND $2::bigint = $2::bigint"
+    " ORDER BY id FOR UPDATE) SELECT count(*) FROM locked";
 const std::string kGapRemove =
     "DELETE FROM gap WHERE consumer=$1 AND subject=$2 AND expected_version=$3"
-    " AND state='closed' AND closed_at_ms < $4";
+    " AND state='closed' AND closed_at_ms < $4 AND NOT EXISTS (SELECT 1 FROM deferred d"
+    " WHERE d.consumer=$1 AND d.subject=$2)";
 const std::string kEffectLogRemove =
     "DELETE FROM effect_log l WHERE seq = ANY($1) AND seq < (SELECT max(seq) FROM effect_log)"
     " AND EXISTS (SELECT 1 FROM effect_intent i"
@@ -162,6 +169,12 @@ Result<int64_t> PgTransaction::RemoveRetained(const RetainedRows& rows, int64_t 
     removed += counted ? done.Int(0, 0) : done.affected();
     return Status::Ok();
   };
+  // The records locked first, in a statement of their own: the delete's snapshot, taken after
+  // the lock, then sees an audit entry a replay or discard committed meanwhile.
+  EVIDENT_RETURN_IF_ERROR(
+      by_keys(kQuarantineLock,
+              KeysOf(rows.quarantine, [](const QuarantineRecord& r) { return r.id; }), true));
+  removed = 0;
   const auto seq = [](const auto& row) { return row.seq; };
   EVIDENT_RETURN_IF_ERROR(by_keys(kJournalRemove, KeysOf(rows.journal, seq), false));
   EVIDENT_RETURN_IF_ERROR(
@@ -182,7 +195,9 @@ Result<int64_t> PgTransaction::RemoveRetained(const RetainedRows& rows, int64_t 
 
 Status PgTransaction::RecordRetention(const RetentionRun& run) {
   static const std::string kSql =
-      "INSERT INTO retention_run(at_ms, horizon_ms, archive, removed) VALUES($1, $2, $3, $4)";
+      "INSERT INTO retention_run(at_ms, horizon_ms, archive, removed) VALUES($1, $2, $3, $4)"
+      " ON CONFLICT (at_ms) DO UPDATE SET horizon_ms=excluded.horizon_ms,"
+      " archive=excluded.archive, removed=excluded.removed";
   return Db()
       .Query(kSql, Params().Int(run.at_ms).Int(run.horizon_ms).Text(run.archive).Int(run.removed))
       .status();

@@ -190,7 +190,7 @@ INSERT INTO evident_schema(version) VALUES(6);
 inline constexpr const char* kSchemaLayout7 = R"sql(
 CREATE INDEX IF NOT EXISTS gap_closed ON gap(closed_at_ms) WHERE state = 'closed';
 CREATE TABLE IF NOT EXISTS retention_run(
-  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at_ms bigint NOT NULL,
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, at_ms bigint NOT NULL UNIQUE,
   horizon_ms bigint NOT NULL, archive text NOT NULL, removed bigint NOT NULL);
 INSERT INTO evident_schema(version) VALUES(7);
 )sql";

@@ -291,7 +291,7 @@ CREATE TABLE IF NOT EXISTS group_lease(
 constexpr const char* kRetentionSchema = R"sql(
 CREATE INDEX IF NOT EXISTS gap_closed ON gap(closed_at_ms) WHERE state='closed';
 CREATE TABLE IF NOT EXISTS retention_run(
-  seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, horizon_ms INTEGER NOT NULL,
+  seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL UNIQUE, horizon_ms INTEGER NOT NULL,
   archive TEXT NOT NULL, removed INTEGER NOT NULL);
 )sql";
 
@@ -2800,10 +2800,11 @@ class SqliteEngine {
                                         ", at_ms < ?1 AND seq < (SELECT max(seq) FROM journal)"
                                         " FROM journal WHERE seq > ?2"
                                         " ORDER BY seq LIMIT ?3";
-    static const std::string kGap = std::string("SELECT ") + kGapColumns +
-                                    ", ?2 = ?2 FROM gap WHERE state='closed' AND closed_at_ms < ?1"
-                                    " ORDER BY closed_at_ms, consumer, subject, expected_version"
-                                    " LIMIT ?3";
+    static const std::string kGap =
+        std::string("SELECT ") + kGapColumns +
+        ", ?2 = ?2 FROM gap WHERE state='closed' AND closed_at_ms < ?1 AND NOT EXISTS (SELECT 1"
+        " FROM deferred d WHERE d.consumer=gap.consumer AND d.subject=gap.subject)"
+        " ORDER BY closed_at_ms, consumer, subject, expected_version LIMIT ?3";
     static const std::string kEffectLog =
         "SELECT l.seq, l.key, l.action, l.by_whom, l.state_after, l.http_status, l.detail,"
         " l.at_ms, coalesce(i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < ?1"
@@ -2888,7 +2889,8 @@ class SqliteEngine {
         "SELECT count(*) FROM quarantine WHERE status<>'open' AND last_seen_ms < ?1"
         " AND id < (SELECT max(id) FROM quarantine) AND NOT EXISTS"
         " (SELECT 1 FROM quarantine_audit a WHERE a.record_id=quarantine.id AND a.at_ms >= ?1)",
-        "SELECT count(*) FROM gap WHERE state='closed' AND closed_at_ms < ?1",
+        "SELECT count(*) FROM gap WHERE state='closed' AND closed_at_ms < ?1 AND NOT EXISTS"
+        " (SELECT 1 FROM deferred d WHERE d.consumer=gap.consumer AND d.subject=gap.subject)",
         "SELECT count(*) FROM effect_log l JOIN effect_intent i ON i.key=l.key"
         " WHERE i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < ?1"
         " AND l.seq < (SELECT max(seq) FROM effect_log)",
@@ -2903,7 +2905,9 @@ class SqliteEngine {
 
   Status RecordRetention(const RetentionRun& run) {
     static const std::string kSql =
-        "INSERT INTO retention_run(at_ms, horizon_ms, archive, removed) VALUES(?1, ?2, ?3, ?4)";
+        "INSERT INTO retention_run(at_ms, horizon_ms, archive, removed) VALUES(?1, ?2, ?3, ?4)"
+        " ON CONFLICT(at_ms) DO UPDATE SET horizon_ms=excluded.horizon_ms,"
+        " archive=excluded.archive, removed=excluded.removed";
     return Prepared(kSql)
         .Bind(run.at_ms)
         .Bind(run.horizon_ms)
@@ -2934,7 +2938,9 @@ class SqliteEngine {
       EVIDENT_RETURN_IF_ERROR(
           Exec("PRAGMA incremental_vacuum(" + std::to_string(std::min(left, kPagesPerStep)) + ")"));
     }
-    EVIDENT_RETURN_IF_ERROR(Exec("PRAGMA wal_checkpoint(TRUNCATE)"));
+    // PASSIVE: copies what no reader still needs, never waits for readers nor blocks a writer;
+    // the file shrinks once the WAL's frames are all copied (now or at a later checkpoint).
+    EVIDENT_RETURN_IF_ERROR(Exec("PRAGMA wal_checkpoint(PASSIVE)"));
     EVIDENT_ASSIGN_OR_RETURN(const Store::Space after, SpaceNow());
     return std::max<int64_t>(before.file_bytes - after.file_bytes, 0);
   }
@@ -2974,7 +2980,8 @@ class SqliteEngine {
     static const std::string kAudit = "DELETE FROM quarantine_audit WHERE record_id=?1";
     static const std::string kGap =
         "DELETE FROM gap WHERE consumer=?1 AND subject=?2 AND expected_version=?3"
-        " AND state='closed' AND closed_at_ms < ?4";
+        " AND state='closed' AND closed_at_ms < ?4 AND NOT EXISTS (SELECT 1 FROM deferred d"
+        " WHERE d.consumer=?1 AND d.subject=?2)";
     static const std::string kEffectLog =
         "DELETE FROM effect_log WHERE seq=?1 AND seq < (SELECT max(seq) FROM effect_log)"
         " AND EXISTS (SELECT 1 FROM effect_intent i WHERE"
@@ -3637,11 +3644,12 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
   auto store = std::make_unique<SqliteEngine>(db);
   SetBusyTimeout(db, options.busy_timeout_ms);
   sqlite3_extended_result_codes(db, 1);  // tells a duplicate key from other constraint failures
-  // Takes effect on a new file only (before its first table, and before WAL mode writes its
-  // header): pages that retention frees then go back to the file system through `PRAGMA
+  // On a new, empty file only (before its first table, and before WAL mode writes its header):
+  // pages that retention frees then go back to the file system through `PRAGMA
   // incremental_vacuum` (Store::ReturnSpace) without a rewrite. An older store keeps its mode
-  // until Store::Compact.
-  EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA auto_vacuum=INCREMENTAL"));
+  // until Store::Compact. (On an existing file the pragma would take the write lock.)
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t pages, store->Count("PRAGMA page_count"));
+  if (pages == 0) EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA auto_vacuum=INCREMENTAL"));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=" + options.synchronous));
   EVIDENT_RETURN_IF_ERROR(store->Exec("PRAGMA cache_size=-" + std::to_string(options.cache_kib)));
