@@ -115,6 +115,26 @@ class RetentionCli : public ::testing::Test {
             "50"};
   }
 
+  // The orders example `copies` times over, with distinct event ids and subjects per copy.
+  static void WriteCopies(const std::string& path, int copies) {
+    std::ifstream example(SourcePath("examples/orders/events.ndjson"));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(example, line);) lines.push_back(line);
+    std::ofstream out(path);
+    for (int copy = 0; copy < copies; ++copy) {
+      for (const std::string& line : lines) {
+        std::string changed = line;
+        for (const char* key : {"\"id\":\"", "\"subject\":\""}) {
+          const size_t at = changed.find(key);
+          if (at != std::string::npos) {
+            changed.insert(at + std::strlen(key), std::to_string(copy) + "-");
+          }
+        }
+        out << changed << "\n";
+      }
+    }
+  }
+
   fs::path dir_;
 };
 
@@ -176,24 +196,7 @@ std::map<std::string, int64_t> Decided(const std::string& db) {
 // and the consume decides exactly what it decides alone.
 TEST_F(RetentionCli, RunsBesideConsumeOnTheSameStore) {
   const std::string input = Path("orders.ndjson");
-  {
-    std::ifstream example(SourcePath("examples/orders/events.ndjson"));
-    std::vector<std::string> lines;
-    for (std::string line; std::getline(example, line);) lines.push_back(line);
-    std::ofstream out(input);
-    for (int copy = 0; copy < 400; ++copy) {
-      for (const std::string& line : lines) {
-        std::string changed = line;  // distinct event ids and subjects per copy
-        for (const char* key : {"\"id\":\"", "\"subject\":\""}) {
-          const size_t at = changed.find(key);
-          if (at != std::string::npos) {
-            changed.insert(at + std::strlen(key), std::to_string(copy) + "-");
-          }
-        }
-        out << changed << "\n";
-      }
-    }
-  }
+  WriteCopies(input, 400);
   const auto consume = [&](const std::string& db) -> std::vector<std::string> {
     return {EVIDENT_BINARY,      "consume",
             "--config",          SourcePath("examples/orders/evident.yaml"),
@@ -218,6 +221,89 @@ TEST_F(RetentionCli, RunsBesideConsumeOnTheSameStore) {
   std::map<std::string, int64_t> want = Decided(Path("alone.db")), got = Decided(db);
   EXPECT_GT(want["ledger"], 1000);
   EXPECT_EQ(got, want);
+}
+
+// The intents' states and the open quarantine records of a store: what effects run and
+// quarantine replay decided, which retention must not change (it removes only settled
+// records: replayed or discarded ones, and the logs of settled intents).
+struct Outcomes {
+  std::map<std::string, std::string> intents;  // key -> state
+  std::set<int64_t> open_records;
+  bool operator==(const Outcomes&) const = default;
+};
+Outcomes OutcomesOf(const std::string& db) {
+  std::unique_ptr<Store> store = std::move(OpenSqliteStore(db, {.read_only = true})).value();
+  auto snapshot = std::move(store->Read()).value();
+  Outcomes out;
+  for (const EffectIntent& e : std::move(snapshot->ListIntents(EffectFilter{})).value().rows) {
+    out.intents[e.key] = std::string(EffectStateName(e.state));
+  }
+  QuarantineFilter open;
+  open.status = QuarantineStatus::kOpen;
+  for (const QuarantineRecord& r :
+       std::move(snapshot->ListQuarantine(open, QuarantineCursor{})).value().rows) {
+    out.open_records.insert(r.id);
+  }
+  return out;
+}
+
+// Retention in a loop beside `evident effects run` and `evident quarantine replay` on one
+// store: each ends as it does without retention, with the same intents' states and the same
+// open records.
+TEST_F(RetentionCli, RunsBesideEffectsRunAndQuarantineReplay) {
+  WriteCopies(Path("orders.ndjson"), 100);
+  const pid_t downstream = StartProcess({EVIDENT_DOWNSTREAM, "--listen", "127.0.0.1:0",
+                                         "--port-file", Path("port"), "--answer", "=200"},
+                                        {});
+  ASSERT_GT(downstream, 0);
+  std::string port;
+  for (int i = 0; i < 500 && port.empty(); ++i) {
+    ::usleep(10'000);
+    std::ifstream in(Path("port"));
+    std::getline(in, port);
+  }
+  ASSERT_FALSE(port.empty());
+  ::setenv("STOCK_SERVICE_URL", ("http://127.0.0.1:" + port + "/reservations").c_str(), 1);
+  ::setenv("STOCK_RELEASE_URL", ("http://127.0.0.1:" + port + "/releases").c_str(), 1);
+  const std::string config = SourcePath("examples/orders/evident.yaml");
+  const auto work = [&](const std::string& db) -> std::vector<std::vector<std::string>> {
+    return {{EVIDENT_BINARY, "effects", "run", "--config", config, "--store", "sqlite:" + db,
+             "--until-idle", "1"},
+            {EVIDENT_BINARY, "quarantine", "replay", "--all", "--config", config, "--store",
+             "sqlite:" + db, "--by", "ops", "--note", "retention test"}};
+  };
+  for (const std::string& db : {Path("alone.db"), Path("beside.db")}) {
+    const ProcessResult consumed =
+        RunProcess({EVIDENT_BINARY, "consume", "--config", config, "--store", "sqlite:" + db,
+                    "--input", Path("orders.ndjson")});
+    ASSERT_EQ(consumed.exit_code, 0) << consumed.err;
+  }
+  std::vector<int> alone_exits;
+  for (const auto& argv : work(Path("alone.db"))) alone_exits.push_back(RunProcess(argv).exit_code);
+  std::vector<pid_t> children;
+  for (const auto& argv : work(Path("beside.db"))) children.push_back(StartProcess(argv, {}));
+  std::vector<int> beside_exits;
+  int retains = 0;
+  for (const pid_t child : children) {
+    int status = 0;
+    while (::waitpid(child, &status, WNOHANG) == 0) {
+      const ProcessResult r =
+          RunProcess({EVIDENT_BINARY, "store", "retain", "--store", "sqlite:" + Path("beside.db"),
+                      "--older-than", "1ms", "--batch-count-max", "20"});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      ++retains;
+    }
+    beside_exits.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  ::kill(downstream, SIGTERM);
+  ::waitpid(downstream, nullptr, 0);
+  EXPECT_EQ(beside_exits, alone_exits);
+  EXPECT_EQ(alone_exits, (std::vector<int>{0, 1}));  // the replayed inputs are refused again
+  EXPECT_GE(retains, 1);
+  const Outcomes alone = OutcomesOf(Path("alone.db")), beside = OutcomesOf(Path("beside.db"));
+  EXPECT_GT(alone.intents.size(), 100u);
+  EXPECT_GT(alone.open_records.size(), 100u);
+  EXPECT_TRUE(alone == beside);
 }
 
 }  // namespace
