@@ -29,7 +29,7 @@ namespace evident {
 
 // "journal", "quarantine", "gap", "effect-log", "outbox"
 std::string_view RetainedKindName(RetainedKind kind);
-inline constexpr size_t kRetainedKindCount = 5;
+inline constexpr size_t kRetainedKindCount = std::size(kRetainedKinds);
 
 // Where archived records go: lines appended, then made durable before their removal commits.
 class RetentionArchive {
