@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,6 +98,10 @@ struct OutboxDecision {
 struct OutboxOptions {
   // Where payload schemas live: <dir>/<type>/v<N>.schema.json (docs/contracts.md).
   std::string contracts_dir;
+  // Or, when not empty, the directory's files themselves (path in it -> text), as a set of
+  // contracts kept in the store holds them (stored_contracts.h): nothing is read from disk, and
+  // a schema's $ref reaches the set's other files only.
+  std::map<std::string, std::string> contracts_files;
   // How events are laid out. Default: CloudEvents structured mode.
   Profile profile = Profile::CloudEvents();
   // Partitions events are spread over by subject (see above); at least 1. Default: 1.

@@ -45,6 +45,7 @@
 #include "evident/outbox.h"
 #include "evident/outcome.h"
 #include "evident/status.h"
+#include "evident/store_contracts.h"
 #include "evident/store_decisions.h"
 #include "evident/store_effects.h"
 #include "evident/store_groups.h"
@@ -61,7 +62,9 @@ class Transaction : public DecisionWrites,
                     public OutboxWrites,
                     public EffectWrites,
                     public GroupWrites,
-                    public RetentionWrites {
+                    public RetentionWrites,
+                    public ContractReads,
+                    public ContractWrites {
  public:
   ~Transaction() override = default;
 
@@ -79,7 +82,8 @@ class Snapshot : public DecisionReads,
                  public OutboxReads,
                  public EffectReads,
                  public GroupReads,
-                 public RetentionReads {
+                 public RetentionReads,
+                 public ContractReads {
  public:
   ~Snapshot() override = default;
 

@@ -51,8 +51,8 @@ struct PostgresOptions {
 // refused until then, since other processes may still run the older program. A store of a newer
 // layout is refused (kFailedPrecondition) rather than misread.
 // Layout 6 added each receipt's trace context, layout 7 retention's runs and its index of closed
-// gaps.
-inline constexpr int64_t kPostgresLayoutVersion = 7;
+// gaps, layout 8 contract sets kept in the store (store_contracts.h).
+inline constexpr int64_t kPostgresLayoutVersion = 8;
 
 // Opens the store at a libpq connection URI ("postgresql://..." or "postgres://...").
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,

@@ -55,8 +55,9 @@ struct SqliteOptions {
 // the gap's opening with how and why it closed, applied payload digests and corrections, layout 9
 // consumer groups, layout 10 each receipt's trace context (traceparent, tracestate), layout 11
 // retention's runs and its index of closed gaps (a store created at 11 or later also has
-// auto_vacuum=INCREMENTAL, so retention can give its space back).
-inline constexpr int64_t kSqliteLayoutVersion = 11;
+// auto_vacuum=INCREMENTAL, so retention can give its space back), layout 12 contract sets kept
+// in the store (store_contracts.h).
+inline constexpr int64_t kSqliteLayoutVersion = 12;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

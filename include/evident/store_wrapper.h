@@ -119,9 +119,14 @@ enum class StoreCall : uint8_t {
   kSpaceNow,
   kReturnSpace,
   kCompact,
+  // Contracts kept in the store (reads count the calls of both a Transaction and a Snapshot).
+  kPushContracts,
+  kLatestContractsVersion,
+  kContractsAt,
+  kContractsHistory,
 };
-inline constexpr int kStoreCallCount = 90;
-static_assert(static_cast<int>(StoreCall::kCompact) + 1 == kStoreCallCount,
+inline constexpr int kStoreCallCount = 94;
+static_assert(static_cast<int>(StoreCall::kContractsHistory) + 1 == kStoreCallCount,
               "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 
@@ -289,6 +294,22 @@ class TransactionWrapper : public Transaction {
   Status RecordRetention(const RetentionRun& run) override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kRecordRetention));
     return target_->RecordRetention(run);
+  }
+  Result<int64_t> PushContracts(const StoredContracts& contracts) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kPushContracts));
+    return target_->PushContracts(contracts);
+  }
+  Result<int64_t> LatestContractsVersion() override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLatestContractsVersion));
+    return target_->LatestContractsVersion();
+  }
+  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kContractsAt));
+    return target_->ContractsAt(version);
+  }
+  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kContractsHistory));
+    return target_->ContractsHistory(rows_max);
   }
   Result<Rows<OutboxRow>> ClaimOutbox(int64_t rows_max, int64_t partitions_max, int64_t hold_ms,
                                       int64_t now_ms) override {
@@ -486,6 +507,18 @@ class SnapshotWrapper : public Snapshot {
   Result<std::optional<RetentionRun>> LatestRetention() override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLatestRetention));
     return target_->LatestRetention();
+  }
+  Result<int64_t> LatestContractsVersion() override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLatestContractsVersion));
+    return target_->LatestContractsVersion();
+  }
+  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kContractsAt));
+    return target_->ContractsAt(version);
+  }
+  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kContractsHistory));
+    return target_->ContractsHistory(rows_max);
   }
   Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override {

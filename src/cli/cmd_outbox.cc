@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -19,6 +20,7 @@
 #include "evident/progress.h"
 #include "evident/source.h"
 #include "evident/store.h"
+#include "evident/stored_contracts.h"
 #include "json/writer.h"
 
 namespace evident::cli {
@@ -31,7 +33,12 @@ struct AppendFlags {
   int64_t batch_count_max = 1000;
   int64_t event_bytes_max = int64_t{1} << 20;
   std::string progress = "auto";
+  std::vector<std::string> settings_given;  // the append settings given on the command line
 };
+
+// The Outbox that checks the events of a transaction: the directory's, or the store's latest
+// contracts as that transaction sees them.
+using OutboxFor = std::function<Result<Outbox*>(Transaction&)>;
 
 struct ReadFlags {
   std::string store;
@@ -81,7 +88,7 @@ Status CommitBatch(std::unique_ptr<Transaction>& tx, std::string& results) {
 
 // Appends every event of the source, in transactions of batch_count_max; true in `refused`
 // when any event was not appended (nor a duplicate).
-Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_count_max,
+Status AppendAll(const OutboxFor& outbox_for, Store& store, Source& source, int64_t batch_count_max,
                  ProgressBar& progress, bool& refused) {
   std::unique_ptr<Transaction> tx;
   std::string results;
@@ -100,13 +107,15 @@ Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_cou
     if (tx == nullptr) {
       EVIDENT_ASSIGN_OR_RETURN(tx, store.Begin());
     }
+    const Result<Outbox*> outbox = outbox_for(*tx);
+    if (!outbox.ok()) return RolledBack(outbox.status());
     // An input the file's layout already refused (a broken batch array) is not an event.
     const Result<OutboxDecision> decision =
         message.rejection
             ? OutboxDecision{.outcome = OutboxDecisionOutcome::kRejected,
                              .reason = std::string(ReasonCode(message.rejection->reason)),
                              .message = message.rejection->message}
-            : outbox.Append(*tx, message.bytes, SystemClock().NowMs());
+            : (*outbox)->Append(*tx, message.bytes, SystemClock().NowMs());
     if (!decision.ok()) return RolledBack(decision.status());
     const bool taken = decision->outcome == OutboxDecisionOutcome::kAppended ||
                        decision->outcome == OutboxDecisionOutcome::kDuplicate;
@@ -125,7 +134,8 @@ Status AppendAll(Outbox& outbox, Store& store, Source& source, int64_t batch_cou
   return Status::Ok();
 }
 
-int RunAppend(const AppendFlags& flags) {
+// The outbox of the contracts directory --contracts names, with the settings of the flags.
+Result<std::unique_ptr<Outbox>> DirectoryOutbox(const AppendFlags& flags) {
   Result<Profile> profile =
       ChooseProfile(flags.profile, flags.profile_file, flags.schema_version_at);
   if (profile.ok() && !flags.subject_version_at.empty()) {
@@ -135,26 +145,69 @@ int RunAppend(const AppendFlags& flags) {
             : Result<Profile>(
                   Status::InvalidArgument("--subject-version-at must be a JSON Pointer"));
   }
-  auto outbox = profile.ok() ? Outbox::Create({.contracts_dir = flags.contracts,
-                                               .profile = *profile,
-                                               .partition_count = flags.partitions,
-                                               .event_bytes_max = flags.event_bytes_max})
-                             : Result<std::unique_ptr<Outbox>>(profile.status());
-  auto store =
-      outbox.ok() ? OpenStore(flags.store) : Result<std::unique_ptr<Store>>(outbox.status());
+  if (!profile.ok()) return profile.status();
+  return Outbox::Create({.contracts_dir = flags.contracts,
+                         .profile = *profile,
+                         .partition_count = flags.partitions,
+                         .event_bytes_max = flags.event_bytes_max});
+}
+
+// The store's latest contracts, when it holds some: then they and their settings check every
+// event, and a directory or settings on the command line are refused (one source of truth).
+Result<std::optional<StoredContracts>> StoreContracts(Store& store, const AppendFlags& flags) {
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<StoredContracts> latest, snapshot->ContractsAt(0));
+  if (!latest && flags.contracts.empty()) {
+    return Status::InvalidArgument(
+        "the store holds no contracts: give --contracts DIR, or push them first (evident "
+        "contracts push --store S --contracts DIR)");
+  }
+  if (!latest) return latest;
+  const std::string held = "the store holds contracts v" + std::to_string(latest->version) +
+                           " (evident contracts show), which check every event with their "
+                           "settings: ";
+  if (!flags.contracts.empty()) {
+    return Status::InvalidArgument(held + "leave out --contracts, or push the directory");
+  }
+  if (!flags.settings_given.empty()) {
+    return Status::InvalidArgument(held + "leave out " + flags.settings_given.front() +
+                                   ", or push the contracts with it");
+  }
+  return latest;
+}
+
+int RunAppend(const AppendFlags& flags) {
+  auto store = OpenStore(flags.store);
+  auto stored = store.ok() ? StoreContracts(**store, flags)
+                           : Result<std::optional<StoredContracts>>(store.status());
+  auto directory = stored.ok() && !stored->has_value()
+                       ? DirectoryOutbox(flags)
+                       : Result<std::unique_ptr<Outbox>>(std::unique_ptr<Outbox>());
+  if (!stored.ok()) directory = stored.status();
+  int64_t event_bytes_max = flags.event_bytes_max;
+  if (directory.ok() && stored->has_value()) {
+    const Result<AppendSettings> settings = ParseAppendSettings((*stored)->settings);
+    if (settings.ok()) event_bytes_max = settings->event_bytes_max;
+    if (!settings.ok()) directory = settings.status();
+  }
   auto source =
-      store.ok() ? OpenNdjsonSource(flags.input,
-                                    {.event_bytes_max = static_cast<size_t>(flags.event_bytes_max)})
-                 : Result<std::unique_ptr<Source>>(store.status());
+      directory.ok()
+          ? OpenNdjsonSource(flags.input, {.event_bytes_max = static_cast<size_t>(event_bytes_max)})
+          : Result<std::unique_ptr<Source>>(directory.status());
   if (!source.ok()) {
     std::cerr << "evident outbox append: " << source.status().ToString() << "\n";
     return kExitUsage;
   }
+  StoredOutbox stored_outbox;
+  const OutboxFor outbox_for = [&](Transaction& tx) -> Result<Outbox*> {
+    if (*directory != nullptr) return directory->get();
+    return stored_outbox.For(tx);
+  };
   NoteTerminalInput(flags.input, "outbox append");
   bool refused = false;
   ProgressBar progress(ProgressFile(flags.progress), "events");
   const Status appended =
-      AppendAll(**outbox, **store, **source, flags.batch_count_max, progress, refused);
+      AppendAll(outbox_for, **store, **source, flags.batch_count_max, progress, refused);
   if (!appended.ok()) {
     progress.Finish();  // the line ends before the error is said
     std::cerr << "evident outbox append: " << appended.ToString() << "\n";
@@ -294,8 +347,9 @@ void AddAppendCommand(CLI::App& outbox, Runner& run) {
       "result line per event. Exit 0 when every event was appended or a duplicate, 1 when any "
       "was refused, 2 usage or I/O.");
   cmd->add_option("--store", append->store, StoreHelp())->required();
-  cmd->add_option("--contracts", append->contracts, "Contracts directory (payload schemas)")
-      ->required();
+  cmd->add_option("--contracts", append->contracts,
+                  "Contracts directory (payload schemas); without it, the contracts the store "
+                  "holds (evident contracts push) and their settings");
   cmd->add_option("input", append->input, "NDJSON file, or - for standard input")
       ->capture_default_str();
   cmd->add_option("--profile", append->profile, "Envelope profile: cloudevents, flat, ...")
@@ -317,7 +371,13 @@ void AddAppendCommand(CLI::App& outbox, Runner& run) {
       ->check(IntegerFrom(int64_t{64} << 10, int64_t{64} << 20))  // CloudEvents: 64 KiB at least
       ->capture_default_str();
   AddProgressOption(*cmd, append->progress);
-  cmd->callback([append, &run] { run = [append] { return RunAppend(*append); }; });
+  cmd->callback([append, cmd, &run] {
+    for (const char* name : {"--profile", "--profile-file", "--schema-version-at",
+                             "--subject-version-at", "--partitions", "--event-bytes-max"}) {
+      if (cmd->count(name) > 0) append->settings_given.emplace_back(name);
+    }
+    run = [append] { return RunAppend(*append); };
+  });
 }
 
 }  // namespace

@@ -45,16 +45,6 @@ struct LintFlags {
   std::string format = "text";
 };
 
-CLI::App* SharedSubcommand(CLI::App& app, const std::string& name, const std::string& help) {
-  try {
-    return app.get_subcommand(name);
-  } catch (const CLI::OptionNotFound&) {
-    CLI::App* cmd = app.add_subcommand(name, help);
-    cmd->require_subcommand(1);
-    return cmd;
-  }
-}
-
 int Fail(std::string_view command, const Status& status) {
   std::cerr << "evident " << command << ": " << status.ToString() << "\n";
   return kExitUsage;
@@ -182,7 +172,7 @@ void AddSchemaCheck(CLI::App& app, Runner& run) {
 }
 
 void AddContracts(CLI::App& app, Runner& run) {
-  CLI::App* contracts = SharedSubcommand(app, "contracts", "Consumer contracts: lint and impact");
+  CLI::App* contracts = SharedSubcommand(app, "contracts", kContractsHelp);
   auto lint = std::make_shared<LintFlags>();
   CLI::App* lint_cmd = contracts->add_subcommand(
       "lint", "Report every problem in a contracts directory. Exit 0 clean, 1 findings, 2 usage.");
@@ -211,6 +201,16 @@ void AddContracts(CLI::App& app, Runner& run) {
 }
 
 }  // namespace
+
+CLI::App* SharedSubcommand(CLI::App& app, const std::string& name, const std::string& help) {
+  try {
+    return app.get_subcommand(name);
+  } catch (const CLI::OptionNotFound&) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    cmd->require_subcommand(1);
+    return cmd;
+  }
+}
 
 void AddContractEvolutionCommands(CLI::App& app, Runner& run) {
   AddSchemaCheck(app, run);

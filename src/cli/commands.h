@@ -109,12 +109,20 @@ Result<int64_t> ParseDurationMs(const std::string& text);
 Result<Profile> ChooseProfile(const std::string& name, const std::string& profile_file,
                               const std::string& schema_version_at);
 
+// The subcommand `name` of `app`, added with `help` when no command file added it yet: several
+// files add commands under one (cmd_schema_check.cc).
+CLI::App* SharedSubcommand(CLI::App& app, const std::string& name, const std::string& help);
+inline constexpr const char* kContractsHelp =
+    "Contracts: lint, impact, and the sets kept in a store (push, list, show)";
+
 void AddValidateCommand(CLI::App& app, Runner& run);
 void AddSchemaCommand(CLI::App& app, Runner& run);
 void AddConsumeCommand(CLI::App& app, Runner& run);
 void AddEvidenceCommands(CLI::App& app, Runner& run);  // evidence, gaps, guard
 // `schema check`, `contracts lint`, `contracts impact` (cmd_schema_check.cc).
 void AddContractEvolutionCommands(CLI::App& app, Runner& run);
+// `contracts push|list|show`: contracts kept in a store (cmd_contracts.cc).
+void AddContractStoreCommands(CLI::App& app, Runner& run);
 // `outbox append|stats|list` (cmd_outbox.cc).
 void AddOutboxCommands(CLI::App& app, Runner& run);
 void AddRelayCommand(CLI::App& app, Runner& run);

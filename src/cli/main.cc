@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
   AddConsumeCommand(app, run);
   AddEvidenceCommands(app, run);
   AddContractEvolutionCommands(app, run);
+  AddContractStoreCommands(app, run);
   AddOutboxCommands(app, run);
   AddRelayCommand(app, run);
   AddQuarantineCommands(app, run);

@@ -52,6 +52,36 @@ Result<SchemaByType> CompileSchemas(const ContractsDir& contracts) {
   return out;
 }
 
+// The base URI of a stored set's files: a $ref between them resolves as between the files of a
+// directory, and never reaches a file on this machine.
+constexpr std::string_view kStoredContractsBase = "evident-store:/contracts/";
+
+// Compiles every payload schema among a stored set's files (<type>/v<N>.schema.json); each
+// .json file of the set may be the target of a $ref.
+Result<SchemaByType> CompileStoredSchemas(const std::map<std::string, std::string>& files) {
+  schema::Registry registry;
+  for (const auto& [path, text] : files) {
+    if (path.ends_with(".json")) {
+      EVIDENT_RETURN_IF_ERROR(registry.Add(std::string(kStoredContractsBase) + path, text));
+    }
+  }
+  SchemaByType out;
+  for (const auto& [path, text] : files) {
+    const size_t slash = path.find('/');
+    if (slash == std::string::npos || path.find('/', slash + 1) != std::string::npos) continue;
+    const std::string type = path.substr(0, slash);
+    const int64_t version = SchemaVersionOfFileName(std::string_view(path).substr(slash + 1));
+    if (version < 0 || type == "consumers" || type == "adapters" || type.starts_with('.')) {
+      continue;
+    }
+    auto compiled =
+        schema::Schema::Compile(text, registry, {}, std::string(kStoredContractsBase) + path);
+    if (!compiled.ok()) return compiled.status().Annotate(path);
+    out[type][version] = std::move(compiled).value();
+  }
+  return out;
+}
+
 OutboxDecision Refused(OutboxDecisionOutcome outcome, std::string reason, std::string message) {
   return OutboxDecision{.outcome = outcome,
                         .seq = std::nullopt,
@@ -116,8 +146,12 @@ Result<std::unique_ptr<Outbox>> Outbox::Create(const OutboxOptions& options) {
       EnvelopeParser::Create({.event_bytes_max = static_cast<size_t>(options.event_bytes_max),
                               .require_schema_version = true,
                               .profile = options.profile}));
-  EVIDENT_ASSIGN_OR_RETURN(const ContractsDir contracts, LoadContractsDir(options.contracts_dir));
-  EVIDENT_ASSIGN_OR_RETURN(impl->schemas, CompileSchemas(contracts));
+  if (!options.contracts_files.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(impl->schemas, CompileStoredSchemas(options.contracts_files));
+  } else {
+    EVIDENT_ASSIGN_OR_RETURN(const ContractsDir contracts, LoadContractsDir(options.contracts_dir));
+    EVIDENT_ASSIGN_OR_RETURN(impl->schemas, CompileSchemas(contracts));
+  }
   return std::unique_ptr<Outbox>(new Outbox(std::move(impl)));
 }
 

@@ -2485,6 +2485,55 @@ TEST_P(StoreConformance, RetentionKeepsWhatChangedSinceItsLookAndTheNewestOfEach
   EXPECT_TRUE(Take(Read()->FindQuarantine(id)).has_value());
 }
 
+// Contract sets (store_contracts.h): numbered in push order, kept whole, read in the pushing
+// transaction and after a reopen; a rolled-back push leaves no number used.
+TEST_P(StoreConformance, ContractSetsAreNumberedKeptWholeAndListedNewestFirst) {
+  EXPECT_EQ(Take(Read()->LatestContractsVersion()), 0);
+  EXPECT_FALSE(Take(Read()->ContractsAt(0)).has_value());
+  EXPECT_TRUE(Take(Read()->ContractsHistory(10)).empty());
+  const std::string files = R"({"t/v1.schema.json":"{\"type\":\"object\"}"})";
+  {
+    auto tx = Begin();
+    EXPECT_EQ(
+        Take(tx->PushContracts(StoredContracts{
+            .version = 99, .pushed_at_ms = 10, .digest = "d1", .settings = "{}", .files = files})),
+        1);
+    EXPECT_EQ(Take(tx->LatestContractsVersion()), 1);  // seen by its own transaction
+    EXPECT_OK(tx->Rollback());
+  }
+  EXPECT_EQ(Take(Read()->LatestContractsVersion()), 0);
+  for (int64_t i = 1; i <= 3; ++i) {
+    Write([&](Transaction& tx) {
+      EXPECT_EQ(Take(tx.PushContracts(StoredContracts{.pushed_at_ms = 10 * i,
+                                                      .digest = "d" + std::to_string(i),
+                                                      .settings = R"({"partitions":2})",
+                                                      .files = files})),
+                i);
+      const std::optional<StoredContracts> latest = Take(tx.ContractsAt(0));
+      ASSERT_TRUE(latest.has_value());
+      EXPECT_EQ(latest->version, i);
+    });
+  }
+  Reopen();
+  auto snapshot = Read();
+  EXPECT_EQ(Take(snapshot->LatestContractsVersion()), 3);
+  const std::optional<StoredContracts> second = Take(snapshot->ContractsAt(2));
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->version, 2);
+  EXPECT_EQ(second->pushed_at_ms, 20);
+  EXPECT_EQ(second->digest, "d2");
+  EXPECT_EQ(second->settings, R"({"partitions":2})");
+  EXPECT_EQ(second->files, files);
+  EXPECT_EQ(Take(snapshot->ContractsAt(0))->digest, "d3");
+  EXPECT_FALSE(Take(snapshot->ContractsAt(4)).has_value());
+  const std::vector<StoredContracts> history = Take(snapshot->ContractsHistory(2));
+  ASSERT_EQ(history.size(), 2u);
+  EXPECT_EQ(history[0].version, 3);
+  EXPECT_EQ(history[1].version, 2);
+  EXPECT_TRUE(history[0].files.empty());
+  EXPECT_EQ(history[1].digest, "d2");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance, ::testing::ValuesIn(StoreBackends()),
                          [](const ::testing::TestParamInfo<StoreBackend>& param_info) {
                            return param_info.param.name;

@@ -103,6 +103,10 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "space-now",
     "return-space",
     "compact",
+    "push-contracts",
+    "latest-contracts-version",
+    "contracts-at",
+    "contracts-history",
 };
 
 }  // namespace

@@ -103,6 +103,10 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kSpaceNow,
     StoreCall::kReturnSpace,
     StoreCall::kCompact,
+    StoreCall::kPushContracts,
+    StoreCall::kLatestContractsVersion,
+    StoreCall::kContractsAt,
+    StoreCall::kContractsHistory,
 };
 static_assert(std::size(kEveryCall) == kStoreCallCount);
 
@@ -210,6 +214,8 @@ Status Transact(Transaction& tx, StoreCall call) {
       return tx.RemoveRetained(RetainedRows{}, 10).status();
     case StoreCall::kRecordRetention:
       return tx.RecordRetention(RetentionRun{.at_ms = 20, .horizon_ms = 10});
+    case StoreCall::kPushContracts:
+      return tx.PushContracts(StoredContracts{.settings = "{}", .files = "{}"}).status();
     case StoreCall::kInsertIntent:
       return tx.InsertIntent(EffectIntent{.key = "k"}).status();
     case StoreCall::kFindIntent:
@@ -306,6 +312,12 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.CountRetainable(RetainedKind::kOutbox, 10).status();
     case StoreCall::kLatestRetention:
       return snapshot.LatestRetention().status();
+    case StoreCall::kLatestContractsVersion:
+      return snapshot.LatestContractsVersion().status();
+    case StoreCall::kContractsAt:
+      return snapshot.ContractsAt(0).status();
+    case StoreCall::kContractsHistory:
+      return snapshot.ContractsHistory(10).status();
     case StoreCall::kOutboxRows:
       return snapshot.OutboxRows(OutboxSelect::kAll, 0).status();
     case StoreCall::kOutboxStatsNow:
@@ -352,7 +364,8 @@ bool IsSnapshotCall(StoreCall call) {
          call == StoreCall::kGroupLeases || call == StoreCall::kGroupMembers ||
          call == StoreCall::kGroupPartitionCount || call == StoreCall::kRead ||
          call == StoreCall::kRetainable || call == StoreCall::kCountRetainable ||
-         call == StoreCall::kLatestRetention;
+         call == StoreCall::kLatestRetention || call == StoreCall::kLatestContractsVersion ||
+         call == StoreCall::kContractsAt || call == StoreCall::kContractsHistory;
 }
 
 Status CallOnce(Store& store, StoreCall call) {

@@ -136,6 +136,9 @@ struct State {
       corrections;  // by consumer, subject, seq
   int64_t correction_seq_last = 0;
   std::shared_ptr<const RetentionRun> retention;  // the latest run that removed anything
+  // Pushed contract sets, oldest first (version i + 1 at index i); sets never change.
+  std::shared_ptr<const std::vector<std::shared_ptr<const StoredContracts>>> contracts =
+      std::make_shared<const std::vector<std::shared_ptr<const StoredContracts>>>();
 };
 
 State EmptyState() {
@@ -184,6 +187,7 @@ struct Overlay {
   std::set<GapId, KeyLess> gaps_removed;
   std::set<std::tuple<std::string, int64_t>, KeyLess> effect_log_removed;
   std::optional<RetentionRun> retention;
+  std::vector<StoredContracts> contracts;  // pushed, version assigned
 };
 
 // The table itself when no other State holds it, else a copy of it put in its place. Called
@@ -296,6 +300,43 @@ void ApplyGaps(Overlay& overlay, State& state) {
   for (auto& [id, record] : overlay.gaps) gaps.insert_or_assign(id, std::move(record));
 }
 
+void ApplyContracts(Overlay& overlay, State& state) {
+  if (overlay.contracts.empty()) return;
+  auto sets =
+      std::make_shared<std::vector<std::shared_ptr<const StoredContracts>>>(*state.contracts);
+  for (StoredContracts& c : overlay.contracts) {
+    assert(c.version == static_cast<int64_t>(sets->size()) + 1);
+    sets->push_back(std::make_shared<const StoredContracts>(std::move(c)));
+  }
+  state.contracts = std::move(sets);
+}
+
+// The contract reads of store_contracts.h over `sets` and the sets `pushed` after them.
+struct ContractsView {
+  const std::vector<std::shared_ptr<const StoredContracts>>& sets;
+  const std::vector<StoredContracts>& pushed;
+
+  int64_t Latest() const { return static_cast<int64_t>(sets.size() + pushed.size()); }
+  const StoredContracts* At(int64_t version) const {
+    if (version == 0) version = Latest();
+    if (version < 1 || version > Latest()) return nullptr;
+    const auto index = static_cast<size_t>(version - 1);
+    return index < sets.size() ? sets[index].get() : &pushed[index - sets.size()];
+  }
+  std::optional<StoredContracts> Copy(int64_t version) const {
+    const StoredContracts* c = At(version);
+    return c == nullptr ? std::nullopt : std::optional<StoredContracts>(*c);
+  }
+  std::vector<StoredContracts> History(int64_t rows_max) const {
+    std::vector<StoredContracts> out;
+    for (int64_t v = Latest(); v >= 1 && static_cast<int64_t>(out.size()) < rows_max; --v) {
+      out.push_back(*At(v));
+      out.back().files.clear();
+    }
+    return out;
+  }
+};
+
 void ApplyRetained(const Overlay& overlay, State& state) {
   if (overlay.retention) {
     RetentionRun run = *overlay.retention;
@@ -355,6 +396,7 @@ void ApplyRows(Overlay& overlay, State& state) {
   }
   ApplyOutbox(overlay, state);
   ApplyRetained(overlay, state);
+  ApplyContracts(overlay, state);
 }
 
 // Which handle a store has open (one at a time); shared with that handle, which may outlive
@@ -926,8 +968,24 @@ class MemoryTransaction final : public Transaction {
     overlay_.retention = run;
     return Status::Ok();
   }
+  Result<int64_t> PushContracts(const StoredContracts& contracts) override {
+    StoredContracts& pushed = overlay_.contracts.emplace_back(contracts);
+    pushed.version = Contracts().Latest();
+    return pushed.version;
+  }
+  Result<int64_t> LatestContractsVersion() override { return Contracts().Latest(); }
+  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
+    return Contracts().Copy(version);
+  }
+  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
+    return Contracts().History(rows_max);
+  }
 
  private:
+  ContractsView Contracts() const {
+    assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    return ContractsView{.sets = *base_->contracts, .pushed = overlay_.contracts};
+  }
   // Parks the row with `reason`, or (nullopt) makes it pending again.
   Status SetOutboxParked(int64_t seq, std::optional<std::string_view> reason, int64_t at_ms) {
     OutboxRow* row = DraftOutbox(seq);
@@ -1451,6 +1509,17 @@ class MemorySnapshot final : public Snapshot {
   Result<std::optional<RetentionRun>> LatestRetention() override {
     if (state_->retention == nullptr) return std::optional<RetentionRun>();
     return std::optional<RetentionRun>(*state_->retention);
+  }
+  Result<int64_t> LatestContractsVersion() override { return Contracts().Latest(); }
+  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
+    return Contracts().Copy(version);
+  }
+  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
+    return Contracts().History(rows_max);
+  }
+  ContractsView Contracts() const {
+    static const std::vector<StoredContracts> kNone;
+    return ContractsView{.sets = *state_->contracts, .pushed = kNone};
   }
   Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
     const auto& records = state_->quarantine->records;

@@ -195,6 +195,14 @@ CREATE TABLE IF NOT EXISTS retention_run(
 INSERT INTO evident_schema(version) VALUES(7);
 )sql";
 
+// Layout 8: contracts kept in the store (store_contracts.h), one row per pushed set.
+inline constexpr const char* kSchemaLayout8 = R"sql(
+CREATE TABLE IF NOT EXISTS contract_set(
+  version bigint PRIMARY KEY, pushed_at_ms bigint NOT NULL, digest text NOT NULL,
+  settings text NOT NULL, files text NOT NULL);
+INSERT INTO evident_schema(version) VALUES(8);
+)sql";
+
 inline constexpr const char* kSchemaLayout2 = R"sql(
 CREATE TABLE IF NOT EXISTS outbox_partition(event_partition bigint PRIMARY KEY);
 INSERT INTO outbox_partition(event_partition)

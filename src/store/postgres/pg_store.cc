@@ -172,7 +172,8 @@ Result<int64_t> CreateOrMigrate(PlainConnection& db) {
     if (layout < 5) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout5).status());
     if (layout < 6) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout6).status());
     if (layout < 7) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout7).status());
-    static_assert(kPostgresLayoutVersion == 7, "a new layout needs its step here");
+    if (layout < 8) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout8).status());
+    static_assert(kPostgresLayoutVersion == 8, "a new layout needs its step here");
     return layout;
   };
   Result<int64_t> layout = run();

@@ -295,11 +295,18 @@ CREATE TABLE IF NOT EXISTS retention_run(
   archive TEXT NOT NULL, removed INTEGER NOT NULL);
 )sql";
 
+// Layout 12: contracts kept in the store (store_contracts.h), one row per pushed set.
+constexpr const char* kContractsSchema = R"sql(
+CREATE TABLE IF NOT EXISTS contract_set(
+  version INTEGER PRIMARY KEY, pushed_at_ms INTEGER NOT NULL, digest TEXT NOT NULL,
+  settings TEXT NOT NULL, files TEXT NOT NULL);
+)sql";
+
 // Every table and index of the current layout (each IF NOT EXISTS).
 const std::string& Schema() {
   static const std::string kSchema = std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema +
                                      kEffectSchema + kLayout8Schema + kGroupSchema +
-                                     kRetentionSchema;
+                                     kRetentionSchema + kContractsSchema;
   return kSchema;
 }
 
@@ -1217,7 +1224,11 @@ class SqliteEngine {
       // Retention's index and its runs (Schema() creates only what is missing).
       EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(11);"));
     }
-    static_assert(kSqliteLayoutVersion == 11, "a new layout needs its step here");
+    if (layout <= 11) {
+      // The contract sets (Schema() creates only what is missing).
+      EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(12);"));
+    }
+    static_assert(kSqliteLayoutVersion == 12, "a new layout needs its step here");
     return Status::Ok();
   }
 
@@ -2792,7 +2803,7 @@ class SqliteEngine {
                                   int64_t rows_max) {
     assert(rows_max > 0);
     RetainedRows out{.kind = kind};
-    if (layout_ < kSqliteLayoutVersion) {  // a read-only open of an older layout
+    if (layout_ < 11) {  // a read-only open of an older layout
       out.end = true;
       return out;
     }
@@ -2883,7 +2894,7 @@ class SqliteEngine {
   }
 
   Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) {
-    if (layout_ < kSqliteLayoutVersion) return int64_t{0};
+    if (layout_ < 11) return int64_t{0};
     static const std::string kSql[] = {
         "SELECT count(*) FROM journal WHERE at_ms < ?1 AND seq < (SELECT max(seq) FROM journal)",
         "SELECT count(*) FROM quarantine WHERE status<>'open' AND last_seen_ms < ?1"
@@ -2948,6 +2959,54 @@ class SqliteEngine {
     EVIDENT_RETURN_IF_ERROR(Exec("PRAGMA auto_vacuum=INCREMENTAL"));
     EVIDENT_RETURN_IF_ERROR(Exec("VACUUM"));
     return Exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+
+  // Contract sets (store_contracts.h); a read-only open of an older layout has none.
+  Result<int64_t> LatestContractsVersion() {
+    if (layout_ < 12) return int64_t{0};
+    return Count("SELECT coalesce(max(version), 0) FROM contract_set");
+  }
+  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) {
+    if (layout_ < 12) return std::optional<StoredContracts>();
+    static const std::string kSql =
+        "SELECT version, pushed_at_ms, digest, settings, files FROM contract_set WHERE version ="
+        " CASE WHEN ?1 = 0 THEN (SELECT max(version) FROM contract_set) ELSE ?1 END";
+    EVIDENT_ASSIGN_OR_RETURN(Rows<StoredContracts> rows,
+                             QueryBound<StoredContracts>(
+                                 kSql, [&](Statement& s) { s.Bind(version); }, 1, &ContractsRow));
+    if (rows.rows.empty()) return std::optional<StoredContracts>();
+    return std::optional<StoredContracts>(std::move(rows.rows.front()));
+  }
+  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) {
+    if (layout_ < 12 || rows_max == 0) return std::vector<StoredContracts>();
+    static const std::string kSql =
+        "SELECT version, pushed_at_ms, digest, settings, '' FROM contract_set"
+        " ORDER BY version DESC LIMIT ?1";
+    EVIDENT_ASSIGN_OR_RETURN(Rows<StoredContracts> rows,
+                             QueryBound<StoredContracts>(
+                                 kSql, [](Statement&) {}, rows_max, &ContractsRow));
+    return std::move(rows.rows);
+  }
+  Result<int64_t> PushContracts(const StoredContracts& c) {
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t latest, LatestContractsVersion());
+    static const std::string kSql =
+        "INSERT INTO contract_set(version, pushed_at_ms, digest, settings, files)"
+        " VALUES(?1, ?2, ?3, ?4, ?5)";
+    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+                                .Bind(latest + 1)
+                                .Bind(c.pushed_at_ms)
+                                .Bind(c.digest)
+                                .Bind(c.settings)
+                                .Bind(c.files)
+                                .Run());
+    return latest + 1;
+  }
+  static StoredContracts ContractsRow(const Statement& s, Status&) {
+    return StoredContracts{.version = s.Int(0),
+                           .pushed_at_ms = s.Int(1),
+                           .digest = s.Text(2),
+                           .settings = s.Text(3),
+                           .files = s.Text(4)};
   }
 
   Result<std::optional<RetentionRun>> LatestRetention() {
@@ -3264,6 +3323,16 @@ class SqliteTransaction final : public Transaction {
     return Open()->RemoveRetained(rows, before_ms);
   }
   Status RecordRetention(const RetentionRun& run) override { return Open()->RecordRetention(run); }
+  Result<int64_t> PushContracts(const StoredContracts& contracts) override {
+    return Open()->PushContracts(contracts);
+  }
+  Result<int64_t> LatestContractsVersion() override { return Open()->LatestContractsVersion(); }
+  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
+    return Open()->ContractsAt(version);
+  }
+  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
+    return Open()->ContractsHistory(rows_max);
+  }
   Result<Insert> InsertIntent(const EffectIntent& intent) override {
     return Open()->InsertIntent(intent);
   }
@@ -3434,6 +3503,13 @@ class SqliteSnapshot final : public Snapshot {
   }
   Result<std::optional<RetentionRun>> LatestRetention() override {
     return engine_.LatestRetention();
+  }
+  Result<int64_t> LatestContractsVersion() override { return engine_.LatestContractsVersion(); }
+  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
+    return engine_.ContractsAt(version);
+  }
+  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
+    return engine_.ContractsHistory(rows_max);
   }
   Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override {
