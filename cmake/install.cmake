@@ -12,7 +12,8 @@ set(EVIDENT_INSTALLED_LIBRARIES
   evident_store_memory evident_store_fault evident_store_postgres evident_source
   evident_jetstream evident_kafka evident_fault_transport evident_registry evident_evidence
   evident_evidence_json evident_consumer evident_outbox evident_relay evident_group
-  evident_quarantine evident_compensation evident_effects evident_serve evident_trace)
+  evident_quarantine evident_compensation evident_effects evident_serve evident_trace
+  evident_stored_contracts evident_retention)
 set(evident_objects)
 foreach(library IN LISTS EVIDENT_INSTALLED_LIBRARIES)
   list(APPEND evident_objects $<TARGET_OBJECTS:${library}>)
@@ -49,8 +50,8 @@ file(RELATIVE_PATH evident_pc_up "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/roo
 configure_file(cmake/evident.pc.in ${CMAKE_CURRENT_BINARY_DIR}/evident.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/evident.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
-install(DIRECTORY examples/cpp examples/orders
-  DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+install(DIRECTORY examples/cpp examples/orders examples/python examples/node
+  DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples PATTERN node_modules EXCLUDE)
 
 # Manual pages rendered from the program's own --help (scripts/make-man.sh: help2man, one page
 # per command), and the bash completion (it reads the same help when a user presses tab).

@@ -30,6 +30,14 @@ schema=$prefix/share/evident/schemas/evident-config.schema.json
 "$prefix/bin/evident" config schema | cmp -s - "$schema" ||
   fail "evident config schema differs from the installed $schema"
 
+# The SQLite extension loads into the sqlite3 shell from where it is installed.
+module=$(find "$prefix" -name evident_sqlite.so | head -n 1)
+[ -n "$module" ] || fail "evident_sqlite.so is not installed"
+[ "$(sqlite3 :memory: ".load $module" "SELECT count(*) FROM pragma_function_list WHERE name LIKE 'evident_%'")" = 3 ] ||
+  fail "the installed evident_sqlite.so does not load into sqlite3"
+[ -f "$prefix/share/doc/evident/examples/python/order_service_sqlite.py" ] ||
+  fail "examples/python is not installed"
+
 examples=$prefix/share/doc/evident/examples
 cmake -S "$examples/cpp" -B "$work/examples" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" >"$work/configure.log" 2>&1 ||

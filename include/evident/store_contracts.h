@@ -39,9 +39,10 @@ class ContractReads {
 class ContractWrites {
  public:
   virtual ~ContractWrites() = default;
-  // Keeps `contracts` (its version ignored) as the next set, numbered one past the latest, and
-  // returns that number. Two pushes racing on a shared store: the one that commits second fails
-  // (kAborted or kUnavailable) and pushes nothing.
+  // Keeps `contracts` as set number `contracts.version`, which must be one past the latest (the
+  // set a pusher checked against is still the latest), and returns that number. kAborted, with
+  // nothing kept, when it is not: another push took the number first (two pushes racing on a
+  // shared store: the one that commits second is refused, never stored unchecked).
   virtual Result<int64_t> PushContracts(const StoredContracts& contracts) = 0;
 };
 

@@ -63,6 +63,17 @@ inline constexpr int64_t kSqliteLayoutVersion = 12;
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
                                                const SqliteOptions& options = {});
 
+// A store over a connection the caller opened and keeps (the SQLite extension's functions run on
+// the connection they were called on): nothing of the connection is changed (no pragma, no
+// busy handler, no WAL hook: no checkpoint of its own), nothing is cached between transactions
+// but prepared statements, and the connection is never closed; destroy the store before the
+// connection closes. A Transaction (or Snapshot) joins the transaction open on the connection
+// as a savepoint, so its writes commit or roll back with the caller's; with none open it is a
+// transaction of its own (BEGIN IMMEDIATE). Refused (kFailedPrecondition, saying which and what
+// to run) unless the connection is in WAL mode at synchronous FULL or EXTRA, on a store of
+// kSqliteLayoutVersion (`evident store migrate` prepares a file).
+Result<std::unique_ptr<Store>> OpenSqliteStoreOnConnection(sqlite3* db);
+
 // The connection of an open SQLite transaction, for the caller's own statements to join it
 // (they commit or roll back with it). Null when `transaction` is not a SQLite one. Valid until
 // the transaction ends; do not BEGIN, COMMIT or ROLLBACK on it.

@@ -54,6 +54,9 @@ struct ContractsPushOptions {
   int64_t files_max = 10'000;
   int64_t bytes_max = int64_t{64} << 20;
   DiffOptions diff;  // bounds of the compatibility checks
+  // A push may change the partition count (PARTITIONS_CHANGED otherwise): a subject's rows
+  // still pending in its old partition could then be published after its new ones.
+  bool repartition = false;
 };
 
 enum class PushOutcome : uint8_t {
@@ -69,13 +72,15 @@ struct ContractsPush {
   std::string digest;   // of the directory's files and settings
   int64_t files = 0;
   // Lint's codes (docs/contracts.md), and COMPATIBILITY_INVALID, INCOMPATIBLE_VERSION,
-  // SCHEMA_VERSION_CHANGED, SCHEMA_VERSION_REMOVED, FILE_NOT_UTF8, TOO_MANY_FILES.
+  // SCHEMA_VERSION_CHANGED, SCHEMA_VERSION_REMOVED, PARTITIONS_CHANGED, SET_UNUSABLE,
+  // FILE_NOT_UTF8, SYMLINK, TOO_MANY_FILES.
   std::vector<LintFinding> findings;
 };
 
-// Checks the directory `dir` and, when it passes, keeps it as the store's next set, in one
-// transaction of `store` (the checks against the latest set run inside it). An error is a
-// failure to read or to write, not a finding.
+// Checks the directory `dir` against the store's latest set (read in a snapshot, so no write
+// lock is held while lint and the diffs run) and, when it passes, keeps it as the next set in a
+// short transaction. An error is a failure to read or to write, not a finding; kAborted when
+// another push committed meanwhile or the directory changed while it was checked (push again).
 Result<ContractsPush> PushContractsDir(Store& store, const std::string& dir,
                                        const ContractsPushOptions& options, int64_t now_ms);
 

@@ -22,6 +22,7 @@ struct PushFlags {
   std::string profile = "cloudevents", profile_file, schema_version_at, subject_version_at;
   int64_t partitions = 1;
   int64_t event_bytes_max = int64_t{1} << 20;
+  bool repartition = false;
 };
 
 struct ReadFlags {
@@ -85,7 +86,9 @@ int RunPush(const PushFlags& flags) {
   Result<std::unique_ptr<Store>> store = OpenStore(flags.store);
   if (!store.ok()) return Fail("push", store.status());
   const Result<ContractsPush> push = PushContractsDir(
-      **store, flags.contracts, ContractsPushOptions{.settings = *settings}, SystemClock().NowMs());
+      **store, flags.contracts,
+      ContractsPushOptions{.settings = *settings, .repartition = flags.repartition},
+      SystemClock().NowMs());
   if (!push.ok()) return Fail("push", push.status());
   if (!WriteStdout(flags.format == "json" ? PushJson(*push) : PushText(*push))) {
     return Fail("push", Status::IoError("cannot write the result"));
@@ -208,6 +211,9 @@ void AddPush(CLI::App& contracts, Runner& run) {
   cmd->add_option("--event-bytes-max", flags->event_bytes_max, "Largest event, in bytes")
       ->check(IntegerFrom(int64_t{64} << 10, int64_t{64} << 20))
       ->capture_default_str();
+  cmd->add_flag("--repartition", flags->repartition,
+                "Allow a partition count other than the latest set's (let the relay send what is "
+                "pending first: a subject's old and new rows would be in different partitions)");
   AddFormatOption(*cmd, flags->format);
   cmd->callback([flags, &run] { run = [flags] { return RunPush(*flags); }; });
 }

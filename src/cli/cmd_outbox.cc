@@ -91,6 +91,7 @@ Status CommitBatch(std::unique_ptr<Transaction>& tx, std::string& results) {
 Status AppendAll(const OutboxFor& outbox_for, Store& store, Source& source, int64_t batch_count_max,
                  ProgressBar& progress, bool& refused) {
   std::unique_ptr<Transaction> tx;
+  Outbox* outbox = nullptr;  // of the open transaction
   std::string results;
   Message message;
   int64_t in_batch = 0, events = 0, refusals = 0;
@@ -106,16 +107,18 @@ Status AppendAll(const OutboxFor& outbox_for, Store& store, Source& source, int6
     if (*fetched != Source::Fetched::kMessage) break;
     if (tx == nullptr) {
       EVIDENT_ASSIGN_OR_RETURN(tx, store.Begin());
+      // One set per transaction: the batch's events are checked against the same contracts.
+      const Result<Outbox*> current = outbox_for(*tx);
+      if (!current.ok()) return RolledBack(current.status());
+      outbox = *current;
     }
-    const Result<Outbox*> outbox = outbox_for(*tx);
-    if (!outbox.ok()) return RolledBack(outbox.status());
     // An input the file's layout already refused (a broken batch array) is not an event.
     const Result<OutboxDecision> decision =
         message.rejection
             ? OutboxDecision{.outcome = OutboxDecisionOutcome::kRejected,
                              .reason = std::string(ReasonCode(message.rejection->reason)),
                              .message = message.rejection->message}
-            : (*outbox)->Append(*tx, message.bytes, SystemClock().NowMs());
+            : outbox->Append(*tx, message.bytes, SystemClock().NowMs());
     if (!decision.ok()) return RolledBack(decision.status());
     const bool taken = decision->outcome == OutboxDecisionOutcome::kAppended ||
                        decision->outcome == OutboxDecisionOutcome::kDuplicate;
@@ -133,6 +136,9 @@ Status AppendAll(const OutboxFor& outbox_for, Store& store, Source& source, int6
   refused = refusals > 0;
   return Status::Ok();
 }
+
+// The largest event --event-bytes-max (and a pushed set) may allow.
+constexpr int64_t kEventBytesMaxMax = int64_t{64} << 20;
 
 // The outbox of the contracts directory --contracts names, with the settings of the flags.
 Result<std::unique_ptr<Outbox>> DirectoryOutbox(const AppendFlags& flags) {
@@ -184,12 +190,10 @@ int RunAppend(const AppendFlags& flags) {
                        ? DirectoryOutbox(flags)
                        : Result<std::unique_ptr<Outbox>>(std::unique_ptr<Outbox>());
   if (!stored.ok()) directory = stored.status();
-  int64_t event_bytes_max = flags.event_bytes_max;
-  if (directory.ok() && stored->has_value()) {
-    const Result<AppendSettings> settings = ParseAppendSettings((*stored)->settings);
-    if (settings.ok()) event_bytes_max = settings->event_bytes_max;
-    if (!settings.ok()) directory = settings.status();
-  }
+  // With the store's contracts the input admits the largest event a set may allow, and each
+  // set's Outbox refuses what its own settings do not (a later set may allow more).
+  const int64_t event_bytes_max =
+      directory.ok() && stored->has_value() ? kEventBytesMaxMax : flags.event_bytes_max;
   auto source =
       directory.ok()
           ? OpenNdjsonSource(flags.input, {.event_bytes_max = static_cast<size_t>(event_bytes_max)})
@@ -200,8 +204,15 @@ int RunAppend(const AppendFlags& flags) {
   }
   StoredOutbox stored_outbox;
   const OutboxFor outbox_for = [&](Transaction& tx) -> Result<Outbox*> {
-    if (*directory != nullptr) return directory->get();
-    return stored_outbox.For(tx);
+    if (*directory == nullptr) return stored_outbox.For(tx);
+    // Contracts pushed since the run began: they are the source of truth now.
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t pushed, tx.LatestContractsVersion());
+    if (pushed != 0) {
+      return Status::FailedPrecondition("contracts v" + std::to_string(pushed) +
+                                        " were pushed to the store during the run: leave out "
+                                        "--contracts and run again");
+    }
+    return directory->get();
   };
   NoteTerminalInput(flags.input, "outbox append");
   bool refused = false;
@@ -368,7 +379,7 @@ void AddAppendCommand(CLI::App& outbox, Runner& run) {
       ->check(IntegerFrom(1, 1'000'000))
       ->capture_default_str();
   cmd->add_option("--event-bytes-max", append->event_bytes_max, "Largest event, in bytes")
-      ->check(IntegerFrom(int64_t{64} << 10, int64_t{64} << 20))  // CloudEvents: 64 KiB at least
+      ->check(IntegerFrom(int64_t{64} << 10, kEventBytesMaxMax))  // CloudEvents: 64 KiB at least
       ->capture_default_str();
   AddProgressOption(*cmd, append->progress);
   cmd->callback([append, cmd, &run] {

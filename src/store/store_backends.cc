@@ -1,6 +1,8 @@
 // The conformance suite's backends: adding one is one entry in StoreBackends().
 #include "store/store_backends.h"
 
+#include <sqlite3.h>
+
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -9,6 +11,7 @@
 #include "evident/store_memory.h"
 #include "evident/store_postgres.h"
 #include "evident/store_sqlite.h"
+#include "evident/store_wrapper.h"
 #include "store/postgres/test_database.h"
 
 namespace evident {
@@ -51,6 +54,109 @@ Result<std::unique_ptr<Store>> OpenSqlite(const fs::path& dir, const StoreOption
   return OpenSqliteStore((dir / "store.db").string(), {.busy_timeout_ms = 100});
 }
 
+// A connection the application opened (the SQLite extension's case): each store, transaction
+// and snapshot holds it, so that it closes after the last of them, as an application would. The
+// holder is the first base: it is destroyed after the wrapper (and the rollback of an unfinished
+// transaction the wrapped one does then). `joined`: the application has a transaction of its
+// own open around each of evident's (BEGIN IMMEDIATE, or BEGIN for a snapshot), which evident's
+// joins as a savepoint; the holder ends it after evident's, with evident's outcome.
+using Connection = std::shared_ptr<sqlite3>;
+struct ConnectionHolder {
+  Connection db;
+  bool joined = false;
+  ~ConnectionHolder() {
+    if (joined && sqlite3_get_autocommit(db.get()) == 0) (void)End("ROLLBACK");
+  }
+  Status End(const char* sql) const {
+    if (sqlite3_exec(db.get(), sql, nullptr, nullptr, nullptr) == SQLITE_OK) return Status::Ok();
+    return Status::IoError(std::string(sql) + ": " + sqlite3_errmsg(db.get()));
+  }
+};
+
+class ConnectionTransaction final : private ConnectionHolder, public TransactionWrapper {
+ public:
+  ConnectionTransaction(std::unique_ptr<Transaction> target, Connection connection, bool join)
+      : ConnectionHolder{std::move(connection), join}, TransactionWrapper(std::move(target)) {}
+  Status Commit() override {
+    const Status committed = TransactionWrapper::Commit();
+    if (!joined) return committed;
+    if (committed.ok()) return End("COMMIT");
+    (void)End("ROLLBACK");
+    return committed;
+  }
+  Status Rollback() override {
+    const Status rolled_back = TransactionWrapper::Rollback();
+    return joined ? End("ROLLBACK") : rolled_back;
+  }
+};
+class ConnectionSnapshot final : private ConnectionHolder, public SnapshotWrapper {
+ public:
+  ConnectionSnapshot(std::unique_ptr<Snapshot> target, Connection connection, bool join)
+      : ConnectionHolder{std::move(connection), join}, SnapshotWrapper(std::move(target)) {}
+};
+class ConnectionStore final : private ConnectionHolder, public StoreWrapper {
+ public:
+  ConnectionStore(std::unique_ptr<Store> target, Connection connection, bool join)
+      : ConnectionHolder{std::move(connection), false},
+        StoreWrapper(std::move(target)),
+        join_(joined) {}
+  Result<std::unique_ptr<Transaction>> Begin() override {
+    EVIDENT_RETURN_IF_ERROR(Open("BEGIN IMMEDIATE"));
+    Result<std::unique_ptr<Transaction>> tx = StoreWrapper::Begin();
+    if (!tx.ok()) return Close(tx.status());
+    return std::unique_ptr<Transaction>(new ConnectionTransaction(std::move(*tx), db, join_));
+  }
+  Result<std::unique_ptr<Snapshot>> Read() override {
+    EVIDENT_RETURN_IF_ERROR(Open("BEGIN"));
+    Result<std::unique_ptr<Snapshot>> snapshot = StoreWrapper::Read();
+    if (!snapshot.ok()) return Close(snapshot.status());
+    return std::unique_ptr<Snapshot>(new ConnectionSnapshot(std::move(*snapshot), db, join_));
+  }
+
+ private:
+  // The application's own transaction around evident's; busy as SQLite's busy handler says.
+  Status Open(const char* begin) const {
+    if (!join_ || sqlite3_exec(db.get(), begin, nullptr, nullptr, nullptr) == SQLITE_OK) {
+      return Status::Ok();
+    }
+    const int code = sqlite3_extended_errcode(db.get()) & 0xFF;
+    const std::string message = std::string(begin) + ": " + sqlite3_errmsg(db.get());
+    return code == SQLITE_BUSY ? Status::Unavailable(message) : Status::IoError(message);
+  }
+  Status Close(const Status& status) const {
+    if (join_) (void)End("ROLLBACK");
+    return status;
+  }
+  bool join_ = false;
+};
+
+// The caller's-connection backend (OpenSqliteStoreOnConnection) on a file the SQLite backend
+// created, the connection set as the extension requires (WAL, synchronous=FULL) with the same
+// short busy timeout.
+Result<std::unique_ptr<Store>> OpenConnection(const fs::path& dir, bool joined) {
+  const std::string path = (dir / "store.db").string();
+  EVIDENT_RETURN_IF_ERROR(OpenSqliteStore(path).status());
+  sqlite3* raw = nullptr;
+  if (sqlite3_open(path.c_str(), &raw) != SQLITE_OK) {
+    sqlite3_close(raw);
+    return Status::IoError("cannot open " + path);
+  }
+  Connection db(raw, [](sqlite3* d) { sqlite3_close_v2(d); });
+  sqlite3_busy_timeout(raw, 100);
+  if (sqlite3_exec(raw, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Status::IoError("cannot set synchronous on " + path);
+  }
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenSqliteStoreOnConnection(raw));
+  return std::unique_ptr<Store>(new ConnectionStore(std::move(store), std::move(db), joined));
+}
+Result<std::unique_ptr<Store>> OpenSqliteConnection(const fs::path& dir, const StoreOptions&) {
+  return OpenConnection(dir, false);
+}
+Result<std::unique_ptr<Store>> OpenSqliteConnectionJoined(const fs::path& dir,
+                                                          const StoreOptions&) {
+  return OpenConnection(dir, true);
+}
+
 // A schema of the tests' PostgreSQL server per directory: a file there names it, as for the
 // memory backend. A short lock timeout, as SQLite's busy timeout above.
 Result<std::unique_ptr<Store>> OpenPostgres(const fs::path& dir, const StoreOptions& options) {
@@ -83,6 +189,8 @@ std::vector<StoreBackend> StoreBackends() {
       {"memory", &OpenMemory, false},
       {"fault_over_memory", &OpenFaultOverMemory, false},
       {"sqlite", &OpenSqlite},
+      {"sqlite_connection", &OpenSqliteConnection},
+      {"sqlite_connection_joined", &OpenSqliteConnectionJoined},
       {"postgresql", &OpenPostgres},
       {"fault_over_postgresql", &OpenFaultOverPostgres},
   };

@@ -2494,17 +2494,27 @@ TEST_P(StoreConformance, ContractSetsAreNumberedKeptWholeAndListedNewestFirst) {
   const std::string files = R"({"t/v1.schema.json":"{\"type\":\"object\"}"})";
   {
     auto tx = Begin();
+    // Only the next number is taken: a pusher that checked against another set is refused.
+    EXPECT_EQ(tx->PushContracts(StoredContracts{.version = 2, .settings = "{}", .files = "{}"})
+                  .status()
+                  .code(),
+              Code::kAborted);
     EXPECT_EQ(
         Take(tx->PushContracts(StoredContracts{
-            .version = 99, .pushed_at_ms = 10, .digest = "d1", .settings = "{}", .files = files})),
+            .version = 1, .pushed_at_ms = 10, .digest = "d1", .settings = "{}", .files = files})),
         1);
+    EXPECT_EQ(tx->PushContracts(StoredContracts{.version = 1, .settings = "{}", .files = "{}"})
+                  .status()
+                  .code(),
+              Code::kAborted);
     EXPECT_EQ(Take(tx->LatestContractsVersion()), 1);  // seen by its own transaction
     EXPECT_OK(tx->Rollback());
   }
   EXPECT_EQ(Take(Read()->LatestContractsVersion()), 0);
   for (int64_t i = 1; i <= 3; ++i) {
     Write([&](Transaction& tx) {
-      EXPECT_EQ(Take(tx.PushContracts(StoredContracts{.pushed_at_ms = 10 * i,
+      EXPECT_EQ(Take(tx.PushContracts(StoredContracts{.version = i,
+                                                      .pushed_at_ms = 10 * i,
                                                       .digest = "d" + std::to_string(i),
                                                       .settings = R"({"partitions":2})",
                                                       .files = files})),

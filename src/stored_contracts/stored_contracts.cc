@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "contract/contract_yaml.h"
@@ -89,35 +90,46 @@ bool Kept(const fs::path& path) {
 }
 
 // Every .json, .yaml and .yml file below `dir` (hidden files and directories aside), by its
-// path relative to `dir` with '/' separators, within the options' bounds.
+// path relative to `dir` with '/' separators, within the options' bounds; every file walked
+// counts toward files_max, and a file is measured before it is read. A link is a finding: a set
+// holds files, and the loader and lint would follow a link the walk does not. Sets `cut` when a
+// bound stopped the walk (the files read are then not the directory).
 Result<Files> ReadDirFiles(const std::string& dir, const ContractsPushOptions& options,
-                           std::vector<LintFinding>& findings) {
+                           std::vector<LintFinding>& findings, bool& cut) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::NotFound("no contracts directory at " + dir);
   Files files;
-  int64_t bytes = 0;
+  int64_t bytes = 0, walked = 0;
+  const auto too_many = [&] {
+    cut = true;
+    findings.push_back({"TOO_MANY_FILES", dir,
+                        "more than " + std::to_string(options.files_max) + " files or " +
+                            std::to_string(options.bytes_max) + " bytes to keep"});
+  };
   auto it = fs::recursive_directory_iterator(dir, ec);
   for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const fs::path& path = it->path();
+    const fs::path path = it->path();
     if (path.filename().string().starts_with('.')) {
-      if (it->is_directory()) it.disable_recursion_pending();
+      if (it->is_directory(ec)) it.disable_recursion_pending();
       continue;
     }
-    if (!it->is_regular_file() || !Kept(path)) continue;
-    if (static_cast<int64_t>(files.size()) >= options.files_max || bytes > options.bytes_max) {
-      findings.push_back({"TOO_MANY_FILES", dir,
-                          "more than " + std::to_string(options.files_max) + " files or " +
-                              std::to_string(options.bytes_max) + " bytes to keep"});
-      return files;
+    if (++walked > options.files_max) return too_many(), files;
+    if (it->is_symlink(ec)) {
+      findings.push_back({"SYMLINK", path.string(), "a link: push the files themselves"});
+      continue;
     }
-    const auto left = static_cast<size_t>(options.bytes_max - bytes);
-    EVIDENT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path.string(), left));
+    if (!it->is_regular_file(ec) || !Kept(path)) continue;
+    const auto size = static_cast<int64_t>(fs::file_size(path, ec));
+    if (ec) break;
+    if (bytes + size > options.bytes_max) return too_many(), files;
+    EVIDENT_ASSIGN_OR_RETURN(std::string text,
+                             ReadFileToString(path.string(), static_cast<size_t>(size)));
+    bytes += static_cast<int64_t>(text.size());
     if (!simdjson::validate_utf8(text.data(), text.size())) {
       findings.push_back({"FILE_NOT_UTF8", path.string(), "a contract file is UTF-8 text"});
       continue;
     }
-    bytes += static_cast<int64_t>(text.size());
-    files.emplace(fs::relative(path, dir).generic_string(), std::move(text));
+    files.emplace(path.lexically_relative(dir).generic_string(), std::move(text));
   }
   if (ec) return Status::IoError("cannot list " + dir + ": " + ec.message());
   return files;
@@ -187,24 +199,59 @@ std::map<std::string, std::map<int64_t, std::string>> SchemaPaths(const Files& f
   return out;
 }
 
-// A schema version the latest set holds stays, byte for byte.
+std::string FilesJson(const Files& files) {
+  std::string out;
+  json::Writer w(out);
+  w.BeginObject();
+  for (const auto& [path, text] : files) w.Field(path, text);
+  w.EndObject();
+  return out;
+}
+
+// Every JSON file the latest set holds stays, byte for byte: a schema version, and any file a
+// schema may $ref (a change there would change the versions already pushed).
 void CheckAgainstLatest(const Files& latest, int64_t latest_version, const Files& files,
                         std::vector<LintFinding>& findings) {
   const std::string set = "the store's set v" + std::to_string(latest_version);
-  for (const auto& [type, versions] : SchemaPaths(latest)) {
-    for (const auto& [version, path] : versions) {
-      const auto now = files.find(path);
-      if (now == files.end()) {
-        findings.push_back({"SCHEMA_VERSION_REMOVED", path,
-                            set + " holds " + type + " v" + std::to_string(version) +
-                                ": a pushed version stays (producers may have written it)"});
-      } else if (now->second != latest.at(path)) {
-        findings.push_back({"SCHEMA_VERSION_CHANGED", path,
-                            set + " holds another " + type + " v" + std::to_string(version) +
-                                ": publish the change as a new version"});
-      }
+  for (const auto& [path, text] : latest) {
+    if (!path.ends_with(".json")) continue;
+    const auto now = files.find(path);
+    if (now == files.end()) {
+      findings.push_back({"SCHEMA_VERSION_REMOVED", path,
+                          set + " holds " + path +
+                              ": a pushed schema stays (producers may have written against it)"});
+    } else if (now->second != text) {
+      findings.push_back(
+          {"SCHEMA_VERSION_CHANGED", path,
+           set + " holds another " + path + ": publish the change as a new version"});
     }
   }
+}
+
+// The partition count stays unless the push says otherwise: a subject's rows pending in its old
+// partition and its new ones in another could be published out of order.
+void CheckPartitions(const StoredContracts& latest, const ContractsPushOptions& options,
+                     std::vector<LintFinding>& findings) {
+  const Result<AppendSettings> before = ParseAppendSettings(latest.settings);
+  if (!before.ok() || options.repartition ||
+      before->partition_count == options.settings.partition_count) {
+    return;
+  }
+  findings.push_back({"PARTITIONS_CHANGED", "--partitions",
+                      "the store's set v" + std::to_string(latest.version) + " has " +
+                          std::to_string(before->partition_count) + " partitions, not " +
+                          std::to_string(options.settings.partition_count) +
+                          ": let the relay send what is pending first, then push with "
+                          "repartition (--repartition)"});
+}
+
+// The set as a producer will read it: its schemas compile and its settings hold.
+void CheckUsable(const Files& files, const std::string& settings, const std::string& dir,
+                 std::vector<LintFinding>& findings) {
+  const StoredContracts candidate{.settings = settings, .files = FilesJson(files)};
+  Result<OutboxOptions> options = OutboxOptionsOf(candidate);
+  const Status usable = options.ok() ? Outbox::Create(*options).status() : options.status();
+  if (!usable.ok()) findings.push_back({"SET_UNUSABLE", dir, usable.message()});
 }
 
 // Each version the latest set does not hold yet, checked under its type's mode.
@@ -233,15 +280,6 @@ Status CheckCompatibility(const ContractsDir& dir, const Modes& modes, const Fil
     }
   }
   return Status::Ok();
-}
-
-std::string FilesJson(const Files& files) {
-  std::string out;
-  json::Writer w(out);
-  w.BeginObject();
-  for (const auto& [path, text] : files) w.Field(path, text);
-  w.EndObject();
-  return out;
 }
 
 // Lint (adapters included) and the compatibility gate: the checks that need no earlier set.
@@ -293,16 +331,17 @@ Result<OutboxOptions> OutboxOptionsOf(const StoredContracts& contracts) {
   return options;
 }
 
-Result<ContractsPush> PushContractsDir(Store& store, const std::string& dir,
-                                       const ContractsPushOptions& options, int64_t now_ms) {
-  EVIDENT_RETURN_IF_ERROR(ProfileOf(options.settings).status());
-  ContractsPush push;
-  EVIDENT_ASSIGN_OR_RETURN(const Files files, ReadDirFiles(dir, options, push.findings));
-  push.files = static_cast<int64_t>(files.size());
-  const std::string settings = AppendSettingsJson(options.settings);
-  push.digest = Sha256Digest(FilesJson(files) + "\n" + settings);
-  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
-  EVIDENT_ASSIGN_OR_RETURN(const std::optional<StoredContracts> latest, tx->ContractsAt(0));
+namespace {
+
+// Every check of a push against the directory's files and the latest set (read in a snapshot:
+// no write lock is held while lint and the diffs run).
+Status CheckPush(Store& store, const std::string& dir, const Files& files, bool cut,
+                 const ContractsPushOptions& options, const std::string& settings,
+                 std::optional<StoredContracts>& latest, ContractsPush& push) {
+  {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+    EVIDENT_ASSIGN_OR_RETURN(latest, snapshot->ContractsAt(0));
+  }
   Files latest_files;
   if (latest) {
     EVIDENT_ASSIGN_OR_RETURN(latest_files, FilesOf(*latest));
@@ -310,21 +349,51 @@ Result<ContractsPush> PushContractsDir(Store& store, const std::string& dir,
   if (push.findings.empty()) {
     EVIDENT_RETURN_IF_ERROR(CheckDirectory(dir, files, latest_files, options, push.findings));
   }
-  if (latest) CheckAgainstLatest(latest_files, latest->version, files, push.findings);
+  if (latest && !cut) {
+    CheckAgainstLatest(latest_files, latest->version, files, push.findings);
+    CheckPartitions(*latest, options, push.findings);
+  }
+  if (push.findings.empty()) CheckUsable(files, settings, dir, push.findings);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ContractsPush> PushContractsDir(Store& store, const std::string& dir,
+                                       const ContractsPushOptions& options, int64_t now_ms) {
+  EVIDENT_RETURN_IF_ERROR(ProfileOf(options.settings).status());
+  ContractsPush push;
+  bool cut = false;
+  EVIDENT_ASSIGN_OR_RETURN(const Files files, ReadDirFiles(dir, options, push.findings, cut));
+  push.files = static_cast<int64_t>(files.size());
+  const std::string settings = AppendSettingsJson(options.settings);
+  push.digest = Sha256Digest(FilesJson(files) + "\n" + settings);
+  std::optional<StoredContracts> latest;
+  EVIDENT_RETURN_IF_ERROR(CheckPush(store, dir, files, cut, options, settings, latest, push));
   if (!push.findings.empty()) {
     push.outcome = PushOutcome::kRefused;
-    return push;  // the transaction rolls back: nothing was written
+    return push;
   }
   if (latest && latest->digest == push.digest) {
     push.outcome = PushOutcome::kUnchanged;
     push.version = latest->version;
     return push;
   }
-  EVIDENT_ASSIGN_OR_RETURN(push.version,
-                           tx->PushContracts(StoredContracts{.pushed_at_ms = now_ms,
-                                                             .digest = push.digest,
-                                                             .settings = settings,
-                                                             .files = FilesJson(files)}));
+  // Lint and the loader read the directory again: what they checked must be what is kept.
+  std::vector<LintFinding> ignored;
+  bool cut_again = false;
+  EVIDENT_ASSIGN_OR_RETURN(const Files again, ReadDirFiles(dir, options, ignored, cut_again));
+  if (again != files) {
+    return Status::Aborted(dir + " changed while it was checked; push again");
+  }
+  // The set checked against must still be the latest (PushContracts refuses otherwise).
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  EVIDENT_ASSIGN_OR_RETURN(
+      push.version, tx->PushContracts(StoredContracts{.version = latest ? latest->version + 1 : 1,
+                                                      .pushed_at_ms = now_ms,
+                                                      .digest = push.digest,
+                                                      .settings = settings,
+                                                      .files = FilesJson(files)}));
   EVIDENT_RETURN_IF_ERROR(tx->Commit());
   push.outcome = PushOutcome::kPushed;
   return push;

@@ -95,6 +95,7 @@ TEST_F(StoredContractsTest, PushKeepsTheFilesAndSettingsOnceAndNumbersEachChange
   EXPECT_EQ(again.version, 1);
   EXPECT_EQ(again.digest, first.digest);
   options.settings.partition_count = 8;  // settings alone make a new set
+  options.repartition = true;
   EXPECT_EQ(Push(options).version, 2);
   Write("stock.reserved/v2.schema.json", kV2);
   Write("README.md", "not kept");
@@ -176,6 +177,36 @@ TEST_F(StoredContractsTest, TheStoredOutboxChecksAgainstTheLatestSetItsTransacti
   std::string released = Event("e4", 1, R"({"qty":0})");
   released.replace(released.find("stock.reserved"), 14, "stock.released");
   EXPECT_EQ(Append(outbox, released).outcome, OutboxDecisionOutcome::kPayloadInvalid);
+}
+
+TEST_F(StoredContractsTest, ThePartitionCountStaysUnlessThePushRepartitions) {
+  ASSERT_EQ(Push().outcome, PushOutcome::kPushed);
+  ContractsPushOptions options;
+  options.settings.partition_count = 4;
+  EXPECT_EQ(Codes(Push(options)), "PARTITIONS_CHANGED");
+  options.repartition = true;
+  EXPECT_EQ(Push(options).version, 2);
+}
+
+TEST_F(StoredContractsTest, ASetIsFilesWithinBoundsThatAProducerCanCompile) {
+  fs::create_symlink(dir_ / "stock.reserved/v1.schema.json",
+                     dir_ / "stock.reserved/v2.schema.json");
+  EXPECT_EQ(Codes(Push()), "SYMLINK");
+  fs::remove(dir_ / "stock.reserved/v2.schema.json");
+  ContractsPushOptions small;
+  small.bytes_max = 100;  // v1 is larger
+  const ContractsPush cut = Push(small);
+  EXPECT_EQ(Codes(cut), "TOO_MANY_FILES");
+  EXPECT_EQ(cut.outcome, PushOutcome::kRefused);
+  // A $ref to a file the set does not keep (a hidden one): lint passes, a producer could not
+  // compile the schema, so the push is refused rather than every append after it.
+  fs::create_directories(dir_ / ".shared");
+  Write(".shared/qty.json", R"({"type":"integer"})");
+  fs::create_directories(dir_ / "stock.counted");
+  Write("stock.counted/v1.schema.json",
+        R"({"type":"object","properties":{"qty":{"$ref":"../.shared/qty.json"}}})");
+  EXPECT_EQ(Codes(Push()), "SET_UNUSABLE");
+  EXPECT_EQ(store_->Read().value()->LatestContractsVersion().value(), 0);
 }
 
 TEST_F(StoredContractsTest, TheOrdersExampleIsKeptWithItsConsumersAndAdapters) {

@@ -215,7 +215,8 @@ Status Transact(Transaction& tx, StoreCall call) {
     case StoreCall::kRecordRetention:
       return tx.RecordRetention(RetentionRun{.at_ms = 20, .horizon_ms = 10});
     case StoreCall::kPushContracts:
-      return tx.PushContracts(StoredContracts{.settings = "{}", .files = "{}"}).status();
+      return tx.PushContracts(StoredContracts{.version = 1, .settings = "{}", .files = "{}"})
+          .status();
     case StoreCall::kInsertIntent:
       return tx.InsertIntent(EffectIntent{.key = "k"}).status();
     case StoreCall::kFindIntent:

@@ -300,6 +300,11 @@ void ApplyGaps(Overlay& overlay, State& state) {
   for (auto& [id, record] : overlay.gaps) gaps.insert_or_assign(id, std::move(record));
 }
 
+Status ContractsTaken(int64_t version) {
+  return Status::Aborted("contract set v" + std::to_string(version) +
+                         " is not the next: another push came first; push again");
+}
+
 void ApplyContracts(Overlay& overlay, State& state) {
   if (overlay.contracts.empty()) return;
   auto sets =
@@ -969,9 +974,9 @@ class MemoryTransaction final : public Transaction {
     return Status::Ok();
   }
   Result<int64_t> PushContracts(const StoredContracts& contracts) override {
-    StoredContracts& pushed = overlay_.contracts.emplace_back(contracts);
-    pushed.version = Contracts().Latest();
-    return pushed.version;
+    if (contracts.version != Contracts().Latest() + 1) return ContractsTaken(contracts.version);
+    overlay_.contracts.push_back(contracts);
+    return contracts.version;
   }
   Result<int64_t> LatestContractsVersion() override { return Contracts().Latest(); }
   Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {

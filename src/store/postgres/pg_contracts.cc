@@ -1,6 +1,5 @@
-// The PostgreSQL store's contract sets (store_contracts.h): one row per pushed set, numbered one
-// past the latest in the pushing transaction; a second push racing it fails on the primary key
-// when it commits second (nothing of it is kept).
+// The PostgreSQL store's contract sets (store_contracts.h): one row per pushed set, inserted
+// only as the next number (a push racing another is refused, kAborted, nothing of it kept).
 #include <string>
 
 #include "store/postgres/pg_rows.h"
@@ -52,19 +51,25 @@ Result<std::vector<StoredContracts>> History(Connection& db, int64_t rows_max) {
 
 }  // namespace
 
+// Inserted only as the next number: a push that committed meanwhile makes the condition false,
+// and one committing concurrently makes the key conflict (this insert waits for it first).
 Result<int64_t> PgTransaction::PushContracts(const StoredContracts& c) {
-  EVIDENT_ASSIGN_OR_RETURN(const int64_t latest, LatestVersion(Db()));
   static const std::string kSql =
       "INSERT INTO contract_set(version, pushed_at_ms, digest, settings, files)"
-      " VALUES($1, $2, $3, $4, $5)";
-  EVIDENT_RETURN_IF_ERROR(Db().Query(kSql, Params()
-                                               .Int(latest + 1)
-                                               .Int(c.pushed_at_ms)
-                                               .Text(c.digest)
-                                               .Text(c.settings)
-                                               .Text(c.files))
-                              .status());
-  return latest + 1;
+      " SELECT $1::bigint, $2::bigint, $3::text, $4::text, $5::text"
+      " WHERE (SELECT coalesce(max(version), 0) FROM contract_set) = $1::bigint - 1"
+      " ON CONFLICT (version) DO NOTHING";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, Params()
+                                                                   .Int(c.version)
+                                                                   .Int(c.pushed_at_ms)
+                                                                   .Text(c.digest)
+                                                                   .Text(c.settings)
+                                                                   .Text(c.files)));
+  if (done.affected() != 1) {
+    return Status::Aborted("contract set v" + std::to_string(c.version) +
+                           " is not the next: another push came first; push again");
+  }
+  return c.version;
 }
 Result<int64_t> PgTransaction::LatestContractsVersion() { return LatestVersion(Db()); }
 Result<std::optional<StoredContracts>> PgTransaction::ContractsAt(int64_t version) {

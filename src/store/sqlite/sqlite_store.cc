@@ -2,13 +2,23 @@
 // prepared once and bound (never string-built).
 #include <fcntl.h>
 #include <simdjson.h>
+// Built twice: into the library, linked with libsqlite3, and into the SQLite extension
+// (src/sqlite_ext), where every sqlite3_* call goes through the loading process's SQLite by the
+// extension API's table, so that one process never holds two copies of SQLite (their file locks
+// would not see each other).
+#ifdef EVIDENT_SQLITE_EXTENSION
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT3
+#else
 #include <sqlite3.h>
+#endif
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
+#include <cctype>
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
@@ -539,7 +549,10 @@ class Statement {
 
   Status Error(int rc) const {
     const std::string message = std::string("sqlite: ") + sqlite3_errmsg(db_);
-    const int primary = rc & 0xff;  // extended result codes are on
+    // The extended code whether or not the connection reports extended codes (a caller's own
+    // connection, OpenSqliteStoreOnConnection, keeps its setting).
+    rc = sqlite3_extended_errcode(db_);
+    const int primary = rc & 0xff;
     if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return Status::Unavailable(message);
     if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) return Status::Corruption(message);
     // Only a unique key says "already there"; NOT NULL or CHECK failures are bugs.
@@ -1051,11 +1064,13 @@ class SqliteEngine {
   };
   using SubjectCache =
       std::unordered_map<std::string, CachedProjection, StringHash, std::equal_to<>>;
-  explicit SqliteEngine(sqlite3* db) : db_(db) {}
+  // `borrowed`: the caller's connection (OpenSqliteStoreOnConnection), which the engine never
+  // closes; a transaction then joins the connection's open one as a savepoint.
+  explicit SqliteEngine(sqlite3* db, bool borrowed = false) : db_(db), borrowed_(borrowed) {}
   ~SqliteEngine() {
     checkpointer_.reset();  // its connection closes first: this one then removes the WAL
     statements_.clear();
-    sqlite3_close_v2(db_);
+    if (!borrowed_) sqlite3_close_v2(db_);
   }
 
   // Replaces SQLite's automatic checkpoint (itself a WAL hook; a later PRAGMA
@@ -1340,13 +1355,37 @@ class SqliteEngine {
   enum class Open : uint8_t { kNone, kWrite, kRead };
   Open open() const { return open_; }
 
+  // On a borrowed connection inside the caller's transaction, a transaction is a savepoint of
+  // it (its writes commit or roll back with the caller's) and a snapshot reads in it.
+  bool Joined() const { return joined_; }
+  Status BeginOwn(const char* begin) {
+    joined_ = borrowed_ && sqlite3_get_autocommit(db_) == 0;
+    return Exec(joined_ ? "SAVEPOINT evident" : begin);
+  }
+  // A savepoint that could not be released is still open: the rollback that follows undoes it.
+  // A savepoint that could not be undone leaves evident's writes in the caller's transaction:
+  // the caller must roll it back, and is told so.
+  Status EndOwn(bool commit) {
+    if (!joined_) return Exec(commit ? "COMMIT" : "ROLLBACK");
+    Status status = commit ? Status::Ok() : Exec("ROLLBACK TO evident");
+    if (!status.ok()) {
+      joined_ = false;
+      return Status::Aborted(status.message() +
+                             " (evident's writes could not be undone: roll your transaction back)");
+    }
+    status = Exec("RELEASE evident");
+    if (status.ok() || !commit) joined_ = false;
+    return status;
+  }
+  bool borrowed() const { return borrowed_; }
+
   Status BeginRead() {
     assert(open_ == Open::kNone);
     // A deferred transaction takes its snapshot at its first read: read now, so the view is the
     // one committed when Read() returned.
-    EVIDENT_RETURN_IF_ERROR(Exec("BEGIN DEFERRED"));
+    EVIDENT_RETURN_IF_ERROR(BeginOwn("BEGIN DEFERRED"));
     if (Status pinned = Count(kLedgerTableSql).status(); !pinned.ok()) {
-      (void)Exec("ROLLBACK");
+      (void)EndOwn(false);
       return pinned;
     }
     open_ = Open::kRead;
@@ -1355,12 +1394,12 @@ class SqliteEngine {
   void EndRead() {
     assert(open_ == Open::kRead);
     open_ = Open::kNone;
-    if (!Exec("COMMIT").ok()) (void)Exec("ROLLBACK");  // a read-only transaction: nothing lost
+    if (!EndOwn(true).ok()) (void)EndOwn(false);  // a read-only transaction: nothing lost
   }
 
   Status Begin() {
     assert(open_ == Open::kNone);
-    EVIDENT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));  // busy: names the lock's holder
+    EVIDENT_RETURN_IF_ERROR(BeginOwn("BEGIN IMMEDIATE"));  // busy: names the lock's holder
     open_ = Open::kWrite;
     in_transaction_ = true;
     projections_.clear();
@@ -1374,7 +1413,7 @@ class SqliteEngine {
     Status status = Flush();
     if (status.ok()) {
       FaultPoint("before-commit");
-      status = Exec("COMMIT");
+      status = EndOwn(true);
     }
     if (!status.ok()) {
       (void)Rollback();
@@ -1394,7 +1433,7 @@ class SqliteEngine {
     projections_.clear();
     subjects_read_.clear();
     pending_deferred_.clear();
-    return Exec("ROLLBACK");
+    return EndOwn(false);
   }
 
   Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
@@ -2987,8 +3026,13 @@ class SqliteEngine {
                                  kSql, [](Statement&) {}, rows_max, &ContractsRow));
     return std::move(rows.rows);
   }
+  // The single writer holds the store from this read to the commit: the next number is free.
   Result<int64_t> PushContracts(const StoredContracts& c) {
     EVIDENT_ASSIGN_OR_RETURN(const int64_t latest, LatestContractsVersion());
+    if (c.version != latest + 1) {
+      return Status::Aborted("contract set v" + std::to_string(c.version) +
+                             " is not the next: another push came first; push again");
+    }
     static const std::string kSql =
         "INSERT INTO contract_set(version, pushed_at_ms, digest, settings, files)"
         " VALUES(?1, ?2, ?3, ?4, ?5)";
@@ -3174,6 +3218,8 @@ class SqliteEngine {
   std::unordered_map<const std::string*, std::unique_ptr<Statement>> statements_;
   bool in_transaction_ = false;
   Open open_ = Open::kNone;
+  bool borrowed_ = false;  // the caller's connection: never closed, never reconfigured
+  bool joined_ = false;    // the open transaction or snapshot is a savepoint of the caller's
   int64_t layout_ = kSqliteLayoutVersion;
   // The projection key leads with the subject (stores created since the key order changed).
   bool subject_first_ = false;
@@ -3573,10 +3619,12 @@ class SqliteStore final : public Store {
   }
   Result<int64_t> ReturnSpace(int64_t pages_max) override {
     EVIDENT_RETURN_IF_ERROR(Idle("ReturnSpace"));
+    EVIDENT_RETURN_IF_ERROR(Owned("ReturnSpace"));
     return engine_->ReturnSpace(pages_max);
   }
   Status Compact() override {
     EVIDENT_RETURN_IF_ERROR(Idle("Compact"));
+    EVIDENT_RETURN_IF_ERROR(Owned("Compact"));
     return engine_->Compact();
   }
 
@@ -3587,6 +3635,14 @@ class SqliteStore final : public Store {
         std::string(call) + ": this store has a " +
         (engine_->open() == SqliteEngine::Open::kWrite ? "transaction" : "snapshot") +
         " open; one at a time per store");
+  }
+
+  // Vacuums and checkpoints change the file under a connection that is the caller's.
+  Status Owned(std::string_view call) const {
+    if (!engine_->borrowed()) return Status::Ok();
+    return Status::FailedPrecondition(std::string(call) +
+                                      ": the store is over the caller's connection; run it "
+                                      "through evident (evident store retain, store vacuum)");
   }
 
   std::shared_ptr<SqliteEngine> engine_;
@@ -3736,11 +3792,72 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
   return std::unique_ptr<Store>(new SqliteStore(std::move(store)));
 }
 
+namespace {
+
+// The text a pragma answers ("wal"), or empty.
+std::string PragmaText(sqlite3* db, const char* sql) {
+  sqlite3_stmt* statement = nullptr;
+  std::string out;
+  if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK &&
+      sqlite3_step(statement) == SQLITE_ROW) {
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+    if (text != nullptr) out = text;
+  }
+  sqlite3_finalize(statement);
+  return out;
+}
+
+// A connection evident may write on: WAL (a reader never blocks the writer, and a commit is one
+// append) and synchronous FULL or EXTRA (a commit survives power loss, as the store's own).
+Status CheckCallerConnection(sqlite3* db) {
+  std::string mode = PragmaText(db, "PRAGMA journal_mode");
+  for (char& c : mode) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (mode != "wal") {
+    return Status::FailedPrecondition(
+        "the connection's journal_mode is " + (mode.empty() ? std::string("unknown") : mode) +
+        ", not wal: run PRAGMA journal_mode=WAL on it (evident store migrate sets it on the file)");
+  }
+  const std::string synchronous = PragmaText(db, "PRAGMA synchronous");
+  if (synchronous != "2" && synchronous != "3") {
+    static const char* const kNames[] = {"OFF", "NORMAL"};
+    const std::string name =
+        synchronous == "0" || synchronous == "1" ? kNames[synchronous[0] - '0'] : synchronous;
+    return Status::FailedPrecondition("the connection runs at synchronous=" + name +
+                                      ", below FULL: a commit could be lost at a power cut; run "
+                                      "PRAGMA synchronous=FULL on it");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqliteStoreOnConnection(sqlite3* db) {
+  if (db == nullptr) return Status::InvalidArgument("no connection");
+  EVIDENT_RETURN_IF_ERROR(CheckCallerConnection(db));
+  auto engine = std::make_shared<SqliteEngine>(db, /*borrowed=*/true);
+  const Result<int64_t> layout = engine->LayoutOf();
+  const char* file = sqlite3_db_filename(db, "main");
+  const std::string migrate = std::string("evident store migrate --store sqlite:") +
+                              (file != nullptr && file[0] != '\0' ? file : "PATH");
+  if (!layout.ok()) return layout.status();
+  if (*layout != kSqliteLayoutVersion) {
+    return Status::FailedPrecondition(
+        *layout == 0 ? "the connection's database is not an evident store: run " + migrate
+                     : "the store has layout " + std::to_string(*layout) + "; this build writes " +
+                           std::to_string(kSqliteLayoutVersion) + ": run " + migrate);
+  }
+  EVIDENT_RETURN_IF_ERROR(engine->ReadLayout());
+  EVIDENT_RETURN_IF_ERROR(engine->DetectLayout());
+  return std::unique_ptr<Store>(new SqliteStore(std::move(engine)));
+}
+
 sqlite3* SqliteConnection(Transaction& transaction) {
   auto* sqlite = dynamic_cast<SqliteTransaction*>(&transaction);
   return sqlite == nullptr ? nullptr : sqlite->connection();
 }
 
+#ifndef EVIDENT_SQLITE_EXTENSION
 bool ConfigureSqliteProcess() { return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK; }
+#endif
 
 }  // namespace evident
