@@ -72,7 +72,16 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
 // transaction of its own (BEGIN IMMEDIATE). Refused (kFailedPrecondition, saying which and what
 // to run) unless the connection is in WAL mode at synchronous FULL or EXTRA, on a store of
 // kSqliteLayoutVersion (`evident store migrate` prepares a file).
-Result<std::unique_ptr<Store>> OpenSqliteStoreOnConnection(sqlite3* db);
+// `cache`, when given, keeps what the store learnt of the file's layout for the next store on the
+// same connection, valid while the file's schema cookie (PRAGMA schema_version) is unchanged.
+struct SqliteConnectionCache {
+  int64_t schema_version = -1;  // the cookie the facts below were read under; -1: none yet
+  int64_t layout = 0;
+  bool subject_first = false;
+  bool outbox_bytes_in_row = false;
+};
+Result<std::unique_ptr<Store>> OpenSqliteStoreOnConnection(sqlite3* db,
+                                                           SqliteConnectionCache* cache = nullptr);
 
 // The connection of an open SQLite transaction, for the caller's own statements to join it
 // (they commit or roll back with it). Null when `transaction` is not a SQLite one. Valid until

@@ -71,7 +71,8 @@ struct ContractsPush {
   int64_t version = 0;  // the set pushed, or the latest when unchanged; 0 when refused
   std::string digest;   // of the directory's files and settings
   int64_t files = 0;
-  // Lint's codes (docs/contracts.md), and COMPATIBILITY_INVALID, INCOMPATIBLE_VERSION,
+  // Lint's codes (docs/contracts.md), and COMPATIBILITY_INVALID,
+  // COMPATIBILITY_CHANGED_WITH_VERSION, INCOMPATIBLE_VERSION,
   // SCHEMA_VERSION_CHANGED, SCHEMA_VERSION_REMOVED, PARTITIONS_CHANGED, SET_UNUSABLE,
   // FILE_NOT_UTF8, SYMLINK, TOO_MANY_FILES.
   std::vector<LintFinding> findings;

@@ -42,6 +42,7 @@ namespace {
 // again when a call's transaction sees a newer set (StoredOutbox), never stale.
 struct ConnectionState {
   StoredOutbox outbox;
+  SqliteConnectionCache layout;  // what the store learnt of the file, by its schema cookie
 };
 
 void Fail(sqlite3_context* context, const std::string& message, int code = SQLITE_ERROR) {
@@ -97,7 +98,8 @@ Result<std::unique_ptr<Store>> CallerStore(sqlite3_context* context, std::string
           std::string(function) + "(?), then use the answer");
     }
   }
-  return OpenSqliteStoreOnConnection(db);
+  auto* state = static_cast<ConnectionState*>(sqlite3_user_data(context));
+  return OpenSqliteStoreOnConnection(db, &state->layout);
 }
 
 std::string_view TextArgument(sqlite3_value* value) {

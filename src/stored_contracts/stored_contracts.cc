@@ -282,6 +282,33 @@ Status CheckCompatibility(const ContractsDir& dir, const Modes& modes, const Fil
   return Status::Ok();
 }
 
+// A mode names a type of the directory, and a type's mode changes in a push of its own: a push
+// that eased a mode and added a version the old mode refuses would pass its own gate.
+void CheckModes(const ContractsDir& dir, const Modes& modes, const Files& latest,
+                const std::string& origin, std::vector<LintFinding>& findings) {
+  for (const auto& [type, mode] : modes.by_type) {
+    if (!dir.schemas.contains(type)) {
+      findings.push_back({"COMPATIBILITY_INVALID", origin, "no type '" + type + "' here"});
+    }
+  }
+  if (latest.empty()) return;
+  std::vector<LintFinding> ignored;
+  const Modes before = ReadModes(latest, origin, ignored);
+  const auto held = SchemaPaths(latest);
+  for (const auto& [type, versions] : dir.schemas) {
+    const auto type_held = held.find(type);
+    const bool adds = std::any_of(versions.begin(), versions.end(), [&](const auto& v) {
+      return type_held == held.end() || !type_held->second.contains(v.first);
+    });
+    if (!adds || modes.Of(type) == before.Of(type) || type_held == held.end()) continue;
+    findings.push_back({"COMPATIBILITY_CHANGED_WITH_VERSION", origin,
+                        type + "'s mode changes from " +
+                            std::string(CompatModeName(before.Of(type))) + " to " +
+                            std::string(CompatModeName(modes.Of(type))) +
+                            " in the push that adds a version of it: push the mode first"});
+  }
+}
+
 // Lint (adapters included) and the compatibility gate: the checks that need no earlier set.
 Status CheckDirectory(const std::string& dir, const Files& files, const Files& latest,
                       const ContractsPushOptions& options, std::vector<LintFinding>& findings) {
@@ -292,6 +319,8 @@ Status CheckDirectory(const std::string& dir, const Files& files, const Files& l
   const Modes modes = ReadModes(files, (fs::path(dir) / "compatibility.yaml").string(), findings);
   if (!findings.empty()) return Status::Ok();  // a directory lint refuses is not diffed
   EVIDENT_ASSIGN_OR_RETURN(const ContractsDir contracts, LoadContractsDir(dir));
+  CheckModes(contracts, modes, latest, (fs::path(dir) / "compatibility.yaml").string(), findings);
+  if (!findings.empty()) return Status::Ok();
   return CheckCompatibility(contracts, modes, latest, options.diff, findings);
 }
 

@@ -142,9 +142,16 @@ TEST_F(StoredContractsTest, ANewVersionKeepsTheModeDeclaredForItsType) {
   EXPECT_NE(refused.findings[0].message.find("TYPE_CHANGED"), std::string::npos)
       << refused.findings[0].message;
   EXPECT_NE(refused.findings[0].message.find("backward"), std::string::npos);
+  // Easing the mode in the push that adds the version it would refuse: refused; the mode first.
   Write("compatibility.yaml", "default: backward\ntypes:\n  stock.reserved: none\n");
+  EXPECT_EQ(Codes(Push()), "COMPATIBILITY_CHANGED_WITH_VERSION");
+  fs::remove(dir_ / "stock.reserved/v3.schema.json");
+  EXPECT_EQ(Push().outcome, PushOutcome::kPushed);
+  Write("stock.reserved/v3.schema.json", kV3);
   EXPECT_EQ(Push().outcome, PushOutcome::kPushed);
   Write("compatibility.yaml", "default: sideways\n");
+  EXPECT_EQ(Codes(Push()), "COMPATIBILITY_INVALID");
+  Write("compatibility.yaml", "types:\n  stock.nowhere: none\n");
   EXPECT_EQ(Codes(Push()), "COMPATIBILITY_INVALID");
 }
 

@@ -1114,6 +1114,18 @@ class SqliteEngine {
     return SQLITE_OK;
   }
 
+  // What DetectLayout and ReadLayout found, kept by a caller's connection between stores.
+  void Remember(SqliteConnectionCache& cache) const {
+    cache.layout = layout_;
+    cache.subject_first = subject_first_;
+    cache.outbox_bytes_in_row = outbox_bytes_in_row_;
+  }
+  void Adopt(const SqliteConnectionCache& cache) {
+    layout_ = cache.layout;
+    subject_first_ = cache.subject_first;
+    outbox_bytes_in_row_ = cache.outbox_bytes_in_row;
+  }
+
   // Whether the projection table leads its key with the subject (see kSchema).
   Status DetectLayout() {
     static const std::string kSql =
@@ -3831,10 +3843,18 @@ Status CheckCallerConnection(sqlite3* db) {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> OpenSqliteStoreOnConnection(sqlite3* db) {
+Result<std::unique_ptr<Store>> OpenSqliteStoreOnConnection(sqlite3* db,
+                                                           SqliteConnectionCache* cache) {
   if (db == nullptr) return Status::InvalidArgument("no connection");
   EVIDENT_RETURN_IF_ERROR(CheckCallerConnection(db));
   auto engine = std::make_shared<SqliteEngine>(db, /*borrowed=*/true);
+  // The file's schema cookie changes with every change of any table or index in it: the same
+  // cookie, the same layout.
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t schema_version, engine->Count("PRAGMA schema_version"));
+  if (cache != nullptr && cache->schema_version == schema_version) {
+    engine->Adopt(*cache);
+    return std::unique_ptr<Store>(new SqliteStore(std::move(engine)));
+  }
   const Result<int64_t> layout = engine->LayoutOf();
   const char* file = sqlite3_db_filename(db, "main");
   const std::string migrate = std::string("evident store migrate --store sqlite:") +
@@ -3848,6 +3868,10 @@ Result<std::unique_ptr<Store>> OpenSqliteStoreOnConnection(sqlite3* db) {
   }
   EVIDENT_RETURN_IF_ERROR(engine->ReadLayout());
   EVIDENT_RETURN_IF_ERROR(engine->DetectLayout());
+  if (cache != nullptr) {
+    engine->Remember(*cache);
+    cache->schema_version = schema_version;
+  }
   return std::unique_ptr<Store>(new SqliteStore(std::move(engine)));
 }
 
