@@ -1,6 +1,7 @@
 // `evident contracts push|list|show`: contracts kept in a store (stored_contracts.h). Push
 // checks a directory and keeps it as the store's next set; list and show read the sets back.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -34,6 +35,18 @@ struct ReadFlags {
 int Fail(std::string_view command, const Status& status) {
   std::cerr << "evident contracts " << command << ": " << status.ToString() << "\n";
   return kExitUsage;
+}
+
+// A read-only view of the store, with the store it reads kept alive beside it.
+struct View {
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Snapshot> snapshot;
+};
+Result<View> ReadStore(const std::string& uri) {
+  View view;
+  EVIDENT_ASSIGN_OR_RETURN(view.store, OpenStore(uri, {.read_only = true}));
+  EVIDENT_ASSIGN_OR_RETURN(view.snapshot, view.store->Read());
+  return view;
 }
 
 Result<AppendSettings> SettingsOf(const PushFlags& flags) {
@@ -90,8 +103,14 @@ int RunPush(const PushFlags& flags) {
       ContractsPushOptions{.settings = *settings, .repartition = flags.repartition},
       SystemClock().NowMs());
   if (!push.ok()) return Fail("push", push.status());
-  if (!WriteStdout(flags.format == "json" ? PushJson(*push) : PushText(*push))) {
-    return Fail("push", Status::IoError("cannot write the result"));
+  if (!WriteStdout(flags.format == "json" ? PushJson(*push) : PushText(*push)) ||
+      std::fflush(stdout) != 0) {
+    return Fail("push",
+                Status::IoError("cannot write the result" +
+                                (push->outcome == PushOutcome::kPushed
+                                     ? " (contracts v" + std::to_string(push->version) +
+                                           " were pushed: evident contracts list shows them)"
+                                     : std::string())));
   }
   return push->outcome == PushOutcome::kRefused ? kExitNegative : kExitOk;
 }
@@ -115,11 +134,10 @@ void SetJson(const StoredContracts& set, const AppendSettings* settings,
 }
 
 int RunList(const ReadFlags& flags) {
-  Result<std::unique_ptr<Store>> store = OpenStore(flags.store, {.read_only = true});
-  if (!store.ok()) return Fail("list", store.status());
-  Result<std::unique_ptr<Snapshot>> snapshot = (*store)->Read();
-  if (!snapshot.ok()) return Fail("list", snapshot.status());
-  const Result<std::vector<StoredContracts>> sets = (*snapshot)->ContractsHistory(flags.rows_max);
+  Result<View> view = ReadStore(flags.store);
+  if (!view.ok()) return Fail("list", view.status());
+  const Result<std::vector<StoredContracts>> sets =
+      view->snapshot->ContractsHistory(flags.rows_max);
   if (!sets.ok()) return Fail("list", sets.status());
   std::string out;
   if (flags.format != "json") {
@@ -155,11 +173,9 @@ std::string ShowText(const StoredContracts& set, const AppendSettings& s,
 }
 
 int RunShow(const ReadFlags& flags) {
-  Result<std::unique_ptr<Store>> store = OpenStore(flags.store, {.read_only = true});
-  if (!store.ok()) return Fail("show", store.status());
-  Result<std::unique_ptr<Snapshot>> snapshot = (*store)->Read();
-  if (!snapshot.ok()) return Fail("show", snapshot.status());
-  const Result<std::optional<StoredContracts>> set = (*snapshot)->ContractsAt(flags.version);
+  Result<View> view = ReadStore(flags.store);
+  if (!view.ok()) return Fail("show", view.status());
+  const Result<std::optional<StoredContracts>> set = view->snapshot->ContractsAt(flags.version);
   if (!set.ok()) return Fail("show", set.status());
   if (!set->has_value()) {
     return Fail("show", Status::NotFound(flags.version == 0 ? "the store holds no contracts"

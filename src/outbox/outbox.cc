@@ -8,6 +8,7 @@
 #include <cassert>
 #include <map>
 
+#include "contract/schema_file.h"
 #include "core/fnv1a.h"
 #include "core/join.h"
 #include "evident/contract.h"
@@ -67,17 +68,12 @@ Result<SchemaByType> CompileStoredSchemas(const std::map<std::string, std::strin
   }
   SchemaByType out;
   for (const auto& [path, text] : files) {
-    const size_t slash = path.find('/');
-    if (slash == std::string::npos || path.find('/', slash + 1) != std::string::npos) continue;
-    const std::string type = path.substr(0, slash);
-    const int64_t version = SchemaVersionOfFileName(std::string_view(path).substr(slash + 1));
-    if (version < 0 || type == "consumers" || type == "adapters" || type.starts_with('.')) {
-      continue;
-    }
+    const std::optional<SchemaFile> schema_file = SchemaFileOf(path);
+    if (!schema_file) continue;
     auto compiled =
         schema::Schema::Compile(text, registry, {}, std::string(kStoredContractsBase) + path);
     if (!compiled.ok()) return compiled.status().Annotate(path);
-    out[type][version] = std::move(compiled).value();
+    out[schema_file->type][schema_file->version] = std::move(compiled).value();
   }
   return out;
 }

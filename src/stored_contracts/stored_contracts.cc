@@ -11,6 +11,7 @@
 #include <set>
 
 #include "contract/contract_yaml.h"
+#include "contract/schema_file.h"
 #include "core/digest.h"
 #include "evident/adapter.h"
 #include "json/files.h"
@@ -189,12 +190,9 @@ Modes ReadModes(const Files& files, const std::string& origin, std::vector<LintF
 std::map<std::string, std::map<int64_t, std::string>> SchemaPaths(const Files& files) {
   std::map<std::string, std::map<int64_t, std::string>> out;
   for (const auto& [path, text] : files) {
-    const size_t slash = path.find('/');
-    if (slash == std::string::npos || path.find('/', slash + 1) != std::string::npos) continue;
-    const std::string type = path.substr(0, slash);
-    if (type == "consumers" || type == "adapters") continue;
-    const int64_t version = SchemaVersionOfFileName(std::string_view(path).substr(slash + 1));
-    if (version > 0) out[type][version] = path;
+    const std::optional<SchemaFile> schema_file = SchemaFileOf(path);
+    if (schema_file && schema_file->version > 0)
+      out[schema_file->type][schema_file->version] = path;
   }
   return out;
 }
@@ -246,9 +244,8 @@ void CheckPartitions(const StoredContracts& latest, const ContractsPushOptions& 
 }
 
 // The set as a producer will read it: its schemas compile and its settings hold.
-void CheckUsable(const Files& files, const std::string& settings, const std::string& dir,
+void CheckUsable(const StoredContracts& candidate, const std::string& dir,
                  std::vector<LintFinding>& findings) {
-  const StoredContracts candidate{.settings = settings, .files = FilesJson(files)};
   Result<OutboxOptions> options = OutboxOptionsOf(candidate);
   const Status usable = options.ok() ? Outbox::Create(*options).status() : options.status();
   if (!usable.ok()) findings.push_back({"SET_UNUSABLE", dir, usable.message()});
@@ -365,7 +362,7 @@ namespace {
 // Every check of a push against the directory's files and the latest set (read in a snapshot:
 // no write lock is held while lint and the diffs run).
 Status CheckPush(Store& store, const std::string& dir, const Files& files, bool cut,
-                 const ContractsPushOptions& options, const std::string& settings,
+                 const ContractsPushOptions& options, const StoredContracts& candidate,
                  std::optional<StoredContracts>& latest, ContractsPush& push) {
   {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
@@ -382,7 +379,7 @@ Status CheckPush(Store& store, const std::string& dir, const Files& files, bool 
     CheckAgainstLatest(latest_files, latest->version, files, push.findings);
     CheckPartitions(*latest, options, push.findings);
   }
-  if (push.findings.empty()) CheckUsable(files, settings, dir, push.findings);
+  if (push.findings.empty()) CheckUsable(candidate, dir, push.findings);
   return Status::Ok();
 }
 
@@ -395,10 +392,13 @@ Result<ContractsPush> PushContractsDir(Store& store, const std::string& dir,
   bool cut = false;
   EVIDENT_ASSIGN_OR_RETURN(const Files files, ReadDirFiles(dir, options, push.findings, cut));
   push.files = static_cast<int64_t>(files.size());
-  const std::string settings = AppendSettingsJson(options.settings);
-  push.digest = Sha256Digest(FilesJson(files) + "\n" + settings);
+  // The set to keep; its number and time are given when it is pushed.
+  StoredContracts candidate{.settings = AppendSettingsJson(options.settings),
+                            .files = FilesJson(files)};
+  candidate.digest = Sha256Digest(candidate.files + "\n" + candidate.settings);
+  push.digest = candidate.digest;
   std::optional<StoredContracts> latest;
-  EVIDENT_RETURN_IF_ERROR(CheckPush(store, dir, files, cut, options, settings, latest, push));
+  EVIDENT_RETURN_IF_ERROR(CheckPush(store, dir, files, cut, options, candidate, latest, push));
   if (!push.findings.empty()) {
     push.outcome = PushOutcome::kRefused;
     return push;
@@ -417,12 +417,9 @@ Result<ContractsPush> PushContractsDir(Store& store, const std::string& dir,
   }
   // The set checked against must still be the latest (PushContracts refuses otherwise).
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
-  EVIDENT_ASSIGN_OR_RETURN(
-      push.version, tx->PushContracts(StoredContracts{.version = latest ? latest->version + 1 : 1,
-                                                      .pushed_at_ms = now_ms,
-                                                      .digest = push.digest,
-                                                      .settings = settings,
-                                                      .files = FilesJson(files)}));
+  candidate.version = latest ? latest->version + 1 : 1;
+  candidate.pushed_at_ms = now_ms;
+  EVIDENT_ASSIGN_OR_RETURN(push.version, tx->PushContracts(candidate));
   EVIDENT_RETURN_IF_ERROR(tx->Commit());
   push.outcome = PushOutcome::kPushed;
   return push;

@@ -16,7 +16,10 @@ Result<int64_t> LatestVersion(Connection& db) {
   return version;
 }
 
-std::vector<StoredContracts> ContractsRows(const Rowset& rows) {
+// The sets a query of (version, pushed_at_ms, digest, settings, files) answers.
+Result<std::vector<StoredContracts>> QuerySets(Connection& db, const std::string& sql,
+                                               const Params& params) {
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, db.Query(sql, params));
   std::vector<StoredContracts> out;
   for (int i = 0; i < rows.rows(); ++i) {
     out.push_back(StoredContracts{.version = rows.Int(i, 0),
@@ -25,6 +28,7 @@ std::vector<StoredContracts> ContractsRows(const Rowset& rows) {
                                   .settings = std::string(rows.Text(i, 3)),
                                   .files = std::string(rows.Text(i, 4))});
   }
+  if (!rows.problem().ok()) return rows.problem();
   return out;
 }
 
@@ -32,9 +36,8 @@ Result<std::optional<StoredContracts>> SetAt(Connection& db, int64_t version) {
   static const std::string kSql =
       "SELECT version, pushed_at_ms, digest, settings, files FROM contract_set WHERE version ="
       " CASE WHEN $1 = 0 THEN (SELECT max(version) FROM contract_set) ELSE $1 END";
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, db.Query(kSql, Params().Int(version)));
-  std::vector<StoredContracts> sets = ContractsRows(rows);
-  if (!rows.problem().ok()) return rows.problem();
+  EVIDENT_ASSIGN_OR_RETURN(std::vector<StoredContracts> sets,
+                           QuerySets(db, kSql, Params().Int(version)));
   if (sets.empty()) return std::optional<StoredContracts>();
   return std::optional<StoredContracts>(std::move(sets.front()));
 }
@@ -43,10 +46,7 @@ Result<std::vector<StoredContracts>> History(Connection& db, int64_t rows_max) {
   static const std::string kSql =
       "SELECT version, pushed_at_ms, digest, settings, '' FROM contract_set"
       " ORDER BY version DESC LIMIT $1";
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, db.Query(kSql, Params().Int(rows_max)));
-  std::vector<StoredContracts> sets = ContractsRows(rows);
-  if (!rows.problem().ok()) return rows.problem();
-  return sets;
+  return QuerySets(db, kSql, Params().Int(rows_max));
 }
 
 }  // namespace
