@@ -14,11 +14,11 @@ set -euo pipefail
 want=${1:-build}
 packages=(build-essential cmake ninja-build pkg-config git help2man
   libsimdjson-dev libre2-dev libsqlite3-dev sqlite3 libyaml-cpp-dev libcli11-dev libnats-dev librdkafka-dev
-  libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libpq-dev libgtest-dev libgmock-dev libbenchmark-dev)
+  libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libpq-dev postgresql-server-dev-15 libgtest-dev libgmock-dev libbenchmark-dev)
 case "$want" in
   build) ;;
   test) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-tidy-14 clang-format-14
-    nats-server postgresql-15 chromium nodejs npm python3 systemd) ;;
+    nats-server postgresql-15 chromium nodejs npm python3 python3-psycopg systemd) ;;
   bench) packages+=(libvalijson-dev rapidjson-dev nodejs npm python3 nats-server postgresql-15
     wrk bc curl) ;;
   jetstream) packages+=(nats-server) ;;

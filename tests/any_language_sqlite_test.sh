@@ -88,11 +88,16 @@ grep -qF "$event" "$dir/published.ndjson" || fail "the shell's event is not publ
 #    module runs on that one. Installed from the lock file (npm ci builds its native part here),
 #    again only when the lock changed.
 node_dir="$root/examples/node"
-stamp="$node_dir/node_modules/.evident-lock"
-if ! cmp -s "$node_dir/package-lock.json" "$stamp" 2>/dev/null; then
-  (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
-  cp "$node_dir/package-lock.json" "$stamp"
-fi
+# One test at a time installs (any_language_pg shares the directory).
+(
+  flock 9
+  if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.evident-lock" 2>/dev/null; then
+    # better-sqlite3's native part (SQLite itself) compiled unoptimised: 26 s rather than 70 s
+    # of one core, and these tests measure nothing of its speed.
+    (cd "$node_dir" && CFLAGS=-O0 CXXFLAGS=-O0 npm ci --no-audit --no-fund --loglevel=error >&2)
+    cp "$node_dir/package-lock.json" "$node_dir/node_modules/.evident-lock"
+  fi
+) 9>"$node_dir/.npm-install.lock"
 node_service="node $node_dir/order_service_sqlite.js"
 out=$($node_service --store "$store" --module "$module" --order order-n --status paid)
 [[ "$out" =~ ^appended\ seq\ [0-9]+$ ]] || fail "node append: $out"

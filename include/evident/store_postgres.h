@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "evident/store.h"
 
@@ -61,6 +62,19 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
 // Brings the store at `uri` to kPostgresLayoutVersion (creating it when absent), every step in
 // one transaction under an advisory lock; returns the layout found before.
 Result<int64_t> MigratePostgresStore(const std::string& uri);
+
+// Creates (or replaces) evident's functions in the schema of the store at `uri` (its
+// current_schema), from the module evident_pg.so at `library`, a path on the database server
+// ("/usr/lib/evident/evident_pg.so", or "$libdir/evident_pg"): evident_append,
+// evident_try_append and evident_compensate (docs/any-language.md). One transaction; the server
+// loads the module to check it. A superuser's step (C functions), apart from `store migrate`.
+// kNotFound when the database has no store there, kFailedPrecondition at another layout.
+struct PostgresFunctions {
+  std::string schema;
+  std::vector<std::string> names;
+};
+Result<PostgresFunctions> InstallPostgresFunctions(const std::string& uri,
+                                                   const std::string& library);
 
 // The libpq connection of `transaction` (a transaction of a PostgreSQL store), for the caller's
 // own statements in that transaction, as SqliteConnection: a business row and an outbox row

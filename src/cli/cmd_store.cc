@@ -1,5 +1,6 @@
 // `evident store migrate`: brings a store's schema to the layout this build writes.
 // `evident store retain`: removes what is settled and older than a horizon (retention.h).
+// `evident store install-functions`: evident's functions inside PostgreSQL (evident_pg.so).
 // `evident store vacuum`: rewrites a SQLite store once so that it gives space back.
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "evident/cancel.h"
 #include "evident/retention.h"
 #include "evident/store.h"
+#include "evident/store_postgres.h"
 #include "json/writer.h"
 
 namespace evident::cli {
@@ -40,6 +42,39 @@ int RunMigrate(const MigrateFlags& flags) {
   }
   line += "\n";
   return WriteStdout(line) ? kExitOk : kExitUsage;
+}
+
+struct InstallFunctionsFlags {
+  std::string store, library;
+};
+
+int RunInstallFunctions(const InstallFunctionsFlags& flags) {
+  const Result<PostgresFunctions> done = InstallPostgresFunctions(flags.store, flags.library);
+  if (!done.ok()) {
+    std::cerr << "evident store install-functions: " << done.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  std::string line = "installed";
+  for (size_t i = 0; i < done->names.size(); ++i) {
+    line += (i == 0 ? " " : ", ") + done->names[i];
+  }
+  line += " in schema \"" + done->schema + "\" from " + flags.library + "\n";
+  return WriteStdout(line) ? kExitOk : kExitUsage;
+}
+
+void AddInstallFunctionsCommand(CLI::App& store, Runner& run) {
+  auto flags = std::make_shared<InstallFunctionsFlags>();
+  CLI::App* cmd = store.add_subcommand(
+      "install-functions",
+      "Create evident's functions (evident_append, evident_try_append, evident_compensate) in "
+      "a PostgreSQL store's schema, from the module evident_pg.so on the database server: a "
+      "superuser's step, after `store migrate` (docs/any-language.md). Exit 0 done, 2 refused.");
+  cmd->add_option("--store", flags->store, "The PostgreSQL store (postgresql://...)")->required();
+  cmd->add_option("--library", flags->library,
+                  "evident_pg.so's absolute path on the database server (the Debian package "
+                  "installs it as /usr/lib/evident/evident_pg.so), or $libdir/NAME")
+      ->required();
+  cmd->callback([flags, &run] { run = [flags] { return RunInstallFunctions(*flags); }; });
 }
 
 struct RetainFlags {
@@ -252,6 +287,7 @@ void AddStoreCommands(CLI::App& app, Runner& run) {
   cmd->add_option("--store", migrate->store, StoreHelp())->required();
   cmd->callback([migrate, &run] { run = [migrate] { return RunMigrate(*migrate); }; });
   AddRetainCommand(*store, run);
+  AddInstallFunctionsCommand(*store, run);
 }
 
 }  // namespace evident::cli

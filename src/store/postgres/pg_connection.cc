@@ -115,6 +115,7 @@ int HexDigit(char c) {
 std::string Rowset::Bytes(int row, int column) const {
   const std::string_view text = Text(row, column);
   std::string out;
+  if (table_ && table_->raw_bytes[static_cast<size_t>(column)]) return std::string(text);
   if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || text.size() % 2 != 0) {
     NoteProblem("column " + std::to_string(column) + " in a form other than hex bytea");
     return out;
@@ -133,6 +134,7 @@ std::string Rowset::Bytes(int row, int column) const {
 }
 
 int64_t Rowset::affected() const {
+  if (table_) return table_->affected;
   const char* tuples = PQcmdTuples(result_.get());
   int64_t value = 0;
   std::from_chars(tuples, tuples + std::strlen(tuples), value);
@@ -159,26 +161,34 @@ Status StatusOf(std::string_view sqlstate, std::string message) {
   return Status::Internal("PostgreSQL: " + message);
 }
 
+Status ExpectedStatusOf(std::string_view sqlstate, std::string message, const Expect& expect) {
+  if (sqlstate == "22012" && expect.checked_on_server) return expect.otherwise;
+  if (sqlstate == "23505" && expect.unique_is_conflict) {
+    return Status::Aborted("another writer inserted the same key (retry the batch): " + message);
+  }
+  return StatusOf(sqlstate, std::move(message));
+}
+
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& uri,
                                                      int64_t lock_timeout_ms,
                                                      int64_t idle_timeout_ms) {
   PGconn* conn = PQconnectdb(uri.c_str());
   if (conn == nullptr) return Status::Unavailable("PostgreSQL: out of memory connecting");
-  std::unique_ptr<Connection> out(new Connection(conn));
+  std::unique_ptr<LibpqConnection> out(new LibpqConnection(conn));
   out->uri_ = uri;
   out->lock_timeout_ms_ = lock_timeout_ms;
   out->idle_timeout_ms_ = idle_timeout_ms;
   EVIDENT_RETURN_IF_ERROR(out->Reset());
-  return out;
+  return std::unique_ptr<Connection>(std::move(out));
 }
 
-Connection::~Connection() { PQfinish(conn_); }
+LibpqConnection::~LibpqConnection() { PQfinish(conn_); }
 
-bool Connection::broken() const { return PQstatus(conn_) != CONNECTION_OK; }
+bool LibpqConnection::broken() const { return PQstatus(conn_) != CONNECTION_OK; }
 
 // (Re)connects when the connection is bad, and sets the session up: pipeline mode, UTC, hex
 // bytea, the lock timeout. Prepared statements of an earlier session are gone with it.
-Status Connection::Reset() {
+Status LibpqConnection::Reset() {
   failure_ = Status::Ok();
   if (PQstatus(conn_) == CONNECTION_OK && PQpipelineStatus(conn_) != PQ_PIPELINE_OFF &&
       (!pending_.empty() || PQtransactionStatus(conn_) != PQTRANS_IDLE)) {
@@ -214,7 +224,7 @@ Status Connection::Reset() {
   return Status::Ok();
 }
 
-Status Connection::Fail(const std::string& what) {
+Status LibpqConnection::Fail(const std::string& what) {
   std::string message = PQerrorMessage(conn_);
   while (!message.empty() && message.back() == '\n') message.pop_back();
   if (broken()) return Status::Unavailable("PostgreSQL connection lost (" + what + "): " + message);
@@ -223,7 +233,7 @@ Status Connection::Fail(const std::string& what) {
 
 // The name of `sql`'s prepared statement, preparing it first; empty when the Prepare could
 // not be sent.
-std::string Connection::PreparedName(const std::string& sql, int param_count) {
+std::string LibpqConnection::PreparedName(const std::string& sql, int param_count) {
   auto it = prepared_.find(&sql);
   if (it != prepared_.end()) return it->second;
   std::string name = "evident_" + std::to_string(++prepared_count_);
@@ -239,12 +249,12 @@ std::string Connection::PreparedName(const std::string& sql, int param_count) {
   return name;
 }
 
-void Connection::NoteSendError(Status status) {
+void LibpqConnection::NoteSendError(Status status) {
   if (send_error_.ok()) send_error_ = status;
   if (failure_.ok()) failure_ = std::move(status);
 }
 
-Result<PGconn*> Connection::Lend() {
+Result<PGconn*> LibpqConnection::Lend() {
   EVIDENT_RETURN_IF_ERROR(Resume());
   EVIDENT_RETURN_IF_ERROR(Sync());
   EVIDENT_RETURN_IF_ERROR(failure_);
@@ -256,7 +266,7 @@ Result<PGconn*> Connection::Lend() {
   return conn_;
 }
 
-Status Connection::Resume() {
+Status LibpqConnection::Resume() {
   if (!lent_) return Status::Ok();
   lent_ = false;
   if (broken()) return Failed(Fail("while lent to the caller's statements"));
@@ -286,7 +296,7 @@ Status Connection::Resume() {
   return Status::Ok();
 }
 
-void Connection::Send(const std::string& sql, const Params& params, Expect expect) {
+void LibpqConnection::Send(const std::string& sql, const Params& params, Expect expect) {
   if (const Status resumed = Resume(); !resumed.ok()) {
     NoteSendError(resumed);
     return;
@@ -305,20 +315,20 @@ void Connection::Send(const std::string& sql, const Params& params, Expect expec
   pending_.push_back(Pending{.expect = std::move(expect)});
 }
 
-void Connection::SendWanted(const std::string& sql, const Params& params) {
+void LibpqConnection::SendWanted(const std::string& sql, const Params& params) {
   const size_t before = pending_.size();
   Send(sql, params);
   if (pending_.size() > before) pending_.back().wanted = true;
   ++wanted_;
 }
 
-Result<std::vector<Rowset>> Connection::Fetch() {
+Result<std::vector<Rowset>> LibpqConnection::Fetch() {
   std::vector<Rowset> rows;
   EVIDENT_RETURN_IF_ERROR(Drain(&rows));
   return rows;
 }
 
-Result<Rowset> Connection::Query(const std::string& sql, const Params& params) {
+Result<Rowset> LibpqConnection::Query(const std::string& sql, const Params& params) {
   EVIDENT_RETURN_IF_ERROR(params.status());
   SendWanted(sql, params);
   std::vector<Rowset> rows;
@@ -327,9 +337,9 @@ Result<Rowset> Connection::Query(const std::string& sql, const Params& params) {
   return std::move(rows.back());
 }
 
-Status Connection::Sync() { return Drain(nullptr); }
+Status LibpqConnection::Sync() { return Drain(nullptr); }
 
-Status Connection::ResultStatus(PGresult* result, const Pending& pending) {
+Status LibpqConnection::ResultStatus(PGresult* result, const Pending& pending) {
   const ExecStatusType type = PQresultStatus(result);
   if (type == PGRES_PIPELINE_ABORTED) return Status::Ok();  // the first failure says why
   if (type != PGRES_COMMAND_OK && type != PGRES_TUPLES_OK) {
@@ -337,19 +347,15 @@ Status Connection::ResultStatus(PGresult* result, const Pending& pending) {
     std::string message = PQresultErrorMessage(result);
     while (!message.empty() && message.back() == '\n') message.pop_back();
     const std::string_view sqlstate = state == nullptr ? "" : state;
-    if (sqlstate == "22012" && pending.expect.checked_on_server) return pending.expect.otherwise;
-    if (sqlstate == "23505" && pending.expect.unique_is_conflict) {
-      return Status::Aborted("another writer inserted the same key (retry the batch): " + message);
-    }
     if (state == nullptr && broken()) return Fail("result");
-    return StatusOf(sqlstate, std::move(message));
+    return ExpectedStatusOf(sqlstate, std::move(message), pending.expect);
   }
   return Status::Ok();
 }
 
 // Reads every pending result through the sync point. The first failure wins; a statement after
 // a failed one in the same pipeline was never run (PGRES_PIPELINE_ABORTED).
-Status Connection::Drain(std::vector<Rowset>* wanted) {
+Status LibpqConnection::Drain(std::vector<Rowset>* wanted) {
   EVIDENT_RETURN_IF_ERROR(Resume());
   const int64_t wanted_count = std::exchange(wanted_, 0);
   Status first = std::exchange(send_error_, Status::Ok());
@@ -401,14 +407,14 @@ Status Connection::Drain(std::vector<Rowset>* wanted) {
 }
 
 // Records a failure (if any) as the transaction's, and returns it.
-Status Connection::Failed(Status status) {
+Status LibpqConnection::Failed(Status status) {
   if (!status.ok() && failure_.ok()) failure_ = status;
   return status;
 }
 
 // The connection can no longer be trusted to pair results with statements: it is closed, and
 // the next Reset opens a new session.
-void Connection::Poison() {
+void LibpqConnection::Poison() {
   lent_ = false;
   pending_.clear();
   prepared_.clear();

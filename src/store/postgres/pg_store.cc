@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "evident/store_postgres.h"
+#include "store/postgres/pg_open.h"
 #include "store/postgres/pg_schema.h"
 #include "store/postgres/pg_transaction.h"
 
@@ -48,6 +49,15 @@ class PlainConnection {
     }
     PQclear(result);
     return first;
+  }
+
+  // `text` as an SQL string literal, quoted for this connection.
+  Result<std::string> Literal(const std::string& text) {
+    char* quoted = PQescapeLiteral(conn_.get(), text.data(), text.size());
+    if (quoted == nullptr) return Status::InvalidArgument("cannot quote: " + Error());
+    std::string out(quoted);
+    PQfreemem(quoted);
+    return out;
   }
 
  private:
@@ -209,6 +219,9 @@ class PgStore final : public Store {
   bool BatchLoadPays() const override { return true; }
   bool RelaysShare() const override { return true; }
   Result<bool> WaitForOutbox(int64_t timeout_ms) override {
+    if (uri_.empty()) {
+      return Status::FailedPrecondition("a store inside the server does not wait for outbox rows");
+    }
     return listener_.Wait(uri_, timeout_ms);
   }
   int64_t round_trips() const { return session_->connection->round_trips(); }
@@ -228,6 +241,28 @@ class PgStore final : public Store {
 };
 
 }  // namespace
+
+std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection) {
+  auto session = std::make_shared<Session>();
+  session->connection = std::move(connection);
+  return std::make_unique<PgStore>(std::move(session), "");
+}
+
+Result<LayoutFound> LayoutOver(Connection& connection) {
+  // Asked in two statements: a statement naming a table that is not there fails as it is planned.
+  static const std::string kSchema =
+      "SELECT current_schema(), to_regclass('evident_schema') IS NOT NULL";
+  static const std::string kLayout = "SELECT max(version) FROM evident_schema";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, connection.Query(kSchema, Params()));
+  if (rows.rows() != 1) return Status::Internal("PostgreSQL: no answer for the current schema");
+  LayoutFound found{.schema = std::string(rows.Text(0, 0))};
+  if (rows.Int(0, 1) == 0) return found;
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset layout, connection.Query(kLayout, Params()));
+  if (layout.rows() == 1) found.layout = layout.Int(0, 0);
+  EVIDENT_RETURN_IF_ERROR(layout.problem());
+  return found;
+}
+
 }  // namespace postgres
 
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
@@ -268,6 +303,76 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
 Result<int64_t> MigratePostgresStore(const std::string& uri) {
   EVIDENT_ASSIGN_OR_RETURN(postgres::PlainConnection db, postgres::PlainConnection::Open(uri));
   return postgres::CreateOrMigrate(db);
+}
+
+namespace postgres {
+namespace {
+
+// The three functions: name, arguments, what they return, and their options.
+constexpr const char* kFunctions[][4] = {
+    {"evident_append", "event bytea", "bigint", "STRICT"},
+    {"evident_try_append", "event bytea",
+     "TABLE(outcome text, reason text, seq bigint, message text)", "STRICT ROWS 1"},
+    {"evident_compensate",
+     "key text, subject text, owner_source text, owner_version bigint, decision text", "boolean",
+     "CALLED ON NULL INPUT"},
+};
+
+Result<std::string> CreateFunctions(PlainConnection& db, const std::string& library) {
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<std::string> schema, db.Exec("SELECT current_schema()"));
+  if (!schema)
+    return Status::FailedPrecondition("no schema: the search_path names none that exists");
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t layout, LayoutOf(db));
+  if (layout == 0) {
+    return Status::NotFound("no evident store in schema \"" + *schema +
+                            "\": create it first with `evident store migrate --store URL`");
+  }
+  if (layout != kPostgresLayoutVersion) {
+    return Status::FailedPrecondition(
+        "the store has layout " + std::to_string(layout) + "; this build's functions work on " +
+        std::to_string(kPostgresLayoutVersion) + " (`evident store migrate` first)");
+  }
+  EVIDENT_ASSIGN_OR_RETURN(const std::string path, db.Literal(library));
+  for (const auto& f : kFunctions) {
+    const std::string sql = std::string("CREATE OR REPLACE FUNCTION ") + f[0] + "(" + f[1] +
+                            ") RETURNS " + f[2] + " AS " + path + ", '" + f[0] +
+                            "' LANGUAGE C VOLATILE " + f[3];
+    Result<std::optional<std::string>> created = db.Exec(sql.c_str());
+    if (!created.ok()) {
+      return created.status().Annotate(
+          std::string("creating ") + f[0] +
+          " (C functions are a superuser's to create, and the module must be readable by the "
+          "server's own OS user at that path)");
+    }
+  }
+  return *schema;
+}
+
+}  // namespace
+}  // namespace postgres
+
+Result<PostgresFunctions> InstallPostgresFunctions(const std::string& uri,
+                                                   const std::string& library) {
+  if (uri.rfind("postgresql://", 0) != 0 && uri.rfind("postgres://", 0) != 0) {
+    return Status::InvalidArgument(
+        "install-functions is for a PostgreSQL store (postgresql://...); a SQLite connection "
+        "loads evident_sqlite.so itself (docs/any-language.md)");
+  }
+  if (library.empty() || (library[0] != '/' && library.rfind("$libdir/", 0) != 0)) {
+    return Status::InvalidArgument(
+        "--library: the module's absolute path on the database server, or $libdir/NAME");
+  }
+  EVIDENT_ASSIGN_OR_RETURN(postgres::PlainConnection db, postgres::PlainConnection::Open(uri));
+  EVIDENT_RETURN_IF_ERROR(db.Exec("BEGIN").status());
+  Result<std::string> schema = postgres::CreateFunctions(db, library);
+  if (!schema.ok()) {
+    (void)db.Exec("ROLLBACK");
+    return schema.status();
+  }
+  EVIDENT_RETURN_IF_ERROR(db.Exec("COMMIT").status());
+  PostgresFunctions out{.schema = *schema};
+  for (const auto& f : postgres::kFunctions) out.names.emplace_back(f[0]);
+  return out;
 }
 
 Result<pg_conn*> PostgresConnection(Transaction& transaction) {

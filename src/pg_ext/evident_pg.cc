@@ -1,0 +1,302 @@
+// evident_pg.so — evident's producer functions inside PostgreSQL: the event checked against the
+// contracts the store holds and appended to the outbox inside the caller's own transaction, so
+// a refused event rolls the business change back with it (installed by `evident store
+// install-functions`; docs/any-language.md).
+//
+//   evident_append(event bytea) -> bigint    the row's seq (the existing row's for a duplicate
+//                                            with the same bytes); a refusal raises an error
+//                                            whose message starts with its reason code:
+//                                            SQLSTATE EV001 (refused by its contract) or EV002
+//                                            (its id holds other bytes)
+//   evident_try_append(event bytea) -> TABLE(outcome, reason, seq, message): never an error for
+//                                            a refused event
+//   evident_compensate(key, subject, owner_source, owner_version, decision) -> boolean
+//                                            seed 002's owner compensation, inserted once
+//
+// Other failures: EV003 (no store in the schema the search_path names, another layout, no
+// contracts pushed), 40001 (a concurrent writer: retry the transaction), 55P03 (a lock not
+// granted within lock_timeout), 22023 (an argument evident refuses), XX000 (internal).
+//
+// The store runs over SPI (pg_ext/spi_connection.h) in a subtransaction of the caller's; its
+// tables are those the caller's search_path finds, and every call checks their layout against
+// this module's. No C++ exception crosses an entry point (Guarded catches every one) and no
+// PostgreSQL error crosses a C++ frame (PgCall); the entry points raise their error only once
+// every C++ frame they called has returned. No threads.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include "evident/clock.h"
+#include "evident/outbox.h"
+#include "evident/store_postgres.h"
+#include "evident/stored_contracts.h"
+#include "pg_ext/pg_guard.h"
+#include "pg_ext/spi_connection.h"
+#include "store/postgres/pg_open.h"
+
+// The module is built with hidden visibility: PostgreSQL 15 marks what it must find (the magic
+// block, each function's info and entry point) with PGDLLEXPORT, empty on Linux unless defined.
+#define PGDLLEXPORT __attribute__((visibility("default")))
+extern "C" {
+#include <postgres.h>
+// postgres.h first
+#include <executor/spi.h>
+#include <fmgr.h>
+#include <funcapi.h>
+#include <utils/builtins.h>
+#include <utils/tuplestore.h>
+
+PG_MODULE_MAGIC;
+PG_FUNCTION_INFO_V1(evident_append);
+PG_FUNCTION_INFO_V1(evident_try_append);
+PG_FUNCTION_INFO_V1(evident_compensate);
+}
+
+namespace evident::postgres {
+namespace {
+
+constexpr int kRefused = MAKE_SQLSTATE('E', 'V', '0', '0', '1');
+constexpr int kIdConflict = MAKE_SQLSTATE('E', 'V', '0', '0', '2');
+constexpr int kStoreNotReady = MAKE_SQLSTATE('E', 'V', '0', '0', '3');
+
+// What an entry point raises once the C++ frames it called are gone: plain data, filled
+// without allocating (an exception's path may be out of memory).
+struct Raise {
+  bool set;
+  int code;
+  char message[8192];
+};
+
+void CopyText(char* out, size_t size, std::string_view text) noexcept {
+  const size_t n = std::min(text.size(), size - 1);
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
+void SetRaise(Raise* raise, int code, std::string_view message) noexcept {
+  if (raise->set) return;
+  raise->set = true;
+  raise->code = code;
+  CopyText(raise->message, sizeof(raise->message), message);
+}
+
+int SqlStateOf(const Status& status) {
+  switch (status.code()) {
+    case Code::kAborted:
+      return ERRCODE_T_R_SERIALIZATION_FAILURE;
+    case Code::kUnavailable:
+      return ERRCODE_LOCK_NOT_AVAILABLE;
+    case Code::kFailedPrecondition:
+      return kStoreNotReady;
+    case Code::kInvalidArgument:
+      return ERRCODE_INVALID_PARAMETER_VALUE;
+    default:
+      return ERRCODE_INTERNAL_ERROR;
+  }
+}
+
+void ConnectC(void*) {
+  if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "evident: SPI_connect failed");
+}
+void FinishC(void*) { SPI_finish(); }
+
+// Runs `body` (which returns the Status to raise, or OK) between SPI_connect and SPI_finish;
+// every exception becomes an error to raise.
+template <typename Body>
+void Guarded(Raise* raise, Body&& body) noexcept {
+  bool connected = false;
+  try {
+    const PgError connect = PgCall(&ConnectC, nullptr);
+    if (connect.failed) return SetRaise(raise, ERRCODE_INTERNAL_ERROR, connect.message);
+    connected = true;
+    const Status status = body();
+    if (!status.ok()) {
+      SetRaise(raise, SqlStateOf(status), "evident: " + status.ToString());
+    }
+  } catch (const std::bad_alloc&) {
+    SetRaise(raise, ERRCODE_OUT_OF_MEMORY, "evident: out of memory");
+  } catch (const std::exception& e) {
+    SetRaise(raise, ERRCODE_INTERNAL_ERROR, "evident: internal error: ");
+    const size_t used = std::strlen(raise->message);
+    CopyText(raise->message + used, sizeof(raise->message) - used, e.what());
+  } catch (...) {
+    SetRaise(raise, ERRCODE_INTERNAL_ERROR, "evident: internal error");
+  }
+  if (connected) {
+    try {
+      (void)PgCall(&FinishC, nullptr);
+    } catch (...) {  // bad_alloc copying an error's text: SPI is ended by the transaction's end
+    }
+  }
+}
+
+// The store the caller's search_path names, over SPI, at this module's layout.
+Result<std::unique_ptr<Store>> CallerStore(std::string* schema) {
+  std::unique_ptr<Connection> connection = NewSpiConnection();
+  EVIDENT_ASSIGN_OR_RETURN(const LayoutFound found, LayoutOver(*connection));
+  if (found.layout == 0) {
+    return Status::FailedPrecondition(
+        "no evident store in schema \"" + found.schema +
+        "\" (the first of the search_path): create it with `evident store migrate --store URL`, "
+        "or set search_path to the store's schema");
+  }
+  if (found.layout != kPostgresLayoutVersion) {
+    return Status::FailedPrecondition(
+        "the store in schema \"" + found.schema + "\" has layout " + std::to_string(found.layout) +
+        "; this evident_pg.so works on layout " + std::to_string(kPostgresLayoutVersion) +
+        (found.layout < kPostgresLayoutVersion
+             ? ": run `evident store migrate` once every process runs this build"
+             : ": install the functions of the evident that wrote it"));
+  }
+  *schema = found.schema;
+  return OpenStoreOver(std::move(connection));
+}
+
+// The backend's contract sets in hand, one per store schema it has appended to.
+StoredOutbox& OutboxFor(const std::string& schema) {
+  static auto* outboxes = new std::map<std::string, StoredOutbox>();
+  constexpr size_t kSchemasMax = 64;
+  if (outboxes->size() >= kSchemasMax && outboxes->count(schema) == 0) outboxes->clear();
+  return (*outboxes)[schema];
+}
+
+Result<OutboxDecision> Append(std::string_view event) {
+  std::string schema;
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, CallerStore(&schema));
+  StoredOutbox& stored = OutboxFor(schema);
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store->Begin());
+  EVIDENT_ASSIGN_OR_RETURN(Outbox * outbox, stored.For(*tx));
+  EVIDENT_ASSIGN_OR_RETURN(OutboxDecision decision,
+                           outbox->Append(*tx, event, SystemClock().NowMs()));
+  EVIDENT_RETURN_IF_ERROR(tx->Commit());
+  return decision;
+}
+
+bool Taken(const OutboxDecision& decision) {
+  return decision.outcome == OutboxDecisionOutcome::kAppended ||
+         decision.outcome == OutboxDecisionOutcome::kDuplicate;
+}
+
+// What evident_try_append returns, in plain data for the entry point's tuple.
+struct TryOutcome {
+  char outcome[32];
+  char reason[256];
+  bool has_reason;
+  int64_t seq;
+  bool has_seq;
+  char message[8192];
+};
+
+}  // namespace
+
+void AppendEntry(std::string_view event, int64_t* seq, Raise* raise) noexcept {
+  Guarded(raise, [&]() -> Status {
+    EVIDENT_ASSIGN_OR_RETURN(const OutboxDecision decision, Append(event));
+    if (Taken(decision)) {
+      *seq = *decision.seq;
+      return Status::Ok();
+    }
+    // The reason code first, so that a caller can branch on the message's first word.
+    const bool conflict = decision.outcome == OutboxDecisionOutcome::kConflict;
+    SetRaise(raise, conflict ? kIdConflict : kRefused,
+             decision.reason + ": " + std::string(OutboxDecisionName(decision.outcome)) + ": " +
+                 decision.message);
+    return Status::Ok();
+  });
+}
+
+void TryAppendEntry(std::string_view event, TryOutcome* out, Raise* raise) noexcept {
+  Guarded(raise, [&]() -> Status {
+    EVIDENT_ASSIGN_OR_RETURN(const OutboxDecision decision, Append(event));
+    CopyText(out->outcome, sizeof(out->outcome), OutboxDecisionName(decision.outcome));
+    out->has_reason = !decision.reason.empty();
+    CopyText(out->reason, sizeof(out->reason), decision.reason);
+    out->has_seq = decision.seq.has_value();
+    out->seq = decision.seq.value_or(0);
+    CopyText(out->message, sizeof(out->message), decision.message);
+    return Status::Ok();
+  });
+}
+
+void CompensateEntry(std::string_view key, std::string_view subject, std::string_view owner,
+                     bool has_version, int64_t version, std::string_view decision_words,
+                     bool* inserted, Raise* raise) noexcept {
+  Guarded(raise, [&]() -> Status {
+    OwnerCompensation c{.key = std::string(key),
+                        .subject = std::string(subject),
+                        .owner_source = std::string(owner),
+                        .decision = std::string(decision_words)};
+    if (has_version) c.owner_version = version;
+    std::string schema;
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, CallerStore(&schema));
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store->Begin());
+    EVIDENT_ASSIGN_OR_RETURN(*inserted, RecordOwnerCompensation(*tx, c, SystemClock().NowMs()));
+    return tx->Commit();
+  });
+}
+
+}  // namespace evident::postgres
+
+namespace {
+
+std::string_view BytesOf(const struct varlena* value) {
+  return {VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value)};
+}
+
+}  // namespace
+
+// The entry points hold plain data only: the error they raise (a longjmp) unwinds no C++ object.
+extern "C" PGDLLEXPORT Datum evident_append(PG_FUNCTION_ARGS) {
+  bytea* event = PG_GETARG_BYTEA_PP(0);
+  evident::postgres::Raise raise;
+  raise.set = false;
+  int64_t seq = 0;
+  evident::postgres::AppendEntry(BytesOf(event), &seq, &raise);
+  if (raise.set) ereport(ERROR, (errcode(raise.code), errmsg_internal("%s", raise.message)));
+  PG_RETURN_INT64(seq);
+}
+
+extern "C" PGDLLEXPORT Datum evident_try_append(PG_FUNCTION_ARGS) {
+  bytea* event = PG_GETARG_BYTEA_PP(0);
+  InitMaterializedSRF(fcinfo, 0);
+  evident::postgres::Raise raise;
+  evident::postgres::TryOutcome out = {};
+  raise.set = false;
+  evident::postgres::TryAppendEntry(BytesOf(event), &out, &raise);
+  if (raise.set) ereport(ERROR, (errcode(raise.code), errmsg_internal("%s", raise.message)));
+  auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+  Datum values[4] = {CStringGetTextDatum(out.outcome), CStringGetTextDatum(out.reason),
+                     Int64GetDatum(out.seq), CStringGetTextDatum(out.message)};
+  bool nulls[4] = {false, !out.has_reason, !out.has_seq, out.message[0] == '\0'};
+  tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
+  return static_cast<Datum>(0);
+}
+
+extern "C" PGDLLEXPORT Datum evident_compensate(PG_FUNCTION_ARGS) {
+  for (const int i : {0, 1, 2, 4}) {
+    if (PG_ARGISNULL(i)) {
+      ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                      errmsg("evident_compensate: key, subject, owner_source and decision are "
+                             "required; owner_version may be NULL")));
+    }
+  }
+  text* key = PG_GETARG_TEXT_PP(0);
+  text* subject = PG_GETARG_TEXT_PP(1);
+  text* owner = PG_GETARG_TEXT_PP(2);
+  text* decision = PG_GETARG_TEXT_PP(4);
+  const bool has_version = !PG_ARGISNULL(3);
+  const int64 version = has_version ? PG_GETARG_INT64(3) : 0;
+  evident::postgres::Raise raise;
+  raise.set = false;
+  bool inserted = false;
+  evident::postgres::CompensateEntry(BytesOf(key), BytesOf(subject), BytesOf(owner), has_version,
+                                     version, BytesOf(decision), &inserted, &raise);
+  if (raise.set) ereport(ERROR, (errcode(raise.code), errmsg_internal("%s", raise.message)));
+  PG_RETURN_BOOL(inserted);
+}
