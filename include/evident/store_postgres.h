@@ -66,8 +66,9 @@ Result<int64_t> MigratePostgresStore(const std::string& uri);
 // Creates (or replaces) evident's functions in the schema of the store at `uri` (its
 // current_schema), from the module evident_pg.so at `library`, a path on the database server
 // ("/usr/lib/evident/evident_pg.so", or "$libdir/evident_pg"): evident_append,
-// evident_try_append and evident_compensate (docs/any-language.md). One transaction; the server
-// loads the module to check it. A superuser's step (C functions), apart from `store migrate`.
+// evident_try_append and evident_compensate (docs/any-language.md), each bound to that schema's
+// store (SET search_path), whatever the caller's search_path. One transaction; the server loads
+// the module to check it. A superuser's step (C functions), apart from `store migrate`.
 // kNotFound when the database has no store there, kFailedPrecondition at another layout.
 struct PostgresFunctions {
   std::string schema;

@@ -13,13 +13,13 @@
 //   evident_compensate(key, subject, owner_source, owner_version, decision) -> boolean
 //                                            seed 002's owner compensation, inserted once
 //
-// Other failures: EV003 (no store in the schema the search_path names, another layout, no
+// Other failures: EV003 (no store in the functions' schema, another layout, no
 // contracts pushed), 40001 (a concurrent writer: retry the transaction), 55P03 (a lock not
 // granted within lock_timeout), 22023 (an argument evident refuses), XX000 (internal).
 //
 // The store runs over SPI (pg_ext/spi_connection.h) in a subtransaction of the caller's; its
-// tables are those the caller's search_path finds, and every call checks their layout against
-// this module's. No C++ exception crosses an entry point (Guarded catches every one) and no
+// tables are those of the schema the functions were installed in (their SET search_path), and
+// every call checks their layout against this module's. No C++ exception crosses an entry point (Guarded catches every one) and no
 // PostgreSQL error crosses a C++ frame (PgCall); the entry points raise their error only once
 // every C++ frame they called has returned. No threads.
 #include <algorithm>
@@ -136,15 +136,15 @@ void Guarded(Raise* raise, Body&& body) noexcept {
   }
 }
 
-// The store the caller's search_path names, over SPI, at this module's layout.
+// The store of the functions' schema (their search_path), over SPI, at this module's layout.
 Result<std::unique_ptr<Store>> CallerStore(std::string* schema) {
   std::unique_ptr<Connection> connection = NewSpiConnection();
   EVIDENT_ASSIGN_OR_RETURN(const LayoutFound found, LayoutOver(*connection));
   if (found.layout == 0) {
     return Status::FailedPrecondition(
         "no evident store in schema \"" + found.schema +
-        "\" (the first of the search_path): create it with `evident store migrate --store URL`, "
-        "or set search_path to the store's schema");
+        "\", where these functions were installed: create it with `evident store migrate "
+        "--store URL`");
   }
   if (found.layout != kPostgresLayoutVersion) {
     return Status::FailedPrecondition(

@@ -51,6 +51,14 @@ class PlainConnection {
     return first;
   }
 
+  // `text` as an SQL identifier, quoted for this connection.
+  Result<std::string> Identifier(const std::string& text) {
+    char* quoted = PQescapeIdentifier(conn_.get(), text.data(), text.size());
+    if (quoted == nullptr) return Status::InvalidArgument("cannot quote: " + Error());
+    std::string out(quoted);
+    PQfreemem(quoted);
+    return out;
+  }
   // `text` as an SQL string literal, quoted for this connection.
   Result<std::string> Literal(const std::string& text) {
     char* quoted = PQescapeLiteral(conn_.get(), text.data(), text.size());
@@ -333,10 +341,14 @@ Result<std::string> CreateFunctions(PlainConnection& db, const std::string& libr
         std::to_string(kPostgresLayoutVersion) + " (`evident store migrate` first)");
   }
   EVIDENT_ASSIGN_OR_RETURN(const std::string path, db.Literal(library));
+  EVIDENT_ASSIGN_OR_RETURN(const std::string name, db.Identifier(*schema));
+  // Each function works on the store of the schema it is created in, whatever the caller's
+  // search_path (its own SET clause): a caller that names the function reaches that store, and
+  // no table of another schema earlier on a caller's path is taken for the store's.
   for (const auto& f : kFunctions) {
-    const std::string sql = std::string("CREATE OR REPLACE FUNCTION ") + f[0] + "(" + f[1] +
-                            ") RETURNS " + f[2] + " AS " + path + ", '" + f[0] +
-                            "' LANGUAGE C VOLATILE " + f[3];
+    const std::string sql = std::string("CREATE OR REPLACE FUNCTION ") + name + "." + f[0] + "(" +
+                            f[1] + ") RETURNS " + f[2] + " AS " + path + ", '" + f[0] +
+                            "' LANGUAGE C VOLATILE " + f[3] + " SET search_path = " + name;
     Result<std::optional<std::string>> created = db.Exec(sql.c_str());
     if (!created.ok()) {
       return created.status().Annotate(
