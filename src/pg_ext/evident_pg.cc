@@ -19,9 +19,9 @@
 //
 // The store runs over SPI (pg_ext/spi_connection.h) in a subtransaction of the caller's; its
 // tables are those of the schema the functions were installed in (their SET search_path), and
-// every call checks their layout against this module's. No C++ exception crosses an entry point (Guarded catches every one) and no
-// PostgreSQL error crosses a C++ frame (PgCall); the entry points raise their error only once
-// every C++ frame they called has returned. No threads.
+// every call checks their layout against this module's. No C++ exception crosses an entry point
+// (Guarded catches every one) and no PostgreSQL error crosses a C++ frame (PgCall); the entry
+// points raise their error only once every C++ frame they called has returned. No threads.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>

@@ -16,6 +16,7 @@ extern "C" {
 #include <catalog/pg_type.h>
 #include <executor/spi.h>
 #include <nodes/params.h>
+#include <nodes/parsenodes.h>
 #include <parser/parse_param.h>
 #include <utils/lsyscache.h>
 #include <utils/memutils.h>
@@ -69,7 +70,10 @@ void PlanC(Statement* statement, const char* sql) {
   }
   memset(statement->types, 0, sizeof(Oid) * kParamsMax);  // a failed plan's guesses forgotten
   statement->count = kParamsMax;
-  SPIPlanPtr plan = SPI_prepare_params(sql, &SetupParameters, statement, 0);
+  // A generic plan from the start: the store's statements are key lookups and inserts, and a
+  // custom plan (PostgreSQL's choice for the first executions, and for good when it costs no
+  // more) plans the statement again at every call.
+  SPIPlanPtr plan = SPI_prepare_params(sql, &SetupParameters, statement, CURSOR_OPT_GENERIC_PLAN);
   if (plan == nullptr) {
     elog(ERROR, "evident: cannot plan a statement: %s", SPI_result_code_string(SPI_result));
   }
@@ -232,6 +236,7 @@ class SpiConnection final : public Connection {
   }
   Status Resume() override { return Status::Ok(); }
   int64_t round_trips() const override { return 0; }
+  bool InCallersTransaction() const override { return true; }
 
  private:
   Status Execute(const std::string& sql, const Params& params, const Expect& expect,

@@ -156,6 +156,9 @@ class Connection {
   virtual Status Resume() = 0;
   // Round trips made so far (each Sync or Query that waited on the server), for tests.
   virtual int64_t round_trips() const = 0;
+  // The store's transactions are parts of a caller's transaction (SPI inside the server): what
+  // they write commits when the caller's does.
+  virtual bool InCallersTransaction() const { return false; }
 
  protected:
   Connection() = default;

@@ -257,17 +257,22 @@ std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection) {
 }
 
 Result<LayoutFound> LayoutOver(Connection& connection) {
-  // Asked in two statements: a statement naming a table that is not there fails as it is planned.
+  static const std::string kLayout =
+      "SELECT current_schema(), (SELECT max(version) FROM evident_schema)";
+  // A statement naming a table that is not there fails as it is planned: asked again, apart.
   static const std::string kSchema =
       "SELECT current_schema(), to_regclass('evident_schema') IS NOT NULL";
-  static const std::string kLayout = "SELECT max(version) FROM evident_schema";
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, connection.Query(kSchema, Params()));
-  if (rows.rows() != 1) return Status::Internal("PostgreSQL: no answer for the current schema");
-  LayoutFound found{.schema = std::string(rows.Text(0, 0))};
-  if (rows.Int(0, 1) == 0) return found;
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset layout, connection.Query(kLayout, Params()));
-  if (layout.rows() == 1) found.layout = layout.Int(0, 0);
-  EVIDENT_RETURN_IF_ERROR(layout.problem());
+  Result<Rowset> rows = connection.Query(kLayout, Params());
+  if (!rows.ok()) {
+    connection.ClearFailure();
+    EVIDENT_ASSIGN_OR_RETURN(const Rowset schema, connection.Query(kSchema, Params()));
+    if (schema.rows() != 1) return Status::Internal("PostgreSQL: no answer for the schema");
+    if (schema.Int(0, 1) != 0) return rows.status();  // the table is there: another failure
+    return LayoutFound{.schema = std::string(schema.Text(0, 0))};
+  }
+  if (rows->rows() != 1) return Status::Internal("PostgreSQL: no answer for the store's layout");
+  LayoutFound found{.schema = std::string(rows->Text(0, 0)), .layout = rows->Int(0, 1)};
+  EVIDENT_RETURN_IF_ERROR(rows->problem());
   return found;
 }
 
