@@ -35,6 +35,11 @@ module=$(find "$prefix" -name evident_sqlite.so | head -n 1)
 [ -n "$module" ] || fail "evident_sqlite.so is not installed"
 [ "$(sqlite3 :memory: ".load $module" "SELECT count(*) FROM pragma_function_list WHERE name LIKE 'evident_%'")" = 3 ] ||
   fail "the installed evident_sqlite.so does not load into sqlite3"
+# The PostgreSQL module is installed beside it, with PostgreSQL's magic block and its functions.
+pg_module=$(find "$prefix" -name evident_pg.so | head -n 1)
+[ -n "$pg_module" ] || fail "evident_pg.so is not installed"
+[ "$(nm -D --defined-only "$pg_module" | grep -cE ' (Pg_magic_func|evident_append|evident_try_append|evident_compensate)$')" = 4 ] ||
+  fail "the installed evident_pg.so lacks its entry points"
 [ -f "$prefix/share/doc/evident/examples/python/order_service_sqlite.py" ] ||
   fail "examples/python is not installed"
 

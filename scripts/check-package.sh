@@ -18,7 +18,8 @@ for library in libnats libpq5 librdkafka libsqlite3 libmicrohttpd libcurl4 libre
   case $depends in *"$library"*) ;; *) fail "Depends lacks $library: $depends" ;; esac
 done
 dpkg-deb -x "$deb" "$work/root"
-for file in usr/bin/evident usr/lib/libevident.a usr/lib/evident/evident_sqlite.so usr/include/evident/consumer.h \
+for file in usr/bin/evident usr/lib/libevident.a usr/lib/evident/evident_sqlite.so \
+  usr/lib/evident/evident_pg.so usr/include/evident/consumer.h \
   usr/lib/cmake/evident/evidentConfig.cmake usr/lib/pkgconfig/evident.pc \
   usr/lib/systemd/system/evident-serve.service usr/lib/systemd/system/evident-relay.service \
   usr/share/doc/evident/examples/cpp/CMakeLists.txt usr/share/doc/evident/default-evident.sample \

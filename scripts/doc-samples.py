@@ -21,6 +21,10 @@ wrote. A page steers its session with HTML comments (invisible when rendered):
                                                  three brokers) with those topics and exports
                                                  KAFKA_URL (kafka://127.0.0.1:P1,...) and
                                                  KAFKA_DIR (for `scripts/kafka.sh ctl`)
+  <!-- doc-samples: postgres -->                 starts a PostgreSQL 15 server (scripts/postgres.sh)
+                                                 and exports PG_URL (its database) and
+                                                 EVIDENT_PG_MODULE (evident_pg.so of this build,
+                                                 copied where the server's OS user reads it)
   <!-- doc-samples: skip REASON -->              the next block is not run (REASON is printed)
 
 Usage: doc-samples.py BUILD_DIR [PAGE...]   (pages default to README.md and docs/*.md)
@@ -150,6 +154,7 @@ class Session:
         self.env["PATH"] = str(bin_dir) + os.pathsep + self.env.get("PATH", "")
         self.stock = None
         self.kafka = None
+        self.postgres = None
 
     def start_stock_service(self, answers):
         port_file = self.dir / ".stock.port"
@@ -183,6 +188,20 @@ class Session:
         self.env["KAFKA_DIR"] = str(self.kafka)
         self.env["EVIDENT_KAFKA_MOCK"] = env["EVIDENT_KAFKA_MOCK"]
 
+    def start_postgres(self):
+        self.postgres = self.dir / ".postgres"
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "postgres.sh"), "start",
+                               str(self.postgres)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError("PostgreSQL did not start: " + done.stderr)
+        self.env["PG_URL"] = done.stdout.strip()
+        data = pathlib.Path((self.postgres / "data").read_text().strip())
+        module = data / "evident_pg.so"
+        shutil.copyfile(self.build / "src" / "pg_ext" / "evident_pg.so", module)
+        module.chmod(0o644)
+        self.env["EVIDENT_PG_MODULE"] = str(module)
+
     def run(self, command):
         done = subprocess.run(["bash", "-c", command], cwd=self.dir, env=self.env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -190,6 +209,9 @@ class Session:
         return done.returncode, done.stdout, done.stderr
 
     def close(self):
+        if self.postgres is not None:
+            subprocess.run(["bash", str(ROOT / "scripts" / "postgres.sh"), "stop",
+                            str(self.postgres)], timeout=60)
         if self.kafka is not None:
             subprocess.run(["bash", str(ROOT / "scripts" / "kafka.sh"), "stop", str(self.kafka)],
                            timeout=30)
@@ -222,6 +244,9 @@ def check_page(build, page):
                 elif kind == "kafka":
                     session = session or Session(build)
                     session.start_kafka(argument)
+                elif kind == "postgres":
+                    session = session or Session(build)
+                    session.start_postgres()
                 else:
                     failures.append("%s:%d: unknown doc-samples directive '%s'" %
                                     (name, first_line, kind))

@@ -13,15 +13,17 @@
 //   evident_compensate(key, subject, owner_source, owner_version, decision) -> boolean
 //                                            seed 002's owner compensation, inserted once
 //
-// Other failures: EV003 (no store in the functions' schema, another layout, no
-// contracts pushed), 40001 (a concurrent writer: retry the transaction), 55P03 (a lock not
-// granted within lock_timeout), 22023 (an argument evident refuses), XX000 (internal).
+// Other failures: EV003 (no store in the functions' schema, another layout, no contracts
+// pushed, a database not in UTF8), 22023 (an argument evident refuses), XX000 (internal), and
+// the server's own errors with their own SQLSTATEs (40001, 55P03, 57014, 42501, ..).
 //
-// The store runs over SPI (pg_ext/spi_connection.h) in a subtransaction of the caller's; its
-// tables are those of the schema the functions were installed in (their SET search_path), and
-// every call checks their layout against this module's. No C++ exception crosses an entry point
-// (Guarded catches every one) and no PostgreSQL error crosses a C++ frame (PgCall); the entry
-// points raise their error only once every C++ frame they called has returned. No threads.
+// The store runs over SPI (pg_ext/spi_connection.h) in the caller's own transaction; its tables
+// are those of the schema the functions were installed in (their SET search_path), and every
+// call checks their layout against this module's. A statement the server refuses (a lock
+// timeout, a serialization failure, a permission) is raised again as it was, SQLSTATE and all. No
+// C++ exception crosses an entry point (Guarded catches every one) and no PostgreSQL error crosses
+// a C++ frame (PgCall); the entry points raise their error only once every C++ frame they called
+// has returned. No threads.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -46,10 +48,14 @@
 extern "C" {
 #include <postgres.h>
 // postgres.h first
+#include <catalog/namespace.h>
 #include <executor/spi.h>
 #include <fmgr.h>
 #include <funcapi.h>
+#include <mb/pg_wchar.h>
+#include <nodes/pg_list.h>
 #include <utils/builtins.h>
+#include <utils/lsyscache.h>
 #include <utils/tuplestore.h>
 
 PG_MODULE_MAGIC;
@@ -71,10 +77,13 @@ struct Raise {
   bool set;
   int code;
   char message[8192];
+  ErrorData* rethrow;  // a statement's error, raised again as it was
 };
 
+// Cut at a character's start: a message quoting an event is UTF-8 to its last byte.
 void CopyText(char* out, size_t size, std::string_view text) noexcept {
-  const size_t n = std::min(text.size(), size - 1);
+  size_t n = std::min(text.size(), size - 1);
+  while (n > 0 && n < text.size() && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
   std::memcpy(out, text.data(), n);
   out[n] = '\0';
 }
@@ -107,18 +116,23 @@ void ConnectC(void*) {
 void FinishC(void*) { SPI_finish(); }
 
 // Runs `body` (which returns the Status to raise, or OK) between SPI_connect and SPI_finish;
-// every exception becomes an error to raise.
+// every exception becomes an error to raise. A statement the server refused is raised again as
+// it was (its SQLSTATE, message, detail and hint), with SPI left to the transaction's abort.
 template <typename Body>
 void Guarded(Raise* raise, Body&& body) noexcept {
+  BeginSpiCall();
+  if (GetDatabaseEncoding() != PG_UTF8) {
+    return SetRaise(raise, kStoreNotReady,
+                    "evident: the database's encoding is not UTF8: events are UTF-8 and stored "
+                    "unconverted, so evident_pg.so works in UTF8 databases only");
+  }
   bool connected = false;
   try {
     const PgError connect = PgCall(&ConnectC, nullptr);
     if (connect.failed) return SetRaise(raise, ERRCODE_INTERNAL_ERROR, connect.message);
     connected = true;
     const Status status = body();
-    if (!status.ok()) {
-      SetRaise(raise, SqlStateOf(status), "evident: " + status.ToString());
-    }
+    if (!status.ok()) SetRaise(raise, SqlStateOf(status), "evident: " + status.ToString());
   } catch (const std::bad_alloc&) {
     SetRaise(raise, ERRCODE_OUT_OF_MEMORY, "evident: out of memory");
   } catch (const std::exception& e) {
@@ -128,6 +142,17 @@ void Guarded(Raise* raise, Body&& body) noexcept {
   } catch (...) {
     SetRaise(raise, ERRCODE_INTERNAL_ERROR, "evident: internal error");
   }
+  const SpiCall& call = CurrentSpiCall();
+  if (call.server_error != nullptr) {
+    raise->set = true;
+    raise->rethrow = call.server_error;
+    return;
+  }
+  if (call.undo_needed) {
+    SetRaise(raise, ERRCODE_INTERNAL_ERROR,
+             "evident: a store transaction was rolled back after it wrote; the caller's "
+             "transaction must not commit");
+  }
   if (connected) {
     try {
       (void)PgCall(&FinishC, nullptr);
@@ -136,10 +161,41 @@ void Guarded(Raise* raise, Body&& body) noexcept {
   }
 }
 
+// The first schema of the search_path (the functions' own, by their SET clause) and which of
+// the store's tables it holds, from the catalog's caches: no statement.
+struct Probe {
+  bool found;
+  char schema[NAMEDATALEN];
+  bool has_store;
+  bool has_sets;
+};
+
+void ProbeC(void* arg) {
+  auto* probe = static_cast<Probe*>(arg);
+  List* path = fetch_search_path(false);
+  if (path == NIL) return;
+  const Oid space = linitial_oid(path);
+  list_free(path);
+  const char* name = get_namespace_name(space);
+  if (name == nullptr) return;
+  strlcpy(probe->schema, name, sizeof(probe->schema));
+  probe->has_store = OidIsValid(get_relname_relid("evident_schema", space));
+  probe->has_sets = OidIsValid(get_relname_relid("contract_set", space));
+  probe->found = true;
+}
+
 // The store of the functions' schema (their search_path), over SPI, at this module's layout.
-Result<std::unique_ptr<Store>> CallerStore(std::string* schema) {
+Result<std::unique_ptr<Store>> CallerStore(LayoutFound* where) {
   std::unique_ptr<Connection> connection = NewSpiConnection();
-  EVIDENT_ASSIGN_OR_RETURN(const LayoutFound found, LayoutOver(*connection));
+  Probe probe{.found = false, .schema = {}, .has_store = false, .has_sets = false};
+  if (const PgError e = PgCall(&ProbeC, &probe); e.failed) {
+    return Status::Internal("the search_path: " + e.message);
+  }
+  if (!probe.found) {
+    return Status::FailedPrecondition("the search_path names no schema that exists");
+  }
+  EVIDENT_ASSIGN_OR_RETURN(const LayoutFound found,
+                           LayoutIn(*connection, probe.schema, probe.has_store, probe.has_sets));
   if (found.layout == 0) {
     return Status::FailedPrecondition(
         "no evident store in schema \"" + found.schema +
@@ -154,22 +210,25 @@ Result<std::unique_ptr<Store>> CallerStore(std::string* schema) {
              ? ": run `evident store migrate` once every process runs this build"
              : ": install the functions of the evident that wrote it"));
   }
-  *schema = found.schema;
+  *where = found;
   return OpenStoreOver(std::move(connection));
 }
 
-// The backend's contract sets in hand, one per store schema it has appended to.
-StoredOutbox& OutboxFor(const std::string& schema) {
+// The backend's contract sets in hand, one per store schema and latest set it has appended
+// under: keyed by the set's digest too, so that a store created again in a schema of the same
+// name, with other contracts numbered alike, is never checked against the earlier one's.
+StoredOutbox& OutboxFor(const LayoutFound& found) {
   static auto* outboxes = new std::map<std::string, StoredOutbox>();
-  constexpr size_t kSchemasMax = 64;
-  if (outboxes->size() >= kSchemasMax && outboxes->count(schema) == 0) outboxes->clear();
-  return (*outboxes)[schema];
+  constexpr size_t kSetsMax = 64;
+  const std::string key = found.schema + '\n' + found.contracts_digest;
+  if (outboxes->size() >= kSetsMax && outboxes->count(key) == 0) outboxes->clear();
+  return (*outboxes)[key];
 }
 
 Result<OutboxDecision> Append(std::string_view event) {
-  std::string schema;
-  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, CallerStore(&schema));
-  StoredOutbox& stored = OutboxFor(schema);
+  LayoutFound found;
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, CallerStore(&found));
+  StoredOutbox& stored = OutboxFor(found);
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store->Begin());
   EVIDENT_ASSIGN_OR_RETURN(Outbox * outbox, stored.For(*tx));
   EVIDENT_ASSIGN_OR_RETURN(OutboxDecision decision,
@@ -233,8 +292,8 @@ void CompensateEntry(std::string_view key, std::string_view subject, std::string
                         .owner_source = std::string(owner),
                         .decision = std::string(decision_words)};
     if (has_version) c.owner_version = version;
-    std::string schema;
-    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, CallerStore(&schema));
+    LayoutFound found;
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, CallerStore(&found));
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store->Begin());
     EVIDENT_ASSIGN_OR_RETURN(*inserted, RecordOwnerCompensation(*tx, c, SystemClock().NowMs()));
     return tx->Commit();
@@ -256,8 +315,10 @@ extern "C" PGDLLEXPORT Datum evident_append(PG_FUNCTION_ARGS) {
   bytea* event = PG_GETARG_BYTEA_PP(0);
   evident::postgres::Raise raise;
   raise.set = false;
+  raise.rethrow = nullptr;
   int64_t seq = 0;
   evident::postgres::AppendEntry(BytesOf(event), &seq, &raise);
+  if (raise.rethrow != nullptr) ReThrowError(raise.rethrow);
   if (raise.set) ereport(ERROR, (errcode(raise.code), errmsg_internal("%s", raise.message)));
   PG_RETURN_INT64(seq);
 }
@@ -268,7 +329,9 @@ extern "C" PGDLLEXPORT Datum evident_try_append(PG_FUNCTION_ARGS) {
   evident::postgres::Raise raise;
   evident::postgres::TryOutcome out = {};
   raise.set = false;
+  raise.rethrow = nullptr;
   evident::postgres::TryAppendEntry(BytesOf(event), &out, &raise);
+  if (raise.rethrow != nullptr) ReThrowError(raise.rethrow);
   if (raise.set) ereport(ERROR, (errcode(raise.code), errmsg_internal("%s", raise.message)));
   auto* result = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
   Datum values[4] = {CStringGetTextDatum(out.outcome), CStringGetTextDatum(out.reason),
@@ -294,9 +357,11 @@ extern "C" PGDLLEXPORT Datum evident_compensate(PG_FUNCTION_ARGS) {
   const int64 version = has_version ? PG_GETARG_INT64(3) : 0;
   evident::postgres::Raise raise;
   raise.set = false;
+  raise.rethrow = nullptr;
   bool inserted = false;
   evident::postgres::CompensateEntry(BytesOf(key), BytesOf(subject), BytesOf(owner), has_version,
                                      version, BytesOf(decision), &inserted, &raise);
+  if (raise.rethrow != nullptr) ReThrowError(raise.rethrow);
   if (raise.set) ereport(ERROR, (errcode(raise.code), errmsg_internal("%s", raise.message)));
   PG_RETURN_BOOL(inserted);
 }

@@ -12,8 +12,7 @@ namespace {
 
 struct Caught {
   bool failed;
-  int code;
-  char* message;  // palloc'd in the caller's memory context
+  ErrorData* data;  // palloc'd in the caller's memory context
 };
 
 // No C++ object lives in this frame: ereport's longjmp lands in it and unwinds nothing.
@@ -24,11 +23,9 @@ void CallC(void (*fn)(void*), void* arg, Caught* caught) {
   PG_CATCH();
   {
     MemoryContextSwitchTo(context);
-    ErrorData* data = CopyErrorData();
+    caught->data = CopyErrorData();
     FlushErrorState();
     caught->failed = true;
-    caught->code = data->sqlerrcode;
-    caught->message = data->message;
   }
   PG_END_TRY();
 }
@@ -36,12 +33,13 @@ void CallC(void (*fn)(void*), void* arg, Caught* caught) {
 }  // namespace
 
 PgError PgCall(void (*fn)(void*), void* arg) {
-  Caught caught{.failed = false, .code = 0, .message = nullptr};
+  Caught caught{.failed = false, .data = nullptr};
   CallC(fn, arg, &caught);
   if (!caught.failed) return {};
   PgError error{.failed = true,
-                .sqlstate = unpack_sql_state(caught.code),
-                .message = caught.message != nullptr ? caught.message : "(no message)"};
+                .sqlstate = unpack_sql_state(caught.data->sqlerrcode),
+                .message = caught.data->message != nullptr ? caught.data->message : "(no message)",
+                .data = caught.data};
   return error;
 }
 

@@ -7,12 +7,19 @@
 
 #include <string>
 
+extern "C" {
+struct ErrorData;
+}
+
 namespace evident::postgres {
 
 struct PgError {
   bool failed = false;
   std::string sqlstate;  // five characters, e.g. "23505"
   std::string message;
+  // The error itself (palloc'd in the memory context of the call), to be raised again as it was
+  // (ReThrowError) once the C++ frames above it have returned.
+  ErrorData* data = nullptr;
 };
 
 PgError PgCall(void (*fn)(void*), void* arg);

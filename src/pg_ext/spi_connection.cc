@@ -7,12 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "pg_ext/pg_guard.h"
-
 extern "C" {
 #include <postgres.h>
 // postgres.h first
-#include <access/xact.h>
 #include <catalog/pg_type.h>
 #include <executor/spi.h>
 #include <nodes/params.h>
@@ -20,7 +17,7 @@ extern "C" {
 #include <parser/parse_param.h>
 #include <utils/lsyscache.h>
 #include <utils/memutils.h>
-#include <utils/resowner.h>
+#include <utils/plancache.h>
 }
 
 namespace evident::postgres {
@@ -38,6 +35,7 @@ struct Statement {
   SPIPlanPtr plan = nullptr;
   Oid* types = nullptr;  // kParamsMax entries, in TopMemoryContext
   int count = kParamsMax;
+  bool writes = false;  // an INSERT, UPDATE or DELETE, or a query with one in a WITH
 };
 
 void SetupParameters(ParseState* pstate, void* arg) {
@@ -78,6 +76,17 @@ void PlanC(Statement* statement, const char* sql) {
     elog(ERROR, "evident: cannot plan a statement: %s", SPI_result_code_string(SPI_result));
   }
   if (SPI_keepplan(plan) != 0) elog(ERROR, "evident: cannot keep a statement's plan");
+  statement->writes = false;
+  ListCell* source_cell = nullptr;
+  foreach (source_cell, SPI_plan_get_plan_sources(plan)) {
+    auto* source = static_cast<CachedPlanSource*>(lfirst(source_cell));
+    ListCell* query_cell = nullptr;
+    foreach (query_cell, source->query_list) {
+      const auto* query = static_cast<const Query*>(lfirst(query_cell));
+      statement->writes =
+          statement->writes || query->commandType != CMD_SELECT || query->hasModifyingCTE;
+    }
+  }
   statement->plan = plan;
 }
 
@@ -164,42 +173,10 @@ void FreeRowsC(void* arg) {
   run->cells = nullptr;
 }
 
-// The subtransaction a store transaction runs in, and where to return when it ends.
-struct Sub {
-  MemoryContext context;  // the function's: statements allocate there, not in the subxact's
-  ResourceOwner owner;    // the caller's
-};
-
-void BeginSubC(void* arg) {
-  auto* sub = static_cast<Sub*>(arg);
-  sub->context = CurrentMemoryContext;
-  sub->owner = CurrentResourceOwner;
-  BeginInternalSubTransaction(nullptr);
-  MemoryContextSwitchTo(sub->context);
-}
-
-void ReleaseSubC(void* arg) {
-  auto* sub = static_cast<Sub*>(arg);
-  ReleaseCurrentSubTransaction();
-  MemoryContextSwitchTo(sub->context);
-  CurrentResourceOwner = sub->owner;
-}
-
-void RollbackSubC(void* arg) {
-  auto* sub = static_cast<Sub*>(arg);
-  RollbackAndReleaseCurrentSubTransaction();
-  MemoryContextSwitchTo(sub->context);
-  CurrentResourceOwner = sub->owner;
-}
-
 bool IsBegin(const std::string& sql) { return sql.rfind("BEGIN", 0) == 0; }
 
 class SpiConnection final : public Connection {
  public:
-  ~SpiConnection() override {
-    if (in_sub_) (void)EndSub(false);
-  }
-
   void Send(const std::string& sql, const Params& params, Expect expect) override {
     (void)Execute(sql, params, expect, nullptr);
   }
@@ -216,19 +193,19 @@ class SpiConnection final : public Connection {
     const Status ran = Execute(sql, params, Expect(), &rows);
     EVIDENT_RETURN_IF_ERROR(std::exchange(unsynced_, Status::Ok()));
     EVIDENT_RETURN_IF_ERROR(ran);
-    assert(rows.has_value());
+    if (!rows) return Status::Internal("evident: a statement answered no rows");
     return std::move(*rows);
   }
   Status Sync() override { return std::exchange(unsynced_, Status::Ok()); }
-  bool broken() const override { return broken_; }
+  bool broken() const override { return refused_; }
   Status Reset() override {
-    if (in_sub_) EVIDENT_RETURN_IF_ERROR(EndSub(false));
-    aborted_ = false;
-    failure_ = Status::Ok();
+    in_transaction_ = false;
+    wrote_ = false;
     unsynced_ = Status::Ok();
     wanted_.clear();
-    return broken_ ? Status::Internal("evident: the server refused a subtransaction's end")
-                   : Status::Ok();
+    // After a refused statement nothing more runs in this call: the failure stays.
+    if (!refused_) failure_ = Status::Ok();
+    return failure_;
   }
   Result<PGconn*> Lend() override {
     return Status::FailedPrecondition(
@@ -242,8 +219,6 @@ class SpiConnection final : public Connection {
   Status Execute(const std::string& sql, const Params& params, const Expect& expect,
                  std::optional<Rowset>* rows);
   Status Control(const std::string& sql);
-  Status BeginSub();
-  Status EndSub(bool release);
   Status Record(Status status) {
     if (!status.ok() && failure_.ok()) failure_ = status;
     if (!status.ok() && unsynced_.ok()) unsynced_ = status;
@@ -257,45 +232,28 @@ class SpiConnection final : public Connection {
     return *statements;
   }
 
-  Sub sub_{};
-  bool in_sub_ = false;   // a store transaction's subtransaction is open
-  bool aborted_ = false;  // a statement of the open store transaction failed: the rest are not run
-  bool broken_ = false;   // a subtransaction could not be begun or ended: nothing more runs
-  Status unsynced_;       // the first failure since the last Sync, Fetch or Query
+  bool in_transaction_ = false;  // between a store transaction's BEGIN and its end
+  bool wrote_ = false;           // a statement of the open store transaction wrote
+  bool refused_ = false;         // the server refused a statement: nothing more runs
+  Status unsynced_;              // the first failure since the last Sync, Fetch or Query
   std::vector<Rowset> wanted_;
 };
 
-Status SpiConnection::BeginSub() {
-  if (const PgError e = PgCall(&BeginSubC, &sub_); e.failed) {
-    broken_ = true;
-    return Record(StatusOf(e.sqlstate, "cannot begin a subtransaction: " + std::string(e.message)));
-  }
-  in_sub_ = true;
-  return Status::Ok();
-}
-
-Status SpiConnection::EndSub(bool release) {
-  in_sub_ = false;
-  if (const PgError e = PgCall(release ? &ReleaseSubC : &RollbackSubC, &sub_); e.failed) {
-    broken_ = true;
-    return Record(StatusOf(e.sqlstate, "cannot end a subtransaction: " + std::string(e.message)));
-  }
-  return Status::Ok();
-}
-
 Status SpiConnection::Control(const std::string& sql) {
   if (IsBegin(sql)) {
-    if (in_sub_) EVIDENT_RETURN_IF_ERROR(EndSub(false));
-    aborted_ = false;
-    return BeginSub();
+    in_transaction_ = true;
+    wrote_ = false;
+    return Status::Ok();
   }
-  const bool commit = sql == "COMMIT";
-  assert((commit || sql == "ROLLBACK") && "a transaction statement SpiConnection does not know");
-  // A failed statement rolled the subtransaction back already: COMMIT then commits nothing (as
-  // a COMMIT of an aborted transaction answers ROLLBACK), and the transaction's failure says so.
-  aborted_ = false;
-  if (!in_sub_) return Status::Ok();
-  return EndSub(commit);
+  assert((sql == "COMMIT" || sql == "ROLLBACK") &&
+         "a transaction statement SpiConnection does not know");
+  // A rollback of writes that the caller's transaction still holds: only the caller's
+  // transaction can undo them, so the entry point raises an error (unless the server refused a
+  // statement, whose own error it raises).
+  if (sql == "ROLLBACK" && wrote_ && !refused_) CurrentSpiCall().undo_needed = true;
+  in_transaction_ = false;
+  wrote_ = false;
+  return Status::Ok();
 }
 
 Rowset SpiConnection::RowsOf(const Run& run) {
@@ -318,16 +276,15 @@ Rowset SpiConnection::RowsOf(const Run& run) {
 
 Status SpiConnection::Execute(const std::string& sql, const Params& params, const Expect& expect,
                               std::optional<Rowset>* rows) {
-  if (broken_) return Record(Status::Internal("evident: the server connection is broken"));
   if (!params.status().ok()) return Record(params.status());
   if (IsBegin(sql) || sql == "COMMIT" || sql == "ROLLBACK") return Control(sql);
-  if (aborted_) return failure_;
-  const bool own =
-      !in_sub_;  // a statement outside a store transaction: a subtransaction of its own
-  if (own) EVIDENT_RETURN_IF_ERROR(BeginSub());
+  if (refused_) return Record(failure_);
+  if (params.count() > kParamsMax) {
+    return Record(Status::Internal("evident: a statement with more than " +
+                                   std::to_string(kParamsMax) + " parameters"));
+  }
   Statement*& statement = Statements()[&sql];
   if (statement == nullptr) statement = new Statement();
-  assert(params.count() <= kParamsMax);
   Run run{.statement = statement,
           .sql = sql.c_str(),
           .param_count = params.count(),
@@ -340,12 +297,13 @@ Status SpiConnection::Execute(const std::string& sql, const Params& params, cons
           .cell_lengths = nullptr,
           .raw_bytes = nullptr,
           .processed = 0};
-  if (const PgError e = PgCall(&RunC, &run); e.failed) {
-    const Status failed = ExpectedStatusOf(e.sqlstate, e.message, expect);
-    (void)EndSub(false);  // the statement's subtransaction, as the server's transaction aborts
-    aborted_ = !own;
-    return Record(failed);
+  if (PgError e = PgCall(&RunC, &run); e.failed) {
+    refused_ = true;
+    SpiCall& call = CurrentSpiCall();
+    if (call.server_error == nullptr) call.server_error = e.data;
+    return Record(ExpectedStatusOf(e.sqlstate, std::move(e.message), expect));
   }
+  wrote_ = wrote_ || (in_transaction_ && statement->writes);
   if (rows != nullptr) {
     // Copied out with C++ allocations: freed first if one throws.
     try {
@@ -357,11 +315,17 @@ Status SpiConnection::Execute(const std::string& sql, const Params& params, cons
     }
   }
   (void)PgCall(&FreeRowsC, &run);
-  if (own) return EndSub(true);
   return Status::Ok();
 }
 
 }  // namespace
+
+SpiCall& CurrentSpiCall() {
+  static SpiCall call;
+  return call;
+}
+
+void BeginSpiCall() { CurrentSpiCall() = SpiCall(); }
 
 std::unique_ptr<Connection> NewSpiConnection() { return std::make_unique<SpiConnection>(); }
 

@@ -11,15 +11,19 @@
 namespace evident::postgres {
 
 // The store over `connection`, as it is: no schema created or migrated, no layout read (the
-// caller checks it, LayoutOver). It cannot wait for outbox rows (WaitForOutbox fails).
+// caller checks it, LayoutIn). It cannot wait for outbox rows (WaitForOutbox fails).
 std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection);
 
-// What a database holds, read over `connection` in one statement: the schema its unqualified
-// names resolve to (current_schema()) and the store's layout there (0: no evident store).
+// What a schema holds: its name, the store's layout there (0: no evident store), and the digest
+// of its latest contract set (empty: none).
 struct LayoutFound {
   std::string schema;
   int64_t layout = 0;
+  std::string contracts_digest;
 };
-Result<LayoutFound> LayoutOver(Connection& connection);
+// Read over `connection` in `schema`, whose tables the caller looked up itself (a statement
+// naming a table that is not there fails as it is planned): one statement, none without a store.
+Result<LayoutFound> LayoutIn(Connection& connection, std::string schema, bool has_store,
+                             bool has_sets);
 
 }  // namespace evident::postgres

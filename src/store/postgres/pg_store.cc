@@ -256,23 +256,20 @@ std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection) {
   return std::make_unique<PgStore>(std::move(session), "");
 }
 
-Result<LayoutFound> LayoutOver(Connection& connection) {
-  static const std::string kLayout =
-      "SELECT current_schema(), (SELECT max(version) FROM evident_schema)";
-  // A statement naming a table that is not there fails as it is planned: asked again, apart.
-  static const std::string kSchema =
-      "SELECT current_schema(), to_regclass('evident_schema') IS NOT NULL";
-  Result<Rowset> rows = connection.Query(kLayout, Params());
-  if (!rows.ok()) {
-    connection.ClearFailure();
-    EVIDENT_ASSIGN_OR_RETURN(const Rowset schema, connection.Query(kSchema, Params()));
-    if (schema.rows() != 1) return Status::Internal("PostgreSQL: no answer for the schema");
-    if (schema.Int(0, 1) != 0) return rows.status();  // the table is there: another failure
-    return LayoutFound{.schema = std::string(schema.Text(0, 0))};
-  }
-  if (rows->rows() != 1) return Status::Internal("PostgreSQL: no answer for the store's layout");
-  LayoutFound found{.schema = std::string(rows->Text(0, 0)), .layout = rows->Int(0, 1)};
-  EVIDENT_RETURN_IF_ERROR(rows->problem());
+Result<LayoutFound> LayoutIn(Connection& connection, std::string schema, bool has_store,
+                             bool has_sets) {
+  static const std::string kLayout = "SELECT max(version) FROM evident_schema";
+  static const std::string kLayoutAndSet =
+      "SELECT (SELECT max(version) FROM evident_schema),"
+      " (SELECT digest FROM contract_set ORDER BY version DESC LIMIT 1)";
+  LayoutFound found{.schema = std::move(schema)};
+  if (!has_store) return found;
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                           connection.Query(has_sets ? kLayoutAndSet : kLayout, Params()));
+  if (rows.rows() != 1) return Status::Internal("PostgreSQL: no answer for the store's layout");
+  found.layout = rows.Int(0, 0);
+  if (has_sets && !rows.IsNull(0, 1)) found.contracts_digest = std::string(rows.Text(0, 1));
+  EVIDENT_RETURN_IF_ERROR(rows.problem());
   return found;
 }
 
@@ -349,11 +346,13 @@ Result<std::string> CreateFunctions(PlainConnection& db, const std::string& libr
   EVIDENT_ASSIGN_OR_RETURN(const std::string name, db.Identifier(*schema));
   // Each function works on the store of the schema it is created in, whatever the caller's
   // search_path (its own SET clause): a caller that names the function reaches that store, and
-  // no table of another schema earlier on a caller's path is taken for the store's.
+  // no table of another schema earlier on a caller's path, nor a temporary one (pg_temp named
+  // last), is taken for the store's.
   for (const auto& f : kFunctions) {
     const std::string sql = std::string("CREATE OR REPLACE FUNCTION ") + name + "." + f[0] + "(" +
                             f[1] + ") RETURNS " + f[2] + " AS " + path + ", '" + f[0] +
-                            "' LANGUAGE C VOLATILE " + f[3] + " SET search_path = " + name;
+                            "' LANGUAGE C VOLATILE " + f[3] + " SET search_path = " + name +
+                            ", pg_temp";
     Result<std::optional<std::string>> created = db.Exec(sql.c_str());
     if (!created.ok()) {
       return created.status().Annotate(

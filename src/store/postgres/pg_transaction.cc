@@ -308,13 +308,10 @@ Status PgTransaction::Commit() {
     p.TextArray(text[4]).OptIntArray(number[0]).OptIntArray(number[1]).TextArray(text[5]);
     db.Send(kEvidenceRows, p);
   }
-  bool notify = outbox_appended_;
-  if (notify && db.InCallersTransaction()) {
-    // Inside the caller's transaction the relays hear of it only as the caller commits,
-    // wherever the NOTIFY is sent: sent now, it costs no statement of its own.
-    Notify(db);
-    notify = false;
-  }
+  // Not inside a caller's transaction (evident_pg.so): a NOTIFY there would take PostgreSQL's
+  // notify lock through the caller's commit (one appending transaction committing at a time,
+  // and PREPARE TRANSACTION refused); relays find those rows within their notify wait.
+  const bool notify = outbox_appended_ && !db.InCallersTransaction();
   const std::shared_ptr<Session> session = session_;  // End lets go of it
   const Status committed = End(kCommit);
   if (committed.ok() && notify) Notify(*session->connection);
