@@ -38,21 +38,10 @@ std::string Event(const std::string& id, int64_t schema_version, const std::stri
          std::to_string(schema_version) + R"(,"data":)" + data + "}";
 }
 
-// The module copied where the server's OS user can read it: the fixture's data directory
-// (scripts/postgres.sh keeps its path beside the URL), removed with the cluster.
+// The module copied where the server's OS user can read it.
 std::string ModuleOnServer() {
-  static const std::string path = [] {
-    const char* url_file = std::getenv("EVIDENT_TEST_POSTGRES_URL_FILE");
-    if (url_file == nullptr) return std::string();
-    std::string data;
-    std::getline(std::ifstream(fs::path(url_file).parent_path() / "data"), data);
-    const fs::path target =
-        fs::path(data) / ("evident_pg_test_" + std::to_string(getpid()) + ".so");
-    fs::copy_file(EVIDENT_PG_MODULE, target, fs::copy_options::overwrite_existing);
-    fs::permissions(target, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
-    return target.string();
-  }();
-  return path;
+  static const Result<std::string> path = CopyToTestServer(EVIDENT_PG_MODULE);
+  return path.ok() ? *path : std::string();
 }
 
 // One answer of the server: its SQLSTATE and primary message when it failed, else its rows.

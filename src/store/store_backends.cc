@@ -13,6 +13,9 @@
 #include "evident/store_sqlite.h"
 #include "evident/store_wrapper.h"
 #include "store/postgres/test_database.h"
+#ifdef EVIDENT_PG_SPI_TEST_MODULE
+#include "pg_ext/spi_proxy.h"
+#endif
 
 namespace evident {
 namespace {
@@ -182,6 +185,28 @@ Result<std::unique_ptr<Store>> OpenFaultOverPostgres(const fs::path& dir,
   return std::unique_ptr<Store>(new FaultStore(std::move(inner)));
 }
 
+#ifdef EVIDENT_PG_SPI_TEST_MODULE
+// The PostgreSQL store with every statement run inside the server over SPI, in the transaction of
+// the store's own libpq connection (pg_ext/spi_proxy.h): as evident_pg.so runs it inside a
+// caller's transaction. A schema per directory, as OpenPostgres.
+Result<std::unique_ptr<Store>> OpenPostgresSpi(const fs::path& dir, const StoreOptions& options) {
+  static const Result<std::string> module = CopyToTestServer(EVIDENT_PG_SPI_TEST_MODULE);
+  EVIDENT_RETURN_IF_ERROR(module.status());
+  const fs::path marker = dir / "postgres-schema";
+  std::string uri;
+  std::getline(std::ifstream(marker), uri);
+  if (uri.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(uri, FreshPostgresSchema(dir.filename().string()));
+    EVIDENT_RETURN_IF_ERROR(MigratePostgresStore(uri).status());
+    EVIDENT_RETURN_IF_ERROR(InstallSpiStatementFunction(uri, *module));
+    std::ofstream out(marker);
+    out << uri << "\n";
+    if (!out.flush()) return Status::IoError("cannot write " + marker.string());
+  }
+  return OpenSpiProxyStore(uri, options.deciders == StoreOptions::Deciders::kShared);
+}
+#endif
+
 }  // namespace
 
 std::vector<StoreBackend> StoreBackends() {
@@ -193,6 +218,9 @@ std::vector<StoreBackend> StoreBackends() {
       {"sqlite_connection_joined", &OpenSqliteConnectionJoined},
       {"postgresql", &OpenPostgres},
       {"fault_over_postgresql", &OpenFaultOverPostgres},
+#ifdef EVIDENT_PG_SPI_TEST_MODULE
+      {"postgresql_spi", &OpenPostgresSpi},
+#endif
   };
 }
 

@@ -73,6 +73,11 @@ class Rowset {
   explicit Rowset(Table table)
       : result_(nullptr, &PQclear), table_(std::make_unique<Table>(std::move(table))) {}
   int rows() const { return table_ ? table_->rows : PQntuples(result_.get()); }
+  int columns() const { return table_ ? table_->columns : PQnfields(result_.get()); }
+  // The column holds bytea values as their bytes (a Table's), not their text form.
+  bool RawBytes(int column) const {
+    return table_ && table_->raw_bytes[static_cast<size_t>(column)];
+  }
   bool IsNull(int row, int column) const {
     if (table_) return !Cell(row, column).has_value();
     return PQgetisnull(result_.get(), row, column) != 0;

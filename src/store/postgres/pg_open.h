@@ -12,7 +12,9 @@ namespace evident::postgres {
 
 // The store over `connection`, as it is: no schema created or migrated, no layout read (the
 // caller checks it, LayoutIn). It cannot wait for outbox rows (WaitForOutbox fails).
-std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection);
+// `deciders_shared`: consumers' locks taken shared (StoreOptions::deciders).
+std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection,
+                                     bool deciders_shared = false);
 
 // What a schema holds: its name, the store's layout there (0: no evident store), and the digest
 // of its latest contract set (empty: none).

@@ -250,9 +250,10 @@ class PgStore final : public Store {
 
 }  // namespace
 
-std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection) {
+std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection, bool deciders_shared) {
   auto session = std::make_shared<Session>();
   session->connection = std::move(connection);
+  session->deciders_shared = deciders_shared;
   return std::make_unique<PgStore>(std::move(session), "");
 }
 

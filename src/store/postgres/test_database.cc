@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <system_error>
 
 namespace evident {
 
@@ -54,6 +56,32 @@ Result<std::string> FreshPostgresSchema(const std::string& hint) {
   PQclear(result);
   if (!ok) return Status::Internal("cannot create schema " + schema + ": " + message);
   return url + "?options=-csearch_path%3D" + schema;
+}
+
+Result<std::string> CopyToTestServer(const std::string& path) {
+  namespace fs = std::filesystem;
+  const char* url_file = std::getenv("EVIDENT_TEST_POSTGRES_URL_FILE");
+  if (url_file == nullptr || url_file[0] == '\0') {
+    return Status::FailedPrecondition("EVIDENT_TEST_POSTGRES_URL_FILE is not set");
+  }
+  std::string data;
+  std::getline(std::ifstream(fs::path(url_file).parent_path() / "data"), data);
+  if (data.empty()) return Status::Unavailable("the tests' server keeps no data directory");
+  std::string name = fs::path(path).stem().string();
+  name += '_';
+  name += std::to_string(getpid());
+  name += fs::path(path).extension().string();
+  const fs::path target = fs::path(data) / name;
+  std::error_code error;
+  fs::copy_file(path, target, fs::copy_options::overwrite_existing, error);
+  if (!error) {
+    fs::permissions(target, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read,
+                    error);
+  }
+  if (error)
+    return Status::IoError("cannot copy " + path + " to " + target.string() + ": " +
+                           error.message());
+  return target.string();
 }
 
 }  // namespace evident

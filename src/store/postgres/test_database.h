@@ -18,4 +18,9 @@ Result<std::string> TestPostgresUrl();
 // reader find the schema of a test.
 Result<std::string> FreshPostgresSchema(const std::string& hint);
 
+// A copy of the file at `path` (a module of evident's) where the tests' server can read it: the
+// server's data directory (scripts/postgres.sh keeps its path beside the URL), so that it goes
+// with the cluster. Returns the copy's path.
+Result<std::string> CopyToTestServer(const std::string& path);
+
 }  // namespace evident
