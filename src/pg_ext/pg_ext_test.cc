@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -300,6 +301,37 @@ TEST_F(PgFunctions, TheServersOwnErrorsKeepTheirSqlstate) {
   ASSERT_TRUE(session_->Run("DROP OWNED BY " + schema + "_reader").ok());
   ASSERT_TRUE(session_->Run("DROP ROLE " + schema + "_reader").ok());
   EXPECT_EQ(Count("outbox"), "1");
+}
+
+// A schema-shaped bomb pushed as a contract: 40 $defs, each an allOf of two $refs to the next,
+// under unevaluatedProperties (2^40 paths memoization cannot share). An event under it is
+// decided inside the backend within the validation budget, and the backend serves on.
+TEST_F(PgFunctions, AnEventUnderASchemaBombIsDecidedWithinTheBudget) {
+  std::string schema = R"({"$ref":"#/$defs/d0","unevaluatedProperties":false,"$defs":{)";
+  for (int i = 0; i < 40; ++i) {
+    const std::string next = "\"#/$defs/d" + std::to_string(i + 1) + "\"";
+    schema += "\"d" + std::to_string(i) + R"(":{"allOf":[{"$ref":)" + next + R"(},{"$ref":)" +
+              next + "}]},";
+  }
+  schema += R"("d40":{"type":"object"}}})";
+  fs::create_directories(dir_ / "order.nested");
+  Write("order.nested/v1.schema.json", schema);
+  Push();
+  const std::string pid = session_->One("SELECT pg_backend_pid()");
+  const auto start = std::chrono::steady_clock::now();
+  const Answer a =
+      session_->Run("SELECT outcome, reason FROM evident_try_append($1)",
+                    {R"({"specversion":"1.0","id":"b1","source":"https://example.test/stock",)"
+                     R"("type":"order.nested","schemaversion":1,"data":{}})"});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(a.ok()) << a.message;
+  EXPECT_EQ(
+      a.rows,
+      (std::vector<std::vector<std::string>>{{"payload-invalid", "validation-budget-exceeded"}}));
+  EXPECT_LT(seconds, 30.0);
+  EXPECT_EQ(session_->One("SELECT pg_backend_pid()"), pid);
+  EXPECT_EQ(Count("outbox"), "0");
 }
 
 // Many events in one transaction of the caller's: each call's writes are the caller's own, all
