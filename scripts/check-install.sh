@@ -3,7 +3,8 @@
 # installed program, builds the installed C++ examples against the installed package
 # (find_package(evident)) and runs them, and builds a program with pkg-config's flags alone.
 # Exit 0 when all of it works; otherwise what failed, on standard error.
-#   scripts/check-install.sh BUILD_DIR
+#   scripts/check-install.sh BUILD_DIR   (with EVIDENT_TEST_POSTGRES_URL_FILE set, order_service runs
+#   on that PostgreSQL server too; ctest sets it)
 set -euo pipefail
 build=$(cd "$1" && pwd)
 work=$(mktemp -d /tmp/evident-install.XXXXXX)
@@ -55,6 +56,18 @@ out=$("$work/examples/orders_consumer" "$contracts" "$work/orders.db") || fail "
 case $out in *"ship order-417: denied"*) ;; *) fail "orders_consumer printed: $out" ;; esac
 out=$("$work/examples/order_service" "$contracts" "$work/service.db") || fail "order_service failed: $out"
 case $out in *"cancelled order-417 at version 3"*) ;; *) fail "order_service printed: $out" ;; esac
+# The same service on PostgreSQL (PostgresConnection), in a schema of its own on the tests'
+# server (ctest gives this test that server: EVIDENT_TEST_POSTGRES_URL_FILE).
+if [ -n "${EVIDENT_TEST_POSTGRES_URL_FILE:-}" ]; then
+  server=$(cat "$EVIDENT_TEST_POSTGRES_URL_FILE") || fail "no PostgreSQL URL in $EVIDENT_TEST_POSTGRES_URL_FILE"
+  psql=/usr/lib/postgresql/15/bin/psql
+  pg_schema="install_$$"
+  "$psql" "$server" -qAt -c "CREATE SCHEMA $pg_schema" >/dev/null || fail "cannot create a schema"
+  out=$("$work/examples/order_service" "$contracts" "$server?options=-csearch_path%3D$pg_schema") ||
+    fail "order_service on PostgreSQL failed: $out"
+  case $out in *"cancelled order-417 at version 3"*) ;; *) fail "order_service on PostgreSQL printed: $out" ;; esac
+  "$psql" "$server" -qAt -c "SET client_min_messages = warning" -c "DROP SCHEMA $pg_schema CASCADE" >/dev/null
+fi
 
 pc=$(find "$prefix" -name evident.pc | head -n 1)
 [ -n "$pc" ] || fail "no evident.pc installed"
