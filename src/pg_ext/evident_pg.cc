@@ -302,6 +302,18 @@ void CompensateEntry(std::string_view key, std::string_view subject, std::string
 
 }  // namespace evident::postgres
 
+// An assertion of evident's that fails inside a backend (evident is built with its assertions
+// on) ends that backend's session with FATAL, as PostgreSQL ends a session it cannot trust,
+// instead of abort(): after a backend aborts, the postmaster restarts every backend of the
+// cluster. Hidden: it answers the module's own assert() calls only (the server's are its own).
+extern "C" __attribute__((visibility("hidden"), noreturn)) void __assert_fail(
+    const char* assertion, const char* file, unsigned int line, const char* function) noexcept {
+  ereport(FATAL, (errcode(ERRCODE_INTERNAL_ERROR),
+                  errmsg_internal("evident: assertion failed: %s (%s:%u, %s)", assertion, file,
+                                  line, function)));
+  pg_unreachable();
+}
+
 namespace {
 
 std::string_view BytesOf(const struct varlena* value) {
