@@ -70,12 +70,22 @@ Result<int64_t> MigratePostgresStore(const std::string& uri);
 // store (SET search_path), whatever the caller's search_path. One transaction; the server loads
 // the module to check it. A superuser's step (C functions), apart from `store migrate`.
 // kNotFound when the database has no store there, kFailedPrecondition at another layout.
+struct PostgresFunctionsOptions {
+  // Empty: the functions run with their caller's rights (SECURITY INVOKER): a producer needs the
+  // store's grants (INSERT on outbox, ...), and could then insert without them. A role: they run
+  // with that role's rights (SECURITY DEFINER, owned by it; it must hold INSERT on outbox and
+  // SELECT on the store's tables), EXECUTE is revoked from PUBLIC, and a producer needs only
+  // USAGE on the schema and EXECUTE on the functions: none of the store's tables, so the
+  // checks cannot be gone around.
+  std::string definer;
+};
 struct PostgresFunctions {
   std::string schema;
   std::vector<std::string> names;
 };
 Result<PostgresFunctions> InstallPostgresFunctions(const std::string& uri,
-                                                   const std::string& library);
+                                                   const std::string& library,
+                                                   const PostgresFunctionsOptions& options = {});
 
 // The libpq connection of `transaction` (a transaction of a PostgreSQL store), for the caller's
 // own statements in that transaction, as SqliteConnection: a business row and an outbox row

@@ -45,11 +45,12 @@ int RunMigrate(const MigrateFlags& flags) {
 }
 
 struct InstallFunctionsFlags {
-  std::string store, library;
+  std::string store, library, definer;
 };
 
 int RunInstallFunctions(const InstallFunctionsFlags& flags) {
-  const Result<PostgresFunctions> done = InstallPostgresFunctions(flags.store, flags.library);
+  const Result<PostgresFunctions> done =
+      InstallPostgresFunctions(flags.store, flags.library, {.definer = flags.definer});
   if (!done.ok()) {
     std::cerr << "evident store install-functions: " << done.status().ToString() << "\n";
     return kExitUsage;
@@ -58,7 +59,11 @@ int RunInstallFunctions(const InstallFunctionsFlags& flags) {
   for (size_t i = 0; i < done->names.size(); ++i) {
     line += (i == 0 ? " " : ", ") + done->names[i];
   }
-  line += " in schema \"" + done->schema + "\" from " + flags.library + "\n";
+  line += " in schema \"" + done->schema + "\" from " + flags.library;
+  if (!flags.definer.empty()) {
+    line += ", running as \"" + flags.definer + "\" (EXECUTE revoked from PUBLIC)";
+  }
+  line += "\n";
   return WriteStdout(line) ? kExitOk : kExitUsage;
 }
 
@@ -74,6 +79,10 @@ void AddInstallFunctionsCommand(CLI::App& store, Runner& run) {
                   "evident_pg.so's absolute path on the database server (the Debian package "
                   "installs it as /usr/lib/evident/evident_pg.so), or $libdir/NAME")
       ->required();
+  cmd->add_option("--security-definer", flags->definer,
+                  "Run the functions with this role's rights (the store's owner), EXECUTE revoked "
+                  "from PUBLIC: producers then need only EXECUTE on them, and no grant on the "
+                  "store's tables, so the checks cannot be gone around");
   cmd->callback([flags, &run] { run = [flags] { return RunInstallFunctions(*flags); }; });
 }
 

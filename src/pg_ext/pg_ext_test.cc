@@ -334,6 +334,53 @@ TEST_F(PgFunctions, AnEventUnderASchemaBombIsDecidedWithinTheBudget) {
   EXPECT_EQ(Count("outbox"), "0");
 }
 
+// Installed with --security-definer: the functions run with the store owner's rights, and a
+// producer granted EXECUTE alone appends through them but cannot insert into the outbox itself;
+// a role without EXECUTE cannot call them.
+TEST_F(PgFunctions, SecurityDefinerFunctionsCannotBeGoneAround) {
+  const std::string schema = session_->One("SELECT current_schema()");
+  const std::string owner = schema + "_owner", producer = schema + "_producer",
+                    other = schema + "_other";
+  for (const std::string& role : {owner, producer, other}) {
+    ASSERT_TRUE(session_->Run("DROP ROLE IF EXISTS " + role).ok());
+    ASSERT_TRUE(session_->Run("CREATE ROLE " + role).ok());
+    ASSERT_TRUE(session_->Run("GRANT USAGE ON SCHEMA " + schema + " TO " + role).ok());
+  }
+  // Without the owner's grants the installation is refused, naming what is missing.
+  Result<PostgresFunctions> refused =
+      InstallPostgresFunctions(url_, ModuleOnServer(), {.definer = owner});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("lacks INSERT on outbox"), std::string::npos)
+      << refused.status().ToString();
+  ASSERT_TRUE(
+      session_
+          ->Run("GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA " + schema + " TO " + owner)
+          .ok());
+  ASSERT_TRUE(
+      session_->Run("GRANT USAGE ON ALL SEQUENCES IN SCHEMA " + schema + " TO " + owner).ok());
+  Result<PostgresFunctions> installed =
+      InstallPostgresFunctions(url_, ModuleOnServer(), {.definer = owner});
+  ASSERT_TRUE(installed.ok()) << installed.status().ToString();
+  ASSERT_TRUE(session_->Run("GRANT EXECUTE ON FUNCTION evident_append(bytea) TO " + producer).ok());
+
+  ASSERT_TRUE(session_->Run("SET ROLE " + producer).ok());
+  EXPECT_EQ(session_->One("SELECT evident_append($1)", {Event("d1", 1, R"({"sku":"a"})")}), "1");
+  EXPECT_EQ(session_->Run("SELECT evident_append($1)", {Event("d2", 1, "{}")}).sqlstate, "EV001");
+  Answer direct = session_->Run(
+      "INSERT INTO outbox(source, event_id, type, subject, event_partition, bytes, created_at_ms)"
+      " VALUES('s', 'forged', 't', 'x', 0, '\\x00', 0)");
+  EXPECT_EQ(direct.sqlstate, "42501") << direct.message;
+  ASSERT_TRUE(session_->Run("SET ROLE " + other).ok());
+  EXPECT_EQ(session_->Run("SELECT evident_append($1)", {Event("d3", 1, R"({"sku":"a"})")}).sqlstate,
+            "42501");
+  ASSERT_TRUE(session_->Run("RESET ROLE").ok());
+  EXPECT_EQ(Count("outbox"), "1");
+  for (const std::string& role : {owner, producer, other}) {
+    ASSERT_TRUE(session_->Run("DROP OWNED BY " + role).ok());
+    ASSERT_TRUE(session_->Run("DROP ROLE " + role).ok());
+  }
+}
+
 // Many events in one transaction of the caller's: each call's writes are the caller's own, all
 // committed together, with no subtransaction of evident's (a subtransaction that writes takes a
 // transaction id of its own, and past 64 of them every backend's snapshots overflow; the ids

@@ -329,10 +329,11 @@ constexpr const char* kFunctions[][4] = {
      "CALLED ON NULL INPUT"},
 };
 
-Result<std::string> CreateFunctions(PlainConnection& db, const std::string& library) {
+Result<std::string> CheckedSchema(PlainConnection& db) {
   EVIDENT_ASSIGN_OR_RETURN(std::optional<std::string> schema, db.Exec("SELECT current_schema()"));
-  if (!schema)
+  if (!schema) {
     return Status::FailedPrecondition("no schema: the search_path names none that exists");
+  }
   EVIDENT_ASSIGN_OR_RETURN(const int64_t layout, LayoutOf(db));
   if (layout == 0) {
     return Status::NotFound("no evident store in schema \"" + *schema +
@@ -343,17 +344,53 @@ Result<std::string> CreateFunctions(PlainConnection& db, const std::string& libr
         "the store has layout " + std::to_string(layout) + "; this build's functions work on " +
         std::to_string(kPostgresLayoutVersion) + " (`evident store migrate` first)");
   }
+  return *schema;
+}
+
+// The definer's rights the functions need, checked before they are created with them.
+Status CheckDefiner(PlainConnection& db, const std::string& role) {
+  EVIDENT_ASSIGN_OR_RETURN(const std::string literal, db.Literal(role));
+  const std::string sql =
+      "SELECT (SELECT count(*) FROM pg_roles WHERE rolname = " + literal + ")::text || ' ' || " +
+      "CASE WHEN EXISTS(SELECT 1 FROM pg_roles WHERE rolname = " + literal +
+      ") THEN (has_table_privilege(" + literal + ", 'outbox', 'INSERT') AND " +
+      "has_table_privilege(" + literal + ", 'contract_set', 'SELECT') AND " +
+      "has_table_privilege(" + literal + ", 'evident_schema', 'SELECT'))::text ELSE '' END";
+  EVIDENT_ASSIGN_OR_RETURN(const std::optional<std::string> found, db.Exec(sql.c_str()));
+  if (found.value_or("").rfind("0", 0) == 0) {
+    return Status::InvalidArgument("--security-definer: no role \"" + role + "\"");
+  }
+  if (found.value_or("") != "1 true") {
+    return Status::FailedPrecondition(
+        "--security-definer: role \"" + role +
+        "\" lacks INSERT on outbox or SELECT on contract_set or evident_schema; the functions "
+        "would run with its rights (the store's owner has them)");
+  }
+  return Status::Ok();
+}
+
+Result<std::string> CreateFunctions(PlainConnection& db, const std::string& library,
+                                    const PostgresFunctionsOptions& options) {
+  EVIDENT_ASSIGN_OR_RETURN(const std::string schema, CheckedSchema(db));
+  const bool definer = !options.definer.empty();
+  if (definer) EVIDENT_RETURN_IF_ERROR(CheckDefiner(db, options.definer));
   EVIDENT_ASSIGN_OR_RETURN(const std::string path, db.Literal(library));
-  EVIDENT_ASSIGN_OR_RETURN(const std::string name, db.Identifier(*schema));
+  EVIDENT_ASSIGN_OR_RETURN(const std::string name, db.Identifier(schema));
   // Each function works on the store of the schema it is created in, whatever the caller's
   // search_path (its own SET clause): a caller that names the function reaches that store, and
   // no table of another schema earlier on a caller's path, nor a temporary one (pg_temp named
-  // last), is taken for the store's.
+  // last, as PostgreSQL asks of a SECURITY DEFINER function), is taken for the store's.
   for (const auto& f : kFunctions) {
-    const std::string sql = std::string("CREATE OR REPLACE FUNCTION ") + name + "." + f[0] + "(" +
-                            f[1] + ") RETURNS " + f[2] + " AS " + path + ", '" + f[0] +
-                            "' LANGUAGE C VOLATILE " + f[3] + " SET search_path = " + name +
-                            ", pg_temp";
+    const std::string function = name + "." + f[0] + "(" + f[1] + ")";
+    std::string sql = "CREATE OR REPLACE FUNCTION " + function + " RETURNS " + f[2] + " AS " +
+                      path + ", '" + f[0] + "' LANGUAGE C VOLATILE " + f[3] +
+                      (definer ? " SECURITY DEFINER" : " SECURITY INVOKER") +
+                      " SET search_path = " + name + ", pg_temp";
+    if (definer) {
+      EVIDENT_ASSIGN_OR_RETURN(const std::string role, db.Identifier(options.definer));
+      sql += "; ALTER FUNCTION " + function + " OWNER TO " + role + "; REVOKE ALL ON FUNCTION " +
+             function + " FROM PUBLIC";
+    }
     Result<std::optional<std::string>> created = db.Exec(sql.c_str());
     if (!created.ok()) {
       return created.status().Annotate(
@@ -362,14 +399,15 @@ Result<std::string> CreateFunctions(PlainConnection& db, const std::string& libr
           "server's own OS user at that path)");
     }
   }
-  return *schema;
+  return schema;
 }
 
 }  // namespace
 }  // namespace postgres
 
 Result<PostgresFunctions> InstallPostgresFunctions(const std::string& uri,
-                                                   const std::string& library) {
+                                                   const std::string& library,
+                                                   const PostgresFunctionsOptions& options) {
   if (uri.rfind("postgresql://", 0) != 0 && uri.rfind("postgres://", 0) != 0) {
     return Status::InvalidArgument(
         "install-functions is for a PostgreSQL store (postgresql://...); a SQLite connection "
@@ -381,7 +419,7 @@ Result<PostgresFunctions> InstallPostgresFunctions(const std::string& uri,
   }
   EVIDENT_ASSIGN_OR_RETURN(postgres::PlainConnection db, postgres::PlainConnection::Open(uri));
   EVIDENT_RETURN_IF_ERROR(db.Exec("BEGIN").status());
-  Result<std::string> schema = postgres::CreateFunctions(db, library);
+  Result<std::string> schema = postgres::CreateFunctions(db, library, options);
   if (!schema.ok()) {
     (void)db.Exec("ROLLBACK");
     return schema.status();
