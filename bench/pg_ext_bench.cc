@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "append_rounds.h"
 #include "evident/store_postgres.h"
 #include "evident/stored_contracts.h"
-#include "median.h"
 #include "order_events.h"
 #include "shell.h"
 
@@ -141,28 +141,12 @@ int main(int argc, char** argv) {
       count, batch, rounds);
   constexpr const char* kEvident = "SELECT evident_append($1)";
   constexpr const char* kPlain = "INSERT INTO plain_outbox(bytes) VALUES($1)";
-  std::vector<double> ratios;
-  for (int round = 1; round <= rounds; ++round) {
-    const std::string plain_uri = FreshStore(server, "plain" + std::to_string(round), module);
-    const std::string evident_uri = FreshStore(server, "evident" + std::to_string(round), module);
-    double plain_s = 0, evident_s = 0;
-    if (round % 2 == 1) {
-      plain_s = Run(plain_uri, events, batch, kPlain);
-      evident_s = Run(evident_uri, events, batch, kEvident);
-    } else {
-      evident_s = Run(evident_uri, events, batch, kEvident);
-      plain_s = Run(plain_uri, events, batch, kPlain);
-    }
-    const double n = static_cast<double>(count);
-    ratios.push_back(plain_s / evident_s);
-    std::printf(
-        "round %d: plain INSERT %8.0f events/s | evident_append %8.0f events/s | "
-        "evident/plain %.3f | per event: plain %.1f us, evident %.1f us\n",
-        round, n / plain_s, n / evident_s, ratios.back(), plain_s / n * 1e6, evident_s / n * 1e6);
-    std::fflush(stdout);
-  }
-  std::printf("median ratio evident_append / plain INSERT : %.3f   (goal >= 0.5)\n",
-              evident::bench::Median(ratios));
+  const auto side = [&](const std::string& name, const char* sql) {
+    return [&, name, sql](int round) {
+      return Run(FreshStore(server, name + std::to_string(round), module), events, batch, sql);
+    };
+  };
+  evident::bench::AppendRounds(rounds, count, side("plain", kPlain), side("evident", kEvident));
   (void)evident::bench::Shell("bash " + script + " stop " + (dir / "server").string(), rc);
   fs::remove_all(dir);
   return 0;

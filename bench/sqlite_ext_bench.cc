@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "append_rounds.h"
 #include "evident/store_sqlite.h"
 #include "evident/stored_contracts.h"
-#include "median.h"
 #include "order_events.h"
 
 namespace {
@@ -126,26 +126,9 @@ int main(int argc, char** argv) {
       count, batch, rounds);
   constexpr const char* kEvident = "SELECT evident_append(?1)";
   constexpr const char* kPlain = "INSERT INTO plain_outbox(bytes) VALUES(?1)";
-  std::vector<double> ratios;
-  for (int round = 1; round <= rounds; ++round) {
-    double plain_s = 0, evident_s = 0;
-    if (round % 2 == 1) {
-      plain_s = Run(path, events, batch, kPlain);
-      evident_s = Run(path, events, batch, kEvident);
-    } else {
-      evident_s = Run(path, events, batch, kEvident);
-      plain_s = Run(path, events, batch, kPlain);
-    }
-    const double n = static_cast<double>(count);
-    ratios.push_back(plain_s / evident_s);
-    std::printf(
-        "round %d: plain INSERT %8.0f events/s | evident_append %8.0f events/s | "
-        "evident/plain %.3f | per event: plain %.1f us, evident %.1f us\n",
-        round, n / plain_s, n / evident_s, ratios.back(), plain_s / n * 1e6, evident_s / n * 1e6);
-    std::fflush(stdout);
-  }
-  std::printf("median ratio evident_append / plain INSERT : %.3f   (goal >= 0.5)\n",
-              evident::bench::Median(ratios));
+  evident::bench::AppendRounds(
+      rounds, count, [&](int) { return Run(path, events, batch, kPlain); },
+      [&](int) { return Run(path, events, batch, kEvident); });
   fs::remove_all(dir);
   return 0;
 }

@@ -162,18 +162,9 @@ same-backend True"
 log=$(cat "$data/server.log" 2>/dev/null || true)
 [[ "$log" != *"terminated by signal"* ]] || fail "a server process crashed: $(grep 'terminated by signal' <<<"$log")"
 
-# 9. Node with pg. Installed from the lock file (npm ci), again only when the lock changed; one
-#    test at a time installs (any_language_sqlite shares the directory).
+# 9. Node with pg (installed by tests/npm_ci.sh).
 node_dir="$root/examples/node"
-(
-  flock 9
-  if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.evident-lock" 2>/dev/null; then
-    # better-sqlite3's native part (SQLite itself) compiled unoptimised: 26 s rather than 70 s
-    # of one core, and these tests measure nothing of its speed.
-    (cd "$node_dir" && CFLAGS=-O0 CXXFLAGS=-O0 npm ci --no-audit --no-fund --loglevel=error >&2)
-    cp "$node_dir/package-lock.json" "$node_dir/node_modules/.evident-lock"
-  fi
-) 9>"$node_dir/.npm-install.lock"
+bash "$root/tests/npm_ci.sh" "$node_dir"
 node_service="node $node_dir/order_service_pg.js --url $url"
 out=$($node_service --order order-n --status paid)
 [[ "$out" =~ ^appended\ seq\ [0-9]+$ ]] || fail "node append: $out"

@@ -85,19 +85,9 @@ wait $second || fail "appender b: $(tail -1 "$dir/b")"
 [ "$(wc -l < "$dir/published.ndjson")" = 202 ] || fail "published: $(wc -l < "$dir/published.ndjson")"
 grep -qF "$event" "$dir/published.ndjson" || fail "the shell's event is not published as appended"
 # 8. Node with better-sqlite3, which bundles a SQLite of its own (a newer one than Debian's): the
-#    module runs on that one. Installed from the lock file (npm ci builds its native part here),
-#    again only when the lock changed.
+#    module runs on that one (installed by tests/npm_ci.sh, which builds its native part here).
 node_dir="$root/examples/node"
-# One test at a time installs (any_language_pg shares the directory).
-(
-  flock 9
-  if ! cmp -s "$node_dir/package-lock.json" "$node_dir/node_modules/.evident-lock" 2>/dev/null; then
-    # better-sqlite3's native part (SQLite itself) compiled unoptimised: 26 s rather than 70 s
-    # of one core, and these tests measure nothing of its speed.
-    (cd "$node_dir" && CFLAGS=-O0 CXXFLAGS=-O0 npm ci --no-audit --no-fund --loglevel=error >&2)
-    cp "$node_dir/package-lock.json" "$node_dir/node_modules/.evident-lock"
-  fi
-) 9>"$node_dir/.npm-install.lock"
+bash "$root/tests/npm_ci.sh" "$node_dir"
 node_service="node $node_dir/order_service_sqlite.js"
 out=$($node_service --store "$store" --module "$module" --order order-n --status paid)
 [[ "$out" =~ ^appended\ seq\ [0-9]+$ ]] || fail "node append: $out"

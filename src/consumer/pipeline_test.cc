@@ -10,6 +10,7 @@
 #include "evident/effects.h"
 #include "evident/store_memory.h"
 #include "evident/store_sqlite.h"
+#include "testing/schema_bomb.h"
 
 namespace evident {
 namespace {
@@ -590,18 +591,9 @@ TEST(PipelineBudget, PayloadBeyondTheStepBudgetHasItsOwnReason) {
   const fs::path dir = fs::temp_directory_path() / ("evident-budget-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "contracts" / "order.nested");
-  {
-    // 40 $defs, each an allOf of two $refs to the next, under unevaluatedProperties: 2^40 paths
-    // that memoization cannot share (each path's annotations count).
-    std::string schema = R"({"$ref":"#/$defs/d0","unevaluatedProperties":false,"$defs":{)";
-    for (int i = 0; i < 40; ++i) {
-      const std::string next = "\"#/$defs/d" + std::to_string(i + 1) + "\"";
-      schema += "\"d" + std::to_string(i) + R"(":{"allOf":[{"$ref":)" + next + R"(},{"$ref":)" +
-                next + "}]},";
-    }
-    schema += R"("d40":{"type":"object"}}})";
-    std::ofstream(dir / "contracts" / "order.nested" / "v1.schema.json") << schema;
-  }
+  // 2^40 allOf paths that memoization cannot share.
+  std::ofstream(dir / "contracts" / "order.nested" / "v1.schema.json")
+      << test_support::AllOfChainBomb(40);
   auto config = ConfigFromYaml(R"(
 contracts: contracts
 consumers:

@@ -19,6 +19,7 @@
 #include "evident/store_postgres.h"
 #include "evident/stored_contracts.h"
 #include "store/postgres/test_database.h"
+#include "testing/schema_bomb.h"
 
 namespace evident {
 namespace {
@@ -307,15 +308,8 @@ TEST_F(PgFunctions, TheServersOwnErrorsKeepTheirSqlstate) {
 // under unevaluatedProperties (2^40 paths memoization cannot share). An event under it is
 // decided inside the backend within the validation budget, and the backend serves on.
 TEST_F(PgFunctions, AnEventUnderASchemaBombIsDecidedWithinTheBudget) {
-  std::string schema = R"({"$ref":"#/$defs/d0","unevaluatedProperties":false,"$defs":{)";
-  for (int i = 0; i < 40; ++i) {
-    const std::string next = "\"#/$defs/d" + std::to_string(i + 1) + "\"";
-    schema += "\"d" + std::to_string(i) + R"(":{"allOf":[{"$ref":)" + next + R"(},{"$ref":)" +
-              next + "}]},";
-  }
-  schema += R"("d40":{"type":"object"}}})";
   fs::create_directories(dir_ / "order.nested");
-  Write("order.nested/v1.schema.json", schema);
+  Write("order.nested/v1.schema.json", test_support::AllOfChainBomb(40));
   Push();
   const std::string pid = session_->One("SELECT pg_backend_pid()");
   const auto start = std::chrono::steady_clock::now();
