@@ -51,25 +51,22 @@ class PlainConnection {
     return first;
   }
 
-  // `text` as an SQL identifier, quoted for this connection.
+  // `text` as an SQL identifier, or as a string literal, quoted for this connection.
   Result<std::string> Identifier(const std::string& text) {
-    char* quoted = PQescapeIdentifier(conn_.get(), text.data(), text.size());
-    if (quoted == nullptr) return Status::InvalidArgument("cannot quote: " + Error());
-    std::string out(quoted);
-    PQfreemem(quoted);
-    return out;
+    return Quoted(text, &PQescapeIdentifier);
   }
-  // `text` as an SQL string literal, quoted for this connection.
-  Result<std::string> Literal(const std::string& text) {
-    char* quoted = PQescapeLiteral(conn_.get(), text.data(), text.size());
-    if (quoted == nullptr) return Status::InvalidArgument("cannot quote: " + Error());
-    std::string out(quoted);
-    PQfreemem(quoted);
-    return out;
-  }
+  Result<std::string> Literal(const std::string& text) { return Quoted(text, &PQescapeLiteral); }
 
  private:
   explicit PlainConnection(PGconn* conn) : conn_(conn, &PQfinish) {}
+  Result<std::string> Quoted(const std::string& text,
+                             char* (*escape)(PGconn*, const char*, size_t)) {
+    char* quoted = escape(conn_.get(), text.data(), text.size());
+    if (quoted == nullptr) return Status::InvalidArgument("cannot quote: " + Error());
+    std::string out(quoted);
+    PQfreemem(quoted);
+    return out;
+  }
   std::string Error() const {
     std::string message = PQerrorMessage(conn_.get());
     while (!message.empty() && message.back() == '\n') message.pop_back();
