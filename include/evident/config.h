@@ -238,6 +238,11 @@ struct ConfigOptions {
   // parse meets goes here and the parse goes on with the next part (a consumer, an effect, a
   // projection step, a setting); the load then fails if any was recorded.
   std::vector<ConfigProblem>* problems = nullptr;
+  // Read the contracts directory and the profile file from these paths instead of the ones the
+  // file names (a stored consumer set rebuilt in a directory of its own: stored_consumers.h);
+  // empty: where the file names them.
+  std::string contracts_dir;
+  std::string profile_file;
 };
 
 // Reads and checks a configuration file: every consumer has a contract, every accepted

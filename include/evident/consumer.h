@@ -66,6 +66,11 @@ struct Decision {
   // The event's W3C traceparent (the trace a decision batch's span links to); empty when none.
   // Not part of the outcome line: the receipt keeps it (LedgerEntry::traceparent).
   std::string traceparent;
+  // Filled by Pipeline::DecideReading alone (stored_consumers.h' Decider), else empty: the event
+  // as the consumer reads it (the input's bytes, or a drained event's, with the payload its
+  // adapters wrote when it was read through adapters), and the schema version of that payload.
+  std::string read_event;
+  std::optional<int64_t> read_schema_version;
 };
 
 // Appends the decision as one JSON object (no newline).
@@ -121,6 +126,11 @@ class Pipeline {
   // subscribes to the event's type, answers unrouted (reason no-subscriber).
   Status DecideFor(Transaction& store, PreparedEvent& slot, std::string_view consumer,
                    int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
+  // DecideFor one consumer (`consumer` not empty), each decision also carrying the event as the
+  // consumer reads it (Decision::read_event, read_schema_version): what a service applies itself
+  // (evident_decide).
+  Status DecideReading(Transaction& store, PreparedEvent& slot, std::string_view consumer,
+                       int64_t index, int64_t now_ms, std::vector<Decision>& decisions);
 
   const Config& config() const;
   // For a projection set otherwise than by an applied event (a person's correction,

@@ -52,8 +52,9 @@ struct PostgresOptions {
 // refused until then, since other processes may still run the older program. A store of a newer
 // layout is refused (kFailedPrecondition) rather than misread.
 // Layout 6 added each receipt's trace context, layout 7 retention's runs and its index of closed
-// gaps, layout 8 contract sets kept in the store (store_contracts.h).
-inline constexpr int64_t kPostgresLayoutVersion = 8;
+// gaps, layout 8 contract sets kept in the store (store_contracts.h), layout 9 consumer sets
+// (stored_consumers.h).
+inline constexpr int64_t kPostgresLayoutVersion = 9;
 
 // Opens the store at a libpq connection URI ("postgresql://..." or "postgres://...").
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,

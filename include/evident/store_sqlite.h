@@ -56,8 +56,9 @@ struct SqliteOptions {
 // consumer groups, layout 10 each receipt's trace context (traceparent, tracestate), layout 11
 // retention's runs and its index of closed gaps (a store created at 11 or later also has
 // auto_vacuum=INCREMENTAL, so retention can give its space back), layout 12 contract sets kept
-// in the store (store_contracts.h).
-inline constexpr int64_t kSqliteLayoutVersion = 12;
+// in the store (store_contracts.h), layout 13 consumer sets kept in the store
+// (stored_consumers.h).
+inline constexpr int64_t kSqliteLayoutVersion = 13;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

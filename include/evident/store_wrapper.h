@@ -119,14 +119,15 @@ enum class StoreCall : uint8_t {
   kSpaceNow,
   kReturnSpace,
   kCompact,
-  // Contracts kept in the store (reads count the calls of both a Transaction and a Snapshot).
-  kPushContracts,
-  kLatestContractsVersion,
-  kContractsAt,
-  kContractsHistory,
+  // Contract and consumer sets kept in the store (reads count the calls of both a Transaction and
+  // a Snapshot).
+  kPushSet,
+  kLatestSetVersion,
+  kSetAt,
+  kSetHistory,
 };
 inline constexpr int kStoreCallCount = 94;
-static_assert(static_cast<int>(StoreCall::kContractsHistory) + 1 == kStoreCallCount,
+static_assert(static_cast<int>(StoreCall::kSetHistory) + 1 == kStoreCallCount,
               "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 
@@ -295,21 +296,21 @@ class TransactionWrapper : public Transaction {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kRecordRetention));
     return target_->RecordRetention(run);
   }
-  Result<int64_t> PushContracts(const StoredContracts& contracts) override {
-    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kPushContracts));
-    return target_->PushContracts(contracts);
+  Result<int64_t> PushSet(SetKind kind, const StoredContracts& set) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kPushSet));
+    return target_->PushSet(kind, set);
   }
-  Result<int64_t> LatestContractsVersion() override {
-    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLatestContractsVersion));
-    return target_->LatestContractsVersion();
+  Result<int64_t> LatestSetVersion(SetKind kind) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLatestSetVersion));
+    return target_->LatestSetVersion(kind);
   }
-  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
-    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kContractsAt));
-    return target_->ContractsAt(version);
+  Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kSetAt));
+    return target_->SetAt(kind, version);
   }
-  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
-    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kContractsHistory));
-    return target_->ContractsHistory(rows_max);
+  Result<std::vector<StoredContracts>> SetHistory(SetKind kind, int64_t rows_max) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kSetHistory));
+    return target_->SetHistory(kind, rows_max);
   }
   Result<Rows<OutboxRow>> ClaimOutbox(int64_t rows_max, int64_t partitions_max, int64_t hold_ms,
                                       int64_t now_ms) override {
@@ -508,17 +509,17 @@ class SnapshotWrapper : public Snapshot {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLatestRetention));
     return target_->LatestRetention();
   }
-  Result<int64_t> LatestContractsVersion() override {
-    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLatestContractsVersion));
-    return target_->LatestContractsVersion();
+  Result<int64_t> LatestSetVersion(SetKind kind) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLatestSetVersion));
+    return target_->LatestSetVersion(kind);
   }
-  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
-    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kContractsAt));
-    return target_->ContractsAt(version);
+  Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kSetAt));
+    return target_->SetAt(kind, version);
   }
-  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
-    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kContractsHistory));
-    return target_->ContractsHistory(rows_max);
+  Result<std::vector<StoredContracts>> SetHistory(SetKind kind, int64_t rows_max) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kSetHistory));
+    return target_->SetHistory(kind, rows_max);
   }
   Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override {

@@ -85,6 +85,17 @@ struct ContractsPush {
 Result<ContractsPush> PushContractsDir(Store& store, const std::string& dir,
                                        const ContractsPushOptions& options, int64_t now_ms);
 
+// The files a set keeps of the directory `dir`: every .json, .yaml and .yml below it (hidden
+// ones aside), by path relative to `dir`, within the options' files_max and bytes_max. A link
+// is a finding (SYMLINK), so is a file that is not UTF-8 (FILE_NOT_UTF8) or a bound passed
+// (TOO_MANY_FILES, and `cut` set: the files read are then not the directory).
+Result<std::map<std::string, std::string>> ReadSetFiles(const std::string& dir,
+                                                        const ContractsPushOptions& options,
+                                                        std::vector<LintFinding>& findings,
+                                                        bool& cut);
+// The files as a set keeps them (StoredContracts::files).
+std::string SetFilesJson(const std::map<std::string, std::string>& files);
+
 // The files of a set (path in the directory -> text).
 Result<std::map<std::string, std::string>> FilesOf(const StoredContracts& contracts);
 // The Outbox options a set stands for: its files and settings.

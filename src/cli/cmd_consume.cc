@@ -15,6 +15,7 @@
 #include "evident/consumer.h"
 #include "evident/group.h"
 #include "evident/registry.h"
+#include "evident/stored_consumers.h"
 
 namespace evident::cli {
 namespace {
@@ -377,6 +378,17 @@ int RunConsume(const ConsumeFlags& flags) {
                                    : Result<std::unique_ptr<Store>>(std::unique_ptr<Store>());
   if (!store.ok()) {
     std::cerr << "evident consume: " << store.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  // Once the store keeps consumers, it decides with its own: a file that differs is refused.
+  const Status same = *store != nullptr ? CheckConfigAgainstStore(**store, flags.config) : [&] {
+    // A group member opens its own connections (and says why it cannot): this one only reads,
+    // and is closed again.
+    Result<std::unique_ptr<Store>> view = OpenConsumeStore(flags);
+    return view.ok() ? CheckConfigAgainstStore(**view, flags.config) : Status::Ok();
+  }();
+  if (!same.ok()) {
+    std::cerr << "evident consume: " << same.ToString() << "\n";
     return kExitUsage;
   }
   Result<std::unique_ptr<OtlpTracer>> tracer = OpenTracer(flags.otlp_endpoint, &config);

@@ -10,6 +10,7 @@
 #include "evident/consumer.h"
 #include "evident/registry.h"
 #include "evident/serve.h"
+#include "evident/stored_consumers.h"
 #include "json/files.h"
 
 namespace evident::cli {
@@ -110,6 +111,8 @@ int RunServe(const ServeFlags& flags) {
   if (!pipeline.ok()) return Fail(pipeline.status());
   auto store = OpenServeStore(flags, false);
   if (!store.ok()) return Fail(store.status());
+  // Once the store keeps consumers, it decides with its own: a file that differs is refused.
+  if (Status same = CheckConfigAgainstStore(**store, flags.config); !same.ok()) return Fail(same);
   options.body_bytes_max = static_cast<size_t>(flags.body_bytes_max);
   options.connections_max = static_cast<unsigned>(flags.connections_max);
   options.read_timeout_s = static_cast<unsigned>(flags.read_timeout_s);

@@ -123,6 +123,7 @@ void AddEvidenceCommands(CLI::App& app, Runner& run);  // evidence, gaps, guard
 void AddContractEvolutionCommands(CLI::App& app, Runner& run);
 // `contracts push|list|show`: contracts kept in a store (cmd_contracts.cc).
 void AddContractStoreCommands(CLI::App& app, Runner& run);
+void AddConsumerStoreCommands(CLI::App& app, Runner& run);
 // `outbox append|stats|list` (cmd_outbox.cc).
 void AddOutboxCommands(CLI::App& app, Runner& run);
 void AddRelayCommand(CLI::App& app, Runner& run);

@@ -194,6 +194,7 @@ int main(int argc, char** argv) {
   AddEvidenceCommands(app, run);
   AddContractEvolutionCommands(app, run);
   AddContractStoreCommands(app, run);
+  AddConsumerStoreCommands(app, run);
   AddOutboxCommands(app, run);
   AddRelayCommand(app, run);
   AddQuarantineCommands(app, run);

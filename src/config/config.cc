@@ -574,7 +574,7 @@ void ParseHttp(const std::string& origin, const YAML::Node& node, const std::str
 
 // The envelope profile: a built-in one by name, or one from a file, not both.
 void ParseProfile(const std::string& origin, const YAML::Node& root, const std::string& base_dir,
-                  Config& config) {
+                  const ConfigOptions& options, Config& config) {
   if (root["profile"]) {
     auto profile = Profile::Named(root["profile"].as<std::string>());
     if (!profile.ok()) Fail(origin, root["profile"], profile.status().message());
@@ -584,6 +584,7 @@ void ParseProfile(const std::string& origin, const YAML::Node& root, const std::
     if (root["profile"]) Fail(origin, root["profile_file"], "give 'profile' or 'profile_file'");
     const fs::path file = root["profile_file"].as<std::string>();
     config.profile_file = (file.is_absolute() ? file : fs::path(base_dir) / file).string();
+    if (!options.profile_file.empty()) config.profile_file = options.profile_file;
     auto profile = LoadProfileFile(config.profile_file);
     if (!profile.ok()) Fail(origin, root["profile_file"], profile.status().message());
     config.profile = std::move(profile).value();
@@ -614,7 +615,7 @@ void ParseTracing(const std::string& origin, const YAML::Node& node, TracingConf
 // Everything but the consumers: the known keys only, the contracts directory (resolved against
 // `base_dir`), the envelope profile and the limits.
 void ParseSettings(const std::string& origin, const YAML::Node& root, const std::string& base_dir,
-                   Config& config, Sink& sink) {
+                   const ConfigOptions& options, Config& config, Sink& sink) {
   if (!root.IsMap()) Fail(origin, root, "the configuration must be a mapping");
   for (const auto& item : root) {
     sink.Attempt(origin, [&] {
@@ -632,8 +633,9 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
     config.contracts_dir = (contracts.is_absolute() ? contracts : fs::path(base_dir) / contracts)
                                .lexically_normal()
                                .string();
+    if (!options.contracts_dir.empty()) config.contracts_dir = options.contracts_dir;
   });
-  sink.Attempt(origin, [&] { ParseProfile(origin, root, base_dir, config); });
+  sink.Attempt(origin, [&] { ParseProfile(origin, root, base_dir, options, config); });
   ParseLimits(origin, root, config, sink);
   if (root["http"]) {
     sink.Attempt(origin, [&] { ParseHttp(origin, root["http"], base_dir, config.http); });
@@ -981,7 +983,7 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
   if (!loaded.ok()) return Problems(origin, sink);
   const YAML::Node root = std::move(loaded).value();
   EVIDENT_RETURN_IF_ERROR(sink.Add(origin, CatchParseErrors(origin, [&] {
-                                     ParseSettings(origin, root, base_dir, config, sink);
+                                     ParseSettings(origin, root, base_dir, options, config, sink);
                                      return Status::Ok();
                                    })));
   if (config.contracts_dir.empty()) return Problems(origin, sink);

@@ -428,6 +428,43 @@ void WroteJson(const StepWrites& writes, std::string& out) {
   least.BeginObject().Key("truncated_bytes").Int(static_cast<int64_t>(full_bytes)).EndObject();
 }
 
+// `raw` (the bytes `event` was parsed from) with the payload at `data_pointer` replaced by
+// `payload` (JSON text): the event as a consumer that reads it through adapters sees it. Members
+// keep their order; only the members on the pointer's path are rewritten.
+void WriteReplaced(json::Writer& w, simdjson::dom::element at, const std::vector<std::string>& path,
+                   size_t depth, std::string_view payload) {
+  simdjson::dom::object object;
+  if (depth == path.size() || at.get(object) != simdjson::SUCCESS) {
+    w.Raw(depth == path.size() ? payload : simdjson::to_string(at));
+    return;
+  }
+  w.BeginObject();
+  bool found = false;
+  for (const auto field : object) {
+    w.Key(field.key);
+    const bool on_path = field.key == path[depth];
+    found = found || on_path;
+    on_path ? WriteReplaced(w, field.value, path, depth + 1, payload)
+            : void(w.Raw(simdjson::to_string(field.value)));
+  }
+  if (!found && depth + 1 == path.size()) w.Key(path[depth]).Raw(payload);
+  w.EndObject();
+}
+
+std::string ReplacePayload(std::string_view raw, std::string_view data_pointer,
+                           std::string_view payload) {
+  std::vector<std::string> path;
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (!json::SplitPointer(data_pointer, path) || parser.parse(raw.data(), raw.size()).get(root)) {
+    return std::string(raw);  // a parsed event always parses again; the profile's pointer holds
+  }
+  std::string out;
+  json::Writer w(out);
+  WriteReplaced(w, root, path, 0, payload);
+  return out;
+}
+
 // One (event, consumer) decision in the making: what the ordered, unordered, defer and duplicate
 // paths share.
 struct Delivery {
@@ -464,6 +501,7 @@ struct Pipeline::Impl {
   EvidenceRecord evidence_scratch;
   Projection projection_scratch;
   int64_t outbox_partition_count = 1;  // of the reports a decision appends (conflicts)
+  bool reading = false;                // DecideReading: drained decisions carry their events
 
   void Check(const ConsumerState& consumer, const EventView& event, Verdict& v) const;
   static void CheckAdapted(const ConsumerState& consumer, const AdapterRoute& route,
@@ -818,6 +856,13 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
     d.drained = true;
     if (route != nullptr) d.adapter = route->name;
     d.traceparent.assign(reread.event.traceparent.value_or(std::string_view()));
+    if (reading) {
+      d.read_event = route == nullptr
+                         ? next->raw
+                         : ReplacePayload(next->raw, envelope_options.profile.data_pointer,
+                                          drain_verdict.adapted.json);
+      d.read_schema_version = route == nullptr ? next->schema_version : route->target_version;
+    }
     decisions.push_back(std::move(d));
   }
   return Status::Ok();
@@ -1653,6 +1698,32 @@ void Pipeline::AddKeys(const PreparedEvent& slot, BatchKeys& keys) const {
     keys.ledger.push_back(LedgerKey{consumer, std::string(event.source), std::string(event.id)});
     if (event.subject) keys.subjects.push_back(SubjectKey{consumer, std::string(*event.subject)});
   }
+}
+
+Status Pipeline::DecideReading(Transaction& store, PreparedEvent& slot, std::string_view consumer,
+                               int64_t index, int64_t now_ms, std::vector<Decision>& decisions) {
+  assert(!consumer.empty());
+  Impl& impl = *impl_;
+  const size_t first = decisions.size();
+  impl.reading = true;
+  const Status decided = DecideFor(store, slot, consumer, index, now_ms, decisions);
+  impl.reading = false;
+  EVIDENT_RETURN_IF_ERROR(decided);
+  if (decisions.size() == first) return Status::Ok();
+  const PreparedEvent::Impl& p = *slot.impl_;
+  Decision& own = decisions[first];
+  own.read_event.assign(p.bytes);
+  for (size_t i = 0; i < impl.consumers.size(); ++i) {
+    if (impl.consumers[i].config->contract.id != consumer || !p.verdicts[i].routed) continue;
+    const Verdict& verdict = p.verdicts[i];
+    if (verdict.schema_version_read) own.read_schema_version = verdict.schema_version;
+    if (verdict.adapted.route != nullptr && verdict.adapted.data.has_value()) {
+      own.read_event =
+          ReplacePayload(p.bytes, impl.envelope_options.profile.data_pointer, verdict.adapted.json);
+      own.read_schema_version = verdict.adapted.route->target_version;
+    }
+  }
+  return Status::Ok();
 }
 
 Status Pipeline::DecideFor(Transaction& store, PreparedEvent& slot, std::string_view only,

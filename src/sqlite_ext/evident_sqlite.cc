@@ -10,6 +10,11 @@
 //                                        for a refused event
 //   evident_compensate(key, subject, owner_source, owner_version, decision)
 //                                     -> 1 inserted, 0 already there (seed 002's owner side)
+//   evident_decide(consumer, event)   -> a JSON array: the events to apply now, in order (the
+//                                        input's own decision first, then each deferred event it
+//                                        made applicable), decided with the store's consumer set
+//                                        (stored_consumers.h); every decision is written in the
+//                                        caller's transaction
 //
 // Every call runs inside the caller's transaction (BEGIN IMMEDIATE ... COMMIT): a call outside
 // one is refused, since a failing statement in autocommit mode would not undo a write made
@@ -22,16 +27,21 @@
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
 
+#include <simdjson.h>
+
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "core/base64.h"
 #include "evident/clock.h"
 #include "evident/outbox.h"
 #include "evident/store_sqlite.h"
+#include "evident/stored_consumers.h"
 #include "evident/stored_contracts.h"
 #include "json/writer.h"
 
@@ -42,6 +52,7 @@ namespace {
 // again when a call's transaction sees a newer set (StoredOutbox), never stale.
 struct ConnectionState {
   StoredOutbox outbox;
+  Decider decider;
   SqliteConnectionCache layout;  // what the store learnt of the file, by its schema cookie
 };
 
@@ -182,6 +193,56 @@ void CompensateFunction(sqlite3_context* context, int, sqlite3_value** args) {
   });
 }
 
+// The answer of evident_decide: one object per event to apply, in order.
+std::string DecidedJson(const std::vector<DecidedEvent>& events) {
+  std::string out;
+  json::Writer w(out);
+  w.BeginArray();
+  int64_t position = 0;
+  for (const DecidedEvent& e : events) {
+    const Decision& d = e.decision;
+    w.BeginObject().Key("position").Int(++position).Field("outcome", OutcomeName(d.outcome));
+    w.Key("reason");
+    d.reason.empty() ? w.Null() : w.String(d.reason);
+    w.Field("key", d.key).Field("subject", d.subject).Key("subject_version");
+    d.subject_version ? w.Int(*d.subject_version) : w.Null();
+    w.Key("schema_version");
+    e.schema_version ? w.Int(*e.schema_version) : w.Null();
+    if (simdjson::validate_utf8(e.event.data(), e.event.size())) {
+      w.Field("event", e.event);
+    } else {
+      std::string encoded;
+      AppendBase64(e.event, encoded);
+      w.Field("event_base64", encoded);
+    }
+    w.Field("drained", d.drained).Key("adapter");
+    d.adapter.empty() ? w.Null() : w.String(d.adapter);
+    if (!d.message.empty()) w.Field("message", d.message);
+    w.EndObject();
+  }
+  w.EndArray();
+  return out;
+}
+
+void DecideFunction(sqlite3_context* context, int, sqlite3_value** args) {
+  Guarded(context, [&] {
+    auto* state = static_cast<ConnectionState*>(sqlite3_user_data(context));
+    const auto decide = [&]() -> Result<std::vector<DecidedEvent>> {
+      EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store,
+                               CallerStore(context, "evident_decide"));
+      EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store->Begin());
+      EVIDENT_ASSIGN_OR_RETURN(std::vector<DecidedEvent> events,
+                               state->decider.Decide(*tx, TextArgument(args[0]),
+                                                     TextArgument(args[1]), SystemClock().NowMs()));
+      EVIDENT_RETURN_IF_ERROR(tx->Commit());
+      return events;
+    }();
+    if (!decide.ok()) return FailStatus(context, decide.status());
+    const std::string out = DecidedJson(*decide);
+    sqlite3_result_text(context, out.data(), static_cast<int>(out.size()), SQLITE_TRANSIENT);
+  });
+}
+
 void DeleteState(void* state) { delete static_cast<ConnectionState*>(state); }
 
 }  // namespace
@@ -199,7 +260,8 @@ extern "C" __attribute__((visibility("default"))) int sqlite3_evidentsqlite_init
   };
   static const Function kFunctions[] = {{"evident_append", 1, &evident::AppendFunction},
                                         {"evident_try_append", 1, &evident::TryAppendFunction},
-                                        {"evident_compensate", 5, &evident::CompensateFunction}};
+                                        {"evident_compensate", 5, &evident::CompensateFunction},
+                                        {"evident_decide", 2, &evident::DecideFunction}};
   for (const Function& f : kFunctions) {
     auto* state = new (std::nothrow) evident::ConnectionState();
     // On failure SQLite calls the destructor itself (sqlite3_create_function_v2).

@@ -95,7 +95,9 @@ bool Kept(const fs::path& path) {
 // counts toward files_max, and a file is measured before it is read. A link is a finding: a set
 // holds files, and the loader and lint would follow a link the walk does not. Sets `cut` when a
 // bound stopped the walk (the files read are then not the directory).
-Result<Files> ReadDirFiles(const std::string& dir, const ContractsPushOptions& options,
+}  // namespace
+
+Result<Files> ReadSetFiles(const std::string& dir, const ContractsPushOptions& options,
                            std::vector<LintFinding>& findings, bool& cut) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::NotFound("no contracts directory at " + dir);
@@ -135,6 +137,8 @@ Result<Files> ReadDirFiles(const std::string& dir, const ContractsPushOptions& o
   if (ec) return Status::IoError("cannot list " + dir + ": " + ec.message());
   return files;
 }
+
+namespace {
 
 // The mode of each type: compatibility.yaml's `types`, else its `default`, else backward.
 struct Modes {
@@ -197,7 +201,9 @@ std::map<std::string, std::map<int64_t, std::string>> SchemaPaths(const Files& f
   return out;
 }
 
-std::string FilesJson(const Files& files) {
+}  // namespace
+
+std::string SetFilesJson(const Files& files) {
   std::string out;
   json::Writer w(out);
   w.BeginObject();
@@ -205,6 +211,8 @@ std::string FilesJson(const Files& files) {
   w.EndObject();
   return out;
 }
+
+namespace {
 
 // Every JSON file the latest set holds stays, byte for byte: a schema version, and any file a
 // schema may $ref (a change there would change the versions already pushed).
@@ -390,11 +398,11 @@ Result<ContractsPush> PushContractsDir(Store& store, const std::string& dir,
   EVIDENT_RETURN_IF_ERROR(ProfileOf(options.settings).status());
   ContractsPush push;
   bool cut = false;
-  EVIDENT_ASSIGN_OR_RETURN(const Files files, ReadDirFiles(dir, options, push.findings, cut));
+  EVIDENT_ASSIGN_OR_RETURN(const Files files, ReadSetFiles(dir, options, push.findings, cut));
   push.files = static_cast<int64_t>(files.size());
   // The set to keep; its number and time are given when it is pushed.
   StoredContracts candidate{.settings = AppendSettingsJson(options.settings),
-                            .files = FilesJson(files)};
+                            .files = SetFilesJson(files)};
   candidate.digest = Sha256Digest(candidate.files + "\n" + candidate.settings);
   push.digest = candidate.digest;
   std::optional<StoredContracts> latest;
@@ -411,7 +419,7 @@ Result<ContractsPush> PushContractsDir(Store& store, const std::string& dir,
   // Lint and the loader read the directory again: what they checked must be what is kept.
   std::vector<LintFinding> ignored;
   bool cut_again = false;
-  EVIDENT_ASSIGN_OR_RETURN(const Files again, ReadDirFiles(dir, options, ignored, cut_again));
+  EVIDENT_ASSIGN_OR_RETURN(const Files again, ReadSetFiles(dir, options, ignored, cut_again));
   if (again != files) {
     return Status::Aborted(dir + " changed while it was checked; push again");
   }

@@ -103,10 +103,10 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "space-now",
     "return-space",
     "compact",
-    "push-contracts",
-    "latest-contracts-version",
-    "contracts-at",
-    "contracts-history",
+    "push-set",
+    "latest-set-version",
+    "set-at",
+    "set-history",
 };
 
 }  // namespace

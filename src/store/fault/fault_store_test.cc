@@ -103,10 +103,10 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kSpaceNow,
     StoreCall::kReturnSpace,
     StoreCall::kCompact,
-    StoreCall::kPushContracts,
-    StoreCall::kLatestContractsVersion,
-    StoreCall::kContractsAt,
-    StoreCall::kContractsHistory,
+    StoreCall::kPushSet,
+    StoreCall::kLatestSetVersion,
+    StoreCall::kSetAt,
+    StoreCall::kSetHistory,
 };
 static_assert(std::size(kEveryCall) == kStoreCallCount);
 
@@ -214,7 +214,7 @@ Status Transact(Transaction& tx, StoreCall call) {
       return tx.RemoveRetained(RetainedRows{}, 10).status();
     case StoreCall::kRecordRetention:
       return tx.RecordRetention(RetentionRun{.at_ms = 20, .horizon_ms = 10});
-    case StoreCall::kPushContracts:
+    case StoreCall::kPushSet:
       return tx.PushContracts(StoredContracts{.version = 1, .settings = "{}", .files = "{}"})
           .status();
     case StoreCall::kInsertIntent:
@@ -313,11 +313,11 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.CountRetainable(RetainedKind::kOutbox, 10).status();
     case StoreCall::kLatestRetention:
       return snapshot.LatestRetention().status();
-    case StoreCall::kLatestContractsVersion:
+    case StoreCall::kLatestSetVersion:
       return snapshot.LatestContractsVersion().status();
-    case StoreCall::kContractsAt:
+    case StoreCall::kSetAt:
       return snapshot.ContractsAt(0).status();
-    case StoreCall::kContractsHistory:
+    case StoreCall::kSetHistory:
       return snapshot.ContractsHistory(10).status();
     case StoreCall::kOutboxRows:
       return snapshot.OutboxRows(OutboxSelect::kAll, 0).status();
@@ -365,8 +365,8 @@ bool IsSnapshotCall(StoreCall call) {
          call == StoreCall::kGroupLeases || call == StoreCall::kGroupMembers ||
          call == StoreCall::kGroupPartitionCount || call == StoreCall::kRead ||
          call == StoreCall::kRetainable || call == StoreCall::kCountRetainable ||
-         call == StoreCall::kLatestRetention || call == StoreCall::kLatestContractsVersion ||
-         call == StoreCall::kContractsAt || call == StoreCall::kContractsHistory;
+         call == StoreCall::kLatestRetention || call == StoreCall::kLatestSetVersion ||
+         call == StoreCall::kSetAt || call == StoreCall::kSetHistory;
 }
 
 Status CallOnce(Store& store, StoreCall call) {

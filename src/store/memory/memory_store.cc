@@ -10,6 +10,7 @@
 // Rules and orders are the SQLite backend's (src/store/sqlite/sqlite_store.cc); the conformance
 // suite (src/store/store_conformance_test.cc) holds both backends to them.
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <limits>
 #include <map>
@@ -136,9 +137,12 @@ struct State {
       corrections;  // by consumer, subject, seq
   int64_t correction_seq_last = 0;
   std::shared_ptr<const RetentionRun> retention;  // the latest run that removed anything
-  // Pushed contract sets, oldest first (version i + 1 at index i); sets never change.
-  std::shared_ptr<const std::vector<std::shared_ptr<const StoredContracts>>> contracts =
-      std::make_shared<const std::vector<std::shared_ptr<const StoredContracts>>>();
+  // Pushed contract and consumer sets by SetKind, oldest first (version i + 1 at index i); sets
+  // never change.
+  std::array<std::shared_ptr<const std::vector<std::shared_ptr<const StoredContracts>>>,
+             kSetKindCount>
+      sets = {std::make_shared<const std::vector<std::shared_ptr<const StoredContracts>>>(),
+              std::make_shared<const std::vector<std::shared_ptr<const StoredContracts>>>()};
 };
 
 State EmptyState() {
@@ -187,7 +191,7 @@ struct Overlay {
   std::set<GapId, KeyLess> gaps_removed;
   std::set<std::tuple<std::string, int64_t>, KeyLess> effect_log_removed;
   std::optional<RetentionRun> retention;
-  std::vector<StoredContracts> contracts;  // pushed, version assigned
+  std::array<std::vector<StoredContracts>, kSetKindCount> sets;  // pushed, version assigned
 };
 
 // The table itself when no other State holds it, else a copy of it put in its place. Called
@@ -300,20 +304,23 @@ void ApplyGaps(Overlay& overlay, State& state) {
   for (auto& [id, record] : overlay.gaps) gaps.insert_or_assign(id, std::move(record));
 }
 
-Status ContractsTaken(int64_t version) {
-  return Status::Aborted("contract set v" + std::to_string(version) +
+Status SetTaken(SetKind kind, int64_t version) {
+  return Status::Aborted(std::string(SetKindName(kind)) + " set v" + std::to_string(version) +
                          " is not the next: another push came first; push again");
 }
 
 void ApplyContracts(Overlay& overlay, State& state) {
-  if (overlay.contracts.empty()) return;
-  auto sets =
-      std::make_shared<std::vector<std::shared_ptr<const StoredContracts>>>(*state.contracts);
-  for (StoredContracts& c : overlay.contracts) {
-    assert(c.version == static_cast<int64_t>(sets->size()) + 1);
-    sets->push_back(std::make_shared<const StoredContracts>(std::move(c)));
+  for (int kind = 0; kind < kSetKindCount; ++kind) {
+    std::vector<StoredContracts>& pushed = overlay.sets[kind];
+    if (pushed.empty()) continue;
+    auto sets =
+        std::make_shared<std::vector<std::shared_ptr<const StoredContracts>>>(*state.sets[kind]);
+    for (StoredContracts& c : pushed) {
+      assert(c.version == static_cast<int64_t>(sets->size()) + 1);
+      sets->push_back(std::make_shared<const StoredContracts>(std::move(c)));
+    }
+    state.sets[kind] = std::move(sets);
   }
-  state.contracts = std::move(sets);
 }
 
 // The contract reads of store_contracts.h over `sets` and the sets `pushed` after them.
@@ -973,23 +980,24 @@ class MemoryTransaction final : public Transaction {
     overlay_.retention = run;
     return Status::Ok();
   }
-  Result<int64_t> PushContracts(const StoredContracts& contracts) override {
-    if (contracts.version != Contracts().Latest() + 1) return ContractsTaken(contracts.version);
-    overlay_.contracts.push_back(contracts);
-    return contracts.version;
+  Result<int64_t> PushSet(SetKind kind, const StoredContracts& set) override {
+    if (set.version != Sets(kind).Latest() + 1) return SetTaken(kind, set.version);
+    overlay_.sets[static_cast<int>(kind)].push_back(set);
+    return set.version;
   }
-  Result<int64_t> LatestContractsVersion() override { return Contracts().Latest(); }
-  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
-    return Contracts().Copy(version);
+  Result<int64_t> LatestSetVersion(SetKind kind) override { return Sets(kind).Latest(); }
+  Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override {
+    return Sets(kind).Copy(version);
   }
-  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
-    return Contracts().History(rows_max);
+  Result<std::vector<StoredContracts>> SetHistory(SetKind kind, int64_t rows_max) override {
+    return Sets(kind).History(rows_max);
   }
 
  private:
-  ContractsView Contracts() const {
+  ContractsView Sets(SetKind kind) const {
     assert(base_ != nullptr && "transaction used after Commit or Rollback");
-    return ContractsView{.sets = *base_->contracts, .pushed = overlay_.contracts};
+    const auto k = static_cast<int>(kind);
+    return ContractsView{.sets = *base_->sets[k], .pushed = overlay_.sets[k]};
   }
   // Parks the row with `reason`, or (nullopt) makes it pending again.
   Status SetOutboxParked(int64_t seq, std::optional<std::string_view> reason, int64_t at_ms) {
@@ -1515,16 +1523,16 @@ class MemorySnapshot final : public Snapshot {
     if (state_->retention == nullptr) return std::optional<RetentionRun>();
     return std::optional<RetentionRun>(*state_->retention);
   }
-  Result<int64_t> LatestContractsVersion() override { return Contracts().Latest(); }
-  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
-    return Contracts().Copy(version);
+  Result<int64_t> LatestSetVersion(SetKind kind) override { return Sets(kind).Latest(); }
+  Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override {
+    return Sets(kind).Copy(version);
   }
-  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
-    return Contracts().History(rows_max);
+  Result<std::vector<StoredContracts>> SetHistory(SetKind kind, int64_t rows_max) override {
+    return Sets(kind).History(rows_max);
   }
-  ContractsView Contracts() const {
+  ContractsView Sets(SetKind kind) const {
     static const std::vector<StoredContracts> kNone;
-    return ContractsView{.sets = *state_->contracts, .pushed = kNone};
+    return ContractsView{.sets = *state_->sets[static_cast<int>(kind)], .pushed = kNone};
   }
   Result<std::optional<QuarantineRecord>> FindQuarantine(int64_t id) override {
     const auto& records = state_->quarantine->records;

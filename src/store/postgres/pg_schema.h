@@ -203,6 +203,15 @@ CREATE TABLE IF NOT EXISTS contract_set(
 INSERT INTO evident_schema(version) VALUES(8);
 )sql";
 
+// Layout 9: consumer sets kept in the store (`consumers push`, stored_consumers.h), numbered on
+// their own.
+inline constexpr const char* kSchemaLayout9 = R"sql(
+CREATE TABLE IF NOT EXISTS consumer_set(
+  version bigint PRIMARY KEY, pushed_at_ms bigint NOT NULL, digest text NOT NULL,
+  settings text NOT NULL, files text NOT NULL);
+INSERT INTO evident_schema(version) VALUES(9);
+)sql";
+
 inline constexpr const char* kSchemaLayout2 = R"sql(
 CREATE TABLE IF NOT EXISTS outbox_partition(event_partition bigint PRIMARY KEY);
 INSERT INTO outbox_partition(event_partition)

@@ -188,7 +188,8 @@ Result<int64_t> CreateOrMigrate(PlainConnection& db) {
     if (layout < 6) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout6).status());
     if (layout < 7) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout7).status());
     if (layout < 8) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout8).status());
-    static_assert(kPostgresLayoutVersion == 8, "a new layout needs its step here");
+    if (layout < 9) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout9).status());
+    static_assert(kPostgresLayoutVersion == 9, "a new layout needs its step here");
     return layout;
   };
   Result<int64_t> layout = run();

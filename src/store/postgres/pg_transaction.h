@@ -96,10 +96,10 @@ class PgTransaction final : public Transaction {
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
   Result<int64_t> RemoveRetained(const RetainedRows& rows, int64_t before_ms) override;
   Status RecordRetention(const RetentionRun& run) override;
-  Result<int64_t> PushContracts(const StoredContracts& contracts) override;
-  Result<int64_t> LatestContractsVersion() override;
-  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override;
-  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override;
+  Result<int64_t> PushSet(SetKind kind, const StoredContracts& set) override;
+  Result<int64_t> LatestSetVersion(SetKind kind) override;
+  Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override;
+  Result<std::vector<StoredContracts>> SetHistory(SetKind kind, int64_t rows_max) override;
   Result<Rows<OutboxRow>> ClaimOutbox(int64_t rows_max, int64_t partitions_max, int64_t hold_ms,
                                       int64_t now_ms) override;
   Result<Insert> InsertIntent(const EffectIntent& intent) override;
@@ -210,9 +210,9 @@ class PgSnapshot final : public Snapshot {
                                   int64_t rows_max) override;
   Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) override;
   Result<std::optional<RetentionRun>> LatestRetention() override;
-  Result<int64_t> LatestContractsVersion() override;
-  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override;
-  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override;
+  Result<int64_t> LatestSetVersion(SetKind kind) override;
+  Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override;
+  Result<std::vector<StoredContracts>> SetHistory(SetKind kind, int64_t rows_max) override;
   Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override;
   Result<OutboxStats> OutboxStatsNow(int64_t now_ms) override;

@@ -312,11 +312,19 @@ CREATE TABLE IF NOT EXISTS contract_set(
   settings TEXT NOT NULL, files TEXT NOT NULL);
 )sql";
 
+// Layout 13: consumer sets kept in the store (`consumers push`, stored_consumers.h), one row per
+// pushed set, numbered on their own.
+constexpr const char* kConsumersSchema = R"sql(
+CREATE TABLE IF NOT EXISTS consumer_set(
+  version INTEGER PRIMARY KEY, pushed_at_ms INTEGER NOT NULL, digest TEXT NOT NULL,
+  settings TEXT NOT NULL, files TEXT NOT NULL);
+)sql";
+
 // Every table and index of the current layout (each IF NOT EXISTS).
 const std::string& Schema() {
   static const std::string kSchema = std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema +
                                      kEffectSchema + kLayout8Schema + kGroupSchema +
-                                     kRetentionSchema + kContractsSchema;
+                                     kRetentionSchema + kContractsSchema + kConsumersSchema;
   return kSchema;
 }
 
@@ -1255,7 +1263,11 @@ class SqliteEngine {
       // The contract sets (Schema() creates only what is missing).
       EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(12);"));
     }
-    static_assert(kSqliteLayoutVersion == 12, "a new layout needs its step here");
+    if (layout <= 12) {
+      // The consumer sets (Schema() creates only what is missing).
+      EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(13);"));
+    }
+    static_assert(kSqliteLayoutVersion == 13, "a new layout needs its step here");
     return Status::Ok();
   }
 
@@ -3012,43 +3024,56 @@ class SqliteEngine {
     return Exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
 
-  // Contract sets (store_contracts.h); a read-only open of an older layout has none.
-  Result<int64_t> LatestContractsVersion() {
-    if (layout_ < 12) return int64_t{0};
-    return Count("SELECT coalesce(max(version), 0) FROM contract_set");
+  // Contract and consumer sets (store_contracts.h), a table each; a read-only open of an older
+  // layout has none (contract sets came with layout 12, consumer sets with 13).
+  bool HasSets(SetKind kind) const { return layout_ >= (kind == SetKind::kContracts ? 12 : 13); }
+  struct SetStatements {
+    std::string latest, at, history, push;
+  };
+  static const SetStatements& SetSql(SetKind kind) {
+    const auto make = [](const std::string& table) {
+      return SetStatements{
+          .latest = "SELECT coalesce(max(version), 0) FROM " + table,
+          .at = "SELECT version, pushed_at_ms, digest, settings, files FROM " + table +
+                " WHERE version = CASE WHEN ?1 = 0 THEN (SELECT max(version) FROM " + table +
+                ") ELSE ?1 END",
+          .history = "SELECT version, pushed_at_ms, digest, settings, '' FROM " + table +
+                     " ORDER BY version DESC LIMIT ?1",
+          .push = "INSERT INTO " + table +
+                  "(version, pushed_at_ms, digest, settings, files) VALUES(?1, ?2, ?3, ?4, ?5)"};
+    };
+    static const SetStatements kContracts = make("contract_set");
+    static const SetStatements kConsumers = make("consumer_set");
+    return kind == SetKind::kContracts ? kContracts : kConsumers;
   }
-  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) {
-    if (layout_ < 12) return std::optional<StoredContracts>();
-    static const std::string kSql =
-        "SELECT version, pushed_at_ms, digest, settings, files FROM contract_set WHERE version ="
-        " CASE WHEN ?1 = 0 THEN (SELECT max(version) FROM contract_set) ELSE ?1 END";
-    EVIDENT_ASSIGN_OR_RETURN(Rows<StoredContracts> rows,
-                             QueryBound<StoredContracts>(
-                                 kSql, [&](Statement& s) { s.Bind(version); }, 1, &ContractsRow));
+  Result<int64_t> LatestSetVersion(SetKind kind) {
+    if (!HasSets(kind)) return int64_t{0};
+    return Count(SetSql(kind).latest.c_str());
+  }
+  Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) {
+    if (!HasSets(kind)) return std::optional<StoredContracts>();
+    EVIDENT_ASSIGN_OR_RETURN(
+        Rows<StoredContracts> rows,
+        QueryBound<StoredContracts>(
+            SetSql(kind).at, [&](Statement& s) { s.Bind(version); }, 1, &ContractsRow));
     if (rows.rows.empty()) return std::optional<StoredContracts>();
     return std::optional<StoredContracts>(std::move(rows.rows.front()));
   }
-  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) {
-    if (layout_ < 12 || rows_max == 0) return std::vector<StoredContracts>();
-    static const std::string kSql =
-        "SELECT version, pushed_at_ms, digest, settings, '' FROM contract_set"
-        " ORDER BY version DESC LIMIT ?1";
+  Result<std::vector<StoredContracts>> SetHistory(SetKind kind, int64_t rows_max) {
+    if (!HasSets(kind) || rows_max == 0) return std::vector<StoredContracts>();
     EVIDENT_ASSIGN_OR_RETURN(Rows<StoredContracts> rows,
                              QueryBound<StoredContracts>(
-                                 kSql, [](Statement&) {}, rows_max, &ContractsRow));
+                                 SetSql(kind).history, [](Statement&) {}, rows_max, &ContractsRow));
     return std::move(rows.rows);
   }
   // The single writer holds the store from this read to the commit: the next number is free.
-  Result<int64_t> PushContracts(const StoredContracts& c) {
-    EVIDENT_ASSIGN_OR_RETURN(const int64_t latest, LatestContractsVersion());
+  Result<int64_t> PushSet(SetKind kind, const StoredContracts& c) {
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t latest, LatestSetVersion(kind));
     if (c.version != latest + 1) {
-      return Status::Aborted("contract set v" + std::to_string(c.version) +
+      return Status::Aborted(std::string(SetKindName(kind)) + " set v" + std::to_string(c.version) +
                              " is not the next: another push came first; push again");
     }
-    static const std::string kSql =
-        "INSERT INTO contract_set(version, pushed_at_ms, digest, settings, files)"
-        " VALUES(?1, ?2, ?3, ?4, ?5)";
-    EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
+    EVIDENT_RETURN_IF_ERROR(Prepared(SetSql(kind).push)
                                 .Bind(latest + 1)
                                 .Bind(c.pushed_at_ms)
                                 .Bind(c.digest)
@@ -3381,15 +3406,15 @@ class SqliteTransaction final : public Transaction {
     return Open()->RemoveRetained(rows, before_ms);
   }
   Status RecordRetention(const RetentionRun& run) override { return Open()->RecordRetention(run); }
-  Result<int64_t> PushContracts(const StoredContracts& contracts) override {
-    return Open()->PushContracts(contracts);
+  Result<int64_t> PushSet(SetKind kind, const StoredContracts& set) override {
+    return Open()->PushSet(kind, set);
   }
-  Result<int64_t> LatestContractsVersion() override { return Open()->LatestContractsVersion(); }
-  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
-    return Open()->ContractsAt(version);
+  Result<int64_t> LatestSetVersion(SetKind kind) override { return Open()->LatestSetVersion(kind); }
+  Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override {
+    return Open()->SetAt(kind, version);
   }
-  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
-    return Open()->ContractsHistory(rows_max);
+  Result<std::vector<StoredContracts>> SetHistory(SetKind kind, int64_t rows_max) override {
+    return Open()->SetHistory(kind, rows_max);
   }
   Result<Insert> InsertIntent(const EffectIntent& intent) override {
     return Open()->InsertIntent(intent);
@@ -3562,12 +3587,12 @@ class SqliteSnapshot final : public Snapshot {
   Result<std::optional<RetentionRun>> LatestRetention() override {
     return engine_.LatestRetention();
   }
-  Result<int64_t> LatestContractsVersion() override { return engine_.LatestContractsVersion(); }
-  Result<std::optional<StoredContracts>> ContractsAt(int64_t version) override {
-    return engine_.ContractsAt(version);
+  Result<int64_t> LatestSetVersion(SetKind kind) override { return engine_.LatestSetVersion(kind); }
+  Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override {
+    return engine_.SetAt(kind, version);
   }
-  Result<std::vector<StoredContracts>> ContractsHistory(int64_t rows_max) override {
-    return engine_.ContractsHistory(rows_max);
+  Result<std::vector<StoredContracts>> SetHistory(SetKind kind, int64_t rows_max) override {
+    return engine_.SetHistory(kind, rows_max);
   }
   Result<Rows<OutboxRow>> OutboxRows(OutboxSelect select, int64_t after_seq,
                                      int64_t rows_max) override {

@@ -1,0 +1,350 @@
+#include "evident/stored_consumers.h"
+
+#include <simdjson.h>
+#include <stdlib.h>  // mkdtemp
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "core/digest.h"
+#include "evident/env.h"
+#include "json/files.h"
+#include "json/writer.h"
+
+namespace evident {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Files = std::map<std::string, std::string>;
+
+// The names a consumer set gives the files it keeps: the configuration, its profile file, and
+// each file of its contracts directory under kContractsPrefix.
+constexpr std::string_view kConfigName = "config.yaml";
+constexpr std::string_view kProfileName = "profile.json";
+constexpr std::string_view kContractsPrefix = "contracts/";
+constexpr size_t kConfigBytesMax = size_t{16} << 20;
+
+// What a configuration is decided with, read from its files.
+struct ConsumerSource {
+  std::string config_text;
+  Files contracts;           // the contracts directory's files, by relative path
+  std::string profile_text;  // the profile file's, or empty
+  Config config;
+};
+
+Result<ConsumerSource> ReadSource(const std::string& config_path,
+                                  const ConsumersPushOptions& options,
+                                  std::vector<ConfigProblem>& problems) {
+  ConsumerSource out;
+  EVIDENT_ASSIGN_OR_RETURN(out.config_text, ReadFileToString(config_path, kConfigBytesMax));
+  EVIDENT_ASSIGN_OR_RETURN(out.config, LoadConfig(config_path));
+  std::vector<LintFinding> findings;
+  bool cut = false;
+  EVIDENT_ASSIGN_OR_RETURN(out.contracts,
+                           ReadSetFiles(out.config.contracts_dir,
+                                        ContractsPushOptions{.files_max = options.files_max,
+                                                             .bytes_max = options.bytes_max},
+                                        findings, cut));
+  for (LintFinding& f : findings) {
+    problems.push_back(ConfigProblem{.code = f.code, .file = f.file, .message = f.message});
+  }
+  if (!out.config.profile_file.empty()) {
+    EVIDENT_ASSIGN_OR_RETURN(out.profile_text,
+                             ReadFileToString(out.config.profile_file, kConfigBytesMax));
+  }
+  return out;
+}
+
+// The consumer's entry of the file, emitted again (comments and layout aside).
+std::string EntryText(const YAML::Node& root, std::string_view id) {
+  const YAML::Node consumers = root["consumers"];
+  if (!consumers || !consumers.IsSequence()) return {};
+  for (const YAML::Node& entry : consumers) {
+    if (entry.IsMap() && entry["id"] && entry["id"].as<std::string>() == id) {
+      YAML::Emitter out;
+      out << entry;
+      return out.c_str();
+    }
+  }
+  return {};
+}
+
+// Each consumer's digest: of its entry, its contract file, the schemas of what it accepts, the
+// adapters and the profile, each part named and length-prefixed.
+Result<std::map<std::string, std::string>> DigestsOf(const ConsumerSource& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(source.config_text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(std::string("the configuration does not parse: ") + e.what());
+  }
+  std::string shared;
+  const auto part = [](std::string& out, std::string_view name, std::string_view text) {
+    out += name;
+    out += ' ';
+    out += std::to_string(text.size());
+    out += '\n';
+    out += text;
+    out += '\n';
+  };
+  for (const auto& [path, text] : source.contracts) {
+    if (path.starts_with("adapters/")) part(shared, path, text);
+  }
+  part(shared, "profile", root["profile"] ? root["profile"].as<std::string>() : "");
+  part(shared, "profile_file", source.profile_text);
+  std::map<std::string, std::string> out;
+  for (const ConsumerConfig& consumer : source.config.consumers) {
+    const std::string& id = consumer.contract.id;
+    std::string material = shared;
+    part(material, "entry", EntryText(root, id));
+    const auto contract = source.contracts.find("consumers/" + id + ".yaml");
+    if (contract != source.contracts.end()) part(material, contract->first, contract->second);
+    for (const AcceptedType& accepted : consumer.contract.accepts) {
+      for (const auto& [path, text] : source.contracts) {
+        if (path.starts_with(accepted.type + "/")) part(material, path, text);
+      }
+    }
+    out.emplace(id, Sha256Digest(material));
+  }
+  return out;
+}
+
+std::string SettingsJson(const ConsumerSource& source,
+                         const std::map<std::string, std::string>& digests,
+                         const std::string& config_path) {
+  std::string out;
+  json::Writer w(out);
+  w.BeginObject().Field("config", config_path).Key("consumers").BeginObject();
+  for (const ConsumerConfig& consumer : source.config.consumers) {
+    w.Field(consumer.contract.id, digests.at(consumer.contract.id));
+  }
+  w.EndObject().EndObject();
+  return out;
+}
+
+// The consumer digests a stored set's settings record.
+Result<std::map<std::string, std::string>> StoredDigests(const StoredContracts& set) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object consumers;
+  if (parser.parse(set.settings).at_key("consumers").get(consumers) != simdjson::SUCCESS) {
+    return Status::Corruption("consumer set v" + std::to_string(set.version) +
+                              " records no consumers");
+  }
+  std::map<std::string, std::string> out;
+  for (const auto field : consumers) {
+    std::string_view digest;
+    if (field.value.get(digest) != simdjson::SUCCESS) {
+      return Status::Corruption("consumer set v" + std::to_string(set.version) +
+                                " records a digest that is not text");
+    }
+    out.emplace(std::string(field.key), std::string(digest));
+  }
+  return out;
+}
+
+std::string SetFilesJsonOf(const ConsumerSource& source) {
+  Files files;
+  files.emplace(kConfigName, source.config_text);
+  if (!source.config.profile_file.empty()) files.emplace(kProfileName, source.profile_text);
+  for (const auto& [path, text] : source.contracts) {
+    files.emplace(std::string(kContractsPrefix) + path, text);
+  }
+  return SetFilesJson(files);
+}
+
+// A private directory (0700) removed with everything in it when the object goes.
+class ScratchDir {
+ public:
+  static Result<ScratchDir> Make() {
+    std::error_code ec;
+    const fs::path base = fs::temp_directory_path(ec);
+    if (ec) return Status::IoError("no temporary directory: " + ec.message());
+    std::string pattern = (base / "evident-consumers-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return Status::IoError("cannot create a directory in " + base.string());
+    }
+    return ScratchDir(pattern);
+  }
+  ScratchDir(ScratchDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ScratchDir& operator=(ScratchDir&&) = delete;
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);  // best effort: nothing to report to
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// Writes `files` below `dir`; a name that would leave it is corruption.
+Status WriteFiles(const std::string& dir, const Files& files, int64_t version) {
+  for (const auto& [name, text] : files) {
+    const fs::path relative = fs::path(name).lexically_normal();
+    if (relative.is_absolute() || relative.empty() || *relative.begin() == "..") {
+      return Status::Corruption("consumer set v" + std::to_string(version) +
+                                " holds a file outside its directory: " + name);
+    }
+    const fs::path path = fs::path(dir) / relative;
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) return Status::IoError("cannot create " + path.parent_path().string());
+    // Nothing to sync: the directory is read once and removed.
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                             PosixEnv().NewWritableFile(path.string()));
+    EVIDENT_RETURN_IF_ERROR(file->Append(text));
+    EVIDENT_RETURN_IF_ERROR(file->Close());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ConsumersPush> PushConsumersConfig(Store& store, const std::string& config_path,
+                                          const ConsumersPushOptions& options, int64_t now_ms) {
+  ConsumersPush push;
+  push.problems = CheckConfig(config_path);
+  if (!push.problems.empty()) return push;
+  EVIDENT_ASSIGN_OR_RETURN(const ConsumerSource source,
+                           ReadSource(config_path, options, push.problems));
+  if (!push.problems.empty()) return push;
+  for (const ConsumerConfig& c : source.config.consumers) push.consumers.push_back(c.contract.id);
+  EVIDENT_ASSIGN_OR_RETURN(const auto digests, DigestsOf(source));
+  StoredContracts candidate{.settings = SettingsJson(source, digests, config_path),
+                            .files = SetFilesJsonOf(source)};
+  candidate.digest = Sha256Digest(candidate.files);
+  push.digest = candidate.digest;
+  // The set must build as the deciders will build it.
+  if (const auto built = PipelineOf(candidate); !built.ok()) {
+    push.problems.push_back(ConfigProblem{
+        .code = "SET_UNUSABLE", .file = config_path, .message = built.status().message()});
+    return push;
+  }
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  EVIDENT_ASSIGN_OR_RETURN(const std::optional<StoredContracts> latest,
+                           tx->SetAt(SetKind::kConsumers, 0));
+  if (latest && latest->digest == candidate.digest) {
+    EVIDENT_RETURN_IF_ERROR(tx->Rollback());
+    push.outcome = PushOutcome::kUnchanged;
+    push.version = latest->version;
+    return push;
+  }
+  candidate.version = latest ? latest->version + 1 : 1;
+  candidate.pushed_at_ms = now_ms;
+  EVIDENT_ASSIGN_OR_RETURN(push.version, tx->PushSet(SetKind::kConsumers, candidate));
+  EVIDENT_RETURN_IF_ERROR(tx->Commit());
+  push.outcome = PushOutcome::kPushed;
+  return push;
+}
+
+// Until the configuration's loaders read through an Env, a set is rebuilt in a private
+// directory of its own and loaded from there as `consume` loads a file; the directory is removed
+// once the pipeline is built (the pipeline reads no file afterwards).
+Result<std::unique_ptr<Pipeline>> PipelineOf(const StoredContracts& set) {
+  EVIDENT_ASSIGN_OR_RETURN(const Files files, FilesOf(set));
+  if (!files.contains(std::string(kConfigName))) {
+    return Status::Corruption("consumer set v" + std::to_string(set.version) +
+                              " holds no configuration");
+  }
+  EVIDENT_ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Make());
+  EVIDENT_RETURN_IF_ERROR(WriteFiles(dir.path(), files, set.version));
+  std::error_code ec;
+  fs::create_directories(fs::path(dir.path()) / "contracts", ec);  // an empty directory kept
+  ConfigOptions load;
+  load.contracts_dir = (fs::path(dir.path()) / "contracts").string();
+  if (files.contains(std::string(kProfileName))) {
+    load.profile_file = (fs::path(dir.path()) / kProfileName).string();
+  }
+  const std::string name = "consumer set v" + std::to_string(set.version);
+  Result<Config> config = LoadConfig((fs::path(dir.path()) / kConfigName).string(), load);
+  if (!config.ok()) return config.status().Annotate(name);
+  config->path = name;
+  Result<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(*config);
+  if (!pipeline.ok()) return pipeline.status().Annotate(name);
+  return pipeline;
+}
+
+Result<std::map<std::string, std::string>> ConsumerDigests(const std::string& config_path) {
+  std::vector<ConfigProblem> problems;
+  EVIDENT_ASSIGN_OR_RETURN(const ConsumerSource source, ReadSource(config_path, {}, problems));
+  if (!problems.empty()) return Status::InvalidArgument(problems.front().message);
+  return DigestsOf(source);
+}
+
+Status CheckConfigAgainstStore(Store& store, const std::string& config_path) {
+  std::optional<StoredContracts> latest;
+  {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t version,
+                             snapshot->LatestSetVersion(SetKind::kConsumers));
+    if (version == 0) return Status::Ok();
+    EVIDENT_ASSIGN_OR_RETURN(latest, snapshot->SetAt(SetKind::kConsumers, version));
+  }
+  if (!latest) return Status::Ok();
+  EVIDENT_ASSIGN_OR_RETURN(const auto stored, StoredDigests(*latest));
+  EVIDENT_ASSIGN_OR_RETURN(const auto here, ConsumerDigests(config_path));
+  for (const auto& [id, digest] : here) {
+    const auto it = stored.find(id);
+    if (it == stored.end() || it->second == digest) continue;
+    return Status::FailedPrecondition(
+        "consumer '" + id + "' of " + config_path + " (digest " + digest.substr(0, 12) +
+        ") is not the store's: consumer set v" + std::to_string(latest->version) +
+        " holds another version of it (digest " + it->second.substr(0, 12) +
+        "); the store decides with its own: push this configuration (`evident consumers push`) "
+        "or run with the pushed one");
+  }
+  return Status::Ok();
+}
+
+Result<Pipeline*> Decider::For(Transaction& tx) {
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t latest, tx.LatestSetVersion(SetKind::kConsumers));
+  if (latest == 0) {
+    return Status::NotFound(
+        "the store holds no consumers (push them with `evident consumers push --config F`)");
+  }
+  if (latest == version_ && pipeline_ != nullptr) return pipeline_.get();
+  EVIDENT_ASSIGN_OR_RETURN(const std::optional<StoredContracts> set,
+                           tx.SetAt(SetKind::kConsumers, latest));
+  if (!set) return Status::Corruption("consumer set v" + std::to_string(latest) + " is missing");
+  Result<std::unique_ptr<Pipeline>> pipeline = PipelineOf(*set);
+  if (!pipeline.ok()) {
+    return Status::FailedPrecondition(pipeline.status().message());
+  }
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<PreparedEvent> slot, (*pipeline)->NewPreparedEvent());
+  pipeline_ = std::move(pipeline).value();
+  slot_ = std::move(slot);
+  version_ = latest;
+  return pipeline_.get();
+}
+
+Result<std::vector<DecidedEvent>> Decider::Decide(Transaction& tx, std::string_view consumer,
+                                                  std::string_view event, int64_t now_ms) {
+  EVIDENT_ASSIGN_OR_RETURN(Pipeline * pipeline, For(tx));
+  if (pipeline->config().Find(consumer) == nullptr) {
+    return Status::NotFound("consumer set v" + std::to_string(version_) + " holds no consumer '" +
+                            std::string(consumer) + "'");
+  }
+  if (consumer.empty()) return Status::InvalidArgument("name the consumer to decide for");
+  pipeline->Prepare(*slot_, event);
+  std::vector<Decision> decisions;
+  EVIDENT_RETURN_IF_ERROR(
+      pipeline->DecideReading(tx, *slot_, consumer, /*index=*/0, now_ms, decisions));
+  std::vector<DecidedEvent> out;
+  out.reserve(decisions.size());
+  for (Decision& d : decisions) {
+    DecidedEvent e;
+    e.event = std::move(d.read_event);
+    e.schema_version = d.read_schema_version;
+    e.decision = std::move(d);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace evident
