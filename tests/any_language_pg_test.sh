@@ -23,7 +23,7 @@ data=$(cat "$fixture/data")
 
 # 1. The module exports the magic block and the three functions' entry points, nothing else.
 exported=$(nm -D --defined-only "$module" | awk '{print $3}' | sort | tr '\n' ' ')
-[ "$exported" = "Pg_magic_func evident_append evident_compensate evident_try_append pg_finfo_evident_append pg_finfo_evident_compensate pg_finfo_evident_try_append " ] \
+[ "$exported" = "Pg_magic_func evident_append evident_compensate evident_decide evident_try_append pg_finfo_evident_append pg_finfo_evident_compensate pg_finfo_evident_decide pg_finfo_evident_try_append " ] \
   || fail "exports: $exported"
 # Its assertions end a session (FATAL), not the backend process (glibc's __assert_fail aborts,
 # and the postmaster then restarts the whole cluster): the module resolves the call itself.
@@ -56,7 +56,7 @@ code=$?
 set -e
 [ $code -eq 2 ] && [[ "$out" == *"could not access file"* ]] || fail "absent library: $code $out"
 out=$("$evident" store install-functions --store "$url" --library "$library")
-[ "$out" = "installed evident_append, evident_try_append, evident_compensate in schema \"$schema\" from $library" ] \
+[ "$out" = "installed evident_append, evident_try_append, evident_compensate, evident_decide in schema \"$schema\" from $library" ] \
   || fail "install-functions: $out"
 # Before a push: no contracts, said as such (EV003).
 out=$(sql -c '\set VERBOSITY sqlstate' -c "SELECT evident_append('{}')" 2>&1 || true)

@@ -184,6 +184,18 @@ class DecisionWrites {
     (void)consumers;
     return Status::Ok();
   }
+  // Before a decision reads `consumer`'s rows of one subject (`what`: the subject, or the
+  // event's ledger key for an event without one). A store whose deciders run inside application
+  // transactions (PostgreSQL's evident_decide: StoreOptions-less OpenStoreOver with
+  // deciders_by_subject) locks that pair to the transaction's end, so that two transactions
+  // deciding one subject take turns while other subjects go on; two deciding overlapping
+  // subjects in different orders may deadlock, and one of them fails retryably. Everywhere else
+  // the consumer's lock (WillDecide) covers it: nothing to do.
+  virtual Status WillDecideSubject(std::string_view consumer, std::string_view what) {
+    (void)consumer;
+    (void)what;
+    return Status::Ok();
+  }
 
   // Everything a batch needs, read in one call: each row once, however often its key is listed.
   // Its duty is to prime this transaction: a backend that answers later reads from what Load

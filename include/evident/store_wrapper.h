@@ -125,9 +125,10 @@ enum class StoreCall : uint8_t {
   kLatestSetVersion,
   kSetAt,
   kSetHistory,
+  kWillDecideSubject,
 };
-inline constexpr int kStoreCallCount = 94;
-static_assert(static_cast<int>(StoreCall::kSetHistory) + 1 == kStoreCallCount,
+inline constexpr int kStoreCallCount = 95;
+static_assert(static_cast<int>(StoreCall::kWillDecideSubject) + 1 == kStoreCallCount,
               "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 
@@ -143,6 +144,10 @@ class TransactionWrapper : public Transaction {
   Status WillDecide(const std::vector<std::string>& consumers) override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kWillDecide));
     return target_->WillDecide(consumers);
+  }
+  Status WillDecideSubject(std::string_view consumer, std::string_view what) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kWillDecideSubject));
+    return target_->WillDecideSubject(consumer, what);
   }
   Result<BatchRows> Load(const BatchKeys& keys) override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLoad));

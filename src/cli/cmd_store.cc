@@ -71,7 +71,8 @@ void AddInstallFunctionsCommand(CLI::App& store, Runner& run) {
   auto flags = std::make_shared<InstallFunctionsFlags>();
   CLI::App* cmd = store.add_subcommand(
       "install-functions",
-      "Create evident's functions (evident_append, evident_try_append, evident_compensate) in "
+      "Create evident's functions (evident_append, evident_try_append, evident_compensate, "
+      "evident_decide) in "
       "a PostgreSQL store's schema, from the module evident_pg.so on the database server: a "
       "superuser's step, after `store migrate` (docs/any-language.md). Exit 0 done, 2 refused.");
   cmd->add_option("--store", flags->store, "The PostgreSQL store (postgresql://...)")->required();

@@ -1090,6 +1090,9 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   delivery.subject_version = subject_version;
   if (contract.ordering.by_subject) d.subject_version = subject_version;
 
+  // Deciders inside application transactions lock the subject, not the consumer.
+  EVIDENT_RETURN_IF_ERROR(tx.WillDecideSubject(contract.id, d.subject.empty() ? d.key : d.subject));
+
   // Steps 1-3 ran in Check (Prepare): an early outcome is quarantined here, with its reason,
   // unless the ledger says this input was applied (or deferred) before: the ledger answers
   // first, whatever today's contract says of the event (a receipt is never taken back).

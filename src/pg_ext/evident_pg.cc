@@ -12,6 +12,16 @@
 //                                            a refused event
 //   evident_compensate(key, subject, owner_source, owner_version, decision) -> boolean
 //                                            seed 002's owner compensation, inserted once
+//   evident_decide(consumer text, event bytea) -> TABLE(position, outcome, reason, key, subject,
+//                                            subject_version, schema_version, event, drained,
+//                                            adapter): the events to apply now, in order,
+//                                            decided with the store's consumer set
+//                                            (stored_consumers.h); every decision is written in
+//                                            the caller's transaction. It locks its (consumer,
+//                                            subject), not the consumer: two transactions
+//                                            deciding one subject take turns, and two deciding
+//                                            overlapping subjects in different orders may
+//                                            deadlock (40P01, retryable)
 //
 // Other failures: EV003 (no store in the functions' schema, another layout, no contracts
 // pushed, a database not in UTF8), 22023 (an argument evident refuses), XX000 (internal), and
@@ -37,6 +47,7 @@
 #include "evident/clock.h"
 #include "evident/outbox.h"
 #include "evident/store_postgres.h"
+#include "evident/stored_consumers.h"
 #include "evident/stored_contracts.h"
 #include "pg_ext/pg_guard.h"
 #include "pg_ext/spi_connection.h"
@@ -62,6 +73,7 @@ PG_MODULE_MAGIC;
 PG_FUNCTION_INFO_V1(evident_append);
 PG_FUNCTION_INFO_V1(evident_try_append);
 PG_FUNCTION_INFO_V1(evident_compensate);
+PG_FUNCTION_INFO_V1(evident_decide);
 }
 
 namespace evident::postgres {
@@ -105,6 +117,8 @@ int SqlStateOf(const Status& status) {
       return kStoreNotReady;
     case Code::kInvalidArgument:
       return ERRCODE_INVALID_PARAMETER_VALUE;
+    case Code::kNotFound:  // no consumer set, or no such consumer in it
+      return ERRCODE_UNDEFINED_OBJECT;
     default:
       return ERRCODE_INTERNAL_ERROR;
   }
@@ -168,6 +182,7 @@ struct Probe {
   char schema[NAMEDATALEN];
   bool has_store;
   bool has_sets;
+  Oid consumer_sets;  // the consumer_set table's, InvalidOid without one
 };
 
 void ProbeC(void* arg) {
@@ -181,13 +196,20 @@ void ProbeC(void* arg) {
   strlcpy(probe->schema, name, sizeof(probe->schema));
   probe->has_store = OidIsValid(get_relname_relid("evident_schema", space));
   probe->has_sets = OidIsValid(get_relname_relid("contract_set", space));
+  probe->consumer_sets = get_relname_relid("consumer_set", space);
   probe->found = true;
 }
 
 // The store of the functions' schema (their search_path), over SPI, at this module's layout.
-Result<std::unique_ptr<Store>> CallerStore(LayoutFound* where) {
+// `by_subject`: its deciders lock (consumer, subject), not the consumer (evident_decide).
+Result<std::unique_ptr<Store>> CallerStore(LayoutFound* where, bool by_subject = false,
+                                           Oid* consumer_sets = nullptr) {
   std::unique_ptr<Connection> connection = NewSpiConnection();
-  Probe probe{.found = false, .schema = {}, .has_store = false, .has_sets = false};
+  Probe probe{.found = false,
+              .schema = {},
+              .has_store = false,
+              .has_sets = false,
+              .consumer_sets = InvalidOid};
   if (const PgError e = PgCall(&ProbeC, &probe); e.failed) {
     return Status::Internal("the search_path: " + e.message);
   }
@@ -211,7 +233,8 @@ Result<std::unique_ptr<Store>> CallerStore(LayoutFound* where) {
              : ": install the functions of the evident that wrote it"));
   }
   *where = found;
-  return OpenStoreOver(std::move(connection));
+  if (consumer_sets != nullptr) *consumer_sets = probe.consumer_sets;
+  return OpenStoreOver(std::move(connection), /*deciders_shared=*/false, by_subject);
 }
 
 // The backend's contract sets in hand, one per store schema and latest set it has appended
@@ -237,6 +260,16 @@ Result<OutboxDecision> Append(std::string_view event) {
   return decision;
 }
 
+// The backend's deciders, one per store: keyed by the schema and its consumer_set table (a
+// store created again in a schema of the same name has another table, and sets numbered alike).
+Decider& DeciderFor(const LayoutFound& found, Oid consumer_sets) {
+  static auto* deciders = new std::map<std::string, Decider>();
+  constexpr size_t kDecidersMax = 64;
+  const std::string key = found.schema + '\n' + std::to_string(consumer_sets);
+  if (deciders->size() >= kDecidersMax && deciders->count(key) == 0) deciders->clear();
+  return (*deciders)[key];
+}
+
 bool Taken(const OutboxDecision& decision) {
   return decision.outcome == OutboxDecisionOutcome::kAppended ||
          decision.outcome == OutboxDecisionOutcome::kDuplicate;
@@ -252,7 +285,64 @@ struct TryOutcome {
   char message[8192];
 };
 
+// One row of evident_decide, in plain data for PutRowC.
+struct DecidedRow {
+  ReturnSetInfo* result;
+  const DecidedEvent* event;
+  int32_t position;
+};
+
+Datum TextDatum(std::string_view text) {
+  return PointerGetDatum(cstring_to_text_with_len(text.data(), static_cast<int>(text.size())));
+}
+
+void PutRowC(void* arg) {
+  const auto* row = static_cast<const DecidedRow*>(arg);
+  const DecidedEvent& e = *row->event;
+  const Decision& d = e.decision;
+  auto* bytes = static_cast<bytea*>(palloc(VARHDRSZ + e.event.size()));
+  SET_VARSIZE(bytes, VARHDRSZ + e.event.size());
+  std::memcpy(VARDATA(bytes), e.event.data(), e.event.size());
+  Datum values[10] = {Int32GetDatum(row->position),
+                      TextDatum(OutcomeName(d.outcome)),
+                      TextDatum(d.reason),
+                      TextDatum(d.key),
+                      TextDatum(d.subject),
+                      Int64GetDatum(d.subject_version.value_or(0)),
+                      Int32GetDatum(static_cast<int32_t>(e.schema_version.value_or(0))),
+                      PointerGetDatum(bytes),
+                      BoolGetDatum(d.drained),
+                      TextDatum(d.adapter)};
+  bool nulls[10] = {
+      false, false, d.reason.empty(), false, false, !d.subject_version, !e.schema_version,
+      false, false, d.adapter.empty()};
+  tuplestore_putvalues(row->result->setResult, row->result->setDesc, values, nulls);
+}
+
 }  // namespace
+
+void DecideEntry(std::string_view consumer, std::string_view event, ReturnSetInfo* result,
+                 Raise* raise) noexcept {
+  Guarded(raise, [&]() -> Status {
+    LayoutFound found;
+    Oid consumer_sets = InvalidOid;
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store,
+                             CallerStore(&found, /*by_subject=*/true, &consumer_sets));
+    Decider& decider = DeciderFor(found, consumer_sets);
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store->Begin());
+    EVIDENT_ASSIGN_OR_RETURN(const std::vector<DecidedEvent> events,
+                             decider.Decide(*tx, consumer, event, SystemClock().NowMs()));
+    EVIDENT_RETURN_IF_ERROR(tx->Commit());
+    int32_t position = 0;
+    for (const DecidedEvent& e : events) {
+      DecidedRow row{.result = result, .event = &e, .position = ++position};
+      if (const PgError put = PgCall(&PutRowC, &row); put.failed) {
+        return Status::Internal("returning a row: " + put.message);
+      }
+    }
+    return Status::Ok();
+  });
+}
 
 void AppendEntry(std::string_view event, int64_t* seq, Raise* raise) noexcept {
   Guarded(raise, [&]() -> Status {
@@ -376,4 +466,18 @@ extern "C" PGDLLEXPORT Datum evident_compensate(PG_FUNCTION_ARGS) {
   if (raise.rethrow != nullptr) ReThrowError(raise.rethrow);
   if (raise.set) ereport(ERROR, (errcode(raise.code), errmsg_internal("%s", raise.message)));
   PG_RETURN_BOOL(inserted);
+}
+
+extern "C" PGDLLEXPORT Datum evident_decide(PG_FUNCTION_ARGS) {
+  text* consumer = PG_GETARG_TEXT_PP(0);
+  bytea* event = PG_GETARG_BYTEA_PP(1);
+  InitMaterializedSRF(fcinfo, 0);
+  evident::postgres::Raise raise;
+  raise.set = false;
+  raise.rethrow = nullptr;
+  evident::postgres::DecideEntry(BytesOf(consumer), BytesOf(event),
+                                 reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo), &raise);
+  if (raise.rethrow != nullptr) ReThrowError(raise.rethrow);
+  if (raise.set) ereport(ERROR, (errcode(raise.code), errmsg_internal("%s", raise.message)));
+  return static_cast<Datum>(0);
 }

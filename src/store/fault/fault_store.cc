@@ -107,6 +107,7 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "latest-set-version",
     "set-at",
     "set-history",
+    "will-decide-subject",
 };
 
 }  // namespace

@@ -107,6 +107,7 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kLatestSetVersion,
     StoreCall::kSetAt,
     StoreCall::kSetHistory,
+    StoreCall::kWillDecideSubject,
 };
 static_assert(std::size(kEveryCall) == kStoreCallCount);
 
@@ -245,6 +246,8 @@ Status Transact(Transaction& tx, StoreCall call) {
       return tx.InsertCorrection(ProjectionCorrection{.consumer = "c", .subject = "order-1"});
     case StoreCall::kWillDecide:
       return tx.WillDecide({"c"});
+    case StoreCall::kWillDecideSubject:
+      return tx.WillDecideSubject("c", "s");
     case StoreCall::kReadProjectionLocked: {
       Projection out;
       return tx.ReadProjectionLocked("c", "order-1", out).status();

@@ -12,9 +12,11 @@ namespace evident::postgres {
 
 // The store over `connection`, as it is: no schema created or migrated, no layout read (the
 // caller checks it, LayoutIn). It cannot wait for outbox rows (WaitForOutbox fails).
-// `deciders_shared`: consumers' locks taken shared (StoreOptions::deciders).
+// `deciders_shared`: consumers' locks taken shared (StoreOptions::deciders); `deciders_by_subject`:
+// shared, and each (consumer, subject) decided locked exclusively (Session).
 std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection,
-                                     bool deciders_shared = false);
+                                     bool deciders_shared = false,
+                                     bool deciders_by_subject = false);
 
 // What a schema holds: its name, the store's layout there (0: no evident store), and the digest
 // of its latest contract set (empty: none).

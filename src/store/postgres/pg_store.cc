@@ -248,10 +248,12 @@ class PgStore final : public Store {
 
 }  // namespace
 
-std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection, bool deciders_shared) {
+std::unique_ptr<Store> OpenStoreOver(std::unique_ptr<Connection> connection, bool deciders_shared,
+                                     bool deciders_by_subject) {
   auto session = std::make_shared<Session>();
   session->connection = std::move(connection);
   session->deciders_shared = deciders_shared;
+  session->deciders_by_subject = deciders_by_subject;
   return std::make_unique<PgStore>(std::move(session), "");
 }
 
@@ -317,7 +319,7 @@ Result<int64_t> MigratePostgresStore(const std::string& uri) {
 namespace postgres {
 namespace {
 
-// The three functions: name, arguments, what they return, and their options.
+// The functions: name, arguments, what they return, and their options.
 constexpr const char* kFunctions[][4] = {
     {"evident_append", "event bytea", "bigint", "STRICT"},
     {"evident_try_append", "event bytea",
@@ -325,6 +327,10 @@ constexpr const char* kFunctions[][4] = {
     {"evident_compensate",
      "key text, subject text, owner_source text, owner_version bigint, decision text", "boolean",
      "CALLED ON NULL INPUT"},
+    {"evident_decide", "consumer text, event bytea",
+     "TABLE(\"position\" int, outcome text, reason text, key text, subject text,"
+     " subject_version bigint, schema_version int, event bytea, drained boolean, adapter text)",
+     "STRICT ROWS 2"},
 };
 
 Result<std::string> CheckedSchema(PlainConnection& db) {
@@ -353,7 +359,10 @@ Status CheckDefiner(PlainConnection& db, const std::string& role) {
       "CASE WHEN EXISTS(SELECT 1 FROM pg_roles WHERE rolname = " + literal +
       ") THEN (has_table_privilege(" + literal + ", 'outbox', 'INSERT') AND " +
       "has_table_privilege(" + literal + ", 'contract_set', 'SELECT') AND " +
-      "has_table_privilege(" + literal + ", 'evident_schema', 'SELECT'))::text ELSE '' END";
+      "has_table_privilege(" + literal + ", 'consumer_set', 'SELECT') AND " +
+      "has_table_privilege(" + literal + ", 'ledger', 'INSERT') AND " + "has_table_privilege(" +
+      literal + ", 'projection', 'UPDATE') AND " + "has_table_privilege(" + literal +
+      ", 'evident_schema', 'SELECT'))::text ELSE '' END";
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<std::string> found, db.Exec(sql.c_str()));
   if (found.value_or("").rfind("0", 0) == 0) {
     return Status::InvalidArgument("--security-definer: no role \"" + role + "\"");
@@ -361,8 +370,9 @@ Status CheckDefiner(PlainConnection& db, const std::string& role) {
   if (found.value_or("") != "1 true") {
     return Status::FailedPrecondition(
         "--security-definer: role \"" + role +
-        "\" lacks INSERT on outbox or SELECT on contract_set or evident_schema; the functions "
-        "would run with its rights (the store's owner has them)");
+        "\" lacks INSERT on outbox or ledger, UPDATE on projection, or SELECT on contract_set, "
+        "consumer_set or evident_schema; the functions would run with its rights (the store's "
+        "owner has them)");
   }
   return Status::Ok();
 }

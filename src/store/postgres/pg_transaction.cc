@@ -43,6 +43,8 @@ std::string Qualified(std::string_view columns, std::string_view prefix) {
 const std::string kRollbackSql = "ROLLBACK";
 // The first key of the consumers' advisory locks (LockConsumers): "EVDC".
 constexpr int32_t kConsumerLockClass = 0x45564443;
+// The first key of the (consumer, subject) locks of WillDecideSubject: "EVDS".
+constexpr int32_t kSubjectLockClass = 0x45564453;
 
 const std::string kCompensationInsert =
     "INSERT INTO compensation(key, consumer, subject, owner_source, owner_version, event_id,"
@@ -356,7 +358,24 @@ void PgTransaction::LockConsumers(std::vector<std::string_view> consumers) {
   std::sort(consumers.begin(), consumers.end());
   consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
   locked_consumers_.insert(consumers.begin(), consumers.end());
-  Conn().Send(session_->deciders_shared ? kShared : kExclusive, Params().TextArray(consumers));
+  const bool shared = session_->deciders_shared || session_->deciders_by_subject;
+  Conn().Send(shared ? kShared : kExclusive, Params().TextArray(consumers));
+}
+
+// The consumer's lock shared, then the pair's exclusively: the key is the schema, the consumer
+// and the subject, each length-prefixed; two pairs of one hash only take turns they need not.
+Status PgTransaction::WillDecideSubject(std::string_view consumer, std::string_view what) {
+  if (!session_->deciders_by_subject) return Status::Ok();
+  std::string pair = std::to_string(consumer.size()) + ':';
+  pair.append(consumer).append(what);
+  if (locked_subjects_.contains(pair)) return Status::Ok();
+  LockConsumer(consumer);
+  static const std::string kLock =
+      "SELECT pg_advisory_xact_lock(" + std::to_string(kSubjectLockClass) +
+      ", hashtext(length(s) || ':' || s || $1)) FROM coalesce(current_schema(), '') AS s";
+  Conn().Send(kLock, Params().Text(pair));
+  locked_subjects_.insert(std::move(pair));
+  return Status::Ok();
 }
 
 Status PgTransaction::WillDecide(const std::vector<std::string>& consumers) {

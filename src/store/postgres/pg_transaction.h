@@ -24,6 +24,9 @@ struct Session {
   Open open = Open::kNone;
   bool read_only = false;
   bool deciders_shared = false;  // consumers' locks taken shared (StoreOptions::deciders)
+  // Consumers' locks taken shared, and each (consumer, subject) decided locked exclusively
+  // (WillDecideSubject): deciders inside application transactions (evident_decide).
+  bool deciders_by_subject = false;
   // The highest partition the last ClaimOutbox returned rows of: the next claim starts above
   // it, so that one relay goes round the partitions instead of always taking the lowest.
   int64_t last_claimed_partition = -1;
@@ -42,6 +45,7 @@ class PgTransaction final : public Transaction {
   // The connection, for the caller's own statements in this transaction (PostgresConnection).
   Result<PGconn*> Lend() { return Db().Lend(); }
   Status WillDecide(const std::vector<std::string>& consumers) override;
+  Status WillDecideSubject(std::string_view consumer, std::string_view what) override;
   Result<BatchRows> Load(const BatchKeys& keys) override;
 
   Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
@@ -153,6 +157,7 @@ class PgTransaction final : public Transaction {
 
   std::shared_ptr<Session> session_;                     // null once finished
   std::set<std::string, std::less<>> locked_consumers_;  // LockConsumers
+  std::set<std::string, std::less<>> locked_subjects_;   // WillDecideSubject
   // What this transaction knows: a row, or that there is none (nullopt). Keys join their parts
   // with NUL, which PostgreSQL text cannot hold.
   std::unordered_map<std::string, std::optional<LedgerEntry>> ledger_;
