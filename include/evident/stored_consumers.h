@@ -60,6 +60,10 @@ Result<ConsumersPush> PushConsumersConfig(Store& store, const std::string& confi
 // holds.
 Result<std::unique_ptr<Pipeline>> PipelineOf(const StoredContracts& set);
 
+// The pipeline of the latest consumer set `reads` sees (a Snapshot or a Transaction); kNotFound
+// when the store holds none. What `guard` decides with when no configuration is given.
+Result<std::unique_ptr<Pipeline>> LatestStoredPipeline(ContractReads& reads);
+
 // Each consumer's digest in a configuration: of its entry in the file, its contract, the schema
 // files of what it accepts, the adapters and the envelope profile. Two configurations decide a
 // consumer alike when its digests are equal.

@@ -14,6 +14,7 @@
 #include "evident/effects.h"
 #include "evident/evidence.h"
 #include "evident/gaps.h"
+#include "evident/stored_consumers.h"
 #include "json/writer.h"
 
 namespace evident::cli {
@@ -338,23 +339,32 @@ struct GuardFlags {
 };
 
 int RunGuard(const GuardFlags& flags) {
-  auto config = LoadConfig(flags.config);
-  if (!config.ok()) {
-    std::cerr << "evident guard: " << config.status().ToString() << "\n";
-    return kExitUsage;
-  }
-  const ConsumerConfig* consumer = config->Find(flags.consumer);
-  if (consumer == nullptr) {
-    std::cerr << "evident guard: no consumer '" << flags.consumer << "' in " << flags.config
-              << "\n";
-    return kExitUsage;
-  }
   auto store = OpenStore(flags.store, {.read_only = true});
   if (!store.ok()) {
     std::cerr << "evident guard: " << store.status().ToString() << "\n";
     return kExitUsage;
   }
   auto snapshot = (*store)->Read();
+  // The file's consumers, or (without --config) the store's own.
+  Result<Config> config = Status::Internal("no configuration");
+  if (!flags.config.empty()) {
+    config = LoadConfig(flags.config);
+  } else if (snapshot.ok()) {
+    Result<std::unique_ptr<Pipeline>> stored = LatestStoredPipeline(**snapshot);
+    config = stored.ok() ? Result<Config>((*stored)->config()) : stored.status();
+  } else {
+    config = snapshot.status();
+  }
+  if (!config.ok()) {
+    std::cerr << "evident guard: " << config.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  const ConsumerConfig* consumer = config->Find(flags.consumer);
+  if (consumer == nullptr) {
+    std::cerr << "evident guard: no consumer '" << flags.consumer << "' in "
+              << (flags.config.empty() ? config->path : flags.config) << "\n";
+    return kExitUsage;
+  }
   auto decision = snapshot.ok() ? EvaluateGuard(**snapshot, *consumer, flags.subject, flags.action)
                                 : Result<GuardDecision>(snapshot.status());
   if (!decision.ok()) {
@@ -465,7 +475,8 @@ void AddGuardCommand(CLI::App& app, Runner& run) {
       "guard",
       "May ACTION be done to SUBJECT now? Prints allowed or denied with every reason; "
       "exit 0 allowed, 1 denied.");
-  cmd->add_option("--config", guard->config, "evident.yaml")->required();
+  cmd->add_option("--config", guard->config,
+                  "evident.yaml (default: the consumers the store keeps, `consumers push`)");
   cmd->add_option("--store", guard->store, StoreHelp())->required();
   cmd->add_option("--consumer", guard->consumer, "Consumer whose projection decides")->required();
   cmd->add_option("--subject", guard->subject, "Subject, e.g. order-417")->required();

@@ -270,6 +270,17 @@ Result<std::unique_ptr<Pipeline>> PipelineOf(const StoredContracts& set) {
   return pipeline;
 }
 
+Result<std::unique_ptr<Pipeline>> LatestStoredPipeline(ContractReads& reads) {
+  EVIDENT_ASSIGN_OR_RETURN(const std::optional<StoredContracts> set,
+                           reads.SetAt(SetKind::kConsumers, 0));
+  if (!set) {
+    return Status::NotFound(
+        "the store holds no consumers (push them with `evident consumers push --config F`, or "
+        "give --config)");
+  }
+  return PipelineOf(*set);
+}
+
 Result<std::map<std::string, std::string>> ConsumerDigests(const std::string& config_path) {
   std::vector<ConfigProblem> problems;
   EVIDENT_ASSIGN_OR_RETURN(const ConsumerSource source, ReadSource(config_path, {}, problems));
