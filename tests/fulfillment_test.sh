@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The consumer half in any language (examples/python/fulfillment.py, issue: the consumer's
 # decision inside the service's own writes): seed 002's order story published to a NATS
-# JetStream server (scripts/nats.sh) by evident's relay, read by the Python service with the
-# NATS C client, and decided by `evident_decide` inside the service's own transaction, which also
-# writes its reservations; on PostgreSQL (evident_pg.so in the tests' server, through psycopg)
-# and on SQLite (evident_sqlite.so in Python's own connection).
+# JetStream server (scripts/nats.sh) by evident's relay, read by the Python service (the NATS C
+# client) and the Node one (the `nats` package, installed by tests/npm_ci.sh), and decided by `evident_decide` inside the service's own transaction, which also
+# writes its reservations; on PostgreSQL (evident_pg.so in the tests' server, through psycopg and
+# pg) and on SQLite (evident_sqlite.so in Python's and better-sqlite3's own connections).
 #   v1, v3 (deferred), v2 (applied, then v3 drained), a second v3 (conflict); a repeat is a
 #   duplicate; the service's table holds one row per applied version; evidence and guard answer
 #   from what the calls recorded; a client killed -9 between decide and commit leaves nothing and
@@ -28,7 +28,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 python=/usr/bin/python3
-service="$python $root/examples/python/fulfillment.py"
+node_dir="$root/examples/node"
+bash "$root/tests/npm_ci.sh" "$node_dir"
 config="$root/examples/orders/reservations.yaml"
 
 nats=$(bash "$root/scripts/nats.sh" start "$dir/nats") || fail "nats-server did not start"
@@ -56,12 +57,12 @@ order-417 v2 applied
 order-417 v3 applied drained
 order-417 v3 same-version-conflict version-already-applied"
 
-# One backend's run of the story. $1: a name; the rest: the service's store options.
+# One backend's run of the story, by $service. $1: a name; the rest: the service's store options.
 run_story() {
   local name=$1
   shift
   local out
-  out=$($service "$@" --nats "$nats" --stream ORDERS --durable "fulfillment-$name" --until-idle 2) \
+  out=$($service "$@" --nats "$nats" --stream ORDERS --durable "f-$name" --until-idle 2) \
     || fail "$name: the service failed: $out"
   [ "$out" = "$expected_story" ] || fail "$name: the story decided as:
 $out"
@@ -127,21 +128,28 @@ run_races() {
 }
 
 # --- SQLite: the service's own file, evident's extension in its connection ----------------------
-db="$dir/service.db"
-"$evident" store migrate --store "sqlite:$db" > /dev/null
-"$evident" consumers push --store "sqlite:$db" --config "$config" > /dev/null
-run_story sqlite --sqlite "$db" --module "$sqlite_module"
+sqlite_service() {  # LANGUAGE
+  local lang=$1
+  db="$dir/service-$lang.db"
+  "$evident" store migrate --store "sqlite:$db" > /dev/null
+  "$evident" consumers push --store "sqlite:$db" --config "$config" > /dev/null
+  run_story "sqlite-$lang" --sqlite "$db" --module "$sqlite_module"
+  [ "$(sqlite_count order-417)" = 3 ] || fail "sqlite $lang: reservation_log holds $(sqlite_count order-417) rows of order-417"
+  out=$("$evident" evidence order-417 --store "sqlite:$db")
+  [[ "$out" == *"applied   v3"*"(com.example.training.order.cancelled)"* ]] || fail "sqlite evidence: $out"
+  [[ "$out" == *"quarantined #1 same-version-conflict"* ]] || fail "sqlite evidence, conflict: $out"
+  out=$("$evident" guard --store "sqlite:$db" --consumer reservations --subject order-417 --action ship)
+  [ "$out" = "reservations ship order-417: allowed" ] || fail "sqlite guard: $out"
+  run_races sqlite sqlite_count --sqlite "$db" --module "$sqlite_module"
+  echo "sqlite, $lang: the story, repeats, evidence, guard, kill -9 and concurrent clients hold"
+}
 sqlite_count() {
   $python -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT count(*) FROM reservation_log WHERE order_id=?\", (sys.argv[2],)).fetchone()[0])" "$db" "$1"
 }
-[ "$(sqlite_count order-417)" = 3 ] || fail "sqlite: reservation_log holds $(sqlite_count order-417) rows of order-417"
-out=$("$evident" evidence order-417 --store "sqlite:$db")
-[[ "$out" == *"applied   v3"*"(com.example.training.order.cancelled)"* ]] || fail "sqlite evidence: $out"
-[[ "$out" == *"quarantined #1 same-version-conflict"* ]] || fail "sqlite evidence, conflict: $out"
-out=$("$evident" guard --store "sqlite:$db" --consumer reservations --subject order-417 --action ship)
-[ "$out" = "reservations ship order-417: allowed" ] || fail "sqlite guard: $out"
-run_races sqlite sqlite_count --sqlite "$db" --module "$sqlite_module"
-echo "sqlite: the story, repeats, evidence, guard, kill -9 and concurrent clients hold"
+service="$python $root/examples/python/fulfillment.py"
+sqlite_service python
+service="node $node_dir/fulfillment.js"
+sqlite_service node
 
 # --- PostgreSQL: evident_pg.so in the tests' server ------------------------------------------------
 if [ -z "$pg_module" ]; then
@@ -154,27 +162,34 @@ data=$(cat "$fixture/data")
 library="$data/evident_pg_fulfillment_$$.so"
 cp "$pg_module" "$library"
 chmod 644 "$library"
-schema="fulfillment_$$"
-"$bin/psql" "$server" -qAt -c "CREATE SCHEMA $schema" > /dev/null
-url="$server?options=-csearch_path%3D$schema"
-"$evident" store migrate --store "$url" > /dev/null
-"$evident" consumers push --store "$url" --config "$config" > /dev/null
-"$evident" store install-functions --store "$url" --library "$library" > /dev/null
-run_story postgresql --pg "$url"
+pg_service() {  # LANGUAGE
+  local lang=$1
+  schema="fulfillment_${lang}_$$"
+  "$bin/psql" "$server" -qAt -c "CREATE SCHEMA $schema" > /dev/null
+  url="$server?options=-csearch_path%3D$schema"
+  "$evident" store migrate --store "$url" > /dev/null
+  "$evident" consumers push --store "$url" --config "$config" > /dev/null
+  "$evident" store install-functions --store "$url" --library "$library" > /dev/null
+  run_story "postgresql-$lang" --pg "$url"
+  [ "$(pg_count order-417)" = 3 ] || fail "postgresql $lang: reservation_log holds $(pg_count order-417) rows"
+  out=$("$evident" evidence order-417 --store "$url")
+  [[ "$out" == *"applied   v3"*"(com.example.training.order.cancelled)"* ]] || fail "pg evidence: $out"
+  out=$("$evident" guard --store "$url" --consumer reservations --subject order-417 --action ship)
+  [ "$out" = "reservations ship order-417: allowed" ] || fail "pg guard: $out"
+  run_races postgresql pg_count --pg "$url"
+  echo "postgresql, $lang: the story, repeats, evidence, guard, kill -9 and concurrent clients hold"
+}
 pg_count() {
   "$bin/psql" "$url" -qAt -c "SELECT count(*) FROM reservation_log WHERE order_id='$1'"
 }
-[ "$(pg_count order-417)" = 3 ] || fail "postgresql: reservation_log holds $(pg_count order-417) rows"
-out=$("$evident" evidence order-417 --store "$url")
-[[ "$out" == *"applied   v3"*"(com.example.training.order.cancelled)"* ]] || fail "pg evidence: $out"
-out=$("$evident" guard --store "$url" --consumer reservations --subject order-417 --action ship)
-[ "$out" = "reservations ship order-417: allowed" ] || fail "pg guard: $out"
-run_races postgresql pg_count --pg "$url"
+service="$python $root/examples/python/fulfillment.py"
+pg_service python
+service="node $node_dir/fulfillment.js"
+pg_service node
 # An unknown consumer is its own SQLSTATE (42704), and the transaction rolls back.
 out=$("$bin/psql" "$url" -qAt -c '\set VERBOSITY sqlstate' \
   -c "SELECT * FROM evident_decide('nobody', convert_to('{}', 'UTF8'))" 2>&1 || true)
 [[ "$out" == *"42704"* ]] || fail "unknown consumer: $out"
-echo "postgresql: the story, repeats, evidence, guard, kill -9 and concurrent clients hold"
 
 # The orders example: evident_decide's decisions equal `evident consume`'s, same order.
 for s in "${schema}_consume" "${schema}_decide"; do
