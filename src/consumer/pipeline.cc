@@ -2,6 +2,7 @@
 #include <array>
 #include <cassert>
 #include <map>
+#include <optional>
 
 #include "consumer/intents.h"
 #include "consumer/set_aside.h"
@@ -451,6 +452,77 @@ void WriteReplaced(json::Writer& w, simdjson::dom::element at, const std::vector
   w.EndObject();
 }
 
+// A projection step's explicit defaults (null or a constant: a refusal never gets this far), as
+// a tree of pointer tokens.
+struct DefaultsTree {
+  std::optional<std::string> value_json;
+  std::map<std::string, DefaultsTree, std::less<>> children;
+};
+
+DefaultsTree DefaultsOf(const ProjectionStep* step) {
+  DefaultsTree root;
+  if (step == nullptr) return root;
+  std::vector<std::string> tokens;
+  for (const auto& [pointer, value] : step->defaults) {
+    if (value.kind == MemberDefault::Kind::kRefuse || !json::SplitPointer(pointer, tokens)) {
+      continue;
+    }
+    DefaultsTree* node = &root;
+    for (const std::string& token : tokens) node = &node->children[token];
+    node->value_json = value.kind == MemberDefault::Kind::kNull ? "null" : value.value_json;
+  }
+  return root;
+}
+
+// Whether `at` lacks a member a default fills (depth bounded by the envelope's nesting limit).
+bool Lacks(simdjson::dom::element at, const DefaultsTree& tree) {
+  simdjson::dom::object object;
+  if (tree.children.empty() || at.get(object) != simdjson::SUCCESS) return false;
+  for (const auto& [key, child] : tree.children) {
+    simdjson::dom::element member;
+    if (object.at_key(key).get(member) != simdjson::SUCCESS || Lacks(member, child)) return true;
+  }
+  return false;
+}
+
+void WriteMissing(json::Writer& w, const DefaultsTree& tree) {
+  if (tree.value_json) {
+    w.Raw(*tree.value_json);
+    return;
+  }
+  w.BeginObject();
+  for (const auto& [key, child] : tree.children) WriteMissing(w.Key(key), child);
+  w.EndObject();
+}
+
+// `at` with every member a default fills and it lacks written in, after its own members.
+void WriteFilled(json::Writer& w, simdjson::dom::element at, const DefaultsTree& tree) {
+  simdjson::dom::object object;
+  if (tree.children.empty() || at.get(object) != simdjson::SUCCESS) {
+    w.Raw(simdjson::to_string(at));
+    return;
+  }
+  w.BeginObject();
+  size_t present = 0;
+  for (const auto field : object) {
+    w.Key(field.key);
+    const auto child = tree.children.find(field.key);
+    if (child == tree.children.end()) {
+      w.Raw(simdjson::to_string(field.value));
+      continue;
+    }
+    ++present;
+    WriteFilled(w, field.value, child->second);
+  }
+  if (present < tree.children.size()) {
+    for (const auto& [key, child] : tree.children) {
+      simdjson::dom::element member;
+      if (object.at_key(key).get(member) != simdjson::SUCCESS) WriteMissing(w.Key(key), child);
+    }
+  }
+  w.EndObject();
+}
+
 std::string ReplacePayload(std::string_view raw, std::string_view data_pointer,
                            std::string_view payload) {
   std::vector<std::string> path;
@@ -463,6 +535,27 @@ std::string ReplacePayload(std::string_view raw, std::string_view data_pointer,
   json::Writer w(out);
   WriteReplaced(w, root, path, 0, payload);
   return out;
+}
+
+// The event as a consumer reads it: `raw` with its payload replaced by `adapted` (the adapters'
+// output; empty when it was not read through adapters) and the explicit defaults of its
+// projection step (`step`, may be null) filled in; `raw` itself when neither changes it.
+std::string ReadEvent(std::string_view raw, std::string_view data_pointer,
+                      const ProjectionStep* step, std::string_view adapted) {
+  const DefaultsTree defaults = DefaultsOf(step);
+  if (adapted.empty() && defaults.children.empty()) return std::string(raw);
+  simdjson::dom::parser parser;
+  simdjson::dom::element payload;
+  const bool parsed =
+      adapted.empty() ? parser.parse(raw.data(), raw.size()).at_pointer(data_pointer).get(payload)
+                      : parser.parse(adapted.data(), adapted.size()).get(payload);
+  if (parsed != simdjson::SUCCESS || !Lacks(payload, defaults)) {
+    return adapted.empty() ? std::string(raw) : ReplacePayload(raw, data_pointer, adapted);
+  }
+  std::string filled;
+  json::Writer w(filled);
+  WriteFilled(w, payload, defaults);
+  return ReplacePayload(raw, data_pointer, filled);
 }
 
 // One (event, consumer) decision in the making: what the ordered, unordered, defer and duplicate
@@ -857,10 +950,10 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
     if (route != nullptr) d.adapter = route->name;
     d.traceparent.assign(reread.event.traceparent.value_or(std::string_view()));
     if (reading) {
-      d.read_event = route == nullptr
-                         ? next->raw
-                         : ReplacePayload(next->raw, envelope_options.profile.data_pointer,
-                                          drain_verdict.adapted.json);
+      const auto step = consumer.steps.find(reread.event.type);
+      d.read_event = ReadEvent(next->raw, envelope_options.profile.data_pointer,
+                               step == consumer.steps.end() ? nullptr : step->second.step,
+                               route == nullptr ? std::string_view() : drain_verdict.adapted.json);
       d.read_schema_version = route == nullptr ? next->schema_version : route->target_version;
     }
     decisions.push_back(std::move(d));
@@ -1717,14 +1810,18 @@ Status Pipeline::DecideReading(Transaction& store, PreparedEvent& slot, std::str
   Decision& own = decisions[first];
   own.read_event.assign(p.bytes);
   for (size_t i = 0; i < impl.consumers.size(); ++i) {
-    if (impl.consumers[i].config->contract.id != consumer || !p.verdicts[i].routed) continue;
+    const ConsumerState& state = impl.consumers[i];
+    if (state.config->contract.id != consumer || !p.verdicts[i].routed) continue;
     const Verdict& verdict = p.verdicts[i];
     if (verdict.schema_version_read) own.read_schema_version = verdict.schema_version;
-    if (verdict.adapted.route != nullptr && verdict.adapted.data.has_value()) {
-      own.read_event =
-          ReplacePayload(p.bytes, impl.envelope_options.profile.data_pointer, verdict.adapted.json);
-      own.read_schema_version = verdict.adapted.route->target_version;
-    }
+    const bool adapted = verdict.adapted.route != nullptr && verdict.adapted.data.has_value();
+    if (adapted) own.read_schema_version = verdict.adapted.route->target_version;
+    if (verdict.keep || !p.parsed.ok()) break;  // refused: its bytes as they came
+    const auto step = state.steps.find(p.parsed.event.type);
+    own.read_event =
+        ReadEvent(p.bytes, impl.envelope_options.profile.data_pointer,
+                  step == state.steps.end() ? nullptr : step->second.step,
+                  adapted ? std::string_view(verdict.adapted.json) : std::string_view());
   }
   return Status::Ok();
 }

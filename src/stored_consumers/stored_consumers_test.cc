@@ -171,6 +171,23 @@ TEST_P(StoredConsumersTest, AdaptedEventIsAnsweredWithTheAdaptedPayload) {
   EXPECT_NE(out[0].event.find("\"specversion\":\"1.0\""), std::string::npos);
 }
 
+// An explicit default of the consumer's projection step is filled in the answered event; an
+// event that lacks nothing is answered with its own bytes.
+TEST_P(StoredConsumersTest, ExplicitDefaultsAreFilledIn) {
+  ASSERT_TRUE(PushConsumersConfig(*store_, kOrders + "/evident.yaml", {}, 1).ok());
+  const std::vector<std::string> events = Lines(kOrders + "/events.ndjson");
+  auto v1 = Decide("orders-projection", events[0]);  // v1: no paymentReference
+  ASSERT_EQ(v1.size(), 1u);
+  EXPECT_EQ(v1[0].decision.outcome, Outcome::kApplied);
+  EXPECT_EQ(events[0].find("paymentReference"), std::string::npos) << "not in v1's bytes";
+  EXPECT_NE(v1[0].event, events[0]);
+  EXPECT_NE(v1[0].event.find(R"("status":"paid","paymentReference":null})"), std::string::npos)
+      << v1[0].event;
+  auto v2 = Decide("orders-projection", events[2]);  // v2 carries it
+  ASSERT_EQ(v2.size(), 1u);
+  EXPECT_EQ(v2[0].event, events[2]);
+}
+
 // The Decider decides as `consume` does: same outcomes, same order, for every consumer.
 TEST_P(StoredConsumersTest, DecisionsEqualConsumesForTheOrdersExample) {
   ASSERT_TRUE(PushConsumersConfig(*store_, kOrders + "/evident.yaml", {}, 1).ok());
