@@ -11,9 +11,12 @@
 
 namespace evident::bench {
 
-// `plain(round)` and `evident(round)` run `count` events and return their seconds.
+// `plain(round)` and `evident(round)` run `count` events and return their seconds; the names
+// label the two sides in what is printed.
 inline double AppendRounds(int rounds, size_t count, const std::function<double(int)>& plain,
-                           const std::function<double(int)>& evident) {
+                           const std::function<double(int)>& evident,
+                           const char* plain_name = "plain INSERT",
+                           const char* evident_name = "evident_append") {
   std::vector<double> ratios;
   for (int round = 1; round <= rounds; ++round) {
     double plain_s = 0, evident_s = 0;
@@ -27,13 +30,14 @@ inline double AppendRounds(int rounds, size_t count, const std::function<double(
     const double n = static_cast<double>(count);
     ratios.push_back(plain_s / evident_s);
     std::printf(
-        "round %d: plain INSERT %8.0f events/s | evident_append %8.0f events/s | "
-        "evident/plain %.3f | per event: plain %.1f us, evident %.1f us\n",
-        round, n / plain_s, n / evident_s, ratios.back(), plain_s / n * 1e6, evident_s / n * 1e6);
+        "round %d: %s %8.0f events/s | %s %8.0f events/s | evident/plain %.3f | per event: "
+        "plain %.1f us, evident %.1f us\n",
+        round, plain_name, n / plain_s, evident_name, n / evident_s, ratios.back(),
+        plain_s / n * 1e6, evident_s / n * 1e6);
     std::fflush(stdout);
   }
   const double median = Median(ratios);
-  std::printf("median ratio evident_append / plain INSERT : %.3f   (goal >= 0.5)\n", median);
+  std::printf("median ratio %s / %s : %.3f   (goal >= 0.5)\n", evident_name, plain_name, median);
   return median;
 }
 

@@ -369,11 +369,25 @@ Status PgTransaction::WillDecideSubject(std::string_view consumer, std::string_v
   std::string pair = std::to_string(consumer.size()) + ':';
   pair.append(consumer).append(what);
   if (locked_subjects_.contains(pair)) return Status::Ok();
-  LockConsumer(consumer);
-  static const std::string kLock =
-      "SELECT pg_advisory_xact_lock(" + std::to_string(kSubjectLockClass) +
-      ", hashtext(length(s) || ':' || s || $1)) FROM coalesce(current_schema(), '') AS s";
-  Conn().Send(kLock, Params().Text(pair));
+  const auto statement = [](bool with_consumer) {
+    const std::string key = "hashtext(length(s) || ':' || s || ";
+    return std::string("SELECT ") +
+           (with_consumer ? "pg_advisory_xact_lock_shared(" + std::to_string(kConsumerLockClass) +
+                                ", " + key + "$2)), "
+                          : std::string()) +
+           "pg_advisory_xact_lock(" + std::to_string(kSubjectLockClass) + ", " + key +
+           "$1)) FROM coalesce(current_schema(), '') AS s";
+  };
+  // One statement for both while the consumer is not locked yet: its lock first (the target
+  // list is evaluated in order), as LockConsumers takes it.
+  static const std::string kPair = statement(true);
+  static const std::string kSubject = statement(false);
+  if (locked_consumers_.contains(consumer)) {
+    Conn().Send(kSubject, Params().Text(pair));
+  } else {
+    locked_consumers_.emplace(consumer);
+    Conn().Send(kPair, Params().Text(pair).Text(consumer));
+  }
   locked_subjects_.insert(std::move(pair));
   return Status::Ok();
 }
