@@ -62,7 +62,7 @@ run_story() {
   local name=$1
   shift
   local out
-  out=$($service "$@" --nats "$nats" --stream ORDERS --durable "f-$name" --until-idle 2) \
+  out=$($service "$@" --nats "$nats" $stream_option --durable "f-$name" --until-idle 2) \
     || fail "$name: the service failed: $out"
   [ "$out" = "$expected_story" ] || fail "$name: the story decided as:
 $out"
@@ -146,9 +146,10 @@ sqlite_service() {  # LANGUAGE
 sqlite_count() {
   $python -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT count(*) FROM reservation_log WHERE order_id=?\", (sys.argv[2],)).fetchone()[0])" "$db" "$1"
 }
-service="$python $root/examples/python/fulfillment.py"
+# Python subscribes by the stream's subject (evident.>, its default), Node by the stream's name.
+service="$python $root/examples/python/fulfillment.py" stream_option=""
 sqlite_service python
-service="node $node_dir/fulfillment.js"
+service="node $node_dir/fulfillment.js" stream_option="--stream ORDERS"
 sqlite_service node
 
 # --- PostgreSQL: evident_pg.so in the tests' server ------------------------------------------------
@@ -182,14 +183,25 @@ pg_service() {  # LANGUAGE
 pg_count() {
   "$bin/psql" "$url" -qAt -c "SELECT count(*) FROM reservation_log WHERE order_id='$1'"
 }
-service="$python $root/examples/python/fulfillment.py"
+service="$python $root/examples/python/fulfillment.py" stream_option=""
 pg_service python
-service="node $node_dir/fulfillment.js"
+service="node $node_dir/fulfillment.js" stream_option="--stream ORDERS"
 pg_service node
 # An unknown consumer is its own SQLSTATE (42704), and the transaction rolls back.
 out=$("$bin/psql" "$url" -qAt -c '\set VERBOSITY sqlstate' \
   -c "SELECT * FROM evident_decide('nobody', convert_to('{}', 'UTF8'))" 2>&1 || true)
 [[ "$out" == *"42704"* ]] || fail "unknown consumer: $out"
+out=$("$bin/psql" "$url" -qAt -c '\set VERBOSITY sqlstate' -c "BEGIN ISOLATION LEVEL REPEATABLE READ" \
+  -c "SELECT * FROM evident_decide('reservations', convert_to('{}', 'UTF8'))" 2>&1 || true)
+[[ "$out" == *"0A000"* ]] || fail "repeatable read: $out"
+out=$("$bin/psql" "$url" -qAt -c '\set VERBOSITY sqlstate' \
+  -c "SELECT * FROM evident_decide('reservations', NULL)" 2>&1 || true)
+[[ "$out" == *"22004"* ]] || fail "a NULL event: $out"
+# An event of a type the consumer does not subscribe to is answered, not kept.
+before=$("$bin/psql" "$url" -qAt -c "SELECT count(*) FROM quarantine")
+out=$("$bin/psql" "$url" -qAt -c "SELECT outcome, reason FROM evident_decide('reservations', convert_to('{\"specversion\":\"1.0\",\"id\":\"x-1\",\"source\":\"https://example.test/order-service\",\"type\":\"other.type\",\"data\":{}}', 'UTF8'))")
+[ "$out" = "unrouted|no-subscriber" ] || fail "unrouted: $out"
+[ "$("$bin/psql" "$url" -qAt -c "SELECT count(*) FROM quarantine")" = "$before" ] || fail "unrouted kept"
 
 # The orders example: evident_decide's decisions equal `evident consume`'s, same order.
 for s in "${schema}_consume" "${schema}_decide"; do
@@ -240,5 +252,19 @@ if ours != theirs:
     print("decided %d, consumed %d" % (len(ours), len(theirs)))
     sys.exit(1)
 print("evident_decide equals consume: %d decisions" % len(ours))
+# An event read through the v4-to-v2 adapter is answered as v2's payload.
+v4 = open(events_path.replace("events.ndjson", "events-v4.ndjson"), "rb").readline().rstrip(b"\n")
+db.execute("BEGIN")
+rows = db.execute("SELECT outcome, schema_version, adapter, event FROM evident_decide(%s, %s)",
+                  ("orders-projection", v4)).fetchall()
+db.execute("COMMIT")
+outcome, schema_version, adapter, answered = rows[0]
+data = json.loads(bytes(answered))["data"]
+if (len(rows) != 1 or outcome != "applied" or schema_version != 2 or
+        adapter != "order-status-v4-to-v2" or
+        data != {"schemaVersion": 2, "orderId": "order-104", "status": "delivered",
+                 "paymentReference": None}):  # and the step's explicit default filled in
+    print("the adapted event: %s" % (rows,))
+    sys.exit(1)
 PY
 echo "PASS"

@@ -110,11 +110,15 @@ function describe(row) {
 // One event in one transaction of the service's, retried when the database says so.
 async function decideOne(store, consumer, event, hold) {
   for (let attempt = 0; ; ++attempt) {
-    await store.begin();
+    let began = false;
     try {
+      await store.begin();
+      began = true;
       const rows = await store.decide(consumer, event);
       for (const row of rows) {
-        if (row.outcome === 'applied') await apply(store, row);
+        // An applied row with a reason is evident's own (the owner's answer to a replay
+        // request, recorded on the gap): nothing for the service to apply.
+        if (row.outcome === 'applied' && !row.reason) await apply(store, row);
       }
       if (hold) {
         console.log('held');
@@ -123,7 +127,7 @@ async function decideOne(store, consumer, event, hold) {
       await store.commit();
       return rows;
     } catch (error) {
-      await store.rollback();
+      if (began) await store.rollback().catch(() => {});  // the original error says more
       if (!RETRYABLE.has(error.code) || attempt + 1 === RETRIES_MAX) throw error;
       await new Promise((resolve) => setTimeout(resolve, 10 * (attempt + 1)));
     }

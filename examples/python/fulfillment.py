@@ -14,7 +14,7 @@ writes, or roll back with them: a crash between the two leaves neither, and the 
 redelivery is decided afresh.
 
     fulfillment.py (--pg URL | --sqlite PATH --module evident_sqlite.so) --consumer reservations
-        (--nats nats://HOST:PORT --stream ORDERS --durable NAME | --events FILE)
+        (--nats nats://HOST:PORT [--subject 'evident.>'] --durable NAME | --events FILE)
         [--until-idle SECONDS] [--hold-after N]
 
 Prints one line per decided row: "order-417 v3 deferred", "order-417 v3 applied drained". Exit
@@ -23,6 +23,7 @@ the N-th decision, before its COMMIT, and waits (a test kills the process there)
 A deadlock or serialization failure (PostgreSQL 40P01, 40001) or a busy SQLite file is retried.
 """
 import argparse
+import base64
 import ctypes
 import json
 import sqlite3
@@ -41,7 +42,7 @@ class JetStream:
     class MsgList(ctypes.Structure):
         _fields_ = [("msgs", ctypes.POINTER(ctypes.c_void_p)), ("count", ctypes.c_int)]
 
-    def __init__(self, url, stream, durable):
+    def __init__(self, url, subject, durable):
         lib = ctypes.CDLL("libnats.so.3.4")
         vp, cp = ctypes.c_void_p, ctypes.c_char_p
         lib.natsStatus_GetText.restype = cp
@@ -61,10 +62,11 @@ class JetStream:
         self.nc, self.js, self.sub = vp(), vp(), vp()
         self._check(lib.natsConnection_ConnectTo(ctypes.byref(self.nc), url.encode()), "connect")
         self._check(lib.natsConnection_JetStream(ctypes.byref(self.js), self.nc, None), "jetstream")
-        # The stream's subjects: the relay publishes under "<prefix>.<partition>".
-        self._check(lib.js_PullSubscribe(ctypes.byref(self.sub), self.js, b"evident.>",
+        # The stream is the one holding `subject` (evident's relay publishes under
+        # "<prefix>.<partition>": "evident.>" by default).
+        self._check(lib.js_PullSubscribe(ctypes.byref(self.sub), self.js, subject.encode(),
                                          durable.encode(), None, None, None),
-                    "pull subscribe to " + stream)
+                    "pull subscribe to " + subject)
 
     def _check(self, status, what):
         if status != 0:
@@ -88,8 +90,10 @@ class JetStream:
         return out
 
     def ack(self, handle):
-        self._check(self.lib.natsMsg_Ack(handle, None), "ack")
-        self.lib.natsMsg_Destroy(ctypes.c_void_p(handle))
+        try:
+            self._check(self.lib.natsMsg_Ack(handle, None), "ack")
+        finally:
+            self.lib.natsMsg_Destroy(ctypes.c_void_p(handle))
 
     def close(self):
         self.lib.natsSubscription_Destroy(self.sub)
@@ -162,14 +166,16 @@ class SqliteStore:
         (answer,) = self.db.execute("SELECT evident_decide(?, ?)", (consumer, event)).fetchone()
         rows = json.loads(answer)
         for row in rows:
-            row["event"] = row["event"].encode() if "event" in row else None
+            text = row.pop("event", None)
+            encoded = row.pop("event_base64", None)
+            row["event"] = text.encode() if text is not None else base64.b64decode(encoded)
         return rows
 
     def write(self, sql, params):
         self.db.execute(sql, params)
 
     def retryable(self, error):
-        return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
+        return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
 
 
 def apply(store, row):
@@ -198,11 +204,15 @@ def describe(row):
 def decide_one(store, consumer, event, hold):
     """One event in one transaction of the service's, retried when the database says so."""
     for attempt in range(RETRIES_MAX):
-        store.begin()
+        began = False
         try:
+            store.begin()
+            began = True
             rows = store.decide(consumer, event)
             for row in rows:
-                if row["outcome"] == "applied":
+                # An applied row with a reason is evident's own (the owner's answer to a replay
+                # request, recorded on the gap): nothing for the service to apply.
+                if row["outcome"] == "applied" and row["reason"] is None:
                     apply(store, row)
             if hold:
                 print("held", flush=True)
@@ -210,7 +220,11 @@ def decide_one(store, consumer, event, hold):
             store.commit()
             return rows
         except Exception as error:
-            store.rollback()
+            if began:
+                try:
+                    store.rollback()
+                except Exception:  # the original error says more
+                    pass
             if not store.retryable(error) or attempt + 1 == RETRIES_MAX:
                 raise
             time.sleep(0.01 * (attempt + 1))
@@ -225,7 +239,7 @@ def events_of(args):
                 if line.strip():
                     yield None, line.rstrip(b"\n")
         return
-    js = JetStream(args.nats, args.stream, args.durable)
+    js = JetStream(args.nats, args.subject, args.durable)
     try:
         idle_since = time.monotonic()
         while time.monotonic() - idle_since < args.until_idle:
@@ -245,7 +259,8 @@ def main():
     parser.add_argument("--module", help="evident_sqlite.so, with --sqlite")
     parser.add_argument("--consumer", default="reservations")
     parser.add_argument("--nats")
-    parser.add_argument("--stream", default="ORDERS")
+    parser.add_argument("--subject", default="evident.>",
+                        help="a subject of the stream (evident's relay: evident.<partition>)")
     parser.add_argument("--durable", default="fulfillment-py")
     parser.add_argument("--events", help="an NDJSON file instead of JetStream")
     parser.add_argument("--until-idle", type=float, default=2.0)

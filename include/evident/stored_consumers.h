@@ -100,6 +100,7 @@ class Decider {
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<PreparedEvent> slot_;
   int64_t version_ = 0;
+  std::string digest_;
 };
 
 }  // namespace evident

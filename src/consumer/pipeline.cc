@@ -699,6 +699,8 @@ Result<bool> Pipeline::Impl::RecordReplayAnswer(Transaction& tx, const EventView
   d.reason = "replay-answer";
   d.key = LedgerKeyText(consumer, event.source, event.id);
   d.subject = std::string(subject);
+  // The gap is read and written under the subject's lock, as a decision of the subject is.
+  EVIDENT_RETURN_IF_ERROR(tx.WillDecideSubject(consumer, subject));
   EVIDENT_ASSIGN_OR_RETURN(std::optional<GapRecord> gap,
                            tx.FindGap(consumer, subject, missing_from));
   const std::string answer = AnswerText(data);
@@ -1873,9 +1875,13 @@ Status Pipeline::DecideFor(Transaction& store, PreparedEvent& slot, std::string_
                                    " is not configured or does not subscribe to type " +
                                    std::string(event.type);
     d.subject = event.subject ? std::string(*event.subject) : std::string();
-    const QuarantineRecord record = RecordFrom(d, event.source, event.id, event.type, std::nullopt,
-                                               std::nullopt, bytes, now_ms);
-    EVIDENT_RETURN_IF_ERROR(store.Quarantine(record).status());
+    // A service deciding for one consumer (DecideReading) reads every event of its stream: one
+    // of a type it does not subscribe to is answered, not kept.
+    if (!impl.reading) {
+      const QuarantineRecord record = RecordFrom(d, event.source, event.id, event.type,
+                                                 std::nullopt, std::nullopt, bytes, now_ms);
+      EVIDENT_RETURN_IF_ERROR(store.Quarantine(record).status());
+    }
     decisions.push_back(std::move(d));
   }
   return Status::Ok();

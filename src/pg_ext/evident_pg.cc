@@ -59,6 +59,7 @@
 extern "C" {
 #include <postgres.h>
 // postgres.h first
+#include <access/xact.h>
 #include <catalog/namespace.h>
 #include <executor/spi.h>
 #include <fmgr.h>
@@ -309,7 +310,7 @@ void PutRowC(void* arg) {
                       TextDatum(d.key),
                       TextDatum(d.subject),
                       Int64GetDatum(d.subject_version.value_or(0)),
-                      Int32GetDatum(static_cast<int32_t>(e.schema_version.value_or(0))),
+                      Int64GetDatum(e.schema_version.value_or(0)),
                       PointerGetDatum(bytes),
                       BoolGetDatum(d.drained),
                       TextDatum(d.adapter)};
@@ -469,6 +470,20 @@ extern "C" PGDLLEXPORT Datum evident_compensate(PG_FUNCTION_ARGS) {
 }
 
 extern "C" PGDLLEXPORT Datum evident_decide(PG_FUNCTION_ARGS) {
+  // A NULL is an error, not zero rows: a caller would commit and acknowledge an undecided event.
+  if (PG_ARGISNULL(0) || PG_ARGISNULL(1)) {
+    ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                    errmsg("evident_decide: the consumer and the event are required")));
+  }
+  // The subject's lock is taken inside the call: a transaction snapshot taken before it would
+  // read what another transaction committed on the subject meanwhile as absent.
+  if (IsolationUsesXactSnapshot()) {
+    ereport(ERROR,
+            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+             errmsg("evident_decide runs in READ COMMITTED transactions: at REPEATABLE READ or "
+                    "SERIALIZABLE its reads would predate the subject's lock"),
+             errhint("BEGIN ISOLATION LEVEL READ COMMITTED, or SET TRANSACTION before the call")));
+  }
   text* consumer = PG_GETARG_TEXT_PP(0);
   bytea* event = PG_GETARG_BYTEA_PP(1);
   InitMaterializedSRF(fcinfo, 0);

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <set>
 #include <system_error>
 #include <utility>
 
@@ -90,22 +91,36 @@ Result<std::map<std::string, std::string>> DigestsOf(const ConsumerSource& sourc
     out += text;
     out += '\n';
   };
-  for (const auto& [path, text] : source.contracts) {
-    if (path.starts_with("adapters/")) part(shared, path, text);
-  }
-  part(shared, "profile", root["profile"] ? root["profile"].as<std::string>() : "");
+  // The settings every consumer is decided with (the envelope's profile and limits), emitted
+  // again without the consumers.
+  YAML::Node settings = YAML::Clone(root);
+  if (settings.IsMap()) settings.remove("consumers");
+  YAML::Emitter emitted;
+  emitted << settings;
+  part(shared, "settings", emitted.c_str());
   part(shared, "profile_file", source.profile_text);
+  // The types each consumer accepts: the schema folders of the others' types are theirs alone.
+  std::set<std::string> types;
+  for (const ConsumerConfig& consumer : source.config.consumers) {
+    for (const AcceptedType& accepted : consumer.contract.accepts) types.insert(accepted.type);
+  }
   std::map<std::string, std::string> out;
   for (const ConsumerConfig& consumer : source.config.consumers) {
     const std::string& id = consumer.contract.id;
+    std::set<std::string> own;
+    for (const AcceptedType& accepted : consumer.contract.accepts) own.insert(accepted.type);
     std::string material = shared;
     part(material, "entry", EntryText(root, id));
-    const auto contract = source.contracts.find("consumers/" + id + ".yaml");
-    if (contract != source.contracts.end()) part(material, contract->first, contract->second);
-    for (const AcceptedType& accepted : consumer.contract.accepts) {
-      for (const auto& [path, text] : source.contracts) {
-        if (path.starts_with(accepted.type + "/")) part(material, path, text);
+    // Every file but the other consumers' contracts and the schemas of types it does not accept
+    // (a schema may $ref any other file: those stay in).
+    for (const auto& [path, text] : source.contracts) {
+      const std::string folder = path.substr(0, path.find('/'));
+      if (folder == "consumers" && path != "consumers/" + id + ".yaml" &&
+          path != "consumers/" + id + ".yml") {
+        continue;
       }
+      if (types.contains(folder) && !own.contains(folder)) continue;
+      part(material, path, text);
     }
     out.emplace(id, Sha256Digest(material));
   }
@@ -187,7 +202,9 @@ class ScratchDir {
 Status WriteFiles(const std::string& dir, const Files& files, int64_t version) {
   for (const auto& [name, text] : files) {
     const fs::path relative = fs::path(name).lexically_normal();
-    if (relative.is_absolute() || relative.empty() || *relative.begin() == "..") {
+    // Only names in their normal form: "contracts/../config.yaml" would overwrite another.
+    if (relative.is_absolute() || relative.empty() || *relative.begin() == ".." ||
+        relative.generic_string() != name) {
       return Status::Corruption("consumer set v" + std::to_string(version) +
                                 " holds a file outside its directory: " + name);
     }
@@ -258,9 +275,9 @@ Result<std::unique_ptr<Pipeline>> PipelineOf(const StoredContracts& set) {
   fs::create_directories(fs::path(dir.path()) / "contracts", ec);  // an empty directory kept
   ConfigOptions load;
   load.contracts_dir = (fs::path(dir.path()) / "contracts").string();
-  if (files.contains(std::string(kProfileName))) {
-    load.profile_file = (fs::path(dir.path()) / kProfileName).string();
-  }
+  // Always the set's own profile file: a configuration naming another path (or one the set does
+  // not hold) reads nothing outside the directory, and fails as a missing file.
+  load.profile_file = (fs::path(dir.path()) / kProfileName).string();
   const std::string name = "consumer set v" + std::to_string(set.version);
   Result<Config> config = LoadConfig((fs::path(dir.path()) / kConfigName).string(), load);
   if (!config.ok()) return config.status().Annotate(name);
@@ -314,12 +331,18 @@ Status CheckConfigAgainstStore(Store& store, const std::string& config_path) {
 }
 
 Result<Pipeline*> Decider::For(Transaction& tx) {
-  EVIDENT_ASSIGN_OR_RETURN(const int64_t latest, tx.LatestSetVersion(SetKind::kConsumers));
-  if (latest == 0) {
+  // The latest set's number and digest, without its files: a set pushed again under a number
+  // already seen (a store restored or created anew) is built again.
+  EVIDENT_ASSIGN_OR_RETURN(const std::vector<StoredContracts> newest,
+                           tx.SetHistory(SetKind::kConsumers, 1));
+  if (newest.empty()) {
     return Status::NotFound(
         "the store holds no consumers (push them with `evident consumers push --config F`)");
   }
-  if (latest == version_ && pipeline_ != nullptr) return pipeline_.get();
+  const int64_t latest = newest.front().version;
+  if (latest == version_ && newest.front().digest == digest_ && pipeline_ != nullptr) {
+    return pipeline_.get();
+  }
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<StoredContracts> set,
                            tx.SetAt(SetKind::kConsumers, latest));
   if (!set) return Status::Corruption("consumer set v" + std::to_string(latest) + " is missing");
@@ -331,6 +354,7 @@ Result<Pipeline*> Decider::For(Transaction& tx) {
   pipeline_ = std::move(pipeline).value();
   slot_ = std::move(slot);
   version_ = latest;
+  digest_ = set->digest;
   return pipeline_.get();
 }
 

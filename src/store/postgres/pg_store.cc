@@ -329,8 +329,9 @@ constexpr const char* kFunctions[][4] = {
      "CALLED ON NULL INPUT"},
     {"evident_decide", "consumer text, event bytea",
      "TABLE(\"position\" int, outcome text, reason text, key text, subject text,"
-     " subject_version bigint, schema_version int, event bytea, drained boolean, adapter text)",
-     "STRICT ROWS 2"},
+     " subject_version bigint, schema_version bigint, event bytea, drained boolean,"
+     " adapter text)",
+     "CALLED ON NULL INPUT ROWS 2"},
 };
 
 Result<std::string> CheckedSchema(PlainConnection& db) {

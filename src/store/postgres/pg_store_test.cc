@@ -196,6 +196,28 @@ TEST_F(PgDecidersTest, WillDecideTakesEveryConsumersLockAtOnce) {
   EXPECT_TRUE((*first)->Commit().ok());
 }
 
+// Shared deciders (a group's members) lock the subjects of their batch: a decider of the same
+// subject elsewhere (evident_decide inside an application's transaction) takes turns with them,
+// while other subjects go on.
+TEST_F(PgDecidersTest, SharedDecidersOfOneSubjectTakeTurns) {
+  std::unique_ptr<Store> a = Open(true), b = Open(true);
+  ASSERT_TRUE(a && b);
+  auto first = a->Begin();
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->Load(Subject("fulfillment", "order-1")).ok());
+  auto second = b->Begin();
+  ASSERT_TRUE(second.ok());
+  Result<BatchRows> same = (*second)->Load(Subject("fulfillment", "order-1"));
+  ASSERT_FALSE(same.ok());
+  EXPECT_EQ(same.status().code(), Code::kUnavailable) << same.status().ToString();
+  (void)(*second)->Rollback();
+  auto third = b->Begin();
+  ASSERT_TRUE(third.ok());
+  EXPECT_TRUE((*third)->Load(Subject("fulfillment", "order-2")).ok());
+  EXPECT_TRUE((*third)->Commit().ok());
+  EXPECT_TRUE((*first)->Commit().ok());
+}
+
 TEST_F(PgDecidersTest, SharedDecidersRunSideBySideAndAnExclusiveOneExcludesThem) {
   std::unique_ptr<Store> a = Open(true), b = Open(true), outside = Open(false);
   ASSERT_TRUE(a && b && outside);

@@ -364,10 +364,40 @@ void PgTransaction::LockConsumers(std::vector<std::string_view> consumers) {
 
 // The consumer's lock shared, then the pair's exclusively: the key is the schema, the consumer
 // and the subject, each length-prefixed; two pairs of one hash only take turns they need not.
-Status PgTransaction::WillDecideSubject(std::string_view consumer, std::string_view what) {
-  if (!session_->deciders_by_subject) return Status::Ok();
+namespace {
+
+// The key of a (consumer, subject) lock, below the schema: the consumer length-prefixed.
+std::string SubjectLockKey(std::string_view consumer, std::string_view what) {
   std::string pair = std::to_string(consumer.size()) + ':';
   pair.append(consumer).append(what);
+  return pair;
+}
+
+}  // namespace
+
+// A group member's batch (consumers' locks shared: StoreOptions::deciders) takes the locks of
+// its subjects before it reads them, in one statement and in one order, so that a service
+// deciding one of them with evident_decide at the same time takes turns with it. (Members of one
+// group never share a subject: its partition is one member's.)
+void PgTransaction::LockSubjects(const std::vector<SubjectKey>& subjects) {
+  std::vector<std::string> pairs;
+  for (const SubjectKey& k : subjects) {
+    std::string pair = SubjectLockKey(k.consumer, k.subject);
+    if (!locked_subjects_.contains(pair)) pairs.push_back(std::move(pair));
+  }
+  if (pairs.empty()) return;
+  static const std::string kLock =
+      "SELECT pg_advisory_xact_lock(" + std::to_string(kSubjectLockClass) +
+      ", k) FROM (SELECT DISTINCT hashtext(length(s) || ':' || s || p) AS k"
+      " FROM unnest($1::text[]) AS p, coalesce(current_schema(), '') AS s ORDER BY 1) x";
+  Conn().Send(kLock, Params().TextArray(std::vector<std::string_view>(pairs.begin(), pairs.end())));
+  for (std::string& pair : pairs) locked_subjects_.insert(std::move(pair));
+}
+
+Status PgTransaction::WillDecideSubject(std::string_view consumer, std::string_view what) {
+  // A group member's batch locked its subjects in Load.
+  if (!session_->deciders_by_subject) return Status::Ok();
+  std::string pair = SubjectLockKey(consumer, what);
   if (locked_subjects_.contains(pair)) return Status::Ok();
   const auto statement = [](bool with_consumer) {
     const std::string key = "hashtext(length(s) || ':' || s || ";
@@ -469,6 +499,7 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
   std::vector<std::string_view> deciding = consumers;
   deciding.insert(deciding.end(), subject_consumers.begin(), subject_consumers.end());
   LockConsumers(std::move(deciding));
+  if (session_->deciders_shared) LockSubjects(keys.subjects);
   Connection& db = Db();
   db.SendWanted(kLoad.ledger, Params().TextArray(consumers).TextArray(sources).TextArray(ids));
   for (const std::string* sql :

@@ -151,6 +151,7 @@ class PgTransaction final : public Transaction {
   // Takes the lock of each of `consumers` this transaction does not hold yet (StoreOptions::
   // deciders), sent ahead of the statements that read their rows.
   void LockConsumers(std::vector<std::string_view> consumers);
+  void LockSubjects(const std::vector<SubjectKey>& subjects);
   void LockConsumer(std::string_view consumer);
   Status SetOutboxParked(int64_t seq, bool park, std::string_view reason, int64_t at_ms);
   static void Notify(Connection& db);
