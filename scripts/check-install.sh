@@ -34,7 +34,7 @@ schema=$prefix/share/evident/schemas/evident-config.schema.json
 # The SQLite extension loads into the sqlite3 shell from where it is installed.
 module=$(find "$prefix" -name evident_sqlite.so | head -n 1)
 [ -n "$module" ] || fail "evident_sqlite.so is not installed"
-[ "$(sqlite3 :memory: ".load $module" "SELECT count(*) FROM pragma_function_list WHERE name LIKE 'evident_%'")" = 3 ] ||
+[ "$(sqlite3 :memory: ".load $module" "SELECT count(*) FROM pragma_function_list WHERE name LIKE 'evident_%'")" = 4 ] ||
   fail "the installed evident_sqlite.so does not load into sqlite3"
 # The PostgreSQL module is installed beside it, with PostgreSQL's magic block and its functions.
 pg_module=$(find "$prefix" -name evident_pg.so | head -n 1)

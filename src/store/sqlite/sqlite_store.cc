@@ -1246,6 +1246,11 @@ class SqliteEngine {
       EVIDENT_RETURN_IF_ERROR(Exec("INSERT INTO evident_schema(version) VALUES(7);"));
     }
     if (layout <= 7) EVIDENT_RETURN_IF_ERROR(MigrateTo8());
+    return MigrateFrom8(layout);
+  }
+
+  // The steps after layout 8, from `layout` (the one found) on.
+  Status MigrateFrom8(int64_t layout) {
     if (layout <= 8) {
       // The group tables (Schema() creates only what is missing).
       EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(9);"));
