@@ -2,7 +2,7 @@
 # Builds evident in Release and runs every test: unit, end-to-end, the JSON Schema suite, the
 # clang-tidy check and the sanitized libFuzzer runs. Both trees keep assert() on
 # (EVIDENT_ASSERTIONS: -UNDEBUG), so the invariants run in every test and fuzz run. Installs the Debian packages it needs.
-# Ends with ctest's summary line, and on failure the failing tests' failure lines. Usage: scripts/test.sh   (FUZZ_SECONDS=45 by default)
+# Ends with ctest's summary line, and on failure the failing tests' failure lines. Usage: scripts/test.sh   (FUZZ_SECONDS=30 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +19,7 @@ cmake --build build-fuzz -j "$jobs" --target fuzzers
 
 # 2. The project itself, in Release (assertions on), with the tests that drive the fuzz binaries above.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEVIDENT_ASSERTIONS=ON -DEVIDENT_WERROR=ON \
-  -DEVIDENT_FUZZ_BUILD_DIR="$PWD/build-fuzz" -DEVIDENT_FUZZ_SECONDS="${FUZZ_SECONDS:-45}" >/dev/null
+  -DEVIDENT_FUZZ_BUILD_DIR="$PWD/build-fuzz" -DEVIDENT_FUZZ_SECONDS="${FUZZ_SECONDS:-30}" >/dev/null
 cmake --build build -j "$jobs"
 
 # 3. Every test. When some fail, their failure lines are printed again after ctest's summary, so
