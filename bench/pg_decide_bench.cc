@@ -15,14 +15,9 @@
 // is a cluster of scripts/postgres.sh with fsync on (EVIDENT_PG_DURABLE=1), on loopback.
 //
 //   build/bench/pg_decide_bench [N=20000] [ROUNDS=5] [BATCH=100]      (see docs/BENCHMARKS.md)
-#include <libpq-fe.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,88 +26,63 @@
 #include "evident/store_postgres.h"
 #include "evident/stored_consumers.h"
 #include "order_events.h"
-#include "shell.h"
+#include "pg_module_bench.h"
 
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-using Connection = std::unique_ptr<PGconn, void (*)(PGconn*)>;
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "pg_decide_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-Connection Connect(const std::string& uri) {
-  Connection conn(PQconnectdb(uri.c_str()), &PQfinish);
-  if (PQstatus(conn.get()) != CONNECTION_OK) Die(PQerrorMessage(conn.get()));
-  return conn;
-}
-
-void Check(PGconn* conn, PGresult* result, const std::string& what) {
-  const ExecStatusType type = PQresultStatus(result);
-  const std::string message = PQresultErrorMessage(result);
-  PQclear(result);
-  if (type != PGRES_COMMAND_OK && type != PGRES_TUPLES_OK) Die(what + ": " + message);
-  (void)conn;
-}
-
-void Exec(PGconn* conn, const std::string& sql) { Check(conn, PQexec(conn, sql.c_str()), sql); }
+using evident::bench::PgCheck;
+using evident::bench::PgConnect;
+using evident::bench::PgDie;
+using evident::bench::PgExec;
+using evident::bench::PgModuleServer;
 
 // A fresh schema holding a store with the reservations consumer and evident's functions, the
 // service's tables beside it; its URI.
-std::string FreshStore(const std::string& server, const std::string& schema,
-                       const std::string& module) {
-  {
-    Connection conn = Connect(server);
-    Exec(conn.get(), "SET client_min_messages = warning; DROP SCHEMA IF EXISTS " + schema +
-                         " CASCADE; CREATE SCHEMA " + schema);
-  }
-  const std::string uri = server + "?options=-csearch_path%3D" + schema;
-  if (!evident::MigratePostgresStore(uri).ok()) Die("migrate failed");
+std::string FreshStore(const PgModuleServer& server, const std::string& schema) {
+  const std::string uri = server.FreshSchema(schema);
+  if (!evident::MigratePostgresStore(uri).ok()) PgDie("migrate failed");
   {
     auto store = evident::OpenPostgresStore(uri);
-    if (!store.ok()) Die(store.status().ToString());
+    if (!store.ok()) PgDie(store.status().ToString());
     auto push = evident::PushConsumersConfig(
         **store, std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/reservations.yaml", {}, 1);
-    if (!push.ok() || push->outcome != evident::PushOutcome::kPushed) Die("push failed");
+    if (!push.ok() || push->outcome != evident::PushOutcome::kPushed) PgDie("push failed");
   }
-  const auto installed = evident::InstallPostgresFunctions(uri, module);
-  if (!installed.ok()) Die(installed.status().ToString());
-  Connection conn = Connect(uri);
-  Exec(conn.get(), "CREATE TABLE reservations(id text PRIMARY KEY, version bigint NOT NULL)");
-  Exec(conn.get(),
-       "CREATE TABLE inbox(consumer text NOT NULL, message_id text NOT NULL,"
-       " PRIMARY KEY(consumer, message_id))");
+  const auto installed = evident::InstallPostgresFunctions(uri, server.module());
+  if (!installed.ok()) PgDie(installed.status().ToString());
+  evident::bench::PgConnection conn = PgConnect(uri);
+  PgExec(conn.get(), "CREATE TABLE reservations(id text PRIMARY KEY, version bigint NOT NULL)");
+  PgExec(conn.get(),
+         "CREATE TABLE inbox(consumer text NOT NULL, message_id text NOT NULL,"
+         " PRIMARY KEY(consumer, message_id))");
   return uri;
 }
 
 // One side's run: `decide_sql` is the statement that takes the event (its bytes, or its id).
 double Run(const std::string& uri, const std::vector<std::string>& events,
            const std::vector<std::string>& ids, size_t batch, const char* decide_sql, bool by_id) {
-  Connection conn = Connect(uri);
+  evident::bench::PgConnection conn = PgConnect(uri);
   PGconn* db = conn.get();
-  Check(db,
-        PQprepare(db, "business",
-                  "INSERT INTO reservations(id, version) VALUES($1, 1) ON CONFLICT(id) DO "
-                  "UPDATE SET version = reservations.version + 1",
-                  1, nullptr),
-        "prepare");
-  Check(db, PQprepare(db, "decide", decide_sql, 1, nullptr), "prepare");
+  PgCheck(PQprepare(db, "business",
+                    "INSERT INTO reservations(id, version) VALUES($1, 1) ON CONFLICT(id) DO "
+                    "UPDATE SET version = reservations.version + 1",
+                    1, nullptr),
+          "prepare");
+  PgCheck(PQprepare(db, "decide", decide_sql, 1, nullptr), "prepare");
   const int binary[1] = {by_id ? 0 : 1};
   const auto start = Clock::now();
   for (size_t i = 0; i < events.size(); ++i) {
-    if (i % batch == 0) Exec(db, "BEGIN");
+    if (i % batch == 0) PgExec(db, "BEGIN");
     const std::string& input = by_id ? ids[i] : events[i];
     const char* event[1] = {input.c_str()};
     const int length[1] = {static_cast<int>(input.size())};
-    Check(db, PQexecPrepared(db, "decide", 1, event, length, binary, 0),
-          "event " + std::to_string(i));
+    PgCheck(PQexecPrepared(db, "decide", 1, event, length, binary, 0),
+            "event " + std::to_string(i));
     const std::string order = "order-" + std::to_string(i / 2);
     const char* business[1] = {order.c_str()};
-    Check(db, PQexecPrepared(db, "business", 1, business, nullptr, nullptr, 0), "business");
-    if (i % batch == batch - 1 || i == events.size() - 1) Exec(db, "COMMIT");
+    PgCheck(PQexecPrepared(db, "business", 1, business, nullptr, nullptr, 0), "business");
+    if (i % batch == batch - 1 || i == events.size() - 1) PgExec(db, "COMMIT");
   }
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -132,20 +102,7 @@ int main(int argc, char** argv) {
     ids.push_back(e.substr(at, e.find('"', at) - at));
     events.push_back(std::move(e));
   }
-  const fs::path dir =
-      fs::temp_directory_path() / ("evident-pg-decide-bench-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const std::string script = std::string(EVIDENT_SOURCE_DIR) + "/scripts/postgres.sh";
-  int rc = 0;
-  const std::string server = evident::bench::Shell(
-      "EVIDENT_PG_DURABLE=1 bash " + script + " start " + (dir / "server").string(), rc);
-  if (rc != 0) Die("the server did not start: " + server);
-  // The module where the server's OS user can read it.
-  std::string data;
-  std::getline(std::ifstream(dir / "server" / "data"), data);
-  const fs::path module = fs::path(data) / "evident_pg.so";
-  fs::copy_file(EVIDENT_PG_MODULE, module, fs::copy_options::overwrite_existing);
-  fs::permissions(module, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  const PgModuleServer server("pg-decide-bench", EVIDENT_PG_MODULE);
   std::printf(
       "evident_decide benchmark (PostgreSQL): %zu events, %zu per application transaction, "
       "fsync on, loopback, %d rounds\n",
@@ -155,13 +112,10 @@ int main(int argc, char** argv) {
       "INSERT INTO inbox(consumer, message_id) VALUES('reservations', $1) ON CONFLICT DO NOTHING";
   const auto side = [&](const std::string& name, const char* sql, bool by_id) {
     return [&, name, sql, by_id](int round) {
-      return Run(FreshStore(server, name + std::to_string(round), module), events, ids, batch, sql,
-                 by_id);
+      return Run(FreshStore(server, name + std::to_string(round)), events, ids, batch, sql, by_id);
     };
   };
   evident::bench::AppendRounds(rounds, events.size(), side("inbox", kInbox, true),
                                side("decide", kEvident, false), "inbox INSERT", "evident_decide");
-  (void)evident::bench::Shell("bash " + script + " stop " + (dir / "server").string(), rc);
-  fs::remove_all(dir);
   return 0;
 }
