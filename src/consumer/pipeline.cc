@@ -429,9 +429,10 @@ void WroteJson(const StepWrites& writes, std::string& out) {
   least.BeginObject().Key("truncated_bytes").Int(static_cast<int64_t>(full_bytes)).EndObject();
 }
 
-// `raw` (the bytes `event` was parsed from) with the payload at `data_pointer` replaced by
-// `payload` (JSON text): the event as a consumer that reads it through adapters sees it. Members
-// keep their order; only the members on the pointer's path are rewritten.
+// The parsed event `at` with the member at `path` (the profile's payload pointer, from `depth`
+// on) written as `payload` (JSON text). Members keep their order and their bytes; only those on
+// the path are rewritten. Written by hand rather than through adapter's JSON tree
+// (compat::JsonValue), which writes numbers again in their shortest form.
 void WriteReplaced(json::Writer& w, simdjson::dom::element at, const std::vector<std::string>& path,
                    size_t depth, std::string_view payload) {
   simdjson::dom::object object;
@@ -523,20 +524,6 @@ void WriteFilled(json::Writer& w, simdjson::dom::element at, const DefaultsTree&
   w.EndObject();
 }
 
-std::string ReplacePayload(std::string_view raw, std::string_view data_pointer,
-                           std::string_view payload) {
-  std::vector<std::string> path;
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (!json::SplitPointer(data_pointer, path) || parser.parse(raw.data(), raw.size()).get(root)) {
-    return std::string(raw);  // a parsed event always parses again; the profile's pointer holds
-  }
-  std::string out;
-  json::Writer w(out);
-  WriteReplaced(w, root, path, 0, payload);
-  return out;
-}
-
 // The event as a consumer reads it: `raw` with its payload replaced by `adapted` (the adapters'
 // output; empty when it was not read through adapters) and the explicit defaults of its
 // projection step (`step`, may be null) filled in; `raw` itself when neither changes it.
@@ -544,18 +531,29 @@ std::string ReadEvent(std::string_view raw, std::string_view data_pointer,
                       const ProjectionStep* step, std::string_view adapted) {
   const DefaultsTree defaults = DefaultsOf(step);
   if (adapted.empty() && defaults.children.empty()) return std::string(raw);
-  simdjson::dom::parser parser;
-  simdjson::dom::element payload;
-  const bool parsed =
-      adapted.empty() ? parser.parse(raw.data(), raw.size()).at_pointer(data_pointer).get(payload)
-                      : parser.parse(adapted.data(), adapted.size()).get(payload);
-  if (parsed != simdjson::SUCCESS || !Lacks(payload, defaults)) {
-    return adapted.empty() ? std::string(raw) : ReplacePayload(raw, data_pointer, adapted);
+  std::vector<std::string> path;
+  simdjson::dom::parser parser, adapted_parser;
+  simdjson::dom::element root, payload;
+  // A parsed event always parses again, and the profile's pointer holds.
+  if (!json::SplitPointer(data_pointer, path) || parser.parse(raw.data(), raw.size()).get(root)) {
+    return std::string(raw);
   }
+  const bool parsed = adapted.empty()
+                          ? root.at_pointer(data_pointer).get(payload)
+                          : adapted_parser.parse(adapted.data(), adapted.size()).get(payload);
   std::string filled;
-  json::Writer w(filled);
-  WriteFilled(w, payload, defaults);
-  return ReplacePayload(raw, data_pointer, filled);
+  if (parsed == simdjson::SUCCESS && Lacks(payload, defaults)) {
+    json::Writer fill(filled);
+    WriteFilled(fill, payload, defaults);
+  } else if (adapted.empty()) {
+    return std::string(raw);
+  } else {
+    filled.assign(adapted);
+  }
+  std::string out;
+  json::Writer w(out);
+  WriteReplaced(w, root, path, 0, filled);
+  return out;
 }
 
 // One (event, consumer) decision in the making: what the ordered, unordered, defer and duplicate
