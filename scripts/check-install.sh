@@ -37,10 +37,15 @@ module=$(find "$prefix" -name evident_sqlite.so | head -n 1)
 [ "$(sqlite3 :memory: ".load $module" "SELECT count(*) FROM pragma_function_list WHERE name LIKE 'evident_%'")" = 4 ] ||
   fail "the installed evident_sqlite.so does not load into sqlite3"
 # The PostgreSQL module is installed beside it, with PostgreSQL's magic block and its functions.
-pg_module=$(find "$prefix" -name evident_pg.so | head -n 1)
+pg_module=$(find "$prefix" -name evident_pg.so -type f | head -n 1)
 [ -n "$pg_module" ] || fail "evident_pg.so is not installed"
 [ "$(nm -D --defined-only "$pg_module" | grep -cE ' (Pg_magic_func|evident_append|evident_try_append|evident_compensate)$')" = 4 ] ||
   fail "the installed evident_pg.so lacks its entry points"
+# And linked from PostgreSQL 15's library directory under the prefix (the server's $libdir when
+# the prefix is /usr), so that '$libdir/evident_pg' names it.
+pg_link=$prefix/lib/postgresql/15/lib/evident_pg.so
+[ -L "$pg_link" ] && [ "$(readlink -f "$pg_link")" = "$(readlink -f "$pg_module")" ] ||
+  fail "lib/postgresql/15/lib/evident_pg.so is not a link to $pg_module"
 [ -f "$prefix/share/doc/evident/examples/python/order_service_sqlite.py" ] ||
   fail "examples/python is not installed"
 

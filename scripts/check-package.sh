@@ -26,6 +26,9 @@ for file in usr/bin/evident usr/lib/libevident.a usr/lib/evident/evident_sqlite.
   usr/share/man/man1/evident.1 usr/share/bash-completion/completions/evident; do
   [ -e "$work/root/$file" ] || fail "the package lacks /$file"
 done
+# PostgreSQL's $libdir holds a link to the module, relative, so that it resolves where installed.
+[ "$(readlink -f "$work/root/usr/lib/postgresql/15/lib/evident_pg.so")" = "$work/root/usr/lib/evident/evident_pg.so" ] ||
+  fail "/usr/lib/postgresql/15/lib/evident_pg.so is not a link to /usr/lib/evident/evident_pg.so"
 version=$("$work/root/usr/bin/evident" --version | head -n 1) || fail "the packaged evident does not run"
 echo "packaged: $(basename "$deb"), $version"
 

@@ -77,8 +77,9 @@ void AddInstallFunctionsCommand(CLI::App& store, Runner& run) {
       "superuser's step, after `store migrate` (docs/any-language.md). Exit 0 done, 2 refused.");
   cmd->add_option("--store", flags->store, "The PostgreSQL store (postgresql://...)")->required();
   cmd->add_option("--library", flags->library,
-                  "evident_pg.so's absolute path on the database server (the Debian package "
-                  "installs it as /usr/lib/evident/evident_pg.so), or $libdir/NAME")
+                  "evident_pg.so's absolute path on the database server, or $libdir/NAME (the "
+                  "Debian package installs /usr/lib/evident/evident_pg.so and links it from "
+                  "PostgreSQL 15's $libdir: '$libdir/evident_pg')")
       ->required();
   cmd->add_option("--security-definer", flags->definer,
                   "Run the functions with this role's rights (the store's owner), EXECUTE revoked "
