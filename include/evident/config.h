@@ -243,6 +243,10 @@ struct ConfigOptions {
   // empty: where the file names them.
   std::string contracts_dir;
   std::string profile_file;
+  // Every file (the configuration, its contracts directory, profile, schemas and adapters) is
+  // read through this Env, which must outlive the pipeline's creation (Pipeline::Create reads
+  // the schemas); the real file system when null.
+  Env* env = nullptr;
 };
 
 // Reads and checks a configuration file: every consumer has a contract, every accepted

@@ -23,6 +23,8 @@
 
 namespace evident {
 
+class Env;  // evident/env.h
+
 struct AcceptedType {
   std::string type;
   std::vector<int64_t> versions;   // accepted schema versions, ascending, no repeats
@@ -113,6 +115,9 @@ struct ContractsDir {
   std::vector<ConsumerContract> consumers;
   std::vector<std::string>
       adapter_files;  // <dir>/adapters/*.yaml, read by LoadAdapters (adapter.h)
+  // What the directory was read through, and its schema and adapter files are: the real file
+  // system when null; otherwise it must outlive their reading (a stored set's files in memory).
+  Env* env = nullptr;
 
   // The schema file for (type, version), or empty when there is none.
   std::string SchemaPath(std::string_view type, int64_t version) const;
@@ -121,7 +126,7 @@ struct ContractsDir {
 // Loads a contracts directory. Fails on unreadable files, on consumer contracts over
 // `kContractBytesMax` and on malformed contracts; semantic problems (a consumer accepting a
 // version that has no schema) are lint findings, not errors.
-Result<ContractsDir> LoadContractsDir(const std::string& dir);
+Result<ContractsDir> LoadContractsDir(const std::string& dir, Env* env = nullptr);
 
 // The largest consumer contract file read, in bytes.
 inline constexpr size_t kContractBytesMax = size_t{1} << 20;

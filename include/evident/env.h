@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "evident/status.h"
 
@@ -75,13 +76,22 @@ class Env {
   virtual Status RemoveFile(const std::string& path) = 0;
   // Makes the directory's entries durable: the files created, renamed or removed in it.
   virtual Status SyncDir(const std::string& dir) = 0;
+
+  // The names in a directory (files and directories, without "." and ".."), sorted bytewise;
+  // kNotFound when `dir` is not a directory.
+  virtual Result<std::vector<std::string>> GetChildren(const std::string& dir) = 0;
+  // False when nothing, or a file, is at `path`.
+  virtual Result<bool> IsDirectory(const std::string& path) = 0;
+  // Creates the directory; its parent must exist. Ok when it exists already.
+  virtual Status CreateDir(const std::string& dir) = 0;
 };
 
 // The real file system (POSIX calls; EINTR retried, short writes continued). Never destroyed.
 Env& PosixEnv();
 
-// A file system in memory. Paths are names only: there are no directories, so a file may be
-// created under any prefix (the posix Env needs the directory) and SyncDir always succeeds. An
+// A file system in memory. A file may be created under any prefix (the posix Env needs the
+// directory): a directory exists when it was created or a file is below it; SyncDir always
+// succeeds. An
 // open file keeps its bytes when it is removed or renamed, as on POSIX.
 std::unique_ptr<Env> NewMemoryEnv();
 
@@ -124,7 +134,8 @@ struct FaultInjectionState;  // private to src/env/fault_injection_env.cc
 // Not modelled: a rename or a remove being undone (both are durable at once, so a lost rename
 // never brings back the file it replaced); reordering of writes within the unsynced tail (the
 // tail is lost whole); partial sector writes; files written through the base Env directly, which
-// count as durable. FileExists, GetFileSize and LastByte are neither counted nor failed.
+// count as durable. FileExists, GetFileSize, LastByte, GetChildren, IsDirectory and CreateDir are
+// neither counted nor failed.
 //
 // Thread-safety: as any Env. The failure settings may change while other threads use it.
 class FaultInjectionEnv final : public Env {
@@ -144,6 +155,9 @@ class FaultInjectionEnv final : public Env {
   Status RenameFile(const std::string& from, const std::string& to) override;
   Status RemoveFile(const std::string& path) override;
   Status SyncDir(const std::string& dir) override;
+  Result<std::vector<std::string>> GetChildren(const std::string& dir) override;
+  Result<bool> IsDirectory(const std::string& path) override;
+  Status CreateDir(const std::string& dir) override;
 
   // While inactive, every call that would change the file system (opening for writing, append,
   // flush, sync, close, rename, remove, sync of a directory) fails with kIoError and changes

@@ -18,6 +18,8 @@
 
 namespace evident {
 
+class Env;  // evident/env.h
+
 struct Profile {
   std::string name;
   // Canonical attribute name -> JSON Pointer into the input document. Attributes not listed are
@@ -67,7 +69,7 @@ struct Profile {
 
 // Reads a profile file (Profile::FromJson) of at most kProfileBytesMax bytes; errors name the file.
 inline constexpr size_t kProfileBytesMax = size_t{1} << 20;
-Result<Profile> LoadProfileFile(const std::string& path);
+Result<Profile> LoadProfileFile(const std::string& path, Env* env = nullptr);
 
 // Checks RFC 6901 syntax: empty, or '/'-separated tokens where '~' is followed by '0' or '1'.
 bool IsValidJsonPointer(std::string_view pointer);

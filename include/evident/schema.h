@@ -23,6 +23,10 @@
 
 #include "evident/status.h"
 
+namespace evident {
+class Env;  // evident/env.h
+}  // namespace evident
+
 namespace evident::schema {
 
 enum class Dialect { kDraft2020_12, kDraft7 };
@@ -64,8 +68,9 @@ class Registry {
   Status Add(std::string uri, std::string schema_json);
   // Maps every URI below `uri_prefix` to a file below `dir`, read on first use, for example
   // "http://localhost:1234/" -> "third_party/json-schema-test-suite/remotes". Paths containing
-  // ".." segments are refused.
-  Status AddDirectory(std::string uri_prefix, std::string dir);
+  // ".." segments are refused. The files are read through `env` (which must outlive the
+  // registry's use), the real file system when null.
+  Status AddDirectory(std::string uri_prefix, std::string dir, Env* env = nullptr);
 
   // Looks up a document by URI (without fragment): exact registrations first, then directories.
   // Returns kNotFound when nothing matches.
@@ -73,7 +78,12 @@ class Registry {
 
  private:
   std::map<std::string, std::string> documents_;
-  std::vector<std::pair<std::string, std::string>> directories_;
+  struct Directory {
+    std::string uri_prefix;
+    std::string dir;
+    Env* env;
+  };
+  std::vector<Directory> directories_;
 };
 
 // One failed assertion in the JSON Schema "basic" output shape.

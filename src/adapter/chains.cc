@@ -78,7 +78,8 @@ Result<std::vector<Adapter>> LoadAdapters(const ContractsDir& dir) {
   std::vector<Adapter> out;
   std::map<std::string, std::string> files_by_id;
   for (const std::string& file : dir.adapter_files) {
-    EVIDENT_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(file, kAdapterBytesMax));
+    EVIDENT_ASSIGN_OR_RETURN(const std::string text,
+                             ReadWholeFile(EnvOr(dir.env), file, kAdapterBytesMax));
     EVIDENT_ASSIGN_OR_RETURN(Adapter adapter, AdapterFromYaml(text, file));
     if (const auto [it, inserted] = files_by_id.emplace(adapter.id, file); !inserted) {
       return Status::InvalidArgument(file + ": adapter id '" + adapter.id +

@@ -234,7 +234,8 @@ Status CheckImpactThroughAdapters(const ContractsDir& contracts, std::string_vie
   for (const ConsumerImpact& impact : report.consumers) any |= !impact.through_adapter.empty();
   if (!any) return Status::Ok();
   EVIDENT_ASSIGN_OR_RETURN(const std::vector<Adapter> adapters, LoadAdapters(contracts));
-  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas, ContractSchemas::Open(contracts.path));
+  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas,
+                           ContractSchemas::Open(contracts.path, contracts.env));
   const Result<std::shared_ptr<const schema::Schema>> proposed =
       schema::Schema::Compile(new_schema_json, schema::Registry(), schema::CompileOptions{});
   const std::vector<std::string> instances =

@@ -585,7 +585,7 @@ void ParseProfile(const std::string& origin, const YAML::Node& root, const std::
     const fs::path file = root["profile_file"].as<std::string>();
     config.profile_file = (file.is_absolute() ? file : fs::path(base_dir) / file).string();
     if (!options.profile_file.empty()) config.profile_file = options.profile_file;
-    auto profile = LoadProfileFile(config.profile_file);
+    auto profile = LoadProfileFile(config.profile_file, options.env);
     if (!profile.ok()) Fail(origin, root["profile_file"], profile.status().message());
     config.profile = std::move(profile).value();
   }
@@ -987,7 +987,7 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
                                      return Status::Ok();
                                    })));
   if (config.contracts_dir.empty()) return Problems(origin, sink);
-  Result<ContractsDir> contracts = LoadContractsDir(config.contracts_dir);
+  Result<ContractsDir> contracts = LoadContractsDir(config.contracts_dir, options.env);
   if (!contracts.ok() && contracts.status().code() == Code::kNotFound) {
     // The directory itself is missing: the `contracts:` line is where to look.
     contracts = Status::NotFound(origin + ":" + std::to_string(root["contracts"].Mark().line + 1) +
@@ -1021,7 +1021,9 @@ Result<Config> ConfigFromYaml(std::string_view yaml_text, const std::string& bas
 
 Result<Config> LoadConfig(const std::string& path, const ConfigOptions& options) {
   constexpr size_t kConfigBytesMax = 16u << 20;
-  EVIDENT_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path, kConfigBytesMax));
+  EVIDENT_ASSIGN_OR_RETURN(const std::string text,
+                           path == "-" ? ReadFileToString(path, kConfigBytesMax)
+                                       : ReadWholeFile(EnvOr(options.env), path, kConfigBytesMax));
   const std::string base = fs::path(path).parent_path().string();
   return ConfigFromYaml(text, base.empty() ? "." : base, path, options);
 }

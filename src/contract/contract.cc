@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <filesystem>
 #include <set>
 
 #include "contract/contract_yaml.h"
@@ -13,8 +12,6 @@
 
 namespace evident {
 namespace {
-
-namespace fs = std::filesystem;
 
 // yaml-cpp reports errors by exception; they stop at this module's boundary.
 struct ContractError {
@@ -312,42 +309,60 @@ std::string ContractsDir::SchemaPath(std::string_view type, int64_t version) con
   return v == t->second.end() ? std::string() : v->second;
 }
 
-Result<ContractsDir> LoadContractsDir(const std::string& dir) {
+namespace {
+
+std::string Extension(std::string_view name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string_view::npos ? std::string() : std::string(name.substr(dot));
+}
+
+bool IsYaml(std::string_view name) {
+  const std::string extension = Extension(name);
+  return extension == ".yaml" || extension == ".yml";
+}
+
+// One type's directory, or adapters/, or consumers/: what it holds, added to `out`.
+Status LoadSubdirectory(Env& env, const std::string& sub, const std::string& name,
+                        ContractsDir& out) {
+  EVIDENT_ASSIGN_OR_RETURN(const std::vector<std::string> files, env.GetChildren(sub));
+  for (const std::string& filename : files) {
+    const std::string file = sub + "/" + filename;
+    if (name == "adapters") {
+      if (IsYaml(filename)) out.adapter_files.push_back(file);
+      continue;
+    }
+    if (name == "consumers") {
+      if (!IsYaml(filename)) continue;
+      EVIDENT_ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(env, file, kContractBytesMax));
+      EVIDENT_ASSIGN_OR_RETURN(ConsumerContract contract, ConsumerContractFromYaml(text, file));
+      out.consumers.push_back(std::move(contract));
+      continue;
+    }
+    const int64_t version = SchemaVersionOfFileName(filename);
+    if (version >= 0) out.schemas[name][version] = file;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ContractsDir> LoadContractsDir(const std::string& dir, Env* env_or_null) {
+  Env& env = EnvOr(env_or_null);
   ContractsDir out;
   out.path = dir;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return Status::NotFound("no contracts directory at " + dir);
-  std::vector<fs::path> entries;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) entries.push_back(entry.path());
-  if (ec) return Status::IoError("cannot list " + dir + ": " + ec.message());
-  std::sort(entries.begin(), entries.end());
-  for (const fs::path& sub : entries) {
-    const std::string name = sub.filename().string();
+  out.env = env_or_null;
+  EVIDENT_ASSIGN_OR_RETURN(const bool directory, env.IsDirectory(dir));
+  if (!directory) return Status::NotFound("no contracts directory at " + dir);
+  // "dir/type/v1.schema.json", for "dir" and "dir/" alike.
+  std::string base = dir;
+  if (!base.empty() && base.back() == '/') base.pop_back();
+  EVIDENT_ASSIGN_OR_RETURN(const std::vector<std::string> entries, env.GetChildren(dir));
+  for (const std::string& name : entries) {
+    const std::string sub = base + "/" + name;
     // Hidden directories (.git, .github) are the repository's, not types.
-    if (!fs::is_directory(sub) || name.starts_with('.')) continue;
-    std::vector<fs::path> files;
-    for (const auto& f : fs::directory_iterator(sub, ec)) files.push_back(f.path());
-    std::sort(files.begin(), files.end());
-    for (const fs::path& file : files) {
-      const std::string filename = file.filename().string();
-      if (name == "adapters") {
-        if (file.extension() == ".yaml" || file.extension() == ".yml") {
-          out.adapter_files.push_back(file.string());
-        }
-        continue;
-      }
-      if (name == "consumers") {
-        if (file.extension() != ".yaml" && file.extension() != ".yml") continue;
-        EVIDENT_ASSIGN_OR_RETURN(const std::string text,
-                                 ReadFileToString(file.string(), kContractBytesMax));
-        EVIDENT_ASSIGN_OR_RETURN(ConsumerContract contract,
-                                 ConsumerContractFromYaml(text, file.string()));
-        out.consumers.push_back(std::move(contract));
-        continue;
-      }
-      const int64_t version = SchemaVersionOfFileName(filename);
-      if (version >= 0) out.schemas[name][version] = file.string();
-    }
+    EVIDENT_ASSIGN_OR_RETURN(const bool is_type, env.IsDirectory(sub));
+    if (!is_type || name.starts_with('.')) continue;
+    EVIDENT_RETURN_IF_ERROR(LoadSubdirectory(env, sub, name, out));
   }
   return out;
 }

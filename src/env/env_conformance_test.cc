@@ -42,6 +42,13 @@ class EnvConformance : public ::testing::TestWithParam<EnvBackend> {
     return contents.ok() ? *contents : "<error>";
   }
 
+  // "yes", "no" or the error.
+  std::string IsDirectory(const std::string& path) {
+    const Result<bool> directory = env_->IsDirectory(path);
+    if (!directory.ok()) return directory.status().ToString();
+    return *directory ? "yes" : "no";
+  }
+
   std::string dir_;
   std::shared_ptr<Env> env_;
 };
@@ -216,6 +223,40 @@ TEST_P(EnvConformance, DestroyingAnOpenFileKeepsWhatWasAppended) {
 }
 
 TEST_P(EnvConformance, SyncDirOfTheDirectory) { EXPECT_TRUE(env_->SyncDir(dir_).ok()); }
+
+TEST_P(EnvConformance, ChildrenAreTheNamesInADirectorySorted) {
+  ASSERT_TRUE(env_->CreateDir(Path("sub")).ok());
+  ASSERT_TRUE(env_->CreateDir(Path("sub")).ok()) << "an existing directory is no error";
+  ASSERT_TRUE(env_->CreateDir(Path("empty")).ok());
+  Write("b.yaml", "b");
+  Write("a.json", "a");
+  Write("sub/inner", "i");
+  const auto children = env_->GetChildren(dir_);
+  ASSERT_TRUE(children.ok()) << children.status().ToString();
+  EXPECT_EQ(*children, (std::vector<std::string>{"a.json", "b.yaml", "empty", "sub"}));
+  const auto inner = env_->GetChildren(Path("sub") + "/");
+  ASSERT_TRUE(inner.ok()) << inner.status().ToString();
+  EXPECT_EQ(*inner, std::vector<std::string>{"inner"});
+  const auto none = env_->GetChildren(Path("empty"));
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_P(EnvConformance, IsDirectoryTellsDirectoriesFromFilesAndNothing) {
+  ASSERT_TRUE(env_->CreateDir(Path("sub")).ok());
+  Write("file", "x");
+  EXPECT_EQ(IsDirectory(dir_), "yes");
+  EXPECT_EQ(IsDirectory(Path("sub")), "yes");
+  EXPECT_EQ(IsDirectory(Path("file")), "no");
+  EXPECT_EQ(IsDirectory(Path("missing")), "no");
+  EXPECT_FALSE(env_->CreateDir(Path("file")).ok()) << "a file is in the way";
+}
+
+TEST_P(EnvConformance, ListingWhatIsNoDirectoryIsNotFound) {
+  Write("file", "x");
+  EXPECT_EQ(env_->GetChildren(Path("missing")).status().code(), Code::kNotFound);
+  EXPECT_EQ(env_->GetChildren(Path("file")).status().code(), Code::kNotFound);
+}
 
 TEST_P(EnvConformance, WriteFileAtomicallyReplacesAndLeavesNoTemporary) {
   ASSERT_TRUE(WriteFileAtomically(*env_, Path("report.json"), "{\"v\":1}").ok());

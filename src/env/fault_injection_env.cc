@@ -216,6 +216,16 @@ Result<std::optional<char>> FaultInjectionEnv::LastByte(const std::string& path)
   return state_->base->LastByte(path);
 }
 
+Result<std::vector<std::string>> FaultInjectionEnv::GetChildren(const std::string& dir) {
+  return state_->base->GetChildren(dir);
+}
+
+Result<bool> FaultInjectionEnv::IsDirectory(const std::string& path) {
+  return state_->base->IsDirectory(path);
+}
+
+Status FaultInjectionEnv::CreateDir(const std::string& dir) { return state_->base->CreateDir(dir); }
+
 Status FaultInjectionEnv::RenameFile(const std::string& from, const std::string& to) {
   EVIDENT_RETURN_IF_ERROR(state_->Admit(FileOperation::kRename, from + " to " + to, true));
   EVIDENT_RETURN_IF_ERROR(state_->base->RenameFile(from, to));

@@ -1,6 +1,7 @@
 // A file system in memory: a map from path to bytes, behind one mutex.
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "evident/env.h"
 
@@ -13,9 +14,24 @@ struct MemoryFile {
 };
 
 struct MemoryFileSystem {
-  std::mutex mu;  // guards `files` and every MemoryFile's bytes
+  std::mutex mu;  // guards `files`, `dirs` and every MemoryFile's bytes
   std::map<std::string, std::shared_ptr<MemoryFile>> files;
+  std::set<std::string> dirs;  // created by CreateDir; a file's prefixes are directories too
 };
+
+// "a/b/" for "a/b" and "a/b/"; "/" for "/".
+std::string AsDirPrefix(const std::string& dir) {
+  std::string prefix = dir;
+  while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+  if (prefix.empty() || prefix.back() != '/') prefix.push_back('/');
+  return prefix;
+}
+
+// The first path component of `key` below `prefix`, added to `names`.
+void AddChild(const std::string& key, const std::string& prefix, std::set<std::string>& names) {
+  const std::string_view rest = std::string_view(key).substr(prefix.size());
+  if (!rest.empty()) names.emplace(rest.substr(0, rest.find('/')));
+}
 
 Status Missing(std::string_view operation, const std::string& path) {
   return Status::NotFound(std::string(operation) + " " + path + ": No such file or directory");
@@ -126,7 +142,49 @@ class MemoryEnv final : public Env {
 
   Status SyncDir(const std::string& /*dir*/) override { return Status::Ok(); }
 
+  Result<std::vector<std::string>> GetChildren(const std::string& dir) override {
+    std::lock_guard lock(fs_->mu);
+    if (!IsDirectoryLocked(dir)) return Missing("list", dir);
+    const std::string prefix = AsDirPrefix(dir);
+    std::set<std::string> names;
+    for (auto it = fs_->files.lower_bound(prefix);
+         it != fs_->files.end() && it->first.starts_with(prefix); ++it) {
+      AddChild(it->first, prefix, names);
+    }
+    for (auto it = fs_->dirs.lower_bound(prefix); it != fs_->dirs.end() && it->starts_with(prefix);
+         ++it) {
+      AddChild(*it, prefix, names);
+    }
+    return std::vector<std::string>(names.begin(), names.end());
+  }
+
+  Result<bool> IsDirectory(const std::string& path) override {
+    std::lock_guard lock(fs_->mu);
+    return IsDirectoryLocked(path);
+  }
+
+  Status CreateDir(const std::string& dir) override {
+    std::lock_guard lock(fs_->mu);
+    std::string path = AsDirPrefix(dir);
+    if (path.size() > 1) path.pop_back();
+    if (fs_->files.count(path) == 1) {
+      return Status::IoError("mkdir " + dir + ": File exists");
+    }
+    fs_->dirs.insert(path);
+    return Status::Ok();
+  }
+
  private:
+  bool IsDirectoryLocked(const std::string& path) const {
+    const std::string prefix = AsDirPrefix(path);
+    if (prefix == "/") return true;
+    if (fs_->dirs.count(prefix.substr(0, prefix.size() - 1)) == 1) return true;
+    const auto file = fs_->files.lower_bound(prefix);
+    if (file != fs_->files.end() && file->first.starts_with(prefix)) return true;
+    const auto sub = fs_->dirs.lower_bound(prefix);
+    return sub != fs_->dirs.end() && sub->starts_with(prefix);
+  }
+
   Result<std::unique_ptr<WritableFile>> OpenForWriting(const std::string& path, bool truncate) {
     std::lock_guard lock(fs_->mu);
     std::shared_ptr<MemoryFile>& file = fs_->files[path];

@@ -1,8 +1,10 @@
 // The real file system: POSIX calls, each checked, EINTR retried, short writes continued.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <cstring>
@@ -201,6 +203,40 @@ class PosixEnvImpl final : public Env {
   Status RemoveFile(const std::string& path) override {
     if (::unlink(path.c_str()) == 0) return Status::Ok();
     return PosixError("remove", path, errno);
+  }
+
+  Result<std::vector<std::string>> GetChildren(const std::string& dir) override {
+    DIR* handle = ::opendir(dir.c_str());
+    if (handle == nullptr) return PosixError("list", dir, errno == ENOTDIR ? ENOENT : errno);
+    std::vector<std::string> names;
+    errno = 0;
+    while (const dirent* entry = ::readdir(handle)) {
+      const std::string_view name = entry->d_name;
+      if (name != "." && name != "..") names.emplace_back(name);
+      errno = 0;
+    }
+    const int read_error = errno;
+    ::closedir(handle);  // read-only: nothing to lose
+    if (read_error != 0) return PosixError("list", dir, read_error);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  Result<bool> IsDirectory(const std::string& path) override {
+    struct stat info;
+    if (::stat(path.c_str(), &info) == 0) return S_ISDIR(info.st_mode);
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    return PosixError("stat", path, errno);
+  }
+
+  Status CreateDir(const std::string& dir) override {
+    if (::mkdir(dir.c_str(), 0755) == 0) return Status::Ok();
+    const int error_number = errno;
+    if (error_number == EEXIST) {
+      EVIDENT_ASSIGN_OR_RETURN(const bool directory, IsDirectory(dir));
+      if (directory) return Status::Ok();
+    }
+    return PosixError("mkdir", dir, error_number);
   }
 
   Status SyncDir(const std::string& dir) override {

@@ -7,8 +7,8 @@
 
 namespace evident {
 
-Result<Profile> LoadProfileFile(const std::string& path) {
-  EVIDENT_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, kProfileBytesMax));
+Result<Profile> LoadProfileFile(const std::string& path, Env* env) {
+  EVIDENT_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(EnvOr(env), path, kProfileBytesMax));
   Result<Profile> profile = Profile::FromJson(text);
   if (!profile.ok()) return Status::InvalidArgument(path + ": " + profile.status().message());
   return profile;

@@ -5,30 +5,31 @@
 #include <cstring>
 
 namespace evident {
+namespace {
 
-Result<std::string> ReadFileToString(const std::string& path, size_t bytes_max) {
-  FILE* file = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    return Status::IoError("cannot open " + path + ": " + std::strerror(errno));
-  }
+// Standard input has no path an Env could open.
+Result<std::string> ReadStandardInput(size_t bytes_max) {
   std::string out;
   char buffer[1 << 16];
   size_t n = 0;
-  Status status;
-  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) {
+  while ((n = std::fread(buffer, 1, sizeof buffer, stdin)) > 0) {
     if (out.size() + n > bytes_max) {
-      status =
-          Status::LimitExceeded(path + " is larger than " + std::to_string(bytes_max) + " bytes");
-      break;
+      return Status::LimitExceeded("standard input is larger than " + std::to_string(bytes_max) +
+                                   " bytes");
     }
     out.append(buffer, n);
   }
-  if (status.ok() && std::ferror(file)) {
-    status = Status::IoError("cannot read " + path + ": " + std::strerror(errno));
+  if (std::ferror(stdin)) {
+    return Status::IoError(std::string("cannot read standard input: ") + std::strerror(errno));
   }
-  if (file != stdin) std::fclose(file);
-  if (!status.ok()) return status;
   return out;
+}
+
+}  // namespace
+
+Result<std::string> ReadFileToString(const std::string& path, size_t bytes_max) {
+  if (path == "-") return ReadStandardInput(bytes_max);
+  return ReadWholeFile(PosixEnv(), path, bytes_max);
 }
 
 }  // namespace evident

@@ -43,7 +43,8 @@ using SchemaByType = std::map<std::string, SchemaByVersion, std::less<>>;
 
 // Compiles every payload schema of the contracts directory.
 Result<SchemaByType> CompileSchemas(const ContractsDir& contracts) {
-  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas, ContractSchemas::Open(contracts.path));
+  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas,
+                           ContractSchemas::Open(contracts.path, contracts.env));
   SchemaByType out;
   for (const auto& [type, versions] : contracts.schemas) {
     for (const auto& [version, path] : versions) {

@@ -7,19 +7,21 @@
 
 namespace evident {
 
-Result<ContractSchemas> ContractSchemas::Open(const std::string& contracts_dir) {
+Result<ContractSchemas> ContractSchemas::Open(const std::string& contracts_dir, Env* env) {
   namespace fs = std::filesystem;
   const std::string root = fs::absolute(contracts_dir).lexically_normal().string();
   ContractSchemas schemas;
-  EVIDENT_RETURN_IF_ERROR(schemas.registry_.AddDirectory("file://" + root + "/", root));
+  schemas.env_ = env;
+  EVIDENT_RETURN_IF_ERROR(schemas.registry_.AddDirectory("file://" + root + "/", root, env));
   return schemas;
 }
 
 Result<std::shared_ptr<const schema::Schema>> ContractSchemas::Get(const std::string& path) {
   std::shared_ptr<const schema::Schema>& schema = compiled_[path];
   if (schema) return schema;
-  EVIDENT_ASSIGN_OR_RETURN(const std::string text,
-                           ReadFileToString(path, schema::CompileOptions{}.schema_bytes_max));
+  EVIDENT_ASSIGN_OR_RETURN(
+      const std::string text,
+      ReadWholeFile(EnvOr(env_), path, schema::CompileOptions{}.schema_bytes_max));
   namespace fs = std::filesystem;
   const std::string uri = "file://" + fs::absolute(path).lexically_normal().string();
   auto compiled = schema::Schema::Compile(text, registry_, {}, uri);

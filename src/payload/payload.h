@@ -19,12 +19,15 @@ namespace evident {
 // inside it. Each file is compiled once, however many consumers or types name it.
 class ContractSchemas {
  public:
-  static Result<ContractSchemas> Open(const std::string& contracts_dir);
+  // The files are read through `env` (the real file system when null), which must outlive the
+  // calls of Get.
+  static Result<ContractSchemas> Open(const std::string& contracts_dir, Env* env = nullptr);
   // The compiled schema of the file at `path` (a file of the directory).
   Result<std::shared_ptr<const schema::Schema>> Get(const std::string& path);
 
  private:
   schema::Registry registry_;
+  Env* env_ = nullptr;
   std::map<std::string, std::shared_ptr<const schema::Schema>> compiled_;  // by path
 };
 

@@ -1366,25 +1366,25 @@ Status Registry::Add(std::string uri, std::string schema_json) {
   return Status::Ok();
 }
 
-Status Registry::AddDirectory(std::string uri_prefix, std::string dir) {
+Status Registry::AddDirectory(std::string uri_prefix, std::string dir, Env* env) {
   if (uri_prefix.empty() || dir.empty()) {
     return Status::InvalidArgument("a directory mapping needs a URI prefix and a directory");
   }
   if (uri_prefix.back() != '/') uri_prefix.push_back('/');
-  directories_.emplace_back(std::move(uri_prefix), std::move(dir));
+  directories_.push_back({std::move(uri_prefix), std::move(dir), env});
   return Status::Ok();
 }
 
 Result<std::string> Registry::Load(const std::string& uri) const {
   if (auto it = documents_.find(uri); it != documents_.end()) return it->second;
-  for (const auto& [prefix, dir] : directories_) {
+  for (const auto& [prefix, dir, env] : directories_) {
     if (!uri.starts_with(prefix)) continue;
     const std::string rest = uri.substr(prefix.size());
     if (rest.empty() || rest.find("..") != std::string::npos ||
         rest.find('?') != std::string::npos || rest[0] == '/') {
       return Status::InvalidArgument("refusing to map " + uri + " to a file");
     }
-    return ReadFileToString(dir + "/" + rest, 16u << 20);
+    return ReadWholeFile(EnvOr(env), dir + "/" + rest, 16u << 20);
   }
   return Status::NotFound(uri + " is not registered");
 }

@@ -1,7 +1,6 @@
 #include "evident/stored_consumers.h"
 
 #include <simdjson.h>
-#include <stdlib.h>  // mkdtemp
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -170,36 +169,8 @@ std::string SetFilesJsonOf(const ConsumerSource& source) {
   return SetFilesJson(files);
 }
 
-// A private directory (0700) removed with everything in it when the object goes.
-class ScratchDir {
- public:
-  static Result<ScratchDir> Make() {
-    std::error_code ec;
-    const fs::path base = fs::temp_directory_path(ec);
-    if (ec) return Status::IoError("no temporary directory: " + ec.message());
-    std::string pattern = (base / "evident-consumers-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return Status::IoError("cannot create a directory in " + base.string());
-    }
-    return ScratchDir(pattern);
-  }
-  ScratchDir(ScratchDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  ScratchDir& operator=(ScratchDir&&) = delete;
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);  // best effort: nothing to report to
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
-
-// Writes `files` below `dir`; a name that would leave it is corruption.
-Status WriteFiles(const std::string& dir, const Files& files, int64_t version) {
+// The set's files in `env` below `dir`; a name that would leave it is corruption.
+Status WriteFiles(Env& env, const std::string& dir, const Files& files, int64_t version) {
   for (const auto& [name, text] : files) {
     const fs::path relative = fs::path(name).lexically_normal();
     // Only names in their normal form: "contracts/../config.yaml" would overwrite another.
@@ -208,13 +179,8 @@ Status WriteFiles(const std::string& dir, const Files& files, int64_t version) {
       return Status::Corruption("consumer set v" + std::to_string(version) +
                                 " holds a file outside its directory: " + name);
     }
-    const fs::path path = fs::path(dir) / relative;
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    if (ec) return Status::IoError("cannot create " + path.parent_path().string());
-    // Nothing to sync: the directory is read once and removed.
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
-                             PosixEnv().NewWritableFile(path.string()));
+                             env.NewWritableFile(dir + "/" + name));
     EVIDENT_RETURN_IF_ERROR(file->Append(text));
     EVIDENT_RETURN_IF_ERROR(file->Close());
   }
@@ -260,26 +226,26 @@ Result<ConsumersPush> PushConsumersConfig(Store& store, const std::string& confi
   return push;
 }
 
-// Until the configuration's loaders read through an Env, a set is rebuilt in a private
-// directory of its own and loaded from there as `consume` loads a file; the directory is removed
-// once the pipeline is built (the pipeline reads no file afterwards).
+// The set's files are put in an Env in memory and loaded from there as `consume` loads a file;
+// the pipeline reads every file while it is built, so the Env goes with this call.
 Result<std::unique_ptr<Pipeline>> PipelineOf(const StoredContracts& set) {
   EVIDENT_ASSIGN_OR_RETURN(const Files files, FilesOf(set));
   if (!files.contains(std::string(kConfigName))) {
     return Status::Corruption("consumer set v" + std::to_string(set.version) +
                               " holds no configuration");
   }
-  EVIDENT_ASSIGN_OR_RETURN(ScratchDir dir, ScratchDir::Make());
-  EVIDENT_RETURN_IF_ERROR(WriteFiles(dir.path(), files, set.version));
-  std::error_code ec;
-  fs::create_directories(fs::path(dir.path()) / "contracts", ec);  // an empty directory kept
+  const std::unique_ptr<Env> env = NewMemoryEnv();
+  const std::string dir = "/consumer-set";
+  EVIDENT_RETURN_IF_ERROR(WriteFiles(*env, dir, files, set.version));
+  EVIDENT_RETURN_IF_ERROR(env->CreateDir(dir + "/contracts"));  // a set may hold no contract file
   ConfigOptions load;
-  load.contracts_dir = (fs::path(dir.path()) / "contracts").string();
+  load.env = env.get();
+  load.contracts_dir = dir + "/contracts";
   // Always the set's own profile file: a configuration naming another path (or one the set does
-  // not hold) reads nothing outside the directory, and fails as a missing file.
-  load.profile_file = (fs::path(dir.path()) / kProfileName).string();
+  // not hold) reads nothing outside the set, and fails as a missing file.
+  load.profile_file = dir + "/" + std::string(kProfileName);
   const std::string name = "consumer set v" + std::to_string(set.version);
-  Result<Config> config = LoadConfig((fs::path(dir.path()) / kConfigName).string(), load);
+  Result<Config> config = LoadConfig(dir + "/" + std::string(kConfigName), load);
   if (!config.ok()) return config.status().Annotate(name);
   config->path = name;
   Result<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(*config);
