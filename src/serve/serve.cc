@@ -25,18 +25,17 @@
 #include "json/files.h"
 #include "serve/admin_worker.h"
 #include "serve/binding.h"
-#include "serve/intake.h"
 #include "serve/metrics.h"
 #include "serve/routes.h"
 #include "serve/signature.h"
 #include "serve/watch.h"
+#include "transport/http/intake.h"
 
 namespace evident {
 namespace {
 
-using serve::Exchange;
-using serve::Intake;
-using Clock_ = std::chrono::steady_clock;
+using http::Exchange;
+using http::Intake;
 
 // One request on a connection (libmicrohttpd's con_cls), from its first call to its completion.
 struct Call {
@@ -48,7 +47,7 @@ struct Call {
   // capacity as it grew (an admin task takes the body away, and its moved-from capacity would
   // give back less than was counted).
   int64_t body_counted = 0;
-  Clock_::time_point started = Clock_::now();
+  int64_t started_ms = 0;  // the daemon clock's MonotonicMs at the call's first look
   std::shared_ptr<Exchange> exchange;
   std::string version;        // HTTP/1.0 or HTTP/1.1
   bool headers_seen = false;  // the first call (headers only) is behind
@@ -81,7 +80,9 @@ class Daemon final : public serve::Responder {
         options_(options),
         intake_(options.queue_events_max, options.queue_bytes_max),
         routes_(*this, metrics_, options),
-        admin_(pipeline.config(), options) {}
+        admin_(pipeline.config(), options),
+        clock_(options.consume.clock != nullptr ? *options.consume.clock : SystemClock()),
+        watch_(clock_) {}
 
   Result<ServeSummary> Run();
 
@@ -135,6 +136,9 @@ class Daemon final : public serve::Responder {
   Intake intake_;
   serve::Routes routes_;
   serve::AdminWorker admin_;
+  // Every deadline and wait of the daemon (requests, drain, sweeps, restarts, gauges): the
+  // loop's clock (ServeOptions::consume.clock), the real one by default.
+  Clock& clock_;
   serve::ConnectionWatch watch_;
   mutable std::mutex trouble_mu_;
   std::string store_trouble_;  // the loop's last store failure, until a commit or probe succeeds
@@ -161,6 +165,7 @@ MHD_Result Daemon::OnAccess(void* cls, MHD_Connection* connection, const char* u
   auto* call = static_cast<Call*>(*con_cls);
   if (call == nullptr) {
     call = new Call();
+    call->started_ms = self->clock_.MonotonicMs();
     *con_cls = call;
     const MHD_ConnectionInfo* info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -243,7 +248,7 @@ MHD_Result Daemon::Access(MHD_Connection* connection, std::string_view url, std:
       *upload_size = 0;
       return MHD_YES;
     case Call::Phase::kDiscarding:
-      if (Clock_::now() - call.started > std::chrono::milliseconds(options_.request_ms_max)) {
+      if (clock_.MonotonicMs() - call.started_ms > options_.request_ms_max) {
         return MHD_NO;
       }
       if (*upload_size > 0) {
@@ -325,7 +330,7 @@ MHD_Result Daemon::FirstLook(MHD_Connection* connection, std::string_view url,
 MHD_Result Daemon::Read(MHD_Connection* connection, std::string_view url, const char* upload,
                         size_t* upload_size, Call& call) {
   const size_t limit = BodyBytesMax(url);
-  if (Clock_::now() - call.started > std::chrono::milliseconds(options_.request_ms_max)) {
+  if (clock_.MonotonicMs() - call.started_ms > options_.request_ms_max) {
     return MHD_NO;  // too slow a body: the connection is closed
   }
   // Over a bound (chunked: no length to judge by before): the rest is read and dropped, and
@@ -560,14 +565,14 @@ void Daemon::Drain() {
   if (const MHD_socket listener = MHD_quiesce_daemon(http_); listener != MHD_INVALID_SOCKET) {
     ::close(listener);
   }
-  const auto deadline = Clock_::now() + std::chrono::milliseconds(options_.drain_ms_max);
-  while (intake_.outstanding() > 0 && loop_running_.load() && Clock_::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int64_t deadline_ms = clock_.MonotonicMs() + options_.drain_ms_max;
+  while (intake_.outstanding() > 0 && loop_running_.load() && clock_.MonotonicMs() < deadline_ms) {
+    clock_.SleepMs(5);
   }
   loop_stop_.Cancel();
   // The effects runner ends after its call in flight, or gives the call up at the deadline.
-  while (effects_.joinable() && !effects_ended_.load() && Clock_::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (effects_.joinable() && !effects_ended_.load() && clock_.MonotonicMs() < deadline_ms) {
+    clock_.SleepMs(5);
   }
   effects_abandon_.Cancel();
   for (std::thread* worker : {&loop_, &broker_, &effects_, &probe_, &gauges_}) {
@@ -576,9 +581,9 @@ void Daemon::Drain() {
   intake_.FailOutstanding(503, "shutting-down",
                           "the daemon stopped before these events were decided; send them again");
   admin_.Stop();
-  const auto written_by = Clock_::now() + std::chrono::seconds(5);
-  while (waiting_calls_.load() > 0 && Clock_::now() < written_by) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int64_t written_by_ms = clock_.MonotonicMs() + 5000;
+  while (waiting_calls_.load() > 0 && clock_.MonotonicMs() < written_by_ms) {
+    clock_.SleepMs(5);
   }
   MHD_stop_daemon(http_);
   http_ = nullptr;
@@ -624,13 +629,11 @@ void Daemon::LoopThread() {
                    why.c_str(), static_cast<long long>(options_.restart_ms));
       std::fflush(options_.log);
     }
-    Clock& clock = options_.consume.clock != nullptr ? *options_.consume.clock : SystemClock();
-    SleepUnlessCancelled(clock, options_.restart_ms, &loop_stop_);
+    SleepUnlessCancelled(clock_, options_.restart_ms, &loop_stop_);
   }
 }
 
 void Daemon::KeepRunning(std::string_view what, const std::function<Status()>& work) {
-  Clock& clock = options_.consume.clock != nullptr ? *options_.consume.clock : SystemClock();
   while (!loop_stop_.cancelled()) {
     const Status status = work();
     if (loop_stop_.cancelled()) break;
@@ -646,7 +649,7 @@ void Daemon::KeepRunning(std::string_view what, const std::function<Status()>& w
                    static_cast<long long>(options_.restart_ms));
       std::fflush(options_.log);
     }
-    SleepUnlessCancelled(clock, options_.restart_ms, &loop_stop_);
+    SleepUnlessCancelled(clock_, options_.restart_ms, &loop_stop_);
   }
 }
 
@@ -701,9 +704,8 @@ std::string Daemon::StoreTrouble() const {
 // store is ready again (a full disk fails it, where a transaction only begun would not). An idle
 // daemon would otherwise stay "not ready" until traffic that is not sent to it.
 void Daemon::ProbeThread() {
-  Clock& clock = options_.consume.clock != nullptr ? *options_.consume.clock : SystemClock();
   std::unique_ptr<Store> probe;
-  while (SleepUnlessCancelled(clock, 1000, &loop_stop_)) {
+  while (SleepUnlessCancelled(clock_, 1000, &loop_stop_)) {
     if (StoreTrouble().empty()) continue;
     if (probe == nullptr) {
       Result<std::unique_ptr<Store>> opened = options_.open_store(false);
@@ -712,7 +714,7 @@ void Daemon::ProbeThread() {
     }
     Result<std::unique_ptr<Transaction>> begun = probe->Begin();
     if (!begun.ok()) continue;
-    Status wrote = (*begun)->SetPosition("evident-serve:readiness", std::to_string(clock.NowMs()));
+    Status wrote = (*begun)->SetPosition("evident-serve:readiness", std::to_string(clock_.NowMs()));
     if (wrote.ok()) wrote = (*begun)->Commit();
     if (!wrote.ok()) {
       (void)(*begun)->Rollback();
@@ -727,14 +729,13 @@ void Daemon::ProbeThread() {
 // store, so scrapers cannot hold up the HTTP thread that takes events in.
 // `reader` made the first reading before the daemon listened (null: it could not be opened).
 void Daemon::GaugesThread(std::unique_ptr<Store> reader) {
-  Clock& clock = options_.consume.clock != nullptr ? *options_.consume.clock : SystemClock();
-  while (SleepUnlessCancelled(clock, options_.metrics_interval_ms, &loop_stop_)) {
+  while (SleepUnlessCancelled(clock_, options_.metrics_interval_ms, &loop_stop_)) {
     if (reader == nullptr) {
       Result<std::unique_ptr<Store>> opened = options_.open_store(true);
       if (opened.ok()) reader = std::move(opened).value();
     }
     // A failed read drops the handle: the next interval opens another.
-    if (!metrics_.ReadStoreGauges(reader.get(), clock.NowMs())) reader.reset();
+    if (!metrics_.ReadStoreGauges(reader.get(), clock_.NowMs())) reader.reset();
   }
 }
 
@@ -761,8 +762,7 @@ Result<ServeSummary> Daemon::Run() {
     // The first reading before the daemon listens: every scrape has store gauges.
     Result<std::unique_ptr<Store>> opened = options_.open_store(true);
     std::unique_ptr<Store> gauge_reader = opened.ok() ? std::move(opened).value() : nullptr;
-    Clock& clock = options_.consume.clock != nullptr ? *options_.consume.clock : SystemClock();
-    if (!metrics_.ReadStoreGauges(gauge_reader.get(), clock.NowMs())) gauge_reader.reset();
+    if (!metrics_.ReadStoreGauges(gauge_reader.get(), clock_.NowMs())) gauge_reader.reset();
     gauges_ = std::thread(
         [this, reader = std::move(gauge_reader)]() mutable { GaugesThread(std::move(reader)); });
   }
@@ -792,7 +792,7 @@ Result<ServeSummary> Daemon::Run() {
     watch_.Sweep(
         options_.header_ms_max,
         std::max<int64_t>(options_.header_ms_max, int64_t{options_.read_timeout_s} * 1000));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    clock_.SleepMs(50);
   }
   Drain();
   std::lock_guard<std::mutex> lock(summary_mu_);

@@ -12,25 +12,29 @@
 
 #include <sys/socket.h>
 
-#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <unordered_set>
+
+#include "evident/clock.h"
 
 namespace evident::serve {
 
 class ConnectionWatch {
  public:
+  // Times are `clock`'s MonotonicMs; it must outlive the watch.
+  explicit ConnectionWatch(Clock& clock) : clock_(clock) {}
+
   struct Link {
     int fd = -1;
-    std::chrono::steady_clock::time_point waiting_since;
+    int64_t waiting_since_ms = 0;
     bool in_request = false;  // the headers of the current request have come
     bool answered = false;    // a request was answered: an idle keep-alive connection
     bool shut = false;
   };
 
   Link* Opened(int fd) {
-    auto* link = new Link{fd, std::chrono::steady_clock::now(), false, false, false};
+    auto* link = new Link{fd, clock_.MonotonicMs(), false, false, false};
     std::lock_guard<std::mutex> lock(mu_);
     links_.insert(link);
     return link;
@@ -48,18 +52,18 @@ class ConnectionWatch {
     std::lock_guard<std::mutex> lock(mu_);
     link->in_request = false;
     link->answered = true;
-    link->waiting_since = std::chrono::steady_clock::now();
+    link->waiting_since_ms = clock_.MonotonicMs();
   }
   // Shuts the connections that waited for headers longer than `header_ms_max` since they
   // opened, or longer than `idle_ms_max` since their last answer (a keep-alive connection may
   // idle as long as the read timeout lets it); returns how many.
   int64_t Sweep(int64_t header_ms_max, int64_t idle_ms_max) {
-    const auto now = std::chrono::steady_clock::now();
+    const int64_t now_ms = clock_.MonotonicMs();
     int64_t shut = 0;
     std::lock_guard<std::mutex> lock(mu_);
     for (Link* link : links_) {
-      const auto allowed = std::chrono::milliseconds(link->answered ? idle_ms_max : header_ms_max);
-      if (link->in_request || link->shut || now - link->waiting_since <= allowed) continue;
+      const int64_t allowed_ms = link->answered ? idle_ms_max : header_ms_max;
+      if (link->in_request || link->shut || now_ms - link->waiting_since_ms <= allowed_ms) continue;
       ::shutdown(link->fd, SHUT_RDWR);
       link->shut = true;
       ++shut;
@@ -68,6 +72,7 @@ class ConnectionWatch {
   }
 
  private:
+  Clock& clock_;
   std::mutex mu_;
   std::unordered_set<Link*> links_;
 };
