@@ -12,7 +12,7 @@ set(EVIDENT_INSTALLED_LIBRARIES
   evident_store_memory evident_store_fault evident_store_postgres evident_source
   evident_jetstream evident_kafka evident_fault_transport evident_registry evident_evidence
   evident_evidence_json evident_consumer evident_outbox evident_relay evident_group
-  evident_quarantine evident_compensation evident_effects evident_serve evident_trace
+  evident_quarantine evident_compensation evident_effects evident_http_intake evident_serve evident_trace
   evident_stored_contracts evident_stored_consumers evident_retention)
 set(evident_objects)
 foreach(library IN LISTS EVIDENT_INSTALLED_LIBRARIES)

@@ -14,9 +14,11 @@
 #include "evident/evidence.h"
 #include "evident/quarantine.h"
 #include "json/writer.h"
-#include "serve/intake.h"
+#include "transport/http/intake.h"
 
 namespace evident::serve {
+
+using http::RefusalBody;
 namespace {
 
 using Query = std::function<const char*(const char*)>;

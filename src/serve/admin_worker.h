@@ -15,9 +15,12 @@
 #include <thread>
 
 #include "serve/admin.h"
-#include "serve/intake.h"
+#include "transport/http/intake.h"
 
 namespace evident::serve {
+
+using http::Exchange;  // transport/http/intake.h
+using http::RefusalBody;
 
 class AdminWorker {
  public:

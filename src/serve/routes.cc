@@ -8,9 +8,11 @@
 #include "evident/clock.h"
 #include "json/files.h"
 #include "serve/assets.h"
-#include "serve/intake.h"
+#include "transport/http/intake.h"
 
 namespace evident::serve {
+
+using http::RefusalBody;
 
 MHD_Result Routes::Refuse(MHD_Connection* connection, int status, std::string_view reason,
                           std::string_view message, std::string_view allow) {

@@ -16,8 +16,8 @@
 #include "evident/fault_transport.h"
 #include "evident/jetstream.h"
 #include "evident/kafka.h"
-#include "serve/intake.h"
 #include "testing/shell.h"
+#include "transport/http/intake.h"
 
 namespace evident {
 namespace {
@@ -231,11 +231,11 @@ std::vector<std::string> TopicHeld(const KafkaOptions& kafka) {
 }
 
 std::unique_ptr<Source> OpenIntake(const fs::path&, const std::vector<std::string>& messages) {
-  auto intake = std::make_unique<serve::Intake>(1024, size_t{1} << 20);
+  auto intake = std::make_unique<http::Intake>(1024, size_t{1} << 20);
   if (!messages.empty()) {
-    auto exchange = std::make_shared<serve::Exchange>([] {});
+    auto exchange = std::make_shared<http::Exchange>([] {});
     std::vector<std::string> events = messages;
-    EXPECT_EQ(intake->Submit(exchange, std::move(events)), serve::Intake::Taken::kTaken);
+    EXPECT_EQ(intake->Submit(exchange, std::move(events)), http::Intake::Taken::kTaken);
   }
   return intake;
 }

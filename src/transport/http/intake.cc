@@ -1,4 +1,4 @@
-#include "serve/intake.h"
+#include "transport/http/intake.h"
 
 #include <algorithm>
 #include <cassert>
@@ -6,7 +6,7 @@
 
 #include "json/writer.h"
 
-namespace evident::serve {
+namespace evident::http {
 
 bool Exchange::Suspend(const std::function<void()>& suspend) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -227,4 +227,4 @@ std::optional<int64_t> Intake::backlog() const {
   return static_cast<int64_t>(queue_.size());
 }
 
-}  // namespace evident::serve
+}  // namespace evident::http

@@ -1,5 +1,5 @@
-// serve/intake.h — the daemon's Source: the events of HTTP requests, queued for the consume
-// loop, and each request answered once every one of its events is committed.
+// transport/http/intake.h — the HTTP transport's Source (serve's): the events of HTTP requests,
+// queued for the consume loop, and each request answered once every one of its events is committed.
 //
 // A request's events enter the queue together, numbered by a sequence that runs across
 // requests; the sequence number is each event's index in the loop's decisions and its cursor.
@@ -25,7 +25,7 @@
 #include "evident/consumer.h"
 #include "evident/source.h"
 
-namespace evident::serve {
+namespace evident::http {
 
 // One request's events and, once answered, its response.
 class Exchange {
@@ -106,4 +106,4 @@ class Intake final : public Source {
   bool stopped_ = false, closed_ = false, down_ = false;
 };
 
-}  // namespace evident::serve
+}  // namespace evident::http

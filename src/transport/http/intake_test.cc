@@ -1,8 +1,8 @@
-#include "serve/intake.h"
+#include "transport/http/intake.h"
 
 #include <gtest/gtest.h>
 
-namespace evident::serve {
+namespace evident::http {
 namespace {
 
 std::shared_ptr<Exchange> NewExchange(int* wakes) {
@@ -131,4 +131,4 @@ TEST(IntakeTest, AnAnswerBeforeTheSuspensionIsNotLost) {
 }
 
 }  // namespace
-}  // namespace evident::serve
+}  // namespace evident::http
