@@ -558,17 +558,34 @@ std::string ReadEvent(std::string_view raw, std::string_view data_pointer,
 
 // One (event, consumer) decision in the making: what the ordered, unordered, defer and duplicate
 // paths share.
+// An event as one application reads it: as the consumer reads it (adapted, when it reads
+// through adapters), as it was published (what an effect's request and the digests carry: the
+// fact, not the consumer's reading of it, docs/effects.md), and whether the projection step's
+// writes are already collected for it (the receipt's record of them, ProcessForConsumer).
+struct Reading {
+  const EventView& event;
+  const EventView& published;
+  bool writes_collected = false;
+};
+
+// One event decided for one consumer: what every step of the decision reads and writes.
 struct Delivery {
   Transaction& tx;
   ConsumerState& consumer;
   const ConsumerContract& contract;
-  const EventView& event;
+  const EventView& event;      // as the consumer reads it
+  const EventView& published;  // as published (the same event unless read through adapters)
+  bool writes_collected;       // the step's writes for `event` are in writes_scratch
   int64_t now_ms;
   std::vector<Decision>& decisions;
   Decision d;
   std::optional<int64_t> subject_version;
   std::optional<int64_t> schema_version;  // when it was read
 };
+
+Reading ReadingOf(const Delivery& delivery) {
+  return Reading{delivery.event, delivery.published, delivery.writes_collected};
+}
 
 }  // namespace
 
@@ -584,11 +601,7 @@ struct Pipeline::Impl {
   std::string fields_out;
   LedgerEntry receipt_scratch;
   StepWrites writes_scratch;
-  const EventView* writes_of = nullptr;  // the delivery's event writes_scratch was collected for
-  Verdict drain_verdict;                 // a deferred event read through adapters again
-  // The event as published while a delivery read through adapters is decided: an effect's
-  // request carries the fact, not the consumer's reading of it (docs/effects.md).
-  const EventView* published = nullptr;
+  Verdict drain_verdict;  // a deferred event read through adapters again
   EvidenceRecord evidence_scratch;
   Projection projection_scratch;
   int64_t outbox_partition_count = 1;  // of the reports a decision appends (conflicts)
@@ -612,13 +625,13 @@ struct Pipeline::Impl {
   Status ApplyNext(Delivery& delivery, Projection& projection,
                    std::optional<int64_t> stored_version);
   Status Unordered(Delivery& delivery);
-  Status Apply(Transaction& tx, const ConsumerState& consumer, const EventView& event,
+  Status Apply(Transaction& tx, const ConsumerState& consumer, const Reading& applying,
                Projection& projection, std::optional<int64_t> subject_version, int64_t now_ms);
-  Status Intend(Transaction& tx, const ConsumerConfig& consumer, const EventView& event,
+  Status Intend(Transaction& tx, const ConsumerConfig& consumer, const Reading& applying,
                 const Projection& projection, std::optional<int64_t> subject_version,
                 int64_t now_ms);
   Status Compensate(Transaction& tx, const ConsumerConfig& consumer,
-                    const CompensationConfig& compensation, const EventView& event,
+                    const CompensationConfig& compensation, const Reading& applying,
                     const Projection& projection, std::optional<int64_t> subject_version,
                     int64_t now_ms);
   static std::optional<int64_t> BasisOf(const Projection& projection);
@@ -733,8 +746,9 @@ std::string Pipeline::Impl::SubjectOf(const ConsumerContract& contract,
 // however often the event is delivered, a key is intended at most once. Keys were checked to
 // expand before the event was applied (ProcessForConsumer).
 Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer,
-                              const EventView& event, const Projection& projection,
+                              const Reading& applying, const Projection& projection,
                               std::optional<int64_t> subject_version, int64_t now_ms) {
+  const EventView& event = applying.event;
   const KeyInputs in{consumer.contract.id, projection.subject, subject_version, &event};
   std::string why;
   for (const EffectConfig& effect : consumer.effects) {
@@ -758,7 +772,7 @@ Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer
     intent.source = std::string(event.source);
     intent.event_id = std::string(event.id);
     intent.subject_version = subject_version;
-    intent.request = CloudEventJson(published != nullptr ? *published : event);
+    intent.request = CloudEventJson(applying.published);
     intent.intended_at_ms = now_ms;
     intent.next_attempt_at_ms = now_ms;
     intent.basis_version = BasisOf(projection);
@@ -774,7 +788,7 @@ Status Pipeline::Impl::Intend(Transaction& store, const ConsumerConfig& consumer
       continue;
     }
     EVIDENT_RETURN_IF_ERROR(
-        Compensate(store, consumer, compensation, event, projection, subject_version, now_ms));
+        Compensate(store, consumer, compensation, applying, projection, subject_version, now_ms));
   }
   return Status::Ok();
 }
@@ -797,9 +811,10 @@ std::string Pipeline::Impl::TriggerDetail(const EventView& event,
 // declaration names the effect it compensates, it acts on facts (effects/compensation.h), with
 // the compensating effect's key and request prepared here from the deciding event.
 Status Pipeline::Impl::Compensate(Transaction& store, const ConsumerConfig& consumer,
-                                  const CompensationConfig& compensation, const EventView& event,
+                                  const CompensationConfig& compensation, const Reading& applying,
                                   const Projection& projection,
                                   std::optional<int64_t> subject_version, int64_t now_ms) {
+  const EventView& event = applying.event;
   const KeyInputs in{consumer.contract.id, projection.subject, subject_version, &event};
   std::string why;
   std::optional<std::string> key = ExpandKey(compensation.key, in, why);
@@ -830,15 +845,16 @@ Status Pipeline::Impl::Compensate(Transaction& store, const ConsumerConfig& cons
     }
     record.compensate_with = with->name;
     record.compensating_key = std::move(*compensating);
-    record.compensating_request = CloudEventJson(published != nullptr ? *published : event);
+    record.compensating_request = CloudEventJson(applying.published);
     record.basis_version = BasisOf(projection);
   }
   return RecordConsumerCompensation(store, std::move(record), now_ms).status();
 }
 
 Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
-                             const EventView& event, Projection& projection,
+                             const Reading& applying, Projection& projection,
                              std::optional<int64_t> subject_version, int64_t now_ms) {
+  const EventView& event = applying.event;
   const ConsumerConfig& consumer_config = *consumer.config;
   // An ordered projection keeps the owner its first applied event set (MayOwn).
   if (!consumer_config.contract.ordering.by_subject || projection.owner_source.empty()) {
@@ -848,14 +864,13 @@ Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
   const auto step_it = consumer.steps.find(event.type);
   const bool intends = !consumer_config.effects.empty() || !consumer_config.compensations.empty();
   if (step_it == consumer.steps.end()) {
-    return intends ? Intend(store, consumer_config, event, projection, subject_version, now_ms)
+    return intends ? Intend(store, consumer_config, applying, projection, subject_version, now_ms)
                    : Status::Ok();
   }
   const ProjectionStep& step = *step_it->second.step;
   StepWrites& writes = writes_scratch;
   // The receipt's record of this very event (ProcessForConsumer) is what it applies now.
-  if (writes_of != &event) CollectWrites(step_it->second, event, writes);
-  writes_of = nullptr;
+  if (!applying.writes_collected) CollectWrites(step_it->second, event, writes);
   if (writes.sets_state) projection.state.assign(writes.state);
   if (!writes.fields.empty()) {
     MergeFields(projection.fields_json, writes.fields, fields_parser, merged_fields, fields_out);
@@ -873,7 +888,7 @@ Status Pipeline::Impl::Apply(Transaction& store, const ConsumerState& consumer,
     record.recorded_at_ms = now_ms;
     EVIDENT_RETURN_IF_ERROR(store.PutEvidence(record));
   }
-  return intends ? Intend(store, consumer_config, event, projection, subject_version, now_ms)
+  return intends ? Intend(store, consumer_config, applying, projection, subject_version, now_ms)
                  : Status::Ok();
 }
 
@@ -929,11 +944,8 @@ Status Pipeline::Impl::Drain(Transaction& store, ConsumerState& consumer, Projec
     assert(next->subject_version == projection.version + 1);  // drained in order, one by one
     projection.version = next->subject_version;
     projection.applied_digest = PayloadDigest(reread.event);
-    const EventView* outer = published;
-    published = &reread.event;
-    const Status applied = Apply(store, consumer, event, projection, next->subject_version, now_ms);
-    published = outer;
-    EVIDENT_RETURN_IF_ERROR(applied);
+    EVIDENT_RETURN_IF_ERROR(Apply(store, consumer, Reading{event, reread.event}, projection,
+                                  next->subject_version, now_ms));
     EVIDENT_RETURN_IF_ERROR(
         store.MarkApplied(contract.id, next->source, next->event_id, projection.version, now_ms));
     EVIDENT_RETURN_IF_ERROR(
@@ -1163,14 +1175,8 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
     adapted_view.data = verdict.adapted.data;
   }
   const EventView& event = adapted ? adapted_view : original;
-  published = &original;
-  struct Unset {
-    const EventView*& published;
-    const EventView*& writes_of;
-    ~Unset() { published = writes_of = nullptr; }
-  } unset{published, writes_of};
-  Delivery delivery{tx,        consumer,   contract,     event,       now_ms,
-                    decisions, Decision{}, std::nullopt, std::nullopt};
+  Delivery delivery{tx,     consumer,  contract,   event,        original,    false,
+                    now_ms, decisions, Decision{}, std::nullopt, std::nullopt};
   Decision& d = delivery.d;
   d.index = index;
   d.consumer = contract.id;
@@ -1204,7 +1210,7 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   if (const auto step = consumer.steps.find(event.type); step != consumer.steps.end()) {
     CollectWrites(step->second, event, writes_scratch);
     WroteJson(writes_scratch, receipt.wrote_json);
-    writes_of = &event;
+    delivery.writes_collected = true;
   }
   if (verdict.schema_version_defaulted) {
     NoteDefaultedSchemaVersion(verdict.schema_version, receipt.wrote_json);
@@ -1363,7 +1369,7 @@ Status Pipeline::Impl::Ordered(Delivery& delivery) {
 // evidence packet whether it was routed.
 Status Pipeline::Impl::Conflict(Delivery& delivery, const Projection& projection,
                                 std::string_view reason, const Claimant& held) {
-  const EventView& event = published != nullptr ? *published : delivery.event;
+  const EventView& event = delivery.published;
   const int64_t version = *delivery.subject_version;
   const Claimant conflicting{std::string(event.source), std::string(event.id),
                              PayloadDigest(event)};
@@ -1479,9 +1485,9 @@ Status Pipeline::Impl::ApplyNext(Delivery& delivery, Projection& projection,
   projection.version = version;
   // The receipt and the projection are written together, and name the same version.
   assert(receipt_scratch.projection_version == projection.version);
-  projection.applied_digest = PayloadDigest(published != nullptr ? *published : delivery.event);
-  EVIDENT_RETURN_IF_ERROR(
-      Apply(delivery.tx, delivery.consumer, delivery.event, projection, version, delivery.now_ms));
+  projection.applied_digest = PayloadDigest(delivery.published);
+  EVIDENT_RETURN_IF_ERROR(Apply(delivery.tx, delivery.consumer, ReadingOf(delivery), projection,
+                                version, delivery.now_ms));
   Decision& d = delivery.d;
   d.outcome = Outcome::kApplied;
   d.projection_version = projection.version;
@@ -1579,7 +1585,7 @@ Status Pipeline::Impl::Unordered(Delivery& delivery) {
     if (!consumer.effects.empty() || !consumer.compensations.empty()) {
       Projection& none = projection_scratch;
       FreshSubjectless(consumer.contract.id, none);
-      EVIDENT_RETURN_IF_ERROR(Intend(delivery.tx, consumer, delivery.event, none,
+      EVIDENT_RETURN_IF_ERROR(Intend(delivery.tx, consumer, ReadingOf(delivery), none,
                                      delivery.subject_version, delivery.now_ms));
     }
   } else {
@@ -1598,7 +1604,7 @@ Status Pipeline::Impl::Unordered(Delivery& delivery) {
     assert(!stored_version || projection.version == *stored_version + 1);
     projection.owner_version_seen = std::max(projection.owner_version_seen,
                                              delivery.subject_version.value_or(projection.version));
-    EVIDENT_RETURN_IF_ERROR(Apply(delivery.tx, delivery.consumer, delivery.event, projection,
+    EVIDENT_RETURN_IF_ERROR(Apply(delivery.tx, delivery.consumer, ReadingOf(delivery), projection,
                                   delivery.subject_version, delivery.now_ms));
     EVIDENT_RETURN_IF_ERROR(delivery.tx.PutProjection(projection, stored_version));
     d.projection_version = projection.version;
@@ -1717,7 +1723,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Create(const Config& config) {
   impl->envelope_options = options;
   EVIDENT_ASSIGN_OR_RETURN(impl->drain_parser, EnvelopeParser::Create(options));
 
-  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas, ContractSchemas::Open(config.contracts_dir));
+  EVIDENT_ASSIGN_OR_RETURN(ContractSchemas schemas,
+                           ContractSchemas::Open(config.contracts_dir, config.contracts.env));
+  // Every file is read here: the pipeline keeps no Env it would outlive (a stored set's files
+  // live in memory only while it is built).
+  impl->config.contracts.env = nullptr;
   for (const ConsumerConfig& consumer : impl->config.consumers) {
     ConsumerState state{&consumer, {}};
     for (const AcceptedType& accepted : consumer.contract.accepts) {
