@@ -1,6 +1,5 @@
-// Gaps that act on their deadlines (evident/gaps.h).
-#include "evident/gaps.h"
-
+// Gaps that act on their deadlines (evident/gaps.h): beside the ordering code that defers events
+// and records the gaps (pipeline.cc), run by the consume loop, groups and `evident gaps check`.
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,6 +7,7 @@
 #include "core/fnv1a.h"
 #include "core/rfc3339.h"
 #include "evident/evidence.h"
+#include "evident/gaps.h"
 #include "evident/retry.h"
 #include "json/writer.h"
 
@@ -109,16 +109,6 @@ Status ActOn(Transaction& tx, const Gap& gap, int64_t now_ms, const GapCheckOpti
 }
 
 }  // namespace
-
-std::string ReplayRequestSource(std::string_view consumer) {
-  return "evident://consumers/" + std::string(consumer);
-}
-
-std::string ConflictReportId(std::string_view consumer, std::string_view subject, int64_t version,
-                             std::string_view source, std::string_view event_id) {
-  return "conflict:" + std::string(consumer) + ":" + std::string(subject) + ":v" +
-         std::to_string(version) + ":" + std::string(source) + ":" + std::string(event_id);
-}
 
 Result<GapCheck> CheckGapDeadlines(Store& store, int64_t now_ms, const GapCheckOptions& options) {
   std::vector<Gap> overdue;

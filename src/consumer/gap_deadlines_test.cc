@@ -2,8 +2,6 @@
 // one replay request however often the deadline is checked and across a reopen, a record for a
 // person that a person resolves, a report for `wait`, and records closed by the missing versions
 // arriving; the consume loop checks deadlines on its own.
-#include "evident/gaps.h"
-
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <unistd.h>
@@ -13,6 +11,7 @@
 
 #include "evident/consumer.h"
 #include "evident/evidence.h"
+#include "evident/gaps.h"
 #include "evident/store_memory.h"
 #include "evident/store_sqlite.h"
 
