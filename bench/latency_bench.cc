@@ -212,7 +212,8 @@ int main(int argc, char** argv) {
   // The consumer's outcomes: a pipe, read line by line and stamped on arrival.
   int fds[2];
   if (pipe(fds) != 0) Die("pipe");
-  std::FILE* outcomes = fdopen(fds[1], "w");
+  std::unique_ptr<evident::WritableFile> outcomes =
+      evident::WritableFileOnDescriptor(fds[1], "the outcomes pipe");
   std::atomic<size_t> seen{0}, applied{0};
   std::thread reader([&] {
     std::string pending;
@@ -245,10 +246,11 @@ int main(int argc, char** argv) {
   evident::ConsumeSummary consume_summary;
   std::thread consumer([&] {
     auto summary = evident::Consume(**pipeline, **consumer_store, **source,
-                                    {.outcomes = outcomes, .cancel = &consumer_cancel});
+                                    {.outcomes = outcomes.get(), .cancel = &consumer_cancel});
     if (!summary.ok()) consumer_status = summary.status();
     if (summary.ok()) consume_summary = *summary;
-    std::fclose(outcomes);  // the reader sees the end
+    if (!outcomes->Close().ok()) consumer_status = evident::Status::IoError("outcomes pipe");
+    close(fds[1]);  // the reader sees the end
   });
   const evident::PublisherFactory open = [&js] { return evident::OpenJetStreamPublisher(js); };
   TimedStore timed_relay_store(**relay_store);

@@ -34,6 +34,7 @@
 #include "evident/cancel.h"
 #include "evident/clock.h"
 #include "evident/config.h"
+#include "evident/env.h"
 #include "evident/envelope.h"
 #include "evident/evidence.h"  // EvaluateGuard and ExpectedVersion, which lived here
 #include "evident/gaps.h"
@@ -177,8 +178,10 @@ struct ConsumeOptions {
       "-";  // NDJSON file, or "-" for standard input (the overload without a Source)
   // Skip the input lines that an earlier run already committed (the input's checkpoint).
   bool resume = false;
-  // Where each decision goes as one NDJSON line, written after its batch commits; may be null.
-  std::FILE* outcomes = nullptr;
+  // Where each decision goes as one NDJSON line, written and flushed after its batch commits
+  // (a file of an Env, or WritableFileOnDescriptor for standard output); may be null. The
+  // caller closes it.
+  WritableFile* outcomes = nullptr;
   // Progress lines (events, rate, outcomes so far), redrawn in place; null for none.
   std::FILE* progress = nullptr;
   // Cancelled (from any thread, or a signal handler) to end the run cleanly: the source stops,

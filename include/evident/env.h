@@ -89,6 +89,11 @@ class Env {
 // The real file system (POSIX calls; EINTR retried, short writes continued). Never destroyed.
 Env& PosixEnv();
 
+// Appends to a descriptor opened elsewhere (standard output, a pipe), buffered as a posix file
+// is; `name` is what its errors say ("write standard output: Broken pipe"). Close flushes and
+// leaves the descriptor open: it stays its opener's.
+std::unique_ptr<WritableFile> WritableFileOnDescriptor(int fd, std::string name);
+
 // A file system in memory. A file may be created under any prefix (the posix Env needs the
 // directory): a directory exists when it was created or a file is below it; SyncDir always
 // succeeds. An

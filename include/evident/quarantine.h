@@ -26,6 +26,7 @@
 #include "evident/cancel.h"
 #include "evident/clock.h"
 #include "evident/consumer.h"
+#include "evident/env.h"
 #include "evident/retry.h"
 #include "evident/status.h"
 #include "evident/store.h"
@@ -41,9 +42,9 @@ struct ReplayOptions {
   bool dry_run = false;
   // Records per transaction (1 .. 10000).
   int64_t batch_count_max = 256;
-  // One NDJSON line per record, written after its batch commits (for a dry run, at the end);
-  // may be null.
-  std::FILE* outcomes = nullptr;
+  // One NDJSON line per record, written and flushed after its batch commits (for a dry run, at
+  // the end); may be null. The caller closes it.
+  WritableFile* outcomes = nullptr;
   // A progress line here (ProgressBar, evident/progress.h): the records decided, and a bar of
   // them when the selection names its records (select.ids); null: none.
   std::FILE* progress = nullptr;

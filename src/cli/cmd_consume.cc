@@ -213,11 +213,18 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
   return "";
 }
 
+// Where --outcomes goes: a file (through the posix Env) or standard output.
+struct Outcomes {
+  std::unique_ptr<WritableFile> file;  // null without --outcomes
+  bool to_stdout = false;              // the summary then goes to standard error
+};
+
 // Closes a --outcomes file and reports a failed run: kExitOk when the run succeeded and its
 // outcomes are written, so that its summary may follow.
-int CloseOutcomes(const ConsumeFlags& flags, std::FILE* outcomes, const Status& run) {
-  if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && run.ok()) {
-    std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << std::strerror(errno)
+int CloseOutcomes(const ConsumeFlags& flags, Outcomes& outcomes, const Status& run) {
+  const Status closed = outcomes.file != nullptr ? outcomes.file->Close() : Status::Ok();
+  if (!closed.ok() && run.ok()) {
+    std::cerr << "evident consume: cannot write " << flags.outcomes << ": " << closed.message()
               << " (the decisions are committed)\n";
     return kExitUsage;
   }
@@ -229,7 +236,7 @@ int CloseOutcomes(const ConsumeFlags& flags, std::FILE* outcomes, const Status& 
 }
 
 // --group: runs this process as a member of the group until SIGTERM or SIGINT.
-int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* outcomes,
+int RunGroupMember(const ConsumeFlags& flags, const Config& config, Outcomes& outcomes,
                    Tracer* tracer) {
   // Field by field: GCC 12 warns of an uninitialised string in the nested designated form.
   GroupOptions options;
@@ -241,7 +248,7 @@ int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* o
   options.lease_ms = flags.lease_ms;
   options.from = flags.from;
   options.source = ConsumeSourceOptions(flags);
-  options.consume.outcomes = outcomes;
+  options.consume.outcomes = outcomes.file.get();
   options.consume.tracer = tracer;
   static CancelToken stop;
   options.cancel = &stop;
@@ -250,7 +257,7 @@ int RunGroupMember(const ConsumeFlags& flags, const Config& config, std::FILE* o
   if (const int failed = CloseOutcomes(flags, outcomes, summary.status()); failed != kExitOk) {
     return failed;
   }
-  std::FILE* out = outcomes == stdout ? stderr : stdout;
+  std::FILE* out = outcomes.to_stdout ? stderr : stdout;
   std::fprintf(out,
                "member %s of group %s: %lld partition leases taken, %lld given up (for balance, or "
                "revoked by the broker), "
@@ -299,25 +306,25 @@ bool LoadConsumeConfig(const ConsumeFlags& flags, Config& out) {
   return true;
 }
 
-// Opens --outcomes into `out` (null without it); false (said) when it cannot be written.
-bool OpenOutcomes(const ConsumeFlags& flags, std::FILE*& out) {
-  out = nullptr;
-  if (flags.outcomes == "-") {
-    out = stdout;
-  } else if (!flags.outcomes.empty()) {
-    // A resumed run, and a group member run again, add to the outcomes of the runs before it.
-    out = std::fopen(flags.outcomes.c_str(), flags.resume || !flags.group.empty() ? "a" : "w");
-    if (out == nullptr) {
-      std::cerr << "evident consume: cannot write " << flags.outcomes << "\n";
-      return false;
-    }
+// Opens --outcomes into `out` (no file without it); false (said) when it cannot be written.
+bool OpenOutcomes(const ConsumeFlags& flags, Outcomes& out) {
+  if (flags.outcomes.empty()) return true;
+  // A resumed run, and a group member run again, add to the outcomes of the runs before it.
+  Result<std::unique_ptr<WritableFile>> opened =
+      OpenOutputFile(flags.outcomes, flags.resume || !flags.group.empty());
+  if (!opened.ok()) {
+    std::cerr << "evident consume: cannot write " << flags.outcomes << ": "
+              << opened.status().message() << "\n";
+    return false;
   }
+  out.file = std::move(opened).value();
+  out.to_stdout = flags.outcomes == "-";
   return true;
 }
 
 // One run over --input or the source --from names, until its end, idle time or a stop signal;
 // its summary, and the exit code.
-int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, std::FILE* outcomes,
+int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, Outcomes& outcomes,
             Tracer* tracer) {
   Result<std::unique_ptr<Source>> source = OpenConsumeSource(flags, pipeline.config());
   if (!source.ok()) {
@@ -330,7 +337,7 @@ int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, std::FI
   const bool from_store = !flags.from.empty() && traits.ok() && traits->resumes_from_store;
   ConsumeOptions options{.input = flags.input,
                          .resume = flags.resume || from_store,
-                         .outcomes = outcomes,
+                         .outcomes = outcomes.file.get(),
                          .progress = ProgressFile(flags.progress)};
   options.tracer = tracer;
   // SIGTERM and SIGINT end the run cleanly after its current commit; a second one kills.
@@ -349,7 +356,7 @@ int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, std::FI
   if (const int failed = CloseOutcomes(flags, outcomes, summary.status()); failed != kExitOk) {
     return failed;
   }
-  PrintSummary(outcomes == stdout ? stderr : stdout, *summary);
+  PrintSummary(outcomes.to_stdout ? stderr : stdout, *summary);
   const bool unacknowledged = ReportRecovered(*summary);
   if (summary->stopped) {
     const int signo = LastStopSignal() != 0 ? LastStopSignal() : SIGTERM;
@@ -396,7 +403,7 @@ int RunConsume(const ConsumeFlags& flags) {
     std::cerr << "evident consume: " << tracer.status().ToString() << "\n";
     return kExitUsage;
   }
-  std::FILE* outcomes = nullptr;
+  Outcomes outcomes;
   if (!OpenOutcomes(flags, outcomes)) return kExitUsage;
   const int code = !flags.group.empty()
                        ? RunGroupMember(flags, config, outcomes, tracer->get())

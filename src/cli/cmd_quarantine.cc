@@ -182,20 +182,19 @@ int RunReplay(const ReplayFlags& flags) {
     std::cerr << "evident quarantine replay: " << store.status().ToString() << "\n";
     return kExitUsage;
   }
-  std::FILE* outcomes = nullptr;
-  if (flags.outcomes == "-") {
-    outcomes = stdout;
-  } else if (!flags.outcomes.empty() &&
-             (outcomes = std::fopen(flags.outcomes.c_str(), "w")) == nullptr) {
+  Result<std::unique_ptr<WritableFile>> outcomes =
+      flags.outcomes.empty() ? Result<std::unique_ptr<WritableFile>>(nullptr)
+                             : OpenOutputFile(flags.outcomes, /*append=*/false);
+  if (!outcomes.ok()) {
     std::cerr << "evident quarantine replay: cannot write " << flags.outcomes << ": "
-              << std::strerror(errno) << "\n";
+              << outcomes.status().message() << "\n";
     return kExitUsage;
   }
   ReplayOptions options{.by = flags.by,
                         .note = flags.note,
                         .dry_run = flags.dry_run,
                         .batch_count_max = flags.batch_count_max,
-                        .outcomes = outcomes,
+                        .outcomes = outcomes->get(),
                         .progress = ProgressFile(flags.progress)};
   options.select.ids = flags.ids;
   if (!flags.consumer.empty()) options.select.consumer = flags.consumer;
@@ -204,16 +203,17 @@ int RunReplay(const ReplayFlags& flags) {
   options.cancel = &stop;
   InstallStopSignals(stop);
   auto summary = ReplayQuarantine(**pipeline, **store, options);
-  if (outcomes != nullptr && outcomes != stdout && std::fclose(outcomes) != 0 && summary.ok()) {
+  const Status closed = *outcomes != nullptr ? (*outcomes)->Close() : Status::Ok();
+  if (!closed.ok() && summary.ok()) {
     std::cerr << "evident quarantine replay: cannot write " << flags.outcomes << ": "
-              << std::strerror(errno) << "\n";
+              << closed.message() << "\n";
     return kExitUsage;
   }
   if (!summary.ok()) {
     std::cerr << "evident quarantine replay: " << summary.status().ToString() << "\n";
     return summary.status().code() == Code::kNotFound ? kExitNegative : kExitUsage;
   }
-  std::fprintf(outcomes == stdout ? stderr : stdout,
+  std::fprintf(flags.outcomes == "-" ? stderr : stdout,
                "%s%lld record(s): %lld replayed, %lld duplicate, %lld refused again%s\n",
                flags.dry_run ? "dry run (nothing committed): " : "",
                static_cast<long long>(summary->records), static_cast<long long>(summary->replayed),

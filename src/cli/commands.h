@@ -12,12 +12,14 @@
 #include <fstream>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "evident/config.h"
+#include "evident/env.h"
 #include "evident/profile.h"
 #include "evident/status.h"
 #include "evident/tracing.h"
@@ -47,6 +49,9 @@ bool ReadLineBounded(std::istream& in, std::string& line, size_t bytes_max);
 // The input named `path`: standard input for "-", else `file` opened on it; null when it cannot
 // be opened (cli/lines.cc).
 std::istream* OpenInput(const std::string& path, std::ifstream& file);
+// An output such as --outcomes: standard output for "-" (its descriptor: Close flushes and
+// leaves it open), else the file at `path` through the posix Env, truncated or appended to.
+Result<std::unique_ptr<WritableFile>> OpenOutputFile(const std::string& path, bool append);
 
 // When `path` is "-" and standard input is a terminal, says on standard error that `command`
 // reads it (type or paste, end with Ctrl-D) and how to name a file instead, rather than waiting

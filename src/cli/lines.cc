@@ -118,6 +118,11 @@ std::FILE* ProgressFile(const std::string& mode) {
   return ProgressOutput(parsed.ok() ? *parsed : ProgressMode::kNever);
 }
 
+Result<std::unique_ptr<WritableFile>> OpenOutputFile(const std::string& path, bool append) {
+  if (path == "-") return WritableFileOnDescriptor(STDOUT_FILENO, "standard output");
+  return append ? PosixEnv().NewAppendableFile(path) : PosixEnv().NewWritableFile(path);
+}
+
 std::istream* OpenInput(const std::string& path, std::ifstream& file) {
   if (path == "-") return &std::cin;
   file.open(path, std::ios::binary);

@@ -727,10 +727,10 @@ class ConsumeLoop {
     decisions_.clear();
     FaultPoint("before-ack");
     if (options_.outcomes != nullptr && !outcome_text_.empty()) {
-      const size_t written =
-          std::fwrite(outcome_text_.data(), 1, outcome_text_.size(), options_.outcomes);
-      if (written != outcome_text_.size() || std::fflush(options_.outcomes) != 0) {
-        return Status::IoError(std::string("cannot write the outcomes: ") + std::strerror(errno) +
+      Status written = options_.outcomes->Append(outcome_text_);
+      if (written.ok()) written = options_.outcomes->Flush();
+      if (!written.ok()) {
+        return Status::IoError("cannot write the outcomes: " + written.message() +
                                " (the decisions are committed; `evident evidence` shows them)");
       }
     }

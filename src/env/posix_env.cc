@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include "evident/env.h"
@@ -59,7 +60,9 @@ class PosixSequentialFile final : public SequentialFile {
 
 class PosixWritableFile final : public WritableFile {
  public:
-  PosixWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  // `owns_fd`: Close closes the descriptor (else it only flushes: the descriptor is its opener's).
+  PosixWritableFile(std::string path, int fd, bool owns_fd = true)
+      : path_(std::move(path)), fd_(fd), owns_fd_(owns_fd) {}
   ~PosixWritableFile() override {
     if (fd_ >= 0) (void)Close();  // best-effort, as documented: callers Close() to see errors
   }
@@ -96,6 +99,7 @@ class PosixWritableFile final : public WritableFile {
     if (fd_ < 0) return Status::Ok();
     Status status = FlushBuffer();
     const int fd = std::exchange(fd_, -1);
+    if (!owns_fd_) return status;
     // Not retried on EINTR: Linux releases the descriptor even then, and a retry could close a
     // descriptor another thread has just opened. A write-back failure shows at Sync instead.
     if (::close(fd) != 0 && errno != EINTR && status.ok()) {
@@ -140,6 +144,7 @@ class PosixWritableFile final : public WritableFile {
 
   const std::string path_;
   int fd_;
+  const bool owns_fd_;
   std::string buffer_;
 };
 
@@ -258,6 +263,11 @@ class PosixEnvImpl final : public Env {
 Env& PosixEnv() {
   static PosixEnvImpl* const env = new PosixEnvImpl;  // never freed, as SystemClock()
   return *env;
+}
+
+std::unique_ptr<WritableFile> WritableFileOnDescriptor(int fd, std::string name) {
+  assert(fd >= 0);
+  return std::make_unique<PosixWritableFile>(std::move(name), fd, /*owns_fd=*/false);
 }
 
 }  // namespace evident

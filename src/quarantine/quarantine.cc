@@ -285,10 +285,10 @@ class Replay {
     for (const ReplayLine& line : lines_) AppendReplayLine(line, options_.dry_run, text);
     lines_.clear();
     if (text.empty()) return Status::Ok();
-    if (std::fwrite(text.data(), 1, text.size(), options_.outcomes) != text.size() ||
-        std::fflush(options_.outcomes) != 0) {
-      return Status::IoError(std::string("cannot write the replay outcomes: ") +
-                             std::strerror(errno) +
+    Status written = options_.outcomes->Append(text);
+    if (written.ok()) written = options_.outcomes->Flush();
+    if (!written.ok()) {
+      return Status::IoError("cannot write the replay outcomes: " + written.message() +
                              (options_.dry_run ? ""
                                                : " (the batch is committed; `evident evidence` "
                                                  "and `quarantine show` show it)"));

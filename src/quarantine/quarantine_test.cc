@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "evident/fault_store.h"
 #include "evident/store_memory.h"
@@ -142,22 +143,21 @@ TEST_P(QuarantineTest, AThousandRefusedEventsReplayInOrderOnce) {
   EXPECT_FALSE(ProjectionOf("order-1").has_value());
 
   Contracts("[1, 2]");
-  std::FILE* lines = tmpfile();
-  ReplaySummary s = Replay({.batch_count_max = 64, .outcomes = lines});
+  const std::unique_ptr<Env> memory = NewMemoryEnv();
+  std::unique_ptr<WritableFile> lines = memory->NewWritableFile("outcomes").value();
+  ReplaySummary s = Replay({.batch_count_max = 64, .outcomes = lines.get()});
   EXPECT_EQ(s.records, 1000);
   EXPECT_EQ(s.replayed, 1000);
   EXPECT_EQ(s.refused, 0);
   EXPECT_EQ(s.batches, 16);
-  std::rewind(lines);
-  char buffer[4096];
+  ASSERT_TRUE(lines->Close().ok());
+  std::istringstream text(ReadWholeFile(*memory, "outcomes", size_t{64} << 20).value());
   int64_t line_count = 0;
-  while (std::fgets(buffer, sizeof buffer, lines) != nullptr) {
-    const std::string line(buffer);
+  for (std::string line; std::getline(text, line);) {
     const std::string want = "\"event_id\":\"evt-" + std::to_string(++line_count) + "\"";
     EXPECT_NE(line.find(want), std::string::npos) << line;
     EXPECT_NE(line.find("\"outcome\":\"applied\""), std::string::npos) << line;
   }
-  std::fclose(lines);
   EXPECT_EQ(line_count, 1000);
   const std::optional<Projection> p = ProjectionOf("order-1");
   ASSERT_TRUE(p.has_value());

@@ -277,17 +277,18 @@ AdminAnswer Admin::QuarantineAction(std::string_view id_text, std::string_view a
     return {200, "{\"id\":" + std::to_string(*id) +
                      ",\"action\":\"discard\",\"discarded\":" + std::to_string(*discarded) + "}"};
   }
-  char* text = nullptr;
-  size_t size = 0;
-  std::FILE* outcomes = open_memstream(&text, &size);
-  if (outcomes == nullptr) return Refusal(503, "internal", "cannot collect the outcomes");
+  // The replay's lines, collected in a file in memory.
+  const std::unique_ptr<Env> memory = NewMemoryEnv();
+  Result<std::unique_ptr<WritableFile>> outcomes = memory->NewWritableFile("outcomes");
+  if (!outcomes.ok()) return Refusal(503, "internal", "cannot collect the outcomes");
   ReplayOptions replay{.select = {.ids = {*id}}, .by = fields["by"], .note = fields["note"]};
-  replay.outcomes = outcomes;
+  replay.outcomes = outcomes->get();
   Result<ReplaySummary> summary = ReplayQuarantine(*pipeline_, *writer_, replay);
-  std::fclose(outcomes);
-  std::string lines(text != nullptr ? text : "", size);
-  std::free(text);
   if (!summary.ok()) return FromStatus(summary.status());
+  Status closed = (*outcomes)->Close();
+  Result<std::string> read = closed.ok() ? ReadWholeFile(*memory, "outcomes", SIZE_MAX) : closed;
+  if (!read.ok()) return Refusal(503, "internal", "cannot collect the outcomes");
+  const std::string& lines = *read;
   AdminAnswer answer;
   json::Writer w(answer.body);
   w.BeginObject().Key("id").Int(*id).Field("action", "replay");
