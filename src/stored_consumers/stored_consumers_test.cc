@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -140,6 +141,24 @@ TEST_P(StoredConsumersTest, SeedTwoStoryDecidedOneCallAtATime) {
   auto conflict = Decide("fulfillment", OrderEvent("other-v3", "cancelled", 3));
   ASSERT_EQ(conflict.size(), 1u);
   EXPECT_EQ(conflict[0].decision.outcome, Outcome::kSameVersionConflict);
+}
+
+// A stored set is built from its files in memory: no temporary directory is needed (TMPDIR
+// names none), and nothing is left on the disk.
+TEST_P(StoredConsumersTest, ASetIsBuiltWithoutTheDisk) {
+  ASSERT_TRUE(PushConsumersConfig(*store_, kOrders + "/evident.yaml", {}, 1).ok());
+  const char* before = std::getenv("TMPDIR");
+  const std::string saved = before != nullptr ? before : "";
+  ASSERT_EQ(::setenv("TMPDIR", (dir_ / "no-such-directory").c_str(), 1), 0);
+  auto first = Decide("fulfillment", OrderEvent("paid-v1", "paid", 1));
+  if (before != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].decision.outcome, Outcome::kApplied);
+  EXPECT_FALSE(fs::exists(dir_ / "no-such-directory"));
 }
 
 // A rolled-back transaction leaves nothing: the event is decided afresh.
