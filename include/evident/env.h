@@ -100,6 +100,11 @@ std::unique_ptr<WritableFile> WritableFileOnDescriptor(int fd, std::string name)
 // open file keeps its bytes when it is removed or renamed, as on POSIX.
 std::unique_ptr<Env> NewMemoryEnv();
 
+// A WritableFile several threads may share: each call on it runs under one mutex, so that one
+// Append never interleaves with another's (a consumer group's partition loops share one
+// --outcomes file). `base` must outlive it; its Close closes `base`.
+std::unique_ptr<WritableFile> SharedWritableFile(WritableFile& base);
+
 // Reads the whole file; kLimitExceeded when it is larger than `bytes_max`.
 Result<std::string> ReadWholeFile(Env& env, const std::string& path, size_t bytes_max);
 

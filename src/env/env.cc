@@ -3,6 +3,7 @@
 #include "evident/env.h"
 
 #include <cassert>
+#include <mutex>
 
 #include "env/path.h"
 
@@ -46,6 +47,39 @@ std::string_view FileOperationName(FileOperation operation) {
       return "sync-dir";
   }
   return "unknown";
+}
+
+namespace {
+
+class SharedFile final : public WritableFile {
+ public:
+  explicit SharedFile(WritableFile& base) : base_(base) {}
+  Status Append(std::string_view data) override {
+    std::lock_guard lock(mu_);
+    return base_.Append(data);
+  }
+  Status Flush() override {
+    std::lock_guard lock(mu_);
+    return base_.Flush();
+  }
+  Status Sync() override {
+    std::lock_guard lock(mu_);
+    return base_.Sync();
+  }
+  Status Close() override {
+    std::lock_guard lock(mu_);
+    return base_.Close();
+  }
+
+ private:
+  std::mutex mu_;
+  WritableFile& base_;
+};
+
+}  // namespace
+
+std::unique_ptr<WritableFile> SharedWritableFile(WritableFile& base) {
+  return std::make_unique<SharedFile>(base);
 }
 
 Result<std::string> ReadWholeFile(Env& env, const std::string& path, size_t bytes_max) {

@@ -3,6 +3,9 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <map>
+#include <sstream>
+#include <thread>
 
 #include "env/env_backends.h"
 #include "evident/env.h"
@@ -250,6 +253,34 @@ TEST_P(EnvConformance, IsDirectoryTellsDirectoriesFromFilesAndNothing) {
   EXPECT_EQ(IsDirectory(Path("file")), "no");
   EXPECT_EQ(IsDirectory(Path("missing")), "no");
   EXPECT_FALSE(env_->CreateDir(Path("file")).ok()) << "a file is in the way";
+}
+
+TEST_P(EnvConformance, ASharedFileKeepsEveryAppendWholeAcrossThreads) {
+  std::unique_ptr<WritableFile> base = env_->NewWritableFile(Path("shared")).value();
+  const std::unique_ptr<WritableFile> shared = SharedWritableFile(*base);
+  constexpr int kThreads = 4, kLines = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&shared, t] {
+      const std::string line = std::string(100, static_cast<char>('a' + t)) + "\n";
+      for (int i = 0; i < kLines; ++i) {
+        ASSERT_TRUE(shared->Append(line).ok());
+        if (i % 100 == 0) {
+          ASSERT_TRUE(shared->Flush().ok());
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  ASSERT_TRUE(shared->Close().ok());
+  std::istringstream text(Read("shared"));
+  std::map<char, int> lines;
+  for (std::string line; std::getline(text, line);) {
+    ASSERT_EQ(line, std::string(100, line.empty() ? '?' : line[0]));
+    ++lines[line[0]];
+  }
+  EXPECT_EQ(lines,
+            (std::map<char, int>{{'a', kLines}, {'b', kLines}, {'c', kLines}, {'d', kLines}}));
 }
 
 TEST_P(EnvConformance, ListingWhatIsNoDirectoryIsNotFound) {

@@ -176,6 +176,7 @@ class MemoryEnv final : public Env {
 
  private:
   bool IsDirectoryLocked(const std::string& path) const {
+    if (path.empty()) return false;  // as stat(""): nothing
     const std::string prefix = AsDirPrefix(path);
     if (prefix == "/") return true;
     if (fs_->dirs.count(prefix.substr(0, prefix.size() - 1)) == 1) return true;

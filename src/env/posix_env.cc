@@ -26,7 +26,8 @@ Status PosixError(std::string_view operation, const std::string& path, int error
 
 Result<int> Open(const std::string& path, int flags) {
   for (;;) {
-    const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+    // As fopen: 0666 less the process's umask.
+    const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
     if (fd >= 0) return fd;
     if (errno != EINTR) return PosixError("open", path, errno);
   }

@@ -80,6 +80,11 @@ class Member {
         o_(std::move(options)),
         clock_(o_.clock != nullptr ? *o_.clock : SystemClock()) {
     if (o_.member.empty()) o_.member = DefaultMemberName();
+    // The partitions' loops run on threads of their own and write one outcomes file.
+    if (o_.consume.outcomes != nullptr) {
+      shared_outcomes_ = SharedWritableFile(*o_.consume.outcomes);
+      o_.consume.outcomes = shared_outcomes_.get();
+    }
     summary_.member = o_.member;
   }
 
@@ -302,6 +307,7 @@ class Member {
   }
 
   const Config& config_;
+  std::unique_ptr<WritableFile> shared_outcomes_;  // over the caller's, for the workers' threads
   GroupOptions o_;
   Clock& clock_;
   std::unique_ptr<Store> store_;  // the leases'
