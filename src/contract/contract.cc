@@ -311,9 +311,10 @@ std::string ContractsDir::SchemaPath(std::string_view type, int64_t version) con
 
 namespace {
 
+// As std::filesystem::path::extension: a name that only begins with a dot (".yaml") has none.
 std::string Extension(std::string_view name) {
   const size_t dot = name.rfind('.');
-  return dot == std::string_view::npos ? std::string() : std::string(name.substr(dot));
+  return dot == std::string_view::npos || dot == 0 ? std::string() : std::string(name.substr(dot));
 }
 
 bool IsYaml(std::string_view name) {
@@ -324,8 +325,11 @@ bool IsYaml(std::string_view name) {
 // One type's directory, or adapters/, or consumers/: what it holds, added to `out`.
 Status LoadSubdirectory(Env& env, const std::string& sub, const std::string& name,
                         ContractsDir& out) {
-  EVIDENT_ASSIGN_OR_RETURN(const std::vector<std::string> files, env.GetChildren(sub));
-  for (const std::string& filename : files) {
+  // A directory that cannot be listed (lost+found at a file system's root, not ours to read)
+  // holds no type: skipped, as a directory of no schema file is.
+  const Result<std::vector<std::string>> listed = env.GetChildren(sub);
+  if (!listed.ok()) return Status::Ok();
+  for (const std::string& filename : *listed) {
     const std::string file = sub + "/" + filename;
     if (name == "adapters") {
       if (IsYaml(filename)) out.adapter_files.push_back(file);
@@ -333,8 +337,14 @@ Status LoadSubdirectory(Env& env, const std::string& sub, const std::string& nam
     }
     if (name == "consumers") {
       if (!IsYaml(filename)) continue;
-      EVIDENT_ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(env, file, kContractBytesMax));
-      EVIDENT_ASSIGN_OR_RETURN(ConsumerContract contract, ConsumerContractFromYaml(text, file));
+      Result<std::string> text = ReadWholeFile(env, file, kContractBytesMax);
+      // A listed file that cannot be opened (a dangling link) is unreadable, not missing:
+      // kNotFound from here means the directory itself (config.cc, LintAdapters).
+      if (!text.ok() && text.status().code() == Code::kNotFound) {
+        return Status::IoError(text.status().message());
+      }
+      EVIDENT_RETURN_IF_ERROR(text.status());
+      EVIDENT_ASSIGN_OR_RETURN(ConsumerContract contract, ConsumerContractFromYaml(*text, file));
       out.consumers.push_back(std::move(contract));
       continue;
     }

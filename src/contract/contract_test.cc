@@ -179,6 +179,26 @@ TEST(Contract, LoadsADirectory) {
   fs::remove_all(dir);
 }
 
+// A name that is no contract and a dangling link, as the std::filesystem walk treated them:
+// skipped, and unreadable (never "no directory"). (A directory that cannot be listed is skipped
+// too; as root, which the tests may run as, every directory can be listed.)
+TEST(Contract, LoadingSkipsWhatIsNoContractAndCallsADanglingLinkUnreadable) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("evident-contracts-odd-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "consumers");
+  std::ofstream(dir / "consumers" / "orders-projection.yaml") << kOrdersProjection;
+  std::ofstream(dir / "consumers" / ".yaml") << "not: a contract\n";  // no extension
+  auto loaded = LoadContractsDir(dir.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->consumers.size(), 1u);
+  fs::create_symlink(dir / "nowhere.yaml", dir / "consumers" / "dangling.yaml");
+  loaded = LoadContractsDir(dir.string());
+  EXPECT_EQ(loaded.status().code(), Code::kIoError) << loaded.status().ToString();
+  fs::remove_all(dir);
+}
+
 TEST(Contract, SchemaFileNames) {
   EXPECT_EQ(SchemaVersionOfFileName("v1.schema.json"), 1);
   EXPECT_EQ(SchemaVersionOfFileName("v012.schema.json"), 12);
