@@ -85,14 +85,22 @@ class RetentionCli : public ::testing::Test {
     return out;
   }
 
-  // The same of the archive, every line whole JSON (a killed run syncs whole batches only).
-  std::set<std::string> InArchive(const std::string& path) {
+  // The same of the archive. A kill inside a large write(2) may cut the run's last line short
+  // (the kernel stops a write early for a killed process; that batch was never synced, so its
+  // records are still in the store); the next run ends it with a newline. Such a line is the
+  // start of a whole one, and there is at most one per killed run (`cut_lines_max`).
+  std::set<std::string> InArchive(const std::string& path, int cut_lines_max = 0) {
     std::set<std::string> out;
     std::ifstream in(path);
     simdjson::dom::parser parser;
+    int cut = 0;
     for (std::string line; std::getline(in, line);) {
       simdjson::dom::element e;
-      EXPECT_EQ(parser.parse(line).get(e), simdjson::SUCCESS) << line;
+      if (parser.parse(line).get(e) != simdjson::SUCCESS) {
+        EXPECT_TRUE(line.starts_with("{")) << "not a cut record: " << line;
+        EXPECT_LE(++cut, cut_lines_max) << "more cut lines than killed runs: " << line;
+        continue;
+      }
       std::string_view kind, id;
       EXPECT_EQ(e["retained"].get(kind), simdjson::SUCCESS);
       EXPECT_EQ(e["record"]["id"].get(id), simdjson::SUCCESS) << line;
@@ -143,8 +151,9 @@ TEST_F(RetentionCli, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
   Fill(db);
   std::set<std::string> all = InStore(db);
   ASSERT_EQ(all.size(), static_cast<size_t>(kJournal + kSent));
+  int killed = 0;
   const auto check = [&](const std::string& when) {
-    const std::set<std::string> store = InStore(db), archived = InArchive(archive);
+    const std::set<std::string> store = InStore(db), archived = InArchive(archive, killed);
     for (const std::string& record : all) {
       EXPECT_TRUE(store.count(record) > 0 || archived.count(record) > 0)
           << record << " is in neither, " << when;
@@ -165,6 +174,7 @@ TEST_F(RetentionCli, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
     const int64_t after_us = std::uniform_int_distribution<int64_t>(5'000, 200'000)(rng);
     const int status = RunAndKill(RetainArgs(db, archive), "", after_us, Path("retain.log"));
     EXPECT_TRUE(Killed(status) || Finished(status)) << EndedBy(status);
+    if (Killed(status)) ++killed;
     check("after a kill at " + std::to_string(after_us) + " us");
   }
   const ProcessResult last = RunProcess(RetainArgs(db, archive));
@@ -173,7 +183,7 @@ TEST_F(RetentionCli, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
   // Only the newest journal entry stays (its seq is never given again).
   const std::set<std::string> left = InStore(db);
   EXPECT_EQ(left, std::set<std::string>{"journal:e" + std::to_string(kJournal - 1)});
-  EXPECT_EQ(InArchive(archive).size(), all.size() - 1);
+  EXPECT_EQ(InArchive(archive, killed).size(), all.size() - 1);
   // The evidence of a subject says what retention removed.
   const ProcessResult evidence =
       RunProcess({EVIDENT_BINARY, "evidence", "order-1", "--store", "sqlite:" + db});
