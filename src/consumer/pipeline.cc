@@ -617,6 +617,7 @@ struct Pipeline::Impl {
   Status Keep(Delivery& delivery, Outcome outcome, std::string reason, std::string message);
   Result<bool> RefuseUnkeyed(Delivery& delivery);
   Status Duplicate(Delivery& delivery, std::optional<LedgerEntry> seen);
+  Result<bool> AnsweredByLedger(Delivery& delivery);
   Result<bool> InsertReceipt(Delivery& delivery);
   Status Ordered(Delivery& delivery);
   Status FirstSeenBaseline(Delivery& delivery, Projection& projection);
@@ -1196,9 +1197,8 @@ Status Pipeline::Impl::ProcessForConsumer(Transaction& tx, ConsumerState& consum
   // unless the ledger says this input was applied (or deferred) before: the ledger answers
   // first, whatever today's contract says of the event (a receipt is never taken back).
   if (verdict.keep) {
-    EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> seen,
-                             tx.FindLedger(contract.id, event.source, event.id));
-    if (seen) return Duplicate(delivery, std::move(seen));
+    EVIDENT_ASSIGN_OR_RETURN(const bool answered, AnsweredByLedger(delivery));
+    if (answered) return Status::Ok();
     if (verdict.schema_version_read) delivery.schema_version = verdict.schema_version;
     d.errors = std::move(verdict.errors);
     return Keep(delivery, verdict.outcome, std::move(verdict.reason), std::move(verdict.message));
@@ -1231,16 +1231,11 @@ Result<bool> Pipeline::Impl::RefuseUnkeyed(Delivery& delivery) {
       UnresolvedKey(consumer, KeyInputs{consumer.contract.id, delivery.d.subject,
                                         delivery.subject_version, &delivery.event});
   if (unresolved.empty()) return false;
-  EVIDENT_ASSIGN_OR_RETURN(
-      std::optional<LedgerEntry> seen,
-      delivery.tx.FindLedger(consumer.contract.id, delivery.event.source, delivery.event.id));
-  if (seen) {
-    EVIDENT_RETURN_IF_ERROR(Duplicate(delivery, std::move(seen)));
-  } else {
-    delivery.schema_version = receipt_scratch.input_schema_version;  // ProcessForConsumer's
-    EVIDENT_RETURN_IF_ERROR(
-        Keep(delivery, Outcome::kPayloadInvalid, "effect-key-unresolved", std::move(unresolved)));
-  }
+  EVIDENT_ASSIGN_OR_RETURN(const bool answered, AnsweredByLedger(delivery));
+  if (answered) return true;
+  delivery.schema_version = receipt_scratch.input_schema_version;  // ProcessForConsumer's
+  EVIDENT_RETURN_IF_ERROR(
+      Keep(delivery, Outcome::kPayloadInvalid, "effect-key-unresolved", std::move(unresolved)));
   return true;
 }
 
@@ -1282,6 +1277,19 @@ Status Pipeline::Impl::Duplicate(Delivery& delivery, std::optional<LedgerEntry> 
   d.message = seen->state == LedgerState::kDeferred ? "already deferred" : "already applied";
   delivery.decisions.push_back(std::move(d));
   return Status::Ok();
+}
+
+// 4. Ledger, on the paths that end without an insert (an early refusal, an unresolved effect key,
+// a version at or below the projection's, a version already deferred): an input applied or
+// deferred before reads as a duplicate, whatever else would be said of it now. True when the
+// ledger answered (the decision is made).
+Result<bool> Pipeline::Impl::AnsweredByLedger(Delivery& delivery) {
+  EVIDENT_ASSIGN_OR_RETURN(
+      std::optional<LedgerEntry> seen,
+      delivery.tx.FindLedger(delivery.contract.id, delivery.event.source, delivery.event.id));
+  if (!seen) return false;
+  EVIDENT_RETURN_IF_ERROR(Duplicate(delivery, std::move(seen)));
+  return true;
 }
 
 // Inserts the receipt; false when the key was already there (nothing else was written yet).
@@ -1338,10 +1346,8 @@ Status Pipeline::Impl::Ordered(Delivery& delivery) {
   const bool owner_advanced = version > projection.owner_version_seen;
   d.projection_version = projection.version;
   if (version <= projection.version) {
-    EVIDENT_ASSIGN_OR_RETURN(
-        std::optional<LedgerEntry> seen,
-        delivery.tx.FindLedger(contract.id, delivery.event.source, delivery.event.id));
-    if (seen) return Duplicate(delivery, std::move(seen));
+    EVIDENT_ASSIGN_OR_RETURN(const bool answered, AnsweredByLedger(delivery));
+    if (answered) return Status::Ok();
   }
   if (version < projection.version) {
     return Keep(delivery, Outcome::kStale, "stale-version",
@@ -1421,10 +1427,8 @@ Status Pipeline::Impl::Defer(Delivery& delivery, Projection& projection,
     EVIDENT_ASSIGN_OR_RETURN(occupied, delivery.tx.FindDeferred(contract.id, d.subject, version));
   }
   if (occupied) {
-    EVIDENT_ASSIGN_OR_RETURN(
-        std::optional<LedgerEntry> seen,
-        delivery.tx.FindLedger(contract.id, delivery.event.source, delivery.event.id));
-    if (seen) return Duplicate(delivery, std::move(seen));
+    EVIDENT_ASSIGN_OR_RETURN(const bool answered, AnsweredByLedger(delivery));
+    if (answered) return Status::Ok();
     Claimant held{occupied->source, occupied->event_id, {}};
     const EnvelopeParser::Outcome waiting = drain_parser->Parse(occupied->raw);
     if (waiting.ok()) held.digest = PayloadDigest(waiting.event);
