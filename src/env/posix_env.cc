@@ -26,8 +26,7 @@ Status PosixError(std::string_view operation, const std::string& path, int error
 
 Result<int> Open(const std::string& path, int flags) {
   for (;;) {
-    // As fopen: 0666 less the process's umask.
-    const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
+    const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
     if (fd >= 0) return fd;
     if (errno != EINTR) return PosixError("open", path, errno);
   }

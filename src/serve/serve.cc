@@ -82,7 +82,10 @@ class Daemon final : public serve::Responder {
         routes_(*this, metrics_, options),
         admin_(pipeline.config(), options),
         clock_(options.consume.clock != nullptr ? *options.consume.clock : SystemClock()),
-        watch_(clock_) {}
+        watch_(clock_),
+        outcomes_(options.consume.outcomes != nullptr
+                      ? SharedWritableFile(*options.consume.outcomes)
+                      : nullptr) {}
 
   Result<ServeSummary> Run();
 
@@ -140,6 +143,8 @@ class Daemon final : public serve::Responder {
   // loop's clock (ServeOptions::consume.clock), the real one by default.
   Clock& clock_;
   serve::ConnectionWatch watch_;
+  // ServeOptions::consume.outcomes, shared by the HTTP loop and the broker's (two threads).
+  std::unique_ptr<WritableFile> outcomes_;
   mutable std::mutex trouble_mu_;
   std::string store_trouble_;  // the loop's last store failure, until a commit or probe succeeds
   MHD_Daemon* http_ = nullptr;
@@ -592,6 +597,7 @@ void Daemon::Drain() {
 void Daemon::LoopThread() {
   while (!loop_stop_.cancelled()) {
     ConsumeOptions consume = options_.consume;
+    consume.outcomes = outcomes_.get();
     consume.cancel = &loop_stop_;
     consume.on_committed = [this](const CommittedBatch& batch) {
       metrics_.CountBatch(batch);
@@ -660,6 +666,7 @@ Status Daemon::BrokerRun() {
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Pipeline> pipeline,
                            Pipeline::Create(pipeline_.config()));
   ConsumeOptions consume = options_.consume;
+  consume.outcomes = outcomes_.get();
   consume.cancel = &loop_stop_;
   consume.resume = options_.broker_resumes;
   consume.on_committed = [this](const CommittedBatch& batch) {
