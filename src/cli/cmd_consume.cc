@@ -213,10 +213,10 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
   return "";
 }
 
-// Where --outcomes goes: a file (through the posix Env) or standard output.
+// Where --outcomes goes: a file (through the posix Env) or standard output ("-": the summary then
+// goes to standard error).
 struct Outcomes {
   std::unique_ptr<WritableFile> file;  // null without --outcomes
-  bool to_stdout = false;              // the summary then goes to standard error
 };
 
 // Closes a --outcomes file and reports a failed run: kExitOk when the run succeeded and its
@@ -257,7 +257,7 @@ int RunGroupMember(const ConsumeFlags& flags, const Config& config, Outcomes& ou
   if (const int failed = CloseOutcomes(flags, outcomes, summary.status()); failed != kExitOk) {
     return failed;
   }
-  std::FILE* out = outcomes.to_stdout ? stderr : stdout;
+  std::FILE* out = flags.outcomes == "-" ? stderr : stdout;
   std::fprintf(out,
                "member %s of group %s: %lld partition leases taken, %lld given up (for balance, or "
                "revoked by the broker), "
@@ -318,7 +318,6 @@ bool OpenOutcomes(const ConsumeFlags& flags, Outcomes& out) {
     return false;
   }
   out.file = std::move(opened).value();
-  out.to_stdout = flags.outcomes == "-";
   return true;
 }
 
@@ -356,7 +355,7 @@ int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, Outcome
   if (const int failed = CloseOutcomes(flags, outcomes, summary.status()); failed != kExitOk) {
     return failed;
   }
-  PrintSummary(outcomes.to_stdout ? stderr : stdout, *summary);
+  PrintSummary(flags.outcomes == "-" ? stderr : stdout, *summary);
   const bool unacknowledged = ReportRecovered(*summary);
   if (summary->stopped) {
     const int signo = LastStopSignal() != 0 ? LastStopSignal() : SIGTERM;

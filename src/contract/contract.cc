@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <filesystem>
 #include <set>
 
 #include "contract/contract_yaml.h"
@@ -311,14 +312,9 @@ std::string ContractsDir::SchemaPath(std::string_view type, int64_t version) con
 
 namespace {
 
-// As std::filesystem::path::extension: a name that only begins with a dot (".yaml") has none.
-std::string Extension(std::string_view name) {
-  const size_t dot = name.rfind('.');
-  return dot == std::string_view::npos || dot == 0 ? std::string() : std::string(name.substr(dot));
-}
-
 bool IsYaml(std::string_view name) {
-  const std::string extension = Extension(name);
+  // std::filesystem's reading: a name that only begins with a dot (".yaml") has no extension.
+  const std::string extension = std::filesystem::path(name).extension().string();
   return extension == ".yaml" || extension == ".yml";
 }
 
