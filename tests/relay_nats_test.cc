@@ -301,7 +301,23 @@ TEST_F(RelayNats, TheServerKilledNineAndRestartedLosesNothing) {
       std::this_thread::sleep_for(std::chrono::milliseconds(150));
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // Once rows are going out, the server is stopped (SIGSTOP): the relay's publish of the rows
+  // still pending waits for acknowledgements that cannot come, and no row is marked meanwhile.
+  // The server is then killed with those publishes in flight.
+  int64_t sent_before = 0;
+  for (int i = 0; i < 300 && (sent_before = SentRows()) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(sent_before, 0) << "the relay sent nothing in 3 s";
+  const pid_t server = ServerPid();
+  ASSERT_EQ(kill(server, SIGSTOP), 0);
+  const int64_t sent_at_stop = SentRows();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(SentRows(), sent_at_stop) << "rows were marked sent while the server was stopped";
+  const ProcessResult stats =
+      RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
+  EXPECT_EQ(stats.out.find("\"pending\":0,"), std::string::npos)
+      << "nothing was pending, so nothing was in flight: " << stats.out;
   const std::string port = Port();
   KillServer();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));

@@ -3,8 +3,10 @@
 // its commits and answers (src/core/fault_point.h) and then at random times, and started again
 // on the same store. Every event that was answered 200 must be in the store afterwards; events
 // whose answer never came may be or not (a client sends them again, and the ledger answers
-// duplicate), and a final pass sends every event once more to check just that.
+// duplicate), and a final pass sends every event sent once more to check just that: an answered
+// one is a duplicate, and afterwards every one is in the store.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -167,28 +169,49 @@ TEST_F(ServeCrashTest, EveryAnsweredEventSurvivesKill9) {
   EXPECT_GT(answered_.size(), 200u);          // the kills landed under load, not before it
   EXPECT_LT(answered_.size(), sent_.size());  // and some requests were cut off
 
-  // Every event sent once more: each is answered (none lost), as a duplicate or, for one whose
-  // answer never came and whose batch died uncommitted, applied now.
+  // Every event sent, answered or not, once more: each gets its decision (none lost); each
+  // answered 200 before is a duplicate now (its answer came after its commit); one whose answer
+  // never came is applied now or a duplicate; and then every event sent is in the store.
   const int port = StartDaemon("");
   ASSERT_NE(port, 0);
-  int64_t duplicates = 0;
+  const std::set<std::string> answered(answered_.begin(), answered_.end());
+  ASSERT_EQ(answered.size(), answered_.size());
+  int64_t decided = 0, answered_again = 0;
+  simdjson::dom::parser parser;
   constexpr size_t kBatch = 250;
-  for (size_t from = 0; from < answered_.size(); from += kBatch) {
+  for (size_t from = 0; from < sent_.size(); from += kBatch) {
+    const size_t to = std::min(sent_.size(), from + kBatch);
     std::string body = "[";
-    for (size_t i = from; i < std::min(answered_.size(), from + kBatch); ++i) {
-      if (i > from) body += ",";
-      body += StatusEvent(answered_[i]);
-    }
+    for (size_t i = from; i < to; ++i) body += (i > from ? "," : "") + StatusEvent(sent_[i]);
     body += "]";
     const HttpAnswer again = Http(port, "POST", "/events",
                                   {{"Content-Type", "application/cloudevents-batch+json"}}, body);
-    ASSERT_EQ(again.status, 200);
-    for (size_t at = again.body.find(R"("outcome":"duplicate")"); at != std::string::npos;
-         at = again.body.find(R"("outcome":"duplicate")", at + 1)) {
-      ++duplicates;
+    ASSERT_EQ(again.status, 200) << again.body;
+    simdjson::dom::element answer;
+    ASSERT_EQ(parser.parse(again.body).get(answer), simdjson::SUCCESS) << again.body;
+    for (simdjson::dom::element decision : answer["decisions"].get_array()) {
+      std::string_view consumer, outcome;
+      int64_t index = -1;
+      ASSERT_EQ(decision["consumer"].get(consumer), simdjson::SUCCESS);
+      ASSERT_EQ(decision["outcome"].get(outcome), simdjson::SUCCESS);
+      ASSERT_EQ(decision["index"].get(index), simdjson::SUCCESS);
+      if (consumer != "orders-projection") continue;
+      ASSERT_TRUE(index >= 0 && from + static_cast<size_t>(index) < to) << index;
+      const std::string& id = sent_[from + static_cast<size_t>(index)];
+      ++decided;
+      if (answered.count(id) > 0) {
+        ++answered_again;
+        EXPECT_EQ(outcome, "duplicate") << id << " was answered 200 before its commit";
+      } else {
+        EXPECT_TRUE(outcome == "applied" || outcome == "duplicate") << id << ": " << outcome;
+      }
     }
   }
-  EXPECT_EQ(duplicates, static_cast<int64_t>(answered_.size()));
+  EXPECT_EQ(decided, static_cast<int64_t>(sent_.size()));
+  EXPECT_EQ(answered_again, static_cast<int64_t>(answered_.size()));
+  std::vector<std::string> lost;
+  EXPECT_EQ(InStore(sent_, &lost), static_cast<int64_t>(sent_.size()))
+      << lost.size() << " sent events not in the store after sending them all again";
   const int status = StopServe(&pid_);
   EXPECT_TRUE(Finished(status)) << status;
 }
