@@ -2,20 +2,26 @@
 // times, every record stays in the store or in the archive (never in neither) and a last run
 // ends with the store holding only what the horizon keeps; and retention running beside
 // `evident consume` on the same SQLite store, both ending 0 with every event decided once.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
 
 #include "evident/clock.h"
+#include "evident/store.h"
 #include "evident/store_sqlite.h"
 #include "run_process.h"
+#include "store/postgres/test_database.h"
 
 namespace evident::testing {
 namespace {
@@ -39,10 +45,15 @@ class RetentionCli : public ::testing::Test {
     if (!HasFailure()) fs::remove_all(dir_);
   }
   std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  // A path is a SQLite file; anything with a scheme is a store URI already.
+  static std::string Uri(const std::string& db) {
+    return db.find("://") != std::string::npos || db.rfind("sqlite:", 0) == 0 ? db : "sqlite:" + db;
+  }
 
-  // A store of a day-old journal and day-old sent outbox rows.
+  // A store of a day-old journal and day-old sent outbox rows (`db`: a SQLite file, or a store
+  // URI with its scheme).
   void Fill(const std::string& db) {
-    std::unique_ptr<Store> store = std::move(OpenSqliteStore(db)).value();
+    std::unique_ptr<Store> store = std::move(OpenStore(Uri(db))).value();
     auto tx = std::move(store->Begin()).value();
     const int64_t day_ago = SystemClock().NowMs() - kDayMs;
     for (int i = 0; i < kJournal; ++i) {
@@ -71,7 +82,7 @@ class RetentionCli : public ::testing::Test {
   // The journal entries' ids and the outbox rows' ids the store still holds.
   std::set<std::string> InStore(const std::string& db) {
     std::set<std::string> out;
-    std::unique_ptr<Store> store = std::move(OpenSqliteStore(db, {.read_only = true})).value();
+    std::unique_ptr<Store> store = std::move(OpenStore(Uri(db), {.read_only = true})).value();
     auto snapshot = std::move(store->Read()).value();
     for (int s = 0; s < 7; ++s) {
       for (const JournalEntry& j :
@@ -110,17 +121,8 @@ class RetentionCli : public ::testing::Test {
   }
 
   std::vector<std::string> RetainArgs(const std::string& db, const std::string& archive) {
-    return {EVIDENT_BINARY,
-            "store",
-            "retain",
-            "--store",
-            "sqlite:" + db,
-            "--older-than",
-            "1h",
-            "--archive",
-            archive,
-            "--batch-count-max",
-            "50"};
+    return {EVIDENT_BINARY, "store",     "retain", "--store",           Uri(db), "--older-than",
+            "1h",           "--archive", archive,  "--batch-count-max", "50"};
   }
 
   // The orders example `copies` times over, with distinct event ids and subjects per copy.
@@ -146,8 +148,19 @@ class RetentionCli : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(RetentionCli, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
-  const std::string db = Path("store.db"), archive = Path("archive.ndjson");
+// On SQLite and on PostgreSQL (the tests' server, a schema of this test's own).
+class RetentionKill : public RetentionCli, public ::testing::WithParamInterface<std::string> {
+ protected:
+  std::string StoreUri() {
+    if (GetParam() == "sqlite") return Path("store.db");
+    Result<std::string> uri = FreshPostgresSchema("retention_kill");
+    EXPECT_TRUE(uri.ok()) << uri.status().ToString();
+    return uri.ok() ? *uri : std::string("postgresql://unavailable");
+  }
+};
+
+TEST_P(RetentionKill, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
+  const std::string db = StoreUri(), archive = Path("archive.ndjson");
   Fill(db);
   std::set<std::string> all = InStore(db);
   ASSERT_EQ(all.size(), static_cast<size_t>(kJournal + kSent));
@@ -186,11 +199,14 @@ TEST_F(RetentionCli, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
   EXPECT_EQ(InArchive(archive, killed).size(), all.size() - 1);
   // The evidence of a subject says what retention removed.
   const ProcessResult evidence =
-      RunProcess({EVIDENT_BINARY, "evidence", "order-1", "--store", "sqlite:" + db});
+      RunProcess({EVIDENT_BINARY, "evidence", "order-1", "--store", Uri(db)});
   EXPECT_NE(evidence.out.find("Retention: what settled before"), std::string::npos)
       << evidence.out << evidence.err;
   EXPECT_NE(evidence.out.find("archived to " + archive), std::string::npos) << evidence.out;
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, RetentionKill, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& backend) { return backend.param; });
 
 // The store's rows per table but the journal (which retention shortens).
 std::map<std::string, int64_t> Decided(const std::string& db) {
@@ -314,6 +330,128 @@ TEST_F(RetentionCli, RunsBesideEffectsRunAndQuarantineReplay) {
   EXPECT_GT(alone.intents.size(), 100u);
   EXPECT_GT(alone.open_records.size(), 100u);
   EXPECT_TRUE(alone == beside);
+}
+
+// The configuration's `retention:` applied by the long-running commands themselves, on the
+// same SQLite store: a consume reading a FIFO that stays open, and a relay that keeps running,
+// each remove what is settled (archived first) while they run, and say so on standard error.
+class ConfiguredRetention : public RetentionCli {
+ protected:
+  // The orders example's configuration (its contracts directory absolute) with a retention of
+  // every kind older than an hour, every 100 ms, archived to archive.ndjson beside it.
+  std::string WriteConfig() {
+    std::ifstream example(SourcePath("examples/orders/evident.yaml"));
+    std::string text((std::istreambuf_iterator<char>(example)), std::istreambuf_iterator<char>());
+    const std::string relative = "contracts: contracts";
+    const size_t at = text.find(relative);
+    EXPECT_NE(at, std::string::npos);
+    text.replace(at, relative.size(), "contracts: " + SourcePath("examples/orders/contracts"));
+    text += "retention:\n  every: 100ms\n  older_than: 1h\n  archive: archive.ndjson\n";
+    const std::string path = Path("evident.yaml");
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // The records Fill wrote (the command beside retention writes its own).
+  static std::set<std::string> Filled() {
+    std::set<std::string> filled;
+    for (int i = 0; i < kJournal; ++i) filled.insert("journal:e" + std::to_string(i));
+    for (int i = 0; i < kSent; ++i) filled.insert("outbox:o" + std::to_string(i));
+    return filled;
+  }
+
+  // How many filled records the store still holds.
+  size_t FilledLeft(const std::string& db) {
+    const std::set<std::string> filled = Filled();
+    size_t left = 0;
+    for (const std::string& record : InStore(db)) left += filled.count(record);
+    return left;
+  }
+
+  // Waits (up to 60 s) until the store holds at most `kept` of the filled records (the newest
+  // journal entry stays while it is the newest); true when it came to that.
+  bool WaitRetained(const std::string& db, size_t kept) {
+    for (int i = 0; i < 600; ++i) {
+      if (FilledLeft(db) <= kept) return true;
+      SystemClock().SleepMs(100);
+    }
+    return false;
+  }
+
+  // Every filled record is in the store or in the archive, and the archive holds only those.
+  void ExpectAllArchived(const std::string& db) {
+    const std::set<std::string> archived = InArchive(Path("archive.ndjson")), left = InStore(db);
+    for (const std::string& record : Filled()) {
+      EXPECT_TRUE(archived.count(record) > 0 || left.count(record) > 0) << record;
+    }
+    for (const std::string& record : archived) EXPECT_EQ(Filled().count(record), 1u) << record;
+  }
+
+  static int WaitExit(pid_t pid) {
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+};
+
+TEST_F(ConfiguredRetention, ALongRunningConsumeRemovesWhatSettledBesideItsWork) {
+  const std::string db = Path("store.db");
+  Fill(db);
+  const std::string config = WriteConfig();
+  const std::string fifo = Path("events.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int err = ::open(Path("consume.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(err, 0);
+  const pid_t pid =
+      StartProcess({EVIDENT_BINARY, "consume", "--config", config, "--store", "sqlite:" + db,
+                    "--input", fifo, "--outcomes", Path("outcomes.ndjson")},
+                   {.err = err});
+  ::close(err);
+  ASSERT_GT(pid, 0);
+  const int input = ::open(fifo.c_str(), O_WRONLY);  // waits for the consumer to open it
+  ASSERT_GE(input, 0);
+  const std::string events = Read(SourcePath("examples/orders/events.ndjson"));
+  ASSERT_EQ(::write(input, events.data(), events.size()), static_cast<ssize_t>(events.size()));
+  // The consume's own journal entries are new: only the filled ones are past the horizon.
+  const bool retained = WaitRetained(db, 1);
+  ::close(input);  // the input ends: the consume finishes
+  EXPECT_EQ(WaitExit(pid), 0) << Read(Path("consume.err"));
+  EXPECT_TRUE(retained) << FilledLeft(db) << " filled records left";
+  ExpectAllArchived(db);
+  // Every event decided: a line per decision (a drained deferral is reported again).
+  EXPECT_GE(Lines(Read(Path("outcomes.ndjson"))).size(), Lines(events).size());
+  EXPECT_NE(Read(Path("consume.err")).find("evident consume: retention removed "),
+            std::string::npos)
+      << Read(Path("consume.err"));
+}
+
+TEST_F(ConfiguredRetention, ARelayThatKeepsRunningRemovesWhatSettled) {
+  const std::string db = Path("store.db");
+  Fill(db);
+  const std::string config = WriteConfig();
+  const int err = ::open(Path("relay.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(err, 0);
+  const pid_t pid = StartProcess({EVIDENT_BINARY, "relay", "--store", "sqlite:" + db, "--to",
+                                  "file:" + Path("sent.ndjson"), "--config", config},
+                                 {.err = err});
+  ::close(err);
+  ASSERT_GT(pid, 0);
+  const bool retained = WaitRetained(db, 1);  // the newest journal entry stays
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(WaitExit(pid), 0) << Read(Path("relay.err"));
+  EXPECT_TRUE(retained) << FilledLeft(db) << " filled records left";
+  ExpectAllArchived(db);
+  EXPECT_NE(Read(Path("relay.err"))
+                .find("evident relay: retention removed 1799 (journal 1499, "
+                      "outbox 300), archived first to " +
+                      Path("archive.ndjson")),
+            std::string::npos)
+      << Read(Path("relay.err"));
 }
 
 }  // namespace

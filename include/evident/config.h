@@ -25,6 +25,7 @@
 // Full reference with examples: docs/consume.md.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -35,6 +36,7 @@
 #include "evident/adapter.h"
 #include "evident/contract.h"
 #include "evident/profile.h"
+#include "evident/retained_kind.h"
 #include "evident/retry.h"
 #include "evident/status.h"
 
@@ -181,6 +183,17 @@ struct TracingConfig {
   std::string service_name = "evident";
 };
 
+// `retention:` in evident.yaml: what long-running `consume`, `serve` and `relay` remove, and
+// how often (retention.h RetentionTimer; `evident store retain` is the same work by hand).
+struct RetentionConfig {
+  int64_t every_ms = 0;  // between two runs; 0: no `retention:` section, nothing runs
+  // The horizon per kind (RetainedKind's order): settled records older than this go; 0: that
+  // kind is kept. `older_than: 30d` sets every kind; a mapping sets the kinds it names.
+  std::array<int64_t, kRetainedKindCount> older_than_ms{};
+  std::string archive;            // a file every removed record is appended to first; empty: none
+  int64_t batch_count_max = 500;  // records per transaction (and per archive sync)
+};
+
 struct Config {
   std::string path;           // the file it was read from
   std::string contracts_dir;  // resolved against the file's directory
@@ -198,6 +211,7 @@ struct Config {
   std::vector<ConsumerConfig> consumers;
   HttpConfig http;
   TracingConfig tracing;
+  RetentionConfig retention;
 
   const ConsumerConfig* Find(std::string_view consumer_id) const;
 };

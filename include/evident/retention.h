@@ -15,21 +15,23 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "evident/cancel.h"
 #include "evident/clock.h"
+#include "evident/config.h"
 #include "evident/env.h"
 #include "evident/status.h"
 #include "evident/store.h"
 
 namespace evident {
-
-// "journal", "quarantine", "gap", "effect-log", "outbox"
-std::string_view RetainedKindName(RetainedKind kind);
-inline constexpr size_t kRetainedKindCount = std::size(kRetainedKinds);
 
 // Where archived records go: lines appended, then made durable before their removal commits.
 class RetentionArchive {
@@ -55,6 +57,7 @@ struct RetainOptions {
   int64_t batch_count_max = 500;
   Clock* clock = nullptr;               // null: the real clock
   const CancelToken* cancel = nullptr;  // checked between transactions
+  std::vector<RetainedKind> kinds;      // the kinds this run removes; empty: every kind
 };
 
 struct RetainSummary {
@@ -70,5 +73,57 @@ struct RetainSummary {
 // Runs retention over `store`; `archive` may be null (nothing archived). A run that removes
 // anything records itself in the store (RetentionRun) for evidence.
 Result<RetainSummary> Retain(Store& store, const RetainOptions& options, RetentionArchive* archive);
+
+// One run of the configuration's `retention:` (config.h RetentionConfig): a Retain per distinct
+// horizon, over the kinds that have it (each recorded as a run of its own), into `archive`
+// (may be null). Returns what each removed, in order of horizon, shortest first.
+Result<std::vector<RetainSummary>> RetainAsConfigured(Store& store, const RetentionConfig& config,
+                                                      RetentionArchive* archive, Clock* clock,
+                                                      const CancelToken* cancel);
+
+// The configuration's retention applied beside a long-running command (`consume`, `serve`,
+// `relay`): on a thread and a Store of its own, a run at start and then every `every_ms`, each
+// followed by giving freed space back (SQLite's incremental vacuum). A run that fails (the store
+// down, the archive unwritable) is said on `log` and tried again at the next tick: retention
+// never stops the command beside it, and nothing is removed before its archive line is durable.
+struct RetentionTimerOptions {
+  RetentionConfig config;
+  std::function<Result<std::unique_ptr<Store>>()> open_store;  // a Store of the timer's own
+  Env* env = nullptr;                                          // the archive's; null: the POSIX Env
+  Clock* clock = nullptr;                                      // null: the real clock
+  std::FILE* log = nullptr;  // a line per run that removed something or failed; null: none
+  std::string command;       // names the command in log lines ("consume", "relay", ...)
+  int64_t vacuum_pages_max = 1'000'000;  // free pages given back after each run
+};
+
+class RetentionTimer {
+ public:
+  struct Counts {
+    int64_t runs = 0;      // runs ended, whatever their outcome
+    int64_t failures = 0;  // runs that failed
+    int64_t removed = 0;   // records removed by every run
+  };
+
+  // Starts the thread; config.every_ms > 0 and open_store set.
+  explicit RetentionTimer(RetentionTimerOptions options);
+  RetentionTimer(const RetentionTimer&) = delete;
+  RetentionTimer& operator=(const RetentionTimer&) = delete;
+  ~RetentionTimer();  // Stop()
+
+  // Ends the thread: a run in progress stops between its transactions (what it removed stays
+  // removed, each record archived first). Idempotent.
+  void Stop();
+  Counts counts() const;
+
+ private:
+  void Loop();
+  Status RunOnce(std::unique_ptr<Store>& store);
+
+  RetentionTimerOptions options_;
+  CancelToken stop_;
+  mutable std::mutex mutex_;
+  Counts counts_;
+  std::thread thread_;
+};
 
 }  // namespace evident

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "evident/retained_kind.h"
 #include "evident/status.h"
 #include "evident/store_decisions.h"
 #include "evident/store_effects.h"
@@ -31,11 +32,6 @@
 #include "evident/store_quarantine.h"
 
 namespace evident {
-
-enum class RetainedKind : uint8_t { kJournal, kQuarantine, kGap, kEffectLog, kOutbox };
-inline constexpr RetainedKind kRetainedKinds[] = {RetainedKind::kJournal, RetainedKind::kQuarantine,
-                                                  RetainedKind::kGap, RetainedKind::kEffectLog,
-                                                  RetainedKind::kOutbox};
 
 // One retention run, as the store keeps it for evidence: what it removed, up to which horizon,
 // and where it archived it (empty: nowhere).

@@ -15,6 +15,7 @@
 #include "evident/consumer.h"
 #include "evident/group.h"
 #include "evident/registry.h"
+#include "evident/retention.h"
 #include "evident/stored_consumers.h"
 
 namespace evident::cli {
@@ -404,9 +405,13 @@ int RunConsume(const ConsumeFlags& flags) {
   }
   Outcomes outcomes;
   if (!OpenOutcomes(flags, outcomes)) return kExitUsage;
+  // The configuration's retention runs beside the consumers, on a store of its own.
+  const std::unique_ptr<RetentionTimer> retention = StartRetention(
+      config, [&flags] { return OpenConsumeStore(flags); }, "consume");
   const int code = !flags.group.empty()
                        ? RunGroupMember(flags, config, outcomes, tracer->get())
                        : RunOnce(flags, **pipeline, **store, outcomes, tracer->get());
+  if (retention != nullptr) retention->Stop();
   CloseTracer(std::move(*tracer), "consume");
   return code;
 }

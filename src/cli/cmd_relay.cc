@@ -16,6 +16,7 @@
 #include "evident/env.h"
 #include "evident/registry.h"
 #include "evident/relay.h"
+#include "evident/retention.h"
 #include "evident/store.h"
 
 namespace evident::cli {
@@ -23,6 +24,7 @@ namespace {
 
 struct RelayFlags {
   std::string store, to, otlp_endpoint;
+  std::string config;  // only its `retention:` (none with --once)
   std::string stream = "EVENTS";
   std::string subject_prefix = "evident";
   int64_t partitions = 0;  // 0: the partition stored with each row
@@ -85,6 +87,14 @@ void PrintSummary(const RelaySummary& s, const std::string& destination) {
   if (!s.last_error.empty()) std::fprintf(stderr, "  last error: %s\n", s.last_error.c_str());
 }
 
+// --config's retention, run beside a relay that keeps running (not --once); null without it.
+Result<std::unique_ptr<RetentionTimer>> StartRelayRetention(const RelayFlags& flags) {
+  if (flags.config.empty() || flags.once) return std::unique_ptr<RetentionTimer>();
+  EVIDENT_ASSIGN_OR_RETURN(const Config config, LoadConfig(flags.config));
+  return StartRetention(
+      config, [&flags] { return OpenStore(flags.store, {.create = false}); }, "relay");
+}
+
 int RunRelayCommand(const RelayFlags& flags) {
   Result<Destination> destination = ChooseDestinationChecked(flags);
   Result<int64_t> keep_sent_ms = ParseDurationMs(flags.keep_sent);
@@ -121,7 +131,13 @@ int RunRelayCommand(const RelayFlags& flags) {
   if (flags.partitions > 0) options.partition_count = flags.partitions;
   options.tracer = tracer->get();
   InstallStopSignals(stop);
+  Result<std::unique_ptr<RetentionTimer>> retention = StartRelayRetention(flags);
+  if (!retention.ok()) {
+    std::cerr << "evident relay: " << retention.status().ToString() << "\n";
+    return kExitUsage;
+  }
   Result<RelaySummary> summary = RunRelay(**store, destination->open, options);
+  if (*retention != nullptr) (*retention)->Stop();
   CloseTracer(std::move(*tracer), "relay");
   if (!summary.ok()) {
     std::cerr << "evident relay: " << summary.status().ToString() << "\n";
@@ -184,6 +200,9 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
                   "Spread subjects over N partitions (default: the partition of each row)")
       ->check(IntegerFrom(1, 1 << 16));
   cmd->add_flag("--once", flags->once, "Publish what is pending, then exit");
+  cmd->add_option("--config", flags->config,
+                  "evident.yaml whose `retention:` runs beside the relay (not with --once)")
+      ->check(CLI::ExistingFile);
   AddProgressOption(*cmd, flags->progress);
   AddOtlpOption(*cmd, flags->otlp_endpoint);
   cmd->add_option("--keep-sent", flags->keep_sent, "Delete sent rows older than this (7d, 12h)")

@@ -9,6 +9,7 @@
 #include "evident/cancel.h"
 #include "evident/consumer.h"
 #include "evident/registry.h"
+#include "evident/retention.h"
 #include "evident/serve.h"
 #include "evident/stored_consumers.h"
 #include "json/files.h"
@@ -138,7 +139,11 @@ int RunServe(const ServeFlags& flags) {
     std::fprintf(stderr, "evident serve: listening on http://%s:%d\n", options.host.c_str(), port);
     std::fflush(stderr);
   };
+  // The configuration's retention runs beside the daemon, on a store of its own.
+  std::unique_ptr<RetentionTimer> retention = StartRetention(
+      *config, [&flags] { return OpenServeStore(flags, false); }, "serve");
   Result<ServeSummary> summary = Serve(**pipeline, **store, options);
+  if (retention != nullptr) retention->Stop();
   CloseTracer(std::move(*tracer), "serve");
   if (!summary.ok()) return Fail(summary.status());
   std::fprintf(stderr,

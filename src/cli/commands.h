@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "evident/config.h"
+#include "evident/duration.h"
 #include "evident/env.h"
 #include "evident/profile.h"
 #include "evident/status.h"
@@ -28,6 +29,11 @@ namespace CLI {
 class App;
 class Validator;
 }  // namespace CLI
+
+namespace evident {
+class RetentionTimer;
+class Store;
+}  // namespace evident
 
 namespace evident::cli {
 
@@ -101,13 +107,16 @@ void AddOtlpOption(CLI::App& command, std::string& endpoint);
 // The run's span exporter: --otlp-endpoint `endpoint` when given, else the configuration's
 // `tracing.otlp_endpoint` (`config` may be null); null when neither names one.
 Result<std::unique_ptr<OtlpTracer>> OpenTracer(const std::string& endpoint, const Config* config);
+
+// The configuration's `retention:` run beside a long-running `command` (retention.h
+// RetentionTimer), on stores `open_store` opens, saying what it removed on standard error; null
+// when the configuration has no `retention:`.
+std::unique_ptr<RetentionTimer> StartRetention(
+    const Config& config, std::function<Result<std::unique_ptr<Store>>()> open_store,
+    std::string command);
 // Sends what `tracer` still holds and says on standard error what it could not export (spans
 // are best effort: the run's exit code does not change). Null: nothing.
 void CloseTracer(std::unique_ptr<OtlpTracer> tracer, std::string_view command);
-
-// A duration such as "500ms", "30s", "2m", "12h" or "7d" (a bare number is seconds), in ms.
-// At most 10 years; anything else is kInvalidArgument.
-Result<int64_t> ParseDurationMs(const std::string& text);
 
 // The envelope profile the flags name: a built-in `name` or a JSON `profile_file`, with the
 // schema version read at `schema_version_at` when given (cmd_validate.cc).

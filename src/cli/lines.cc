@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "evident/progress.h"
 #include "evident/registry.h"
+#include "evident/retention.h"
 
 namespace evident::cli {
 
@@ -129,29 +130,6 @@ std::istream* OpenInput(const std::string& path, std::ifstream& file) {
   return file ? &file : nullptr;
 }
 
-Result<int64_t> ParseDurationMs(const std::string& text) {
-  constexpr int64_t kMaxMs = int64_t{10} * 365 * 24 * 3600 * 1000;
-  size_t digits = 0;
-  while (digits < text.size() && digits < 12 && text[digits] >= '0' && text[digits] <= '9') {
-    ++digits;
-  }
-  const std::string unit = text.substr(digits);
-  int64_t scale = 0;
-  if (unit == "ms") scale = 1;
-  if (unit == "s" || unit.empty()) scale = 1000;
-  if (unit == "m") scale = 60'000;
-  if (unit == "h") scale = 3'600'000;
-  if (unit == "d") scale = 86'400'000;
-  if (digits == 0 || scale == 0) {
-    return Status::InvalidArgument("\"" + text + "\" is not a duration (500ms, 30s, 2m, 12h, 7d)");
-  }
-  const int64_t count = std::stoll(text.substr(0, digits));  // at most 12 digits: no overflow
-  if (count > kMaxMs / scale) {
-    return Status::InvalidArgument("duration \"" + text + "\" is longer than 10 years");
-  }
-  return count * scale;
-}
-
 namespace {
 
 // True when `a` and `b` name one file: the same inode when both exist, else the same absolute
@@ -237,6 +215,16 @@ void CloseTracer(std::unique_ptr<OtlpTracer> tracer, std::string_view command) {
               << (stats.last_error.empty() ? "" : " (" + stats.last_error + ")") << ", "
               << stats.dropped << " dropped (queue full)\n";
   }
+}
+
+std::unique_ptr<RetentionTimer> StartRetention(
+    const Config& config, std::function<Result<std::unique_ptr<Store>>()> open_store,
+    std::string command) {
+  if (config.retention.every_ms <= 0) return nullptr;
+  return std::make_unique<RetentionTimer>(RetentionTimerOptions{.config = config.retention,
+                                                                .open_store = std::move(open_store),
+                                                                .log = stderr,
+                                                                .command = std::move(command)});
 }
 
 }  // namespace evident::cli

@@ -246,6 +246,63 @@ TEST_F(ConfigCheck, AMissingMemberHidesNothingElseOnItsLine) {
   EXPECT_NE(At(problems, 1, "no contracts directory"), nullptr) << Describe(problems);
 }
 
+// `retention:`: one horizon for every kind, or one per kind named (the others kept); the
+// archive resolved against the file's directory.
+TEST_F(ConfigCheck, RetentionReadsOneHorizonOrOnePerKind) {
+  const std::string path = dir_ + "/evident.yaml";
+  const std::string head = "contracts: " + kContracts + "\nconsumers:\n  - id: fulfillment\n";
+  std::ofstream(path) << head << "retention: {every: 15m, older_than: 30d}\n";
+  Result<Config> all = LoadConfig(path);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->retention.every_ms, 15 * 60'000);
+  for (const int64_t ms : all->retention.older_than_ms) EXPECT_EQ(ms, int64_t{30} * 86'400'000);
+  EXPECT_TRUE(all->retention.archive.empty());
+  EXPECT_EQ(all->retention.batch_count_max, 500);
+
+  std::ofstream(path) << head
+                      << "retention:\n  every: 1h\n  older_than: {journal: 7d, outbox: 12h}\n"
+                         "  archive: retained.ndjson\n  batch_count_max: 50\n";
+  Result<Config> some = LoadConfig(path);
+  ASSERT_TRUE(some.ok()) << some.status().ToString();
+  const auto horizon = [&](RetainedKind kind) {
+    return some->retention.older_than_ms[static_cast<size_t>(kind)];
+  };
+  EXPECT_EQ(horizon(RetainedKind::kJournal), int64_t{7} * 86'400'000);
+  EXPECT_EQ(horizon(RetainedKind::kOutbox), 12 * 3'600'000);
+  EXPECT_EQ(horizon(RetainedKind::kQuarantine), 0);  // not named: kept
+  EXPECT_EQ(horizon(RetainedKind::kGap), 0);
+  EXPECT_EQ(horizon(RetainedKind::kEffectLog), 0);
+  EXPECT_EQ(some->retention.archive, dir_ + "/retained.ndjson");
+  EXPECT_EQ(some->retention.batch_count_max, 50);
+
+  std::ofstream(path) << head;  // no section: nothing runs
+  EXPECT_EQ(std::move(LoadConfig(path)).value().retention.every_ms, 0);
+}
+
+TEST_F(ConfigCheck, RetentionProblemsAreEachAtTheirLine) {
+  const std::vector<ConfigProblem> problems =
+      Check("contracts: " + kContracts +
+            "\n"
+            "consumers:\n"
+            "  - id: fulfillment\n"
+            "retention:\n"           // 4
+            "  every: 0s\n"          // 5: not longer than 0
+            "  older_than:\n"        // 6
+            "    journal: 7 days\n"  // 7: not a duration
+            "    ledger: 1d\n"       // 8: a kind retention never removes
+            "  keep: forever\n");    // 9: unknown key
+  EXPECT_NE(At(problems, 5, "every"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 7, "journal"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 8, "ledger"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 9, "keep"), nullptr) << Describe(problems);
+  EXPECT_EQ(At(problems, 6, ""), nullptr) << "a mapping of kinds is no problem\n"
+                                          << Describe(problems);
+  const std::vector<ConfigProblem> missing = Check(
+      "contracts: " + kContracts + "\nconsumers:\n  - id: fulfillment\nretention: {every: 1h}\n");
+  EXPECT_FALSE(missing.empty());
+  EXPECT_NE(Describe(missing).find("older_than"), std::string::npos) << Describe(missing);
+}
+
 TEST(ConfigProblemFromMessage, SplitsFileLineAndWords) {
   ConfigProblem p = config::ProblemFromMessage("C", "a.yaml", "a.yaml:12: bad thing");
   EXPECT_EQ(p.file, "a.yaml");

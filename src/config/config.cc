@@ -12,6 +12,7 @@
 #include "adapter/yaml_json.h"
 #include "config/problem.h"
 #include "contract/contract_yaml.h"
+#include "evident/duration.h"
 #include "json/files.h"
 #include "json/writer.h"
 
@@ -612,6 +613,67 @@ void ParseTracing(const std::string& origin, const YAML::Node& node, TracingConf
   }
 }
 
+// A duration of `retention:` (30d, 12h, 15m): longer than 0.
+int64_t RetentionDuration(const std::string& origin, const YAML::Node& node,
+                          const std::string& what) {
+  if (!node.IsScalar()) Fail(origin, node, "'" + what + "' must be a duration such as 30d");
+  const Result<int64_t> ms = ParseDurationMs(node.as<std::string>());
+  if (!ms.ok()) Fail(origin, node, "'" + what + "': " + ms.status().message());
+  if (*ms <= 0) Fail(origin, node, "'" + what + "' must be longer than 0");
+  return *ms;
+}
+
+// `older_than`: one duration for every kind, or a mapping of the kinds to remove to theirs.
+void ParseRetentionHorizons(const std::string& origin, const YAML::Node& node,
+                            RetentionConfig& retention) {
+  if (node.IsScalar()) {
+    retention.older_than_ms.fill(RetentionDuration(origin, node, "older_than"));
+    return;
+  }
+  if (!node.IsMap() || node.size() == 0) {
+    Fail(origin, node, "'older_than' must be a duration, or a mapping of kinds to durations");
+  }
+  for (const auto& field : node) {
+    const std::string name = field.first.as<std::string>();
+    const std::optional<RetainedKind> kind = RetainedKindNamed(name);
+    if (!kind.has_value()) {
+      Fail(origin, field.first,
+           "unknown kind '" + name +
+               "' in 'older_than' (journal, quarantine, gap, effect-log, "
+               "outbox)");
+    }
+    retention.older_than_ms[static_cast<size_t>(*kind)] =
+        RetentionDuration(origin, field.second, "older_than." + name);
+  }
+}
+
+// retention: how often long-running commands remove what is settled, and up to which horizon.
+void ParseRetention(const std::string& origin, const YAML::Node& node, const std::string& base_dir,
+                    RetentionConfig& retention) {
+  if (!node.IsMap()) Fail(origin, node, "'retention' must be a mapping");
+  if (!node["every"]) Fail(origin, node, "'retention' needs 'every' (how often it runs)");
+  if (!node["older_than"]) Fail(origin, node, "'retention' needs 'older_than' (its horizon)");
+  for (const auto& field : node) {
+    const std::string key = field.first.as<std::string>();
+    if (key == "every") {
+      retention.every_ms = RetentionDuration(origin, field.second, "every");
+    } else if (key == "older_than") {
+      ParseRetentionHorizons(origin, field.second, retention);
+    } else if (key == "archive") {
+      const fs::path file = field.second.as<std::string>();
+      if (file.empty()) Fail(origin, field.second, "'archive' is empty");
+      retention.archive = (file.is_absolute() ? file : fs::path(base_dir) / file).string();
+    } else if (key == "batch_count_max") {
+      retention.batch_count_max = field.second.as<int64_t>();
+      if (retention.batch_count_max < 1 || retention.batch_count_max > 100'000) {
+        Fail(origin, field.second, "batch_count_max must be from 1 to 100000");
+      }
+    } else {
+      Fail(origin, field.first, "unknown key '" + key + "' in 'retention'");
+    }
+  }
+}
+
 // Everything but the consumers: the known keys only, the contracts directory (resolved against
 // `base_dir`), the envelope profile and the limits.
 void ParseSettings(const std::string& origin, const YAML::Node& root, const std::string& base_dir,
@@ -622,7 +684,7 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
       const std::string key = item.first.as<std::string>();
       if (key != "contracts" && key != "profile" && key != "profile_file" && key != "consumers" &&
           key != "batch_count_max" && key != "linger_ms" && key != "batch_ms_max" &&
-          key != "event_bytes_max" && key != "http" && key != "tracing") {
+          key != "event_bytes_max" && key != "http" && key != "tracing" && key != "retention") {
         Fail(origin, item.first, "unknown key '" + key + "'");
       }
     });
@@ -642,6 +704,10 @@ void ParseSettings(const std::string& origin, const YAML::Node& root, const std:
   }
   if (root["tracing"]) {
     sink.Attempt(origin, [&] { ParseTracing(origin, root["tracing"], config.tracing); });
+  }
+  if (root["retention"]) {
+    sink.Attempt(origin,
+                 [&] { ParseRetention(origin, root["retention"], base_dir, config.retention); });
   }
 }
 

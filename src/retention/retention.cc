@@ -2,6 +2,7 @@
 // lines made durable, then the removal in a transaction of its own.
 #include "evident/retention.h"
 
+#include <algorithm>
 #include <cassert>
 #include <limits>
 
@@ -13,9 +14,6 @@
 
 namespace evident {
 namespace {
-
-constexpr std::array<std::string_view, kRetainedKindCount> kKindNames = {
-    "journal", "quarantine", "gap", "effect-log", "outbox"};
 
 class FileArchive final : public RetentionArchive {
  public:
@@ -110,10 +108,6 @@ Status CountKind(Store& store, RetainedKind kind, int64_t horizon_ms, RetainSumm
 
 }  // namespace
 
-std::string_view RetainedKindName(RetainedKind kind) {
-  return kKindNames[static_cast<size_t>(kind)];
-}
-
 int64_t RetainSummary::total() const {
   int64_t sum = 0;
   for (const int64_t n : removed) sum += n;
@@ -198,6 +192,10 @@ Result<RetainSummary> Retain(Store& store, const RetainOptions& options,
                    .horizon_ms = summary.horizon_ms,
                    .archive = archive != nullptr ? archive->name() : std::string()};
   for (const RetainedKind kind : kRetainedKinds) {
+    if (!options.kinds.empty() &&
+        std::find(options.kinds.begin(), options.kinds.end(), kind) == options.kinds.end()) {
+      continue;
+    }
     if (options.dry_run) {
       EVIDENT_RETURN_IF_ERROR(CountKind(store, kind, summary.horizon_ms, summary));
       continue;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "evident/fault_store.h"
@@ -180,6 +182,76 @@ TEST_F(Retention, ACommitThatFailsAfterTheArchiveLeavesRecordsInBoth) {
   EXPECT_EQ(second.removed[static_cast<size_t>(RetainedKind::kJournal)], 6);
   EXPECT_EQ(JournalLeft(), 1);                               // the newest always stays
   EXPECT_EQ(ArchivedKinds(archive.synced_)["journal"], 16);  // the failed batch twice
+}
+
+// The configuration's retention: each kind by its own horizon, a kind it does not name kept,
+// kinds of one horizon in one run.
+TEST_F(Retention, AsConfiguredEachKindGoesByItsOwnHorizon) {
+  Fill(6, 4);  // journal: 6 three hours old, 4 half an hour; sent rows: 3 h and 1 min old
+  RetentionConfig config{.every_ms = 1000};
+  config.older_than_ms[static_cast<size_t>(RetainedKind::kOutbox)] = kHourMs / 2;
+  std::vector<RetainSummary> runs =
+      std::move(RetainAsConfigured(*store_, config, nullptr, &clock_, nullptr)).value();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].removed[static_cast<size_t>(RetainedKind::kOutbox)], 1);
+  EXPECT_EQ(runs[0].total(), 1);
+  EXPECT_EQ(JournalLeft(), 10);  // the journal is not named: kept, however old
+
+  config.older_than_ms[static_cast<size_t>(RetainedKind::kJournal)] = 4 * kHourMs;
+  config.older_than_ms[static_cast<size_t>(RetainedKind::kOutbox)] = 30'000;
+  runs = std::move(RetainAsConfigured(*store_, config, nullptr, &clock_, nullptr)).value();
+  ASSERT_EQ(runs.size(), 2u);  // the shorter horizon first
+  EXPECT_EQ(runs[0].horizon_ms, kNowMs - 30'000);
+  EXPECT_EQ(runs[0].removed[static_cast<size_t>(RetainedKind::kOutbox)], 1);
+  EXPECT_EQ(runs[1].horizon_ms, kNowMs - 4 * kHourMs);
+  EXPECT_EQ(runs[1].total(), 0);  // nothing in the journal is four hours old
+  EXPECT_EQ(JournalLeft(), 10);
+
+  config.older_than_ms[static_cast<size_t>(RetainedKind::kJournal)] = 2 * kHourMs;
+  MemoryArchive archive;
+  runs = std::move(RetainAsConfigured(*store_, config, &archive, &clock_, nullptr)).value();
+  EXPECT_EQ(runs.back().removed[static_cast<size_t>(RetainedKind::kJournal)], 6);
+  EXPECT_EQ(ArchivedKinds(archive.synced_), (std::map<std::string, int>{{"journal", 6}}));
+  EXPECT_EQ(JournalLeft(), 4);
+}
+
+// The timer beside a long-running command: a run at start on a store of its own; a run that
+// fails (here the store cannot be opened once) is said and tried again at the next tick.
+TEST_F(Retention, TheTimerRunsOnItsOwnStoreAndOutlivesAFailedRun) {
+  Fill(25, 5);
+  char* log_text = nullptr;
+  size_t log_size = 0;
+  std::FILE* log = open_memstream(&log_text, &log_size);
+  ASSERT_NE(log, nullptr);
+  RetentionConfig config{.every_ms = 1};
+  config.older_than_ms.fill(2 * kHourMs);
+  int opened = 0;
+  RetentionTimer timer({.config = config,
+                        .open_store = [&]() -> Result<std::unique_ptr<Store>> {
+                          if (++opened == 1) return Status::Unavailable("the store is down");
+                          return OpenMemoryStore(database_);
+                        },
+                        .clock = &clock_,
+                        .log = log,
+                        .command = "consume"});
+  for (int i = 0; i < 10'000 && timer.counts().removed < 26; ++i) SystemClock().SleepMs(1);
+  timer.Stop();
+  const RetentionTimer::Counts counts = timer.counts();
+  EXPECT_EQ(counts.failures, 1);
+  EXPECT_GE(counts.runs, 2);
+  EXPECT_EQ(counts.removed, 26);
+  EXPECT_EQ(JournalLeft(), 5);
+  ASSERT_EQ(std::fclose(log), 0);
+  const std::string text(log_text, log_size);
+  std::free(log_text);
+  EXPECT_NE(text.find("evident consume: retention run failed, tried again in 1 ms: "
+                      "unavailable: the store is down"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("evident consume: retention removed 26 (journal 25, outbox 1)\n"),
+            std::string::npos)
+      << text;
+  timer.Stop();  // again: nothing happens
 }
 
 // On SQLite, a new store gives the pages retention frees back to the file system.

@@ -1,0 +1,133 @@
+// The configuration's retention (evident/retention.h): one run per distinct horizon, and the
+// timer that runs them beside a long-running command.
+#include <cassert>
+#include <map>
+
+#include "evident/retention.h"
+#include "evident/retry.h"
+
+namespace evident {
+
+Result<std::vector<RetainSummary>> RetainAsConfigured(Store& store, const RetentionConfig& config,
+                                                      RetentionArchive* archive, Clock* clock,
+                                                      const CancelToken* cancel) {
+  std::map<int64_t, std::vector<RetainedKind>> by_horizon;  // shortest horizon first
+  for (const RetainedKind kind : kRetainedKinds) {
+    const int64_t older_than_ms = config.older_than_ms[static_cast<size_t>(kind)];
+    if (older_than_ms > 0) by_horizon[older_than_ms].push_back(kind);
+  }
+  std::vector<RetainSummary> summaries;
+  for (auto& [older_than_ms, kinds] : by_horizon) {
+    EVIDENT_ASSIGN_OR_RETURN(RetainSummary summary,
+                             Retain(store,
+                                    {.older_than_ms = older_than_ms,
+                                     .batch_count_max = config.batch_count_max,
+                                     .clock = clock,
+                                     .cancel = cancel,
+                                     .kinds = std::move(kinds)},
+                                    archive));
+    summaries.push_back(summary);
+    if (summary.cancelled) break;
+  }
+  return summaries;
+}
+
+namespace {
+
+// "12 (journal 10, outbox 2)": what the runs removed, by kind.
+std::string RemovedText(const std::vector<RetainSummary>& summaries, int64_t& total) {
+  std::array<int64_t, kRetainedKindCount> removed{};
+  total = 0;
+  for (const RetainSummary& summary : summaries) {
+    for (size_t k = 0; k < kRetainedKindCount; ++k) removed[k] += summary.removed[k];
+    total += summary.total();
+  }
+  std::string text = std::to_string(total) + " (";
+  bool first = true;
+  for (const RetainedKind kind : kRetainedKinds) {
+    const int64_t n = removed[static_cast<size_t>(kind)];
+    if (n == 0) continue;
+    text += (first ? "" : ", ") + std::string(RetainedKindName(kind)) + " " + std::to_string(n);
+    first = false;
+  }
+  return text + ")";
+}
+
+}  // namespace
+
+RetentionTimer::RetentionTimer(RetentionTimerOptions options) : options_(std::move(options)) {
+  assert(options_.config.every_ms > 0 && options_.open_store);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+RetentionTimer::~RetentionTimer() { Stop(); }
+
+void RetentionTimer::Stop() {
+  stop_.Cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+RetentionTimer::Counts RetentionTimer::counts() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return counts_;
+}
+
+void RetentionTimer::Loop() {
+  Clock& clock = options_.clock != nullptr ? *options_.clock : SystemClock();
+  std::unique_ptr<Store> store;
+  do {
+    const Status ran = RunOnce(store);
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      ++counts_.runs;
+      if (!ran.ok()) ++counts_.failures;
+    }
+    if (!ran.ok()) {
+      store.reset();  // opened again at the next run: the failure may have been the store's
+      if (options_.log != nullptr) {
+        std::fprintf(options_.log, "evident %s: retention run failed, tried again in %lld ms: %s\n",
+                     options_.command.c_str(), static_cast<long long>(options_.config.every_ms),
+                     ran.ToString().c_str());
+        std::fflush(options_.log);  // a log line: nothing to do if it cannot be written
+      }
+    }
+  } while (SleepUnlessCancelled(clock, options_.config.every_ms, &stop_));
+}
+
+// One run: the store opened when it is not, the archive opened for the run and closed after it,
+// the freed space given back; says what it removed when it removed anything.
+Status RetentionTimer::RunOnce(std::unique_ptr<Store>& store) {
+  if (store == nullptr) {
+    EVIDENT_ASSIGN_OR_RETURN(store, options_.open_store());
+  }
+  std::unique_ptr<RetentionArchive> archive;
+  if (!options_.config.archive.empty()) {
+    Env& env = options_.env != nullptr ? *options_.env : PosixEnv();
+    EVIDENT_ASSIGN_OR_RETURN(archive, OpenRetentionArchive(env, options_.config.archive));
+  }
+  const Result<std::vector<RetainSummary>> summaries =
+      RetainAsConfigured(*store, options_.config, archive.get(), options_.clock, &stop_);
+  const Status closed = archive != nullptr ? archive->Close() : Status::Ok();
+  EVIDENT_RETURN_IF_ERROR(summaries.status());
+  EVIDENT_RETURN_IF_ERROR(closed);
+  EVIDENT_ASSIGN_OR_RETURN(const Store::Space space, store->SpaceNow());
+  if (space.incremental) {
+    EVIDENT_RETURN_IF_ERROR(store->ReturnSpace(options_.vacuum_pages_max).status());
+  }
+  int64_t total = 0;
+  const std::string removed = RemovedText(*summaries, total);
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    counts_.removed += total;
+  }
+  if (total > 0 && options_.log != nullptr) {
+    const std::string archived =
+        archive != nullptr ? ", archived first to " + archive->name() : std::string();
+    std::fprintf(options_.log, "evident %s: retention removed %s%s\n", options_.command.c_str(),
+                 removed.c_str(), archived.c_str());
+    std::fflush(options_.log);  // a log line: nothing to do if it cannot be written
+  }
+  return Status::Ok();
+}
+
+}  // namespace evident
