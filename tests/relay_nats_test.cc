@@ -301,16 +301,19 @@ TEST_F(RelayNats, TheServerKilledNineAndRestartedLosesNothing) {
       std::this_thread::sleep_for(std::chrono::milliseconds(150));
     }
   });
-  // Once rows are going out, the server is stopped (SIGSTOP): the relay's publish of the rows
-  // still pending waits for acknowledgements that cannot come, and no row is marked meanwhile.
-  // The server is then killed with those publishes in flight.
+  // Once rows are going out, the server is stopped (SIGSTOP): rows are pending (asserted), so
+  // the relay publishes and waits for acknowledgements that cannot come, and no row is marked
+  // meanwhile (asserted). The server is then killed with those publishes unanswered.
   int64_t sent_before = 0;
   for (int i = 0; i < 300 && (sent_before = SentRows()) == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ASSERT_GT(sent_before, 0) << "the relay sent nothing in 3 s";
   const pid_t server = ServerPid();
+  ASSERT_GT(server, 0);  // kill(0, ...) would stop this test's own process group
   ASSERT_EQ(kill(server, SIGSTOP), 0);
+  // Acknowledgements the server sent just before it stopped may still be marked: let them.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const int64_t sent_at_stop = SentRows();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(SentRows(), sent_at_stop) << "rows were marked sent while the server was stopped";

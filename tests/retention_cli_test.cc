@@ -413,8 +413,14 @@ TEST_F(ConfiguredRetention, ALongRunningConsumeRemovesWhatSettledBesideItsWork) 
                    {.err = err});
   ::close(err);
   ASSERT_GT(pid, 0);
-  const int input = ::open(fifo.c_str(), O_WRONLY);  // waits for the consumer to open it
-  ASSERT_GE(input, 0);
+  // The consumer opens the FIFO to read it; until then a writer's open fails (ENXIO).
+  int input = -1;
+  for (int i = 0; i < 2000 && input < 0; ++i) {
+    input = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (input < 0) SystemClock().SleepMs(10);
+  }
+  ASSERT_GE(input, 0) << "the consumer did not open its input in 20 s";
+  ASSERT_EQ(::fcntl(input, F_SETFL, 0), 0);  // blocking writes from here
   const std::string events = Read(SourcePath("examples/orders/events.ndjson"));
   ASSERT_EQ(::write(input, events.data(), events.size()), static_cast<ssize_t>(events.size()));
   // The consume's own journal entries are new: only the filled ones are past the horizon.

@@ -96,6 +96,9 @@ struct RelayOptions {
   int64_t notify_wait_ms = 1'000;
   // Sent rows older than this are deleted.
   int64_t keep_sent_ms = int64_t{7} * 24 * 3600 * 1000;
+  // false: the relay deletes no sent row; the configuration's retention (retention.h) removes
+  // them, archived first when it archives.
+  bool delete_sent = true;
   int64_t delete_count_max = 1000;
   int64_t retention_interval_ms = 60'000;
   // Publish what is pending, then return (after the retention pass). A --once run gives up after

@@ -407,7 +407,7 @@ int RunConsume(const ConsumeFlags& flags) {
   if (!OpenOutcomes(flags, outcomes)) return kExitUsage;
   // The configuration's retention runs beside the consumers, on a store of its own.
   const std::unique_ptr<RetentionTimer> retention = StartRetention(
-      config, [&flags] { return OpenConsumeStore(flags); }, "consume");
+      config.retention, [&flags] { return OpenConsumeStore(flags); }, "consume");
   const int code = !flags.group.empty()
                        ? RunGroupMember(flags, config, outcomes, tracer->get())
                        : RunOnce(flags, **pipeline, **store, outcomes, tracer->get());

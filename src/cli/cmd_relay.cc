@@ -30,7 +30,7 @@ struct RelayFlags {
   int64_t partitions = 0;  // 0: the partition stored with each row
   bool once = false;
   std::string progress = "auto";  // with --once
-  std::string keep_sent = "7d";
+  std::string keep_sent;          // empty: 7d, or left to --config's retention when it retains them
   std::string duplicate_window = "2m";
   int64_t batch_count_max = 1024;
   int64_t poll_ms = 50;
@@ -87,20 +87,24 @@ void PrintSummary(const RelaySummary& s, const std::string& destination) {
   if (!s.last_error.empty()) std::fprintf(stderr, "  last error: %s\n", s.last_error.c_str());
 }
 
-// --config's retention, run beside a relay that keeps running (not --once); null without it.
-Result<std::unique_ptr<RetentionTimer>> StartRelayRetention(const RelayFlags& flags) {
-  if (flags.config.empty() || flags.once) return std::unique_ptr<RetentionTimer>();
+// --config's `retention:` (none without --config); read with --once too, so that a file that
+// cannot be read is refused whatever the mode.
+Result<RetentionConfig> RelayRetention(const RelayFlags& flags) {
+  if (flags.config.empty()) return RetentionConfig{};
   EVIDENT_ASSIGN_OR_RETURN(const Config config, LoadConfig(flags.config));
-  return StartRetention(
-      config, [&flags] { return OpenStore(flags.store, {.create = false}); }, "relay");
+  return config.retention;
 }
 
 int RunRelayCommand(const RelayFlags& flags) {
   Result<Destination> destination = ChooseDestinationChecked(flags);
-  Result<int64_t> keep_sent_ms = ParseDurationMs(flags.keep_sent);
-  if (!destination.ok() || !keep_sent_ms.ok()) {
+  Result<int64_t> keep_sent_ms = ParseDurationMs(flags.keep_sent.empty() ? "7d" : flags.keep_sent);
+  Result<RetentionConfig> retention = RelayRetention(flags);
+  if (!destination.ok() || !keep_sent_ms.ok() || !retention.ok()) {
     std::cerr << "evident relay: "
-              << (!destination.ok() ? destination.status() : keep_sent_ms.status()).ToString()
+              << (!destination.ok()    ? destination.status()
+                  : !keep_sent_ms.ok() ? keep_sent_ms.status()
+                                       : retention.status())
+                     .ToString()
               << "\n";
     return kExitUsage;
   }
@@ -129,15 +133,22 @@ int RunRelayCommand(const RelayFlags& flags) {
                        .cancel = &stop,
                        .log = stderr};
   if (flags.partitions > 0) options.partition_count = flags.partitions;
+  // A configuration that retains sent rows has them (archived first when it archives), unless
+  // --keep-sent is given too.
+  const bool retains_sent =
+      retention->every_ms > 0 &&
+      retention->older_than_ms[static_cast<size_t>(RetainedKind::kOutbox)] > 0;
+  options.delete_sent = !retains_sent || !flags.keep_sent.empty();
   options.tracer = tracer->get();
   InstallStopSignals(stop);
-  Result<std::unique_ptr<RetentionTimer>> retention = StartRelayRetention(flags);
-  if (!retention.ok()) {
-    std::cerr << "evident relay: " << retention.status().ToString() << "\n";
-    return kExitUsage;
-  }
+  // Beside a relay that keeps running (not --once), on a store of its own.
+  const std::unique_ptr<RetentionTimer> retaining =
+      flags.once ? nullptr
+                 : StartRetention(
+                       *retention, [&flags] { return OpenStore(flags.store, {.create = false}); },
+                       "relay");
   Result<RelaySummary> summary = RunRelay(**store, destination->open, options);
-  if (*retention != nullptr) (*retention)->Stop();
+  if (retaining != nullptr) retaining->Stop();
   CloseTracer(std::move(*tracer), "relay");
   if (!summary.ok()) {
     std::cerr << "evident relay: " << summary.status().ToString() << "\n";
@@ -205,8 +216,9 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
       ->check(CLI::ExistingFile);
   AddProgressOption(*cmd, flags->progress);
   AddOtlpOption(*cmd, flags->otlp_endpoint);
-  cmd->add_option("--keep-sent", flags->keep_sent, "Delete sent rows older than this (7d, 12h)")
-      ->capture_default_str();
+  cmd->add_option("--keep-sent", flags->keep_sent,
+                  "Delete sent rows older than this (7d, 12h; default 7d, or left to --config's "
+                  "retention when it retains sent rows)");
   cmd->add_option("--duplicate-window", flags->duplicate_window,
                   "The broker's duplicate window of a stream the relay creates (at least 2m)")
       ->capture_default_str();

@@ -141,7 +141,7 @@ int RunServe(const ServeFlags& flags) {
   };
   // The configuration's retention runs beside the daemon, on a store of its own.
   std::unique_ptr<RetentionTimer> retention = StartRetention(
-      *config, [&flags] { return OpenServeStore(flags, false); }, "serve");
+      config->retention, [&flags] { return OpenServeStore(flags, false); }, "serve");
   Result<ServeSummary> summary = Serve(**pipeline, **store, options);
   if (retention != nullptr) retention->Stop();
   CloseTracer(std::move(*tracer), "serve");

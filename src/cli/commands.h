@@ -112,7 +112,7 @@ Result<std::unique_ptr<OtlpTracer>> OpenTracer(const std::string& endpoint, cons
 // RetentionTimer), on stores `open_store` opens, saying what it removed on standard error; null
 // when the configuration has no `retention:`.
 std::unique_ptr<RetentionTimer> StartRetention(
-    const Config& config, std::function<Result<std::unique_ptr<Store>>()> open_store,
+    const RetentionConfig& retention, std::function<Result<std::unique_ptr<Store>>()> open_store,
     std::string command);
 // Sends what `tracer` still holds and says on standard error what it could not export (spans
 // are best effort: the run's exit code does not change). Null: nothing.

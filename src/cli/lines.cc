@@ -218,10 +218,10 @@ void CloseTracer(std::unique_ptr<OtlpTracer> tracer, std::string_view command) {
 }
 
 std::unique_ptr<RetentionTimer> StartRetention(
-    const Config& config, std::function<Result<std::unique_ptr<Store>>()> open_store,
+    const RetentionConfig& retention, std::function<Result<std::unique_ptr<Store>>()> open_store,
     std::string command) {
-  if (config.retention.every_ms <= 0) return nullptr;
-  return std::make_unique<RetentionTimer>(RetentionTimerOptions{.config = config.retention,
+  if (retention.every_ms <= 0) return nullptr;
+  return std::make_unique<RetentionTimer>(RetentionTimerOptions{.config = retention,
                                                                 .open_store = std::move(open_store),
                                                                 .log = stderr,
                                                                 .command = std::move(command)});

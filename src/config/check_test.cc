@@ -290,11 +290,13 @@ TEST_F(ConfigCheck, RetentionProblemsAreEachAtTheirLine) {
             "  older_than:\n"        // 6
             "    journal: 7 days\n"  // 7: not a duration
             "    ledger: 1d\n"       // 8: a kind retention never removes
-            "  keep: forever\n");    // 9: unknown key
+            "  keep: forever\n"      // 9: unknown key
+            "  archive:\n");         // 10: no path (YAML null)
   EXPECT_NE(At(problems, 5, "every"), nullptr) << Describe(problems);
   EXPECT_NE(At(problems, 7, "journal"), nullptr) << Describe(problems);
   EXPECT_NE(At(problems, 8, "ledger"), nullptr) << Describe(problems);
   EXPECT_NE(At(problems, 9, "keep"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 10, "archive"), nullptr) << Describe(problems);
   EXPECT_EQ(At(problems, 6, ""), nullptr) << "a mapping of kinds is no problem\n"
                                           << Describe(problems);
   const std::vector<ConfigProblem> missing = Check(

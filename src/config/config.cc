@@ -660,9 +660,13 @@ void ParseRetention(const std::string& origin, const YAML::Node& node, const std
     } else if (key == "older_than") {
       ParseRetentionHorizons(origin, field.second, retention);
     } else if (key == "archive") {
+      if (!field.second.IsScalar() || field.second.as<std::string>().empty()) {
+        Fail(origin, field.second, "'archive' must be a file's path");
+      }
       const fs::path file = field.second.as<std::string>();
-      if (file.empty()) Fail(origin, field.second, "'archive' is empty");
-      retention.archive = (file.is_absolute() ? file : fs::path(base_dir) / file).string();
+      // Absolute: the log and the evidence name where the records went, whatever the cwd.
+      retention.archive =
+          fs::absolute(file.is_absolute() ? file : fs::path(base_dir) / file).string();
     } else if (key == "batch_count_max") {
       retention.batch_count_max = field.second.as<int64_t>();
       if (retention.batch_count_max < 1 || retention.batch_count_max > 100'000) {

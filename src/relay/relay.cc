@@ -410,6 +410,7 @@ class Relay {
   // `--keep-sent 0s` deletes a row sent in this very millisecond too), in bounded transactions;
   // at most once per retention_interval_ms unless `now`.
   Status Retain(bool now) {
+    if (!options_.delete_sent) return Status::Ok();
     const int64_t now_ms = clock_.NowMs();
     if (!now && now_ms - last_retention_ms_ < options_.retention_interval_ms) return Status::Ok();
     last_retention_ms_ = now_ms;

@@ -310,6 +310,22 @@ TEST_F(RelayTest, RetentionDeletesSentRowsPastKeepSentInBoundedBatches) {
   EXPECT_EQ(rows[0].event_id, "e5");
 }
 
+// A relay whose sent rows the configuration's retention removes (delete_sent false) deletes
+// none itself, however old: retention archives them first.
+TEST_F(RelayTest, SentRowsLeftToRetentionAreNotDeleted) {
+  AppendRows(3);
+  options_.keep_sent_ms = 0;
+  options_.delete_sent = false;
+  ASSERT_TRUE(RunRelay(*store_, Scripted(), options_).ok());
+  clock_.Advance(86'400'000);
+  const Result<RelaySummary> later = RunRelay(*store_, Scripted(), options_);
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_EQ(later->deleted, 0);
+  const std::vector<OutboxRow> rows = AllRows();
+  ASSERT_EQ(rows.size(), 3u);
+  for (const OutboxRow& row : rows) EXPECT_TRUE(row.sent_at_ms.has_value()) << row.seq;
+}
+
 // Retention is not only for idle moments: a relay that always finds rows deletes too.
 TEST_F(RelayTest, ABusyRelayStillDeletesSentRowsPastKeepSent) {
   AppendRows(6);

@@ -203,9 +203,16 @@ TEST_F(Retention, AsConfiguredEachKindGoesByItsOwnHorizon) {
   ASSERT_EQ(runs.size(), 2u);  // the shorter horizon first
   EXPECT_EQ(runs[0].horizon_ms, kNowMs - 30'000);
   EXPECT_EQ(runs[0].removed[static_cast<size_t>(RetainedKind::kOutbox)], 1);
-  EXPECT_EQ(runs[1].horizon_ms, kNowMs - 4 * kHourMs);
+  // Each horizon's run starts in a millisecond of its own (a store keeps a run by its start).
+  EXPECT_EQ(runs[1].horizon_ms, kNowMs + 1 - 4 * kHourMs);
   EXPECT_EQ(runs[1].total(), 0);  // nothing in the journal is four hours old
   EXPECT_EQ(JournalLeft(), 10);
+  // The run that removed something is recorded as itself (the other one removed nothing).
+  std::optional<RetentionRun> recorded =
+      std::move(std::move(store_->Read()).value()->LatestRetention()).value();
+  ASSERT_TRUE(recorded.has_value());
+  EXPECT_EQ(recorded->horizon_ms, kNowMs - 30'000);
+  EXPECT_EQ(recorded->removed, 1);
 
   config.older_than_ms[static_cast<size_t>(RetainedKind::kJournal)] = 2 * kHourMs;
   MemoryArchive archive;
@@ -213,6 +220,13 @@ TEST_F(Retention, AsConfiguredEachKindGoesByItsOwnHorizon) {
   EXPECT_EQ(runs.back().removed[static_cast<size_t>(RetainedKind::kJournal)], 6);
   EXPECT_EQ(ArchivedKinds(archive.synced_), (std::map<std::string, int>{{"journal", 6}}));
   EXPECT_EQ(JournalLeft(), 4);
+  // The journal's run (the longest horizon, last) is the store's latest record, as itself.
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs.back().horizon_ms, runs.front().horizon_ms - 2 * kHourMs + 30'000 + 1);
+  recorded = std::move(std::move(store_->Read()).value()->LatestRetention()).value();
+  ASSERT_TRUE(recorded.has_value());
+  EXPECT_EQ(recorded->horizon_ms, runs.back().horizon_ms);
+  EXPECT_EQ(recorded->removed, 6);
 }
 
 // The timer beside a long-running command: a run at start on a store of its own; a run that
@@ -244,7 +258,7 @@ TEST_F(Retention, TheTimerRunsOnItsOwnStoreAndOutlivesAFailedRun) {
   ASSERT_EQ(std::fclose(log), 0);
   const std::string text(log_text, log_size);
   std::free(log_text);
-  EXPECT_NE(text.find("evident consume: retention run failed, tried again in 1 ms: "
+  EXPECT_NE(text.find("evident consume: retention run failed, tried again in 1ms: "
                       "unavailable: the store is down"),
             std::string::npos)
       << text;

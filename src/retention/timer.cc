@@ -1,7 +1,9 @@
 // The configuration's retention (evident/retention.h): one run per distinct horizon, and the
 // timer that runs them beside a long-running command.
 #include <cassert>
+#include <limits>
 #include <map>
+#include <utility>
 
 #include "evident/retention.h"
 #include "evident/retry.h"
@@ -16,8 +18,17 @@ Result<std::vector<RetainSummary>> RetainAsConfigured(Store& store, const Retent
     const int64_t older_than_ms = config.older_than_ms[static_cast<size_t>(kind)];
     if (older_than_ms > 0) by_horizon[older_than_ms].push_back(kind);
   }
+  Clock& time = clock != nullptr ? *clock : SystemClock();
   std::vector<RetainSummary> summaries;
+  int64_t last_started_ms = std::numeric_limits<int64_t>::min();
   for (auto& [older_than_ms, kinds] : by_horizon) {
+    // A store keeps a run by its start time: each horizon's run starts in a millisecond of its
+    // own, so that none overwrites the one before it (the longest horizon's run comes last).
+    // Bounded: a wall clock set back would otherwise hold retention until it caught up.
+    for (int waited = 0; waited < 10 && time.NowMs() <= last_started_ms; ++waited) {
+      time.SleepMs(1);
+    }
+    last_started_ms = time.NowMs();
     EVIDENT_ASSIGN_OR_RETURN(RetainSummary summary,
                              Retain(store,
                                     {.older_than_ms = older_than_ms,
@@ -53,6 +64,17 @@ std::string RemovedText(const std::vector<RetainSummary>& summaries, int64_t& to
   return text + ")";
 }
 
+// "15m", "2h", "1500ms": the largest unit that divides it.
+std::string DurationText(int64_t ms) {
+  for (const auto& [unit, scale] : {std::pair<const char*, int64_t>{"d", 86'400'000},
+                                    {"h", 3'600'000},
+                                    {"m", 60'000},
+                                    {"s", 1000}}) {
+    if (ms % scale == 0) return std::to_string(ms / scale) + unit;
+  }
+  return std::to_string(ms) + "ms";
+}
+
 }  // namespace
 
 RetentionTimer::RetentionTimer(RetentionTimerOptions options) : options_(std::move(options)) {
@@ -85,8 +107,8 @@ void RetentionTimer::Loop() {
     if (!ran.ok()) {
       store.reset();  // opened again at the next run: the failure may have been the store's
       if (options_.log != nullptr) {
-        std::fprintf(options_.log, "evident %s: retention run failed, tried again in %lld ms: %s\n",
-                     options_.command.c_str(), static_cast<long long>(options_.config.every_ms),
+        std::fprintf(options_.log, "evident %s: retention run failed, tried again in %s: %s\n",
+                     options_.command.c_str(), DurationText(options_.config.every_ms).c_str(),
                      ran.ToString().c_str());
         std::fflush(options_.log);  // a log line: nothing to do if it cannot be written
       }
@@ -111,7 +133,7 @@ Status RetentionTimer::RunOnce(std::unique_ptr<Store>& store) {
   EVIDENT_RETURN_IF_ERROR(summaries.status());
   EVIDENT_RETURN_IF_ERROR(closed);
   EVIDENT_ASSIGN_OR_RETURN(const Store::Space space, store->SpaceNow());
-  if (space.incremental) {
+  if (space.incremental && !stop_.cancelled()) {  // a stop does not wait for the vacuum
     EVIDENT_RETURN_IF_ERROR(store->ReturnSpace(options_.vacuum_pages_max).status());
   }
   int64_t total = 0;
