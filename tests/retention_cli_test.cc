@@ -50,12 +50,14 @@ class RetentionCli : public ::testing::Test {
     return db.find("://") != std::string::npos || db.rfind("sqlite:", 0) == 0 ? db : "sqlite:" + db;
   }
 
-  // A store of a day-old journal and day-old sent outbox rows (`db`: a SQLite file, or a store
-  // URI with its scheme).
+  // A store of a day-old journal and eight-day-old sent outbox rows (`db`: a SQLite file, or a
+  // store URI with its scheme).
   void Fill(const std::string& db) {
     std::unique_ptr<Store> store = std::move(OpenStore(Uri(db))).value();
     auto tx = std::move(store->Begin()).value();
     const int64_t day_ago = SystemClock().NowMs() - kDayMs;
+    // Sent past a relay's default --keep-sent (7d): a relay that deletes them itself would.
+    const int64_t week_ago = day_ago - 7 * kDayMs;
     for (int i = 0; i < kJournal; ++i) {
       ASSERT_TRUE(tx->Journal(JournalEntry{.consumer = "c",
                                            .outcome = Outcome::kApplied,
@@ -72,9 +74,9 @@ class RetentionCli : public ::testing::Test {
                                                .type = "t",
                                                .subject = "order-1",
                                                .bytes = R"({"n":)" + std::to_string(i) + "}",
-                                               .created_at_ms = day_ago}))
+                                               .created_at_ms = week_ago}))
               .value();
-      ASSERT_TRUE(tx->MarkOutboxSent(row.seq, "S", i, day_ago).ok());
+      ASSERT_TRUE(tx->MarkOutboxSent(row.seq, "S", i, week_ago).ok());
     }
     ASSERT_TRUE(tx->Commit().ok());
   }
@@ -458,6 +460,20 @@ TEST_F(ConfiguredRetention, ARelayThatKeepsRunningRemovesWhatSettled) {
                       Path("archive.ndjson")),
             std::string::npos)
       << Read(Path("relay.err"));
+}
+
+// With --once the relay runs no retention: it deletes sent rows past --keep-sent (7d) itself,
+// as without --config (a relay from cron must not leave its outbox to a timer that never runs).
+TEST_F(ConfiguredRetention, ARelayRunOnceDeletesItsSentRowsItself) {
+  const std::string db = Path("store.db");
+  Fill(db);
+  const ProcessResult once = RunProcess({EVIDENT_BINARY, "relay", "--store", "sqlite:" + db, "--to",
+                                         "file:" + Path("sent.ndjson"), "--config", WriteConfig(),
+                                         "--once", "--progress", "never"});
+  ASSERT_EQ(once.exit_code, 0) << once.err;
+  EXPECT_NE(once.err.find("300 sent rows deleted"), std::string::npos) << once.err;
+  EXPECT_EQ(once.err.find("retention removed"), std::string::npos) << once.err;
+  EXPECT_EQ(FilledLeft(db), static_cast<size_t>(kJournal));  // the journal is not the relay's
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ namespace {
 
 struct RelayFlags {
   std::string store, to, otlp_endpoint;
-  std::string config;  // only its `retention:` (none with --once)
+  std::string config;  // only its `retention:` (read with --once too, but not run)
   std::string stream = "EVENTS";
   std::string subject_prefix = "evident";
   int64_t partitions = 0;  // 0: the partition stored with each row
@@ -133,10 +133,10 @@ int RunRelayCommand(const RelayFlags& flags) {
                        .cancel = &stop,
                        .log = stderr};
   if (flags.partitions > 0) options.partition_count = flags.partitions;
-  // A configuration that retains sent rows has them (archived first when it archives), unless
-  // --keep-sent is given too.
+  // A configuration that retains sent rows has them (archived first when it archives) when its
+  // retention runs here (not with --once), unless --keep-sent is given too.
   const bool retains_sent =
-      retention->every_ms > 0 &&
+      !flags.once && retention->every_ms > 0 &&
       retention->older_than_ms[static_cast<size_t>(RetainedKind::kOutbox)] > 0;
   options.delete_sent = !retains_sent || !flags.keep_sent.empty();
   options.tracer = tracer->get();

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <sqlite3.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -266,6 +267,63 @@ TEST_F(Retention, TheTimerRunsOnItsOwnStoreAndOutlivesAFailedRun) {
             std::string::npos)
       << text;
   timer.Stop();  // again: nothing happens
+}
+
+// On SQLite, which keeps a run by its start time: two horizons that both remove records are two
+// runs, neither overwriting the other.
+TEST(RetentionSqlite, EachHorizonIsARunOfItsOwn) {
+  const std::string path = ::testing::TempDir() + "/retention-horizons.db";
+  std::remove(path.c_str());
+  std::unique_ptr<Store> store = std::move(OpenSqliteStore(path)).value();
+  {
+    auto tx = std::move(store->Begin()).value();
+    for (int i = 0; i < 4; ++i) {  // three 3 h old, the newest half an hour
+      ASSERT_TRUE(tx->Journal(JournalEntry{.consumer = "c",
+                                           .outcome = Outcome::kApplied,
+                                           .source = "s",
+                                           .event_id = "e" + std::to_string(i),
+                                           .subject = "order-1",
+                                           .at_ms = kNowMs - (i < 3 ? 3 * kHourMs : kHourMs / 2)})
+                      .ok());
+    }
+    for (int i = 0; i < 2; ++i) {
+      const OutboxAppend row =
+          std::move(tx->AppendOutbox(OutboxRow{.source = "s",
+                                               .event_id = "o" + std::to_string(i),
+                                               .type = "t",
+                                               .subject = "order-1",
+                                               .bytes = "{}",
+                                               .created_at_ms = kNowMs - 3 * kHourMs}))
+              .value();
+      ASSERT_TRUE(tx->MarkOutboxSent(row.seq, "S", i, kNowMs - 3 * kHourMs).ok());
+    }
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  ManualClock clock(kNowMs);
+  RetentionConfig config{.every_ms = 1000};
+  config.older_than_ms[static_cast<size_t>(RetainedKind::kJournal)] = 2 * kHourMs;
+  config.older_than_ms[static_cast<size_t>(RetainedKind::kOutbox)] = kHourMs;
+  const std::vector<RetainSummary> runs =
+      std::move(RetainAsConfigured(*store, config, nullptr, &clock, nullptr)).value();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].removed[static_cast<size_t>(RetainedKind::kOutbox)], 2);
+  EXPECT_EQ(runs[1].removed[static_cast<size_t>(RetainedKind::kJournal)], 3);
+  store.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT horizon_ms, removed FROM retention_run ORDER BY seq", -1,
+                               &statement, nullptr),
+            SQLITE_OK);
+  std::vector<std::pair<int64_t, int64_t>> recorded;
+  while (sqlite3_step(statement) == SQLITE_ROW) {
+    recorded.emplace_back(sqlite3_column_int64(statement, 0), sqlite3_column_int64(statement, 1));
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  EXPECT_EQ(recorded, (std::vector<std::pair<int64_t, int64_t>>{{runs[0].horizon_ms, 2},
+                                                                {runs[1].horizon_ms, 3}}));
+  std::remove(path.c_str());
 }
 
 // On SQLite, a new store gives the pages retention frees back to the file system.

@@ -28,7 +28,6 @@ Result<std::vector<RetainSummary>> RetainAsConfigured(Store& store, const Retent
     for (int waited = 0; waited < 10 && time.NowMs() <= last_started_ms; ++waited) {
       time.SleepMs(1);
     }
-    last_started_ms = time.NowMs();
     EVIDENT_ASSIGN_OR_RETURN(RetainSummary summary,
                              Retain(store,
                                     {.older_than_ms = older_than_ms,
@@ -37,6 +36,7 @@ Result<std::vector<RetainSummary>> RetainAsConfigured(Store& store, const Retent
                                      .cancel = cancel,
                                      .kinds = std::move(kinds)},
                                     archive));
+    last_started_ms = summary.horizon_ms + older_than_ms;  // the start Retain recorded
     summaries.push_back(summary);
     if (summary.cancelled) break;
   }
@@ -134,7 +134,13 @@ Status RetentionTimer::RunOnce(std::unique_ptr<Store>& store) {
   EVIDENT_RETURN_IF_ERROR(closed);
   EVIDENT_ASSIGN_OR_RETURN(const Store::Space space, store->SpaceNow());
   if (space.incremental && !stop_.cancelled()) {  // a stop does not wait for the vacuum
-    EVIDENT_RETURN_IF_ERROR(store->ReturnSpace(options_.vacuum_pages_max).status());
+    // In steps, so that a stop does not wait for the rest.
+    constexpr int64_t kPagesPerStep = 2048;
+    for (int64_t given_pages = 0; given_pages < options_.vacuum_pages_max && !stop_.cancelled();
+         given_pages += kPagesPerStep) {
+      EVIDENT_ASSIGN_OR_RETURN(const int64_t bytes, store->ReturnSpace(kPagesPerStep));
+      if (bytes == 0) break;
+    }
   }
   int64_t total = 0;
   const std::string removed = RemovedText(*summaries, total);
