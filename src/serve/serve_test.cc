@@ -490,7 +490,12 @@ TEST_F(ServeTest, AdminRoutesNeedTheRightToken) {
 TEST_F(ServeTest, OperationsEndpoints) {
   Start();
   EXPECT_EQ(Http(port_, "GET", "/healthz").status, 200);
-  EXPECT_EQ(Http(port_, "GET", "/readyz").status, 200);
+  // Ready once the consume loop runs, which starts beside the listener: awaited, not assumed.
+  int ready = 0;
+  for (int i = 0; i < 500 && (ready = Http(port_, "GET", "/readyz").status) != 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(ready, 200);
   ASSERT_EQ(Post(StatusEvent("m-1", "order-m")).status, 200);
   const HttpAnswer metrics = Http(port_, "GET", "/metrics");
   EXPECT_EQ(metrics.status, 200);
