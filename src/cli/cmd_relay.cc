@@ -97,7 +97,10 @@ Result<RetentionConfig> RelayRetention(const RelayFlags& flags) {
 
 int RunRelayCommand(const RelayFlags& flags) {
   Result<Destination> destination = ChooseDestinationChecked(flags);
-  Result<int64_t> keep_sent_ms = ParseDurationMs(flags.keep_sent.empty() ? "7d" : flags.keep_sent);
+  // Without --keep-sent: the library's default (7d).
+  Result<int64_t> keep_sent_ms = flags.keep_sent.empty()
+                                     ? Result<int64_t>(RelayOptions{}.keep_sent_ms)
+                                     : ParseDurationMs(flags.keep_sent);
   Result<RetentionConfig> retention = RelayRetention(flags);
   if (!destination.ok() || !keep_sent_ms.ok() || !retention.ok()) {
     std::cerr << "evident relay: "
