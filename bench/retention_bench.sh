@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# bench/retention_bench.sh [EVENTS] [ROUNDS]: what retention leaves per decided event, and what
-# it costs a consume running beside it (issue 48).
-#   Input: the orders example (examples/orders/events.ndjson: applied, deferred, duplicate,
-#   stale and rejected events) repeated with distinct ids and subjects up to EVENTS events.
+# bench/retention_bench.sh [EVENTS] [ROUNDS] [INPUT]: what retention leaves per decided event,
+# and what it costs a consume running beside it (issue 48). ROUNDS 0 measures the size only.
+#   INPUT `orders` (the default): the orders example (examples/orders/events.ndjson: applied,
+#   deferred, duplicate, stale and rejected events; 8 of its 20 events are refused and kept as
+#   open quarantine records with their bytes, which retention never removes) repeated with
+#   distinct ids and subjects up to EVENTS events. INPUT `applied`: a stream a service decides
+#   whole: orders of five `order.status.changed` events each (placed, paid, packed, shipped,
+#   delivered), every one applied by the example's orders-projection.
 #   (1) Size: one consume into a new SQLite store; its bytes per input event (WAL checkpointed
 #   into the file), then after `evident store retain --older-than 1ms` (which gives the freed
 #   pages back), and the ratio.
@@ -16,6 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 events=${1:-100000}
 rounds=${2:-3}
+input=${3:-orders}
+case "$input" in orders | applied) ;; *) echo "INPUT is orders or applied" >&2; exit 2 ;; esac
 bin=build/src/cli/evident
 config=examples/orders/evident.yaml
 [ -x "$bin" ] || { echo "build $bin first" >&2; exit 2; }
@@ -23,9 +29,15 @@ tmp=$(mktemp -d /tmp/evident-retention-bench-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 # Two inputs of EVENTS events each, ids and subjects prefixed by the copy (and the input).
-python3 - "$events" examples/orders/events.ndjson "$tmp/first.ndjson" "$tmp/second.ndjson" <<'EOF'
+python3 - "$events" examples/orders/events.ndjson "$tmp/first.ndjson" "$tmp/second.ndjson" "$input" <<'EOF'
 import sys
 count, example = int(sys.argv[1]), open(sys.argv[2]).read().splitlines()
+if sys.argv[5] == "applied":
+    example = [
+        '{"specversion":"1.0","id":"evt-%d","source":"training://orders/checkout",'
+        '"type":"order.status.changed","subject":"order-1","time":"2026-07-31T12:0%d:00Z",'
+        '"data":{"schemaVersion":1,"orderId":"order-1","status":"%s"}}' % (n, n, status)
+        for n, status in enumerate(("placed", "paid", "packed", "shipped", "delivered"))]
 for name, tag in ((sys.argv[3], "a"), (sys.argv[4], "b")):
     with open(name, "w") as out:
         n = 0
@@ -71,6 +83,18 @@ print("size: %d events; before retention %d bytes (%.0f bytes/event), after %d b
       (events, before, before / events, after, after / events, after / before))
 EOF
 sed 's/^/  /' "$tmp/retain.txt"
+# Where the bytes that stay are, per table and index (SQLite's dbstat), in bytes per event.
+python3 - "$tmp/size.db" "$events" <<'EOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+events = int(sys.argv[2])
+rows = db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
+print("  after retention, bytes/event by table or index: " +
+      ", ".join("%s %.1f" % (name, size / events) for name, size in rows if size / events >= 0.5))
+EOF
+
+# ROUNDS 0: the size alone (a large EVENTS then needs only one store's disk).
+[ "$rounds" -gt 0 ] || exit 0
 
 # (2) Beside.
 consume "$tmp/base.db" "$tmp/first.ndjson" >/dev/null

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -209,6 +210,61 @@ TEST_P(RetentionKill, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, RetentionKill, ::testing::Values("sqlite", "postgresql"),
                          [](const auto& backend) { return backend.param; });
+
+// The decision table of a consume's report (its lines from the header on): what each consumer
+// decided, without the timing line above it.
+std::string DecisionTable(const std::string& report) {
+  const size_t at = report.find("consumer ");
+  return at == std::string::npos ? "no table in: " + report : report.substr(at);
+}
+
+// Receipts past the horizon become digests on SQLite and PostgreSQL: the same input consumed
+// again is decided exactly as it is against a store that kept every receipt (every applied
+// event a duplicate); once the digests are forgotten, the applied events are decided afresh.
+TEST_P(RetentionKill, ARetainedReceiptStillAnswersDuplicateUntilItsDigestIsForgotten) {
+  const std::string input = Path("orders.ndjson");
+  WriteCopies(input, 3);
+  const auto consume = [&](const std::string& db) {
+    return RunProcess({EVIDENT_BINARY, "consume", "--config",
+                       SourcePath("examples/orders/evident.yaml"), "--store", Uri(db), "--input",
+                       input});
+  };
+  const std::string control = Path("control.db"), db = StoreUri();
+  for (const std::string& store : {control, db}) {
+    const ProcessResult first = consume(store);
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+  }
+  ::usleep(5'000);
+  const ProcessResult retained = RunProcess({EVIDENT_BINARY, "store", "retain", "--store", Uri(db),
+                                             "--older-than", "1ms", "--format", "json"});
+  ASSERT_EQ(retained.exit_code, 0) << retained.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element summary;
+  ASSERT_EQ(parser.parse(retained.out).get(summary), simdjson::SUCCESS) << retained.out;
+  int64_t receipts = 0;
+  ASSERT_EQ(summary["removed"]["ledger"].get(receipts), simdjson::SUCCESS) << retained.out;
+  // Every applied receipt of three copies but those of a subject whose effect intent was never
+  // run (effects run is not part of this test): they stay, as the rule says.
+  EXPECT_GE(receipts, 3 * 5) << retained.out;
+  const ProcessResult again = consume(db), control_again = consume(control);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  ASSERT_EQ(control_again.exit_code, 0) << control_again.err;
+  EXPECT_EQ(DecisionTable(again.out), DecisionTable(control_again.out));
+  EXPECT_NE(DecisionTable(again.out).find(" duplicate "), std::string::npos);
+
+  // Digests keep the second their receipt was committed in: one second later they can go.
+  ::sleep(1);
+  const ProcessResult forgot = RunProcess({EVIDENT_BINARY, "store", "retain", "--store", Uri(db),
+                                           "--older-than", "1ms", "--forget-ledger-after", "1ms"});
+  ASSERT_EQ(forgot.exit_code, 0) << forgot.err;
+  const size_t at = forgot.out.find("forgot ");
+  ASSERT_NE(at, std::string::npos) << forgot.out;
+  EXPECT_GE(std::atoll(forgot.out.c_str() + at + 7), receipts) << forgot.out;
+  const ProcessResult third = consume(db), control_third = consume(control);
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_NE(DecisionTable(third.out), DecisionTable(control_third.out))
+      << "forgotten keys are decided afresh: " << third.out;
+}
 
 // The store's rows per table but the journal (which retention shortens).
 std::map<std::string, int64_t> Decided(const std::string& db) {

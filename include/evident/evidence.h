@@ -116,6 +116,9 @@ void AppendEvidenceJson(const EvidencePacket& packet, int64_t now_ms, std::strin
 void AppendGapJson(const Gap& gap, int64_t now_ms, std::string& out);
 // One gap record as the packet shows it (its "records" entries): one object, no newline.
 void AppendGapRecordJson(const GapRecord& record, std::string& out);
+// One applied receipt as the packet shows it (its "applied" entries), its consumer and subject
+// first: one object, no newline.
+void AppendReceiptJson(const LedgerEntry& receipt, std::string& out);
 
 // The answer of a guard: "may `action` be done to `subject` now?"
 struct GuardDecision {

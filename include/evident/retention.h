@@ -8,9 +8,12 @@
 // object: {"retained":KIND,"horizon":T,"record":{...}}, the record in the shape the evidence
 // packet or the command that lists it shows (docs/retention.md).
 //
-// Never removed: ledger rows, projections, deferred events, open gaps, open quarantine records,
-// intended or unknown effects, effect intents themselves (their keys keep an effect from being
-// intended twice), compensations, pending or parked outbox rows.
+// Receipts (kLedger) are compacted, not forgotten: the digest of each key stays, so a redelivery
+// is still a duplicate; only `forget_ledger_after_ms` drops digests.
+//
+// Never removed: projections, deferred events, open gaps, open quarantine records, intended or
+// unknown effects, effect intents themselves (their keys keep an effect from being intended
+// twice), compensations, pending or parked outbox rows, deferred receipts.
 #pragma once
 
 #include <array>
@@ -58,6 +61,9 @@ struct RetainOptions {
   Clock* clock = nullptr;               // null: the real clock
   const CancelToken* cancel = nullptr;  // checked between transactions
   std::vector<RetainedKind> kinds;      // the kinds this run removes; empty: every kind
+  // > 0: the digests of receipts committed more than this long ago are dropped too, after the
+  // kinds (a redelivery of such an event is then decided afresh); 0: digests are kept for good.
+  int64_t forget_ledger_after_ms = 0;
 };
 
 struct RetainSummary {
@@ -66,6 +72,9 @@ struct RetainSummary {
   std::array<int64_t, kRetainedKindCount> removed{};  // by RetainedKind (dry run: would be)
   int64_t archived = 0;                               // lines written to the archive
   int64_t transactions = 0;
+  // With forget_ledger_after_ms: its horizon and the digests dropped (dry run: would be).
+  int64_t forget_horizon_ms = 0;
+  int64_t digests_forgotten = 0;
   bool cancelled = false;  // stopped between transactions; what was removed stays removed
   int64_t total() const;
 };

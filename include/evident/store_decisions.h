@@ -40,6 +40,9 @@ struct LedgerEntry {
   // the envelope, `tracestate` as given (kTracestateBytesMax at most, printable ASCII); empty
   // when the event carried none.
   std::string traceparent, tracestate;
+  // A receipt retention kept only as the digest of its key (store_retention.h, kLedger): found
+  // by its key, applied, and nothing else known of it (every other field is empty).
+  bool retained = false;
 };
 inline constexpr size_t kTracestateBytesMax = 512;
 // The largest `wrote_json` kept. A larger one keeps the state (its first 512 bytes) and the

@@ -14,14 +14,23 @@
 //                intent itself stays: its key is what keeps the effect from being intended
 //                twice, and guards read it. An intended or unknown intent's log is never removed.
 //   kOutbox      an outbox row sent before it. A pending or parked row is never removed.
-// Ledger rows, projections, deferred events, intents and compensations are never removed here,
-// nor the newest journal entry, quarantine record and effect log entry (a store that numbers
-// them by the largest plus one then never gives a removed one's seq or id again).
+//   kLedger      an applied receipt committed before it, unless an effect intent of its consumer
+//                and subject is intended or unknown (a later event's receipt may be what
+//                withdraws it). The receipt goes; the digest of its key (LedgerKeyDigest: 128
+//                bits of SHA-256 over consumer, source and event id) stays, with the second it
+//                was committed in, so that InsertLedger still answers kAlreadyThere and
+//                FindLedger a `retained` entry for that key: a redelivery is still a duplicate.
+//                A deferred receipt is never compacted. Digests go only through
+//                ForgetLedgerDigests (`--forget-ledger-after`).
+// Projections, deferred events, intents and compensations are never removed here, nor the
+// newest journal entry, quarantine record and effect log entry (a store that numbers them by the
+// largest plus one then never gives a removed one's seq or id again).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "evident/retained_kind.h"
@@ -53,13 +62,24 @@ struct RetainedRows {
   std::vector<GapRecord> gaps;               // by close time, consumer, subject, version
   std::vector<EffectLogEntry> effect_log;    // by seq
   std::vector<OutboxRow> outbox;             // by send time, seq
+  std::vector<LedgerEntry> ledger;           // by key (consumer, source, event id)
   // Where the next look goes on (see RetentionReads), and whether nothing is left to look at.
   int64_t next = 0;
+  LedgerKey next_key;  // kLedger: the last key looked at
   bool end = false;
   // The records of the kind (audit entries are part of their record).
   size_t size() const {
-    return journal.size() + quarantine.size() + gaps.size() + effect_log.size() + outbox.size();
+    return journal.size() + quarantine.size() + gaps.size() + effect_log.size() + outbox.size() +
+           ledger.size();
   }
+};
+
+// What one ForgetLedgerDigests call did: digests dropped, the last looked at (raw bytes), and
+// whether none is left past it.
+struct ForgottenDigests {
+  int64_t forgotten = 0;
+  std::string next;
+  bool end = false;
 };
 
 // Candidates are looked at in the kind's order: journal entries by seq, quarantine records by
@@ -76,8 +96,16 @@ class RetentionReads {
   // `rows_max`).
   virtual Result<RetainedRows> Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
                                           int64_t rows_max) = 0;
+  // kLedger's look: up to `rows_max` receipts past `after` in key order (an empty consumer: from
+  // the first), the retainable ones returned, `next_key` the last looked at. Retainable(kLedger)
+  // looks from the first key.
+  virtual Result<RetainedRows> RetainableLedger(int64_t before_ms, const LedgerKey& after,
+                                                int64_t rows_max) = 0;
   // How many retainable records of `kind` there are (a whole scan, for a dry run).
   virtual Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) = 0;
+  // How many ledger key digests were committed before `before_ms` (a whole scan, for a dry run
+  // of ForgetLedgerDigests; 0 on a store of a layout without them).
+  virtual Result<int64_t> CountLedgerDigests(int64_t before_ms) = 0;
   // The latest run that removed anything (nullopt: none ever did).
   virtual Result<std::optional<RetentionRun>> LatestRetention() = 0;
 };
@@ -91,6 +119,11 @@ class RetentionWrites {
   // Keeps `run` (its seq assigned), or updates the run of the same start time (at_ms): a run
   // records itself in each of its removals' transactions.
   virtual Status RecordRetention(const RetentionRun& run) = 0;
+  // Drops the ledger key digests committed before `before_ms` among up to `rows_max` looked at
+  // past `after` (raw digest bytes; empty: from the first) in digest order. A redelivery of a
+  // forgotten key is decided afresh.
+  virtual Result<ForgottenDigests> ForgetLedgerDigests(int64_t before_ms, std::string_view after,
+                                                       int64_t rows_max) = 0;
 };
 
 }  // namespace evident

@@ -57,8 +57,8 @@ struct SqliteOptions {
 // retention's runs and its index of closed gaps (a store created at 11 or later also has
 // auto_vacuum=INCREMENTAL, so retention can give its space back), layout 12 contract sets kept
 // in the store (store_contracts.h), layout 13 consumer sets kept in the store
-// (stored_consumers.h).
-inline constexpr int64_t kSqliteLayoutVersion = 13;
+// (stored_consumers.h), layout 14 the digests of receipts retention compacted (store_retention.h).
+inline constexpr int64_t kSqliteLayoutVersion = 14;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

@@ -126,9 +126,13 @@ enum class StoreCall : uint8_t {
   kSetAt,
   kSetHistory,
   kWillDecideSubject,
+  // The ledger's compact form (retention: the transaction call, then the snapshot reads).
+  kForgetLedgerDigests,
+  kRetainableLedger,
+  kCountLedgerDigests,
 };
-inline constexpr int kStoreCallCount = 95;
-static_assert(static_cast<int>(StoreCall::kWillDecideSubject) + 1 == kStoreCallCount,
+inline constexpr int kStoreCallCount = 98;
+static_assert(static_cast<int>(StoreCall::kCountLedgerDigests) + 1 == kStoreCallCount,
               "kStoreCallCount counts every StoreCall");
 std::string_view StoreCallName(StoreCall call);  // "begin", "insert-ledger", "ledger-of", ...
 
@@ -300,6 +304,11 @@ class TransactionWrapper : public Transaction {
   Status RecordRetention(const RetentionRun& run) override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kRecordRetention));
     return target_->RecordRetention(run);
+  }
+  Result<ForgottenDigests> ForgetLedgerDigests(int64_t before_ms, std::string_view after,
+                                               int64_t rows_max) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kForgetLedgerDigests));
+    return target_->ForgetLedgerDigests(before_ms, after, rows_max);
   }
   Result<int64_t> PushSet(SetKind kind, const StoredContracts& set) override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kPushSet));
@@ -509,6 +518,15 @@ class SnapshotWrapper : public Snapshot {
   Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kCountRetainable));
     return target_->CountRetainable(kind, before_ms);
+  }
+  Result<RetainedRows> RetainableLedger(int64_t before_ms, const LedgerKey& after,
+                                        int64_t rows_max) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kRetainableLedger));
+    return target_->RetainableLedger(before_ms, after, rows_max);
+  }
+  Result<int64_t> CountLedgerDigests(int64_t before_ms) override {
+    EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kCountLedgerDigests));
+    return target_->CountLedgerDigests(before_ms);
   }
   Result<std::optional<RetentionRun>> LatestRetention() override {
     EVIDENT_RETURN_IF_ERROR(Enter(StoreCall::kLatestRetention));

@@ -224,12 +224,13 @@ int RunEvidence(const EvidenceFlags& flags) {
     WriteEvidenceText(flags.subject, all, unassigned, now);
     if (const std::optional<RetentionRun>& r = packet->retention; r.has_value()) {
       std::cout << "Retention: what settled before " << rfc3339::FormatMs(r->horizon_ms)
-                << " (journal entries, closed records, settled effects' logs, sent outbox rows) "
-                   "was removed at "
+                << " (journal entries, closed records, settled effects' logs, sent outbox rows, "
+                   "applied receipts) was removed at "
                 << rfc3339::FormatMs(r->at_ms)
                 << (r->archive.empty() ? std::string(", not archived")
                                        : ", archived to " + r->archive)
-                << "; the ledger, projections, intents and anything open stay.\n";
+                << "; receipts' keys stay as digests (a redelivery is still a duplicate), and "
+                   "projections, intents and anything open stay.\n";
     }
   }
   return packet->known() ? kExitOk : kExitNegative;  // 1: the store knows nothing of the subject

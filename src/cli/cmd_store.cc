@@ -89,7 +89,7 @@ void AddInstallFunctionsCommand(CLI::App& store, Runner& run) {
 }
 
 struct RetainFlags {
-  std::string store, older_than, archive, format = "text";
+  std::string store, older_than, archive, format = "text", forget_ledger_after;
   bool dry_run = false;
   int64_t batch_count_max = 500;
   int64_t vacuum_pages_max = 1'000'000;
@@ -137,7 +137,9 @@ std::string RetainText(const RetainSummary& s, const RetainFlags& flags, const S
       {"quarantine record", "quarantine records"},
       {"gap record", "gap records"},
       {"effect log entry", "effect log entries"},
-      {"outbox row", "outbox rows"}};
+      {"outbox row", "outbox rows"},
+      {"receipt kept as a digest", "receipts kept as digests"}};
+  static_assert(std::size(kWhat) == kRetainedKindCount);
   std::string out = std::string(s.dry_run ? "would remove" : "removed") + " what settled before " +
                     rfc3339::FormatMs(s.horizon_ms) + " (older than " + flags.older_than + "):";
   for (size_t k = 0; k < kRetainedKindCount; ++k) {
@@ -148,6 +150,12 @@ std::string RetainText(const RetainSummary& s, const RetainFlags& flags, const S
   out += "\n";
   if (!flags.archive.empty() && !s.dry_run) {
     out += "archived " + std::to_string(s.archived) + " record(s) to " + flags.archive + "\n";
+  }
+  if (!flags.forget_ledger_after.empty()) {
+    out += std::string(s.dry_run ? "would forget " : "forgot ") +
+           std::to_string(s.digests_forgotten) + " ledger digest(s) of receipts committed before " +
+           rfc3339::FormatMs(s.forget_horizon_ms) + " (older than " + flags.forget_ledger_after +
+           "): a redelivery of one of those events is decided afresh\n";
   }
   if (s.cancelled) out += "stopped when asked: run it again to go on\n";
   if (!space.space.applies) return out;
@@ -175,7 +183,9 @@ std::string RetainJson(const RetainSummary& s, const RetainFlags& flags, const S
   }
   w.EndObject().Key("transactions").Int(s.transactions).Key("archive");
   flags.archive.empty() ? w.Null() : w.String(flags.archive);
-  w.Key("archived").Int(s.archived).Field("cancelled", s.cancelled).Key("space");
+  w.Key("archived").Int(s.archived).Key("forgotten_digests");
+  flags.forget_ledger_after.empty() ? w.Null() : w.Int(s.digests_forgotten);
+  w.Field("cancelled", s.cancelled).Key("space");
   if (space.space.applies) {
     w.BeginObject().Key("file_bytes").Int(space.space.file_bytes);
     w.Key("free_bytes").Int(space.space.free_bytes).Field("incremental", space.space.incremental);
@@ -202,6 +212,17 @@ int RunRetain(const RetainFlags& flags) {
   const Result<int64_t> older_than = ParseDurationMs(flags.older_than);
   if (!older_than.ok()) return fail(older_than.status());
   if (*older_than <= 0) return fail(Status::InvalidArgument("--older-than must be longer than 0"));
+  int64_t forget_after_ms = 0;
+  if (!flags.forget_ledger_after.empty()) {
+    const Result<int64_t> forget = ParseDurationMs(flags.forget_ledger_after);
+    if (!forget.ok()) return fail(forget.status());
+    if (*forget < *older_than) {
+      return fail(Status::InvalidArgument(
+          "--forget-ledger-after must be at least --older-than: a receipt is kept as a digest "
+          "before its digest can be forgotten"));
+    }
+    forget_after_ms = *forget;
+  }
   auto store = OpenStore(flags.store, {.create = false});
   if (!store.ok()) return fail(store.status());
   auto archive = OpenArchive(flags.dry_run ? std::string() : flags.archive);
@@ -212,7 +233,8 @@ int RunRetain(const RetainFlags& flags) {
                                                {.older_than_ms = *older_than,
                                                 .dry_run = flags.dry_run,
                                                 .batch_count_max = flags.batch_count_max,
-                                                .cancel = &stop},
+                                                .cancel = &stop,
+                                                .forget_ledger_after_ms = forget_after_ms},
                                                archive->get());
   const Status closed = *archive != nullptr ? (*archive)->Close() : Status::Ok();
   if (!summary.ok()) return fail(summary.status());
@@ -255,10 +277,10 @@ void AddRetainCommand(CLI::App& store, Runner& run) {
   CLI::App* cmd = store.add_subcommand(
       "retain",
       "Remove what is settled and older than a horizon: journal entries, closed quarantine "
-      "records, closed gap records, the logs of settled effects, sent outbox rows (never the "
-      "ledger, projections or anything open), in small transactions, archiving each record "
-      "first with --archive; then give the freed space back (SQLite). Exit 0 done, 2 refused "
-      "or failed.");
+      "records, closed gap records, the logs of settled effects, sent outbox rows, and applied "
+      "receipts, whose keys stay as digests so a redelivery is still a duplicate (never "
+      "projections or anything open), in small transactions, archiving each record first with "
+      "--archive; then give the freed space back (SQLite). Exit 0 done, 2 refused or failed.");
   cmd->add_option("--store", flags->store, StoreHelp())->required();
   cmd->add_option("--older-than", flags->older_than,
                   "The horizon: what settled longer ago than this goes (30d, 12h, 90m)")
@@ -266,6 +288,10 @@ void AddRetainCommand(CLI::App& store, Runner& run) {
   cmd->add_option("--archive", flags->archive,
                   "Append each removed record as a JSON line to this file (- : standard output, "
                   "the report then goes to standard error), synced before its removal commits");
+  cmd->add_option("--forget-ledger-after", flags->forget_ledger_after,
+                  "Also drop the digests of receipts committed longer ago than this (at least "
+                  "--older-than): a redelivery of such an event is then decided afresh (an "
+                  "ordered consumer refuses it as stale; an unordered one may apply it again)");
   cmd->add_flag("--dry-run", flags->dry_run, "Count what would go; remove nothing");
   cmd->add_option("--batch-count-max", flags->batch_count_max, "Records per transaction")
       ->check(IntegerFrom(1, 100000));

@@ -260,7 +260,7 @@ TEST_F(ConfigCheck, RetentionReadsOneHorizonOrOnePerKind) {
   EXPECT_EQ(all->retention.batch_count_max, 500);
 
   std::ofstream(path) << head
-                      << "retention:\n  every: 1h\n  older_than: {journal: 7d, outbox: 12h}\n"
+                      << "retention:\n  every: 1h\n  older_than: {journal: 7d, outbox: 12h, ledger: 90d}\n"
                          "  archive: retained.ndjson\n  batch_count_max: 50\n";
   Result<Config> some = LoadConfig(path);
   ASSERT_TRUE(some.ok()) << some.status().ToString();
@@ -269,6 +269,7 @@ TEST_F(ConfigCheck, RetentionReadsOneHorizonOrOnePerKind) {
   };
   EXPECT_EQ(horizon(RetainedKind::kJournal), int64_t{7} * 86'400'000);
   EXPECT_EQ(horizon(RetainedKind::kOutbox), 12 * 3'600'000);
+  EXPECT_EQ(horizon(RetainedKind::kLedger), int64_t{90} * 86'400'000);
   EXPECT_EQ(horizon(RetainedKind::kQuarantine), 0);  // not named: kept
   EXPECT_EQ(horizon(RetainedKind::kGap), 0);
   EXPECT_EQ(horizon(RetainedKind::kEffectLog), 0);
@@ -289,12 +290,12 @@ TEST_F(ConfigCheck, RetentionProblemsAreEachAtTheirLine) {
             "  every: 0s\n"          // 5: not longer than 0
             "  older_than:\n"        // 6
             "    journal: 7 days\n"  // 7: not a duration
-            "    ledger: 1d\n"       // 8: a kind retention never removes
+            "    deferred: 1d\n"     // 8: a kind retention never removes
             "  keep: forever\n"      // 9: unknown key
             "  archive:\n");         // 10: no path (YAML null)
   EXPECT_NE(At(problems, 5, "every"), nullptr) << Describe(problems);
   EXPECT_NE(At(problems, 7, "journal"), nullptr) << Describe(problems);
-  EXPECT_NE(At(problems, 8, "ledger"), nullptr) << Describe(problems);
+  EXPECT_NE(At(problems, 8, "deferred"), nullptr) << Describe(problems);
   EXPECT_NE(At(problems, 9, "keep"), nullptr) << Describe(problems);
   EXPECT_NE(At(problems, 10, "archive"), nullptr) << Describe(problems);
   EXPECT_EQ(At(problems, 6, ""), nullptr) << "a mapping of kinds is no problem\n"

@@ -640,7 +640,7 @@ void ParseRetentionHorizons(const std::string& origin, const YAML::Node& node,
       Fail(origin, field.first,
            "unknown kind '" + name +
                "' in 'older_than' (journal, quarantine, gap, effect-log, "
-               "outbox)");
+               "outbox, ledger)");
     }
     retention.older_than_ms[static_cast<size_t>(*kind)] =
         RetentionDuration(origin, field.second, "older_than." + name);

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <array>
+#include <cstdint>
 #include <memory>
 
 namespace evident {
@@ -27,6 +28,25 @@ EVP_MD_CTX* Context() {
 }
 
 }  // namespace
+
+Result<std::string> LedgerKeyDigest(std::string_view consumer, std::string_view source,
+                                    std::string_view event_id) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int size = 0;
+  const EVP_MD* md = Sha256();
+  EVP_MD_CTX* ctx = Context();
+  bool ok = md != nullptr && ctx != nullptr && EVP_DigestInit_ex(ctx, md, nullptr) == 1;
+  for (const std::string_view part : {consumer, source, event_id}) {
+    std::array<unsigned char, 8> length{};
+    uint64_t n = part.size();
+    for (size_t i = 0; i < length.size(); ++i, n >>= 8) length[i] = static_cast<unsigned char>(n);
+    ok = ok && EVP_DigestUpdate(ctx, length.data(), length.size()) == 1 &&
+         EVP_DigestUpdate(ctx, part.data(), part.size()) == 1;
+  }
+  ok = ok && EVP_DigestFinal_ex(ctx, digest.data(), &size) == 1 && size >= kLedgerKeyDigestBytes;
+  if (!ok) return Status::Internal("SHA-256 is unavailable: no ledger key digest");
+  return std::string(reinterpret_cast<const char*>(digest.data()), kLedgerKeyDigestBytes);
+}
 
 std::string Sha256Digest(std::string_view bytes) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};

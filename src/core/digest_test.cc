@@ -28,5 +28,21 @@ TEST(Sha256Digest, KnownVectorsAndAReusedContext) {
   for (const std::string& s : seen) EXPECT_EQ(s, Sha256Digest("abc"));
 }
 
+// 16 bytes of SHA-256 over the length-prefixed parts (the vector computed with Python's hashlib):
+// moving a byte from one part to the next gives another digest.
+TEST(LedgerKeyDigest, SixteenBytesOfLengthPrefixedParts) {
+  const std::string digest = LedgerKeyDigest("orders", "/shop", "e-1").value();
+  ASSERT_EQ(digest.size(), kLedgerKeyDigestBytes);
+  std::string hex;
+  for (const char c : digest) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    hex += kHex[static_cast<unsigned char>(c) >> 4];
+    hex += kHex[static_cast<unsigned char>(c) & 0xF];
+  }
+  EXPECT_EQ(hex, "2ff121decec24d1b7ac18752d8db48af");
+  EXPECT_NE(LedgerKeyDigest("ab", "c", "d").value(), LedgerKeyDigest("a", "bc", "d").value());
+  EXPECT_EQ(LedgerKeyDigest("ab", "c", "d").value(), LedgerKeyDigest("ab", "c", "d").value());
+}
+
 }  // namespace
 }  // namespace evident

@@ -152,29 +152,35 @@ void KeptJson(const QuarantinedInput& q, json::Writer& w) {
   w.EndArray().EndObject();
 }
 
+// One applied receipt; `placed`: with its consumer and subject first (the archive's record).
+void ReceiptJson(const LedgerEntry& e, bool placed, json::Writer& w) {
+  w.BeginObject();
+  if (placed) w.Field("consumer", e.consumer).Field("subject", e.subject);
+  w.Field("source", e.source).Field("id", e.event_id).Field("type", e.type);
+  OptionalInt(w, "subject_version", e.subject_version);
+  w.Key("input_schema_version").Int(e.input_schema_version);
+  w.Key("result_version").Int(e.result_version);
+  OptionalInt(w, "projection_version", e.projection_version);
+  w.Field("committed_at", FormatTime(e.committed_at_ms));
+  w.Field("key", e.consumer + ":" + e.source + ":" + e.event_id);
+  w.Key("adapter");
+  e.adapter.empty() ? w.Null() : w.String(e.adapter);
+  // What this event set in the projection (store.h: LedgerEntry::wrote_json), as written.
+  w.Key("wrote");
+  e.wrote_json.empty() ? w.Null() : w.Raw(e.wrote_json);
+  // The event's trace context (CloudEvents distributed tracing), null when it had none.
+  w.Key("traceparent");
+  e.traceparent.empty() ? w.Null() : w.String(e.traceparent);
+  w.Key("tracestate");
+  e.tracestate.empty() ? w.Null() : w.String(e.tracestate);
+  w.Key("duplicates").Int(e.duplicates).EndObject();
+}
+
 // One consumer's part of the packet.
 // The consumer's applied receipts of the subject, as array elements.
 void AppliedJson(const ConsumerEvidence& c, json::Writer& w) {
   for (const LedgerEntry& e : c.ledger) {
-    if (e.state != LedgerState::kApplied) continue;
-    w.BeginObject().Field("source", e.source).Field("id", e.event_id).Field("type", e.type);
-    OptionalInt(w, "subject_version", e.subject_version);
-    w.Key("input_schema_version").Int(e.input_schema_version);
-    w.Key("result_version").Int(e.result_version);
-    OptionalInt(w, "projection_version", e.projection_version);
-    w.Field("committed_at", FormatTime(e.committed_at_ms));
-    w.Field("key", c.consumer + ":" + e.source + ":" + e.event_id);
-    w.Key("adapter");
-    e.adapter.empty() ? w.Null() : w.String(e.adapter);
-    // What this event set in the projection (store.h: LedgerEntry::wrote_json), as written.
-    w.Key("wrote");
-    e.wrote_json.empty() ? w.Null() : w.Raw(e.wrote_json);
-    // The event's trace context (CloudEvents distributed tracing), null when it had none.
-    w.Key("traceparent");
-    e.traceparent.empty() ? w.Null() : w.String(e.traceparent);
-    w.Key("tracestate");
-    e.tracestate.empty() ? w.Null() : w.String(e.tracestate);
-    w.Key("duplicates").Int(e.duplicates).EndObject();
+    if (e.state == LedgerState::kApplied) ReceiptJson(e, false, w);
   }
 }
 
@@ -283,6 +289,11 @@ void AppendEvidenceJson(const EvidencePacket& packet, int64_t now_ms, std::strin
 void AppendGapRecordJson(const GapRecord& record, std::string& out) {
   json::Writer w(out);
   GapRecordJson(record, w);
+}
+
+void AppendReceiptJson(const LedgerEntry& receipt, std::string& out) {
+  json::Writer w(out);
+  ReceiptJson(receipt, true, w);
 }
 
 void AppendGapJson(const Gap& g, int64_t now_ms, std::string& out) {

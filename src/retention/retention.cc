@@ -95,6 +95,7 @@ std::string ArchiveLines(const RetainedRows& rows, int64_t horizon_ms) {
   }
   for (const EffectLogEntry& e : rows.effect_log) line([&] { EffectLogJson(e, out); });
   for (const OutboxRow& o : rows.outbox) line([&] { AppendOutboxRowJson(o, out); });
+  for (const LedgerEntry& e : rows.ledger) line([&] { AppendReceiptJson(e, out); });
   return out;
 }
 
@@ -144,6 +145,7 @@ namespace {
 Status RetainKind(Store& store, RetainedKind kind, const RetainOptions& options,
                   RetentionArchive* archive, RetentionRun& run, RetainSummary& summary) {
   int64_t after = std::numeric_limits<int64_t>::min();
+  LedgerKey after_key;  // kLedger's cursor
   for (bool end = false; !end;) {
     if (options.cancel != nullptr && options.cancel->cancelled()) {
       summary.cancelled = true;
@@ -152,12 +154,18 @@ Status RetainKind(Store& store, RetainedKind kind, const RetainOptions& options,
     RetainedRows rows;
     {
       EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
-      EVIDENT_ASSIGN_OR_RETURN(
-          rows, snapshot->Retainable(kind, summary.horizon_ms, after, options.batch_count_max));
+      if (kind == RetainedKind::kLedger) {
+        EVIDENT_ASSIGN_OR_RETURN(rows, snapshot->RetainableLedger(summary.horizon_ms, after_key,
+                                                                  options.batch_count_max));
+      } else {
+        EVIDENT_ASSIGN_OR_RETURN(
+            rows, snapshot->Retainable(kind, summary.horizon_ms, after, options.batch_count_max));
+      }
     }
     assert(rows.kind == kind);
     end = rows.end;
     after = rows.next;
+    after_key = std::move(rows.next_key);
     if (rows.size() == 0) continue;
     if (archive != nullptr) {
       EVIDENT_RETURN_IF_ERROR(archive->Append(ArchiveLines(rows, summary.horizon_ms)));
@@ -174,6 +182,33 @@ Status RetainKind(Store& store, RetainedKind kind, const RetainOptions& options,
     EVIDENT_RETURN_IF_ERROR(tx->Commit());
     summary.removed[static_cast<size_t>(kind)] += removed;
     ++summary.transactions;
+  }
+  return Status::Ok();
+}
+
+// Drops the digests committed before summary.forget_horizon_ms, a bounded look per transaction.
+Status ForgetDigests(Store& store, const RetainOptions& options, RetainSummary& summary) {
+  if (options.dry_run) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+    EVIDENT_ASSIGN_OR_RETURN(summary.digests_forgotten,
+                             snapshot->CountLedgerDigests(summary.forget_horizon_ms));
+    return Status::Ok();
+  }
+  std::string after;
+  for (bool end = false; !end;) {
+    if (options.cancel != nullptr && options.cancel->cancelled()) {
+      summary.cancelled = true;
+      return Status::Ok();
+    }
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+    EVIDENT_ASSIGN_OR_RETURN(
+        ForgottenDigests done,
+        tx->ForgetLedgerDigests(summary.forget_horizon_ms, after, options.batch_count_max));
+    EVIDENT_RETURN_IF_ERROR(tx->Commit());
+    summary.digests_forgotten += done.forgotten;
+    ++summary.transactions;
+    end = done.end || done.next.empty();
+    after = std::move(done.next);
   }
   return Status::Ok();
 }
@@ -201,7 +236,11 @@ Result<RetainSummary> Retain(Store& store, const RetainOptions& options,
       continue;
     }
     EVIDENT_RETURN_IF_ERROR(RetainKind(store, kind, options, archive, run, summary));
-    if (summary.cancelled) break;
+    if (summary.cancelled) return summary;
+  }
+  if (options.forget_ledger_after_ms > 0) {
+    summary.forget_horizon_ms = now_ms - options.forget_ledger_after_ms;
+    EVIDENT_RETURN_IF_ERROR(ForgetDigests(store, options, summary));
   }
   return summary;
 }

@@ -142,6 +142,57 @@ TEST_F(Retention, RemovesWhatSettledBeforeTheHorizonInBatchesArchivingEachFirst)
   EXPECT_TRUE(second.synced_.empty());
 }
 
+// Receipts past the horizon go in batches, each archived first in the packet's shape, and
+// their keys stay as digests: the key is still there for a redelivery. A later run that forgets
+// digests drops only those committed before its own horizon, and counts them in a dry run.
+TEST_F(Retention, ReceiptsBecomeDigestsAndOnlyAForgettingDropsThem) {
+  {
+    auto tx = std::move(store_->Begin()).value();
+    for (int i = 0; i < 12; ++i) {
+      LedgerEntry e{.consumer = "c", .source = "s", .event_id = "e" + std::to_string(i)};
+      e.subject = "order-" + std::to_string(i);
+      e.committed_at_ms = i < 9 ? kNowMs - 3 * kHourMs : kNowMs - kHourMs;
+      e.wrote_json = R"({"state":"placed"})";
+      ASSERT_EQ(std::move(tx->InsertLedger(e)).value(), Insert::kInserted);
+    }
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  MemoryArchive archive;
+  const RetainSummary s = std::move(Retain(*store_, Options(4), &archive)).value();
+  EXPECT_EQ(s.removed[static_cast<size_t>(RetainedKind::kLedger)], 9);
+  EXPECT_EQ(s.transactions, 3);  // 4 + 4 + 1
+  EXPECT_EQ(ArchivedKinds(archive.synced_), (std::map<std::string, int>{{"ledger", 9}}));
+  EXPECT_NE(archive.synced_.find(
+                R"("record":{"consumer":"c","subject":"order-0","source":"s","id":"e0")"),
+            std::string::npos)
+      << archive.synced_;
+  EXPECT_NE(archive.synced_.find(R"("wrote":{"state":"placed"})"), std::string::npos);
+  {
+    auto tx = std::move(store_->Begin()).value();
+    const LedgerEntry again{.consumer = "c", .source = "s", .event_id = "e0"};
+    EXPECT_EQ(std::move(tx->InsertLedger(again)).value(), Insert::kAlreadyThere);
+    EXPECT_TRUE(std::move(tx->FindLedger("c", "s", "e0")).value()->retained);
+    ASSERT_TRUE(tx->Rollback().ok());
+  }
+  // Forgetting after 4h leaves the 3h-old digests alone.
+  RetainOptions forget = Options(2);
+  forget.forget_ledger_after_ms = 4 * kHourMs;
+  RetainSummary kept = std::move(Retain(*store_, forget, nullptr)).value();
+  EXPECT_EQ(kept.digests_forgotten, 0);
+  EXPECT_EQ(kept.forget_horizon_ms, kNowMs - 4 * kHourMs);
+  clock_.Advance(2 * kHourMs);  // the digests are 5h old now, the last three receipts 3h
+  forget.dry_run = true;
+  EXPECT_EQ(std::move(Retain(*store_, forget, nullptr)).value().digests_forgotten, 9);
+  forget.dry_run = false;
+  const RetainSummary forgot = std::move(Retain(*store_, forget, nullptr)).value();
+  EXPECT_EQ(forgot.removed[static_cast<size_t>(RetainedKind::kLedger)], 3);
+  EXPECT_EQ(forgot.digests_forgotten, 9);
+  auto tx = std::move(store_->Begin()).value();
+  EXPECT_FALSE(std::move(tx->FindLedger("c", "s", "e0")).value().has_value());
+  EXPECT_TRUE(std::move(tx->FindLedger("c", "s", "e10")).value()->retained);
+  ASSERT_TRUE(tx->Rollback().ok());
+}
+
 TEST_F(Retention, ADryRunCountsAndChangesNothing) {
   Fill(7, 3);
   RetainOptions options = Options();

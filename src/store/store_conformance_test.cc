@@ -2485,6 +2485,127 @@ TEST_P(StoreConformance, RetentionKeepsWhatChangedSinceItsLookAndTheNewestOfEach
   EXPECT_TRUE(Take(Read()->FindQuarantine(id)).has_value());
 }
 
+// Every receipt retainable before the horizon, looked at `rows_max` at a time, by event id.
+std::vector<std::string> RetainableReceipts(Snapshot& snapshot, int64_t rows_max) {
+  std::vector<std::string> out;
+  LedgerKey after;
+  for (int look = 0; look < 100; ++look) {
+    const RetainedRows rows = Take(snapshot.RetainableLedger(kHorizon, after, rows_max));
+    EXPECT_EQ(rows.kind, RetainedKind::kLedger);
+    EXPECT_LE(static_cast<int64_t>(rows.size()), rows_max);
+    for (const LedgerEntry& e : rows.ledger) out.push_back(e.event_id);
+    if (rows.end) return out;
+    EXPECT_FALSE(rows.next_key.consumer.empty());
+    after = rows.next_key;
+  }
+  ADD_FAILURE() << "the looks never ended";
+  return out;
+}
+
+// Receipts (kLedger): an applied receipt committed before the horizon goes and its key stays as
+// a digest, so that InsertLedger still answers kAlreadyThere and FindLedger a `retained` entry,
+// in a transaction and a snapshot and after a reopen; a deferred receipt, one committed at or
+// after the horizon, and one whose consumer and subject have an unsettled intent stay. Only
+// ForgetLedgerDigests drops digests, and then the key is new again.
+TEST_P(StoreConformance, RetentionKeepsReceiptsAsDigestsUntilForgotten) {
+  const auto receipt = [](std::string id, int64_t at, std::string subject = "order-1",
+                          LedgerState state = LedgerState::kApplied) {
+    LedgerEntry e = Receipt(std::move(id), state);
+    e.committed_at_ms = at;
+    e.subject = std::move(subject);
+    e.wrote_json = R"({"state":"placed"})";
+    return e;
+  };
+  Write([&](Transaction& tx) {
+    for (const LedgerEntry& e :
+         {receipt("e1", 10), receipt("e2", 10, "order-1", LedgerState::kDeferred),
+          receipt("e3", 30), receipt("e4", 10, "order-2"), receipt("e5", 12),
+          receipt("e6", 1500, "order-3")}) {
+      EXPECT_EQ(Take(tx.InsertLedger(e)), Insert::kInserted);
+    }
+    // order-1's intent is done (no bar); order-2's is unknown (its receipts stay).
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("k-done", std::nullopt))), Insert::kInserted);
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("k-open", 5, "reserve-stock", "order-2"))),
+              Insert::kInserted);
+    EffectIntent done = Take(tx.FindIntent("k-done")).value();
+    done.state = EffectState::kDone;
+    done.settled_at_ms = 11;
+    EXPECT_OK(tx.UpdateIntent(done, 1));
+  });
+  for (const int64_t rows_max : {1, 2, 100}) {
+    SCOPED_TRACE(rows_max);
+    EXPECT_EQ(RetainableReceipts(*Read(), rows_max), (std::vector<std::string>{"e1", "e5"}));
+  }
+  EXPECT_EQ(Take(Read()->CountRetainable(RetainedKind::kLedger, kHorizon)), 2);
+  const RetainedRows rows = Take(Read()->Retainable(RetainedKind::kLedger, kHorizon, 0, 100));
+  ASSERT_EQ(rows.ledger.size(), 2u);
+  EXPECT_EQ(rows.ledger[0].wrote_json, R"({"state":"placed"})");  // read whole, for the archive
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.RemoveRetained(rows, kHorizon)), 2);
+    EXPECT_EQ(Take(tx.RemoveRetained(rows, kHorizon)), 0);
+    // Within the removing transaction, the key is already a digest.
+    EXPECT_EQ(Take(tx.InsertLedger(receipt("e1", 40))), Insert::kAlreadyThere);
+  });
+  const auto check_retained = [&](const char* when) {
+    SCOPED_TRACE(when);
+    auto snapshot = Read();
+    const std::optional<LedgerEntry> found = Take(snapshot->FindLedger("c", "s", "e1"));
+    ASSERT_TRUE(found.has_value());
+    EXPECT_TRUE(found->retained);
+    EXPECT_EQ(found->event_id, "e1");
+    EXPECT_EQ(found->state, LedgerState::kApplied);
+    EXPECT_FALSE(Take(snapshot->FindLedger("c", "s", "e1-never")).has_value());
+    EXPECT_FALSE(Take(snapshot->FindLedger("d", "s", "e1")).has_value());  // another consumer
+    EXPECT_FALSE(Take(snapshot->FindLedger("c", "s", "e3"))->retained);    // a receipt still
+    EXPECT_EQ(Pluck(Take(snapshot->LedgerOf("c", "order-1")).rows, &LedgerEntry::event_id),
+              (std::vector<std::string>{"e2", "e3"}));
+    EXPECT_EQ(Take(snapshot->CountRetainable(RetainedKind::kLedger, kHorizon)), 0);
+    EXPECT_EQ(Take(snapshot->CountLedgerDigests(3000)), 2);  // committed in second 0
+    EXPECT_EQ(Take(snapshot->CountLedgerDigests(999)), 0);
+    snapshot.reset();
+    auto tx = Begin();
+    EXPECT_EQ(Take(tx->InsertLedger(receipt("e5", 40))), Insert::kAlreadyThere);
+    EXPECT_TRUE(Take(tx->FindLedger("c", "s", "e5"))->retained);
+    BatchKeys keys;
+    keys.ledger = {{"c", "s", "e1"}, {"c", "s", "e7"}};
+    (void)Take(tx->Load(keys));  // a loaded key is answered from what the load read
+    EXPECT_EQ(Take(tx->InsertLedger(receipt("e1", 40))), Insert::kAlreadyThere);
+    EXPECT_TRUE(Take(tx->FindLedger("c", "s", "e1"))->retained);
+    EXPECT_FALSE(Take(tx->FindLedger("c", "s", "e7")).has_value());
+    EXPECT_OK(tx->Rollback());
+  };
+  check_retained("committed");
+  Reopen();
+  check_retained("reopened");
+
+  // Forgetting: only digests of receipts committed before the horizon's second, a bounded look
+  // at a time; then the key is decided afresh.
+  Write([&](Transaction& tx) {
+    const ForgottenDigests none = Take(tx.ForgetLedgerDigests(999, "", 100));
+    EXPECT_EQ(none.forgotten, 0);
+    EXPECT_TRUE(none.end);
+  });
+  int64_t forgotten = 0;
+  std::string after;
+  for (int call = 0; call < 10; ++call) {
+    bool end = false;
+    Write([&](Transaction& tx) {
+      const ForgottenDigests done = Take(tx.ForgetLedgerDigests(3000, after, 1));
+      EXPECT_LE(done.forgotten, 1);
+      forgotten += done.forgotten;
+      end = done.end || done.next.empty();
+      after = done.next;
+    });
+    if (end) break;
+  }
+  EXPECT_EQ(forgotten, 2);
+  EXPECT_EQ(Take(Read()->CountLedgerDigests(3000)), 0);
+  EXPECT_FALSE(Take(Read()->FindLedger("c", "s", "e1")).has_value());
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.InsertLedger(receipt("e1", 40))), Insert::kInserted);
+  });
+}
+
 // Contract sets (store_contracts.h): numbered in push order, kept whole, read in the pushing
 // transaction and after a reopen; a rolled-back push leaves no number used.
 TEST_P(StoreConformance, ContractSetsAreNumberedKeptWholeAndListedNewestFirst) {

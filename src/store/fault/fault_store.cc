@@ -108,6 +108,9 @@ constexpr std::array<std::string_view, kStoreCallCount> kStoreCallNames = {
     "set-at",
     "set-history",
     "will-decide-subject",
+    "forget-ledger-digests",
+    "retainable-ledger",
+    "count-ledger-digests",
 };
 
 }  // namespace

@@ -108,6 +108,9 @@ constexpr StoreCall kEveryCall[] = {
     StoreCall::kSetAt,
     StoreCall::kSetHistory,
     StoreCall::kWillDecideSubject,
+    StoreCall::kForgetLedgerDigests,
+    StoreCall::kRetainableLedger,
+    StoreCall::kCountLedgerDigests,
 };
 static_assert(std::size(kEveryCall) == kStoreCallCount);
 
@@ -215,6 +218,8 @@ Status Transact(Transaction& tx, StoreCall call) {
       return tx.RemoveRetained(RetainedRows{}, 10).status();
     case StoreCall::kRecordRetention:
       return tx.RecordRetention(RetentionRun{.at_ms = 20, .horizon_ms = 10});
+    case StoreCall::kForgetLedgerDigests:
+      return tx.ForgetLedgerDigests(10, "", 10).status();
     case StoreCall::kPushSet:
       return tx.PushContracts(StoredContracts{.version = 1, .settings = "{}", .files = "{}"})
           .status();
@@ -314,6 +319,10 @@ Status Look(Snapshot& snapshot, StoreCall call) {
       return snapshot.Retainable(RetainedKind::kJournal, 10, 0, 10).status();
     case StoreCall::kCountRetainable:
       return snapshot.CountRetainable(RetainedKind::kOutbox, 10).status();
+    case StoreCall::kRetainableLedger:
+      return snapshot.RetainableLedger(10, LedgerKey{}, 10).status();
+    case StoreCall::kCountLedgerDigests:
+      return snapshot.CountLedgerDigests(10).status();
     case StoreCall::kLatestRetention:
       return snapshot.LatestRetention().status();
     case StoreCall::kLatestSetVersion:
@@ -369,7 +378,8 @@ bool IsSnapshotCall(StoreCall call) {
          call == StoreCall::kGroupPartitionCount || call == StoreCall::kRead ||
          call == StoreCall::kRetainable || call == StoreCall::kCountRetainable ||
          call == StoreCall::kLatestRetention || call == StoreCall::kLatestSetVersion ||
-         call == StoreCall::kSetAt || call == StoreCall::kSetHistory;
+         call == StoreCall::kSetAt || call == StoreCall::kSetHistory ||
+         call == StoreCall::kRetainableLedger || call == StoreCall::kCountLedgerDigests;
 }
 
 Status CallOnce(Store& store, StoreCall call) {

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "core/digest.h"
 #include "core/fnv1a.h"
 #include "evident/store_memory.h"
 #include "store/outbox_rules.h"
@@ -120,6 +121,8 @@ struct EffectTable {
 struct State {
   std::shared_ptr<Table<LedgerId, LedgerEntry>> ledger;
   std::shared_ptr<LedgerBySubject> ledger_by_subject;
+  // Retained receipts' key digests (LedgerKeyDigest) and the second each was committed in.
+  std::shared_ptr<Table<std::string, int64_t>> ledger_digests;
   std::shared_ptr<Table<ProjectionId, ProjectionRow>> projections;
   std::shared_ptr<Table<DeferredId, DeferredEvent>> deferred;
   std::shared_ptr<QuarantineTable> quarantine;
@@ -149,6 +152,7 @@ State EmptyState() {
   return State{
       .ledger = std::make_shared<Table<LedgerId, LedgerEntry>>(),
       .ledger_by_subject = std::make_shared<LedgerBySubject>(),
+      .ledger_digests = std::make_shared<Table<std::string, int64_t>>(),
       .projections = std::make_shared<Table<ProjectionId, ProjectionRow>>(),
       .deferred = std::make_shared<Table<DeferredId, DeferredEvent>>(),
       .quarantine = std::make_shared<QuarantineTable>(),
@@ -165,11 +169,12 @@ State EmptyState() {
 // A transaction's writes, applied to the next State at Commit. Rows are whole: a changed ledger
 // row or projection is copied here from the base first, so applying never reads the base.
 struct Overlay {
-  Table<LedgerId, LedgerEntry> ledger;             // inserted or changed
-  std::set<LedgerId, KeyLess> ledger_deleted;      // deleted (and not inserted again since)
-  Table<ProjectionId, ProjectionRow> projections;  // put, or given evidence
-  Table<DeferredId, std::optional<DeferredEvent>> deferred;            // nullopt: deleted
-  Table<int64_t, QuarantineRecord> quarantine;                         // opened or changed records
+  Table<LedgerId, LedgerEntry> ledger;         // inserted or changed
+  std::set<LedgerId, KeyLess> ledger_deleted;  // deleted (and not inserted again since)
+  Table<std::string, std::optional<int64_t>> ledger_digests;  // kept, or nullopt: forgotten
+  Table<ProjectionId, ProjectionRow> projections;             // put, or given evidence
+  Table<DeferredId, std::optional<DeferredEvent>> deferred;   // nullopt: deleted
+  Table<int64_t, QuarantineRecord> quarantine;                // opened or changed records
   std::multimap<QuarantineIdent, int64_t, KeyLess> quarantine_opened;  // identities of new ones
   int64_t quarantine_opened_count = 0;  // ids base.quarantine_id_last + 1 .. + this
   std::vector<QuarantineAudit> audit;   // seq assigned
@@ -205,6 +210,16 @@ T& Writable(std::shared_ptr<T>& table) {
 }
 
 void ApplyLedger(Overlay& overlay, State& state) {
+  if (!overlay.ledger_digests.empty()) {
+    auto& digests = Writable(state.ledger_digests);
+    for (const auto& [digest, second] : overlay.ledger_digests) {
+      if (second) {
+        digests.insert_or_assign(digest, *second);
+      } else {
+        digests.erase(digest);
+      }
+    }
+  }
   if (overlay.ledger.empty() && overlay.ledger_deleted.empty()) return;
   auto& ledger = Writable(state.ledger);
   for (const LedgerId& id : overlay.ledger_deleted) {
@@ -639,9 +654,66 @@ void LookGapsAndOutbox(const State& state, int64_t before_ms, int64_t rows_max, 
   out.next = 0;
 }
 
+// The receipt FindLedger answers for a key retention kept as a digest.
+LedgerEntry RetainedEntry(std::string_view consumer, std::string_view source,
+                          std::string_view event_id) {
+  LedgerEntry e;
+  e.consumer = consumer;
+  e.source = source;
+  e.event_id = event_id;
+  e.retained = true;
+  return e;
+}
+
+// The (consumer, subject) pairs with an intended or unknown intent: their receipts stay.
+std::set<std::tuple<std::string, std::string>, KeyLess> OpenIntentSubjects(
+    const EffectTable& table, const Table<int64_t, EffectIntent>* overlay) {
+  std::set<std::tuple<std::string, std::string>, KeyLess> out;
+  const auto consider = [&](const EffectIntent& intent) {
+    if (!Settled(intent.state)) out.emplace(intent.consumer, intent.subject);
+  };
+  for (const auto& [seq, intent] : table.intents) {
+    if (overlay == nullptr || overlay->count(seq) == 0) consider(intent);
+  }
+  if (overlay != nullptr) {
+    for (const auto& [seq, intent] : *overlay) consider(intent);
+  }
+  return out;
+}
+
+bool ReceiptRetainable(const LedgerEntry& e, int64_t before_ms,
+                       const std::set<std::tuple<std::string, std::string>, KeyLess>& open) {
+  return e.state == LedgerState::kApplied && e.committed_at_ms < before_ms &&
+         open.count(std::tuple<std::string_view, std::string_view>(e.consumer, e.subject)) == 0;
+}
+
+RetainedRows RetainableLedgerOf(const State& state, int64_t before_ms, const LedgerKey& after,
+                                int64_t rows_max) {
+  assert(rows_max > 0);
+  RetainedRows out{.kind = RetainedKind::kLedger};
+  const auto open = OpenIntentSubjects(*state.effects, nullptr);
+  const auto& ledger = *state.ledger;
+  auto it = after.consumer.empty()
+                ? ledger.begin()
+                : ledger.upper_bound(LedgerIdView(after.consumer, after.source, after.event_id));
+  int64_t looked = 0;
+  for (; it != ledger.end() && looked < rows_max; ++it, ++looked) {
+    if (ReceiptRetainable(it->second, before_ms, open)) out.ledger.push_back(it->second);
+    out.next_key = {std::get<0>(it->first), std::get<1>(it->first), std::get<2>(it->first)};
+  }
+  out.end = it == ledger.end();
+  return out;
+}
+
+// Digests committed in a second that ended before `before_ms`.
+bool DigestForgettable(int64_t committed_s, int64_t before_ms) {
+  return committed_s < FloorSeconds(before_ms);
+}
+
 RetainedRows RetainableOf(const State& state, RetainedKind kind, int64_t before_ms, int64_t after,
                           int64_t rows_max) {
   assert(rows_max > 0);
+  if (kind == RetainedKind::kLedger) return RetainableLedgerOf(state, before_ms, {}, rows_max);
   RetainedRows out{.kind = kind};
   switch (kind) {
     case RetainedKind::kJournal:
@@ -657,6 +729,8 @@ RetainedRows RetainableOf(const State& state, RetainedKind kind, int64_t before_
     case RetainedKind::kOutbox:
       LookGapsAndOutbox(state, before_ms, rows_max, out);
       break;
+    case RetainedKind::kLedger:
+      break;
   }
   return out;
 }
@@ -664,6 +738,14 @@ RetainedRows RetainableOf(const State& state, RetainedKind kind, int64_t before_
 int64_t CountRetainableOf(const State& state, RetainedKind kind, int64_t before_ms) {
   constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
   return static_cast<int64_t>(RetainableOf(state, kind, before_ms, kSeqMin, kAll).size());
+}
+
+int64_t CountDigestsOf(const State& state, int64_t before_ms) {
+  int64_t count = 0;
+  for (const auto& [digest, second] : *state.ledger_digests) {
+    count += DigestForgettable(second, before_ms) ? 1 : 0;
+  }
+  return count;
 }
 
 // One record per name, sorted by name: the latest record of a name replaces the earlier one.
@@ -708,11 +790,17 @@ class MemoryTransaction final : public Transaction {
   Result<std::optional<LedgerEntry>> FindLedger(std::string_view consumer, std::string_view source,
                                                 std::string_view event_id) override {
     const LedgerEntry* row = LedgerRow(LedgerIdView(consumer, source, event_id));
-    return row == nullptr ? std::optional<LedgerEntry>() : std::optional<LedgerEntry>(*row);
+    if (row != nullptr) return std::optional<LedgerEntry>(*row);
+    EVIDENT_ASSIGN_OR_RETURN(const bool retained, DigestKept(consumer, source, event_id));
+    if (retained) return std::optional<LedgerEntry>(RetainedEntry(consumer, source, event_id));
+    return std::optional<LedgerEntry>();
   }
   Result<Insert> InsertLedger(const LedgerEntry& entry) override {
     const LedgerIdView id(entry.consumer, entry.source, entry.event_id);
     if (LedgerRow(id) != nullptr) return Insert::kAlreadyThere;
+    EVIDENT_ASSIGN_OR_RETURN(const bool retained,
+                             DigestKept(entry.consumer, entry.source, entry.event_id));
+    if (retained) return Insert::kAlreadyThere;
     overlay_.ledger.emplace(LedgerId(id), entry);
     return Insert::kInserted;
   }
@@ -980,6 +1068,8 @@ class MemoryTransaction final : public Transaction {
     overlay_.retention = run;
     return Status::Ok();
   }
+  Result<ForgottenDigests> ForgetLedgerDigests(int64_t before_ms, std::string_view after,
+                                               int64_t rows_max) override;
   Result<int64_t> PushSet(SetKind kind, const StoredContracts& set) override {
     if (set.version != Sets(kind).Latest() + 1) return SetTaken(kind, set.version);
     overlay_.sets[static_cast<int>(kind)].push_back(set);
@@ -1133,6 +1223,20 @@ class MemoryTransaction final : public Transaction {
       }
     }
   }
+
+  // Whether the key's digest is kept, as this transaction sees the digests.
+  Result<bool> DigestKept(std::string_view consumer, std::string_view source,
+                          std::string_view event_id) const {
+    assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    if (base_->ledger_digests->empty() && overlay_.ledger_digests.empty()) return false;
+    EVIDENT_ASSIGN_OR_RETURN(const std::string digest, LedgerKeyDigest(consumer, source, event_id));
+    if (const auto it = overlay_.ledger_digests.find(digest); it != overlay_.ledger_digests.end()) {
+      return it->second.has_value();
+    }
+    return base_->ledger_digests->count(digest) > 0;
+  }
+  Status RemoveRetainedLedger(const std::vector<LedgerEntry>& rows, int64_t before_ms,
+                              int64_t& removed);
 
   // Rows as this transaction sees them: its own writes over the base.
   const LedgerEntry* LedgerRow(const LedgerIdView& id) const {
@@ -1330,7 +1434,54 @@ Result<int64_t> MemoryTransaction::RemoveRetained(const RetainedRows& rows, int6
     overlay_.outbox.insert_or_assign(o.seq, std::nullopt);
     ++removed;
   }
+  EVIDENT_RETURN_IF_ERROR(RemoveRetainedLedger(rows.ledger, before_ms, removed));
   return removed;
+}
+
+// A receipt goes, its key's digest stays (with the second it was committed in).
+Status MemoryTransaction::RemoveRetainedLedger(const std::vector<LedgerEntry>& rows,
+                                               int64_t before_ms, int64_t& removed) {
+  if (rows.empty()) return Status::Ok();
+  const auto open = memory_store::OpenIntentSubjects(*base_->effects, &overlay_.intents);
+  for (const LedgerEntry& e : rows) {
+    const LedgerIdView id(e.consumer, e.source, e.event_id);
+    const LedgerEntry* row = LedgerRow(id);
+    if (row == nullptr || !memory_store::ReceiptRetainable(*row, before_ms, open)) continue;
+    EVIDENT_ASSIGN_OR_RETURN(std::string digest, LedgerKeyDigest(e.consumer, e.source, e.event_id));
+    overlay_.ledger_digests.insert_or_assign(std::move(digest), FloorSeconds(row->committed_at_ms));
+    overlay_.ledger.erase(LedgerId(id));
+    if (base_->ledger->count(id) != 0) overlay_.ledger_deleted.emplace(id);
+    ++removed;
+  }
+  return Status::Ok();
+}
+
+// Digests in byte order past `after`, as this transaction sees them (its own over the base's).
+Result<ForgottenDigests> MemoryTransaction::ForgetLedgerDigests(int64_t before_ms,
+                                                                std::string_view after,
+                                                                int64_t rows_max) {
+  assert(rows_max > 0);
+  std::map<std::string, int64_t> seen;  // every digest past `after` (tests' sizes)
+  const auto& base = *base_->ledger_digests;
+  for (auto it = base.upper_bound(after); it != base.end(); ++it) seen.emplace(*it);
+  for (auto it = overlay_.ledger_digests.upper_bound(after); it != overlay_.ledger_digests.end();
+       ++it) {
+    if (it->second) {
+      seen.insert_or_assign(it->first, *it->second);
+    } else {
+      seen.erase(it->first);
+    }
+  }
+  ForgottenDigests out;
+  int64_t looked = 0;
+  for (auto it = seen.begin(); it != seen.end() && looked < rows_max; ++it, ++looked) {
+    out.next = it->first;
+    if (!memory_store::DigestForgettable(it->second, before_ms)) continue;
+    overlay_.ledger_digests.insert_or_assign(it->first, std::nullopt);
+    ++out.forgotten;
+  }
+  out.end = static_cast<int64_t>(seen.size()) <= rows_max;
+  return out;
 }
 
 // Every intent is looked at (no index by due time here), the overlay's version of a changed one.
@@ -1484,8 +1635,11 @@ class MemorySnapshot final : public Snapshot {
                                                 std::string_view event_id) override {
     const auto& ledger = *state_->ledger;
     const auto it = ledger.find(LedgerIdView(consumer, source, event_id));
-    if (it == ledger.end()) return std::optional<LedgerEntry>();
-    return std::optional<LedgerEntry>(it->second);
+    if (it != ledger.end()) return std::optional<LedgerEntry>(it->second);
+    if (state_->ledger_digests->empty()) return std::optional<LedgerEntry>();
+    EVIDENT_ASSIGN_OR_RETURN(const std::string digest, LedgerKeyDigest(consumer, source, event_id));
+    if (state_->ledger_digests->count(digest) == 0) return std::optional<LedgerEntry>();
+    return std::optional<LedgerEntry>(memory_store::RetainedEntry(consumer, source, event_id));
   }
   Result<Rows<Projection>> ProjectionsOf(std::string_view subject, int64_t rows_max) override;
   Result<Rows<LedgerEntry>> LedgerOf(std::string_view consumer, std::string_view subject,
@@ -1518,6 +1672,13 @@ class MemorySnapshot final : public Snapshot {
   }
   Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) override {
     return CountRetainableOf(*state_, kind, before_ms);
+  }
+  Result<RetainedRows> RetainableLedger(int64_t before_ms, const LedgerKey& after,
+                                        int64_t rows_max) override {
+    return memory_store::RetainableLedgerOf(*state_, before_ms, after, rows_max);
+  }
+  Result<int64_t> CountLedgerDigests(int64_t before_ms) override {
+    return memory_store::CountDigestsOf(*state_, before_ms);
   }
   Result<std::optional<RetentionRun>> LatestRetention() override {
     if (state_->retention == nullptr) return std::optional<RetentionRun>();

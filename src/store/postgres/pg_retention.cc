@@ -5,6 +5,7 @@
 #include <cassert>
 #include <type_traits>
 
+#include "core/digest.h"
 #include "store/postgres/pg_rows.h"
 #include "store/postgres/pg_transaction.h"
 
@@ -66,6 +67,31 @@ const std::string kEffectLogLook =
     " AND l.seq < (SELECT max(seq) FROM effect_log) THEN 1"
     " ELSE 0 END FROM effect_log l LEFT JOIN effect_intent i ON i.key=l.key WHERE l.seq > $2"
     " ORDER BY l.seq LIMIT $3";
+// A receipt is retainable when applied before the horizon with no unsettled intent of its
+// consumer and subject (store_retention.h, kLedger).
+#define EVIDENT_RECEIPT_RETAINABLE                                                             \
+  "l.state='applied' AND l.committed_at_ms < $1 AND NOT EXISTS (SELECT 1 FROM effect_intent i" \
+  " WHERE i.subject=l.subject AND i.consumer=l.consumer"                                       \
+  " AND i.state NOT IN ('done','failed','withdrawn'))"
+// In the key's order under the database's collation, which the primary key's index has.
+const std::string kLedgerLookFirst = std::string("SELECT ") + kLedgerColumns +
+                                     ", CASE WHEN " EVIDENT_RECEIPT_RETAINABLE
+                                     " THEN 1 ELSE 0 END FROM ledger l"
+                                     " ORDER BY consumer, source, event_id LIMIT $2";
+const std::string kLedgerLookAfter =
+    std::string("SELECT ") + kLedgerColumns +
+    ", CASE WHEN " EVIDENT_RECEIPT_RETAINABLE
+    " THEN 1 ELSE 0 END FROM ledger l WHERE (consumer, source, event_id) > ($2, $3, $4)"
+    " ORDER BY consumer, source, event_id LIMIT $5";
+const std::string kLedgerCount = "SELECT count(*) FROM ledger l WHERE " EVIDENT_RECEIPT_RETAINABLE;
+// Each receipt again, by its key and the rule; the removed ones' keys and commit times, whose
+// digests the caller keeps.
+const std::string kLedgerRemove =
+    "DELETE FROM ledger l USING unnest($2::text[], $3::text[], $4::text[]) AS k(c, s, e)"
+    " WHERE l.consumer=k.c AND l.source=k.s AND l.event_id=k.e AND " EVIDENT_RECEIPT_RETAINABLE
+    " RETURNING l.consumer, l.source, l.event_id, l.committed_at_ms";
+#undef EVIDENT_RECEIPT_RETAINABLE
+
 const std::string kOutboxLook = std::string("SELECT ") + kOutboxColumns +
                                 ", 1 FROM outbox WHERE sent_at_ms IS NOT NULL AND"
                                 " sent_at_ms < $1 AND $2::bigint = $2::bigint"
@@ -76,6 +102,7 @@ const std::string kOutboxLook = std::string("SELECT ") + kOutboxColumns +
 Result<RetainedRows> PgSnapshot::Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
                                             int64_t rows_max) {
   assert(rows_max > 0);
+  if (kind == RetainedKind::kLedger) return RetainableLedger(before_ms, LedgerKey{}, rows_max);
   RetainedRows out{.kind = kind};
   switch (kind) {
     case RetainedKind::kJournal:
@@ -101,8 +128,42 @@ Result<RetainedRows> PgSnapshot::Retainable(RetainedKind kind, int64_t before_ms
     case RetainedKind::kOutbox:
       return Look(Db(), {kOutboxLook, 17}, before_ms, after, rows_max, &ReadOutbox,
                   &RetainedRows::outbox, std::move(out));
+    case RetainedKind::kLedger:
+      break;
   }
   return Status::Internal("unknown retained kind");
+}
+
+Result<RetainedRows> PgSnapshot::RetainableLedger(int64_t before_ms, const LedgerKey& after,
+                                                  int64_t rows_max) {
+  assert(rows_max > 0);
+  RetainedRows out{.kind = RetainedKind::kLedger};
+  const bool first = after.consumer.empty();
+  Params params;
+  params.Int(before_ms);
+  if (!first) params.Text(after.consumer).Text(after.source).Text(after.event_id);
+  params.Int(LimitOf(rows_max));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                           Db().Query(first ? kLedgerLookFirst : kLedgerLookAfter, params));
+  Status error;
+  const int looked = std::min<int>(rows.rows(), static_cast<int>(rows_max));
+  out.end = rows.rows() <= rows_max;
+  for (int i = 0; i < looked; ++i) {
+    LedgerEntry row = ReadLedger(rows, i, error);
+    out.next_key = {row.consumer, row.source, row.event_id};
+    if (rows.Int(i, 17) != 0) out.ledger.push_back(std::move(row));
+  }
+  if (!error.ok()) return error;
+  if (!rows.problem().ok()) return rows.problem();
+  return out;
+}
+
+Result<int64_t> PgSnapshot::CountLedgerDigests(int64_t before_ms) {
+  static const std::string kSql = "SELECT count(*) FROM ledger_digest WHERE committed_s < $1";
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
+                           Db().Query(kSql, Params().Int(FloorSeconds(before_ms))));
+  if (rows.rows() != 1) return Status::Internal("a count answered no row");
+  return rows.Int(0, 0);
 }
 
 Result<int64_t> PgSnapshot::CountRetainable(RetainedKind kind, int64_t before_ms) {
@@ -116,7 +177,9 @@ Result<int64_t> PgSnapshot::CountRetainable(RetainedKind kind, int64_t before_ms
       "SELECT count(*) FROM effect_log l JOIN effect_intent i ON i.key=l.key"
       " WHERE i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < $1"
       " AND l.seq < (SELECT max(seq) FROM effect_log)",
-      "SELECT count(*) FROM outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < $1"};
+      "SELECT count(*) FROM outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < $1",
+      kLedgerCount};
+  static_assert(std::size(kSql) == kRetainedKindCount);
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
                            Db().Query(kSql[static_cast<size_t>(kind)], Params().Int(before_ms)));
   if (rows.rows() != 1) return Status::Internal("a count answered no row");
@@ -190,7 +253,82 @@ Result<int64_t> PgTransaction::RemoveRetained(const RetainedRows& rows, int64_t 
             Params().Text(g.consumer).Text(g.subject).Int(g.expected_version).Int(before_ms)));
     removed += done.affected();
   }
-  return removed;
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t receipts, RemoveRetainedLedger(rows.ledger, before_ms));
+  return removed + receipts;
+}
+
+// Under the receipts' consumers' locks held exclusively (no decider of theirs is in flight, and
+// none starts until this commits): the receipts go, their keys' digests are kept, in one
+// transaction.
+Result<int64_t> PgTransaction::RemoveRetainedLedger(const std::vector<LedgerEntry>& rows,
+                                                    int64_t before_ms) {
+  if (rows.empty()) return int64_t{0};
+  static const std::string kDigests =
+      "INSERT INTO ledger_digest(digest, committed_s)"
+      " SELECT decode(d, 'hex'), s FROM unnest($1::text[], $2::bigint[]) AS k(d, s)"
+      " ON CONFLICT DO NOTHING";
+  std::vector<std::string_view> consumers, sources, ids;
+  for (const LedgerEntry& e : rows) {
+    consumers.push_back(e.consumer);
+    sources.push_back(e.source);
+    ids.push_back(e.event_id);
+  }
+  LockConsumers(consumers, true);
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset gone,
+      Db().Query(kLedgerRemove,
+                 Params().Int(before_ms).TextArray(consumers).TextArray(sources).TextArray(ids)));
+  if (!gone.problem().ok()) return gone.problem();
+  std::vector<std::string> digests;
+  std::vector<int64_t> seconds;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < gone.rows(); ++i) {
+    EVIDENT_ASSIGN_OR_RETURN(const std::string digest,
+                             LedgerKeyDigest(gone.Text(i, 0), gone.Text(i, 1), gone.Text(i, 2)));
+    std::string hex;
+    for (const char c : digest) {
+      hex.push_back(kHex[static_cast<unsigned char>(c) >> 4]);
+      hex.push_back(kHex[static_cast<unsigned char>(c) & 0xF]);
+    }
+    digests.push_back(std::move(hex));
+    seconds.push_back(FloorSeconds(gone.Int(i, 3)));
+  }
+  if (!gone.problem().ok()) return gone.problem();
+  if (digests.empty()) return int64_t{0};
+  EVIDENT_RETURN_IF_ERROR(Db().Query(kDigests, Params()
+                                                   .TextArray(std::vector<std::string_view>(
+                                                       digests.begin(), digests.end()))
+                                                   .IntArray(seconds))
+                              .status());
+  return static_cast<int64_t>(digests.size());
+}
+
+// Digests in byte order past `after`; those committed in a second before the horizon's go.
+Result<ForgottenDigests> PgTransaction::ForgetLedgerDigests(int64_t before_ms,
+                                                            std::string_view after,
+                                                            int64_t rows_max) {
+  assert(rows_max > 0);
+  // `end` once a look finds fewer than rows_max.
+  static const std::string kSql =
+      "WITH looked AS (SELECT digest, committed_s FROM ledger_digest WHERE digest > $2"
+      " ORDER BY digest LIMIT $3), gone AS (DELETE FROM ledger_digest d USING looked"
+      " WHERE d.digest=looked.digest AND looked.committed_s < $1 RETURNING d.digest)"
+      " SELECT (SELECT count(*) FROM looked), (SELECT count(*) FROM gone),"
+      " coalesce((SELECT encode(digest, 'hex') FROM looked ORDER BY digest DESC LIMIT 1), '')";
+  EVIDENT_ASSIGN_OR_RETURN(
+      const Rowset rows,
+      Db().Query(kSql, Params().Int(FloorSeconds(before_ms)).Bytes(after).Int(rows_max)));
+  if (!rows.problem().ok()) return rows.problem();
+  if (rows.rows() != 1) return Status::Internal("forgetting digests answered no row");
+  ForgottenDigests out;
+  out.forgotten = rows.Int(0, 1);
+  out.end = rows.Int(0, 0) < rows_max;
+  const std::string_view hex = rows.Text(0, 2);
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    const auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+    out.next.push_back(static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1])));
+  }
+  return out;
 }
 
 Status PgTransaction::RecordRetention(const RetentionRun& run) {

@@ -212,6 +212,14 @@ CREATE TABLE IF NOT EXISTS consumer_set(
 INSERT INTO evident_schema(version) VALUES(9);
 )sql";
 
+// Layout 10: the keys of receipts retention compacted (store_retention.h, kLedger), each as 16
+// bytes of SHA-256 (LedgerKeyDigest) with the second it was committed in.
+inline constexpr const char* kSchemaLayout10 = R"sql(
+CREATE TABLE IF NOT EXISTS ledger_digest(
+  digest bytea PRIMARY KEY, committed_s bigint NOT NULL);
+INSERT INTO evident_schema(version) VALUES(10);
+)sql";
+
 inline constexpr const char* kSchemaLayout2 = R"sql(
 CREATE TABLE IF NOT EXISTS outbox_partition(event_partition bigint PRIMARY KEY);
 INSERT INTO outbox_partition(event_partition)

@@ -189,7 +189,8 @@ Result<int64_t> CreateOrMigrate(PlainConnection& db) {
     if (layout < 7) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout7).status());
     if (layout < 8) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout8).status());
     if (layout < 9) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout9).status());
-    static_assert(kPostgresLayoutVersion == 9, "a new layout needs its step here");
+    if (layout < 10) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout10).status());
+    static_assert(kPostgresLayoutVersion == 10, "a new layout needs its step here");
     return layout;
   };
   Result<int64_t> layout = run();

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <limits>
 
+#include "core/digest.h"
 #include "core/fault_point.h"
 #include "store/outbox_rules.h"
 #include "store/postgres/pg_rows.h"
@@ -105,12 +106,52 @@ Status ProjectionMoved(const Projection& p) {
 
 }  // namespace
 
+namespace {
+
+LedgerEntry RetainedReceipt(std::string_view consumer, std::string_view source,
+                            std::string_view event_id) {
+  LedgerEntry e;
+  e.consumer = consumer;
+  e.source = source;
+  e.event_id = event_id;
+  e.retained = true;
+  return e;
+}
+
+// Whether retention kept the key's receipt as its digest.
+Result<bool> DigestKept(Connection& db, std::string_view consumer, std::string_view source,
+                        std::string_view event_id) {
+  static const std::string kSql = "SELECT 1 FROM ledger_digest WHERE digest=$1";
+  EVIDENT_ASSIGN_OR_RETURN(const std::string digest, LedgerKeyDigest(consumer, source, event_id));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, db.Query(kSql, Params().Bytes(digest)));
+  if (!rows.problem().ok()) return rows.problem();
+  return rows.rows() > 0;
+}
+
+// The digest as lowercase hex, the text PostgreSQL's decode(..., 'hex') reads.
+std::string Hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * bytes.size());
+  for (const char c : bytes) {
+    out.push_back(kHex[static_cast<unsigned char>(c) >> 4]);
+    out.push_back(kHex[static_cast<unsigned char>(c) & 0xF]);
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::optional<LedgerEntry>> QueryLedger(Connection& db, std::string_view consumer,
                                                std::string_view source, std::string_view event_id) {
   EVIDENT_ASSIGN_OR_RETURN(
       const Rowset rows,
       db.Query(kLedgerByKey, Params().Text(consumer).Text(source).Text(event_id)));
-  return ReadOne(rows, &ReadLedger);
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> row, ReadOne(rows, &ReadLedger));
+  if (row) return row;
+  EVIDENT_ASSIGN_OR_RETURN(const bool retained, DigestKept(db, consumer, source, event_id));
+  if (retained) row = RetainedReceipt(consumer, source, event_id);
+  return row;
 }
 
 Result<std::optional<QuarantineRecord>> QueryQuarantine(Connection& db, int64_t id) {
@@ -341,7 +382,7 @@ void PgTransaction::Notify(Connection& db) {
 // the key; no process of an older layout shares a store of this one). The two-int4 form (class,
 // hash) keeps clear of the bigint keys (the schema lock); two names of one hash only take turns
 // they need not. Held to the transaction's end.
-void PgTransaction::LockConsumers(std::vector<std::string_view> consumers) {
+void PgTransaction::LockConsumers(std::vector<std::string_view> consumers, bool exclusive) {
   // The schema's length first: schema "a.b" with consumer "c" and schema "a" with consumer "b.c"
   // have keys of their own.
   const auto statement = [](const char* lock) {
@@ -358,7 +399,7 @@ void PgTransaction::LockConsumers(std::vector<std::string_view> consumers) {
   std::sort(consumers.begin(), consumers.end());
   consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
   locked_consumers_.insert(consumers.begin(), consumers.end());
-  const bool shared = session_->deciders_shared || session_->deciders_by_subject;
+  const bool shared = !exclusive && (session_->deciders_shared || session_->deciders_by_subject);
   Conn().Send(shared ? kShared : kExclusive, Params().TextArray(consumers));
 }
 
@@ -448,10 +489,12 @@ Status PgTransaction::Rollback() {
 // for the projections at 50,000 rows; postgres_bench with EVIDENT_BENCH_STATEMENTS).
 namespace {
 
-// The five statements of a batch load, sent in one pipeline: the ledger rows of the keys, the
-// projections, deferred events, their ledger rows and the open gaps of the subjects.
+// The six statements of a batch load, sent in one pipeline: the ledger rows of the keys, the
+// projections, deferred events, their ledger rows and the open gaps of the subjects, and the
+// digests kept of the keys' compacted receipts (after the ledger's statement: a receipt that
+// retention compacted before that statement ran has its digest seen by this one).
 struct LoadStatements {
-  std::string ledger, projections, deferred, deferred_ledger, open_gaps;
+  std::string ledger, projections, deferred, deferred_ledger, open_gaps, digests;
 };
 
 LoadStatements MakeLoadStatements() {
@@ -479,6 +522,10 @@ LoadStatements MakeLoadStatements() {
   out.open_gaps =
       "SELECT consumer, subject, missing_to FROM gap WHERE state<>'closed' AND (consumer, subject)"
       " IN (SELECT * FROM unnest($1::text[], $2::text[]))";
+  out.digests =
+      "SELECT encode(d.digest, 'hex') FROM (SELECT DISTINCT decode(h, 'hex') AS v"
+      " FROM unnest($1::text[]) AS h) AS k CROSS JOIN LATERAL"
+      " (SELECT digest FROM ledger_digest WHERE digest=k.v LIMIT 1) d";
   return out;
 }
 
@@ -500,14 +547,23 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
   deciding.insert(deciding.end(), subject_consumers.begin(), subject_consumers.end());
   LockConsumers(std::move(deciding));
   if (session_->deciders_shared) LockSubjects(keys.subjects);
+  std::vector<std::string> digests;
+  digests.reserve(keys.ledger.size());
+  for (const LedgerKey& k : keys.ledger) {
+    EVIDENT_ASSIGN_OR_RETURN(const std::string digest,
+                             LedgerKeyDigest(k.consumer, k.source, k.event_id));
+    digests.push_back(Hex(digest));
+  }
   Connection& db = Db();
   db.SendWanted(kLoad.ledger, Params().TextArray(consumers).TextArray(sources).TextArray(ids));
   for (const std::string* sql :
        {&kLoad.projections, &kLoad.deferred, &kLoad.deferred_ledger, &kLoad.open_gaps}) {
     db.SendWanted(*sql, Params().TextArray(subject_consumers).TextArray(subjects));
   }
+  db.SendWanted(kLoad.digests,
+                Params().TextArray(std::vector<std::string_view>(digests.begin(), digests.end())));
   EVIDENT_ASSIGN_OR_RETURN(const std::vector<Rowset> found, db.Fetch());
-  assert(found.size() == 5);
+  assert(found.size() == 6);
   // The open gap records of the subjects, which an apply that closes a gap closes.
   // A subject loaded twice in one transaction is read afresh: the server's answer already holds
   // what this transaction changed (the statements before it ran first), so it replaces the list.
@@ -533,6 +589,7 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
                            ReadRows(found[2], LimitOf(found[2].rows()), &ReadDeferred));
   for (const LedgerKey& k : keys.ledger) ledger_[Key(k.consumer, k.source, k.event_id)];
   for (const LedgerEntry& e : out.ledger) ledger_[Key(e.consumer, e.source, e.event_id)] = e;
+  EVIDENT_RETURN_IF_ERROR(KeepRetainedKeys(keys.ledger, digests, found[5]));
   for (const SubjectKey& k : keys.subjects) {
     projections_[Key(k.consumer, k.subject)];
     deferred_subjects_.insert(Key(k.consumer, k.subject));
@@ -544,6 +601,24 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
   out.projections = std::move(projections.rows);
   out.deferred = std::move(deferred.rows);
   return out;
+}
+
+// The keys whose digests the load found (`found`: their hex) and that have no receipt: known as
+// retained.
+Status PgTransaction::KeepRetainedKeys(const std::vector<LedgerKey>& keys,
+                                       const std::vector<std::string>& digests,
+                                       const Rowset& found) {
+  if (found.rows() == 0) return found.problem();
+  std::unordered_set<std::string> kept;
+  for (int i = 0; i < found.rows(); ++i) kept.emplace(found.Text(i, 0));
+  if (!found.problem().ok()) return found.problem();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (kept.count(digests[i]) == 0) continue;
+    std::optional<LedgerEntry>& row =
+        ledger_[Key(keys[i].consumer, keys[i].source, keys[i].event_id)];
+    if (!row) row = RetainedReceipt(keys[i].consumer, keys[i].source, keys[i].event_id);
+  }
+  return Status::Ok();
 }
 
 Result<std::optional<LedgerEntry>> PgTransaction::FindLedger(std::string_view consumer,
@@ -570,6 +645,14 @@ Result<Insert> PgTransaction::InsertLedger(const LedgerEntry& entry) {
     ledger_inserts_.push_back(entry);  // sent with the next statement (FlushWrites)
     it->second = entry;
     return Insert::kInserted;
+  }
+  // Not loaded: a compacted receipt's digest answers too. Retention removes a receipt under its
+  // consumer's lock held exclusively, which this transaction holds (shared or not) from here on.
+  EVIDENT_ASSIGN_OR_RETURN(const bool retained,
+                           DigestKept(Db(), entry.consumer, entry.source, entry.event_id));
+  if (retained) {
+    ledger_.emplace(std::move(key), RetainedReceipt(entry.consumer, entry.source, entry.event_id));
+    return Insert::kAlreadyThere;
   }
   EVIDENT_ASSIGN_OR_RETURN(const Rowset done,
                            Db().Query(kLedgerInsertIfAbsent, LedgerParams(entry)));

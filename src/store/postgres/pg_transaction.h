@@ -100,6 +100,8 @@ class PgTransaction final : public Transaction {
   Result<int64_t> DeleteSentOutbox(int64_t sent_before_ms, int64_t rows_max) override;
   Result<int64_t> RemoveRetained(const RetainedRows& rows, int64_t before_ms) override;
   Status RecordRetention(const RetentionRun& run) override;
+  Result<ForgottenDigests> ForgetLedgerDigests(int64_t before_ms, std::string_view after,
+                                               int64_t rows_max) override;
   Result<int64_t> PushSet(SetKind kind, const StoredContracts& set) override;
   Result<int64_t> LatestSetVersion(SetKind kind) override;
   Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override;
@@ -150,10 +152,15 @@ class PgTransaction final : public Transaction {
   Status End(const std::string& sql);
   // Takes the lock of each of `consumers` this transaction does not hold yet (StoreOptions::
   // deciders), sent ahead of the statements that read their rows.
-  void LockConsumers(std::vector<std::string_view> consumers);
+  // `exclusive`: held exclusively whatever the session's deciders do (retention compacting
+  // receipts waits for every decider of those consumers, and keeps them out until it commits).
+  void LockConsumers(std::vector<std::string_view> consumers, bool exclusive = false);
   void LockSubjects(const std::vector<SubjectKey>& subjects);
   void LockConsumer(std::string_view consumer);
   Status SetOutboxParked(int64_t seq, bool park, std::string_view reason, int64_t at_ms);
+  Status KeepRetainedKeys(const std::vector<LedgerKey>& keys,
+                          const std::vector<std::string>& digests, const Rowset& found);
+  Result<int64_t> RemoveRetainedLedger(const std::vector<LedgerEntry>& rows, int64_t before_ms);
   static void Notify(Connection& db);
 
   std::shared_ptr<Session> session_;                     // null once finished
@@ -215,6 +222,9 @@ class PgSnapshot final : public Snapshot {
   Result<RetainedRows> Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
                                   int64_t rows_max) override;
   Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) override;
+  Result<RetainedRows> RetainableLedger(int64_t before_ms, const LedgerKey& after,
+                                        int64_t rows_max) override;
+  Result<int64_t> CountLedgerDigests(int64_t before_ms) override;
   Result<std::optional<RetentionRun>> LatestRetention() override;
   Result<int64_t> LatestSetVersion(SetKind kind) override;
   Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override;
@@ -246,6 +256,8 @@ class PgSnapshot final : public Snapshot {
 };
 
 // Reads both a Transaction and a Snapshot make, on either.
+// The receipt of a key, or (its receipt compacted by retention) a `retained` entry for it when
+// its digest is kept.
 Result<std::optional<LedgerEntry>> QueryLedger(Connection& db, std::string_view consumer,
                                                std::string_view source, std::string_view event_id);
 Result<std::optional<QuarantineRecord>> QueryQuarantine(Connection& db, int64_t id);

@@ -34,6 +34,7 @@ SQLITE_EXTENSION_INIT3
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/digest.h"
 #include "core/fault_point.h"
 #include "core/fnv1a.h"
 #include "evident/store_sqlite.h"
@@ -320,11 +321,19 @@ CREATE TABLE IF NOT EXISTS consumer_set(
   settings TEXT NOT NULL, files TEXT NOT NULL);
 )sql";
 
+// Layout 14: the keys of receipts retention compacted (store_retention.h, kLedger), each as 16
+// bytes of SHA-256 (LedgerKeyDigest) with the second it was committed in, and nothing else.
+constexpr const char* kLedgerDigestSchema = R"sql(
+CREATE TABLE IF NOT EXISTS ledger_digest(
+  digest BLOB PRIMARY KEY, committed_s INTEGER NOT NULL) WITHOUT ROWID;
+)sql";
+
 // Every table and index of the current layout (each IF NOT EXISTS).
 const std::string& Schema() {
   static const std::string kSchema = std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema +
                                      kEffectSchema + kLayout8Schema + kGroupSchema +
-                                     kRetentionSchema + kContractsSchema + kConsumersSchema;
+                                     kRetentionSchema + kContractsSchema + kConsumersSchema +
+                                     kLedgerDigestSchema;
   return kSchema;
 }
 
@@ -490,7 +499,9 @@ class Statement {
     return *this;
   }
   Statement& BindBlob(std::string_view bytes) {
-    sqlite3_bind_blob(stmt_, ++index_, bytes.data(), static_cast<int>(bytes.size()), SQLITE_STATIC);
+    // As Bind: an empty view may have no data pointer, which SQLite would bind as NULL.
+    sqlite3_bind_blob(stmt_, ++index_, bytes.data() == nullptr ? "" : bytes.data(),
+                      static_cast<int>(bytes.size()), SQLITE_STATIC);
     return *this;
   }
   Statement& Bind(int64_t value) {
@@ -1272,7 +1283,11 @@ class SqliteEngine {
       // The consumer sets (Schema() creates only what is missing).
       EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(13);"));
     }
-    static_assert(kSqliteLayoutVersion == 13, "a new layout needs its step here");
+    if (layout <= 13) {
+      // The ledger's compact form (Schema() creates only what is missing).
+      EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(14);"));
+    }
+    static_assert(kSqliteLayoutVersion == 14, "a new layout needs its step here");
     return Status::Ok();
   }
 
@@ -1431,6 +1446,7 @@ class SqliteEngine {
     EVIDENT_RETURN_IF_ERROR(BeginOwn("BEGIN IMMEDIATE"));  // busy: names the lock's holder
     open_ = Open::kWrite;
     in_transaction_ = true;
+    digests_kept_.reset();
     projections_.clear();
     subjects_read_.clear();
     pending_deferred_.clear();
@@ -1475,12 +1491,56 @@ class SqliteEngine {
     if (s.Step(status)) out = ReadLedger(s, status);
     s.Reset();
     if (!status.ok()) return status;
+    if (out) return out;
+    EVIDENT_ASSIGN_OR_RETURN(const bool retained, DigestKept(consumer, source, event_id));
+    if (retained) {
+      out.emplace();
+      out->consumer = consumer;
+      out->source = source;
+      out->event_id = event_id;
+      out->retained = true;
+    }
     return out;
+  }
+
+  // Whether retention kept the key's receipt as its digest (layout 14 on).
+  Result<bool> DigestKept(std::string_view consumer, std::string_view source,
+                          std::string_view event_id) {
+    if (layout_ < 14) return false;
+    EVIDENT_ASSIGN_OR_RETURN(const std::string digest, LedgerKeyDigest(consumer, source, event_id));
+    static const std::string kSql = "SELECT 1 FROM ledger_digest WHERE digest=?1";
+    Statement& s = Prepared(kSql);
+    s.BindBlob(digest);
+    Status status;
+    const bool found = s.Step(status);
+    s.Reset();
+    if (!status.ok()) return status;
+    return found;
+  }
+  // Whether any digest is kept, read once per write transaction (no other writer commits while
+  // it is open): a store that never compacted its ledger pays no digest per receipt.
+  Result<bool> AnyDigestKept() {
+    if (layout_ < 14) return false;
+    if (!digests_kept_ || !in_transaction_) {
+      static const std::string kSql = "SELECT EXISTS(SELECT 1 FROM ledger_digest)";
+      Statement& s = Prepared(kSql);
+      Status status;
+      const bool any = s.Step(status) && s.Int(0) != 0;
+      s.Reset();
+      if (!status.ok()) return status;
+      digests_kept_ = any;
+    }
+    return *digests_kept_;
   }
 
   // ON CONFLICT DO NOTHING: a key already there is an answer, and the transaction goes on (a
   // failed statement would abort it on PostgreSQL).
   Result<Insert> InsertLedger(const LedgerEntry& e) {
+    EVIDENT_ASSIGN_OR_RETURN(const bool any_digest, AnyDigestKept());
+    if (any_digest) {
+      EVIDENT_ASSIGN_OR_RETURN(const bool retained, DigestKept(e.consumer, e.source, e.event_id));
+      if (retained) return Insert::kAlreadyThere;
+    }
     static const std::string kSql = std::string("INSERT INTO ledger(") + kLedgerColumns +
                                     ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,"
                                     "?16,?17)"
@@ -2870,6 +2930,7 @@ class SqliteEngine {
   Result<RetainedRows> Retainable(RetainedKind kind, int64_t before_ms, int64_t after,
                                   int64_t rows_max) {
     assert(rows_max > 0);
+    if (kind == RetainedKind::kLedger) return RetainableLedger(before_ms, LedgerKey{}, rows_max);
     RetainedRows out{.kind = kind};
     if (layout_ < 11) {  // a read-only open of an older layout
       out.end = true;
@@ -2906,8 +2967,54 @@ class SqliteEngine {
         return Look(kEffectLog, w, ReadEffectLog, &RetainedRows::effect_log, std::move(out));
       case RetainedKind::kOutbox:
         return Look(kOutbox, w, ReadOutbox, &RetainedRows::outbox, std::move(out));
+      case RetainedKind::kLedger:
+        break;
     }
     return Status::Internal("unknown retained kind");
+  }
+
+  // Receipts in key order past `after`; the last column says whether one is retainable (applied,
+  // committed before ?1, no unsettled intent of its consumer and subject).
+  Result<RetainedRows> RetainableLedger(int64_t before_ms, const LedgerKey& after,
+                                        int64_t rows_max) {
+    assert(rows_max > 0);
+    RetainedRows out{.kind = RetainedKind::kLedger};
+    if (layout_ < 14) {  // a read-only open of an older layout
+      out.end = true;
+      return out;
+    }
+#define EVIDENT_RECEIPT_RETAINABLE                                                         \
+  "state='applied' AND committed_at_ms < ?1 AND NOT EXISTS (SELECT 1 FROM effect_intent i" \
+  " WHERE i.subject=ledger.subject AND i.consumer=ledger.consumer"                         \
+  " AND i.state NOT IN ('done','failed','withdrawn'))"
+    static const std::string kFirst = std::string("SELECT ") + kLedgerColumns +
+                                      ", " EVIDENT_RECEIPT_RETAINABLE
+                                      " FROM ledger ORDER BY consumer, source, event_id LIMIT ?2";
+    static const std::string kAfter =
+        std::string("SELECT ") + kLedgerColumns +
+        ", " EVIDENT_RECEIPT_RETAINABLE
+        " FROM ledger WHERE (consumer, source, event_id) > (?2, ?3, ?4)"
+        " ORDER BY consumer, source, event_id LIMIT ?5";
+#undef EVIDENT_RECEIPT_RETAINABLE
+    const bool first = after.consumer.empty();
+    EVIDENT_ASSIGN_OR_RETURN(Rows<Looked<LedgerEntry>> looked,
+                             QueryBound<Looked<LedgerEntry>>(
+                                 first ? kFirst : kAfter,
+                                 [&](Statement& s) {
+                                   s.Bind(before_ms);
+                                   if (!first)
+                                     s.Bind(after.consumer).Bind(after.source).Bind(after.event_id);
+                                 },
+                                 rows_max,
+                                 [&](const Statement& s, Status& error) {
+                                   return Looked<LedgerEntry>{ReadLedger(s, error), s.Int(17) != 0};
+                                 }));
+    out.end = !looked.truncated;
+    for (Looked<LedgerEntry>& l : looked.rows) {
+      out.next_key = {l.row.consumer, l.row.source, l.row.event_id};
+      if (l.retainable) out.ledger.push_back(std::move(l.row));
+    }
+    return out;
   }
 
   struct Window {
@@ -2962,7 +3069,7 @@ class SqliteEngine {
   }
 
   Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) {
-    if (layout_ < 11) return int64_t{0};
+    if (layout_ < 11 || (kind == RetainedKind::kLedger && layout_ < 14)) return int64_t{0};
     static const std::string kSql[] = {
         "SELECT count(*) FROM journal WHERE at_ms < ?1 AND seq < (SELECT max(seq) FROM journal)",
         "SELECT count(*) FROM quarantine WHERE status<>'open' AND last_seen_ms < ?1"
@@ -2973,13 +3080,57 @@ class SqliteEngine {
         "SELECT count(*) FROM effect_log l JOIN effect_intent i ON i.key=l.key"
         " WHERE i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < ?1"
         " AND l.seq < (SELECT max(seq) FROM effect_log)",
-        "SELECT count(*) FROM outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < ?1"};
+        "SELECT count(*) FROM outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < ?1",
+        "SELECT count(*) FROM ledger WHERE state='applied' AND committed_at_ms < ?1 AND NOT EXISTS"
+        " (SELECT 1 FROM effect_intent i WHERE i.subject=ledger.subject"
+        " AND i.consumer=ledger.consumer AND i.state NOT IN ('done','failed','withdrawn'))"};
+    static_assert(std::size(kSql) == kRetainedKindCount);
     const std::string& sql = kSql[static_cast<size_t>(kind)];
     EVIDENT_ASSIGN_OR_RETURN(const Rows<int64_t> count,
                              QueryBound<int64_t>(
                                  sql, [&](Statement& s) { s.Bind(before_ms); }, 1,
                                  [](const Statement& s, Status&) { return s.Int(0); }));
     return count.rows.empty() ? 0 : count.rows.front();
+  }
+
+  Result<int64_t> CountLedgerDigests(int64_t before_ms) {
+    if (layout_ < 14) return int64_t{0};
+    static const std::string kSql = "SELECT count(*) FROM ledger_digest WHERE committed_s < ?1";
+    EVIDENT_ASSIGN_OR_RETURN(const Rows<int64_t> count,
+                             QueryBound<int64_t>(
+                                 kSql, [&](Statement& s) { s.Bind(FloorSeconds(before_ms)); }, 1,
+                                 [](const Statement& s, Status&) { return s.Int(0); }));
+    return count.rows.empty() ? 0 : count.rows.front();
+  }
+
+  // Digests in byte order past `after`; those committed in a second before the horizon's go.
+  Result<ForgottenDigests> ForgetLedgerDigests(int64_t before_ms, std::string_view after,
+                                               int64_t rows_max) {
+    assert(rows_max > 0);
+    ForgottenDigests out;
+    if (layout_ < 14) {
+      out.end = true;
+      return out;
+    }
+    static const std::string kLook =
+        "SELECT digest, committed_s < ?1 FROM ledger_digest WHERE digest > ?2"
+        " ORDER BY digest LIMIT ?3";
+    static const std::string kForget = "DELETE FROM ledger_digest WHERE digest=?1";
+    EVIDENT_ASSIGN_OR_RETURN(
+        Rows<Looked<std::string>> looked,
+        QueryBound<Looked<std::string>>(
+            kLook, [&](Statement& s) { s.Bind(FloorSeconds(before_ms)).BindBlob(after); }, rows_max,
+            [](const Statement& s, Status&) {
+              return Looked<std::string>{s.Blob(0), s.Int(1) != 0};
+            }));
+    out.end = !looked.truncated;
+    for (const Looked<std::string>& l : looked.rows) {
+      out.next = l.row;
+      if (!l.retainable) continue;
+      EVIDENT_RETURN_IF_ERROR(Prepared(kForget).BindBlob(l.row).Run());
+      out.forgotten += sqlite3_changes(db_);
+    }
+    return out;
   }
 
   Status RecordRetention(const RetentionRun& run) {
@@ -3171,6 +3322,41 @@ class SqliteEngine {
       if (gone) EVIDENT_RETURN_IF_ERROR(run(kBody, [&](Statement& s) { s.Bind(o.seq); }).status());
       removed += gone;
     }
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t receipts, RemoveRetainedLedger(rows.ledger, before_ms));
+    return removed + receipts;
+  }
+
+  // A receipt goes and its key's digest stays, in the same transaction (the receipt's own commit
+  // second kept with it for --forget-ledger-after).
+  Result<int64_t> RemoveRetainedLedger(const std::vector<LedgerEntry>& rows, int64_t before_ms) {
+    if (rows.empty()) return int64_t{0};
+    if (layout_ < 14) return Status::FailedPrecondition("the store's layout keeps no digests");
+    static const std::string kReceipt =
+        "DELETE FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3 AND state='applied'"
+        " AND committed_at_ms < ?4 AND NOT EXISTS (SELECT 1 FROM effect_intent i"
+        " WHERE i.subject=ledger.subject AND i.consumer=ledger.consumer"
+        " AND i.state NOT IN ('done','failed','withdrawn')) RETURNING committed_at_ms";
+    static const std::string kDigest =
+        "INSERT INTO ledger_digest(digest, committed_s) VALUES(?1, ?2) ON CONFLICT DO NOTHING";
+    int64_t removed = 0;
+    for (const LedgerEntry& e : rows) {
+      Statement& s = Prepared(kReceipt);
+      s.Bind(e.consumer).Bind(e.source).Bind(e.event_id).Bind(before_ms);
+      Status status;
+      std::optional<int64_t> committed_at_ms;
+      if (s.Step(status)) committed_at_ms = s.Int(0);
+      while (status.ok() && s.Step(status)) {
+      }
+      s.Reset();
+      EVIDENT_RETURN_IF_ERROR(status);
+      if (!committed_at_ms) continue;
+      EVIDENT_ASSIGN_OR_RETURN(const std::string digest,
+                               LedgerKeyDigest(e.consumer, e.source, e.event_id));
+      EVIDENT_RETURN_IF_ERROR(
+          Prepared(kDigest).BindBlob(digest).Bind(FloorSeconds(*committed_at_ms)).Run());
+      ++removed;
+    }
+    digests_kept_.reset();
     return removed;
   }
 
@@ -3253,6 +3439,7 @@ class SqliteEngine {
   }
 
   sqlite3* db_;
+  std::optional<bool> digests_kept_;  // AnyDigestKept's answer in this write transaction
   std::unique_ptr<Checkpointer> checkpointer_;
   int64_t checkpoint_wal_pages_ = SqliteOptions{}.checkpoint_wal_pages;
   int64_t checkpoint_thread_commit_pages_ = SqliteOptions{}.checkpoint_thread_commit_pages;
@@ -3411,6 +3598,10 @@ class SqliteTransaction final : public Transaction {
     return Open()->RemoveRetained(rows, before_ms);
   }
   Status RecordRetention(const RetentionRun& run) override { return Open()->RecordRetention(run); }
+  Result<ForgottenDigests> ForgetLedgerDigests(int64_t before_ms, std::string_view after,
+                                               int64_t rows_max) override {
+    return Open()->ForgetLedgerDigests(before_ms, after, rows_max);
+  }
   Result<int64_t> PushSet(SetKind kind, const StoredContracts& set) override {
     return Open()->PushSet(kind, set);
   }
@@ -3588,6 +3779,13 @@ class SqliteSnapshot final : public Snapshot {
   }
   Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) override {
     return engine_.CountRetainable(kind, before_ms);
+  }
+  Result<RetainedRows> RetainableLedger(int64_t before_ms, const LedgerKey& after,
+                                        int64_t rows_max) override {
+    return engine_.RetainableLedger(before_ms, after, rows_max);
+  }
+  Result<int64_t> CountLedgerDigests(int64_t before_ms) override {
+    return engine_.CountLedgerDigests(before_ms);
   }
   Result<std::optional<RetentionRun>> LatestRetention() override {
     return engine_.LatestRetention();
