@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/retention_bench.sh [EVENTS] [ROUNDS] [INPUT]: what retention leaves per decided event,
-# and what it costs a consume running beside it (issue 48). ROUNDS 0 measures the size only.
+# and what it costs a consume running beside it (issue 48). ROUNDS 0 measures the size only;
+# BACKEND=postgresql measures the size on PostgreSQL only.
 #   INPUT `orders` (the default): the orders example (examples/orders/events.ndjson: applied,
 #   deferred, duplicate, stale and rejected events; 8 of its 20 events are refused and kept as
 #   open quarantine records with their bytes, which retention never removes) repeated with
@@ -67,6 +68,34 @@ consume() {  # consume STORE INPUT: prints the seconds it took
   end=$(date +%s.%N)
   python3 -c "print(${end} - ${start})"
 }
+
+# (1') BACKEND=postgresql: the size on PostgreSQL instead (scripts/postgres.sh starts a server of
+# the run's own), then the run ends. The tables' and indexes' bytes (pg_total_relation_size of the
+# store's schema) after the consume, then after retention and a VACUUM FULL: evident never runs
+# one (autovacuum makes the space reusable, no table is rewritten), the bench does to show what
+# the rows left need.
+if [ "${BACKEND:-sqlite}" = postgresql ]; then
+  trap 'bash scripts/postgres.sh stop "$tmp/pg" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+  bash scripts/postgres.sh start "$tmp/pg" >/dev/null
+  url=$(cat "$tmp/pg/url")
+  pg_size() {
+    psql -qAt "$url" -c "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN
+      pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'"
+  }
+  "$bin" consume --config "$config" --store "$url" --input "$tmp/first.ndjson" >/dev/null
+  psql -q "$url" -c "VACUUM FULL" >/dev/null
+  before=$(pg_size)
+  "$bin" store retain --store "$url" --older-than 1ms >"$tmp/retain.txt"
+  psql -q "$url" -c "VACUUM FULL" >/dev/null
+  after=$(pg_size)
+  python3 -c "print('postgresql size: %d events; before retention %.0f bytes/event, after %.0f bytes/event' % (${events}, ${before} / ${events}, ${after} / ${events}))"
+  sed 's/^/  /' "$tmp/retain.txt"
+  psql -qAt -F' ' "$url" -c "SELECT c.relname, round(pg_total_relation_size(c.oid)::numeric / ${events}, 1)
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'
+    AND c.relkind = 'r' AND pg_total_relation_size(c.oid) >= ${events} / 2 ORDER BY 2 DESC" |
+    tr '\n' ',' | sed 's/,$/\n/; s/,/, /g; s/^/  after retention, bytes\/event by table (with its indexes): /'
+  exit 0
+fi
 
 # (1) Size.
 consume "$tmp/size.db" "$tmp/first.ndjson" >/dev/null

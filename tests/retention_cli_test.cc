@@ -307,6 +307,51 @@ TEST_F(RetentionCli, RunsBesideConsumeOnTheSameStore) {
   EXPECT_EQ(got, want);
 }
 
+// Receipts compacted into digests while a consume goes on (`--older-than 1ms`: every receipt
+// committed a millisecond ago goes), with every event of the input delivered twice, the second
+// time long after the first: the consume decides exactly what it decides alone, its redeliveries
+// answered by digests as by receipts.
+TEST_F(RetentionCli, CompactingReceiptsBesideConsumeChangesNoDecision) {
+  const std::string input = Path("orders.ndjson");
+  WriteCopies(input, 200);
+  {
+    std::ifstream once(input);
+    const std::string all((std::istreambuf_iterator<char>(once)), std::istreambuf_iterator<char>());
+    std::ofstream(input, std::ios::app) << all;
+  }
+  const auto consume = [&](const std::string& db) -> std::vector<std::string> {
+    return {EVIDENT_BINARY,      "consume",
+            "--config",          SourcePath("examples/orders/evident.yaml"),
+            "--store",           "sqlite:" + db,
+            "--input",           input,
+            "--batch-count-max", "20"};
+  };
+  const ProcessResult alone = RunProcess(consume(Path("alone.db")));
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const std::string db = Path("beside.db"), report = Path("beside.out");
+  const int out = ::open(report.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(out, 0);
+  const pid_t child = StartProcess(consume(db), {.out = out});
+  ::close(out);
+  ASSERT_GT(child, 0);
+  int compacted = 0, status = 0;
+  while (::waitpid(child, &status, WNOHANG) == 0) {
+    const ProcessResult r = RunProcess({EVIDENT_BINARY, "store", "retain", "--store",
+                                        "sqlite:" + db, "--older-than", "1ms", "--format", "json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    simdjson::dom::parser parser;
+    int64_t receipts = 0;
+    ASSERT_EQ(parser.parse(r.out)["removed"]["ledger"].get(receipts), simdjson::SUCCESS) << r.out;
+    compacted += receipts > 0 ? 1 : 0;
+  }
+  EXPECT_TRUE(Finished(status)) << EndedBy(status);
+  EXPECT_GE(compacted, 1) << "no run compacted a receipt while the consume went on";
+  std::ifstream beside(report);
+  const std::string text((std::istreambuf_iterator<char>(beside)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_EQ(DecisionTable(text), DecisionTable(alone.out));
+}
+
 // The intents' states and the open quarantine records of a store: what effects run and
 // quarantine replay decided, which retention must not change (it removes only settled
 // records: replayed or discarded ones, and the logs of settled intents).
