@@ -259,9 +259,10 @@ TEST_F(ConfigCheck, RetentionReadsOneHorizonOrOnePerKind) {
   EXPECT_TRUE(all->retention.archive.empty());
   EXPECT_EQ(all->retention.batch_count_max, 500);
 
-  std::ofstream(path) << head
-                      << "retention:\n  every: 1h\n  older_than: {journal: 7d, outbox: 12h, ledger: 90d}\n"
-                         "  archive: retained.ndjson\n  batch_count_max: 50\n";
+  std::ofstream(path)
+      << head
+      << "retention:\n  every: 1h\n  older_than: {journal: 7d, outbox: 12h, ledger: 90d}\n"
+         "  archive: retained.ndjson\n  batch_count_max: 50\n";
   Result<Config> some = LoadConfig(path);
   ASSERT_TRUE(some.ok()) << some.status().ToString();
   const auto horizon = [&](RetainedKind kind) {
