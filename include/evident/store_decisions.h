@@ -318,7 +318,7 @@ class DecisionReads {
                                                         std::string_view event_id) = 0;
 
   // Lists, each ordered as documented and cut at `rows_max`.
-  // The projections of the consumers that hold a receipt of the subject, by consumer.
+  // Every projection of the subject, by consumer (whether or not a receipt of it is left).
   virtual Result<Rows<Projection>> ProjectionsOf(std::string_view subject,
                                                  int64_t rows_max = kReadRowsMaxDefault) = 0;
   virtual Result<Rows<LedgerEntry>> LedgerOf(  // by subject version, then commit time

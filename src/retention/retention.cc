@@ -218,6 +218,12 @@ Status ForgetDigests(Store& store, const RetainOptions& options, RetainSummary& 
 Result<RetainSummary> Retain(Store& store, const RetainOptions& options,
                              RetentionArchive* archive) {
   assert(options.older_than_ms > 0 && options.batch_count_max > 0);
+  if (options.forget_ledger_after_ms > 0 &&
+      options.forget_ledger_after_ms < options.older_than_ms) {
+    return Status::InvalidArgument(
+        "a ledger digest is forgotten only past the horizon its receipt was compacted at: "
+        "forget_ledger_after_ms must be at least older_than_ms");
+  }
   Clock& clock = options.clock != nullptr ? *options.clock : SystemClock();
   RetainSummary summary;
   summary.dry_run = options.dry_run;

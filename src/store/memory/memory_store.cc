@@ -1893,29 +1893,18 @@ class MemorySnapshot final : public Snapshot {
   }
 
  private:
-  bool HasLedgerRows(std::string_view consumer, std::string_view subject) const {
-    const auto& index = *state_->ledger_by_subject;
-    const auto it = index.lower_bound(
-        std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>(
-            subject, consumer, std::string_view(), std::string_view()));
-    return it != index.end() && std::get<0>(*it) == subject && std::get<1>(*it) == consumer;
-  }
-
   std::shared_ptr<MemoryDatabase> database_;
   std::shared_ptr<const State> state_;  // released under the database's mutex
   std::shared_ptr<Session> session_;
 };
 
-// The projections of consumers that have a ledger row of the subject, by consumer: the SQLite
-// backend reaches projections through the ledger's subject index and lists the same ones.
+// Every projection of the subject, by consumer.
 Result<Rows<Projection>> MemorySnapshot::ProjectionsOf(std::string_view subject, int64_t rows_max) {
   RowsCut<Projection> cut(rows_max);
   ForRange(
       *state_->projections, std::tuple<std::string_view, std::string_view>(subject, ""),
       [&](const ProjectionId& id) { return std::get<0>(id) == subject; },
-      [&](const ProjectionRow& row) {
-        return !HasLedgerRows(row.value->consumer, subject) || cut.Add(*row.value);
-      });
+      [&](const ProjectionRow& row) { return !row.value || cut.Add(*row.value); });
   return cut.Take();
 }
 

@@ -213,10 +213,24 @@ INSERT INTO evident_schema(version) VALUES(9);
 )sql";
 
 // Layout 10: the keys of receipts retention compacted (store_retention.h, kLedger), each as 16
-// bytes of SHA-256 (LedgerKeyDigest) with the second it was committed in.
+// bytes of SHA-256 (LedgerKeyDigest) with the second it was committed in. Whoever was granted
+// rights on the ledger gets the same on its digests (a role that reads or writes receipts, or a
+// --security-definer role of the SQL functions, must read digests too, or it fails at the first
+// look).
 inline constexpr const char* kSchemaLayout10 = R"sql(
 CREATE TABLE IF NOT EXISTS ledger_digest(
   digest bytea PRIMARY KEY, committed_s bigint NOT NULL);
+DO $evident$
+DECLARE g record;
+BEGIN
+  FOR g IN SELECT grantee, privilege_type FROM information_schema.role_table_grants
+           WHERE table_schema = current_schema() AND table_name = 'ledger'
+             AND grantee <> current_user LOOP
+    EXECUTE format('GRANT %s ON ledger_digest TO %s', g.privilege_type,
+                   CASE WHEN g.grantee = 'PUBLIC' THEN 'PUBLIC' ELSE quote_ident(g.grantee) END);
+  END LOOP;
+END
+$evident$;
 INSERT INTO evident_schema(version) VALUES(10);
 )sql";
 

@@ -43,9 +43,7 @@ Result<std::optional<LedgerEntry>> PgSnapshot::FindLedger(std::string_view consu
 Result<Rows<Projection>> PgSnapshot::ProjectionsOf(std::string_view subject, int64_t rows_max) {
   static const std::string kSql =
       std::string("SELECT ") + kProjectionColumns +
-      " FROM projection WHERE subject=$1 AND consumer IN"
-      " (SELECT DISTINCT consumer FROM ledger WHERE subject=$1) ORDER BY consumer COLLATE \"C\""
-      " LIMIT $2";
+      " FROM projection WHERE subject=$1 ORDER BY consumer COLLATE \"C\" LIMIT $2";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
                            Db().Query(kSql, Params().Text(subject).Int(LimitOf(rows_max))));
   return ReadRows(rows, rows_max, &ReadProjectionRow);

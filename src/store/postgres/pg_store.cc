@@ -363,7 +363,8 @@ Status CheckDefiner(PlainConnection& db, const std::string& role) {
       "has_table_privilege(" + literal + ", 'contract_set', 'SELECT') AND " +
       "has_table_privilege(" + literal + ", 'consumer_set', 'SELECT') AND " +
       "has_table_privilege(" + literal + ", 'ledger', 'INSERT') AND " + "has_table_privilege(" +
-      literal + ", 'projection', 'UPDATE') AND " + "has_table_privilege(" + literal +
+      literal + ", 'ledger_digest', 'SELECT') AND " + "has_table_privilege(" + literal +
+      ", 'projection', 'UPDATE') AND " + "has_table_privilege(" + literal +
       ", 'evident_schema', 'SELECT'))::text ELSE '' END";
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<std::string> found, db.Exec(sql.c_str()));
   if (found.value_or("").rfind("0", 0) == 0) {
@@ -373,8 +374,8 @@ Status CheckDefiner(PlainConnection& db, const std::string& role) {
     return Status::FailedPrecondition(
         "--security-definer: role \"" + role +
         "\" lacks INSERT on outbox or ledger, UPDATE on projection, or SELECT on contract_set, "
-        "consumer_set or evident_schema; the functions would run with its rights (the store's "
-        "owner has them)");
+        "consumer_set, ledger_digest or evident_schema; the functions would run with its rights "
+        "(the store's owner has them)");
   }
   return Status::Ok();
 }

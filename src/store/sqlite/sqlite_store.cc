@@ -2669,12 +2669,13 @@ class SqliteEngine {
   // row is read to tell whether more exist)
 
   Result<Rows<Projection>> ProjectionsOf(std::string_view subject, int64_t rows_max) {
-    // Through the ledger's subject index: projection has no index of its own on subject, which
-    // keeps every projection write to one B-tree.
+    // Every projection of the subject, whether or not a receipt of it is left (retention keeps
+    // receipts past its horizon as digests, which name no subject). The key leads with the
+    // subject; a store created with the earlier (consumer, subject) key reads the whole table
+    // here (an operator's query, not the consumer's path).
     const auto build = [](const char* columns) {
       return std::string("SELECT ") + columns +
-             " FROM projection WHERE subject=?1 AND consumer IN "
-             "(SELECT DISTINCT consumer FROM ledger WHERE subject=?1) ORDER BY consumer LIMIT ?2";
+             " FROM projection WHERE subject=?1 ORDER BY consumer LIMIT ?2";
     };
     static const std::string kSql = build(kProjectionColumns);
     static const std::string kSql7 = build(kProjectionColumns7);
@@ -3327,7 +3328,8 @@ class SqliteEngine {
   }
 
   // A receipt goes and its key's digest stays, in the same transaction (the receipt's own commit
-  // second kept with it for --forget-ledger-after).
+  // second kept with it for --forget-ledger-after). RETURNING needs SQLite 3.35 (Debian 12 has
+  // 3.40).
   Result<int64_t> RemoveRetainedLedger(const std::vector<LedgerEntry>& rows, int64_t before_ms) {
     if (rows.empty()) return int64_t{0};
     if (layout_ < 14) return Status::FailedPrecondition("the store's layout keeps no digests");
