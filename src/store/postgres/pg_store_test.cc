@@ -74,6 +74,30 @@ TEST_F(PgLayoutTest, ALayout1StoreIsRefusedUntilMigratedAndItsPendingRowsCanThen
   EXPECT_TRUE((*tx)->Rollback().ok());
 }
 
+// Layout 10's digests table is readable by whoever could read the ledger: a role granted SELECT
+// on the ledger before the migration (a reader of evidence, a --security-definer role) reads
+// ledger_digest after it, and gets no right it did not have on the ledger.
+TEST_F(PgLayoutTest, Layout10GivesTheLedgersGranteesTheSameRightsOnItsDigests) {
+  ASSERT_TRUE(OpenPostgresStore(uri_).ok());
+  Exec(uri_,
+       "DROP TABLE ledger_digest; DELETE FROM evident_schema WHERE version = 10;"
+       "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'evident_reader') THEN"
+       " CREATE ROLE evident_reader; END IF; END $$;"
+       "GRANT SELECT ON ledger TO evident_reader;");
+  Result<int64_t> before = MigratePostgresStore(uri_);
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_EQ(*before, 9);
+  std::unique_ptr<PGconn, void (*)(PGconn*)> conn(PQconnectdb(uri_.c_str()), &PQfinish);
+  PGresult* result =
+      PQexec(conn.get(),
+             "SELECT has_table_privilege('evident_reader', 'ledger_digest', 'SELECT')"
+             " || ' ' || has_table_privilege('evident_reader', 'ledger_digest',"
+             " 'INSERT')");
+  ASSERT_EQ(PQresultStatus(result), PGRES_TUPLES_OK) << PQresultErrorMessage(result);
+  EXPECT_EQ(std::string(PQgetvalue(result, 0, 0)), "true false");
+  PQclear(result);
+}
+
 TEST_F(PgLayoutTest, ANewerLayoutIsRefusedByOpenAndByMigrate) {
   ASSERT_TRUE(MigratePostgresStore(uri_).ok());  // created
   Exec(uri_, "INSERT INTO evident_schema(version) VALUES(" +
