@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 
 constexpr int kJournal = 1500;  // journal entries, all a day old
 constexpr int kSent = 300;      // sent outbox rows, a day old
+constexpr int kReceipts = 300;  // applied receipts, a day old
 constexpr int64_t kDayMs = 86'400'000;
 
 class RetentionCli : public ::testing::Test {
@@ -51,8 +52,8 @@ class RetentionCli : public ::testing::Test {
     return db.find("://") != std::string::npos || db.rfind("sqlite:", 0) == 0 ? db : "sqlite:" + db;
   }
 
-  // A store of a day-old journal and eight-day-old sent outbox rows (`db`: a SQLite file, or a
-  // store URI with its scheme).
+  // A store of a day-old journal and receipts, and eight-day-old sent outbox rows (`db`: a
+  // SQLite file, or a store URI with its scheme).
   void Fill(const std::string& db) {
     std::unique_ptr<Store> store = std::move(OpenStore(Uri(db))).value();
     auto tx = std::move(store->Begin()).value();
@@ -79,10 +80,17 @@ class RetentionCli : public ::testing::Test {
               .value();
       ASSERT_TRUE(tx->MarkOutboxSent(row.seq, "S", i, week_ago).ok());
     }
+    for (int i = 0; i < kReceipts; ++i) {
+      LedgerEntry e{.consumer = "c", .source = "s", .event_id = "r" + std::to_string(i)};
+      e.subject = "order-" + std::to_string(i % 7);
+      e.committed_at_ms = day_ago;
+      ASSERT_EQ(std::move(tx->InsertLedger(e)).value(), Insert::kInserted);
+    }
     ASSERT_TRUE(tx->Commit().ok());
   }
 
-  // The journal entries' ids and the outbox rows' ids the store still holds.
+  // The journal entries', receipts' and outbox rows' ids the store still holds (a receipt kept
+  // as a digest is not).
   std::set<std::string> InStore(const std::string& db) {
     std::set<std::string> out;
     std::unique_ptr<Store> store = std::move(OpenStore(Uri(db), {.read_only = true})).value();
@@ -91,6 +99,10 @@ class RetentionCli : public ::testing::Test {
       for (const JournalEntry& j :
            std::move(snapshot->JournalOf("c", "order-" + std::to_string(s))).value().rows) {
         out.insert("journal:" + j.event_id);
+      }
+      for (const LedgerEntry& e :
+           std::move(snapshot->LedgerOf("c", "order-" + std::to_string(s))).value().rows) {
+        out.insert("ledger:" + e.event_id);
       }
     }
     for (const OutboxRow& o : std::move(snapshot->OutboxRows(OutboxSelect::kAll, 0)).value().rows) {
@@ -166,7 +178,7 @@ TEST_P(RetentionKill, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
   const std::string db = StoreUri(), archive = Path("archive.ndjson");
   Fill(db);
   std::set<std::string> all = InStore(db);
-  ASSERT_EQ(all.size(), static_cast<size_t>(kJournal + kSent));
+  ASSERT_EQ(all.size(), static_cast<size_t>(kJournal + kSent + kReceipts));
   int killed = 0;
   const auto check = [&](const std::string& when) {
     const std::set<std::string> store = InStore(db), archived = InArchive(archive, killed);
@@ -176,8 +188,8 @@ TEST_P(RetentionKill, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
     }
   };
   int runs = 0;
-  // 36 batches in all (1,500 + 300 records, 50 a batch): the points below leave 14 to the
-  // random kills.
+  // 42 batches in all (1,500 + 300 + 300 records, 50 a batch): the points below leave 20 to
+  // the random kills.
   for (const char* fault : {"before-commit:1", "after-commit:1", "before-commit:5",
                             "after-commit:9", "before-commit:6", "after-commit:3"}) {
     const int status = RunAndKill(RetainArgs(db, archive), fault, -1, Path("retain.log"));
@@ -196,9 +208,20 @@ TEST_P(RetentionKill, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
   const ProcessResult last = RunProcess(RetainArgs(db, archive));
   ASSERT_EQ(last.exit_code, 0) << last.err;
   check("at the end");
-  // Only the newest journal entry stays (its seq is never given again).
+  // Only the newest journal entry stays (its seq is never given again); every receipt is a
+  // digest, still there for a redelivery.
   const std::set<std::string> left = InStore(db);
   EXPECT_EQ(left, std::set<std::string>{"journal:e" + std::to_string(kJournal - 1)});
+  {
+    std::unique_ptr<Store> store = std::move(OpenStore(Uri(db))).value();
+    auto tx = std::move(store->Begin()).value();
+    for (int i = 0; i < kReceipts; ++i) {
+      const std::optional<LedgerEntry> found =
+          std::move(tx->FindLedger("c", "s", "r" + std::to_string(i))).value();
+      ASSERT_TRUE(found.has_value() && found->retained) << "r" << i;
+    }
+    ASSERT_TRUE(tx->Rollback().ok());
+  }
   EXPECT_EQ(InArchive(archive, killed).size(), all.size() - 1);
   // The evidence of a subject says what retention removed.
   const ProcessResult evidence =
@@ -461,6 +484,7 @@ class ConfiguredRetention : public RetentionCli {
     std::set<std::string> filled;
     for (int i = 0; i < kJournal; ++i) filled.insert("journal:e" + std::to_string(i));
     for (int i = 0; i < kSent; ++i) filled.insert("outbox:o" + std::to_string(i));
+    for (int i = 0; i < kReceipts; ++i) filled.insert("ledger:r" + std::to_string(i));
     return filled;
   }
 
@@ -557,8 +581,8 @@ TEST_F(ConfiguredRetention, ARelayThatKeepsRunningRemovesWhatSettled) {
   EXPECT_TRUE(retained) << FilledLeft(db) << " filled records left";
   ExpectAllArchived(db);
   EXPECT_NE(Read(Path("relay.err"))
-                .find("evident relay: retention removed 1799 (journal 1499, "
-                      "outbox 300), archived first to " +
+                .find("evident relay: retention removed 2099 (journal 1499, "
+                      "outbox 300, ledger 300), archived first to " +
                       Path("archive.ndjson")),
             std::string::npos)
       << Read(Path("relay.err"));
@@ -575,7 +599,8 @@ TEST_F(ConfiguredRetention, ARelayRunOnceDeletesItsSentRowsItself) {
   ASSERT_EQ(once.exit_code, 0) << once.err;
   EXPECT_NE(once.err.find("300 sent rows deleted"), std::string::npos) << once.err;
   EXPECT_EQ(once.err.find("retention removed"), std::string::npos) << once.err;
-  EXPECT_EQ(FilledLeft(db), static_cast<size_t>(kJournal));  // the journal is not the relay's
+  // The journal and the receipts are not the relay's.
+  EXPECT_EQ(FilledLeft(db), static_cast<size_t>(kJournal + kReceipts));
 }
 
 }  // namespace

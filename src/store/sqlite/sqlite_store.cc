@@ -2335,8 +2335,12 @@ class SqliteEngine {
                                                   std::string_view subject,
                                                   int64_t after_projection_version,
                                                   const std::vector<std::string>& types) {
+    // INDEXED BY, as in LedgerOf: without it SQLite took the primary key's consumer prefix and
+    // read every receipt of the consumer, on every same-version conflict and every effect's
+    // basis check (a consume of the orders example into a store of 100,000 earlier events ran
+    // at 2,200 events/s, against 9,300 into an empty store; perf: B-tree steps and memcmp).
     static const LedgerSql kSql(
-        " FROM ledger WHERE subject=?2 AND consumer=?1"
+        " FROM ledger INDEXED BY ledger_by_subject WHERE subject=?2 AND consumer=?1"
         " AND state='applied' AND projection_version>?3"
         " ORDER BY projection_version, committed_at_ms");
     Statement& s = Prepared(kSql.For(layout_));
