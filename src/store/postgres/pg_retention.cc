@@ -3,8 +3,6 @@
 // statement per kind (a gap, keyed by three columns, one per record), each checking the rule
 // again, so a record changed since it was read stays.
 #include <cassert>
-#include <chrono>
-#include <thread>
 #include <type_traits>
 
 #include "core/digest.h"
@@ -259,42 +257,26 @@ Result<int64_t> PgTransaction::RemoveRetained(const RetainedRows& rows, int64_t 
   return removed + receipts;
 }
 
-// Under the receipts' consumers' locks held exclusively (no decider of theirs is in flight, and
-// none starts until this commits): the receipts go, their keys' digests are kept, in one
-// transaction. The locks are tried, never waited for: a decider in flight holds its consumer's
-// (an evident_decide caller to its own transaction's end), and a waiting exclusive request
-// would queue every later decider behind it. A consumer busy through kLockTriesMax tries, a
-// kLockTryGapMs apart (a consume loop lets go of its lock between batches), keeps its receipts
-// until the next run.
+// Under the receipts' consumers' locks held exclusively: the run waits for the deciders of those
+// consumers in flight (an evident_decide caller holds its shared lock to its own transaction's
+// end), deciders that start meanwhile wait for this one transaction (at most batch_count_max
+// receipts), and a wait past the session's lock timeout fails the run, which the next one takes
+// up again (its archived lines written twice). The receipts go and their keys' digests are kept
+// in that transaction.
 Result<int64_t> PgTransaction::RemoveRetainedLedger(const std::vector<LedgerEntry>& rows,
                                                     int64_t before_ms) {
-  constexpr int kLockTriesMax = 50;
-  constexpr int64_t kLockTryGapMs = 2;
   if (rows.empty()) return int64_t{0};
-  std::set<std::string, std::less<>> locked;
-  for (int attempt = 0; attempt < kLockTriesMax; ++attempt) {
-    std::vector<std::string_view> wanted;
-    for (const LedgerEntry& e : rows) {
-      if (!locked.contains(e.consumer)) wanted.push_back(e.consumer);
-    }
-    if (wanted.empty()) break;
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(kLockTryGapMs));
-    using Locked = std::set<std::string, std::less<>>;
-    EVIDENT_ASSIGN_OR_RETURN(Locked got, TryLockConsumersExclusively(wanted));
-    locked.merge(got);
-  }
   static const std::string kDigests =
       "INSERT INTO ledger_digest(digest, committed_s)"
       " SELECT decode(d, 'hex'), s FROM unnest($1::text[], $2::bigint[]) AS k(d, s)"
       " ON CONFLICT DO NOTHING";
   std::vector<std::string_view> consumers, sources, ids;
   for (const LedgerEntry& e : rows) {
-    if (!locked.contains(e.consumer)) continue;
     consumers.push_back(e.consumer);
     sources.push_back(e.source);
     ids.push_back(e.event_id);
   }
-  if (consumers.empty()) return int64_t{0};
+  LockConsumersExclusively(consumers);
   EVIDENT_ASSIGN_OR_RETURN(
       const Rowset gone,
       Db().Query(kLedgerRemove,

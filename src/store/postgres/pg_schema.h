@@ -223,11 +223,15 @@ CREATE TABLE IF NOT EXISTS ledger_digest(
 DO $evident$
 DECLARE g record;
 BEGIN
-  FOR g IN SELECT grantee, privilege_type FROM information_schema.role_table_grants
-           WHERE table_schema = current_schema() AND table_name = 'ledger'
-             AND grantee <> current_user LOOP
-    EXECUTE format('GRANT %s ON ledger_digest TO %s', g.privilege_type,
-                   CASE WHEN g.grantee = 'PUBLIC' THEN 'PUBLIC' ELSE quote_ident(g.grantee) END);
+  -- The ledger's own access list (not information_schema, which shows only the grants of roles
+  -- the migrating one is or belongs to); grantee 0 is PUBLIC.
+  FOR g IN SELECT a.privilege_type, a.is_grantable,
+                  CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END AS who
+           FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
+           LEFT JOIN pg_roles r ON r.oid = a.grantee
+           WHERE c.oid = to_regclass('ledger') AND a.grantee <> c.relowner LOOP
+    EXECUTE format('GRANT %s ON ledger_digest TO %s%s', g.privilege_type, g.who,
+                   CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
   END LOOP;
 END
 $evident$;

@@ -4,6 +4,7 @@
 // by side when they say their leases keep them apart.
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <future>
@@ -79,23 +80,33 @@ TEST_F(PgLayoutTest, ALayout1StoreIsRefusedUntilMigratedAndItsPendingRowsCanThen
 // ledger_digest after it, and gets no right it did not have on the ledger.
 TEST_F(PgLayoutTest, Layout10GivesTheLedgersGranteesTheSameRightsOnItsDigests) {
   ASSERT_TRUE(OpenPostgresStore(uri_).ok());
+  // A role of this run's own (roles are the cluster's), dropped at the end.
+  const std::string role = "evident_reader_" + std::to_string(::getpid());
   Exec(uri_,
        "DROP TABLE ledger_digest; DELETE FROM evident_schema WHERE version = 10;"
-       "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'evident_reader') THEN"
-       " CREATE ROLE evident_reader; END IF; END $$;"
-       "GRANT SELECT ON ledger TO evident_reader;");
+       "CREATE ROLE " +
+           role + "; GRANT SELECT ON ledger TO " + role +
+           " WITH GRANT OPTION;"
+           "GRANT INSERT ON ledger TO PUBLIC;");
   Result<int64_t> before = MigratePostgresStore(uri_);
   ASSERT_TRUE(before.ok()) << before.status().ToString();
   EXPECT_EQ(*before, 9);
   std::unique_ptr<PGconn, void (*)(PGconn*)> conn(PQconnectdb(uri_.c_str()), &PQfinish);
-  PGresult* result =
-      PQexec(conn.get(),
-             "SELECT has_table_privilege('evident_reader', 'ledger_digest', 'SELECT')"
-             " || ' ' || has_table_privilege('evident_reader', 'ledger_digest',"
-             " 'INSERT')");
+  PGresult* result = PQexec(
+      conn.get(), ("SELECT has_table_privilege('" + role + "', 'ledger_digest', 'SELECT')" +
+                   " || ' ' || has_table_privilege('" + role +
+                   "', 'ledger_digest', 'SELECT WITH GRANT OPTION') || ' ' ||"
+                   " has_table_privilege('" +
+                   role +
+                   "', 'ledger_digest', 'UPDATE') || ' ' ||"
+                   " (SELECT count(*) FROM aclexplode((SELECT relacl FROM pg_class WHERE oid ="
+                   " to_regclass('ledger_digest'))) WHERE grantee = 0 AND privilege_type ="
+                   " 'INSERT')")
+                      .c_str());
   ASSERT_EQ(PQresultStatus(result), PGRES_TUPLES_OK) << PQresultErrorMessage(result);
-  EXPECT_EQ(std::string(PQgetvalue(result, 0, 0)), "true false");
+  EXPECT_EQ(std::string(PQgetvalue(result, 0, 0)), "true true false 1");
   PQclear(result);
+  Exec(uri_, "DROP OWNED BY " + role + "; DROP ROLE " + role + ";");
 }
 
 TEST_F(PgLayoutTest, ANewerLayoutIsRefusedByOpenAndByMigrate) {
@@ -128,6 +139,51 @@ class PgDecidersTest : public ::testing::Test {
   }
   std::string uri_;
 };
+
+// Retention compacts a consumer's receipts under that consumer's lock held exclusively, whatever
+// its own session's deciders do: while a decider of the consumer is in flight (its lock shared
+// here) the compaction waits, past the lock timeout it fails with nothing removed, and once the
+// decider is done it goes through.
+TEST_F(PgDecidersTest, ReceiptsAreCompactedOnlyWhileNoDeciderOfTheirConsumerIsInFlight) {
+  std::unique_ptr<Store> decider = Open(true), retention = Open(true);
+  ASSERT_TRUE(decider && retention);
+  {
+    auto tx = decider->Begin();
+    ASSERT_TRUE(tx.ok());
+    for (const char* id : {"e1", "e2"}) {
+      LedgerEntry e{.consumer = "fulfillment", .source = "s", .event_id = id};
+      e.subject = "order-1";
+      e.committed_at_ms = 10;
+      ASSERT_TRUE((*tx)->InsertLedger(e).ok());
+    }
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
+  const RetainedRows rows =
+      std::move(std::move(retention->Read()).value()->RetainableLedger(100, LedgerKey{}, 10))
+          .value();
+  ASSERT_EQ(rows.ledger.size(), 2u);
+  auto in_flight = decider->Begin();
+  ASSERT_TRUE(in_flight.ok());
+  ASSERT_TRUE((*in_flight)->Load(Subject("fulfillment", "order-1")).ok());
+  {
+    auto tx = retention->Begin();
+    ASSERT_TRUE(tx.ok());
+    Result<int64_t> removed = (*tx)->RemoveRetained(rows, 100);
+    Status committed = removed.ok() ? (*tx)->Commit() : removed.status();
+    EXPECT_FALSE(committed.ok()) << "compacted while a decider held its consumer's lock";
+    if (!committed.ok()) (void)(*tx)->Rollback();
+  }
+  ASSERT_TRUE((*in_flight)->Rollback().ok());
+  auto tx = retention->Begin();
+  ASSERT_TRUE(tx.ok());
+  Result<int64_t> removed = (*tx)->RemoveRetained(rows, 100);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, 2);
+  ASSERT_TRUE((*tx)->Commit().ok());
+  EXPECT_TRUE(std::move(std::move(retention->Read()).value()->FindLedger("fulfillment", "s", "e1"))
+                  .value()
+                  ->retained);
+}
 
 TEST_F(PgDecidersTest, TwoExclusiveDecidersOfOneConsumerTakeTurnsAndOtherConsumersDoNotWait) {
   std::unique_ptr<Store> a = Open(false), b = Open(false);

@@ -382,7 +382,7 @@ void PgTransaction::Notify(Connection& db) {
 // the key; no process of an older layout shares a store of this one). The two-int4 form (class,
 // hash) keeps clear of the bigint keys (the schema lock); two names of one hash only take turns
 // they need not. Held to the transaction's end.
-void PgTransaction::LockConsumers(std::vector<std::string_view> consumers) {
+void PgTransaction::LockConsumers(std::vector<std::string_view> consumers, bool exclusive) {
   // The schema's length first: schema "a.b" with consumer "c" and schema "a" with consumer "b.c"
   // have keys of their own.
   const auto statement = [](const char* lock) {
@@ -399,22 +399,8 @@ void PgTransaction::LockConsumers(std::vector<std::string_view> consumers) {
   std::sort(consumers.begin(), consumers.end());
   consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
   locked_consumers_.insert(consumers.begin(), consumers.end());
-  const bool shared = session_->deciders_shared || session_->deciders_by_subject;
+  const bool shared = !exclusive && (session_->deciders_shared || session_->deciders_by_subject);
   Conn().Send(shared ? kShared : kExclusive, Params().TextArray(consumers));
-}
-
-Result<std::set<std::string, std::less<>>> PgTransaction::TryLockConsumersExclusively(
-    const std::vector<std::string_view>& consumers) {
-  // The key as LockConsumers makes it.
-  static const std::string kSql =
-      "SELECT c FROM (SELECT DISTINCT c FROM unnest($1::text[]) AS c ORDER BY 1) x,"
-      " coalesce(current_schema(), '') AS s WHERE pg_try_advisory_xact_lock(" +
-      std::to_string(kConsumerLockClass) + ", hashtext(length(s) || ':' || s || c))";
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(kSql, Params().TextArray(consumers)));
-  std::set<std::string, std::less<>> locked;
-  for (int i = 0; i < rows.rows(); ++i) locked.emplace(rows.Text(i, 0));
-  if (!rows.problem().ok()) return rows.problem();
-  return locked;
 }
 
 // The consumer's lock shared, then the pair's exclusively: the key is the schema, the consumer

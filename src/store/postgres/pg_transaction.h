@@ -152,12 +152,12 @@ class PgTransaction final : public Transaction {
   Status End(const std::string& sql);
   // Takes the lock of each of `consumers` this transaction does not hold yet (StoreOptions::
   // deciders), sent ahead of the statements that read their rows.
-  void LockConsumers(std::vector<std::string_view> consumers);
-  // Takes, without waiting, the lock of each of `consumers` exclusively (whatever the session's
-  // deciders do) and returns those it got: retention compacts only their receipts, while no
-  // decider of theirs is in flight, and makes none wait.
-  Result<std::set<std::string, std::less<>>> TryLockConsumersExclusively(
-      const std::vector<std::string_view>& consumers);
+  void LockConsumers(std::vector<std::string_view> consumers, bool exclusive = false);
+  // The same held exclusively, whatever the session's deciders do: retention compacts receipts
+  // while no decider of their consumers is in flight.
+  void LockConsumersExclusively(std::vector<std::string_view> consumers) {
+    LockConsumers(std::move(consumers), true);
+  }
   void LockSubjects(const std::vector<SubjectKey>& subjects);
   void LockConsumer(std::string_view consumer);
   Status SetOutboxParked(int64_t seq, bool park, std::string_view reason, int64_t at_ms);
