@@ -21,6 +21,18 @@ inline constexpr size_t kLedgerKeyDigestBytes = 16;
 Result<std::string> LedgerKeyDigest(std::string_view consumer, std::string_view source,
                                     std::string_view event_id);
 
+// `bytes` as lowercase hex (PostgreSQL's decode(..., 'hex') reads it).
+inline std::string LowerHex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * bytes.size());
+  for (const char c : bytes) {
+    out.push_back(kHex[static_cast<unsigned char>(c) >> 4]);
+    out.push_back(kHex[static_cast<unsigned char>(c) & 0xF]);
+  }
+  return out;
+}
+
 // The second a digest keeps of its receipt's commit time (floor), and the rule that forgets it:
 // a digest goes when its whole second came before the horizon (committed_s < FloorSeconds(ms)).
 inline int64_t FloorSeconds(int64_t ms) { return ms >= 0 ? ms / 1000 : -((999 - ms) / 1000); }

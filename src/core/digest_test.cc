@@ -33,13 +33,8 @@ TEST(Sha256Digest, KnownVectorsAndAReusedContext) {
 TEST(LedgerKeyDigest, SixteenBytesOfLengthPrefixedParts) {
   const std::string digest = LedgerKeyDigest("orders", "/shop", "e-1").value();
   ASSERT_EQ(digest.size(), kLedgerKeyDigestBytes);
-  std::string hex;
-  for (const char c : digest) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    hex += kHex[static_cast<unsigned char>(c) >> 4];
-    hex += kHex[static_cast<unsigned char>(c) & 0xF];
-  }
-  EXPECT_EQ(hex, "2ff121decec24d1b7ac18752d8db48af");
+  EXPECT_EQ(LowerHex(digest), "2ff121decec24d1b7ac18752d8db48af");
+  EXPECT_EQ(LowerHex(std::string("\x00\xff\x10", 3)), "00ff10");
   EXPECT_NE(LedgerKeyDigest("ab", "c", "d").value(), LedgerKeyDigest("a", "bc", "d").value());
   EXPECT_EQ(LedgerKeyDigest("ab", "c", "d").value(), LedgerKeyDigest("ab", "c", "d").value());
 }

@@ -25,6 +25,7 @@
 #include "store/outbox_rules.h"
 #include "store/projection_copy.h"
 #include "store/quarantine_rules.h"
+#include "store/retained_entry.h"
 
 namespace evident {
 namespace memory_store {
@@ -654,17 +655,6 @@ void LookGapsAndOutbox(const State& state, int64_t before_ms, int64_t rows_max, 
   out.next = 0;
 }
 
-// The receipt FindLedger answers for a key retention kept as a digest.
-LedgerEntry RetainedEntry(std::string_view consumer, std::string_view source,
-                          std::string_view event_id) {
-  LedgerEntry e;
-  e.consumer = consumer;
-  e.source = source;
-  e.event_id = event_id;
-  e.retained = true;
-  return e;
-}
-
 // The (consumer, subject) pairs with an intended or unknown intent: their receipts stay.
 std::set<std::tuple<std::string, std::string>, KeyLess> OpenIntentSubjects(
     const EffectTable& table, const Table<int64_t, EffectIntent>* overlay) {
@@ -792,7 +782,8 @@ class MemoryTransaction final : public Transaction {
     const LedgerEntry* row = LedgerRow(LedgerIdView(consumer, source, event_id));
     if (row != nullptr) return std::optional<LedgerEntry>(*row);
     EVIDENT_ASSIGN_OR_RETURN(const bool retained, DigestKept(consumer, source, event_id));
-    if (retained) return std::optional<LedgerEntry>(RetainedEntry(consumer, source, event_id));
+    if (retained)
+      return std::optional<LedgerEntry>(RetainedLedgerEntry(consumer, source, event_id));
     return std::optional<LedgerEntry>();
   }
   Result<Insert> InsertLedger(const LedgerEntry& entry) override {
@@ -1639,7 +1630,7 @@ class MemorySnapshot final : public Snapshot {
     if (state_->ledger_digests->empty()) return std::optional<LedgerEntry>();
     EVIDENT_ASSIGN_OR_RETURN(const std::string digest, LedgerKeyDigest(consumer, source, event_id));
     if (state_->ledger_digests->count(digest) == 0) return std::optional<LedgerEntry>();
-    return std::optional<LedgerEntry>(memory_store::RetainedEntry(consumer, source, event_id));
+    return std::optional<LedgerEntry>(RetainedLedgerEntry(consumer, source, event_id));
   }
   Result<Rows<Projection>> ProjectionsOf(std::string_view subject, int64_t rows_max) override;
   Result<Rows<LedgerEntry>> LedgerOf(std::string_view consumer, std::string_view subject,

@@ -284,16 +284,10 @@ Result<int64_t> PgTransaction::RemoveRetainedLedger(const std::vector<LedgerEntr
   if (!gone.problem().ok()) return gone.problem();
   std::vector<std::string> digests;
   std::vector<int64_t> seconds;
-  static constexpr char kHex[] = "0123456789abcdef";
   for (int i = 0; i < gone.rows(); ++i) {
     EVIDENT_ASSIGN_OR_RETURN(const std::string digest,
                              LedgerKeyDigest(gone.Text(i, 0), gone.Text(i, 1), gone.Text(i, 2)));
-    std::string hex;
-    for (const char c : digest) {
-      hex.push_back(kHex[static_cast<unsigned char>(c) >> 4]);
-      hex.push_back(kHex[static_cast<unsigned char>(c) & 0xF]);
-    }
-    digests.push_back(std::move(hex));
+    digests.push_back(LowerHex(digest));
     seconds.push_back(FloorSeconds(gone.Int(i, 3)));
   }
   if (!gone.problem().ok()) return gone.problem();

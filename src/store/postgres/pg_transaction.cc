@@ -10,6 +10,7 @@
 #include "store/postgres/pg_rows.h"
 #include "store/postgres/pg_schema.h"
 #include "store/projection_copy.h"
+#include "store/retained_entry.h"
 
 namespace evident::postgres {
 namespace {
@@ -108,16 +109,6 @@ Status ProjectionMoved(const Projection& p) {
 
 namespace {
 
-LedgerEntry RetainedReceipt(std::string_view consumer, std::string_view source,
-                            std::string_view event_id) {
-  LedgerEntry e;
-  e.consumer = consumer;
-  e.source = source;
-  e.event_id = event_id;
-  e.retained = true;
-  return e;
-}
-
 // Whether retention kept the key's receipt as its digest.
 Result<bool> DigestKept(Connection& db, std::string_view consumer, std::string_view source,
                         std::string_view event_id) {
@@ -126,18 +117,6 @@ Result<bool> DigestKept(Connection& db, std::string_view consumer, std::string_v
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, db.Query(kSql, Params().Bytes(digest)));
   if (!rows.problem().ok()) return rows.problem();
   return rows.rows() > 0;
-}
-
-// The digest as lowercase hex, the text PostgreSQL's decode(..., 'hex') reads.
-std::string Hex(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * bytes.size());
-  for (const char c : bytes) {
-    out.push_back(kHex[static_cast<unsigned char>(c) >> 4]);
-    out.push_back(kHex[static_cast<unsigned char>(c) & 0xF]);
-  }
-  return out;
 }
 
 }  // namespace
@@ -150,7 +129,7 @@ Result<std::optional<LedgerEntry>> QueryLedger(Connection& db, std::string_view 
   EVIDENT_ASSIGN_OR_RETURN(std::optional<LedgerEntry> row, ReadOne(rows, &ReadLedger));
   if (row) return row;
   EVIDENT_ASSIGN_OR_RETURN(const bool retained, DigestKept(db, consumer, source, event_id));
-  if (retained) row = RetainedReceipt(consumer, source, event_id);
+  if (retained) row = RetainedLedgerEntry(consumer, source, event_id);
   return row;
 }
 
@@ -552,7 +531,7 @@ Result<BatchRows> PgTransaction::Load(const BatchKeys& keys) {
   for (const LedgerKey& k : keys.ledger) {
     EVIDENT_ASSIGN_OR_RETURN(const std::string digest,
                              LedgerKeyDigest(k.consumer, k.source, k.event_id));
-    digests.push_back(Hex(digest));
+    digests.push_back(LowerHex(digest));
   }
   Connection& db = Db();
   db.SendWanted(kLoad.ledger, Params().TextArray(consumers).TextArray(sources).TextArray(ids));
@@ -616,7 +595,7 @@ Status PgTransaction::KeepRetainedKeys(const std::vector<LedgerKey>& keys,
     if (kept.count(digests[i]) == 0) continue;
     std::optional<LedgerEntry>& row =
         ledger_[Key(keys[i].consumer, keys[i].source, keys[i].event_id)];
-    if (!row) row = RetainedReceipt(keys[i].consumer, keys[i].source, keys[i].event_id);
+    if (!row) row = RetainedLedgerEntry(keys[i].consumer, keys[i].source, keys[i].event_id);
   }
   return Status::Ok();
 }
@@ -651,7 +630,8 @@ Result<Insert> PgTransaction::InsertLedger(const LedgerEntry& entry) {
   EVIDENT_ASSIGN_OR_RETURN(const bool retained,
                            DigestKept(Db(), entry.consumer, entry.source, entry.event_id));
   if (retained) {
-    ledger_.emplace(std::move(key), RetainedReceipt(entry.consumer, entry.source, entry.event_id));
+    ledger_.emplace(std::move(key),
+                    RetainedLedgerEntry(entry.consumer, entry.source, entry.event_id));
     return Insert::kAlreadyThere;
   }
   EVIDENT_ASSIGN_OR_RETURN(const Rowset done,

@@ -42,6 +42,7 @@ SQLITE_EXTENSION_INIT3
 #include "store/outbox_rules.h"
 #include "store/projection_copy.h"
 #include "store/quarantine_rules.h"
+#include "store/retained_entry.h"
 
 namespace evident {
 namespace {
@@ -1493,13 +1494,7 @@ class SqliteEngine {
     if (!status.ok()) return status;
     if (out) return out;
     EVIDENT_ASSIGN_OR_RETURN(const bool retained, DigestKept(consumer, source, event_id));
-    if (retained) {
-      out.emplace();
-      out->consumer = consumer;
-      out->source = source;
-      out->event_id = event_id;
-      out->retained = true;
-    }
+    if (retained) out = RetainedLedgerEntry(consumer, source, event_id);
     return out;
   }
 
