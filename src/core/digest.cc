@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 
 namespace evident {
@@ -27,47 +28,45 @@ EVP_MD_CTX* Context() {
   return ctx.get();
 }
 
+// SHA-256 over `parts` in turn into `out` (its first `size` bytes), each part preceded by its
+// length as 8 little-endian bytes when `length_prefixed`; false when OpenSSL cannot allocate or
+// has no SHA-256.
+using DigestBytes = std::array<unsigned char, EVP_MAX_MD_SIZE>;
+bool Sha256Of(std::initializer_list<std::string_view> parts, bool length_prefixed, DigestBytes& out,
+              unsigned int& size) {
+  const EVP_MD* md = Sha256();
+  EVP_MD_CTX* ctx = Context();
+  bool ok = md != nullptr && ctx != nullptr && EVP_DigestInit_ex(ctx, md, nullptr) == 1;
+  for (const std::string_view part : parts) {
+    std::array<unsigned char, 8> length{};
+    uint64_t n = part.size();
+    for (size_t i = 0; i < length.size(); ++i, n >>= 8) length[i] = static_cast<unsigned char>(n);
+    ok = ok && (!length_prefixed || EVP_DigestUpdate(ctx, length.data(), length.size()) == 1) &&
+         EVP_DigestUpdate(ctx, part.data(), part.size()) == 1;
+  }
+  return ok && EVP_DigestFinal_ex(ctx, out.data(), &size) == 1;
+}
+
 }  // namespace
 
 Result<std::string> LedgerKeyDigest(std::string_view consumer, std::string_view source,
                                     std::string_view event_id) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  DigestBytes digest{};
   unsigned int size = 0;
-  const EVP_MD* md = Sha256();
-  EVP_MD_CTX* ctx = Context();
-  bool ok = md != nullptr && ctx != nullptr && EVP_DigestInit_ex(ctx, md, nullptr) == 1;
-  for (const std::string_view part : {consumer, source, event_id}) {
-    std::array<unsigned char, 8> length{};
-    uint64_t n = part.size();
-    for (size_t i = 0; i < length.size(); ++i, n >>= 8) length[i] = static_cast<unsigned char>(n);
-    ok = ok && EVP_DigestUpdate(ctx, length.data(), length.size()) == 1 &&
-         EVP_DigestUpdate(ctx, part.data(), part.size()) == 1;
+  if (!Sha256Of({consumer, source, event_id}, true, digest, size) || size < kLedgerKeyDigestBytes) {
+    return Status::Internal("SHA-256 is unavailable: no ledger key digest");
   }
-  ok = ok && EVP_DigestFinal_ex(ctx, digest.data(), &size) == 1 && size >= kLedgerKeyDigestBytes;
-  if (!ok) return Status::Internal("SHA-256 is unavailable: no ledger key digest");
   return std::string(reinterpret_cast<const char*>(digest.data()), kLedgerKeyDigestBytes);
 }
 
+// These fail only when OpenSSL cannot allocate or has no SHA-256: no digest is then written, and
+// the text says so rather than naming a wrong one.
 std::string Sha256Digest(std::string_view bytes) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  DigestBytes digest{};
   unsigned int size = 0;
-  const EVP_MD* md = Sha256();
-  EVP_MD_CTX* ctx = Context();
-  // These fail only when OpenSSL cannot allocate or has no SHA-256: no digest is then written,
-  // and the text says so rather than naming a wrong one.
-  if (md == nullptr || ctx == nullptr || EVP_DigestInit_ex(ctx, md, nullptr) != 1 ||
-      EVP_DigestUpdate(ctx, bytes.data(), bytes.size()) != 1 ||
-      EVP_DigestFinal_ex(ctx, digest.data(), &size) != 1) {
-    return "sha256:unavailable";
-  }
-  const std::basic_string_view<unsigned char> out(digest.data(), size);
-  static constexpr char kHex[] = "0123456789abcdef";
+  if (!Sha256Of({bytes}, false, digest, size)) return "sha256:unavailable";
   std::string text = "sha256:";
-  text.reserve(text.size() + 2 * out.size());
-  for (const unsigned char byte : out) {
-    text.push_back(kHex[byte >> 4]);
-    text.push_back(kHex[byte & 0xF]);
-  }
+  AppendLowerHex(std::string_view(reinterpret_cast<const char*>(digest.data()), size), text);
   return text;
 }
 

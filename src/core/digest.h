@@ -21,15 +21,18 @@ inline constexpr size_t kLedgerKeyDigestBytes = 16;
 Result<std::string> LedgerKeyDigest(std::string_view consumer, std::string_view source,
                                     std::string_view event_id);
 
-// `bytes` as lowercase hex (PostgreSQL's decode(..., 'hex') reads it).
-inline std::string LowerHex(std::string_view bytes) {
+// `bytes` as lowercase hex appended to `out` (PostgreSQL's decode(..., 'hex') reads it).
+inline void AppendLowerHex(std::string_view bytes, std::string& out) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * bytes.size());
+  out.reserve(out.size() + 2 * bytes.size());
   for (const char c : bytes) {
     out.push_back(kHex[static_cast<unsigned char>(c) >> 4]);
     out.push_back(kHex[static_cast<unsigned char>(c) & 0xF]);
   }
+}
+inline std::string LowerHex(std::string_view bytes) {
+  std::string out;
+  AppendLowerHex(bytes, out);
   return out;
 }
 

@@ -623,6 +623,13 @@ constexpr const char* kLedgerColumnsBefore6 =
     "consumer, source, event_id, state, type, subject, subject_version, input_schema_version, "
     "result_version, projection_version, committed_at_ms, duplicates, last_duplicate_at_ms, "
     "'' AS adapter, '' AS wrote, '', ''";
+// Whether a receipt is retainable (store_retention.h, kLedger), over `ledger` with ?1 the horizon:
+// applied before it, and no intent of its consumer and subject still unsettled. One rule for the
+// look, the count and the removal.
+constexpr const char* kReceiptRetainable =
+    "state='applied' AND committed_at_ms < ?1 AND NOT EXISTS (SELECT 1 FROM effect_intent i"
+    " WHERE i.subject=ledger.subject AND i.consumer=ledger.consumer"
+    " AND i.state NOT IN ('done','failed','withdrawn'))";
 // A SELECT of ledger rows with the columns the store's layout has.
 struct LedgerSql {
   explicit LedgerSql(const std::string& tail)
@@ -2983,19 +2990,13 @@ class SqliteEngine {
       out.end = true;
       return out;
     }
-#define EVIDENT_RECEIPT_RETAINABLE                                                         \
-  "state='applied' AND committed_at_ms < ?1 AND NOT EXISTS (SELECT 1 FROM effect_intent i" \
-  " WHERE i.subject=ledger.subject AND i.consumer=ledger.consumer"                         \
-  " AND i.state NOT IN ('done','failed','withdrawn'))"
-    static const std::string kFirst = std::string("SELECT ") + kLedgerColumns +
-                                      ", " EVIDENT_RECEIPT_RETAINABLE
+    static const std::string kFirst = std::string("SELECT ") + kLedgerColumns + ", " +
+                                      kReceiptRetainable +
                                       " FROM ledger ORDER BY consumer, source, event_id LIMIT ?2";
     static const std::string kAfter =
-        std::string("SELECT ") + kLedgerColumns +
-        ", " EVIDENT_RECEIPT_RETAINABLE
+        std::string("SELECT ") + kLedgerColumns + ", " + kReceiptRetainable +
         " FROM ledger WHERE (consumer, source, event_id) > (?2, ?3, ?4)"
         " ORDER BY consumer, source, event_id LIMIT ?5";
-#undef EVIDENT_RECEIPT_RETAINABLE
     const bool first = after.consumer.empty();
     EVIDENT_ASSIGN_OR_RETURN(Rows<Looked<LedgerEntry>> looked,
                              QueryBound<Looked<LedgerEntry>>(
@@ -3081,9 +3082,7 @@ class SqliteEngine {
         " WHERE i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < ?1"
         " AND l.seq < (SELECT max(seq) FROM effect_log)",
         "SELECT count(*) FROM outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < ?1",
-        "SELECT count(*) FROM ledger WHERE state='applied' AND committed_at_ms < ?1 AND NOT EXISTS"
-        " (SELECT 1 FROM effect_intent i WHERE i.subject=ledger.subject"
-        " AND i.consumer=ledger.consumer AND i.state NOT IN ('done','failed','withdrawn'))"};
+        std::string("SELECT count(*) FROM ledger WHERE ") + kReceiptRetainable};
     static_assert(std::size(kSql) == kRetainedKindCount);
     const std::string& sql = kSql[static_cast<size_t>(kind)];
     EVIDENT_ASSIGN_OR_RETURN(const Rows<int64_t> count,
@@ -3333,16 +3332,14 @@ class SqliteEngine {
     if (rows.empty()) return int64_t{0};
     if (layout_ < 14) return Status::FailedPrecondition("the store's layout keeps no digests");
     static const std::string kReceipt =
-        "DELETE FROM ledger WHERE consumer=?1 AND source=?2 AND event_id=?3 AND state='applied'"
-        " AND committed_at_ms < ?4 AND NOT EXISTS (SELECT 1 FROM effect_intent i"
-        " WHERE i.subject=ledger.subject AND i.consumer=ledger.consumer"
-        " AND i.state NOT IN ('done','failed','withdrawn')) RETURNING committed_at_ms";
+        std::string("DELETE FROM ledger WHERE consumer=?2 AND source=?3 AND event_id=?4 AND ") +
+        kReceiptRetainable + " RETURNING committed_at_ms";
     static const std::string kDigest =
         "INSERT INTO ledger_digest(digest, committed_s) VALUES(?1, ?2) ON CONFLICT DO NOTHING";
     int64_t removed = 0;
     for (const LedgerEntry& e : rows) {
       Statement& s = Prepared(kReceipt);
-      s.Bind(e.consumer).Bind(e.source).Bind(e.event_id).Bind(before_ms);
+      s.Bind(before_ms).Bind(e.consumer).Bind(e.source).Bind(e.event_id);
       Status status;
       std::optional<int64_t> committed_at_ms;
       if (s.Step(status)) committed_at_ms = s.Int(0);
