@@ -283,10 +283,78 @@ TEST_P(RetentionKill, ARetainedReceiptStillAnswersDuplicateUntilItsDigestIsForgo
   const size_t at = forgot.out.find("forgot ");
   ASSERT_NE(at, std::string::npos) << forgot.out;
   EXPECT_GE(std::atoll(forgot.out.c_str() + at + 7), receipts) << forgot.out;
+  // The evidence says that digests were forgotten, and from when.
+  const ProcessResult evidence =
+      RunProcess({EVIDENT_BINARY, "evidence", "0-order-417", "--store", Uri(db)});
+  EXPECT_NE(evidence.out.find("Retention forgot the ledger digests of receipts committed before"),
+            std::string::npos)
+      << evidence.out << evidence.err;
   const ProcessResult third = consume(db), control_third = consume(control);
   ASSERT_EQ(third.exit_code, 0) << third.err;
   EXPECT_NE(DecisionTable(third.out), DecisionTable(control_third.out))
       << "forgotten keys are decided afresh: " << third.out;
+}
+
+// An earlier intent of a subject's effect, settled a day ago, goes archived whole and leaves
+// its key's digest; `effects show` says so, `effects resolve` refuses it as settled, and the
+// latest intent of that effect stays whole.
+TEST_P(RetentionKill, AnEarlierIntentLeavesItsKeyAndTheLatestStaysWhole) {
+  const std::string db = StoreUri(), archive = Path("archive.ndjson");
+  {
+    std::unique_ptr<Store> store = std::move(OpenStore(Uri(db))).value();
+    auto tx = std::move(store->Begin()).value();
+    const int64_t day_ago = SystemClock().NowMs() - kDayMs;
+    for (const char* version : {"1", "2"}) {
+      const std::string key = std::string("reserve:order-1:v") + version;
+      EffectIntent e{.key = key,
+                     .effect = "reserve-stock",
+                     .consumer = "fulfillment",
+                     .subject = "order-1",
+                     .source = "s",
+                     .event_id = std::string("e") + version,
+                     .request = R"({"id":"e1"})",
+                     .state = EffectState::kDone,
+                     .intended_at_ms = day_ago,
+                     .settled_at_ms = day_ago};
+      ASSERT_EQ(std::move(tx->InsertIntent(e)).value(), Insert::kInserted);
+    }
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  const ProcessResult retained =
+      RunProcess({EVIDENT_BINARY, "store", "retain", "--store", Uri(db), "--older-than", "1h",
+                  "--archive", archive, "--format", "json"});
+  ASSERT_EQ(retained.exit_code, 0) << retained.err;
+  EXPECT_NE(retained.out.find(R"("intent":1)"), std::string::npos) << retained.out;
+  EXPECT_EQ(InArchive(archive), std::set<std::string>{"intent:e1"});
+  const auto show = [&](const char* key, const char* format) {
+    return RunProcess(
+        {EVIDENT_BINARY, "effects", "show", key, "--store", Uri(db), "--format", format});
+  };
+  const ProcessResult text = show("reserve:order-1:v1", "text");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(
+      text.out.starts_with("reserve:order-1:v1  done  reserve-stock  fulfillment  "
+                           "removed by retention (settled in the second of "))
+      << text.out;
+  const ProcessResult json = show("reserve:order-1:v1", "json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find(R"("state":"done","settled_at":")"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find(R"("retained":true)"), std::string::npos) << json.out;
+  const ProcessResult latest = show("reserve:order-1:v2", "json");
+  ASSERT_EQ(latest.exit_code, 0) << latest.err;
+  EXPECT_EQ(latest.out.find("retained"), std::string::npos) << latest.out;
+  EXPECT_NE(latest.out.find(R"("id":"e2")"), std::string::npos) << latest.out;
+  const ProcessResult resolve =
+      RunProcess({EVIDENT_BINARY, "effects", "resolve", "reserve:order-1:v1", "--store", Uri(db),
+                  "--outcome", "failed", "--by", "ops", "--note", "checked"});
+  EXPECT_EQ(resolve.exit_code, 1) << resolve.out << resolve.err;
+  EXPECT_NE(resolve.err.find("is already done (removed by retention"), std::string::npos)
+      << resolve.err;
+  // A second run finds nothing more: the latest intent stays however old.
+  const ProcessResult again = RunProcess({EVIDENT_BINARY, "store", "retain", "--store", Uri(db),
+                                          "--older-than", "1h", "--format", "json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find(R"("intent":0)"), std::string::npos) << again.out;
 }
 
 // The store's rows per table but the journal (which retention shortens).

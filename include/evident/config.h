@@ -192,6 +192,10 @@ struct RetentionConfig {
   std::array<int64_t, kRetainedKindCount> older_than_ms{};
   std::string archive;            // a file every removed record is appended to first; empty: none
   int64_t batch_count_max = 500;  // records per transaction (and per archive sync)
+  int64_t yield_percent = 100;    // a pause after each transaction (RetainOptions)
+  // > 0: ledger digests of receipts committed longer ago than this are dropped after each run
+  // (RetainOptions::forget_ledger_after_ms); at least the ledger's horizon.
+  int64_t forget_ledger_after_ms = 0;
 };
 
 struct Config {

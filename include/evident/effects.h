@@ -162,7 +162,9 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& resolut
 
 // One JSON object each (no newline), for `evident effects`, `compensations` and the evidence
 // packet: key, effect, consumer, subject, event, state, attempts, last error, HTTP status,
-// digest and times (RFC 3339); the log when `log` is given.
+// digest and times (RFC 3339); the log when `log` is given. An intent retention kept only as its
+// key's digest (EffectIntent::retained): key, effect, consumer, state, settled_at (a whole
+// second) and "retained": true.
 void AppendEffectJson(const EffectIntent& intent, const std::vector<EffectLogEntry>* log,
                       std::string& out);
 void AppendCompensationJson(const CompensationRecord& record, std::string& out);

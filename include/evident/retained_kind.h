@@ -12,15 +12,26 @@ namespace evident {
 
 // kLedger: receipts kept past the horizon as digests of their keys (store_retention.h). It comes
 // last: a run compacts receipts once the records that name them went.
-enum class RetainedKind : uint8_t { kJournal, kQuarantine, kGap, kEffectLog, kOutbox, kLedger };
+// kIntent comes after kEffectLog: an intent goes only once its log went.
+enum class RetainedKind : uint8_t {
+  kJournal,
+  kQuarantine,
+  kGap,
+  kEffectLog,
+  kIntent,
+  kOutbox,
+  kLedger
+};
 inline constexpr RetainedKind kRetainedKinds[] = {RetainedKind::kJournal, RetainedKind::kQuarantine,
                                                   RetainedKind::kGap,     RetainedKind::kEffectLog,
-                                                  RetainedKind::kOutbox,  RetainedKind::kLedger};
+                                                  RetainedKind::kIntent,  RetainedKind::kOutbox,
+                                                  RetainedKind::kLedger};
 inline constexpr size_t kRetainedKindCount = std::size(kRetainedKinds);
 
-// "journal", "quarantine", "gap", "effect-log", "outbox", "ledger", in kRetainedKinds' order.
+// "journal", "quarantine", "gap", "effect-log", "intent", "outbox", "ledger", in kRetainedKinds'
+// order.
 inline constexpr std::array<std::string_view, kRetainedKindCount> kRetainedKindNames = {
-    "journal", "quarantine", "gap", "effect-log", "outbox", "ledger"};
+    "journal", "quarantine", "gap", "effect-log", "intent", "outbox", "ledger"};
 
 inline std::string_view RetainedKindName(RetainedKind kind) {
   return kRetainedKindNames[static_cast<size_t>(kind)];

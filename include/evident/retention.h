@@ -11,9 +11,12 @@
 // Receipts (kLedger) are compacted, not forgotten: the digest of each key stays, so a redelivery
 // is still a duplicate; only `forget_ledger_after_ms` drops digests.
 //
+// Effect intents (kIntent) likewise leave their keys' digests, so a key is never intended twice;
+// the latest intent of each consumer, subject and effect stays whole.
+//
 // Never removed: projections, deferred events, open gaps, open quarantine records, intended or
-// unknown effects, effect intents themselves (their keys keep an effect from being intended
-// twice), compensations, pending or parked outbox rows, deferred receipts.
+// unknown effects, the latest intent of each (consumer, subject, effect), intents a compensation
+// names, compensations, pending or parked outbox rows, deferred receipts.
 #pragma once
 
 #include <array>
@@ -58,6 +61,10 @@ struct RetainOptions {
   bool dry_run = false;
   // Records looked at per transaction (and per archive sync).
   int64_t batch_count_max = 500;
+  // After each transaction, a pause of this percent of the time it took (at most a second), so
+  // that a run beside the store's writers takes at most about 100 / (100 + yield_percent) of
+  // the time; 0: back to back.
+  int64_t yield_percent = 100;
   Clock* clock = nullptr;               // null: the real clock
   const CancelToken* cancel = nullptr;  // checked between transactions
   std::vector<RetainedKind> kinds;      // the kinds this run removes; empty: every kind

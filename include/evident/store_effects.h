@@ -43,6 +43,10 @@ struct EffectIntent {
   // of applied events). A runner withdraws the intent when an event its effect lists under
   // `withdrawn_by` applied above it. nullopt without a subject (never withdrawn).
   std::optional<int64_t> basis_version;
+  // An intent retention removed and kept only as the digest of its key (store_retention.h,
+  // kIntent): found by its key, with its effect, consumer, settled state and the second it
+  // settled in (settled_at_ms, a whole second); every other field is empty.
+  bool retained = false;
 };
 
 // One entry of an intent's log: an attempt and what came of it, or a person's resolution.
@@ -102,7 +106,8 @@ class EffectWrites {
  public:
   virtual ~EffectWrites() = default;
 
-  // Effect intents (EffectIntent). A key already there: kAlreadyThere, nothing written.
+  // Effect intents (EffectIntent). A key already there, or kept as a digest by retention:
+  // kAlreadyThere, nothing written. FindIntent answers a `retained` intent for such a key.
   // intent.seq and intent.revision are assigned (revision 1).
   virtual Result<Insert> InsertIntent(const EffectIntent& intent) = 0;
   virtual Result<std::optional<EffectIntent>> FindIntent(std::string_view key) = 0;
@@ -148,7 +153,8 @@ class EffectWrites {
   // is there; a key another consumer's or effect's intent holds fails with kFailedPrecondition
   // (two effects whose key templates meet: a configuration that would lose an effect). A key
   // the same consumer's same effect holds already is the business operation triggered again: a
-  // no-op, logged on that intent (EffectAction::kTrigger, state unchanged) with `trigger_detail`.
+  // no-op, logged on that intent (EffectAction::kTrigger, state unchanged) with `trigger_detail`
+  // (nothing is logged when retention kept only the key's digest).
   virtual Status IntendOnce(const EffectIntent& intent, std::string_view trigger_detail);
 
   // Inserts the record unless its key is there.

@@ -54,8 +54,8 @@ struct PostgresOptions {
 // Layout 6 added each receipt's trace context, layout 7 retention's runs and its index of closed
 // gaps, layout 8 contract sets kept in the store (store_contracts.h), layout 9 consumer sets
 // (stored_consumers.h), layout 10 the digests of receipts retention compacted
-// (store_retention.h).
-inline constexpr int64_t kPostgresLayoutVersion = 10;
+// (store_retention.h), layout 11 the digests of the keys of intents it removed.
+inline constexpr int64_t kPostgresLayoutVersion = 11;
 
 // Opens the store at a libpq connection URI ("postgresql://..." or "postgres://...").
 Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,

@@ -10,9 +10,16 @@
 //                waits (a record a person closed with events still deferred stays: it keeps
 //                the deadline from being acted on again). An open gap (requested, manual,
 //                reported, open) is never removed.
-//   kEffectLog   the log entries of an intent settled (done, failed, withdrawn) before it. The
-//                intent itself stays: its key is what keeps the effect from being intended
-//                twice, and guards read it. An intended or unknown intent's log is never removed.
+//   kEffectLog   the log entries of an intent settled (done, failed, withdrawn) before it. An
+//                intended or unknown intent's log is never removed.
+//   kIntent      an intent settled before it whose log went, that a later intent of the same
+//                consumer, subject and effect follows (the latest of each stays whole: guards
+//                and compensations decide on it) and that no compensation names (covers or
+//                compensating_key). The intent goes; the digest of its key (IntentKeyDigest)
+//                stays, with its effect, consumer, state and the second it settled in, so that
+//                InsertIntent still answers kAlreadyThere and IntendOnce a no-op for that key
+//                (or kFailedPrecondition for another consumer's or effect's): a retained key is
+//                never intended a second time. Effect key digests are never dropped.
 //   kOutbox      an outbox row sent before it. A pending or parked row is never removed.
 //   kLedger      an applied receipt committed before it, unless an effect intent of its consumer
 //                and subject is intended or unknown (a later event's receipt may be what
@@ -22,8 +29,8 @@
 //                FindLedger a `retained` entry for that key: a redelivery is still a duplicate.
 //                A deferred receipt is never compacted. Digests go only through
 //                ForgetLedgerDigests (`--forget-ledger-after`).
-// Projections, deferred events, intents and compensations are never removed here, nor the
-// newest journal entry, quarantine record and effect log entry (a store that numbers them by the
+// Projections, deferred events and compensations are never removed here, nor the newest journal
+// entry, quarantine record and effect log entry (a store that numbers them by the
 // largest plus one then never gives a removed one's seq or id again).
 #pragma once
 
@@ -50,6 +57,10 @@ struct RetentionRun {
   int64_t horizon_ms = 0;  // records settled before it were removed
   std::string archive;
   int64_t removed = 0;
+  // > 0: the run dropped ledger digests of receipts committed before it (ForgetLedgerDigests).
+  // LatestRetention answers the latest such horizon of any run, so that the evidence says it
+  // whatever ran since.
+  int64_t forgot_before_ms = 0;
 };
 
 // Records of one kind, read for removal: only the vectors of that kind are filled (a
@@ -61,6 +72,7 @@ struct RetainedRows {
   std::vector<QuarantineAudit> audit;        // of those records, by seq
   std::vector<GapRecord> gaps;               // by close time, consumer, subject, version
   std::vector<EffectLogEntry> effect_log;    // by seq
+  std::vector<EffectIntent> intents;         // by seq
   std::vector<OutboxRow> outbox;             // by send time, seq
   std::vector<LedgerEntry> ledger;           // by key (consumer, source, event id)
   // Where the next look goes on (see RetentionReads), and whether nothing is left to look at.
@@ -69,8 +81,8 @@ struct RetainedRows {
   bool end = false;
   // The records of the kind (audit entries are part of their record).
   size_t size() const {
-    return journal.size() + quarantine.size() + gaps.size() + effect_log.size() + outbox.size() +
-           ledger.size();
+    return journal.size() + quarantine.size() + gaps.size() + effect_log.size() + intents.size() +
+           outbox.size() + ledger.size();
   }
 };
 
@@ -83,7 +95,8 @@ struct ForgottenDigests {
 };
 
 // Candidates are looked at in the kind's order: journal entries by seq, quarantine records by
-// id, effect log entries by seq (each a candidate whatever its intent's state), closed gaps
+// id, effect log entries by seq (each a candidate whatever its intent's state), intents by seq
+// (each a candidate whatever its state), closed gaps
 // closed before the horizon by close time, sent outbox rows sent before it by send time. A
 // look reads a bounded number of rows, whatever the store holds.
 class RetentionReads {

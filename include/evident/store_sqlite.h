@@ -57,8 +57,9 @@ struct SqliteOptions {
 // retention's runs and its index of closed gaps (a store created at 11 or later also has
 // auto_vacuum=INCREMENTAL, so retention can give its space back), layout 12 contract sets kept
 // in the store (store_contracts.h), layout 13 consumer sets kept in the store
-// (stored_consumers.h), layout 14 the digests of receipts retention compacted (store_retention.h).
-inline constexpr int64_t kSqliteLayoutVersion = 14;
+// (stored_consumers.h), layout 14 the digests of receipts retention compacted (store_retention.h),
+// layout 15 the digests of the keys of intents it removed.
+inline constexpr int64_t kSqliteLayoutVersion = 15;
 
 // Opens (creating when absent) a SQLite store at `path` in WAL mode.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,

@@ -51,6 +51,11 @@ struct CompensationFlags {
 std::string P(std::string_view text) { return Printable(text); }
 
 std::string IntentText(const EffectIntent& e) {
+  if (e.retained) {
+    return P(e.key) + "  " + std::string(EffectStateName(e.state)) + "  " + P(e.effect) + "  " +
+           P(e.consumer) + "  removed by retention (settled in the second of " +
+           rfc3339::FormatMs(e.settled_at_ms.value_or(0)) + "; its key is kept as a digest)\n";
+  }
   std::string line = P(e.key) + "  " + std::string(EffectStateName(e.state)) + "  " + P(e.effect) +
                      "  " + P(e.consumer) + "  " + P(e.subject) + "  " +
                      std::to_string(e.attempts) + " attempt(s)";

@@ -224,13 +224,20 @@ int RunEvidence(const EvidenceFlags& flags) {
     WriteEvidenceText(flags.subject, all, unassigned, now);
     if (const std::optional<RetentionRun>& r = packet->retention; r.has_value()) {
       std::cout << "Retention: what settled before " << rfc3339::FormatMs(r->horizon_ms)
-                << " (journal entries, closed records, settled effects' logs, sent outbox rows, "
-                   "applied receipts) was removed at "
+                << " (journal entries, closed records, settled effects' logs, settled intents "
+                   "a later one of their effect follows, sent outbox rows, applied receipts) was "
+                   "removed at "
                 << rfc3339::FormatMs(r->at_ms)
                 << (r->archive.empty() ? std::string(", not archived")
                                        : ", archived to " + r->archive)
-                << "; receipts' keys stay as digests (a redelivery is still a duplicate), and "
-                   "projections, intents and anything open stay.\n";
+                << "; the keys of receipts and intents stay as digests (a redelivery is still "
+                   "a duplicate, an effect is never intended twice), and projections, each "
+                   "effect's latest intent and anything open stay.\n";
+      if (r->forgot_before_ms > 0) {
+        std::cout << "Retention forgot the ledger digests of receipts committed before "
+                  << rfc3339::FormatMs(r->forgot_before_ms)
+                  << ": a redelivery of such an event is decided afresh.\n";
+      }
     }
   }
   return packet->known() ? kExitOk : kExitNegative;  // 1: the store knows nothing of the subject

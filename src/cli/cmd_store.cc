@@ -92,6 +92,7 @@ struct RetainFlags {
   std::string store, older_than, archive, format = "text", forget_ledger_after;
   bool dry_run = false;
   int64_t batch_count_max = 500;
+  int64_t yield_percent = 100;
   int64_t vacuum_pages_max = 1'000'000;
 };
 
@@ -137,6 +138,7 @@ std::string RetainText(const RetainSummary& s, const RetainFlags& flags, const S
       {"quarantine record", "quarantine records"},
       {"gap record", "gap records"},
       {"effect log entry", "effect log entries"},
+      {"intent kept as a key digest", "intents kept as key digests"},
       {"outbox row", "outbox rows"},
       {"receipt kept as a digest", "receipts kept as digests"}};
   static_assert(std::size(kWhat) == kRetainedKindCount);
@@ -233,6 +235,7 @@ int RunRetain(const RetainFlags& flags) {
                                                {.older_than_ms = *older_than,
                                                 .dry_run = flags.dry_run,
                                                 .batch_count_max = flags.batch_count_max,
+                                                .yield_percent = flags.yield_percent,
                                                 .cancel = &stop,
                                                 .forget_ledger_after_ms = forget_after_ms},
                                                archive->get());
@@ -295,6 +298,10 @@ void AddRetainCommand(CLI::App& store, Runner& run) {
   cmd->add_flag("--dry-run", flags->dry_run, "Count what would go; remove nothing");
   cmd->add_option("--batch-count-max", flags->batch_count_max, "Records per transaction")
       ->check(IntegerFrom(1, 100000));
+  cmd->add_option("--yield-percent", flags->yield_percent,
+                  "After each transaction, pause this percent of the time it took (default 100: "
+                  "half the time left to the store's writers; 0: back to back)")
+      ->check(IntegerFrom(0, 1000));
   cmd->add_option("--format", flags->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   cmd->callback([flags, &run] { run = [flags] { return RunRetain(*flags); }; });

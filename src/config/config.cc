@@ -640,7 +640,7 @@ void ParseRetentionHorizons(const std::string& origin, const YAML::Node& node,
       Fail(origin, field.first,
            "unknown kind '" + name +
                "' in 'older_than' (journal, quarantine, gap, effect-log, "
-               "outbox, ledger)");
+               "intent, outbox, ledger)");
     }
     retention.older_than_ms[static_cast<size_t>(*kind)] =
         RetentionDuration(origin, field.second, "older_than." + name);
@@ -672,9 +672,28 @@ void ParseRetention(const std::string& origin, const YAML::Node& node, const std
       if (retention.batch_count_max < 1 || retention.batch_count_max > 100'000) {
         Fail(origin, field.second, "batch_count_max must be from 1 to 100000");
       }
+    } else if (key == "yield_percent") {
+      retention.yield_percent = field.second.as<int64_t>();
+      if (retention.yield_percent < 0 || retention.yield_percent > 1000) {
+        Fail(origin, field.second, "yield_percent must be from 0 to 1000");
+      }
+    } else if (key == "forget_ledger_after") {
+      retention.forget_ledger_after_ms =
+          RetentionDuration(origin, field.second, "forget_ledger_after");
     } else {
       Fail(origin, field.first, "unknown key '" + key + "' in 'retention'");
     }
+  }
+  const int64_t ledger_ms = retention.older_than_ms[static_cast<size_t>(RetainedKind::kLedger)];
+  if (retention.forget_ledger_after_ms > 0 && ledger_ms == 0) {
+    Fail(origin, node["forget_ledger_after"],
+         "'forget_ledger_after' needs 'older_than' to cover the ledger (digests are forgotten "
+         "after the run that compacts receipts)");
+  }
+  if (retention.forget_ledger_after_ms > 0 && retention.forget_ledger_after_ms < ledger_ms) {
+    Fail(origin, node["forget_ledger_after"],
+         "'forget_ledger_after' must be at least the ledger's 'older_than': a receipt is kept as "
+         "a digest before its digest can be forgotten");
   }
 }
 

@@ -47,17 +47,24 @@ bool Sha256Of(std::initializer_list<std::string_view> parts, bool length_prefixe
   return ok && EVP_DigestFinal_ex(ctx, out.data(), &size) == 1;
 }
 
+// The first kLedgerKeyDigestBytes bytes of SHA-256 over the length-prefixed parts.
+Result<std::string> KeyDigest(std::initializer_list<std::string_view> parts, const char* what) {
+  DigestBytes digest{};
+  unsigned int size = 0;
+  if (!Sha256Of(parts, true, digest, size) || size < kLedgerKeyDigestBytes) {
+    return Status::Internal(std::string("SHA-256 is unavailable: no ") + what + " digest");
+  }
+  return std::string(reinterpret_cast<const char*>(digest.data()), kLedgerKeyDigestBytes);
+}
+
 }  // namespace
 
 Result<std::string> LedgerKeyDigest(std::string_view consumer, std::string_view source,
                                     std::string_view event_id) {
-  DigestBytes digest{};
-  unsigned int size = 0;
-  if (!Sha256Of({consumer, source, event_id}, true, digest, size) || size < kLedgerKeyDigestBytes) {
-    return Status::Internal("SHA-256 is unavailable: no ledger key digest");
-  }
-  return std::string(reinterpret_cast<const char*>(digest.data()), kLedgerKeyDigestBytes);
+  return KeyDigest({consumer, source, event_id}, "ledger key");
 }
+
+Result<std::string> IntentKeyDigest(std::string_view key) { return KeyDigest({key}, "effect key"); }
 
 // These fail only when OpenSSL cannot allocate or has no SHA-256: no digest is then written, and
 // the text says so rather than naming a wrong one.

@@ -21,6 +21,11 @@ inline constexpr size_t kLedgerKeyDigestBytes = 16;
 Result<std::string> LedgerKeyDigest(std::string_view consumer, std::string_view source,
                                     std::string_view event_id);
 
+// The compact form of an effect intent's key that retention keeps once the intent goes
+// (store_retention.h, kIntent): the first kLedgerKeyDigestBytes bytes of SHA-256 over the key
+// preceded by its length as 8 bytes, with the same collision bound.
+Result<std::string> IntentKeyDigest(std::string_view key);
+
 // `bytes` as lowercase hex appended to `out` (PostgreSQL's decode(..., 'hex') reads it).
 inline void AppendLowerHex(std::string_view bytes, std::string& out) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -39,5 +39,13 @@ TEST(LedgerKeyDigest, SixteenBytesOfLengthPrefixedParts) {
   EXPECT_EQ(LedgerKeyDigest("ab", "c", "d").value(), LedgerKeyDigest("ab", "c", "d").value());
 }
 
+// An effect key's digest: the key alone, length-prefixed (the vector from Python's hashlib).
+TEST(IntentKeyDigest, SixteenBytesOfTheLengthPrefixedKey) {
+  const std::string digest = IntentKeyDigest("reserve:order-417:v2").value();
+  ASSERT_EQ(digest.size(), kLedgerKeyDigestBytes);
+  EXPECT_EQ(LowerHex(digest), "3310b66fafb79cfd17637d9f1bf8fdb7");
+  EXPECT_NE(IntentKeyDigest("a").value(), IntentKeyDigest("b").value());
+}
+
 }  // namespace
 }  // namespace evident

@@ -18,6 +18,7 @@ Status EffectWrites::IntendOnce(const EffectIntent& intent, std::string_view tri
         ", which effect " + there->effect + " of " + there->consumer +
         " already holds: give the two effects key templates that cannot meet");
   }
+  if (there->retained) return Status::Ok();  // only the key's digest is left: nothing to log on
   return LogIntent({.key = intent.key,
                     .action = EffectAction::kTrigger,
                     .by = intent.consumer,

@@ -367,7 +367,9 @@ Status Runner::Record(Transaction& tx, const Claim& claim, const CallResult& res
                       EffectIntent& after, AttemptVerdict& verdict) {
   const EffectIntent& c = claim.intent;
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> current, tx.FindIntent(c.key));
-  if (!current) return Status::Internal("effect intent " + c.key + " vanished during its call");
+  if (!current || current->retained) {
+    return Status::Internal("effect intent " + c.key + " vanished during its call");
+  }
   verdict = JudgeAttempt(result, *claim.effect, c.attempts, now_ms);
   if (current->revision != c.revision) {
     ++summary_.superseded;
@@ -565,8 +567,9 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
   if (!found) return Status::NotFound("no effect intent with key " + r.key);
   EffectIntent intent = std::move(*found);
   if (Settled(intent.state)) {
-    return Status::FailedPrecondition("effect intent " + r.key + " is already " +
-                                      std::string(EffectStateName(intent.state)));
+    return Status::FailedPrecondition(
+        "effect intent " + r.key + " is already " + std::string(EffectStateName(intent.state)) +
+        (intent.retained ? " (removed by retention; its key is kept as a digest)" : ""));
   }
   const int64_t revision = intent.revision;
   const std::string detail = (r.outcome == EffectState::kIntended
@@ -615,6 +618,12 @@ void AppendEffectJson(const EffectIntent& e, const std::vector<EffectLogEntry>* 
                       std::string& out) {
   json::Writer w(out);
   w.BeginObject().Field("key", e.key).Field("effect", e.effect).Field("consumer", e.consumer);
+  if (e.retained) {  // only what its key's digest keeps
+    w.Field("state", EffectStateName(e.state));
+    OptionalTime(w, "settled_at", e.settled_at_ms);
+    w.Field("retained", true).EndObject();
+    return;
+  }
   w.Field("subject", e.subject).Field("source", e.source).Field("id", e.event_id);
   OptionalInt(w, "subject_version", e.subject_version);
   w.Field("state", EffectStateName(e.state)).Field("attempts", e.attempts).Key("last_error");

@@ -279,7 +279,9 @@ void AppendEvidenceJson(const EvidencePacket& packet, int64_t now_ms, std::strin
     w.BeginObject().Field("horizon", FormatTime(r->horizon_ms)).Field("at", FormatTime(r->at_ms));
     w.Key("archive");
     r->archive.empty() ? w.Null() : w.String(r->archive);
-    w.Key("removed").Int(r->removed).EndObject();
+    w.Key("removed").Int(r->removed).Key("ledger_digests_forgotten_before");
+    r->forgot_before_ms > 0 ? w.String(FormatTime(r->forgot_before_ms)) : w.Null();
+    w.EndObject();
   } else {
     w.Null();
   }

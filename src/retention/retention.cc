@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/rfc3339.h"
+#include "evident/effects.h"
 #include "evident/evidence.h"
 #include "evident/outbox.h"
 #include "evident/quarantine.h"
@@ -68,6 +69,18 @@ void QuarantineWithAuditJson(const QuarantineRecord& r, const std::vector<Quaran
   out += R"(,"audit":)" + entries + "}";
 }
 
+// An intent in the shape `evident effects show --format json` gives it, with the body its calls
+// sent (the event, as CloudEvents structured JSON).
+void IntentJson(const EffectIntent& e, std::string& out) {
+  const size_t start = out.size();
+  AppendEffectJson(e, nullptr, out);
+  assert(out.size() > start && out.back() == '}');
+  out.pop_back();
+  out += R"(,"request":)";
+  json::Writer(out).String(e.request);
+  out.push_back('}');
+}
+
 // One archive line per record of `rows`.
 std::string ArchiveLines(const RetainedRows& rows, int64_t horizon_ms) {
   std::string out;
@@ -94,6 +107,7 @@ std::string ArchiveLines(const RetainedRows& rows, int64_t horizon_ms) {
     });
   }
   for (const EffectLogEntry& e : rows.effect_log) line([&] { EffectLogJson(e, out); });
+  for (const EffectIntent& e : rows.intents) line([&] { IntentJson(e, out); });
   for (const OutboxRow& o : rows.outbox) line([&] { AppendOutboxRowJson(o, out); });
   for (const LedgerEntry& e : rows.ledger) line([&] { AppendReceiptJson(e, out); });
   return out;
@@ -139,55 +153,85 @@ Result<std::unique_ptr<RetentionArchive>> OpenRetentionArchive(Env& env, const s
 
 namespace {
 
-// One kind, batch by batch: look, archive and sync, remove and commit. Each removal's
-// transaction records the run as it stands (RetentionRun, one per run: the same start time), so
-// the evidence names the run from its first removal on, whatever ends it.
-Status RetainKind(Store& store, RetainedKind kind, const RetainOptions& options,
-                  RetentionArchive* archive, RetentionRun& run, RetainSummary& summary) {
+// Pauses `yield_percent` of `busy_ms` (at most kYieldMsMax) after a transaction, so that a run
+// leaves the store's writers (and the machine's other core) the rest of the time; a stop ends
+// the pause.
+constexpr int64_t kYieldMsMax = 1000;
+void YieldAfter(Clock& clock, int64_t busy_ms, const RetainOptions& options) {
+  int64_t left = std::min(busy_ms * options.yield_percent / 100, kYieldMsMax);
+  while (left > 0 && (options.cancel == nullptr || !options.cancel->cancelled())) {
+    const int64_t step = std::min<int64_t>(left, 50);
+    clock.SleepMs(step);
+    left -= step;
+  }
+}
+
+// Where a kind's looks go on, and whether none is left.
+struct KindCursor {
   int64_t after = std::numeric_limits<int64_t>::min();
-  LedgerKey after_key;  // kLedger's cursor
-  for (bool end = false; !end;) {
+  LedgerKey after_key;  // kLedger's
+  bool end = false;
+};
+
+// One batch of a kind: look, archive and sync, remove and commit. Each removal's transaction
+// records the run as it stands (RetentionRun, one per run: the same start time), so the evidence
+// names the run from its first removal on, whatever ends it.
+Status RetainBatch(Store& store, RetainedKind kind, const RetainOptions& options,
+                   RetentionArchive* archive, RetentionRun& run, RetainSummary& summary,
+                   KindCursor& cursor) {
+  RetainedRows rows;
+  {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+    if (kind == RetainedKind::kLedger) {
+      EVIDENT_ASSIGN_OR_RETURN(rows,
+                               snapshot->RetainableLedger(summary.horizon_ms, cursor.after_key,
+                                                          options.batch_count_max));
+    } else {
+      EVIDENT_ASSIGN_OR_RETURN(rows, snapshot->Retainable(kind, summary.horizon_ms, cursor.after,
+                                                          options.batch_count_max));
+    }
+  }
+  assert(rows.kind == kind);
+  cursor.end = rows.end;
+  cursor.after = rows.next;
+  cursor.after_key = std::move(rows.next_key);
+  if (rows.size() == 0) return Status::Ok();
+  if (archive != nullptr) {
+    EVIDENT_RETURN_IF_ERROR(archive->Append(ArchiveLines(rows, summary.horizon_ms)));
+    EVIDENT_RETURN_IF_ERROR(archive->Sync());  // durable before the removal commits
+    summary.archived += static_cast<int64_t>(rows.size());
+  }
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t removed, tx->RemoveRetained(rows, summary.horizon_ms));
+  assert(removed >= 0 && removed <= static_cast<int64_t>(rows.size()));
+  if (removed > 0) {
+    run.removed = summary.total() + removed;
+    EVIDENT_RETURN_IF_ERROR(tx->RecordRetention(run));
+  }
+  EVIDENT_RETURN_IF_ERROR(tx->Commit());
+  summary.removed[static_cast<size_t>(kind)] += removed;
+  ++summary.transactions;
+  return Status::Ok();
+}
+
+// One kind, batch by batch, each followed by its yield.
+Status RetainKind(Store& store, RetainedKind kind, const RetainOptions& options, Clock& clock,
+                  RetentionArchive* archive, RetentionRun& run, RetainSummary& summary) {
+  for (KindCursor cursor; !cursor.end;) {
     if (options.cancel != nullptr && options.cancel->cancelled()) {
       summary.cancelled = true;
       return Status::Ok();
     }
-    RetainedRows rows;
-    {
-      EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
-      if (kind == RetainedKind::kLedger) {
-        EVIDENT_ASSIGN_OR_RETURN(rows, snapshot->RetainableLedger(summary.horizon_ms, after_key,
-                                                                  options.batch_count_max));
-      } else {
-        EVIDENT_ASSIGN_OR_RETURN(
-            rows, snapshot->Retainable(kind, summary.horizon_ms, after, options.batch_count_max));
-      }
-    }
-    assert(rows.kind == kind);
-    end = rows.end;
-    after = rows.next;
-    after_key = std::move(rows.next_key);
-    if (rows.size() == 0) continue;
-    if (archive != nullptr) {
-      EVIDENT_RETURN_IF_ERROR(archive->Append(ArchiveLines(rows, summary.horizon_ms)));
-      EVIDENT_RETURN_IF_ERROR(archive->Sync());  // durable before the removal commits
-      summary.archived += static_cast<int64_t>(rows.size());
-    }
-    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
-    EVIDENT_ASSIGN_OR_RETURN(const int64_t removed, tx->RemoveRetained(rows, summary.horizon_ms));
-    assert(removed >= 0 && removed <= static_cast<int64_t>(rows.size()));
-    if (removed > 0) {
-      run.removed = summary.total() + removed;
-      EVIDENT_RETURN_IF_ERROR(tx->RecordRetention(run));
-    }
-    EVIDENT_RETURN_IF_ERROR(tx->Commit());
-    summary.removed[static_cast<size_t>(kind)] += removed;
-    ++summary.transactions;
+    const int64_t started_ms = clock.MonotonicMs();
+    EVIDENT_RETURN_IF_ERROR(RetainBatch(store, kind, options, archive, run, summary, cursor));
+    YieldAfter(clock, clock.MonotonicMs() - started_ms, options);
   }
   return Status::Ok();
 }
 
 // Drops the digests committed before summary.forget_horizon_ms, a bounded look per transaction.
-Status ForgetDigests(Store& store, const RetainOptions& options, RetainSummary& summary) {
+Status ForgetDigests(Store& store, const RetainOptions& options, Clock& clock, RetentionRun& run,
+                     RetainSummary& summary) {
   if (options.dry_run) {
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
     EVIDENT_ASSIGN_OR_RETURN(summary.digests_forgotten,
@@ -200,15 +244,22 @@ Status ForgetDigests(Store& store, const RetainOptions& options, RetainSummary& 
       summary.cancelled = true;
       return Status::Ok();
     }
+    const int64_t started_ms = clock.MonotonicMs();
     EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
     EVIDENT_ASSIGN_OR_RETURN(
         ForgottenDigests done,
         tx->ForgetLedgerDigests(summary.forget_horizon_ms, after, options.batch_count_max));
+    if (done.forgotten > 0) {  // the evidence then says that digests before it are gone
+      run.forgot_before_ms = summary.forget_horizon_ms;
+      run.removed = summary.total();
+      EVIDENT_RETURN_IF_ERROR(tx->RecordRetention(run));
+    }
     EVIDENT_RETURN_IF_ERROR(tx->Commit());
     summary.digests_forgotten += done.forgotten;
     ++summary.transactions;
     end = done.end || done.next.empty();
     after = std::move(done.next);
+    YieldAfter(clock, clock.MonotonicMs() - started_ms, options);
   }
   return Status::Ok();
 }
@@ -217,7 +268,7 @@ Status ForgetDigests(Store& store, const RetainOptions& options, RetainSummary& 
 
 Result<RetainSummary> Retain(Store& store, const RetainOptions& options,
                              RetentionArchive* archive) {
-  assert(options.older_than_ms > 0 && options.batch_count_max > 0);
+  assert(options.older_than_ms > 0 && options.batch_count_max > 0 && options.yield_percent >= 0);
   if (options.forget_ledger_after_ms > 0 &&
       options.forget_ledger_after_ms < options.older_than_ms) {
     return Status::InvalidArgument(
@@ -241,12 +292,12 @@ Result<RetainSummary> Retain(Store& store, const RetainOptions& options,
       EVIDENT_RETURN_IF_ERROR(CountKind(store, kind, summary.horizon_ms, summary));
       continue;
     }
-    EVIDENT_RETURN_IF_ERROR(RetainKind(store, kind, options, archive, run, summary));
+    EVIDENT_RETURN_IF_ERROR(RetainKind(store, kind, options, clock, archive, run, summary));
     if (summary.cancelled) return summary;
   }
   if (options.forget_ledger_after_ms > 0) {
     summary.forget_horizon_ms = now_ms - options.forget_ledger_after_ms;
-    EVIDENT_RETURN_IF_ERROR(ForgetDigests(store, options, summary));
+    EVIDENT_RETURN_IF_ERROR(ForgetDigests(store, options, clock, run, summary));
   }
   return summary;
 }

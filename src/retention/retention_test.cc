@@ -187,10 +187,102 @@ TEST_F(Retention, ReceiptsBecomeDigestsAndOnlyAForgettingDropsThem) {
   const RetainSummary forgot = std::move(Retain(*store_, forget, nullptr)).value();
   EXPECT_EQ(forgot.removed[static_cast<size_t>(RetainedKind::kLedger)], 3);
   EXPECT_EQ(forgot.digests_forgotten, 9);
+  // The run says what it forgot, for the evidence packet, and a later run that forgets nothing
+  // leaves that said.
+  const auto latest = [&] {
+    return std::move(std::move(store_->Read()).value()->LatestRetention()).value().value();
+  };
+  EXPECT_EQ(latest().forgot_before_ms, kNowMs - 2 * kHourMs);
+  clock_.Advance(kHourMs);
+  Fill(1, 0);
+  EXPECT_EQ(std::move(Retain(*store_, Options(), nullptr)).value().total(), 2);
+  EXPECT_EQ(latest().at_ms, kNowMs + 3 * kHourMs);
+  EXPECT_EQ(latest().forgot_before_ms, kNowMs - 2 * kHourMs);
   auto tx = std::move(store_->Begin()).value();
   EXPECT_FALSE(std::move(tx->FindLedger("c", "s", "e0")).value().has_value());
   EXPECT_TRUE(std::move(tx->FindLedger("c", "s", "e10")).value()->retained);
   ASSERT_TRUE(tx->Rollback().ok());
+}
+
+// An earlier intent of a subject's effect, settled and its log gone, goes archived whole (its
+// request too) and leaves its key's digest; the subject's latest intent of that effect stays.
+TEST_F(Retention, EarlierIntentsBecomeKeyDigestsAndTheLatestStays) {
+  {
+    auto tx = std::move(store_->Begin()).value();
+    for (const char* key : {"reserve:order-1:v1", "reserve:order-1:v2"}) {
+      EffectIntent e{.key = key,
+                     .effect = "reserve-stock",
+                     .consumer = "c",
+                     .subject = "order-1",
+                     .source = "s",
+                     .event_id = key,
+                     .request = R"({"id":"e1","data":{"n":1}})",
+                     .state = EffectState::kDone,
+                     .intended_at_ms = kNowMs - 4 * kHourMs,
+                     .settled_at_ms = kNowMs - 3 * kHourMs};
+      ASSERT_EQ(std::move(tx->InsertIntent(e)).value(), Insert::kInserted);
+      ASSERT_TRUE(tx->LogIntent({.key = key,
+                                 .action = EffectAction::kAttempt,
+                                 .by = "runner",
+                                 .state_after = EffectState::kDone,
+                                 .at_ms = kNowMs - 3 * kHourMs})
+                      .ok());
+    }
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  MemoryArchive archive;
+  const RetainSummary s = std::move(Retain(*store_, Options(), &archive)).value();
+  // The newest log entry stays (its seq is never given again), and so does its intent's key.
+  EXPECT_EQ(s.removed[static_cast<size_t>(RetainedKind::kEffectLog)], 1);
+  EXPECT_EQ(s.removed[static_cast<size_t>(RetainedKind::kIntent)], 1);
+  EXPECT_EQ(ArchivedKinds(archive.synced_),
+            (std::map<std::string, int>{{"effect-log", 1}, {"intent", 1}}));
+  EXPECT_NE(archive.synced_.find(R"({"retained":"intent","horizon":")"), std::string::npos);
+  EXPECT_NE(archive.synced_.find(R"("key":"reserve:order-1:v1","effect":"reserve-stock")"),
+            std::string::npos)
+      << archive.synced_;
+  EXPECT_NE(archive.synced_.find(R"("request":"{\"id\":\"e1\",\"data\":{\"n\":1}}"})"),
+            std::string::npos)
+      << archive.synced_;
+  auto snapshot = std::move(store_->Read()).value();
+  const std::optional<EffectIntent> v1 =
+      std::move(snapshot->FindIntent("reserve:order-1:v1")).value();
+  ASSERT_TRUE(v1.has_value());
+  EXPECT_TRUE(v1->retained);
+  EXPECT_EQ(v1->state, EffectState::kDone);
+  EXPECT_FALSE(std::move(snapshot->FindIntent("reserve:order-1:v2")).value()->retained);
+}
+
+// After each look and its transaction a run pauses `yield_percent` of the time they took (here
+// on a clock that moves 40 ms per read, so each took 40 ms), at most a second; 0 runs back to
+// back.
+TEST_F(Retention, EachTransactionIsFollowedByItsYield) {
+  class SlowClock final : public Clock {
+   public:
+    int64_t NowMs() override { return kNowMs; }
+    int64_t MonotonicMs() override { return now_ms_ += 40; }
+    void SleepMs(int64_t ms) override { slept_ms_ += ms; }
+    int64_t now_ms_ = 0;
+    int64_t slept_ms_ = 0;
+  };
+  const auto slept = [&](int64_t percent) {
+    SetUp();
+    Fill(25, 5);
+    SlowClock clock;
+    RetainOptions options = Options(10);
+    options.clock = &clock;
+    options.yield_percent = percent;
+    EXPECT_EQ(std::move(Retain(*store_, options, nullptr)).value().total(), 26);
+    return clock.slept_ms_;
+  };
+  const int64_t full = slept(100);
+  // At least a look per kind, and the journal's 30 entries in 10s: 40 ms after each.
+  EXPECT_GE(full, 40 * (static_cast<int64_t>(kRetainedKindCount) + 3));
+  EXPECT_EQ(full % 40, 0);
+  EXPECT_EQ(slept(0), 0);
+  EXPECT_EQ(slept(50), full / 2);
+  EXPECT_EQ(slept(1000), full * 10);
+  EXPECT_EQ(slept(10'000), full / 40 * 1000);  // 4 s each, cut to a second
 }
 
 TEST_F(Retention, ADryRunCountsAndChangesNothing) {

@@ -1,5 +1,6 @@
 // The configuration's retention (evident/retention.h): one run per distinct horizon, and the
 // timer that runs them beside a long-running command.
+#include <algorithm>
 #include <cassert>
 #include <limits>
 #include <map>
@@ -22,6 +23,9 @@ Result<std::vector<RetainSummary>> RetainAsConfigured(Store& store, const Retent
   std::vector<RetainSummary> summaries;
   int64_t last_started_ms = std::numeric_limits<int64_t>::min();
   for (auto& [older_than_ms, kinds] : by_horizon) {
+    // Digests are forgotten after the run of the ledger's horizon.
+    const bool ledger = std::find(kinds.begin(), kinds.end(), RetainedKind::kLedger) != kinds.end();
+    const int64_t forget_ms = ledger ? config.forget_ledger_after_ms : 0;
     // A store keeps a run by its start time: each horizon's run starts in a millisecond of its
     // own, so that none overwrites the one before it (the longest horizon's run comes last).
     // Bounded: a wall clock set back would otherwise hold retention until it caught up.
@@ -32,9 +36,11 @@ Result<std::vector<RetainSummary>> RetainAsConfigured(Store& store, const Retent
                              Retain(store,
                                     {.older_than_ms = older_than_ms,
                                      .batch_count_max = config.batch_count_max,
+                                     .yield_percent = config.yield_percent,
                                      .clock = clock,
                                      .cancel = cancel,
-                                     .kinds = std::move(kinds)},
+                                     .kinds = kinds,
+                                     .forget_ledger_after_ms = forget_ms},
                                     archive));
     last_started_ms = summary.horizon_ms + older_than_ms;  // the start Retain recorded
     summaries.push_back(summary);
@@ -142,17 +148,20 @@ Status RetentionTimer::RunOnce(std::unique_ptr<Store>& store) {
       if (bytes == 0) break;
     }
   }
-  int64_t total = 0;
+  int64_t total = 0, forgotten = 0;
   const std::string removed = RemovedText(*summaries, total);
+  for (const RetainSummary& summary : *summaries) forgotten += summary.digests_forgotten;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     counts_.removed += total;
   }
-  if (total > 0 && options_.log != nullptr) {
+  if ((total > 0 || forgotten > 0) && options_.log != nullptr) {
     const std::string archived =
         archive != nullptr ? ", archived first to " + archive->name() : std::string();
-    std::fprintf(options_.log, "evident %s: retention removed %s%s\n", options_.command.c_str(),
-                 removed.c_str(), archived.c_str());
+    const std::string forgot =
+        forgotten > 0 ? "; forgot " + std::to_string(forgotten) + " ledger digest(s)" : "";
+    std::fprintf(options_.log, "evident %s: retention removed %s%s%s\n", options_.command.c_str(),
+                 removed.c_str(), archived.c_str(), forgot.c_str());
     std::fflush(options_.log);  // a log line: nothing to do if it cannot be written
   }
   return Status::Ok();

@@ -2258,7 +2258,7 @@ TEST_P(StoreConformance, OutboxRowsAreFoundByIdAndBySubjectVersion) {
 constexpr int64_t kHorizon = 25;
 
 // Every retainable record of `kind`, looked at `rows_max` at a time, as "journal:<seq>",
-// "quarantine:<id>", "gap:<subject>", "effect-log:<seq>" or "outbox:<seq>".
+// "quarantine:<id>", "gap:<subject>", "effect-log:<seq>", "intent:<key>" or "outbox:<seq>".
 int RetainedKindIndex(RetainedKind kind) { return static_cast<int>(kind); }
 
 std::vector<std::string> RetainableNames(Snapshot& snapshot, RetainedKind kind, int64_t rows_max,
@@ -2273,6 +2273,7 @@ std::vector<std::string> RetainableNames(Snapshot& snapshot, RetainedKind kind, 
     for (const QuarantineRecord& r : rows.quarantine) out.push_back(Numbered("quarantine:", r.id));
     for (const GapRecord& g : rows.gaps) out.push_back("gap:" + g.subject);
     for (const EffectLogEntry& e : rows.effect_log) out.push_back(Numbered("effect-log:", e.seq));
+    for (const EffectIntent& e : rows.intents) out.push_back("intent:" + e.key);
     for (const OutboxRow& o : rows.outbox) out.push_back(Numbered("outbox:", o.seq));
     if (looks != nullptr) *looks = look + 1;
     if (rows.end) return out;
@@ -2606,6 +2607,114 @@ TEST_P(StoreConformance, RetentionKeepsReceiptsAsDigestsUntilForgotten) {
   Write([&](Transaction& tx) {
     EXPECT_EQ(Take(tx.InsertLedger(receipt("e1", 40))), Insert::kInserted);
   });
+}
+
+// Intents (kIntent): a settled intent goes once its log went, when a later intent of its
+// consumer, subject and effect follows it and no compensation names it; its key stays as a
+// digest, so that InsertIntent answers kAlreadyThere, IntendOnce a no-op (another effect:
+// refused) and FindIntent a `retained` intent with its effect, consumer, state and second.
+TEST_P(StoreConformance, RetentionKeepsIntentKeysAsDigestsAndTheLatestIntentWhole) {
+  struct Scene {
+    const char* key;
+    const char* effect;
+    const char* subject;
+    EffectState state;
+    std::optional<int64_t> settled_at_ms;
+  };
+  const Scene scene[] = {
+      {"k1", "reserve-stock", "order-1", EffectState::kDone, 10},       // goes
+      {"k2", "reserve-stock", "order-1", EffectState::kDone, 12},       // its log stays first
+      {"k3", "reserve-stock", "order-1", EffectState::kFailed, 30},     // after the horizon
+      {"k4", "reserve-stock", "order-1", EffectState::kWithdrawn, 11},  // a compensation covers
+      {"k8", "reserve-stock", "order-1", EffectState::kDone, 10},       // compensating key
+      {"k5", "release-stock", "order-1", EffectState::kDone, 10},       // its effect's latest
+      {"k6", "reserve-stock", "order-2", EffectState::kDone, 10},       // its subject's latest
+      {"k7", "reserve-stock", "order-1", EffectState::kUnknown, std::nullopt},  // the latest
+  };
+  Write([&](Transaction& tx) {
+    for (const Scene& i : scene) {
+      EXPECT_EQ(Take(tx.InsertIntent(Intent(i.key, std::nullopt, i.effect, i.subject))),
+                Insert::kInserted);
+      EffectIntent e = Take(tx.FindIntent(i.key)).value();
+      e.state = i.state;
+      e.settled_at_ms = i.settled_at_ms;
+      EXPECT_OK(tx.UpdateIntent(e, 1));
+    }
+    for (const char* key : {"k2", "k7"}) {  // k2's entry is not the newest: it can go
+      EXPECT_OK(tx.LogIntent(EffectLogEntry{.key = key,
+                                            .action = EffectAction::kAttempt,
+                                            .by = "runner",
+                                            .state_after = EffectState::kUnknown,
+                                            .at_ms = 11}));
+    }
+    CompensationRecord covers = Compensation("compensation:order-1:a");
+    covers.covers = "k4";
+    EXPECT_OK(tx.RecordCompensation(covers));
+    CompensationRecord compensating = Compensation("compensation:order-1:b");
+    compensating.compensating_key = "k8";
+    EXPECT_OK(tx.RecordCompensation(compensating));
+  });
+  for (const int64_t rows_max : {1, 2, 100}) {
+    SCOPED_TRACE(rows_max);
+    EXPECT_EQ(RetainableNames(*Read(), RetainedKind::kIntent, rows_max),
+              std::vector<std::string>{"intent:k1"});
+  }
+  EXPECT_EQ(Take(Read()->CountRetainable(RetainedKind::kIntent, kHorizon)), 1);
+  // Its log gone, k2 goes too.
+  const RetainedRows logs = Take(Read()->Retainable(RetainedKind::kEffectLog, kHorizon, 0, 100));
+  Write([&](Transaction& tx) { EXPECT_EQ(Take(tx.RemoveRetained(logs, kHorizon)), 1); });
+  EXPECT_EQ(RetainableNames(*Read(), RetainedKind::kIntent, 100),
+            (std::vector<std::string>{"intent:k1", "intent:k2"}));
+  const RetainedRows rows = Take(Read()->Retainable(RetainedKind::kIntent, kHorizon, 0, 100));
+  ASSERT_EQ(rows.intents.size(), 2u);
+  EXPECT_EQ(rows.intents[0].request, Intent("k1", std::nullopt).request);  // whole, to archive
+  Write([&](Transaction& tx) {
+    EXPECT_EQ(Take(tx.RemoveRetained(rows, kHorizon)), 2);
+    EXPECT_EQ(Take(tx.RemoveRetained(rows, kHorizon)), 0);
+    // Within the removing transaction, the key is already a digest.
+    EXPECT_EQ(Take(tx.InsertIntent(Intent("k1", 40))), Insert::kAlreadyThere);
+  });
+  const auto check_retained = [&](const char* when) {
+    SCOPED_TRACE(when);
+    auto snapshot = Read();
+    const std::optional<EffectIntent> found = Take(snapshot->FindIntent("k1"));
+    ASSERT_TRUE(found.has_value());
+    EXPECT_TRUE(found->retained);
+    EXPECT_EQ(found->key, "k1");
+    EXPECT_EQ(found->effect, "reserve-stock");
+    EXPECT_EQ(found->consumer, "c");
+    EXPECT_EQ(found->state, EffectState::kDone);
+    EXPECT_EQ(found->settled_at_ms, 0);  // the second it settled in
+    EXPECT_TRUE(Take(snapshot->FindIntent("k2"))->retained);
+    EXPECT_FALSE(Take(snapshot->FindIntent("k-never")).has_value());
+    for (const char* key : {"k3", "k4", "k5", "k6", "k7", "k8"}) {
+      const std::optional<EffectIntent> kept = Take(snapshot->FindIntent(key));
+      ASSERT_TRUE(kept.has_value()) << key;
+      EXPECT_FALSE(kept->retained) << key;
+      EXPECT_EQ(kept->request, Intent(key, std::nullopt).request) << key;
+    }
+    EffectFilter order1;
+    order1.subject = "order-1";
+    EXPECT_EQ(Pluck(Take(snapshot->ListIntents(order1)).rows, &EffectIntent::key),
+              (std::vector<std::string>{"k3", "k4", "k8", "k5", "k7"}));
+    EXPECT_EQ(Take(snapshot->CountRetainable(RetainedKind::kIntent, kHorizon)), 0);
+    snapshot.reset();
+    Write([&](Transaction& tx) {
+      EXPECT_EQ(Take(tx.LatestIntentOf("c", "order-1", "reserve-stock"))->key, "k7");
+      EXPECT_EQ(Take(tx.InsertIntent(Intent("k2", 40))), Insert::kAlreadyThere);
+      EXPECT_TRUE(Take(tx.FindIntent("k2"))->retained);
+      EXPECT_OK(tx.IntendOnce(Intent("k1", 40), "triggered again"));  // a no-op
+    });
+    EXPECT_TRUE(Take(Read()->FindIntent("k1"))->retained);
+    EXPECT_TRUE(Take(Read()->IntentLogOf("k1")).rows.empty());
+    auto tx = Begin();
+    Status refused = tx->IntendOnce(Intent("k1", 40, "notify"), "x");
+    if (refused.ok()) refused = tx->Commit();
+    EXPECT_EQ(refused.code(), Code::kFailedPrecondition) << refused.ToString();
+  };
+  check_retained("committed");
+  Reopen();
+  check_retained("reopened");
 }
 
 // Contract sets (store_contracts.h): numbered in push order, kept whole, read in the pushing

@@ -116,6 +116,9 @@ struct EffectTable {
   Table<std::tuple<std::string, int64_t>, EffectLogEntry> log;
   Table<int64_t, CompensationRecord> compensations;
   Table<std::tuple<std::string, std::string>, int64_t> compensation_keys;  // consumer, key
+  // Retained intents by their key's digest (IntentKeyDigest), in RetainedIntentEntry's form
+  // without the key.
+  Table<std::string, EffectIntent> intent_digests;
 };
 
 // One committed version of the database.
@@ -141,6 +144,7 @@ struct State {
       corrections;  // by consumer, subject, seq
   int64_t correction_seq_last = 0;
   std::shared_ptr<const RetentionRun> retention;  // the latest run that removed anything
+  int64_t forgot_before_ms_max = 0;               // of every run
   // Pushed contract and consumer sets by SetKind, oldest first (version i + 1 at index i); sets
   // never change.
   std::array<std::shared_ptr<const std::vector<std::shared_ptr<const StoredContracts>>>,
@@ -196,6 +200,8 @@ struct Overlay {
   std::set<int64_t> quarantine_removed;  // with their audit entries
   std::set<GapId, KeyLess> gaps_removed;
   std::set<std::tuple<std::string, int64_t>, KeyLess> effect_log_removed;
+  Table<int64_t, EffectIntent> intents_removed;     // by seq, in their retained form
+  Table<std::string, EffectIntent> intent_digests;  // of the removed ones
   std::optional<RetentionRun> retention;
   std::array<std::vector<StoredContracts>, kSetKindCount> sets;  // pushed, version assigned
 };
@@ -371,11 +377,20 @@ void ApplyRetained(const Overlay& overlay, State& state) {
     // A run is recorded again by each of its transactions: the same start time, the same seq.
     const bool same = state.retention && state.retention->at_ms == run.at_ms;
     run.seq = state.retention ? state.retention->seq + (same ? 0 : 1) : 1;
+    state.forgot_before_ms_max = std::max(state.forgot_before_ms_max, run.forgot_before_ms);
     state.retention = std::make_shared<const RetentionRun>(std::move(run));
   }
   for (const JournalId& id : overlay.journal_removed) Writable(state.journal).erase(id);
   for (const GapId& id : overlay.gaps_removed) Writable(state.gaps).erase(id);
   for (const auto& id : overlay.effect_log_removed) Writable(state.effects).log.erase(id);
+  for (const auto& [seq, intent] : overlay.intents_removed) {
+    EffectTable& table = Writable(state.effects);
+    table.intent_keys.erase(intent.key);
+    table.intents.erase(seq);
+  }
+  for (const auto& [digest, intent] : overlay.intent_digests) {
+    Writable(state.effects).intent_digests.insert_or_assign(digest, intent);
+  }
   for (const int64_t id : overlay.quarantine_removed) {
     QuarantineTable& table = Writable(state.quarantine);
     const auto it = table.records.find(id);
@@ -569,7 +584,8 @@ void Look(std::vector<const Row*> candidates, int64_t rows_max, Settled settled,
   if (candidates.empty()) return;
   if constexpr (std::is_same_v<Row, QuarantineRecord>) {
     rows.next = candidates.back()->id;
-  } else if constexpr (std::is_same_v<Row, JournalEntry> || std::is_same_v<Row, EffectLogEntry>) {
+  } else if constexpr (std::is_same_v<Row, JournalEntry> || std::is_same_v<Row, EffectLogEntry> ||
+                       std::is_same_v<Row, EffectIntent>) {
     rows.next = candidates.back()->seq;
   }
 }
@@ -630,6 +646,53 @@ void LookEffectLog(const State& state, int64_t before_ms, int64_t after, int64_t
         return e.seq < newest && IntentSettledBefore(*state.effects, e.key, before_ms);
       },
       out.effect_log, out);
+}
+
+// A retained intent as kept (without its key), with the key it was found by.
+std::optional<EffectIntent> WithKey(EffectIntent retained, std::string_view key) {
+  retained.key = key;
+  return retained;
+}
+
+// What decides whether a settled intent is retainable (store_retention.h, kIntent): the latest
+// seq of each (consumer, subject, effect), and the keys compensations name.
+struct IntentFacts {
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t, KeyLess> latest;
+  std::set<std::string, KeyLess> named;
+};
+IntentFacts FactsOf(const EffectTable& table) {
+  IntentFacts facts;
+  for (const auto& [seq, e] : table.intents) {
+    int64_t& latest = facts.latest[std::make_tuple(e.consumer, e.subject, e.effect)];
+    latest = std::max(latest, seq);
+  }
+  for (const auto& [seq, c] : table.compensations) {
+    if (!c.covers.empty()) facts.named.insert(c.covers);
+    if (!c.compensating_key.empty()) facts.named.insert(c.compensating_key);
+  }
+  return facts;
+}
+bool IntentRetainable(const EffectTable& table, const IntentFacts& facts, const EffectIntent& e,
+                      int64_t before_ms) {
+  if (!Settled(e.state) || !e.settled_at_ms || *e.settled_at_ms >= before_ms) return false;
+  const auto log = table.log.lower_bound(std::make_tuple(e.key, kSeqMin));
+  if (log != table.log.end() && std::get<0>(log->first) == e.key) return false;
+  const auto latest = facts.latest.find(std::make_tuple(e.consumer, e.subject, e.effect));
+  return latest != facts.latest.end() && latest->second > e.seq && facts.named.count(e.key) == 0;
+}
+
+void LookIntents(const State& state, int64_t before_ms, int64_t after, int64_t rows_max,
+                 RetainedRows& out) {
+  const EffectTable& table = *state.effects;
+  const IntentFacts facts = FactsOf(table);
+  std::vector<const EffectIntent*> c;  // by seq: the table's order
+  for (auto it = table.intents.upper_bound(after); it != table.intents.end(); ++it) {
+    c.push_back(&it->second);
+  }
+  Look(
+      c, rows_max,
+      [&](const EffectIntent& e) { return IntentRetainable(table, facts, e, before_ms); },
+      out.intents, out);
 }
 
 // Gaps and outbox rows: every candidate is retainable, so no cursor.
@@ -714,6 +777,9 @@ RetainedRows RetainableOf(const State& state, RetainedKind kind, int64_t before_
       break;
     case RetainedKind::kEffectLog:
       LookEffectLog(state, before_ms, after, rows_max, out);
+      break;
+    case RetainedKind::kIntent:
+      LookIntents(state, before_ms, after, rows_max, out);
       break;
     case RetainedKind::kGap:
     case RetainedKind::kOutbox:
@@ -969,6 +1035,9 @@ class MemoryTransaction final : public Transaction {
 
   Result<Insert> InsertIntent(const EffectIntent& intent) override {
     if (IntentRow(intent.key) != nullptr) return Insert::kAlreadyThere;
+    EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> retained,
+                             RetainedIntent(intent.key));
+    if (retained) return Insert::kAlreadyThere;
     const int64_t seq =
         base_->intent_seq_last + static_cast<int64_t>(overlay_.intent_keys.size()) + 1;
     EffectIntent& row = overlay_.intents.insert_or_assign(seq, intent).first->second;
@@ -979,7 +1048,8 @@ class MemoryTransaction final : public Transaction {
   }
   Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override {
     const EffectIntent* row = IntentRow(key);
-    return row == nullptr ? std::optional<EffectIntent>() : std::optional<EffectIntent>(*row);
+    if (row != nullptr) return std::optional<EffectIntent>(*row);
+    return RetainedIntent(key);
   }
   Result<Rows<EffectIntent>> DueIntents(int64_t now_ms, int64_t rows_max) override;
   Status UpdateIntent(const EffectIntent& intent, int64_t expected_revision) override;
@@ -1228,6 +1298,20 @@ class MemoryTransaction final : public Transaction {
   }
   Status RemoveRetainedLedger(const std::vector<LedgerEntry>& rows, int64_t before_ms,
                               int64_t& removed);
+  Status RemoveRetainedIntents(const std::vector<EffectIntent>& rows, int64_t before_ms,
+                               int64_t& removed);
+  // The retained form of the intent of `key` when retention kept only its digest.
+  Result<std::optional<EffectIntent>> RetainedIntent(std::string_view key) const {
+    assert(base_ != nullptr && "transaction used after Commit or Rollback");
+    const auto& base = base_->effects->intent_digests;
+    if (base.empty() && overlay_.intent_digests.empty()) return std::optional<EffectIntent>();
+    EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(key));
+    if (const auto it = overlay_.intent_digests.find(digest); it != overlay_.intent_digests.end()) {
+      return WithKey(it->second, key);
+    }
+    if (const auto it = base.find(digest); it != base.end()) return WithKey(it->second, key);
+    return std::optional<EffectIntent>();
+  }
 
   // Rows as this transaction sees them: its own writes over the base.
   const LedgerEntry* LedgerRow(const LedgerIdView& id) const {
@@ -1425,8 +1509,31 @@ Result<int64_t> MemoryTransaction::RemoveRetained(const RetainedRows& rows, int6
     overlay_.outbox.insert_or_assign(o.seq, std::nullopt);
     ++removed;
   }
+  EVIDENT_RETURN_IF_ERROR(RemoveRetainedIntents(rows.intents, before_ms, removed));
   EVIDENT_RETURN_IF_ERROR(RemoveRetainedLedger(rows.ledger, before_ms, removed));
   return removed;
+}
+
+// An intent goes (checked again against the committed tables: retention removes in a
+// transaction of its own), its key's digest stays with what RetainedIntentEntry keeps.
+Status MemoryTransaction::RemoveRetainedIntents(const std::vector<EffectIntent>& rows,
+                                                int64_t before_ms, int64_t& removed) {
+  if (rows.empty()) return Status::Ok();
+  const EffectTable& table = *base_->effects;
+  const IntentFacts facts = FactsOf(table);
+  for (const EffectIntent& e : rows) {
+    const auto it = table.intents.find(e.seq);
+    if (it == table.intents.end() || overlay_.intents.count(e.seq) > 0) continue;
+    const EffectIntent& row = it->second;
+    if (!IntentRetainable(table, facts, row, before_ms)) continue;
+    EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(row.key));
+    EffectIntent kept = RetainedIntentEntry("", row.effect, row.consumer, row.state,
+                                            FloorSeconds(*row.settled_at_ms));
+    overlay_.intent_digests.insert_or_assign(digest, kept);
+    kept.key = row.key;
+    removed += overlay_.intents_removed.emplace(e.seq, std::move(kept)).second;
+  }
+  return Status::Ok();
 }
 
 // A receipt goes, its key's digest stays (with the second it was committed in).
@@ -1673,7 +1780,9 @@ class MemorySnapshot final : public Snapshot {
   }
   Result<std::optional<RetentionRun>> LatestRetention() override {
     if (state_->retention == nullptr) return std::optional<RetentionRun>();
-    return std::optional<RetentionRun>(*state_->retention);
+    RetentionRun run = *state_->retention;
+    run.forgot_before_ms = state_->forgot_before_ms_max;
+    return std::optional<RetentionRun>(std::move(run));
   }
   Result<int64_t> LatestSetVersion(SetKind kind) override { return Sets(kind).Latest(); }
   Result<std::optional<StoredContracts>> SetAt(SetKind kind, int64_t version) override {
@@ -1840,8 +1949,14 @@ class MemorySnapshot final : public Snapshot {
   Result<std::optional<EffectIntent>> FindIntent(std::string_view key) override {
     const EffectTable& table = *state_->effects;
     const auto it = table.intent_keys.find(key);
-    if (it == table.intent_keys.end()) return std::optional<EffectIntent>();
-    return std::optional<EffectIntent>(table.intents.at(it->second));
+    if (it != table.intent_keys.end()) {
+      return std::optional<EffectIntent>(table.intents.at(it->second));
+    }
+    if (table.intent_digests.empty()) return std::optional<EffectIntent>();
+    EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(key));
+    const auto kept = table.intent_digests.find(digest);
+    if (kept == table.intent_digests.end()) return std::optional<EffectIntent>();
+    return WithKey(kept->second, key);
   }
   Result<Rows<EffectIntent>> ListIntents(const EffectFilter& filter, int64_t after_seq,
                                          int64_t rows_max) override {

@@ -33,7 +33,8 @@ Result<RetainedRows> Look(Connection& db, const LookSql& look, int64_t before_ms
     Row row = read(rows, i, error);
     if constexpr (std::is_same_v<Row, QuarantineRecord>) {
       out.next = row.id;
-    } else if constexpr (std::is_same_v<Row, JournalEntry> || std::is_same_v<Row, EffectLogEntry>) {
+    } else if constexpr (std::is_same_v<Row, JournalEntry> || std::is_same_v<Row, EffectLogEntry> ||
+                         std::is_same_v<Row, EffectIntent>) {
       out.next = row.seq;
     }
     if (rows.Int(i, look.flag) != 0) (out.*kept).push_back(std::move(row));
@@ -67,6 +68,26 @@ const std::string kEffectLogLook =
     " AND l.seq < (SELECT max(seq) FROM effect_log) THEN 1"
     " ELSE 0 END FROM effect_log l LEFT JOIN effect_intent i ON i.key=l.key WHERE l.seq > $2"
     " ORDER BY l.seq LIMIT $3";
+// An intent is retainable when settled before the horizon, its log gone, a later intent of its
+// consumer, subject and effect there, and no compensation naming it (store_retention.h, kIntent).
+#define EVIDENT_INTENT_RETAINABLE                                        \
+  "i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < $1"    \
+  " AND NOT EXISTS (SELECT 1 FROM effect_log l WHERE l.key=i.key)"       \
+  " AND EXISTS (SELECT 1 FROM effect_intent n WHERE n.subject=i.subject" \
+  " AND n.consumer=i.consumer AND n.seq > i.seq AND n.effect=i.effect)"  \
+  " AND NOT EXISTS (SELECT 1 FROM compensation c WHERE c.covers=i.key)"  \
+  " AND NOT EXISTS (SELECT 1 FROM compensation c WHERE c.compensating_key=i.key)"
+const std::string kIntentLook = std::string("SELECT ") + kIntentColumns +
+                                ", CASE WHEN " EVIDENT_INTENT_RETAINABLE
+                                " THEN 1 ELSE 0 END FROM effect_intent i WHERE i.seq > $2"
+                                " ORDER BY i.seq LIMIT $3";
+const std::string kIntentCount =
+    "SELECT count(*) FROM effect_intent i WHERE " EVIDENT_INTENT_RETAINABLE;
+// Each intent again, by its seq and the rule; what the removed ones' digests keep.
+const std::string kIntentRemove =
+    "DELETE FROM effect_intent i WHERE i.seq = ANY($2) AND " EVIDENT_INTENT_RETAINABLE
+    " RETURNING i.key, i.effect, i.consumer, i.state, i.settled_at_ms";
+#undef EVIDENT_INTENT_RETAINABLE
 // A receipt is retainable when applied before the horizon with no unsettled intent of its
 // consumer and subject (store_retention.h, kLedger).
 #define EVIDENT_RECEIPT_RETAINABLE                                                             \
@@ -125,6 +146,9 @@ Result<RetainedRows> PgSnapshot::Retainable(RetainedKind kind, int64_t before_ms
     case RetainedKind::kEffectLog:
       return Look(Db(), {kEffectLogLook, 8}, before_ms, after, rows_max, &ReadEffectLog,
                   &RetainedRows::effect_log, std::move(out));
+    case RetainedKind::kIntent:
+      return Look(Db(), {kIntentLook, 21}, before_ms, after, rows_max, &ReadIntent,
+                  &RetainedRows::intents, std::move(out));
     case RetainedKind::kOutbox:
       return Look(Db(), {kOutboxLook, 17}, before_ms, after, rows_max, &ReadOutbox,
                   &RetainedRows::outbox, std::move(out));
@@ -177,6 +201,7 @@ Result<int64_t> PgSnapshot::CountRetainable(RetainedKind kind, int64_t before_ms
       "SELECT count(*) FROM effect_log l JOIN effect_intent i ON i.key=l.key"
       " WHERE i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < $1"
       " AND l.seq < (SELECT max(seq) FROM effect_log)",
+      kIntentCount,
       "SELECT count(*) FROM outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < $1",
       kLedgerCount};
   static_assert(std::size(kSql) == kRetainedKindCount);
@@ -253,8 +278,49 @@ Result<int64_t> PgTransaction::RemoveRetained(const RetainedRows& rows, int64_t 
             Params().Text(g.consumer).Text(g.subject).Int(g.expected_version).Int(before_ms)));
     removed += done.affected();
   }
+  EVIDENT_ASSIGN_OR_RETURN(const int64_t intents, RemoveRetainedIntents(rows.intents, before_ms));
   EVIDENT_ASSIGN_OR_RETURN(const int64_t receipts, RemoveRetainedLedger(rows.ledger, before_ms));
-  return removed + receipts;
+  return removed + intents + receipts;
+}
+
+// Under the intents' consumers' locks held exclusively, as receipts are (below): no decider of
+// theirs intends a key while its intent becomes a digest. The intents go and their keys'
+// digests are kept in that transaction.
+Result<int64_t> PgTransaction::RemoveRetainedIntents(const std::vector<EffectIntent>& rows,
+                                                     int64_t before_ms) {
+  if (rows.empty()) return int64_t{0};
+  static const std::string kDigests =
+      "INSERT INTO effect_digest(digest, effect, consumer, state, settled_s)"
+      " SELECT decode(d, 'hex'), e, c, st, s FROM unnest($1::text[], $2::text[], $3::text[],"
+      " $4::text[], $5::bigint[]) AS k(d, e, c, st, s) ON CONFLICT DO NOTHING";
+  std::vector<std::string_view> consumers;
+  std::vector<int64_t> seqs;
+  for (const EffectIntent& e : rows) {
+    consumers.push_back(e.consumer);
+    seqs.push_back(e.seq);
+  }
+  LockConsumersExclusively(consumers);
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset gone,
+                           Db().Query(kIntentRemove, Params().Int(before_ms).IntArray(seqs)));
+  if (!gone.problem().ok()) return gone.problem();
+  std::vector<std::string> digests;
+  std::vector<std::string_view> effects, owners, states;
+  std::vector<int64_t> seconds;
+  for (int i = 0; i < gone.rows(); ++i) {
+    EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(gone.Text(i, 0)));
+    digests.push_back(LowerHex(digest));
+    effects.push_back(gone.Text(i, 1));
+    owners.push_back(gone.Text(i, 2));
+    states.push_back(gone.Text(i, 3));
+    seconds.push_back(FloorSeconds(gone.Int(i, 4)));
+  }
+  if (!gone.problem().ok()) return gone.problem();
+  if (digests.empty()) return int64_t{0};
+  Params params;
+  params.TextArray(std::vector<std::string_view>(digests.begin(), digests.end()));
+  params.TextArray(effects).TextArray(owners).TextArray(states).IntArray(seconds);
+  EVIDENT_RETURN_IF_ERROR(Db().Query(kDigests, params).status());
+  return static_cast<int64_t>(digests.size());
 }
 
 // Under the receipts' consumers' locks held exclusively: the run waits for the deciders of those
@@ -330,25 +396,28 @@ Result<ForgottenDigests> PgTransaction::ForgetLedgerDigests(int64_t before_ms,
 
 Status PgTransaction::RecordRetention(const RetentionRun& run) {
   static const std::string kSql =
-      "INSERT INTO retention_run(at_ms, horizon_ms, archive, removed) VALUES($1, $2, $3, $4)"
-      " ON CONFLICT (at_ms) DO UPDATE SET horizon_ms=excluded.horizon_ms,"
-      " archive=excluded.archive, removed=excluded.removed";
-  return Db()
-      .Query(kSql, Params().Int(run.at_ms).Int(run.horizon_ms).Text(run.archive).Int(run.removed))
-      .status();
+      "INSERT INTO retention_run(at_ms, horizon_ms, archive, removed, forgot_before_ms)"
+      " VALUES($1, $2, $3, $4, $5) ON CONFLICT (at_ms) DO UPDATE SET"
+      " horizon_ms=excluded.horizon_ms, archive=excluded.archive, removed=excluded.removed,"
+      " forgot_before_ms=excluded.forgot_before_ms";
+  Params params;
+  params.Int(run.at_ms).Int(run.horizon_ms).Text(run.archive).Int(run.removed);
+  params.Int(run.forgot_before_ms);
+  return Db().Query(kSql, params).status();
 }
 
 Result<std::optional<RetentionRun>> PgSnapshot::LatestRetention() {
   static const std::string kSql =
-      "SELECT seq, at_ms, horizon_ms, archive, removed FROM retention_run ORDER BY seq DESC"
-      " LIMIT 1";
+      "SELECT seq, at_ms, horizon_ms, archive, removed, (SELECT max(forgot_before_ms) FROM"
+      " retention_run) FROM retention_run ORDER BY seq DESC LIMIT 1";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, Db().Query(kSql, Params()));
   if (rows.rows() == 0) return std::optional<RetentionRun>();
   RetentionRun run{.seq = rows.Int(0, 0),
                    .at_ms = rows.Int(0, 1),
                    .horizon_ms = rows.Int(0, 2),
                    .archive = std::string(rows.Text(0, 3)),
-                   .removed = rows.Int(0, 4)};
+                   .removed = rows.Int(0, 4),
+                   .forgot_before_ms = rows.Int(0, 5)};
   if (!rows.problem().ok()) return rows.problem();
   return std::optional<RetentionRun>(std::move(run));
 }

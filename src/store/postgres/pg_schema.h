@@ -11,6 +11,9 @@
 // copy it).
 #pragma once
 
+#include <string>
+#include <string_view>
+
 namespace evident::postgres {
 
 inline constexpr const char* kSchemaLayout1 = R"sql(
@@ -212,31 +215,56 @@ CREATE TABLE IF NOT EXISTS consumer_set(
 INSERT INTO evident_schema(version) VALUES(9);
 )sql";
 
-// Layout 10: the keys of receipts retention compacted (store_retention.h, kLedger), each as 16
-// bytes of SHA-256 (LedgerKeyDigest) with the second it was committed in. Whoever was granted
-// rights on the ledger gets the same on its digests (a role that reads or writes receipts, or a
-// --security-definer role of the SQL functions, must read digests too, or it fails at the first
-// look).
-inline constexpr const char* kSchemaLayout10 = R"sql(
-CREATE TABLE IF NOT EXISTS ledger_digest(
-  digest bytea PRIMARY KEY, committed_s bigint NOT NULL);
+// Grants on table `to` whatever was granted on table `from`: a role that reads or writes the one
+// (or a --security-definer role of the SQL functions) must read the other too, or it fails at
+// its first look. From the table's own access list (not information_schema, which shows only the
+// grants of roles the migrating one is or belongs to); grantee 0 is PUBLIC.
+inline std::string CopyGrantsSql(std::string_view from, std::string_view to) {
+  return std::string(R"sql(
 DO $evident$
 DECLARE g record;
 BEGIN
-  -- The ledger's own access list (not information_schema, which shows only the grants of roles
-  -- the migrating one is or belongs to); grantee 0 is PUBLIC.
   FOR g IN SELECT a.privilege_type, a.is_grantable,
                   CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END AS who
            FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
            LEFT JOIN pg_roles r ON r.oid = a.grantee
-           WHERE c.oid = to_regclass('ledger') AND a.grantee <> c.relowner LOOP
-    EXECUTE format('GRANT %s ON ledger_digest TO %s%s', g.privilege_type, g.who,
+           WHERE c.oid = to_regclass(')sql") +
+         std::string(from) + R"sql(') AND a.grantee <> c.relowner LOOP
+    EXECUTE format('GRANT %s ON )sql" +
+         std::string(to) + R"sql( TO %s%s', g.privilege_type, g.who,
                    CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
   END LOOP;
 END
 $evident$;
-INSERT INTO evident_schema(version) VALUES(10);
 )sql";
+}
+
+// Layout 10: the keys of receipts retention compacted (store_retention.h, kLedger), each as 16
+// bytes of SHA-256 (LedgerKeyDigest) with the second it was committed in, granted as the ledger
+// is.
+inline const std::string& SchemaLayout10() {
+  static const std::string kSql =
+      "CREATE TABLE IF NOT EXISTS ledger_digest(\n"
+      "  digest bytea PRIMARY KEY, committed_s bigint NOT NULL);" +
+      CopyGrantsSql("ledger", "ledger_digest") +
+      "INSERT INTO evident_schema(version) VALUES(10);\n";
+  return kSql;
+}
+
+// Layout 11: the keys of intents retention removed (store_retention.h, kIntent), each as 16
+// bytes of SHA-256 (IntentKeyDigest) with its effect, consumer, settled state and the second it
+// settled in, granted as the intents are; and each run's forgetting of ledger digests.
+inline const std::string& SchemaLayout11() {
+  static const std::string kSql =
+      "CREATE TABLE IF NOT EXISTS effect_digest(\n"
+      "  digest bytea PRIMARY KEY, effect text NOT NULL, consumer text NOT NULL,\n"
+      "  state text NOT NULL, settled_s bigint NOT NULL);\n"
+      "ALTER TABLE retention_run ADD COLUMN IF NOT EXISTS forgot_before_ms bigint NOT NULL\n"
+      "  DEFAULT 0;" +
+      CopyGrantsSql("effect_intent", "effect_digest") +
+      "INSERT INTO evident_schema(version) VALUES(11);\n";
+  return kSql;
+}
 
 inline constexpr const char* kSchemaLayout2 = R"sql(
 CREATE TABLE IF NOT EXISTS outbox_partition(event_partition bigint PRIMARY KEY);

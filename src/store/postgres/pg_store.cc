@@ -189,8 +189,9 @@ Result<int64_t> CreateOrMigrate(PlainConnection& db) {
     if (layout < 7) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout7).status());
     if (layout < 8) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout8).status());
     if (layout < 9) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout9).status());
-    if (layout < 10) EVIDENT_RETURN_IF_ERROR(db.Exec(kSchemaLayout10).status());
-    static_assert(kPostgresLayoutVersion == 10, "a new layout needs its step here");
+    if (layout < 10) EVIDENT_RETURN_IF_ERROR(db.Exec(SchemaLayout10().c_str()).status());
+    if (layout < 11) EVIDENT_RETURN_IF_ERROR(db.Exec(SchemaLayout11().c_str()).status());
+    static_assert(kPostgresLayoutVersion == 11, "a new layout needs its step here");
     return layout;
   };
   Result<int64_t> layout = run();
@@ -364,6 +365,7 @@ Status CheckDefiner(PlainConnection& db, const std::string& role) {
       "has_table_privilege(" + literal + ", 'consumer_set', 'SELECT') AND " +
       "has_table_privilege(" + literal + ", 'ledger', 'INSERT') AND " + "has_table_privilege(" +
       literal + ", 'ledger_digest', 'SELECT') AND " + "has_table_privilege(" + literal +
+      ", 'effect_digest', 'SELECT') AND " + "has_table_privilege(" + literal +
       ", 'projection', 'UPDATE') AND " + "has_table_privilege(" + literal +
       ", 'evident_schema', 'SELECT'))::text ELSE '' END";
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<std::string> found, db.Exec(sql.c_str()));
@@ -374,7 +376,8 @@ Status CheckDefiner(PlainConnection& db, const std::string& role) {
     return Status::FailedPrecondition(
         "--security-definer: role \"" + role +
         "\" lacks INSERT on outbox or ledger, UPDATE on projection, or SELECT on contract_set, "
-        "consumer_set, ledger_digest or evident_schema; the functions would run with its rights "
+        "consumer_set, ledger_digest, effect_digest or evident_schema; the functions would run "
+        "with its rights "
         "(the store's owner has them)");
   }
   return Status::Ok();

@@ -75,37 +75,44 @@ TEST_F(PgLayoutTest, ALayout1StoreIsRefusedUntilMigratedAndItsPendingRowsCanThen
   EXPECT_TRUE((*tx)->Rollback().ok());
 }
 
-// Layout 10's digests table is readable by whoever could read the ledger: a role granted SELECT
-// on the ledger before the migration (a reader of evidence, a --security-definer role) reads
-// ledger_digest after it, and gets no right it did not have on the ledger.
-TEST_F(PgLayoutTest, Layout10GivesTheLedgersGranteesTheSameRightsOnItsDigests) {
+// Layouts 10 and 11's digests tables are readable by whoever could read the ledger and the
+// intents: a role granted SELECT on either before the migration (a reader of evidence, a
+// --security-definer role) reads its digests after it, and gets no right it did not have there.
+TEST_F(PgLayoutTest, Layouts10And11GiveTheGranteesOfTheirTablesTheSameRightsOnTheirDigests) {
   ASSERT_TRUE(OpenPostgresStore(uri_).ok());
   // A role of this run's own (roles are the cluster's), dropped at the end.
   const std::string role = "evident_reader_" + std::to_string(::getpid());
   Exec(uri_,
-       "DROP TABLE ledger_digest; DELETE FROM evident_schema WHERE version = 10;"
+       "DROP TABLE ledger_digest; DROP TABLE effect_digest;"
+       "ALTER TABLE retention_run DROP COLUMN forgot_before_ms;"
+       "DELETE FROM evident_schema WHERE version >= 10;"
        "CREATE ROLE " +
-           role + "; GRANT SELECT ON ledger TO " + role +
+           role + "; GRANT SELECT ON ledger, effect_intent TO " + role +
            " WITH GRANT OPTION;"
-           "GRANT INSERT ON ledger TO PUBLIC;");
+           "GRANT INSERT ON ledger, effect_intent TO PUBLIC;");
   Result<int64_t> before = MigratePostgresStore(uri_);
   ASSERT_TRUE(before.ok()) << before.status().ToString();
   EXPECT_EQ(*before, 9);
   std::unique_ptr<PGconn, void (*)(PGconn*)> conn(PQconnectdb(uri_.c_str()), &PQfinish);
-  PGresult* result = PQexec(
-      conn.get(), ("SELECT has_table_privilege('" + role + "', 'ledger_digest', 'SELECT')" +
-                   " || ' ' || has_table_privilege('" + role +
-                   "', 'ledger_digest', 'SELECT WITH GRANT OPTION') || ' ' ||"
-                   " has_table_privilege('" +
-                   role +
-                   "', 'ledger_digest', 'UPDATE') || ' ' ||"
-                   " (SELECT count(*) FROM aclexplode((SELECT relacl FROM pg_class WHERE oid ="
-                   " to_regclass('ledger_digest'))) WHERE grantee = 0 AND privilege_type ="
-                   " 'INSERT')")
-                      .c_str());
-  ASSERT_EQ(PQresultStatus(result), PGRES_TUPLES_OK) << PQresultErrorMessage(result);
-  EXPECT_EQ(std::string(PQgetvalue(result, 0, 0)), "true true false 1");
-  PQclear(result);
+  for (const std::string table : {"ledger_digest", "effect_digest"}) {
+    SCOPED_TRACE(table);
+    PGresult* result = PQexec(
+        conn.get(),
+        ("SELECT has_table_privilege('" + role + "', '" + table + "', 'SELECT')" +
+         " || ' ' || has_table_privilege('" + role + "', '" + table +
+         "', 'SELECT WITH GRANT OPTION') || ' ' || has_table_privilege('" + role + "', '" + table +
+         "', 'UPDATE') || ' ' ||"
+         " (SELECT count(*) FROM aclexplode((SELECT relacl FROM pg_class WHERE oid ="
+         " to_regclass('" +
+         table + "'))) WHERE grantee = 0 AND privilege_type = 'INSERT')")
+            .c_str());
+    ASSERT_EQ(PQresultStatus(result), PGRES_TUPLES_OK) << PQresultErrorMessage(result);
+    EXPECT_EQ(std::string(PQgetvalue(result, 0, 0)), "true true false 1");
+    PQclear(result);
+  }
+  // The run record's new column is there, and the store opens.
+  ASSERT_TRUE(OpenPostgresStore(uri_).ok());
+  Exec(uri_, "SELECT forgot_before_ms FROM retention_run");
   Exec(uri_, "DROP OWNED BY " + role + "; DROP ROLE " + role + ";");
 }
 
@@ -181,6 +188,52 @@ TEST_F(PgDecidersTest, ReceiptsAreCompactedOnlyWhileNoDeciderOfTheirConsumerIsIn
   EXPECT_EQ(*removed, 2);
   ASSERT_TRUE((*tx)->Commit().ok());
   EXPECT_TRUE(std::move(std::move(retention->Read()).value()->FindLedger("fulfillment", "s", "e1"))
+                  .value()
+                  ->retained);
+}
+
+// Intents, likewise: an earlier settled intent becomes its key's digest only while no decider of
+// its consumer is in flight (a decider may be intending that very key again).
+TEST_F(PgDecidersTest, IntentsAreRemovedOnlyWhileNoDeciderOfTheirConsumerIsInFlight) {
+  std::unique_ptr<Store> decider = Open(true), retention = Open(true);
+  ASSERT_TRUE(decider && retention);
+  {
+    auto tx = decider->Begin();
+    ASSERT_TRUE(tx.ok());
+    for (const char* key : {"reserve:order-1:v1", "reserve:order-1:v2"}) {
+      EffectIntent e{.key = key,
+                     .effect = "reserve-stock",
+                     .consumer = "fulfillment",
+                     .subject = "order-1",
+                     .state = EffectState::kDone,
+                     .settled_at_ms = 10};
+      ASSERT_TRUE((*tx)->InsertIntent(e).ok());
+    }
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
+  const RetainedRows rows =
+      std::move(std::move(retention->Read()).value()->Retainable(RetainedKind::kIntent, 100, 0, 10))
+          .value();
+  ASSERT_EQ(rows.intents.size(), 1u);
+  auto in_flight = decider->Begin();
+  ASSERT_TRUE(in_flight.ok());
+  ASSERT_TRUE((*in_flight)->Load(Subject("fulfillment", "order-1")).ok());
+  {
+    auto tx = retention->Begin();
+    ASSERT_TRUE(tx.ok());
+    Result<int64_t> removed = (*tx)->RemoveRetained(rows, 100);
+    Status committed = removed.ok() ? (*tx)->Commit() : removed.status();
+    EXPECT_FALSE(committed.ok()) << "removed while a decider held its consumer's lock";
+    if (!committed.ok()) (void)(*tx)->Rollback();
+  }
+  ASSERT_TRUE((*in_flight)->Rollback().ok());
+  auto tx = retention->Begin();
+  ASSERT_TRUE(tx.ok());
+  Result<int64_t> removed = (*tx)->RemoveRetained(rows, 100);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, 1);
+  ASSERT_TRUE((*tx)->Commit().ok());
+  EXPECT_TRUE(std::move(std::move(retention->Read()).value()->FindIntent("reserve:order-1:v1"))
                   .value()
                   ->retained);
 }

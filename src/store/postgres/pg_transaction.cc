@@ -143,8 +143,20 @@ Result<std::optional<QuarantineRecord>> QueryQuarantine(Connection& db, int64_t 
 Result<std::optional<EffectIntent>> QueryIntent(Connection& db, std::string_view key) {
   static const std::string kSql =
       std::string("SELECT ") + kIntentColumns + " FROM effect_intent WHERE key=$1";
+  static const std::string kRetained =
+      "SELECT effect, consumer, state, settled_s FROM effect_digest WHERE digest=$1";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows, db.Query(kSql, Params().Text(key)));
-  return ReadOne(rows, &ReadIntent);
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<EffectIntent> row, ReadOne(rows, &ReadIntent));
+  if (row) return row;
+  EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(key));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset kept, db.Query(kRetained, Params().Bytes(digest)));
+  if (!kept.problem().ok()) return kept.problem();
+  if (kept.rows() == 0) return row;
+  const std::optional<EffectState> state = ParseEffectState(kept.Text(0, 2));
+  if (!state) return Status::Corruption("effect_digest: unknown state of " + std::string(key));
+  row = RetainedIntentEntry(key, kept.Text(0, 0), kept.Text(0, 1), *state, kept.Int(0, 3));
+  if (!kept.problem().ok()) return kept.problem();
+  return row;
 }
 
 Result<std::optional<std::string>> QueryPosition(Connection& db, std::string_view source) {
@@ -1218,20 +1230,25 @@ Result<int64_t> PgTransaction::DeleteSentOutbox(int64_t sent_before_ms, int64_t 
 
 namespace {
 
+// Nothing is inserted for a key retention kept as a digest ($20).
 const std::string kIntentInsert =
     "INSERT INTO effect_intent(key, effect, consumer, subject, source, event_id,"
     " subject_version, request, state, attempts, last_error, http_status, response_digest,"
     " intended_at_ms, last_attempt_at_ms, next_attempt_at_ms, settled_at_ms, claimed_by,"
-    " revision, basis_version) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-    " $14, $15, $16, $17, $18, 1, $19) ON CONFLICT (key) DO NOTHING";
+    " revision, basis_version) SELECT $1::text, $2::text, $3::text, $4::text, $5::text,"
+    " $6::text, $7::bigint, $8::bytea, $9::text, $10::bigint, $11::text, $12::bigint,"
+    " $13::text, $14::bigint, $15::bigint, $16::bigint, $17::bigint, $18::text, 1, $19::bigint"
+    " WHERE NOT EXISTS (SELECT 1 FROM effect_digest WHERE digest=$20::bytea)"
+    " ON CONFLICT (key) DO NOTHING";
 
-Params IntentParams(const EffectIntent& e) {
+Result<Params> IntentParams(const EffectIntent& e) {
+  EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(e.key));
   Params p;
   p.Text(e.key).Text(e.effect).Text(e.consumer).Text(e.subject).Text(e.source).Text(e.event_id);
   p.OptInt(e.subject_version).Bytes(e.request).Text(EffectStateName(e.state)).Int(e.attempts);
   p.Text(e.last_error).OptInt(e.http_status).Text(e.response_digest).Int(e.intended_at_ms);
   p.OptInt(e.last_attempt_at_ms).OptInt(e.next_attempt_at_ms).OptInt(e.settled_at_ms);
-  p.Text(e.claimed_by).OptInt(e.basis_version);
+  p.Text(e.claimed_by).OptInt(e.basis_version).Bytes(digest);
   return p;
 }
 
@@ -1239,18 +1256,20 @@ Params IntentParams(const EffectIntent& e) {
 
 // Sent without waiting: the statement inserts the intent; or finds its key held by the same
 // consumer and effect and logs the trigger on that intent (every part of the statement sees the
-// table as it was before it, so `logged` finds the key only when `added` did not insert it); or
-// fails on the server (checked_on_server) when another consumer or effect holds the key.
+// table as it was before it, so `logged` finds the key only when `added` did not insert it), or
+// kept as a digest of the same consumer and effect (nothing to log on); or fails on the server
+// (checked_on_server) when another consumer or effect holds the key.
 Status PgTransaction::IntendOnce(const EffectIntent& intent, std::string_view trigger_detail) {
   static const std::string kSql =
       "WITH added AS (" + kIntentInsert +
       " RETURNING 1), logged AS (INSERT INTO effect_log(key, action, by_whom, state_after,"
       " http_status, detail, at_ms) SELECT key, 'trigger', consumer, state, NULL::bigint,"
-      " $20::text, $14::bigint FROM effect_intent WHERE key=$1 AND effect=$2 AND consumer=$3"
+      " $21::text, $14::bigint FROM effect_intent WHERE key=$1 AND effect=$2 AND consumer=$3"
       " AND NOT EXISTS(SELECT 1 FROM added) RETURNING 1)"
       " SELECT 1 / (CASE WHEN EXISTS(SELECT 1 FROM added) OR EXISTS(SELECT 1 FROM"
-      " effect_intent WHERE key=$1 AND effect=$2 AND consumer=$3) THEN 1 ELSE 0 END)";
-  Params p = IntentParams(intent);
+      " effect_intent WHERE key=$1 AND effect=$2 AND consumer=$3) OR EXISTS(SELECT 1 FROM"
+      " effect_digest WHERE digest=$20 AND effect=$2 AND consumer=$3) THEN 1 ELSE 0 END)";
+  EVIDENT_ASSIGN_OR_RETURN(Params p, IntentParams(intent));
   p.Text(trigger_detail);
   Db().Send(
       kSql, p,
@@ -1268,7 +1287,8 @@ Status PgTransaction::RecordCompensation(const CompensationRecord& c) {
 }
 
 Result<Insert> PgTransaction::InsertIntent(const EffectIntent& e) {
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kIntentInsert, IntentParams(e)));
+  EVIDENT_ASSIGN_OR_RETURN(const Params params, IntentParams(e));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kIntentInsert, params));
   return done.affected() == 1 ? Insert::kInserted : Insert::kAlreadyThere;
 }
 

@@ -164,6 +164,7 @@ class PgTransaction final : public Transaction {
   Status KeepRetainedKeys(const std::vector<LedgerKey>& keys,
                           const std::vector<std::string>& digests, const Rowset& found);
   Result<int64_t> RemoveRetainedLedger(const std::vector<LedgerEntry>& rows, int64_t before_ms);
+  Result<int64_t> RemoveRetainedIntents(const std::vector<EffectIntent>& rows, int64_t before_ms);
   static void Notify(Connection& db);
 
   std::shared_ptr<Session> session_;                     // null once finished

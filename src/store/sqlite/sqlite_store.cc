@@ -304,7 +304,7 @@ constexpr const char* kRetentionSchema = R"sql(
 CREATE INDEX IF NOT EXISTS gap_closed ON gap(closed_at_ms) WHERE state='closed';
 CREATE TABLE IF NOT EXISTS retention_run(
   seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL UNIQUE, horizon_ms INTEGER NOT NULL,
-  archive TEXT NOT NULL, removed INTEGER NOT NULL);
+  archive TEXT NOT NULL, removed INTEGER NOT NULL, forgot_before_ms INTEGER NOT NULL DEFAULT 0);
 )sql";
 
 // Layout 12: contracts kept in the store (store_contracts.h), one row per pushed set.
@@ -329,12 +329,22 @@ CREATE TABLE IF NOT EXISTS ledger_digest(
   digest BLOB PRIMARY KEY, committed_s INTEGER NOT NULL) WITHOUT ROWID;
 )sql";
 
+// Layout 15: the keys of intents retention removed (store_retention.h, kIntent), each as 16 bytes
+// of SHA-256 (IntentKeyDigest) with its effect, consumer, settled state and the second it
+// settled in; and each run's forgetting of ledger digests (retention_run.forgot_before_ms, a
+// column the migration adds).
+constexpr const char* kEffectDigestSchema = R"sql(
+CREATE TABLE IF NOT EXISTS effect_digest(
+  digest BLOB PRIMARY KEY, effect TEXT NOT NULL, consumer TEXT NOT NULL, state TEXT NOT NULL,
+  settled_s INTEGER NOT NULL) WITHOUT ROWID;
+)sql";
+
 // Every table and index of the current layout (each IF NOT EXISTS).
 const std::string& Schema() {
   static const std::string kSchema = std::string(kCoreSchema) + kOutboxSchema + kQuarantineSchema +
                                      kEffectSchema + kLayout8Schema + kGroupSchema +
                                      kRetentionSchema + kContractsSchema + kConsumersSchema +
-                                     kLedgerDigestSchema;
+                                     kLedgerDigestSchema + kEffectDigestSchema;
   return kSchema;
 }
 
@@ -630,6 +640,16 @@ constexpr const char* kReceiptRetainable =
     "state='applied' AND committed_at_ms < ?1 AND NOT EXISTS (SELECT 1 FROM effect_intent i"
     " WHERE i.subject=ledger.subject AND i.consumer=ledger.consumer"
     " AND i.state NOT IN ('done','failed','withdrawn'))";
+// Whether an intent is retainable (store_retention.h, kIntent), over `effect_intent i` with ?1
+// the horizon: settled before it, its log gone, a later intent of its consumer, subject and
+// effect there, and no compensation naming it. One rule for the look, the count and the removal.
+constexpr const char* kIntentRetainable =
+    "i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < ?1"
+    " AND NOT EXISTS (SELECT 1 FROM effect_log l WHERE l.key=i.key)"
+    " AND EXISTS (SELECT 1 FROM effect_intent n WHERE n.subject=i.subject"
+    " AND n.consumer=i.consumer AND n.seq > i.seq AND n.effect=i.effect)"
+    " AND NOT EXISTS (SELECT 1 FROM compensation c WHERE c.covers=i.key)"
+    " AND NOT EXISTS (SELECT 1 FROM compensation c WHERE c.compensating_key=i.key)";
 // A SELECT of ledger rows with the columns the store's layout has.
 struct LedgerSql {
   explicit LedgerSql(const std::string& tail)
@@ -1295,7 +1315,14 @@ class SqliteEngine {
       // The ledger's compact form (Schema() creates only what is missing).
       EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(14);"));
     }
-    static_assert(kSqliteLayoutVersion == 14, "a new layout needs its step here");
+    if (layout <= 14) {
+      // The effect keys' compact form (Schema() creates only what is missing), and what a run
+      // forgot.
+      EVIDENT_RETURN_IF_ERROR(
+          AddColumn("retention_run", "forgot_before_ms", "INTEGER NOT NULL DEFAULT 0"));
+      EVIDENT_RETURN_IF_ERROR(Exec(Schema() + "INSERT INTO evident_schema(version) VALUES(15);"));
+    }
+    static_assert(kSqliteLayoutVersion == 15, "a new layout needs its step here");
     return Status::Ok();
   }
 
@@ -2115,6 +2142,8 @@ class SqliteEngine {
 
   Result<Insert> InsertIntent(const EffectIntent& e) {
     assert(in_transaction_);
+    EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> retained, RetainedIntent(e.key));
+    if (retained) return Insert::kAlreadyThere;
     static const std::string kSql =
         "INSERT INTO effect_intent(key, effect, consumer, subject, source, event_id,"
         " subject_version, request, state, attempts, last_error, http_status, response_digest,"
@@ -2155,8 +2184,31 @@ class SqliteEngine {
     EVIDENT_ASSIGN_OR_RETURN(
         Rows<EffectIntent> rows,
         Query<EffectIntent>(layout_ >= 8 ? kSql : kSql7, {key}, 1, ReadIntent));
-    if (rows.rows.empty()) return std::optional<EffectIntent>();
+    if (rows.rows.empty()) return RetainedIntent(key);
     return std::optional<EffectIntent>(std::move(rows.rows.front()));
+  }
+
+  // The retained form of the intent of `key` when retention kept only its digest (layout 15 on).
+  Result<std::optional<EffectIntent>> RetainedIntent(std::string_view key) {
+    if (layout_ < 15) return std::optional<EffectIntent>();
+    EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(key));
+    static const std::string kSql =
+        "SELECT effect, consumer, state, settled_s FROM effect_digest WHERE digest=?1";
+    Statement& s = Prepared(kSql);
+    s.BindBlob(digest);
+    Status status;
+    std::optional<EffectIntent> out;
+    if (s.Step(status)) {
+      const std::optional<EffectState> state = ParseEffectState(s.Text(2));
+      if (!state) {
+        status = Status::Corruption("effect_digest: unknown state '" + s.Text(2) + "'");
+      } else {
+        out = RetainedIntentEntry(key, s.Text(0), s.Text(1), *state, s.Int(3));
+      }
+    }
+    s.Reset();
+    if (!status.ok()) return status;
+    return out;
   }
 
   Result<Rows<EffectIntent>> DueIntents(int64_t now_ms, int64_t rows_max) {
@@ -2958,6 +3010,9 @@ class SqliteEngine {
         " AND l.seq < (SELECT max(seq) FROM effect_log), 0)"
         " FROM effect_log l LEFT JOIN effect_intent i ON i.key=l.key WHERE l.seq > ?2"
         " ORDER BY l.seq LIMIT ?3";
+    static const std::string kIntents =
+        std::string("SELECT ") + kIntentColumns + ", " + kIntentRetainable +
+        " FROM effect_intent i WHERE seq > ?2 ORDER BY seq LIMIT ?3";
     static const std::string kOutbox =
         std::string("SELECT ") + kOutboxColumns +
         ", ?2 = ?2 FROM outbox JOIN outbox_body USING(seq) WHERE sent_at_ms IS NOT NULL"
@@ -2972,12 +3027,16 @@ class SqliteEngine {
         return Look(kGap, w, ReadGap, &RetainedRows::gaps, std::move(out));
       case RetainedKind::kEffectLog:
         return Look(kEffectLog, w, ReadEffectLog, &RetainedRows::effect_log, std::move(out));
+      case RetainedKind::kIntent:
+        if (layout_ < 15) break;  // a read-only open of an older layout
+        return Look(kIntents, w, ReadIntent, &RetainedRows::intents, std::move(out));
       case RetainedKind::kOutbox:
         return Look(kOutbox, w, ReadOutbox, &RetainedRows::outbox, std::move(out));
       case RetainedKind::kLedger:
         break;
     }
-    return Status::Internal("unknown retained kind");
+    out.end = true;
+    return out;
   }
 
   // Receipts in key order past `after`; the last column says whether one is retainable (applied,
@@ -3044,7 +3103,8 @@ class SqliteEngine {
       if constexpr (std::is_same_v<Row, QuarantineRecord>) {
         out.next = l.row.id;
       } else if constexpr (std::is_same_v<Row, JournalEntry> ||
-                           std::is_same_v<Row, EffectLogEntry>) {
+                           std::is_same_v<Row, EffectLogEntry> ||
+                           std::is_same_v<Row, EffectIntent>) {
         out.next = l.row.seq;
       }
       if (l.retainable) (out.*kept).push_back(std::move(l.row));
@@ -3070,7 +3130,10 @@ class SqliteEngine {
   }
 
   Result<int64_t> CountRetainable(RetainedKind kind, int64_t before_ms) {
-    if (layout_ < 11 || (kind == RetainedKind::kLedger && layout_ < 14)) return int64_t{0};
+    if (layout_ < 11 || (kind == RetainedKind::kLedger && layout_ < 14) ||
+        (kind == RetainedKind::kIntent && layout_ < 15)) {
+      return int64_t{0};
+    }
     static const std::string kSql[] = {
         "SELECT count(*) FROM journal WHERE at_ms < ?1 AND seq < (SELECT max(seq) FROM journal)",
         "SELECT count(*) FROM quarantine WHERE status<>'open' AND last_seen_ms < ?1"
@@ -3081,6 +3144,7 @@ class SqliteEngine {
         "SELECT count(*) FROM effect_log l JOIN effect_intent i ON i.key=l.key"
         " WHERE i.state IN ('done','failed','withdrawn') AND i.settled_at_ms < ?1"
         " AND l.seq < (SELECT max(seq) FROM effect_log)",
+        std::string("SELECT count(*) FROM effect_intent i WHERE ") + kIntentRetainable,
         "SELECT count(*) FROM outbox WHERE sent_at_ms IS NOT NULL AND sent_at_ms < ?1",
         std::string("SELECT count(*) FROM ledger WHERE ") + kReceiptRetainable};
     static_assert(std::size(kSql) == kRetainedKindCount);
@@ -3134,14 +3198,16 @@ class SqliteEngine {
 
   Status RecordRetention(const RetentionRun& run) {
     static const std::string kSql =
-        "INSERT INTO retention_run(at_ms, horizon_ms, archive, removed) VALUES(?1, ?2, ?3, ?4)"
-        " ON CONFLICT(at_ms) DO UPDATE SET horizon_ms=excluded.horizon_ms,"
-        " archive=excluded.archive, removed=excluded.removed";
+        "INSERT INTO retention_run(at_ms, horizon_ms, archive, removed, forgot_before_ms)"
+        " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(at_ms) DO UPDATE SET"
+        " horizon_ms=excluded.horizon_ms, archive=excluded.archive, removed=excluded.removed,"
+        " forgot_before_ms=excluded.forgot_before_ms";
     return Prepared(kSql)
         .Bind(run.at_ms)
         .Bind(run.horizon_ms)
         .Bind(run.archive)
         .Bind(run.removed)
+        .Bind(run.forgot_before_ms)
         .Run();
   }
   // The file's pages (PRAGMA page_count, freelist_count, page_size, auto_vacuum).
@@ -3248,18 +3314,22 @@ class SqliteEngine {
   Result<std::optional<RetentionRun>> LatestRetention() {
     if (layout_ < 11) return std::optional<RetentionRun>();
     static const std::string kSql =
-        "SELECT seq, at_ms, horizon_ms, archive, removed FROM retention_run ORDER BY seq DESC"
-        " LIMIT ?1";
-    EVIDENT_ASSIGN_OR_RETURN(Rows<RetentionRun> rows, QueryBound<RetentionRun>(
-                                                          kSql, [](Statement&) {}, 1,
-                                                          [](const Statement& s, Status&) {
-                                                            return RetentionRun{
-                                                                .seq = s.Int(0),
-                                                                .at_ms = s.Int(1),
-                                                                .horizon_ms = s.Int(2),
-                                                                .archive = s.Text(3),
-                                                                .removed = s.Int(4)};
-                                                          }));
+        "SELECT seq, at_ms, horizon_ms, archive, removed, (SELECT max(forgot_before_ms) FROM"
+        " retention_run) FROM retention_run ORDER BY seq DESC LIMIT ?1";
+    static const std::string kSql14 =  // a read-only open of an older layout
+        "SELECT seq, at_ms, horizon_ms, archive, removed, 0 FROM retention_run"
+        " ORDER BY seq DESC LIMIT ?1";
+    EVIDENT_ASSIGN_OR_RETURN(Rows<RetentionRun> rows,
+                             QueryBound<RetentionRun>(
+                                 layout_ >= 15 ? kSql : kSql14, [](Statement&) {}, 1,
+                                 [](const Statement& s, Status&) {
+                                   return RetentionRun{.seq = s.Int(0),
+                                                       .at_ms = s.Int(1),
+                                                       .horizon_ms = s.Int(2),
+                                                       .archive = s.Text(3),
+                                                       .removed = s.Int(4),
+                                                       .forgot_before_ms = s.Int(5)};
+                                 }));
     if (rows.rows.empty()) return std::optional<RetentionRun>();
     return std::optional<RetentionRun>(std::move(rows.rows.front()));
   }
@@ -3321,8 +3391,51 @@ class SqliteEngine {
       if (gone) EVIDENT_RETURN_IF_ERROR(run(kBody, [&](Statement& s) { s.Bind(o.seq); }).status());
       removed += gone;
     }
+    EVIDENT_ASSIGN_OR_RETURN(const int64_t intents, RemoveRetainedIntents(rows.intents, before_ms));
     EVIDENT_ASSIGN_OR_RETURN(const int64_t receipts, RemoveRetainedLedger(rows.ledger, before_ms));
-    return removed + receipts;
+    return removed + intents + receipts;
+  }
+
+  // An intent goes and its key's digest stays, with its effect, consumer, state and settled
+  // second, in the same transaction; the rule checked again in the removal.
+  Result<int64_t> RemoveRetainedIntents(const std::vector<EffectIntent>& rows, int64_t before_ms) {
+    if (rows.empty()) return int64_t{0};
+    if (layout_ < 15) return Status::FailedPrecondition("the store's layout keeps no effect keys");
+    static const std::string kIntent =
+        std::string(
+            "DELETE FROM effect_intent WHERE seq IN (SELECT i.seq FROM effect_intent i"
+            " WHERE i.seq=?2 AND ") +
+        kIntentRetainable + ") RETURNING key, effect, consumer, state, settled_at_ms";
+    static const std::string kDigest =
+        "INSERT INTO effect_digest(digest, effect, consumer, state, settled_s)"
+        " VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING";
+    int64_t removed = 0;
+    for (const EffectIntent& e : rows) {
+      Statement& s = Prepared(kIntent);
+      s.Bind(before_ms).Bind(e.seq);
+      Status status;
+      std::optional<std::array<std::string, 4>> gone;
+      int64_t settled_at_ms = 0;
+      if (s.Step(status)) {
+        gone = {s.Text(0), s.Text(1), s.Text(2), s.Text(3)};
+        settled_at_ms = s.Int(4);
+      }
+      while (status.ok() && s.Step(status)) {
+      }
+      s.Reset();
+      EVIDENT_RETURN_IF_ERROR(status);
+      if (!gone) continue;
+      EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest((*gone)[0]));
+      EVIDENT_RETURN_IF_ERROR(Prepared(kDigest)
+                                  .BindBlob(digest)
+                                  .Bind((*gone)[1])
+                                  .Bind((*gone)[2])
+                                  .Bind((*gone)[3])
+                                  .Bind(FloorSeconds(settled_at_ms))
+                                  .Run());
+      ++removed;
+    }
+    return removed;
   }
 
   // A receipt goes and its key's digest stays, in the same transaction (the receipt's own commit

@@ -212,6 +212,47 @@ TEST_F(SqliteStore, ALayout9LedgerReadsAndGainsTheTraceColumns) {
   EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), kSqliteLayoutVersion);
 }
 
+// Layout 14 (before effect key digests and recorded forgetting) reads its retention runs as they
+// are, read-only, and gains the table and the column when opened for writing.
+TEST_F(SqliteStore, ALayout14StoreGainsTheEffectDigestsAndTheRunsForgetting) {
+  {
+    auto store = OpenSqliteStore(path_.string()).value();
+    auto tx = store->Begin().value();
+    ASSERT_TRUE(tx->RecordRetention({.at_ms = 5, .horizon_ms = 4, .removed = 3}).ok());
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  ExecSql(
+      "DROP TABLE effect_digest; ALTER TABLE retention_run DROP COLUMN forgot_before_ms;"
+      "UPDATE evident_schema SET version=14;");
+  ASSERT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), 14);
+  {
+    auto read_only = OpenSqliteStore(path_.string(), {.read_only = true});
+    ASSERT_TRUE(read_only.ok()) << read_only.status().ToString();
+    auto snapshot = (*read_only)->Read().value();
+    const auto run = snapshot->LatestRetention();
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_TRUE(run->has_value());
+    EXPECT_EQ((*run)->removed, 3);
+    EXPECT_EQ((*run)->forgot_before_ms, 0);
+    EXPECT_FALSE(snapshot->FindIntent("k").value().has_value());
+    EXPECT_EQ(snapshot->CountRetainable(RetainedKind::kIntent, 100).value(), 0);
+  }
+  {
+    auto store = OpenSqliteStore(path_.string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto tx = (*store)->Begin().value();
+    ASSERT_TRUE(
+        tx->RecordRetention({.at_ms = 6, .horizon_ms = 4, .removed = 3, .forgot_before_ms = 2})
+            .ok());
+    ASSERT_TRUE(tx->Commit().ok());
+    const auto run = (*store)->Read().value()->LatestRetention().value();
+    ASSERT_TRUE(run.has_value());
+    EXPECT_EQ(run->forgot_before_ms, 2);
+  }
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM effect_digest"), 0);
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM evident_schema"), kSqliteLayoutVersion);
+}
+
 // Layout 4 (before effects) opens read-only with no intents and no compensations, and gains
 // their tables, its rows kept, when opened for writing.
 TEST_F(SqliteStore, ALayout4StoreGainsTheEffectTables) {
@@ -522,9 +563,9 @@ TEST_F(SqliteStore, TheCheckpointThreadCopiesTheWalIntoTheDatabaseFile) {
 TEST_F(SqliteStore, TheWalStaysBoundedWithAndWithoutTheCheckpointThread) {
   constexpr int64_t kFrameBytes = 4096 + 24;  // a page and its WAL frame header
   // One commit here writes 3-4 pages; the one that creates the store a page per table and
-  // index (about 33 since layout 14 added the ledger digests' table) and, with incremental
+  // index (about 34 since layout 15 added the effect key digests' table) and, with incremental
   // vacuum, its pointer-map page.
-  constexpr int64_t kCommitPagesMax = 36;
+  constexpr int64_t kCommitPagesMax = 37;
   struct Case {
     const char* name;
     SqliteOptions options;
