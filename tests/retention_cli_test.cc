@@ -29,9 +29,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kJournal = 1500;  // journal entries, all a day old
-constexpr int kSent = 300;      // sent outbox rows, a day old
-constexpr int kReceipts = 300;  // applied receipts, a day old
+constexpr int kJournal = 1500;         // journal entries, all a day old
+constexpr int kSent = 300;             // sent outbox rows, a day old
+constexpr int kReceipts = 300;         // applied receipts, a day old
+constexpr int kIntents = 200;          // effect intents settled a day ago, of seven subjects
+constexpr size_t kFilledKept = 1 + 7;  // the newest journal entry, each subject's latest intent
 constexpr int64_t kDayMs = 86'400'000;
 
 class RetentionCli : public ::testing::Test {
@@ -86,11 +88,24 @@ class RetentionCli : public ::testing::Test {
       e.committed_at_ms = day_ago;
       ASSERT_EQ(std::move(tx->InsertLedger(e)).value(), Insert::kInserted);
     }
+    for (int i = 0; i < kIntents; ++i) {
+      const EffectIntent e{.key = "reserve:" + std::to_string(i),
+                           .effect = "reserve-stock",
+                           .consumer = "c",
+                           .subject = "order-" + std::to_string(i % 7),
+                           .source = "s",
+                           .event_id = "i" + std::to_string(i),
+                           .request = R"({"id":"i"})",
+                           .state = EffectState::kDone,
+                           .intended_at_ms = day_ago,
+                           .settled_at_ms = day_ago};
+      ASSERT_EQ(std::move(tx->InsertIntent(e)).value(), Insert::kInserted);
+    }
     ASSERT_TRUE(tx->Commit().ok());
   }
 
-  // The journal entries', receipts' and outbox rows' ids the store still holds (a receipt kept
-  // as a digest is not).
+  // The journal entries', receipts', intents' and outbox rows' ids the store still holds (a
+  // receipt or an intent kept as a digest is not).
   std::set<std::string> InStore(const std::string& db) {
     std::set<std::string> out;
     std::unique_ptr<Store> store = std::move(OpenStore(Uri(db), {.read_only = true})).value();
@@ -107,6 +122,11 @@ class RetentionCli : public ::testing::Test {
     }
     for (const OutboxRow& o : std::move(snapshot->OutboxRows(OutboxSelect::kAll, 0)).value().rows) {
       out.insert("outbox:" + o.event_id);
+    }
+    EffectFilter of_c;
+    of_c.consumer = "c";
+    for (const EffectIntent& e : std::move(snapshot->ListIntents(of_c, 0, 1000)).value().rows) {
+      out.insert("intent:" + e.event_id);
     }
     return out;
   }
@@ -178,7 +198,7 @@ TEST_P(RetentionKill, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
   const std::string db = StoreUri(), archive = Path("archive.ndjson");
   Fill(db);
   std::set<std::string> all = InStore(db);
-  ASSERT_EQ(all.size(), static_cast<size_t>(kJournal + kSent + kReceipts));
+  ASSERT_EQ(all.size(), static_cast<size_t>(kJournal + kSent + kReceipts + kIntents));
   int killed = 0;
   const auto check = [&](const std::string& when) {
     const std::set<std::string> store = InStore(db), archived = InArchive(archive, killed);
@@ -188,8 +208,8 @@ TEST_P(RetentionKill, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
     }
   };
   int runs = 0;
-  // 42 batches in all (1,500 + 300 + 300 records, 50 a batch): the points below leave 20 to
-  // the random kills.
+  // 46 batches in all (1,500 + 200 + 300 + 300 records, 50 a batch): the points below leave 24
+  // to the random kills.
   for (const char* fault : {"before-commit:1", "after-commit:1", "before-commit:5",
                             "after-commit:9", "before-commit:6", "after-commit:3"}) {
     const int status = RunAndKill(RetainArgs(db, archive), fault, -1, Path("retain.log"));
@@ -208,10 +228,13 @@ TEST_P(RetentionKill, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
   const ProcessResult last = RunProcess(RetainArgs(db, archive));
   ASSERT_EQ(last.exit_code, 0) << last.err;
   check("at the end");
-  // Only the newest journal entry stays (its seq is never given again); every receipt is a
-  // digest, still there for a redelivery.
+  // Only the newest journal entry stays (its seq is never given again), and the latest intent of
+  // each subject; every receipt is a digest, still there for a redelivery, and every other
+  // intent's key too.
   const std::set<std::string> left = InStore(db);
-  EXPECT_EQ(left, std::set<std::string>{"journal:e" + std::to_string(kJournal - 1)});
+  std::set<std::string> want = {"journal:e" + std::to_string(kJournal - 1)};
+  for (int i = kIntents - 7; i < kIntents; ++i) want.insert("intent:i" + std::to_string(i));
+  EXPECT_EQ(left, want);
   {
     std::unique_ptr<Store> store = std::move(OpenStore(Uri(db))).value();
     auto tx = std::move(store->Begin()).value();
@@ -220,9 +243,16 @@ TEST_P(RetentionKill, KilledAnywhereEveryRecordIsInTheStoreOrTheArchive) {
           std::move(tx->FindLedger("c", "s", "r" + std::to_string(i))).value();
       ASSERT_TRUE(found.has_value() && found->retained) << "r" << i;
     }
+    for (int i = 0; i < kIntents - 7; ++i) {
+      const std::string key = "reserve:" + std::to_string(i);
+      const std::optional<EffectIntent> found = std::move(tx->FindIntent(key)).value();
+      ASSERT_TRUE(found.has_value() && found->retained) << key;
+      EXPECT_EQ(std::move(tx->InsertIntent(EffectIntent{.key = key})).value(),
+                Insert::kAlreadyThere);
+    }
     ASSERT_TRUE(tx->Rollback().ok());
   }
-  EXPECT_EQ(InArchive(archive, killed).size(), all.size() - 1);
+  EXPECT_EQ(InArchive(archive, killed).size(), all.size() - want.size());
   // The evidence of a subject says what retention removed.
   const ProcessResult evidence =
       RunProcess({EVIDENT_BINARY, "evidence", "order-1", "--store", Uri(db)});
@@ -395,6 +425,7 @@ TEST_F(RetentionCli, RunsBesideConsumeOnTheSameStore) {
   EXPECT_GE(retains, 1);
   std::map<std::string, int64_t> want = Decided(Path("alone.db")), got = Decided(db);
   EXPECT_GT(want["ledger"], 1000);
+  want["effect"] += 7;  // the filled intents each subject's latest of which stays
   EXPECT_EQ(got, want);
 }
 
@@ -566,6 +597,7 @@ class ConfiguredRetention : public RetentionCli {
     for (int i = 0; i < kJournal; ++i) filled.insert("journal:e" + std::to_string(i));
     for (int i = 0; i < kSent; ++i) filled.insert("outbox:o" + std::to_string(i));
     for (int i = 0; i < kReceipts; ++i) filled.insert("ledger:r" + std::to_string(i));
+    for (int i = 0; i < kIntents; ++i) filled.insert("intent:i" + std::to_string(i));
     return filled;
   }
 
@@ -578,7 +610,8 @@ class ConfiguredRetention : public RetentionCli {
   }
 
   // Waits (up to 60 s) until the store holds at most `kept` of the filled records (the newest
-  // journal entry stays while it is the newest); true when it came to that.
+  // journal entry stays while it is the newest, and each subject's latest intent:
+  // kFilledKept); true when it came to that.
   bool WaitRetained(const std::string& db, size_t kept) {
     for (int i = 0; i < 600; ++i) {
       if (FilledLeft(db) <= kept) return true;
@@ -633,7 +666,7 @@ TEST_F(ConfiguredRetention, ALongRunningConsumeRemovesWhatSettledBesideItsWork) 
   const std::string events = Read(SourcePath("examples/orders/events.ndjson"));
   ASSERT_EQ(::write(input, events.data(), events.size()), static_cast<ssize_t>(events.size()));
   // The consume's own journal entries are new: only the filled ones are past the horizon.
-  const bool retained = WaitRetained(db, 1);
+  const bool retained = WaitRetained(db, kFilledKept);
   ::close(input);  // the input ends: the consume finishes
   EXPECT_EQ(WaitExit(pid), 0) << Read(Path("consume.err"));
   EXPECT_TRUE(retained) << FilledLeft(db) << " filled records left";
@@ -656,13 +689,13 @@ TEST_F(ConfiguredRetention, ARelayThatKeepsRunningRemovesWhatSettled) {
                                  {.err = err});
   ::close(err);
   ASSERT_GT(pid, 0);
-  const bool retained = WaitRetained(db, 1);  // the newest journal entry stays
+  const bool retained = WaitRetained(db, kFilledKept);
   ::kill(pid, SIGTERM);
   EXPECT_EQ(WaitExit(pid), 0) << Read(Path("relay.err"));
   EXPECT_TRUE(retained) << FilledLeft(db) << " filled records left";
   ExpectAllArchived(db);
   EXPECT_NE(Read(Path("relay.err"))
-                .find("evident relay: retention removed 2099 (journal 1499, "
+                .find("evident relay: retention removed 2292 (journal 1499, intent 193, "
                       "outbox 300, ledger 300), archived first to " +
                       Path("archive.ndjson")),
             std::string::npos)
@@ -680,8 +713,8 @@ TEST_F(ConfiguredRetention, ARelayRunOnceDeletesItsSentRowsItself) {
   ASSERT_EQ(once.exit_code, 0) << once.err;
   EXPECT_NE(once.err.find("300 sent rows deleted"), std::string::npos) << once.err;
   EXPECT_EQ(once.err.find("retention removed"), std::string::npos) << once.err;
-  // The journal and the receipts are not the relay's.
-  EXPECT_EQ(FilledLeft(db), static_cast<size_t>(kJournal + kReceipts));
+  // The journal, the receipts and the intents are not the relay's.
+  EXPECT_EQ(FilledLeft(db), static_cast<size_t>(kJournal + kReceipts + kIntents));
 }
 
 }  // namespace

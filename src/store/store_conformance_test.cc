@@ -2673,6 +2673,7 @@ TEST_P(StoreConformance, RetentionKeepsIntentKeysAsDigestsAndTheLatestIntentWhol
     EXPECT_EQ(Take(tx.RemoveRetained(rows, kHorizon)), 0);
     // Within the removing transaction, the key is already a digest.
     EXPECT_EQ(Take(tx.InsertIntent(Intent("k1", 40))), Insert::kAlreadyThere);
+    EXPECT_TRUE(Take(tx.FindIntent("k1"))->retained);
   });
   const auto check_retained = [&](const char* when) {
     SCOPED_TRACE(when);

@@ -1175,6 +1175,7 @@ class MemoryTransaction final : public Transaction {
     if (const auto it = overlay_.intents.find(seq); it != overlay_.intents.end()) {
       return &it->second;
     }
+    if (overlay_.intents_removed.count(seq) > 0) return nullptr;  // its digest answers
     return &base_->effects->intents.at(seq);
   }
   const CompensationRecord* CompensationRow(std::string_view consumer, std::string_view key) const {

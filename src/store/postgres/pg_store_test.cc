@@ -238,6 +238,56 @@ TEST_F(PgDecidersTest, IntentsAreRemovedOnlyWhileNoDeciderOfTheirConsumerIsInFli
                   ->retained);
 }
 
+// Another consumer intending a key while retention turns that key's intent into a digest: its
+// insert waits for the removal on the key's index and, its snapshot older than the digest, does
+// not see it; a statement of its own checks again, and the intent is refused, not written anew.
+TEST_F(PgDecidersTest, AKeyRetainedWhileAnotherConsumerIntendsItIsRefused) {
+  std::unique_ptr<Store> retention = Open(true), other = Open(true, 10'000);
+  ASSERT_TRUE(retention && other);
+  {
+    auto tx = retention->Begin();
+    ASSERT_TRUE(tx.ok());
+    for (const char* key : {"reserve:order-1:v1", "reserve:order-1:v2"}) {
+      ASSERT_TRUE((*tx)
+                      ->InsertIntent(EffectIntent{.key = key,
+                                                  .effect = "reserve-stock",
+                                                  .consumer = "fulfillment",
+                                                  .subject = "order-1",
+                                                  .state = EffectState::kDone,
+                                                  .settled_at_ms = 10})
+                      .ok());
+    }
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
+  const RetainedRows rows =
+      std::move(std::move(retention->Read()).value()->Retainable(RetainedKind::kIntent, 100, 0, 10))
+          .value();
+  ASSERT_EQ(rows.intents.size(), 1u);
+  auto removing = retention->Begin();
+  ASSERT_TRUE(removing.ok());
+  ASSERT_EQ(std::move((*removing)->RemoveRetained(rows, 100)).value(), 1);
+  auto racing = other->Begin();
+  ASSERT_TRUE(racing.ok());
+  const EffectIntent billing{.key = "reserve:order-1:v1",
+                             .effect = "invoice",
+                             .consumer = "billing",
+                             .subject = "order-1",
+                             .state = EffectState::kIntended};
+  ASSERT_TRUE((*racing)->IntendOnce(billing, "x").ok());  // sent, answered at the commit
+  std::future<Status> committed =
+      std::async(std::launch::async, [&] { return (*racing)->Commit(); });
+  EXPECT_EQ(committed.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "the insert did not wait for the removal of the key's intent";
+  ASSERT_TRUE((*removing)->Commit().ok());
+  const Status status = committed.get();
+  EXPECT_EQ(status.code(), Code::kFailedPrecondition) << status.ToString();
+  const std::optional<EffectIntent> found =
+      std::move(std::move(retention->Read()).value()->FindIntent("reserve:order-1:v1")).value();
+  ASSERT_TRUE(found.has_value());
+  EXPECT_TRUE(found->retained);
+  EXPECT_EQ(found->consumer, "fulfillment");
+}
+
 TEST_F(PgDecidersTest, TwoExclusiveDecidersOfOneConsumerTakeTurnsAndOtherConsumersDoNotWait) {
   std::unique_ptr<Store> a = Open(false), b = Open(false);
   ASSERT_TRUE(a && b);

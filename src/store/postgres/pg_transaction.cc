@@ -1241,6 +1241,20 @@ const std::string kIntentInsert =
     " WHERE NOT EXISTS (SELECT 1 FROM effect_digest WHERE digest=$20::bytea)"
     " ON CONFLICT (key) DO NOTHING";
 
+// Whether the key is both an intent and a digest, which only an insert that raced a retention run
+// removing another consumer's intent of that key can make: a statement of its own, whose
+// snapshot sees that run's commit (the insert's did not, and waited for it on the key's index).
+const std::string kIntentKeyRetainedMeanwhile =
+    "SELECT 1 / (CASE WHEN EXISTS(SELECT 1 FROM effect_digest WHERE digest=$1::bytea)"
+    " AND EXISTS(SELECT 1 FROM effect_intent WHERE key=$2::text) THEN 0 ELSE 1 END)";
+
+Status KeyRetainedMeanwhile(const EffectIntent& intent) {
+  return Status::FailedPrecondition(
+      "effect " + intent.effect + " of " + intent.consumer + " keys " + intent.key +
+      ", which retention kept as another intent's digest while this one was intended: give the "
+      "two effects key templates that cannot meet");
+}
+
 Result<Params> IntentParams(const EffectIntent& e) {
   EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(e.key));
   Params p;
@@ -1278,6 +1292,9 @@ Status PgTransaction::IntendOnce(const EffectIntent& intent, std::string_view tr
                  "effect " + intent.effect + " of " + intent.consumer + " keys " + intent.key +
                  ", which another effect already holds: give the two effects key "
                  "templates that cannot meet")});
+  EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(intent.key));
+  Db().Send(kIntentKeyRetainedMeanwhile, Params().Bytes(digest).Text(intent.key),
+            Expect{.checked_on_server = true, .otherwise = KeyRetainedMeanwhile(intent)});
   return Status::Ok();
 }
 
@@ -1289,7 +1306,12 @@ Status PgTransaction::RecordCompensation(const CompensationRecord& c) {
 Result<Insert> PgTransaction::InsertIntent(const EffectIntent& e) {
   EVIDENT_ASSIGN_OR_RETURN(const Params params, IntentParams(e));
   EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kIntentInsert, params));
-  return done.affected() == 1 ? Insert::kInserted : Insert::kAlreadyThere;
+  if (done.affected() != 1) return Insert::kAlreadyThere;
+  // A race with retention fails the transaction at the latest at its commit.
+  EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(e.key));
+  Db().Send(kIntentKeyRetainedMeanwhile, Params().Bytes(digest).Text(e.key),
+            Expect{.checked_on_server = true, .otherwise = KeyRetainedMeanwhile(e)});
+  return Insert::kInserted;
 }
 
 Result<std::optional<EffectIntent>> PgTransaction::FindIntent(std::string_view key) {

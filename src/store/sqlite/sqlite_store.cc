@@ -149,10 +149,11 @@ CREATE INDEX IF NOT EXISTS gap_open ON gap(deadline_at_ms) WHERE state<>'closed'
 
 // Layout 5 adds effect intents (one per key; the due index serves the runners' polls, the
 // subject index evidence and guards), their logs of attempts and resolutions, and the
-// compensation ledger (one record per key). Intents and compensations are never deleted, so a
-// plain rowid never reuses a seq: no AUTOINCREMENT, whose sqlite_sequence row would be one more
-// B-tree write per intent on the consumer's hot path (as would an index by state: a list by
-// state reads the table).
+// compensation ledger (one record per key). Compensations are never deleted, and the intent of
+// the largest seq never is (retention keeps the latest intent of each consumer, subject and
+// effect), so a plain rowid never reuses a seq: no AUTOINCREMENT, whose sqlite_sequence row would
+// be one more B-tree write per intent on the consumer's hot path (as would an index by state: a
+// list by state reads the table).
 constexpr const char* kEffectSchema = R"sql(
 CREATE TABLE IF NOT EXISTS effect_intent(
   seq INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, effect TEXT NOT NULL,
@@ -1482,6 +1483,7 @@ class SqliteEngine {
     open_ = Open::kWrite;
     in_transaction_ = true;
     digests_kept_.reset();
+    intent_digests_kept_.reset();
     projections_.clear();
     subjects_read_.clear();
     pending_deferred_.clear();
@@ -1547,19 +1549,28 @@ class SqliteEngine {
     return found;
   }
   // Whether any digest is kept, read once per write transaction (no other writer commits while
-  // it is open): a store that never compacted its ledger pays no digest per receipt.
+  // it is open): a store that never compacted its ledger (or its intents) pays no digest per
+  // receipt (or intent).
   Result<bool> AnyDigestKept() {
-    if (layout_ < 14) return false;
-    if (!digests_kept_ || !in_transaction_) {
-      static const std::string kSql = "SELECT EXISTS(SELECT 1 FROM ledger_digest)";
-      Statement& s = Prepared(kSql);
+    static const std::string kSql = "SELECT EXISTS(SELECT 1 FROM ledger_digest)";
+    return AnyRowOf(kSql, 14, digests_kept_);
+  }
+  Result<bool> AnyIntentDigestKept() {
+    static const std::string kSql = "SELECT EXISTS(SELECT 1 FROM effect_digest)";
+    return AnyRowOf(kSql, 15, intent_digests_kept_);
+  }
+  Result<bool> AnyRowOf(const std::string& exists_sql, int64_t layout_min,
+                        std::optional<bool>& kept) {
+    if (layout_ < layout_min) return false;
+    if (!kept || !in_transaction_) {
+      Statement& s = Prepared(exists_sql);
       Status status;
       const bool any = s.Step(status) && s.Int(0) != 0;
       s.Reset();
       if (!status.ok()) return status;
-      digests_kept_ = any;
+      kept = any;
     }
-    return *digests_kept_;
+    return *kept;
   }
 
   // ON CONFLICT DO NOTHING: a key already there is an answer, and the transaction goes on (a
@@ -2142,8 +2153,11 @@ class SqliteEngine {
 
   Result<Insert> InsertIntent(const EffectIntent& e) {
     assert(in_transaction_);
-    EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> retained, RetainedIntent(e.key));
-    if (retained) return Insert::kAlreadyThere;
+    EVIDENT_ASSIGN_OR_RETURN(const bool any_digest, AnyIntentDigestKept());
+    if (any_digest) {
+      EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> retained, RetainedIntent(e.key));
+      if (retained) return Insert::kAlreadyThere;
+    }
     static const std::string kSql =
         "INSERT INTO effect_intent(key, effect, consumer, subject, source, event_id,"
         " subject_version, request, state, attempts, last_error, http_status, response_digest,"
@@ -3028,15 +3042,17 @@ class SqliteEngine {
       case RetainedKind::kEffectLog:
         return Look(kEffectLog, w, ReadEffectLog, &RetainedRows::effect_log, std::move(out));
       case RetainedKind::kIntent:
-        if (layout_ < 15) break;  // a read-only open of an older layout
+        if (layout_ < 15) {  // a read-only open of an older layout
+          out.end = true;
+          return out;
+        }
         return Look(kIntents, w, ReadIntent, &RetainedRows::intents, std::move(out));
       case RetainedKind::kOutbox:
         return Look(kOutbox, w, ReadOutbox, &RetainedRows::outbox, std::move(out));
       case RetainedKind::kLedger:
         break;
     }
-    out.end = true;
-    return out;
+    return Status::Internal("unknown retained kind");
   }
 
   // Receipts in key order past `after`; the last column says whether one is retainable (applied,
@@ -3435,6 +3451,7 @@ class SqliteEngine {
                                   .Run());
       ++removed;
     }
+    intent_digests_kept_.reset();
     return removed;
   }
 
@@ -3550,7 +3567,8 @@ class SqliteEngine {
   }
 
   sqlite3* db_;
-  std::optional<bool> digests_kept_;  // AnyDigestKept's answer in this write transaction
+  std::optional<bool> digests_kept_;         // AnyDigestKept's answer in this write transaction
+  std::optional<bool> intent_digests_kept_;  // AnyIntentDigestKept's
   std::unique_ptr<Checkpointer> checkpointer_;
   int64_t checkpoint_wal_pages_ = SqliteOptions{}.checkpoint_wal_pages;
   int64_t checkpoint_thread_commit_pages_ = SqliteOptions{}.checkpoint_thread_commit_pages;
