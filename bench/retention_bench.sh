@@ -14,14 +14,16 @@
 #   (2) Beside: per round, alternating, a store holding one consume of the input is copied
 #   twice; a second input (other ids) is consumed into (a) one copy alone, (b) the other while
 #   `store retain --older-than 1ms` runs in a loop beside it (its first run removes the first
-#   consume's journal, closed records and logs). The figure is the median over rounds of (b)'s
-#   events/s over (a)'s, each pair measured in the same round. docs/BENCHMARKS.md has results.
+#   consume's journal, closed records and logs; YIELD_PERCENT, default 100, is its
+#   --yield-percent). The figure is the median over rounds of (b)'s events/s over (a)'s, each
+#   pair measured in the same round. docs/BENCHMARKS.md has results.
 # Needs a Release build in build/ and python3 (its sqlite3 module checkpoints the WAL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 events=${1:-100000}
 rounds=${2:-3}
 input=${3:-orders}
+yield_percent=${YIELD_PERCENT:-100}  # the beside loop's `store retain --yield-percent`
 case "$input" in orders | applied) ;; *) echo "INPUT is orders or applied" >&2; exit 2 ;; esac
 bin=build/src/cli/evident
 config=examples/orders/evident.yaml
@@ -135,7 +137,8 @@ for ((round = 1; round <= rounds; round++)); do
   alone=$(consume "$tmp/alone.db" "$tmp/second.ndjson")
   (
     while [ ! -f "$tmp/stop" ]; do
-      "$bin" store retain --store "sqlite:$tmp/beside.db" --older-than 1ms >/dev/null
+      "$bin" store retain --store "sqlite:$tmp/beside.db" --older-than 1ms \
+        --yield-percent "$yield_percent" >/dev/null
     done
   ) &
   loop=$!
