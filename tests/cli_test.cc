@@ -354,7 +354,7 @@ TEST(CliOptions, FromNamesAnySourceAndItsOptionsAreChecked) {
   const ProcessResult unknown =
       RunEvident({"consume", "--config", config, "--store", store, "--from", "amqp://x:5672"});
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("--from amqp://x:5672: expected nats://HOST:PORT, "
+  EXPECT_NE(unknown.err.find("--from amqp://x:5672: expected nats://HOST:PORT[,HOST:PORT...], "
                              "kafka://HOST:PORT[,HOST:PORT...], file:PATH or -"),
             std::string::npos)
       << unknown.err;
@@ -420,7 +420,7 @@ TEST(CliOptions, RelayRefusesJetStreamOptionsForAnotherDestination) {
   const ProcessResult scheme =
       RunEvident({"relay", "--store", store, "--to", "nat://127.0.0.1:4222", "--stream", "ORDERS"});
   EXPECT_EQ(scheme.exit_code, 2);
-  EXPECT_NE(scheme.err.find("--to nat://127.0.0.1:4222: expected nats://HOST:PORT, "
+  EXPECT_NE(scheme.err.find("--to nat://127.0.0.1:4222: expected nats://HOST:PORT[,HOST:PORT...], "
                             "kafka://HOST:PORT[,HOST:PORT...], file:PATH or -"),
             std::string::npos)
       << scheme.err;

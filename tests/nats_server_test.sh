@@ -4,7 +4,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(mktemp -d)
-trap 'bash "$root/scripts/nats.sh" stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+trap 'bash "$root/scripts/nats.sh" stop "$dir" >/dev/null 2>&1 || true
+  bash "$root/scripts/nats.sh" stop "$dir/cluster" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 
 started=$(date +%s)
 url=$(timeout 30 bash "$root/scripts/nats.sh" start "$dir")  # returns although the server runs on
@@ -26,4 +27,23 @@ bash "$root/scripts/nats.sh" stop "$dir"
 if kill -0 "$pid" 2>/dev/null; then echo "server $pid still runs after stop"; exit 1; fi
 # Stopping again is harmless.
 bash "$root/scripts/nats.sh" stop "$dir"
-echo "nats-server started on $url with JetStream and stopped"
+
+# A cluster of three: a seed list of three servers, each of them up, routed, with a JetStream
+# metadata leader elected; one node stopped and started again; then every node stopped.
+cluster="$dir/cluster"
+seeds=$(timeout 60 bash "$root/scripts/nats.sh" cluster "$cluster" 3)
+[[ "$seeds" =~ ^nats://127\.0\.0\.1:[0-9]+,nats://127\.0\.0\.1:[0-9]+,nats://127\.0\.0\.1:[0-9]+$ ]] ||
+  { echo "unexpected seed list '$seeds'"; exit 1; }
+pids=$(for f in "$cluster"/n*/pid; do echo "$(cat "$f")"; done)  # no newline in a pid file
+[ "$(echo "$pids" | wc -w)" -eq 3 ] || { echo "not three servers: $pids"; exit 1; }
+for p in $pids; do kill -0 "$p" || { echo "node $p is not running"; exit 1; }; done
+grep -qs "metadata leader" "$cluster"/n*/server.log || { echo "no metadata leader"; exit 1; }
+bash "$root/scripts/nats.sh" node-stop "$cluster" n2 KILL
+if kill -0 "$(echo "$pids" | sed -n 2p)" 2>/dev/null; then echo "n2 still runs"; exit 1; fi
+bash "$root/scripts/nats.sh" node-start "$cluster" n2
+kill -0 "$(cat "$cluster/n2/pid")" || { echo "n2 did not start again"; exit 1; }
+bash "$root/scripts/nats.sh" stop "$cluster"
+for p in $pids; do
+  if kill -0 "$p" 2>/dev/null; then echo "node $p still runs after stop"; exit 1; fi
+done
+echo "nats-server started on $url with JetStream and stopped; a cluster of three on $seeds too"

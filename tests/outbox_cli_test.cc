@@ -210,8 +210,8 @@ TEST_F(OutboxCliTest, RelayExitCodes) {
   ASSERT_EQ(Append(Status("x-1", 1, "paid") + "\n").exit_code, 0);
   const ProcessResult bad_to = RunEvident({"relay", "--store", store_, "--to", "amqp://x"});
   EXPECT_EQ(bad_to.exit_code, 2);
-  EXPECT_NE(bad_to.err.find(
-                "expected nats://HOST:PORT, kafka://HOST:PORT[,HOST:PORT...], file:PATH or -"),
+  EXPECT_NE(bad_to.err.find("expected nats://HOST:PORT[,HOST:PORT...], "
+                            "kafka://HOST:PORT[,HOST:PORT...], file:PATH or -"),
             std::string::npos)
       << bad_to.err;
   const ProcessResult bad_keep =

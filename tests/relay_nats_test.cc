@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -81,11 +82,14 @@ bool WaitForDistinctKeys(const std::string& outcomes, size_t n) {
 class RelayNats : public ::testing::Test {
  protected:
   void SetUp() override {
+    MakeDir();
+    StartServer("");
+  }
+  void MakeDir() {
     char tmpl[] = "/tmp/evident-relay-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     store_ = "sqlite:" + (fs::path(dir_) / "outbox.db").string();
-    StartServer("");
   }
 
   void TearDown() override {
@@ -166,6 +170,25 @@ class RelayNats : public ::testing::Test {
         "--stream",     "ORDERS", "--batch-count-max", "100"};
     if (once) argv.push_back("--once");
     return argv;
+  }
+
+  // The stream's leader ("n2", a cluster's) and its configured replicas, as the servers of
+  // url_ answer; "" and 0 when none does.
+  std::pair<std::string, int64_t> StreamPlacement() {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    jsStreamInfo* si = nullptr;
+    std::pair<std::string, int64_t> out;
+    if (natsConnection_ConnectTo(&nc, url_.c_str()) == NATS_OK &&
+        natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
+        js_GetStreamInfo(&si, js, "ORDERS", nullptr, nullptr) == NATS_OK) {
+      if (si->Cluster != nullptr && si->Cluster->Leader != nullptr) out.first = si->Cluster->Leader;
+      if (si->Config != nullptr) out.second = si->Config->Replicas;
+    }
+    if (si != nullptr) jsStreamInfo_Destroy(si);
+    if (js != nullptr) jsCtx_Destroy(js);
+    if (nc != nullptr) natsConnection_Destroy(nc);
+    return out;
   }
 
   // Every message of the stream: its Nats-Msg-Id and body, by stream sequence.
@@ -334,6 +357,45 @@ TEST_F(RelayNats, TheServerKilledNineAndRestartedLosesNothing) {
   close(null_fd);
   EXPECT_TRUE(drained) << "rows still pending 30 s after the server came back";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "relay status " << status;
+  ExpectEveryRowOnceAndSent();
+}
+
+// --replicas names the copies of a stream the relay creates: more than one server can hold is
+// refused (exit 2, saying why); an existing stream of fewer copies than asked for is warned of,
+// and refused with --require-replicas.
+TEST_F(RelayNats, ReplicasAreCheckedAgainstTheServerAndTheExistingStream) {
+  Append(0, 10);
+  const auto relay = [&](std::vector<std::string> more) {
+    std::vector<std::string> argv = RelayArgs(true);
+    argv.insert(argv.end(), more.begin(), more.end());
+    return RunProcess(argv);
+  };
+  const ProcessResult three = relay({"--replicas", "3"});
+  EXPECT_EQ(three.exit_code, 2) << three.err;
+  EXPECT_NE(three.err.find("a stream of 3 replicas needs a JetStream cluster"), std::string::npos)
+      << three.err;
+  const ProcessResult one = relay({});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(StreamPlacement().second, 1);
+  Append(10, 10);
+  const ProcessResult asked = relay({"--replicas", "2"});
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_NE(asked.err.find("evident relay: warning: stream ORDERS exists with 1 replica, fewer "
+                           "than the 2 asked for"),
+            std::string::npos)
+      << asked.err;
+  Append(20, 10);
+  const ProcessResult required = relay({"--require-replicas", "2"});
+  EXPECT_EQ(required.exit_code, 2) << required.err;
+  EXPECT_NE(required.err.find("stream ORDERS has 1 replica, fewer than the 2 required"),
+            std::string::npos)
+      << required.err;
+  const ProcessResult file =
+      RunProcess({EVIDENT_BINARY, "relay", "--store", store_, "--to",
+                  "file:" + (fs::path(dir_) / "out.ndjson").string(), "--replicas", "3", "--once"});
+  EXPECT_EQ(file.exit_code, 2) << file.err;  // a file has no replicas: refused, not ignored
+  EXPECT_NE(file.err.find("--replicas"), std::string::npos) << file.err;
+  ASSERT_EQ(relay({}).exit_code, 0);
   ExpectEveryRowOnceAndSent();
 }
 
@@ -715,6 +777,148 @@ TEST_F(RelayNatsPostgres, ThreeRelaysOneKilledOneStoppedPastItsHoldEveryRowOnceI
   EXPECT_TRUE(drained) << "rows still pending 60 s after the last append";
   ExpectEveryRowOnceAndSent();
   ExpectOrderPerSubject();
+}
+
+// A JetStream cluster of three servers on loopback (scripts/nats.sh cluster), the relay given
+// their seed list.
+class RelayNatsCluster : public RelayNats {
+ protected:
+  void SetUp() override {
+    MakeDir();
+    int rc = 0;
+    url_ = Shell("bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh cluster " + NatsDir() + " 3", &rc);
+    ASSERT_EQ(rc, 0) << "the cluster did not start: " << url_;
+    ASSERT_EQ(std::count(url_.begin(), url_.end(), ','), 2) << url_;
+  }
+  // Waits (up to `seconds`) until the stream's leader reports every other replica current, with
+  // no lag, and holds `messages`; true once it does.
+  bool WaitReplicasCurrent(int seconds, uint64_t messages) {
+    for (int i = 0; i < seconds * 10; ++i) {
+      natsConnection* nc = nullptr;
+      jsCtx* js = nullptr;
+      jsStreamInfo* si = nullptr;
+      bool current = false;
+      if (natsConnection_ConnectTo(&nc, url_.c_str()) == NATS_OK &&
+          natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
+          js_GetStreamInfo(&si, js, "ORDERS", nullptr, nullptr) == NATS_OK &&
+          si->Cluster != nullptr && si->Cluster->ReplicasLen == 2) {
+        current = si->State.Msgs == messages;
+        for (int r = 0; r < si->Cluster->ReplicasLen; ++r) {
+          const jsPeerInfo* peer = si->Cluster->Replicas[r];
+          current = current && peer->Current && !peer->Offline && peer->Lag == 0;
+        }
+      }
+      if (si != nullptr) jsStreamInfo_Destroy(si);
+      if (js != nullptr) jsCtx_Destroy(js);
+      if (nc != nullptr) natsConnection_Destroy(nc);
+      if (current) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  void Node(const std::string& what, const std::string& name) {
+    int rc = 0;
+    const std::string out = Shell(
+        "bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh " + what + " " + NatsDir() + " " + name, &rc);
+    ASSERT_EQ(rc, 0) << what << " " << name << ": " << out;
+  }
+};
+
+// The relay creates a stream of three replicas and keeps publishing while the server leading
+// it is killed -9 with rows pending: the two others elect a leader, the relay reconnects to one
+// of them, and the stream holds every row exactly once, read from the two; the killed server,
+// started again, catches up (the leader reports it current), and the stream read again holds the
+// same.
+TEST_F(RelayNatsCluster, AStreamOfThreeReplicasLosesNothingWhenItsLeaderIsKilled) {
+  Append(0, 6000);
+  const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  std::vector<std::string> argv = RelayArgs(false);
+  argv.insert(argv.end(), {"--replicas", "3", "--backoff-max-ms", "500"});
+  const pid_t relay = StartProcess(argv, {.out = null_fd, .err = null_fd});
+  ASSERT_GT(relay, 0);
+  int64_t sent_before = 0;
+  for (int i = 0; i < 3000 && (sent_before = SentRows()) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(sent_before, 0) << "the relay sent nothing in 30 s";
+  const auto [leader, replicas] = StreamPlacement();
+  ASSERT_FALSE(leader.empty()) << "the stream has no leader";
+  EXPECT_EQ(replicas, 3);
+  Node("node-stop", leader + " KILL");
+  EXPECT_LT(SentRows(), 6000) << "every row was sent before the leader died";
+  Append(6000, 1000);  // rows keep coming while the two others elect a leader
+  const bool drained = WaitUntilNothingPending(60);
+  const std::string new_leader = StreamPlacement().first;
+  EXPECT_NE(new_leader, leader);
+  EXPECT_FALSE(new_leader.empty());
+  kill(relay, SIGTERM);
+  int status = 0;
+  waitpid(relay, &status, 0);
+  close(null_fd);
+  EXPECT_TRUE(drained) << "rows still pending 60 s after the leader died";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "relay status " << status;
+  {
+    SCOPED_TRACE("read from the two servers left");
+    ExpectEveryRowOnceAndSent();
+  }
+  Node("node-start", leader);
+  EXPECT_TRUE(WaitReplicasCurrent(30, 7000)) << "the restarted server did not catch up in 30 s";
+  SCOPED_TRACE("read with the restarted server current");
+  ExpectEveryRowOnceAndSent();
+}
+
+// A consumer given the seed list decides every event of a three-replica stream exactly once
+// while the server leading its durable consumer is killed -9 and started again: the election
+// and the reconnection fit in its --until-idle (15 s; a source unreachable longer than that
+// ends the run with exit 3, saying so).
+TEST_F(RelayNatsCluster, AConsumerRidesThroughItsConsumerLeadersDeath) {
+  Append(0, 2000);
+  const ProcessResult relayed = RunProcess([&] {
+    std::vector<std::string> argv = RelayArgs(true);
+    argv.insert(argv.end(), {"--replicas", "3"});
+    return argv;
+  }());
+  ASSERT_EQ(relayed.exit_code, 0) << relayed.err;
+  const std::string outcomes = (fs::path(dir_) / "outcomes.ndjson").string();
+  const int err_fd = open((fs::path(dir_) / "consume.err").c_str(),
+                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const pid_t consumer = StartProcess(
+      {EVIDENT_BINARY, "consume", "--config", SourcePath("examples/orders/evident.yaml"), "--from",
+       url_, "--stream", "ORDERS", "--durable", "cluster", "--store",
+       "sqlite:" + (fs::path(dir_) / "consumer.db").string(), "--batch-count-max", "50",
+       "--until-idle", "15", "--outcomes", outcomes},
+      {.err = err_fd});
+  ASSERT_GT(consumer, 0);
+  ASSERT_TRUE(WaitForDistinctKeys(outcomes, 200)) << "the consumer decided nothing in 30 s";
+  // The durable consumer's leader, asked of the cluster.
+  std::string leader;
+  {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    jsConsumerInfo* ci = nullptr;
+    if (natsConnection_ConnectTo(&nc, url_.c_str()) == NATS_OK &&
+        natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
+        js_GetConsumerInfo(&ci, js, "ORDERS", "cluster", nullptr, nullptr) == NATS_OK &&
+        ci->Cluster != nullptr && ci->Cluster->Leader != nullptr) {
+      leader = ci->Cluster->Leader;
+    }
+    if (ci != nullptr) jsConsumerInfo_Destroy(ci);
+    if (js != nullptr) jsCtx_Destroy(js);
+    if (nc != nullptr) natsConnection_Destroy(nc);
+  }
+  ASSERT_FALSE(leader.empty()) << "the durable consumer has no leader";
+  Node("node-stop", leader + " KILL");
+  EXPECT_LT(DistinctKeys(outcomes), 2000u) << "every event was decided before the leader died";
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  Node("node-start", leader);
+  int status = 0;
+  waitpid(consumer, &status, 0);
+  close(err_fd);
+  std::ifstream err((fs::path(dir_) / "consume.err").string());
+  const std::string said((std::istreambuf_iterator<char>(err)), {});
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "consume status " << status << ": " << said;
+  EXPECT_EQ(DistinctKeys(outcomes), 2000u) << said;
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,12 +39,22 @@
 namespace evident {
 
 struct JetStreamOptions {
-  std::string url;     // nats://host:port
+  // nats://host:port, or a seed list of a cluster's servers, comma-separated
+  // (nats://127.0.0.1:4222,nats://127.0.0.1:4223): the client connects to one, learns the
+  // others from it, and reconnects to any of them.
+  std::string url;
   std::string stream;  // the stream's name
   std::string subject_prefix = "evident";
   int64_t duplicate_window_ms = 120000;  // used when the publisher creates the stream
   int64_t publish_timeout_ms = 5000;     // for the PubAcks of one Publish call
   int64_t in_flight_max = 256;           // asynchronous publishes awaiting their PubAck
+  // A stream the publisher creates gets `replicas` copies (1, or a cluster's 3 or 5: a PubAck
+  // then means that a majority of them has the message). An existing stream with fewer, or kept
+  // in memory, is said on `warn` (when set); one with fewer than `replicas_required` (> 0) is
+  // refused (kFailedPrecondition).
+  int replicas = 1;
+  int replicas_required = 0;
+  std::function<void(const std::string&)> warn;
   // The consumer: how long the server waits for an ack before redelivering, and how many
   // messages one pull asks for.
   int64_t ack_wait_ms = 30000;

@@ -160,6 +160,11 @@ struct PublisherOptions {
   int64_t in_flight_max = 256;        // messages awaiting the broker's acknowledgement
   // The client library's own settings, "KEY=VALUE" (Kafka: librdkafka's properties).
   std::vector<std::string> properties;
+  // The copies of a stream the publisher creates, and the fewest an existing one may have
+  // (0: any); what falls short of `replicas` is said on `warn` (JetStreamOptions).
+  int replicas = 1;
+  int replicas_required = 0;
+  std::function<void(const std::string&)> warn;
 };
 enum class PublisherOption : uint8_t {
   kStream,
@@ -167,7 +172,8 @@ enum class PublisherOption : uint8_t {
   kDuplicateWindow,
   kPublishTimeout,
   kInFlight,
-  kProperties
+  kProperties,
+  kReplicas
 };
 bool PublisherTakes(std::string_view uri, PublisherOption option);
 

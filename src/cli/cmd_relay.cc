@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -40,7 +41,9 @@ struct RelayFlags {
   int once_failures_max = 8;
   int64_t claim_partitions_max = 8;
   int64_t claim_hold_ms = 30'000;
-  int64_t park_refused_after = 0;          // 0: never
+  int64_t park_refused_after = 0;  // 0: never
+  int replicas = 0;                // 0: --require-replicas, or 1
+  int replicas_required = 0;
   std::vector<std::string> broker_config;  // --broker-config KEY=VALUE, repeatable
   // The destination's options given on the command line, with what they are to a publisher.
   std::vector<std::pair<std::string, PublisherOption>> given;
@@ -49,12 +52,18 @@ struct RelayFlags {
 // The destination --to names, its options checked (registry.h).
 Result<Destination> ChooseDestination(const RelayFlags& flags) {
   EVIDENT_ASSIGN_OR_RETURN(const int64_t window_ms, ParseDurationMs(flags.duplicate_window));
-  const PublisherOptions options{.stream = flags.stream,
-                                 .subject_prefix = flags.subject_prefix,
-                                 .duplicate_window_ms = window_ms,
-                                 .publish_timeout_ms = flags.publish_timeout_ms,
-                                 .in_flight_max = flags.in_flight_max,
-                                 .properties = flags.broker_config};
+  const PublisherOptions options{
+      .stream = flags.stream,
+      .subject_prefix = flags.subject_prefix,
+      .duplicate_window_ms = window_ms,
+      .publish_timeout_ms = flags.publish_timeout_ms,
+      .in_flight_max = flags.in_flight_max,
+      .properties = flags.broker_config,
+      .replicas = flags.replicas > 0 ? flags.replicas : std::max(1, flags.replicas_required),
+      .replicas_required = flags.replicas_required,
+      .warn = [](const std::string& what) {
+        std::cerr << "evident relay: warning: " << what << "\n";
+      }};
   Result<Destination> destination = ResolvePublisher(flags.to, options);
   if (!destination.ok()) return Status::InvalidArgument("--to " + destination.status().message());
   return destination;
@@ -161,6 +170,17 @@ int RunRelayCommand(const RelayFlags& flags) {
   return kExitOk;
 }
 
+// The copies of a JetStream stream: of one the relay creates, and the fewest it publishes to.
+void AddDurabilityOptions(CLI::App* cmd, RelayFlags& flags) {
+  cmd->add_option("--replicas", flags.replicas,
+                  "Copies of a stream the relay creates (a JetStream cluster's servers: 3 or 5; "
+                  "default 1, or --require-replicas); an existing stream with fewer is warned of")
+      ->check(IntegerFrom(1, 5));
+  cmd->add_option("--require-replicas", flags.replicas_required,
+                  "Refuse to publish to a stream of fewer copies than this")
+      ->check(IntegerFrom(1, 5));
+}
+
 // What the relay does when rounds fail: backoff, claims on a shared store, giving up, parking.
 void AddFailureOptions(CLI::App* cmd, RelayFlags& flags) {
   cmd->add_option("--backoff-max-ms", flags.backoff_max_ms, "Longest wait between failed rounds")
@@ -233,6 +253,7 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
                   "waits for a commit's notification, a second at most)")
       ->check(IntegerFrom(1, 60'000))
       ->capture_default_str();
+  AddDurabilityOptions(cmd, *flags);
   cmd->add_option("--in-flight-max", flags->in_flight_max, "Publishes awaiting their PubAck")
       ->check(IntegerFrom(1, 65'536))
       ->capture_default_str();
@@ -248,7 +269,9 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
                                        {"--duplicate-window", kDuplicateWindow},
                                        {"--in-flight-max", kInFlight},
                                        {"--publish-timeout-ms", kPublishTimeout},
-                                       {"--broker-config", kProperties}}) {
+                                       {"--broker-config", kProperties},
+                                       {"--replicas", kReplicas},
+                                       {"--require-replicas", kReplicas}}) {
       if (cmd->count(name) > 0) flags->given.emplace_back(name, option);
     }
     run = [flags] { return RunRelayCommand(*flags); };

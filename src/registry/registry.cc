@@ -256,7 +256,7 @@ Status CheckKafka(const SourceOptions& options) {
 using S = SourceOption;
 const std::array<SourceRow, 4> kSources = {{
     {"nats://",
-     "nats://HOST:PORT",
+     "nats://HOST:PORT[,HOST:PORT...]",
      "NATS JetStream, a durable pull consumer",
      {.group = GroupPartitions::kLeasedByStore, .remembers_acknowledgements = true},
      Bits({S::kStream, S::kConsumer, S::kFilter, S::kSubjectPrefix, S::kAckWait}),
@@ -331,7 +331,16 @@ Result<Destination> ResolveJetStream(std::string_view uri, const PublisherOption
                       .subject_prefix = options.subject_prefix,
                       .duplicate_window_ms = options.duplicate_window_ms,
                       .publish_timeout_ms = options.publish_timeout_ms,
-                      .in_flight_max = options.in_flight_max};
+                      .in_flight_max = options.in_flight_max,
+                      .replicas = options.replicas,
+                      .replicas_required = options.replicas_required,
+                      .warn = options.warn};
+  if (js.replicas < 1 || js.replicas_required > js.replicas) {
+    return Status::InvalidArgument(
+        "a stream is created with at least one replica (--replicas), "
+        "and with at least the replicas it requires "
+        "(--require-replicas)");
+  }
   return Destination{options.stream, [js] { return OpenJetStreamPublisher(js); }};
 }
 
@@ -344,8 +353,9 @@ Result<Destination> ResolveKafka(std::string_view uri, const PublisherOptions& o
 
 using P = PublisherOption;
 const std::array<PublisherRow, 4> kPublishers = {{
-    {"nats://", "nats://HOST:PORT", "NATS JetStream, deduplicated by the event id",
-     Bits({P::kStream, P::kSubjectPrefix, P::kDuplicateWindow, P::kPublishTimeout, P::kInFlight}),
+    {"nats://", "nats://HOST:PORT[,HOST:PORT...]", "NATS JetStream, deduplicated by the event id",
+     Bits({P::kStream, P::kSubjectPrefix, P::kDuplicateWindow, P::kPublishTimeout, P::kInFlight,
+           P::kReplicas}),
      &ResolveJetStream},
     {"kafka://", "kafka://HOST:PORT[,HOST:PORT...]",
      "Apache Kafka, the idempotent producer, keyed by subject",

@@ -103,14 +103,32 @@ struct Conn {
   }
 };
 
+// The servers of `url`: one URL, or a comma-separated seed list (libnats's SetURL takes one URL
+// only; its SetServers, the list).
+natsStatus SetServers(natsOptions* opts, const std::string& url) {
+  std::vector<std::string> servers;
+  for (size_t at = 0; at <= url.size();) {
+    const size_t comma = std::min(url.find(',', at), url.size());
+    std::string one = url.substr(at, comma - at);
+    one.erase(0, one.find_first_not_of(' '));
+    one.erase(one.find_last_not_of(' ') + 1);
+    if (!one.empty()) servers.push_back(std::move(one));
+    at = comma + 1;
+  }
+  if (servers.size() <= 1) return natsOptions_SetURL(opts, url.c_str());
+  std::vector<const char*> list;
+  for (const std::string& one : servers) list.push_back(one.c_str());
+  return natsOptions_SetServers(opts, list.data(), static_cast<int>(list.size()));
+}
+
 // A connection that, once made, reconnects for as long as it lives: a server restarted under a
-// running relay or consumer is found again (publishes and acks made meanwhile wait in the
-// client's reconnect buffer, up to its 8 MiB). The first connect does not wait: a caller that
-// cannot reach the server retries with its own backoff.
+// running relay or consumer is found again, or another server of the cluster (publishes and acks
+// made meanwhile wait in the client's reconnect buffer, up to its 8 MiB). The first connect does
+// not wait: a caller that cannot reach a server retries with its own backoff.
 Status Connect(Conn& c, const std::string& url, jsOptions* jo) {
   natsOptions* opts = nullptr;
   natsStatus s = natsOptions_Create(&opts);
-  if (s == NATS_OK) s = natsOptions_SetURL(opts, url.c_str());
+  if (s == NATS_OK) s = SetServers(opts, url);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
   if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 2000);
@@ -139,6 +157,32 @@ bool CoversPrefix(std::string_view pattern, std::string_view prefix) {
   }
 }
 
+// An existing stream's copies: fewer than replicas_required is refused; fewer than asked for, or
+// in memory, is said.
+Status CheckDurability(const jsStreamConfig& config, const JetStreamOptions& o) {
+  const std::string copies =
+      std::to_string(config.Replicas) + (config.Replicas == 1 ? " replica" : " replicas");
+  if (o.replicas_required > 0 && config.Replicas < o.replicas_required) {
+    return Status::FailedPrecondition(
+        "stream " + o.stream + " has " + copies + ", fewer than the " +
+        std::to_string(o.replicas_required) +
+        " required (--require-replicas): an acknowledged event would be lost with fewer "
+        "servers than that (nats stream edit " +
+        o.stream + " --replicas " + std::to_string(o.replicas_required) + ")");
+  }
+  if (o.warn && config.Replicas < o.replicas) {
+    o.warn("stream " + o.stream + " exists with " + copies + ", fewer than the " +
+           std::to_string(o.replicas) +
+           " asked for (--replicas applies to a stream the relay creates): an acknowledged event "
+           "is only as durable as those copies");
+  }
+  if (o.warn && config.Storage == js_MemoryStorage) {
+    o.warn("stream " + o.stream +
+           " keeps its messages in memory: a server's restart loses what it alone held");
+  }
+  return Status::Ok();
+}
+
 // An existing stream must take the relay's subjects and drop a copy offered again within two
 // minutes; otherwise its messages would go to another stream (the PubAck naming that one) or
 // land twice after a crash between the publish and the mark.
@@ -164,7 +208,7 @@ Status CheckExistingStream(const jsStreamConfig& config, const JetStreamOptions&
         "window of at least two minutes (nats stream edit " +
         o.stream + " --dupe-window 2m)");
   }
-  return Status::Ok();
+  return CheckDurability(config, o);
 }
 
 // Creates the stream when it does not exist; an existing one is checked (CheckExistingStream).
@@ -191,8 +235,22 @@ Result<int64_t> EnsureStream(jsCtx* js, const JetStreamOptions& o) {
   cfg.SubjectsLen = 1;
   cfg.Storage = js_FileStorage;
   cfg.Duplicates = o.duplicate_window_ms * 1000000;  // nanoseconds
+  cfg.Replicas = o.replicas;
   jerr = static_cast<jsErrCode>(0);
   s = js_AddStream(&si, js, &cfg, nullptr, &jerr);
+  // A single server never takes more than one replica: refused for good. A cluster without
+  // enough servers up (or still forming, just after its start) may take it later: tried again.
+  if (jerr == JSStreamReplicasNotSupportedErr) {
+    const Status why = NatsError("create stream " + o.stream, s, jerr);
+    return Status::FailedPrecondition(
+        why.message() + ": a stream of " + std::to_string(o.replicas) +
+        " replicas needs a JetStream cluster of at least that many servers (--replicas)");
+  }
+  if (jerr == JSClusterNoPeersErr || jerr == JSInsufficientResourcesErr) {
+    const Status why = NatsError("create stream " + o.stream, s, jerr);
+    return Status::Unavailable(why.message() + ": fewer than " + std::to_string(o.replicas) +
+                               " servers of the cluster can take a replica now (--replicas)");
+  }
   if (s != NATS_OK) return NatsError("create stream " + o.stream, s, jerr);
   jsStreamInfo_Destroy(si);
   return int64_t{-1};
@@ -763,7 +821,7 @@ class JetStreamSource final : public Source {
 Status ProbeJetStream(const JetStreamOptions& options, int64_t timeout_ms) {
   natsOptions* opts = nullptr;
   natsStatus s = natsOptions_Create(&opts);
-  if (s == NATS_OK) s = natsOptions_SetURL(opts, options.url.c_str());
+  if (s == NATS_OK) s = SetServers(opts, options.url);
   if (s == NATS_OK) s = natsOptions_SetTimeout(opts, timeout_ms);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, 0);
   Conn c;
@@ -804,6 +862,11 @@ Result<std::unique_ptr<Publisher>> OpenJetStreamPublisher(const JetStreamOptions
     return Status::InvalidArgument("JetStream publisher needs a url and a stream");
   }
   EVIDENT_RETURN_IF_ERROR(CheckSubjectPrefix(options.subject_prefix));
+  if (options.replicas < 1 || options.replicas_required > options.replicas) {
+    return Status::InvalidArgument(
+        "a JetStream publisher creates a stream of at least one replica, and of at least as many "
+        "as it requires");
+  }
   auto p = std::make_unique<JetStreamPublisher>(options);
   EVIDENT_RETURN_IF_ERROR(p->Open());
   return std::unique_ptr<Publisher>(std::move(p));
