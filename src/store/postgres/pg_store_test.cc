@@ -144,6 +144,29 @@ class PgDecidersTest : public ::testing::Test {
   static BatchKeys Subject(const std::string& consumer, const std::string& subject) {
     return BatchKeys{.ledger = {}, .subjects = {{consumer, subject}}};
   }
+  // Removing `rows` fails while a decider of fulfillment/order-1 is in flight (its lock held
+  // shared), nothing removed, and takes `removed` of them once that decider ended.
+  void ExpectRemovedOnlyWithoutADecider(Store& decider, Store& retention, const RetainedRows& rows,
+                                        int64_t removed) {
+    auto in_flight = decider.Begin();
+    ASSERT_TRUE(in_flight.ok());
+    ASSERT_TRUE((*in_flight)->Load(Subject("fulfillment", "order-1")).ok());
+    {
+      auto tx = retention.Begin();
+      ASSERT_TRUE(tx.ok());
+      Result<int64_t> refused = (*tx)->RemoveRetained(rows, 100);
+      Status committed = refused.ok() ? (*tx)->Commit() : refused.status();
+      EXPECT_FALSE(committed.ok()) << "removed while a decider held its consumer's lock";
+      if (!committed.ok()) (void)(*tx)->Rollback();
+    }
+    ASSERT_TRUE((*in_flight)->Rollback().ok());
+    auto tx = retention.Begin();
+    ASSERT_TRUE(tx.ok());
+    Result<int64_t> done = (*tx)->RemoveRetained(rows, 100);
+    ASSERT_TRUE(done.ok()) << done.status().ToString();
+    EXPECT_EQ(*done, removed);
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
   std::string uri_;
 };
 
@@ -169,24 +192,7 @@ TEST_F(PgDecidersTest, ReceiptsAreCompactedOnlyWhileNoDeciderOfTheirConsumerIsIn
       std::move(std::move(retention->Read()).value()->RetainableLedger(100, LedgerKey{}, 10))
           .value();
   ASSERT_EQ(rows.ledger.size(), 2u);
-  auto in_flight = decider->Begin();
-  ASSERT_TRUE(in_flight.ok());
-  ASSERT_TRUE((*in_flight)->Load(Subject("fulfillment", "order-1")).ok());
-  {
-    auto tx = retention->Begin();
-    ASSERT_TRUE(tx.ok());
-    Result<int64_t> removed = (*tx)->RemoveRetained(rows, 100);
-    Status committed = removed.ok() ? (*tx)->Commit() : removed.status();
-    EXPECT_FALSE(committed.ok()) << "compacted while a decider held its consumer's lock";
-    if (!committed.ok()) (void)(*tx)->Rollback();
-  }
-  ASSERT_TRUE((*in_flight)->Rollback().ok());
-  auto tx = retention->Begin();
-  ASSERT_TRUE(tx.ok());
-  Result<int64_t> removed = (*tx)->RemoveRetained(rows, 100);
-  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
-  EXPECT_EQ(*removed, 2);
-  ASSERT_TRUE((*tx)->Commit().ok());
+  ExpectRemovedOnlyWithoutADecider(*decider, *retention, rows, 2);
   EXPECT_TRUE(std::move(std::move(retention->Read()).value()->FindLedger("fulfillment", "s", "e1"))
                   .value()
                   ->retained);
@@ -215,24 +221,7 @@ TEST_F(PgDecidersTest, IntentsAreRemovedOnlyWhileNoDeciderOfTheirConsumerIsInFli
       std::move(std::move(retention->Read()).value()->Retainable(RetainedKind::kIntent, 100, 0, 10))
           .value();
   ASSERT_EQ(rows.intents.size(), 1u);
-  auto in_flight = decider->Begin();
-  ASSERT_TRUE(in_flight.ok());
-  ASSERT_TRUE((*in_flight)->Load(Subject("fulfillment", "order-1")).ok());
-  {
-    auto tx = retention->Begin();
-    ASSERT_TRUE(tx.ok());
-    Result<int64_t> removed = (*tx)->RemoveRetained(rows, 100);
-    Status committed = removed.ok() ? (*tx)->Commit() : removed.status();
-    EXPECT_FALSE(committed.ok()) << "removed while a decider held its consumer's lock";
-    if (!committed.ok()) (void)(*tx)->Rollback();
-  }
-  ASSERT_TRUE((*in_flight)->Rollback().ok());
-  auto tx = retention->Begin();
-  ASSERT_TRUE(tx.ok());
-  Result<int64_t> removed = (*tx)->RemoveRetained(rows, 100);
-  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
-  EXPECT_EQ(*removed, 1);
-  ASSERT_TRUE((*tx)->Commit().ok());
+  ExpectRemovedOnlyWithoutADecider(*decider, *retention, rows, 1);
   EXPECT_TRUE(std::move(std::move(retention->Read()).value()->FindIntent("reserve:order-1:v1"))
                   .value()
                   ->retained);
