@@ -24,7 +24,8 @@ set -euo pipefail
 cmd=${1:-}
 dir=${2:-}
 port=${3:--1}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start DIR [PORT] | stop DIR" >&2; exit 2; }
+usage="usage: $0 start DIR [PORT] | stop DIR | cluster DIR [N] | node-stop DIR NAME [KILL] | node-start DIR NAME"
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "$usage" >&2; exit 2; }
 server=$(command -v nats-server || echo /usr/sbin/nats-server)
 
 start() {
@@ -77,6 +78,10 @@ node_start() {
   local node="$dir/$1"
   [ -x "$server" ] || { echo "nats-server not installed (scripts/install-deps.sh test)" >&2; exit 1; }
   [ -f "$node/client_port" ] || { echo "no node $1 in $dir" >&2; exit 2; }
+  if [ -f "$node/pid" ] && kill -0 "$(cat "$node/pid")" 2>/dev/null; then
+    echo "node $1 runs already (pid $(cat "$node/pid"))" >&2
+    exit 2
+  fi
   local routes
   routes=$(cat "$dir/routes")
   # An earlier run's log goes aside: "Server is ready" must be this run's.
@@ -99,12 +104,15 @@ node_start() {
   echo "nats-server $1 did not start (pid $pid); its log:" >&2
   cat "$node/server.log" >&2 2>/dev/null || true
   kill -9 "$pid" 2>/dev/null || true
+  rm -f "$node/pid"
+  stop_all  # the nodes started before it
   exit 1
 }
 
 cluster() {
   local count=${port/#-1/3} i routes="" seeds="" ports
   [[ "$count" =~ ^[1-9]$ ]] || { echo "a cluster of 1 to 9 servers" >&2; exit 2; }
+  [ ! -e "$dir/nodes" ] || { echo "$dir holds a cluster already (stop it, remove it)" >&2; exit 2; }
   mkdir -p "$dir"
   read -r -a ports <<<"$(free_ports $((2 * count)))"
   for ((i = 1; i <= count; i++)); do
@@ -128,6 +136,7 @@ cluster() {
   done
   echo "the cluster elected no JetStream metadata leader in 30 s; the logs:" >&2
   tail -n 20 "$dir"/n*/server.log >&2 || true
+  stop_all
   exit 1
 }
 
@@ -158,5 +167,5 @@ case "$cmd" in
   cluster) cluster ;;
   node-stop) node_stop "$port" "${4:-}" ;;
   node-start) node_start "$port" ;;
-  *) echo "usage: $0 start DIR [PORT] | stop DIR | cluster DIR [N] | node-stop DIR NAME [KILL] | node-start DIR NAME" >&2; exit 2 ;;
+  *) echo "$usage" >&2; exit 2 ;;
 esac

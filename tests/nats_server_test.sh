@@ -41,7 +41,12 @@ grep -qs "metadata leader" "$cluster"/n*/server.log || { echo "no metadata leade
 bash "$root/scripts/nats.sh" node-stop "$cluster" n2 KILL
 if kill -0 "$(echo "$pids" | sed -n 2p)" 2>/dev/null; then echo "n2 still runs"; exit 1; fi
 bash "$root/scripts/nats.sh" node-start "$cluster" n2
-kill -0 "$(cat "$cluster/n2/pid")" || { echo "n2 did not start again"; exit 1; }
+restarted=$(cat "$cluster/n2/pid")
+kill -0 "$restarted" || { echo "n2 did not start again"; exit 1; }
+if bash "$root/scripts/nats.sh" node-start "$cluster" n2 2>/dev/null; then
+  echo "a running node was started twice"; exit 1
+fi
+pids="$pids $restarted"
 bash "$root/scripts/nats.sh" stop "$cluster"
 for p in $pids; do
   if kill -0 "$p" 2>/dev/null; then echo "node $p still runs after stop"; exit 1; fi

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,9 @@ Result<Destination> ChooseDestination(const RelayFlags& flags) {
       .replicas = flags.replicas > 0 ? flags.replicas : std::max(1, flags.replicas_required),
       .replicas_required = flags.replicas_required,
       .warn = [](const std::string& what) {
+        // Once per process: a destination is opened again after every failed round.
+        static std::set<std::string> said;
+        if (!said.insert(what).second) return;
         std::cerr << "evident relay: warning: " << what << "\n";
       }};
   Result<Destination> destination = ResolvePublisher(flags.to, options);

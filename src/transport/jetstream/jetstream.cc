@@ -115,7 +115,8 @@ natsStatus SetServers(natsOptions* opts, const std::string& url) {
     if (!one.empty()) servers.push_back(std::move(one));
     at = comma + 1;
   }
-  if (servers.size() <= 1) return natsOptions_SetURL(opts, url.c_str());
+  if (servers.empty()) return NATS_INVALID_ARG;
+  if (servers.size() == 1) return natsOptions_SetURL(opts, servers.front().c_str());
   std::vector<const char*> list;
   for (const std::string& one : servers) list.push_back(one.c_str());
   return natsOptions_SetServers(opts, list.data(), static_cast<int>(list.size()));
@@ -244,7 +245,8 @@ Result<int64_t> EnsureStream(jsCtx* js, const JetStreamOptions& o) {
     const Status why = NatsError("create stream " + o.stream, s, jerr);
     return Status::FailedPrecondition(
         why.message() + ": a stream of " + std::to_string(o.replicas) +
-        " replicas needs a JetStream cluster of at least that many servers (--replicas)");
+        " replicas needs a JetStream cluster of at least that many servers (--replicas, "
+        "--require-replicas)");
   }
   if (jerr == JSClusterNoPeersErr || jerr == JSInsufficientResourcesErr) {
     const Status why = NatsError("create stream " + o.stream, s, jerr);
