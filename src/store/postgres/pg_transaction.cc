@@ -1255,8 +1255,8 @@ Status KeyRetainedMeanwhile(const EffectIntent& intent) {
       "two effects key templates that cannot meet");
 }
 
-Result<Params> IntentParams(const EffectIntent& e) {
-  EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(e.key));
+// The intent's columns, $1 to $19, and its key's digest (IntentKeyDigest), $20.
+Params IntentParams(const EffectIntent& e, std::string_view digest) {
   Params p;
   p.Text(e.key).Text(e.effect).Text(e.consumer).Text(e.subject).Text(e.source).Text(e.event_id);
   p.OptInt(e.subject_version).Bytes(e.request).Text(EffectStateName(e.state)).Int(e.attempts);
@@ -1283,7 +1283,8 @@ Status PgTransaction::IntendOnce(const EffectIntent& intent, std::string_view tr
       " SELECT 1 / (CASE WHEN EXISTS(SELECT 1 FROM added) OR EXISTS(SELECT 1 FROM"
       " effect_intent WHERE key=$1 AND effect=$2 AND consumer=$3) OR EXISTS(SELECT 1 FROM"
       " effect_digest WHERE digest=$20 AND effect=$2 AND consumer=$3) THEN 1 ELSE 0 END)";
-  EVIDENT_ASSIGN_OR_RETURN(Params p, IntentParams(intent));
+  EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(intent.key));
+  Params p = IntentParams(intent, digest);
   p.Text(trigger_detail);
   Db().Send(
       kSql, p,
@@ -1292,10 +1293,13 @@ Status PgTransaction::IntendOnce(const EffectIntent& intent, std::string_view tr
                  "effect " + intent.effect + " of " + intent.consumer + " keys " + intent.key +
                  ", which another effect already holds: give the two effects key "
                  "templates that cannot meet")});
-  EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(intent.key));
+  SendKeyRetainedMeanwhile(intent, digest);
+  return Status::Ok();
+}
+
+void PgTransaction::SendKeyRetainedMeanwhile(const EffectIntent& intent, std::string_view digest) {
   Db().Send(kIntentKeyRetainedMeanwhile, Params().Bytes(digest).Text(intent.key),
             Expect{.checked_on_server = true, .otherwise = KeyRetainedMeanwhile(intent)});
-  return Status::Ok();
 }
 
 Status PgTransaction::RecordCompensation(const CompensationRecord& c) {
@@ -1304,13 +1308,10 @@ Status PgTransaction::RecordCompensation(const CompensationRecord& c) {
 }
 
 Result<Insert> PgTransaction::InsertIntent(const EffectIntent& e) {
-  EVIDENT_ASSIGN_OR_RETURN(const Params params, IntentParams(e));
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kIntentInsert, params));
-  if (done.affected() != 1) return Insert::kAlreadyThere;
-  // A race with retention fails the transaction at the latest at its commit.
   EVIDENT_ASSIGN_OR_RETURN(const std::string digest, IntentKeyDigest(e.key));
-  Db().Send(kIntentKeyRetainedMeanwhile, Params().Bytes(digest).Text(e.key),
-            Expect{.checked_on_server = true, .otherwise = KeyRetainedMeanwhile(e)});
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kIntentInsert, IntentParams(e, digest)));
+  if (done.affected() != 1) return Insert::kAlreadyThere;
+  SendKeyRetainedMeanwhile(e, digest);  // a race with retention fails at the latest at commit
   return Insert::kInserted;
 }
 

@@ -165,6 +165,9 @@ class PgTransaction final : public Transaction {
                           const std::vector<std::string>& digests, const Rowset& found);
   Result<int64_t> RemoveRetainedLedger(const std::vector<LedgerEntry>& rows, int64_t before_ms);
   Result<int64_t> RemoveRetainedIntents(const std::vector<EffectIntent>& rows, int64_t before_ms);
+  // Sends the check that `intent`, just inserted, is not also a key retention kept as a digest
+  // meanwhile (another consumer's intent of that key removed while the insert waited for it).
+  void SendKeyRetainedMeanwhile(const EffectIntent& intent, std::string_view digest);
   static void Notify(Connection& db);
 
   std::shared_ptr<Session> session_;                     // null once finished
