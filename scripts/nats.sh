@@ -16,6 +16,9 @@
 #   scripts/nats.sh node-stop DIR NAME [KILL]  # stops one node (KILL: SIGKILL, at once)
 #   scripts/nats.sh node-start DIR NAME        # starts it again on its ports and its store
 #
+# NATS_CONFIG=FILE: `start` gives the server that configuration file too (credentials, TLS,
+# operator mode; the options above override what it says of address, port and store).
+#
 # The server comes from Debian's nats-server package (scripts/install-deps.sh test).
 set -euo pipefail
 # shellcheck source=lib/stop-by-pid.sh
@@ -34,12 +37,14 @@ start() {
   # Its output goes to the log: a caller reading this script's output through a pipe must not
   # wait for the server to close it.
   rm -f "$dir"/ports/*.ports
-  "$server" -a 127.0.0.1 -p "$port" -js -sd "$dir/jetstream" \
+  "$server" ${NATS_CONFIG:+-c "$NATS_CONFIG"} -a 127.0.0.1 -p "$port" -js -sd "$dir/jetstream" \
     --ports_file_dir "$dir/ports" -l "$dir/server.log" -P "$dir/pid" </dev/null >/dev/null 2>&1 &
   local pid=$! url=""
   for _ in $(seq 1 200); do  # up to 20 s
     kill -0 "$pid" 2>/dev/null || break
-    url=$(grep -ho 'nats://127.0.0.1:[0-9]*' "$dir"/ports/*.ports 2>/dev/null | head -1 || true)
+    # A server that requires TLS lists itself as tls://; evident's URL is nats:// either way.
+    url=$(grep -hoE '(nats|tls)://127.0.0.1:[0-9]+' "$dir"/ports/*.ports 2>/dev/null | head -1 |
+      sed 's#^tls://#nats://#' || true)
     if [ -n "$url" ] && grep -q "Server is ready" "$dir/server.log" 2>/dev/null; then
       if jetstream_on "${url##*:}"; then
         echo "$url" >"$dir/url"

@@ -8,7 +8,8 @@
 //   - the server down for 10 s: the relay waits (its CPU time stays near zero), then finishes;
 //   - three relays sharing one PostgreSQL store while rows keep coming, one killed -9 and one
 //     stopped past its claim's hold time and then continued: every row once, in order per
-//     subject, marked sent with its message's sequence.
+//     subject, marked sent with its message's sequence;
+//   - a server demanding TLS and a password: reached with --broker-config, refused without.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <nats/nats.h>
@@ -924,6 +925,78 @@ TEST_F(RelayNatsCluster, AConsumerRidesThroughItsConsumerLeadersDeath) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "consume status " << status << ": " << said;
   EXPECT_EQ(DistinctKeys(outcomes), 2000u) << said;
+}
+
+// A server that demands TLS (its clients' certificates verified against a CA made at test time)
+// and a user's password: the relay and a consumer reach it with --broker-config, the password
+// from a file; without the credentials, or without TLS, each is refused at once (exit 2, the
+// reason said, the password never shown) rather than retried.
+class RelayNatsSecured : public RelayNats {
+ protected:
+  void SetUp() override {
+    MakeDir();
+    int rc = 0;
+    const std::string tls = dir_ + "/tls";
+    const std::string made = Shell(
+        "bash " EVIDENT_SOURCE_DIR "/tests/fixtures/nats-auth/make-tls.sh " + tls + " 2>&1", &rc);
+    ASSERT_EQ(rc, 0) << made;
+    const std::string conf = dir_ + "/server.conf";
+    std::ofstream(conf) << "tls {\n  cert_file: \"" << tls << "/server.pem\"\n  key_file: \"" << tls
+                        << "/server.key\"\n  ca_file: \"" << tls
+                        << "/ca.pem\"\n  verify: true\n}\nauthorization {\n  user: relay\n"
+                        << "  password: \"pw-7f3a9c\"\n}\n";
+    std::ofstream(dir_ + "/pw") << "pw-7f3a9c\n";
+    url_ = Shell(
+        "NATS_CONFIG=" + conf + " bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh start " + NatsDir(),
+        &rc);
+    ASSERT_EQ(rc, 0) << "nats-server did not start: " << url_;
+    secured_ = {"--broker-config", "tls.ca=" + tls + "/ca.pem",
+                "--broker-config", "tls.cert=" + tls + "/client.pem",
+                "--broker-config", "tls.key=" + tls + "/client.key",
+                "--broker-config", "user=relay",
+                "--broker-config", "password_file=" + dir_ + "/pw"};
+  }
+  std::vector<std::string> Consume(const std::vector<std::string>& config) const {
+    std::vector<std::string> argv = {EVIDENT_BINARY, "consume",
+                                     "--config",     SourcePath("examples/orders/evident.yaml"),
+                                     "--store",      "sqlite:" + dir_ + "/consumer.db",
+                                     "--from",       url_,
+                                     "--stream",     "ORDERS",
+                                     "--until-idle", "1",
+                                     "--outcomes",   "-"};
+    argv.insert(argv.end(), config.begin(), config.end());
+    return argv;
+  }
+  std::vector<std::string> secured_;
+};
+
+TEST_F(RelayNatsSecured, TheRelayAndAConsumerReachItWithTlsAndAPasswordFromAFile) {
+  Append(0, 50);
+  std::vector<std::string> relay = RelayArgs(true);
+  const ProcessResult bare = RunProcess(relay);
+  EXPECT_EQ(bare.exit_code, 2) << bare.err;
+  EXPECT_NE(bare.err.find("TLS handshake failed"), std::string::npos) << bare.err;
+  std::vector<std::string> no_password = relay;
+  no_password.insert(no_password.end(), secured_.begin(), secured_.end() - 4);
+  const ProcessResult refused = RunProcess(no_password);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("refused the credentials"), std::string::npos) << refused.err;
+  EXPECT_EQ(SentRows(), 0);
+  relay.insert(relay.end(), secured_.begin(), secured_.end());
+  const ProcessResult relayed = RunProcess(relay);
+  ASSERT_EQ(relayed.exit_code, 0) << relayed.err;
+  EXPECT_EQ(SentRows(), 50);
+
+  std::vector<std::string> wrong = secured_;
+  wrong.back() = "password=pw-wrong-1b2c";
+  const ProcessResult unread = RunProcess(Consume(wrong));
+  EXPECT_NE(unread.exit_code, 0) << unread.err;
+  EXPECT_NE(unread.err.find("refused the credentials"), std::string::npos) << unread.err;
+  EXPECT_EQ(unread.err.find("pw-wrong-1b2c"), std::string::npos) << unread.err;
+  const ProcessResult read = RunProcess(Consume(secured_));
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_EQ(std::count(read.out.begin(), read.out.end(), '\n'), 50) << read.out;
+  EXPECT_EQ(read.out.find("rejected"), std::string::npos) << read.out;
 }
 
 }  // namespace

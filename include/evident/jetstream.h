@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "evident/publisher.h"
 #include "evident/source.h"
@@ -43,6 +44,14 @@ struct JetStreamOptions {
   // (nats://127.0.0.1:4222,nats://127.0.0.1:4223): the client connects to one, learns the
   // others from it, and reconnects to any of them.
   std::string url;
+  // Who the client is and how it is reached, each "KEY=VALUE" (--broker-config): user and
+  // password or password_file (its first line); token or token_file; creds (a user's JWT and
+  // nkey seed in one file, as nsc writes them); tls=true (TLS, the server's certificate
+  // verified against the system's authorities), tls.ca (against this CA file instead),
+  // tls.cert and tls.key (the client's certificate, for a server that verifies clients),
+  // tls.hostname (the name the certificate must carry, when not the URL's host). A URL may
+  // carry "user:password@" or "token@" itself; messages show it as "***@".
+  std::vector<std::string> properties;
   std::string stream;  // the stream's name
   std::string subject_prefix = "evident";
   int64_t duplicate_window_ms = 120000;  // used when the publisher creates the stream
@@ -65,6 +74,11 @@ struct JetStreamOptions {
 // ('*', '>') or white space. kInvalidArgument naming what is wrong; the publisher and the
 // sources check it when they open.
 Status CheckSubjectPrefix(std::string_view prefix);
+
+// Whether `properties` can be those of a connection (JetStreamOptions::properties): an unknown
+// key, a key given twice, one way of saying who the client is too many, or a file that cannot be
+// read now: kInvalidArgument saying which (never a value: it may be a secret).
+Status CheckNatsProperties(const std::vector<std::string>& properties);
 
 Result<std::unique_ptr<Publisher>> OpenJetStreamPublisher(const JetStreamOptions& options);
 

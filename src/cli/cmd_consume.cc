@@ -426,8 +426,9 @@ void AddSourceOptions(CLI::App* cmd, ConsumeFlags& flags) {
                   "Durable consumer name, or Kafka group id (with --from)")
       ->capture_default_str();
   cmd->add_option("--broker-config,--kafka-config", flags.broker_config,
-                  "KEY=VALUE: a property of the broker's client library (Kafka: librdkafka's: "
-                  "TLS, SASL); repeatable (with --from)");
+                  "KEY=VALUE: a property of the broker's client (NATS: user, password_file, "
+                  "token_file, creds, tls.ca, tls.cert, tls.key, tls.hostname; Kafka: "
+                  "librdkafka's: TLS, SASL); repeatable (with --from)");
   cmd->add_option("--filter", flags.filter, "Subject filter, e.g. evident.p3.> (with --from)");
   cmd->add_option("--subject-prefix", flags.subject_prefix,
                   "The relay's --subject-prefix: reads PREFIX.> (with --from; with --group, "

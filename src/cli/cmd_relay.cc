@@ -229,8 +229,9 @@ void AddRelayCommand(CLI::App& app, Runner& run) {
                   "The broker's stream (JetStream: created when absent) or topic (Kafka)")
       ->capture_default_str();
   cmd->add_option("--broker-config,--kafka-config", flags->broker_config,
-                  "KEY=VALUE: a property of the broker's client library (Kafka: librdkafka's: "
-                  "TLS, SASL); repeatable");
+                  "KEY=VALUE: a property of the broker's client (NATS: user, password_file, "
+                  "token_file, creds, tls.ca, tls.cert, tls.key, tls.hostname; Kafka: "
+                  "librdkafka's: TLS, SASL); repeatable");
   cmd->add_option("--subject-prefix", flags->subject_prefix,
                   "Subjects are PREFIX.p<partition>.<type>")
       ->capture_default_str();

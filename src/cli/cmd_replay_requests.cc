@@ -21,6 +21,7 @@ struct ServeFlags {
   std::string subject_prefix = "evident";
   std::string to, to_stream, to_subject_prefix = "evident";
   std::vector<std::string> owner_sources;
+  std::vector<std::string> broker_config, to_broker_config;  // KEY=VALUE, repeatable
   double until_idle_seconds = -1;
   bool resume = false;
   int64_t rows_max = ReplayServeOptions{}.rows_max;
@@ -34,7 +35,8 @@ Result<std::unique_ptr<Source>> OpenRequests(const ServeFlags& f) {
   const SourceOptions options{.stream = f.stream,
                               .consumer = f.durable,
                               .filter = f.filter,
-                              .subject_prefix = f.subject_prefix};
+                              .subject_prefix = f.subject_prefix,
+                              .properties = f.broker_config};
   if (SourceTakes(f.from, SourceOption::kStream) && f.stream.empty()) {
     return Status::InvalidArgument("--from " + f.from + " needs --stream");
   }
@@ -47,7 +49,9 @@ Result<PublisherFactory> OpenAnswers(const ServeFlags& f) {
   if (PublisherTakes(f.to, PublisherOption::kStream) && f.to_stream.empty()) {
     return Status::InvalidArgument("--to " + f.to + " needs --to-stream");
   }
-  const PublisherOptions options{.stream = f.to_stream, .subject_prefix = f.to_subject_prefix};
+  const PublisherOptions options{.stream = f.to_stream,
+                                 .subject_prefix = f.to_subject_prefix,
+                                 .properties = f.to_broker_config};
   Result<Destination> destination = ResolvePublisher(f.to, options);
   if (!destination.ok()) return Status::InvalidArgument("--to " + destination.status().message());
   return destination->open;
@@ -109,12 +113,18 @@ void AddReplayRequestsCommands(CLI::App& app, Runner& run) {
   serve->add_option("--stream", flags->stream, "The requests' stream (with --from)");
   serve->add_option("--durable", flags->durable, "Durable consumer name (with --from)");
   serve->add_option("--filter", flags->filter, "Filter subject of the requests (with --from)");
+  serve->add_option("--broker-config", flags->broker_config,
+                    "KEY=VALUE: a property of the --from broker's client (NATS: credentials and "
+                    "TLS; Kafka: librdkafka's); repeatable");
   serve->add_option("--subject-prefix", flags->subject_prefix,
                     "Subject prefix of the requests' stream (with --from)");
   serve
       ->add_option("--to", flags->to, "Where answers go: " + BackendUsages(BackendRole::kPublisher))
       ->required();
   serve->add_option("--to-stream", flags->to_stream, "The consumers' stream (with a --to broker)");
+  serve->add_option("--to-broker-config", flags->to_broker_config,
+                    "KEY=VALUE: a property of the --to broker's client, as --broker-config; "
+                    "repeatable");
   serve->add_option("--to-subject-prefix", flags->to_subject_prefix,
                     "Subject prefix of the consumers' stream");
   serve

@@ -205,8 +205,9 @@ void AddServeCommand(CLI::App& app, Runner& run) {
       ->capture_default_str();
   cmd->add_option("--filter", flags->filter, "Subject filter, e.g. evident.p3.> (with --from)");
   cmd->add_option("--broker-config,--kafka-config", flags->broker_config,
-                  "KEY=VALUE: a property of the broker's client library (Kafka: librdkafka's: "
-                  "TLS, SASL); repeatable (with --from)");
+                  "KEY=VALUE: a property of the broker's client (NATS: user, password_file, "
+                  "token_file, creds, tls.ca, tls.cert, tls.key, tls.hostname; Kafka: "
+                  "librdkafka's: TLS, SASL); repeatable (with --from)");
   cmd->add_flag("--no-effects", flags->no_effects,
                 "Do not perform effect intents here (another `evident effects run` does)");
   cmd->add_option("--batch-count-max", flags->batch_count_max,

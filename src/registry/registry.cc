@@ -171,6 +171,7 @@ Result<std::unique_ptr<Source>> OpenFile(std::string_view uri, const SourceOptio
 
 JetStreamOptions StreamOf(std::string_view uri, const SourceOptions& options) {
   return {.url = std::string(uri),
+          .properties = options.properties,
           .stream = options.stream,
           .subject_prefix = options.subject_prefix,
           .ack_wait_ms = options.ack_wait_ms};
@@ -202,6 +203,7 @@ Status CheckNothing(const SourceOptions&) { return Status::Ok(); }
 
 // An empty prefix is a consumer of every subject of the stream.
 Status CheckJetStream(const SourceOptions& options) {
+  EVIDENT_RETURN_IF_ERROR(CheckNatsProperties(options.properties));
   if (options.subject_prefix.empty()) return Status::Ok();
   return CheckSubjectPrefix(options.subject_prefix);
 }
@@ -259,7 +261,7 @@ const std::array<SourceRow, 4> kSources = {{
      "nats://HOST:PORT[,HOST:PORT...]",
      "NATS JetStream, a durable pull consumer",
      {.group = GroupPartitions::kLeasedByStore, .remembers_acknowledgements = true},
-     Bits({S::kStream, S::kConsumer, S::kFilter, S::kSubjectPrefix, S::kAckWait}),
+     Bits({S::kStream, S::kConsumer, S::kFilter, S::kSubjectPrefix, S::kAckWait, S::kProperties}),
      &OpenJetStream,
      &OpenJetStreamPartition,
      &ProbeJetStreamSource,
@@ -326,7 +328,9 @@ Result<Destination> ResolveJetStream(std::string_view uri, const PublisherOption
     return Status::InvalidArgument("a JetStream destination needs a stream");
   }
   EVIDENT_RETURN_IF_ERROR(CheckSubjectPrefix(options.subject_prefix));
+  EVIDENT_RETURN_IF_ERROR(CheckNatsProperties(options.properties));
   JetStreamOptions js{.url = std::string(uri),
+                      .properties = options.properties,
                       .stream = options.stream,
                       .subject_prefix = options.subject_prefix,
                       .duplicate_window_ms = options.duplicate_window_ms,
@@ -355,7 +359,7 @@ using P = PublisherOption;
 const std::array<PublisherRow, 4> kPublishers = {{
     {"nats://", "nats://HOST:PORT[,HOST:PORT...]", "NATS JetStream, deduplicated by the event id",
      Bits({P::kStream, P::kSubjectPrefix, P::kDuplicateWindow, P::kPublishTimeout, P::kInFlight,
-           P::kReplicas}),
+           P::kReplicas, P::kProperties}),
      &ResolveJetStream},
     {"kafka://", "kafka://HOST:PORT[,HOST:PORT...]",
      "Apache Kafka, the idempotent producer, keyed by subject",

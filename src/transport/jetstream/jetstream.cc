@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "transport/jetstream/nats_client.h"
+
 namespace evident {
 namespace {
 
@@ -67,6 +69,26 @@ Status NatsError(const std::string& what, natsStatus s,
   if (s == NATS_MAX_PAYLOAD || jerr == JSStreamMessageExceedsMaximumErr) {
     return Status::InvalidArgument(std::move(m));
   }
+  // Credentials or a certificate the server refuses are refused again until they change.
+  if (s == NATS_CONNECTION_AUTH_FAILED) {
+    return Status::FailedPrecondition(
+        m +
+        " (the server refused the credentials: --broker-config user, password_file, "
+        "token_file or creds)");
+  }
+  if (s == NATS_SECURE_CONNECTION_REQUIRED) {
+    return Status::FailedPrecondition(
+        m + " (the server requires TLS: --broker-config tls.ca=FILE, or tls=true)");
+  }
+  if (s == NATS_SECURE_CONNECTION_WANTED) {
+    return Status::FailedPrecondition(m + " (TLS was asked for, and the server has none)");
+  }
+  if (s == NATS_SSL_ERROR) {
+    return Status::FailedPrecondition(
+        m +
+        " (the TLS handshake failed: does the server speak TLS, and is its certificate "
+        "signed by --broker-config tls.ca and made out to the host or tls.hostname?)");
+  }
   return Status::IoError(std::move(m));
 }
 
@@ -103,41 +125,44 @@ struct Conn {
   }
 };
 
-// The servers of `url`: one URL, or a comma-separated seed list (libnats's SetURL takes one URL
-// only; its SetServers, the list).
-natsStatus SetServers(natsOptions* opts, const std::string& url) {
-  std::vector<std::string> servers;
-  for (size_t at = 0; at <= url.size();) {
-    const size_t comma = std::min(url.find(',', at), url.size());
-    std::string one = url.substr(at, comma - at);
-    one.erase(0, one.find_first_not_of(' '));
-    one.erase(one.find_last_not_of(' ') + 1);
-    if (!one.empty()) servers.push_back(std::move(one));
-    at = comma + 1;
+// The libnats options of a connection to `o`'s servers with its credentials and TLS
+// (nats_client.h); `timeout_ms` for the connect, and `reconnect`: once made, the connection
+// reconnects for as long as it lives (every 250 ms).
+Result<natsOptions*> ClientOptions(const JetStreamOptions& o, int64_t timeout_ms, bool reconnect) {
+  EVIDENT_ASSIGN_OR_RETURN(const jetstream::ClientSettings settings,
+                           jetstream::ParseClientSettings(o.properties));
+  natsOptions* opts = nullptr;
+  if (const natsStatus s = natsOptions_Create(&opts); s != NATS_OK) {
+    return NatsError("connect to " + jetstream::RedactUrl(o.url), s);
   }
-  if (servers.empty()) return NATS_INVALID_ARG;
-  if (servers.size() == 1) return natsOptions_SetURL(opts, servers.front().c_str());
-  std::vector<const char*> list;
-  for (const std::string& one : servers) list.push_back(one.c_str());
-  return natsOptions_SetServers(opts, list.data(), static_cast<int>(list.size()));
+  Status applied = jetstream::ApplyClientSettings(opts, o.url, settings);
+  natsStatus s = NATS_OK;
+  if (applied.ok()) s = natsOptions_SetMaxReconnect(opts, reconnect ? -1 : 0);
+  if (applied.ok() && s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
+  if (applied.ok() && s == NATS_OK) s = natsOptions_SetTimeout(opts, timeout_ms);
+  if (applied.ok() && s != NATS_OK) {
+    applied = NatsError("connect to " + jetstream::RedactUrl(o.url), s);
+  }
+  if (!applied.ok()) {
+    natsOptions_Destroy(opts);
+    return applied;
+  }
+  return opts;
 }
 
 // A connection that, once made, reconnects for as long as it lives: a server restarted under a
 // running relay or consumer is found again, or another server of the cluster (publishes and acks
 // made meanwhile wait in the client's reconnect buffer, up to its 8 MiB). The first connect does
 // not wait: a caller that cannot reach a server retries with its own backoff.
-Status Connect(Conn& c, const std::string& url, jsOptions* jo) {
-  natsOptions* opts = nullptr;
-  natsStatus s = natsOptions_Create(&opts);
-  if (s == NATS_OK) s = SetServers(opts, url);
-  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
-  if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
-  if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 2000);
-  if (s == NATS_OK) s = natsConnection_Connect(&c.nc, opts);
+Status Connect(Conn& c, const JetStreamOptions& o, jsOptions* jo, int64_t timeout_ms = 2000,
+               bool reconnect = true) {
+  EVIDENT_ASSIGN_OR_RETURN(natsOptions * opts, ClientOptions(o, timeout_ms, reconnect));
+  natsStatus s = natsConnection_Connect(&c.nc, opts);
   natsOptions_Destroy(opts);
-  if (s != NATS_OK) return NatsError("connect to " + url, s);
+  const std::string where = jetstream::RedactUrl(o.url);
+  if (s != NATS_OK) return NatsError("connect to " + where, s);
   s = natsConnection_JetStream(&c.js, c.nc, jo);
-  if (s != NATS_OK) return NatsError("JetStream context on " + url, s);
+  if (s != NATS_OK) return NatsError("JetStream context on " + where, s);
   return Status::Ok();
 }
 
@@ -277,7 +302,7 @@ class JetStreamPublisher final : public Publisher {
     jo.PublishAsync.StallWait = o_.publish_timeout_ms;
     jo.PublishAsync.AckHandler = &JetStreamPublisher::OnAck;
     jo.PublishAsync.AckHandlerClosure = this;
-    EVIDENT_RETURN_IF_ERROR(Connect(c_, o_.url, &jo));
+    EVIDENT_RETURN_IF_ERROR(Connect(c_, o_, &jo));
     EVIDENT_ASSIGN_OR_RETURN(stream_msg_size_max_, EnsureStream(c_.js, o_));
     return Status::Ok();
   }
@@ -455,7 +480,7 @@ class JetStreamSource final : public Source {
   }
 
   Status Open() {
-    EVIDENT_RETURN_IF_ERROR(Connect(c_, o_.url, nullptr));
+    EVIDENT_RETURN_IF_ERROR(Connect(c_, o_, nullptr));
     return positioned_ ? Status::Ok() : Subscribe(0);  // a partition's waits for its position
   }
 
@@ -821,26 +846,23 @@ class JetStreamSource final : public Source {
 }  // namespace
 
 Status ProbeJetStream(const JetStreamOptions& options, int64_t timeout_ms) {
-  natsOptions* opts = nullptr;
-  natsStatus s = natsOptions_Create(&opts);
-  if (s == NATS_OK) s = SetServers(opts, options.url);
-  if (s == NATS_OK) s = natsOptions_SetTimeout(opts, timeout_ms);
-  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, 0);
   Conn c;
-  if (s == NATS_OK) s = natsConnection_Connect(&c.nc, opts);
-  natsOptions_Destroy(opts);
-  if (s != NATS_OK) return NatsError("connect to " + options.url, s);
   jsOptions jo;
   jsOptions_Init(&jo);
   jo.Wait = timeout_ms;
-  s = natsConnection_JetStream(&c.js, c.nc, &jo);
-  if (s != NATS_OK) return NatsError("JetStream context on " + options.url, s);
+  EVIDENT_RETURN_IF_ERROR(Connect(c, options, &jo, timeout_ms, false));
   jsStreamInfo* si = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  s = js_GetStreamInfo(&si, c.js, options.stream.c_str(), nullptr, &jerr);
+  const natsStatus s = js_GetStreamInfo(&si, c.js, options.stream.c_str(), nullptr, &jerr);
   if (s != NATS_OK) return NatsError("stream " + options.stream, s, jerr);
   jsStreamInfo_Destroy(si);
   return Status::Ok();
+}
+
+Status CheckNatsProperties(const std::vector<std::string>& properties) {
+  EVIDENT_ASSIGN_OR_RETURN(const jetstream::ClientSettings settings,
+                           jetstream::ParseClientSettings(properties));
+  return jetstream::CheckClientFiles(settings);
 }
 
 Status CheckSubjectPrefix(std::string_view prefix) {
