@@ -16,7 +16,7 @@ subcommands() { "$binary" "$@" --help | awk '/^Subcommands:/ { on = 1; next } on
 page() {
   local name=evident words=("$@") description
   for word in "${words[@]}"; do name+="-$word"; done
-  description=$("$binary" "${words[@]}" --help | head -n 1)
+  description=$("$binary" "${words[@]}" --help | sed -n 1p)  # reads it all: no SIGPIPE
   printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$binary" "${words[*]}" >"$work/$name"
   chmod +x "$work/$name"
   local see=""

@@ -315,7 +315,8 @@ TEST_F(RelayNats, TheServerKilledNineAndRestartedLosesNothing) {
   Append(0, 2000);
   const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
   std::vector<std::string> argv = RelayArgs(false);
-  argv.insert(argv.end(), {"--backoff-max-ms", "500"});
+  // A publish gives up on its acknowledgements after a second: the stop below outlasts two.
+  argv.insert(argv.end(), {"--backoff-max-ms", "500", "--publish-timeout-ms", "1000"});
   const pid_t relay = StartProcess(argv, {.out = null_fd, .err = null_fd});
   ASSERT_GT(relay, 0);
   // Rows keep arriving while the server dies and comes back.
@@ -339,7 +340,9 @@ TEST_F(RelayNats, TheServerKilledNineAndRestartedLosesNothing) {
   // Acknowledgements the server sent just before it stopped may still be marked: let them.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const int64_t sent_at_stop = SentRows();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Longer than two publish timeouts: a publish that ended without its acknowledgements (and a
+  // relay that counted them as accepted all the same) would have marked rows by now.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   EXPECT_EQ(SentRows(), sent_at_stop) << "rows were marked sent while the server was stopped";
   const ProcessResult stats =
       RunEvident({"outbox", "stats", "--store", store_, "--format", "json"});
@@ -925,6 +928,54 @@ TEST_F(RelayNatsCluster, AConsumerRidesThroughItsConsumerLeadersDeath) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "consume status " << status << ": " << said;
   EXPECT_EQ(DistinctKeys(outcomes), 2000u) << said;
+}
+
+// A consumer started, with a new durable, just as the server leading its three-replica stream
+// is killed -9: making the durable consumer meets the election (a timeout, or the cluster
+// saying it is not available), which is tried again within --open-wait-ms, and every event is
+// decided once. A cluster that is wholly gone ends the run with exit 3 once --open-wait-ms has
+// passed, saying for how long it tried.
+TEST_F(RelayNatsCluster, AConsumerMadeDuringAnElectionWaitsItOutAndAGoneClusterEndsIt) {
+  Append(0, 500);
+  const ProcessResult relayed = RunProcess([&] {
+    std::vector<std::string> argv = RelayArgs(true);
+    argv.insert(argv.end(), {"--replicas", "3"});
+    return argv;
+  }());
+  ASSERT_EQ(relayed.exit_code, 0) << relayed.err;
+  ASSERT_TRUE(WaitReplicasCurrent(30, 500)) << "the replicas did not catch up in 30 s";
+  const std::string leader = StreamPlacement().first;
+  ASSERT_FALSE(leader.empty()) << "the stream has no leader";
+  const auto consume = [&](const std::string& durable, const std::string& wait_ms) {
+    return std::vector<std::string>{
+        EVIDENT_BINARY,   "consume",
+        "--config",       SourcePath("examples/orders/evident.yaml"),
+        "--from",         url_,
+        "--stream",       "ORDERS",
+        "--durable",      durable,
+        "--store",        "sqlite:" + (fs::path(dir_) / (durable + ".db")).string(),
+        "--until-idle",   "5",
+        "--open-wait-ms", wait_ms,
+        "--outcomes",     (fs::path(dir_) / (durable + ".out")).string()};
+  };
+  Node("node-stop", leader + " KILL");
+  const ProcessResult during = RunProcess(consume("during", "60000"));
+  EXPECT_EQ(during.exit_code, 0) << during.err;
+  // It did meet the election (the kill is just before its start; an election takes seconds).
+  EXPECT_NE(during.err.find("trying again for up to 60000 ms"), std::string::npos) << during.err;
+  EXPECT_EQ(DistinctKeys((fs::path(dir_) / "during.out").string()), 500u) << during.err;
+  EXPECT_NE(StreamPlacement().first, leader);
+  for (const std::string name : {"n1", "n2", "n3"}) {
+    if (name != leader) Node("node-stop", name);
+  }
+  const auto began = std::chrono::steady_clock::now();
+  const ProcessResult gone = RunProcess(consume("gone", "3000"));
+  const auto took = std::chrono::steady_clock::now() - began;
+  EXPECT_EQ(gone.exit_code, 3) << gone.err;
+  EXPECT_NE(gone.err.find("trying again for up to 3000 ms"), std::string::npos) << gone.err;
+  EXPECT_NE(gone.err.find("unavailable for"), std::string::npos) << gone.err;
+  EXPECT_GE(took, std::chrono::seconds(3));
+  EXPECT_LT(took, std::chrono::seconds(30));
 }
 
 // A server that demands TLS (its clients' certificates verified against a CA made at test time)

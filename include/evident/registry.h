@@ -13,12 +13,15 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "evident/cancel.h"
+#include "evident/clock.h"
 #include "evident/publisher.h"
 #include "evident/source.h"
 #include "evident/status.h"
@@ -131,6 +134,19 @@ bool SourceTakes(std::string_view uri, SourceOption option);
 // "kafka://HOST:PORT[,HOST:PORT...]" every partition of the topic `options.stream` names, its
 // offsets committed under the group `options.consumer`.
 Result<std::unique_ptr<Source>> OpenSource(std::string_view uri, const SourceOptions& options);
+// OpenSource, tried again while the broker answers kUnavailable (a server down or restarting,
+// a cluster electing the leader of the stream or of the consumer being made) until `wait_ms`
+// has passed since the first try, backing off from 250 ms to 2 s; then kUnavailable with the
+// last reason and how long it tried. Any other refusal returns at once. `cancel` (may be null)
+// ends the waiting (kUnavailable saying it was stopped). The first failure that is waited out
+// is said on `log` (may be null), with the bound.
+Result<std::unique_ptr<Source>> OpenSourceWaiting(std::string_view uri,
+                                                  const SourceOptions& options, int64_t wait_ms,
+                                                  Clock& clock, const CancelToken* cancel,
+                                                  std::FILE* log = nullptr);
+// `uri` as a message may show it: the user information of each URL in it ("nats://user:secret@
+// host", a seed list's too) replaced by "***".
+std::string RedactUri(std::string_view uri);
 // The source of one partition of a group whose partitions the store leases
 // (GroupPartitions::kLeasedByStore): `name` keys its position in the store, where it begins;
 // the broker forgets what it kept for the partition's reader `forget_after_ms` after its last

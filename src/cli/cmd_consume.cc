@@ -30,6 +30,9 @@ struct ConsumeFlags {
   std::string from, stream = "EVENTS", durable = "evident", filter, until_idle;
   std::string subject_prefix = "evident";
   int64_t ack_wait_ms = 30'000;
+  // How long --from may take to open: a server down or a cluster electing a leader meanwhile
+  // (-1: --until-idle's time, else a minute).
+  int64_t open_wait_ms = -1;
   std::vector<std::string> broker_config;  // --broker-config KEY=VALUE, repeatable
   // --group: this process is a member of a consumer group (group.h).
   std::string group, member;
@@ -134,12 +137,20 @@ SourceOptions ConsumeSourceOptions(const ConsumeFlags& flags) {
 }
 
 // --from URI: the source it names (registry.h); null without --from. A file reads events up to
-// the config's event_bytes_max, as --input does.
-Result<std::unique_ptr<Source>> OpenConsumeSource(const ConsumeFlags& flags, const Config& config) {
+// the config's event_bytes_max, as --input does. A broker that is unavailable is waited for up
+// to --open-wait-ms, or until `stop`.
+Result<std::unique_ptr<Source>> OpenConsumeSource(const ConsumeFlags& flags, const Config& config,
+                                                  const CancelToken& stop) {
   if (flags.from.empty()) return std::unique_ptr<Source>();
   SourceOptions options = ConsumeSourceOptions(flags);
   options.event_bytes_max = static_cast<size_t>(config.event_bytes_max);
-  Result<std::unique_ptr<Source>> source = OpenSource(flags.from, options);
+  int64_t wait_ms = flags.open_wait_ms;
+  if (wait_ms < 0) {
+    const Result<int64_t> idle_ms = ParseDurationMs(flags.until_idle);  // checked already
+    wait_ms = flags.until_idle.empty() ? 60'000 : (idle_ms.ok() ? *idle_ms : 0);
+  }
+  Result<std::unique_ptr<Source>> source =
+      OpenSourceWaiting(flags.from, options, wait_ms, SystemClock(), &stop, stderr);
   if (!source.ok()) return Status(source.status().code(), "--from " + source.status().message());
   return source;
 }
@@ -326,10 +337,16 @@ bool OpenOutcomes(const ConsumeFlags& flags, Outcomes& out) {
 // its summary, and the exit code.
 int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, Outcomes& outcomes,
             Tracer* tracer) {
-  Result<std::unique_ptr<Source>> source = OpenConsumeSource(flags, pipeline.config());
+  // SIGTERM and SIGINT end the run cleanly after its current commit (or the wait for --from to
+  // open); a second one kills.
+  static CancelToken stop;
+  InstallStopSignals(stop);
+  Result<std::unique_ptr<Source>> source = OpenConsumeSource(flags, pipeline.config(), stop);
   if (!source.ok()) {
     std::cerr << "evident consume: " << source.status().ToString() << "\n";
-    return kExitUsage;
+    if (stop.cancelled()) return 128 + (LastStopSignal() != 0 ? LastStopSignal() : SIGTERM);
+    // A broker still unreachable after --open-wait-ms: not a usage error.
+    return source.status().code() == Code::kUnavailable ? kExitUnacknowledged : kExitUsage;
   }
   if (flags.from.empty()) NoteTerminalInput(flags.input, "consume");
   // A source whose position lives in the store alone (Kafka) always begins there.
@@ -340,10 +357,7 @@ int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, Outcome
                          .outcomes = outcomes.file.get(),
                          .progress = ProgressFile(flags.progress)};
   options.tracer = tracer;
-  // SIGTERM and SIGINT end the run cleanly after its current commit; a second one kills.
-  static CancelToken stop;
   options.cancel = &stop;
-  InstallStopSignals(stop);
   // SQLite's busy handler already waits for the lock, backing off, up to --busy-timeout-ms: the
   // user's bound is the whole wait, so the loop does not multiply it with retries of its own.
   if (const auto store_traits = StoreTraitsOf(flags.store);
@@ -434,6 +448,11 @@ void AddSourceOptions(CLI::App* cmd, ConsumeFlags& flags) {
                   "The relay's --subject-prefix: reads PREFIX.> (with --from; with --group, "
                   "each partition's PREFIX.p<N>.>, default evident). Without it and --filter, "
                   "a consumer reads every subject of the stream");
+  cmd->add_option("--open-wait-ms", flags.open_wait_ms,
+                  "How long --from may take to open while its broker is unavailable (a server "
+                  "down, a cluster electing a leader) before exit 3 (default: --until-idle's "
+                  "time, else 60000)")
+      ->check(IntegerFrom(0, 3'600'000));
   cmd->add_option("--ack-wait-ms", flags.ack_wait_ms,
                   "Redelivery after this long unacknowledged (with --from; a new durable only)")
       ->check(IntegerFrom(1000, 3'600'000))

@@ -292,6 +292,62 @@ TEST_P(QuarantineTest, AnAppliedEventRedeliveredAfterItsVersionLeftTheContractIs
   EXPECT_EQ(bad.at(0).outcome, Outcome::kDuplicate);
 }
 
+// An input kept for both consumers (its schema version 2 accepted by neither yet), then applied
+// by both as a corrected copy (same source and id, schema version 1), then replayed once both
+// accept version 2: the ledger answers `duplicate` for the ordered consumer and for the
+// unordered one, whose receipt insert is the only thing that can tell (no version to compare),
+// and nothing is applied a second time.
+TEST_P(QuarantineTest, AnInputAppliedSinceItWasKeptReplaysAsADuplicateOrderedOrNot) {
+  evident::testing::WritePaidConfig(dir_, "[1]", /*with_archivist=*/true);
+  const auto archivist_accepts = [&](const std::string& versions) {
+    const fs::path file = dir_ / "contracts/consumers/archivist.yaml";
+    std::ifstream in(file);
+    std::string yaml((std::istreambuf_iterator<char>(in)), {});
+    const size_t at = yaml.find("versions: [1]");
+    ASSERT_NE(at, std::string::npos) << yaml;
+    yaml.replace(at, std::string("versions: [1]").size(), "versions: " + versions);
+    std::ofstream(file) << yaml;
+  };
+  auto reload = [&] {
+    auto config = LoadConfig((dir_ / "evident.yaml").string());
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    pipeline_ = std::move(Pipeline::Create(*config)).value();
+  };
+  reload();
+  const std::vector<Decision> kept = Consume({Paid("e1", 1, 2)});
+  ASSERT_EQ(kept.size(), 2u);
+  for (const Decision& d : kept)
+    EXPECT_EQ(d.outcome, Outcome::kContractUpdateRequired) << d.consumer;
+  ASSERT_EQ(List({.status = QuarantineStatus::kOpen}).size(), 2u);
+  const std::vector<Decision> applied = Consume({Paid("e1", 1, 1)}, 2000);
+  ASSERT_EQ(applied.size(), 2u);
+  for (const Decision& d : applied) EXPECT_EQ(d.outcome, Outcome::kApplied) << d.consumer;
+
+  evident::testing::WritePaidConfig(dir_, "[1, 2]", /*with_archivist=*/true);
+  archivist_accepts("[1, 2]");
+  reload();
+  const std::unique_ptr<Env> memory = NewMemoryEnv();
+  std::unique_ptr<WritableFile> lines = memory->NewWritableFile("outcomes").value();
+  const ReplaySummary s = Replay({.outcomes = lines.get()});
+  ASSERT_TRUE(lines->Close().ok());
+  EXPECT_EQ(s.records, 2);
+  EXPECT_EQ(s.duplicates, 2);
+  EXPECT_EQ(s.replayed, 0);
+  const std::string text = ReadWholeFile(*memory, "outcomes", size_t{1} << 20).value();
+  EXPECT_NE(text.find(R"("consumer":"archivist")"), std::string::npos) << text;
+  EXPECT_EQ(text.find(R"("outcome":"applied")"), std::string::npos) << text;
+  EXPECT_EQ(ProjectionOf("order-1")->version, 1);
+  auto snapshot = store_->Read().value();
+  for (const char* consumer : {"ledgerist", "archivist"}) {
+    const Rows<LedgerEntry> ledger = snapshot->LedgerOf(consumer, "order-1", 10).value();
+    ASSERT_EQ(ledger.rows.size(), 1u) << consumer;
+    EXPECT_EQ(ledger.rows[0].input_schema_version, 1) << consumer;  // the copy applied, once
+  }
+  for (const QuarantineRecord& r : snapshot->ListQuarantine({}).value().rows) {
+    EXPECT_EQ(r.status, QuarantineStatus::kReplayed) << r.consumer;
+  }
+}
+
 TEST_P(QuarantineTest, ReplayOfAnIdThatIsNoRecordReplaysNothing) {
   Consume({Paid("e1", 1, 2)});
   Contracts("[1, 2]");

@@ -11,9 +11,11 @@
 
 #include "evident/jetstream.h"
 #include "evident/kafka.h"
+#include "evident/retry.h"
 #include "evident/store_memory.h"
 #include "evident/store_postgres.h"
 #include "evident/store_sqlite.h"
+#include "transport/jetstream/nats_client.h"
 
 namespace evident {
 namespace {
@@ -448,9 +450,40 @@ Result<std::unique_ptr<Source>> OpenSource(std::string_view uri, const SourceOpt
   const SourceRow* row = Find<SourceRow>(kSources, uri);
   if (row == nullptr) return Unknown<SourceRow>(kSources, uri);
   Result<std::unique_ptr<Source>> source = row->open(uri, options);
-  if (!source.ok()) return source.status().Annotate(uri);  // "<uri>: why", its code kept
+  // "<uri>: why", its code kept
+  if (!source.ok()) return source.status().Annotate(RedactUri(uri));
   return source;
 }
+
+Result<std::unique_ptr<Source>> OpenSourceWaiting(std::string_view uri,
+                                                  const SourceOptions& options, int64_t wait_ms,
+                                                  Clock& clock, const CancelToken* cancel,
+                                                  std::FILE* log) {
+  const int64_t start_ms = clock.MonotonicMs();
+  int64_t backoff_ms = 250;
+  for (int attempt = 1;; ++attempt) {
+    Result<std::unique_ptr<Source>> source = OpenSource(uri, options);
+    if (source.ok() || source.status().code() != Code::kUnavailable) return source;
+    const int64_t waited_ms = clock.MonotonicMs() - start_ms;
+    const auto tried = [&](std::string_view how) {
+      return Status::Unavailable(source.status().message() + " (" + std::string(how) + " " +
+                                 std::to_string(waited_ms) + " ms, " + std::to_string(attempt) +
+                                 (attempt == 1 ? " try)" : " tries)"));
+    };
+    if (waited_ms >= wait_ms) return tried("unavailable for");
+    if (attempt == 1 && log != nullptr) {
+      std::fprintf(log, "evident: %s; trying again for up to %lld ms\n",
+                   source.status().ToString().c_str(), static_cast<long long>(wait_ms));
+      std::fflush(log);
+    }
+    if (!SleepUnlessCancelled(clock, std::min(backoff_ms, wait_ms - waited_ms), cancel)) {
+      return tried("stopped while waiting, after");
+    }
+    backoff_ms = std::min<int64_t>(backoff_ms * 2, 2000);
+  }
+}
+
+std::string RedactUri(std::string_view uri) { return jetstream::RedactUrl(uri); }
 
 Result<std::unique_ptr<Source>> OpenPartitionSource(std::string_view uri,
                                                     const SourceOptions& options, std::string name,

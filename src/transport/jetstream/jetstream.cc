@@ -45,6 +45,14 @@ std::string_view JetStreamErrorMeaning(jsErrCode code) {
   }
 }
 
+// What a JetStream cluster answers while a server is down or a leader is being elected: worth
+// trying again shortly.
+bool ClusterBusy(jsErrCode code) {
+  return code == JSClusterNotAssignedErr || code == JSClusterNotAvailErr ||
+         code == JSClusterNotLeaderErr || code == JSStreamOfflineErr ||
+         code == JSConsumerOfflineErr || code == JSClusterIncompleteErr;
+}
+
 Status NatsError(const std::string& what, natsStatus s,
                  jsErrCode jerr = static_cast<jsErrCode>(0)) {
   std::string m = what + ": " + natsStatus_GetText(s);
@@ -60,7 +68,7 @@ Status NatsError(const std::string& what, natsStatus s,
     m += ": " + std::string(detail);  // the library's account, when it says more (the server's)
   }
   if (s == NATS_TIMEOUT || s == NATS_NO_SERVER || s == NATS_CONNECTION_CLOSED ||
-      s == NATS_NO_RESPONDERS) {
+      s == NATS_NO_RESPONDERS || ClusterBusy(jerr)) {
     return Status::Unavailable(std::move(m));
   }
   // Refused for what it is, and again as long as the server or the stream is configured as now

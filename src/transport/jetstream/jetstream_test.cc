@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 #include <nats/nats.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -127,6 +129,34 @@ TEST_F(JetStreamTest, PublishesABatchWithIncreasingSequences) {
   }
   EXPECT_EQ(StreamMessages(), 10u);
   EXPECT_TRUE(p.value()->Close().ok());
+}
+
+// A server that stops answering (SIGSTOP) with a batch in flight: Publish gives up after its
+// timeout and counts nothing accepted, for it has no PubAck; once the server goes on, the same
+// batch offered again is accepted, and the stream holds each message once.
+TEST_F(JetStreamTest, WhatTheServerDidNotAcknowledgeIsNotAccepted) {
+  options_.publish_timeout_ms = 1000;
+  auto p = OpenJetStreamPublisher(options_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(*(*p)->Publish(Batch(0, 5)), 5u);
+  std::ifstream pid_file(dir_ + "/pid");
+  pid_t server = 0;
+  pid_file >> server;
+  ASSERT_GT(server, 0);  // kill(0, ...) would stop this test's own process group
+  ASSERT_EQ(kill(server, SIGSTOP), 0);
+  const Result<size_t> stalled = (*p)->Publish(Batch(5, 10));
+  ASSERT_EQ(kill(server, SIGCONT), 0);
+  EXPECT_FALSE(stalled.ok() && *stalled > 0)
+      << "accepted " << (stalled.ok() ? *stalled : 0) << " messages the server never acknowledged";
+  if (!stalled.ok()) {
+    EXPECT_EQ(stalled.status().code(), Code::kUnavailable) << stalled.status().ToString();
+  }
+  EXPECT_TRUE((*p)->acks().empty());
+  Result<size_t> again = Status::Unavailable("not yet");
+  for (int i = 0; i < 10 && !(again.ok() && *again == 10); ++i) again = (*p)->Publish(Batch(5, 10));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, 10u);
+  EXPECT_EQ(StreamMessages(), 15u);
 }
 
 TEST_F(JetStreamTest, SameIdsAgainAreAcceptedButStoredOnce) {

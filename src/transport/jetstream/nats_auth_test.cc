@@ -217,6 +217,26 @@ TEST(NatsProperties, WhatCannotBeIsRefusedBeforeAnythingOpensWithoutItsValue) {
   EXPECT_TRUE(CheckNatsProperties({"user=a", "password=b", "tls=true"}).ok());
 }
 
+// A seed list entry that cannot name a server is refused before anything connects (an
+// unreachable one is only Unavailable, tried again): it is named, its password not shown.
+TEST(NatsProperties, AMalformedSeedListEntryIsRefusedNotRetried) {
+  for (const std::string url :
+       {"nats://127.0.0.1:4222,amqp://127.0.0.1:5672", "nats://127.0.0.1:99999", "nats://:4222",
+        "nats://127.0.0.1:42x2", "nats://u:pw-3e9d@a b:1", ",,", "nats://127.0.0.1:4222/path"}) {
+    JetStreamOptions o;
+    o.url = url;
+    o.stream = "EVENTS";
+    const auto p = OpenJetStreamPublisher(o);
+    ASSERT_FALSE(p.ok()) << url;
+    EXPECT_EQ(p.status().code(), Code::kInvalidArgument) << url << ": " << p.status().ToString();
+    EXPECT_EQ(p.status().message().find("pw-3e9d"), std::string::npos) << p.status().ToString();
+  }
+  JetStreamOptions unreachable;
+  unreachable.url = "nats://127.0.0.1:1, nats://[::1]:1,localhost:1";
+  unreachable.stream = "EVENTS";
+  EXPECT_EQ(OpenJetStreamPublisher(unreachable).status().code(), Code::kUnavailable);
+}
+
 TEST(NatsProperties, AUrlsUserInformationIsNeverShown) {
   using jetstream::RedactUrl;
   EXPECT_EQ(RedactUrl("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");

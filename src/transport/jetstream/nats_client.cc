@@ -114,24 +114,59 @@ Status Readable(std::string_view key, const std::string& path) {
   return Status::Ok();
 }
 
+// Whether `one` can name a server: [nats:// or tls://][user information@]HOST[:PORT], PORT in
+// 1..65535. A malformed entry is refused, not tried again and again as an unreachable one is.
+bool ServerUrl(std::string_view one) {
+  if (const size_t scheme = one.find("://"); scheme != std::string_view::npos) {
+    const std::string_view name = one.substr(0, scheme);
+    if (name != "nats" && name != "tls") return false;
+    one.remove_prefix(scheme + 3);
+  }
+  if (const size_t at = one.rfind('@'); at != std::string_view::npos) one.remove_prefix(at + 1);
+  const size_t bracket = one.rfind(']');  // an IPv6 address: [::1]:4222
+  const size_t colon = one.rfind(':');
+  if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
+    const std::string_view port = one.substr(colon + 1);
+    if (port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return false;
+    }
+    const int number = std::stoi(std::string(port));
+    if (number < 1 || number > 65535) return false;
+    one = one.substr(0, colon);
+  }
+  return !one.empty() && one.find_first_of(" /?#") == std::string_view::npos;
+}
+
 // The servers of `url`: one URL, or a comma-separated seed list (libnats's SetURL takes one URL
-// only; its SetServers, the list).
-natsStatus SetServers(natsOptions* opts, const std::string& url) {
+// only; its SetServers, the list). kInvalidArgument naming an entry that is no server's URL.
+Status SetServers(natsOptions* opts, const std::string& url) {
   std::vector<std::string> servers;
   for (size_t at = 0; at <= url.size();) {
     const size_t comma = std::min(url.find(',', at), url.size());
     std::string one = url.substr(at, comma - at);
     one.erase(0, one.find_first_not_of(' '));
     one.erase(one.find_last_not_of(' ') + 1);
+    if (!one.empty() && !ServerUrl(one)) {
+      return Status::InvalidArgument("'" + RedactUrl(one) + "' in '" + RedactUrl(url) +
+                                     "' is no server's URL (nats://HOST:PORT)");
+    }
     if (!one.empty()) servers.push_back(std::move(one));
     at = comma + 1;
   }
-  if (servers.empty()) return NATS_INVALID_ARG;
-  if (servers.size() == 1) return natsOptions_SetURL(opts, servers.front().c_str());
+  if (servers.empty()) {
+    return Status::InvalidArgument("no server in '" + RedactUrl(url) + "' (nats://HOST:PORT)");
+  }
   std::vector<const char*> list;
   list.reserve(servers.size());
   for (const std::string& one : servers) list.push_back(one.c_str());
-  return natsOptions_SetServers(opts, list.data(), static_cast<int>(list.size()));
+  const natsStatus n = servers.size() == 1 ? natsOptions_SetURL(opts, list.front())
+                                           : natsOptions_SetServers(opts, list.data(),
+                                                                    static_cast<int>(list.size()));
+  if (n != NATS_OK) {
+    return Status::InvalidArgument("'" + RedactUrl(url) + "': " + natsStatus_GetText(n));
+  }
+  return Status::Ok();
 }
 
 Status Failed(std::string_view what, natsStatus s) {
@@ -193,10 +228,8 @@ Status CheckClientFiles(const ClientSettings& s) {
 }
 
 Status ApplyClientSettings(natsOptions* opts, const std::string& url, const ClientSettings& s) {
-  natsStatus n = SetServers(opts, url);
-  if (n != NATS_OK) {
-    return Status::InvalidArgument("no server in '" + RedactUrl(url) + "' (nats://HOST:PORT)");
-  }
+  EVIDENT_RETURN_IF_ERROR(SetServers(opts, url));
+  natsStatus n = NATS_OK;
   if (!s.user.empty()) {
     std::string password = s.password;
     if (!s.password_file.empty()) {
