@@ -1,109 +1,56 @@
 #!/usr/bin/env bash
-# scripts/mutants.sh — the mutation check of the decision code: applies each mutant of a fixed
-# list (a one-place change to the pipeline, the SQLite store or the consume loop) to a scratch
-# copy of the tree, rebuilds it incrementally and runs the tests that guard that code, fastest
-# first, until one fails. A mutant no test notices "survived": a behaviour nothing asserts.
+# scripts/mutants.sh — the mutation check: applies each mutant of a fixed list (a one-place
+# change to the ledger, ordering, outbox, relay, publisher acks, groups and fencing, effects,
+# serve's answers, replay or quarantine), rebuilds what its test needs and runs the one
+# deterministic test named for it. A mutant whose test still passes "survived": a behaviour
+# nothing asserts. Every pattern is checked to occur exactly once before anything is built.
 #
-# Usage: scripts/mutants.sh [NAME...]   (default: every mutant)
-#   MUTANTS_DIR  scratch directory, kept between runs for incremental builds
-#                (default: /tmp/evident-mutants-$USER)
-#   JOBS         build parallelism (default 2)
-# Exit status: 0 when every mutant was killed; 1 when one survived, did not apply (its pattern no
-# longer matches exactly once: update the list) or did not build; 2 when the unmutated tree
-# fails its own tests. Runs on demand (docs/DEVELOPING.md), not in every CI run: about a minute
-# per mutant on 2 cores.
+# Usage: scripts/mutants.sh [--check] [--in-place] [--sample N] [--seed S] [NAME...]
+#   (no option)  a scratch copy of the tree (MUTANTS_DIR, default /tmp/evident-mutants-$USER,
+#                its build kept for incremental builds), with the work tree's uncommitted changes
+#   --check      only checks that every pattern occurs exactly once (no build); exit 1 if not
+#   --in-place   mutates this tree and builds in ./build (after scripts/test.sh built and
+#                tested it): each file is restored after its mutant, and on any exit; the next
+#                build recompiles the restored files
+#   --sample N   N mutants drawn with seed S (--seed, default the current time; printed, so a
+#                run is replayed with the same --seed)
+#   NAME...      these mutants only
+#   JOBS         build parallelism (default: the number of cores)
+# Exit status: 0 when every mutant run was killed; 1 when one survived, does not apply (its
+# pattern no longer occurs exactly once: update the list with the code) or does not build; 2
+# when a mutant's test fails on the unmutated tree.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 root=$PWD
-scratch=${MUTANTS_DIR:-/tmp/evident-mutants-${USER:-$(id -un)}}
-jobs=${JOBS:-2}
-tree=$scratch/tree
-build=$scratch/build
-logs=$scratch/logs
+jobs=${JOBS:-$(nproc)}
 
-# The tests that guard the decision code, cheapest first (a gtest binary each, under $build).
-tests=(src/envelope/envelope_test src/consumer/consumer_test src/store/sqlite/sqlite_store_test
-  src/store/sqlite/store_conformance_test tests/consume_test tests/hardening_test
-  tests/crash_test)
-targets=(evident envelope_test consumer_test sqlite_store_test store_conformance_test consume_test
-  hardening_test crash_test)
+names=() files=() olds=() news=() targets=() filters=()
+# mutant NAME FILE OLD NEW TARGET FILTER: replace the text OLD (which must occur exactly once in
+# FILE) with NEW; the gtest binary TARGET run with --gtest_filter=FILTER must then fail.
+mutant() {
+  names+=("$1") files+=("$2") olds+=("$3") news+=("$4") targets+=("$5") filters+=("$6")
+}
+# shellcheck source=scripts/mutants.list
+. "$root/scripts/mutants.list"
 
-names=() files=() olds=() news=()
-# mutant NAME FILE OLD NEW: replace the text OLD (which must occur exactly once) with NEW.
-mutant() { names+=("$1"); files+=("$2"); olds+=("$3"); news+=("$4"); }
+check_only=0 in_place=0 sample=0 seed=$(date +%s) selected=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --check) check_only=1 ;;
+    --in-place) in_place=1 ;;
+    --sample) sample=$2; shift ;;
+    --seed) seed=$2; shift ;;
+    -*) echo "unknown option $1" >&2; exit 2 ;;
+    *) selected+=("$1") ;;
+  esac
+  shift
+done
 
-P=src/consumer/pipeline.cc
-S=src/store/sqlite/sqlite_store.cc
-R=src/consumer/consume_loop.cc
-mutant duplicate-reapplies $P \
-  'if (status.code() == Code::kAlreadyExists) return false;' \
-  'if (status.code() == Code::kAlreadyExists) return true;'
-mutant duplicate-of-current-version-is-conflict $P \
-  'if (version <= projection.version) {' \
-  'if (version < projection.version) {'
-mutant duplicate-count-not-summed $S \
-  'SET duplicates=duplicates+1,' \
-  'SET duplicates=1,'
-mutant stale-off-by-one $P \
-  'if (version < projection.version) {' \
-  'if (version < projection.version - 1) {'
-mutant conflict-applies $P \
-  'if (version == projection.version) {' \
-  'if (version == projection.version && false) {'
-mutant conflict-with-deferred-ignored $P \
-  '      if (occupied) {' \
-  '      if (false) {'
-mutant gap-of-one-applies $P \
-  'if (version > projection.version + 1) {' \
-  'if (version > projection.version + 2) {'
-mutant deferred-expected-version $P \
-  $'projection.version + 1,\n                             std::string(event.raw),' \
-  $'projection.version + 2,\n                             std::string(event.raw),'
-mutant drain-only-one $P \
-  'while (projection.owner_version_seen > projection.version) {' \
-  'if (projection.owner_version_seen > projection.version) {'
-mutant boundary-ignored $P \
-  'if (!SourceInsideBoundary(event.source, contract.boundary)) {' \
-  'if (false) {'
-mutant accepted-version-any $P \
-  'const auto version_it = type_it->second.find(schema_version);' \
-  'const auto version_it = type_it->second.begin();'
-mutant payload-not-validated $P \
-  'if (!has_payload || !payload_schema->IsValid(payload)) {' \
-  'if (!has_payload) {'
-mutant unordered-advances-by-two $P \
-  'projection.version += 1;' \
-  'projection.version += 2;'
-mutant evidence-id-is-source $P \
-  'record.event_id.assign(event.id);' \
-  'record.event_id.assign(event.source);'
-mutant evidence-version-is-owner-seen $P \
-  'record.subject_version = projection.version;' \
-  'record.subject_version = projection.owner_version_seen;'
-mutant evidence-version-not-stored $S \
-  'r.subject_version ? w.Int(*r.subject_version) : w.Null();' \
-  'w.Null();'
-mutant kept-without-version $P \
-  'kept.subject_version = subject_version;' \
-  'kept.subject_version = std::nullopt;'
-mutant checkpoint-before-line-decided $R \
-  'decided_thru = item->read_thru;' \
-  $'decided_thru = item->read_thru;\n    --decided_thru.lines;'
-mutant checkpoint-outside-transaction $R \
-  $'    EVIDENT_RETURN_IF_ERROR(store.SetCheckpoint(input_name, decided_thru));\n    FaultPoint("after-checkpoint");\n    EVIDENT_RETURN_IF_ERROR(store.Commit());' \
-  $'    EVIDENT_RETURN_IF_ERROR(store.Commit());\n    FaultPoint("after-checkpoint");\n    EVIDENT_RETURN_IF_ERROR(store.SetCheckpoint(input_name, decided_thru));'
-mutant resume-on-another-input $R \
-  'if (is.bytes != was.bytes || is.prefix_hash != was.prefix_hash) {' \
-  'if (is.bytes != was.bytes) {'
-mutant expected-version-stored-at-deferral src/cli/cmd_evidence.cc \
-  'g.expected = ExpectedVersion(*projection);' \
-  '(void)projection;'
-mutant boundary-dot-segments src/envelope/envelope.cc \
-  '  if (HasDotSegment(source)) return false;' \
-  ''
-
-
-# Replaces OLD with NEW in FILE, exactly once; fails when OLD does not occur exactly once.
+# Counts OLD in FILE (python: the texts may span lines).
+occurrences() {
+  python3 -c 'import sys; print(open(sys.argv[1]).read().count(sys.argv[2]))' "$1" "$2"
+}
+# Replaces OLD with NEW in FILE, exactly once.
 apply() {
   python3 - "$1" "$2" "$3" <<'PY'
 import sys
@@ -116,75 +63,134 @@ open(path, "w").write(text.replace(old, new))
 PY
 }
 
-build_tree() { cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$1" 2>&1; }
-
-# Runs the tests in order until one fails; prints the failing test's name, or nothing.
-first_failing_test() {
-  for t in "${tests[@]}"; do
-    if ! "$build/$t" --gtest_brief=1 >"$logs/$1.$(basename "$t").log" 2>&1; then
-      basename "$t"
-      return
-    fi
-  done
-}
-
-mkdir -p "$scratch" "$logs"
-# The tracked files, copied over the previous run's copy: a file whose content changed is written
-# anew and so gets the current time, which the kept scratch build then rebuilds (restoring the
-# work tree's times instead could leave it older than an object built from an earlier content,
-# and ninja would link the stale object). Unchanged files keep their times: builds stay
-# incremental.
-rm -rf "$tree.new"
-mkdir -p "$tree" "$tree.new"
-git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$tree.new"
-while IFS= read -r -d '' file; do
-  if ! cmp -s "$tree.new/$file" "$tree/$file"; then
-    mkdir -p "$(dirname "$tree/$file")"
-    cat "$tree.new/$file" >"$tree/$file.copy" && mv "$tree/$file.copy" "$tree/$file"
-    chmod --reference="$tree.new/$file" "$tree/$file"
+unmatched=0
+for i in "${!names[@]}"; do
+  n=$(occurrences "$root/${files[$i]}" "${olds[$i]}" 2>/dev/null || echo "no file")
+  if [ "$n" != 1 ]; then
+    printf '%-44s pattern occurs %s times in %s, not once\n' "${names[$i]}" "$n" "${files[$i]}"
+    unmatched=$((unmatched + 1))
   fi
-done < <(git ls-files -z)
-rm -rf "$tree.new"
-# Files with uncommitted changes are copied as they are in the work tree (tar did that above).
-cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEVIDENT_ASSERTIONS=ON \
-  -DEVIDENT_BENCH=OFF >"$logs/configure.log" 2>&1 || { cat "$logs/configure.log"; exit 2; }
+done
+for name in "${selected[@]}"; do
+  [[ " ${names[*]} " == *" $name "* ]] || { echo "no mutant named $name" >&2; exit 2; }
+done
+echo "mutants: ${#names[@]} listed, $unmatched whose pattern does not occur exactly once"
+((check_only)) && exit $((unmatched > 0))
+((unmatched == 0)) || exit 1
 
-echo "baseline: building and testing the unmutated tree"
-build_tree "$logs/baseline.build.log" || { tail -30 "$logs/baseline.build.log"; exit 2; }
-failed=$(first_failing_test baseline)
-if [ -n "$failed" ]; then
-  echo "the unmutated tree fails $failed (log: $logs/baseline.$failed.log)"
-  exit 2
+# The mutants to run: those named, a sample, or all.
+run=()
+if [ ${#selected[@]} -gt 0 ]; then
+  for i in "${!names[@]}"; do
+    [[ " ${selected[*]} " == *" ${names[$i]} "* ]] && run+=("$i")
+  done
+elif ((sample > 0)); then
+  echo "sample of $sample, seed $seed (again: scripts/mutants.sh --sample $sample --seed $seed)"
+  mapfile -t run < <(python3 -c 'import random, sys
+n, k, seed = map(int, sys.argv[1:])
+print("\n".join(map(str, sorted(random.Random(seed).sample(range(n), min(k, n))))))' \
+    "${#names[@]}" "$sample" "$seed")
+else
+  run=("${!names[@]}")
 fi
 
-selected=("$@")
+saved=$(mktemp -d) pg_dir=""
+# On any exit: every file a mutant changed is put back (a copy was saved first), and the
+# PostgreSQL server started here is stopped.
+cleanup() {
+  for i in "${run[@]}"; do
+    [ -f "$saved/$i" ] && cat "$saved/$i" >"$tree/${files[$i]}" && rm -f "$saved/$i"
+  done
+  rm -rf "$saved"
+  [ -z "$pg_dir" ] || bash "$root/scripts/postgres.sh" stop "$pg_dir" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+if ((in_place)); then
+  tree=$root build=$root/build logs=$(mktemp -d)
+  [ -f "$build/build.ninja" ] || { echo "no build in $build: run scripts/test.sh first" >&2; exit 2; }
+else
+  scratch=${MUTANTS_DIR:-/tmp/evident-mutants-${USER:-$(id -un)}}
+  tree=$scratch/tree build=$scratch/build logs=$scratch/logs
+  mkdir -p "$tree" "$logs"
+  # The tracked files, copied over the previous run's copy: a file whose content changed is
+  # written anew and so gets the current time, which the kept build then rebuilds. Unchanged
+  # files keep their times: builds stay incremental.
+  rm -rf "$tree.new" && mkdir -p "$tree.new"
+  git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$tree.new"
+  while IFS= read -r -d '' file; do
+    if ! cmp -s "$tree.new/$file" "$tree/$file"; then
+      mkdir -p "$(dirname "$tree/$file")"
+      cat "$tree.new/$file" >"$tree/$file.copy" && mv "$tree/$file.copy" "$tree/$file"
+      chmod --reference="$tree.new/$file" "$tree/$file"
+    fi
+  done < <(git ls-files -z)
+  rm -rf "$tree.new"
+  cmake -S "$tree" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEVIDENT_ASSERTIONS=ON \
+    -DEVIDENT_BENCH=OFF >"$logs/configure.log" 2>&1 || { cat "$logs/configure.log"; exit 2; }
+fi
+
+echo "logs: $logs"
+
+# A test of the PostgreSQL store needs the server the test suite's fixture otherwise starts.
+for i in "${run[@]}"; do
+  if [[ ${filters[$i]} == *postgresql* && -z ${EVIDENT_TEST_POSTGRES_URL_FILE:-} ]]; then
+    pg_dir=$(mktemp -d)
+    bash "$root/scripts/postgres.sh" start "$pg_dir" >/dev/null || exit 2
+    export EVIDENT_TEST_POSTGRES_URL_FILE=$pg_dir/url
+    break
+  fi
+done
+
+# Builds TARGET; its log in LOG.
+build_target() { cmake --build "$build" -j "$jobs" --target "$1" >"$2" 2>&1; }
+# Runs mutant I's test (at most 15 minutes); its log in LOG. Exit status: the test's.
+run_test() {
+  local binary
+  binary=$(find "$build" -name "${targets[$1]}" -type f -perm -u+x -not -path '*/CMakeFiles/*' |
+    head -1)
+  [ -n "$binary" ] || { echo "no binary ${targets[$1]} under $build" >"$2"; return 99; }
+  # Through an inner shell: a test that aborts (an assertion, as a mutant
+  # may trip) is an exit status in its log, not a shell's "Aborted" line here.
+  bash -c 'cd "$1" && timeout 900 "$2" --gtest_filter="$3" --gtest_brief=1; exit $?' _ \
+    "$build" "$binary" "${filters[$1]}" >"$2" 2>&1
+}
+
+# The unmutated tree passes every test about to be asked to fail (each target once).
+declare -A baseline=()
+for i in "${run[@]}"; do
+  key="${targets[$i]} ${filters[$i]}"
+  [ -n "${baseline[$key]:-}" ] && continue
+  baseline[$key]=1
+  if ! build_target "${targets[$i]}" "$logs/baseline.build.log"; then
+    tail -30 "$logs/baseline.build.log"
+    exit 2
+  fi
+  if ! run_test "$i" "$logs/baseline.${names[$i]}.log"; then
+    echo "the unmutated tree fails ${targets[$i]} --gtest_filter='${filters[$i]}':"
+    tail -30 "$logs/baseline.${names[$i]}.log"
+    exit 2
+  fi
+done
+
 killed=0 survived=0 broken=0
-for i in "${!names[@]}"; do
-  name=${names[$i]} file=${files[$i]}
-  if [ ${#selected[@]} -gt 0 ] && [[ ! " ${selected[*]} " == *" $name "* ]]; then continue; fi
-  cp "$root/$file" "$tree/$file"
-  if ! error=$(apply "$tree/$file" "${olds[$i]}" "${news[$i]}" 2>&1); then
+for i in "${run[@]}"; do
+  name=${names[$i]} file=$tree/${files[$i]}
+  cp "$file" "$saved/$i"
+  if ! error=$(apply "$file" "${olds[$i]}" "${news[$i]}" 2>&1); then
     printf '%-44s NOT APPLIED (%s)\n' "$name" "$error"
     broken=$((broken + 1))
-    continue
-  fi
-  if ! build_tree "$logs/$name.build.log"; then
+  elif ! build_target "${targets[$i]}" "$logs/$name.build.log"; then
     printf '%-44s DOES NOT BUILD (log: %s)\n' "$name" "$logs/$name.build.log"
     broken=$((broken + 1))
+  elif run_test "$i" "$logs/$name.test.log"; then
+    printf '%-44s SURVIVED %s --gtest_filter=%s\n' "$name" "${targets[$i]}" "${filters[$i]}"
+    survived=$((survived + 1))
   else
-    failed=$(first_failing_test "$name")
-    if [ -n "$failed" ]; then
-      printf '%-44s killed by %s\n' "$name" "$failed"
-      killed=$((killed + 1))
-    else
-      printf '%-44s SURVIVED\n' "$name"
-      survived=$((survived + 1))
-    fi
+    printf '%-44s killed by %s %s\n' "$name" "${targets[$i]}" "${filters[$i]}"
+    killed=$((killed + 1))
   fi
-  cp "$root/$file" "$tree/$file"
+  cat "$saved/$i" >"$file" && rm -f "$saved/$i"
 done
-# Leave the scratch build matching the unmutated tree for the next run.
-build_tree "$logs/restore.build.log" || true
-
-echo "mutants: $killed killed, $survived survived, $broken not applied or not built"
-[ "$survived" -eq 0 ] && [ "$broken" -eq 0 ]
+echo "mutants run: $killed killed, $survived survived, $broken not applied or not built"
+((survived == 0 && broken == 0))

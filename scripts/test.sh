@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds evident in Release and runs every test: unit, end-to-end, the JSON Schema suite, the
-# clang-tidy check and the sanitized libFuzzer runs. Both trees keep assert() on
+# clang-tidy check and the sanitized libFuzzer runs, then a sample of the mutation check. Both trees keep assert() on
 # (EVIDENT_ASSERTIONS: -UNDEBUG), so the invariants run in every test and fuzz run. Installs the Debian packages it needs.
 # Ends with ctest's summary line, and on failure the failing tests' failure lines. Usage: scripts/test.sh   (FUZZ_SECONDS=30 by default)
 set -euo pipefail
@@ -46,5 +46,12 @@ ctest --test-dir build --output-on-failure -j "$jobs" || rc=$?
 if ((rc != 0)); then
   print_failed_output
   echo "ctest failed (exit $rc): the tests above"
+  exit "$rc"
 fi
+
+# 4. A sample of the mutation check (docs/DEVELOPING.md): five mutants drawn from this run's
+# time, each applied to this tree in turn (and put back), its test's target rebuilt, and that
+# test required to fail. A survivor, or a pattern the code no longer holds, fails the run.
+bash scripts/mutants.sh --in-place --sample 5 || rc=$?
+((rc == 0)) || echo "the mutation sample failed (exit $rc): the lines above"
 exit "$rc"

@@ -182,8 +182,11 @@ TEST_F(OutboxCliTest, RelayToStandardOutputAndToAFileSendsTheExactBytesOnce) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(again.out, "");
   const ProcessResult list = RunEvident({"outbox", "list", "--store", store_, "--format", "json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  const std::vector<std::string> listed = Lines(list.out);
+  ASSERT_EQ(listed.size(), 2u) << list.out;
   simdjson::dom::parser parser;
-  for (const std::string& line : Lines(list.out)) {
+  for (const std::string& line : listed) {
     simdjson::dom::element row = parser.parse(line).value();
     EXPECT_FALSE(row["sent_at_ms"].is_null()) << line;
     EXPECT_EQ(std::string(row["stream"].get_string().value()), "stdout") << line;

@@ -319,7 +319,9 @@ TEST_F(QuarantineCliTest, ReplayExitCodesDryRunOutcomesAndTheAudit) {
     EXPECT_EQ(e["status"].get_string().value(), "open"sv);
     EXPECT_EQ(e["attempts"].get_int64().value(), 2);
   }
-  for (const Listed& r : List()) EXPECT_EQ(r.attempts, 2) << r.event_id;
+  const std::vector<Listed> after_refused = List();
+  ASSERT_EQ(after_refused.size(), 3u);
+  for (const Listed& r : after_refused) EXPECT_EQ(r.attempts, 2) << r.event_id;
 
   WritePaidConfig(dir_, "[1, 2]");
   // A dry run decides and commits nothing: the listing is the same to the byte.
@@ -353,7 +355,9 @@ TEST_F(QuarantineCliTest, ReplayExitCodesDryRunOutcomesAndTheAudit) {
     EXPECT_EQ(e["status"].get_string().value(), "replayed"sv);
     EXPECT_FALSE(e["dry_run"].get_bool().value());
   }
-  for (const Listed& r : List()) EXPECT_EQ(r.status, "replayed") << r.event_id;
+  const std::vector<Listed> after_replay = List();
+  ASSERT_EQ(after_replay.size(), 3u);
+  for (const Listed& r : after_replay) EXPECT_EQ(r.status, "replayed") << r.event_id;
 
   // Nothing is left open: a second replay --all replays nothing.
   const ProcessResult again = Replay({"--all", "--by", "ops", "--note", "again"});
@@ -430,6 +434,7 @@ TEST_F(QuarantineCliTest, DiscardIsAllOrNone) {
   EXPECT_EQ(not_open.exit_code, 1) << not_open.err;
   EXPECT_NE(not_open.err.find("is discarded"), std::string::npos) << not_open.err;
   const std::vector<Listed> after = List();
+  ASSERT_EQ(after.size(), 2u);
   EXPECT_EQ(after[0].status, "discarded");
   EXPECT_EQ(after[1].status, "open");  // not discarded with the refused first
 

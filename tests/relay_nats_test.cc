@@ -240,7 +240,7 @@ class RelayNats : public ::testing::Test {
         RunEvident({"outbox", "list", "--store", store_, "--format", "json", "--limit", "1000000"});
     ASSERT_EQ(list.exit_code, 0) << list.err;
     simdjson::dom::parser parser;
-    size_t rows = 0;
+    size_t rows = 0, sequenced = 0;
     for (const std::string& line : Lines(list.out)) {
       simdjson::dom::element row = parser.parse(line).value();
       ++rows;
@@ -248,11 +248,13 @@ class RelayNats : public ::testing::Test {
           "training://orders/checkout " + std::string(row["id"].get_string().value());
       EXPECT_FALSE(row["sent_at_ms"].is_null()) << id << " is not marked sent";
       if (row["stream_sequence"].is_null()) continue;
+      ++sequenced;
       EXPECT_EQ(static_cast<uint64_t>(row["stream_sequence"].get_int64().value()), seq_by_id[id])
           << id;
       EXPECT_EQ(std::string(row["stream"].get_string().value()), "ORDERS");
     }
     EXPECT_EQ(rows, bytes_by_id_.size());
+    EXPECT_EQ(sequenced, rows) << "rows marked sent without their message's sequence";
   }
 
   std::string dir_, store_, url_;
@@ -337,9 +339,15 @@ TEST_F(RelayNats, TheServerKilledNineAndRestartedLosesNothing) {
   const pid_t server = ServerPid();
   ASSERT_GT(server, 0);  // kill(0, ...) would stop this test's own process group
   ASSERT_EQ(kill(server, SIGSTOP), 0);
-  // Acknowledgements the server sent just before it stopped may still be marked: let them.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const int64_t sent_at_stop = SentRows();
+  // Acknowledgements the server sent just before it stopped may still be marked: wait until the
+  // count holds still for three readings 100 ms apart (5 s at most).
+  int64_t sent_at_stop = SentRows();
+  for (int i = 0, still = 0; i < 50 && still < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const int64_t now = SentRows();
+    still = now == sent_at_stop ? still + 1 : 0;
+    sent_at_stop = now;
+  }
   // Longer than two publish timeouts: a publish that ended without its acknowledgements (and a
   // relay that counted them as accepted all the same) would have marked rows by now.
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
@@ -415,7 +423,22 @@ TEST_F(RelayNats, WhileTheServerIsDownTheRelayWaitsWithoutSpinningThenFinishes) 
   argv.insert(argv.end(), {"--backoff-max-ms", "2000"});
   const pid_t relay = StartProcess(argv, {.err = err_fd});
   ASSERT_GT(relay, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Until its first round has failed (it says so on standard error): started, now backing off.
+  const auto said = [&] {
+    std::ifstream in(fs::path(dir_) / "relay.err");
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  bool backing_off = false;
+  for (int i = 0; i < 200 && !backing_off; ++i) {
+    backing_off = said().find("a round failed (1 in a row)") != std::string::npos;
+    if (!backing_off) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  if (!backing_off) {
+    kill(relay, SIGKILL);
+    waitpid(relay, nullptr, 0);
+    close(err_fd);
+    FAIL() << "the relay never tried the stopped server in 5 s: " << said();
+  }
   const int64_t cpu_before = CpuMs(relay);
   std::this_thread::sleep_for(std::chrono::seconds(10));
   const int64_t cpu_after = CpuMs(relay);
@@ -597,7 +620,13 @@ TEST_F(RelayNats, AConsumerWhoseServerIsGoneAtTheEndSaysItsAcknowledgementsAreUn
   StartServer(port);
   const ProcessResult again = RunProcess(consume_args("-", "2"));
   EXPECT_EQ(again.exit_code, 0) << again.err;
-  for (const std::string& line : Lines(again.out)) {
+  // What comes again (any acknowledgement the server kept before it died does not) is a
+  // duplicate, never applied a second time.
+  const std::vector<std::string> again_lines = Lines(again.out);
+  EXPECT_LE(again_lines.size(), 50u) << again.out;
+  EXPECT_EQ(again.out.find("\"outcome\":\"applied\""), std::string::npos)
+      << "an event was applied twice: " << again.out;
+  for (const std::string& line : again_lines) {
     EXPECT_NE(line.find("\"outcome\":\"duplicate\""), std::string::npos) << line;
   }
 }

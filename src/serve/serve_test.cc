@@ -293,6 +293,9 @@ TEST_F(ServeTest, AForgedOwnerIsRefusedWithNothingWrittenButItsRecord) {
   // The one that passed its own signature was rejected: the owner of order-417 stays.
   const auto after = counts();
   ASSERT_EQ(after.size(), before.size());
+  ASSERT_TRUE(std::any_of(after.begin(), after.end(), [](const auto& table) {
+    return table.first == "quarantine";
+  })) << "no quarantine count to check";
   for (size_t i = 0; i < after.size(); ++i) {
     EXPECT_EQ(after[i].second - before[i].second, after[i].first == "quarantine" ? 1 : 0)
         << after[i].first;
@@ -700,7 +703,15 @@ TEST_F(ServeTest, ANewConnectionDuringTheDrainIsRefusedAtOnce) {
   sqlite3_busy_timeout(locker, 5000);  // the daemon's own reads may hold the lock a moment
   ASSERT_EQ(sqlite3_exec(locker, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
   std::thread in_flight([this] { Post(StatusEvent("held", "order-d")); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the loop waits on the lock
+  // Until the daemon has taken the request (it waits for its commit behind the lock): 10 s at
+  // most. Not fatal: the thread must be joined.
+  bool taken = false;
+  for (int i = 0; i < 200 && !taken; ++i) {
+    taken = Http(port_, "GET", "/metrics").body.find("evident_requests_waiting 1\n") !=
+            std::string::npos;
+    if (!taken) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(taken) << "the daemon never took the held request";
   cancel_.Cancel();
   // Asked until the drain has begun (the daemon sees the cancel within 50 ms on a quiet
   // machine): the first refused connection is refused at once, not queued until the drain ends
