@@ -855,6 +855,66 @@ class RelayNatsCluster : public RelayNats {
         "bash " EVIDENT_SOURCE_DIR "/scripts/nats.sh " + what + " " + NatsDir() + " " + name, &rc);
     ASSERT_EQ(rc, 0) << what << " " << name << ": " << out;
   }
+  // Starts a relay that creates the stream with three replicas and keeps running; returns once
+  // it has sent rows (0 when it sent none in 30 s).
+  pid_t StartReplicatedRelay() {
+    std::vector<std::string> argv = RelayArgs(false);
+    argv.insert(argv.end(), {"--replicas", "3", "--backoff-max-ms", "500"});
+    const pid_t relay = StartProcess(argv, {.out = null_fd_, .err = null_fd_});
+    if (relay <= 0) return 0;
+    for (int i = 0; i < 3000 && SentRows() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (SentRows() > 0) return relay;
+    kill(relay, SIGKILL);
+    waitpid(relay, nullptr, 0);
+    return 0;
+  }
+  // Stops the relay as a supervisor would: true when it exited 0.
+  static bool StopRelay(pid_t relay) {
+    kill(relay, SIGTERM);
+    int status = 0;
+    waitpid(relay, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  // Starts a consumer of the seed list with the durable consumer `durable`, its outcomes in
+  // Outcomes() and its standard error in consume.err, ending after 15 s idle.
+  pid_t StartConsumer(const std::string& durable) {
+    consume_err_ = open((fs::path(dir_) / "consume.err").c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    return StartProcess(
+        {EVIDENT_BINARY, "consume", "--config", SourcePath("examples/orders/evident.yaml"),
+         "--from", url_, "--stream", "ORDERS", "--durable", durable, "--store",
+         "sqlite:" + (fs::path(dir_) / "consumer.db").string(), "--batch-count-max", "50",
+         "--until-idle", "15", "--outcomes", Outcomes()},
+        {.err = consume_err_});
+  }
+  std::string Outcomes() const { return (fs::path(dir_) / "outcomes.ndjson").string(); }
+  // Waits up to 120 s for the consumer to end (killed after): "" when it exited 0, else why,
+  // with what it said.
+  std::string ConsumerEnd(pid_t consumer) {
+    int status = 0;
+    bool ended = false;
+    for (int i = 0; i < 1200 && !(ended = waitpid(consumer, &status, WNOHANG) == consumer); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!ended) {
+      kill(consumer, SIGKILL);
+      waitpid(consumer, &status, 0);
+    }
+    std::ifstream err((fs::path(dir_) / "consume.err").string());
+    const std::string said((std::istreambuf_iterator<char>(err)), {});
+    if (!ended) return "the consume did not end within 120 s: " + said;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+    return "consume status " + std::to_string(status) + ": " + said;
+  }
+  void TearDown() override {
+    if (consume_err_ >= 0) close(consume_err_);
+    close(null_fd_);
+    RelayNats::TearDown();
+  }
+  int null_fd_ = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  int consume_err_ = -1;
 };
 
 // The relay creates a stream of three replicas and keeps publishing while the server leading
@@ -863,16 +923,8 @@ class RelayNatsCluster : public RelayNats {
 // started again, catches up (the leader reports it current, with no lag, at 7,000 messages).
 TEST_F(RelayNatsCluster, AStreamOfThreeReplicasLosesNothingWhenItsLeaderIsKilled) {
   Append(0, 6000);
-  const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  std::vector<std::string> argv = RelayArgs(false);
-  argv.insert(argv.end(), {"--replicas", "3", "--backoff-max-ms", "500"});
-  const pid_t relay = StartProcess(argv, {.out = null_fd, .err = null_fd});
-  ASSERT_GT(relay, 0);
-  int64_t sent_before = 0;
-  for (int i = 0; i < 3000 && (sent_before = SentRows()) == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_GT(sent_before, 0) << "the relay sent nothing in 30 s";
+  const pid_t relay = StartReplicatedRelay();
+  ASSERT_GT(relay, 0) << "the relay sent nothing in 30 s";
   const auto [leader, replicas] = StreamPlacement();
   ASSERT_FALSE(leader.empty()) << "the stream has no leader";
   EXPECT_EQ(replicas, 3);
@@ -883,18 +935,45 @@ TEST_F(RelayNatsCluster, AStreamOfThreeReplicasLosesNothingWhenItsLeaderIsKilled
   const std::string new_leader = StreamPlacement().first;
   EXPECT_NE(new_leader, leader);
   EXPECT_FALSE(new_leader.empty());
-  kill(relay, SIGTERM);
-  int status = 0;
-  waitpid(relay, &status, 0);
-  close(null_fd);
+  EXPECT_TRUE(StopRelay(relay));
   EXPECT_TRUE(drained) << "rows still pending 60 s after the leader died";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "relay status " << status;
   {
     SCOPED_TRACE("read from the two servers left");
     ExpectEveryRowOnceAndSent();
   }
   Node("node-start", leader);
   EXPECT_TRUE(WaitReplicasCurrent(30, 7000)) << "the restarted server did not catch up in 30 s";
+}
+
+// A follower of the three-replica stream is killed -9 while the relay publishes (1,000 rows are
+// appended after its death) and a consumer fetches and acknowledges, then started again: the two
+// others keep a majority, so PubAcks and acks go on; the stream holds every row once, the consumer
+// decides every event once, and the restarted follower catches up (current, no lag, at 3,000
+// messages).
+TEST_F(RelayNatsCluster, AFollowerKilledMidPublishAndMidAckLosesNothing) {
+  Append(0, 2000);
+  const pid_t relay = StartReplicatedRelay();
+  ASSERT_GT(relay, 0) << "the relay sent nothing in 30 s";
+  const pid_t consumer = StartConsumer("follower");
+  ASSERT_GT(consumer, 0);
+  ASSERT_TRUE(WaitForDistinctKeys(Outcomes(), 100)) << "the consumer decided nothing in 30 s";
+  const std::string leader = StreamPlacement().first;
+  ASSERT_FALSE(leader.empty()) << "the stream has no leader";
+  const std::string follower = leader == "n1" ? "n2" : "n1";
+  Node("node-stop", follower + " KILL");
+  EXPECT_LT(DistinctKeys(Outcomes()), 2000u) << "every event was decided before it died";
+  Append(2000, 1000);  // published while the follower is down
+  const bool drained = WaitUntilNothingPending(60);
+  Node("node-start", follower);
+  EXPECT_TRUE(StopRelay(relay));
+  EXPECT_TRUE(drained) << "rows still pending 60 s after the follower died";
+  EXPECT_EQ(ConsumerEnd(consumer), "");
+  EXPECT_EQ(DistinctKeys(Outcomes()), 3000u);
+  {
+    SCOPED_TRACE("the stream, after the follower's return");
+    ExpectEveryRowOnceAndSent();
+  }
+  EXPECT_TRUE(WaitReplicasCurrent(30, 3000)) << "the restarted follower did not catch up in 30 s";
 }
 
 // A consumer given the seed list decides every event of a three-replica stream exactly once
@@ -909,15 +988,8 @@ TEST_F(RelayNatsCluster, AConsumerRidesThroughItsConsumerLeadersDeath) {
     return argv;
   }());
   ASSERT_EQ(relayed.exit_code, 0) << relayed.err;
-  const std::string outcomes = (fs::path(dir_) / "outcomes.ndjson").string();
-  const int err_fd = open((fs::path(dir_) / "consume.err").c_str(),
-                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const pid_t consumer = StartProcess(
-      {EVIDENT_BINARY, "consume", "--config", SourcePath("examples/orders/evident.yaml"), "--from",
-       url_, "--stream", "ORDERS", "--durable", "cluster", "--store",
-       "sqlite:" + (fs::path(dir_) / "consumer.db").string(), "--batch-count-max", "50",
-       "--until-idle", "15", "--outcomes", outcomes},
-      {.err = err_fd});
+  const std::string outcomes = Outcomes();
+  const pid_t consumer = StartConsumer("cluster");
   ASSERT_GT(consumer, 0);
   ASSERT_TRUE(WaitForDistinctKeys(outcomes, 200)) << "the consumer decided nothing in 30 s";
   // The durable consumer's leader, asked of the cluster.
@@ -941,22 +1013,8 @@ TEST_F(RelayNatsCluster, AConsumerRidesThroughItsConsumerLeadersDeath) {
   EXPECT_LT(DistinctKeys(outcomes), 2000u) << "every event was decided before the leader died";
   std::this_thread::sleep_for(std::chrono::seconds(2));
   Node("node-start", leader);
-  int status = 0;
-  bool ended = false;  // within 120 s (2,000 events and --until-idle 15), else killed
-  for (int i = 0; i < 1200 && !(ended = waitpid(consumer, &status, WNOHANG) == consumer); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (!ended) {
-    kill(consumer, SIGKILL);
-    waitpid(consumer, &status, 0);
-  }
-  close(err_fd);
-  EXPECT_TRUE(ended) << "the consume did not end within 120 s";
-  std::ifstream err((fs::path(dir_) / "consume.err").string());
-  const std::string said((std::istreambuf_iterator<char>(err)), {});
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "consume status " << status << ": " << said;
-  EXPECT_EQ(DistinctKeys(outcomes), 2000u) << said;
+  EXPECT_EQ(ConsumerEnd(consumer), "");  // within 120 s: 2,000 events and --until-idle 15
+  EXPECT_EQ(DistinctKeys(outcomes), 2000u);
 }
 
 // A consumer started, with a new durable, just as the server leading its three-replica stream

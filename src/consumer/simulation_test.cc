@@ -23,7 +23,9 @@
 // for known keys, no kept inputs, in sync).
 //
 // A failing seed is printed with the command that reproduces it. Seeds: EVIDENT_SIM_SEEDS
-// (default 1000, from EVIDENT_SIM_FIRST_SEED, default 1), or one seed with EVIDENT_SIM_SEED.
+// (default 1000, from EVIDENT_SIM_FIRST_SEED, default 1), or one seed with EVIDENT_SIM_SEED;
+// and 1,000 more drawn from the run's time (printed). scripts/simulate.sh N runs N seeds on
+// every core.
 //
 // Built twice: as simulation_test, which must pass every seed, and against
 // evident_consumer_planted (EVIDENT_PLANTED_LEDGER_BUG: the unordered path ignores the ledger's
@@ -31,6 +33,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -435,31 +438,40 @@ int64_t EnvInt(const char* name, int64_t fallback) {
   return text == nullptr || *text == '\0' ? fallback : std::atoll(text);
 }
 
-// The first failing seed of the configured range, or nullopt; `why` says what failed.
-std::optional<uint64_t> FirstFailingSeed(std::string& why, Stats& stats) {
-  const int64_t one = EnvInt("EVIDENT_SIM_SEED", 0);
-  const int64_t first = one != 0 ? one : EnvInt("EVIDENT_SIM_FIRST_SEED", 1);
-  const int64_t count = one != 0 ? 1 : EnvInt("EVIDENT_SIM_SEEDS", 1000);
-  for (int64_t s = first; s < first + count; ++s) {
+// The first failing seed of [first, first + count), or nullopt; `why` says what failed.
+std::optional<uint64_t> FirstFailingSeed(uint64_t first, int64_t count, std::string& why,
+                                         Stats& stats) {
+  for (uint64_t s = first; s < first + static_cast<uint64_t>(count); ++s) {
     int runs = 0;
-    why = Simulate(static_cast<uint64_t>(s), runs, stats);
+    why = Simulate(s, runs, stats);
     ++stats.seeds;
     stats.runs += runs;
-    if (!why.empty()) return static_cast<uint64_t>(s);
+    if (!why.empty()) return s;
   }
   return std::nullopt;
 }
 
+// The same, of the configured range: EVIDENT_SIM_SEED alone, or EVIDENT_SIM_SEEDS (default
+// 1000) from EVIDENT_SIM_FIRST_SEED (default 1).
+std::optional<uint64_t> FirstFailingSeed(std::string& why, Stats& stats) {
+  const int64_t one = EnvInt("EVIDENT_SIM_SEED", 0);
+  const int64_t first = one != 0 ? one : EnvInt("EVIDENT_SIM_FIRST_SEED", 1);
+  const int64_t count = one != 0 ? 1 : EnvInt("EVIDENT_SIM_SEEDS", 1000);
+  return FirstFailingSeed(static_cast<uint64_t>(first), count, why, stats);
+}
+
 #ifndef EVIDENT_PLANTED_LEDGER_BUG
 
-TEST(Simulation, EverySeedKeepsTheInvariantsThroughCrashesAndRedeliveries) {
-  std::string why;
-  Stats stats;
-  const std::optional<uint64_t> failed = FirstFailingSeed(why, stats);
+// Fails with the seed and the command that reproduces it; prints what the seeds exercised and
+// requires that they injected something.
+void ExpectPassed(const std::optional<uint64_t>& failed, const std::string& why,
+                  const Stats& stats) {
   if (failed) {
     ADD_FAILURE() << "seed " << *failed << ": " << why
                   << "\nreproduce: EVIDENT_SIM_SEED=" << *failed << " "
-                  << ::testing::internal::GetArgvs()[0];
+                  << ::testing::internal::GetArgvs()[0]
+                  << " --gtest_filter=Simulation.EverySeedKeepsTheInvariantsThroughCrashesAnd"
+                     "Redeliveries";
   }
   std::printf(
       "%lld seeds, %lld runs (restarts included), %lld messages delivered, %lld crashes between "
@@ -478,6 +490,33 @@ TEST(Simulation, EverySeedKeepsTheInvariantsThroughCrashesAndRedeliveries) {
     EXPECT_GT(stats.source_faults, stats.seeds / 20);
     EXPECT_GT(stats.unreachable_spells, stats.seeds / 20);
   }
+}
+
+TEST(Simulation, EverySeedKeepsTheInvariantsThroughCrashesAndRedeliveries) {
+  std::string why;
+  Stats stats;
+  const std::optional<uint64_t> failed = FirstFailingSeed(why, stats);
+  ExpectPassed(failed, why, stats);
+}
+
+// 1,000 seeds more, drawn from this run's time (printed: each run covers seeds no earlier run
+// did, and any of them is replayed with EVIDENT_SIM_SEED), or from EVIDENT_SIM_DRAWN_FIRST_SEED.
+TEST(Simulation, SeedsDrawnFromThisRunsTimeKeepTheInvariants) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const int64_t drawn =
+      EnvInt("EVIDENT_SIM_DRAWN_FIRST_SEED",
+             1'000'000 + std::chrono::duration_cast<std::chrono::microseconds>(now).count() %
+                             1'000'000'000'000);
+  std::printf(
+      "seeds %lld..%lld, drawn from this run's time (again: EVIDENT_SIM_FIRST_SEED=%lld "
+      "EVIDENT_SIM_SEEDS=1000)\n",
+      static_cast<long long>(drawn), static_cast<long long>(drawn + 999),
+      static_cast<long long>(drawn));
+  std::string why;
+  Stats stats;
+  const std::optional<uint64_t> failed =
+      FirstFailingSeed(static_cast<uint64_t>(drawn), 1000, why, stats);
+  ExpectPassed(failed, why, stats);
 }
 
 // The same seed gives the same run: the number of restarts and the verdict repeat.
