@@ -21,6 +21,10 @@ struct StoreFault {
   int64_t nth = 1;  // the nth call of that kind (counted from 1 over the store's life)
   Code code = Code::kUnavailable;  // the error returned (kOk: no error, only the delay)
   int64_t delay_ms = 0;            // slept (through the sleep function) before the call runs
+  // kCommit only: the wrapped transaction commits first, and then the error is returned: a
+  // commit that took effect but was reported failed (a connection lost after the server
+  // committed). The caller must find its work done when it tries again.
+  bool after_call = false;
 };
 
 // Lifecycle: transactions and snapshots handed out share the counters and faults with the store

@@ -10,13 +10,16 @@
 //   crash (between a commit and its acknowledgement) makes the next connection deliver the
 //   committed batch again;
 // - faults in the memory store (FaultStore): a call of a chosen kind fails, so the open batch
-//   is rolled back and the run dies, to restart on the same database;
+//   is rolled back and the run dies, to restart on the same database; or a commit takes effect
+//   and is reported failed all the same;
 // - faults of the broker connection (FaultSource): a fetch fails (the run dies the same way),
 //   or the broker cannot be reached for a few fetches;
 // - the batch size, a manual clock, and pauses of the broker between messages, which the loop
 //   waits on that clock (events read on the deciding thread: one thread, the same run every
 //   time), so that batches also close on linger and on age, as they do in production.
-// The run restarts until the whole log is acknowledged. Then: no event took effect twice (a
+// After every run: the stored position is never behind the broker's acknowledgements, and no
+// event has taken effect twice. The run restarts until the whole log is acknowledged.
+// Then: no event took effect twice (a
 // projection's version is its number of receipts), the projections equal those of one
 // fault-free run of the same events in order, nothing is lost (every event has its receipt,
 // nothing waits), and the evidence packet explains every decision (receipts, duplicates only
@@ -236,21 +239,63 @@ StoreFault RandomFault(Rng& rng) {
   fault.call = kCalls[rng.Below(std::size(kCalls))];
   fault.nth = 1 + rng.Below(12);
   fault.code = rng.Percent(50) ? Code::kIoError : Code::kUnavailable;
+  // Or a commit that takes effect and is reported failed (a connection lost after the commit).
+  if (rng.Percent(20)) {
+    fault.call = StoreCall::kCommit;
+    fault.after_call = true;
+  }
   return fault;
 }
 
 // What the seeds exercised, printed so that a run shows it tested something.
 struct Stats {
   int64_t seeds = 0, runs = 0, crashes_at_ack = 0, store_faults = 0, deliveries = 0, pauses = 0,
-          source_faults = 0, unreachable_spells = 0;
+          source_faults = 0, unreachable_spells = 0, commits_failed_after = 0;
 };
+
+// The invariants that hold after every run, crashed or not: the stored position is never behind
+// what the broker has acknowledged (an acknowledgement follows its commit; the position itself
+// may go back, as a batch delivered again after a crash commits the redelivery's position, as
+// JetStream's does), and no event has taken effect twice (each projection's version is its
+// number of applied receipts). "" or what broke.
+std::string CheckAfterRun(const std::shared_ptr<MemoryDatabase>& database,
+                          const std::vector<Event>& events, const Broker& broker) {
+  auto store = OpenMemoryStore(database);
+  auto snapshot = store.ok() ? (*store)->Read() : Result<std::unique_ptr<Snapshot>>(store.status());
+  if (!snapshot.ok()) return "cannot read the store: " + snapshot.status().ToString();
+  const auto stored = (*snapshot)->GetPosition("sim-broker");
+  if (!stored.ok()) return stored.status().ToString();
+  const int64_t position = *stored ? std::atoll((*stored)->c_str()) : 0;
+  if (position < broker.acked) {
+    return "the broker acknowledged " + std::to_string(broker.acked) +
+           " messages, the store committed " + std::to_string(position);
+  }
+  std::set<std::pair<std::string, std::string>> checked;  // consumer, subject
+  for (const Event& e : events) {
+    if (!checked.emplace(e.consumer, e.subject).second) continue;
+    const auto ledger = (*snapshot)->LedgerOf(e.consumer, e.subject);
+    const auto projection = (*snapshot)->FindProjection(e.consumer, e.subject);
+    if (!ledger.ok() || !projection.ok()) return "cannot read " + e.consumer + " " + e.subject;
+    const auto applied =
+        std::count_if(ledger->rows.begin(), ledger->rows.end(),
+                      [](const LedgerEntry& r) { return r.state == LedgerState::kApplied; });
+    const int64_t version = *projection ? (*projection)->version : 0;
+    if (version != applied) {
+      return e.consumer + " " + e.subject + ": projection version " + std::to_string(version) +
+             " with " + std::to_string(applied) +
+             " applied receipts: an event took effect twice or not at all";
+    }
+  }
+  return "";
+}
 
 // Runs the log until the broker has every message acknowledged; "" or what went wrong. Each run
 // builds its pipeline anew, as a restarted process does. A run may end early only for a fault
 // this simulation injected in it: a store fault that fired or a crash at an acknowledgement. Any
 // other error, or a run that ends OK before the whole log is acknowledged, is a failure.
 std::string RunWithFaults(const Config& config, const std::shared_ptr<MemoryDatabase>& database,
-                          Broker& broker, Rng& rng, ManualClock& clock, int& runs, Stats& stats) {
+                          const std::vector<Event>& events, Broker& broker, Rng& rng,
+                          ManualClock& clock, int& runs, Stats& stats) {
   const int64_t crash_percent = rng.Below(40);
   const int64_t fault_percent = rng.Below(80);
   const int64_t source_fault_percent = rng.Below(30);
@@ -260,7 +305,12 @@ std::string RunWithFaults(const Config& config, const std::shared_ptr<MemoryData
     auto opened = OpenMemoryStore(database);
     if (!opened.ok()) return "open: " + opened.status().ToString();
     FaultStore store(std::move(opened).value(), [&](int64_t ms) { clock.Advance(ms); });
-    if (rng.Percent(fault_percent)) store.Add(RandomFault(rng));
+    bool commit_fails_after = false;  // the armed fault is a commit that takes effect first
+    if (rng.Percent(fault_percent)) {
+      const StoreFault fault = RandomFault(rng);
+      commit_fails_after = fault.after_call;
+      store.Add(fault);
+    }
     FaultSource source(std::make_unique<SimSource>(broker, rng, crash_percent, clock));
     const auto log_size = static_cast<int64_t>(broker.log.size());
     if (rng.Percent(source_fault_percent)) {  // the broker connection breaks mid-run
@@ -276,6 +326,7 @@ std::string RunWithFaults(const Config& config, const std::shared_ptr<MemoryData
     const int64_t crashes_before = broker.crashes;
     const int64_t faults_before = store.faults_fired();
     const Result<ConsumeSummary> summary = Consume(**pipeline, store, source, options);
+    if (commit_fails_after && store.faults_fired() > faults_before) ++stats.commits_failed_after;
     const int64_t faults_fired = store.faults_fired() - faults_before + source.faults_fired();
     stats.source_faults += source.faults_fired();
     stats.unreachable_spells += source.unreachable_spells();
@@ -283,6 +334,9 @@ std::string RunWithFaults(const Config& config, const std::shared_ptr<MemoryData
     stats.store_faults += faults_fired;
     clock.Advance(1000);
     if (!broker.violation.empty()) return broker.violation;
+    if (std::string broke = CheckAfterRun(database, events, broker); !broke.empty()) {
+      return "after run " + std::to_string(runs) + ": " + broke;
+    }
     const bool done = broker.acked == static_cast<int64_t>(broker.log.size());
     if (summary.ok()) {
       if (done) return "";
@@ -412,7 +466,7 @@ std::string Simulate(uint64_t seed, int& runs, Stats& stats) {
   const Config config = SimulationConfig(1 + rng.Below(16));
   ManualClock clock(kStartMs);
   const auto faulty = NewMemoryDatabase();
-  const std::string ran = RunWithFaults(config, faulty, broker, rng, clock, runs, stats);
+  const std::string ran = RunWithFaults(config, faulty, events, broker, rng, clock, runs, stats);
   stats.crashes_at_ack += broker.crashes;
   stats.pauses += broker.pauses;
   stats.deliveries += static_cast<int64_t>(broker.log.size());
@@ -476,12 +530,13 @@ void ExpectPassed(const std::optional<uint64_t>& failed, const std::string& why,
   std::printf(
       "%lld seeds, %lld runs (restarts included), %lld messages delivered, %lld crashes between "
       "commit and acknowledgement, %lld store faults fired, %lld broker pauses waited on the "
-      "manual clock, %lld source faults fired, %lld unreachable spells\n",
+      "manual clock, %lld source faults fired, %lld unreachable spells, %lld commits that took "
+      "effect and were reported failed\n",
       static_cast<long long>(stats.seeds), static_cast<long long>(stats.runs),
       static_cast<long long>(stats.deliveries), static_cast<long long>(stats.crashes_at_ack),
       static_cast<long long>(stats.store_faults), static_cast<long long>(stats.pauses),
-      static_cast<long long>(stats.source_faults),
-      static_cast<long long>(stats.unreachable_spells));
+      static_cast<long long>(stats.source_faults), static_cast<long long>(stats.unreachable_spells),
+      static_cast<long long>(stats.commits_failed_after));
   // A simulation that injected nothing proves nothing.
   if (stats.seeds >= 100) {
     EXPECT_GT(stats.crashes_at_ack, stats.seeds / 10);
@@ -489,6 +544,7 @@ void ExpectPassed(const std::optional<uint64_t>& failed, const std::string& why,
     EXPECT_GT(stats.pauses, stats.seeds / 10);
     EXPECT_GT(stats.source_faults, stats.seeds / 20);
     EXPECT_GT(stats.unreachable_spells, stats.seeds / 20);
+    EXPECT_GT(stats.commits_failed_after, stats.seeds / 100);
   }
 }
 

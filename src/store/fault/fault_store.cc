@@ -121,8 +121,9 @@ std::string_view StoreCallName(StoreCall call) {
 
 struct FaultStore::State {
   // Counts the call, sleeps the delays of the faults set for this count, and returns the first
-  // of their errors (OK when none fails it).
-  Status Enter(StoreCall call) {
+  // of their errors (OK when none fails it); `after` (may be null) says whether that error comes
+  // after the call took effect (StoreFault::after_call).
+  Status Enter(StoreCall call, bool* after = nullptr) {
     const int64_t count = ++calls[static_cast<size_t>(call)];
     Status failure;
     for (const StoreFault& fault : faults) {
@@ -131,7 +132,9 @@ struct FaultStore::State {
       if (fault.delay_ms > 0 && sleep_ms) sleep_ms(fault.delay_ms);
       if (fault.code != Code::kOk && failure.ok()) {
         failure = Status(fault.code, "injected fault: " + std::string(StoreCallName(call)) + " #" +
-                                         std::to_string(count));
+                                         std::to_string(count) +
+                                         (fault.after_call ? " (after it took effect)" : ""));
+        if (after != nullptr) *after = fault.after_call;
       }
     }
     return failure;
@@ -153,11 +156,17 @@ class FaultTransaction final : public TransactionWrapper {
   FaultTransaction(std::unique_ptr<Transaction> inner, std::shared_ptr<FaultState> state)
       : TransactionWrapper(std::move(inner)), state_(std::move(state)) {}
 
-  // A failed commit drops the work, as a crash before the commit record would.
+  // A failed commit drops the work, as a crash before the commit record would; one failed after
+  // the call (StoreFault::after_call) keeps it, and says it failed all the same.
   Status Commit() override {
     assert(target_ != nullptr && "transaction used after Commit or Rollback");
-    Status injected = state_->Enter(StoreCall::kCommit);
+    bool after = false;
+    Status injected = state_->Enter(StoreCall::kCommit, &after);
     std::unique_ptr<Transaction> inner = std::move(target_);
+    if (!injected.ok() && after) {
+      const Status committed = inner->Commit();
+      return committed.ok() ? injected : committed;
+    }
     if (!injected.ok()) {
       (void)inner->Rollback();  // the injected failure is the answer either way
       return injected;

@@ -498,6 +498,25 @@ TEST(FaultStore, AFailedCommitLeavesNothing) {
   EXPECT_EQ(store->calls(StoreCall::kCommit), 2);
 }
 
+// A commit failed after it took effect (a connection lost after the server committed): the
+// caller hears the error, and finds its work there when it tries again.
+TEST(FaultStore, ACommitFailedAfterItTookEffectKeepsItsWork) {
+  auto store = NewFaultStore();
+  store->Add({.call = StoreCall::kCommit, .nth = 1, .code = Code::kIoError, .after_call = true});
+  auto tx = std::move(store->Begin()).value();
+  EXPECT_EQ(tx->InsertLedger(Receipt("e1")).value(), Insert::kInserted);
+  ASSERT_TRUE(tx->SetPosition("in", "p").ok());
+  const Status failed = tx->Commit();
+  EXPECT_EQ(failed.code(), Code::kIoError);
+  EXPECT_EQ(failed.message(), "injected fault: commit #1 (after it took effect)");
+  tx.reset();
+  tx = std::move(store->Begin()).value();
+  EXPECT_EQ(tx->InsertLedger(Receipt("e1")).value(), Insert::kAlreadyThere);
+  EXPECT_EQ(tx->GetPosition("in").value(), std::optional<std::string>("p"));
+  ASSERT_TRUE(tx->Rollback().ok());
+  EXPECT_EQ(store->faults_fired(), 1);
+}
+
 // Faults that fail Begin or Read hand out nothing: the store stays free.
 TEST(FaultStore, AFailedBeginOrReadOpensNothing) {
   auto store = NewFaultStore();
