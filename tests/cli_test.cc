@@ -424,6 +424,12 @@ TEST(CliOptions, RelayRefusesJetStreamOptionsForAnotherDestination) {
                             "kafka://HOST:PORT[,HOST:PORT...], file:PATH or -"),
             std::string::npos)
       << scheme.err;
+  // A URL's password is never repeated: shown as ***@.
+  const ProcessResult secret = RunEvident(
+      {"relay", "--store", store, "--to", "nat://relay:pw-5c1d@127.0.0.1:4222", "--once"});
+  EXPECT_EQ(secret.exit_code, 2);
+  EXPECT_EQ(secret.err.find("pw-5c1d"), std::string::npos) << secret.err;
+  EXPECT_NE(secret.err.find("nat://***@127.0.0.1:4222"), std::string::npos) << secret.err;
   const ProcessResult plain = RunEvident({"relay", "--store", store, "--to", "-", "--once"});
   EXPECT_EQ(plain.exit_code, 0) << plain.err;
   fs::remove_all(dir);

@@ -170,7 +170,7 @@ std::string UnreadSourceOptions(const ConsumeFlags& flags, const CLI::App& cmd) 
   }
   if (unread.empty() || !SourceTraitsOf(flags.from).ok()) return "";  // an unknown --from: later
   return Join(unread) + (unread.size() == 1 ? ": not an option" : ": not options") +
-         " of the source --from " + flags.from;
+         " of the source --from " + RedactUri(flags.from);
 }
 
 // Whether --group can run on the store; empty when it can. Refused before the store is opened
@@ -211,7 +211,7 @@ std::string FlagsClash(const ConsumeFlags& flags, const CLI::App& cmd) {
       // The broker assigns the topic's own partitions; one process on a store of its own may
       // be a member too (a group of one, or one beside members on other stores' topics).
       if (cmd.count("--partitions") > 0) {
-        return "--partitions does not fit --group over " + flags.from +
+        return "--partitions does not fit --group over " + RedactUri(flags.from) +
                " (its broker assigns the topic's own partitions)";
       }
     } else {

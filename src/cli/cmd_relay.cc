@@ -84,7 +84,7 @@ Result<Destination> ChooseDestinationChecked(const RelayFlags& flags) {
   if (!unread.empty()) {
     return Status::InvalidArgument(Join(unread) +
                                    (unread.size() == 1 ? ": not an option" : ": not options") +
-                                   " of the destination --to " + flags.to);
+                                   " of the destination --to " + RedactUri(flags.to));
   }
   return destination;
 }

@@ -38,7 +38,7 @@ Result<std::unique_ptr<Source>> OpenRequests(const ServeFlags& f) {
                               .subject_prefix = f.subject_prefix,
                               .properties = f.broker_config};
   if (SourceTakes(f.from, SourceOption::kStream) && f.stream.empty()) {
-    return Status::InvalidArgument("--from " + f.from + " needs --stream");
+    return Status::InvalidArgument("--from " + RedactUri(f.from) + " needs --stream");
   }
   Result<std::unique_ptr<Source>> source = OpenSource(f.from, options);
   if (!source.ok()) return Status(source.status().code(), "--from " + source.status().message());
@@ -47,7 +47,7 @@ Result<std::unique_ptr<Source>> OpenRequests(const ServeFlags& f) {
 
 Result<PublisherFactory> OpenAnswers(const ServeFlags& f) {
   if (PublisherTakes(f.to, PublisherOption::kStream) && f.to_stream.empty()) {
-    return Status::InvalidArgument("--to " + f.to + " needs --to-stream");
+    return Status::InvalidArgument("--to " + RedactUri(f.to) + " needs --to-stream");
   }
   const PublisherOptions options{.stream = f.to_stream,
                                  .subject_prefix = f.to_subject_prefix,

@@ -46,14 +46,15 @@ Status AddBrokerSource(const ServeFlags& flags, ServeOptions& options) {
   const Result<SourceTraits> traits = SourceTraitsOf(flags.from);
   if (!traits.ok()) return Status::InvalidArgument("--from " + traits.status().message());
   if (traits->ends) {
-    return Status::InvalidArgument("--from " + flags.from +
+    return Status::InvalidArgument("--from " + RedactUri(flags.from) +
                                    ": serve reads a broker beside HTTP, not an input that ends");
   }
   const SourceOptions source{.stream = flags.stream,
                              .consumer = flags.durable,
                              .filter = flags.filter,
                              .properties = flags.broker_config};
-  EVIDENT_RETURN_IF_ERROR(CheckSourceOptions(flags.from, source).Annotate("--from " + flags.from));
+  EVIDENT_RETURN_IF_ERROR(
+      CheckSourceOptions(flags.from, source).Annotate("--from " + RedactUri(flags.from)));
   options.broker_resumes = traits->resumes_from_store;
   options.open_broker_source = [from = flags.from, source] { return OpenSource(from, source); };
   options.probe_broker = [from = flags.from, source] { return ProbeSource(from, source); };

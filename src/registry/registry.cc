@@ -49,7 +49,7 @@ std::string Usages(std::span<const Row> rows) {
 // A source or destination of no known scheme: "<uri>: expected <usages>".
 template <typename Row>
 Status Unknown(std::span<const Row> rows, std::string_view uri) {
-  return Status::InvalidArgument(std::string(uri) + ": expected " + Usages(rows));
+  return Status::InvalidArgument(RedactUri(uri) + ": expected " + Usages(rows));
 }
 
 template <typename Option>
@@ -139,7 +139,7 @@ constexpr std::array<StoreRow, 4> kStores = {{
 }};
 
 Status UnknownStore(std::string_view uri) {
-  return Status::InvalidArgument("unknown store '" + std::string(uri) + "' (expected " +
+  return Status::InvalidArgument("unknown store '" + RedactUri(uri) + "' (expected " +
                                  Usages<StoreRow>(kStores) + ")");
 }
 
@@ -525,7 +525,7 @@ Result<Destination> ResolvePublisher(std::string_view uri, const PublisherOption
   const PublisherRow* row = Find<PublisherRow>(kPublishers, uri);
   if (row == nullptr) return Unknown<PublisherRow>(kPublishers, uri);
   Result<Destination> destination = row->resolve(uri, options);
-  if (!destination.ok()) return destination.status().Annotate(uri);
+  if (!destination.ok()) return destination.status().Annotate(RedactUri(uri));
   return destination;
 }
 

@@ -57,6 +57,13 @@ TEST(RedactUri, UserInformationIsNeverShown) {
   ASSERT_FALSE(opened.ok());
   EXPECT_EQ(opened.status().message().find("secret-9"), std::string::npos)
       << opened.status().ToString();
+  // Nor in the refusal of a scheme no backend has, of a source or a destination.
+  const auto unknown = OpenSource("amqp://u:secret-7@127.0.0.1:5672", Stream());
+  EXPECT_EQ(unknown.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("amqp://***@127.0.0.1:5672"), std::string::npos)
+      << unknown.status().ToString();
+  const auto to = ResolvePublisher("amqp://u:secret-6@127.0.0.1:5672", PublisherOptions{});
+  EXPECT_EQ(to.status().message().find("secret-6"), std::string::npos) << to.status().ToString();
 }
 
 }  // namespace
