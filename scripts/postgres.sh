@@ -5,7 +5,8 @@
 #
 #   scripts/postgres.sh start DIR   # prints postgresql://evident@127.0.0.1:PORT/evident once the
 #                                   # server accepts connections (also written to DIR/url); exit 1
-#                                   # with the server's log when it cannot start
+#                                   # with the server's log when it cannot start; a server an
+#                                   # earlier start left in DIR is stopped first
 #   scripts/postgres.sh stop DIR    # fast shutdown, then the data directory is removed; exit 0
 #                                   # when the server is gone
 #
@@ -34,6 +35,9 @@ start() {
   [ -x "$bin/postgres" ] || { echo "PostgreSQL 15 not installed (scripts/install-deps.sh build)" >&2; exit 1; }
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
+  # A server an earlier start left in DIR (a fixture started again, as `ctest --repeat` does,
+  # without its stop) is stopped first: DIR records one server, and no other is left running.
+  [ -f "$dir/data" ] && stop_cluster "$(cat "$dir/data")"
   local data
   data=$(mktemp -d /tmp/evident-pg.XXXXXX)
   echo "$data" >"$dir/data"
