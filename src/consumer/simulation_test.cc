@@ -48,6 +48,7 @@
 #include "evident/fault_store.h"
 #include "evident/fault_transport.h"
 #include "evident/store_memory.h"
+#include "testing/sim_rng.h"
 
 namespace evident {
 namespace {
@@ -58,22 +59,8 @@ constexpr int64_t kStartMs = 1'785'000'000'000;
 constexpr int kRunsMax = 400;  // restarts before a seed is called stuck
 constexpr int64_t kSimLingerMs = 50;
 
-// SplitMix64: small, fast, and the same sequence on every platform.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  int64_t Below(int64_t n) { return static_cast<int64_t>(Next() % static_cast<uint64_t>(n)); }
-  bool Percent(int64_t p) { return Below(100) < p; }
-
- private:
-  uint64_t state_;
-};
+using testing::EnvInt;
+using testing::Rng;
 
 struct Event {
   std::string consumer, id, subject, bytes;
@@ -485,11 +472,6 @@ std::string Simulate(uint64_t seed, int& runs, Stats& stats) {
   }
   snapshot->reset();
   return CheckStores(**faulty_store, **clean_store, events);
-}
-
-int64_t EnvInt(const char* name, int64_t fallback) {
-  const char* text = std::getenv(name);
-  return text == nullptr || *text == '\0' ? fallback : std::atoll(text);
 }
 
 // The first failing seed of [first, first + count), or nullopt; `why` says what failed.
