@@ -330,6 +330,11 @@ TEST_F(KafkaRelay, PropertiesItsGuaranteesRestOnAreRefused) {
     EXPECT_EQ(r.exit_code, 2) << property << ": " << r.err;
     EXPECT_NE(r.err.find("is evident's own"), std::string::npos) << r.err;
   }
+  std::vector<std::string> args = RelayArgs(true);  // more options than librdkafka has
+  for (int i = 0; i < 257; ++i) args.insert(args.end(), {"--kafka-config", "linger.ms=5"});
+  const ProcessResult r = RunProcess(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("given 257 times; at most 256"), std::string::npos) << r.err;
 }
 
 // ---- The consumer ----

@@ -23,6 +23,7 @@
 #include "evident/cancel.h"
 #include "evident/clock.h"
 #include "evident/publisher.h"
+#include "evident/redact.h"
 #include "evident/source.h"
 #include "evident/status.h"
 #include "evident/store.h"
@@ -144,9 +145,6 @@ Result<std::unique_ptr<Source>> OpenSourceWaiting(std::string_view uri,
                                                   const SourceOptions& options, int64_t wait_ms,
                                                   Clock& clock, const CancelToken* cancel,
                                                   std::FILE* log = nullptr);
-// `uri` as a message may show it: the user information of each URL in it ("nats://user:secret@
-// host", a seed list's too) replaced by "***".
-std::string RedactUri(std::string_view uri);
 // The source of one partition of a group whose partitions the store leases
 // (GroupPartitions::kLeasedByStore): `name` keys its position in the store, where it begins;
 // the broker forgets what it kept for the partition's reader `forget_after_ms` after its last

@@ -28,6 +28,7 @@ struct ConsumeFlags {
   std::string progress = "auto";
   std::string otlp_endpoint;
   std::string from, stream = "EVENTS", durable = "evident", filter, until_idle;
+  int64_t until_idle_ms = -1;  // --until-idle as parsed once (-1: not given)
   std::string subject_prefix = "evident";
   int64_t ack_wait_ms = 30'000;
   // How long --from may take to open: a server down or a cluster electing a leader meanwhile
@@ -146,8 +147,7 @@ Result<std::unique_ptr<Source>> OpenConsumeSource(const ConsumeFlags& flags, con
   options.event_bytes_max = static_cast<size_t>(config.event_bytes_max);
   int64_t wait_ms = flags.open_wait_ms;
   if (wait_ms < 0) {
-    const Result<int64_t> idle_ms = ParseDurationMs(flags.until_idle);  // checked already
-    wait_ms = flags.until_idle.empty() ? 60'000 : (idle_ms.ok() ? *idle_ms : 0);
+    wait_ms = flags.until_idle_ms < 0 ? 60'000 : flags.until_idle_ms;
   }
   Result<std::unique_ptr<Source>> source =
       OpenSourceWaiting(flags.from, options, wait_ms, SystemClock(), &stop, stderr);
@@ -364,7 +364,7 @@ int RunOnce(const ConsumeFlags& flags, Pipeline& pipeline, Store& store, Outcome
       store_traits.ok() && store_traits->waits_for_locks) {
     options.busy_retry.attempts_max = 1;
   }
-  if (!flags.until_idle.empty()) options.until_idle_ms = *ParseDurationMs(flags.until_idle);
+  if (flags.until_idle_ms >= 0) options.until_idle_ms = flags.until_idle_ms;
   auto summary = *source != nullptr ? Consume(pipeline, store, **source, options)
                                     : Consume(pipeline, store, options);
   if (const int failed = CloseOutcomes(flags, outcomes, summary.status()); failed != kExitOk) {
@@ -520,7 +520,8 @@ void AddConsumeCommand(CLI::App& app, Runner& run) {
       ->check([](const std::string& v) {
         const Result<int64_t> ms = ParseDurationMs(v);
         return ms.ok() ? std::string() : ms.status().message();
-      });
+      })
+      ->each([flags](const std::string& v) { flags->until_idle_ms = ParseDurationMs(v).value(); });
   cmd->add_option("--profile", flags->profile,
                   "Envelope profile: cloudevents, flat or contract (overrides the config)");
   cmd->add_option("--profile-file", flags->profile_file,

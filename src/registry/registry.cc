@@ -15,7 +15,6 @@
 #include "evident/store_memory.h"
 #include "evident/store_postgres.h"
 #include "evident/store_sqlite.h"
-#include "transport/jetstream/nats_client.h"
 
 namespace evident {
 namespace {
@@ -482,8 +481,6 @@ Result<std::unique_ptr<Source>> OpenSourceWaiting(std::string_view uri,
     backoff_ms = std::min<int64_t>(backoff_ms * 2, 2000);
   }
 }
-
-std::string RedactUri(std::string_view uri) { return jetstream::RedactUrl(uri); }
 
 Result<std::unique_ptr<Source>> OpenPartitionSource(std::string_view uri,
                                                     const SourceOptions& options, std::string name,

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "evident/redact.h"
 #include "transport/jetstream/nats_client.h"
 
 namespace evident {
@@ -141,7 +142,7 @@ Result<natsOptions*> ClientOptions(const JetStreamOptions& o, int64_t timeout_ms
                            jetstream::ParseClientSettings(o.properties));
   natsOptions* opts = nullptr;
   if (const natsStatus s = natsOptions_Create(&opts); s != NATS_OK) {
-    return NatsError("connect to " + jetstream::RedactUrl(o.url), s);
+    return NatsError("connect to " + RedactUri(o.url), s);
   }
   Status applied = jetstream::ApplyClientSettings(opts, o.url, settings);
   natsStatus s = NATS_OK;
@@ -149,7 +150,7 @@ Result<natsOptions*> ClientOptions(const JetStreamOptions& o, int64_t timeout_ms
   if (applied.ok() && s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
   if (applied.ok() && s == NATS_OK) s = natsOptions_SetTimeout(opts, timeout_ms);
   if (applied.ok() && s != NATS_OK) {
-    applied = NatsError("connect to " + jetstream::RedactUrl(o.url), s);
+    applied = NatsError("connect to " + RedactUri(o.url), s);
   }
   if (!applied.ok()) {
     natsOptions_Destroy(opts);
@@ -167,7 +168,7 @@ Status Connect(Conn& c, const JetStreamOptions& o, jsOptions* jo, int64_t timeou
   EVIDENT_ASSIGN_OR_RETURN(natsOptions * opts, ClientOptions(o, timeout_ms, reconnect));
   natsStatus s = natsConnection_Connect(&c.nc, opts);
   natsOptions_Destroy(opts);
-  const std::string where = jetstream::RedactUrl(o.url);
+  const std::string where = RedactUri(o.url);
   if (s != NATS_OK) return NatsError("connect to " + where, s);
   s = natsConnection_JetStream(&c.js, c.nc, jo);
   if (s != NATS_OK) return NatsError("JetStream context on " + where, s);

@@ -5,6 +5,7 @@
 // skipped: a server that cannot start fails the test.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "evident/jetstream.h"
+#include "evident/redact.h"
 #include "testing/shell.h"
 #include "transport/jetstream/nats_client.h"
 
@@ -237,13 +239,45 @@ TEST(NatsProperties, AMalformedSeedListEntryIsRefusedNotRetried) {
   EXPECT_EQ(OpenJetStreamPublisher(unreachable).status().code(), Code::kUnavailable);
 }
 
+// What a user hands in is bounded: the options, a secret file's first line (one endless line is
+// refused, not read whole), and the servers of a seed list.
+TEST(NatsProperties, WhatAUserHandsInIsBounded) {
+  const std::vector<std::string> many(65, "tls=false");
+  const Status options = CheckNatsProperties(many);
+  EXPECT_EQ(options.code(), Code::kInvalidArgument);
+  EXPECT_NE(options.message().find("at most 64"), std::string::npos) << options.ToString();
+  EXPECT_TRUE(CheckNatsProperties(std::vector<std::string>(64, "tls=false")).ok());
+
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("evident-secret-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string endless = (dir / "endless").string(), long_tail = (dir / "tail").string();
+  {
+    std::ofstream(endless) << std::string(70'000, 'x');
+    std::ofstream(long_tail) << "hunter2hunter2\n" << std::string(1 << 20, 'y');
+  }
+  const Status refused = CheckNatsProperties({"user=a", "password_file=" + endless});
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.message().find("longer than 65536 bytes"), std::string::npos)
+      << refused.ToString();
+  EXPECT_TRUE(CheckNatsProperties({"user=a", "password_file=" + long_tail}).ok());
+  std::filesystem::remove_all(dir);
+
+  JetStreamOptions seeds;
+  for (int i = 0; i < 65; ++i) seeds.url += (i > 0 ? "," : "") + std::string("nats://127.0.0.1:1");
+  seeds.stream = "EVENTS";
+  const auto publisher = OpenJetStreamPublisher(seeds);
+  EXPECT_EQ(publisher.status().code(), Code::kInvalidArgument) << publisher.status().ToString();
+  EXPECT_NE(publisher.status().message().find("names 65 servers; at most 64"), std::string::npos)
+      << publisher.status().ToString();
+}
+
 TEST(NatsProperties, AUrlsUserInformationIsNeverShown) {
-  using jetstream::RedactUrl;
-  EXPECT_EQ(RedactUrl("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
-  EXPECT_EQ(RedactUrl("nats://u:p@127.0.0.1:4222"), "nats://***@127.0.0.1:4222");
-  EXPECT_EQ(RedactUrl("nats://tok@a:1,nats://b:2,nats://u:p@c:3"),
+  EXPECT_EQ(RedactUri("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+  EXPECT_EQ(RedactUri("nats://u:p@127.0.0.1:4222"), "nats://***@127.0.0.1:4222");
+  EXPECT_EQ(RedactUri("nats://tok@a:1,nats://b:2,nats://u:p@c:3"),
             "nats://***@a:1,nats://b:2,nats://***@c:3");
-  EXPECT_EQ(RedactUrl(""), "");
+  EXPECT_EQ(RedactUri(""), "");
 }
 
 }  // namespace

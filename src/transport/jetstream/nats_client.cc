@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "evident/redact.h"
+
 namespace evident::jetstream {
 namespace {
 
@@ -19,6 +21,12 @@ constexpr const char* kSystemCaFile = "/etc/ssl/certs/ca-certificates.crt";
 constexpr std::array<std::string_view, 11> kKeys = {
     "user", "password", "password_file", "token",   "token_file",  "creds",
     "tls",  "tls.ca",   "tls.cert",      "tls.key", "tls.hostname"};
+
+// Bounds on what a user hands in: a secret file's first line, the servers of a seed list, and
+// --broker-config options (a NATS connection takes 11 keys; more options are a mistake).
+constexpr size_t kSecretBytesMax = 64 << 10;
+constexpr size_t kSeedServersMax = 64;
+constexpr size_t kPropertiesMax = 64;
 
 std::string KnownKeys() {
   std::string out;
@@ -90,13 +98,23 @@ Status CheckCombination(const ClientSettings& s) {
   return Status::Ok();
 }
 
-// A secret kept in a file: its first line, without the line end.
+// A secret kept in a file: its first line, without the line end, read up to kSecretBytesMax (a
+// file of one endless line is refused, not read whole).
 Result<std::string> ReadSecret(std::string_view key, const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(kSecretBytesMax + 1, '\0');
+  if (in) in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  if (!in && !in.eof()) {
     return Status::InvalidArgument("--broker-config " + std::string(key) + ": cannot read " + path);
   }
+  head.resize(static_cast<size_t>(in.gcount()));
+  const size_t end = head.find('\n');
+  if (end == std::string::npos && head.size() > kSecretBytesMax) {
+    return Status::InvalidArgument("--broker-config " + std::string(key) + ": the first line of " +
+                                   path + " is longer than " + std::to_string(kSecretBytesMax) +
+                                   " bytes");
+  }
+  std::string line = head.substr(0, end);
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line.empty()) {
     return Status::InvalidArgument("--broker-config " + std::string(key) + ": " + path +
@@ -142,20 +160,23 @@ bool ServerUrl(std::string_view one) {
 // only; its SetServers, the list). kInvalidArgument naming an entry that is no server's URL.
 Status SetServers(natsOptions* opts, const std::string& url) {
   std::vector<std::string> servers;
-  for (size_t at = 0; at <= url.size();) {
-    const size_t comma = std::min(url.find(',', at), url.size());
-    std::string one = url.substr(at, comma - at);
+  for (const std::string_view entry : UriListEntries(url)) {
+    std::string one(entry);
     one.erase(0, one.find_first_not_of(' '));
     one.erase(one.find_last_not_of(' ') + 1);
     if (!one.empty() && !ServerUrl(one)) {
-      return Status::InvalidArgument("'" + RedactUrl(one) + "' in '" + RedactUrl(url) +
+      return Status::InvalidArgument("'" + RedactUri(one) + "' in '" + RedactUri(url) +
                                      "' is no server's URL (nats://HOST:PORT)");
     }
     if (!one.empty()) servers.push_back(std::move(one));
-    at = comma + 1;
+  }
+  if (servers.size() > kSeedServersMax) {
+    return Status::InvalidArgument("'" + RedactUri(url) + "' names " +
+                                   std::to_string(servers.size()) + " servers; at most " +
+                                   std::to_string(kSeedServersMax));
   }
   if (servers.empty()) {
-    return Status::InvalidArgument("no server in '" + RedactUrl(url) + "' (nats://HOST:PORT)");
+    return Status::InvalidArgument("no server in '" + RedactUri(url) + "' (nats://HOST:PORT)");
   }
   std::vector<const char*> list;
   list.reserve(servers.size());
@@ -164,7 +185,7 @@ Status SetServers(natsOptions* opts, const std::string& url) {
                                            : natsOptions_SetServers(opts, list.data(),
                                                                     static_cast<int>(list.size()));
   if (n != NATS_OK) {
-    return Status::InvalidArgument("'" + RedactUrl(url) + "': " + natsStatus_GetText(n));
+    return Status::InvalidArgument("'" + RedactUri(url) + "': " + natsStatus_GetText(n));
   }
   return Status::Ok();
 }
@@ -198,6 +219,11 @@ Status ApplyTls(natsOptions* opts, const ClientSettings& s) {
 
 Result<ClientSettings> ParseClientSettings(const std::vector<std::string>& properties) {
   ClientSettings s;
+  if (properties.size() > kPropertiesMax) {
+    return Status::InvalidArgument("--broker-config is given " + std::to_string(properties.size()) +
+                                   " times; a NATS connection takes at most " +
+                                   std::to_string(kPropertiesMax));
+  }
   for (const std::string& text : properties) {
     const size_t eq = text.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -253,25 +279,6 @@ Status ApplyClientSettings(natsOptions* opts, const std::string& url, const Clie
   }
   if (s.tls) return ApplyTls(opts, s);
   return Status::Ok();
-}
-
-std::string RedactUrl(std::string_view url) {
-  std::string out;
-  for (size_t at = 0; at <= url.size();) {
-    const size_t comma = std::min(url.find(',', at), url.size());
-    std::string_view one = url.substr(at, comma - at);
-    const size_t scheme = one.find("://");
-    const size_t host = scheme == std::string_view::npos ? 0 : scheme + 3;
-    const size_t user_end = one.find('@', host);
-    if (user_end != std::string_view::npos) {
-      out += std::string(one.substr(0, host)) + "***" + std::string(one.substr(user_end));
-    } else {
-      out += one;
-    }
-    if (comma < url.size()) out += ',';
-    at = comma + 1;
-  }
-  return out;
 }
 
 }  // namespace evident::jetstream

@@ -37,8 +37,4 @@ Status CheckClientFiles(const ClientSettings& settings);
 Status ApplyClientSettings(natsOptions* opts, const std::string& url,
                            const ClientSettings& settings);
 
-// `url` with the user information of each of its URLs ("nats://user:secret@host") replaced by
-// "***": what a message or a log line may show.
-std::string RedactUrl(std::string_view url);
-
 }  // namespace evident::jetstream

@@ -32,6 +32,12 @@ Result<std::pair<std::string, std::string>> ParseKafkaProperty(std::string_view 
 }
 
 Status CheckKafkaProperties(const std::vector<std::pair<std::string, std::string>>& properties) {
+  // librdkafka knows about 200 properties: more options than that are a mistake, not a config.
+  constexpr size_t kPropertiesMax = 256;
+  if (properties.size() > kPropertiesMax) {
+    return Status::InvalidArgument("--kafka-config is given " + std::to_string(properties.size()) +
+                                   " times; at most " + std::to_string(kPropertiesMax));
+  }
   for (const auto& [key, value] : properties) {
     if (std::find(kOwnProperties.begin(), kOwnProperties.end(), key) != kOwnProperties.end()) {
       return Status::InvalidArgument("the Kafka property " + key +
