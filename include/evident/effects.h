@@ -14,7 +14,9 @@
 //                                            up to the retry limit; otherwise, and after it,
 //                                            it waits for a person (ResolveEffect)
 //   the request never left (no connection) -> intended again, retried with backoff, up to the
-//                                            limit, then waits for a person
+//                                            limit, then waits for a person; unknown still when
+//                                            an earlier attempt's outcome was unknown (it may
+//                                            have acted), retried the same way
 //
 // Before each attempt, in the claiming transaction, the runner reads the subject's present
 // projection for the intent's consumer (the intent's basis): while an ordered projection lags
@@ -99,9 +101,10 @@ struct AttemptVerdict {
   std::optional<int64_t> next_attempt_at_ms;  // nullopt: settled, or waits for a person
   std::string detail;                         // for the log and the intent's last error
 };
-// The rules above, as one pure function: `attempts` counts this attempt.
+// The rules above, as one pure function: `attempts` counts this attempt;
+// `earlier_attempt_unknown`: the intent was unknown when this attempt claimed it.
 AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect, int64_t attempts,
-                            int64_t now_ms);
+                            int64_t now_ms, bool earlier_attempt_unknown = false);
 
 struct EffectRunOptions {
   std::string runner_id;  // recorded with each claim; empty: "runner-<pid>"

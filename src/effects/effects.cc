@@ -111,6 +111,9 @@ EvidenceRecord EvidenceOfDone(const EffectIntent& intent, int64_t now_ms, std::s
 struct Claim {
   EffectIntent intent;  // as claimed (its revision is the claim's)
   const EffectConfig* effect = nullptr;
+  // The intent was unknown before this claim: an earlier attempt may have reached the target,
+  // so a call that never leaves this time does not make it `intended` again.
+  bool earlier_attempt_unknown = false;
 };
 
 // Whether an intent's basis holds right before an attempt (docs/effects.md): the subject's
@@ -336,7 +339,7 @@ Result<std::optional<Claim>> Runner::TakeRow(Transaction& tx, const EffectIntent
     EVIDENT_RETURN_IF_ERROR(OnBasis(tx, intent, check, now_ms));
     return std::optional<Claim>();
   }
-  Claim claim{intent, effect};
+  Claim claim{intent, effect, intent.state == EffectState::kUnknown};
   EffectIntent& c = claim.intent;
   c.state = EffectState::kUnknown;
   c.attempts += 1;
@@ -370,7 +373,7 @@ Status Runner::Record(Transaction& tx, const Claim& claim, const CallResult& res
   if (!current || current->retained) {
     return Status::Internal("effect intent " + c.key + " vanished during its call");
   }
-  verdict = JudgeAttempt(result, *claim.effect, c.attempts, now_ms);
+  verdict = JudgeAttempt(result, *claim.effect, c.attempts, now_ms, claim.earlier_attempt_unknown);
   if (current->revision != c.revision) {
     ++summary_.superseded;
     after = *current;
@@ -501,7 +504,7 @@ Result<EffectRunSummary> Runner::Run() {
 }  // namespace
 
 AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect, int64_t attempts,
-                            int64_t now_ms) {
+                            int64_t now_ms, bool earlier_attempt_unknown) {
   AttemptVerdict v;
   v.detail = AnswerText(result);
   const bool more = attempts < effect.retry.attempts_max;
@@ -517,6 +520,19 @@ AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect
   if (result.outcome == CallOutcome::kAnswered && status >= 400 && status <= 499 && status != 408 &&
       status != 429 && !key_in_progress) {
     v.state = EffectState::kFailed;
+    return v;
+  }
+  if (result.outcome == CallOutcome::kNotSent && earlier_attempt_unknown) {
+    // This call never left, but an earlier one may have acted: still unknown, never `intended`
+    // (which would let a compensation withdraw, as never performed, what may have been done).
+    v.state = EffectState::kUnknown;
+    v.detail += "; an earlier attempt's outcome is unknown: it stays unknown";
+    if (more) {
+      v.next_attempt_at_ms = later_ms;
+    } else {
+      v.detail += "; retry limit (" + std::to_string(effect.retry.attempts_max) +
+                  " attempts) reached: waits for reconciliation";
+    }
     return v;
   }
   if (result.outcome == CallOutcome::kNotSent) {

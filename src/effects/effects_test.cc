@@ -607,6 +607,42 @@ TEST_F(CompensationRunner, AnIntentACompensationCoversIsNeverAttemptedAgain) {
   EXPECT_EQ(Record("compensation:order-1:b").state, CompensationState::kNothingPerformed);
 }
 
+// Found by the whole-path simulation (seed 50062): a first attempt that timed out (the target
+// may have acted), then a retry that never left. The intent must stay unknown: were it intended
+// again, the owner's cancellation would withdraw it as never performed, and a reservation the
+// stock service made would never be released.
+TEST_F(CompensationRunner, ARetryNeverSentAfterAnUnknownOutcomeStaysUnknown) {
+  Intend("reserve:order-1");
+  const CallResult timeout{.outcome = CallOutcome::kTimeout, .error = "acted, answer lost"};
+  const CallResult refused{.outcome = CallOutcome::kNotSent, .error = "refused"};
+  transport_.script = {timeout, refused, refused};
+  const EffectRunSummary s = Run();
+  EXPECT_EQ(s.attempts, 3);
+  EXPECT_EQ(s.not_sent, 2);
+  EffectIntent intent = Find("reserve:order-1");
+  EXPECT_EQ(intent.state, EffectState::kUnknown);
+  EXPECT_FALSE(intent.next_attempt_at_ms.has_value());  // the limit: waits for reconciliation
+  EXPECT_NE(intent.last_error.find("an earlier attempt's outcome is unknown"), std::string::npos)
+      << intent.last_error;
+  EXPECT_TRUE(Compensate());
+  EXPECT_EQ(Record().state, CompensationState::kWaitsForReconciliation);
+  EXPECT_EQ(Find("reserve:order-1").state, EffectState::kUnknown);  // not withdrawn
+  // A person finds it done at the stock service: the release follows.
+  ASSERT_TRUE(ResolveEffect(*store_,
+                            {.key = "reserve:order-1",
+                             .outcome = EffectState::kDone,
+                             .by = "ops",
+                             .note = "reserved at the stock service"},
+                            clock_.NowMs())
+                  .ok());
+  EXPECT_EQ(Find("release:order-1").state, EffectState::kIntended);
+  // Without an earlier unknown, a call that never left is intended again.
+  EXPECT_EQ(JudgeAttempt(refused, Effect(true), 2, kNow, false).state, EffectState::kIntended);
+  const AttemptVerdict unknown = JudgeAttempt(refused, Effect(true), 2, kNow, true);
+  EXPECT_EQ(unknown.state, EffectState::kUnknown);
+  EXPECT_EQ(unknown.next_attempt_at_ms, kNow + 20);
+}
+
 TEST_F(CompensationRunner, APendingEffectIsWithdrawnAndNothingIsCompensated) {
   Intend("reserve:order-1");
   EXPECT_TRUE(Compensate());

@@ -785,8 +785,13 @@ std::string CheckAtRest(World& w, Store& clean) {
   for (const EffectIntent& i : got->ListIntents({}).value().rows) {
     const bool performed = w.stock.performed.count(i.key) > 0;
     if ((i.state == EffectState::kDone) != performed) {
+      std::string log;  // what happened to it, for the one who replays the seed
+      for (const EffectLogEntry& e : got->IntentLogOf(i.key).value().rows) {
+        log += "\n  " + std::string(EffectActionName(e.action)) + " -> " +
+               std::string(EffectStateName(e.state_after)) + " by " + e.by + ": " + e.detail;
+      }
       return "intent " + i.key + " is " + std::string(EffectStateName(i.state)) +
-             (performed ? " but was performed" : " but was never performed");
+             (performed ? " but was performed" : " but was never performed") + log;
     }
   }
   for (const auto& [key, body] : w.stock.performed) {
