@@ -147,6 +147,29 @@ TEST_F(GapsCliTest, OptionsBeforeTheSubcommandAreTakenOrRefused) {
   EXPECT_EQ(RunEvident({"gaps", "check"}).exit_code, 2);  // no store anywhere
 }
 
+// A broker down when replay-requests serve starts is waited for, up to --open-wait-ms, then the
+// run ends with exit 3 and says why; a password in --from is never shown.
+TEST_F(GapsCliTest, ReplayRequestsServeWaitsForItsBrokerThenSaysWhy) {
+  const std::string owner = "sqlite:" + (dir_ / "owner.db").string();
+  ASSERT_EQ(RunEvident({"outbox", "append", "--store", owner, "--contracts",
+                        (dir_ / "contracts").string(), "-"},
+                       Paid("order-7", 1) + "\n")
+                .exit_code,
+            0);  // the owner's store, with one row
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult r = RunEvident(
+      {"replay-requests", "serve", "--store", owner, "--owner-source",
+       "https://example.test/order-service", "--from", "nats://u:pw-5f1c@127.0.0.1:1", "--stream",
+       "REQUESTS", "--to", "file:" + (dir_ / "answers.ndjson").string(), "--open-wait-ms", "1500"});
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("trying again for up to 1500 ms"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unavailable for"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("pw-5f1c"), std::string::npos) << r.err;
+  EXPECT_GE(took, std::chrono::milliseconds(1400));
+  EXPECT_LT(took, std::chrono::seconds(30));
+}
+
 TEST_F(GapsCliTest, GapsWithoutAStoreIsAUsageError) {
   EXPECT_EQ(RunEvident({"gaps"}).exit_code, 2);
   EXPECT_EQ(

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 #include <memory>
 
@@ -23,11 +24,16 @@ struct ServeFlags {
   std::vector<std::string> owner_sources;
   std::vector<std::string> broker_config, to_broker_config;  // KEY=VALUE, repeatable
   double until_idle_seconds = -1;
+  // How long --from may take to open: a server down or a cluster electing a leader meanwhile
+  // (-1: --until-idle's time, else a minute).
+  int64_t open_wait_ms = -1;
   bool resume = false;
   int64_t rows_max = ReplayServeOptions{}.rows_max;
 };
 
-Result<std::unique_ptr<Source>> OpenRequests(const ServeFlags& f) {
+// The requests' source. A broker that is unavailable is waited for up to --open-wait-ms, or until
+// `stop`, as consume waits for its own.
+Result<std::unique_ptr<Source>> OpenRequests(const ServeFlags& f, const CancelToken& stop) {
   if (!f.from.empty() && !f.input.empty()) {
     return Status::InvalidArgument("--from and --input exclude each other");
   }
@@ -40,7 +46,12 @@ Result<std::unique_ptr<Source>> OpenRequests(const ServeFlags& f) {
   if (SourceTakes(f.from, SourceOption::kStream) && f.stream.empty()) {
     return Status::InvalidArgument("--from " + RedactUri(f.from) + " needs --stream");
   }
-  Result<std::unique_ptr<Source>> source = OpenSource(f.from, options);
+  int64_t wait_ms = f.open_wait_ms;
+  if (wait_ms < 0) {
+    wait_ms = f.until_idle_seconds < 0 ? 60'000 : static_cast<int64_t>(f.until_idle_seconds * 1000);
+  }
+  Result<std::unique_ptr<Source>> source =
+      OpenSourceWaiting(f.from, options, wait_ms, SystemClock(), &stop, stderr);
   if (!source.ok()) return Status(source.status().code(), "--from " + source.status().message());
   return source;
 }
@@ -58,16 +69,20 @@ Result<PublisherFactory> OpenAnswers(const ServeFlags& f) {
 }
 
 int RunServe(const ServeFlags& flags) {
-  auto source = OpenRequests(flags);
+  static CancelToken stop;
+  InstallStopSignals(stop);
+  auto source = OpenRequests(flags, stop);
   auto publisher = source.ok() ? OpenAnswers(flags) : Result<PublisherFactory>(source.status());
   auto store = publisher.ok() ? OpenStore(flags.store, {.create = false})
                               : Result<std::unique_ptr<Store>>(publisher.status());
   if (!store.ok()) {
     std::cerr << "evident replay-requests serve: " << store.status().ToString() << "\n";
-    return kExitUsage;
+    if (stop.cancelled() && !source.ok()) {
+      return 128 + (LastStopSignal() != 0 ? LastStopSignal() : SIGTERM);
+    }
+    return !source.ok() && source.status().code() == Code::kUnavailable ? kExitUnacknowledged
+                                                                        : kExitUsage;
   }
-  static CancelToken stop;
-  InstallStopSignals(stop);
   ReplayServeOptions options{
       .owner_sources = flags.owner_sources,
       .rows_max = flags.rows_max,
@@ -116,6 +131,11 @@ void AddReplayRequestsCommands(CLI::App& app, Runner& run) {
   serve->add_option("--broker-config", flags->broker_config,
                     "KEY=VALUE: a property of the --from broker's client (NATS: credentials and "
                     "TLS; Kafka: librdkafka's); repeatable");
+  serve
+      ->add_option("--open-wait-ms", flags->open_wait_ms,
+                   "How long --from may be unavailable at start (a server down, a cluster "
+                   "electing a leader) before exit 3 (default: --until-idle's time, else 60000)")
+      ->check(IntegerFrom(0, 3'600'000));
   serve->add_option("--subject-prefix", flags->subject_prefix,
                     "Subject prefix of the requests' stream (with --from)");
   serve
