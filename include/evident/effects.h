@@ -152,13 +152,20 @@ Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTr
 // performed it (a runner calls again at once, with the same key, once its basis holds); audited
 // in the intent's log. A compensation waiting for this intent acts in the same transaction
 // (done: its compensating effect is intended). kNotFound for an unknown key;
-// kFailedPrecondition for an intent already done, failed or withdrawn.
+// kFailedPrecondition for an intent already done, failed or withdrawn, and for one whose last
+// claim has no answer recorded and began less than `in_flight_ms` ago: its call may still be in
+// flight, and the other side may still act after a person looked (a "call again" then performs
+// it twice on a target that does not honour the key). Such a claim looks, in `effects list`, like
+// an intent that waits for reconciliation; after the window its runner has died.
 inline constexpr size_t kResolutionByBytesMax = 256;
 inline constexpr size_t kResolutionNoteBytesMax = 4096;
 struct EffectResolution {
   std::string key;
   EffectState outcome = EffectState::kDone;  // kDone, kFailed or kIntended (call again)
   std::string by, note;
+  // The call's timeout plus the claim margin (EffectRunOptions::claim_margin_ms) of the intent's
+  // effect; 0: not checked.
+  int64_t in_flight_ms = 0;
 };
 Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& resolution,
                                    int64_t now_ms);

@@ -40,7 +40,24 @@ struct ShowFlags {
 
 struct ResolveFlags {
   std::string key, store, outcome, by, note;
+  std::string config;  // optional: the intent's effect's call timeout bounds the in-flight window
+  int64_t claim_margin_ms = EffectRunOptions{}.claim_margin_ms;
 };
+
+// How long after a claim with no answer its call may still be in flight: the intent's effect's
+// timeout plus the runners' claim margin, or, without the configuration, the longest timeout a
+// configuration may give plus the margin.
+Result<int64_t> InFlightMs(const ResolveFlags& flags, Store& store) {
+  if (flags.config.empty()) return kEffectTimeoutMsLimit + flags.claim_margin_ms;
+  EVIDENT_ASSIGN_OR_RETURN(const Config config, LoadConfig(flags.config));
+  EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+  EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> intent,
+                           snapshot->FindIntent(flags.key));
+  const ConsumerConfig* consumer = intent ? config.Find(intent->consumer) : nullptr;
+  const EffectConfig* effect = consumer ? consumer->FindEffect(intent->effect) : nullptr;
+  if (effect == nullptr) return kEffectTimeoutMsLimit + flags.claim_margin_ms;
+  return effect->target.timeout_ms + flags.claim_margin_ms;
+}
 
 struct CompensationFlags {
   std::string store, consumer, subject;
@@ -202,12 +219,18 @@ int RunResolve(const ResolveFlags& flags) {
     std::cerr << "evident effects resolve: " << store.status().ToString() << "\n";
     return kExitUsage;
   }
+  const Result<int64_t> in_flight_ms = InFlightMs(flags, **store);
+  if (!in_flight_ms.ok()) {
+    std::cerr << "evident effects resolve: " << in_flight_ms.status().ToString() << "\n";
+    return kExitUsage;
+  }
   const EffectResolution resolution{.key = flags.key,
                                     .outcome = flags.outcome == "retry"
                                                    ? EffectState::kIntended
                                                    : *ParseEffectState(flags.outcome),
                                     .by = flags.by,
-                                    .note = flags.note};
+                                    .note = flags.note,
+                                    .in_flight_ms = *in_flight_ms};
   auto resolved = ResolveEffect(**store, resolution, SystemClock().NowMs());
   if (!resolved.ok()) {
     std::cerr << "evident effects resolve: " << resolved.status().ToString() << "\n";
@@ -310,6 +333,13 @@ void AddResolve(CLI::App& parent, Runner& run) {
                   "the same key)")
       ->required()
       ->check(CLI::IsMember({"done", "failed", "retry"}));
+  cmd->add_option("--config", flags->config,
+                  "evident.yaml: a claim with no answer is taken to be in flight for its effect's "
+                  "timeout plus --claim-margin-ms (default without it: the longest timeout, "
+                  "600000 ms, plus the margin)");
+  cmd->add_option("--claim-margin-ms", flags->claim_margin_ms,
+                  "The runners' claim margin (as effects run's)")
+      ->check(IntegerFrom(100, 86'400'000));
   cmd->add_option("--by", flags->by, "Who checked (for the log)")
       ->required()
       ->check(CLI::Validator(

@@ -108,6 +108,9 @@ EvidenceRecord EvidenceOfDone(const EffectIntent& intent, int64_t now_ms, std::s
           .detail = std::move(detail)};
 }
 
+// How a claim's log entry begins: "POST <url> (attempt N)".
+constexpr const char* kClaimDetailPrefix = "POST ";
+
 struct Claim {
   EffectIntent intent;  // as claimed (its revision is the claim's)
   const EffectConfig* effect = nullptr;
@@ -354,13 +357,13 @@ Result<std::optional<Claim>> Runner::TakeRow(Transaction& tx, const EffectIntent
           : std::nullopt;
   EVIDENT_RETURN_IF_ERROR(tx.UpdateIntent(c, intent.revision));
   c.revision = intent.revision + 1;
-  EVIDENT_RETURN_IF_ERROR(tx.LogIntent(
-      {.key = c.key,
-       .action = EffectAction::kAttempt,
-       .by = id_,
-       .state_after = EffectState::kUnknown,
-       .detail = "POST " + effect->target.url + " (attempt " + std::to_string(c.attempts) + ")",
-       .at_ms = now_ms}));
+  EVIDENT_RETURN_IF_ERROR(tx.LogIntent({.key = c.key,
+                                        .action = EffectAction::kAttempt,
+                                        .by = id_,
+                                        .state_after = EffectState::kUnknown,
+                                        .detail = kClaimDetailPrefix + effect->target.url +
+                                                  " (attempt " + std::to_string(c.attempts) + ")",
+                                        .at_ms = now_ms}));
   return std::optional<Claim>(std::move(claim));
 }
 
@@ -565,6 +568,34 @@ Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTr
   return runner.Run();
 }
 
+namespace {
+
+// A claim's log entry, as TakeRow writes it ("POST <url> (attempt N)"), apart from the answer's.
+bool IsClaimEntry(const EffectLogEntry& e) {
+  return e.action == EffectAction::kAttempt && !e.http_status &&
+         e.detail.rfind(kClaimDetailPrefix, 0) == 0 && e.detail.back() == ')';
+}
+
+// Whether `intent`'s last claim may still be in flight: no answer is logged for it (in
+// `snapshot_log`, read before the resolving transaction), or it is newer than that log, and it
+// began less than `in_flight_ms` before `now_ms`.
+bool ClaimMayBeInFlight(const EffectIntent& intent, const std::vector<EffectLogEntry>& snapshot_log,
+                        int64_t in_flight_ms, int64_t now_ms) {
+  if (in_flight_ms <= 0 || !intent.last_attempt_at_ms) return false;
+  if (*intent.last_attempt_at_ms + in_flight_ms <= now_ms) return false;
+  int64_t claims = 0;
+  bool answered = true;
+  for (const EffectLogEntry& e : snapshot_log) {
+    if (e.action != EffectAction::kAttempt) continue;
+    const bool claim = IsClaimEntry(e);
+    claims += claim ? 1 : 0;
+    answered = !claim;
+  }
+  return intent.attempts > claims || !answered;
+}
+
+}  // namespace
+
 Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int64_t now_ms) {
   if (r.outcome == EffectState::kUnknown) {
     return Status::InvalidArgument(
@@ -578,6 +609,13 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
                                    std::to_string(kResolutionByBytesMax) + " bytes, its note " +
                                    std::to_string(kResolutionNoteBytesMax));
   }
+  std::vector<EffectLogEntry> log;  // read first: the claims it answers
+  if (r.in_flight_ms > 0) {
+    EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
+    EVIDENT_ASSIGN_OR_RETURN(Rows<EffectLogEntry> rows,
+                             snapshot->IntentLogOf(r.key, kReadRowsMaxDefault));
+    log = std::move(rows.rows);
+  }
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, store.Begin());
   EVIDENT_ASSIGN_OR_RETURN(std::optional<EffectIntent> found, tx->FindIntent(r.key));
   if (!found) return Status::NotFound("no effect intent with key " + r.key);
@@ -586,6 +624,15 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
     return Status::FailedPrecondition(
         "effect intent " + r.key + " is already " + std::string(EffectStateName(intent.state)) +
         (intent.retained ? " (removed by retention; its key is kept as a digest)" : ""));
+  }
+  if (ClaimMayBeInFlight(intent, log, r.in_flight_ms, now_ms)) {
+    return Status::FailedPrecondition(
+        "effect intent " + r.key + ": attempt " + std::to_string(intent.attempts) + " by " +
+        intent.claimed_by + " began at " + rfc3339::FormatMs(*intent.last_attempt_at_ms) +
+        " and has no answer recorded: its call may still be in flight, and the other side may "
+        "still act; resolve it after " +
+        rfc3339::FormatMs(*intent.last_attempt_at_ms + r.in_flight_ms) +
+        " (by then its runner has died)");
   }
   const int64_t revision = intent.revision;
   const std::string detail = (r.outcome == EffectState::kIntended

@@ -286,6 +286,61 @@ TEST_F(EffectRunner, ARequestNeverSentIsIntendedAgainThenWaitsAtTheLimit) {
   EXPECT_NE(intent.last_error.find("waits for a person"), std::string::npos) << intent.last_error;
 }
 
+// A claim with no answer may be a call still in flight: a person's resolution waits out the call's
+// timeout plus the claim margin (in_flight_ms), so that "call again" cannot perform twice what a
+// target that does not honour the key is performing right now. After the answer, or once a dead
+// runner's window has passed, the resolution goes through.
+TEST_F(EffectRunner, AResolutionWaitsWhileACallMayBeInFlight) {
+  Intend("notify:order-1:v1", "notify");
+  const EffectResolution again{.key = "notify:order-1:v1",
+                               .outcome = EffectState::kIntended,
+                               .by = "ops",
+                               .note = "not in the other side's records",
+                               .in_flight_ms = 150};
+  Status during = Status::Ok();
+  transport_.during_call = [&](const EffectCall&) {
+    during = ResolveEffect(*store_, again, clock_.NowMs()).status();
+  };
+  transport_.script = {Answer(503)};
+  Run();
+  EXPECT_EQ(during.code(), Code::kFailedPrecondition) << during.ToString();
+  EXPECT_NE(during.message().find("may still be in flight"), std::string::npos)
+      << during.ToString();
+  ASSERT_EQ(Find("notify:order-1:v1").state, EffectState::kUnknown);  // its answer recorded
+  transport_.during_call = nullptr;
+  EXPECT_TRUE(ResolveEffect(*store_, again, clock_.NowMs()).ok());  // answered: no wait
+
+  // A runner that died after its claim: refused within the window, accepted after it.
+  Intend("notify:order-2:v1", "notify", "order-2");
+  {
+    auto tx = store_->Begin().value();
+    EffectIntent claimed = tx->FindIntent("notify:order-2:v1").value().value();
+    const int64_t revision = claimed.revision;
+    claimed.state = EffectState::kUnknown;
+    claimed.attempts = 1;
+    claimed.last_attempt_at_ms = clock_.NowMs();
+    claimed.claimed_by = "r-dead";
+    claimed.next_attempt_at_ms.reset();
+    ASSERT_TRUE(tx->UpdateIntent(claimed, revision).ok());
+    ASSERT_TRUE(tx->LogIntent({.key = claimed.key,
+                               .action = EffectAction::kAttempt,
+                               .by = "r-dead",
+                               .state_after = EffectState::kUnknown,
+                               .detail = "POST http://127.0.0.1:9/r (attempt 1)",
+                               .at_ms = clock_.NowMs()})
+                    .ok());
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+  EffectResolution done = again;
+  done.key = "notify:order-2:v1";
+  done.outcome = EffectState::kDone;
+  clock_.Advance(149);
+  EXPECT_EQ(ResolveEffect(*store_, done, clock_.NowMs()).status().code(),
+            Code::kFailedPrecondition);
+  clock_.Advance(1);
+  EXPECT_TRUE(ResolveEffect(*store_, done, clock_.NowMs()).ok());
+}
+
 // A person who found that the other side never performed it sends the intent back: a runner
 // calls again at once, with the same key, and the log keeps who and why.
 TEST_F(EffectRunner, AResolutionToCallAgainPutsTheIntentBackOnTheDueList) {

@@ -41,6 +41,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -251,13 +252,20 @@ struct StockService {
 // the consumer's committed state, that the call is one the runner may make.
 class StockTransport final : public EffectTransport {
  public:
+  // `during_call` runs once the call is checked and before the service acts: what other
+  // processes do meanwhile (a consumer deciding, a second runner, a person).
   StockTransport(StockService& service, std::shared_ptr<MemoryDatabase> consumer_db, Rng& rng,
-                 int64_t fault_percent)
-      : service_(service), db_(std::move(consumer_db)), rng_(rng), fault_percent_(fault_percent) {}
+                 int64_t fault_percent, std::function<void(int64_t timeout_ms)> during_call)
+      : service_(service),
+        db_(std::move(consumer_db)),
+        rng_(rng),
+        fault_percent_(fault_percent),
+        during_call_(std::move(during_call)) {}
 
   CallResult Post(const EffectCall& call) override {
     ++service_.calls;
     if (service_.violation.empty()) service_.violation = CheckBasis(call);
+    if (during_call_) during_call_(call.timeout_ms);
     const int64_t draw = rng_.Percent(fault_percent_) ? rng_.Below(5) : -1;
     if (draw == 0) {
       ++service_.not_sent;
@@ -327,6 +335,7 @@ class StockTransport final : public EffectTransport {
   std::shared_ptr<MemoryDatabase> db_;
   Rng& rng_;
   const int64_t fault_percent_;
+  std::function<void(int64_t timeout_ms)> during_call_;
 };
 
 // serve's intake as one run of its loop sees it: the requests queued before the run, and the
@@ -359,7 +368,8 @@ struct Stats {
   int64_t seeds = 0, steps = 0, store_faults = 0, commits_failed_after = 0, publisher_faults = 0,
           source_faults = 0, crashes_at_ack = 0, lost = 0, duplicates_dropped = 0, gap_requests = 0,
           replayed = 0, effect_calls = 0, effect_faults = 0, resolutions = 0, withdrawn = 0,
-          released = 0, parked = 0, unparked = 0, requests = 0, answered_200 = 0, answered_503 = 0;
+          released = 0, parked = 0, unparked = 0, requests = 0, answered_200 = 0, answered_503 = 0,
+          during_calls = 0, store_deaths = 0, in_flight_refusals = 0;
 };
 
 // One seed's world.
@@ -384,7 +394,10 @@ struct World {
   int64_t store_fault_percent = 0, publisher_fault_percent = 0, source_fault_percent = 0,
           crash_percent = 0, effect_fault_percent = 0;
   int64_t park_after_attempts = 0;  // the owner's relay parks a refused row (0: never)
-  std::vector<int64_t> weights;     // of each actor (swarm testing: each seed its own mix)
+  int64_t during_call_percent = 0;  // of the stock service's calls, others act during one
+  int depth = 0;                    // of actors run during a call (at most one)
+  Pipeline* pipeline = nullptr;
+  std::vector<int64_t> weights;  // of each actor (swarm testing: each seed its own mix)
   int64_t crashes = 0;
   Stats* stats = nullptr;
 };
@@ -405,6 +418,14 @@ SimStore StoreFor(World& w, const std::shared_ptr<MemoryDatabase>& db,
   StoreFault fault{.call = *(calls.begin() + w.rng.Below(static_cast<int64_t>(calls.size()))),
                    .nth = 1 + w.rng.Below(6),
                    .code = w.rng.Percent(50) ? Code::kIoError : Code::kUnavailable};
+  if (w.rng.Percent(10)) {  // the process dies: from its nth commit on, none goes through
+    const int64_t nth = 1 + w.rng.Below(4);
+    for (int64_t n = nth; n < nth + 100; ++n) {
+      s->Add({.call = StoreCall::kCommit, .nth = n, .code = Code::kIoError});
+    }
+    ++w.stats->store_deaths;
+    return s;
+  }
   if (w.rng.Percent(25)) {
     fault = {.call = StoreCall::kCommit, .nth = 1 + w.rng.Below(4), .after_call = true};
   }
@@ -524,6 +545,12 @@ std::string Consume(World& w, Pipeline& pipeline) {
   options.busy_retry.attempts_max = 1;
   const int64_t crashes = w.crashes;
   const auto ran = Consume(pipeline, *store, *source, options);
+  if (std::getenv("EVIDENT_SIM_TRACE") != nullptr) {
+    std::fprintf(stderr, "consume: %s; orders log %zu, acknowledged %lld, read %lld\n",
+                 ran.ok() ? "ok" : ran.status().ToString().c_str(), w.orders.entries.size(),
+                 static_cast<long long>(w.orders.acked),
+                 ran.ok() ? static_cast<long long>(ran->events) : -1LL);
+  }
   w.stats->source_faults += source->faults_fired();
   if (ran.ok()) w.stats->gap_requests += ran->gap_actions.requested;
   return Judge("consume", ran.status(),
@@ -545,12 +572,30 @@ std::string ServeRequests(World& w) {
                Fired(w, store) + source->faults_fired() + publisher_faults + (w.crashes - crashes));
 }
 
-std::string PerformEffects(World& w) {
+std::string Consume(World& w, Pipeline& pipeline);
+std::string Reconcile(World& w);
+
+// A runner; during a call of the stock service (within its timeout), now and then, the consumer
+// decides, a second runner runs, or a person acts (who must leave a claim in flight alone).
+std::string PerformEffects(World& w, const char* runner_id = "sim") {
   auto store = StoreFor(w, w.consumer_db,
                         {StoreCall::kDueIntents, StoreCall::kUpdateIntent, StoreCall::kLogIntent,
                          StoreCall::kCommit, StoreCall::kReadProjection});
-  StockTransport transport(w.stock, w.consumer_db, w.rng, w.effect_fault_percent);
-  EffectRunOptions options{.runner_id = "sim", .clock = &w.clock, .until_idle_ms = 0};
+  const auto during_call = [&w](int64_t timeout_ms) {
+    if (w.depth > 0 || !w.rng.Percent(w.during_call_percent)) return;
+    ++w.depth;
+    ++w.stats->during_calls;
+    // Within the call's timeout: a call that lasts longer has timed out at the runner.
+    w.clock.Advance(w.rng.Below(timeout_ms + 1));
+    const int64_t actor = w.rng.Below(3);
+    const std::string broke = actor == 0   ? Consume(w, *w.pipeline)
+                              : actor == 1 ? PerformEffects(w, "sim-2")
+                                           : Reconcile(w);
+    if (!broke.empty() && w.stock.violation.empty()) w.stock.violation = "during a call: " + broke;
+    --w.depth;
+  };
+  StockTransport transport(w.stock, w.consumer_db, w.rng, w.effect_fault_percent, during_call);
+  EffectRunOptions options{.runner_id = runner_id, .clock = &w.clock, .until_idle_ms = 0};
   options.busy_retry.attempts_max = 1;
   const auto ran = RunEffects(w.config, *store, transport, options);
   if (ran.ok()) w.stats->withdrawn += ran->withdrawn;
@@ -648,24 +693,52 @@ std::string Reconcile(World& w) {
   for (const EffectIntent& i : intents->rows) {
     if (Settled(i.state) || i.next_attempt_at_ms) continue;
     const bool performed = w.stock.performed.count(i.key) > 0;
+    // As `effects resolve --config` does: a claim with no answer is a call that may still be in
+    // flight (the call's timeout plus the runners' claim margin); it is left alone till then.
     const auto resolved = ResolveEffect(
         *store,
         {.key = i.key,
          .outcome = performed ? EffectState::kDone : EffectState::kIntended,
          .by = "sim-person",
-         .note = performed ? "the stock service performed it" : "the stock service never did"},
+         .note = performed ? "the stock service performed it" : "the stock service never did",
+         .in_flight_ms = 2000 + EffectRunOptions{}.claim_margin_ms},
         w.clock.NowMs());
+    if (!resolved.ok() &&
+        resolved.status().message().find("may still be in flight") != std::string::npos) {
+      ++w.stats->in_flight_refusals;
+      continue;
+    }
     if (!resolved.ok()) return "resolving " + i.key + ": " + resolved.status().ToString();
     ++w.stats->resolutions;
   }
   return Unpark(w);
 }
 
+// What happened to an intent, a line per entry of its log: for the one who replays a seed.
+std::string IntentLog(const std::shared_ptr<MemoryDatabase>& db, const std::string& key) {
+  std::string log;
+  auto snapshot = OpenMemoryStore(db).value()->Read().value();
+  for (const EffectLogEntry& e : snapshot->IntentLogOf(key).value().rows) {
+    log += "\n  " + std::string(EffectActionName(e.action)) + " -> " +
+           std::string(EffectStateName(e.state_after)) + " by " + e.by + " at " +
+           std::to_string(e.at_ms - kStartMs) + " ms: " + e.detail;
+  }
+  return log;
+}
+
 // After every step: the owner's sent rows are in the orders log; the relay's messages are there
 // in each subject's version order; the consumer's position is not behind the broker's
 // acknowledgements; no event took effect twice.
 std::string CheckAfterStep(World& w) {
-  if (!w.stock.violation.empty()) return "stock service: " + w.stock.violation;
+  if (!w.stock.violation.empty()) {
+    const size_t key = w.stock.violation.find("key ");
+    return "stock service: " + w.stock.violation +
+           (key == std::string::npos
+                ? ""
+                : IntentLog(w.consumer_db,
+                            w.stock.violation.substr(
+                                key + 4, w.stock.violation.find(' ', key + 4) - key - 4)));
+  }
   auto owner = OpenMemoryStore(w.owner_db).value()->Read();
   if (!owner.ok()) return owner.status().ToString();
   auto rows = (*owner)->OutboxRows(OutboxSelect::kAll, 0, 1000);
@@ -728,6 +801,14 @@ std::string CheckAfterStep(World& w) {
   return "";
 }
 
+// The end of what a log delivers: past its last message not lost (lost ones at its tail are
+// never read, so never acknowledged).
+int64_t Deliverable(const SimLog& log) {
+  int64_t end = static_cast<int64_t>(log.entries.size());
+  while (end > 0 && log.entries[static_cast<size_t>(end - 1)].lost) --end;
+  return end;
+}
+
 // What is left to do; "" when the world is at rest.
 std::string Unfinished(World& w) {
   if (w.appended < w.events.size()) return "events not appended";
@@ -737,8 +818,8 @@ std::string Unfinished(World& w) {
     const OutboxStats stats = snapshot->OutboxStatsNow(w.clock.NowMs()).value();
     if (stats.pending > 0 || stats.parked > 0) return "outbox rows pending or parked";
   }
-  if (w.orders.acked < static_cast<int64_t>(w.orders.entries.size())) return "orders unread";
-  if (w.requests.acked < static_cast<int64_t>(w.requests.entries.size())) return "requests unread";
+  if (w.orders.acked < Deliverable(w.orders)) return "orders unread";
+  if (w.requests.acked < Deliverable(w.requests)) return "requests unread";
   auto snapshot = OpenMemoryStore(w.consumer_db).value()->Read().value();
   if (!snapshot->AllDeferred().value().rows.empty()) return "events deferred";
   if (!snapshot->OpenGapRecords().value().rows.empty()) return "gaps open";
@@ -785,13 +866,9 @@ std::string CheckAtRest(World& w, Store& clean) {
   for (const EffectIntent& i : got->ListIntents({}).value().rows) {
     const bool performed = w.stock.performed.count(i.key) > 0;
     if ((i.state == EffectState::kDone) != performed) {
-      std::string log;  // what happened to it, for the one who replays the seed
-      for (const EffectLogEntry& e : got->IntentLogOf(i.key).value().rows) {
-        log += "\n  " + std::string(EffectActionName(e.action)) + " -> " +
-               std::string(EffectStateName(e.state_after)) + " by " + e.by + ": " + e.detail;
-      }
       return "intent " + i.key + " is " + std::string(EffectStateName(i.state)) +
-             (performed ? " but was performed" : " but was never performed") + log;
+             (performed ? " but was performed" : " but was never performed") +
+             IntentLog(w.consumer_db, i.key);
     }
   }
   for (const auto& [key, body] : w.stock.performed) {
@@ -897,6 +974,7 @@ std::string Simulate(uint64_t seed, Stats& stats) {
   for (const Event& e : w.status_events) w.by_id[e.id] = &e;
   for (int a = 0; a < kActors; ++a) w.weights.push_back(1 + w.rng.Below(4));
   w.park_after_attempts = w.rng.Percent(50) ? 1 + w.rng.Below(3) : 0;
+  w.during_call_percent = w.rng.Percent(50) ? w.rng.Below(60) : 0;
   w.orders.deduplicates = w.rng.Percent(60);
   w.orders.lose_percent = w.rng.Percent(40) ? 10 + w.rng.Below(30) : 0;
   w.store_fault_percent = w.rng.Below(50);
@@ -911,6 +989,7 @@ std::string Simulate(uint64_t seed, Stats& stats) {
   if (!outbox.ok()) return "outbox: " + outbox.status().ToString();
   auto pipeline = Pipeline::Create(w.config);
   if (!pipeline.ok()) return "pipeline: " + pipeline.status().ToString();
+  w.pipeline = pipeline->get();
   for (int step = 1; step <= kStepsMax; ++step) {
     ++stats.steps;
     std::string broke = Step(w, **outbox, **pipeline);
@@ -927,6 +1006,11 @@ std::string Simulate(uint64_t seed, Stats& stats) {
       if (std::string s = RunClean(w.config, w.events, w.status_events, clean); !s.empty())
         return s;
       return CheckAtRest(w, *OpenMemoryStore(clean).value());
+    }
+  }
+  if (std::getenv("EVIDENT_SIM_TRACE") != nullptr) {
+    for (const LogEntry& e : w.orders.entries) {
+      std::fprintf(stderr, "orders log: %s%s\n", e.message_id.c_str(), e.lost ? " (lost)" : "");
     }
   }
   return "not at rest after " + std::to_string(kStepsMax) + " steps: " + Unfinished(w);
@@ -949,7 +1033,8 @@ void Print(const Stats& s, const char* what) {
       "messages lost, %lld duplicates dropped, %lld replay requests, %lld messages replayed, "
       "%lld effect calls (%lld not performed or performed again), %lld resolutions, %lld "
       "withdrawn, %lld cancelled reservations released, %lld rows parked and %lld unparked, "
-      "%lld requests to serve (%lld answered 200, %lld 503)\n",
+      "%lld requests to serve (%lld answered 200, %lld 503), %lld actors run during a call, "
+      "%lld store deaths, %lld resolutions refused while a call may be in flight\n",
       static_cast<long long>(s.seeds), what, static_cast<long long>(s.steps),
       static_cast<long long>(s.store_faults), static_cast<long long>(s.commits_failed_after),
       static_cast<long long>(s.publisher_faults), static_cast<long long>(s.source_faults),
@@ -960,7 +1045,8 @@ void Print(const Stats& s, const char* what) {
       static_cast<long long>(s.withdrawn), static_cast<long long>(s.released),
       static_cast<long long>(s.parked), static_cast<long long>(s.unparked),
       static_cast<long long>(s.requests), static_cast<long long>(s.answered_200),
-      static_cast<long long>(s.answered_503));
+      static_cast<long long>(s.answered_503), static_cast<long long>(s.during_calls),
+      static_cast<long long>(s.store_deaths), static_cast<long long>(s.in_flight_refusals));
 }
 
 #ifndef EVIDENT_PLANTED_LEDGER_BUG
@@ -991,6 +1077,8 @@ void RunSeeds(uint64_t first, int64_t count, const char* what, bool require_ever
   EXPECT_GT(stats.parked, 0);
   EXPECT_GT(stats.unparked, 0);
   EXPECT_GT(stats.answered_503, 0);
+  EXPECT_GT(stats.during_calls, 0);
+  EXPECT_GT(stats.store_deaths, 0);
 }
 
 TEST(FlowSimulation, EverySeedKeepsTheInvariantsFromOutboxToEffect) {
