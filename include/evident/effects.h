@@ -153,20 +153,29 @@ Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTr
 // in the intent's log. A compensation waiting for this intent acts in the same transaction
 // (done: its compensating effect is intended). kNotFound for an unknown key;
 // kFailedPrecondition for an intent already done, failed or withdrawn, and for one whose last
-// claim has no answer recorded and began less than `in_flight_ms` ago: its call may still be in
-// flight, and the other side may still act after a person looked (a "call again" then performs
-// it twice on a target that does not honour the key). Such a claim looks, in `effects list`, like
-// an intent that waits for reconciliation; after the window its runner has died.
+// claim has no answer from its runner recorded and began less than `in_flight_ms` ago: its call
+// may still be in flight, and the other side may still act after a person looked (a "call
+// again" then performs it twice on a target that does not honour the key). Such a claim looks,
+// in `effects list`, like an intent that waits for reconciliation. After the window no runner
+// calls on that claim (a runner checks it before calling), and a late answer is only logged; a
+// target that goes on acting after its client gave up, past the margin, is not covered.
 inline constexpr size_t kResolutionByBytesMax = 256;
 inline constexpr size_t kResolutionNoteBytesMax = 4096;
 struct EffectResolution {
   std::string key;
   EffectState outcome = EffectState::kDone;  // kDone, kFailed or kIntended (call again)
   std::string by, note;
-  // The call's timeout plus the claim margin (EffectRunOptions::claim_margin_ms) of the intent's
-  // effect; 0: not checked.
+  // The call's timeout plus the claim margin of the intent's effect (CallWindowMs); 0: not
+  // checked.
   int64_t in_flight_ms = 0;
 };
+
+// How long a claim of `consumer`'s `effect` may stay in flight: the effect's call timeout in
+// `config` plus `claim_margin_ms` (the runners' EffectRunOptions::claim_margin_ms); for an
+// effect `config` does not have, the longest timeout a configuration may give
+// (kEffectTimeoutMsLimit) plus the margin. No runner calls on a claim older than that.
+int64_t CallWindowMs(const Config& config, std::string_view consumer, std::string_view effect,
+                     int64_t claim_margin_ms);
 Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& resolution,
                                    int64_t now_ms);
 

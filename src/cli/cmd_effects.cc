@@ -53,10 +53,8 @@ Result<int64_t> InFlightMs(const ResolveFlags& flags, Store& store) {
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> intent,
                            snapshot->FindIntent(flags.key));
-  const ConsumerConfig* consumer = intent ? config.Find(intent->consumer) : nullptr;
-  const EffectConfig* effect = consumer ? consumer->FindEffect(intent->effect) : nullptr;
-  if (effect == nullptr) return kEffectTimeoutMsLimit + flags.claim_margin_ms;
-  return effect->target.timeout_ms + flags.claim_margin_ms;
+  if (!intent) return kEffectTimeoutMsLimit + flags.claim_margin_ms;  // resolve says "no such"
+  return CallWindowMs(config, intent->consumer, intent->effect, flags.claim_margin_ms);
 }
 
 struct CompensationFlags {

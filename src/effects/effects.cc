@@ -470,10 +470,12 @@ Result<EffectRunSummary> Runner::Run() {
     }
     const EffectConfig& effect = *claim->effect;
     // A runner paused between its claim and the call (a stopped process, a suspended machine)
-    // may have lost the claim to another runner: it does not call after the lease.
+    // may have lost the claim to another runner, or a person may have resolved it once its
+    // window passed (ResolveEffect's in_flight_ms): it does not call after the window, whatever
+    // the target.
     const int64_t lease_end_ms =
         *claim->intent.last_attempt_at_ms + effect.target.timeout_ms + options_.claim_margin_ms;
-    if (claim->intent.next_attempt_at_ms && clock_.NowMs() > lease_end_ms) {
+    if (clock_.NowMs() > lease_end_ms) {
       ++summary_.superseded;
       continue;
     }
@@ -560,6 +562,13 @@ AttemptVerdict JudgeAttempt(const CallResult& result, const EffectConfig& effect
   return v;
 }
 
+int64_t CallWindowMs(const Config& config, std::string_view consumer, std::string_view effect,
+                     int64_t claim_margin_ms) {
+  const ConsumerConfig* c = config.Find(consumer);
+  const EffectConfig* e = c == nullptr ? nullptr : c->FindEffect(effect);
+  return (e == nullptr ? kEffectTimeoutMsLimit : e->target.timeout_ms) + claim_margin_ms;
+}
+
 Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTransport& transport,
                                     const EffectRunOptions& options) {
   Clock& clock = options.clock != nullptr ? *options.clock : SystemClock();
@@ -576,20 +585,26 @@ bool IsClaimEntry(const EffectLogEntry& e) {
          e.detail.rfind(kClaimDetailPrefix, 0) == 0 && e.detail.back() == ')';
 }
 
-// Whether `intent`'s last claim may still be in flight: no answer is logged for it (in
-// `snapshot_log`, read before the resolving transaction), or it is newer than that log, and it
-// began less than `in_flight_ms` before `now_ms`.
+// Whether `intent`'s last claim may still be in flight: its runner logged no answer after it (in
+// `snapshot_log`, read before the resolving transaction; a late answer of an earlier claim, by
+// another runner, is not this claim's), or it is newer than that log, and it began less than
+// `in_flight_ms` before `now_ms`.
 bool ClaimMayBeInFlight(const EffectIntent& intent, const std::vector<EffectLogEntry>& snapshot_log,
                         int64_t in_flight_ms, int64_t now_ms) {
   if (in_flight_ms <= 0 || !intent.last_attempt_at_ms) return false;
   if (*intent.last_attempt_at_ms + in_flight_ms <= now_ms) return false;
   int64_t claims = 0;
   bool answered = true;
+  std::string_view claimed_by;  // the runner of the last claim
   for (const EffectLogEntry& e : snapshot_log) {
     if (e.action != EffectAction::kAttempt) continue;
-    const bool claim = IsClaimEntry(e);
-    claims += claim ? 1 : 0;
-    answered = !claim;
+    if (IsClaimEntry(e)) {
+      ++claims;
+      answered = false;
+      claimed_by = e.by;
+    } else if (e.by == claimed_by) {
+      answered = true;
+    }
   }
   return intent.attempts > claims || !answered;
 }
@@ -632,7 +647,7 @@ Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& r, int6
         " and has no answer recorded: its call may still be in flight, and the other side may "
         "still act; resolve it after " +
         rfc3339::FormatMs(*intent.last_attempt_at_ms + r.in_flight_ms) +
-        " (by then its runner has died)");
+        " (no runner calls on that claim after then)");
   }
   const int64_t revision = intent.revision;
   const std::string detail = (r.outcome == EffectState::kIntended

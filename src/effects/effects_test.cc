@@ -14,6 +14,7 @@
 #include "effects/compensation.h"
 #include "evident/config.h"
 #include "evident/consumer.h"
+#include "evident/fault_store.h"
 #include "evident/store_memory.h"
 
 namespace evident {
@@ -339,6 +340,70 @@ TEST_F(EffectRunner, AResolutionWaitsWhileACallMayBeInFlight) {
             Code::kFailedPrecondition);
   clock_.Advance(1);
   EXPECT_TRUE(ResolveEffect(*store_, done, clock_.NowMs()).ok());
+}
+
+// The answer that ends a claim's flight is its own runner's: after another runner took an
+// idempotent intent over, the first runner's late answer does not make the second claim look
+// answered.
+TEST_F(EffectRunner, ALateAnswerOfAnEarlierClaimDoesNotEndTheLatestOnesFlight) {
+  Intend("reserve:order-1");
+  const auto log = [&](const std::string& by, const std::string& detail, int64_t attempts) {
+    auto tx = store_->Begin().value();
+    EffectIntent intent = tx->FindIntent("reserve:order-1").value().value();
+    const int64_t revision = intent.revision;
+    if (attempts > intent.attempts) {  // a claim
+      intent.state = EffectState::kUnknown;
+      intent.attempts = attempts;
+      intent.last_attempt_at_ms = clock_.NowMs();
+      intent.claimed_by = by;
+      ASSERT_TRUE(tx->UpdateIntent(intent, revision).ok());
+    }
+    ASSERT_TRUE(tx->LogIntent({.key = "reserve:order-1",
+                               .action = EffectAction::kAttempt,
+                               .by = by,
+                               .state_after = EffectState::kUnknown,
+                               .detail = detail,
+                               .at_ms = clock_.NowMs()})
+                    .ok());
+    ASSERT_TRUE(tx->Commit().ok());
+  };
+  log("r1", "POST http://127.0.0.1:9/r (attempt 1)", 1);
+  clock_.Advance(200);  // past r1's lease
+  log("r2", "POST http://127.0.0.1:9/r (attempt 2)", 2);
+  clock_.Advance(10);
+  log("r1", "answer not recorded, the intent changed during the call: timeout: late", 2);
+  const EffectResolution done{.key = "reserve:order-1",
+                              .outcome = EffectState::kDone,
+                              .by = "ops",
+                              .note = "found at the stock service",
+                              .in_flight_ms = 150};
+  const Status during = ResolveEffect(*store_, done, clock_.NowMs()).status();
+  EXPECT_EQ(during.code(), Code::kFailedPrecondition) << during.ToString();
+  log("r2", "timeout: no answer", 2);  // r2's own answer
+  EXPECT_TRUE(ResolveEffect(*store_, done, clock_.NowMs()).ok());
+}
+
+// A runner paused between its claim and the call (here: its claim's commit took a second) does
+// not call once the claim's window has passed, on a target that does not honour the key too: a
+// person may have resolved the intent since.
+TEST_F(EffectRunner, ARunnerPausedPastItsClaimsWindowDoesNotCall) {
+  Intend("notify:order-1:v1", "notify");
+  FaultStore slow(OpenMemoryStore(database_).value(), [&](int64_t ms) { clock_.Advance(ms); });
+  slow.Add({.call = StoreCall::kCommit, .nth = 1, .code = Code::kOk, .delay_ms = 1000});
+  EffectRunOptions options{.runner_id = "r1",
+                           .clock = &clock_,
+                           .until_idle_ms = 100,
+                           .poll_ms = 10,
+                           .claim_margin_ms = 50};
+  const auto summary = RunEffects(config_, slow, transport_, options);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->superseded, 1);
+  EXPECT_TRUE(transport_.calls.empty());
+  const EffectIntent intent = Find("notify:order-1:v1");
+  EXPECT_EQ(intent.state, EffectState::kUnknown);  // claimed, never called: a person decides
+  EXPECT_EQ(intent.attempts, 1);
+  EXPECT_EQ(CallWindowMs(config_, "fulfillment", "notify", 50), 150);
+  EXPECT_EQ(CallWindowMs(config_, "fulfillment", "gone", 50), kEffectTimeoutMsLimit + 50);
 }
 
 // A person who found that the other side never performed it sends the intent back: a runner

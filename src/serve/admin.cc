@@ -340,10 +340,25 @@ AdminAnswer Admin::ResolveEffect(std::string_view key, std::string_view body) {
     return Refusal(400, "invalid-argument", "outcome: done, failed or intended");
   }
   if (Status opened = OpenWriter(); !opened.ok()) return FromStatus(opened);
-  Result<EffectIntent> resolved = evident::ResolveEffect(
-      *writer_,
-      {.key = std::string(key), .outcome = *outcome, .by = fields["by"], .note = fields["note"]},
-      SystemClock().NowMs());
+  // A claim with no answer may be a call in flight (serve's runner or another's): the window is
+  // the intent's effect's timeout plus the runners' default claim margin.
+  int64_t in_flight_ms = kEffectTimeoutMsLimit + EffectRunOptions{}.claim_margin_ms;
+  if (reader_ != nullptr) {
+    if (Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read(); snapshot.ok()) {
+      const Result<std::optional<EffectIntent>> found = (*snapshot)->FindIntent(key);
+      if (found.ok() && *found) {
+        in_flight_ms = CallWindowMs(config_, (*found)->consumer, (*found)->effect,
+                                    EffectRunOptions{}.claim_margin_ms);
+      }
+    }
+  }
+  Result<EffectIntent> resolved = evident::ResolveEffect(*writer_,
+                                                         {.key = std::string(key),
+                                                          .outcome = *outcome,
+                                                          .by = fields["by"],
+                                                          .note = fields["note"],
+                                                          .in_flight_ms = in_flight_ms},
+                                                         SystemClock().NowMs());
   if (!resolved.ok()) return FromStatus(resolved.status());
   AdminAnswer answer;
   AppendEffectJson(*resolved, nullptr, answer.body);

@@ -448,6 +448,59 @@ TEST_F(ServeTest, AdminBodiesGiveBackTheirBytes) {
   EXPECT_EQ(events.status, 200) << events.body;
 }
 
+// The admin route resolves as `effects resolve --config` does: an intent whose last claim has no
+// answer and began within its effect's timeout plus the claim margin may have a call in flight
+// (409); once its runner's answer is logged, the resolution goes through.
+TEST_F(ServeTest, AResolutionWaitsWhileTheIntentsCallMayBeInFlight) {
+  options_.admin_token = "s3cret-token-of-enough-length";
+  Start();
+  const int64_t now_ms = SystemClock().NowMs();
+  const auto write = [&](bool claim) {
+    auto store = OpenSqliteStore(path_, {.busy_timeout_ms = 5000}).value();
+    auto tx = store->Begin().value();
+    if (claim) {
+      const EffectIntent intent{.key = "reserve:order-z",
+                                .effect = "reserve-stock",
+                                .consumer = "fulfillment",
+                                .subject = "order-z",
+                                .source = "s",
+                                .event_id = "e-z",
+                                .subject_version = 1,
+                                .request = "{}",
+                                .state = EffectState::kUnknown,
+                                .attempts = 1,
+                                .intended_at_ms = now_ms,
+                                .last_attempt_at_ms = now_ms,
+                                .claimed_by = "r-elsewhere"};
+      ASSERT_EQ(tx->InsertIntent(intent).value(), Insert::kInserted);
+    }
+    ASSERT_TRUE(
+        tx->LogIntent({.key = "reserve:order-z",
+                       .action = EffectAction::kAttempt,
+                       .by = "r-elsewhere",
+                       .state_after = EffectState::kUnknown,
+                       .detail = claim ? "POST http://127.0.0.1:8417/reservations (attempt 1)"
+                                       : "timeout: no answer",
+                       .at_ms = now_ms})
+            .ok());
+    ASSERT_TRUE(tx->Commit().ok());
+  };
+  write(true);
+  const auto resolve = [&] {
+    return Http(port_, "POST", "/api/effects/reserve:order-z/resolve",
+                {{"Authorization", "Bearer s3cret-token-of-enough-length"},
+                 {"Content-Type", "application/json"}},
+                R"({"outcome":"intended","by":"ops","note":"not in the stock service"})");
+  };
+  const HttpAnswer in_flight = resolve();
+  EXPECT_EQ(in_flight.status, 409) << in_flight.body;
+  EXPECT_NE(in_flight.body.find("may still be in flight"), std::string::npos) << in_flight.body;
+  write(false);  // its runner's answer
+  const HttpAnswer resolved = resolve();
+  EXPECT_EQ(resolved.status, 200) << resolved.body;
+  EXPECT_NE(resolved.body.find(R"("state":"intended")"), std::string::npos) << resolved.body;
+}
+
 TEST_F(ServeTest, AdminRoutesAreDisabledWithoutAToken) {
   Start();
   EXPECT_EQ(Http(port_, "GET", "/api/gaps").status, 403);

@@ -252,20 +252,33 @@ struct StockService {
 // the consumer's committed state, that the call is one the runner may make.
 class StockTransport final : public EffectTransport {
  public:
-  // `during_call` runs once the call is checked and before the service acts: what other
-  // processes do meanwhile (a consumer deciding, a second runner, a person).
+  // `during_call(timeout_ms)` says how long the call lasts while other processes act (a
+  // consumer deciding, a second runner, a person), or -1 for no one; `interleave(ms)` moves the
+  // clock so far and runs them. Within the timeout they act before the service does; past it
+  // the call has timed out at the runner, and the service acted (or not) before they look.
   StockTransport(StockService& service, std::shared_ptr<MemoryDatabase> consumer_db, Rng& rng,
-                 int64_t fault_percent, std::function<void(int64_t timeout_ms)> during_call)
+                 int64_t fault_percent, std::function<int64_t(int64_t timeout_ms)> during_call,
+                 std::function<void(int64_t ms)> interleave)
       : service_(service),
         db_(std::move(consumer_db)),
         rng_(rng),
         fault_percent_(fault_percent),
-        during_call_(std::move(during_call)) {}
+        during_call_(std::move(during_call)),
+        interleave_(std::move(interleave)) {}
 
   CallResult Post(const EffectCall& call) override {
     ++service_.calls;
     if (service_.violation.empty()) service_.violation = CheckBasis(call);
-    if (during_call_) during_call_(call.timeout_ms);
+    const int64_t lasts_ms = during_call_ ? during_call_(call.timeout_ms) : -1;
+    if (lasts_ms > call.timeout_ms) {
+      const bool acted = rng_.Percent(50);
+      if (acted) Perform(call);
+      interleave_(lasts_ms);
+      ++(acted ? service_.timeouts_after : service_.timeouts_before);
+      return {.outcome = CallOutcome::kTimeout,
+              .error = acted ? "simulated: acted, answered too late" : "simulated: no answer"};
+    }
+    if (lasts_ms >= 0) interleave_(lasts_ms);
     const int64_t draw = rng_.Percent(fault_percent_) ? rng_.Below(5) : -1;
     if (draw == 0) {
       ++service_.not_sent;
@@ -335,7 +348,8 @@ class StockTransport final : public EffectTransport {
   std::shared_ptr<MemoryDatabase> db_;
   Rng& rng_;
   const int64_t fault_percent_;
-  std::function<void(int64_t timeout_ms)> during_call_;
+  std::function<int64_t(int64_t timeout_ms)> during_call_;
+  std::function<void(int64_t ms)> interleave_;
 };
 
 // serve's intake as one run of its loop sees it: the requests queued before the run, and the
@@ -407,6 +421,7 @@ struct World {
 struct SimStore {
   std::unique_ptr<FaultStore> store;
   bool commit_fails_after = false;  // the armed fault is that commit
+  bool dies = false;                // the armed faults fail every commit from the nth on
   FaultStore* operator->() const { return store.get(); }
   FaultStore& operator*() const { return *store; }
 };
@@ -423,7 +438,7 @@ SimStore StoreFor(World& w, const std::shared_ptr<MemoryDatabase>& db,
     for (int64_t n = nth; n < nth + 100; ++n) {
       s->Add({.call = StoreCall::kCommit, .nth = n, .code = Code::kIoError});
     }
-    ++w.stats->store_deaths;
+    s.dies = true;
     return s;
   }
   if (w.rng.Percent(25)) {
@@ -439,6 +454,7 @@ int64_t Fired(World& w, const SimStore& s) {
   const int64_t fired = s->faults_fired();
   w.stats->store_faults += fired;
   if (fired > 0 && s.commit_fails_after) ++w.stats->commits_failed_after;
+  if (fired > 0 && s.dies) ++w.stats->store_deaths;
   return fired;
 }
 
@@ -575,18 +591,22 @@ std::string ServeRequests(World& w) {
 std::string Consume(World& w, Pipeline& pipeline);
 std::string Reconcile(World& w);
 
-// A runner; during a call of the stock service (within its timeout), now and then, the consumer
-// decides, a second runner runs, or a person acts (who must leave a claim in flight alone).
+// A runner; during a call of the stock service, now and then, the consumer decides, a second
+// runner runs, or a person acts (who must leave a claim in flight alone). A call may outlast its
+// timeout (and the lease: the second runner may take an idempotent intent over).
 std::string PerformEffects(World& w, const char* runner_id = "sim") {
   auto store = StoreFor(w, w.consumer_db,
                         {StoreCall::kDueIntents, StoreCall::kUpdateIntent, StoreCall::kLogIntent,
                          StoreCall::kCommit, StoreCall::kReadProjection});
-  const auto during_call = [&w](int64_t timeout_ms) {
-    if (w.depth > 0 || !w.rng.Percent(w.during_call_percent)) return;
+  const auto during_call = [&w](int64_t timeout_ms) -> int64_t {
+    if (w.depth > 0 || !w.rng.Percent(w.during_call_percent)) return -1;
+    return w.rng.Percent(75) ? w.rng.Below(timeout_ms + 1)
+                             : timeout_ms + 1 + w.rng.Below(2 * EffectRunOptions{}.claim_margin_ms);
+  };
+  const auto interleave = [&w](int64_t ms) {
     ++w.depth;
     ++w.stats->during_calls;
-    // Within the call's timeout: a call that lasts longer has timed out at the runner.
-    w.clock.Advance(w.rng.Below(timeout_ms + 1));
+    w.clock.Advance(ms);
     const int64_t actor = w.rng.Below(3);
     const std::string broke = actor == 0   ? Consume(w, *w.pipeline)
                               : actor == 1 ? PerformEffects(w, "sim-2")
@@ -594,7 +614,8 @@ std::string PerformEffects(World& w, const char* runner_id = "sim") {
     if (!broke.empty() && w.stock.violation.empty()) w.stock.violation = "during a call: " + broke;
     --w.depth;
   };
-  StockTransport transport(w.stock, w.consumer_db, w.rng, w.effect_fault_percent, during_call);
+  StockTransport transport(w.stock, w.consumer_db, w.rng, w.effect_fault_percent, during_call,
+                           interleave);
   EffectRunOptions options{.runner_id = runner_id, .clock = &w.clock, .until_idle_ms = 0};
   options.busy_retry.attempts_max = 1;
   const auto ran = RunEffects(w.config, *store, transport, options);
@@ -701,7 +722,8 @@ std::string Reconcile(World& w) {
          .outcome = performed ? EffectState::kDone : EffectState::kIntended,
          .by = "sim-person",
          .note = performed ? "the stock service performed it" : "the stock service never did",
-         .in_flight_ms = 2000 + EffectRunOptions{}.claim_margin_ms},
+         .in_flight_ms =
+             CallWindowMs(w.config, i.consumer, i.effect, EffectRunOptions{}.claim_margin_ms)},
         w.clock.NowMs());
     if (!resolved.ok() &&
         resolved.status().message().find("may still be in flight") != std::string::npos) {
@@ -1079,6 +1101,7 @@ void RunSeeds(uint64_t first, int64_t count, const char* what, bool require_ever
   EXPECT_GT(stats.answered_503, 0);
   EXPECT_GT(stats.during_calls, 0);
   EXPECT_GT(stats.store_deaths, 0);
+  EXPECT_GT(stats.in_flight_refusals, 0);
 }
 
 TEST(FlowSimulation, EverySeedKeepsTheInvariantsFromOutboxToEffect) {
