@@ -176,6 +176,11 @@ struct EffectResolution {
 // (kEffectTimeoutMsLimit) plus the margin. No runner calls on a claim older than that.
 int64_t CallWindowMs(const Config& config, std::string_view consumer, std::string_view effect,
                      int64_t claim_margin_ms);
+// The same for the intent `key` as `snapshot` holds it (what a resolution passes as
+// in_flight_ms); without a configuration, or for a key it does not hold, the longest timeout a
+// configuration may give plus the margin.
+Result<int64_t> CallWindowOfIntent(Snapshot& snapshot, const Config* config, std::string_view key,
+                                   int64_t claim_margin_ms);
 Result<EffectIntent> ResolveEffect(Store& store, const EffectResolution& resolution,
                                    int64_t now_ms);
 

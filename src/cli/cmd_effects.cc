@@ -51,10 +51,7 @@ Result<int64_t> InFlightMs(const ResolveFlags& flags, Store& store) {
   if (flags.config.empty()) return kEffectTimeoutMsLimit + flags.claim_margin_ms;
   EVIDENT_ASSIGN_OR_RETURN(const Config config, LoadConfig(flags.config));
   EVIDENT_ASSIGN_OR_RETURN(std::unique_ptr<Snapshot> snapshot, store.Read());
-  EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> intent,
-                           snapshot->FindIntent(flags.key));
-  if (!intent) return kEffectTimeoutMsLimit + flags.claim_margin_ms;  // resolve says "no such"
-  return CallWindowMs(config, intent->consumer, intent->effect, flags.claim_margin_ms);
+  return CallWindowOfIntent(*snapshot, &config, flags.key, flags.claim_margin_ms);
 }
 
 struct CompensationFlags {

@@ -569,6 +569,14 @@ int64_t CallWindowMs(const Config& config, std::string_view consumer, std::strin
   return (e == nullptr ? kEffectTimeoutMsLimit : e->target.timeout_ms) + claim_margin_ms;
 }
 
+Result<int64_t> CallWindowOfIntent(Snapshot& snapshot, const Config* config, std::string_view key,
+                                   int64_t claim_margin_ms) {
+  if (config == nullptr) return kEffectTimeoutMsLimit + claim_margin_ms;
+  EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> intent, snapshot.FindIntent(key));
+  if (!intent) return kEffectTimeoutMsLimit + claim_margin_ms;  // the resolution says "no such"
+  return CallWindowMs(*config, intent->consumer, intent->effect, claim_margin_ms);
+}
+
 Result<EffectRunSummary> RunEffects(const Config& config, Store& store, EffectTransport& transport,
                                     const EffectRunOptions& options) {
   Clock& clock = options.clock != nullptr ? *options.clock : SystemClock();

@@ -342,14 +342,12 @@ AdminAnswer Admin::ResolveEffect(std::string_view key, std::string_view body) {
   if (Status opened = OpenWriter(); !opened.ok()) return FromStatus(opened);
   // A claim with no answer may be a call in flight (serve's runner or another's): the window is
   // the intent's effect's timeout plus the runners' default claim margin.
-  int64_t in_flight_ms = kEffectTimeoutMsLimit + EffectRunOptions{}.claim_margin_ms;
+  const int64_t margin_ms = EffectRunOptions{}.claim_margin_ms;
+  int64_t in_flight_ms = kEffectTimeoutMsLimit + margin_ms;  // when the store cannot say
   if (reader_ != nullptr) {
     if (Result<std::unique_ptr<Snapshot>> snapshot = reader_->Read(); snapshot.ok()) {
-      const Result<std::optional<EffectIntent>> found = (*snapshot)->FindIntent(key);
-      if (found.ok() && *found) {
-        in_flight_ms = CallWindowMs(config_, (*found)->consumer, (*found)->effect,
-                                    EffectRunOptions{}.claim_margin_ms);
-      }
+      const Result<int64_t> window = CallWindowOfIntent(**snapshot, &config_, key, margin_ms);
+      if (window.ok()) in_flight_ms = *window;
     }
   }
   Result<EffectIntent> resolved = evident::ResolveEffect(*writer_,
