@@ -8,19 +8,23 @@
 
 namespace evident::bench {
 
-void WriteConfigWithoutEffects(const std::filesystem::path& path) {
+namespace {
+
+void WriteConfig(const std::filesystem::path& path, bool with_effects) {
   std::ifstream in(std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/evident.yaml");
   std::ofstream out(path);
   std::string line;
   bool skipping = false;
   while (std::getline(in, line)) {
-    if (line == "    effects:" || line == "    compensations:") skipping = true;
+    if (!with_effects && (line == "    effects:" || line == "    compensations:")) skipping = true;
     if (line == "    guards:") skipping = false;
     if (skipping) continue;
     if (line.rfind("contracts: contracts", 0) == 0) {
       line = "contracts: " + std::string(EVIDENT_SOURCE_DIR) + "/examples/orders/contracts";
     }
-    if (line.find("reserve-stock") != std::string::npos) line = "        evidence: [payment]";
+    if (!with_effects && line.find("reserve-stock") != std::string::npos) {
+      line = "        evidence: [payment]";
+    }
     out << line << '\n';
   }
   out.close();
@@ -29,6 +33,12 @@ void WriteConfigWithoutEffects(const std::filesystem::path& path) {
     std::exit(2);
   }
 }
+
+}  // namespace
+
+void WriteConfigWithoutEffects(const std::filesystem::path& path) { WriteConfig(path, false); }
+
+void WriteConfigWithEffects(const std::filesystem::path& path) { WriteConfig(path, true); }
 
 void WriteEvents(const std::filesystem::path& path, int64_t count) {
   std::ofstream out(path);

@@ -325,6 +325,9 @@ int main(int argc, char** argv) {
               evident::bench::Median(batched_ratios));
   std::printf("median consume from Kafka / consume from a file: %.3f\n",
               evident::bench::Median(consume_ratios));
+  evident::bench::PrintFigure("kafka_relay_raw", relay_ratios);
+  evident::bench::PrintFigure("kafka_relay_raw_batched", batched_ratios);
+  evident::bench::PrintFigure("kafka_consume_file", consume_ratios);
   StopCluster();  // before its directory goes: kafka.sh finds the mock by the pid file there
   fs::remove_all(dir);
   return 0;

@@ -6,6 +6,10 @@
 //   raw:     js_PublishMsgAsync with the Nats-Msg-Id header for every message, at most
 //            in_flight_max (256, evident's default) awaiting their PubAck, then
 //            js_PublishAsyncComplete;
+//   (b):     a raw relay: the rows read from the same kind of outbox with the sqlite3 library
+//            (a batch of the relay's size at a time), published as raw does, and marked sent
+//            with one prepared UPDATE per row in one transaction per batch (synchronous=FULL);
+//            what a hand-written relay on the same schema does, one step after the other;
 //   (c):     evident's JetStream publisher alone, Publish in batches of the relay's size, no
 //            store: splits the relay's cost between the publisher and the outbox reads and marks.
 // Each side publishes into a stream of its own, created before and deleted after its run, so no
@@ -14,6 +18,7 @@
 //
 //   build/bench/relay_bench [N=50000] [ROUNDS=5]      (see docs/BENCHMARKS.md)
 #include <nats/nats.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -178,6 +184,126 @@ double RunEvidentPublisher(const std::string& url, const std::string& stream,
   return Seconds(start);
 }
 
+// (b)'s PubAck handler: the acknowledged stream sequences, in the order they arrive (one
+// connection: the order of publication).
+struct RawRelayAcks {
+  std::mutex mutex;
+  std::vector<uint64_t> sequences;
+  int64_t errors = 0;
+};
+
+void OnRawRelayAck(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr*, void* closure) {
+  auto* acks = static_cast<RawRelayAcks*>(closure);
+  const std::lock_guard lock(acks->mutex);
+  if (ack != nullptr && !ack->Duplicate) {
+    acks->sequences.push_back(ack->Sequence);
+  } else {
+    ++acks->errors;
+  }
+  natsMsg_Destroy(msg);
+}
+
+void MustExec(sqlite3* db, const char* sql) {
+  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    Die(std::string(sql) + ": " + sqlite3_errmsg(db));
+  }
+}
+
+// (b): a hand-written relay on the outbox's own schema: read a batch of pending rows with the
+// sqlite3 library, publish them as the raw publisher does, wait for their PubAcks, mark each row
+// sent (one prepared UPDATE per row, one transaction per batch), and again.
+double RunRawRelay(const std::string& url, const std::string& stream, const fs::path& outbox,
+                   size_t count, int64_t in_flight_max) {
+  const evident::JetStreamOptions defaults;
+  const int64_t batch = evident::RelayOptions{}.batch_count_max;
+  RawRelayAcks acks;
+  const auto start = Clock::now();
+  sqlite3* db = nullptr;
+  if (sqlite3_open(outbox.c_str(), &db) != SQLITE_OK) Die("raw relay: open " + outbox.string());
+  MustExec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL");
+  sqlite3_stmt* select = nullptr;
+  sqlite3_stmt* mark = nullptr;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT o.seq, o.source, o.event_id, o.type, o.event_partition, b.bytes "
+                         "FROM outbox o JOIN outbox_body b ON b.seq=o.seq WHERE o.sent_at_ms IS "
+                         "NULL ORDER BY o.seq LIMIT ?1",
+                         -1, &select, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db,
+                         "UPDATE outbox SET sent_at_ms=?2, stream=?3, stream_sequence=?4 WHERE "
+                         "seq=?1",
+                         -1, &mark, nullptr) != SQLITE_OK) {
+    Die(std::string("raw relay: prepare: ") + sqlite3_errmsg(db));
+  }
+  natsConnection* connection = nullptr;
+  jsCtx* js = nullptr;
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = defaults.publish_timeout_ms;
+  options.PublishAsync.MaxPending = in_flight_max;
+  options.PublishAsync.StallWait = defaults.publish_timeout_ms;
+  options.PublishAsync.AckHandler = &OnRawRelayAck;
+  options.PublishAsync.AckHandlerClosure = &acks;
+  if (natsConnection_ConnectTo(&connection, url.c_str()) != NATS_OK ||
+      natsConnection_JetStream(&js, connection, &options) != NATS_OK) {
+    Die("raw relay: connect to " + url);
+  }
+  jsPubOptions complete;
+  jsPubOptions_Init(&complete);
+  complete.MaxWait = 60'000;
+  size_t sent = 0;
+  std::vector<int64_t> seqs;
+  while (sent < count) {
+    seqs.clear();
+    sqlite3_bind_int64(select, 1, batch);
+    while (sqlite3_step(select) == SQLITE_ROW) {
+      seqs.push_back(sqlite3_column_int64(select, 0));
+      const auto text = [&](int c) {
+        return std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(select, c)),
+                                static_cast<size_t>(sqlite3_column_bytes(select, c)));
+      };
+      const std::string subject =
+          std::string(kSubjectPrefix) + "." +
+          evident::RelayDestination(sqlite3_column_int64(select, 4), text(3));
+      const std::string id = evident::RelayMessageId(text(1), text(2));
+      natsMsg* msg = nullptr;
+      natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr,
+                                    static_cast<const char*>(sqlite3_column_blob(select, 5)),
+                                    sqlite3_column_bytes(select, 5));
+      if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Nats-Msg-Id", id.c_str());
+      if (s == NATS_OK) s = js_PublishMsgAsync(js, &msg, nullptr);
+      if (s != NATS_OK) {
+        natsMsg_Destroy(msg);
+        Die(std::string("raw relay publish: ") + natsStatus_GetText(s));
+      }
+    }
+    sqlite3_reset(select);
+    if (seqs.empty()) Die("raw relay: no pending rows");
+    if (js_PublishAsyncComplete(js, &complete) != NATS_OK) Die("raw relay: PubAcks not in");
+    const std::lock_guard lock(acks.mutex);
+    if (acks.errors != 0 || acks.sequences.size() != seqs.size()) Die("raw relay: PubAck errors");
+    MustExec(db, "BEGIN IMMEDIATE");
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      sqlite3_bind_int64(mark, 1, seqs[i]);
+      sqlite3_bind_int64(mark, 2, 1'785'000'000'000);
+      sqlite3_bind_text(mark, 3, stream.data(), static_cast<int>(stream.size()), SQLITE_STATIC);
+      sqlite3_bind_int64(mark, 4, static_cast<int64_t>(acks.sequences[i]));
+      if (sqlite3_step(mark) != SQLITE_DONE)
+        Die(std::string("raw relay mark: ") + sqlite3_errmsg(db));
+      sqlite3_reset(mark);
+    }
+    MustExec(db, "COMMIT");
+    acks.sequences.clear();
+    sent += seqs.size();
+  }
+  jsCtx_Destroy(js);
+  natsConnection_Close(connection);
+  natsConnection_Destroy(connection);
+  sqlite3_finalize(select);
+  sqlite3_finalize(mark);
+  if (sqlite3_close(db) != SQLITE_OK) Die("raw relay: close");
+  return Seconds(start);
+}
+
 // Where the relay's time goes: its round (relay.cc Step and Mark) replayed through the same
 // public calls, each step timed: read the pending rows (a snapshot), build the messages,
 // Publish (until every PubAck of the batch is in), mark the batch sent (one UPDATE per row),
@@ -270,7 +396,7 @@ int main(int argc, char** argv) {
       count, static_cast<double>(bytes) / static_cast<double>(count),
       static_cast<long long>(evident::RelayOptions{}.batch_count_max),
       static_cast<long long>(in_flight_max), rounds);
-  std::vector<double> ratios, publisher_ratios;
+  std::vector<double> ratios, publisher_ratios, raw_relay_ratios;
   // Runs `side` against a stream of its own, created first and deleted after (neither timed).
   const auto with_stream = [&](const std::string& stream, const auto& side) {
     if (!admin.CreateStream(stream, kSubjectPrefix, window_ms)) Die("stream " + stream);
@@ -284,7 +410,9 @@ int main(int argc, char** argv) {
     const fs::path path = dir / ("outbox-" + r + ".db");
     std::unique_ptr<evident::Store> store = FillOutbox(path, events);
     const std::vector<evident::OutgoingMessage> messages = MessagesOf(*store, count);
-    double relay_s = 0, raw_s = 0, publisher_s = 0;
+    const fs::path raw_path = dir / ("raw-outbox-" + r + ".db");
+    FillOutbox(raw_path, events).reset();  // closed: (b) opens it with the sqlite3 library
+    double relay_s = 0, raw_s = 0, publisher_s = 0, raw_relay_s = 0;
     const auto relay = [&] {
       relay_s = with_stream(
           "RELAY_" + r, [&] { return RunEvidentRelay(server.url(), "RELAY_" + r, *store, count); });
@@ -298,15 +426,23 @@ int main(int argc, char** argv) {
         return RunEvidentPublisher(server.url(), "PUBLISHER_" + r, messages);
       });
     };
+    const auto raw_relay = [&] {
+      raw_relay_s = with_stream("RAWRELAY_" + r, [&] {
+        return RunRawRelay(server.url(), "RAWRELAY_" + r, raw_path, count, in_flight_max);
+      });
+    };
     if (round % 2 == 1) {
       raw();
+      raw_relay();
       relay();
       publisher();
     } else {
       publisher();
       relay();
+      raw_relay();
       raw();
     }
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(raw_path.string() + suffix);
     store.reset();
     fs::remove(path);
     fs::remove(path.string() + "-wal");
@@ -314,10 +450,13 @@ int main(int argc, char** argv) {
     const double n = static_cast<double>(count);
     ratios.push_back(raw_s / relay_s);
     publisher_ratios.push_back(raw_s / publisher_s);
+    raw_relay_ratios.push_back(raw_relay_s / relay_s);
     std::printf(
-        "round %d: raw libnats %8.0f msg/s | evident relay %8.0f events/s | evident publisher "
-        "alone %8.0f msg/s | relay/raw %.3f | publisher alone/raw %.3f\n",
-        round, n / raw_s, n / relay_s, n / publisher_s, ratios.back(), publisher_ratios.back());
+        "round %d: raw libnats %8.0f msg/s | (b) raw relay %8.0f events/s | evident relay %8.0f "
+        "events/s | evident publisher alone %8.0f msg/s | relay/raw %.3f | relay/(b) %.3f | "
+        "publisher alone/raw %.3f\n",
+        round, n / raw_s, n / raw_relay_s, n / relay_s, n / publisher_s, ratios.back(),
+        raw_relay_ratios.back(), publisher_ratios.back());
     std::fflush(stdout);
   }
   {
@@ -330,7 +469,11 @@ int main(int argc, char** argv) {
   }
   std::printf("median ratio evident relay / raw libnats       : %.3f   (goal >= 0.7)\n",
               evident::bench::Median(ratios));
+  std::printf("median ratio evident relay / (b) raw relay     : %.3f   (goal >= 0.85)\n",
+              evident::bench::Median(raw_relay_ratios));
   std::printf("median ratio evident publisher alone / raw     : %.3f\n",
               evident::bench::Median(publisher_ratios));
+  evident::bench::PrintFigure("relay_raw", ratios);
+  evident::bench::PrintFigure("relay_raw_store", raw_relay_ratios);
   return 0;
 }

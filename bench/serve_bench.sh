@@ -86,6 +86,9 @@ for round in $(seq 1 "$rounds"); do
 done
 median=$(printf "%s\n" "${ratios[@]}" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
 printf "batch mode / consume (median of %d rounds): %.3f\n" "$rounds" "$median"
+# The line bench/run-all.sh collects (the upper median, as the C++ benchmarks print it).
+printf "%s\n" "${ratios[@]}" | sort -g | awk -v n="$rounds" '{ a[NR] = $1 } END {
+  printf "figure serve_consume median=%.4f low=%.4f high=%.4f rounds=%d\n", a[int(n / 2) + 1], a[1], a[n], n }'
 
 connections=$(( rate / 20 > 0 ? rate / 20 : 1 ))
 start_serve
