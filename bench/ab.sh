@@ -7,6 +7,8 @@
 #   bench/ab.sh consume OLD NEW [EVENTS] [PAIRS]
 #     `evident consume` of EVENTS (200,000) events of consume_bench's generator, the orders
 #     example without effects, batches of 1,000, synchronous=FULL, a fresh SQLite store per run.
+#   bench/ab.sh consume-effects OLD NEW [EVENTS] [PAIRS]
+#     the same with the whole orders example (its effects and compensations: intents written).
 #   bench/ab.sh relay OLD NEW [EVENTS] [PAIRS]
 #     `evident relay --once --to file:` of an outbox of EVENTS status events (appended once by
 #     NEW), from a fresh copy of that store per run; the destination file is synced per batch.
@@ -33,6 +35,8 @@ run_consume() {
     --input "$dir/events.ndjson" --batch-count-max 1000
 }
 
+run_consume_effects() { run_consume "$@"; }
+
 run_relay() {
   rm -f "$dir"/copy.db* "$dir/out.ndjson"
   cp "$dir/outbox.db" "$dir/copy.db"
@@ -43,6 +47,11 @@ run_relay() {
 case $what in
   consume)
     build/bench/consume_bench --write-input "$dir" "$events"
+    ;;
+  consume-effects)
+    build/bench/consume_bench --write-input "$dir" "$events"
+    sed "s#^contracts: .*#contracts: $PWD/examples/orders/contracts#" examples/orders/evident.yaml \
+      >"$dir/evident.yaml"
     ;;
   relay)
     python3 - "$events" >"$dir/events.ndjson" <<'PY'
@@ -58,14 +67,19 @@ PY
       --schema-version-at /data/schemaVersion \
       "$dir/events.ndjson" >/dev/null
     ;;
-  *) echo "usage: $0 consume|relay OLD NEW [EVENTS] [PAIRS]" >&2; exit 2 ;;
+  *) echo "usage: $0 consume|consume-effects|relay OLD NEW [EVENTS] [PAIRS]" >&2; exit 2 ;;
 esac
 
 ratios=()
-echo "$what: $events events, $pairs pairs (old then new, alternating)"
+echo "$what: $events events, $pairs pairs (old first in odd pairs, new first in even ones)"
 for pair in $(seq 1 "$pairs"); do
-  a=$("run_$what" "$old")
-  b=$("run_$what" "$new")
+  if [ $((pair % 2)) -eq 1 ]; then
+    a=$("run_${what//-/_}" "$old")
+    b=$("run_${what//-/_}" "$new")
+  else
+    b=$("run_${what//-/_}" "$new")
+    a=$("run_${what//-/_}" "$old")
+  fi
   r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')
   ratios+=("$r")
   printf 'pair %d: old %d ms, new %d ms, new/old %s\n' "$pair" "$a" "$b" "$r"

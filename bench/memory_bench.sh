@@ -41,6 +41,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
 consume_kib() {
   rm -f "$tmp"/c.db*
   peak_kib "$bin" consume --config "$config" --store "sqlite:$tmp/c.db" --input "$1" --synchronous FULL
+  rm -f "$tmp"/c.db*
 }
 
 relay_kib() {
@@ -51,6 +52,7 @@ relay_kib() {
   local sent
   sent=$(wc -l < "$tmp/out.ndjson")
   [ "$sent" -eq "$2" ] || { echo "relay sent $sent of $2" >&2; exit 1; }
+  rm -f "$tmp"/r.db* "$tmp/out.ndjson"
 }
 
 serve_kib() {
@@ -70,6 +72,7 @@ serve_kib() {
   kill -TERM "$pid"
   wait "$pid"
   pid=""
+  rm -f "$tmp"/s.db*
 }
 
 figure() {  # figure NAME SMALL_KIB LARGE_KIB

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run-all.sh [OUT.json]: every ratio docs/BENCHMARKS.md opens with, in one run, each the
 # median of ROUNDS (5) alternating rounds with its spread, printed as one table and written as
-# JSON (OUT.json, default bench-results.json). Every ceiling is built from the same bytes as the
+# JSON (OUT.json, default bench-results.json; every benchmark's whole output is kept beside it, in
+# OUT-logs/). Every ceiling is built from the same bytes as the
 # evident side it divides (see each benchmark's header):
 #   consume_sqlite            `evident consume`, the orders example with effects / (d) the rows
 #                             that run wrote, written again with the sqlite3 library (consume_bench --effects)
@@ -25,8 +26,8 @@ cd "$(dirname "$0")/.."
 out=${1:-bench-results.json}
 rounds=${ROUNDS:-5}
 only=${ONLY:-}
-logs=$(mktemp -d /tmp/evident-run-all-XXXXXX)
-trap 'rm -rf "$logs"' EXIT
+logs=${out%.json}-logs
+rm -rf "$logs" && mkdir -p "$logs"
 cmake --build build --target evident consume_bench relay_bench kafka_bench postgres_bench \
   schema_bench > "$logs/build.log" 2>&1 || { cat "$logs/build.log" >&2; exit 1; }
 
@@ -120,6 +121,6 @@ for key, path, ceiling, goal, unit in rows:
 with open(out_path, "w") as out:
     json.dump(result, out, indent=2)
     out.write("\n")
-print(f"\n(JSON: {out_path})")
+print(f"\n(JSON: {out_path}; each benchmark's output: {out_path.removesuffix('.json')}-logs/)")
 PY
 [ ${#failed[@]} -eq 0 ] || { echo "failed: ${failed[*]} (their logs are above)" >&2; exit 1; }
