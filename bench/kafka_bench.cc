@@ -5,6 +5,9 @@
 //            keys (the subjects) and headers (content-type, ce_id, ce_source, ce_type), with the
 //            producer settings evident's publisher uses, flushed to the last delivery report;
 //            each side into a topic of its own of four partitions. Ratio: raw s / evident s.
+//            Also (b): a hand-written relay on the outbox's own schema (rows read with the sqlite3
+//            library a batch at a time, produced as raw does, flushed, each row marked sent with
+//            one prepared UPDATE in one transaction per batch). Ratio: (b) s / evident s.
 //   consume: the consume loop (examples/orders without effects, a fresh SQLite store) over a
 //            Kafka topic holding N events against the same loop over a file of the same events;
 //            the Kafka run is timed to the commit of its last event. Ratio: file s / Kafka s.
@@ -12,10 +15,12 @@
 //
 //   build/bench/kafka_bench [N=50000] [ROUNDS=5] [RELAY_BATCH=1024]   (docs/BENCHMARKS.md)
 #include <librdkafka/rdkafka.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -167,6 +172,132 @@ double RunRawProducer(const Cluster& cluster, const std::string& topic,
   return seconds;
 }
 
+// (b)'s delivery reports: each record's offset at its index in the batch (its opaque).
+struct RawRelayReports {
+  std::vector<int64_t> offsets;
+  size_t failed = 0;
+};
+
+void OnRawRelayReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+  auto* reports = static_cast<RawRelayReports*>(opaque);
+  const auto index = reinterpret_cast<uintptr_t>(m->_private);
+  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR || index >= reports->offsets.size()) {
+    ++reports->failed;
+    return;
+  }
+  reports->offsets[index] = m->offset;
+}
+
+void MustExec(sqlite3* db, const char* sql) {
+  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    Die(std::string(sql) + ": " + sqlite3_errmsg(db));
+  }
+}
+
+rd_kafka_t* NewRawProducer(const Cluster& cluster, void* opaque,
+                           void (*report)(rd_kafka_t*, const rd_kafka_message_t*, void*)) {
+  char why[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", cluster.bootstrap()},
+                                                        {"enable.idempotence", "true"},
+                                                        {"acks", "all"},
+                                                        {"partitioner", "murmur2_random"},
+                                                        {"linger.ms", "2"}}) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), why, sizeof why) != RD_KAFKA_CONF_OK) {
+      Die(why);
+    }
+  }
+  rd_kafka_conf_set_opaque(conf, opaque);
+  rd_kafka_conf_set_dr_msg_cb(conf, report);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+  if (rk == nullptr) Die(why);
+  return rk;
+}
+
+// Produces the selected row (seq, source, event_id, type, subject, bytes) as record `index`.
+void ProduceRow(rd_kafka_t* rk, const std::string& topic, sqlite3_stmt* row, size_t index) {
+  const auto text = [row](int c) {
+    return std::string_view(reinterpret_cast<const char*>(sqlite3_column_blob(row, c)),
+                            static_cast<size_t>(sqlite3_column_bytes(row, c)));
+  };
+  const std::string_view id = text(2), source = text(1), type = text(3), subject = text(4);
+  const std::string_view bytes = text(5);
+  rd_kafka_headers_t* headers = rd_kafka_headers_new(4);
+  rd_kafka_header_add(headers, "content-type", -1, "application/cloudevents+json", -1);
+  rd_kafka_header_add(headers, "ce_id", -1, id.data(), static_cast<ssize_t>(id.size()));
+  rd_kafka_header_add(headers, "ce_source", -1, source.data(), static_cast<ssize_t>(source.size()));
+  rd_kafka_header_add(headers, "ce_type", -1, type.data(), static_cast<ssize_t>(type.size()));
+  rd_kafka_resp_err_t err;
+  while ((err = rd_kafka_producev(
+              rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(subject.data(), subject.size()),
+              RD_KAFKA_V_VALUE(const_cast<char*>(bytes.data()), bytes.size()),
+              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(headers),
+              RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<uintptr_t>(index))),
+              RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+    rd_kafka_poll(rk, 10);
+  }
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) Die(std::string("raw relay: ") + rd_kafka_err2str(err));
+}
+
+// (b): read a batch of pending rows with the sqlite3 library, produce them, flush to the last
+// delivery report, mark each row sent with its offset (one prepared UPDATE per row, one
+// transaction per batch, synchronous=FULL), and again until none is pending.
+double RunRawRelay(const Cluster& cluster, const std::string& topic, const fs::path& outbox,
+                   size_t count, int64_t batch) {
+  const auto start = Clock::now();
+  sqlite3* db = nullptr;
+  if (sqlite3_open(outbox.c_str(), &db) != SQLITE_OK) Die("raw relay: open");
+  MustExec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL");
+  sqlite3_stmt* select = nullptr;
+  sqlite3_stmt* mark = nullptr;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT o.seq, o.source, o.event_id, o.type, o.subject, b.bytes FROM "
+                         "outbox o JOIN outbox_body b ON b.seq=o.seq WHERE o.sent_at_ms IS NULL "
+                         "ORDER BY o.seq LIMIT ?1",
+                         -1, &select, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db,
+                         "UPDATE outbox SET sent_at_ms=?2, stream=?3, stream_sequence=?4 WHERE "
+                         "seq=?1",
+                         -1, &mark, nullptr) != SQLITE_OK) {
+    Die(std::string("raw relay: prepare: ") + sqlite3_errmsg(db));
+  }
+  RawRelayReports reports;
+  rd_kafka_t* rk = NewRawProducer(cluster, &reports, &OnRawRelayReport);
+  size_t sent = 0;
+  std::vector<int64_t> seqs;
+  while (sent < count) {
+    seqs.clear();
+    reports.offsets.assign(static_cast<size_t>(batch), -1);
+    sqlite3_bind_int64(select, 1, batch);
+    while (sqlite3_step(select) == SQLITE_ROW) {
+      ProduceRow(rk, topic, select, seqs.size());
+      seqs.push_back(sqlite3_column_int64(select, 0));
+    }
+    sqlite3_reset(select);
+    if (seqs.empty()) Die("raw relay: no pending rows");
+    if (rd_kafka_flush(rk, 60'000) != RD_KAFKA_RESP_ERR_NO_ERROR || reports.failed != 0) {
+      Die("raw relay: deliveries failed");
+    }
+    MustExec(db, "BEGIN IMMEDIATE");
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      sqlite3_bind_int64(mark, 1, seqs[i]);
+      sqlite3_bind_int64(mark, 2, 1'785'000'000'000);
+      sqlite3_bind_text(mark, 3, topic.data(), static_cast<int>(topic.size()), SQLITE_STATIC);
+      sqlite3_bind_int64(mark, 4, reports.offsets[i]);
+      if (sqlite3_step(mark) != SQLITE_DONE) Die(std::string("raw relay: ") + sqlite3_errmsg(db));
+      sqlite3_reset(mark);
+    }
+    MustExec(db, "COMMIT");
+    sent += seqs.size();
+  }
+  rd_kafka_destroy(rk);
+  sqlite3_finalize(select);
+  sqlite3_finalize(mark);
+  if (sqlite3_close(db) != SQLITE_OK) Die("raw relay: close");
+  return Seconds(start);
+}
+
 // The orders consumers over `source` into a fresh store at `db`, until `count` events are
 // committed; its seconds.
 double RunConsume(const evident::Config& config, evident::Source& source, const fs::path& db,
@@ -189,6 +320,9 @@ double RunConsume(const evident::Config& config, evident::Source& source, const 
   const double seconds = Seconds(start);
   if (!summary.ok()) Die("consume: " + summary.status().ToString());
   if (summary->events != count) Die("consume decided " + std::to_string(summary->events));
+  if (std::getenv("KAFKA_BENCH_BATCHES") != nullptr) {
+    std::printf("  %s: %lld batches\n", source.name().c_str(), (long long)summary->batches);
+  }
   return seconds;
 }
 
@@ -289,33 +423,41 @@ int main(int argc, char** argv) {
   std::printf("kafka_bench: %zu events, %d rounds, relay batches of %lld, the mock cluster at %s\n",
               count, rounds, static_cast<long long>(batch), cluster.bootstrap().c_str());
 
-  std::vector<double> relay_ratios, batched_ratios;
+  std::vector<double> relay_ratios, batched_ratios, raw_relay_ratios;
   for (int round = 0; round < rounds; ++round) {
     const std::vector<std::string> events =
         evident::bench::MakeContractOrderEvents(count, 1000 + static_cast<uint64_t>(round));
     std::unique_ptr<evident::Store> store = evident::bench::FillOutbox(dir / "outbox.db", events);
     const std::vector<evident::OutboxRow> rows = RowsOf(*store, count);
+    const fs::path raw_outbox = dir / "raw-outbox.db";
+    for (const char* part : {"", "-wal", "-shm"}) fs::remove(raw_outbox.string() + part);
+    evident::bench::FillOutbox(raw_outbox, events).reset();  // closed: (b) opens it with sqlite3
     const std::string suffix = std::to_string(round);
     cluster.Topic("relay-" + suffix);
     cluster.Topic("raw-" + suffix);
     cluster.Topic("batched-" + suffix);
-    double evident_s = 0, raw_s = 0, batched_s = 0;
+    cluster.Topic("rawrelay-" + suffix);
+    double evident_s = 0, raw_s = 0, batched_s = 0, raw_relay_s = 0;
     if (round % 2 == 0) {
       evident_s = RunEvidentRelay(cluster, "relay-" + suffix, *store, count, batch);
+      raw_relay_s = RunRawRelay(cluster, "rawrelay-" + suffix, raw_outbox, count, batch);
       raw_s = RunRawProducer(cluster, "raw-" + suffix, rows, 0);
       batched_s = RunRawProducer(cluster, "batched-" + suffix, rows, static_cast<size_t>(batch));
     } else {
       batched_s = RunRawProducer(cluster, "batched-" + suffix, rows, static_cast<size_t>(batch));
       raw_s = RunRawProducer(cluster, "raw-" + suffix, rows, 0);
+      raw_relay_s = RunRawRelay(cluster, "rawrelay-" + suffix, raw_outbox, count, batch);
       evident_s = RunEvidentRelay(cluster, "relay-" + suffix, *store, count, batch);
     }
     relay_ratios.push_back(raw_s / evident_s);
     batched_ratios.push_back(batched_s / evident_s);
+    raw_relay_ratios.push_back(raw_relay_s / evident_s);
     std::printf(
         "round %d relay: evident %.3f s (%.0f/s); raw producer %.3f s (%.0f/s), %.3f; "
-        "raw flushing per batch %.3f s (%.0f/s), %.3f\n",
+        "raw flushing per batch %.3f s (%.0f/s), %.3f; (b) raw relay %.3f s (%.0f/s), %.3f\n",
         round, evident_s, count / evident_s, raw_s, count / raw_s, raw_s / evident_s, batched_s,
-        count / batched_s, batched_s / evident_s);
+        count / batched_s, batched_s / evident_s, raw_relay_s, count / raw_relay_s,
+        raw_relay_s / evident_s);
   }
 
   const std::vector<double> consume_ratios = ConsumeRounds(cluster, dir, count, rounds);
@@ -326,7 +468,10 @@ int main(int argc, char** argv) {
   std::printf("median consume from Kafka / consume from a file: %.3f\n",
               evident::bench::Median(consume_ratios));
   evident::bench::PrintFigure("kafka_relay_raw", relay_ratios);
+  std::printf("median relay to Kafka / (b) raw relay reading and marking with sqlite3: %.3f\n",
+              evident::bench::Median(raw_relay_ratios));
   evident::bench::PrintFigure("kafka_relay_raw_batched", batched_ratios);
+  evident::bench::PrintFigure("kafka_relay_raw_store", raw_relay_ratios);
   evident::bench::PrintFigure("kafka_consume_file", consume_ratios);
   StopCluster();  // before its directory goes: kafka.sh finds the mock by the pid file there
   fs::remove_all(dir);
