@@ -85,4 +85,4 @@ for pair in $(seq 1 "$pairs"); do
   printf 'pair %d: old %d ms, new %d ms, new/old %s\n' "$pair" "$a" "$b" "$r"
 done
 printf '%s\n' "${ratios[@]}" | sort -g | awk '{v[NR]=$1} END {
-  m = NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2; printf "median new/old: %.3f\n", m }'
+  m = v[int(NR / 2) + 1]; printf "median new/old: %.3f (the upper median, as median.h)\n", m }'

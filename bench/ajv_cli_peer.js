@@ -8,7 +8,8 @@ const Ajv = require('ajv');
 const addFormats = require('ajv-formats');
 
 const [schemaPath, dataPath] = process.argv.slice(2);
-const ajv = new Ajv({ strict: false });
+// allErrors: every error of an instance, as evident reports them (up to its errors_max, 16).
+const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
 const validate = ajv.compile(JSON.parse(fs.readFileSync(schemaPath, 'utf8')));
 const lines = fs.readFileSync(dataPath, 'utf8').split('\n');

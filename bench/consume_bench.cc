@@ -158,10 +158,24 @@ void MustExec(sqlite3* db, const std::string& sql) {
   }
 }
 
+sqlite3_stmt* MustPrepare(sqlite3* db, const std::string& sql) {
+  sqlite3_stmt* statement = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) != SQLITE_OK) {
+    std::fprintf(stderr, "%s: %s\n", sql.c_str(), sqlite3_errmsg(db));
+    std::exit(1);
+  }
+  return statement;
+}
+
+// The rows of `table` in `db`; exits when the table is not there (a fresh store lacking a table
+// evident's run filled would leave (d) with less to write).
 int64_t CountRows(sqlite3* db, const std::string& table) {
-  sqlite3_stmt* count = nullptr;
-  sqlite3_prepare_v2(db, ("SELECT count(*) FROM \"" + table + "\"").c_str(), -1, &count, nullptr);
-  const int64_t n = sqlite3_step(count) == SQLITE_ROW ? sqlite3_column_int64(count, 0) : -1;
+  sqlite3_stmt* count = MustPrepare(db, "SELECT count(*) FROM \"" + table + "\"");
+  if (sqlite3_step(count) != SQLITE_ROW) {
+    std::fprintf(stderr, "count of %s: %s\n", table.c_str(), sqlite3_errmsg(db));
+    std::exit(1);
+  }
+  const int64_t n = sqlite3_column_int64(count, 0);
   sqlite3_finalize(count);
   return n;
 }
@@ -170,11 +184,9 @@ int64_t CountRows(sqlite3* db, const std::string& table) {
 std::vector<TableRows> ReadRowsWritten(const fs::path& evident_store, sqlite3* fresh) {
   sqlite3* db = OpenRaw(evident_store);
   std::vector<std::string> names;
-  sqlite3_stmt* list = nullptr;
-  sqlite3_prepare_v2(db,
-                     "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE "
-                     "'sqlite_%' ORDER BY name",
-                     -1, &list, nullptr);
+  sqlite3_stmt* list = MustPrepare(db,
+                                   "SELECT name FROM sqlite_master WHERE type='table' AND name NOT "
+                                   "LIKE 'sqlite_%' ORDER BY name");
   while (sqlite3_step(list) == SQLITE_ROW) {
     names.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(list, 0)));
   }
@@ -183,10 +195,10 @@ std::vector<TableRows> ReadRowsWritten(const fs::path& evident_store, sqlite3* f
   for (const std::string& name : names) {
     if (CountRows(fresh, name) != 0) continue;  // the schema's own rows
     TableRows t{.name = name};
-    sqlite3_stmt* read = nullptr;
-    sqlite3_prepare_v2(db, ("SELECT * FROM \"" + name + "\"").c_str(), -1, &read, nullptr);
+    sqlite3_stmt* read = MustPrepare(db, "SELECT * FROM \"" + name + "\"");
     t.columns = sqlite3_column_count(read);
-    while (sqlite3_step(read) == SQLITE_ROW) {
+    int step = SQLITE_ROW;
+    while ((step = sqlite3_step(read)) == SQLITE_ROW) {
       for (int c = 0; c < t.columns; ++c) {
         const int type = sqlite3_column_type(read, c);
         t.types.push_back(type);
@@ -197,6 +209,10 @@ std::vector<TableRows> ReadRowsWritten(const fs::path& evident_store, sqlite3* f
                              static_cast<size_t>(sqlite3_column_bytes(read, c)));
       }
       ++t.rows;
+    }
+    if (step != SQLITE_DONE) {
+      std::fprintf(stderr, "reading %s: %s\n", name.c_str(), sqlite3_errmsg(db));
+      std::exit(1);
     }
     sqlite3_finalize(read);
     if (t.rows > 0) tables.push_back(std::move(t));
@@ -235,9 +251,11 @@ void InsertRow(sqlite3* db, sqlite3_stmt* insert, const TableRows& t, int64_t ro
 }
 
 // (d): the rows evident's run wrote (final rows: a projection row updated three times is written
-// once, which favours the ceiling), written with the sqlite3 library into a fresh store of the
-// same schema and pragmas, in as many transactions as evident had batches, each holding its share
-// of every table. Returns the seconds of the writes alone.
+// once; and a table without rowid is read, so written, in key order, appending to its B-tree's
+// right edge where evident inserts in arrival order: both favour the ceiling), written with the
+// sqlite3 library into a fresh store of the same schema and pragmas, in as many transactions as
+// evident had batches, each holding its share of every table. Returns the seconds of the writes
+// alone.
 double WriteRowsAgain(const fs::path& evident_store, const fs::path& target, int64_t events) {
   fs::remove(target);
   {
@@ -278,10 +296,9 @@ double WriteRowsAgain(const fs::path& evident_store, const fs::path& target, int
     }
     MustExec(db, "COMMIT");
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   for (sqlite3_stmt* insert : inserts) sqlite3_finalize(insert);
-  if (sqlite3_close(db) != SQLITE_OK) std::exit(1);
-  return seconds;
+  if (sqlite3_close(db) != SQLITE_OK) std::exit(1);  // its last checkpoint, as evident's exit
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // --memory N: peak RSS of one run at 100,000 events and one at N.

@@ -55,7 +55,7 @@ relay_kib() {
   rm -f "$tmp"/r.db* "$tmp/out.ndjson"
 }
 
-serve_kib() {
+serve_kib() {  # run in this shell (not in $(...)), so that cleanup stops the daemon: sets kib
   rm -f "$tmp"/s.db*
   "$bin" serve --config "$config" --store "sqlite:$tmp/s.db" --listen 127.0.0.1:0 --no-effects \
     2> "$tmp/serve.log" &
@@ -68,7 +68,7 @@ serve_kib() {
   done
   [ -n "$port" ] || { echo "evident serve did not start:" >&2; cat "$tmp/serve.log" >&2; exit 1; }
   python3 bench/post_batches.py "$port" "$1" 1000 > /dev/null
-  awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status"
+  kib=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
   kill -TERM "$pid"
   wait "$pid"
   pid=""
@@ -86,5 +86,6 @@ low=$(consume_kib "$tmp/small.ndjson"); high=$(consume_kib "$tmp/large.ndjson")
 figure consume "$low" "$high"
 low=$(relay_kib "$tmp/small.ndjson" "$small"); high=$(relay_kib "$tmp/large.ndjson" "$events")
 figure relay "$low" "$high"
-low=$(serve_kib "$tmp/small.ndjson"); high=$(serve_kib "$tmp/large.ndjson")
+serve_kib "$tmp/small.ndjson"; low=$kib
+serve_kib "$tmp/large.ndjson"; high=$kib
 figure serve "$low" "$high"

@@ -84,7 +84,8 @@ for round in $(seq 1 "$rounds"); do
   ratios+=("$ratio")
   printf "%-6s %14.0f %14.0f %8.3f\n" "$round" "$consume" "$serve" "$ratio"
 done
-median=$(printf "%s\n" "${ratios[@]}" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+# The upper median (for an even count, the higher of the two middle rounds), as median.h takes it.
+median=$(printf "%s\n" "${ratios[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int(NR / 2) + 1] }')
 printf "batch mode / consume (median of %d rounds): %.3f\n" "$rounds" "$median"
 # The line bench/run-all.sh collects (the upper median, as the C++ benchmarks print it).
 printf "%s\n" "${ratios[@]}" | sort -g | awk -v n="$rounds" '{ a[NR] = $1 } END {

@@ -2096,6 +2096,66 @@ TEST_P(StoreConformance, IntendOnceLogsASecondTriggerOfTheSameOperation) {
   EXPECT_EQ(log.rows[0].at_ms, 20);
 }
 
+// A trigger logs the intent's state as stored (not the new trigger's); the same effect's key held
+// by another consumer is refused as another effect's is.
+TEST_P(StoreConformance, IntendOnceLogsTheStoredStateAndRefusesAnotherConsumersKey) {
+  Write([&](Transaction& tx) { EXPECT_OK(tx.IntendOnce(Intent("reserve:order-2", 10), "first")); });
+  Write([&](Transaction& tx) {
+    EffectIntent done = Take(tx.FindIntent("reserve:order-2")).value();
+    const int64_t revision = done.revision;
+    done.state = EffectState::kDone;
+    done.next_attempt_at_ms = std::nullopt;
+    done.settled_at_ms = 15;
+    EXPECT_OK(tx.UpdateIntent(done, revision));
+    EXPECT_OK(tx.IntendOnce(Intent("reserve:order-2", 30), "again"));
+  });
+  auto tx = Begin();
+  EffectIntent other = Intent("reserve:order-2", 10);
+  other.consumer = "d";
+  Status refused = tx->IntendOnce(other, "x");
+  if (refused.ok()) refused = tx->Commit();
+  EXPECT_EQ(refused.code(), Code::kFailedPrecondition) << refused.ToString();
+  tx.reset();
+  const Rows<EffectLogEntry> log = Take(Read()->IntentLogOf("reserve:order-2"));
+  ASSERT_EQ(log.rows.size(), 1u);
+  EXPECT_EQ(log.rows[0].action, EffectAction::kTrigger);
+  EXPECT_EQ(log.rows[0].state_after, EffectState::kDone);
+  EXPECT_FALSE(log.rows[0].http_status.has_value());
+  EXPECT_EQ(log.rows[0].detail, "again");
+}
+
+// The records of an intent come once each, in the order they were recorded, whichever column
+// names it (one naming it in both comes once), whatever their consumer.
+TEST_P(StoreConformance, CompensationsOfAnIntentComeOnceInRecordedOrder) {
+  Write([&](Transaction& tx) {
+    int n = 0;
+    for (const char* consumer : {"c", "d", "c", "d"}) {
+      CompensationRecord r = Compensation("k" + std::to_string(n), consumer);
+      r.compensates = "reserve-stock";
+      r.state = CompensationState::kWaitsForReconciliation;
+      if (n % 2 == 0) {
+        r.covers = "reserve:order-9";
+        r.compensating_key = "release:order-" + std::to_string(n);
+      } else {
+        r.covers = "reserve:order-" + std::to_string(n);
+        r.compensate_with = "release-stock";
+        r.compensating_key = "reserve:order-9";
+      }
+      EXPECT_EQ(Take(tx.InsertCompensation(r)), Insert::kInserted);
+      ++n;
+    }
+    CompensationRecord both = Compensation("k4", "c");
+    both.compensates = "reserve-stock";
+    both.covers = "reserve:order-9";
+    both.compensating_key = "reserve:order-9";
+    EXPECT_EQ(Take(tx.InsertCompensation(both)), Insert::kInserted);
+  });
+  auto tx = Begin();
+  const std::vector<CompensationRecord> found = Take(tx->CompensationsOfIntent("reserve:order-9"));
+  EXPECT_EQ(Pluck(found, &CompensationRecord::key),
+            (std::vector<std::string>{"k0", "k1", "k2", "k3", "k4"}));
+}
+
 // An owner's record and a consumer's that acted on the effect it compensates keep every field;
 // the records that cover an intent are found by its key and change what they did.
 TEST_P(StoreConformance, CompensationsKeepWhatTheyDidAndAreFoundByTheIntentTheyCover) {

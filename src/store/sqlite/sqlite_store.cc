@@ -2301,7 +2301,7 @@ class SqliteEngine {
     }
     static const std::string kSql =
         "INSERT INTO effect_log(key, action, by_whom, state_after, http_status, detail, at_ms)"
-        " SELECT key, 'trigger', consumer, state, NULL, ?4, ?5 FROM effect_intent"
+        " SELECT key, ?6, consumer, state, NULL, ?4, ?5 FROM effect_intent"
         " WHERE key=?1 AND effect=?2 AND consumer=?3";
     EVIDENT_RETURN_IF_ERROR(Prepared(kSql)
                                 .Bind(intent.key)
@@ -2309,7 +2309,10 @@ class SqliteEngine {
                                 .Bind(intent.consumer)
                                 .Bind(trigger_detail)
                                 .Bind(intent.intended_at_ms)
+                                .Bind(EffectActionName(EffectAction::kTrigger))
                                 .Run());
+    // The state is copied as stored: the trigger changes none, and reading it back
+    // (ReadIntent) is where an unknown state text is reported.
     done = sqlite3_changes(db_) == 1;
     return Status::Ok();
   }
