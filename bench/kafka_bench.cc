@@ -15,7 +15,6 @@
 //
 //   build/bench/kafka_bench [N=50000] [ROUNDS=5] [RELAY_BATCH=1024]   (docs/BENCHMARKS.md)
 #include <librdkafka/rdkafka.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -36,6 +35,7 @@
 #include "median.h"
 #include "order_events.h"
 #include "outbox_fill.h"
+#include "raw_outbox.h"
 #include "shell.h"
 
 namespace {
@@ -112,6 +112,28 @@ double RunEvidentRelay(const Cluster& cluster, const std::string& topic, evident
   return seconds;
 }
 
+// A raw idempotent producer with evident's publisher settings, its reports to `report`.
+rd_kafka_t* NewRawProducer(const Cluster& cluster, void* opaque,
+                           void (*report)(rd_kafka_t*, const rd_kafka_message_t*, void*)) {
+  char why[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", cluster.bootstrap()},
+                                                        {"enable.idempotence", "true"},
+                                                        {"acks", "all"},
+                                                        {"partitioner", "murmur2_random"},
+                                                        {"linger.ms", "2"}}) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), why, sizeof why) != RD_KAFKA_CONF_OK) {
+      Die(why);
+    }
+  }
+  rd_kafka_conf_set_opaque(conf, opaque);
+  rd_kafka_conf_set_dr_msg_cb(conf, report);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+  if (rk == nullptr) Die(why);
+  return rk;
+}
+
 struct RawReports {
   size_t done = 0, failed = 0;
 };
@@ -129,23 +151,8 @@ void OnRawReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
 double RunRawProducer(const Cluster& cluster, const std::string& topic,
                       const std::vector<evident::OutboxRow>& rows, size_t flush_every) {
   const auto start = Clock::now();
-  char why[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  for (const auto& [key, value] :
-       std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", cluster.bootstrap()},
-                                                        {"enable.idempotence", "true"},
-                                                        {"acks", "all"},
-                                                        {"partitioner", "murmur2_random"},
-                                                        {"linger.ms", "2"}}) {
-    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), why, sizeof why) != RD_KAFKA_CONF_OK) {
-      Die(why);
-    }
-  }
   RawReports reports;
-  rd_kafka_conf_set_opaque(conf, &reports);
-  rd_kafka_conf_set_dr_msg_cb(conf, &OnRawReport);
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
-  if (rk == nullptr) Die(why);
+  rd_kafka_t* rk = NewRawProducer(cluster, &reports, &OnRawReport);
   for (size_t i = 0; i < rows.size(); ++i) {
     const evident::OutboxRow& row = rows[i];
     if (flush_every > 0 && i > 0 && i % flush_every == 0) (void)rd_kafka_flush(rk, 60'000);
@@ -188,41 +195,14 @@ void OnRawRelayReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   reports->offsets[index] = m->offset;
 }
 
-void MustExec(sqlite3* db, const char* sql) {
-  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
-    Die(std::string(sql) + ": " + sqlite3_errmsg(db));
-  }
-}
-
-rd_kafka_t* NewRawProducer(const Cluster& cluster, void* opaque,
-                           void (*report)(rd_kafka_t*, const rd_kafka_message_t*, void*)) {
-  char why[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  for (const auto& [key, value] :
-       std::vector<std::pair<std::string, std::string>>{{"bootstrap.servers", cluster.bootstrap()},
-                                                        {"enable.idempotence", "true"},
-                                                        {"acks", "all"},
-                                                        {"partitioner", "murmur2_random"},
-                                                        {"linger.ms", "2"}}) {
-    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), why, sizeof why) != RD_KAFKA_CONF_OK) {
-      Die(why);
-    }
-  }
-  rd_kafka_conf_set_opaque(conf, opaque);
-  rd_kafka_conf_set_dr_msg_cb(conf, report);
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
-  if (rk == nullptr) Die(why);
-  return rk;
-}
-
-// Produces the selected row (seq, source, event_id, type, subject, bytes) as record `index`.
+// Produces the row RawOutbox::Pending stepped to as record `index`.
 void ProduceRow(rd_kafka_t* rk, const std::string& topic, sqlite3_stmt* row, size_t index) {
-  const auto text = [row](int c) {
-    return std::string_view(reinterpret_cast<const char*>(sqlite3_column_blob(row, c)),
-                            static_cast<size_t>(sqlite3_column_bytes(row, c)));
-  };
-  const std::string_view id = text(2), source = text(1), type = text(3), subject = text(4);
-  const std::string_view bytes = text(5);
+  using evident::bench::RawOutbox;
+  const std::string_view id = RawOutbox::Text(row, RawOutbox::kEventId);
+  const std::string_view source = RawOutbox::Text(row, RawOutbox::kSource);
+  const std::string_view type = RawOutbox::Text(row, RawOutbox::kType);
+  const std::string_view subject = RawOutbox::Text(row, RawOutbox::kSubject);
+  const std::string_view bytes = RawOutbox::Text(row, RawOutbox::kBytes);
   rd_kafka_headers_t* headers = rd_kafka_headers_new(4);
   rd_kafka_header_add(headers, "content-type", -1, "application/cloudevents+json", -1);
   rd_kafka_header_add(headers, "ce_id", -1, id.data(), static_cast<ssize_t>(id.size()));
@@ -246,22 +226,7 @@ void ProduceRow(rd_kafka_t* rk, const std::string& topic, sqlite3_stmt* row, siz
 double RunRawRelay(const Cluster& cluster, const std::string& topic, const fs::path& outbox,
                    size_t count, int64_t batch) {
   const auto start = Clock::now();
-  sqlite3* db = nullptr;
-  if (sqlite3_open(outbox.c_str(), &db) != SQLITE_OK) Die("raw relay: open");
-  MustExec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL");
-  sqlite3_stmt* select = nullptr;
-  sqlite3_stmt* mark = nullptr;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT o.seq, o.source, o.event_id, o.type, o.subject, b.bytes FROM "
-                         "outbox o JOIN outbox_body b ON b.seq=o.seq WHERE o.sent_at_ms IS NULL "
-                         "ORDER BY o.seq LIMIT ?1",
-                         -1, &select, nullptr) != SQLITE_OK ||
-      sqlite3_prepare_v2(db,
-                         "UPDATE outbox SET sent_at_ms=?2, stream=?3, stream_sequence=?4 WHERE "
-                         "seq=?1",
-                         -1, &mark, nullptr) != SQLITE_OK) {
-    Die(std::string("raw relay: prepare: ") + sqlite3_errmsg(db));
-  }
+  evident::bench::RawOutbox rows(outbox);
   RawRelayReports reports;
   rd_kafka_t* rk = NewRawProducer(cluster, &reports, &OnRawRelayReport);
   size_t sent = 0;
@@ -269,32 +234,20 @@ double RunRawRelay(const Cluster& cluster, const std::string& topic, const fs::p
   while (sent < count) {
     seqs.clear();
     reports.offsets.assign(static_cast<size_t>(batch), -1);
-    sqlite3_bind_int64(select, 1, batch);
-    while (sqlite3_step(select) == SQLITE_ROW) {
-      ProduceRow(rk, topic, select, seqs.size());
-      seqs.push_back(sqlite3_column_int64(select, 0));
-    }
-    sqlite3_reset(select);
+    rows.Pending(batch, [&](sqlite3_stmt* row) {
+      ProduceRow(rk, topic, row, seqs.size());
+      seqs.push_back(sqlite3_column_int64(row, evident::bench::RawOutbox::kSeq));
+    });
     if (seqs.empty()) Die("raw relay: no pending rows");
     if (rd_kafka_flush(rk, 60'000) != RD_KAFKA_RESP_ERR_NO_ERROR || reports.failed != 0) {
       Die("raw relay: deliveries failed");
     }
-    MustExec(db, "BEGIN IMMEDIATE");
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      sqlite3_bind_int64(mark, 1, seqs[i]);
-      sqlite3_bind_int64(mark, 2, 1'785'000'000'000);
-      sqlite3_bind_text(mark, 3, topic.data(), static_cast<int>(topic.size()), SQLITE_STATIC);
-      sqlite3_bind_int64(mark, 4, reports.offsets[i]);
-      if (sqlite3_step(mark) != SQLITE_DONE) Die(std::string("raw relay: ") + sqlite3_errmsg(db));
-      sqlite3_reset(mark);
-    }
-    MustExec(db, "COMMIT");
+    reports.offsets.resize(seqs.size());
+    rows.MarkSent(seqs, topic, reports.offsets);
     sent += seqs.size();
   }
   rd_kafka_destroy(rk);
-  sqlite3_finalize(select);
-  sqlite3_finalize(mark);
-  if (sqlite3_close(db) != SQLITE_OK) Die("raw relay: close");
+  rows.Close();
   return Seconds(start);
 }
 

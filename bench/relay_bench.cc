@@ -18,7 +18,6 @@
 //
 //   build/bench/relay_bench [N=50000] [ROUNDS=5]      (see docs/BENCHMARKS.md)
 #include <nats/nats.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +37,7 @@
 #include "nats_server.h"
 #include "order_events.h"
 #include "outbox_fill.h"
+#include "raw_outbox.h"
 
 namespace {
 
@@ -110,12 +110,42 @@ void OnRawAck(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* clo
   natsMsg_Destroy(msg);
 }
 
+// A raw libnats connection and JetStream context with evident's publisher options
+// (jetstream.cc Open): at most `in_flight_max` awaiting their PubAck, `handler` called with each.
+struct RawJetStream {
+  natsConnection* connection = nullptr;
+  jsCtx* js = nullptr;
+};
+
+RawJetStream ConnectRaw(const std::string& url, int64_t in_flight_max, jsPubAckHandler handler,
+                        void* closure) {
+  const evident::JetStreamOptions defaults;
+  RawJetStream raw;
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = defaults.publish_timeout_ms;
+  options.PublishAsync.MaxPending = in_flight_max;
+  options.PublishAsync.StallWait = defaults.publish_timeout_ms;
+  options.PublishAsync.AckHandler = handler;
+  options.PublishAsync.AckHandlerClosure = closure;
+  if (natsConnection_ConnectTo(&raw.connection, url.c_str()) != NATS_OK ||
+      natsConnection_JetStream(&raw.js, raw.connection, &options) != NATS_OK) {
+    Die("raw: connect to " + url);
+  }
+  return raw;
+}
+
+void CloseRaw(RawJetStream& raw) {
+  jsCtx_Destroy(raw.js);
+  natsConnection_Close(raw.connection);
+  natsConnection_Destroy(raw.connection);
+}
+
 // The raw libnats program: connect, publish every message asynchronously with its Nats-Msg-Id,
 // wait for the PubAcks, close. Options as evident's publisher sets them (jetstream.cc Open).
 double RunRawPublisher(const std::string& url,
                        const std::vector<evident::OutgoingMessage>& messages,
                        int64_t in_flight_max) {
-  const evident::JetStreamOptions defaults;
   RawAcks acks;
   std::vector<std::string> subjects;
   subjects.reserve(messages.size());
@@ -123,19 +153,8 @@ double RunRawPublisher(const std::string& url,
     subjects.push_back(std::string(kSubjectPrefix) + "." + m.destination);
 
   const auto start = Clock::now();
-  natsConnection* connection = nullptr;
-  jsCtx* js = nullptr;
-  jsOptions options;
-  jsOptions_Init(&options);
-  options.Wait = defaults.publish_timeout_ms;
-  options.PublishAsync.MaxPending = in_flight_max;
-  options.PublishAsync.StallWait = defaults.publish_timeout_ms;
-  options.PublishAsync.AckHandler = &OnRawAck;
-  options.PublishAsync.AckHandlerClosure = &acks;
-  if (natsConnection_ConnectTo(&connection, url.c_str()) != NATS_OK ||
-      natsConnection_JetStream(&js, connection, &options) != NATS_OK) {
-    Die("raw: connect to " + url);
-  }
+  RawJetStream raw = ConnectRaw(url, in_flight_max, &OnRawAck, &acks);
+  jsCtx* js = raw.js;
   for (size_t i = 0; i < messages.size(); ++i) {
     const evident::OutgoingMessage& m = messages[i];
     natsMsg* msg = nullptr;
@@ -152,9 +171,7 @@ double RunRawPublisher(const std::string& url,
   jsPubOptions_Init(&complete);
   complete.MaxWait = 60'000;
   const natsStatus s = js_PublishAsyncComplete(js, &complete);
-  jsCtx_Destroy(js);
-  natsConnection_Close(connection);
-  natsConnection_Destroy(connection);
+  CloseRaw(raw);
   const double seconds = Seconds(start);
   if (s != NATS_OK || acks.stored.load() != static_cast<int64_t>(messages.size()) ||
       acks.errors.load() != 0) {
@@ -203,104 +220,58 @@ void OnRawRelayAck(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr*, void* clos
   natsMsg_Destroy(msg);
 }
 
-void MustExec(sqlite3* db, const char* sql) {
-  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
-    Die(std::string(sql) + ": " + sqlite3_errmsg(db));
-  }
-}
-
 // (b): a hand-written relay on the outbox's own schema: read a batch of pending rows with the
 // sqlite3 library, publish them as the raw publisher does, wait for their PubAcks, mark each row
 // sent (one prepared UPDATE per row, one transaction per batch), and again.
 double RunRawRelay(const std::string& url, const std::string& stream, const fs::path& outbox,
                    size_t count, int64_t in_flight_max) {
-  const evident::JetStreamOptions defaults;
+  using evident::bench::RawOutbox;
   const int64_t batch = evident::RelayOptions{}.batch_count_max;
   RawRelayAcks acks;
   const auto start = Clock::now();
-  sqlite3* db = nullptr;
-  if (sqlite3_open(outbox.c_str(), &db) != SQLITE_OK) Die("raw relay: open " + outbox.string());
-  MustExec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL");
-  sqlite3_stmt* select = nullptr;
-  sqlite3_stmt* mark = nullptr;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT o.seq, o.source, o.event_id, o.type, o.event_partition, b.bytes "
-                         "FROM outbox o JOIN outbox_body b ON b.seq=o.seq WHERE o.sent_at_ms IS "
-                         "NULL ORDER BY o.seq LIMIT ?1",
-                         -1, &select, nullptr) != SQLITE_OK ||
-      sqlite3_prepare_v2(db,
-                         "UPDATE outbox SET sent_at_ms=?2, stream=?3, stream_sequence=?4 WHERE "
-                         "seq=?1",
-                         -1, &mark, nullptr) != SQLITE_OK) {
-    Die(std::string("raw relay: prepare: ") + sqlite3_errmsg(db));
-  }
-  natsConnection* connection = nullptr;
-  jsCtx* js = nullptr;
-  jsOptions options;
-  jsOptions_Init(&options);
-  options.Wait = defaults.publish_timeout_ms;
-  options.PublishAsync.MaxPending = in_flight_max;
-  options.PublishAsync.StallWait = defaults.publish_timeout_ms;
-  options.PublishAsync.AckHandler = &OnRawRelayAck;
-  options.PublishAsync.AckHandlerClosure = &acks;
-  if (natsConnection_ConnectTo(&connection, url.c_str()) != NATS_OK ||
-      natsConnection_JetStream(&js, connection, &options) != NATS_OK) {
-    Die("raw relay: connect to " + url);
-  }
+  RawOutbox rows(outbox);
+  RawJetStream raw = ConnectRaw(url, in_flight_max, &OnRawRelayAck, &acks);
   jsPubOptions complete;
   jsPubOptions_Init(&complete);
   complete.MaxWait = 60'000;
   size_t sent = 0;
-  std::vector<int64_t> seqs;
+  std::vector<int64_t> seqs, sequences;
   while (sent < count) {
     seqs.clear();
-    sqlite3_bind_int64(select, 1, batch);
-    while (sqlite3_step(select) == SQLITE_ROW) {
-      seqs.push_back(sqlite3_column_int64(select, 0));
-      const auto text = [&](int c) {
-        return std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(select, c)),
-                                static_cast<size_t>(sqlite3_column_bytes(select, c)));
-      };
+    rows.Pending(batch, [&](sqlite3_stmt* row) {
+      seqs.push_back(sqlite3_column_int64(row, RawOutbox::kSeq));
       const std::string subject =
           std::string(kSubjectPrefix) + "." +
-          evident::RelayDestination(sqlite3_column_int64(select, 4), text(3));
-      const std::string id = evident::RelayMessageId(text(1), text(2));
+          evident::RelayDestination(sqlite3_column_int64(row, RawOutbox::kPartition),
+                                    RawOutbox::Text(row, RawOutbox::kType));
+      const std::string id = evident::RelayMessageId(RawOutbox::Text(row, RawOutbox::kSource),
+                                                     RawOutbox::Text(row, RawOutbox::kEventId));
+      const std::string_view bytes = RawOutbox::Text(row, RawOutbox::kBytes);
       natsMsg* msg = nullptr;
-      natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr,
-                                    static_cast<const char*>(sqlite3_column_blob(select, 5)),
-                                    sqlite3_column_bytes(select, 5));
+      natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, bytes.data(),
+                                    static_cast<int>(bytes.size()));
       if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Nats-Msg-Id", id.c_str());
-      if (s == NATS_OK) s = js_PublishMsgAsync(js, &msg, nullptr);
+      if (s == NATS_OK) s = js_PublishMsgAsync(raw.js, &msg, nullptr);
       if (s != NATS_OK) {
         natsMsg_Destroy(msg);
         Die(std::string("raw relay publish: ") + natsStatus_GetText(s));
       }
-    }
-    sqlite3_reset(select);
+    });
     if (seqs.empty()) Die("raw relay: no pending rows");
-    if (js_PublishAsyncComplete(js, &complete) != NATS_OK) Die("raw relay: PubAcks not in");
-    const std::lock_guard lock(acks.mutex);
-    if (acks.errors != 0 || acks.sequences.size() != seqs.size()) Die("raw relay: PubAck errors");
-    MustExec(db, "BEGIN IMMEDIATE");
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      sqlite3_bind_int64(mark, 1, seqs[i]);
-      sqlite3_bind_int64(mark, 2, 1'785'000'000'000);
-      sqlite3_bind_text(mark, 3, stream.data(), static_cast<int>(stream.size()), SQLITE_STATIC);
-      sqlite3_bind_int64(mark, 4, static_cast<int64_t>(acks.sequences[i]));
-      if (sqlite3_step(mark) != SQLITE_DONE)
-        Die(std::string("raw relay mark: ") + sqlite3_errmsg(db));
-      sqlite3_reset(mark);
+    if (js_PublishAsyncComplete(raw.js, &complete) != NATS_OK) Die("raw relay: PubAcks not in");
+    {
+      const std::lock_guard lock(acks.mutex);
+      if (acks.errors != 0 || acks.sequences.size() != seqs.size()) {
+        Die("raw relay: PubAck errors");
+      }
+      sequences.assign(acks.sequences.begin(), acks.sequences.end());
+      acks.sequences.clear();
     }
-    MustExec(db, "COMMIT");
-    acks.sequences.clear();
+    rows.MarkSent(seqs, stream, sequences);
     sent += seqs.size();
   }
-  jsCtx_Destroy(js);
-  natsConnection_Close(connection);
-  natsConnection_Destroy(connection);
-  sqlite3_finalize(select);
-  sqlite3_finalize(mark);
-  if (sqlite3_close(db) != SQLITE_OK) Die("raw relay: close");
+  CloseRaw(raw);
+  rows.Close();
   return Seconds(start);
 }
 
