@@ -949,7 +949,7 @@ Params GapParams(const GapRecord& g) {
 // its only cost is one close the server finds nothing for).
 Status PgTransaction::RecordGap(const GapRecord& g) {
   LockConsumer(g.consumer);
-  Db().Send(kGapInsert, GapParams(g));
+  Conn().Send(kGapInsert, GapParams(g));  // as InsertGap: the buffered rows stay buffered
   const auto known = open_gaps_.find(Key(g.consumer, g.subject));
   if (known != open_gaps_.end() && g.state != GapState::kClosed) {
     known->second.push_back(g.missing_to);
@@ -957,9 +957,11 @@ Status PgTransaction::RecordGap(const GapRecord& g) {
   return Status::Ok();
 }
 
+// Gap records touch neither buffered table (ledger, projection): they go out without sending the
+// buffered rows first (Conn, not Db), so a batch's deferrals do not split its multi-row inserts.
 Result<Insert> PgTransaction::InsertGap(const GapRecord& g) {
   LockConsumer(g.consumer);
-  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kGapInsert, GapParams(g)));
+  EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Conn().Query(kGapInsert, GapParams(g)));
   if (done.affected() != 1) return Insert::kAlreadyThere;
   const auto known = open_gaps_.find(Key(g.consumer, g.subject));
   if (known != open_gaps_.end() && g.state != GapState::kClosed) {
@@ -990,7 +992,7 @@ Result<int64_t> PgTransaction::CloseGaps(std::string_view consumer, std::string_
   }
   const auto known = open_gaps_.find(Key(consumer, subject));
   if (known == open_gaps_.end()) {
-    EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Db().Query(kSql, params));
+    EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Conn().Query(kSql, params));
     return done.affected();
   }
   // A subject whose open records were loaded: counted here, and closed without waiting.
@@ -999,7 +1001,7 @@ Result<int64_t> PgTransaction::CloseGaps(std::string_view consumer, std::string_
       open.begin(), open.end(), [&](int64_t missing_to) { return missing_to > through_version; });
   const auto closed = static_cast<int64_t>(open.end() - closed_from);
   open.erase(closed_from, open.end());
-  if (closed > 0) Db().Send(kSql, params);
+  if (closed > 0) Conn().Send(kSql, params);  // as InsertGap: the buffered rows stay buffered
   return closed;
 }
 
