@@ -15,7 +15,6 @@
 // runs the whole example against (d) alone.
 //
 //   build/bench/consume_bench [N=1000000] [ROUNDS=5] [--effects]   (see docs/BENCHMARKS.md)
-//   build/bench/consume_bench --memory N      peak RSS at 100,000 events and at N, one run each
 #include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -301,24 +300,6 @@ double WriteRowsAgain(const fs::path& evident_store, const fs::path& target, int
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// --memory N: peak RSS of one run at 100,000 events and one at N.
-int MeasureMemory(const std::string& evident, const fs::path& dir, int64_t count) {
-  const std::string config = (dir / "evident.yaml").string();
-  WriteConfigWithoutEffects(config);
-  const int64_t small = std::min<int64_t>(100'000, count);
-  WriteEvents(dir / "small.ndjson", small);
-  WriteEvents(dir / "large.ndjson", count);
-  const RunResult low = RunEvident(evident, config, dir / "small.ndjson", dir / "m.db", 1000);
-  const RunResult high = RunEvident(evident, config, dir / "large.ndjson", dir / "m.db", 1000);
-  std::printf("memory consume: %lld events %ld KiB, %lld events %ld KiB (%.0f events/s)\n",
-              static_cast<long long>(small), low.max_rss_kib, static_cast<long long>(count),
-              high.max_rss_kib, static_cast<double>(count) / high.seconds);
-  PrintFigure("memory_consume",
-              {static_cast<double>(high.max_rss_kib) / static_cast<double>(low.max_rss_kib)});
-  fs::remove_all(dir);
-  return 0;
-}
-
 // --effects: the whole orders example against (d) alone.
 int MeasureWithEffects(const std::string& evident, const fs::path& dir, int64_t count, int rounds) {
   const std::string config = (dir / "evident.yaml").string();
@@ -371,9 +352,6 @@ int main(int argc, char** argv) {
   const std::string evident = EVIDENT_BINARY;
   const fs::path dir = fs::temp_directory_path() / ("evident-bench-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  if (argc == 3 && std::string_view(argv[1]) == "--memory") {
-    return MeasureMemory(evident, dir, std::stoll(argv[2]));
-  }
   std::vector<std::string> positional;
   bool effects = false;
   for (int i = 1; i < argc; ++i) {
