@@ -10,10 +10,15 @@
 //            one prepared UPDATE in one transaction per batch). Ratio: (b) s / evident s.
 //   consume: the consume loop (examples/orders without effects, a fresh SQLite store) over a
 //            Kafka topic holding N events against the same loop over a file of the same events;
-//            the Kafka run is timed to the commit of its last event. Ratio: file s / Kafka s.
+//            each run is timed until Consume returns (the last event committed, the run stopped).
+//            Ratio: file s / Kafka s. Also: a file of the records in the order a consumer of the
+//            topic receives them (a partition's run, then another's), which separates what the
+//            transport costs from what that order costs the store. Ratio: that file s / Kafka s.
 // The sides alternate round by round; each figure is the median of the per-round ratios.
 //
 //   build/bench/kafka_bench [N=50000] [ROUNDS=5] [RELAY_BATCH=1024]   (docs/BENCHMARKS.md)
+//   KAFKA_BENCH_ONLY=relay|consume runs one half; KAFKA_BENCH_BATCHES=1 prints each consume's
+//   batch count and when its first and last commits came.
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
@@ -263,25 +268,30 @@ double RunConsume(const evident::Config& config, evident::Source& source, const 
   evident::CancelToken done;
   int64_t committed = 0;
   evident::ConsumeOptions options{.cancel = &done};
+  const auto start = Clock::now();
+  double first_commit_s = 0, last_commit_s = 0;
   options.on_committed = [&](const evident::CommittedBatch& batch) {
+    if (committed == 0) first_commit_s = Seconds(start);
+    last_commit_s = Seconds(start);
     committed += static_cast<int64_t>(batch.events);
     if (committed >= count) done.Cancel();
     return evident::Status::Ok();
   };
-  const auto start = Clock::now();
   auto summary = evident::Consume(**pipeline, **store, source, options);
   const double seconds = Seconds(start);
   if (!summary.ok()) Die("consume: " + summary.status().ToString());
   if (summary->events != count) Die("consume decided " + std::to_string(summary->events));
   if (std::getenv("KAFKA_BENCH_BATCHES") != nullptr) {
-    std::printf("  %s: %lld batches\n", source.name().c_str(), (long long)summary->batches);
+    std::printf("  %s: %lld batches, first commit at %.3f s, last at %.3f s, returned at %.3f s\n",
+                source.name().c_str(), (long long)summary->batches, first_commit_s, last_commit_s,
+                seconds);
   }
   return seconds;
 }
 
 // The Kafka source alone: `count` records fetched and acknowledged, nothing decided; its seconds
 // (where a consume's time goes: the source's hand-over, or the loop's work).
-double DrainSource(evident::Source& source, int64_t count) {
+double DrainSource(evident::Source& source, int64_t count, std::ofstream* order = nullptr) {
   const auto start = Clock::now();
   if (!source.Start(std::nullopt).ok()) Die("the source did not start");
   evident::Message m;
@@ -289,6 +299,7 @@ double DrainSource(evident::Source& source, int64_t count) {
     auto fetched = source.Fetch(m, 1000);
     if (!fetched.ok()) Die("fetch: " + fetched.status().ToString());
     if (*fetched != evident::Source::Fetched::kMessage) continue;
+    if (order != nullptr) *order << m.bytes << '\n';
     if (++n % 1000 == 0 || n == count) (void)source.Acknowledge(m.cursor);
   }
   return Seconds(start);
@@ -324,10 +335,33 @@ void Load(const Cluster& cluster, const std::string& topic, const fs::path& file
   }
 }
 
-// The consume rounds: the loop over the topic, and over a file of the same events, alternating
-// which goes first; each round also drains a fresh Kafka source alone. Returns file / Kafka.
-std::vector<double> ConsumeRounds(Cluster& cluster, const fs::path& dir, size_t count, int rounds) {
-  std::vector<double> consume_ratios;
+// A fresh store at `db` consumed from a new source of the topic (group `group`); its seconds.
+double RunTopic(const Cluster& cluster, const evident::Config& config, const fs::path& db,
+                const std::string& group, size_t count) {
+  auto kafka = evident::OpenKafkaSource(
+      {.bootstrap = cluster.bootstrap(), .topic = "consume-in", .group = group});
+  if (!kafka.ok()) Die("cannot open the source: " + kafka.status().ToString());
+  return RunConsume(config, **kafka, db, static_cast<int64_t>(count));
+}
+
+double RunFile(const evident::Config& config, const fs::path& file, const fs::path& db,
+               size_t count) {
+  auto source = evident::OpenNdjsonSource(file.string());
+  if (!source.ok()) Die("cannot open " + file.string());
+  return RunConsume(config, **source, db, static_cast<int64_t>(count));
+}
+
+struct ConsumeFigures {
+  std::vector<double> file;         // file s / Kafka s: the file in the generator's order
+  std::vector<double> topic_order;  // the same events in a file, in the order the topic gave them
+};
+
+// The consume rounds: the loop over the topic, over a file of the same events, and over a file
+// of the records in the order a consumer of the topic receives them (partition by partition:
+// what the transport costs, apart from the order it hands the events in), alternating which
+// goes first; each round also drains a fresh Kafka source alone.
+ConsumeFigures ConsumeRounds(Cluster& cluster, const fs::path& dir, size_t count, int rounds) {
+  ConsumeFigures figures;
   const fs::path config_path = dir / "evident.yaml", events_path = dir / "events.ndjson";
   evident::bench::WriteConfigWithoutEffects(config_path);
   evident::bench::WriteEvents(events_path, static_cast<int64_t>(count));
@@ -335,32 +369,42 @@ std::vector<double> ConsumeRounds(Cluster& cluster, const fs::path& dir, size_t 
   if (!config.ok()) Die(config.status().ToString());
   cluster.Topic("consume-in");
   Load(cluster, "consume-in", events_path);
+  const fs::path topic_order_path = dir / "topic-order.ndjson";
+  {
+    auto once = evident::OpenKafkaSource(
+        {.bootstrap = cluster.bootstrap(), .topic = "consume-in", .group = "order"});
+    if (!once.ok()) Die("cannot open the source");
+    std::ofstream order(topic_order_path);
+    DrainSource(**once, static_cast<int64_t>(count), &order);
+    order.close();
+    if (!order) Die("cannot write " + topic_order_path.string());
+  }
   for (int round = 0; round < rounds; ++round) {
-    auto file = evident::OpenNdjsonSource(events_path.string());
-    auto kafka = evident::OpenKafkaSource({.bootstrap = cluster.bootstrap(),
-                                           .topic = "consume-in",
-                                           .group = "bench-" + std::to_string(round)});
-    if (!file.ok() || !kafka.ok()) Die("cannot open the sources");
-    double file_s = 0, kafka_s = 0;
+    const std::string group = "bench-" + std::to_string(round);
+    double file_s = 0, kafka_s = 0, ordered_s = 0;
     if (round % 2 == 0) {
-      kafka_s = RunConsume(*config, **kafka, dir / "kafka.db", static_cast<int64_t>(count));
-      file_s = RunConsume(*config, **file, dir / "file.db", static_cast<int64_t>(count));
+      kafka_s = RunTopic(cluster, *config, dir / "kafka.db", group, count);
+      file_s = RunFile(*config, events_path, dir / "file.db", count);
+      ordered_s = RunFile(*config, topic_order_path, dir / "ordered.db", count);
     } else {
-      file_s = RunConsume(*config, **file, dir / "file.db", static_cast<int64_t>(count));
-      kafka_s = RunConsume(*config, **kafka, dir / "kafka.db", static_cast<int64_t>(count));
+      ordered_s = RunFile(*config, topic_order_path, dir / "ordered.db", count);
+      file_s = RunFile(*config, events_path, dir / "file.db", count);
+      kafka_s = RunTopic(cluster, *config, dir / "kafka.db", group, count);
     }
-    consume_ratios.push_back(file_s / kafka_s);
+    figures.file.push_back(file_s / kafka_s);
+    figures.topic_order.push_back(ordered_s / kafka_s);
     auto alone = evident::OpenKafkaSource({.bootstrap = cluster.bootstrap(),
                                            .topic = "consume-in",
                                            .group = "drain-" + std::to_string(round)});
     if (!alone.ok()) Die("cannot open the source");
     const double drain_s = DrainSource(**alone, static_cast<int64_t>(count));
     std::printf(
-        "round %d consume: from Kafka %.3f s (%.0f/s), from a file %.3f s (%.0f/s), %.3f; the "
-        "Kafka source alone %.3f s\n",
-        round, kafka_s, count / kafka_s, file_s, count / file_s, file_s / kafka_s, drain_s);
+        "round %d consume: from Kafka %.3f s (%.0f/s); from a file %.3f s (%.0f/s), %.3f; from a "
+        "file in the topic's order %.3f s, %.3f; the Kafka source alone %.3f s\n",
+        round, kafka_s, count / kafka_s, file_s, count / file_s, file_s / kafka_s, ordered_s,
+        ordered_s / kafka_s, drain_s);
   }
-  return consume_ratios;
+  return figures;
 }
 
 }  // namespace
@@ -376,8 +420,13 @@ int main(int argc, char** argv) {
   std::printf("kafka_bench: %zu events, %d rounds, relay batches of %lld, the mock cluster at %s\n",
               count, rounds, static_cast<long long>(batch), cluster.bootstrap().c_str());
 
+  // KAFKA_BENCH_ONLY=relay or =consume runs one half (to profile it alone); the other prints no
+  // figure.
+  const char* only_env = std::getenv("KAFKA_BENCH_ONLY");
+  const std::string only = only_env == nullptr ? "" : only_env;
+  const int relay_rounds = only == "consume" ? 0 : rounds;
   std::vector<double> relay_ratios, batched_ratios, raw_relay_ratios;
-  for (int round = 0; round < rounds; ++round) {
+  for (int round = 0; round < relay_rounds; ++round) {
     const std::vector<std::string> events =
         evident::bench::MakeContractOrderEvents(count, 1000 + static_cast<uint64_t>(round));
     std::unique_ptr<evident::Store> store = evident::bench::FillOutbox(dir / "outbox.db", events);
@@ -413,19 +462,23 @@ int main(int argc, char** argv) {
         raw_relay_s / evident_s);
   }
 
-  const std::vector<double> consume_ratios = ConsumeRounds(cluster, dir, count, rounds);
+  const ConsumeFigures consume =
+      only == "relay" ? ConsumeFigures{} : ConsumeRounds(cluster, dir, count, rounds);
   std::printf("median relay to Kafka / raw librdkafka producer: %.3f\n",
               evident::bench::Median(relay_ratios));
   std::printf("median relay to Kafka / raw producer flushing per batch: %.3f\n",
               evident::bench::Median(batched_ratios));
   std::printf("median consume from Kafka / consume from a file: %.3f\n",
-              evident::bench::Median(consume_ratios));
+              evident::bench::Median(consume.file));
+  std::printf("median consume from Kafka / consume from a file in the topic's order: %.3f\n",
+              evident::bench::Median(consume.topic_order));
   evident::bench::PrintFigure("kafka_relay_raw", relay_ratios);
   std::printf("median relay to Kafka / (b) raw relay reading and marking with sqlite3: %.3f\n",
               evident::bench::Median(raw_relay_ratios));
   evident::bench::PrintFigure("kafka_relay_raw_batched", batched_ratios);
   evident::bench::PrintFigure("kafka_relay_raw_store", raw_relay_ratios);
-  evident::bench::PrintFigure("kafka_consume_file", consume_ratios);
+  evident::bench::PrintFigure("kafka_consume_file", consume.file);
+  evident::bench::PrintFigure("kafka_consume_file_topic_order", consume.topic_order);
   StopCluster();  // before its directory goes: kafka.sh finds the mock by the pid file there
   fs::remove_all(dir);
   return 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@ namespace evident::bench {
 
 // The upper median of a non-empty list (taken by value: it is sorted).
 inline double Median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();  // nothing measured
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }

@@ -17,6 +17,7 @@
 #   kafka_relay_raw           relay to Kafka / a raw librdkafka idempotent producer (kafka_bench)
 #   kafka_relay_raw_store     relay to Kafka / (b) a raw relay: rows read and marked with sqlite3
 #   kafka_consume_file        consume from Kafka / consume from a file (kafka_bench)
+#   kafka_consume_file_topic_order consume from Kafka / a file of its records in the topic's order
 #   memory_consume|relay|serve peak RSS at MEMORY_EVENTS / at 100,000 events (memory_bench.sh)
 # Sizes: CONSUME_EVENTS (1,000,000), RELAY_EVENTS (50,000), KAFKA_EVENTS (50,000), PG_EVENTS
 # (200,000), SERVE_EVENTS (200,000), SCHEMA_INSTANCES (200,000), MEMORY_EVENTS (10,000,000).
@@ -68,7 +69,8 @@ run relay relay_raw relay_raw_store -- build/bench/relay_bench "${RELAY_EVENTS:-
 run schema schema_ajv -- bash bench/schema_cli_bench.sh "${SCHEMA_INSTANCES:-200000}" "$rounds"
 run postgres consume_postgres -- build/bench/postgres_bench "${PG_EVENTS:-200000}" "$rounds"
 run serve serve_consume -- bash bench/serve_bench.sh "${SERVE_EVENTS:-200000}" "$rounds"
-run kafka kafka_relay_raw kafka_relay_raw_batched kafka_relay_raw_store kafka_consume_file -- \
+run kafka kafka_relay_raw kafka_relay_raw_batched kafka_relay_raw_store kafka_consume_file \
+  kafka_consume_file_topic_order -- \
   build/bench/kafka_bench "${KAFKA_EVENTS:-50000}" "$rounds"
 run memory memory_consume memory_relay memory_serve -- \
   bash bench/memory_bench.sh "${MEMORY_EVENTS:-10000000}"
@@ -91,6 +93,7 @@ rows = [
     ("kafka_relay_raw_batched", "relay SQLite -> Kafka (mock)", "raw producer flushing per batch", None, ""),
     ("kafka_relay_raw_store", "relay SQLite -> Kafka (mock)", "(b) raw sqlite3 reads and marks + raw producer", 0.85, ""),
     ("kafka_consume_file", "consume from Kafka (mock)", "consume from a file", 0.7, ""),
+    ("kafka_consume_file_topic_order", "consume from Kafka (mock)", "a file in the topic's order", None, ""),
     ("memory_consume", "peak RSS, consume", "100k events -> MEMORY_EVENTS", 1.1, "max"),
     ("memory_relay", "peak RSS, relay", "100k events -> MEMORY_EVENTS", 1.1, "max"),
     ("memory_serve", "peak RSS, serve", "100k events -> MEMORY_EVENTS", 1.1, "max"),

@@ -277,6 +277,13 @@ class KafkaSource final : public Source {
       stopped_.store(true);
     }
     settled_.notify_all();
+    // A Fetch waiting in its poll (up to 200 ms) returns now and sees the stop: a run ends
+    // when asked, not a poll later.
+    if (rk_ == nullptr) return;
+    rd_kafka_queue_t* queue = rd_kafka_queue_get_consumer(rk_.get());
+    if (queue == nullptr) return;
+    rd_kafka_queue_yield(queue);
+    rd_kafka_queue_destroy(queue);
   }
 
   Result<std::map<int64_t, int64_t>> PartitionPositions(const Cursor& cursor) const override {
