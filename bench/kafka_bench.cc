@@ -8,6 +8,9 @@
 //            Also (b): a hand-written relay on the outbox's own schema (rows read with the sqlite3
 //            library a batch at a time, produced as raw does, flushed, each row marked sent with
 //            one prepared UPDATE in one transaction per batch). Ratio: (b) s / evident s.
+//            And (b) with a cheaper record of delivery than evident's layout has: each delivery a
+//            row appended to a table of its own, the outbox row untouched (RawOutbox's
+//            kDeliveryTable), to size that change. Ratios: raw s / (b) s and raw s / that s.
 //   consume: the consume loop (examples/orders without effects, a fresh SQLite store) over a
 //            Kafka topic holding N events against the same loop over a file of the same events;
 //            each run is timed until Consume returns (the last event committed, the run stopped).
@@ -228,10 +231,12 @@ void ProduceRow(rd_kafka_t* rk, const std::string& topic, sqlite3_stmt* row, siz
 // (b): read a batch of pending rows with the sqlite3 library, produce them, flush to the last
 // delivery report, mark each row sent with its offset (one prepared UPDATE per row, one
 // transaction per batch, synchronous=FULL), and again until none is pending.
-double RunRawRelay(const Cluster& cluster, const std::string& topic, const fs::path& outbox,
-                   size_t count, int64_t batch) {
+double RunRawRelay(
+    const Cluster& cluster, const std::string& topic, const fs::path& outbox, size_t count,
+    int64_t batch,
+    evident::bench::RawOutbox::Record record = evident::bench::RawOutbox::Record::kUpdate) {
   const auto start = Clock::now();
-  evident::bench::RawOutbox rows(outbox);
+  evident::bench::RawOutbox rows(outbox, record);
   RawRelayReports reports;
   rd_kafka_t* rk = NewRawProducer(cluster, &reports, &OnRawRelayReport);
   size_t sent = 0;
@@ -426,6 +431,7 @@ int main(int argc, char** argv) {
   const std::string only = only_env == nullptr ? "" : only_env;
   const int relay_rounds = only == "consume" ? 0 : rounds;
   std::vector<double> relay_ratios, batched_ratios, raw_relay_ratios;
+  std::vector<double> update_shares, delivery_shares;  // raw producer s / a hand-written relay s
   for (int round = 0; round < relay_rounds; ++round) {
     const std::vector<std::string> events =
         evident::bench::MakeContractOrderEvents(count, 1000 + static_cast<uint64_t>(round));
@@ -434,26 +440,41 @@ int main(int argc, char** argv) {
     const fs::path raw_outbox = dir / "raw-outbox.db";
     for (const char* part : {"", "-wal", "-shm"}) fs::remove(raw_outbox.string() + part);
     evident::bench::FillOutbox(raw_outbox, events).reset();  // closed: (b) opens it with sqlite3
+    const fs::path delivery_outbox = dir / "delivery-outbox.db";
+    for (const char* part : {"", "-wal", "-shm"}) fs::remove(delivery_outbox.string() + part);
+    evident::bench::FillOutbox(delivery_outbox, events).reset();
     const std::string suffix = std::to_string(round);
     cluster.Topic("relay-" + suffix);
     cluster.Topic("raw-" + suffix);
     cluster.Topic("batched-" + suffix);
     cluster.Topic("rawrelay-" + suffix);
-    double evident_s = 0, raw_s = 0, batched_s = 0, raw_relay_s = 0;
+    cluster.Topic("delivery-" + suffix);
+    constexpr auto kDeliveryTable = evident::bench::RawOutbox::Record::kDeliveryTable;
+    double evident_s = 0, raw_s = 0, batched_s = 0, raw_relay_s = 0, delivery_s = 0;
     if (round % 2 == 0) {
       evident_s = RunEvidentRelay(cluster, "relay-" + suffix, *store, count, batch);
       raw_relay_s = RunRawRelay(cluster, "rawrelay-" + suffix, raw_outbox, count, batch);
+      delivery_s =
+          RunRawRelay(cluster, "delivery-" + suffix, delivery_outbox, count, batch, kDeliveryTable);
       raw_s = RunRawProducer(cluster, "raw-" + suffix, rows, 0);
       batched_s = RunRawProducer(cluster, "batched-" + suffix, rows, static_cast<size_t>(batch));
     } else {
       batched_s = RunRawProducer(cluster, "batched-" + suffix, rows, static_cast<size_t>(batch));
       raw_s = RunRawProducer(cluster, "raw-" + suffix, rows, 0);
+      delivery_s =
+          RunRawRelay(cluster, "delivery-" + suffix, delivery_outbox, count, batch, kDeliveryTable);
       raw_relay_s = RunRawRelay(cluster, "rawrelay-" + suffix, raw_outbox, count, batch);
       evident_s = RunEvidentRelay(cluster, "relay-" + suffix, *store, count, batch);
     }
     relay_ratios.push_back(raw_s / evident_s);
     batched_ratios.push_back(batched_s / evident_s);
     raw_relay_ratios.push_back(raw_relay_s / evident_s);
+    update_shares.push_back(raw_s / raw_relay_s);
+    delivery_shares.push_back(raw_s / delivery_s);
+    std::printf(
+        "round %d hand-written relays against the raw producer: marking with an UPDATE per row "
+        "%.3f; recording deliveries in a table of their own %.3f s (%.0f/s), %.3f\n",
+        round, raw_s / raw_relay_s, delivery_s, count / delivery_s, raw_s / delivery_s);
     std::printf(
         "round %d relay: evident %.3f s (%.0f/s); raw producer %.3f s (%.0f/s), %.3f; "
         "raw flushing per batch %.3f s (%.0f/s), %.3f; (b) raw relay %.3f s (%.0f/s), %.3f\n",
@@ -477,6 +498,8 @@ int main(int argc, char** argv) {
               evident::bench::Median(raw_relay_ratios));
   evident::bench::PrintFigure("kafka_relay_raw_batched", batched_ratios);
   evident::bench::PrintFigure("kafka_relay_raw_store", raw_relay_ratios);
+  evident::bench::PrintFigure("kafka_raw_relay_update_share", update_shares);
+  evident::bench::PrintFigure("kafka_raw_relay_delivery_table_share", delivery_shares);
   evident::bench::PrintFigure("kafka_consume_file", consume.file);
   evident::bench::PrintFigure("kafka_consume_file_topic_order", consume.topic_order);
   StopCluster();  // before its directory goes: kafka.sh finds the mock by the pid file there

@@ -3,10 +3,16 @@
 // order, then mark each sent with one prepared UPDATE, one transaction a batch, at
 // synchronous=FULL. Every failure ends the benchmark with a message: a ceiling never comes
 // from a run that did less than it claims.
+// Record::kDeliveryTable is the layout a cheaper record of delivery would have (not evident's:
+// measured to size that change, docs/BENCHMARKS.md): a row's delivery is a row appended to a
+// narrow table of its own (seq, time, stream, stream sequence), its outbox row untouched, and the
+// pending rows are those after the last delivered (a hand-written relay's view: no refused or
+// parked rows here).
 #pragma once
 
 #include <sqlite3.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,14 +27,30 @@ class RawOutbox {
   // The columns of Next's statement.
   enum Column : int { kSeq, kSource, kEventId, kType, kSubject, kPartition, kBytes };
 
-  explicit RawOutbox(const std::filesystem::path& path) {
+  enum class Record : uint8_t { kUpdate, kDeliveryTable };
+
+  explicit RawOutbox(const std::filesystem::path& path, Record record = Record::kUpdate)
+      : record_(record) {
     if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) Fail("open " + path.string());
     Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL");
-    select_ = Prepare(
+    constexpr const char* kColumns =
         "SELECT o.seq, o.source, o.event_id, o.type, o.subject, o.event_partition, b.bytes FROM "
-        "outbox o JOIN outbox_body b ON b.seq=o.seq WHERE o.sent_at_ms IS NULL ORDER BY o.seq "
-        "LIMIT ?1");
-    mark_ = Prepare("UPDATE outbox SET sent_at_ms=?2, stream=?3, stream_sequence=?4 WHERE seq=?1");
+        "outbox o JOIN outbox_body b ON b.seq=o.seq ";
+    if (record_ == Record::kUpdate) {
+      select_ =
+          Prepare(std::string(kColumns) + "WHERE o.sent_at_ms IS NULL ORDER BY o.seq LIMIT ?1");
+      mark_ =
+          Prepare("UPDATE outbox SET sent_at_ms=?2, stream=?3, stream_sequence=?4 WHERE seq=?1");
+      return;
+    }
+    Exec(
+        "CREATE TABLE IF NOT EXISTS delivery(seq INTEGER PRIMARY KEY, sent_at_ms INTEGER NOT "
+        "NULL, stream TEXT NOT NULL, stream_sequence INTEGER)");
+    select_ = Prepare(std::string(kColumns) +
+                      "WHERE o.seq > (SELECT coalesce(max(seq), 0) FROM delivery) ORDER BY o.seq "
+                      "LIMIT ?1");
+    mark_ = Prepare(
+        "INSERT INTO delivery(seq, sent_at_ms, stream, stream_sequence) VALUES(?1, ?2, ?3, ?4)");
   }
   RawOutbox(const RawOutbox&) = delete;
   RawOutbox& operator=(const RawOutbox&) = delete;
@@ -81,12 +103,13 @@ class RawOutbox {
   void Exec(const char* sql) const {
     if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) Fail(sql);
   }
-  sqlite3_stmt* Prepare(const char* sql) const {
+  sqlite3_stmt* Prepare(const std::string& sql) const {
     sqlite3_stmt* statement = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr) != SQLITE_OK) Fail(sql);
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement, nullptr) != SQLITE_OK) Fail(sql);
     return statement;
   }
 
+  Record record_;
   sqlite3* db_ = nullptr;
   sqlite3_stmt* select_ = nullptr;
   sqlite3_stmt* mark_ = nullptr;

@@ -16,6 +16,8 @@
 #   serve_consume             `evident serve` batch mode / `evident consume` from a file (serve_bench.sh)
 #   kafka_relay_raw           relay to Kafka / a raw librdkafka idempotent producer (kafka_bench)
 #   kafka_relay_raw_store     relay to Kafka / (b) a raw relay: rows read and marked with sqlite3
+#   kafka_raw_relay_update_share, kafka_raw_relay_delivery_table_share: (b), and (b) recording
+#                             each delivery as a row of a table of its own, against the raw producer
 #   kafka_consume_file        consume from Kafka / consume from a file (kafka_bench)
 #   kafka_consume_file_topic_order consume from Kafka / a file of its records in the topic's order
 #   memory_consume|relay|serve peak RSS at MEMORY_EVENTS / at 100,000 events (memory_bench.sh)
@@ -69,7 +71,8 @@ run relay relay_raw relay_raw_store -- build/bench/relay_bench "${RELAY_EVENTS:-
 run schema schema_ajv -- bash bench/schema_cli_bench.sh "${SCHEMA_INSTANCES:-200000}" "$rounds"
 run postgres consume_postgres -- build/bench/postgres_bench "${PG_EVENTS:-200000}" "$rounds"
 run serve serve_consume -- bash bench/serve_bench.sh "${SERVE_EVENTS:-200000}" "$rounds"
-run kafka kafka_relay_raw kafka_relay_raw_batched kafka_relay_raw_store kafka_consume_file \
+run kafka kafka_relay_raw kafka_relay_raw_batched kafka_relay_raw_store \
+  kafka_raw_relay_update_share kafka_raw_relay_delivery_table_share kafka_consume_file \
   kafka_consume_file_topic_order -- \
   build/bench/kafka_bench "${KAFKA_EVENTS:-50000}" "$rounds"
 run memory memory_consume memory_relay memory_serve -- \
@@ -92,6 +95,8 @@ rows = [
     ("kafka_relay_raw", "relay SQLite -> Kafka (mock)", "raw librdkafka idempotent producer", 0.7, ""),
     ("kafka_relay_raw_batched", "relay SQLite -> Kafka (mock)", "raw producer flushing per batch", None, ""),
     ("kafka_relay_raw_store", "relay SQLite -> Kafka (mock)", "(b) raw sqlite3 reads and marks + raw producer", 0.85, ""),
+    ("kafka_raw_relay_update_share", "(b) itself, for scale", "raw librdkafka idempotent producer", None, ""),
+    ("kafka_raw_relay_delivery_table_share", "(b) recording deliveries in a table of their own", "raw librdkafka idempotent producer", None, ""),
     ("kafka_consume_file", "consume from Kafka (mock)", "consume from a file", 0.7, ""),
     ("kafka_consume_file_topic_order", "consume from Kafka (mock)", "a file in the topic's order", None, ""),
     ("memory_consume", "peak RSS, consume", "100k events -> MEMORY_EVENTS", 1.1, "max"),
