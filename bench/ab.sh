@@ -9,6 +9,9 @@
 #     example without effects, batches of 1,000, synchronous=FULL, a fresh SQLite store per run.
 #   bench/ab.sh consume-effects OLD NEW [EVENTS] [PAIRS]
 #     the same with the whole orders example (its effects and compensations: intents written).
+#   bench/ab.sh consume-effects-postgres OLD NEW [EVENTS] [PAIRS]
+#     the same on PostgreSQL: a server of scripts/postgres.sh with fsync on (EVIDENT_PG_DURABLE=1),
+#     a fresh schema per run, made by `evident store migrate` of NEW.
 #   bench/ab.sh relay OLD NEW [EVENTS] [PAIRS]
 #     `evident relay --once --to file:` of an outbox of EVENTS status events (appended once by
 #     NEW), from a fresh copy of that store per run; the destination file is synced per batch.
@@ -19,7 +22,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=$1 old=$2 new=$3 events=${4:-200000} pairs=${5:-5}
 dir=$(mktemp -d /tmp/evident-ab-XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+pg_url=
+cleanup() {
+  if [ -n "$pg_url" ]; then bash scripts/postgres.sh stop "$dir/pg" >/dev/null || true; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
 
 milliseconds() {  # wall milliseconds of the command, which must succeed
   local start end
@@ -37,6 +45,15 @@ run_consume() {
 
 run_consume_effects() { run_consume "$@"; }
 
+run_consume_effects_postgres() {  # each run in the schema `ab`, made anew
+  local schema=ab store
+  psql -q -v ON_ERROR_STOP=1 "$pg_url" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" >/dev/null
+  store="$pg_url?options=-csearch_path%3D$schema"
+  "$new" store migrate --store "$store" >/dev/null
+  milliseconds "$1" consume --config "$dir/evident.yaml" --store "$store" \
+    --input "$dir/events.ndjson" --batch-count-max 1000
+}
+
 run_relay() {
   rm -f "$dir"/copy.db* "$dir/out.ndjson"
   cp "$dir/outbox.db" "$dir/copy.db"
@@ -48,10 +65,13 @@ case $what in
   consume)
     build/bench/consume_bench --write-input "$dir" "$events"
     ;;
-  consume-effects)
+  consume-effects | consume-effects-postgres)
     build/bench/consume_bench --write-input "$dir" "$events"
     sed "s#^contracts: .*#contracts: $PWD/examples/orders/contracts#" examples/orders/evident.yaml \
       >"$dir/evident.yaml"
+    if [ "$what" = consume-effects-postgres ]; then
+      pg_url=$(EVIDENT_PG_DURABLE=1 bash scripts/postgres.sh start "$dir/pg")
+    fi
     ;;
   relay)
     python3 - "$events" >"$dir/events.ndjson" <<'PY'
@@ -67,7 +87,7 @@ PY
       --schema-version-at /data/schemaVersion \
       "$dir/events.ndjson" >/dev/null
     ;;
-  *) echo "usage: $0 consume|consume-effects|relay OLD NEW [EVENTS] [PAIRS]" >&2; exit 2 ;;
+  *) echo "usage: $0 consume|consume-effects|consume-effects-postgres|relay OLD NEW [EVENTS] [PAIRS]" >&2; exit 2 ;;
 esac
 
 ratios=()

@@ -105,4 +105,9 @@ Result<pg_conn*> PostgresConnection(Transaction& transaction);
 // `store` is not a PostgreSQL store.
 int64_t PostgresRoundTrips(const Store& store);
 
+// The multi-row INSERTs this store's writes have sent the buffered ledger and projection rows in
+// (for tests: a batch sends them in one or two, whatever its size); -1 when `store` is not a
+// PostgreSQL store.
+int64_t PostgresBufferedInserts(const Store& store);
+
 }  // namespace evident

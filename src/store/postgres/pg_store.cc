@@ -233,6 +233,7 @@ class PgStore final : public Store {
     return listener_.Wait(uri_, timeout_ms);
   }
   int64_t round_trips() const { return session_->connection->round_trips(); }
+  int64_t buffered_inserts() const { return session_->buffered_inserts; }
 
  private:
   Status Idle(std::string_view call) const {
@@ -455,6 +456,11 @@ Result<pg_conn*> PostgresConnection(Transaction& transaction) {
 int64_t PostgresRoundTrips(const Store& store) {
   const auto* pg = dynamic_cast<const postgres::PgStore*>(&store);
   return pg == nullptr ? -1 : pg->round_trips();
+}
+
+int64_t PostgresBufferedInserts(const Store& store) {
+  const auto* pg = dynamic_cast<const postgres::PgStore*>(&store);
+  return pg == nullptr ? -1 : pg->buffered_inserts();
 }
 
 }  // namespace evident

@@ -30,6 +30,9 @@ struct Session {
   // The highest partition the last ClaimOutbox returned rows of: the next claim starts above
   // it, so that one relay goes round the partitions instead of always taking the lowest.
   int64_t last_claimed_partition = -1;
+  // Multi-row INSERTs of buffered ledger and projection rows sent so far (PostgresBufferedInserts:
+  // a batch sends one or two, unless something flushes the buffers mid-batch).
+  int64_t buffered_inserts = 0;
 };
 
 // One write transaction. Rows the transaction knows for certain (from Load, its own reads and
