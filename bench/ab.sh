@@ -23,8 +23,8 @@ cd "$(dirname "$0")/.."
 what=$1 old=$2 new=$3 events=${4:-200000} pairs=${5:-5}
 dir=$(mktemp -d /tmp/evident-ab-XXXXXX)
 pg_url=
-cleanup() {
-  if [ -n "$pg_url" ]; then bash scripts/postgres.sh stop "$dir/pg" >/dev/null || true; fi
+cleanup() {  # a server whose start failed midway is stopped too (postgres.sh records it first)
+  if [ -e "$dir/pg/data" ]; then bash scripts/postgres.sh stop "$dir/pg" >/dev/null || true; fi
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -45,13 +45,19 @@ run_consume() {
 
 run_consume_effects() { run_consume "$@"; }
 
-run_consume_effects_postgres() {  # each run in the schema `ab`, made anew
-  local schema=ab store
-  psql -q -v ON_ERROR_STOP=1 "$pg_url" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" >/dev/null
+# Each run in the schema `ab`, made anew. Run inside $(...), where set -e does not reach: every
+# step's failure ends the script, and a run that left fewer ledger rows than events is no figure.
+run_consume_effects_postgres() {
+  local schema=ab store ms rows
+  psql -q -v ON_ERROR_STOP=1 "$pg_url" -c "SET client_min_messages = warning; DROP SCHEMA IF EXISTS $schema CASCADE; CREATE SCHEMA $schema" >/dev/null ||
+    { echo "cannot make schema $schema" >&2; exit 1; }
   store="$pg_url?options=-csearch_path%3D$schema"
-  "$new" store migrate --store "$store" >/dev/null
-  milliseconds "$1" consume --config "$dir/evident.yaml" --store "$store" \
-    --input "$dir/events.ndjson" --batch-count-max 1000
+  "$new" store migrate --store "$store" >/dev/null || { echo "store migrate failed" >&2; exit 1; }
+  ms=$(milliseconds "$1" consume --config "$dir/evident.yaml" --store "$store" \
+    --input "$dir/events.ndjson" --batch-count-max 1000) || exit 1
+  rows=$(psql -At -v ON_ERROR_STOP=1 "$pg_url" -c "SELECT count(*) FROM $schema.ledger") || exit 1
+  [ "$rows" -ge "$events" ] || { echo "the run left $rows ledger rows for $events events" >&2; exit 1; }
+  echo "$ms"
 }
 
 run_relay() {

@@ -89,6 +89,9 @@ class Cluster {
   explicit Cluster(fs::path dir) : dir_(std::move(dir)) {
     const std::string url = Run(KafkaScript() + " start " + dir_.string() + " 3");
     g_cluster_dir = dir_.string();
+    // An exit from elsewhere (raw_outbox.h's failures exit too) stops it as well.
+    static const bool registered = std::atexit(&StopCluster) == 0;
+    (void)registered;
     bootstrap_ = url.substr(std::string("kafka://").size());
   }
   ~Cluster() { StopCluster(); }

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -579,6 +580,7 @@ TEST_F(KafkaConsume, BrokersGoingDownMidRunEndItAsUnreachableWithoutHanging) {
 // more, the tail every consume and serve run paid at its end).
 TEST_F(KafkaTest, StopEndsAFetchWaitingOnAnEmptyTopicAtOnce) {
   using Clock = std::chrono::steady_clock;
+  std::vector<Clock::duration> late;  // from each Stop to its Fetch's return
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto source = OpenKafkaSource(
         {.bootstrap = url_.substr(8), .topic = kTopic, .group = "stop-" + std::to_string(attempt)});
@@ -591,14 +593,20 @@ TEST_F(KafkaTest, StopEndsAFetchWaitingOnAnEmptyTopicAtOnce) {
       fetched = (*source)->Fetch(m, 60'000);
       returned = Clock::now();
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50 + 30 * attempt));
+    // 20 to 60 ms into a poll of up to 200 ms: a stop that waited for the poll to end would
+    // come back 140 ms or more later.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + 20 * attempt));
     const Clock::time_point stopped = Clock::now();
     (*source)->Stop();
     reader.join();
     ASSERT_TRUE(fetched.ok()) << fetched.status().ToString();
     EXPECT_EQ(*fetched, Source::Fetched::kEnd);
-    EXPECT_LT(returned - stopped, std::chrono::milliseconds(100)) << "attempt " << attempt;
+    late.push_back(returned - stopped);
   }
+  // The median of three: one stall of a loaded machine does not decide it.
+  std::sort(late.begin(), late.end());
+  EXPECT_LT(late[1], std::chrono::milliseconds(100))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(late[1]).count() << " ms";
 }
 
 // ---- The daemon ----

@@ -3,6 +3,7 @@
 // the memory store makes of the same events.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -39,7 +40,7 @@ std::vector<std::string> Events(int count, int subjects) {
 // order's v2 before its v1 (deferred, then drained), and a status change per order. The
 // cancellations' reason requires no compensation: a compensation that acts on the effect it
 // compensates reads that intent, locked, and costs round trips of its own (docs/postgresql.md).
-std::vector<std::string> OrderedEvents(int orders) {
+std::vector<std::string> OrderedEvents(int orders, const std::string& reason = "duplicate-order") {
   std::vector<std::string> out;
   for (int order = 0; order < orders; ++order) {
     const std::string o = std::to_string(order);
@@ -50,7 +51,7 @@ std::vector<std::string> OrderedEvents(int orders) {
           R"(","source":"https://example.test/order-service","type":"com.example.training.order.)" +
           (v == 3 ? "cancelled" : "paid") + R"(","subject":"order-)" + o +
           R"(","schemaversion":1,"data":{"orderId":"order-)" + o + R"(","orderVersion":)" +
-          std::to_string(v) + (v == 3 ? R"(,"reason":"duplicate-order")" : "") + "}}");
+          std::to_string(v) + (v == 3 ? R"(,"reason":")" + reason + R"(")" : "") + "}}");
     }
     if (order % 3 == 0) std::swap(lines[0], lines[1]);
     lines.push_back(StatusChange(order, order));
@@ -173,14 +174,17 @@ TEST(PostgresConsume, OrderedConsumersCostAFixedNumberOfRoundTripsPerBatch) {
 }
 
 // A batch's ledger rows go out in one multi-row INSERT and its new projections in another,
-// however many of its events are deferred or close a gap: no write of the batch sends the
-// buffered rows early (the gap records once did, at every deferral: 168 INSERTs a batch of
-// 1,000 in postgres_bench, where one or two are meant; the effects' statements did, at every
-// intent: 209 a batch here). Read on the deciding thread, so that each batch's rows are loaded
-// at once whatever this machine's load: a Load sends the buffered rows first (it reads the
+// however many of its events are deferred, close a gap, intend an effect or compensate one (the
+// cancellations here ask for a compensation: the latest intent read, the compensation
+// inserted, the intent withdrawn and logged, its compensations read): no write of the batch
+// sends the buffered rows early (the gap records once did, at every deferral: 168 INSERTs a
+// batch of 1,000 in postgres_bench, where one or two are meant; the effects' statements did, at
+// every intent: 209 a batch here). Read on the deciding thread, so that each batch's rows are
+// loaded at once whatever this machine's load: a Load sends the buffered rows first (it reads the
 // ledger), and how many Loads a batch makes with a reading thread depends on its pace.
-TEST(PostgresConsume, ABatchSendsItsLedgerAndProjectionRowsInAFewStatementsWhateverItsDeferrals) {
-  const std::vector<std::string> events = OrderedEvents(500);  // 2,000 events, 167 deferred
+TEST(PostgresConsume, ABatchSendsItsLedgerAndProjectionRowsInTwoStatementsWhateverElseItWrites) {
+  // 2,000 events, 167 deferred, 500 cancellations compensated
+  const std::vector<std::string> events = OrderedEvents(500, "customer-request");
   const PgRun run = ConsumeOnPostgres(250, events, /*read_ahead=*/false);
   ASSERT_EQ(run.summary.batches, 8);
   const double per_batch =
@@ -188,6 +192,9 @@ TEST(PostgresConsume, ABatchSendsItsLedgerAndProjectionRowsInAFewStatementsWhate
   std::printf("%lld multi-row inserts for 8 batches of 250 (%.2f a batch)\n",
               static_cast<long long>(run.buffered_inserts), per_batch);
   EXPECT_EQ(run.buffered_inserts, 16);  // each batch: its ledger rows, its new projections
+  const auto compensations = std::find(run.counts.begin(), run.counts.end(),
+                                       std::pair<std::string, int64_t>("compensation", 500));
+  EXPECT_NE(compensations, run.counts.end()) << "every cancellation recorded a compensation";
 }
 
 }  // namespace

@@ -184,6 +184,7 @@ class KafkaSource final : public Source {
       const uint64_t rewinds = rewinds_.load();
       rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_.get(), chunk);
       if (m == nullptr) {
+        if (stopped_.load()) return Fetched::kEnd;  // woken by Stop: no probe of the brokers
         MaybeReachable();
         if (wait_ms == 0 || (wait_ms > 0 && (wait_ms -= chunk) <= 0)) return Fetched::kWouldWait;
         continue;
@@ -327,7 +328,9 @@ class KafkaSource final : public Source {
   bool HeldBack(int chunk) {
     const int64_t left = held_until_ms_.load() - NowMs();
     if (left <= 0) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(left, chunk)));
+    std::unique_lock<std::mutex> lock(mutex_);  // Stop sets stopped_ under it, then notifies
+    settled_.wait_for(lock, std::chrono::milliseconds(std::min<int64_t>(left, chunk)),
+                      [this] { return stopped_.load(); });
     return true;
   }
 
