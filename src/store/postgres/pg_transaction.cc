@@ -1342,13 +1342,31 @@ Status PgTransaction::UpdateIntent(const EffectIntent& e, int64_t expected_revis
       "UPDATE effect_intent SET state=$2, attempts=$3, last_error=$4, http_status=$5,"
       " response_digest=$6, last_attempt_at_ms=$7, next_attempt_at_ms=$8, settled_at_ms=$9,"
       " claimed_by=$10, revision=revision+1 WHERE key=$1 AND revision=$11";
+  static const std::string kChecked =
+      "WITH changed AS (" + kSql + " RETURNING 1) SELECT 1 / (SELECT count(*) FROM changed)::int";
   Params p;
   p.Text(e.key).Text(EffectStateName(e.state)).Int(e.attempts).Text(e.last_error);
   p.OptInt(e.http_status).Text(e.response_digest).OptInt(e.last_attempt_at_ms);
   p.OptInt(e.next_attempt_at_ms).OptInt(e.settled_at_ms).Text(e.claimed_by);
   p.Int(expected_revision);
+  const auto locked = locked_intents_.find(e.key);
+  if (locked != locked_intents_.end() && locked->second == expected_revision) {
+    // Held locked at that revision since this transaction read it: the update cannot miss, and
+    // goes out without waiting (a miss would still fail the commit, saying so).
+    Conn().Send(
+        kChecked, p,
+        Expect{.checked_on_server = true,
+               .otherwise = Status::Aborted("effect intent " + e.key + " is not at revision " +
+                                            std::to_string(expected_revision) +
+                                            " though this transaction holds it locked")});
+    locked->second = expected_revision + 1;
+    return Status::Ok();
+  }
   EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Conn().Query(kSql, p));
-  if (done.affected() == 1) return Status::Ok();
+  if (done.affected() == 1) {
+    if (locked != locked_intents_.end()) locked->second = expected_revision + 1;
+    return Status::Ok();
+  }
   EVIDENT_ASSIGN_OR_RETURN(const std::optional<EffectIntent> there, QueryIntent(Conn(), e.key));
   if (!there) return Status::NotFound("no effect intent " + e.key);
   return Status::Aborted("effect intent " + e.key + " is at revision " +
@@ -1361,9 +1379,17 @@ Status PgTransaction::LogIntent(const EffectLogEntry& e) {
       "INSERT INTO effect_log(key, action, by_whom, state_after, http_status, detail, at_ms)"
       " SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::bigint"
       " WHERE EXISTS(SELECT 1 FROM effect_intent WHERE key=$1)";
+  static const std::string kChecked =
+      "WITH logged AS (" + kSql + " RETURNING 1) SELECT 1 / (SELECT count(*) FROM logged)::int";
   Params p;
   p.Text(e.key).Text(EffectActionName(e.action)).Text(e.by).Text(EffectStateName(e.state_after));
   p.OptInt(e.http_status).Text(e.detail).Int(e.at_ms);
+  if (locked_intents_.count(e.key) > 0) {  // it exists until the transaction ends
+    Conn().Send(kChecked, p,
+                Expect{.checked_on_server = true,
+                       .otherwise = Status::NotFound("no effect intent " + e.key)});
+    return Status::Ok();
+  }
   EVIDENT_ASSIGN_OR_RETURN(const Rowset done, Conn().Query(kSql, p));
   if (done.affected() == 0) return Status::NotFound("no effect intent " + e.key);
   return Status::Ok();
@@ -1386,7 +1412,9 @@ Result<std::optional<EffectIntent>> PgTransaction::LatestIntentOf(std::string_vi
       " ORDER BY seq DESC LIMIT 1 FOR UPDATE";
   EVIDENT_ASSIGN_OR_RETURN(const Rowset rows,
                            Conn().Query(kSql, Params().Text(consumer).Text(subject).Text(effect)));
-  return ReadOne(rows, &ReadIntent);
+  EVIDENT_ASSIGN_OR_RETURN(std::optional<EffectIntent> latest, ReadOne(rows, &ReadIntent));
+  if (latest) locked_intents_[latest->key] = latest->revision;
+  return latest;
 }
 
 Status PgTransaction::UpdateCompensation(const CompensationRecord& c) {

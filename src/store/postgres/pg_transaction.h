@@ -198,6 +198,10 @@ class PgTransaction final : public Transaction {
   // The missing_to of every open gap record of a loaded (consumer, subject); forgotten for a
   // subject whose record UpdateGap changed (its CloseGaps then asks the server).
   std::unordered_map<std::string, std::vector<int64_t>> open_gaps_;
+  // The intents this transaction holds locked (LatestIntentOf reads FOR UPDATE) and the revision
+  // each is at: no other writer can change or remove them before the transaction ends, so their
+  // update and its log entry go out without waiting (each checked on the server all the same).
+  std::unordered_map<std::string, int64_t> locked_intents_;
 };
 
 class PgSnapshot final : public Snapshot {
