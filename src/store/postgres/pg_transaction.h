@@ -46,7 +46,10 @@ class PgTransaction final : public Transaction {
   Status Commit() override;
   Status Rollback() override;
   // The connection, for the caller's own statements in this transaction (PostgresConnection).
-  Result<PGconn*> Lend() { return Db().Lend(); }
+  Result<PGconn*> Lend() {
+    locked_intents_.clear();  // the caller's own statements may change what this knew of them
+    return Db().Lend();
+  }
   Status WillDecide(const std::vector<std::string>& consumers) override;
   Status WillDecideSubject(std::string_view consumer, std::string_view what) override;
   Result<BatchRows> Load(const BatchKeys& keys) override;
