@@ -488,17 +488,8 @@ int main(int argc, char** argv) {
 
   const ConsumeFigures consume =
       only == "relay" ? ConsumeFigures{} : ConsumeRounds(cluster, dir, count, rounds);
-  std::printf("median relay to Kafka / raw librdkafka producer: %.3f\n",
-              evident::bench::Median(relay_ratios));
-  std::printf("median relay to Kafka / raw producer flushing per batch: %.3f\n",
-              evident::bench::Median(batched_ratios));
-  std::printf("median consume from Kafka / consume from a file: %.3f\n",
-              evident::bench::Median(consume.file));
-  std::printf("median consume from Kafka / consume from a file in the topic's order: %.3f\n",
-              evident::bench::Median(consume.topic_order));
+  // One line per figure, its median and spread (bench/median.h); a half not run prints none.
   evident::bench::PrintFigure("kafka_relay_raw", relay_ratios);
-  std::printf("median relay to Kafka / (b) raw relay reading and marking with sqlite3: %.3f\n",
-              evident::bench::Median(raw_relay_ratios));
   evident::bench::PrintFigure("kafka_relay_raw_batched", batched_ratios);
   evident::bench::PrintFigure("kafka_relay_raw_store", raw_relay_ratios);
   evident::bench::PrintFigure("kafka_raw_relay_update_share", update_shares);
